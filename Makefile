@@ -1,0 +1,31 @@
+# Every target creates .venv itself, so each works on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench stubs clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: install
+	$(PY) examples/demo.py
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks examples
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,23 @@
+"""`ge`: a pure-Python graph compiler for ONNX models with GE-style Python pass plugins.
+
+The layers live in sub-packages (see docs/architecture.md): `ge.graph` (IR and ONNX I/O),
+`ge.ops`, `ge.es`, `ge.passes`, `ge.compiler`, `ge.session`, `ge.cli`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "finalize", "initialize"]
+
+
+def __getattr__(name: str) -> Any:
+    # `ge.initialize()` / `ge.finalize()` are the compiler's; resolved lazily so that
+    # `import ge.graph` does not pull in the compiler.
+    if name in ("initialize", "finalize"):
+        from ge import compiler
+
+        return getattr(compiler, name)
+    raise AttributeError(f"module 'ge' has no attribute {name!r}")

@@ -1,0 +1,171 @@
+"""The exceptions of `ge`: one base class, GE's error codes where GE has one.
+
+Every error carries what a user needs to act on it without reading a traceback: a code,
+the message, and where applicable the pass, the stage, the user's file and line, and the
+nodes or paths involved. Tools read these attributes instead of parsing messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+__all__ = [
+    "ExternalDataError",
+    "GeError",
+    "GraphError",
+    "GraphTypeError",
+    "GraphValidationError",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "ModelSaveError",
+    "PassRegisterError",
+    "PassRunError",
+    "PluginLoadError",
+    "SourceLocation",
+    "ValidationProblem",
+]
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A place in the user's code: the file and line an error points at."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+class GeError(Exception):
+    """Base of every error `ge` raises on purpose.
+
+    `code` is GE's error code (E13028/E13029/E13030) where GE defines one, otherwise a
+    `ge` code (GE1xxx); docs/errors.md lists them all.
+    """
+
+    code: ClassVar[str] = "GE1000"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pass_name: str | None = None,
+        stage: str | None = None,
+        location: SourceLocation | None = None,
+        path: str | None = None,
+        nodes: Iterable[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pass_name = pass_name
+        self.stage = stage
+        self.location = location
+        self.path = path
+        self.nodes: tuple[str, ...] = tuple(nodes)
+
+    def details(self) -> dict[str, object]:
+        """The error as plain data, for `--json` output and logs."""
+        return {
+            "code": self.code,
+            "type": type(self).__name__,
+            "message": self.message,
+            "pass_name": self.pass_name,
+            "stage": self.stage,
+            "location": str(self.location) if self.location else None,
+            "path": self.path,
+            "nodes": list(self.nodes),
+        }
+
+    def __str__(self) -> str:
+        context = []
+        if self.pass_name:
+            context.append(f"pass {self.pass_name}")
+        if self.stage:
+            context.append(f"stage {self.stage}")
+        if self.location:
+            context.append(f"at {self.location}")
+        suffix = f" ({', '.join(context)})" if context else ""
+        return f"[{self.code}] {self.message}{suffix}"
+
+
+class GraphError(GeError, RuntimeError):
+    """A graph operation that cannot be done (GE raises RuntimeError for these)."""
+
+    code = "GE1001"
+
+
+class GraphTypeError(GeError, TypeError):
+    """A graph API called with an argument of the wrong type."""
+
+    code = "GE1002"
+
+
+@dataclass(frozen=True)
+class ValidationProblem:
+    """One broken IR invariant: its kind, the nodes involved and a sentence saying what."""
+
+    kind: str  # "dangling-edge", "cycle", "duplicate-name", "arity", "structure"
+    nodes: tuple[str, ...]
+    message: str
+    graph: str = ""
+
+    def __str__(self) -> str:
+        where = f"graph {self.graph}: " if self.graph else ""
+        return f"{where}{self.kind}: {self.message}"
+
+
+class GraphValidationError(GraphError):
+    """`Graph.validate()` found broken invariants; `problems` lists every one."""
+
+    code = "GE1003"
+
+    def __init__(self, problems: Sequence[ValidationProblem]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        nodes = sorted({n for p in self.problems for n in p.nodes})
+        super().__init__(f"graph is invalid ({len(self.problems)} problem(s)):\n{lines}", nodes=nodes)
+
+
+class ModelLoadError(GeError, ValueError):
+    """A model file could not be read: not ONNX, truncated, or otherwise unusable."""
+
+    code = "GE1101"
+
+
+class ModelNotFoundError(ModelLoadError, FileNotFoundError):
+    """The model file does not exist."""
+
+    code = "GE1102"
+
+
+class ExternalDataError(ModelLoadError):
+    """External tensor data is missing, short, or resolves outside the model's folder."""
+
+    code = "GE1103"
+
+
+class ModelSaveError(GeError, OSError):
+    """A model could not be written; nothing was left at the destination."""
+
+    code = "GE1104"
+
+
+class PassRunError(GeError):
+    """E13028: a pass failed while running; the graph was left as the pass found it."""
+
+    code = "E13028"
+
+
+class PluginLoadError(GeError):
+    """E13029: a pass plugin could not be loaded (import failed, bad path, name clash)."""
+
+    code = "E13029"
+
+
+class PassRegisterError(GeError, ValueError):
+    """E13030: a pass could not be registered (bad descriptor, duplicate name)."""
+
+    code = "E13030"
