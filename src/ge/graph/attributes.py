@@ -1,0 +1,167 @@
+"""Node attributes: Python values in the API, typed ONNX attributes underneath.
+
+An attribute read from ONNX stays an `AttributeProto` until it is read or replaced, so an
+untouched node saves byte-identical attributes (doc strings and all). A value set through the
+API is kept as `(kind, value)`; the kind follows the value's Python type, or the kind the
+attribute already had (setting `1` on a FLOAT attribute keeps it a FLOAT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, helper
+
+from ge.errors import GraphTypeError
+from ge.graph.tensor import Tensor
+from ge.graph.types import DataType, data_type_to_onnx
+
+__all__ = ["AttrKind", "StoredAttr", "decode_attr", "encode_attr", "kind_name", "to_stored"]
+
+AttrKind = int  # onnx.AttributeProto.AttributeType
+A = AttributeProto
+
+# ("kind", python value); for graph kinds the value is a `Graph` or a list of them.
+StoredAttr = AttributeProto | tuple[int, Any]
+
+_LIST_OF = {A.FLOAT: A.FLOATS, A.INT: A.INTS, A.STRING: A.STRINGS, A.TENSOR: A.TENSORS,
+            A.GRAPH: A.GRAPHS, A.SPARSE_TENSOR: A.SPARSE_TENSORS, A.TYPE_PROTO: A.TYPE_PROTOS}
+GRAPH_KINDS = (A.GRAPH, A.GRAPHS)
+
+
+def kind_name(kind: int) -> str:
+    return A.AttributeType.Name(kind)
+
+
+def _decode_str(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def decode_attr(stored: StoredAttr) -> tuple[int, Any]:
+    """The `(kind, python value)` of a stored attribute (graph kinds are never protos here)."""
+    if not isinstance(stored, AttributeProto):
+        return stored
+    kind = stored.type
+    if kind == A.INT:
+        return kind, stored.i
+    if kind == A.FLOAT:
+        return kind, stored.f
+    if kind == A.STRING:
+        return kind, _decode_str(stored.s)
+    if kind == A.INTS:
+        return kind, list(stored.ints)
+    if kind == A.FLOATS:
+        return kind, list(stored.floats)
+    if kind == A.STRINGS:
+        return kind, [_decode_str(s) for s in stored.strings]
+    if kind == A.TENSOR:
+        return kind, Tensor.from_proto(stored.t)
+    if kind == A.TENSORS:
+        return kind, [Tensor.from_proto(t) for t in stored.tensors]
+    if kind == A.SPARSE_TENSOR:
+        return kind, stored.sparse_tensor
+    if kind == A.SPARSE_TENSORS:
+        return kind, list(stored.sparse_tensors)
+    if kind == A.TYPE_PROTO:
+        return kind, stored.tp
+    if kind == A.TYPE_PROTOS:
+        return kind, list(stored.type_protos)
+    raise GraphTypeError(f"attribute {stored.name!r} has unsupported kind {kind_name(kind)}")
+
+
+def _scalar_kind(value: Any) -> int | None:
+    from ge.graph.graph import Graph  # the IR's graph class; imported late to avoid a cycle
+
+    if isinstance(value, (bool, np.bool_, DataType, int, np.integer)):
+        return A.INT
+    if isinstance(value, (float, np.floating)):
+        return A.FLOAT
+    if isinstance(value, (str, bytes)):
+        return A.STRING
+    if isinstance(value, (Tensor, np.ndarray)):
+        return A.TENSOR
+    if isinstance(value, Graph):
+        return A.GRAPH
+    if isinstance(value, onnx.SparseTensorProto):
+        return A.SPARSE_TENSOR
+    if isinstance(value, onnx.TypeProto):
+        return A.TYPE_PROTO
+    return None
+
+
+def _normalise(kind: int, value: Any) -> Any:
+    if kind == A.INT:
+        if isinstance(value, DataType):
+            return data_type_to_onnx(value)
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise GraphTypeError(f"cannot store {value!r} in an INT attribute")
+        return int(value)
+    if kind == A.FLOAT:
+        return float(value)
+    if kind == A.TENSOR and isinstance(value, np.ndarray):
+        return Tensor(value)
+    return value
+
+
+def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any]:
+    """Turn an API value into `(kind, value)`, raising `GraphTypeError` for what ONNX can't hold."""
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        kinds = {_scalar_kind(v) for v in items}
+        if None in kinds:
+            bad = next(v for v in items if _scalar_kind(v) is None)
+            raise GraphTypeError(
+                f"attribute {key!r}: list items of type {type(bad).__name__} are not supported"
+            )
+        if kinds == {A.INT, A.FLOAT}:
+            kinds = {A.FLOAT}
+        if len(kinds) > 1:
+            raise GraphTypeError(f"attribute {key!r}: a list must hold values of one type")
+        if kinds:
+            kind = _LIST_OF[kinds.pop()]
+            if previous_kind == A.FLOATS and kind == A.INTS:
+                kind = A.FLOATS
+        elif previous_kind in _LIST_OF.values():
+            kind = previous_kind
+        else:
+            kind = A.INTS
+        scalar = next(k for k, v in _LIST_OF.items() if v == kind)
+        return kind, [_normalise(scalar, v) for v in items]
+    kind = _scalar_kind(value)
+    if kind is None:
+        raise GraphTypeError(
+            f"attribute {key!r}: values of type {type(value).__name__} are not supported"
+        )
+    if kind == A.INT and previous_kind == A.FLOAT and not isinstance(value, DataType):
+        kind = A.FLOAT
+    return kind, _normalise(kind, value)
+
+
+def encode_attr(
+    key: str, stored: StoredAttr, encode_graph: Callable[[Any], onnx.GraphProto]
+) -> AttributeProto:
+    """The ONNX attribute of a stored value; graphs are encoded by `encode_graph`."""
+    if isinstance(stored, AttributeProto):
+        return stored
+    kind, value = stored
+    if kind == A.GRAPH:
+        return helper.make_attribute(key, encode_graph(value), attr_type=A.GRAPH)
+    if kind == A.GRAPHS:
+        return helper.make_attribute(key, [encode_graph(g) for g in value], attr_type=A.GRAPHS)
+    if kind == A.TENSOR:
+        return helper.make_attribute(key, value.to_proto(), attr_type=A.TENSOR)
+    if kind == A.TENSORS:
+        return helper.make_attribute(key, [t.to_proto() for t in value], attr_type=A.TENSORS)
+    if kind == A.INT:
+        return helper.make_attribute(key, int(value), attr_type=A.INT)
+    if kind == A.INTS:
+        return helper.make_attribute(key, [int(v) for v in value], attr_type=A.INTS)
+    return helper.make_attribute(key, value, attr_type=kind)

@@ -1,0 +1,858 @@
+"""`Graph`: the IR passes read and rewrite.
+
+Invariants (checked by `validate()`):
+- every node belongs to exactly one graph; names of direct nodes are unique in their graph;
+- an input anchor has at most one producer, which is a node of this graph or of an enclosing
+  graph (ONNX's outer-scope references); the producer's consumer set mirrors the edge;
+- the data and control edges of a graph form no cycle (a node owning subgraphs depends on the
+  outer values its subgraphs read);
+- graph inputs are `Data` nodes (attribute `index`), constants are `Const` nodes (attribute
+  `value`), graph outputs are the inputs of the one `NetOutput` node.
+
+Cost model: adding or removing a node or an edge is O(1); the producer of an input and the
+consumers of an output are O(1) look-ups; nodes by type come from an index kept up to date
+as nodes come and go; the topological order is computed on demand and cached until the
+structure changes; every mutation is journaled inside `transaction()` so it can be undone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import onnx
+
+from ge.errors import GraphError, GraphTypeError
+from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
+from ge.graph.journal import Journal
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DumpFormat
+
+__all__ = ["CONST", "DATA", "NET_OUTPUT", "Graph"]
+
+DATA = "Data"
+CONST = "Const"
+NET_OUTPUT = "NetOutput"
+
+
+def _check_node_arg(node: Any, what: str = "node") -> Node:
+    if not isinstance(node, Node):
+        raise GraphTypeError(f"{what} must be a ge.graph.Node, got {type(node).__name__}")
+    return node
+
+
+def _check_index(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GraphTypeError(f"{what} must be an int, got {type(value).__name__}")
+    return value
+
+
+class ModelInfo:
+    """What an ONNX model carries around its root graph, kept so that save loses nothing."""
+
+    __slots__ = (
+        "doc_string",
+        "domain",
+        "extras",
+        "functions",
+        "ir_version",
+        "metadata_props",
+        "model_version",
+        "opset_imports",
+        "opset_source",
+        "producer_name",
+        "producer_version",
+    )
+
+    def __init__(self) -> None:
+        self.ir_version: int = onnx.IR_VERSION
+        self.opset_imports: dict[str, int] = {"": onnx.defs.onnx_opset_version()}
+        self.opset_source: list[onnx.OperatorSetIdProto] = []  # as read, for byte-exact saves
+        self.producer_name = "ge"
+        self.producer_version = ""
+        self.domain = ""
+        self.model_version = 0
+        self.doc_string = ""
+        self.metadata_props: dict[str, str] = {}
+        self.functions: list[onnx.FunctionProto] = []
+        # Rare ModelProto fields the IR does not model (training_info, configuration).
+        self.extras: onnx.ModelProto | None = None
+
+
+class Graph:
+    """A graph of nodes: the root of a model, or a subgraph owned by a node (If/Loop/Scan)."""
+
+    def __init__(self, name: str | None = "graph") -> None:
+        if name is None:
+            name = "graph"
+        if not isinstance(name, str):
+            raise GraphTypeError(f"graph name must be a str, got {type(name).__name__}")
+        self._name = name
+        self._nodes: dict[Node, None] = {}
+        self._by_name: dict[str, Node] = {}
+        self._by_type: dict[str, dict[Node, None]] = {}
+        self._values: dict[str, tuple[Node, int]] = {}
+        self._parent_node: Node | None = None
+        self._journal = Journal()
+        self._topo: tuple[int, list[Node]] | None = None
+        self._attrs: dict[str, Any] = {}
+        self._orphans: list[Graph] = []
+        self._next_seq = 0
+        self._name_counter = 0
+        # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
+        # quantization_annotation (kept verbatim for save).
+        self._onnx_extras: onnx.GraphProto | None = None
+        # Initializers that give graph inputs a default value (IR < 4), and value infos
+        # naming no value of the graph: both written back as they were read.
+        self._input_defaults: dict[str, onnx.TensorProto] = {}
+        self._stray_value_info: list[onnx.ValueInfoProto] = []
+        self.model = ModelInfo()
+
+    # -- identity and hierarchy ---------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def parent_node(self) -> Node | None:
+        """The node owning this subgraph (None for a root graph or an orphan subgraph)."""
+        return self._parent_node
+
+    @property
+    def parent_graph(self) -> Graph | None:
+        return self._parent_node._graph if self._parent_node is not None else None
+
+    def root_graph(self) -> Graph:
+        graph = self
+        while graph._parent_node is not None and graph._parent_node._graph is not None:
+            graph = graph._parent_node._graph
+        return graph
+
+    def _ancestors(self) -> Iterator[Graph]:
+        graph: Graph | None = self
+        while graph is not None:
+            yield graph
+            graph = graph.parent_graph
+
+    @property
+    def journal(self) -> Journal:
+        return self.root_graph()._journal
+
+    @property
+    def mutation_count(self) -> int:
+        """Grows with every mutation of this graph's hierarchy: a cheap 'did anything change'."""
+        return self.root_graph()._journal.mutation_count
+
+    @property
+    def opset_imports(self) -> dict[str, int]:
+        """Opset version per domain ("" is the standard ONNX domain) of the model."""
+        return self.root_graph().model.opset_imports
+
+    def get_opset_version(self, domain: str = "") -> int | None:
+        """The model's opset version for `domain` ("" and "ai.onnx" are the same domain)."""
+        imports = self.opset_imports
+        if domain in ("", "ai.onnx"):
+            return imports.get("", imports.get("ai.onnx"))
+        return imports.get(domain)
+
+    # -- transactions -------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Graph]:
+        """Undo every mutation made inside the block (subgraphs too) when an exception escapes."""
+        with self.root_graph()._journal.transaction():
+            yield self
+
+    def _changed(self, structural: bool) -> Journal:
+        journal = self.root_graph()._journal
+        journal.mutation_count += 1
+        if structural:
+            journal.structure_version += 1
+        return journal
+
+    # -- queries ------------------------------------------------------------------------
+    def get_direct_nodes(self) -> list[Node]:
+        """Nodes of this graph (not of its subgraphs), in insertion order."""
+        return list(self._nodes)
+
+    def get_all_nodes(self) -> list[Node]:
+        """Nodes of this graph and, depth first after their owner, of all its subgraphs."""
+        out: list[Node] = []
+        for node in self._nodes:
+            out.append(node)
+            for sub in node.get_subgraphs():
+                out.extend(sub.get_all_nodes())
+        return out
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+    def nodes_of_type(self, op_type: str) -> list[Node]:
+        """Direct nodes of one op type, in insertion order (an index look-up, no scan)."""
+        nodes = self._by_type.get(op_type)
+        return list(nodes) if nodes else []
+
+    def op_types(self) -> list[str]:
+        return [t for t, nodes in self._by_type.items() if nodes]
+
+    def find_node_by_name(self, name: str) -> Node:
+        """The direct node called `name` (`RuntimeError` when there is none)."""
+        if not isinstance(name, str):
+            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise GraphError(f"graph {self._name!r} has no node named {name!r}") from None
+
+    def has_node(self, name: str) -> bool:
+        return name in self._by_name
+
+    def get_data_nodes(self) -> list[Node]:
+        """The graph's inputs (`Data` nodes) ordered by their `index` attribute."""
+        return sorted(self.nodes_of_type(DATA), key=lambda n: n.get_attr("index"))
+
+    def get_net_output(self) -> Node | None:
+        outs = self._by_type.get(NET_OUTPUT)
+        return next(iter(outs)) if outs else None
+
+    def find_value(self, value_name: str) -> tuple[Node, int] | None:
+        """The producer of an ONNX value name, looked up in this graph then enclosing ones."""
+        for graph in self._ancestors():
+            found = graph._values.get(value_name)
+            if found is not None:
+                return found
+        return None
+
+    # -- attributes of the graph (memory only) --------------------------------------------
+    def get_attr(self, key: str) -> Any:
+        if not isinstance(key, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
+        try:
+            return self._attrs[key]
+        except KeyError:
+            raise GraphError(f"graph {self._name!r} has no attribute {key!r}") from None
+
+    def set_attr(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
+        missing = object()
+        old = self._attrs.get(key, missing)
+        self._attrs[key] = value
+        journal = self._changed(False)
+        if journal.recording:
+            if old is missing:
+                journal.record(lambda: self._attrs.pop(key, None))
+            else:
+                journal.record(lambda: self._attrs.__setitem__(key, old))
+
+    # -- names --------------------------------------------------------------------------
+    def _unique_node_name(self, base: str) -> str:
+        if base not in self._by_name:
+            return base
+        while True:
+            self._name_counter += 1
+            candidate = f"{base}_{self._name_counter}"
+            if candidate not in self._by_name:
+                return candidate
+
+    def _value_taken(self, name: str) -> bool:
+        return any(name in g._values for g in self._ancestors())
+
+    def _unique_value_name(self, base: str) -> str:
+        if not self._value_taken(base):
+            return base
+        n = 1
+        while self._value_taken(f"{base}_{n}"):
+            n += 1
+        return f"{base}_{n}"
+
+    # -- node creation and removal ------------------------------------------------------
+    def _new_node(
+        self,
+        op_type: str,
+        name: str,
+        domain: str,
+        num_inputs: int,
+        out_names: list[str],
+        attrs: dict[str, Any],
+        proto: onnx.NodeProto | None,
+    ) -> Node:
+        """Make a node object (not yet inserted); the loader's fast path."""
+        node = object.__new__(Node)
+        node._graph = None
+        node._name = name
+        node._type = op_type
+        node._domain = domain
+        node._attrs = attrs
+        node._inputs = [None] * num_inputs
+        node._consumers = [None] * len(out_names)
+        node._out_names = out_names
+        node._out_descs = [None] * len(out_names)
+        node._in_descs = None
+        node._ctrl_in = None
+        node._ctrl_out = None
+        node._in_anchor_attrs = None
+        node._out_anchor_attrs = None
+        node._proto = proto
+        node._clean = proto is not None
+        node._export_name = None
+        node._seq = 0
+        return node
+
+    def _insert(self, node: Node) -> None:
+        """Put a fresh node into the graph's indexes (journaled)."""
+        node._graph = self
+        node._seq = self._next_seq
+        self._next_seq += 1
+        self._nodes[node] = None
+        self._by_name[node._name] = node
+        bucket = self._by_type.get(node._type)
+        if bucket is None:
+            bucket = self._by_type[node._type] = {}
+        bucket[node] = None
+        for i, value_name in enumerate(node._out_names):
+            if value_name:
+                self._values[value_name] = (node, i)
+        for sub in node.get_subgraphs():
+            sub._parent_node = node
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: self._erase(node))
+
+    def _erase(self, node: Node) -> None:
+        """Take an edge-less node out of the graph's indexes (journaled)."""
+        del self._nodes[node]
+        if self._by_name.get(node._name) is node:
+            del self._by_name[node._name]
+        del self._by_type[node._type][node]
+        for value_name in node._out_names:
+            if value_name and self._values.get(value_name, (None,))[0] is node:
+                del self._values[value_name]
+        node._graph = None
+        seq = node._seq
+        journal = self._changed(True)
+        if journal.recording:
+
+            def undo() -> None:
+                self._insert(node)
+                node._seq = seq  # keep the original position in insertion order
+
+            journal.record(undo)
+
+    def add_node(
+        self,
+        op_type: str,
+        *,
+        name: str | None = None,
+        domain: str = "",
+        num_inputs: int = 0,
+        num_outputs: int = 1,
+        attrs: dict[str, Any] | None = None,
+        output_names: list[str] | None = None,
+    ) -> Node:
+        """Create a node with unconnected anchors (extension; GE creates nodes via the builder).
+
+        `name=None` picks a unique name from the op type; an explicit name already taken is a
+        `RuntimeError`. Output value names default to `<node name>:<index>`.
+        """
+        if not isinstance(op_type, str) or not op_type:
+            raise GraphTypeError("op_type must be a non-empty str")
+        if not isinstance(domain, str):
+            raise GraphTypeError(f"domain must be a str, got {type(domain).__name__}")
+        _check_index(num_inputs, "num_inputs")
+        _check_index(num_outputs, "num_outputs")
+        if num_inputs < 0 or num_outputs < 0:
+            raise GraphError("num_inputs and num_outputs must be >= 0")
+        if name is None:
+            name = self._unique_node_name(op_type)
+        elif not isinstance(name, str) or not name:
+            raise GraphTypeError("node name must be a non-empty str")
+        elif name in self._by_name:
+            raise GraphError(f"graph {self._name!r} already has a node named {name!r}")
+        if output_names is None:
+            out_names = [self._unique_value_name(f"{name}:{i}") for i in range(num_outputs)]
+        else:
+            out_names = list(output_names)
+            if len(out_names) != num_outputs:
+                raise GraphError(
+                    f"{len(out_names)} output names given for {num_outputs} outputs of {name!r}"
+                )
+            for value_name in out_names:
+                if not isinstance(value_name, str):
+                    raise GraphTypeError("output names must be str")
+                if value_name and self._value_taken(value_name):
+                    raise GraphError(f"value name {value_name!r} is already used in the graph")
+        node = self._new_node(op_type, name, domain, num_inputs, out_names, {}, None)
+        self._insert(node)
+        for key, value in (attrs or {}).items():
+            self._set_attr(node, key, value)
+        return node
+
+    def add_const(self, value: Tensor | Any, *, name: str | None = None) -> Node:
+        """A `Const` node holding `value` (a `Tensor`, or data a `Tensor` accepts)."""
+        tensor = value if isinstance(value, Tensor) else Tensor(value)
+        node = self.add_node(CONST, name=name, num_outputs=1)
+        self._set_attr(node, "value", tensor)
+        node._out_descs[0] = tensor.get_tensor_desc()
+        return node
+
+    def remove_node(self, node: Node) -> None:
+        """Remove a direct node with all its edges (its consumers' inputs become unconnected)."""
+        _check_node_arg(node)
+        if node._graph is not self:
+            raise GraphError(f"node {node._name!r} is not a node of graph {self._name!r}")
+        for i, producer in enumerate(node._inputs):
+            if producer is not None:
+                self._disconnect(node, i)
+        for consumers in node._consumers:
+            if consumers:
+                for consumer, j in list(consumers):
+                    self._disconnect(consumer, j)
+        for pred in list(node._ctrl_in or ()):
+            self._ctrl_unlink(pred, node)
+        for succ in list(node._ctrl_out or ()):
+            self._ctrl_unlink(node, succ)
+        for sub in node.get_subgraphs():
+            sub._drop_outer_edges()
+        self._erase(node)
+
+    def _drop_outer_edges(self) -> None:
+        """Disconnect inputs of this hierarchy whose producers live outside it."""
+        inside = {id(g) for g in [self, *self.get_all_subgraphs()]}
+        for node in self.get_all_nodes():
+            for i, producer in enumerate(node._inputs):
+                if producer is not None and id(producer[0]._graph) not in inside:
+                    node._graph._disconnect(node, i)  # type: ignore[union-attr]
+
+    # -- data edges -----------------------------------------------------------------------
+    def _connect(self, src: Node, src_index: int, dst: Node, dst_index: int) -> None:
+        dst._inputs[dst_index] = (src, src_index)
+        consumers = src._consumers[src_index]
+        if consumers is None:
+            consumers = src._consumers[src_index] = {}
+        consumers[(dst, dst_index)] = None
+        dst._proto_dirty()
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: self._disconnect(dst, dst_index))
+
+    def _disconnect(self, dst: Node, dst_index: int) -> None:
+        producer = dst._inputs[dst_index]
+        assert producer is not None
+        src, src_index = producer
+        dst._inputs[dst_index] = None
+        consumers = src._consumers[src_index]
+        assert consumers is not None
+        del consumers[(dst, dst_index)]
+        dst._proto_dirty()
+        journal = self._changed(True)
+        if journal.recording:
+            graph = dst._graph
+            journal.record(lambda: graph._connect(src, src_index, dst, dst_index))  # type: ignore[union-attr]
+
+    def _check_member(self, node: Node, what: str, allow_outer: bool = False) -> None:
+        graph = node._graph
+        if graph is self:
+            return
+        if allow_outer and graph is not None and graph in list(self._ancestors()):
+            return
+        raise GraphError(f"{what} {node._name!r} is not a node of graph {self._name!r}")
+
+    def add_data_edge(self, src_node: Node, src_port_index: int, dst_node: Node,
+                      dst_port_index: int) -> None:
+        """Connect output `src_port_index` of `src_node` to input `dst_port_index` of `dst_node`.
+
+        The source may live in an enclosing graph (an outer-scope value of a subgraph).
+        The destination input must be free (`RuntimeError` otherwise).
+        """
+        _check_node_arg(src_node, "src_node")
+        _check_node_arg(dst_node, "dst_node")
+        _check_index(src_port_index, "src_port_index")
+        _check_index(dst_port_index, "dst_port_index")
+        self._check_member(dst_node, "dst_node")
+        self._check_member(src_node, "src_node", allow_outer=True)
+        src_node._check_out(src_port_index)
+        dst_node._check_in(dst_port_index)
+        current = dst_node._inputs[dst_port_index]
+        if current is not None:
+            raise GraphError(
+                f"input {dst_port_index} of node {dst_node._name!r} is already connected to "
+                f"output {current[1]} of {current[0]._name!r}; remove that edge first"
+            )
+        self._connect(src_node, src_port_index, dst_node, dst_port_index)
+
+    def remove_edge(self, src_node: Node, src_port_index: int, dst_node: Node,
+                    dst_port_index: int) -> None:
+        """Remove a data edge, or a control edge when both port indexes are -1."""
+        _check_node_arg(src_node, "src_node")
+        _check_node_arg(dst_node, "dst_node")
+        _check_index(src_port_index, "src_port_index")
+        _check_index(dst_port_index, "dst_port_index")
+        self._check_member(dst_node, "dst_node")
+        if src_port_index == -1 and dst_port_index == -1:
+            if not dst_node._ctrl_in or src_node not in dst_node._ctrl_in:
+                raise GraphError(
+                    f"there is no control edge {src_node._name!r} -> {dst_node._name!r}"
+                )
+            self._ctrl_unlink(src_node, dst_node)
+            return
+        dst_node._check_in(dst_port_index)
+        if dst_node._inputs[dst_port_index] != (src_node, src_port_index):
+            raise GraphError(
+                f"there is no data edge {src_node._name!r}:{src_port_index} -> "
+                f"{dst_node._name!r}:{dst_port_index}"
+            )
+        self._disconnect(dst_node, dst_port_index)
+
+    def replace_all_uses(self, old: Node, old_index: int, new: Node, new_index: int) -> None:
+        """Move every consumer of `old:old_index` to `new:new_index` (extension)."""
+        old._check_out(old_index)
+        new._check_out(new_index)
+        for consumer, j in list(old._consumers[old_index] or ()):
+            consumer._graph._disconnect(consumer, j)  # type: ignore[union-attr]
+            consumer._graph._connect(new, new_index, consumer, j)  # type: ignore[union-attr]
+
+    def set_inputs_size(self, node: Node, size: int) -> None:
+        """Grow or shrink a node's input anchors (variadic operators); dropped ones must be free."""
+        self._check_member(node, "node")
+        _check_index(size, "size")
+        old = len(node._inputs)
+        if size < old and any(p is not None for p in node._inputs[size:]):
+            raise GraphError(f"cannot drop connected inputs of node {node._name!r}")
+        if size == old:
+            return
+        dropped_descs = node._in_descs[size:] if node._in_descs is not None else None
+        if size > old:
+            node._inputs.extend([None] * (size - old))
+            if node._in_descs is not None:
+                node._in_descs.extend([None] * (size - old))
+        else:
+            del node._inputs[size:]
+            if node._in_descs is not None:
+                del node._in_descs[size:]
+        node._proto_dirty()
+        journal = self._changed(True)
+        if journal.recording:
+
+            def undo() -> None:
+                self.set_inputs_size(node, old)
+                if dropped_descs is not None and node._in_descs is not None:
+                    node._in_descs[size:old] = dropped_descs
+
+            journal.record(undo)
+
+    # -- control edges ------------------------------------------------------------------
+    def add_control_edge(self, src_node: Node, dst_node: Node) -> None:
+        """Order `dst_node` after `src_node` (kept in the IR; ONNX has no control edges)."""
+        _check_node_arg(src_node, "src_node")
+        _check_node_arg(dst_node, "dst_node")
+        self._check_member(src_node, "src_node")
+        self._check_member(dst_node, "dst_node")
+        if src_node is dst_node:
+            raise GraphError(f"a control edge from {src_node._name!r} to itself makes a cycle")
+        if dst_node._ctrl_in and src_node in dst_node._ctrl_in:
+            return
+        self._ctrl_link(src_node, dst_node)
+
+    def _ctrl_link(self, src: Node, dst: Node) -> None:
+        if src._ctrl_out is None:
+            src._ctrl_out = {}
+        if dst._ctrl_in is None:
+            dst._ctrl_in = {}
+        src._ctrl_out[dst] = None
+        dst._ctrl_in[src] = None
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: self._ctrl_unlink(src, dst))
+
+    def _ctrl_unlink(self, src: Node, dst: Node) -> None:
+        del src._ctrl_out[dst]  # type: ignore[index]
+        del dst._ctrl_in[src]  # type: ignore[index]
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: self._ctrl_link(src, dst))
+
+    # -- node attributes and descs (called through Node) --------------------------------
+    def _set_attr(self, node: Node, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise GraphTypeError("attribute name must be a non-empty str")
+        old = node._attrs.get(key)
+        previous_kind = decode_attr(old)[0] if old is not None else None
+        stored = to_stored(key, value, previous_kind)
+        new_graphs = [] if stored[0] not in GRAPH_KINDS else (
+            stored[1] if isinstance(stored[1], list) else [stored[1]])
+        old_graphs = [] if old is None or previous_kind not in GRAPH_KINDS else (
+            decode_attr(old)[1] if previous_kind == onnx.AttributeProto.GRAPHS
+            else [decode_attr(old)[1]])
+        for sub in new_graphs:
+            if sub in old_graphs:
+                continue
+            if sub._parent_node is not None:
+                raise GraphError(
+                    f"graph {sub._name!r} already belongs to node {sub._parent_node._name!r}"
+                )
+            if sub in list(self._ancestors()):
+                raise GraphError(f"graph {sub._name!r} cannot be a subgraph of itself")
+        if stored[0] in GRAPH_KINDS:
+            stored = (stored[0], list(stored[1]) if isinstance(stored[1], list) else stored[1])
+        self._replace_attr(node, key, stored, old)
+        for sub in old_graphs:
+            if sub not in new_graphs:
+                self._set_parent(sub, None)
+        root = self.root_graph()
+        for sub in new_graphs:
+            if sub._parent_node is not node:
+                if sub in root._orphans:
+                    root._remove_orphan(sub)
+                self._set_parent(sub, node)
+
+    def _set_parent(self, sub: Graph, node: Node | None) -> None:
+        old = sub._parent_node
+        sub._parent_node = node
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: setattr(sub, "_parent_node", old))
+
+    def _replace_attr(self, node: Node, key: str, stored: Any, old: Any) -> None:
+        if stored is None:
+            del node._attrs[key]
+        else:
+            node._attrs[key] = stored
+        node._proto_dirty()
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record(lambda: self._replace_attr(node, key, old, stored))
+
+    def _remove_attr(self, node: Node, key: str) -> None:
+        if key not in node._attrs:
+            raise GraphError(f"node {node._name!r} has no attribute {key!r}")
+        old = node._attrs[key]
+        kind = decode_attr(old)[0]
+        if kind in GRAPH_KINDS:
+            value = decode_attr(old)[1]
+            for sub in value if isinstance(value, list) else [value]:
+                sub._drop_outer_edges()
+                self._set_parent(sub, None)
+        self._replace_attr(node, key, None, old)
+
+    def _set_anchor_attr(self, node: Node, is_input: bool, index: int, key: str,
+                         value: Any) -> None:
+        slot = "_in_anchor_attrs" if is_input else "_out_anchor_attrs"
+        table = getattr(node, slot)
+        if table is None:
+            table = {}
+            setattr(node, slot, table)
+        attrs = table.setdefault(index, {})
+        missing = object()
+        old = attrs.get(key, missing)
+        attrs[key] = value
+        journal = self._changed(False)
+        if journal.recording:
+            if old is missing:
+                journal.record(lambda: attrs.pop(key, None))
+            else:
+                journal.record(lambda: attrs.__setitem__(key, old))
+
+    def _set_desc(self, node: Node, is_input: bool, index: int, desc: TensorDesc | None) -> None:
+        if desc is not None and not isinstance(desc, TensorDesc):
+            raise GraphTypeError(f"tensor_desc must be a TensorDesc, got {type(desc).__name__}")
+        if is_input:
+            if node._in_descs is None:
+                node._in_descs = [None] * len(node._inputs)
+            slots = node._in_descs
+        else:
+            slots = node._out_descs
+        old = slots[index]
+        slots[index] = desc.copy() if desc is not None else None
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record(lambda: slots.__setitem__(index, old))
+
+    # -- subgraphs ----------------------------------------------------------------------
+    def get_all_subgraphs(self) -> list[Graph]:
+        """Every subgraph below this graph (depth first, owner order), then orphan subgraphs."""
+        out: list[Graph] = []
+        for node in self._nodes:
+            for sub in node.get_subgraphs():
+                out.append(sub)
+                out.extend(sub.get_all_subgraphs())
+        if self._parent_node is None:
+            for orphan in self._orphans:
+                out.append(orphan)
+                out.extend(orphan.get_all_subgraphs())
+        return out
+
+    def get_subgraph(self, name: str) -> Graph | None:
+        if not isinstance(name, str):
+            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
+        return next((g for g in self.get_all_subgraphs() if g._name == name), None)
+
+    def add_subgraph(self, subgraph: Graph) -> None:
+        """Register a subgraph not (yet) owned by a node (GE's orphan subgraph; not exported)."""
+        if not isinstance(subgraph, Graph):
+            raise GraphTypeError(
+                f"subgraph must be a ge.graph.Graph, got {type(subgraph).__name__}"
+            )
+        root = self.root_graph()
+        if subgraph is root or subgraph._parent_node is not None or subgraph in root._orphans:
+            raise GraphError(f"graph {subgraph._name!r} is already part of a graph")
+        root._orphans.append(subgraph)
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: root._orphans.remove(subgraph))
+
+    def _remove_orphan(self, subgraph: Graph) -> None:
+        index = self._orphans.index(subgraph)
+        del self._orphans[index]
+        journal = self._changed(True)
+        if journal.recording:
+            journal.record(lambda: self._orphans.insert(index, subgraph))
+
+    def remove_subgraph(self, name: str) -> None:
+        """Unregister an orphan subgraph; a subgraph owned by a node goes with its attribute."""
+        root = self.root_graph()
+        for orphan in root._orphans:
+            if orphan._name == name:
+                root._remove_orphan(orphan)
+                return
+        if self.get_subgraph(name) is not None:
+            raise GraphError(
+                f"subgraph {name!r} is owned by a node; remove the node or its attribute instead"
+            )
+        raise GraphError(f"graph {self._name!r} has no subgraph named {name!r}")
+
+    # -- topology -----------------------------------------------------------------------
+    def _dependencies(self, node: Node) -> Iterator[Node]:
+        """Direct nodes of this graph that `node` must come after."""
+        for producer in node._inputs:
+            if producer is not None and producer[0]._graph is self:
+                yield producer[0]
+        if node._ctrl_in:
+            yield from node._ctrl_in
+        for sub in node.get_subgraphs():
+            for inner in sub.get_all_nodes():
+                for producer in inner._inputs:
+                    if producer is not None and producer[0]._graph is self:
+                        yield producer[0]
+
+    def topological_order(self) -> list[Node]:
+        """Direct nodes, producers before consumers; insertion order where free (cached)."""
+        version = self.root_graph()._journal.structure_version
+        if self._topo is not None and self._topo[0] == version:
+            return list(self._topo[1])
+        order = list(self._nodes)
+        seq = {node: i for i, node in enumerate(order)}
+        if not all(seq[d] < i for i, n in enumerate(order) for d in self._dependencies(n)):
+            order = self._kahn(order, seq)
+        self._topo = (version, order)
+        return list(order)
+
+    def _kahn(self, order: list[Node], seq: dict[Node, int]) -> list[Node]:
+        successors: dict[Node, list[Node]] = {n: [] for n in order}
+        indegree = dict.fromkeys(order, 0)
+        for node in order:
+            for dep in self._dependencies(node):
+                successors[dep].append(node)
+                indegree[node] += 1
+        ready = [(seq[n], n._seq, id(n)) for n in order if indegree[n] == 0]
+        by_id = {id(n): n for n in order}
+        heapq.heapify(ready)
+        out: list[Node] = []
+        while ready:
+            node = by_id[heapq.heappop(ready)[2]]
+            out.append(node)
+            for succ in successors[node]:
+                indegree[succ] -= 1
+                if indegree[succ] == 0:
+                    heapq.heappush(ready, (seq[succ], succ._seq, id(succ)))
+        if len(out) != len(order):
+            stuck = sorted(n._name for n in order if indegree[n] > 0)
+            raise GraphError(
+                f"graph {self._name!r} has a cycle through nodes: {', '.join(stuck[:20])}",
+                nodes=stuck,
+            )
+        return out
+
+    # -- validation, copies, dumps, ONNX ---------------------------------------------------
+    def validate(self) -> None:
+        """Check every IR invariant; `GraphValidationError` lists each problem with node names."""
+        from ge.errors import GraphValidationError
+        from ge.graph.validation import find_problems
+
+        problems = find_problems(self)
+        if problems:
+            raise GraphValidationError(problems)
+
+    def find_problems(self) -> list[Any]:
+        """The broken invariants `validate()` would report, as `ValidationProblem`s."""
+        from ge.graph.validation import find_problems
+
+        return find_problems(self)
+
+    def clone(self, name: str | None = None) -> Graph:
+        """A deep copy of this graph and its subgraphs (extension; `copy.copy` is refused)."""
+        from ge.graph.cloning import clone_graph
+
+        return clone_graph(self, name)
+
+    def __copy__(self) -> Graph:
+        raise GraphError("ge.graph.Graph cannot be copied with copy(); use Graph.clone()")
+
+    def __deepcopy__(self, memo: Any) -> Graph:
+        raise GraphError("ge.graph.Graph cannot be copied with deepcopy(); use Graph.clone()")
+
+    def to_onnx(self) -> onnx.ModelProto:
+        """The graph as an ONNX model (a root graph; a subgraph exports as its own model)."""
+        from ge.graph.onnx_export import graph_to_model
+
+        return graph_to_model(self)
+
+    def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
+             external_data_name: str | None = None, size_threshold: int = 1024) -> None:
+        """Write the model to `path` (atomically: on failure nothing is left behind).
+
+        `external_data=None` decides by size (over protobuf's 2 GB limit → external);
+        `True` puts tensors of at least `size_threshold` bytes into one data file beside the
+        model (`<model file>.data` unless `external_data_name` says otherwise).
+        """
+        from ge.graph.model_io import save_model
+
+        save_model(self, path, external_data=external_data,
+                   external_data_name=external_data_name, size_threshold=size_threshold)
+
+    def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
+        """The graph as text: readable (one line per node) or ONNX's text form."""
+        from ge.graph.dump import dump_text
+
+        return dump_text(self, format)
+
+    def dump_to_file(self, format: DumpFormat = DumpFormat.kReadable, suffix: str = "") -> str:
+        """Write a dump into `DUMP_GRAPH_PATH` (or the working directory); returns the path."""
+        from ge.graph.dump import dump_file
+
+        return dump_file(self, format, suffix)
+
+    def save_to_air(self, file_path: str) -> None:
+        raise GraphError("AIR files are not supported: ge saves ONNX (Graph.save), see D16")
+
+    def load_from_air(self, file_path: str) -> None:
+        raise GraphError("AIR files are not supported: ge loads ONNX (ge.graph.load), see D16")
+
+    def __str__(self) -> str:
+        return self.dump_to_stream(DumpFormat.kReadable)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self._name!r} nodes={len(self._nodes)}>"
+
+
+def iter_graphs(graph: Graph) -> Iterable[Graph]:
+    """The graph, then every subgraph below it."""
+    yield graph
+    yield from graph.get_all_subgraphs()

@@ -1,0 +1,177 @@
+"""Loading and saving models: files, external data, and the errors users see.
+
+`load` never reads outside the model's folder and says precisely what is wrong with a file;
+`save` writes into temporary files beside the destination and renames them into place only
+when everything was written, so a failed save leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from ge.errors import GraphTypeError, ModelLoadError, ModelNotFoundError, ModelSaveError
+from ge.graph.external_data import iter_tensors, read_external_data, tensor_nbytes
+from ge.graph.external_data import write_external_data as _write_external_data
+from ge.graph.graph import Graph
+from ge.graph.onnx_export import graph_to_model
+from ge.graph.onnx_import import model_to_graph
+
+__all__ = ["load", "save_model"]
+
+# Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
+PROTOBUF_LIMIT = 2**31 - 1
+_EXTERNAL_AUTO_THRESHOLD = PROTOBUF_LIMIT - 64 * 2**20
+
+
+@contextmanager
+def no_gc_pauses() -> Iterator[None]:
+    """Suspend the cyclic garbage collector while building or writing many small objects.
+
+    Loading allocates several objects per node and none of them form garbage cycles, yet
+    each allocation burst triggers full collections that scan the whole growing graph;
+    pausing the collector makes load and save of large models several times faster.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse(data: bytes, where: str) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except DecodeError as exc:
+        raise ModelLoadError(
+            f"{where} is not a readable ONNX model (the file is truncated or not ONNX): {exc}",
+            path=where,
+        ) from None
+    if not model.HasField("graph") or (model.ir_version >= 3 and not model.opset_import):
+        missing = "graph" if not model.HasField("graph") else "opset_import"
+        raise ModelLoadError(
+            f"{where} is not an ONNX model: it has no {missing} (the file is truncated or "
+            "not ONNX)",
+            path=where,
+        )
+    return model
+
+
+def load(
+    source: str | os.PathLike[str] | onnx.ModelProto | bytes,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+) -> Graph:
+    """Load an ONNX model (a path, a `ModelProto` or serialized bytes) into a `Graph`.
+
+    External data is read from the model's folder (`base_dir` for protos and bytes) and
+    refused when it resolves outside it. The proto passed in is not modified.
+    """
+    if isinstance(source, onnx.ModelProto):
+        model = onnx.ModelProto()
+        model.CopyFrom(source)
+        where = "the model"
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        model = _parse(bytes(source), "the model bytes")
+        where = "the model bytes"
+    elif isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        where = str(path)
+        if not path.exists():
+            raise ModelNotFoundError(f"model file not found: {path}", path=where)
+        if not path.is_file():
+            raise ModelLoadError(f"{path} is not a file", path=where)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
+        model = _parse(data, where)
+        if base_dir is None:
+            base_dir = path.parent
+    else:
+        raise GraphTypeError(
+            "load() takes a path, an onnx.ModelProto or bytes, got " + type(source).__name__
+        )
+    if not model.HasField("graph"):
+        raise ModelLoadError(f"{where} has no graph", path=where)
+    with no_gc_pauses():
+        read_external_data(model, base_dir)
+        return model_to_graph(model)
+
+
+def _total_tensor_bytes(model: onnx.ModelProto) -> int:
+    return sum(tensor_nbytes(t) for t in iter_tensors(model))
+
+
+def save_model(
+    graph: Graph,
+    path: str | os.PathLike[str],
+    *,
+    external_data: bool | None = None,
+    external_data_name: str | None = None,
+    size_threshold: int = 1024,
+) -> None:
+    """Write `graph` to `path`; see `Graph.save`."""
+    target = Path(path)
+    with no_gc_pauses():
+        model = graph_to_model(graph)  # graph errors surface before anything is written
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ModelSaveError(
+            f"cannot save to {target}: {folder} is not an existing folder", path=str(target)
+        )
+    if target.is_dir():
+        raise ModelSaveError(f"cannot save to {target}: it is a folder", path=str(target))
+    if external_data is None:
+        external_data = _total_tensor_bytes(model) > _EXTERNAL_AUTO_THRESHOLD
+    data_name = external_data_name or f"{target.name}.data"
+    if external_data and (os.sep in data_name or data_name in ("", ".", "..")):
+        raise ModelSaveError(
+            f"external data name {data_name!r} must be a plain file name (it is written beside "
+            "the model)", path=str(target))
+
+    temporaries: list[Path] = []
+    try:
+        if external_data:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{data_name}.", suffix=".tmp")
+            os.close(fd)
+            tmp_data = Path(tmp)
+            temporaries.append(tmp_data)
+            _write_external_data(model, tmp_data, data_name, size_threshold)
+        try:
+            payload = model.SerializeToString()
+        except ValueError as exc:  # protobuf refuses messages over 2 GiB
+            raise ModelSaveError(
+                f"cannot save to {target}: the model is larger than protobuf's 2 GB limit; "
+                "save with external_data=True",
+                path=str(target),
+            ) from exc
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        tmp_model = Path(tmp)
+        temporaries.append(tmp_model)
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+        if external_data:
+            os.replace(tmp_data, folder / data_name)
+        os.replace(tmp_model, target)
+        temporaries.clear()
+    except OSError as exc:
+        raise ModelSaveError(
+            f"cannot save to {target}: {exc.strerror or exc}", path=str(target)
+        ) from None
+    finally:
+        for tmp_path in temporaries:
+            try:
+                tmp_path.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,298 @@
+"""`Node`: one operator, `Data` input, `Const` or `NetOutput` of a graph.
+
+A node knows its inputs (producer node and output index per input anchor), the consumers of
+each output anchor, its attributes and the descs of its anchors. Every change goes through
+its graph, which keeps the indexes and the journal right; nodes are created by
+`Graph.add_node` (or the ES builder), never directly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import onnx
+
+from ge.errors import GraphError, GraphTypeError
+from ge.graph.attributes import GRAPH_KINDS, StoredAttr, decode_attr
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.value_info import desc_from_value_info
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
+
+__all__ = ["Node"]
+
+Producer = tuple["Node", int]
+DescSlot = TensorDesc | onnx.ValueInfoProto | None
+
+
+def _desc_of(slot: DescSlot) -> TensorDesc | None:
+    if slot is None or isinstance(slot, TensorDesc):
+        return slot
+    return desc_from_value_info(slot)
+
+
+class Node:
+    """A node of a `Graph`. Wrappers compare by identity; nodes cannot be copied."""
+
+    __slots__ = (
+        "__weakref__",
+        "_attrs",
+        "_clean",
+        "_consumers",
+        "_ctrl_in",
+        "_ctrl_out",
+        "_domain",
+        "_export_name",
+        "_graph",
+        "_in_anchor_attrs",
+        "_in_descs",
+        "_inputs",
+        "_name",
+        "_out_anchor_attrs",
+        "_out_descs",
+        "_out_names",
+        "_proto",
+        "_seq",
+        "_type",
+    )
+
+    _graph: Graph | None
+    _inputs: list[Producer | None]
+    _consumers: list[dict[tuple[Node, int], None] | None]
+    _out_descs: list[DescSlot]
+    _in_descs: list[DescSlot] | None
+    _attrs: dict[str, StoredAttr]
+    _proto: onnx.NodeProto | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise GraphError("ge.graph.Node cannot be constructed directly; use Graph.add_node")
+
+    def __copy__(self) -> Node:
+        raise GraphError("ge.graph.Node cannot be copied")
+
+    def __deepcopy__(self, memo: Any) -> Node:
+        raise GraphError("ge.graph.Node cannot be copied")
+
+    def __reduce__(self) -> Any:
+        raise GraphError("ge.graph.Node cannot be copied")
+
+    def _proto_dirty(self) -> None:
+        """The node no longer matches the NodeProto it was read from (export rebuilds it)."""
+        self._clean = False
+
+    # -- identity -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def domain(self) -> str:
+        """The operator's ONNX domain ("" for the standard set)."""
+        return self._domain
+
+    def get_name(self) -> str:
+        return self._name
+
+    def get_type(self) -> str:
+        return self._type
+
+    @property
+    def owner_graph(self) -> Graph | None:
+        """The graph the node belongs to (None once removed)."""
+        return self._graph
+
+    def _owner(self) -> Graph:
+        if self._graph is None:
+            raise GraphError(f"node {self._name!r} has been removed from its graph")
+        return self._graph
+
+    # -- anchors and edges --------------------------------------------------------------
+    def get_inputs_size(self) -> int:
+        return len(self._inputs)
+
+    def get_outputs_size(self) -> int:
+        return len(self._out_names)
+
+    def _check_in(self, index: int) -> int:
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise GraphTypeError(f"input index must be an int, got {type(index).__name__}")
+        if not 0 <= index < len(self._inputs):
+            raise GraphError(
+                f"node {self._name!r} ({self._type}) has no input {index}; "
+                f"it has {len(self._inputs)}"
+            )
+        return index
+
+    def _check_out(self, index: int) -> int:
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise GraphTypeError(f"output index must be an int, got {type(index).__name__}")
+        if not 0 <= index < len(self._out_names):
+            raise GraphError(
+                f"node {self._name!r} ({self._type}) has no output {index}; "
+                f"it has {len(self._out_names)}"
+            )
+        return index
+
+    def get_in_data_nodes_and_port_indexes(self, in_index: int) -> tuple[Node, int]:
+        """The producer of input `in_index` and its output index (`RuntimeError` if unconnected)."""
+        producer = self._inputs[self._check_in(in_index)]
+        if producer is None:
+            raise GraphError(f"input {in_index} of node {self._name!r} is not connected")
+        return producer
+
+    def get_input_producer(self, in_index: int) -> tuple[Node, int] | None:
+        """Like `get_in_data_nodes_and_port_indexes`, but None for an unconnected input."""
+        return self._inputs[self._check_in(in_index)]
+
+    def get_out_data_nodes_and_port_indexes(self, out_index: int) -> list[tuple[Node, int]]:
+        """The consumers of output `out_index`, each with its input index, in edge order."""
+        consumers = self._consumers[self._check_out(out_index)]
+        return list(consumers) if consumers else []
+
+    def get_in_data_nodes(self) -> list[Node]:
+        """Producers of the connected inputs, in input order (a producer may repeat)."""
+        return [p[0] for p in self._inputs if p is not None]
+
+    def get_out_data_nodes(self) -> list[Node]:
+        """Consumers of every output, in output then edge order, each once."""
+        seen: dict[Node, None] = {}
+        for consumers in self._consumers:
+            if consumers:
+                for node, _ in consumers:
+                    seen[node] = None
+        return list(seen)
+
+    def get_in_control_nodes(self) -> list[Node]:
+        return list(self._ctrl_in) if self._ctrl_in else []
+
+    def get_out_control_nodes(self) -> list[Node]:
+        return list(self._ctrl_out) if self._ctrl_out else []
+
+    def get_output_name(self, out_index: int) -> str:
+        """The ONNX value name of output `out_index` ("" for an omitted optional output)."""
+        return self._out_names[self._check_out(out_index)]
+
+    def get_output_names(self) -> list[str]:
+        return list(self._out_names)
+
+    # -- attributes ---------------------------------------------------------------------
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name in self._attrs
+
+    def get_attr(self, key: str) -> Any:
+        """The attribute's value (`RuntimeError` when the node has no such attribute)."""
+        if not isinstance(key, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
+        try:
+            stored = self._attrs[key]
+        except KeyError:
+            raise GraphError(
+                f"node {self._name!r} ({self._type}) has no attribute {key!r}"
+            ) from None
+        value = decode_attr(stored)[1]
+        if isinstance(value, list):
+            return list(value)
+        if isinstance(value, Tensor):
+            return value  # immutable data; shared safely
+        return value
+
+    def get_attr_kind(self, key: str) -> int:
+        """The ONNX `AttributeProto.AttributeType` of an attribute."""
+        if key not in self._attrs:
+            raise GraphError(f"node {self._name!r} ({self._type}) has no attribute {key!r}")
+        return decode_attr(self._attrs[key])[0]
+
+    def get_attr_names(self) -> list[str]:
+        return list(self._attrs)
+
+    def set_attr(self, key: str, value: Any) -> None:
+        self._owner()._set_attr(self, key, value)
+
+    def remove_attr(self, key: str) -> None:
+        """Drop an attribute (`RuntimeError` when absent)."""
+        self._owner()._remove_attr(self, key)
+
+    def get_subgraphs(self) -> list[Graph]:
+        """The graphs this node owns (If branches, Loop/Scan bodies), in attribute order."""
+        out: list[Graph] = []
+        for stored in self._attrs.values():
+            if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
+                value = stored[1]
+                out.extend(value if isinstance(value, list) else [value])
+        return out
+
+    def _check_anchor_attr_name(self, attr_name: str) -> None:
+        if not isinstance(attr_name, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(attr_name).__name__}")
+
+    def get_input_attr(self, attr_name: str, input_index: int) -> Any:
+        """An attribute of one input anchor (kept in memory only; ONNX has no such thing)."""
+        self._check_anchor_attr_name(attr_name)
+        attrs = (self._in_anchor_attrs or {}).get(self._check_in(input_index), {})
+        if attr_name not in attrs:
+            raise GraphError(
+                f"input {input_index} of node {self._name!r} has no attribute {attr_name!r}"
+            )
+        return attrs[attr_name]
+
+    def set_input_attr(self, attr_name: str, input_index: int, value: Any) -> None:
+        self._check_anchor_attr_name(attr_name)
+        self._owner()._set_anchor_attr(self, True, self._check_in(input_index), attr_name, value)
+
+    def get_output_attr(self, attr_name: str, output_index: int) -> Any:
+        """An attribute of one output anchor (kept in memory only; ONNX has no such thing)."""
+        self._check_anchor_attr_name(attr_name)
+        attrs = (self._out_anchor_attrs or {}).get(self._check_out(output_index), {})
+        if attr_name not in attrs:
+            raise GraphError(
+                f"output {output_index} of node {self._name!r} has no attribute {attr_name!r}"
+            )
+        return attrs[attr_name]
+
+    def set_output_attr(self, attr_name: str, output_index: int, value: Any) -> None:
+        self._check_anchor_attr_name(attr_name)
+        self._owner()._set_anchor_attr(self, False, self._check_out(output_index), attr_name, value)
+
+    # -- descs --------------------------------------------------------------------------
+    def get_output_desc(self, index: int) -> TensorDesc:
+        """A copy of output `index`'s desc (unknown rank and type when nothing is known)."""
+        desc = _desc_of(self._out_descs[self._check_out(index)])
+        if desc is not None:
+            return desc.copy()
+        if self._type == "Const" and "value" in self._attrs:
+            # A constant's output is its value: shape and type are known without inference.
+            return self.get_attr("value").get_tensor_desc()
+        return TensorDesc.unknown()
+
+    def update_output_desc(self, index: int, tensor_desc: TensorDesc) -> None:
+        self._owner()._set_desc(self, False, self._check_out(index), tensor_desc)
+
+    def get_input_desc(self, index: int) -> TensorDesc:
+        """A copy of input `index`'s desc; without one of its own, the producer's output desc."""
+        self._check_in(index)
+        slot = self._in_descs[index] if self._in_descs is not None else None
+        desc = _desc_of(slot)
+        if desc is not None:
+            return desc.copy()
+        producer = self._inputs[index]
+        if producer is not None:
+            return producer[0].get_output_desc(producer[1])
+        return TensorDesc.unknown()
+
+    def update_input_desc(self, index: int, tensor_desc: TensorDesc) -> None:
+        self._owner()._set_desc(self, True, self._check_in(index), tensor_desc)
+
+    def has_output_desc(self, index: int) -> bool:
+        """True when something is known about output `index` (it was read or set)."""
+        return self._out_descs[self._check_out(index)] is not None
+
+    # -- text ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = "" if self._graph is not None else ", removed"
+        return f"<Node {self._name!r} type={self._type}{state}>"

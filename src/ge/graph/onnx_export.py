@@ -1,0 +1,198 @@
+"""`Graph` → ONNX `ModelProto`.
+
+`Data` nodes become graph inputs (ordered by `index`), `Const` nodes become initializers
+(or the `Constant` operators they were read from), the `NetOutput` node's inputs become graph
+outputs, and the other nodes are written in topological order. A node still equal to the
+`NodeProto` it was read from is written as that proto; value infos are written for every
+output whose desc is known. Control edges have no ONNX form and are not written (documented
+in docs/graph.md); orphan subgraphs (`Graph.add_subgraph`) neither.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import AttributeProto
+
+from ge.errors import GraphError
+from ge.graph.attributes import encode_attr
+from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.value_info import value_info_from_desc
+
+__all__ = ["graph_to_model"]
+
+A = AttributeProto
+
+
+def graph_to_model(graph: Graph) -> onnx.ModelProto:
+    """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...)."""
+    info = graph.root_graph().model
+    model = onnx.ModelProto()
+    model.ir_version = info.ir_version
+    source = info.opset_source
+    if [(op.domain, op.version) for op in source] == list(info.opset_imports.items()):
+        model.opset_import.extend(source)  # as read: an untouched model saves byte-identical
+    else:
+        for domain, version in info.opset_imports.items():
+            op = model.opset_import.add()
+            if domain:
+                op.domain = domain
+            op.version = version
+    for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
+        value = getattr(info, field)
+        if value:
+            setattr(model, field, value)
+    for key, value in info.metadata_props.items():
+        prop = model.metadata_props.add()
+        prop.key = key
+        prop.value = value
+    model.functions.extend(info.functions)
+    if info.extras is not None:
+        model.training_info.extend(info.extras.training_info)
+        model.configuration.extend(info.extras.configuration)
+    write_graph(graph, model.graph)
+    return model
+
+
+def _value_name(producer: tuple[Node, int] | None) -> str:
+    if producer is None:
+        return ""
+    return producer[0]._out_names[producer[1]]
+
+
+def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
+    source = tensor._source_proto()
+    if source is not None and source.name == name:
+        return source  # appended (copied) by the caller; no second copy
+    return tensor.to_proto(name)
+
+
+def _constant_origin(node: Node) -> bool:
+    return node._proto is not None
+
+
+def _node_proto(node: Node) -> onnx.NodeProto:
+    if node._clean and node._proto is not None:
+        return node._proto
+    proto = onnx.NodeProto()
+    source = node._proto
+    if node._type == CONST:
+        proto.op_type = "Constant"
+        value = node.get_attr("value")
+        proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
+    else:
+        proto.op_type = node._type
+        if node._domain:
+            proto.domain = node._domain
+        for key, stored in node._attrs.items():
+            proto.attribute.append(encode_attr(key, stored, _graph_proto))
+    name = node._export_name if node._export_name is not None else node._name
+    if name:
+        proto.name = name
+    proto.input.extend([_value_name(p) for p in node._inputs])
+    proto.output.extend(node._out_names)
+    if source is not None:
+        if source.doc_string:
+            proto.doc_string = source.doc_string
+        proto.metadata_props.extend(source.metadata_props)
+        if source.overload:
+            proto.overload = source.overload
+        proto.device_configurations.extend(source.device_configurations)
+    return proto
+
+
+def _graph_proto(graph: Graph) -> onnx.GraphProto:
+    gp = onnx.GraphProto()
+    write_graph(graph, gp)
+    return gp
+
+
+def _output_desc(node: Node, index: int) -> TensorDesc | onnx.ValueInfoProto | None:
+    slot = node._out_descs[index]
+    return slot
+
+
+def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onnx.ValueInfoProto:
+    if slot is None:
+        vi = onnx.ValueInfoProto()
+        vi.name = name
+        return vi
+    if isinstance(slot, onnx.ValueInfoProto):
+        if slot.name == name:
+            return slot
+        vi = onnx.ValueInfoProto()
+        vi.CopyFrom(slot)
+        vi.name = name
+        return vi
+    return value_info_from_desc(name, slot)
+
+
+def write_graph(graph: Graph, gp: onnx.GraphProto) -> None:
+    """Fill `gp` with `graph` (recursing into subgraph attributes)."""
+    if graph._name:
+        gp.name = graph._name
+    order = graph.topological_order()
+    extras = graph._onnx_extras
+    if extras is not None:
+        if extras.doc_string:
+            gp.doc_string = extras.doc_string
+        gp.metadata_props.extend(extras.metadata_props)
+        gp.quantization_annotation.extend(extras.quantization_annotation)
+
+    data_nodes = sorted(graph.nodes_of_type(DATA), key=lambda n: n.get_attr("index"))
+    gp.input.extend([_value_info(n._out_names[0], n._out_descs[0]) for n in data_nodes])
+
+    initializers: list[onnx.TensorProto] = []
+    sparse: list[onnx.SparseTensorProto] = []
+    protos: list[onnx.NodeProto] = []
+    value_infos: list[onnx.ValueInfoProto] = []
+    net_output: Node | None = None
+    for node in order:
+        op_type = node._type
+        if op_type == DATA:
+            continue
+        if op_type == NET_OUTPUT:
+            if net_output is not None:
+                raise GraphError(f"graph {graph._name!r} has more than one NetOutput node")
+            net_output = node
+            continue
+        if op_type == CONST and not _constant_origin(node):
+            name = node._out_names[0]
+            if "value" in node._attrs:
+                initializers.append(_tensor_proto(node.get_attr("value"), name))
+            elif "sparse_value" in node._attrs:
+                sparse.append(node.get_attr("sparse_value"))
+            else:
+                raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
+        else:
+            protos.append(_node_proto(node))
+        descs = node._out_descs
+        for i, slot in enumerate(descs):
+            if slot is not None and node._out_names[i]:
+                value_infos.append(_value_info(node._out_names[i], slot))
+    gp.initializer.extend(initializers)
+    if graph._input_defaults:
+        gp.initializer.extend(graph._input_defaults.values())
+    gp.sparse_initializer.extend(sparse)
+    gp.node.extend(protos)
+
+    if net_output is not None:
+        in_descs = net_output._in_descs
+        outputs = []
+        for i, producer in enumerate(net_output._inputs):
+            if producer is None:
+                raise GraphError(
+                    f"graph {graph._name!r}: output {i} (input {i} of {net_output._name!r}) "
+                    "is not connected", nodes=[net_output._name])
+            name = _value_name(producer)
+            slot = in_descs[i] if in_descs is not None else None
+            if slot is None:
+                slot = producer[0]._out_descs[producer[1]]
+            outputs.append(_value_info(name, slot))
+        gp.output.extend(outputs)
+        output_names = {vi.name for vi in outputs}
+        value_infos = [vi for vi in value_infos if vi.name not in output_names]
+    gp.value_info.extend(value_infos)
+    gp.value_info.extend(graph._stray_value_info)

@@ -1,0 +1,277 @@
+"""ONNX `ModelProto` → `Graph`.
+
+Graph inputs become `Data` nodes, initializers and `Constant` operators become `Const` nodes,
+graph outputs feed one `NetOutput` node; every value name is resolved to an edge (looking
+into enclosing graphs for subgraphs' outer-scope reads). Nodes keep the `NodeProto` they were
+read from, so an untouched node is written back as it came; attributes and value infos are
+decoded only when asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import AttributeProto
+
+from ge.errors import ModelLoadError
+from ge.graph.attributes import GRAPH_KINDS
+from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph, ModelInfo
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+
+__all__ = ["model_to_graph"]
+
+A = AttributeProto
+_CONSTANT_DOMAINS = ("", "ai.onnx")
+
+
+def model_to_graph(model: onnx.ModelProto) -> Graph:
+    """Build the IR of a model whose external data has already been read in."""
+    if not model.HasField("graph"):
+        raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
+    graph = Graph(model.graph.name or "graph")
+    graph.model = _model_info(model)
+    _read_graph(graph, model.graph)
+    return graph
+
+
+def _model_info(model: onnx.ModelProto) -> ModelInfo:
+    info = ModelInfo()
+    info.ir_version = model.ir_version
+    info.opset_imports = {op.domain: op.version for op in model.opset_import}
+    info.opset_source = list(model.opset_import)
+    info.producer_name = model.producer_name
+    info.producer_version = model.producer_version
+    info.domain = model.domain
+    info.model_version = model.model_version
+    info.doc_string = model.doc_string
+    info.metadata_props = {p.key: p.value for p in model.metadata_props}
+    info.functions = list(model.functions)
+    if model.training_info or model.configuration:
+        extras = onnx.ModelProto()
+        extras.training_info.extend(model.training_info)
+        extras.configuration.extend(model.configuration)
+        info.extras = extras
+    return info
+
+
+def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
+    """The value of a standard `Constant` operator, or None for a sparse one (kept as an op)."""
+    if len(proto.attribute) != 1:
+        return None
+    attr = proto.attribute[0]
+    name = attr.name
+    if name == "value":
+        return Tensor.from_proto(attr.t)
+    if name == "value_float":
+        return Tensor(np.array(attr.f, dtype=np.float32))
+    if name == "value_floats":
+        return Tensor(np.array(list(attr.floats), dtype=np.float32))
+    if name == "value_int":
+        return Tensor(np.array(attr.i, dtype=np.int64))
+    if name == "value_ints":
+        return Tensor(np.array(list(attr.ints), dtype=np.int64))
+    if name == "value_string":
+        return Tensor(np.array(attr.s, dtype=object))
+    if name == "value_strings":
+        return Tensor(np.array(list(attr.strings), dtype=object))
+    return None
+
+
+class _GraphReader:
+    """Reads one GraphProto into one Graph (recursing into subgraph attributes)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.nodes: list[Node] = []
+        self.names = graph._by_name
+
+    def unique_name(self, wanted: str, op_type: str) -> str:
+        if wanted and wanted not in self.names:
+            return wanted
+        return self.graph._unique_node_name(wanted or op_type)
+
+    def add(self, node: Node) -> None:
+        graph = self.graph
+        node._graph = graph
+        node._seq = len(self.nodes)
+        self.nodes.append(node)
+        graph._nodes[node] = None
+        self.names[node._name] = node
+        bucket = graph._by_type.get(node._type)
+        if bucket is None:
+            bucket = graph._by_type[node._type] = {}
+        bucket[node] = None
+        values = graph._values
+        for i, value in enumerate(node._out_names):
+            if value:
+                if value in values:
+                    raise ModelLoadError(
+                        f"graph {graph._name!r}: value {value!r} is defined twice "
+                        f"(by {values[value][0]._name!r} and {node._name!r})"
+                    )
+                values[value] = (node, i)
+
+
+def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
+    reader = _GraphReader(graph)
+    new_node = graph._new_node
+    if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation):
+        extras = onnx.GraphProto()
+        extras.doc_string = gp.doc_string
+        extras.metadata_props.extend(gp.metadata_props)
+        extras.quantization_annotation.extend(gp.quantization_annotation)
+        graph._onnx_extras = extras
+
+    defaults: dict[str, onnx.TensorProto] = {}
+    for index, vi in enumerate(gp.input):
+        node = new_node(DATA, reader.unique_name(vi.name, DATA), "", 0, [vi.name],
+                        {"index": (A.INT, index)}, None)
+        node._out_descs[0] = vi
+        if node._name != vi.name:
+            node._export_name = vi.name
+        reader.add(node)
+    for tensor in gp.initializer:
+        if tensor.name in graph._values:  # an input with a default value (IR < 4)
+            defaults[tensor.name] = tensor
+            continue
+        node = new_node(CONST, reader.unique_name(tensor.name, CONST), "", 0, [tensor.name],
+                        {"value": (A.TENSOR, Tensor.from_proto(tensor))}, None)
+        reader.add(node)
+    for sparse in gp.sparse_initializer:
+        name = sparse.values.name
+        node = new_node(CONST, reader.unique_name(name, CONST), "", 0, [name],
+                        {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
+        reader.add(node)
+    graph._input_defaults = defaults
+
+    # The hot loop of loading: one pass creating the operator nodes (indexes inlined), a
+    # second wiring their inputs once every value of the graph is known.
+    pending: list[tuple[Node, list[str]]] = []
+    with_subgraphs: list[tuple[Node, onnx.NodeProto]] = []
+    nodes, by_name, by_type, values = graph._nodes, graph._by_name, graph._by_type, graph._values
+    seq = len(reader.nodes)
+    for proto in gp.node:
+        op_type = proto.op_type
+        name = proto.name
+        if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
+            tensor = _constant_tensor(proto)
+            if tensor is not None:
+                node = new_node(CONST, reader.unique_name(name, CONST), "", 0,
+                                list(proto.output), {"value": (A.TENSOR, tensor)}, proto)
+                if node._name != name:
+                    node._export_name = name
+                reader.add(node)
+                seq += 1
+                continue
+        attrs: dict = {}
+        has_graph = False
+        for attr in proto.attribute:
+            if attr.type in GRAPH_KINDS:
+                has_graph = True
+                attrs[attr.name] = None  # decoded once the outer values are known
+            else:
+                attrs[attr.name] = attr
+        inputs = list(proto.input)
+        outputs = list(proto.output)
+        if not name or name in by_name:
+            unique = graph._unique_node_name(name or op_type)
+        else:
+            unique = name
+        node = new_node(op_type, unique, proto.domain, len(inputs), outputs, attrs, proto)
+        if unique != name:
+            node._export_name = name
+        node._graph = graph
+        node._seq = seq
+        seq += 1
+        nodes[node] = None
+        by_name[unique] = node
+        bucket = by_type.get(op_type)
+        if bucket is None:
+            bucket = by_type[op_type] = {}
+        bucket[node] = None
+        for i, value in enumerate(outputs):
+            if value:
+                if value in values:
+                    raise ModelLoadError(
+                        f"graph {graph._name!r}: value {value!r} is defined twice "
+                        f"(by {values[value][0]._name!r} and {unique!r})"
+                    )
+                values[value] = (node, i)
+        pending.append((node, inputs))
+        if has_graph:
+            with_subgraphs.append((node, proto))
+    reader.nodes.extend(node for node, _ in pending)  # only their count matters below
+
+    for node, inputs in pending:
+        node_inputs = node._inputs
+        for i, value in enumerate(inputs):
+            if not value:
+                continue
+            found = values.get(value)
+            if found is None:
+                found = _outer_value(graph, node, i, value)
+            node_inputs[i] = found
+            consumers = found[0]._consumers[found[1]]
+            if consumers is None:
+                found[0]._consumers[found[1]] = {(node, i): None}
+            else:
+                consumers[(node, i)] = None
+    for node, proto in with_subgraphs:
+        node._clean = False  # its subgraphs are written anew
+        for attr in proto.attribute:
+            if attr.type == A.GRAPH:
+                node._attrs[attr.name] = (A.GRAPH, _subgraph(graph, node, attr.g))
+            elif attr.type == A.GRAPHS:
+                node._attrs[attr.name] = (A.GRAPHS,
+                                          [_subgraph(graph, node, g) for g in attr.graphs])
+
+    out_node = new_node(NET_OUTPUT, reader.unique_name(NET_OUTPUT, NET_OUTPUT), "",
+                        len(gp.output), [], {}, None)
+    reader.add(out_node)
+    _wire(graph, out_node, [vi.name for vi in gp.output])
+    out_node._in_descs = list(gp.output)
+
+    stray: list[onnx.ValueInfoProto] = []
+    values = graph._values
+    for vi in gp.value_info:
+        found = values.get(vi.name)
+        if found is None:
+            stray.append(vi)
+        else:
+            found[0]._out_descs[found[1]] = vi
+    graph._stray_value_info = stray
+    graph._next_seq = len(reader.nodes)
+
+
+def _subgraph(outer: Graph, owner: Node, gp: onnx.GraphProto) -> Graph:
+    sub = Graph(gp.name)
+    sub._parent_node = owner
+    _read_graph(sub, gp)
+    return sub
+
+
+def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
+    found = graph.find_value(value)
+    if found is None:
+        raise ModelLoadError(
+            f"graph {graph._name!r}: input {index} of node {node._name!r} ({node._type}) reads "
+            f"{value!r}, which no node, graph input or initializer produces",
+            nodes=[node._name],
+        )
+    return found
+
+
+def _wire(graph: Graph, node: Node, input_names) -> None:
+    """Connect a node's inputs by value name, through enclosing scopes (no journaling)."""
+    inputs = node._inputs
+    for i, value in enumerate(input_names):
+        if not value:
+            continue
+        found = _outer_value(graph, node, i, value)
+        producer, index = found
+        inputs[i] = found
+        consumers = producer._consumers[index]
+        if consumers is None:
+            consumers = producer._consumers[index] = {}
+        consumers[(node, i)] = None

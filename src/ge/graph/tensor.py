@@ -1,0 +1,221 @@
+"""`Tensor`: a constant value (a `Const` node's `value`, a tensor attribute).
+
+A tensor read from ONNX keeps its `TensorProto` and decodes it only when its data is asked
+for, so loading and saving a model with large weights copies bytes, not Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ge.errors import GraphError, GraphTypeError
+from ge.graph.tensor_desc import Shape, TensorDesc
+from ge.graph.types import (
+    DataType,
+    Format,
+    Placement,
+    data_type_from_numpy,
+    data_type_from_onnx,
+    data_type_to_numpy,
+    data_type_to_onnx,
+)
+
+__all__ = ["Tensor"]
+
+
+class Tensor:
+    """A constant tensor: data, data type, shape, format and placement.
+
+    `data_type=None` takes the type from a numpy array (DT_FLOAT for Python data); a `shape`
+    reshapes the data and must have the same element count (`ValueError` otherwise).
+    """
+
+    __slots__ = ("_array", "_data_type", "_format", "_placement", "_proto", "_shape")
+
+    def __init__(
+        self,
+        data: Any = None,
+        file_path: str | os.PathLike[str] | None = None,
+        data_type: DataType | None = None,
+        format: Format = Format.FORMAT_ND,
+        shape: list[int] | None = None,
+        placement: Placement = Placement.PLACEMENT_HOST,
+    ) -> None:
+        if data_type is not None and not isinstance(data_type, DataType):
+            raise GraphTypeError(f"data_type must be a DataType, got {type(data_type).__name__}")
+        if not isinstance(format, Format):
+            raise GraphTypeError(f"format must be a Format, got {type(format).__name__}")
+        if not isinstance(placement, Placement):
+            raise GraphTypeError(f"placement must be a Placement, got {type(placement).__name__}")
+        if data is not None and file_path is not None:
+            raise GraphTypeError("give a Tensor either data or file_path, not both")
+        self._format = format
+        self._placement = placement
+        self._proto: onnx.TensorProto | None = None
+        if file_path is not None:
+            dtype = data_type_to_numpy(data_type or DataType.DT_FLOAT)
+            array = np.fromfile(os.fspath(file_path), dtype=dtype)
+        elif isinstance(data, np.ndarray):
+            array = data if data_type is None else data.astype(data_type_to_numpy(data_type))
+        elif isinstance(data, np.generic):
+            array = np.asarray(data)
+            if data_type is not None:
+                array = array.astype(data_type_to_numpy(data_type))
+        elif data is None:
+            array = np.zeros((0,), dtype=data_type_to_numpy(data_type or DataType.DT_FLOAT))
+        else:
+            array = np.asarray(data, dtype=data_type_to_numpy(data_type or DataType.DT_FLOAT))
+        if shape is not None:
+            dims = [int(d) for d in shape]
+            if int(np.prod(dims, dtype=np.int64)) != array.size:
+                raise ValueError(
+                    f"Tensor shape {dims} holds {int(np.prod(dims, dtype=np.int64))} elements, "
+                    f"data has {array.size}"
+                )
+            array = array.reshape(dims)
+        self._data_type = data_type if data_type is not None else data_type_from_numpy(array.dtype)
+        self._shape = list(array.shape)
+        array.flags.writeable = False
+        self._array: np.ndarray | None = array
+
+    @classmethod
+    def from_proto(cls, proto: onnx.TensorProto) -> Tensor:
+        """Wrap an ONNX tensor without decoding it (the proto must not be changed afterwards)."""
+        tensor = cls.__new__(cls)
+        tensor._proto = proto
+        tensor._array = None
+        tensor._data_type = data_type_from_onnx(proto.data_type)
+        tensor._shape = list(proto.dims)
+        tensor._format = Format.FORMAT_ND
+        tensor._placement = Placement.PLACEMENT_HOST
+        return tensor
+
+    def to_proto(self, name: str = "") -> onnx.TensorProto:
+        """The ONNX form of this tensor, named `name` (a new message; callers may keep it)."""
+        if self._proto is not None:
+            proto = onnx.TensorProto()
+            proto.CopyFrom(self._proto)
+        else:
+            proto = numpy_helper.from_array(self.numpy())
+            if self._data_type != data_type_from_onnx(proto.data_type):
+                proto.data_type = data_type_to_onnx(self._data_type)
+        proto.name = name
+        return proto
+
+    def _source_proto(self) -> onnx.TensorProto | None:
+        """The proto this tensor was read from, if it still holds exactly that value."""
+        return self._proto
+
+    # -- data ---------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The data as a read-only numpy array."""
+        if self._array is None:
+            assert self._proto is not None
+            if self._proto.data_location == onnx.TensorProto.EXTERNAL:
+                raise GraphError(
+                    f"tensor {self._proto.name!r} refers to external data that was not loaded"
+                )
+            array = numpy_helper.to_array(self._proto)
+            array.flags.writeable = False
+            self._array = array
+        return self._array
+
+    @property
+    def data(self) -> Any:
+        """A scalar's value, otherwise nested lists (GE's `Tensor.data`)."""
+        array = self.numpy()
+        return array.item() if array.ndim == 0 else array.tolist()
+
+    def get_data(self) -> Any:
+        return self.data
+
+    def tobytes(self) -> bytes:
+        """The raw little-endian bytes of the data (used for exact value comparison)."""
+        return self.numpy().tobytes()
+
+    @property
+    def size(self) -> int:
+        """Element count."""
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    # -- metadata -----------------------------------------------------------------------
+    @property
+    def data_type(self) -> DataType:
+        return self._data_type
+
+    def get_data_type(self) -> DataType:
+        return self._data_type
+
+    def set_data_type(self, data_type: DataType) -> Tensor:
+        """Convert the data to another element type."""
+        if not isinstance(data_type, DataType):
+            raise GraphTypeError(f"data_type must be a DataType, got {type(data_type).__name__}")
+        if data_type != self._data_type:
+            array = self.numpy().astype(data_type_to_numpy(data_type))
+            array.flags.writeable = False
+            self._array, self._proto, self._data_type = array, None, data_type
+        return self
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    def get_shape(self) -> Shape:
+        return Shape(self._shape)
+
+    @property
+    def format(self) -> Format:
+        return self._format
+
+    def get_format(self) -> Format:
+        return self._format
+
+    def set_format(self, format: Format) -> Tensor:
+        if not isinstance(format, Format):
+            raise GraphTypeError(f"format must be a Format, got {type(format).__name__}")
+        self._format = format
+        return self
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    def get_placement(self) -> Placement:
+        return self._placement
+
+    def to_host(self) -> Tensor:
+        self._placement = Placement.PLACEMENT_HOST
+        return self
+
+    def to_device(self) -> Tensor:
+        self._placement = Placement.PLACEMENT_DEVICE
+        return self
+
+    def get_tensor_desc(self) -> TensorDesc:
+        return TensorDesc(Shape(self._shape), self._format, self._data_type)
+
+    # -- comparison and text ------------------------------------------------------------
+    def equals(self, other: Tensor) -> bool:
+        """Same data type, shape and bytes (no tolerance)."""
+        return (
+            self._data_type == other._data_type
+            and self._shape == other._shape
+            and self.tobytes() == other.tobytes()
+        )
+
+    def __repr__(self) -> str:
+        dtype = self._data_type.name[3:].lower()
+        if self.size <= 8:
+            try:
+                return f"Tensor({dtype}{self._shape} {self.numpy().tolist()})"
+            except GraphError:
+                pass
+        return f"Tensor({dtype}{self._shape})"

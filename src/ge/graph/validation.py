@@ -1,0 +1,179 @@
+"""`Graph.validate()`: every IR invariant checked, every problem named with its nodes.
+
+Kinds of problem: `dangling-edge` (an edge to a removed node, to a graph that does not
+enclose this one, to a missing anchor, or not mirrored on both ends), `cycle`,
+`duplicate-name` (node names within a graph, value names within a scope), `arity` (anchor
+counts against the operator's ONNX schema, unconnected required inputs, structural nodes of
+the wrong shape) and `structure` (Data indexes, NetOutput count).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+from onnx import defs
+
+from ge.errors import GraphError, ValidationProblem
+from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+
+__all__ = ["find_problems"]
+
+_Single = defs.OpSchema.FormalParameterOption.Single
+
+
+@lru_cache(maxsize=4096)
+def _schema(op_type: str, domain: str, version: int) -> defs.OpSchema | None:
+    try:
+        return defs.get_schema(op_type, version, domain)
+    except defs.SchemaError:
+        return None
+
+
+def find_problems(graph: Graph) -> list[ValidationProblem]:
+    """All broken invariants of `graph` and of every subgraph below it."""
+    problems: list[ValidationProblem] = []
+    for g in [graph, *graph.get_all_subgraphs()]:
+        _check_graph(g, problems)
+    return problems
+
+
+def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],
+         message: str) -> None:
+    names = tuple(n if isinstance(n, str) else n._name for n in nodes)
+    problems.append(ValidationProblem(kind, names, message, graph.name))
+
+
+def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
+    enclosing = list(g._ancestors())
+    counts = Counter(n._name for n in g._nodes)
+    for name, count in counts.items():
+        if count > 1:
+            _add(problems, g, "duplicate-name", [name],
+                 f"{count} nodes are named {name!r}")
+    outer_values: set[str] = set()
+    for outer in enclosing[1:]:
+        outer_values.update(outer._values)
+    defined: Counter[str] = Counter()
+    for node in g._nodes:
+        if node._graph is not g:
+            _add(problems, g, "structure", [node], f"node {node._name!r} does not point back to "
+                 "its graph")
+        for value in node._out_names:
+            if value:
+                defined[value] += 1
+        _check_edges(g, node, enclosing, problems)
+        _check_arity(g, node, problems)
+    for value, count in defined.items():
+        if count > 1:
+            _add(problems, g, "duplicate-name", [value],
+                 f"value {value!r} is produced {count} times")
+        elif value in outer_values:
+            _add(problems, g, "duplicate-name", [value],
+                 f"value {value!r} shadows a value of an enclosing graph")
+
+    data_nodes = g.nodes_of_type(DATA)
+    indexes = []
+    for node in data_nodes:
+        index = node.get_attr("index") if node.has_attr("index") else None
+        if not isinstance(index, int):
+            _add(problems, g, "arity", [node], f"Data node {node._name!r} has no int 'index'")
+        else:
+            indexes.append(index)
+    if sorted(indexes) != list(range(len(indexes))):
+        _add(problems, g, "structure", data_nodes,
+             f"Data indexes are {sorted(indexes)}, expected 0..{len(indexes) - 1}")
+    outputs = g.nodes_of_type(NET_OUTPUT)
+    if len(outputs) != 1:
+        _add(problems, g, "structure", outputs,
+             f"a graph needs exactly one NetOutput node, found {len(outputs)}")
+    try:
+        g.topological_order()
+    except GraphError as exc:
+        _add(problems, g, "cycle", list(exc.nodes), exc.message)
+
+
+def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
+                 problems: list[ValidationProblem]) -> None:
+    for i, producer in enumerate(node._inputs):
+        if producer is None:
+            continue
+        src, k = producer
+        if src._graph is None:
+            _add(problems, g, "dangling-edge", [node, src],
+                 f"input {i} of {node._name!r} reads from removed node {src._name!r}")
+        elif src._graph not in enclosing:
+            _add(problems, g, "dangling-edge", [node, src],
+                 f"input {i} of {node._name!r} reads from {src._name!r} of graph "
+                 f"{src._graph.name!r}, which does not enclose graph {g.name!r}")
+        if not 0 <= k < len(src._out_names):
+            _add(problems, g, "dangling-edge", [node, src],
+                 f"input {i} of {node._name!r} reads output {k} of {src._name!r}, which has "
+                 f"{len(src._out_names)} outputs")
+        elif (node, i) not in (src._consumers[k] or ()):
+            _add(problems, g, "dangling-edge", [node, src],
+                 f"edge {src._name!r}:{k} -> {node._name!r}:{i} is missing on the producer side")
+    for k, consumers in enumerate(node._consumers):
+        for consumer, j in consumers or ():
+            if consumer._graph is None:
+                _add(problems, g, "dangling-edge", [node, consumer],
+                     f"output {k} of {node._name!r} feeds removed node {consumer._name!r}")
+            elif j >= len(consumer._inputs) or consumer._inputs[j] != (node, k):
+                _add(problems, g, "dangling-edge", [node, consumer],
+                     f"edge {node._name!r}:{k} -> {consumer._name!r}:{j} is missing on the "
+                     "consumer side")
+    for other in list(node._ctrl_in or ()) + list(node._ctrl_out or ()):
+        if other._graph is not g:
+            _add(problems, g, "dangling-edge", [node, other],
+                 f"control edge between {node._name!r} and {other._name!r}, which is not a "
+                 f"node of graph {g.name!r}")
+
+
+def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> None:
+    n_in, n_out = len(node._inputs), len(node._out_names)
+    op = node._type
+    if op in (DATA, CONST):
+        if n_in != 0 or n_out != 1:
+            _add(problems, g, "arity", [node],
+                 f"{op} node {node._name!r} has {n_in} inputs and {n_out} outputs; "
+                 "expected 0 and 1")
+        if op == CONST and not node.has_attr("sparse_value") and (
+                not node.has_attr("value") or not isinstance(node.get_attr("value"), Tensor)):
+            _add(problems, g, "arity", [node], f"Const node {node._name!r} has no Tensor 'value'")
+        return
+    if op == NET_OUTPUT:
+        if n_out:
+            _add(problems, g, "arity", [node], f"NetOutput {node._name!r} has {n_out} outputs")
+        for i, producer in enumerate(node._inputs):
+            if producer is None:
+                _add(problems, g, "arity", [node],
+                     f"graph output {i} (input {i} of {node._name!r}) is not connected")
+        return
+    version = g.get_opset_version(node._domain)
+    if version is None:
+        if node._domain:
+            _add(problems, g, "arity", [node],
+                 f"node {node._name!r} uses domain {node._domain!r}, which the model does not "
+                 "import")
+        return
+    schema = _schema(op, node._domain, version)
+    if schema is None:
+        return  # a custom or function operator: no schema to check against
+    if not schema.min_input <= n_in <= schema.max_input:
+        _add(problems, g, "arity", [node],
+             f"{op} node {node._name!r} has {n_in} inputs; opset {version} allows "
+             f"{schema.min_input}..{schema.max_input}")
+    if not schema.min_output <= n_out <= schema.max_output:
+        _add(problems, g, "arity", [node],
+             f"{op} node {node._name!r} has {n_out} outputs; opset {version} allows "
+             f"{schema.min_output}..{schema.max_output}")
+    for j, formal in enumerate(schema.inputs):
+        if j >= n_in:
+            break
+        if formal.option == _Single and node._inputs[j] is None:
+            _add(problems, g, "arity", [node],
+                 f"required input {j} ({formal.name}) of {op} node {node._name!r} is not "
+                 "connected")
+

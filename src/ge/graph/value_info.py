@@ -1,0 +1,77 @@
+"""Conversion between ONNX `ValueInfoProto`/`TypeProto` and `TensorDesc`.
+
+A desc decoded from ONNX remembers its source; while the desc still says the same, export
+hands back the original proto, so non-tensor types (sequences, optionals, maps), dim
+denotations and doc strings survive a round trip untouched.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc
+from ge.graph.types import DataType, Format, data_type_from_onnx, data_type_to_onnx
+
+__all__ = ["desc_from_value_info", "value_info_from_desc"]
+
+
+def _shape_of(tensor_type: onnx.TypeProto.Tensor) -> Shape:
+    if not tensor_type.HasField("shape"):
+        return Shape.unknown_rank()
+    dims: list[int | str] = []
+    for dim in tensor_type.shape.dim:
+        which = dim.WhichOneof("value")
+        if which == "dim_value":
+            dims.append(dim.dim_value)
+        elif which == "dim_param":
+            dims.append(dim.dim_param)
+        else:
+            dims.append(UNKNOWN_DIM)
+    return Shape(dims)
+
+
+def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
+    """The desc of a value; non-tensor types give an unknown desc that keeps the source."""
+    tp = vi.type
+    which = tp.WhichOneof("value")
+    if which == "tensor_type":
+        tt = tp.tensor_type
+        try:
+            dtype = data_type_from_onnx(tt.elem_type)
+        except TypeError:
+            dtype = DataType.DT_UNDEFINED
+        desc = TensorDesc(_shape_of(tt), Format.FORMAT_ND, dtype)
+    else:
+        desc = TensorDesc.unknown()
+    desc._source = vi
+    desc._source_key = desc._key()
+    return desc
+
+
+def value_info_from_desc(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
+    """The ONNX value info of a desc, reusing the proto it came from while it is unchanged."""
+    source = desc._source
+    if source is not None and desc._source_key == desc._key():
+        if source.name == name:
+            return source
+        vi = onnx.ValueInfoProto()
+        vi.CopyFrom(source)
+        vi.name = name
+        return vi
+    vi = onnx.ValueInfoProto()
+    vi.name = name
+    if source is not None:
+        vi.doc_string = source.doc_string
+        vi.metadata_props.extend(source.metadata_props)
+    tt = vi.type.tensor_type
+    tt.elem_type = data_type_to_onnx(desc.data_type)
+    shape = desc._shape
+    if not shape.is_unknown_rank():
+        out_shape = tt.shape
+        for d in shape:
+            dim = out_shape.dim.add()
+            if isinstance(d, str):
+                dim.dim_param = d
+            elif d >= 0:
+                dim.dim_value = d
+    return vi
