@@ -126,7 +126,8 @@ class GraphValidationError(GraphError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         nodes = sorted({n for p in self.problems for n in p.nodes})
-        super().__init__(f"graph is invalid ({len(self.problems)} problem(s)):\n{lines}", nodes=nodes)
+        count = len(self.problems)
+        super().__init__(f"graph is invalid ({count} problem(s)):\n{lines}", nodes=nodes)
 
 
 class ModelLoadError(GeError, ValueError):
@@ -169,3 +170,165 @@ class PassRegisterError(GeError, ValueError):
     """E13030: a pass could not be registered (bad descriptor, duplicate name)."""
 
     code = "E13030"
+
+
+# --- pass plugins and the compiler (added with the Python pass plugin machinery) -----------
+
+
+class PassRegisterTypeError(PassRegisterError, TypeError):
+    """E13030 raised where GE raises TypeError: a decorator applied to the wrong kind of object."""
+
+
+class DuplicatePassNameError(PassRegisterError):
+    """E13030: a pass name is registered twice; both definitions are named.
+
+    `location` is the new definition, `previous_location` the one already registered.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        previous_location: SourceLocation | None = None,
+        pass_name: str | None = None,
+        stage: str | None = None,
+        location: SourceLocation | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(
+            message, pass_name=pass_name, stage=stage, location=location, path=path
+        )
+        self.previous_location = previous_location
+
+    def details(self) -> dict[str, object]:
+        data = super().details()
+        data["previous_location"] = str(self.previous_location) if self.previous_location else None
+        return data
+
+
+class PluginPathNotFoundError(PluginLoadError, FileNotFoundError):
+    """E13029: a path listed for pass plugins does not exist (GE raises FileNotFoundError)."""
+
+
+class PluginPathSuffixError(PluginLoadError, ValueError):
+    """E13029: a file listed for pass plugins is not a `.py` file (GE raises ValueError)."""
+
+
+class PluginLoadErrors(PluginLoadError):
+    """E13029: several plugins failed to load; `errors` holds each failure (E13029 or E13030)."""
+
+    def __init__(self, errors: Sequence[GeError]) -> None:
+        self.errors = list(errors)
+        lines = "\n".join(f"  - {err}" for err in self.errors)
+        super().__init__(f"{len(self.errors)} python pass plugins failed to load:\n{lines}")
+
+    def details(self) -> dict[str, object]:
+        data = super().details()
+        data["errors"] = [err.details() for err in self.errors]
+        return data
+
+
+class CompilerStateError(GeError, RuntimeError):
+    """The compiler was used in a state that does not allow it (e.g. initialised twice)."""
+
+    code = "GE1201"
+
+
+class CompilerOptionError(GeError, ValueError):
+    """A compiler option has a value the compiler cannot use."""
+
+    code = "GE1202"
+
+
+class PluginLoadWarning(UserWarning):
+    """A plugin failed to load and the compiler went on without it (continue-on-error)."""
+
+
+# Extended here so that the original list above stays as it was.
+__all__ += [
+    "CompilerOptionError",
+    "CompilerStateError",
+    "DuplicatePassNameError",
+    "PassRegisterTypeError",
+    "PluginLoadErrors",
+    "PluginLoadWarning",
+    "PluginPathNotFoundError",
+    "PluginPathSuffixError",
+]
+
+
+# --- operators (ge.ops) and the ES builder (ge.es) ------------------------------------------
+
+
+class OpRegisterError(GeError, ValueError):
+    """A custom operator cannot be registered: invalid definition or already registered."""
+
+    code = "GE1301"
+
+
+class OpNotFoundError(GeError, ValueError):
+    """No schema for an operator at the requested opset (unknown op, or not defined yet)."""
+
+    code = "GE1302"
+
+
+class OpInputError(GeError, ValueError):
+    """An operator called with the wrong number of inputs (or an input it cannot take)."""
+
+    code = "GE1303"
+
+
+class OpAttributeError(GeError, TypeError):
+    """An operator called with an unknown attribute or an attribute value of the wrong type."""
+
+    code = "GE1304"
+
+
+class ShapeInferenceError(GeError, RuntimeError):
+    """Shape and type inference failed for a node or a graph; the message names the node."""
+
+    code = "GE1305"
+
+
+class ConstantEvaluationError(GeError, RuntimeError):
+    """A node whose inputs are all constants could not be evaluated."""
+
+    code = "GE1306"
+
+
+class BuilderStateError(GeError, RuntimeError):
+    """A `GraphBuilder` used after `build_and_reset` (or a TensorHolder constructed directly)."""
+
+    code = "GE1401"
+
+
+class BuilderMixError(GeError, ValueError):
+    """Tensors of two different `GraphBuilder`s used in one operation."""
+
+    code = "GE1402"
+
+
+class BuilderValueError(GeError, ValueError):
+    """A builder argument with a bad value: ragged list, count not matching the shape, range."""
+
+    code = "GE1403"
+
+
+class BuilderTypeError(GeError, TypeError):
+    """A builder argument of the wrong type (e.g. `outputs` not a list)."""
+
+    code = "GE1404"
+
+
+__all__ += [
+    "BuilderMixError",
+    "BuilderStateError",
+    "BuilderTypeError",
+    "BuilderValueError",
+    "ConstantEvaluationError",
+    "OpAttributeError",
+    "OpInputError",
+    "OpNotFoundError",
+    "OpRegisterError",
+    "ShapeInferenceError",
+]

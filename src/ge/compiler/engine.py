@@ -1,0 +1,152 @@
+"""The compiler's lifetime: `initialize`, `finalize`, and `compile_graph` in between.
+
+`initialize()` loads the Python pass plugins once (the environment is read then, D13) and
+builds the `PassRegistry` every compilation starts from; the first compilation initialises
+implicitly. `finalize()` unloads the plugins; the next initialisation reads the environment
+again. Compilations may run concurrently in threads: each has its own pass instances.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ge.compiler.options import CompilerOptions, parse_options
+from ge.compiler.pass_registry import PassRegistry
+from ge.compiler.plugin_loader import PluginLoader
+from ge.compiler.report import CompileReport
+from ge.compiler.scheduler import Scheduler
+from ge.errors import CompilerStateError, GeError
+from ge.passes.bootstrap import warn_failures
+from ge.passes.loader import PluginLoadReport
+
+if TYPE_CHECKING:
+    from ge.graph import Graph
+
+__all__ = [
+    "compile_graph",
+    "current_pass_registry",
+    "finalize",
+    "initialize",
+    "is_initialized",
+]
+
+
+@dataclass
+class _Engine:
+    options: CompilerOptions
+    loader: PluginLoader
+    registry: PassRegistry
+    skipped: list[GeError]
+
+
+_LOCK = threading.RLock()
+_engine: _Engine | None = None
+
+
+def _build_registry(
+    base: PassRegistry, report: PluginLoadReport, options: CompilerOptions
+) -> tuple[PassRegistry, list[GeError]]:
+    """`base` plus the report's plugins; a clash fails, or skips the plugin (continue option)."""
+    registry = base.copy()
+    skipped = list(report.failures)
+    for plugin in report.plugins:
+        try:
+            registry.add_plugin(plugin)
+        except GeError as err:
+            if not options.continue_on_plugin_error:
+                raise
+            skipped.append(err)
+            warn_failures(PluginLoadReport(failures=[err]))
+    return registry, skipped
+
+
+def _start(options: CompilerOptions, *, keep: bool = True) -> _Engine:
+    """Load the environment's plugins with `options`; keep the options for later
+    compilations only when they came from `initialize()`."""
+    loader = PluginLoader()
+    report = loader.load_from_environment(options)
+    try:
+        registry, skipped = _build_registry(PassRegistry.with_builtins(), report, options)
+    except GeError:
+        loader.unload()
+        raise
+    return _Engine(options if keep else CompilerOptions(), loader, registry, skipped)
+
+
+def initialize(options: Mapping[str, str] | None = None) -> None:
+    """Start the compiler: read `ASCEND_GE_PY_PASS_PATH` once and load the pass plugins.
+
+    Calling it again is a no-op when `options` is None or unchanged; other options need
+    `finalize()` first. A plugin failure raises E13029/E13030 and leaves it uninitialised,
+    unless the option `ge.passes.continue_on_plugin_error` is "true".
+    """
+    global _engine
+    parsed = parse_options(options)
+    with _LOCK:
+        if _engine is not None:
+            if options is None or parsed == _engine.options:
+                return
+            raise CompilerStateError(
+                "ge is already initialized with other options; call ge.finalize() first"
+            )
+        _engine = _start(parsed)
+
+
+def finalize() -> None:
+    """Stop the compiler: unload the pass plugins; the next start reads the environment again."""
+    global _engine
+    with _LOCK:
+        if _engine is not None:
+            _engine.loader.unload()
+            _engine = None
+
+
+def is_initialized() -> bool:
+    """Whether `initialize()` (or a first compilation) ran and `finalize()` did not since."""
+    with _LOCK:
+        return _engine is not None
+
+
+def _current(options: CompilerOptions) -> _Engine:
+    """The running engine; the first compilation starts it with its own options for
+    loading, without making them the options of later compilations."""
+    global _engine
+    with _LOCK:
+        if _engine is None:
+            _engine = _start(options, keep=False)
+        return _engine
+
+
+def current_pass_registry() -> PassRegistry:
+    """The passes compilations start from (initialises the compiler if needed)."""
+    return _current(CompilerOptions()).registry.copy()
+
+
+def compile_graph(
+    graph: Graph,
+    *,
+    options: Mapping[str, str] | None = None,
+    pass_paths: Iterable[str | os.PathLike[str]] | None = None,
+) -> CompileReport:
+    """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
+
+    `options` (str → str) apply to this compilation on top of those of `initialize`; passes
+    read them through `PassContext.get_option_value`. `pass_paths` are extra plugin files
+    or directories for this compilation only (an explicit argument, not the environment).
+    A failing pass raises E13028 and leaves the graph as that pass found it.
+    """
+    engine = _current(parse_options(options))
+    merged = engine.options.merged(options)
+    registry = engine.registry
+    skipped = list(engine.skipped)
+    if pass_paths is not None:
+        report = engine.loader.load_paths(pass_paths, merged)
+        registry, extra_skipped = _build_registry(registry, report, merged)
+        skipped += extra_skipped
+    scheduler = Scheduler(registry, merged.values)
+    records = scheduler.run(graph)
+    return CompileReport(graph=graph, records=records, skipped_plugins=skipped)

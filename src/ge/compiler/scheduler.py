@@ -1,0 +1,195 @@
+"""The scheduler: the pipeline steps in order, and every pass of a stage run in GE's way.
+
+Pipeline: BeforeInferShape → shape inference → AfterInferShape → built-in fusion →
+AfterBuiltinFusionPass → origin-graph optimisation → AfterOriginGraphOptimize → final
+validation. The engine steps between stages are filled by `register_engine_step`.
+
+Within a stage passes run lexicographically by name (D14), each on the root graph, then on
+every subgraph, with one fresh instance per pass per compilation. Each invocation runs in a
+graph transaction: a pass that raises or fails (D2) leaves the graph as it found it, and the
+compilation stops with E13028 naming the pass, the stage, and the user's file and line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ge.compiler.pass_registry import PassRegistry, RegisteredPass
+from ge.compiler.report import PassRunRecord
+from ge.errors import PassRunError, SourceLocation
+from ge.es.opset import opset_scope
+from ge.passes.context import PassContext
+from ge.passes.registry import PASS_KIND_FUSION_BASE
+from ge.passes.source import traceback_location
+from ge.passes.stage import PassStage
+from ge.passes.status import RunStatus, interpret_run_result
+
+if TYPE_CHECKING:
+    from ge.graph import Graph
+    from ge.passes.base import FusionBasePass
+
+__all__ = [
+    "ENGINE_STEPS",
+    "PIPELINE",
+    "EngineStep",
+    "KindRunner",
+    "Scheduler",
+    "register_engine_step",
+    "register_kind_runner",
+]
+
+#: An engine step between stages: gets the root graph and the compilation's options.
+EngineStep = Callable[["Graph", Mapping[str, str]], None]
+#: Runs one pass instance of a kind on one graph; returns what D2 interprets.
+KindRunner = Callable[["FusionBasePass", "Graph", PassContext], object]
+
+ENGINE_STEPS = ("infer_shape", "builtin_fusion", "origin_graph_optimize", "final_validation")
+PIPELINE: tuple[PassStage | str, ...] = (
+    PassStage.BEFORE_INFER_SHAPE,
+    "infer_shape",
+    PassStage.AFTER_INFER_SHAPE,
+    "builtin_fusion",
+    PassStage.AFTER_BUILTIN_FUSION_PASS,
+    "origin_graph_optimize",
+    PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE,
+    "final_validation",
+)
+
+_HOOKS_LOCK = threading.Lock()
+_ENGINE_STEP_FUNCS: dict[str, EngineStep] = {}
+
+
+def _run_fusion_base(instance: FusionBasePass, graph: Graph, context: PassContext) -> object:
+    return instance.run(graph, context)
+
+
+_KIND_RUNNERS: dict[str, KindRunner] = {PASS_KIND_FUSION_BASE: _run_fusion_base}
+
+
+def register_engine_step(name: str, step: EngineStep) -> None:
+    """Fill the engine step `name` of the pipeline (shape inference, built-in fusion, ...)."""
+    if name not in ENGINE_STEPS:
+        raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
+    with _HOOKS_LOCK:
+        _ENGINE_STEP_FUNCS[name] = step
+
+
+def register_kind_runner(kind: str, runner: KindRunner) -> None:
+    """Say how passes of `kind` run (the pattern matcher adds pattern_fusion and decompose)."""
+    with _HOOKS_LOCK:
+        _KIND_RUNNERS[kind] = runner
+
+
+class _PassFailed(Exception):
+    """Raised inside the transaction so that a failure status rolls the graph back."""
+
+    def __init__(self, status: RunStatus) -> None:
+        super().__init__(status.reason)
+        self.status = status
+
+
+class Scheduler:
+    """Runs the pipeline on one graph for one compilation (one instance per pass)."""
+
+    def __init__(self, registry: PassRegistry, options: Mapping[str, str]) -> None:
+        self._registry = registry
+        self._options = dict(options)
+        self._instances: dict[str, Any] = {}
+        self.records: list[PassRunRecord] = []
+
+    def run(self, graph: Graph) -> list[PassRunRecord]:
+        """Run every pipeline step on `graph` in place; stops at the first failure."""
+        for step in PIPELINE:
+            if isinstance(step, PassStage):
+                self.run_stage(graph, step)
+            else:
+                with _HOOKS_LOCK:
+                    func = _ENGINE_STEP_FUNCS.get(step)
+                if func is not None:
+                    func(graph, self._options)
+        return self.records
+
+    def run_stage(self, graph: Graph, stage: PassStage) -> None:
+        """Every pass of `stage`, by name; each on the root graph, then on every subgraph."""
+        for entry in self._registry.for_stage(stage):
+            instance = self._instance(entry)
+            for target in [graph, *_subgraphs(graph)]:
+                self.records.append(self._invoke(entry, instance, target, graph))
+
+    def _instance(self, entry: RegisteredPass) -> Any:
+        instance = self._instances.get(entry.name)
+        if instance is None:
+            try:
+                instance = entry.descriptor.cls()
+            except Exception as exc:
+                raise _run_error(
+                    entry, "FAILED", f"could not create the pass: {_describe(exc)}", exc
+                ) from exc
+            self._instances[entry.name] = instance
+        return instance
+
+    def _invoke(
+        self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph
+    ) -> PassRunRecord:
+        with _HOOKS_LOCK:
+            runner = _KIND_RUNNERS.get(entry.descriptor.kind)
+        if runner is None:
+            raise _run_error(
+                entry,
+                "FAILED",
+                f"passes of kind {entry.descriptor.kind!r} cannot run yet: no runner is "
+                "registered for that kind",
+            )
+        context = PassContext(entry.name, self._options)
+        before = root.mutation_count
+        start = time.perf_counter()
+        try:
+            # Replacements built in the pass use the operator signatures of this model (issue 3,
+            # point 6): builders created inside take the graph's opset imports.
+            with root.transaction(), opset_scope(root.opset_imports):
+                status = interpret_run_result(runner(instance, target, context))
+                if status.failed:
+                    raise _PassFailed(status)
+        except _PassFailed as failed:
+            reason = context.get_error_message() or failed.status.reason
+            raise _run_error(entry, failed.status.return_code, reason) from None
+        except Exception as exc:
+            raise _run_error(entry, "FAILED", _describe(exc), exc) from exc
+        return PassRunRecord(
+            pass_name=entry.name,
+            stage=entry.stage.value,
+            graph_name=target.name,
+            outcome=status.outcome,
+            changed=root.mutation_count != before,
+            seconds=time.perf_counter() - start,
+        )
+
+
+def _subgraphs(root: Graph) -> list[Graph]:
+    # Orphan subgraphs (not owned by a node) are not part of the compiled model.
+    return [sub for sub in root.get_all_subgraphs() if sub.root_graph() is root]
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _run_error(
+    entry: RegisteredPass, return_code: str, reason: str, exc: BaseException | None = None
+) -> PassRunError:
+    """E13028 at the user's line: the innermost frame in the pass's own file, else its class."""
+    defined_at = entry.descriptor.location
+    location: SourceLocation | None = None
+    if exc is not None:
+        location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
+    return PassRunError(
+        f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
+        f"Reason: {reason.rstrip('.')}.",
+        pass_name=entry.name,
+        stage=entry.stage.value,
+        location=location or defined_at,
+        path=defined_at.file,
+    )

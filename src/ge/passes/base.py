@@ -1,0 +1,172 @@
+"""The pass base classes pass authors subclass, and the `@pattern` marker.
+
+`FusionBasePass` runs arbitrary code on a graph (`run`). `PatternFusionPass` and
+`DecomposePass` are driven by the engine (match, check, replace); their hooks are checked and
+adapted when the subclass is created, so a wrong signature fails at import, with the file and
+line of the class, not in the middle of a compilation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from ge.errors import PassRegisterTypeError, SourceLocation
+from ge.passes import hooks
+from ge.passes.expression import PATTERN_MARK, synthesize_patterns
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+    from ge.passes.context import PassContext
+    from ge.passes.status import StatusLike
+
+__all__ = ["DecomposePass", "FusionBasePass", "PatternFusionPass", "pattern"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def pattern(method: _F) -> _F:
+    """Mark `method(self, inputs)` as one expression-style pattern of a `PatternFusionPass`."""
+    if not callable(method):
+        raise TypeError("@pattern expects a function method(self, inputs)")
+    setattr(method, PATTERN_MARK, True)
+    return method
+
+
+def _class_statement_location() -> SourceLocation:
+    """The `class` statement being executed: the first frame above the `__init_subclass__` chain.
+
+    `type.__new__` calls `__init_subclass__` from C, so the frame above the chain (user
+    mixins' `__init_subclass__` included) is the one executing the class body's statement.
+    """
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_name == "__init_subclass__":
+        frame = frame.f_back
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
+
+
+def _forbid_run(cls: type, path_name: str) -> None:
+    if "run" in cls.__dict__:
+        raise PassRegisterTypeError(
+            f"{cls.__name__} overrides run(), which is never invoked by the {path_name} "
+            "execution path. Implement the pattern/meet_requirements/replacement hooks instead.",
+            location=cls.__dict__["__ge_pass_source__"],
+        )
+
+
+class FusionBasePass:
+    """A pass that edits the graph itself in `run()`.
+
+    The engine creates one instance per compilation (with no arguments) and calls `run` on
+    the root graph, then on every subgraph. See `ge.passes.status` for what `run` may return.
+    """
+
+    __ge_pass_source__: ClassVar[SourceLocation]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__ge_pass_source__ = _class_statement_location()
+
+    def run(self, graph: Graph, context: PassContext) -> StatusLike:
+        """Edit `graph` in place; `None`/`True`/`0` = success, `NOT_CHANGED`, else failure."""
+        raise NotImplementedError(f"{type(self).__name__}.run() is not implemented")
+
+
+class PatternFusionPass(FusionBasePass):
+    """A pass that replaces every match of its patterns with the graph `replacement` builds.
+
+    Write patterns either as `patterns()` or as `@pattern` methods (not both). The hooks may
+    omit the context argument: `meet_requirements(self, match_result[, context])`,
+    `replacement(self, match_result[, context])`, or expression style
+    `replacement(self, inputs[, context | match_result[, context]])`.
+    """
+
+    def __init__(self, matcher_config: Any = None) -> None:
+        if matcher_config is not None and not _is_matcher_config(matcher_config):
+            raise TypeError(
+                "matcher_config must be a PatternMatcherConfig or None, "
+                f"got {type(matcher_config).__name__}"
+            )
+        self._matcher_config = matcher_config
+
+    @property
+    def matcher_config(self) -> Any:
+        """The `PatternMatcherConfig` given to `__init__`, or None for the defaults."""
+        return getattr(self, "_matcher_config", None)
+
+    def patterns(self) -> Iterable[Any] | None:
+        """The patterns to match (`Pattern` or `Graph` objects)."""
+        raise NotImplementedError(f"{type(self).__name__}.patterns() is not implemented")
+
+    def meet_requirements(self, match_result: Any, context: PassContext | None = None) -> bool:
+        """Whether this match should be replaced (default: every match)."""
+        return True
+
+    def replacement(self, match_result: Any, context: PassContext | None = None) -> Graph:
+        """The graph that replaces the match."""
+        raise NotImplementedError(f"{type(self).__name__}.replacement() is not implemented")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        where = cls.__ge_pass_source__
+        own = cls.__dict__
+        _forbid_run(cls, "PatternFusionPass")
+        marked = [(n, f) for n, f in own.items() if getattr(f, PATTERN_MARK, False) is True]
+        if marked and "patterns" in own:
+            raise PassRegisterTypeError(
+                f"{cls.__name__} cannot combine @pattern methods with patterns(). "
+                "Use either @pattern methods or a patterns() method.",
+                location=where,
+            )
+        if marked:
+            for _, method in marked:
+                hooks.check_pattern_method(method, where)
+            cls.patterns = synthesize_patterns(cls.__name__, marked)  # type: ignore[method-assign]
+        if "meet_requirements" in own:
+            cls.meet_requirements = hooks.adapt_legacy_hook(  # type: ignore[method-assign]
+                "meet_requirements", own["meet_requirements"], "match_result", where
+            )
+        if "replacement" in own:
+            func = own["replacement"]
+            if hooks.is_expression_replacement(func):
+                adapted = hooks.adapt_expression_replacement(cls.__name__, func, where)
+            else:
+                adapted = hooks.adapt_legacy_hook("replacement", func, "match_result", where)
+            cls.replacement = adapted  # type: ignore[method-assign]
+
+
+class DecomposePass(FusionBasePass):
+    """A pass that replaces single nodes of its `op_types` with the graph `replacement` builds.
+
+    `op_types` is set by `@register_decompose_pass`. Hooks: `meet_requirements(self, node
+    [, context])` and `replacement(self, node[, context])`.
+    """
+
+    op_types: ClassVar[list[str] | None] = None
+
+    def meet_requirements(self, node: Node, context: PassContext | None = None) -> bool:
+        """Whether this node should be decomposed (default: every node of `op_types`)."""
+        return True
+
+    def replacement(self, node: Node, context: PassContext | None = None) -> Graph:
+        """The graph that replaces `node`."""
+        raise NotImplementedError(f"{type(self).__name__}.replacement() is not implemented")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        where = cls.__ge_pass_source__
+        own = cls.__dict__
+        _forbid_run(cls, "DecomposePass")
+        for hook_name in ("meet_requirements", "replacement"):
+            if hook_name in own:
+                adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
+                setattr(cls, hook_name, adapted)
+
+
+def _is_matcher_config(value: object) -> bool:
+    """Whether `value` is a `PatternMatcherConfig` (absent until the matcher lands)."""
+    import ge.passes
+
+    config_cls = getattr(ge.passes, "PatternMatcherConfig", None)
+    return isinstance(config_cls, type) and isinstance(value, config_cls)

@@ -1,0 +1,171 @@
+"""Loading pass plugins: the paths of `ASCEND_GE_PY_PASS_PATH`, then installed entry points.
+
+`load_pass_plugins()` is GE's entry: it reads the variable, imports every plugin, and
+returns the modules; decorators inside them fill the registry. `discover_plugins()` is the
+same discovery returning a `PluginLoadReport` (loaded plugins with their origin, failures,
+disabled entry points) for the compiler and `ge passes list`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import warnings
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from ge.errors import GeError, PluginLoadWarning
+from ge.passes.discovery import (
+    DEFAULT_MODULE_PREFIX,
+    DEFAULT_PLUGIN_KIND,
+    PluginSource,
+    normalize_path_list,
+    plugin_sources,
+)
+from ge.passes.entry_points import (
+    ENTRY_POINT_GROUP,
+    entry_point_id,
+    is_disabled,
+    load_entry_point,
+    plugin_entry_points,
+)
+from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source
+from ge.passes.source import is_internal_file
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ENV_PY_PASS_PATH",
+    "discover_plugins",
+    "load_pass_plugins",
+    "normalize_path_list",
+    "scan_modules_from_path",
+    "warn_failures",
+]
+
+ENV_PY_PASS_PATH = "ASCEND_GE_PY_PASS_PATH"
+
+
+@contextmanager
+def _on_sys_path(directory: Path | None) -> Iterator[None]:
+    """Put a scanned directory first on `sys.path` while its plugins import (GE's rule)."""
+    entry = str(directory) if directory is not None else None
+    if entry is None or entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        try:
+            sys.path.remove(entry)
+        except ValueError:  # the plugin removed it itself
+            pass
+
+
+def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSource]) -> None:
+    with _on_sys_path(item if item.is_dir() else None):
+        for source in sources:
+            try:
+                report.add(load_source(source))
+            except GeError as err:
+                report.failures.append(err)
+
+
+def discover_plugins(
+    paths: Iterable[str | os.PathLike[str]] = (),
+    *,
+    entry_points: bool = True,
+    disabled: Collection[str] = (),
+    module_prefix: str = DEFAULT_MODULE_PREFIX,
+    plugin_kind: str = DEFAULT_PLUGIN_KIND,
+) -> PluginLoadReport:
+    """Load the plugins of `paths` (in order), then the entry points; collect every failure.
+
+    A missing path or a non-`.py` file is a configuration error raised before anything is
+    imported (E13029 that is also FileNotFoundError / ValueError). Plugins that fail to
+    import are rolled back and listed in `report.failures`; the others stay loaded.
+    """
+    items = [Path(p).resolve() for p in paths]
+    planned = [
+        (item, plugin_sources(item, module_prefix=module_prefix, plugin_kind=plugin_kind))
+        for item in items
+    ]
+    report = PluginLoadReport()
+    with LOAD_LOCK:
+        importlib.invalidate_caches()
+        for item, sources in planned:
+            _load_sources(report, item, sources)
+        if entry_points:
+            for ep in plugin_entry_points():
+                if is_disabled(ep, disabled):
+                    report.disabled.append(entry_point_id(ep))
+                    continue
+                try:
+                    report.add(load_entry_point(ep))
+                except GeError as err:
+                    report.failures.append(err)
+    return report
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning point at the first caller outside `ge`."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def warn_failures(report: PluginLoadReport) -> None:
+    """One `PluginLoadWarning` per failed plugin (the continue-on-error path)."""
+    for failure in report.failures:
+        warnings.warn(
+            f"python pass plugin skipped: {failure}",
+            PluginLoadWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def load_pass_plugins(
+    value: str | None = None,
+    *,
+    entry_points: bool = True,
+    disabled: Collection[str] = (),
+    continue_on_error: bool = False,
+) -> list[ModuleType]:
+    """Import the plugins named by `value` (default: `ASCEND_GE_PY_PASS_PATH`) and entry points.
+
+    Empty or unset → nothing is loaded, entry points included (GE's rule). Failures are
+    raised together after every plugin was tried, unless `continue_on_error`, which warns
+    once per failed plugin instead.
+    """
+    if value is None:
+        value = os.environ.get(ENV_PY_PASS_PATH, "")
+    items = normalize_path_list(value)
+    if not items:
+        return []
+    report = discover_plugins(items, entry_points=entry_points, disabled=disabled)
+    error = report.error()
+    if error is not None:
+        if not continue_on_error:
+            raise error
+        warn_failures(report)
+    return report.modules()
+
+
+def scan_modules_from_path(
+    item: str | os.PathLike[str],
+    *,
+    module_prefix: str = DEFAULT_MODULE_PREFIX,
+    plugin_kind: str = DEFAULT_PLUGIN_KIND,
+) -> list[ModuleType]:
+    """Import the plugins of one pass-path item (a `.py` file or a directory) and return them."""
+    report = discover_plugins(
+        [item], entry_points=False, module_prefix=module_prefix, plugin_kind=plugin_kind
+    )
+    error = report.error()
+    if error is not None:
+        raise error
+    return report.modules()

@@ -1,0 +1,96 @@
+"""Which modules a pass path names: GE's rules for the items of `ASCEND_GE_PY_PASS_PATH`.
+
+An item is a `.py` file (one standalone module) or a directory, scanned one level deep in
+name order: names starting with `_` (and hidden dot-files) are skipped, `*.py` files are
+standalone modules, sub-directories with `__init__.py` are packages imported under their own
+name. Nothing is imported here; `ge.passes.loader` does that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ge.errors import PluginPathNotFoundError, PluginPathSuffixError
+
+__all__ = [
+    "DEFAULT_MODULE_PREFIX",
+    "DEFAULT_PLUGIN_KIND",
+    "PluginSource",
+    "module_name_for",
+    "normalize_path_list",
+    "plugin_sources",
+]
+
+DEFAULT_MODULE_PREFIX = "_ge_py_pass_"
+DEFAULT_PLUGIN_KIND = "python pass"
+_DIGEST_LENGTH = 16
+_NOT_IDENTIFIER = re.compile(r"[^0-9A-Za-z_]")
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """One importable plugin found on a pass path.
+
+    `kind` is "module" (a standalone `.py` file) or "package" (`path` is its `__init__.py`).
+    `search_dir` is the scanned directory, put on `sys.path` while the plugin is imported.
+    """
+
+    kind: str
+    path: Path
+    module_name: str
+    search_dir: Path | None = None
+
+
+def normalize_path_list(value: str | None) -> list[Path]:
+    """Split a pass-path value on `os.pathsep`; strip, drop empty pieces, resolve each one."""
+    if not value:
+        return []
+    pieces = (piece.strip() for piece in value.split(os.pathsep))
+    return [Path(piece).resolve() for piece in pieces if piece]
+
+
+def module_name_for(path: Path, prefix: str = DEFAULT_MODULE_PREFIX) -> str:
+    """`{prefix}{stem}_{digest}`: stable across processes (sha256 of the resolved path, D7)."""
+    stem = _NOT_IDENTIFIER.sub("_", path.stem) or "module"
+    digest = hashlib.sha256(os.fsencode(str(path))).hexdigest()[:_DIGEST_LENGTH]
+    return f"{prefix}{stem}_{digest}"
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+def plugin_sources(
+    item: Path,
+    *,
+    module_prefix: str = DEFAULT_MODULE_PREFIX,
+    plugin_kind: str = DEFAULT_PLUGIN_KIND,
+) -> list[PluginSource]:
+    """The plugins one pass-path item names, in load order; checks the item exists first."""
+    item = Path(item).resolve()
+    if not item.exists():
+        raise PluginPathNotFoundError(f"{plugin_kind} path does not exist: {item}", path=str(item))
+    if not item.is_dir():
+        if item.suffix != ".py":
+            raise PluginPathSuffixError(
+                f"{plugin_kind} file must end with .py: {item}", path=str(item)
+            )
+        return [PluginSource("module", item, module_name_for(item, module_prefix))]
+    sources: list[PluginSource] = []
+    with os.scandir(item) as entries:
+        ordered = sorted(entries, key=lambda entry: entry.name)
+    for entry in ordered:
+        if _skipped(entry.name):
+            continue
+        path = item / entry.name
+        if entry.is_symlink():
+            path = path.resolve()
+        if entry.name.endswith(".py") and entry.is_file():
+            sources.append(PluginSource("module", path, module_name_for(path, module_prefix), item))
+        elif entry.is_dir() and (path / "__init__.py").is_file():
+            sources.append(PluginSource("package", path / "__init__.py", entry.name, item))
+    return sources

@@ -1,0 +1,126 @@
+"""Pass plugins of installed distributions: the entry-point group `ge.passes.plugins` (D12).
+
+An entry point names a module (importing it registers its passes) or a callable (called
+once; it may register passes itself or return registered pass classes). Entry points load
+in the order of (distribution name, entry-point name), each isolated like a file, and any
+of them can be disabled by name (`name` or `distribution:name`) before it is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection
+from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
+
+from ge.errors import PassRegisterTypeError
+from ge.passes.loader import (
+    LOAD_LOCK,
+    LoadedPlugin,
+    PluginOrigin,
+    cached_plugin,
+    descriptors_in_module,
+    import_isolated,
+    remember_plugin,
+)
+from ge.passes.registry import PassDescriptor, ensure_registered
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "entry_point_id",
+    "is_disabled",
+    "load_entry_point",
+    "plugin_entry_points",
+]
+
+ENTRY_POINT_GROUP = "ge.passes.plugins"
+
+
+def _distribution(ep: EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "<unknown>", "<unknown>"
+    return str(dist.metadata["Name"] or dist.name), str(dist.version)
+
+
+def entry_point_id(ep: EntryPoint) -> str:
+    """`distribution:name`, the unambiguous name of an entry point."""
+    return f"{_distribution(ep)[0]}:{ep.name}"
+
+
+def plugin_entry_points() -> list[EntryPoint]:
+    """The installed entry points of the group, sorted by distribution, then entry name."""
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    return sorted(found, key=lambda ep: (_distribution(ep)[0].lower(), ep.name))
+
+
+def is_disabled(ep: EntryPoint, disabled: Collection[str]) -> bool:
+    """Whether `ep` is disabled by its name or by `distribution:name`."""
+    return ep.name in disabled or entry_point_id(ep) in disabled
+
+
+def _registered(cls: type, ep: EntryPoint) -> PassDescriptor:
+    descriptor = getattr(cls, "__ge_pass_descriptor__", None)
+    if not isinstance(descriptor, PassDescriptor) or descriptor.cls is not cls:
+        raise PassRegisterTypeError(
+            f"entry point {ep.name} provides class {cls.__name__}, which is not a registered "
+            "pass; decorate it with @register_fusion_pass or @register_decompose_pass"
+        )
+    return descriptor
+
+
+def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
+    """Import the entry point and apply it; returns its module and the passes it vouches for."""
+    from ge.passes.base import FusionBasePass
+
+    target = ep.load()
+    if isinstance(target, ModuleType):
+        return target, descriptors_in_module(target)
+    module = sys.modules.get(ep.module)
+    if isinstance(target, type) and issubclass(target, FusionBasePass):
+        return module, [_registered(target, ep)]
+    if not callable(target):
+        raise PassRegisterTypeError(
+            f"entry point {ep.name} = {ep.value} names neither a module nor a callable"
+        )
+    result = target()
+    if result is None:
+        return module, []
+    if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
+        raise PassRegisterTypeError(
+            f"entry point {ep.name} returned {type(result).__name__}; expected None or an "
+            "iterable of registered pass classes"
+        )
+    descriptors = []
+    for item in result:
+        if not (isinstance(item, type) and issubclass(item, FusionBasePass)):
+            raise PassRegisterTypeError(
+                f"entry point {ep.name} returned {item!r}; expected registered pass classes"
+            )
+        descriptors.append(_registered(item, ep))
+    return module, descriptors
+
+
+def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
+    """Load one entry point in isolation; loading it again re-registers what a clear removed."""
+    key = f"entry_point:{entry_point_id(ep)}:{ep.value}"
+    dist_name, version = _distribution(ep)
+    with LOAD_LOCK:
+        cached = cached_plugin(key)
+        if cached is not None:
+            for descriptor in cached.descriptors:
+                ensure_registered(descriptor)
+            return cached
+        target = f"entry point {ep.name} = {ep.value} ({dist_name} {version})"
+        imported = import_isolated(lambda: _resolve(ep), target=target)
+        module_file = getattr(imported.module, "__file__", None)
+        origin = PluginOrigin(
+            "entry_point",
+            module_file,
+            entry_point=f"{ep.name} = {ep.value}",
+            distribution=dist_name,
+            version=version,
+        )
+        plugin = LoadedPlugin(origin, imported.module, imported.descriptors)
+        remember_plugin(key, plugin)
+        return plugin

@@ -1,0 +1,380 @@
+"""The registry of Python passes: descriptors, the registering decorators and the look-ups.
+
+`@register_fusion_pass` / `@register_decompose_pass` validate their arguments (D11), build a
+`PassDescriptor` and add it to a process-wide, thread-safe registry; the compiler takes the
+descriptors from here. Every bad registration is an E13030 error naming the user's file and
+line; a duplicate name names both definitions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ge.errors import (
+    DuplicatePassNameError,
+    PassRegisterError,
+    PassRegisterTypeError,
+    SourceLocation,
+)
+from ge.passes.source import caller_location, definition_location
+from ge.passes.stage import PassStage
+
+if TYPE_CHECKING:
+    from ge.passes.base import FusionBasePass
+
+__all__ = [
+    "PASS_KINDS",
+    "PASS_KIND_DECOMPOSE",
+    "PASS_KIND_FUSION_BASE",
+    "PASS_KIND_PATTERN_FUSION",
+    "PassDescriptor",
+    "build_descriptor",
+    "capture_registrations",
+    "clear_registered_passes",
+    "ensure_registered",
+    "get_registered_pass_by_descriptor_key",
+    "get_registered_pass_by_name",
+    "get_registered_pass_dicts",
+    "get_registered_passes",
+    "register_decompose_pass",
+    "register_fusion_pass",
+    "unregister_passes",
+]
+
+PASS_KIND_FUSION_BASE: Final = "fusion_base"
+PASS_KIND_PATTERN_FUSION: Final = "pattern_fusion"
+PASS_KIND_DECOMPOSE: Final = "decompose"
+PASS_KINDS: Final = (PASS_KIND_FUSION_BASE, PASS_KIND_PATTERN_FUSION, PASS_KIND_DECOMPOSE)
+
+_PassT = TypeVar("_PassT", bound=type)
+
+
+@dataclass(frozen=True)
+class PassDescriptor:
+    """Everything the engine needs to create and schedule one registered pass."""
+
+    descriptor_key: str
+    pass_name: str
+    module_name: str
+    class_name: str
+    stage: PassStage
+    kind: str
+    cls: type[FusionBasePass]
+    op_types: list[str] = field(default_factory=list, hash=False)
+
+    def to_bridge_dict(self) -> dict[str, object]:
+        """The descriptor as plain data (no class object), as GE hands it to the engine."""
+        return {
+            "descriptor_key": self.descriptor_key,
+            "pass_name": self.pass_name,
+            "module_name": self.module_name,
+            "class_name": self.class_name,
+            "stage": self.stage.value,
+            "kind": self.kind,
+            "op_types": list(self.op_types),
+        }
+
+    @property
+    def location(self) -> SourceLocation:
+        """Where the pass class is defined."""
+        return definition_location(self.cls)
+
+
+class _Registry:
+    """Descriptors indexed by key and by name, in registration order; safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._by_key: dict[str, PassDescriptor] = {}
+        self._by_name: dict[str, PassDescriptor] = {}
+        self._local = threading.local()
+
+    def add(self, descriptor: PassDescriptor) -> None:
+        with self._lock:
+            if descriptor.descriptor_key in self._by_key:
+                raise PassRegisterError(
+                    f"python pass descriptor_key already exists: {descriptor.descriptor_key}",
+                    pass_name=descriptor.pass_name,
+                    stage=descriptor.stage.value,
+                    location=descriptor.location,
+                )
+            previous = self._by_name.get(descriptor.pass_name)
+            if previous is not None:
+                raise _duplicate_name_error(descriptor, previous)
+            self._by_key[descriptor.descriptor_key] = descriptor
+            self._by_name[descriptor.pass_name] = descriptor
+        for captured in getattr(self._local, "captures", ()):
+            captured.append(descriptor)
+
+    def ensure(self, descriptor: PassDescriptor) -> None:
+        with self._lock:
+            if self._by_key.get(descriptor.descriptor_key) is not descriptor:
+                self.add(descriptor)
+
+    def remove(self, descriptors: Iterable[PassDescriptor]) -> None:
+        with self._lock:
+            for descriptor in descriptors:
+                if self._by_key.get(descriptor.descriptor_key) is descriptor:
+                    del self._by_key[descriptor.descriptor_key]
+                    del self._by_name[descriptor.pass_name]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_key.clear()
+            self._by_name.clear()
+
+    def all(self) -> list[PassDescriptor]:
+        with self._lock:
+            return list(self._by_key.values())
+
+    def by_key(self, key: str) -> PassDescriptor | None:
+        with self._lock:
+            return self._by_key.get(key)
+
+    def by_name(self, name: str) -> PassDescriptor | None:
+        with self._lock:
+            return self._by_name.get(name)
+
+    @contextmanager
+    def capture(self) -> Iterator[list[PassDescriptor]]:
+        stack: list[list[PassDescriptor]] = self._local.__dict__.setdefault("captures", [])
+        captured: list[PassDescriptor] = []
+        stack.append(captured)
+        try:
+            yield captured
+        finally:
+            stack.remove(captured)
+
+
+def _duplicate_name_error(new: PassDescriptor, old: PassDescriptor) -> DuplicatePassNameError:
+    return DuplicatePassNameError(
+        f"python pass name already exists: {new.pass_name}; {new.class_name} at {new.location} "
+        f"reuses the name of {old.class_name} at {old.location}",
+        previous_location=old.location,
+        pass_name=new.pass_name,
+        stage=new.stage.value,
+        location=new.location,
+    )
+
+
+_REGISTRY = _Registry()
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+def _check_name(api: str, name: object, where: SourceLocation | None) -> str:
+    if not isinstance(name, str):
+        raise PassRegisterTypeError(
+            f"{api} name must be a non-empty string, got {type(name).__name__}", location=where
+        )
+    if not name.strip():
+        raise PassRegisterError(f"{api} name must be a non-empty string", location=where)
+    return name
+
+
+def _check_stage(api: str, stage: object, name: str, where: SourceLocation | None) -> PassStage:
+    if isinstance(stage, PassStage):
+        return stage
+    values = ", ".join(s.value for s in PassStage)
+    if not isinstance(stage, str):
+        raise PassRegisterTypeError(
+            f"{api} stage must be a PassStage or one of its values ({values}), "
+            f"got {type(stage).__name__}",
+            pass_name=name,
+            location=where,
+        )
+    try:
+        return PassStage(stage)
+    except ValueError:
+        raise PassRegisterError(
+            f"{api} stage must be a PassStage or one of its values ({values}), got {stage!r}",
+            pass_name=name,
+            location=where,
+        ) from None
+
+
+def _check_op_types(op_types: object, where: SourceLocation | None) -> list[str]:
+    api = "register_decompose_pass"
+    if isinstance(op_types, (str, bytes)) or not isinstance(op_types, Iterable):
+        raise PassRegisterTypeError(
+            f"{api} op_types must be an iterable of strings", location=where
+        )
+    items = list(op_types)
+    if not items:
+        raise PassRegisterError(f"{api} requires at least one op type", location=where)
+    if not all(isinstance(item, str) and item for item in items):
+        raise PassRegisterTypeError(
+            f"{api} op_types must contain non-empty strings", location=where
+        )
+    return items
+
+
+def _default_kind(cls: type) -> str:
+    from ge.passes.base import DecomposePass, PatternFusionPass
+
+    if issubclass(cls, DecomposePass):
+        return PASS_KIND_DECOMPOSE
+    if issubclass(cls, PatternFusionPass):
+        return PASS_KIND_PATTERN_FUSION
+    return PASS_KIND_FUSION_BASE
+
+
+def _check_kind(api: str, kind: object, name: str, where: SourceLocation | None) -> str | None:
+    if kind is None:
+        return None
+    if not isinstance(kind, str) or kind not in PASS_KINDS:
+        raise PassRegisterError(
+            f"{api} kind must be one of {', '.join(PASS_KINDS)}, got {kind!r}",
+            pass_name=name,
+            location=where,
+        )
+    return kind
+
+
+def build_descriptor(
+    cls: type,
+    *,
+    name: str,
+    stage: PassStage | str,
+    kind: str | None = None,
+    op_types: Iterable[str] | None = None,
+    api: str = "register_fusion_pass",
+) -> PassDescriptor:
+    """Validate a pass class and its registration arguments and describe it, without registering.
+
+    The decorators use it; the compiler uses it for its built-in passes.
+    """
+    from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
+
+    where = caller_location()
+    name = _check_name(api, name, where)
+    stage = _check_stage(api, stage, name, where)
+    checked_kind = _check_kind(api, kind, name, where)
+    base = DecomposePass if api == "register_decompose_pass" else FusionBasePass
+    is_base = cls in (FusionBasePass, PatternFusionPass, DecomposePass)
+    if not (isinstance(cls, type) and issubclass(cls, base)) or is_base:
+        raise PassRegisterTypeError(
+            f"{api} expects a {base.__name__} subclass", pass_name=name, location=where
+        )
+    where = definition_location(cls)
+    actual_kind = _default_kind(cls)
+    if api == "register_fusion_pass" and actual_kind == PASS_KIND_DECOMPOSE:
+        raise PassRegisterTypeError(
+            f"register_fusion_pass cannot register DecomposePass subclass {cls.__name__}; "
+            "use register_decompose_pass",
+            pass_name=name,
+            location=where,
+        )
+    if checked_kind is not None and checked_kind != actual_kind:
+        raise PassRegisterError(
+            f"{api} kind {checked_kind!r} does not match {cls.__name__}, which is a "
+            f"{actual_kind!r} pass",
+            pass_name=name,
+            location=where,
+        )
+    return PassDescriptor(
+        descriptor_key=f"{cls.__module__}:{cls.__name__}:{name}",
+        pass_name=name,
+        module_name=cls.__module__,
+        class_name=cls.__name__,
+        stage=stage,
+        kind=actual_kind,
+        cls=cls,
+        op_types=list(op_types or ()),
+    )
+
+
+# --- decorators ------------------------------------------------------------------------
+
+
+def register_fusion_pass(
+    *, name: str, stage: PassStage | str, kind: str | None = None
+) -> Callable[[_PassT], _PassT]:
+    """Register a `FusionBasePass` / `PatternFusionPass` subclass under `name` at `stage`.
+
+    `kind` defaults to "pattern_fusion" for `PatternFusionPass` subclasses and "fusion_base"
+    otherwise; an explicit kind must agree with the class.
+    """
+    where = caller_location()
+    _check_name("register_fusion_pass", name, where)
+    _check_stage("register_fusion_pass", stage, name, where)
+    _check_kind("register_fusion_pass", kind, name, where)
+
+    def decorator(cls: _PassT) -> _PassT:
+        descriptor = build_descriptor(cls, name=name, stage=stage, kind=kind)
+        _REGISTRY.add(descriptor)
+        cls.__ge_pass_descriptor__ = descriptor  # type: ignore[attr-defined]
+        return cls
+
+    return decorator
+
+
+def register_decompose_pass(
+    *, name: str, stage: PassStage | str, op_types: Iterable[str]
+) -> Callable[[_PassT], _PassT]:
+    """Register a `DecomposePass` subclass that replaces nodes of `op_types` at `stage`."""
+    api = "register_decompose_pass"
+    where = caller_location()
+    _check_name(api, name, where)
+    _check_stage(api, stage, name, where)
+    types_list = _check_op_types(op_types, where)
+
+    def decorator(cls: _PassT) -> _PassT:
+        descriptor = build_descriptor(cls, name=name, stage=stage, op_types=types_list, api=api)
+        _REGISTRY.add(descriptor)
+        cls.op_types = list(types_list)  # type: ignore[attr-defined]
+        cls.__ge_pass_descriptor__ = descriptor  # type: ignore[attr-defined]
+        return cls
+
+    return decorator
+
+
+# --- look-ups ----------------------------------------------------------------------------
+
+
+def get_registered_passes() -> list[PassDescriptor]:
+    """Every registered descriptor, in registration order."""
+    return _REGISTRY.all()
+
+
+def get_registered_pass_dicts() -> list[dict[str, Any]]:
+    """Every registered descriptor as `to_bridge_dict()` data, in registration order."""
+    return [d.to_bridge_dict() for d in _REGISTRY.all()]
+
+
+def get_registered_pass_by_descriptor_key(descriptor_key: str) -> PassDescriptor | None:
+    """The descriptor registered under `descriptor_key`, or None."""
+    return _REGISTRY.by_key(descriptor_key)
+
+
+def get_registered_pass_by_name(pass_name: str) -> PassDescriptor | None:
+    """The descriptor registered under `pass_name`, or None."""
+    return _REGISTRY.by_name(pass_name)
+
+
+def clear_registered_passes() -> None:
+    """Forget every registration (modules stay imported)."""
+    _REGISTRY.clear()
+
+
+def ensure_registered(descriptor: PassDescriptor) -> None:
+    """Register `descriptor` again if it is missing (after a clear); a no-op if present."""
+    _REGISTRY.ensure(descriptor)
+
+
+def unregister_passes(descriptors: Iterable[PassDescriptor]) -> None:
+    """Remove exactly these descriptors (a different one under the same key stays)."""
+    _REGISTRY.remove(descriptors)
+
+
+def capture_registrations() -> AbstractContextManager[list[PassDescriptor]]:
+    """Context manager collecting the descriptors this thread registers inside it.
+
+    The plugin loader uses it to roll back what a failing plugin registered.
+    """
+    return _REGISTRY.capture()

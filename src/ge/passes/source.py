@@ -1,0 +1,76 @@
+"""Where in the user's code something happened: class definitions, call sites, tracebacks.
+
+Errors name the user's file and line, never a line of `ge` itself; these helpers find them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+
+from ge.errors import SourceLocation
+
+__all__ = [
+    "caller_location",
+    "definition_location",
+    "is_internal_file",
+    "traceback_location",
+]
+
+_GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.lru_cache(maxsize=1024)
+def is_internal_file(filename: str) -> bool:
+    """True for frames of `ge` itself and of the import machinery (never the user's code)."""
+    if filename.startswith("<"):
+        return True
+    return os.path.abspath(filename).startswith(_GE_ROOT + os.sep)
+
+
+def caller_location() -> SourceLocation | None:
+    """The innermost frame on the stack that is not `ge`'s own: the user's call site."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not is_internal_file(filename):
+            return SourceLocation(filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def definition_location(cls: type) -> SourceLocation:
+    """Where `cls` was defined: recorded at class creation, else its module's file."""
+    recorded = cls.__dict__.get("__ge_pass_source__")
+    if isinstance(recorded, SourceLocation):
+        return recorded
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None) or f"<module {cls.__module__}>"
+    return SourceLocation(filename, None)
+
+
+def _within(filename: str, roots: list[str]) -> bool:
+    real = os.path.realpath(filename)
+    return any(real == root or real.startswith(root + os.sep) for root in roots)
+
+
+def traceback_location(
+    tb: TracebackType | None, within: Iterable[str | Path] = (), *, only_within: bool = False
+) -> SourceLocation | None:
+    """The innermost traceback frame in one of `within` (files or directories), else (unless
+    `only_within`) the innermost frame that is not `ge`'s own."""
+    roots = [os.path.realpath(str(root)) for root in within]
+    in_roots: SourceLocation | None = None
+    outside: SourceLocation | None = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if roots and _within(filename, roots):
+            in_roots = SourceLocation(filename, tb.tb_lineno)
+        if not is_internal_file(filename):
+            outside = SourceLocation(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return in_roots if only_within else in_roots or outside

@@ -1,0 +1,112 @@
+"""`ge passes list`: passes with kind, stage, op types and origin; failures; exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ge.cli import cli, main
+from ge.errors import PluginPathNotFoundError
+from ge.passes import get_registered_passes
+from ge.passes.bootstrap import ENV_PY_PASS_PATH
+
+DECOMPOSE = """
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+@register_decompose_pass(name="SplitConv", stage=PassStage.AFTER_INFER_SHAPE, op_types=["Conv"])
+class SplitConv(DecomposePass):
+    def replacement(self, node):
+        raise NotImplementedError
+"""
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_list_json_shows_kind_stage_op_types_and_origin(write, pass_source) -> None:
+    decompose = write("plugins/decompose.py", DECOMPOSE)
+    fusion = write("plugins/fusion.py", pass_source("FusePass"))
+    code, out, _ = _run("passes", "list", "--pass-path", str(decompose.parent), "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["failures"] == [] and payload["disabled"] == []
+    by_name = {p["name"]: p for p in payload["passes"]}
+    assert by_name["SplitConv"]["kind"] == "decompose"
+    assert by_name["SplitConv"]["stage"] == "AfterInferShape"
+    assert by_name["SplitConv"]["op_types"] == ["Conv"]
+    assert by_name["SplitConv"]["origin"] == {
+        "kind": "module",
+        "file": str(decompose),
+        "line": 5,
+        "entry_point": None,
+        "distribution": None,
+        "version": None,
+    }
+    assert by_name["FusePass"]["kind"] == "fusion_base"
+    assert by_name["FusePass"]["source"] == f"{fusion}:3"
+
+
+def test_list_table_and_env_variable(write, pass_source, monkeypatch: pytest.MonkeyPatch) -> None:
+    from_env = write("env_plugin.py", pass_source("FromEnv"))
+    from_flag = write("flag_plugin.py", pass_source("FromFlag", stage="AfterBuiltinFusionPass"))
+    monkeypatch.setenv(ENV_PY_PASS_PATH, str(from_env))
+    monkeypatch.setenv("COLUMNS", "240")  # rich folds long cells at 80 columns otherwise
+    code, out, _ = _run("passes", "list", "--pass-path", str(from_flag))
+    assert code == 0
+    assert "Passes (2)" in out
+    for text in ("FromEnv", "FromFlag", "fusion_base", "AfterBuiltinFusionPass"):
+        assert text in out
+    assert out.index("FromEnv") < out.index("FromFlag")  # listed in stage order
+
+
+def test_load_failures_are_listed_and_make_the_exit_status_non_zero(
+    write, pass_source, tmp_path: Path
+) -> None:
+    write("plugins/a_ok.py", pass_source("Fine"))
+    broken = write("plugins/b_broken.py", "import math\nmath.no_such_function()\n")
+    write("plugins/c_dup.py", pass_source("Fine"))
+    code, out, _ = _run("passes", "list", "--pass-path", str(tmp_path / "plugins"), "--json")
+    assert code == 1
+    payload = json.loads(out)
+    assert [p["name"] for p in payload["passes"]] == ["Fine"]
+    first, second = payload["failures"]
+    assert first["code"] == "E13029"
+    assert first["location"] == f"{broken}:2"
+    assert first["exception"] == (
+        "AttributeError: module 'math' has no attribute 'no_such_function'"
+    )
+    assert second["code"] == "E13030"
+    assert second["previous_location"].endswith("a_ok.py:3")
+
+    code, out, _ = _run("passes", "list", "--pass-path", str(tmp_path / "plugins"))
+    assert code == 1
+    assert "Load failures (2)" in out and "E13029" in out and "E13030" in out
+
+
+def test_a_missing_path_is_one_clean_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    missing = tmp_path / "absent"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["passes", "list", "--pass-path", str(missing)])
+    assert exit_info.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"ge: [E13029] python pass path does not exist: {missing}\n"
+    assert "Traceback" not in captured.err
+    assert get_registered_passes() == []
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["--debug", "passes", "list", "--pass-path", str(tmp_path / "x")]
+    )
+    assert isinstance(result.exception, PluginPathNotFoundError)
+
+
+def test_no_plugins_lists_only_builtins() -> None:
+    code, out, _ = _run("passes", "list", "--json")
+    assert code == 0
+    assert all(p["origin"]["kind"] == "builtin" for p in json.loads(out)["passes"])

@@ -1,0 +1,288 @@
+"""Class-level contracts of the pass base classes: run(), hook adaptation, @pattern checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+
+import pytest
+
+from ge.passes import DecomposePass, FusionBasePass, PassContext, PatternFusionPass, pattern
+
+
+def _line_of(text: str) -> int:
+    """The line of this file holding `text` (to check recorded locations)."""
+    lines = inspect.getsource(sys.modules[__name__]).splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_fusion_base_run_is_abstract_and_class_location_is_recorded() -> None:
+    class NoRun(FusionBasePass):  # marker: NoRun
+        pass
+
+    with pytest.raises(NotImplementedError, match=r"NoRun\.run"):
+        NoRun().run(None, PassContext())  # type: ignore[arg-type]
+    assert NoRun.__ge_pass_source__.file == __file__
+    assert NoRun.__ge_pass_source__.line == _line_of("# marker: NoRun")
+
+
+@pytest.mark.parametrize(
+    ("base", "path"), [(PatternFusionPass, "PatternFusionPass"), (DecomposePass, "DecomposePass")]
+)
+def test_run_override_is_rejected_at_class_creation(base: type, path: str) -> None:
+    with pytest.raises(TypeError) as info:
+
+        class Bad(base):  # type: ignore[valid-type, misc]  # marker: Bad run
+            def run(self, graph, context):
+                return True
+
+    message = str(info.value.message)
+    assert message.startswith(
+        f"Bad overrides run(), which is never invoked by the {path} execution path."
+    )
+    assert info.value.code == "E13030"
+    assert info.value.location.line == _line_of("# marker: Bad run")
+
+
+def test_inherited_run_from_a_pattern_pass_parent_is_not_an_override() -> None:
+    class Parent(PatternFusionPass):
+        pass
+
+    class Child(Parent):
+        pass
+
+    assert "run" not in Child.__dict__
+
+
+class _Match:
+    pass
+
+
+def test_meet_requirements_with_and_without_context() -> None:
+    seen: list[tuple] = []
+
+    class Two(PatternFusionPass):
+        def meet_requirements(self, match_result):
+            seen.append(("two", match_result))
+            return False
+
+    class Three(PatternFusionPass):
+        def meet_requirements(self, match_result, whatever):
+            seen.append(("three", match_result, whatever))
+            return True
+
+    match, context = _Match(), PassContext("p")
+    assert Two().meet_requirements(match, context) is False
+    assert Three().meet_requirements(match, context) is True
+    assert Three().meet_requirements(match) is True
+    assert seen == [("two", match), ("three", match, context), ("three", match, None)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def meet_requirements(self): return True",
+        "def meet_requirements(self, a, b, c): return True",
+        "def meet_requirements(self, m, *, strict): return True",
+        "meet_requirements = staticmethod(lambda m: True)",
+    ],
+)
+def test_meet_requirements_bad_signatures(source: str) -> None:
+    namespace: dict = {}
+    exec(source, namespace)  # builds the method outside a class body
+    body = {k: v for k, v in namespace.items() if k != "__builtins__"}
+    with pytest.raises(TypeError) as info:
+        type("Bad", (PatternFusionPass,), body)
+    assert str(info.value.message) == (
+        "meet_requirements only supports meet_requirements(self, match_result) or "
+        "meet_requirements(self, match_result, context)"
+    )
+    assert info.value.code == "E13030"
+
+
+def test_legacy_replacement_with_and_without_context() -> None:
+    class Two(PatternFusionPass):
+        def replacement(self, match_result):
+            return ("two", match_result)
+
+    class Three(PatternFusionPass):
+        def replacement(self, match_result, ctx):
+            return ("three", match_result, ctx)
+
+    match, context = _Match(), PassContext()
+    assert Two().replacement(match, context) == ("two", match)
+    assert Three().replacement(match, context) == ("three", match, context)
+    with pytest.raises(TypeError, match=r"replacement only supports replacement\(self, match_res"):
+
+        class Bad(PatternFusionPass):
+            def replacement(self, a, b, c):
+                return None
+
+
+def test_expression_replacement_signatures_are_checked_at_class_creation() -> None:
+    with pytest.raises(TypeError) as info:
+
+        class FourBad(PatternFusionPass):
+            def replacement(self, inputs, match_result, ctx):
+                return inputs[0]
+
+    assert str(info.value.message) == (
+        "Expression-style replacement with four arguments must use "
+        "replacement(self, inputs, match_result, context)"
+    )
+    with pytest.raises(TypeError, match="Expression-style replacement supports"):
+
+        class Five(PatternFusionPass):
+            def replacement(self, inputs, match_result, context, extra):
+                return inputs[0]
+
+    for third in ("context", "match_result", "m"):
+        namespace: dict = {}
+        exec(f"def replacement(self, inputs, {third}): return inputs[0]", namespace)
+        cls = type("Ok", (PatternFusionPass,), {"replacement": namespace["replacement"]})
+        assert cls.replacement.__ge_original_hook__ is namespace["replacement"]
+
+
+_ES_AVAILABLE = bool(
+    importlib.util.find_spec("ge.es") and importlib.util.find_spec("ge.passes.pattern")
+)
+
+
+@pytest.mark.skipif(_ES_AVAILABLE, reason="the ES builder exists: covered by the matcher tests")
+def test_expression_style_without_the_es_builder_fails_clearly() -> None:
+    class Expr(PatternFusionPass):
+        @pattern
+        def add_zero(self, inputs):
+            return inputs[0] + 0
+
+        def replacement(self, inputs):
+            return inputs[0]
+
+    with pytest.raises(ImportError, match=r"ge\.es\.GraphBuilder"):
+        Expr().patterns()
+    with pytest.raises(ImportError, match=r"ge\.es\.GraphBuilder"):
+        Expr().replacement(_Match(), PassContext())
+
+
+def test_pattern_methods_and_patterns_cannot_be_combined() -> None:
+    with pytest.raises(TypeError) as info:
+
+        class Both(PatternFusionPass):
+            @pattern
+            def one(self, inputs):
+                return inputs[0]
+
+            def patterns(self):
+                return []
+
+    assert str(info.value.message) == (
+        "Both cannot combine @pattern methods with patterns(). "
+        "Use either @pattern methods or a patterns() method."
+    )
+
+
+def test_pattern_methods_take_self_and_inputs_only() -> None:
+    with pytest.raises(TypeError) as info:
+
+        class Wrong(PatternFusionPass):
+            @pattern
+            def one(self, inputs, extra):
+                return inputs[0]
+
+    assert info.value.message == "@pattern methods only support method(self, inputs)"
+
+    with pytest.raises(TypeError, match="@pattern expects a function"):
+        pattern(3)  # type: ignore[type-var]
+
+
+def test_pattern_methods_synthesise_patterns_in_class_body_order() -> None:
+    class Many(PatternFusionPass):
+        @pattern
+        def second_defined_first(self, inputs):
+            return inputs[0]
+
+        @pattern
+        def first_defined_second(self, inputs):
+            return inputs[1]
+
+    assert "patterns" in Many.__dict__
+    assert Many.patterns.__ge_synthesized_from__ == ["second_defined_first", "first_defined_second"]
+
+    class Inherits(Many):
+        pass
+
+    assert Inherits.patterns is Many.patterns
+
+
+def test_hooks_of_a_parent_are_not_adapted_twice() -> None:
+    class Parent(PatternFusionPass):
+        def meet_requirements(self, match_result):
+            return match_result == 1
+
+    class Child(Parent):
+        pass
+
+    assert Child.meet_requirements is Parent.meet_requirements
+    assert Child().meet_requirements(1, PassContext()) is True
+
+
+def test_decompose_hooks_use_node_in_their_messages() -> None:
+    class Ok(DecomposePass):
+        def meet_requirements(self, node):
+            return node == "n"
+
+        def replacement(self, node, context):
+            return (node, context)
+
+    context = PassContext()
+    assert Ok().meet_requirements("n", context) is True
+    assert Ok().replacement("n", context) == ("n", context)
+    assert Ok.op_types is None
+    with pytest.raises(TypeError) as info:
+
+        class Bad(DecomposePass):
+            def meet_requirements(self):
+                return True
+
+    assert str(info.value.message) == (
+        "meet_requirements only supports meet_requirements(self, node) or "
+        "meet_requirements(self, node, context)"
+    )
+    with pytest.raises(TypeError, match=r"replacement only supports replacement\(self, node\)"):
+
+        class BadReplacement(DecomposePass):
+            def replacement(self, node, context, extra):
+                return None
+
+
+def test_default_hooks() -> None:
+    class Defaults(PatternFusionPass):
+        pass
+
+    class DefaultDecompose(DecomposePass):
+        pass
+
+    assert Defaults().meet_requirements(_Match()) is True
+    assert DefaultDecompose().meet_requirements("n") is True
+    for call in (Defaults().patterns, lambda: Defaults().replacement(_Match())):
+        with pytest.raises(NotImplementedError):
+            call()
+    with pytest.raises(NotImplementedError):
+        DefaultDecompose().replacement("n")
+
+
+def test_matcher_config_must_be_a_matcher_config_or_none() -> None:
+    class P(PatternFusionPass):
+        def __init__(self, config=None):
+            super().__init__(config)
+
+    assert P().matcher_config is None
+    with pytest.raises(TypeError, match="matcher_config must be a PatternMatcherConfig or None"):
+        P(config="fast")
+
+    class NoSuper(PatternFusionPass):
+        def __init__(self):
+            pass
+
+    assert NoSuper().matcher_config is None

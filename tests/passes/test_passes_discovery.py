@@ -1,0 +1,403 @@
+"""Discovery from ASCEND_GE_PY_PASS_PATH: one test per rule of GE's documentation and D6-D9."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ge.errors import (
+    DuplicatePassNameError,
+    PluginLoadError,
+    PluginLoadErrors,
+    PluginLoadWarning,
+    PluginPathNotFoundError,
+    PluginPathSuffixError,
+)
+from ge.passes import clear_registered_passes, get_registered_passes
+from ge.passes.bootstrap import (
+    ENV_PY_PASS_PATH,
+    discover_plugins,
+    load_pass_plugins,
+    normalize_path_list,
+    scan_modules_from_path,
+)
+from ge.passes.discovery import module_name_for
+
+
+def _names() -> list[str]:
+    return [d.pass_name for d in get_registered_passes()]
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def test_normalize_path_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert normalize_path_list("") == []
+    assert normalize_path_list(None) == []
+    assert normalize_path_list(" : ::") == []
+    assert normalize_path_list(" b.py :/x/a.py::rel/d ") == [
+        tmp_path / "b.py",
+        Path("/x/a.py"),
+        tmp_path / "rel" / "d",
+    ]
+
+
+def test_env_paths_are_separated_by_colons_and_loaded_in_order(
+    write, pass_source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    second = write("z_second.py", pass_source("Second"))
+    first = write("a_first.py", pass_source("First"))
+    monkeypatch.setenv(ENV_PY_PASS_PATH, f"{second}:{first}")
+    modules = load_pass_plugins()
+    assert _names() == ["Second", "First"]
+    assert [m.__file__ for m in modules] == [str(second), str(first)]
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_unset_or_empty_env_loads_nothing(value, monkeypatch: pytest.MonkeyPatch) -> None:
+    if value is not None:
+        monkeypatch.setenv(ENV_PY_PASS_PATH, value)
+    assert load_pass_plugins() == []
+    assert get_registered_passes() == []
+
+
+# --- per-item rules ----------------------------------------------------------------------------
+
+
+def test_a_py_file_loads_as_a_standalone_module_named_stably(write, pass_source) -> None:
+    path = write("my-pass.v2.py", pass_source("Standalone"))
+    (module,) = scan_modules_from_path(path)
+    assert module.__name__ == module_name_for(path)
+    assert module.__name__.startswith("_ge_py_pass_my_pass_v2_")
+    assert module.__name__.isidentifier()
+    assert len(module.__name__.rsplit("_", 1)[1]) == 16
+    assert sys.modules[module.__name__] is module
+    assert _names() == ["Standalone"]
+
+
+def test_a_single_files_directory_is_not_put_on_sys_path(write) -> None:
+    write("_sibling.py", "VALUE = 1\n")
+    path = write(
+        "alone.py",
+        """
+        import sys, os
+        SEEN = os.path.dirname(__file__) in sys.path
+        """,
+    )
+    (module,) = scan_modules_from_path(path)
+    assert module.SEEN is False
+    assert str(path.parent) not in sys.path
+
+
+@pytest.mark.parametrize("relative", ["missing.py", "missing_dir"])
+def test_a_missing_path_raises_file_not_found(tmp_path: Path, relative: str) -> None:
+    target = tmp_path / relative
+    with pytest.raises(FileNotFoundError) as info:
+        scan_modules_from_path(target)
+    err = info.value
+    assert isinstance(err, PluginPathNotFoundError)
+    assert err.code == "E13029"
+    assert err.message == f"python pass path does not exist: {target}"
+    assert err.path == str(target)
+    assert get_registered_passes() == []
+
+
+def test_a_non_py_file_raises_value_error(write) -> None:
+    path = write("notes.txt", "hello")
+    with pytest.raises(ValueError) as info:
+        scan_modules_from_path(path)
+    assert isinstance(info.value, PluginPathSuffixError)
+    assert info.value.code == "E13029"
+    assert info.value.message == f"python pass file must end with .py: {path}"
+    assert get_registered_passes() == []
+
+
+def test_path_errors_are_raised_before_any_plugin_is_imported(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = write("good.py", pass_source("Good"))
+    monkeypatch.setenv(ENV_PY_PASS_PATH, f"{good}:{tmp_path / 'nope'}")
+    with pytest.raises(FileNotFoundError):
+        load_pass_plugins()
+    assert get_registered_passes() == []
+    assert not any(name.startswith("_ge_py_pass_good_") for name in sys.modules)
+
+
+def test_directory_rules(write, pass_source, tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write("plugins/b_module.py", pass_source("BModule"))
+    write("plugins/a_module.py", pass_source("AModule"))
+    write("plugins/_private.py", pass_source("Private"))
+    write("plugins/.hidden.py", pass_source("Hidden"))
+    write("plugins/__init__.py", pass_source("DirInit"))
+    write("plugins/readme.txt", "not python")
+    write("plugins/c_pkg/__init__.py", "from c_pkg.impl import CPkg\n")
+    write("plugins/c_pkg/impl.py", pass_source("CPkg"))
+    write("plugins/c_pkg/not_scanned.py", pass_source("NotScanned"))
+    write("plugins/_private_pkg/__init__.py", pass_source("PrivatePkg"))
+    write("plugins/no_init/deep.py", pass_source("Deep"))
+    modules = scan_modules_from_path(plugins)
+    # name order; `_`/dot names skipped; packages imported under their own name
+    assert _names() == ["AModule", "BModule", "CPkg"]
+    assert [m.__name__ for m in modules][2] == "c_pkg"
+    assert sys.modules["c_pkg.impl"].__file__ == str(plugins / "c_pkg" / "impl.py")
+    assert "c_pkg.not_scanned" not in sys.modules
+
+
+def test_directory_is_on_sys_path_only_during_the_scan(write, pass_source, tmp_path) -> None:
+    write("plugins/_shared.py", "FACTOR = 3\n")
+    write(
+        "plugins/uses_helper.py",
+        """
+        import _shared
+        from ge.passes import FusionBasePass, register_fusion_pass
+        @register_fusion_pass(name="UsesHelper" + str(_shared.FACTOR), stage="BeforeInferShape")
+        class UsesHelper(FusionBasePass):
+            pass
+        """,
+    )
+    before = list(sys.path)
+    scan_modules_from_path(tmp_path / "plugins")
+    assert _names() == ["UsesHelper3"]
+    assert sys.path == before
+
+
+def test_sys_path_is_restored_when_a_plugin_fails(write, tmp_path: Path) -> None:
+    write("plugins/boom.py", "raise RuntimeError('boom')\n")
+    before = list(sys.path)
+    with pytest.raises(PluginLoadError):
+        scan_modules_from_path(tmp_path / "plugins")
+    assert sys.path == before
+
+
+# --- de-duplication ----------------------------------------------------------------------------
+
+
+def _counting_plugin(write, pass_source, tmp_path: Path, name: str = "Counted") -> Path:
+    counter = tmp_path / "executions.txt"
+    return write(
+        "counted.py",
+        pass_source(name, body=f"open({str(counter)!r}, 'a').write('x')\n"),
+    )
+
+
+def test_a_file_reached_twice_loads_and_registers_once(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _counting_plugin(write, pass_source, tmp_path)
+    link = tmp_path / "link.py"
+    link.symlink_to(path)
+    linked_dir = tmp_path / "linked_dir"
+    linked_dir.mkdir()
+    (linked_dir / "again.py").symlink_to(path)
+    monkeypatch.chdir(tmp_path)
+    value = os.pathsep.join([str(path), str(path), "counted.py", str(link), str(linked_dir)])
+    monkeypatch.setenv(ENV_PY_PASS_PATH, value)
+    modules = load_pass_plugins()
+    assert len(modules) == 1
+    assert _names() == ["Counted"]
+    assert (tmp_path / "executions.txt").read_text() == "x"
+    load_pass_plugins()  # a second load of the same value is a no-op
+    assert (tmp_path / "executions.txt").read_text() == "x"
+
+
+def test_after_clear_a_cached_plugin_registers_again_without_re_executing(
+    write, pass_source, tmp_path: Path
+) -> None:
+    path = _counting_plugin(write, pass_source, tmp_path)
+    scan_modules_from_path(path)
+    clear_registered_passes()
+    scan_modules_from_path(path)
+    assert _names() == ["Counted"]
+    assert (tmp_path / "executions.txt").read_text() == "x"
+
+
+def test_a_plugin_removed_from_sys_modules_is_executed_again(
+    write, pass_source, tmp_path: Path
+) -> None:
+    path = _counting_plugin(write, pass_source, tmp_path)
+    (module,) = scan_modules_from_path(path)
+    del sys.modules[module.__name__]
+    scan_modules_from_path(path)
+    assert _names() == ["Counted"]
+    assert (tmp_path / "executions.txt").read_text() == "xx"
+
+
+def test_module_names_are_identical_across_processes_with_different_hash_seeds(
+    write, pass_source
+) -> None:
+    path = write("seeded.py", pass_source("Seeded"))
+    code = (
+        "from ge.passes.bootstrap import scan_modules_from_path\n"
+        "from ge.passes import get_registered_passes\n"
+        f"print(scan_modules_from_path({str(path)!r})[0].__name__)\n"
+        "print(get_registered_passes()[0].descriptor_key)\n"
+    )
+    outputs = []
+    for seed in ("1", "2", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0].splitlines()[0] == module_name_for(path)
+
+
+# --- modules, packages, isolation --------------------------------------------------------------
+
+
+def test_a_module_that_registers_nothing_loads_without_effect(write) -> None:
+    path = write("empty_plugin.py", "X = 42\n")
+    (module,) = scan_modules_from_path(path)
+    assert module.X == 42
+    assert get_registered_passes() == []
+
+
+def test_a_package_name_already_imported_from_elsewhere_is_an_error(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("elsewhere/clashing/__init__.py", "ORIGIN = 'elsewhere'\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    import clashing  # noqa: F401 - the module the plugin package would be shadowed by
+
+    write("plugins/clashing/__init__.py", pass_source("ClashingPass"))
+    with pytest.raises(PluginLoadError) as info:
+        scan_modules_from_path(tmp_path / "plugins")
+    message = info.value.message
+    assert info.value.code == "E13029"
+    assert str(tmp_path / "plugins" / "clashing") in message
+    assert str(tmp_path / "elsewhere" / "clashing" / "__init__.py") in message
+    assert sys.modules["clashing"].ORIGIN == "elsewhere"
+    assert get_registered_passes() == []
+
+
+def test_a_stdlib_module_name_is_not_silently_reused(write, pass_source, tmp_path: Path) -> None:
+    write("plugins/json/__init__.py", pass_source("JsonPass"))
+    with pytest.raises(PluginLoadError, match="a module named json is already imported from"):
+        scan_modules_from_path(tmp_path / "plugins")
+    assert get_registered_passes() == []
+
+
+def test_a_package_already_imported_from_the_same_place_is_reused(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("plugins/samepkg/__init__.py", pass_source("SamePkg") + "from samepkg import sub\n")
+    write("plugins/samepkg/sub.py", pass_source("SamePkgSub"))
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    import samepkg
+
+    clear_registered_passes()
+    modules = scan_modules_from_path(tmp_path / "plugins")
+    assert modules == [samepkg]
+    assert sorted(_names()) == ["SamePkg", "SamePkgSub"]
+
+
+def test_partial_registrations_are_rolled_back(write, pass_source, tmp_path: Path) -> None:
+    path = write(
+        "partial.py",
+        pass_source("RegisteredFirst", body="raise KeyError('after registering')\n"),
+    )
+    with pytest.raises(PluginLoadError) as info:
+        scan_modules_from_path(path)
+    err = info.value
+    assert err.code == "E13029"
+    assert err.message == (
+        f"Failed to load custom fusion pass lib {path}. Reason: KeyError: 'after registering'."
+    )
+    assert err.location is not None
+    assert (err.location.file, err.location.line) == (str(path), 6)
+    assert isinstance(err.__cause__, KeyError)
+    assert get_registered_passes() == []
+    assert module_name_for(path) not in sys.modules
+
+
+def test_a_syntax_error_points_at_its_line(write) -> None:
+    path = write("broken.py", "x = 1\ndef f(:\n")
+    with pytest.raises(PluginLoadError) as info:
+        scan_modules_from_path(path)
+    assert info.value.location is not None
+    assert (info.value.location.file, info.value.location.line) == (str(path), 2)
+
+
+def test_a_failing_package_is_rolled_back_with_its_submodules(write, tmp_path: Path) -> None:
+    write("plugins/halfpkg/__init__.py", "from halfpkg import good\nraise ValueError('bad')\n")
+    write(
+        "plugins/halfpkg/good.py",
+        """
+        from ge.passes import FusionBasePass, register_fusion_pass
+        @register_fusion_pass(name="HalfGood", stage="BeforeInferShape")
+        class HalfGood(FusionBasePass):
+            pass
+        """,
+    )
+    with pytest.raises(PluginLoadError, match="ValueError: bad") as info:
+        scan_modules_from_path(tmp_path / "plugins")
+    assert info.value.location.file == str(tmp_path / "plugins" / "halfpkg" / "__init__.py")
+    assert "halfpkg" not in sys.modules and "halfpkg.good" not in sys.modules
+    assert get_registered_passes() == []
+
+
+def test_a_duplicate_pass_name_across_two_files_names_both(
+    write, pass_source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = write("first.py", pass_source("Dup"))
+    second = write("second.py", pass_source("Dup"))
+    monkeypatch.setenv(ENV_PY_PASS_PATH, f"{first}:{second}")
+    with pytest.raises(DuplicatePassNameError) as info:
+        load_pass_plugins()
+    err = info.value
+    assert err.code == "E13030"
+    assert err.message.startswith("python pass name already exists: Dup")
+    assert str(first) in err.message and str(second) in err.message
+    assert (err.location.file, err.previous_location.file) == (str(second), str(first))
+    assert [d.cls.__module__ for d in get_registered_passes()] == [module_name_for(first)]
+    assert module_name_for(second) not in sys.modules
+
+
+def test_every_plugin_is_tried_and_failures_are_reported_together(
+    write, pass_source, tmp_path: Path
+) -> None:
+    write("plugins/a_bad.py", "raise RuntimeError('first')\n")
+    write("plugins/b_good.py", pass_source("Good"))
+    write("plugins/c_bad.py", pass_source("Good"))  # duplicate name: E13030
+    with pytest.raises(PluginLoadErrors) as info:
+        scan_modules_from_path(tmp_path / "plugins")
+    errors = info.value.errors
+    assert info.value.code == "E13029"
+    assert [e.code for e in errors] == ["E13029", "E13030"]
+    assert "RuntimeError: first" in errors[0].message
+    assert _names() == ["Good"]
+
+
+def test_continue_on_error_warns_once_per_failed_plugin(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("plugins/a_bad.py", "raise RuntimeError('first')\n")
+    write("plugins/b_good.py", pass_source("Good"))
+    write("plugins/c_bad.py", "import not_a_module_anywhere\n")
+    monkeypatch.setenv(ENV_PY_PASS_PATH, str(tmp_path / "plugins"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        modules = load_pass_plugins(continue_on_error=True)
+    messages = [str(w.message) for w in caught if issubclass(w.category, PluginLoadWarning)]
+    assert len(messages) == 2
+    assert "RuntimeError: first" in messages[0]
+    assert "ModuleNotFoundError" in messages[1]
+    assert {w.filename for w in caught} == {__file__}
+    assert len(modules) == 1 and _names() == ["Good"]
+
+
+def test_discover_plugins_reports_origins(write, pass_source, tmp_path: Path) -> None:
+    path = write("origin.py", pass_source("Origin"))
+    report = discover_plugins([path], entry_points=False)
+    (plugin,) = report.plugins
+    assert plugin.origin.kind == "module" and plugin.origin.path == str(path)
+    assert [d.pass_name for d in plugin.descriptors] == ["Origin"]
+    assert report.failures == [] and report.error() is None

@@ -1,0 +1,189 @@
+"""Entry points of group `ge.passes.plugins` (D12), from real distributions in a temp dir.
+
+The distributions are written the way `pip install --target` lays them out (a package plus
+`<name>-<version>.dist-info` with METADATA and entry_points.txt) and found by the real
+`importlib.metadata` through `sys.path`; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ge.errors import PluginLoadError
+from ge.passes import get_registered_passes
+from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, load_pass_plugins
+
+PASS_MODULE = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="{name}", stage="AfterInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        return True
+"""
+
+
+def make_distribution(
+    site: Path, dist: str, version: str, entry_points: dict[str, str], files: dict[str, str]
+) -> None:
+    """Install a tiny distribution into `site` as pip --target would."""
+    for relative, source in files.items():
+        path = site / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[ge.passes.plugins]\n{lines}")
+    (info / "RECORD").write_text("")
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """A site directory holding two plugin distributions (not yet on sys.path)."""
+    root = tmp_path / "site"
+    make_distribution(
+        root,
+        "geplug-beta",
+        "1.2.3",
+        {
+            "beta": "geplug_beta.passes",
+            "beta_callable": "geplug_beta.hooks:plugin",
+            "a_broken": "geplug_beta.broken",
+        },
+        {
+            "geplug_beta/__init__.py": "",
+            "geplug_beta/passes.py": PASS_MODULE.format(name="BetaPass"),
+            "geplug_beta/more.py": PASS_MODULE.format(name="BetaMore"),
+            "geplug_beta/hooks.py": """
+                def plugin():
+                    from geplug_beta import more
+                    return [more.BetaMore]
+            """,
+            "geplug_beta/broken.py": "X = 1\nraise RuntimeError('broken entry point')\n",
+        },
+    )
+    make_distribution(
+        root,
+        "geplug-alpha",
+        "0.1",
+        {"zeta": "geplug_alpha"},
+        {"geplug_alpha/__init__.py": PASS_MODULE.format(name="AlphaPass")},
+    )
+    return root
+
+
+def _names() -> list[str]:
+    return [d.pass_name for d in get_registered_passes()]
+
+
+def test_entry_points_load_sorted_by_distribution_then_name_each_isolated(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(site))
+    report = discover_plugins(entry_points=True)
+    assert _names() == ["AlphaPass", "BetaPass", "BetaMore"]
+    (failure,) = report.failures
+    assert isinstance(failure, PluginLoadError) and failure.code == "E13029"
+    assert "RuntimeError: broken entry point" in failure.message
+    assert "entry point a_broken = geplug_beta.broken (geplug-beta 1.2.3)" in failure.message
+    assert failure.location is not None
+    assert failure.location.file == str(site / "geplug_beta" / "broken.py")
+    assert failure.location.line == 2
+    assert "geplug_beta.broken" not in sys.modules
+    origins = {p.origin.entry_point: p.origin for p in report.plugins}
+    beta = origins["beta = geplug_beta.passes"]
+    assert (beta.kind, beta.distribution, beta.version) == ("entry_point", "geplug-beta", "1.2.3")
+    assert beta.path == str(site / "geplug_beta" / "passes.py")
+    assert str(beta) == "entry point beta = geplug_beta.passes (geplug-beta 1.2.3)"
+
+
+@pytest.mark.parametrize("disabled", ["beta", "geplug-beta:beta"])
+def test_an_entry_point_can_be_disabled_by_name_before_it_is_imported(
+    site: Path, monkeypatch: pytest.MonkeyPatch, disabled: str
+) -> None:
+    monkeypatch.syspath_prepend(str(site))
+    report = discover_plugins(entry_points=True, disabled={disabled, "a_broken"})
+    assert "geplug_beta.passes" not in sys.modules
+    assert "geplug_beta.broken" not in sys.modules
+    assert _names() == ["AlphaPass", "BetaMore"]
+    assert report.disabled == ["geplug-beta:a_broken", "geplug-beta:beta"]
+    assert report.failures == []
+
+
+def test_env_paths_come_before_entry_points(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(site))
+    plugin = tmp_path / "first.py"
+    plugin.write_text(PASS_MODULE.format(name="FromEnv"))
+    monkeypatch.setenv(ENV_PY_PASS_PATH, str(plugin))
+    load_pass_plugins(disabled={"a_broken"})
+    assert _names() == ["FromEnv", "AlphaPass", "BetaPass", "BetaMore"]
+
+
+def test_a_callable_entry_point_must_return_registered_pass_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "badsite"
+    make_distribution(
+        site,
+        "geplug-bad",
+        "2.0",
+        {"returns_text": "geplug_bad:text", "returns_plain": "geplug_bad:plain"},
+        {
+            "geplug_bad/__init__.py": """
+                from ge.passes import FusionBasePass
+                class NotRegistered(FusionBasePass):
+                    pass
+                def text():
+                    return "NotAPass"
+                def plain():
+                    return [NotRegistered]
+            """
+        },
+    )
+    monkeypatch.syspath_prepend(str(site))
+    report = discover_plugins(entry_points=True)
+    messages = sorted(f.message for f in report.failures)
+    assert [f.code for f in report.failures] == ["E13030", "E13030"]
+    assert "provides class NotRegistered, which is not a registered pass" in messages[0]
+    assert "returned str; expected None or an iterable of registered pass classes" in messages[1]
+    assert get_registered_passes() == []
+
+
+def _ge_env(site: Path, plugin_dir: Path) -> dict[str, str]:
+    env = {**os.environ, ENV_PY_PASS_PATH: str(plugin_dir)}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def test_ge_passes_list_shows_entry_points_of_an_installed_distribution(
+    site: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no_plugins"
+    empty.mkdir()
+    command = [sys.executable, "-m", "ge.cli", "passes", "list", "--json", "--disable", "a_broken"]
+    result = subprocess.run(command, env=_ge_env(site, empty), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    by_name = {p["name"]: p for p in payload["passes"]}
+    assert set(by_name) == {"AlphaPass", "BetaPass", "BetaMore"}
+    origin = by_name["BetaMore"]["origin"]
+    assert origin["kind"] == "entry_point"
+    assert (origin["distribution"], origin["version"]) == ("geplug-beta", "1.2.3")
+    assert origin["entry_point"] == "beta_callable = geplug_beta.hooks:plugin"
+    assert origin["file"] == str(site / "geplug_beta" / "more.py")
+    assert payload["disabled"] == ["geplug-beta:a_broken"]
+
+    failing = subprocess.run(command[:-2], env=_ge_env(site, empty), capture_output=True, text=True)
+    assert failing.returncode == 1
+    assert json.loads(failing.stdout)["failures"][0]["code"] == "E13029"

@@ -1,0 +1,216 @@
+"""Registration: descriptors, decorator validation (D11) and the registry look-ups."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ge.errors import DuplicatePassNameError, PassRegisterError, PassRegisterTypeError
+from ge.passes import (
+    DecomposePass,
+    FusionBasePass,
+    PassDescriptor,
+    PassStage,
+    PatternFusionPass,
+    clear_registered_passes,
+    get_registered_pass_by_descriptor_key,
+    get_registered_pass_dicts,
+    get_registered_passes,
+    register_decompose_pass,
+    register_fusion_pass,
+)
+from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_FUSION_BASE, PASS_KIND_PATTERN_FUSION
+
+STAGE = PassStage.BEFORE_INFER_SHAPE
+
+
+def _names() -> list[str]:
+    return [d.pass_name for d in get_registered_passes()]
+
+
+def test_fusion_pass_descriptor_fields_and_bridge_dict() -> None:
+    @register_fusion_pass(name="MyFusion", stage=STAGE)
+    class MyFusion(FusionBasePass):
+        def run(self, graph, context):
+            return True
+
+    (descriptor,) = get_registered_passes()
+    assert descriptor == PassDescriptor(
+        descriptor_key=f"{__name__}:MyFusion:MyFusion",
+        pass_name="MyFusion",
+        module_name=__name__,
+        class_name="MyFusion",
+        stage=STAGE,
+        kind=PASS_KIND_FUSION_BASE,
+        cls=MyFusion,
+        op_types=[],
+    )
+    assert MyFusion.__ge_pass_descriptor__ is descriptor
+    assert get_registered_pass_by_descriptor_key(descriptor.descriptor_key) is descriptor
+    assert get_registered_pass_by_descriptor_key("nope") is None
+    assert get_registered_pass_dicts() == [
+        {
+            "descriptor_key": f"{__name__}:MyFusion:MyFusion",
+            "pass_name": "MyFusion",
+            "module_name": __name__,
+            "class_name": "MyFusion",
+            "stage": "BeforeInferShape",
+            "kind": "fusion_base",
+            "op_types": [],
+        }
+    ]
+
+
+def test_kinds_default_from_the_class_and_stage_accepts_its_string_value() -> None:
+    @register_fusion_pass(name="P", stage="AfterInferShape")
+    class P(PatternFusionPass):
+        pass
+
+    @register_decompose_pass(name="D", stage=STAGE, op_types=("Conv", "Gemm"))
+    class D(DecomposePass):
+        pass
+
+    by_name = {d.pass_name: d for d in get_registered_passes()}
+    assert by_name["P"].kind == PASS_KIND_PATTERN_FUSION
+    assert by_name["P"].stage is PassStage.AFTER_INFER_SHAPE
+    assert by_name["D"].kind == PASS_KIND_DECOMPOSE
+    assert by_name["D"].op_types == ["Conv", "Gemm"]
+    assert D.op_types == ["Conv", "Gemm"]
+    assert by_name["D"].to_bridge_dict()["op_types"] == ["Conv", "Gemm"]
+
+
+def test_registration_order_is_kept_and_clear_forgets_everything() -> None:
+    for name in ("B", "A", "C"):
+        register_fusion_pass(name=name, stage=STAGE)(type(name, (FusionBasePass,), {}))
+    assert _names() == ["B", "A", "C"]
+    clear_registered_passes()
+    assert get_registered_passes() == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error_type", "message"),
+    [
+        ({"name": 3, "stage": STAGE}, PassRegisterTypeError, "name must be a non-empty string"),
+        ({"name": "", "stage": STAGE}, PassRegisterError, "name must be a non-empty string"),
+        ({"name": "  ", "stage": STAGE}, PassRegisterError, "name must be a non-empty string"),
+        ({"name": "X", "stage": 1}, PassRegisterTypeError, "stage must be a PassStage"),
+        ({"name": "X", "stage": "Later"}, PassRegisterError, "got 'Later'"),
+        ({"name": "X", "stage": STAGE, "kind": "magic"}, PassRegisterError, "kind must be one"),
+    ],
+)
+def test_fusion_factory_arguments_are_checked_eagerly(
+    kwargs: dict, error_type: type, message: str
+) -> None:
+    with pytest.raises(error_type, match=message) as info:
+        register_fusion_pass(**kwargs)
+    assert info.value.code == "E13030"
+    assert info.value.location is not None and info.value.location.file == __file__
+    assert get_registered_passes() == []
+
+
+def test_wrong_targets_of_register_fusion_pass() -> None:
+    decorate = register_fusion_pass(name="X", stage=STAGE)
+    for target in (object, 3, FusionBasePass, PatternFusionPass):
+        with pytest.raises(
+            TypeError, match="register_fusion_pass expects a FusionBasePass subclass"
+        ):
+            decorate(target)
+
+    class Decomposer(DecomposePass):
+        pass
+
+    with pytest.raises(PassRegisterTypeError, match="use register_decompose_pass") as info:
+        decorate(Decomposer)
+    assert info.value.code == "E13030"
+    assert get_registered_passes() == []
+
+
+def test_explicit_kind_must_match_the_class() -> None:
+    class Plain(FusionBasePass):
+        pass
+
+    with pytest.raises(PassRegisterError, match="kind 'pattern_fusion' does not match Plain"):
+        register_fusion_pass(name="X", stage=STAGE, kind="pattern_fusion")(Plain)
+    register_fusion_pass(name="Y", stage=STAGE, kind="fusion_base")(Plain)
+    assert _names() == ["Y"]
+
+
+@pytest.mark.parametrize(
+    ("op_types", "error_type", "message"),
+    [
+        ("Conv", TypeError, "register_decompose_pass op_types must be an iterable of strings"),
+        (b"Conv", TypeError, "register_decompose_pass op_types must be an iterable of strings"),
+        (5, TypeError, "register_decompose_pass op_types must be an iterable of strings"),
+        ([], ValueError, "register_decompose_pass requires at least one op type"),
+        (["Conv", 1], TypeError, "register_decompose_pass op_types must contain non-empty"),
+        (["Conv", ""], TypeError, "register_decompose_pass op_types must contain non-empty"),
+    ],
+)
+def test_decompose_op_types_are_checked_when_the_factory_is_called(
+    op_types: object, error_type: type, message: str
+) -> None:
+    with pytest.raises(error_type, match=message) as info:
+        register_decompose_pass(name="D", stage=STAGE, op_types=op_types)  # type: ignore[arg-type]
+    assert info.value.code == "E13030"
+    assert get_registered_passes() == []
+
+
+def test_register_decompose_pass_needs_a_decompose_pass() -> None:
+    decorate = register_decompose_pass(name="D", stage=STAGE, op_types=["Conv"])
+
+    class NotDecompose(FusionBasePass):
+        pass
+
+    with pytest.raises(TypeError, match="register_decompose_pass expects a DecomposePass subclass"):
+        decorate(NotDecompose)
+    assert get_registered_passes() == []
+
+
+def test_duplicate_name_names_both_definitions() -> None:
+    @register_fusion_pass(name="Same", stage=STAGE)
+    class First(FusionBasePass):
+        pass
+
+    with pytest.raises(DuplicatePassNameError) as info:
+
+        @register_fusion_pass(name="Same", stage=STAGE)
+        class Second(FusionBasePass):
+            pass
+
+    err = info.value
+    assert err.code == "E13030"
+    assert isinstance(err, ValueError)
+    assert err.message.startswith("python pass name already exists: Same")
+    assert str(First.__ge_pass_source__) in err.message
+    assert err.previous_location == First.__ge_pass_source__
+    assert err.location is not None and err.location.file == __file__
+    assert err.location.line != err.previous_location.line
+    assert [d.cls for d in get_registered_passes()] == [First]
+
+
+def test_duplicate_descriptor_key_is_rejected() -> None:
+    class Twice(FusionBasePass):
+        pass
+
+    register_fusion_pass(name="K", stage=STAGE)(Twice)
+    with pytest.raises(PassRegisterError, match="python pass descriptor_key already exists: "):
+        register_fusion_pass(name="K", stage=STAGE)(Twice)
+    assert _names() == ["K"]
+
+
+def test_registry_is_thread_safe() -> None:
+    classes = [type(f"T{i}", (FusionBasePass,), {}) for i in range(400)]
+    barrier = threading.Barrier(8)
+
+    def worker(offset: int) -> None:
+        barrier.wait()
+        for cls in classes[offset::8]:
+            register_fusion_pass(name=cls.__name__, stage=STAGE)(cls)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(_names()) == sorted(cls.__name__ for cls in classes)

@@ -1,0 +1,64 @@
+"""`run()` result rules (D2), `PassStage` and `PassContext`."""
+
+from __future__ import annotations
+
+import pytest
+
+import ge.passes
+from ge.passes import NOT_CHANGED, PassContext, PassStage
+from ge.passes.status import RunOutcome, interpret_run_result
+
+
+@pytest.mark.parametrize(
+    ("value", "outcome", "code"),
+    [
+        (None, RunOutcome.SUCCESS, "0"),
+        (True, RunOutcome.SUCCESS, "0"),
+        (0, RunOutcome.SUCCESS, "0"),
+        (NOT_CHANGED, RunOutcome.NOT_CHANGED, str(NOT_CHANGED)),
+        (False, RunOutcome.FAILED, "False"),
+        (7, RunOutcome.FAILED, "7"),
+        (-1, RunOutcome.FAILED, "-1"),
+    ],
+)
+def test_run_results(value: object, outcome: RunOutcome, code: str) -> None:
+    status = interpret_run_result(value)
+    assert (status.outcome, status.return_code) == (outcome, code)
+    assert status.failed is (outcome is RunOutcome.FAILED)
+
+
+@pytest.mark.parametrize(("value", "type_name"), [("ok", "str"), (1.0, "float"), ([], "list")])
+def test_other_types_fail_with_the_unsupported_type_message(value: object, type_name: str) -> None:
+    status = interpret_run_result(value)
+    assert status.failed
+    assert status.reason == f"python pass returned unsupported type: {type_name}"
+
+
+def test_stage_values_are_ges() -> None:
+    assert [s.value for s in PassStage] == [
+        "BeforeInferShape",
+        "AfterInferShape",
+        "AfterBuiltinFusionPass",
+        "AfterOriginGraphOptimize",
+    ]
+    assert PassStage("AfterInferShape") is PassStage.AFTER_INFER_SHAPE
+    assert isinstance(PassStage.BEFORE_INFER_SHAPE, str)
+
+
+def test_context() -> None:
+    context = PassContext("MyPass", {"ge.key": "v"})
+    assert context.get_pass_name() == "MyPass"
+    context.set_pass_name("Other")
+    assert context.get_pass_name() == "Other"
+    assert context.get_error_message() == ""
+    context.set_error_message("bad shape")
+    assert context.get_error_message() == "bad shape"
+    assert context.get_option_value("ge.key") == "v"
+    for key in ("missing", 3):
+        with pytest.raises(RuntimeError, match=f"^Failed to get option value for key: {key}$"):
+            context.get_option_value(key)  # type: ignore[arg-type]
+
+
+def test_package_exports_exist() -> None:
+    for name in ge.passes.__all__:
+        assert getattr(ge.passes, name) is not None
