@@ -1,0 +1,354 @@
+"""`GraphBuilder`: builds a `ge.graph.Graph` eagerly, one operator call at a time.
+
+Inputs are `Data` nodes (attribute `index`), constants `Const` nodes, and `build_and_reset`
+adds the `NetOutput` node and hands the graph over; the builder cannot be used afterwards.
+The builder's opset comes from `opset_scope` (or `opset=`), see `ge.es.opset`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ge.errors import BuilderMixError, BuilderStateError, BuilderTypeError, BuilderValueError
+from ge.es.opset import normalize_opset_imports
+from ge.es.scopes import attr_scope, control_dependency_scope
+from ge.es.tensor_holder import TensorHolder
+from ge.graph.graph import DATA, NET_OUTPUT, Graph
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType, Format
+from ge.ops.registry import get_custom_op
+from ge.ops.schemas import STANDARD_DOMAINS, latest_opset, normalize_domain
+
+__all__ = ["GraphBuilder", "InputType", "attr_scope", "control_dependency_scope"]
+
+
+class InputType(Enum):
+    """The node type of a graph input (only `DATA` becomes an ONNX graph input)."""
+
+    DATA = "Data"
+    REF_DATA = "RefData"
+    AIPP_DATA = "AippData"
+    ANY_DATA = "AnyData"
+
+
+def nested_shape(value: Any, what: str = "value") -> list[int]:
+    """The shape of nested Python lists (`BuilderValueError` when they are ragged)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    if not value:
+        return [0]
+    shapes = [nested_shape(v, what) for v in value]
+    first = shapes[0]
+    if any(s != first for s in shapes[1:]):
+        raise BuilderValueError(
+            f"{what} is a ragged list: its items have different shapes "
+            f"({', '.join(str(s) for s in shapes[:4])}...); every row must have the same length"
+        )
+    return [len(value), *first]
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, (float, np.floating))
+
+
+class GraphBuilder:
+    """Builds one graph. `GraphBuilder(name=None, *, opset=None)`; None/"" name → "graph".
+
+    `opset` (extension) is an int for the ONNX domain or a `{domain: version}` dict; by
+    default the enclosing `opset_scope`'s, else onnx's newest.
+    """
+
+    def __init__(self, name: str | None = None, *,
+                 opset: int | Mapping[str, int] | None = None) -> None:
+        if name is not None and not isinstance(name, str):
+            raise BuilderTypeError(f"name must be a str or None, got {type(name).__name__}")
+        self._name = name or "graph"
+        self._opsets = normalize_opset_imports(opset)
+        self._graph: Graph | None = Graph(self._name)
+        self._graph.model.opset_imports = dict(self._opsets)
+        self._inputs: dict[int, TensorHolder] = {}
+        self._outputs: dict[int, TensorHolder] = {}
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def opset_imports(self) -> dict[str, int]:
+        """The `{domain: version}` this builder builds at."""
+        return dict(self._opsets)
+
+    def opset_version(self, domain: str = "") -> int:
+        """The version used for operators of `domain` (a custom op: its registered one)."""
+        domain = normalize_domain(domain)
+        if domain in self._opsets:
+            return self._opsets[domain]
+        if domain in STANDARD_DOMAINS:
+            return latest_opset(domain)
+        return 2**31 - 1
+
+    def _use_domain(self, domain: str, op_type: str) -> None:
+        """List a non-ONNX domain in the graph's opset imports once an op of it is built."""
+        domain = normalize_domain(domain)
+        imports = self._live_graph("use_domain").model.opset_imports
+        if domain in imports:
+            return
+        custom = get_custom_op(op_type, domain)
+        if domain in self._opsets or custom is None:
+            imports[domain] = self.opset_version(domain)
+        else:
+            imports[domain] = custom.spec.since_version
+
+    def _check_alive(self, op: str) -> None:
+        if self._graph is None:
+            raise BuilderStateError(
+                f"Cannot {op}: GraphBuilder has already been built. Create a new GraphBuilder "
+                "to build another graph."
+            )
+
+    def _live_graph(self, op: str) -> Graph:
+        self._check_alive(op)
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def graph(self) -> Graph:
+        """The graph being built (extension; `build_and_reset` hands it over)."""
+        return self._live_graph("get graph")
+
+    def _holder(self, value: Any, what: str) -> TensorHolder:
+        """A TensorHolder of this builder for a TensorHolder or TensorLike value."""
+        if isinstance(value, TensorHolder):
+            if value._builder is not self:
+                raise BuilderMixError(
+                    f"{what} belongs to GraphBuilder {value._builder.name!r}, not to "
+                    f"{self._name!r}; tensors of different builders cannot be mixed"
+                )
+            return value
+        if isinstance(value, (bool, np.bool_)):
+            return self.create_const(np.asarray(bool(value)))
+        if isinstance(value, (int, np.integer)):
+            return self.create_scalar_int64(int(value))
+        if isinstance(value, (float, np.floating)):
+            return self.create_scalar_float(float(value))
+        if isinstance(value, (list, tuple)):
+            shape = nested_shape(value, what)
+            flat = _flatten(value)
+            if any(_is_float(v) for v in flat):
+                return self.create_const_float(flat, shape)
+            return self.create_const_int64(flat, shape)
+        if isinstance(value, (np.ndarray, np.generic, Tensor)):
+            return self.create_const(value)
+        raise BuilderTypeError(
+            f"{what} must be a TensorHolder, a number, a (nested) list of numbers, a numpy "
+            f"array or a Tensor, got {type(value).__name__}"
+        )
+
+    # -- inputs -----------------------------------------------------------------------------
+    def create_input(self, index: int, *, name: str | None = None,
+                     type_str: InputType = InputType.DATA,
+                     data_type: DataType = DataType.DT_FLOAT,
+                     format: Format = Format.FORMAT_ND,
+                     shape: Sequence[int | str] | None = None) -> TensorHolder:
+        """A graph input (`Data` node with attribute `index`); None shape is a scalar."""
+        graph = self._live_graph("create_input")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise BuilderTypeError(f"index must be an int >= 0, got {index!r}")
+        if index in self._inputs:
+            raise BuilderValueError(f"input index {index} is already used")
+        if not isinstance(type_str, InputType):
+            raise BuilderTypeError(f"type_str must be an InputType, got {type_str!r}")
+        node = graph.add_node(type_str.value, name=name or f"input_{index}", num_outputs=1,
+                              attrs={"index": index})
+        node.update_output_desc(0, TensorDesc(list(shape or []), format, data_type))
+        holder = TensorHolder._make(self, node, 0)
+        self._inputs[index] = holder
+        return holder
+
+    def create_inputs(self, num: int, start_index: int = 0) -> list[TensorHolder]:
+        """`num` scalar DT_FLOAT inputs with indexes from `start_index`."""
+        self._check_alive("create_inputs")
+        if isinstance(num, bool) or not isinstance(num, int) or num <= 0:
+            raise BuilderTypeError(f"num must be an int > 0, got {num!r}")
+        if isinstance(start_index, bool) or not isinstance(start_index, int) or start_index < 0:
+            raise BuilderTypeError(f"start_index must be an int >= 0, got {start_index!r}")
+        return [self.create_input(start_index + i) for i in range(num)]
+
+    def create_variable(self, index: int, name: str) -> TensorHolder:
+        """GE's variable; ONNX has none, so it is a graph input named `name` (documented)."""
+        return self.create_input(index, name=name)
+
+    # -- constants --------------------------------------------------------------------------
+    def create_const(self, value: Tensor | np.ndarray | np.generic,
+                     *, name: str | None = None) -> TensorHolder:
+        """A `Const` node of a Tensor or numpy value, keeping its dtype (extension)."""
+        graph = self._live_graph("create_const")
+        tensor = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
+        node = graph.add_const(tensor, name=name)
+        return TensorHolder._make(self, node, 0)
+
+    def _const(self, op: str, value: Any, shape: Sequence[int] | None, dtype: DataType,
+               check: type) -> TensorHolder:
+        self._check_alive(op)
+        if shape is not None and not isinstance(shape, (list, tuple)):
+            raise BuilderTypeError(f"{op}: shape must be a list of ints, got {shape!r}")
+        dims = nested_shape(value, f"{op} value")
+        flat = _flatten(value)
+        for v in flat:
+            if isinstance(v, bool) or not isinstance(v, check):
+                raise BuilderTypeError(f"{op}: {v!r} is not a {check.__name__}")
+        if shape is not None:
+            dims = [int(d) for d in shape]
+            count = int(np.prod(dims, dtype=np.int64))
+            if count != len(flat):
+                raise BuilderValueError(
+                    f"{op}: shape {dims} holds {count} elements but {len(flat)} values were "
+                    "given"
+                )
+        from ge.graph.types import data_type_to_numpy
+
+        np_type = data_type_to_numpy(dtype)
+        info = np.iinfo(np_type) if np.issubdtype(np_type, np.integer) else None
+        if info is not None and any(not info.min <= int(v) <= info.max for v in flat):
+            raise BuilderValueError(f"{op}: a value is outside the range of {dtype.name}")
+        array = np.asarray(flat, dtype=np_type).reshape(dims)
+        return self.create_const(Tensor(array, data_type=dtype))
+
+    def create_const_int64(self, value: int | list[Any], shape: Sequence[int] | None = None
+                           ) -> TensorHolder:
+        return self._const("create_const_int64", value, shape, DataType.DT_INT64, int)
+
+    def create_const_uint64(self, value: int | list[Any], shape: Sequence[int] | None = None
+                            ) -> TensorHolder:
+        return self._const("create_const_uint64", value, shape, DataType.DT_UINT64, int)
+
+    def create_const_int32(self, value: int | list[Any], shape: Sequence[int] | None = None
+                           ) -> TensorHolder:
+        return self._const("create_const_int32", value, shape, DataType.DT_INT32, int)
+
+    def create_const_uint32(self, value: int | list[Any], shape: Sequence[int] | None = None
+                            ) -> TensorHolder:
+        return self._const("create_const_uint32", value, shape, DataType.DT_UINT32, int)
+
+    def create_const_float(self, value: float | list[Any], shape: Sequence[int] | None = None
+                           ) -> TensorHolder:
+        """A float32 constant; nested lists give their nesting as the shape."""
+        return self._const("create_const_float", value, shape, DataType.DT_FLOAT, (int, float))
+
+    def create_vector_int64(self, value: list[int]) -> TensorHolder:
+        if not isinstance(value, (list, tuple)):
+            raise BuilderTypeError("create_vector_int64 takes a list of ints")
+        return self._const("create_vector_int64", list(value), [len(value)], DataType.DT_INT64,
+                           int)
+
+    def create_scalar_int64(self, value: int) -> TensorHolder:
+        return self._const("create_scalar_int64", value, None, DataType.DT_INT64, int)
+
+    def create_scalar_int32(self, value: int) -> TensorHolder:
+        return self._const("create_scalar_int32", value, None, DataType.DT_INT32, int)
+
+    def create_scalar_uint64(self, value: int) -> TensorHolder:
+        return self._const("create_scalar_uint64", value, None, DataType.DT_UINT64, int)
+
+    def create_scalar_uint32(self, value: int) -> TensorHolder:
+        return self._const("create_scalar_uint32", value, None, DataType.DT_UINT32, int)
+
+    def create_scalar_float(self, value: float) -> TensorHolder:
+        return self._const("create_scalar_float", value, None, DataType.DT_FLOAT, (int, float))
+
+    # -- graph outputs and attributes ---------------------------------------------------------
+    def set_graph_output(self, tensor: TensorHolder, output_index: int) -> None:
+        self._check_alive("set_graph_output")
+        self._outputs[output_index] = self._holder(tensor, "tensor")
+
+    def _set_graph_attr(self, op: str, attr_name: str, value: Any) -> None:
+        self._live_graph(op).set_attr(attr_name, value)
+
+    def set_graph_attr_int64(self, attr_name: str, value: int) -> None:
+        self._set_graph_attr("set_graph_attr_int64", attr_name, int(value))
+
+    def set_graph_attr_string(self, attr_name: str, value: str) -> None:
+        self._set_graph_attr("set_graph_attr_string", attr_name, str(value))
+
+    def set_graph_attr_bool(self, attr_name: str, value: bool) -> None:
+        self._set_graph_attr("set_graph_attr_bool", attr_name, bool(value))
+
+    def _tensor_attr(self, op: str, tensor: TensorHolder, attr_name: str, value: Any) -> None:
+        self._check_alive(op)
+        holder = self._holder(tensor, "tensor")
+        holder._node.set_output_attr(attr_name, holder._index, value)
+
+    def set_tensor_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
+        self._tensor_attr("set_tensor_attr_int64", tensor, attr_name, int(value))
+
+    def set_tensor_attr_string(self, tensor: TensorHolder, attr_name: str, value: str) -> None:
+        self._tensor_attr("set_tensor_attr_string", tensor, attr_name, str(value))
+
+    def set_tensor_attr_bool(self, tensor: TensorHolder, attr_name: str, value: bool) -> None:
+        self._tensor_attr("set_tensor_attr_bool", tensor, attr_name, bool(value))
+
+    def _node_attr(self, op: str, tensor: TensorHolder, attr_name: str, value: Any) -> None:
+        self._check_alive(op)
+        self._holder(tensor, "tensor")._node.set_attr(attr_name, value)
+
+    def set_node_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
+        self._node_attr("set_node_attr_int64", tensor, attr_name, int(value))
+
+    def set_node_attr_string(self, tensor: TensorHolder, attr_name: str, value: str) -> None:
+        self._node_attr("set_node_attr_string", tensor, attr_name, str(value))
+
+    def set_node_attr_bool(self, tensor: TensorHolder, attr_name: str, value: bool) -> None:
+        self._node_attr("set_node_attr_bool", tensor, attr_name, bool(value))
+
+    def add_control_dependency(self, dst_tensor: TensorHolder,
+                               src_tensors: list[TensorHolder]) -> None:
+        """Make `dst_tensor`'s node run after each of `src_tensors`' nodes."""
+        graph = self._live_graph("add_control_dependency")
+        dst = self._holder(dst_tensor, "dst_tensor")
+        if not isinstance(src_tensors, (list, tuple)):
+            raise BuilderTypeError("src_tensors must be a list of TensorHolder")
+        for src in src_tensors:
+            graph.add_control_edge(self._holder(src, "src_tensors item")._node, dst._node)
+
+    # -- build ------------------------------------------------------------------------------
+    def build_and_reset(self, outputs: list[TensorHolder] | None = None) -> Graph:
+        """Add the `NetOutput` node fed by `outputs` (a list) and hand the graph over."""
+        graph = self._live_graph("build_and_reset")
+        if outputs is None:
+            order = sorted(self._outputs)
+            if order != list(range(len(order))):
+                raise BuilderValueError(f"graph outputs must be indexed 0..n-1, got {order}")
+            outputs = [self._outputs[i] for i in order]
+        elif not isinstance(outputs, list):
+            raise BuilderTypeError(f"outputs must be a list, got {type(outputs).__name__}")
+        holders = [self._holder(o, f"outputs[{i}]") for i, o in enumerate(outputs)]
+        indexes = sorted(n.get_attr("index") for n in graph.nodes_of_type(DATA))
+        if indexes != list(range(len(indexes))):
+            raise BuilderValueError(f"input indexes must be contiguous from 0, got {indexes}")
+        net_output = graph.add_node(NET_OUTPUT, num_inputs=len(holders), num_outputs=0)
+        for i, holder in enumerate(holders):
+            graph.add_data_edge(holder._node, holder._index, net_output, i)
+        self._graph = None
+        return graph
+
+    def __copy__(self) -> GraphBuilder:
+        raise BuilderStateError("GraphBuilder cannot be copied")
+
+    def __deepcopy__(self, memo: Any) -> GraphBuilder:
+        raise BuilderStateError("GraphBuilder cannot be copied")
+
+    def __repr__(self) -> str:
+        state = "built" if self._graph is None else f"{len(self._graph)} nodes"
+        return f"<GraphBuilder {self._name!r} {state}>"

@@ -1,0 +1,16 @@
+"""The canonical ES namespace: one function per standard ONNX operator (`from ge.es.onnx
+import MatMul`). The functions are made from `onnx.defs` when this module is imported; each
+resolves its schema at its builder's opset when called. Stubs: onnx.pyi (tools/gen_es_stubs.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ge.es.operators import make_operator
+from ge.ops.schemas import standard_op_types
+
+OPERATORS: dict[str, Any] = {op: make_operator(op, "", __name__) for op in standard_op_types("")}
+globals().update(OPERATORS)
+
+__all__ = sorted(OPERATORS)

@@ -1,0 +1,339 @@
+"""One function per operator, made at import time from the schemas (no generated source).
+
+`make_operator(op_type, domain)` returns a function that, when called, looks up the schema at
+its builder's opset, checks the inputs and attributes against it, turns Python scalars and
+lists into `Const`s, adds the node, infers its output descs when its input descs are known,
+and returns a `TensorHolder` (or a tuple of them for multi-output operators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, helper
+
+from ge.errors import (
+    BuilderMixError,
+    BuilderTypeError,
+    OpAttributeError,
+    OpInputError,
+    ShapeInferenceError,
+)
+from ge.es.scopes import scoped_attrs, scoped_control_deps
+from ge.es.tensor_holder import TensorHolder
+from ge.graph.graph import CONST, Graph
+from ge.graph.tensor import Tensor
+from ge.graph.types import DataType, data_type_to_onnx
+from ge.ops.inference import infer_node
+from ge.ops.schemas import STANDARD_DOMAINS, AttrSpec, OpSpec, get_op_spec, normalize_domain
+
+if TYPE_CHECKING:
+    from ge.es.graph_builder import GraphBuilder
+
+__all__ = ["EXTRA_KEYWORDS", "call_operator", "make_operator"]
+
+A = AttributeProto
+# Keywords every operator function accepts besides the operator's own attributes.
+EXTRA_KEYWORDS = ("num_outputs", "name", "builder")
+
+
+def _where(spec: OpSpec, opset: int) -> str:
+    prefix = f"{spec.domain}::" if spec.domain else ""
+    return f"{prefix}{spec.op_type} (opset {opset})"
+
+
+# -- attributes ----------------------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _tensor_of(v: Any) -> Tensor | None:
+    if isinstance(v, Tensor):
+        return v
+    if isinstance(v, (np.ndarray, np.generic)):
+        return Tensor(np.asarray(v))
+    return None
+
+
+def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Graph | list[Graph]:
+    """The attribute value in the kind the schema asks for (`OpAttributeError` otherwise)."""
+    kind = spec.kind
+    ok: Any = None
+    if kind == A.INT:
+        if isinstance(value, DataType):
+            ok = data_type_to_onnx(value)
+        elif isinstance(value, (bool, np.bool_)) or _is_int(value):
+            ok = int(value)
+    elif kind == A.FLOAT:
+        ok = float(value) if _is_number(value) else None
+    elif kind == A.STRING:
+        ok = value if isinstance(value, (str, bytes)) else None
+    elif kind in (A.INTS, A.FLOATS, A.STRINGS, A.TENSORS, A.GRAPHS) and isinstance(
+        value, (list, tuple)
+    ):
+        items = list(value)
+        if kind == A.INTS and all(_is_int(v) or isinstance(v, DataType) for v in items):
+            ok = [data_type_to_onnx(v) if isinstance(v, DataType) else int(v) for v in items]
+        elif kind == A.FLOATS and all(_is_number(v) for v in items):
+            ok = [float(v) for v in items]
+        elif kind == A.STRINGS and all(isinstance(v, (str, bytes)) for v in items):
+            ok = items
+        elif kind == A.TENSORS and all(_tensor_of(v) is not None for v in items):
+            ok = [_tensor_of(v).to_proto() for v in items]  # type: ignore[union-attr]
+        elif kind == A.GRAPHS and all(isinstance(v, Graph) for v in items):
+            return items
+    elif kind == A.TENSOR:
+        tensor = _tensor_of(value)
+        ok = tensor.to_proto() if tensor is not None else None
+    elif kind == A.GRAPH:
+        if isinstance(value, Graph):
+            return value
+    elif kind == A.SPARSE_TENSOR:
+        ok = value if isinstance(value, onnx.SparseTensorProto) else None
+    elif kind == A.TYPE_PROTO:
+        ok = value if isinstance(value, onnx.TypeProto) else None
+    elif kind == A.TYPE_PROTOS and isinstance(value, (list, tuple)):
+        ok = list(value) if all(isinstance(v, onnx.TypeProto) for v in value) else None
+    if ok is None:
+        raise OpAttributeError(
+            f"{where}: attribute {spec.name!r} must be of type {spec.kind_name}, got "
+            f"{type(value).__name__} {value!r:.60}"
+        )
+    return helper.make_attribute(spec.name, ok, attr_type=kind)
+
+
+# -- inputs -------------------------------------------------------------------------------
+
+
+def _split_arguments(
+    where: str, spec: OpSpec, args: Sequence[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments matched to formal inputs (flat) and attributes."""
+    formals = spec.inputs
+    by_name: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    input_names = [p.name for p in formals]
+    for key, value in kwargs.items():
+        if key in spec.attributes:
+            attrs[key] = value
+        elif key in input_names:
+            by_name[key] = value
+        else:
+            known = ", ".join(sorted(spec.attributes)) or "none"
+            raise OpAttributeError(
+                f"{where} got an unknown attribute {key!r}; its attributes are: {known}"
+            )
+    values: list[Any] = []
+    rest = list(args)
+    for i, formal in enumerate(formals):
+        if formal.variadic:
+            given = rest[i:] if len(rest) > i else []
+            if formal.name in by_name:
+                if given:
+                    raise OpInputError(f"{where}: input {formal.name!r} given twice")
+                given = [by_name.pop(formal.name)]
+            if len(given) == 1 and isinstance(given[0], (list, tuple)):
+                given = list(given[0])
+            values.extend(given)
+            rest = []
+            break
+        if i < len(rest):
+            if formal.name in by_name:
+                raise OpInputError(f"{where}: input {formal.name!r} given twice")
+            values.append(rest[i])
+        else:
+            values.append(by_name.pop(formal.name, None))
+    else:
+        if len(rest) > len(formals):
+            raise OpInputError(
+                f"{where} takes at most {len(formals)} inputs ({spec.summary()}), "
+                f"got {len(rest)}"
+            )
+    while values and values[-1] is None and not (spec.variadic_input and
+                                                 len(values) >= len(formals)):
+        values.pop()
+    for i, formal in enumerate(formals):
+        if formal.option.value == "single" and (i >= len(values) or values[i] is None):
+            raise OpInputError(
+                f"{where} requires input {i} {formal.name!r} ({spec.summary()}); "
+                f"got {len([v for v in values if v is not None])} input(s)"
+            )
+    if spec.variadic_input:
+        count = len(values) - (len(formals) - 1)
+        need = formals[-1].min_arity
+        if count < need:
+            raise OpInputError(
+                f"{where} needs at least {need} value(s) for variadic input "
+                f"{formals[-1].name!r} ({spec.summary()}), got {max(count, 0)}"
+            )
+    if not spec.min_input <= len(values) <= spec.max_input:
+        raise OpInputError(
+            f"{where} takes {spec.min_input}..{spec.max_input} inputs ({spec.summary()}), "
+            f"got {len(values)}"
+        )
+    return values, attrs
+
+
+# -- outputs ------------------------------------------------------------------------------
+
+
+def _graph_outputs(graph: Any) -> int | None:
+    if isinstance(graph, Graph):
+        net_output = graph.get_net_output()
+        return net_output.get_inputs_size() if net_output is not None else 0
+    return None
+
+
+def _const_size(holder: Any) -> int | None:
+    if isinstance(holder, TensorHolder) and holder._node.type == CONST:
+        return int(holder._node.get_attr("value").size)
+    if isinstance(holder, (list, tuple)):
+        return len(holder)
+    return None
+
+
+def _default_output_count(spec: OpSpec, attrs: dict[str, Any], inputs: list[Any]) -> int | None:
+    """How many outputs a call makes when `num_outputs` is not given (None: cannot tell)."""
+    if not spec.variadic_output:
+        required = [i for i, p in enumerate(spec.outputs) if p.option.value == "single"]
+        return (required[-1] + 1) if required else 1
+    if isinstance(attrs.get("num_outputs"), int):
+        return int(attrs["num_outputs"])
+    if spec.op_type == "Split" and not spec.domain:
+        if "split" in attrs:
+            return len(attrs["split"])
+        names = [p.name for p in spec.inputs]
+        if "split" in names and len(inputs) > names.index("split"):
+            return _const_size(inputs[names.index("split")])
+    if not spec.domain:
+        if spec.op_type == "If":
+            return _graph_outputs(attrs.get("then_branch"))
+        if spec.op_type == "Loop":
+            n = _graph_outputs(attrs.get("body"))
+            return None if n is None else n - 1
+        if spec.op_type == "Scan":
+            return _graph_outputs(attrs.get("body"))
+    return None
+
+
+def _output_count(where: str, spec: OpSpec, attrs: dict[str, Any], inputs: list[Any],
+                  num_outputs: int | None) -> int:
+    if num_outputs is None:
+        count = _default_output_count(spec, attrs, inputs)
+        if count is None:
+            raise OpInputError(
+                f"{where} has a variable number of outputs that its attributes and inputs do "
+                "not tell; pass num_outputs="
+            )
+    else:
+        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int):
+            raise OpAttributeError(f"{where}: num_outputs must be an int, got {num_outputs!r}")
+        count = num_outputs
+    if not max(spec.min_output, 1) <= count <= spec.max_output:
+        raise OpInputError(
+            f"{where} has {spec.min_output}..{spec.max_output} outputs, {count} requested"
+        )
+    return count
+
+
+# -- the call -------------------------------------------------------------------------------
+
+
+def _find_builder(values: Sequence[Any], builder: GraphBuilder | None, where: str
+                  ) -> GraphBuilder:
+    from ge.es.graph_builder import GraphBuilder
+
+    found = builder
+    for value in values:
+        if isinstance(value, TensorHolder):
+            if found is None:
+                found = value._builder
+            elif value._builder is not found:
+                raise BuilderMixError(
+                    f"{where}: input {value.name!r} belongs to GraphBuilder "
+                    f"{value._builder.name!r}, but the operator is built by "
+                    f"{found.name!r}; tensors of different builders cannot be mixed"
+                )
+    if found is None:
+        raise BuilderTypeError(
+            f"{where} has no TensorHolder input to take its builder from; pass builder="
+        )
+    if not isinstance(found, GraphBuilder):
+        raise BuilderTypeError(f"builder must be a GraphBuilder, got {type(found).__name__}")
+    return found
+
+
+def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[str, Any], *,
+                  num_outputs: int | None = None, name: str | None = None,
+                  builder: GraphBuilder | None = None) -> TensorHolder | tuple[TensorHolder, ...]:
+    """Build one `op_type` node from ES-style arguments (see the module docstring)."""
+    flat = [x for a in args for x in (a if isinstance(a, (list, tuple)) else [a])]
+    flat += list(kwargs.values())
+    owner = _find_builder(flat, builder, op_type)
+    opset = owner.opset_version(domain)
+    graph = owner._live_graph(op_type)
+    spec = get_op_spec(op_type, opset, domain)
+    where = _where(spec, opset if domain in STANDARD_DOMAINS else spec.since_version)
+    if num_outputs is not None and "num_outputs" in spec.attributes and not (
+        spec.op_type == "Split" and (len(args) > 1 or "split" in kwargs)
+    ):
+        kwargs = {**kwargs, "num_outputs": num_outputs}
+    values, attr_values = _split_arguments(where, spec, args, kwargs)
+    missing = [a.name for a in spec.attributes.values() if a.required and a.name not in
+               attr_values]
+    if missing:
+        raise OpAttributeError(f"{where}: required attribute(s) missing: {', '.join(missing)}")
+    holders = [None if v is None else owner._holder(v, f"{op_type} input {i}")
+               for i, v in enumerate(values)]
+    count = _output_count(where, spec, attr_values, holders, num_outputs)
+    attrs: dict[str, Any] = {}
+    for key, value in {**scoped_attrs(), **attr_values}.items():
+        attr_spec = spec.attributes.get(key)
+        attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
+    if normalize_domain(domain):
+        owner._use_domain(domain, op_type)
+    node = graph.add_node(op_type, name=name, domain=normalize_domain(domain),
+                          num_inputs=len(holders), num_outputs=count, attrs=attrs)
+    for i, holder in enumerate(holders):
+        if holder is not None:
+            graph.add_data_edge(holder._node, holder._index, node, i)
+    for dep in scoped_control_deps():
+        graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
+    try:
+        infer_node(node)
+    except ShapeInferenceError:
+        pass  # descs stay unknown; pattern graphs need not be well-typed (docs/es.md)
+    outs = tuple(TensorHolder._make(owner, node, i) for i in range(count))
+    if spec.variadic_output or count > 1:
+        return outs
+    return outs[0]
+
+
+def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"
+                  ) -> Callable[..., Any]:
+    """The ES function of one operator; it resolves the schema at its builder's opset."""
+
+    def operator(*args: Any, num_outputs: int | None = None, name: str | None = None,
+                 builder: GraphBuilder | None = None, **attrs: Any
+                 ) -> TensorHolder | tuple[TensorHolder, ...]:
+        return call_operator(op_type, domain, args, attrs, num_outputs=num_outputs,
+                             name=name, builder=builder)
+
+    operator.__name__ = operator.__qualname__ = op_type
+    operator.__module__ = module
+    prefix = f"{domain}::" if domain else ""
+    operator.__doc__ = (
+        f"Build a {prefix}{op_type} node (schema at the builder's opset); inputs positional "
+        "(None for an absent optional one, a list for a variadic one), attributes as keywords, "
+        "num_outputs= for a variable or optional output count."
+    )
+    return operator

@@ -1,0 +1,274 @@
+"""Shape and type inference with ONNX's own inference functions.
+
+Two entry points:
+- `infer_node(node)` types one node's outputs from its input descs, handing constant inputs
+  (producers that are `Const` nodes) to onnx so data-dependent shapes such as Reshape's
+  resolve. The ES builder calls it on every node it creates.
+- `infer_shapes(graph)` types a whole graph, subgraphs included. It exports the graph once
+  and runs `onnx.shape_inference.infer_shapes(data_prop=True)`, then writes the results back
+  into the IR. One C++ pass over the model is both correct (ONNX's rules for If/Loop/Scan
+  bodies, outer-scope values, symbolic dims and shape data propagation through
+  Shape/Gather/Concat chains) and much faster than a Python loop over nodes. Custom operators,
+  which onnx does not know, are typed by their registered functions between onnx passes
+  until nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import onnx
+from onnx import shape_inference
+
+from ge.errors import ShapeInferenceError
+from ge.graph.graph import CONST, DATA, Graph
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType
+from ge.graph.value_info import desc_from_value_info
+from ge.ops.onnx_node import (
+    STRUCTURAL,
+    const_value,
+    input_value_name,
+    node_proto,
+    node_spec,
+    opset_imports_of,
+    outer_inputs,
+    type_proto,
+)
+from ge.ops.registry import InferContext, get_custom_op
+from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
+
+__all__ = ["infer_node", "infer_shapes", "is_custom_node"]
+
+
+def is_custom_node(node: Node) -> bool:
+    """True for an operator of a non-standard domain (typed by its registered function)."""
+    return normalize_domain(node.domain) not in STANDARD_DOMAINS
+
+
+def _known(desc: TensorDesc) -> bool:
+    return desc.data_type != DataType.DT_UNDEFINED
+
+
+def _merged(new: TensorDesc, old: TensorDesc | None) -> TensorDesc:
+    """`new`'s shape and type with the format the anchor already had (inference is ND-blind)."""
+    if old is not None and _known(old):
+        new.format = old.format
+        new.origin_format = old.origin_format
+    return new
+
+
+def _write(node: Node, index: int, desc: TensorDesc) -> None:
+    old = node.get_output_desc(index) if node.has_output_desc(index) else None
+    node.update_output_desc(index, _merged(desc, old))
+
+
+def _infer_custom(node: Node) -> list[TensorDesc]:
+    custom = get_custom_op(node.type, node.domain)
+    if custom is None:
+        raise ShapeInferenceError(
+            f"node {node.name!r}: custom operator {node.domain}::{node.type} is not registered",
+            nodes=[node.name],
+        )
+    attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
+    attrs.update({key: node.get_attr(key) for key in node.get_attr_names()})
+    size = node.get_inputs_size()
+    descs = [node.get_input_desc(i) if node.get_input_producer(i) else None for i in range(size)]
+    values = []
+    for i in range(size):
+        tensor = const_value(node, i)
+        values.append(tensor.numpy() if tensor is not None else None)
+    ctx = InferContext(node.type, node.domain, descs, values, attrs, node.get_outputs_size())
+    try:
+        result = list(custom.infer(ctx))
+    except Exception as err:
+        raise ShapeInferenceError(
+            f"node {node.name!r} ({node.domain}::{node.type}): the registered inference "
+            f"function failed: {err}", nodes=[node.name]) from err
+    if len(result) < node.get_outputs_size() or not all(
+        isinstance(d, TensorDesc) for d in result
+    ):
+        raise ShapeInferenceError(
+            f"node {node.name!r} ({node.domain}::{node.type}): the inference function must "
+            f"return {node.get_outputs_size()} TensorDesc(s), got {result!r}", nodes=[node.name])
+    for i in range(node.get_outputs_size()):
+        _write(node, i, result[i])
+    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def infer_node(node: Node) -> list[TensorDesc] | None:
+    """Infer and set the output descs of one node from its input descs.
+
+    Returns the new output descs, or None when an input's type is not known yet (nothing is
+    changed then). Structural nodes (Data, Const, NetOutput) are left as they are. Raises
+    `ShapeInferenceError` when onnx rejects the node (wrong types, bad shapes), and
+    `OpNotFoundError` for an operator without a schema.
+    """
+    if node.type in STRUCTURAL and not node.domain:
+        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+    for i in range(node.get_inputs_size()):
+        if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
+            return None
+    if is_custom_node(node):
+        return _infer_custom(node)
+    spec = node_spec(node)
+    proto = node_proto(node)
+    types: dict[str, onnx.TypeProto] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for i in range(node.get_inputs_size()):
+        name = input_value_name(node, i)
+        if not name:
+            continue
+        tp = type_proto(node.get_input_desc(i))
+        if tp is not None:
+            types[name] = tp
+        value = const_value(node, i)
+        if value is not None:
+            data[name] = value.to_proto(name)
+    for name, (src, index) in outer_inputs(node).items():
+        tp = type_proto(src.get_output_desc(index))
+        if tp is None:
+            return None
+        types.setdefault(name, tp)
+    try:
+        inferred = shape_inference.infer_node_outputs(
+            spec.schema, proto, types, data, opset_imports=opset_imports_of(node)
+        )
+    except Exception as err:
+        ins = ", ".join(
+            repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
+            for i in range(node.get_inputs_size())
+        )
+        raise ShapeInferenceError(
+            f"node {node.name!r} ({node.type}, opset {spec.since_version} schema): shape "
+            f"inference failed for inputs ({ins}): {err}", nodes=[node.name]) from err
+    for i, out_name in enumerate(node.get_output_names()):
+        tp = inferred.get(out_name) if out_name else None
+        if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type:
+            continue
+        _write(node, i, desc_from_value_info(onnx.helper.make_value_info(out_name, tp)))
+    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+# -- whole graph ----------------------------------------------------------------------------
+
+
+def _custom_output_names(graph: Graph) -> set[str]:
+    names: set[str] = set()
+    for node in graph.get_all_nodes():
+        if is_custom_node(node):
+            names.update(n for i, n in enumerate(node.get_output_names())
+                         if n and node.has_output_desc(i))
+    return names
+
+
+def _strip(gp: onnx.GraphProto, keep: set[str]) -> None:
+    """Drop what the IR said about inner values so stale descs cannot mask new results.
+
+    Graph outputs keep their declared types: they are the model's contract (and onnx merges
+    them with what it infers, as it does for a model as read).
+    """
+    kept = [vi for vi in gp.value_info if vi.name in keep]
+    del gp.value_info[:]
+    gp.value_info.extend(kept)
+    for node in gp.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _strip(attr.g, keep)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    _strip(sub, keep)
+
+
+def _types_of(gp: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
+    found: dict[str, onnx.ValueInfoProto] = {}
+    for vi in [*gp.input, *gp.value_info, *gp.output]:
+        if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type:
+            found[vi.name] = vi
+    return found
+
+
+def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
+    types = _types_of(gp)
+    protos_by_output = {p.output[0]: p for p in gp.node if len(p.output) and p.output[0]}
+    protos_by_name = {p.name: p for p in gp.node if p.name}
+    for node in graph.get_direct_nodes():
+        if node.type == CONST and not node.domain:
+            continue
+        for i, name in enumerate(node.get_output_names()):
+            vi = types.get(name)
+            if vi is None:
+                continue
+            if node.type == DATA and node.has_output_desc(i) and _known(node.get_output_desc(i)):
+                continue  # a declared input type is the user's, not inference's
+            _write(node, i, desc_from_value_info(vi))
+        subs = node.get_subgraphs()
+        if not subs:
+            continue
+        outs = node.get_output_names()
+        proto = protos_by_output.get(outs[0]) if outs and outs[0] else None
+        if proto is None:
+            proto = protos_by_name.get(node.name)
+        if proto is None:
+            continue
+        attrs = {a.name: a for a in proto.attribute}
+        for key in node.get_attr_names():
+            attr = attrs.get(key)
+            if attr is None:
+                continue
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _copy_back(node.get_attr(key), attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
+                    _copy_back(sub, sub_proto)
+
+
+def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
+    model = root.to_onnx()
+    gp = model.graph
+    _strip(gp, _custom_output_names(root))
+    if known_values:
+        by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}
+        for data_name, tensor in known_values.items():
+            value_name = by_name.get(data_name)
+            if value_name is None:
+                raise ShapeInferenceError(f"known_values names {data_name!r}, not a Data node")
+            kept = [vi for vi in gp.input if vi.name != value_name]
+            del gp.input[:]
+            gp.input.extend(kept)
+            gp.initializer.append(tensor.to_proto(value_name))
+    try:
+        inferred = shape_inference.infer_shapes(
+            model, check_type=strict, strict_mode=strict, data_prop=True
+        )
+    except Exception as err:
+        raise ShapeInferenceError(
+            f"shape inference of graph {root.name!r} failed: {err}") from err
+    _copy_back(root, inferred.graph)
+
+
+def infer_shapes(
+    graph: Graph, *, known_values: Mapping[str, Tensor] | None = None, strict: bool = False
+) -> None:
+    """Infer the output descs of every node of `graph`'s model, subgraphs included, in place.
+
+    `known_values` maps `Data` node names to constant values that inference may use (a
+    replacement's boundary inputs fed by constants). With `strict=True`, onnx's type errors
+    become a `ShapeInferenceError`; otherwise nodes onnx cannot type keep their descs.
+    Declared graph-input descs are never changed.
+    """
+    root = graph.root_graph()
+    custom = [n for n in root.get_all_nodes() if is_custom_node(n)]
+    _onnx_pass(root, known_values or {}, strict)
+    for _ in range(len(custom)):
+        changed = False
+        for node in custom:
+            if all(node.has_output_desc(i) for i in range(node.get_outputs_size())):
+                continue
+            if infer_node(node) is not None:
+                changed = True
+        if not changed:
+            break
+        _onnx_pass(root, known_values or {}, strict)

@@ -1,0 +1,138 @@
+"""One IR node seen as ONNX: its `NodeProto`, input value names, constant inputs, opsets.
+
+Shared by per-node inference and constant evaluation, which both hand a single node to
+onnx (its inference functions, its reference evaluator).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx
+from onnx import AttributeProto, helper
+
+from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
+from ge.graph.node import Node
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType
+from ge.graph.value_info import value_info_from_desc
+from ge.ops.schemas import OpSpec, get_op_spec, latest_opset, normalize_domain
+
+__all__ = [
+    "STRUCTURAL",
+    "const_value",
+    "encode_attribute",
+    "input_value_name",
+    "node_opset",
+    "node_proto",
+    "node_spec",
+    "outer_inputs",
+    "type_proto",
+]
+
+STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
+A = AttributeProto
+
+
+def node_opset(node: Node) -> int:
+    """The opset of the node's domain in its model (onnx's newest when the model has none)."""
+    graph = node.owner_graph
+    domain = normalize_domain(node.domain)
+    version = graph.get_opset_version(domain) if graph is not None else None
+    if version is None:
+        if domain in ("", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training"):
+            return latest_opset(domain)
+        return 2**31 - 1  # a custom domain the model does not list: the registered schema
+    return version
+
+
+def node_spec(node: Node) -> OpSpec:
+    """The schema of a node at its model's opset (`OpNotFoundError` if there is none)."""
+    return get_op_spec(node.type, node_opset(node), node.domain)
+
+
+def input_value_name(node: Node, index: int) -> str:
+    """The ONNX value name feeding input `index` ("" when the input is absent)."""
+    producer = node.get_input_producer(index)
+    if producer is None:
+        return ""
+    return producer[0].get_output_name(producer[1])
+
+
+def const_value(node: Node, index: int) -> Tensor | None:
+    """The value of input `index` when its producer is a `Const` node, else None."""
+    producer = node.get_input_producer(index)
+    if producer is None:
+        return None
+    src = producer[0]
+    if src.type == CONST and src.has_attr("value"):
+        value = src.get_attr("value")
+        return value if isinstance(value, Tensor) else None
+    return None
+
+
+def type_proto(desc: TensorDesc | None) -> onnx.TypeProto | None:
+    """The ONNX type of a desc, or None when its element type is not known."""
+    if desc is None or desc.data_type == DataType.DT_UNDEFINED:
+        return None
+    return value_info_from_desc("v", desc).type
+
+
+def encode_attribute(name: str, kind: int, value: Any) -> onnx.AttributeProto:
+    """An ONNX attribute from a value as `Node.get_attr` returns it."""
+    if kind == A.GRAPH:
+        return helper.make_attribute(name, value.to_onnx().graph, attr_type=A.GRAPH)
+    if kind == A.GRAPHS:
+        return helper.make_attribute(name, [g.to_onnx().graph for g in value], attr_type=A.GRAPHS)
+    if kind == A.TENSOR:
+        return helper.make_attribute(name, value.to_proto(), attr_type=A.TENSOR)
+    if kind == A.TENSORS:
+        return helper.make_attribute(name, [t.to_proto() for t in value], attr_type=A.TENSORS)
+    return helper.make_attribute(name, value, attr_type=kind)
+
+
+def node_proto(node: Node) -> onnx.NodeProto:
+    """The node as an ONNX `NodeProto` (subgraphs included, exported afresh)."""
+    proto = onnx.NodeProto()
+    proto.op_type = node.type
+    proto.name = node.name
+    if node.domain:
+        proto.domain = node.domain
+    proto.input.extend(input_value_name(node, i) for i in range(node.get_inputs_size()))
+    proto.output.extend(node.get_output_names())
+    for key in node.get_attr_names():
+        proto.attribute.append(encode_attribute(key, node.get_attr_kind(key), node.get_attr(key)))
+    return proto
+
+
+def outer_inputs(node: Node) -> dict[str, tuple[Node, int]]:
+    """Values the node's subgraphs read from outside them, by name, with their producers."""
+    subs = node.get_subgraphs()
+    if not subs:
+        return {}
+    inside: set[int] = set()
+    for sub in subs:
+        inside.update(id(g) for g in [sub, *sub.get_all_subgraphs()])
+    found: dict[str, tuple[Node, int]] = {}
+    for sub in subs:
+        for inner in sub.get_all_nodes():
+            for i in range(inner.get_inputs_size()):
+                producer = inner.get_input_producer(i)
+                if producer is None:
+                    continue
+                owner: Graph | None = producer[0].owner_graph
+                if owner is not None and id(owner) not in inside:
+                    found[producer[0].get_output_name(producer[1])] = producer
+    return found
+
+
+def opset_imports_of(node: Node) -> list[onnx.OperatorSetIdProto]:
+    """The opset imports of the node's model (or onnx's newest standard opset)."""
+    graph = node.owner_graph
+    imports = dict(graph.opset_imports) if graph is not None else {}
+    imports.setdefault("", latest_opset(""))
+    domain = normalize_domain(node.domain)
+    if domain not in imports:
+        imports[domain] = node_opset(node)
+    return [helper.make_opsetid(d, v) for d, v in imports.items()]

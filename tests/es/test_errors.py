@@ -1,0 +1,105 @@
+"""Every bad input the issue names raises its error type, code and message."""
+
+from __future__ import annotations
+
+import pytest
+
+from ge.errors import (
+    BuilderMixError,
+    BuilderStateError,
+    BuilderTypeError,
+    BuilderValueError,
+    GeError,
+    OpAttributeError,
+    OpInputError,
+)
+from ge.es import GraphBuilder, TensorHolder
+from ge.es.onnx import Add, Gemm, MatMul, Relu, Transpose
+
+
+def _builder() -> tuple[GraphBuilder, TensorHolder]:
+    builder = GraphBuilder("errors", opset=17)
+    return builder, builder.create_input(0, shape=[2, 2])
+
+
+def test_wrong_input_count() -> None:
+    _, x = _builder()
+    with pytest.raises(OpInputError) as err:
+        Relu(x, x)
+    assert isinstance(err.value, ValueError) and err.value.code == "GE1303"
+    assert "Relu (opset 17) takes at most 1 inputs (Relu(X) -> Y), got 2" in str(err.value)
+    with pytest.raises(OpInputError, match=r"MatMul \(opset 17\) requires input 1 'B'"):
+        MatMul(x)
+
+
+def test_unknown_attribute() -> None:
+    _, x = _builder()
+    with pytest.raises(OpAttributeError) as err:
+        Transpose(x, permutation=[1, 0])
+    assert isinstance(err.value, TypeError) and err.value.code == "GE1304"
+    assert "Transpose (opset 17) got an unknown attribute 'permutation'" in str(err.value)
+    assert "perm" in str(err.value)
+
+
+def test_wrong_attribute_type() -> None:
+    _, x = _builder()
+    with pytest.raises(OpAttributeError) as err:
+        Gemm(x, x, alpha="big")
+    assert isinstance(err.value, TypeError) and err.value.code == "GE1304"
+    assert "Gemm (opset 17): attribute 'alpha' must be of type FLOAT, got str" in str(err.value)
+    with pytest.raises(OpAttributeError, match="'perm' must be of type INTS"):
+        Transpose(x, perm=[1.5, 0])
+
+
+def test_tensors_of_two_builders() -> None:
+    _, x = _builder()
+    other = GraphBuilder("other", opset=17)
+    y = other.create_input(0, shape=[2, 2])
+    with pytest.raises(BuilderMixError) as err:
+        x + y
+    assert isinstance(err.value, ValueError) and err.value.code == "GE1402"
+    assert "belongs to GraphBuilder 'other'" in str(err.value)
+    assert "tensors of different builders cannot be mixed" in str(err.value)
+    with pytest.raises(BuilderMixError):
+        Add(x, y)
+
+
+def test_builder_used_after_build_and_reset() -> None:
+    builder, x = _builder()
+    builder.build_and_reset([Relu(x)])
+    for call, op in [(lambda: builder.create_input(1), "create_input"),
+                     (lambda: builder.create_scalar_float(1.0), "create_scalar_float"),
+                     (lambda: Relu(x), "Relu"),
+                     (lambda: builder.build_and_reset([]), "build_and_reset")]:
+        with pytest.raises(BuilderStateError) as err:
+            call()
+        assert isinstance(err.value, RuntimeError) and err.value.code == "GE1401"
+        assert f"Cannot {op}: GraphBuilder has already been built." in str(err.value)
+
+
+def test_ragged_list_constant() -> None:
+    builder, x = _builder()
+    with pytest.raises(BuilderValueError) as err:
+        x + [[1.0, 2.0], [3.0]]  # noqa: RUF005 (a TensorHolder, not a list)
+    assert isinstance(err.value, ValueError) and err.value.code == "GE1403"
+    assert "ragged list" in str(err.value)
+    with pytest.raises(BuilderValueError, match="ragged list"):
+        builder.create_const_float([[0.1, 0.1], [0.1]])
+
+
+def test_const_count_and_range_and_outputs_type() -> None:
+    builder, x = _builder()
+    with pytest.raises(BuilderValueError, match=r"shape \[2, 2\] holds 4 elements but 3"):
+        builder.create_const_int64([1, 2, 3], [2, 2])
+    with pytest.raises(BuilderValueError, match="outside the range of DT_UINT32"):
+        builder.create_scalar_uint32(2**32)
+    with pytest.raises(BuilderTypeError, match="outputs must be a list, got tuple"):
+        builder.build_and_reset((x,))  # type: ignore[arg-type]
+    with pytest.raises(BuilderTypeError):
+        builder.create_inputs(0)
+
+
+def test_tensor_holder_is_not_constructible() -> None:
+    with pytest.raises(RuntimeError) as err:
+        TensorHolder()
+    assert isinstance(err.value, GeError) and "cannot be constructed directly" in str(err.value)

@@ -1,0 +1,122 @@
+"""Graphs built with the ES builder export, pass the checker and compute what numpy says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from ge.es import GraphBuilder, TensorHolder
+from ge.es import onnx as ops
+from ge.graph import DataType
+
+RNG = np.random.default_rng(0)
+
+
+def _run(build: Callable[[GraphBuilder, list[TensorHolder]], list[TensorHolder]],
+         feeds: list[np.ndarray], opset: int = 17) -> list[np.ndarray]:
+    builder = GraphBuilder("t", opset=opset)
+    types = {np.float32: DataType.DT_FLOAT, np.int64: DataType.DT_INT64, np.bool_: DataType.DT_BOOL}
+    inputs = [builder.create_input(i, data_type=types[a.dtype.type], shape=list(a.shape))
+              for i, a in enumerate(feeds)]
+    outputs = build(builder, inputs)
+    for out in outputs:  # point 7: every output desc is known as it is built
+        desc = out._get_node_snapshot().get_output_desc(out.output_index)
+        assert desc.data_type != DataType.DT_UNDEFINED and not desc.shape.is_unknown_rank()
+    model = builder.build_and_reset(outputs).to_onnx()
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, feeds)))
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def test_elementwise_and_overloads() -> None:
+    a, b = f32(2, 3), f32(2, 3)
+    got = _run(lambda _, x: [ops.Relu(x[0] * 2.0 + x[1]) - 1.0, 3.0 / ops.Abs(x[1])], [a, b])
+    np.testing.assert_allclose(got[0], np.maximum(a * 2 + b, 0) - 1, rtol=1e-6)
+    np.testing.assert_allclose(got[1], 3 / np.abs(b), rtol=1e-6)
+
+
+def test_matmul_and_gemm() -> None:
+    a, b, c = f32(2, 3), f32(3, 4), f32(4)
+    got = _run(lambda _, x: [ops.MatMul(x[0], x[1]),
+                             ops.Gemm(x[0], x[1], x[2], alpha=0.5, beta=2)], [a, b, c])
+    np.testing.assert_allclose(got[0], a @ b, rtol=1e-5)
+    np.testing.assert_allclose(got[1], 0.5 * (a @ b) + 2 * c, rtol=1e-5)
+
+
+def _conv_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    n, _, h, wd = x.shape
+    k = w.shape[2]
+    out = np.zeros((n, w.shape[0], h - k + 1, wd - k + 1), np.float32)
+    for i in range(out.shape[2]):
+        for j in range(out.shape[3]):
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", x[:, :, i:i + k, j:j + k], w)
+    return out
+
+
+def test_conv_and_pooling() -> None:
+    x, w = f32(1, 2, 6, 6), f32(3, 2, 3, 3)
+    got = _run(lambda _, t: [ops.Conv(t[0], t[1], kernel_shape=[3, 3]),
+                             ops.MaxPool(t[0], kernel_shape=[2, 2], strides=[2, 2]),
+                             ops.GlobalAveragePool(t[0])], [x, w])
+    np.testing.assert_allclose(got[0], _conv_ref(x, w), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[1], x.reshape(1, 2, 3, 2, 3, 2).max(axis=(3, 5)))
+    np.testing.assert_allclose(got[2], x.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
+
+
+def test_shape_ops() -> None:
+    x = f32(2, 3, 4)
+
+    def build(_: GraphBuilder, t: list[TensorHolder]) -> list[TensorHolder]:
+        r = ops.Reshape(t[0], [4, -1])
+        tr = ops.Transpose(t[0], perm=[2, 0, 1])
+        cat = ops.Concat([t[0], t[0]], axis=1)
+        s0, s1 = ops.Split(t[0], [1, 2], axis=1)
+        sl = ops.Slice(t[0], [0, 1], [2, 4], [0, 2])
+        ga = ops.Gather(t[0], [2, 0], axis=2)
+        return [r, tr, cat, s0, s1, sl, ga]
+
+    got = _run(build, [x])
+    want = [x.reshape(4, -1), x.transpose(2, 0, 1), np.concatenate([x, x], 1), x[:, :1],
+            x[:, 1:], x[0:2, :, 1:4], x[:, :, [2, 0]]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def test_reductions_softmax_layernorm() -> None:
+    x, scale, bias = f32(2, 5), f32(5), f32(5)
+
+    def build(_: GraphBuilder, t: list[TensorHolder]) -> list[TensorHolder]:
+        return [ops.ReduceSum(t[0], [1], keepdims=0), ops.ReduceMean(t[0], axes=[0]),
+                ops.Softmax(t[0], axis=-1), ops.LayerNormalization(t[0], t[1], t[2])]
+
+    got = _run(build, [x, scale, bias])
+    e = np.exp(x - x.max(-1, keepdims=True))
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    want = [x.sum(1), x.mean(0, keepdims=True), e / e.sum(-1, keepdims=True),
+            (x - mean) / np.sqrt(var + 1e-5) * scale + bias]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_with_branches_built_by_builders(flag: bool) -> None:
+    def branch(name: str, value: list[float]):  # type: ignore[no-untyped-def]
+        b = GraphBuilder(name, opset=17)
+        return b.build_and_reset([ops.Identity(b.create_const_float(value))])
+
+    def build(_: GraphBuilder, t: list[TensorHolder]) -> list[TensorHolder]:
+        (out,) = ops.If(t[0], then_branch=branch("then", [1.0, 2.0]),
+                        else_branch=branch("else", [3.0, 4.0]))
+        return [out]
+
+    (got,) = _run(build, [np.array(flag)])
+    np.testing.assert_allclose(got, [1.0, 2.0] if flag else [3.0, 4.0])

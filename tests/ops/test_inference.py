@@ -1,0 +1,157 @@
+"""Inference matches onnx's whole-model inference on real models; evaluation folds constants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from ge.errors import ConstantEvaluationError, ShapeInferenceError
+from ge.graph import DataType, Graph, Tensor, TensorDesc, load
+from ge.graph.value_info import desc_from_value_info
+from ge.ops import evaluate_node, infer_node, infer_shapes, register_op, unregister_op
+from model_paths import all_shared_models
+
+MODELS = all_shared_models()
+
+
+def _stripped(path: Path) -> onnx.ModelProto:
+    model = onnx.load(str(path))
+
+    def strip(gp: onnx.GraphProto) -> None:
+        del gp.value_info[:]
+        for node in gp.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    strip(attr.g)
+                for sub in attr.graphs:
+                    strip(sub)
+
+    strip(model.graph)
+    return model
+
+
+def _expected(gp: onnx.GraphProto, out: dict[str, TensorDesc]) -> None:
+    for vi in [*gp.value_info, *gp.output]:
+        if vi.type.tensor_type.elem_type:
+            out[vi.name] = desc_from_value_info(vi)
+    for node in gp.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _expected(attr.g, out)
+            for sub in attr.graphs:
+                _expected(sub, out)
+
+
+@pytest.mark.skipif(not MODELS, reason="shared model corpus not available")
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_infer_shapes_matches_onnx_on_real_models(path: Path, tmp_path: Path) -> None:
+    model = _stripped(path)
+    expected: dict[str, TensorDesc] = {}
+    _expected(onnx.shape_inference.infer_shapes(model, data_prop=True).graph, expected)
+    stripped = tmp_path / path.name
+    onnx.save(model, str(stripped))
+    graph = load(stripped)
+    infer_shapes(graph)
+    seen = 0
+    for node in graph.get_all_nodes():
+        if node.type in ("Const", "Data", "NetOutput"):
+            continue
+        for i, name in enumerate(node.get_output_names()):
+            if name in expected:
+                got = node.get_output_desc(i)
+                want = expected[name]
+                assert (list(got.shape), got.data_type) == (list(want.shape), want.data_type), (
+                    f"{node.name} output {i}")
+                seen += 1
+    assert seen > 0
+    # and the graph, inferred, still exports to a valid model
+    onnx.checker.check_model(graph.to_onnx(), full_check=True)
+
+
+def _reshape_graph() -> tuple[Graph, object]:
+    graph = Graph("g")
+    graph.model.opset_imports = {"": 17}
+    x = graph.add_node("Data", attrs={"index": 0})
+    x.update_output_desc(0, TensorDesc([2, 3, 4], data_type=DataType.DT_FLOAT))
+    shape = graph.add_const(Tensor(np.array([4, -1], dtype=np.int64)))
+    reshape = graph.add_node("Reshape", num_inputs=2)
+    graph.add_data_edge(x, 0, reshape, 0)
+    graph.add_data_edge(shape, 0, reshape, 1)
+    return graph, reshape
+
+
+def test_infer_node_uses_constant_inputs() -> None:
+    _, reshape = _reshape_graph()
+    (desc,) = infer_node(reshape)  # type: ignore[arg-type, misc]
+    assert list(desc.shape) == [4, 6] and desc.data_type == DataType.DT_FLOAT
+
+
+def test_infer_node_waits_for_unknown_inputs_and_reports_bad_ones() -> None:
+    graph = Graph("g")
+    a = graph.add_node("Data", attrs={"index": 0})
+    relu = graph.add_node("Relu", num_inputs=1)
+    graph.add_data_edge(a, 0, relu, 0)
+    assert infer_node(relu) is None
+    a.update_output_desc(0, TensorDesc([2], data_type=DataType.DT_INT32))
+    b = graph.add_const(Tensor(np.zeros((3,), np.float32)))
+    add = graph.add_node("Add", num_inputs=2)
+    graph.add_data_edge(a, 0, add, 0)
+    graph.add_data_edge(b, 0, add, 1)
+    with pytest.raises(ShapeInferenceError) as err:
+        infer_node(add)
+    assert err.value.code == "GE1305" and "'Add'" in str(err.value)
+
+
+def test_symbolic_dims_flow_through_infer_shapes() -> None:
+    graph = Graph("g")
+    x = graph.add_node("Data", attrs={"index": 0})
+    x.update_output_desc(0, TensorDesc(["batch", 8], data_type=DataType.DT_FLOAT))
+    t = graph.add_node("Transpose", num_inputs=1, attrs={"perm": [1, 0]})
+    graph.add_data_edge(x, 0, t, 0)
+    out = graph.add_node("NetOutput", num_inputs=1, num_outputs=0)
+    graph.add_data_edge(t, 0, out, 0)
+    infer_shapes(graph)
+    assert list(t.get_output_desc(0).shape) == [8, "batch"]
+
+
+def test_evaluate_node_runs_the_reference_evaluator() -> None:
+    graph, reshape = _reshape_graph()
+    with pytest.raises(ConstantEvaluationError, match="input 0 is not a constant"):
+        evaluate_node(reshape)  # type: ignore[arg-type]
+    a = graph.add_const(Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    b = graph.add_const(Tensor(np.ones((3, 2), np.float32)))
+    mm = graph.add_node("MatMul", num_inputs=2)
+    graph.add_data_edge(a, 0, mm, 0)
+    graph.add_data_edge(b, 0, mm, 1)
+    (value,) = evaluate_node(mm)
+    np.testing.assert_allclose(value.numpy(), np.arange(6).reshape(2, 3) @ np.ones((3, 2)))
+
+
+def test_custom_op_inference_and_kernel() -> None:
+    def infer(ctx):  # type: ignore[no-untyped-def]
+        desc = ctx.input_descs[0].copy()
+        return [desc.set_shape([*desc.shape[:-1], desc.shape[-1] * ctx.attrs["repeat"]])]
+
+    register_op("Tile2", domain="test.infer", inputs=["x"], outputs=["y"],
+                attributes={"repeat": ("int", 2)}, infer=infer,
+                kernel=lambda x, repeat: np.concatenate([x] * repeat, axis=-1))
+    try:
+        graph = Graph("g")
+        graph.model.opset_imports = {"": 17, "test.infer": 1}
+        c = graph.add_const(Tensor(np.ones((2, 3), np.float32)))
+        node = graph.add_node("Tile2", domain="test.infer", num_inputs=1)
+        graph.add_data_edge(c, 0, node, 0)
+        relu = graph.add_node("Relu", num_inputs=1)
+        graph.add_data_edge(node, 0, relu, 0)
+        out = graph.add_node("NetOutput", num_inputs=1, num_outputs=0)
+        graph.add_data_edge(relu, 0, out, 0)
+        infer_shapes(graph)
+        assert list(node.get_output_desc(0).shape) == [2, 6]
+        assert list(relu.get_output_desc(0).shape) == [2, 6]  # onnx picked it up after
+        (value,) = evaluate_node(node)
+        assert value.shape == [2, 6]
+    finally:
+        unregister_op("Tile2", "test.infer")
