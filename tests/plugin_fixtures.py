@@ -1,0 +1,74 @@
+"""Fixtures shared by the pass-plugin, compiler and CLI tests: a clean registry, loader and
+`sys` state per test, and helpers writing plugin files (imported by their conftests)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import ge.compiler
+from ge.passes import clear_registered_passes
+from ge.passes.bootstrap import ENV_PY_PASS_PATH
+from ge.passes.loader import unload_all
+
+
+def _reset() -> None:
+    ge.compiler.finalize()
+    unload_all()
+    clear_registered_passes()
+
+
+@pytest.fixture(autouse=True)
+def clean_plugin_state(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Each test starts and ends with no plugins, no registrations, sys.path as it was."""
+    monkeypatch.delenv(ENV_PY_PASS_PATH, raising=False)
+    saved_path = list(sys.path)
+    _reset()
+    yield
+    _reset()
+    sys.path[:] = saved_path
+    base = os.path.realpath(tmp_path_factory.getbasetemp())
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name.startswith("_ge_py_pass_") or (
+            isinstance(file, str) and os.path.realpath(file).startswith(base + os.sep)
+        ):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str, str], Path]:
+    """write("dir/name.py", source) creates a file under tmp_path (dedented) and returns it."""
+
+    def _write(relative: str, source: str = "") -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+        return path
+
+    return _write
+
+
+def _fusion_pass_source(name: str, *, stage: str = "BeforeInferShape", body: str = "") -> str:
+    return (
+        "from ge.passes import FusionBasePass, register_fusion_pass\n"
+        f"@register_fusion_pass(name={name!r}, stage={stage!r})\n"
+        f"class {name}(FusionBasePass):\n"
+        "    def run(self, graph, context):\n"
+        "        return True\n"
+        f"{textwrap.dedent(body)}"
+    )
+
+
+@pytest.fixture
+def pass_source() -> Callable[..., str]:
+    """pass_source(name, stage=..., body=...) is the source of a plugin registering one
+    FusionBasePass named `name` whose run() returns True, followed by `body`."""
+    return _fusion_pass_source
