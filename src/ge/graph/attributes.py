@@ -106,13 +106,20 @@ def _normalise(kind: int, value: Any) -> Any:
         return int(value)
     if kind == A.FLOAT:
         return float(value)
-    if kind == A.TENSOR and isinstance(value, np.ndarray):
-        return Tensor(value)
+    if kind == A.TENSOR:
+        # The node keeps a tensor of its own: the caller's can change format or type later.
+        return Tensor(value) if isinstance(value, np.ndarray) else value.copy()
     return value
 
 
 def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any]:
-    """Turn an API value into `(kind, value)`, raising `GraphTypeError` for what ONNX can't hold."""
+    """Turn an API value into `(kind, value)`, raising `GraphTypeError` for what ONNX can't hold.
+
+    An `onnx.AttributeProto` (not of a graph kind) is taken with its own kind: the way to set
+    a typed value such as an empty FLOATS list, which Python values alone cannot say.
+    """
+    if isinstance(value, AttributeProto):
+        return decode_attr(value)
     if isinstance(value, (list, tuple)):
         items = list(value)
         kinds = {_scalar_kind(v) for v in items}

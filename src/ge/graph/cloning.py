@@ -75,6 +75,8 @@ def clone_graph(graph: Graph, name: str | None = None) -> Graph:
     """Copy `graph` and its subgraphs; reads of values outside the hierarchy are refused."""
     mapping: dict[Node, Node] = {}
     new = _clone_graph_nodes(graph, name or graph.name, mapping)
+    if graph._parent_node is None:  # a root's orphan subgraphs are its subgraphs too
+        new._orphans = [_clone_graph_nodes(g, g.name, mapping) for g in graph._orphans]
     new.model = _copy_model_info(graph.root_graph().model)
     for old, twin in mapping.items():
         for producer in old._inputs:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import onnx
 
+from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, kind_name
 from ge.graph.graph import CONST, Graph
 from ge.graph.node import Node
@@ -87,7 +88,11 @@ def readable(graph: Graph, indent: str = "") -> str:
         lines.append(f"{indent}graph {graph.name} (opset {opsets})")
     else:
         lines.append(f"{indent}graph {graph.name}")
-    for node in graph.topological_order():
+    try:
+        order = graph.topological_order()
+    except GraphError:  # a cycle: dumps are for looking at broken graphs too
+        order = graph.get_direct_nodes()
+    for node in order:
         lines.append(f"{indent}  {_node_line(node)}")
         for key, stored in node._attrs.items():
             kind, value = decode_attr(stored)

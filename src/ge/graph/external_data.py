@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
@@ -153,7 +152,9 @@ def write_external_data(model: onnx.ModelProto, data_path: Path, location: str,
             if tensor.HasField("raw_data"):
                 payload: bytes | memoryview = tensor.raw_data
             else:
-                payload = np.ascontiguousarray(numpy_helper.to_array(tensor)).tobytes()
+                # from_array packs 4-bit (and smaller) types the way raw_data holds them;
+                # numpy's own bytes would hold one element per byte.
+                payload = numpy_helper.from_array(numpy_helper.to_array(tensor)).raw_data
             offset = out.tell()
             pad = (-offset) % _ALIGNMENT
             if pad:

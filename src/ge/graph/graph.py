@@ -18,8 +18,9 @@ structure changes; every mutation is journaled inside `transaction()` so it can 
 from __future__ import annotations
 
 import heapq
+import operator
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,6 +51,25 @@ def _check_index(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise GraphTypeError(f"{what} must be an int, got {type(value).__name__}")
     return value
+
+
+def _order_restorer(table: dict[Any, Any]) -> Callable[[], None]:
+    """An undo step that puts `table`'s keys back in their present order (values as they are)."""
+    order = list(table)
+
+    def restore() -> None:
+        values = dict(table)
+        table.clear()
+        table.update((key, values[key]) for key in order)
+
+    return restore
+
+
+def _keep_order(journal: Journal, table: dict[Any, Any], key: Any) -> None:
+    """Call before `key` leaves `table`: re-adding it on undo would put it last, so unless it
+    is last already, the transaction also records how to restore the order (once)."""
+    if journal.recording and next(reversed(table)) != key:
+        journal.record_once(id(table), lambda: _order_restorer(table))
 
 
 class ModelInfo:
@@ -99,7 +119,8 @@ class Graph:
         self._values: dict[str, tuple[Node, int]] = {}
         self._parent_node: Node | None = None
         self._journal = Journal()
-        self._topo: tuple[int, list[Node]] | None = None
+        # (journal, structure version) the cached order was computed at, and the order.
+        self._topo: tuple[tuple[Journal, int], list[Node]] | None = None
         self._attrs: dict[str, Any] = {}
         self._orphans: list[Graph] = []
         self._next_seq = 0
@@ -263,7 +284,13 @@ class Graph:
                 return candidate
 
     def _value_taken(self, name: str) -> bool:
-        return any(name in g._values for g in self._ancestors())
+        graph: Graph | None = self
+        while graph is not None:  # a plain loop: this runs for every node created
+            if name in graph._values:
+                return True
+            parent = graph._parent_node
+            graph = parent._graph if parent is not None else None
+        return False
 
     def _unique_value_name(self, base: str) -> str:
         if not self._value_taken(base):
@@ -339,12 +366,22 @@ class Graph:
         seq = node._seq
         journal = self._changed(True)
         if journal.recording:
+            # Re-inserting puts a node last: sort by `_seq` once everything is back in place.
+            journal.record_once((self, "node order"), lambda: self._restore_node_order)
 
             def undo() -> None:
                 self._insert(node)
                 node._seq = seq  # keep the original position in insertion order
 
             journal.record(undo)
+
+    def _restore_node_order(self) -> None:
+        """Put the nodes (and each op-type bucket) back in insertion order after a rollback."""
+        by_seq = operator.attrgetter("_seq")
+        for table in (self._nodes, *self._by_type.values()):
+            ordered = sorted(table, key=by_seq)
+            table.clear()
+            table.update(dict.fromkeys(ordered))
 
     def add_node(
         self,
@@ -447,9 +484,10 @@ class Graph:
         producer = dst._inputs[dst_index]
         assert producer is not None
         src, src_index = producer
-        dst._inputs[dst_index] = None
         consumers = src._consumers[src_index]
         assert consumers is not None
+        _keep_order(self.root_graph()._journal, consumers, (dst, dst_index))
+        dst._inputs[dst_index] = None
         del consumers[(dst, dst_index)]
         dst._proto_dirty()
         journal = self._changed(True)
@@ -513,16 +551,29 @@ class Graph:
 
     def replace_all_uses(self, old: Node, old_index: int, new: Node, new_index: int) -> None:
         """Move every consumer of `old:old_index` to `new:new_index` (extension)."""
+        _check_node_arg(old, "old")
+        _check_node_arg(new, "new")
+        self._check_member(old, "old", allow_outer=True)
+        self._check_member(new, "new", allow_outer=True)
         old._check_out(old_index)
         new._check_out(new_index)
-        for consumer, j in list(old._consumers[old_index] or ()):
+        consumers = list(old._consumers[old_index] or ())
+        for consumer, _ in consumers:  # check all first: a refused call changes nothing
+            scope: Graph = consumer._graph  # type: ignore[assignment]
+            if scope is not new._graph and new._graph not in scope._ancestors():
+                raise GraphError(f"node {consumer._name!r} (graph {scope.name!r}) can't read "
+                                 f"{new._name!r}, which is not in its scope")
+        for consumer, j in consumers:
             consumer._graph._disconnect(consumer, j)  # type: ignore[union-attr]
             consumer._graph._connect(new, new_index, consumer, j)  # type: ignore[union-attr]
 
     def set_inputs_size(self, node: Node, size: int) -> None:
         """Grow or shrink a node's input anchors (variadic operators); dropped ones must be free."""
+        _check_node_arg(node)
         self._check_member(node, "node")
         _check_index(size, "size")
+        if size < 0:
+            raise GraphError(f"a node can't have {size} inputs")
         old = len(node._inputs)
         if size < old and any(p is not None for p in node._inputs[size:]):
             raise GraphError(f"cannot drop connected inputs of node {node._name!r}")
@@ -573,6 +624,9 @@ class Graph:
             journal.record(lambda: self._ctrl_unlink(src, dst))
 
     def _ctrl_unlink(self, src: Node, dst: Node) -> None:
+        journal = self.root_graph()._journal
+        _keep_order(journal, src._ctrl_out, dst)  # type: ignore[arg-type]
+        _keep_order(journal, dst._ctrl_in, src)  # type: ignore[arg-type]
         del src._ctrl_out[dst]  # type: ignore[index]
         del dst._ctrl_in[src]  # type: ignore[index]
         journal = self._changed(True)
@@ -605,6 +659,7 @@ class Graph:
         self._replace_attr(node, key, stored, old)
         for sub in old_graphs:
             if sub not in new_graphs:
+                sub._drop_outer_edges()  # as `_remove_attr` does: no reads from a former scope
                 self._set_parent(sub, None)
         root = self.root_graph()
         for sub in new_graphs:
@@ -622,6 +677,7 @@ class Graph:
 
     def _replace_attr(self, node: Node, key: str, stored: Any, old: Any) -> None:
         if stored is None:
+            _keep_order(self.root_graph()._journal, node._attrs, key)
             del node._attrs[key]
         else:
             node._attrs[key] = stored
@@ -744,15 +800,35 @@ class Graph:
 
     def topological_order(self) -> list[Node]:
         """Direct nodes, producers before consumers; insertion order where free (cached)."""
-        version = self.root_graph()._journal.structure_version
+        # Keyed on the journal too: a subgraph attached or detached changes journals, and
+        # version numbers of different journals say nothing about each other.
+        journal = self.root_graph()._journal
+        version = (journal, journal.structure_version)
         if self._topo is not None and self._topo[0] == version:
             return list(self._topo[1])
         order = list(self._nodes)
-        seq = {node: i for i, node in enumerate(order)}
-        if not all(seq[d] < i for i, n in enumerate(order) for d in self._dependencies(n)):
-            order = self._kahn(order, seq)
+        if not self._in_order(order):
+            order = self._kahn(order, {node: i for i, node in enumerate(order)})
         self._topo = (version, order)
         return list(order)
+
+    def _in_order(self, order: list[Node]) -> bool:
+        """True when every node comes after what it depends on (the common, loaded case)."""
+        seen: set[Node] = set()
+        add = seen.add
+        for node in order:
+            for producer in node._inputs:
+                if producer is not None and producer[0] not in seen and producer[0]._graph is self:
+                    return False
+            if node._ctrl_in and not seen.issuperset(node._ctrl_in):
+                return False
+            # Loaded nodes still equal to their proto own no subgraphs (those are never clean).
+            if node._attrs and not node._clean:
+                for dep in self._dependencies(node):
+                    if dep not in seen:
+                        return False
+            add(node)
+        return True
 
     def _kahn(self, order: list[Node], seq: dict[Node, int]) -> list[Node]:
         successors: dict[Node, list[Node]] = {n: [] for n in order}

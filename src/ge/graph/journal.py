@@ -8,7 +8,7 @@ With no transaction open, recording costs one attribute test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 
 __all__ = ["Journal"]
@@ -19,11 +19,13 @@ UndoStep = Callable[[], None]
 class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
-    __slots__ = ("_replaying", "_steps", "mutation_count", "structure_version")
+    __slots__ = ("_marks", "_replaying", "_steps", "mutation_count", "structure_version")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
         self._replaying = False
+        # Keys of the steps recorded with `record_once`, one set per open transaction.
+        self._marks: list[set[Hashable]] = []
         # Bumped on every mutation / every change of nodes or edges (topology caches key on it).
         self.mutation_count = 0
         self.structure_version = 0
@@ -37,6 +39,19 @@ class Journal:
         if self._steps is not None and not self._replaying:
             self._steps.append(undo)
 
+    def record_once(self, key: Hashable, make_undo: Callable[[], UndoStep]) -> None:
+        """Record `make_undo()` unless a step under `key` was recorded in this transaction.
+
+        For steps that restore an order (nodes, consumers, attributes): re-adding an item
+        puts it last, so the first removal in a transaction records how to put the order back;
+        that step runs after every later step has been undone, so one is enough.
+        """
+        if self._steps is not None and not self._replaying:
+            marks = self._marks[-1]
+            if key not in marks:
+                marks.add(key)
+                self._steps.append(make_undo())
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         outermost = self._steps is None
@@ -44,12 +59,14 @@ class Journal:
             self._steps = []
         assert self._steps is not None
         savepoint = len(self._steps)
+        self._marks.append(set())
         try:
             yield
         except BaseException:
             self._rollback(savepoint)
             raise
         finally:
+            self._marks.pop()
             if outermost:
                 self._steps = None
 

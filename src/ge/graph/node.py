@@ -79,8 +79,15 @@ class Node:
         raise GraphError("ge.graph.Node cannot be copied")
 
     def _proto_dirty(self) -> None:
-        """The node no longer matches the NodeProto it was read from (export rebuilds it)."""
-        self._clean = False
+        """The node no longer matches the NodeProto it was read from (export rebuilds it).
+
+        Called before the change is journaled, so a rollback undoes the change first and
+        then makes the node match its proto again (an untouched model saves byte-identical).
+        """
+        if self._clean:
+            self._clean = False
+            if self._graph is not None:
+                self._graph.journal.record(lambda: setattr(self, "_clean", True))
 
     # -- identity -----------------------------------------------------------------------
     @property
@@ -183,6 +190,8 @@ class Node:
 
     # -- attributes ---------------------------------------------------------------------
     def has_attr(self, attr_name: str) -> bool:
+        if not isinstance(attr_name, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(attr_name).__name__}")
         return attr_name in self._attrs
 
     def get_attr(self, key: str) -> Any:
@@ -196,10 +205,12 @@ class Node:
                 f"node {self._name!r} ({self._type}) has no attribute {key!r}"
             ) from None
         value = decode_attr(stored)[1]
+        # Tensors have setters (set_format, set_data_type...): hand out copies, so that a
+        # change can only reach the node through set_attr (journaled, not shared by clones).
         if isinstance(value, list):
-            return list(value)
+            return [v.copy() if isinstance(v, Tensor) else v for v in value]
         if isinstance(value, Tensor):
-            return value  # immutable data; shared safely
+            return value.copy()
         return value
 
     def get_attr_kind(self, key: str) -> int:
@@ -267,7 +278,9 @@ class Node:
             return desc.copy()
         if self._type == "Const" and "value" in self._attrs:
             # A constant's output is its value: shape and type are known without inference.
-            return self.get_attr("value").get_tensor_desc()
+            value = self.get_attr("value")
+            if isinstance(value, Tensor):  # anything else is for validate() to report
+                return value.get_tensor_desc()
         return TensorDesc.unknown()
 
     def update_output_desc(self, index: int, tensor_desc: TensorDesc) -> None:

@@ -14,7 +14,7 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import GraphError
-from ge.graph.attributes import encode_attr
+from ge.graph.attributes import GRAPH_KINDS, encode_attr
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -87,7 +87,13 @@ def _node_proto(node: Node) -> onnx.NodeProto:
         if node._domain:
             proto.domain = node._domain
         for key, stored in node._attrs.items():
-            proto.attribute.append(encode_attr(key, stored, _graph_proto))
+            attr = encode_attr(key, stored, _graph_proto)
+            if attr.type in GRAPH_KINDS and source is not None:
+                # Subgraphs are always written anew; keep the doc string the attribute had.
+                doc = next((a.doc_string for a in source.attribute if a.name == key), "")
+                if doc:
+                    attr.doc_string = doc
+            proto.attribute.append(attr)
     name = node._export_name if node._export_name is not None else node._name
     if name:
         proto.name = name

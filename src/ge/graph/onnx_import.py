@@ -162,6 +162,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                 if node._name != name:
                     node._export_name = name
                 reader.add(node)
+                node._seq = seq  # reader.nodes lacks the operators read so far: count them too
                 seq += 1
                 continue
         attrs: dict = {}
@@ -234,9 +235,12 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     stray: list[onnx.ValueInfoProto] = []
     values = graph._values
+    outputs = {vi.name for vi in gp.output}
     for vi in gp.value_info:
         found = values.get(vi.name)
-        if found is None:
+        # A value info naming a graph input or output is kept as written: the input or output
+        # declares its own type, which a value info must neither replace nor be merged into.
+        if found is None or found[0]._type == DATA or vi.name in outputs:
             stray.append(vi)
         else:
             found[0]._out_descs[found[1]] = vi

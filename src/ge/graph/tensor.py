@@ -14,7 +14,7 @@ import onnx
 from onnx import numpy_helper
 
 from ge.errors import GraphError, GraphTypeError
-from ge.graph.tensor_desc import Shape, TensorDesc
+from ge.graph.tensor_desc import Shape, TensorDesc, data_type_name
 from ge.graph.types import (
     DataType,
     Format,
@@ -61,7 +61,8 @@ class Tensor:
             dtype = data_type_to_numpy(data_type or DataType.DT_FLOAT)
             array = np.fromfile(os.fspath(file_path), dtype=dtype)
         elif isinstance(data, np.ndarray):
-            array = data if data_type is None else data.astype(data_type_to_numpy(data_type))
+            # A copy either way: the caller keeps a writable array that can't change ours.
+            array = data.copy() if data_type is None else data.astype(data_type_to_numpy(data_type))
         elif isinstance(data, np.generic):
             array = np.asarray(data)
             if data_type is not None:
@@ -94,6 +95,14 @@ class Tensor:
         tensor._format = Format.FORMAT_ND
         tensor._placement = Placement.PLACEMENT_HOST
         return tensor
+
+    def copy(self) -> Tensor:
+        """A tensor of its own with the same metadata, sharing the read-only data."""
+        other = Tensor.__new__(Tensor)
+        other._array, other._proto = self._array, self._proto
+        other._data_type, other._shape = self._data_type, list(self._shape)
+        other._format, other._placement = self._format, self._placement
+        return other
 
     def to_proto(self, name: str = "") -> onnx.TensorProto:
         """The ONNX form of this tensor, named `name` (a new message; callers may keep it)."""
@@ -212,10 +221,11 @@ class Tensor:
         )
 
     def __repr__(self) -> str:
-        dtype = self._data_type.name[3:].lower()
+        dtype = data_type_name(self._data_type)
         if self.size <= 8:
             try:
-                return f"Tensor({dtype}{self._shape} {self.numpy().tolist()})"
+                values = np.array2string(self.numpy(), precision=4, separator=",")
+                return f"Tensor({dtype}{self._shape} {values})"
             except GraphError:
                 pass
         return f"Tensor({dtype}{self._shape})"

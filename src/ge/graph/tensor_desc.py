@@ -261,6 +261,20 @@ class TensorDesc:
         return f"TensorDesc({format_desc(self)})"
 
 
+def data_type_name(data_type: DataType) -> str:
+    """Short, familiar name of a data type: float32, int64, bfloat16, string..."""
+    if data_type == DataType.DT_STRING:
+        return "string"
+    if data_type == DataType.DT_UNDEFINED:
+        return "?"
+    try:
+        from ge.graph.types import data_type_to_numpy
+
+        return data_type_to_numpy(data_type).name
+    except (TypeError, ValueError):
+        return data_type.name[3:].lower()
+
+
 def format_desc(desc: TensorDesc) -> str:
     """Compact text of a desc for dumps and messages, e.g. `float32[batch,3,224,224]`."""
     shape = desc._shape
@@ -268,6 +282,6 @@ def format_desc(desc: TensorDesc) -> str:
         dims = "?"
     else:
         dims = "[" + ",".join("?" if d == UNKNOWN_DIM else str(d) for d in shape) + "]"
-    dtype = desc._data_type.name[3:].lower()
+    dtype = data_type_name(desc._data_type)
     fmt = "" if desc._format == Format.FORMAT_ND else f" {desc._format.name[7:]}"
     return f"{dtype}{dims}{fmt}"

@@ -83,12 +83,15 @@ def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
         else:
             indexes.append(index)
     if sorted(indexes) != list(range(len(indexes))):
+        named = ", ".join(f"{n._name!r}={n.get_attr('index')!r}" for n in data_nodes
+                          if n.has_attr("index"))
         _add(problems, g, "structure", data_nodes,
-             f"Data indexes are {sorted(indexes)}, expected 0..{len(indexes) - 1}")
+             f"Data indexes are {sorted(indexes)}, expected 0..{len(indexes) - 1} ({named})")
     outputs = g.nodes_of_type(NET_OUTPUT)
     if len(outputs) != 1:
+        named = "".join(f" {n._name!r}" for n in outputs)
         _add(problems, g, "structure", outputs,
-             f"a graph needs exactly one NetOutput node, found {len(outputs)}")
+             f"a graph needs exactly one NetOutput node, found {len(outputs)}{named}")
     try:
         g.topological_order()
     except GraphError as exc:
@@ -120,6 +123,10 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
             if consumer._graph is None:
                 _add(problems, g, "dangling-edge", [node, consumer],
                      f"output {k} of {node._name!r} feeds removed node {consumer._name!r}")
+            elif consumer._graph is not g and g not in consumer._graph._ancestors():
+                _add(problems, g, "dangling-edge", [node, consumer],
+                     f"output {k} of {node._name!r} feeds {consumer._name!r} of graph "
+                     f"{consumer._graph.name!r}, which graph {g.name!r} does not enclose")
             elif j >= len(consumer._inputs) or consumer._inputs[j] != (node, k):
                 _add(problems, g, "dangling-edge", [node, consumer],
                      f"edge {node._name!r}:{k} -> {consumer._name!r}:{j} is missing on the "

@@ -68,6 +68,7 @@ def value_info_from_desc(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     shape = desc._shape
     if not shape.is_unknown_rank():
         out_shape = tt.shape
+        out_shape.SetInParent()  # a scalar has a shape with no dims, not an unknown rank
         for d in shape:
             dim = out_shape.dim.add()
             if isinstance(d, str):
