@@ -198,8 +198,6 @@ def test_failed_api_call_inside_a_transaction_changes_nothing() -> None:
     assert _state(graph) == before
 
 
-@pytest.mark.xfail(strict=True, reason="design question: an orphan subgraph (add_subgraph) "
-                   "keeps its own journal, so the root's transaction does not cover it")
 def test_orphan_subgraph_mutations_are_rolled_back() -> None:
     """Mutations of an orphan subgraph inside the root's transaction are undone too."""
     graph = diamond()
@@ -210,6 +208,8 @@ def test_orphan_subgraph_mutations_are_rolled_back() -> None:
         orphan.remove_node(orphan.find_node_by_name("n1"))
         raise Boom
     assert fingerprint(graph) == before
+    assert orphan.root_graph() is graph and orphan.is_orphan()
+    assert orphan.mutation_count == graph.mutation_count
 
 
 # -- the property test -------------------------------------------------------------------------

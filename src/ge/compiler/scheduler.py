@@ -170,7 +170,7 @@ class Scheduler:
 
 def _subgraphs(root: Graph) -> list[Graph]:
     # Orphan subgraphs (not owned by a node) are not part of the compiled model.
-    return [sub for sub in root.get_all_subgraphs() if sub.root_graph() is root]
+    return [sub for sub in root.get_all_subgraphs() if not sub.is_orphan()]
 
 
 def _describe(exc: BaseException) -> str:

@@ -77,6 +77,8 @@ def clone_graph(graph: Graph, name: str | None = None) -> Graph:
     new = _clone_graph_nodes(graph, name or graph.name, mapping)
     if graph._parent_node is None:  # a root's orphan subgraphs are its subgraphs too
         new._orphans = [_clone_graph_nodes(g, g.name, mapping) for g in graph._orphans]
+        for orphan in new._orphans:
+            orphan._orphan_of = new
     new.model = _copy_model_info(graph.root_graph().model)
     for old, twin in mapping.items():
         for producer in old._inputs:

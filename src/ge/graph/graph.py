@@ -123,6 +123,9 @@ class Graph:
         self._topo: tuple[tuple[Journal, int], list[Node]] | None = None
         self._attrs: dict[str, Any] = {}
         self._orphans: list[Graph] = []
+        # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
+        # its journal, opsets and mutation count like subgraphs owned by nodes.
+        self._orphan_of: Graph | None = None
         self._next_seq = 0
         self._name_counter = 0
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
@@ -149,10 +152,24 @@ class Graph:
         return self._parent_node._graph if self._parent_node is not None else None
 
     def root_graph(self) -> Graph:
+        """The top of the hierarchy: through owner nodes, and from an orphan to its root."""
+        graph = self
+        while True:
+            parent = graph._parent_node
+            if parent is not None and parent._graph is not None:
+                graph = parent._graph
+            elif graph._orphan_of is not None:
+                graph = graph._orphan_of
+            else:
+                return graph
+
+    def is_orphan(self) -> bool:
+        """True for a subgraph registered with `add_subgraph` but owned by no node (not saved,
+        not compiled), or one inside such a subgraph."""
         graph = self
         while graph._parent_node is not None and graph._parent_node._graph is not None:
             graph = graph._parent_node._graph
-        return graph
+        return graph._orphan_of is not None
 
     def _ancestors(self) -> Iterator[Graph]:
         graph: Graph | None = self
@@ -760,16 +777,28 @@ class Graph:
         if subgraph is root or subgraph._parent_node is not None or subgraph in root._orphans:
             raise GraphError(f"graph {subgraph._name!r} is already part of a graph")
         root._orphans.append(subgraph)
+        subgraph._orphan_of = root
         journal = self._changed(True)
         if journal.recording:
-            journal.record(lambda: root._orphans.remove(subgraph))
+
+            def undo() -> None:
+                root._orphans.remove(subgraph)
+                subgraph._orphan_of = None
+
+            journal.record(undo)
 
     def _remove_orphan(self, subgraph: Graph) -> None:
         index = self._orphans.index(subgraph)
+        journal = self._changed(True)  # the orphan's journal is this root's until it leaves
         del self._orphans[index]
-        journal = self._changed(True)
+        subgraph._orphan_of = None
         if journal.recording:
-            journal.record(lambda: self._orphans.insert(index, subgraph))
+
+            def undo() -> None:
+                self._orphans.insert(index, subgraph)
+                subgraph._orphan_of = self
+
+            journal.record(undo)
 
     def remove_subgraph(self, name: str) -> None:
         """Unregister an orphan subgraph; a subgraph owned by a node goes with its attribute."""
