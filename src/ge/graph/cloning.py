@@ -31,6 +31,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new._onnx_extras = graph._onnx_extras
     new._input_defaults = dict(graph._input_defaults)
     new._stray_value_info = list(graph._stray_value_info)
+    new._output_names = list(graph._output_names)
     for node in graph._nodes:
         attrs = {}
         for key, stored in node._attrs.items():

@@ -126,6 +126,9 @@ class Graph:
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
         # its journal, opsets and mutation count like subgraphs owned by nodes.
         self._orphan_of: Graph | None = None
+        # The graph's output names as read from ONNX: save keeps them when a pass gives an
+        # output a new producer (see onnx_export), so the model's interface does not change.
+        self._output_names: list[str] = []
         self._next_seq = 0
         self._name_counter = 0
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,

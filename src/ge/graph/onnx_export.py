@@ -56,10 +56,43 @@ def graph_to_model(graph: Graph) -> onnx.ModelProto:
     return model
 
 
-def _value_name(producer: tuple[Node, int] | None) -> str:
+# Exported names of values whose ONNX name changes on the way out: a producer now feeding a
+# graph output gets that output's original name, so the model keeps its interface.
+Renames = dict[tuple[Node, int], str]
+
+
+def _value_name(producer: tuple[Node, int] | None, renames: Renames) -> str:
     if producer is None:
         return ""
+    if renames:
+        renamed = renames.get(producer)
+        if renamed is not None:
+            return renamed
     return producer[0]._out_names[producer[1]]
+
+
+def _output_renames(graph: Graph, net_output: Node, inherited: Renames) -> Renames:
+    """Keep graph output names stable when a pass gave an output a new producer.
+
+    Output i's producer is exported under the name output i had when the model was read,
+    unless that name is still produced by another value in scope, the producer is a graph
+    input (renaming it would change the inputs), or the producer already feeds another
+    output under a different name.
+    """
+    renames = dict(inherited)
+    wanted = graph._output_names
+    taken = set(renames.values())
+    for i, producer in enumerate(net_output._inputs):
+        if producer is None or i >= len(wanted) or not wanted[i]:
+            continue
+        name = wanted[i]
+        current = producer[0]._out_names[producer[1]]
+        if (current == name or producer in renames or name in taken
+                or producer[0]._type == DATA or graph.find_value(name) is not None):
+            continue
+        renames[producer] = name
+        taken.add(name)
+    return renames
 
 
 def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
@@ -73,8 +106,13 @@ def _constant_origin(node: Node) -> bool:
     return node._proto is not None
 
 
-def _node_proto(node: Node) -> onnx.NodeProto:
-    if node._clean and node._proto is not None:
+def _touches(node: Node, renames: Renames) -> bool:
+    return any(p in renames for p in node._inputs) or any(
+        (node, i) in renames for i in range(len(node._out_names)))
+
+
+def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
+    if node._clean and node._proto is not None and not (renames and _touches(node, renames)):
         return node._proto
     proto = onnx.NodeProto()
     source = node._proto
@@ -87,7 +125,7 @@ def _node_proto(node: Node) -> onnx.NodeProto:
         if node._domain:
             proto.domain = node._domain
         for key, stored in node._attrs.items():
-            attr = encode_attr(key, stored, _graph_proto)
+            attr = encode_attr(key, stored, lambda g: _graph_proto(g, renames))
             if attr.type in GRAPH_KINDS and source is not None:
                 # Subgraphs are always written anew; keep the doc string the attribute had.
                 doc = next((a.doc_string for a in source.attribute if a.name == key), "")
@@ -97,8 +135,9 @@ def _node_proto(node: Node) -> onnx.NodeProto:
     name = node._export_name if node._export_name is not None else node._name
     if name:
         proto.name = name
-    proto.input.extend([_value_name(p) for p in node._inputs])
-    proto.output.extend(node._out_names)
+    proto.input.extend([_value_name(p, renames) for p in node._inputs])
+    proto.output.extend([_value_name((node, i), renames) if name else ""
+                         for i, name in enumerate(node._out_names)])
     if source is not None:
         if source.doc_string:
             proto.doc_string = source.doc_string
@@ -109,15 +148,10 @@ def _node_proto(node: Node) -> onnx.NodeProto:
     return proto
 
 
-def _graph_proto(graph: Graph) -> onnx.GraphProto:
+def _graph_proto(graph: Graph, renames: Renames) -> onnx.GraphProto:
     gp = onnx.GraphProto()
-    write_graph(graph, gp)
+    write_graph(graph, gp, renames)
     return gp
-
-
-def _output_desc(node: Node, index: int) -> TensorDesc | onnx.ValueInfoProto | None:
-    slot = node._out_descs[index]
-    return slot
 
 
 def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onnx.ValueInfoProto:
@@ -135,8 +169,15 @@ def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onn
     return value_info_from_desc(name, slot)
 
 
-def write_graph(graph: Graph, gp: onnx.GraphProto) -> None:
-    """Fill `gp` with `graph` (recursing into subgraph attributes)."""
+def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = None) -> None:
+    """Fill `gp` with `graph` (recursing into subgraph attributes, which see `renames`)."""
+    renames = dict(renames or {})
+    net_outputs = graph.nodes_of_type(NET_OUTPUT)
+    if len(net_outputs) > 1:
+        raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
+                         nodes=[n._name for n in net_outputs])
+    if net_outputs and graph._output_names:
+        renames = _output_renames(graph, net_outputs[0], renames)
     if graph._name:
         gp.name = graph._name
     order = graph.topological_order()
@@ -160,12 +201,10 @@ def write_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         if op_type == DATA:
             continue
         if op_type == NET_OUTPUT:
-            if net_output is not None:
-                raise GraphError(f"graph {graph._name!r} has more than one NetOutput node")
             net_output = node
             continue
         if op_type == CONST and not _constant_origin(node):
-            name = node._out_names[0]
+            name = _value_name((node, 0), renames)
             if "value" in node._attrs:
                 initializers.append(_tensor_proto(node.get_attr("value"), name))
             elif "sparse_value" in node._attrs:
@@ -173,11 +212,11 @@ def write_graph(graph: Graph, gp: onnx.GraphProto) -> None:
             else:
                 raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
         else:
-            protos.append(_node_proto(node))
+            protos.append(_node_proto(node, renames))
         descs = node._out_descs
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
-                value_infos.append(_value_info(node._out_names[i], slot))
+                value_infos.append(_value_info(_value_name((node, i), renames), slot))
     gp.initializer.extend(initializers)
     if graph._input_defaults:
         gp.initializer.extend(graph._input_defaults.values())
@@ -192,7 +231,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                 raise GraphError(
                     f"graph {graph._name!r}: output {i} (input {i} of {net_output._name!r}) "
                     "is not connected", nodes=[net_output._name])
-            name = _value_name(producer)
+            name = _value_name(producer, renames)
             slot = in_descs[i] if in_descs is not None else None
             if slot is None:
                 slot = producer[0]._out_descs[producer[1]]

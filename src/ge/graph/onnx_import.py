@@ -232,6 +232,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
     reader.add(out_node)
     _wire(graph, out_node, [vi.name for vi in gp.output])
     out_node._in_descs = list(gp.output)
+    graph._output_names = [vi.name for vi in gp.output]
 
     stray: list[onnx.ValueInfoProto] = []
     values = graph._values
