@@ -67,6 +67,9 @@ def _parse(data: bytes, where: str) -> onnx.ModelProto:
     return model
 
 
+_EXTERNAL_KEY = b"location"
+
+
 def load(
     source: str | os.PathLike[str] | onnx.ModelProto | bytes,
     *,
@@ -77,12 +80,17 @@ def load(
     External data is read from the model's folder (`base_dir` for protos and bytes) and
     refused when it resolves outside it. The proto passed in is not modified.
     """
+    # Every external reference names its file under the key "location"; serialized bytes
+    # without that word have none, and the walk over every tensor can be skipped.
+    may_have_external_data = True
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(source)
         where = "the model"
     elif isinstance(source, (bytes, bytearray, memoryview)):
-        model = _parse(bytes(source), "the model bytes")
+        data = bytes(source)
+        model = _parse(data, "the model bytes")
+        may_have_external_data = _EXTERNAL_KEY in data
         where = "the model bytes"
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -96,6 +104,7 @@ def load(
         except OSError as exc:
             raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
         model = _parse(data, where)
+        may_have_external_data = _EXTERNAL_KEY in data
         if base_dir is None:
             base_dir = path.parent
     else:
@@ -105,7 +114,8 @@ def load(
     if not model.HasField("graph"):
         raise ModelLoadError(f"{where} has no graph", path=where)
     with no_gc_pauses():
-        read_external_data(model, base_dir)
+        if may_have_external_data:
+            read_external_data(model, base_dir)
         return model_to_graph(model)
 
 
