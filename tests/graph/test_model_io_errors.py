@@ -339,13 +339,13 @@ def test_disk_full_while_writing_external_data(graph: ge.graph.Graph, tmp_path: 
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A write error half-way through the data file: ModelSaveError, and neither the model,
     nor the data file, nor a temporary file is left."""
-    real_write = model_io._write_external_data
+    real_place = model_io.ExternalDataWriter.place
 
-    def write_then_fail(model, data_path, location, threshold):
-        real_write(model, data_path, location, threshold)
+    def place_then_fail(self, tensor, payload):
+        real_place(self, tensor, payload)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(model_io, "_write_external_data", write_then_fail)
+    monkeypatch.setattr(model_io.ExternalDataWriter, "place", place_then_fail)
     _save_fails(graph, tmp_path / "model.onnx", ModelSaveError, "GE1104",
                 os.strerror(errno.ENOSPC), tmp_path, external_data=True)
 

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
 from ge.errors import ExternalDataError
 
-__all__ = ["iter_tensors", "read_external_data", "write_external_data"]
+__all__ = ["ExternalDataWriter", "iter_tensors", "packed_bytes", "read_external_data",
+           "write_external_data"]
 
 A = AttributeProto
 _ALIGNMENT = 4096  # offsets aligned so the data file can be memory-mapped
@@ -134,40 +136,62 @@ def tensor_nbytes(tensor: onnx.TensorProto) -> int:
     return tensor.ByteSize()
 
 
-def write_external_data(model: onnx.ModelProto, data_path: Path, location: str,
-                        size_threshold: int) -> int:
-    """Move tensors of at least `size_threshold` bytes into `data_path`; returns bytes written.
+class ExternalDataWriter:
+    """Appends tensor payloads to one data file and points tensor protos at them."""
+
+    def __init__(self, out: BinaryIO, location: str, size_threshold: int) -> None:
+        self.out = out
+        self.location = location
+        self.size_threshold = size_threshold
+
+    def place(self, tensor: onnx.TensorProto, payload: bytes | memoryview) -> None:
+        """Write `payload` (aligned) and make `tensor` (without payload) refer to it."""
+        offset = self.out.tell()
+        pad = (-offset) % _ALIGNMENT
+        if pad:
+            self.out.write(b"\0" * pad)
+            offset += pad
+        self.out.write(payload)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", self.location), ("offset", str(offset)),
+                           ("length", str(memoryview(payload).nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+
+    def move(self, tensor: onnx.TensorProto) -> None:
+        """Move an in-proto payload of at least the threshold out into the data file."""
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            return
+        if tensor.data_type == onnx.TensorProto.STRING:
+            return  # strings have no raw form
+        if tensor_nbytes(tensor) < self.size_threshold:
+            return
+        if tensor.HasField("raw_data"):
+            payload: bytes | memoryview = tensor.raw_data
+        else:
+            payload = packed_bytes(numpy_helper.to_array(tensor))
+        for field in _PAYLOAD_FIELDS:
+            tensor.ClearField(field)
+        self.place(tensor, payload)
+
+
+# Element types whose numpy buffer is exactly their raw_data (not complex, not ml_dtypes').
+_BUFFER_TYPECODES = np.typecodes["AllInteger"] + "efd?"
+
+
+def packed_bytes(array: np.ndarray) -> bytes | memoryview:
+    """The bytes of `array` as an ONNX `raw_data` holds them (little-endian; sub-byte types
+    packed two or more to a byte, which numpy's own bytes are not)."""
+    dtype = array.dtype
+    if np.little_endian and dtype.isnative and dtype.char in _BUFFER_TYPECODES:
+        return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+    return numpy_helper.from_array(array).raw_data
+
+
+def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter) -> None:
+    """Move every tensor of at least the writer's threshold into its data file (in place).
 
     The model must be a private copy: its tensors are changed to point into the data file.
     """
-    written = 0
-    with open(data_path, "wb") as out:
-        for tensor in iter_tensors(model):
-            if tensor.data_location == onnx.TensorProto.EXTERNAL:
-                continue
-            if tensor.data_type == onnx.TensorProto.STRING:
-                continue  # strings have no raw form
-            if tensor_nbytes(tensor) < size_threshold:
-                continue
-            if tensor.HasField("raw_data"):
-                payload: bytes | memoryview = tensor.raw_data
-            else:
-                # from_array packs 4-bit (and smaller) types the way raw_data holds them;
-                # numpy's own bytes would hold one element per byte.
-                payload = numpy_helper.from_array(numpy_helper.to_array(tensor)).raw_data
-            offset = out.tell()
-            pad = (-offset) % _ALIGNMENT
-            if pad:
-                out.write(b"\0" * pad)
-                offset += pad
-            out.write(payload)
-            length = len(payload)
-            written = offset + length
-            for field in _PAYLOAD_FIELDS:
-                tensor.ClearField(field)
-            tensor.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", location), ("offset", str(offset)),
-                               ("length", str(length))):
-                entry = tensor.external_data.add()
-                entry.key, entry.value = key, value
-    return written
+    for tensor in iter_tensors(model):
+        writer.move(tensor)

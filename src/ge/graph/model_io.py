@@ -18,11 +18,17 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from ge.errors import GraphTypeError, ModelLoadError, ModelNotFoundError, ModelSaveError
-from ge.graph.external_data import iter_tensors, read_external_data, tensor_nbytes
-from ge.graph.external_data import write_external_data as _write_external_data
-from ge.graph.graph import Graph
-from ge.graph.onnx_export import graph_to_model
+from ge.graph.external_data import (
+    ExternalDataWriter,
+    packed_bytes,
+    read_external_data,
+    write_external_data,
+)
+from ge.graph.graph import CONST, Graph
+from ge.graph.onnx_export import TensorSink, graph_to_model
 from ge.graph.onnx_import import model_to_graph
+from ge.graph.tensor import Tensor
+from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["load", "save_model"]
 
@@ -119,8 +125,48 @@ def load(
         return model_to_graph(model)
 
 
-def _total_tensor_bytes(model: onnx.ModelProto) -> int:
-    return sum(tensor_nbytes(t) for t in iter_tensors(model))
+def _approx_nbytes(tensor: Tensor) -> int:
+    """Payload size of a constant without copying it (proto size where it came from a proto)."""
+    source = tensor._source_proto()
+    if source is not None:
+        return source.ByteSize()
+    return tensor.numpy().nbytes
+
+
+def _constant_bytes(graph: Graph) -> int:
+    """Bytes held by the graph's constants, subgraphs included (to decide on external data)."""
+    total = 0
+    for g in [graph, *graph.get_all_subgraphs()]:
+        for node in g.nodes_of_type(CONST):
+            if node.has_attr("value"):
+                total += _approx_nbytes(node.get_attr("value"))
+    return total
+
+
+def _external_sink(writer: ExternalDataWriter) -> TensorSink:
+    """Write each large constant straight into the data file; small ones stay inline."""
+
+    def sink(tensor: Tensor, name: str) -> onnx.TensorProto | None:
+        if tensor.data_type == DataType.DT_STRING:
+            return None
+        if _approx_nbytes(tensor) < writer.size_threshold:
+            return None
+        meta = onnx.TensorProto()
+        meta.name = name
+        meta.data_type = data_type_to_onnx(tensor.data_type)
+        meta.dims.extend(tensor.shape)
+        source = tensor._source_proto()
+        if source is not None:
+            meta.doc_string = source.doc_string
+            meta.metadata_props.extend(source.metadata_props)
+        if source is not None and source.HasField("raw_data"):
+            payload: bytes | memoryview = source.raw_data
+        else:
+            payload = packed_bytes(tensor.numpy())
+        writer.place(meta, payload)
+        return meta
+
+    return sink
 
 
 def save_model(
@@ -133,8 +179,6 @@ def save_model(
 ) -> None:
     """Write `graph` to `path`; see `Graph.save`."""
     target = Path(path)
-    with no_gc_pauses():
-        model = graph_to_model(graph)  # graph errors surface before anything is written
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise ModelSaveError(
@@ -143,7 +187,7 @@ def save_model(
     if target.is_dir():
         raise ModelSaveError(f"cannot save to {target}: it is a folder", path=str(target))
     if external_data is None:
-        external_data = _total_tensor_bytes(model) > _EXTERNAL_AUTO_THRESHOLD
+        external_data = _constant_bytes(graph) > _EXTERNAL_AUTO_THRESHOLD
     data_name = external_data_name or f"{target.name}.data"
     if external_data and (os.sep in data_name or data_name in ("", ".", "..")):
         raise ModelSaveError(
@@ -154,10 +198,16 @@ def save_model(
     try:
         if external_data:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{data_name}.", suffix=".tmp")
-            os.close(fd)
             tmp_data = Path(tmp)
             temporaries.append(tmp_data)
-            _write_external_data(model, tmp_data, data_name, size_threshold)
+            with os.fdopen(fd, "wb") as out, no_gc_pauses():
+                writer = ExternalDataWriter(out, data_name, size_threshold)
+                # graph errors surface here, before anything is renamed into place
+                model = graph_to_model(graph, tensor_sink=_external_sink(writer))
+                write_external_data(model, writer)  # tensors of attributes and subgraphs
+        else:
+            with no_gc_pauses():
+                model = graph_to_model(graph)  # graph errors surface before anything is written
         try:
             payload = model.SerializeToString()
         except ValueError as exc:  # protobuf refuses messages over 2 GiB

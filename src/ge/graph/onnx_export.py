@@ -10,6 +10,9 @@ in docs/graph.md); orphan subgraphs (`Graph.add_subgraph`) neither.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
+
 import onnx
 from onnx import AttributeProto
 
@@ -26,8 +29,27 @@ __all__ = ["graph_to_model"]
 A = AttributeProto
 
 
-def graph_to_model(graph: Graph) -> onnx.ModelProto:
-    """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...)."""
+# Where `Const` tensors go while a model is written: `save` with external data writes large
+# tensors straight into the data file instead of copying them into the model proto first
+# (a context variable, so concurrent exports in other threads are not affected).
+TensorSink = Callable[[Tensor, str], "onnx.TensorProto | None"]
+_TENSOR_SINK: ContextVar[TensorSink | None] = ContextVar("ge_tensor_sink", default=None)
+
+
+def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None) -> onnx.ModelProto:
+    """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
+
+    `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
+    (e.g. one pointing into an external data file), or None to write it inline.
+    """
+    token = _TENSOR_SINK.set(tensor_sink)
+    try:
+        return _graph_to_model(graph)
+    finally:
+        _TENSOR_SINK.reset(token)
+
+
+def _graph_to_model(graph: Graph) -> onnx.ModelProto:
     info = graph.root_graph().model
     model = onnx.ModelProto()
     model.ir_version = info.ir_version
@@ -172,6 +194,7 @@ def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onn
 def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = None) -> None:
     """Fill `gp` with `graph` (recursing into subgraph attributes, which see `renames`)."""
     renames = dict(renames or {})
+    sink = _TENSOR_SINK.get()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
@@ -206,7 +229,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         if op_type == CONST and not _constant_origin(node):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
-                initializers.append(_tensor_proto(node.get_attr("value"), name))
+                tensor = node.get_attr("value")
+                sunk = sink(tensor, name) if sink is not None else None
+                initializers.append(sunk if sunk is not None else _tensor_proto(tensor, name))
             elif "sparse_value" in node._attrs:
                 sparse.append(node.get_attr("sparse_value"))
             else:
