@@ -9,6 +9,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from ge.errors import BuilderMixError
 from ge.es import GraphBuilder, TensorHolder
 from ge.es import onnx as ops
 from ge.graph import DataType
@@ -120,3 +121,34 @@ def test_if_with_branches_built_by_builders(flag: bool) -> None:
 
     (got,) = _run(build, [np.array(flag)])
     np.testing.assert_allclose(got, [1.0, 2.0] if flag else [3.0, 4.0])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_branches_read_values_of_the_enclosing_builder(flag: bool) -> None:
+    """Branches built by sub-builders use the outer graph's tensors, as ONNX bodies do."""
+
+    def build(b: GraphBuilder, t: list[TensorHolder]) -> list[TensorHolder]:
+        cond, x = t
+        doubled = x * 2.0
+        with b.create_subgraph_builder("then") as then_b:
+            then_graph = then_b.build_and_reset([ops.Relu(doubled)])
+        with b.create_subgraph_builder("else") as else_b:
+            else_graph = else_b.build_and_reset([ops.Neg(x) + doubled])
+        (out,) = ops.If(cond, then_branch=then_graph, else_branch=else_graph)
+        return [out]
+
+    x = np.array([[-1.0, 2.0, -3.0]], dtype=np.float32)
+    (got,) = _run(build, [np.array(flag), x])
+    np.testing.assert_allclose(got, np.maximum(2 * x, 0) if flag else x)
+
+
+def test_a_body_cannot_read_tensors_of_an_unrelated_builder() -> None:
+    outer = GraphBuilder("outer", opset=17)
+    other = GraphBuilder("other", opset=17)
+    body = outer.create_subgraph_builder("body")
+    stranger = other.create_input(0, shape=[2])
+    with pytest.raises(BuilderMixError, match="tensors of different builders cannot be mixed"):
+        ops.Relu(stranger, builder=body)
+    inner = body.create_input(0, shape=[2])
+    with pytest.raises(BuilderMixError, match="tensors of different builders cannot be mixed"):
+        ops.Relu(inner, builder=outer)  # outer values flow in, never out

@@ -15,7 +15,7 @@ import numpy as np
 
 from ge.errors import BuilderMixError, BuilderStateError, BuilderTypeError, BuilderValueError
 from ge.es.opset import normalize_opset_imports
-from ge.es.scopes import attr_scope, control_dependency_scope
+from ge.es.scopes import attr_scope, builder_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import DATA, NET_OUTPUT, Graph
 from ge.graph.tensor import Tensor
@@ -79,6 +79,36 @@ class GraphBuilder:
         self._graph.model.opset_imports = dict(self._opsets)
         self._inputs: dict[int, TensorHolder] = {}
         self._outputs: dict[int, TensorHolder] = {}
+        self._parent: GraphBuilder | None = None
+        self._scope: Any = None  # the active `with builder:` block
+
+    def create_subgraph_builder(self, name: str | None = None) -> GraphBuilder:
+        """A builder for a body of a node this builder will create (an If branch, a Loop
+        body) whose operators may read this builder's tensors (extension)."""
+        self._check_alive("create_subgraph_builder")
+        child = GraphBuilder(name, opset=self._opsets)
+        assert child._graph is not None and self._graph is not None
+        child._graph.declare_parent(self._graph)
+        child._parent = self
+        return child
+
+    def __enter__(self) -> GraphBuilder:
+        """`with builder:` builds operators in `builder` when their inputs are all outer
+        values (the usual way to write an If branch or Loop body; see docs/es.md)."""
+        self._scope = builder_scope(self)
+        return self._scope.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._scope.__exit__(*exc)
+
+    def _encloses(self, other: GraphBuilder) -> bool:
+        """True when `other` is this builder or one of its sub-builders (at any depth)."""
+        builder: GraphBuilder | None = other
+        while builder is not None:
+            if builder is self:
+                return True
+            builder = builder._parent
+        return False
 
     # -- state ------------------------------------------------------------------------------
     @property
@@ -131,7 +161,7 @@ class GraphBuilder:
     def _holder(self, value: Any, what: str) -> TensorHolder:
         """A TensorHolder of this builder for a TensorHolder or TensorLike value."""
         if isinstance(value, TensorHolder):
-            if value._builder is not self:
+            if not value._builder._encloses(self):  # own tensors, or outer values of a body
                 raise BuilderMixError(
                     f"{what} belongs to GraphBuilder {value._builder.name!r}, not to "
                     f"{self._name!r}; tensors of different builders cannot be mixed"

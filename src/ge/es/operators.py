@@ -22,7 +22,7 @@ from ge.errors import (
     OpInputError,
     ShapeInferenceError,
 )
-from ge.es.scopes import scoped_attrs, scoped_control_deps
+from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import CONST, Graph
 from ge.graph.tensor import Tensor
@@ -252,12 +252,14 @@ def _find_builder(values: Sequence[Any], builder: GraphBuilder | None, where: st
                   ) -> GraphBuilder:
     from ge.es.graph_builder import GraphBuilder
 
+    if builder is None:
+        builder = active_builder()
     found = builder
     for value in values:
         if isinstance(value, TensorHolder):
-            if found is None:
-                found = value._builder
-            elif value._builder is not found:
+            if found is None or (builder is None and found._encloses(value._builder)):
+                found = value._builder  # the innermost builder: bodies read outer values
+            elif not value._builder._encloses(found):
                 raise BuilderMixError(
                     f"{where}: input {value.name!r} belongs to GraphBuilder "
                     f"{value._builder.name!r}, but the operator is built by "

@@ -1,7 +1,9 @@
 """Thread-local builder scopes: attributes and control dependencies for nodes created inside.
 
 `attr_scope` merges nested attribute maps (inner wins) onto every operator node created in
-the block; `control_dependency_scope` makes every such node run after the given tensors.
+the block; `control_dependency_scope` makes every such node run after the given tensors;
+`with builder:` makes `builder` the one that builds operators whose inputs alone cannot say
+(a body's operators reading only outer values).
 """
 
 from __future__ import annotations
@@ -14,15 +16,24 @@ from typing import TYPE_CHECKING, Any
 from ge.errors import BuilderTypeError
 
 if TYPE_CHECKING:
+    from ge.es.graph_builder import GraphBuilder
     from ge.es.tensor_holder import TensorHolder
 
-__all__ = ["attr_scope", "control_dependency_scope", "scoped_attrs", "scoped_control_deps"]
+__all__ = [
+    "active_builder",
+    "attr_scope",
+    "builder_scope",
+    "control_dependency_scope",
+    "scoped_attrs",
+    "scoped_control_deps",
+]
 
 
 class _State(threading.local):
     def __init__(self) -> None:
         self.attrs: list[dict[str, Any]] = []
         self.deps: list[list[TensorHolder]] = []
+        self.builders: list[GraphBuilder] = []
 
 
 _STATE = _State()
@@ -66,3 +77,18 @@ def scoped_attrs() -> dict[str, Any]:
 def scoped_control_deps() -> list[TensorHolder]:
     """The tensors of every enclosing `control_dependency_scope`."""
     return [t for layer in _STATE.deps for t in layer]
+
+
+@contextmanager
+def builder_scope(builder: GraphBuilder) -> Iterator[GraphBuilder]:
+    """Operators built inside the block belong to `builder` unless given `builder=`."""
+    _STATE.builders.append(builder)
+    try:
+        yield builder
+    finally:
+        _STATE.builders.pop()
+
+
+def active_builder() -> GraphBuilder | None:
+    """The builder of the innermost `with builder:` block of this thread, if any."""
+    return _STATE.builders[-1] if _STATE.builders else None

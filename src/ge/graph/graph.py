@@ -126,6 +126,9 @@ class Graph:
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
         # its journal, opsets and mutation count like subgraphs owned by nodes.
         self._orphan_of: Graph | None = None
+        # The graph a body being built will be attached under (`declare_parent`): until its
+        # owner node exists, it may already read that graph's values.
+        self._declared_parent: Graph | None = None
         # The graph's output names as read from ONNX: save keeps them when a pass gives an
         # output a new producer (see onnx_export), so the model's interface does not change.
         self._output_names: list[str] = []
@@ -152,7 +155,27 @@ class Graph:
 
     @property
     def parent_graph(self) -> Graph | None:
-        return self._parent_node._graph if self._parent_node is not None else None
+        """The enclosing graph: the owner node's graph, or the one declared by
+        `declare_parent` for a body not attached yet."""
+        if self._parent_node is not None:
+            return self._parent_node._graph
+        return self._declared_parent
+
+    def declare_parent(self, parent: Graph) -> None:
+        """Build this graph as a future body of a node of `parent` (extension).
+
+        Until the owner node is created (setting this graph as its GRAPH attribute), the
+        graph's nodes may already read values of `parent` and of the graphs enclosing it, as
+        an If branch or Loop body reads outer values in ONNX. Attaching it anywhere else is
+        refused.
+        """
+        if not isinstance(parent, Graph):
+            raise GraphTypeError(f"parent must be a ge.graph.Graph, got {type(parent).__name__}")
+        if self._parent_node is not None or self._orphan_of is not None:
+            raise GraphError(f"graph {self._name!r} is already part of a graph")
+        if self in list(parent._ancestors()):
+            raise GraphError(f"graph {self._name!r} cannot enclose itself")
+        self._declared_parent = parent
 
     def root_graph(self) -> Graph:
         """The top of the hierarchy: through owner nodes, and from an orphan to its root."""
@@ -163,6 +186,8 @@ class Graph:
                 graph = parent._graph
             elif graph._orphan_of is not None:
                 graph = graph._orphan_of
+            elif graph._declared_parent is not None:
+                graph = graph._declared_parent
             else:
                 return graph
 
@@ -309,7 +334,7 @@ class Graph:
             if name in graph._values:
                 return True
             parent = graph._parent_node
-            graph = parent._graph if parent is not None else None
+            graph = parent._graph if parent is not None else graph._declared_parent
         return False
 
     def _unique_value_name(self, base: str) -> str:
@@ -674,6 +699,12 @@ class Graph:
                 )
             if sub in list(self._ancestors()):
                 raise GraphError(f"graph {sub._name!r} cannot be a subgraph of itself")
+            declared = sub._declared_parent
+            if declared is not None and declared not in list(self._ancestors()):
+                raise GraphError(
+                    f"graph {sub._name!r} was built to read values of graph {declared._name!r}; "
+                    f"it cannot become a subgraph of a node of graph {self._name!r}"
+                )
         if stored[0] in GRAPH_KINDS:
             stored = (stored[0], list(stored[1]) if isinstance(stored[1], list) else stored[1])
         self._replace_attr(node, key, stored, old)
@@ -689,11 +720,17 @@ class Graph:
                 self._set_parent(sub, node)
 
     def _set_parent(self, sub: Graph, node: Node | None) -> None:
-        old = sub._parent_node
+        old, declared = sub._parent_node, sub._declared_parent
         sub._parent_node = node
+        if node is not None:
+            sub._declared_parent = None  # the owner now says where the body lives
+
+        def undo() -> None:
+            sub._parent_node, sub._declared_parent = old, declared
+
         journal = self._changed(True)
         if journal.recording:
-            journal.record(lambda: setattr(sub, "_parent_node", old))
+            journal.record(undo)
 
     def _replace_attr(self, node: Node, key: str, stored: Any, old: Any) -> None:
         if stored is None:
