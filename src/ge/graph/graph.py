@@ -882,7 +882,30 @@ class Graph:
         return list(order)
 
     def _in_order(self, order: list[Node]) -> bool:
-        """True when every node comes after what it depends on (the common, loaded case)."""
+        """True when every node comes after what it depends on (the common, loaded case).
+
+        Nodes are kept in ascending `_seq` (insertion order, restored by rollbacks), so a
+        dependency is in order when its `_seq` is smaller: no set of seen nodes is needed.
+        """
+        previous = -1
+        for node in order:
+            seq = node._seq
+            if seq <= previous:
+                return self._in_order_by_position(order)
+            previous = seq
+            for producer in node._inputs:
+                if producer is not None and producer[0]._seq >= seq and producer[0]._graph is self:
+                    return False
+            if node._ctrl_in and any(p._seq >= seq for p in node._ctrl_in):
+                return False
+            # Loaded nodes still equal to their proto own no subgraphs (those are never clean).
+            if node._attrs and not node._clean:
+                for dep in self._dependencies(node):
+                    if dep._seq >= seq:
+                        return False
+        return True
+
+    def _in_order_by_position(self, order: list[Node]) -> bool:
         seen: set[Node] = set()
         add = seen.add
         for node in order:

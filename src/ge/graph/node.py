@@ -213,6 +213,10 @@ class Node:
             return value.copy()
         return value
 
+    def _attr_value(self, key: str) -> Any:
+        """The stored value itself, for the IR's own reads (export, sizes): no copy."""
+        return decode_attr(self._attrs[key])[1]
+
     def get_attr_kind(self, key: str) -> int:
         """The ONNX `AttributeProto.AttributeType` of an attribute."""
         if key not in self._attrs:
@@ -231,6 +235,8 @@ class Node:
 
     def get_subgraphs(self) -> list[Graph]:
         """The graphs this node owns (If branches, Loop/Scan bodies), in attribute order."""
+        if self._clean:
+            return []  # a node still equal to its NodeProto: subgraph owners are never clean
         out: list[Graph] = []
         for stored in self._attrs.values():
             if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:

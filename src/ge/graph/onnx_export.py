@@ -140,7 +140,7 @@ def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
     source = node._proto
     if node._type == CONST:
         proto.op_type = "Constant"
-        value = node.get_attr("value")
+        value = node._attr_value("value")
         proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
     else:
         proto.op_type = node._type
@@ -229,16 +229,18 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         if op_type == CONST and not _constant_origin(node):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
-                tensor = node.get_attr("value")
+                tensor = node._attr_value("value")
                 sunk = sink(tensor, name) if sink is not None else None
                 initializers.append(sunk if sunk is not None else _tensor_proto(tensor, name))
             elif "sparse_value" in node._attrs:
-                sparse.append(node.get_attr("sparse_value"))
+                sparse.append(node._attr_value("sparse_value"))
             else:
                 raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
         else:
             protos.append(_node_proto(node, renames))
         descs = node._out_descs
+        if descs.count(None) == len(descs):
+            continue  # nothing known about the outputs: no value_info (the common case)
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
                 value_infos.append(_value_info(_value_name((node, i), renames), slot))
