@@ -147,7 +147,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     # The hot loop of loading: one pass creating the operator nodes (indexes inlined), a
     # second wiring their inputs once every value of the graph is known.
-    pending: list[tuple[Node, list[str]]] = []
+    pending: list[Node] = []
     with_subgraphs: list[tuple[Node, onnx.NodeProto]] = []
     nodes, by_name, by_type, values = graph._nodes, graph._by_name, graph._by_type, graph._values
     seq = len(reader.nodes)
@@ -173,13 +173,12 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                 attrs[attr.name] = None  # decoded once the outer values are known
             else:
                 attrs[attr.name] = attr
-        inputs = list(proto.input)
         outputs = list(proto.output)
         if not name or name in by_name:
             unique = graph._unique_node_name(name or op_type)
         else:
             unique = name
-        node = new_node(op_type, unique, proto.domain, len(inputs), outputs, attrs, proto)
+        node = new_node(op_type, unique, proto.domain, len(proto.input), outputs, attrs, proto)
         if unique != name:
             node._export_name = name
         node._graph = graph
@@ -199,12 +198,13 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                         f"(by {values[value][0]._name!r} and {unique!r})"
                     )
                 values[value] = (node, i)
-        pending.append((node, inputs))
+        pending.append(node)
         if has_graph:
             with_subgraphs.append((node, proto))
-    reader.nodes.extend(node for node, _ in pending)  # only their count matters below
+    reader.nodes.extend(pending)  # only their count matters below
 
-    for node, inputs in pending:
+    for node in pending:
+        inputs = node._proto.input  # type: ignore[union-attr]  # operator nodes keep it
         node_inputs = node._inputs
         for i, value in enumerate(inputs):
             if not value:
