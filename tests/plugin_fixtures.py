@@ -1,5 +1,10 @@
 """Fixtures shared by the pass-plugin, compiler and CLI tests: a clean registry, loader and
-`sys` state per test, and helpers writing plugin files (imported by their conftests)."""
+`sys` state per test, helpers writing plugin files (imported by their conftests), and small
+valid graphs to compile.
+
+Compilations infer shapes and validate the result, so the graphs they compile are valid
+models with typed inputs, and passes that add a node wire it in (`insert_identity`; plugin
+files import it with `from plugin_fixtures import insert_identity`)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import ge.compiler
+from ge.graph import DataType, Format, Graph, Node, TensorDesc
 from ge.passes import clear_registered_passes
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.passes.loader import unload_all
@@ -72,3 +78,29 @@ def pass_source() -> Callable[..., str]:
     """pass_source(name, stage=..., body=...) is the source of a plugin registering one
     FusionBasePass named `name` whose run() returns True, followed by `body`."""
     return _fusion_pass_source
+
+
+def small_graph(name: str = "g") -> Graph:
+    """Data (float [2, 3]) -> Relu -> Relu -> NetOutput, built with the graph API."""
+    graph = Graph(name)
+    data = graph.add_node("Data", num_inputs=0, attrs={"index": 0})
+    data.update_output_desc(0, TensorDesc([2, 3], Format.FORMAT_ND, DataType.DT_FLOAT))
+    first = graph.add_node("Relu", num_inputs=1)
+    second = graph.add_node("Relu", num_inputs=1)
+    output = graph.add_node("NetOutput", num_inputs=1, num_outputs=0)
+    graph.add_data_edge(data, 0, first, 0)
+    graph.add_data_edge(first, 0, second, 0)
+    graph.add_data_edge(second, 0, output, 0)
+    return graph
+
+
+def insert_identity(graph: Graph, name: str) -> Node:
+    """Add an Identity named `name` right after `graph`'s first Data node (its consumers
+    read the Identity instead); it takes the Data's desc, so the graph stays valid and typed
+    at every stage."""
+    data = graph.get_data_nodes()[0]
+    identity = graph.add_node("Identity", name=name, num_inputs=1)
+    graph.replace_all_uses(data, 0, identity, 0)
+    graph.add_data_edge(data, 0, identity, 0)
+    identity.update_output_desc(0, data.get_output_desc(0))
+    return identity

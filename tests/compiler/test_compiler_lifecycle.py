@@ -27,11 +27,11 @@ from ge.errors import (
     PluginLoadError,
     PluginLoadWarning,
 )
-from ge.graph import Graph
 from ge.passes import get_registered_passes
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.passes.discovery import module_name_for
 from ge.passes.registry import build_descriptor
+from plugin_fixtures import insert_identity, small_graph
 
 
 def plugin_names() -> list[str]:
@@ -65,7 +65,7 @@ def test_env_is_read_once_until_finalize(
     ge.initialize()
     monkeypatch.setenv(ENV_PY_PASS_PATH, str(second))
     assert plugin_names() == ["FirstPass"]
-    report = compile_graph(Graph("g"))
+    report = compile_graph(small_graph())
     assert [r.pass_name for r in report.records] == ["FirstPass"]
     monkeypatch.delenv(ENV_PY_PASS_PATH)
     assert plugin_names() == ["FirstPass"]
@@ -83,11 +83,11 @@ def test_the_first_compilation_initialises(
     path = write("implicit.py", pass_source("Implicit"))
     monkeypatch.setenv(ENV_PY_PASS_PATH, str(path))
     assert not ge.compiler.is_initialized()
-    report = compile_graph(Graph("g"))
+    report = compile_graph(small_graph())
     assert ge.compiler.is_initialized()
     assert [r.pass_name for r in report.records] == ["Implicit"]
     monkeypatch.setenv(ENV_PY_PASS_PATH, "")
-    assert [r.pass_name for r in compile_graph(Graph("g")).records] == ["Implicit"]
+    assert [r.pass_name for r in compile_graph(small_graph()).records] == ["Implicit"]
 
 
 def test_editing_a_plugin_takes_effect_after_finalize(
@@ -167,14 +167,14 @@ def test_continue_on_plugin_error_warns_and_skips_the_plugin(
     assert "OSError: disk on fire" in str(warning.message)
     assert warning.filename == __file__
     assert plugin_names() == ["Good"]
-    report = compile_graph(Graph("g"))
+    report = compile_graph(small_graph())
     assert [e.code for e in report.skipped_plugins] == ["E13029"]
 
 
 def test_pass_paths_of_one_compilation_do_not_leak_into_the_next(write, pass_source) -> None:
     path = write("extra.py", pass_source("Extra"))
-    first = compile_graph(Graph("g"), pass_paths=[path])
-    second = compile_graph(Graph("g"))
+    first = compile_graph(small_graph(), pass_paths=[path])
+    second = compile_graph(small_graph())
     assert [r.pass_name for r in first.records] == ["Extra"]
     assert second.records == []
 
@@ -223,17 +223,17 @@ def test_builtin_passes_run_whether_or_not_python_passes_load(
     @registry_module.builtin_pass(name="BuiltinTagger", stage="AfterInferShape")
     class BuiltinTagger(FusionBasePass):
         def run(self, graph, context):
-            graph.add_node("Identity", name="builtin_was_here")
+            insert_identity(graph, "builtin_was_here")
 
     assert get_registered_passes() == []  # built-ins stay out of the plugin registry
-    graph = Graph("g")
+    graph = small_graph()
     report = compile_graph(graph)
     assert [r.pass_name for r in report.records] == ["BuiltinTagger"]
     assert current_pass_registry().get("BuiltinTagger").origin.kind == "builtin"
     ge.finalize()
 
     monkeypatch.setenv(ENV_PY_PASS_PATH, str(write("plugin.py", pass_source("Plugin"))))
-    report = compile_graph(Graph("g"))
+    report = compile_graph(small_graph())
     assert [r.pass_name for r in report.records] == ["Plugin", "BuiltinTagger"]
     ge.finalize()
 

@@ -15,19 +15,9 @@ from ge.graph import Graph
 from ge.passes import NOT_CHANGED
 from ge.passes.status import RunOutcome
 from model_paths import shared_model
+from plugin_fixtures import small_graph
 
 CONTROL_FLOW = shared_model("control_flow")
-
-
-def small_graph(name: str = "g") -> Graph:
-    """Data -> Relu -> Relu, built with the graph API."""
-    graph = Graph(name)
-    data = graph.add_node("Data", num_inputs=0, attrs={"index": 0})
-    first = graph.add_node("Relu", num_inputs=1)
-    second = graph.add_node("Relu", num_inputs=1)
-    graph.add_data_edge(data, 0, first, 0)
-    graph.add_data_edge(first, 0, second, 0)
-    return graph
 
 
 def node_names(graph: Graph) -> list[str]:
@@ -48,11 +38,11 @@ def structure(graph: Graph) -> list[tuple[str, str, list[tuple[str, int] | None]
 
 RESULT_PASS = """
 from ge.passes import FusionBasePass, register_fusion_pass, NOT_CHANGED
-
+from plugin_fixtures import insert_identity
 @register_fusion_pass(name="ResultPass", stage="BeforeInferShape")
 class ResultPass(FusionBasePass):
     def run(self, graph, context):
-        graph.add_node("Identity", name="added_by_pass")
+        insert_identity(graph, "added_by_pass")
         return {result}
 """
 
@@ -265,6 +255,7 @@ def test_instances_do_not_share_state_between_compilations(write) -> None:
         "stateful.py",
         """
         from ge.passes import FusionBasePass, register_fusion_pass
+        from plugin_fixtures import insert_identity
 
         @register_fusion_pass(name="Stateful", stage="BeforeInferShape")
         class Stateful(FusionBasePass):
@@ -273,7 +264,7 @@ def test_instances_do_not_share_state_between_compilations(write) -> None:
 
             def run(self, graph, context):
                 self.calls += 1
-                graph.add_node("Identity", name=f"call_{self.calls}")
+                insert_identity(graph, f"call_{self.calls}")
         """,
     )
     first, second = small_graph(), small_graph()
@@ -335,11 +326,12 @@ def test_options_reach_the_pass_context(write) -> None:
         "reads_option.py",
         """
         from ge.passes import FusionBasePass, register_fusion_pass
+        from plugin_fixtures import insert_identity
 
         @register_fusion_pass(name="ReadsOption", stage="BeforeInferShape")
         class ReadsOption(FusionBasePass):
             def run(self, graph, context):
-                graph.add_node("Identity", name=context.get_option_value("my.node.name"))
+                insert_identity(graph, context.get_option_value("my.node.name"))
         """,
     )
     graph = small_graph()

@@ -18,6 +18,7 @@ THREADS = 8
 TAGGING_PASS = """
 import threading, time
 from ge.passes import FusionBasePass, register_fusion_pass
+from plugin_fixtures import insert_identity
 
 @register_fusion_pass(name="{name}", stage="{stage}")
 class {name}(FusionBasePass):
@@ -33,7 +34,7 @@ class {name}(FusionBasePass):
             node.set_attr("{name}_owner", self.owner)
             self.seen.append(node.name)
             time.sleep(0)  # let other threads interleave
-        graph.add_node("Identity", name="{name}_" + self.owner + "_" + str(len(self.seen)))
+        insert_identity(graph, "{name}_" + self.owner + "_" + str(len(self.seen)))
 """
 
 

@@ -137,7 +137,9 @@ def compile_graph(
     `options` (str → str) apply to this compilation on top of those of `initialize`; passes
     read them through `PassContext.get_option_value`. `pass_paths` are extra plugin files
     or directories for this compilation only (an explicit argument, not the environment).
-    A failing pass raises E13028 and leaves the graph as that pass found it.
+    A failing pass raises E13028 and leaves the graph as that pass found it. Shape inference
+    runs after `BeforeInferShape` (GE1305, stage "InferShape", graph unchanged on failure)
+    and the result is validated last (GE1003, stage "FinalValidation").
     """
     engine = _current(parse_options(options))
     merged = engine.options.merged(options)

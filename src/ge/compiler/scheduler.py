@@ -2,7 +2,10 @@
 
 Pipeline: BeforeInferShape → shape inference → AfterInferShape → built-in fusion →
 AfterBuiltinFusionPass → origin-graph optimisation → AfterOriginGraphOptimize → final
-validation. The engine steps between stages are filled by `register_engine_step`.
+validation. The engine steps between stages are functions in `_ENGINE_STEP_FUNCS`:
+`infer_shape` and `final_validation` default to `ge.compiler.steps` (shape inference of the
+whole model; `Graph.validate()`), built-in fusion and origin-graph optimisation are empty
+for now. `register_engine_step` replaces a step.
 
 Within a stage passes run lexicographically by name (D14), each on the root graph, then on
 every subgraph, with one fresh instance per pass per compilation. Each invocation runs in a
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
 from ge.compiler.report import PassRunRecord
+from ge.compiler.steps import final_validation, infer_shape
 from ge.errors import PassRunError, SourceLocation
 from ge.es.opset import opset_scope
 from ge.passes.context import PassContext
@@ -59,7 +63,11 @@ PIPELINE: tuple[PassStage | str, ...] = (
 )
 
 _HOOKS_LOCK = threading.Lock()
-_ENGINE_STEP_FUNCS: dict[str, EngineStep] = {}
+#: The engine steps that run; a step without a function is skipped.
+_ENGINE_STEP_FUNCS: dict[str, EngineStep] = {
+    "infer_shape": infer_shape,
+    "final_validation": final_validation,
+}
 
 
 def _run_fusion_base(instance: FusionBasePass, graph: Graph, context: PassContext) -> object:
@@ -70,7 +78,8 @@ _KIND_RUNNERS: dict[str, KindRunner] = {PASS_KIND_FUSION_BASE: _run_fusion_base}
 
 
 def register_engine_step(name: str, step: EngineStep) -> None:
-    """Fill the engine step `name` of the pipeline (shape inference, built-in fusion, ...)."""
+    """Fill the engine step `name` of the pipeline (shape inference, built-in fusion, ...),
+    replacing what ran there before (the defaults of `ge.compiler.steps`, if any)."""
     if name not in ENGINE_STEPS:
         raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
     with _HOOKS_LOCK:

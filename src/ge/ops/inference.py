@@ -15,6 +15,7 @@ Two entry points:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import onnx
@@ -225,6 +226,15 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
                     _copy_back(sub, sub_proto)
 
 
+# onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
+_ONNX_NODE_NAME = re.compile(r"\(op_type:[^,]*, node name: ([^)]*)\)")
+
+
+def _nodes_named_in(message: str) -> list[str]:
+    """The node names onnx's inference error message mentions, in order, once each."""
+    return list(dict.fromkeys(m for m in _ONNX_NODE_NAME.findall(message) if m))
+
+
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     model = root.to_onnx()
     gp = model.graph
@@ -245,7 +255,8 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) ->
         )
     except Exception as err:
         raise ShapeInferenceError(
-            f"shape inference of graph {root.name!r} failed: {err}") from err
+            f"shape inference of graph {root.name!r} failed: {err}",
+            nodes=_nodes_named_in(str(err))) from err
     _copy_back(root, inferred.graph)
 
 

@@ -1,0 +1,60 @@
+"""The default engine steps of the pipeline: shape inference and final validation.
+
+`infer_shape` runs between `BeforeInferShape` and `AfterInferShape`: it types every node of
+the model (subgraphs included) with `ge.ops.infer_shapes`, strictly, so that a node onnx
+rejects (a MatMul of [2, 3] by [4, 5], an input without a type) stops the compilation with
+`ShapeInferenceError` (GE1305, stage "InferShape") instead of leaving unknown descs behind.
+It runs in a graph transaction: a failing inference changes nothing.
+
+`final_validation` runs last: `Graph.validate()`, so a compilation never returns a broken
+graph; a problem raises `GraphValidationError` (GE1003, stage "FinalValidation") listing
+every problem with its nodes.
+
+Built-in fusion and origin-graph optimisation have no default step yet.
+`scheduler.register_engine_step` replaces these defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ge.errors import GeError, GraphValidationError, ShapeInferenceError
+
+if TYPE_CHECKING:
+    from ge.graph import Graph
+
+__all__ = ["FINAL_VALIDATION_STAGE", "INFER_SHAPE_STAGE", "final_validation", "infer_shape"]
+
+#: The `stage` of the errors the default engine steps raise.
+INFER_SHAPE_STAGE = "InferShape"
+FINAL_VALIDATION_STAGE = "FinalValidation"
+
+
+def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
+    """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
+    from ge.ops import infer_shapes
+
+    try:
+        with graph.transaction():
+            infer_shapes(graph.root_graph(), strict=True)
+    except ShapeInferenceError as err:
+        err.stage = INFER_SHAPE_STAGE
+        raise
+    except Exception as exc:
+        nodes = exc.nodes if isinstance(exc, GeError) else ()
+        raise ShapeInferenceError(
+            f"shape inference of graph {graph.root_graph().name!r} failed: "
+            f"{type(exc).__name__}: {exc}",
+            stage=INFER_SHAPE_STAGE,
+            nodes=nodes,
+        ) from exc
+
+
+def final_validation(graph: Graph, options: Mapping[str, str]) -> None:
+    """Check every IR invariant of the compiled graph; GE1003 (stage FinalValidation)."""
+    try:
+        graph.root_graph().validate()
+    except GraphValidationError as err:
+        err.stage = FINAL_VALIDATION_STAGE
+        raise
