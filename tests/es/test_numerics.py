@@ -152,3 +152,26 @@ def test_a_body_cannot_read_tensors_of_an_unrelated_builder() -> None:
     inner = body.create_input(0, shape=[2])
     with pytest.raises(BuilderMixError, match="tensors of different builders cannot be mixed"):
         ops.Relu(inner, builder=outer)  # outer values flow in, never out
+
+
+def test_an_ai_onnx_ml_operator_builds_and_runs() -> None:
+    """ge.es.ml functions build nodes of the ai.onnx.ml domain, imported at its opset.
+    (onnx infers only the element type of these operators, so shapes stay unknown.)"""
+    from ge.es import ml
+
+    builder = GraphBuilder("ml", opset=17)
+    x_in = builder.create_input(0, shape=[1, 3])
+    outputs = [ml.Binarizer(x_in, threshold=0.5), ml.Scaler(x_in, offset=[1.0], scale=[2.0])]
+    assert outputs[0]._get_node_snapshot().domain == "ai.onnx.ml"
+    for out in outputs:
+        desc = out._get_node_snapshot().get_output_desc(0)
+        out.set_shape([1, 3]).set_data_type(desc.data_type)
+    graph = builder.build_and_reset(outputs)
+    assert graph.opset_imports["ai.onnx.ml"] >= 1
+    model = graph.to_onnx()
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.array([[0.2, 0.7, 1.5]], dtype=np.float32)
+    binary, scaled = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_array_equal(binary, (x > 0.5).astype(np.float32))
+    np.testing.assert_allclose(scaled, (x - 1.0) * 2.0)

@@ -1,13 +1,18 @@
-"""GE-style ES namespace `ge.es.all`: the same operator functions as `ge.es.onnx`, plus
-registered custom operators, so `from ge.es.all import MatMul` works as in GE's samples.
+"""GE-style ES namespace `ge.es.all`: every operator function of every ONNX domain (the
+standard set of `ge.es.onnx`, plus `ge.es.ml`, `ge.es.preview`, `ge.es.training`, whose
+names do not collide) and registered custom operators, so `from ge.es.all import MatMul`
+works as in GE's samples.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ge.es.onnx import OPERATORS
+from ge.es import ml, onnx, preview, training
 
+OPERATORS: dict[str, Any] = {}
+for _namespace in (onnx, ml, preview, training):
+    OPERATORS.update(_namespace.OPERATORS)
 globals().update(OPERATORS)
 
 __all__ = sorted(OPERATORS)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ge.es.operators import make_operator
-from ge.ops.schemas import standard_op_types
+from ge.es.operators import domain_operators
 
-OPERATORS: dict[str, Any] = {op: make_operator(op, "", __name__) for op in standard_op_types("")}
+OPERATORS: dict[str, Any] = domain_operators("", __name__)
 globals().update(OPERATORS)
 
 __all__ = sorted(OPERATORS)

@@ -339,3 +339,10 @@ def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"
         "num_outputs= for a variable or optional output count."
     )
     return operator
+
+
+def domain_operators(domain: str, module: str) -> dict[str, Callable[..., Any]]:
+    """One ES function per operator onnx defines in `domain`, named like the operator."""
+    from ge.ops.schemas import standard_op_types
+
+    return {op: make_operator(op, domain, module) for op in standard_op_types(domain)}
