@@ -378,8 +378,9 @@ class Graph:
         node._seq = 0
         return node
 
-    def _insert(self, node: Node) -> None:
-        """Put a fresh node into the graph's indexes (journaled)."""
+    def _index_node(self, node: Node) -> None:
+        """Put a node into the graph's indexes, last in insertion order (no journal, no
+        checks): the shared step of `_insert` and of loading."""
         node._graph = self
         node._seq = self._next_seq
         self._next_seq += 1
@@ -389,9 +390,14 @@ class Graph:
         if bucket is None:
             bucket = self._by_type[node._type] = {}
         bucket[node] = None
+        values = self._values
         for i, value_name in enumerate(node._out_names):
             if value_name:
-                self._values[value_name] = (node, i)
+                values[value_name] = (node, i)
+
+    def _insert(self, node: Node) -> None:
+        """Put a fresh node into the graph's indexes (journaled)."""
+        self._index_node(node)
         for sub in node.get_subgraphs():
             sub._parent_node = node
         journal = self._changed(True)

@@ -22,7 +22,7 @@ from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
-from ge.graph.value_info import value_info_from_desc
+from ge.graph.value_info import named_value_info, value_info_from_desc
 
 __all__ = ["graph_to_model"]
 
@@ -182,12 +182,7 @@ def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onn
         vi.name = name
         return vi
     if isinstance(slot, onnx.ValueInfoProto):
-        if slot.name == name:
-            return slot
-        vi = onnx.ValueInfoProto()
-        vi.CopyFrom(slot)
-        vi.name = name
-        return vi
+        return named_value_info(slot, name)
     return value_info_from_desc(name, slot)
 
 

@@ -78,43 +78,26 @@ def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     return None
 
 
-class _GraphReader:
-    """Reads one GraphProto into one Graph (recursing into subgraph attributes)."""
+def _unique_name(graph: Graph, wanted: str, op_type: str) -> str:
+    """The ONNX node name if it is usable as an IR name (non-empty, unique), else a new one."""
+    if wanted and wanted not in graph._by_name:
+        return wanted
+    return graph._unique_node_name(wanted or op_type)
 
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
-        self.nodes: list[Node] = []
-        self.names = graph._by_name
 
-    def unique_name(self, wanted: str, op_type: str) -> str:
-        if wanted and wanted not in self.names:
-            return wanted
-        return self.graph._unique_node_name(wanted or op_type)
-
-    def add(self, node: Node) -> None:
-        graph = self.graph
-        node._graph = graph
-        node._seq = len(self.nodes)
-        self.nodes.append(node)
-        graph._nodes[node] = None
-        self.names[node._name] = node
-        bucket = graph._by_type.get(node._type)
-        if bucket is None:
-            bucket = graph._by_type[node._type] = {}
-        bucket[node] = None
-        values = graph._values
-        for i, value in enumerate(node._out_names):
-            if value:
-                if value in values:
-                    raise ModelLoadError(
-                        f"graph {graph._name!r}: value {value!r} is defined twice "
-                        f"(by {values[value][0]._name!r} and {node._name!r})"
-                    )
-                values[value] = (node, i)
+def _add(graph: Graph, node: Node) -> None:
+    """Index a node read from ONNX, refusing a value name defined twice (SSA)."""
+    values = graph._values
+    for value in node._out_names:
+        if value and value in values:
+            raise ModelLoadError(
+                f"graph {graph._name!r}: value {value!r} is defined twice "
+                f"(by {values[value][0]._name!r} and {node._name!r})"
+            )
+    graph._index_node(node)
 
 
 def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
-    reader = _GraphReader(graph)
     new_node = graph._new_node
     if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation):
         extras = onnx.GraphProto()
@@ -125,45 +108,42 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     defaults: dict[str, onnx.TensorProto] = {}
     for index, vi in enumerate(gp.input):
-        node = new_node(DATA, reader.unique_name(vi.name, DATA), "", 0, [vi.name],
+        node = new_node(DATA, _unique_name(graph, vi.name, DATA), "", 0, [vi.name],
                         {"index": (A.INT, index)}, None)
         node._out_descs[0] = vi
         if node._name != vi.name:
             node._export_name = vi.name
-        reader.add(node)
+        _add(graph, node)
     for tensor in gp.initializer:
         if tensor.name in graph._values:  # an input with a default value (IR < 4)
             defaults[tensor.name] = tensor
             continue
-        node = new_node(CONST, reader.unique_name(tensor.name, CONST), "", 0, [tensor.name],
+        node = new_node(CONST, _unique_name(graph, tensor.name, CONST), "", 0, [tensor.name],
                         {"value": (A.TENSOR, Tensor.from_proto(tensor))}, None)
-        reader.add(node)
+        _add(graph, node)
     for sparse in gp.sparse_initializer:
         name = sparse.values.name
-        node = new_node(CONST, reader.unique_name(name, CONST), "", 0, [name],
+        node = new_node(CONST, _unique_name(graph, name, CONST), "", 0, [name],
                         {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
-        reader.add(node)
+        _add(graph, node)
     graph._input_defaults = defaults
 
-    # The hot loop of loading: one pass creating the operator nodes (indexes inlined), a
-    # second wiring their inputs once every value of the graph is known.
+    # The hot loop of loading: one pass creating the operator nodes, a second wiring their
+    # inputs once every value of the graph is known.
     pending: list[Node] = []
     with_subgraphs: list[tuple[Node, onnx.NodeProto]] = []
-    nodes, by_name, by_type, values = graph._nodes, graph._by_name, graph._by_type, graph._values
-    seq = len(reader.nodes)
+    by_name, values = graph._by_name, graph._values
     for proto in gp.node:
         op_type = proto.op_type
         name = proto.name
         if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
             tensor = _constant_tensor(proto)
             if tensor is not None:
-                node = new_node(CONST, reader.unique_name(name, CONST), "", 0,
+                node = new_node(CONST, _unique_name(graph, name, CONST), "", 0,
                                 list(proto.output), {"value": (A.TENSOR, tensor)}, proto)
                 if node._name != name:
                     node._export_name = name
-                reader.add(node)
-                node._seq = seq  # reader.nodes lacks the operators read so far: count them too
-                seq += 1
+                _add(graph, node)
                 continue
         attrs: dict = {}
         has_graph = False
@@ -181,27 +161,10 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         node = new_node(op_type, unique, proto.domain, len(proto.input), outputs, attrs, proto)
         if unique != name:
             node._export_name = name
-        node._graph = graph
-        node._seq = seq
-        seq += 1
-        nodes[node] = None
-        by_name[unique] = node
-        bucket = by_type.get(op_type)
-        if bucket is None:
-            bucket = by_type[op_type] = {}
-        bucket[node] = None
-        for i, value in enumerate(outputs):
-            if value:
-                if value in values:
-                    raise ModelLoadError(
-                        f"graph {graph._name!r}: value {value!r} is defined twice "
-                        f"(by {values[value][0]._name!r} and {unique!r})"
-                    )
-                values[value] = (node, i)
+        _add(graph, node)
         pending.append(node)
         if has_graph:
             with_subgraphs.append((node, proto))
-    reader.nodes.extend(pending)  # only their count matters below
 
     for node in pending:
         inputs = node._proto.input  # type: ignore[union-attr]  # operator nodes keep it
@@ -227,9 +190,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                 node._attrs[attr.name] = (A.GRAPHS,
                                           [_subgraph(graph, node, g) for g in attr.graphs])
 
-    out_node = new_node(NET_OUTPUT, reader.unique_name(NET_OUTPUT, NET_OUTPUT), "",
+    out_node = new_node(NET_OUTPUT, _unique_name(graph, NET_OUTPUT, NET_OUTPUT), "",
                         len(gp.output), [], {}, None)
-    reader.add(out_node)
+    _add(graph, out_node)
     _wire(graph, out_node, [vi.name for vi in gp.output])
     out_node._in_descs = list(gp.output)
     graph._output_names = [vi.name for vi in gp.output]
@@ -246,7 +209,6 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         else:
             found[0]._out_descs[found[1]] = vi
     graph._stray_value_info = stray
-    graph._next_seq = len(reader.nodes)
 
 
 def _subgraph(outer: Graph, owner: Node, gp: onnx.GraphProto) -> Graph:

@@ -12,7 +12,7 @@ import onnx
 from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc
 from ge.graph.types import DataType, Format, data_type_from_onnx, data_type_to_onnx
 
-__all__ = ["desc_from_value_info", "value_info_from_desc"]
+__all__ = ["desc_from_value_info", "named_value_info", "value_info_from_desc"]
 
 
 def _shape_of(tensor_type: onnx.TypeProto.Tensor) -> Shape:
@@ -48,16 +48,21 @@ def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
     return desc
 
 
+def named_value_info(vi: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:
+    """`vi` itself when it already has `name`, else a copy renamed (protos are never changed)."""
+    if vi.name == name:
+        return vi
+    renamed = onnx.ValueInfoProto()
+    renamed.CopyFrom(vi)
+    renamed.name = name
+    return renamed
+
+
 def value_info_from_desc(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     """The ONNX value info of a desc, reusing the proto it came from while it is unchanged."""
     source = desc._source
     if source is not None and desc._source_key == desc._key():
-        if source.name == name:
-            return source
-        vi = onnx.ValueInfoProto()
-        vi.CopyFrom(source)
-        vi.name = name
-        return vi
+        return named_value_info(source, name)
     vi = onnx.ValueInfoProto()
     vi.name = name
     if source is not None:
