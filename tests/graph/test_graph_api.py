@@ -943,3 +943,21 @@ def test_add_output_helper_wires_in_order() -> None:
                                                                             (split, 0)]
     assert [o.name for o in graph.to_onnx().graph.output] == [split.get_output_name(1),
                                                               split.get_output_name(0)]
+
+
+def test_remove_attr_checks_the_name_type() -> None:
+    graph = chain()
+    node = graph.get_direct_nodes()[1]
+    with pytest.raises(TypeError, match="attribute name must be a str"):
+        node.remove_attr(1)  # type: ignore[arg-type]
+
+
+def test_a_data_node_without_an_int_index_is_named_on_export() -> None:
+    """Inputs are ordered by `index`; a bad one is a GraphError naming the node, not a raw
+    TypeError from sorting."""
+    graph = chain()
+    data = graph.get_data_nodes()[0]
+    data.set_attr("index", "first")
+    with pytest.raises(GraphError, match=f"Data node '{data.name}'.*no int 'index'") as info:
+        graph.to_onnx()
+    assert info.value.nodes == (data.name,)

@@ -282,7 +282,16 @@ class Graph:
 
     def get_data_nodes(self) -> list[Node]:
         """The graph's inputs (`Data` nodes) ordered by their `index` attribute."""
-        return sorted(self.nodes_of_type(DATA), key=lambda n: n.get_attr("index"))
+        nodes = self.nodes_of_type(DATA)
+        for node in nodes:
+            index = node.get_attr("index") if node.has_attr("index") else None
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise GraphError(
+                    f"Data node {node._name!r} of graph {self._name!r} has no int 'index' "
+                    f"attribute (it has {index!r}); it cannot be ordered among the inputs",
+                    nodes=[node._name],
+                )
+        return sorted(nodes, key=lambda n: n.get_attr("index"))
 
     def get_net_output(self) -> Node | None:
         outs = self._by_type.get(NET_OUTPUT)

@@ -100,9 +100,9 @@ def load(
         where = "the model"
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        model = _parse(data, "the model bytes")
+        model = _parse(data, "the model given as bytes")
         may_have_external_data = _EXTERNAL_KEY in data
-        where = "the model bytes"
+        where = "the model given as bytes"
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         where = str(path)

@@ -231,6 +231,8 @@ class Node:
 
     def remove_attr(self, key: str) -> None:
         """Drop an attribute (`RuntimeError` when absent)."""
+        if not isinstance(key, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
         self._owner()._remove_attr(self, key)
 
     def get_subgraphs(self) -> list[Graph]:

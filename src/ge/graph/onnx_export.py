@@ -206,7 +206,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         gp.metadata_props.extend(extras.metadata_props)
         gp.quantization_annotation.extend(extras.quantization_annotation)
 
-    data_nodes = sorted(graph.nodes_of_type(DATA), key=lambda n: n.get_attr("index"))
+    data_nodes = graph.get_data_nodes()
     gp.input.extend([_value_info(n._out_names[0], n._out_descs[0]) for n in data_nodes])
 
     initializers: list[onnx.TensorProto] = []
