@@ -18,7 +18,8 @@ demo: install
 	$(PY) examples/demo.py
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples tools
+	$(VENV)/bin/mypy
 
 test: lint
 	$(PY) -m pytest -q

@@ -19,6 +19,7 @@ from ge.compiler.pass_registry import PassRegistry, RegisteredPass
 from ge.compiler.plugin_loader import PluginLoader
 from ge.errors import GeError, PluginLoadWarning
 from ge.passes.loader import PluginLoadReport
+from ge.passes.stage import PassStage
 
 __all__ = ["passes"]
 
@@ -80,7 +81,8 @@ def _print_tables(
     table = Table(title=f"Passes ({len(entries)})")
     for column in ("Name", "Kind", "Stage", "Op types", "Source"):
         table.add_column(column, overflow="fold")
-    for entry in sorted(entries, key=lambda e: (list(type(e.stage)).index(e.stage), e.name)):
+    stage_order = {stage: i for i, stage in enumerate(PassStage)}
+    for entry in sorted(entries, key=lambda e: (stage_order[e.stage], e.name)):
         d = entry.descriptor
         table.add_row(
             d.pass_name, d.kind, d.stage.value, ", ".join(d.op_types) or "-", str(entry.origin)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ge.es.graph_builder import GraphBuilder
-from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import Graph
 from ge.graph.tensor import Tensor
 from ge.ops.registry import CustomOp
@@ -13,8 +12,7 @@ from ge.ops.registry import CustomOp
 __all__ = ["build_decomposition"]
 
 
-def build_decomposition(op: CustomOp, inputs: list[Tensor | TensorHolder | Any],
-                        attrs: dict[str, Any]) -> Graph:
+def build_decomposition(op: CustomOp, inputs: list[Tensor], attrs: dict[str, Any]) -> Graph:
     """A graph computing `op` from its decomposition with constant `inputs` (Tensors)."""
     if op.decomposition is None:
         raise ValueError(f"custom operator {op.spec.domain}::{op.spec.op_type} has no "

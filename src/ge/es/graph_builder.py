@@ -230,7 +230,7 @@ class GraphBuilder:
         return TensorHolder._make(self, node, 0)
 
     def _const(self, op: str, value: Any, shape: Sequence[int] | None, dtype: DataType,
-               check: type) -> TensorHolder:
+               check: type | tuple[type, ...]) -> TensorHolder:
         self._check_alive(op)
         if shape is not None and not isinstance(shape, (list, tuple)):
             raise BuilderTypeError(f"{op}: shape must be a list of ints, got {shape!r}")
@@ -238,7 +238,9 @@ class GraphBuilder:
         flat = _flatten(value)
         for v in flat:
             if isinstance(v, bool) or not isinstance(v, check):
-                raise BuilderTypeError(f"{op}: {v!r} is not a {check.__name__}")
+                expected = " or ".join(t.__name__ for t in (
+                    check if isinstance(check, tuple) else (check,)))
+                raise BuilderTypeError(f"{op}: {v!r} is not a {expected}")
         if shape is not None:
             dims = [int(d) for d in shape]
             count = int(np.prod(dims, dtype=np.int64))

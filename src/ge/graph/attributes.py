@@ -132,24 +132,25 @@ def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any
             kinds = {A.FLOAT}
         if len(kinds) > 1:
             raise GraphTypeError(f"attribute {key!r}: a list must hold values of one type")
+        kind: int
         if kinds:
-            kind = _LIST_OF[kinds.pop()]
+            kind = _LIST_OF[kinds.pop()]  # type: ignore[index]  # None was refused above
             if previous_kind == A.FLOATS and kind == A.INTS:
                 kind = A.FLOATS
-        elif previous_kind in _LIST_OF.values():
-            kind = previous_kind
+        elif previous_kind is not None and previous_kind in _LIST_OF.values():
+            kind = int(previous_kind)
         else:
             kind = A.INTS
         scalar = next(k for k, v in _LIST_OF.items() if v == kind)
         return kind, [_normalise(scalar, v) for v in items]
-    kind = _scalar_kind(value)
-    if kind is None:
+    single = _scalar_kind(value)
+    if single is None:
         raise GraphTypeError(
             f"attribute {key!r}: values of type {type(value).__name__} are not supported"
         )
-    if kind == A.INT and previous_kind == A.FLOAT and not isinstance(value, DataType):
-        kind = A.FLOAT
-    return kind, _normalise(kind, value)
+    if single == A.INT and previous_kind == A.FLOAT and not isinstance(value, DataType):
+        single = A.FLOAT
+    return single, _normalise(single, value)
 
 
 def encode_attr(

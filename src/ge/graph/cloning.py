@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.graph import Graph, ModelInfo
-from ge.graph.node import Node
+from ge.graph.node import DescSlot, Node
 from ge.graph.tensor_desc import TensorDesc
 
 __all__ = ["clone_graph"]
@@ -21,7 +22,7 @@ def _copy_model_info(info: ModelInfo) -> ModelInfo:
     return out
 
 
-def _copy_slot(slot: object) -> object:
+def _copy_slot(slot: DescSlot) -> DescSlot:
     return slot.copy() if isinstance(slot, TensorDesc) else slot  # protos are never mutated
 
 
@@ -33,7 +34,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new._stray_value_info = list(graph._stray_value_info)
     new._output_names = list(graph._output_names)
     for node in graph._nodes:
-        attrs = {}
+        attrs: dict[str, Any] = {}
         for key, stored in node._attrs.items():
             if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
                 value = stored[1]

@@ -184,7 +184,7 @@ def packed_bytes(array: np.ndarray) -> bytes | memoryview:
     packed two or more to a byte, which numpy's own bytes are not)."""
     dtype = array.dtype
     if np.little_endian and dtype.isnative and dtype.char in _BUFFER_TYPECODES:
-        return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+        return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")  # type: ignore[arg-type]
     return numpy_helper.from_array(array).raw_data
 
 

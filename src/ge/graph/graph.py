@@ -620,7 +620,7 @@ class Graph:
         consumers = list(old._consumers[old_index] or ())
         for consumer, _ in consumers:  # check all first: a refused call changes nothing
             scope: Graph = consumer._graph  # type: ignore[assignment]
-            if scope is not new._graph and new._graph not in scope._ancestors():
+            if scope is not new._graph and new._graph not in list(scope._ancestors()):
                 raise GraphError(f"node {consumer._name!r} (graph {scope.name!r}) can't read "
                                  f"{new._name!r}, which is not in its scope")
         for consumer, j in consumers:
@@ -687,8 +687,8 @@ class Graph:
         journal = self.root_graph()._journal
         _keep_order(journal, src._ctrl_out, dst)  # type: ignore[arg-type]
         _keep_order(journal, dst._ctrl_in, src)  # type: ignore[arg-type]
-        del src._ctrl_out[dst]  # type: ignore[index]
-        del dst._ctrl_in[src]  # type: ignore[index]
+        del src._ctrl_out[dst]  # type: ignore[union-attr]  # linked, so both exist
+        del dst._ctrl_in[src]  # type: ignore[union-attr]
         journal = self._changed(True)
         if journal.recording:
             journal.record(lambda: self._ctrl_link(src, dst))

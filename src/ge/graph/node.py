@@ -65,6 +65,17 @@ class Node:
     _in_descs: list[DescSlot] | None
     _attrs: dict[str, StoredAttr]
     _proto: onnx.NodeProto | None
+    _clean: bool
+    _name: str
+    _type: str
+    _domain: str
+    _out_names: list[str]
+    _ctrl_in: dict[Node, None] | None
+    _ctrl_out: dict[Node, None] | None
+    _in_anchor_attrs: dict[int, dict[str, Any]] | None
+    _out_anchor_attrs: dict[int, dict[str, Any]] | None
+    _export_name: str | None
+    _seq: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise GraphError("ge.graph.Node cannot be constructed directly; use Graph.add_node")

@@ -199,12 +199,12 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     stray: list[onnx.ValueInfoProto] = []
     values = graph._values
-    outputs = {vi.name for vi in gp.output}
+    output_names = {vi.name for vi in gp.output}
     for vi in gp.value_info:
         found = values.get(vi.name)
         # A value info naming a graph input or output is kept as written: the input or output
         # declares its own type, which a value info must neither replace nor be merged into.
-        if found is None or found[0]._type == DATA or vi.name in outputs:
+        if found is None or found[0]._type == DATA or vi.name in output_names:
             stray.append(vi)
         else:
             found[0]._out_descs[found[1]] = vi

@@ -133,6 +133,7 @@ def infer_node(node: Node) -> list[TensorDesc] | None:
         if tp is None:
             return None
         types.setdefault(name, tp)
+    assert spec.schema is not None  # standard operators always carry their onnx schema
     try:
         inferred = shape_inference.infer_node_outputs(
             spec.schema, proto, types, data, opset_imports=opset_imports_of(node)

@@ -170,7 +170,7 @@ def _spec_from_schema(schema: defs.OpSchema) -> OpSpec:
         )
 
     attributes = {
-        name: AttrSpec(name, int(a.type), bool(a.required), _default_of(a))
+        name: AttrSpec(name, int(a.type), bool(a.required), _default_of(a))  # type: ignore[call-overload]
         for name, a in schema.attributes.items()
     }
     return OpSpec(

@@ -41,7 +41,7 @@ def _signature_parts(func: object) -> tuple[list[inspect.Parameter], bool] | Non
 
 def _mark_adapted(wrapper: Hook, func: Hook) -> Hook:
     functools.update_wrapper(wrapper, func)
-    del wrapper.__wrapped__  # the adapter's own signature is what the engine calls
+    del wrapper.__wrapped__  # type: ignore[attr-defined]  # the adapter's own signature counts
     wrapper.__ge_original_hook__ = func  # type: ignore[attr-defined]
     return wrapper
 

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from ge.errors import SourceLocation
 
@@ -34,7 +34,7 @@ def is_internal_file(filename: str) -> bool:
 
 def caller_location() -> SourceLocation | None:
     """The innermost frame on the stack that is not `ge`'s own: the user's call site."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not is_internal_file(filename):
