@@ -168,7 +168,7 @@ def _node_print(node: Node) -> tuple:
         tuple(_ref(n) for n in node.get_out_control_nodes()),
         tuple((k, decode_attr(node._attrs[k])[0], _value(node.get_attr(k)))
               for k in node.get_attr_names()),
-        tuple(_desc_slot(s) for s in node._out_descs),
+        tuple(_desc_slot(node._out_slot(i)) for i in range(node.get_outputs_size())),
         tuple(_desc_slot(s) for s in in_descs),
         _anchor_attrs(node._in_anchor_attrs),
         _anchor_attrs(node._out_anchor_attrs),

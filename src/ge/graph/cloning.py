@@ -49,7 +49,8 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
                              list(node._out_names), attrs, node._proto)
         twin._clean = node._clean
         twin._export_name = node._export_name
-        twin._out_descs = [_copy_slot(d) for d in node._out_descs]
+        if node._out_descs is not None:
+            twin._out_descs = [_copy_slot(d) for d in node._out_descs]
         if node._in_descs is not None:
             twin._in_descs = [_copy_slot(d) for d in node._in_descs]
         if node._in_anchor_attrs:

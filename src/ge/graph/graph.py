@@ -375,7 +375,7 @@ class Graph:
         node._inputs = [None] * num_inputs
         node._consumers = [None] * len(out_names)
         node._out_names = out_names
-        node._out_descs = [None] * len(out_names)
+        node._out_descs = None  # made on the first desc: most loaded nodes never get one
         node._in_descs = None
         node._ctrl_in = None
         node._ctrl_out = None
@@ -497,7 +497,7 @@ class Graph:
         tensor = value if isinstance(value, Tensor) else Tensor(value)
         node = self.add_node(CONST, name=name, num_outputs=1)
         self._set_attr(node, "value", tensor)
-        node._out_descs[0] = tensor.get_tensor_desc()
+        node._out_slots()[0] = tensor.get_tensor_desc()
         return node
 
     def remove_node(self, node: Node) -> None:
@@ -796,7 +796,7 @@ class Graph:
                 node._in_descs = [None] * len(node._inputs)
             slots = node._in_descs
         else:
-            slots = node._out_descs
+            slots = node._out_slots()
         old = slots[index]
         slots[index] = desc.copy() if desc is not None else None
         journal = self._changed(False)

@@ -61,7 +61,7 @@ class Node:
     _graph: Graph | None
     _inputs: list[Producer | None]
     _consumers: list[dict[tuple[Node, int], None] | None]
-    _out_descs: list[DescSlot]
+    _out_descs: list[DescSlot] | None  # None: nothing known about any output
     _in_descs: list[DescSlot] | None
     _attrs: dict[str, StoredAttr]
     _proto: onnx.NodeProto | None
@@ -88,6 +88,17 @@ class Node:
 
     def __reduce__(self) -> Any:
         raise GraphError("ge.graph.Node cannot be copied")
+
+    def _out_slot(self, index: int) -> DescSlot:
+        """What is known about output `index` (None: nothing)."""
+        descs = self._out_descs
+        return descs[index] if descs is not None else None
+
+    def _out_slots(self) -> list[DescSlot]:
+        """The output desc slots, made on first use (loaded nodes rarely need them)."""
+        if self._out_descs is None:
+            self._out_descs = [None] * len(self._out_names)
+        return self._out_descs
 
     def _proto_dirty(self) -> None:
         """The node no longer matches the NodeProto it was read from (export rebuilds it).
@@ -292,7 +303,7 @@ class Node:
     # -- descs --------------------------------------------------------------------------
     def get_output_desc(self, index: int) -> TensorDesc:
         """A copy of output `index`'s desc (unknown rank and type when nothing is known)."""
-        desc = _desc_of(self._out_descs[self._check_out(index)])
+        desc = _desc_of(self._out_slot(self._check_out(index)))
         if desc is not None:
             return desc.copy()
         if self._type == "Const" and "value" in self._attrs:
@@ -322,7 +333,7 @@ class Node:
 
     def has_output_desc(self, index: int) -> bool:
         """True when something is known about output `index` (it was read or set)."""
-        return self._out_descs[self._check_out(index)] is not None
+        return self._out_slot(self._check_out(index)) is not None
 
     # -- text ---------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -207,7 +207,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         gp.quantization_annotation.extend(extras.quantization_annotation)
 
     data_nodes = graph.get_data_nodes()
-    gp.input.extend([_value_info(n._out_names[0], n._out_descs[0]) for n in data_nodes])
+    gp.input.extend([_value_info(n._out_names[0], n._out_slot(0)) for n in data_nodes])
 
     initializers: list[onnx.TensorProto] = []
     sparse: list[onnx.SparseTensorProto] = []
@@ -234,7 +234,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         else:
             protos.append(_node_proto(node, renames))
         descs = node._out_descs
-        if descs.count(None) == len(descs):
+        if descs is None or descs.count(None) == len(descs):
             continue  # nothing known about the outputs: no value_info (the common case)
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
@@ -256,7 +256,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
             name = _value_name(producer, renames)
             slot = in_descs[i] if in_descs is not None else None
             if slot is None:
-                slot = producer[0]._out_descs[producer[1]]
+                slot = producer[0]._out_slot(producer[1])
             outputs.append(_value_info(name, slot))
         gp.output.extend(outputs)
         output_names = {vi.name for vi in outputs}

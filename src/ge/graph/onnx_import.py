@@ -110,7 +110,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
     for index, vi in enumerate(gp.input):
         node = new_node(DATA, _unique_name(graph, vi.name, DATA), "", 0, [vi.name],
                         {"index": (A.INT, index)}, None)
-        node._out_descs[0] = vi
+        node._out_slots()[0] = vi
         if node._name != vi.name:
             node._export_name = vi.name
         _add(graph, node)
@@ -207,7 +207,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         if found is None or found[0]._type == DATA or vi.name in output_names:
             stray.append(vi)
         else:
-            found[0]._out_descs[found[1]] = vi
+            found[0]._out_slots()[found[1]] = vi
     graph._stray_value_info = stray
 
 
