@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 
-def best_time(fn: Callable[[], object], repeat: int = 3) -> float:
+def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
     """The fastest of `repeat` runs, in seconds (the least disturbed by other processes)."""
     best = float("inf")
     for _ in range(repeat):

@@ -35,7 +35,10 @@ class Tensor:
     reshapes the data and must have the same element count (`ValueError` otherwise).
     """
 
-    __slots__ = ("_array", "_data_type", "_format", "_placement", "_proto", "_shape")
+    __slots__ = ("_array", "_dims", "_dtype", "_format", "_placement", "_proto")
+
+    _dtype: DataType | None  # None until first read from `_proto`
+    _dims: list[int] | None
 
     def __init__(
         self,
@@ -90,11 +93,33 @@ class Tensor:
         tensor = cls.__new__(cls)
         tensor._proto = proto
         tensor._array = None
-        tensor._data_type = data_type_from_onnx(proto.data_type)
-        tensor._shape = list(proto.dims)
+        tensor._dtype = None  # read from the proto when first asked: loading stays cheap
+        tensor._dims = None
         tensor._format = Format.FORMAT_ND
         tensor._placement = Placement.PLACEMENT_HOST
         return tensor
+
+    @property
+    def _data_type(self) -> DataType:
+        if self._dtype is None:
+            assert self._proto is not None
+            self._dtype = data_type_from_onnx(self._proto.data_type)
+        return self._dtype
+
+    @_data_type.setter
+    def _data_type(self, value: DataType) -> None:
+        self._dtype = value
+
+    @property
+    def _shape(self) -> list[int]:
+        if self._dims is None:
+            assert self._proto is not None
+            self._dims = list(self._proto.dims)
+        return self._dims
+
+    @_shape.setter
+    def _shape(self, value: list[int]) -> None:
+        self._dims = value
 
     def copy(self) -> Tensor:
         """A tensor of its own with the same metadata, sharing the read-only data."""
