@@ -734,11 +734,13 @@ class Graph:
                     root._remove_orphan(sub)
                 self._set_parent(sub, node)
 
-    def _set_parent(self, sub: Graph, node: Node | None) -> None:
+    def _set_parent(self, sub: Graph, node: Node | None, declared_for: Graph | None = None
+                    ) -> None:
+        """Give `sub` an owner node (or none; then `declared_for` says where it may go)."""
         old, declared = sub._parent_node, sub._declared_parent
         sub._parent_node = node
-        if node is not None:
-            sub._declared_parent = None  # the owner now says where the body lives
+        # An owner says where the body lives; a detached body remembers the scope it reads.
+        sub._declared_parent = None if node is not None else declared_for
 
         def undo() -> None:
             sub._parent_node, sub._declared_parent = old, declared
@@ -757,6 +759,20 @@ class Graph:
         journal = self._changed(False)
         if journal.recording:
             journal.record(lambda: self._replace_attr(node, key, old, stored))
+
+    def _take_subgraph(self, node: Node, key: str) -> Graph:
+        if key not in node._attrs:
+            raise GraphError(f"node {node._name!r} has no attribute {key!r}")
+        old = node._attrs[key]
+        kind, value = decode_attr(old)
+        if kind != onnx.AttributeProto.GRAPH:
+            raise GraphError(
+                f"attribute {key!r} of node {node._name!r} is not a graph, it is a "
+                f"{onnx.AttributeProto.AttributeType.Name(kind)}"
+            )
+        self._set_parent(value, None, declared_for=self)
+        self._replace_attr(node, key, None, old)
+        return value
 
     def _remove_attr(self, node: Node, key: str) -> None:
         if key not in node._attrs:

@@ -257,6 +257,17 @@ class Node:
             raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
         self._owner()._remove_attr(self, key)
 
+    def take_subgraph(self, key: str) -> Graph:
+        """Detach the body in GRAPH attribute `key` to give it to another node (extension).
+
+        The body keeps its reads of outer values, so it can become an attribute of another
+        node of this graph (or of a graph inside it) as it is, e.g. when a pass replaces an
+        If node; `remove_attr` instead discards the body and those reads.
+        """
+        if not isinstance(key, str):
+            raise GraphTypeError(f"attribute name must be a str, got {type(key).__name__}")
+        return self._owner()._take_subgraph(self, key)
+
     def get_subgraphs(self) -> list[Graph]:
         """The graphs this node owns (If branches, Loop/Scan bodies), in attribute order."""
         if self._clean:
