@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import operator
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -1050,8 +1050,3 @@ class Graph:
     def __repr__(self) -> str:
         return f"<Graph {self._name!r} nodes={len(self._nodes)}>"
 
-
-def iter_graphs(graph: Graph) -> Iterable[Graph]:
-    """The graph, then every subgraph below it."""
-    yield graph
-    yield from graph.get_all_subgraphs()
