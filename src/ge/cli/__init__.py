@@ -37,9 +37,12 @@ def cli(debug: bool) -> None:
 
 
 def _register_commands() -> None:
+    from ge.cli.compile import compile_command, dump_command
     from ge.cli.passes import passes
 
     cli.add_command(passes)
+    cli.add_command(compile_command)
+    cli.add_command(dump_command)
 
 
 _register_commands()

@@ -1,0 +1,126 @@
+"""`ge compile` and `ge dump`: a compiled file on success, one clean error line and no file
+on failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper
+
+from ge.cli import cli
+
+FOLD_DOUBLE_NEG = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="FoldDoubleNeg", stage=PassStage.BEFORE_INFER_SHAPE)
+class FoldDoubleNeg(FusionBasePass):
+    def run(self, graph, context):
+        for outer in graph.nodes_of_type("Neg"):
+            inner, _ = outer.get_in_data_nodes_and_port_indexes(0)
+            if inner.type == "Neg":
+                source, index = inner.get_in_data_nodes_and_port_indexes(0)
+                graph.replace_all_uses(outer, 0, source, index)
+                graph.remove_node(outer)
+                graph.remove_node(inner)
+        return True
+"""
+
+RAISING = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="Broken", stage=PassStage.BEFORE_INFER_SHAPE)
+class Broken(FusionBasePass):
+    def run(self, graph, context):
+        raise ValueError("the pattern is wrong")
+"""
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    """x -> Neg -> Neg -> Relu = y."""
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["a"], name="n1"),
+         helper.make_node("Neg", ["a"], ["b"], name="n2"),
+         helper.make_node("Relu", ["b"], ["y"], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_compile_writes_the_optimised_model(model: Path, write) -> None:
+    plugin = write("passes/fold.py", FOLD_DOUBLE_NEG)
+    out = model.parent / "out.onnx"
+    code, stdout, _ = _run("compile", str(model), "-o", str(out), "--pass-path", str(plugin),
+                           "--json")
+    assert code == 0
+    report = json.loads(stdout)
+    assert (report["nodes_before"], report["nodes_after"]) == (5, 3)  # Data..NetOutput
+    assert [(p["name"], p["changed"]) for p in report["passes"]] == [("FoldDoubleNeg", True)]
+    compiled = onnx.load(out)
+    assert [n.op_type for n in compiled.graph.node] == ["Relu"]
+    x = np.array([-1.0, 0.5, 2.0], dtype=np.float32)
+    session = ort.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(["y"], {"x": x})[0], np.maximum(x, 0))
+
+
+def test_a_failing_pass_is_one_error_line_and_writes_nothing(model: Path, write) -> None:
+    plugin = write("passes/broken.py", RAISING)
+    out = model.parent / "out.onnx"
+    before = sorted(p.name for p in model.parent.iterdir())
+    code, _, stderr = _run("compile", str(model), "-o", str(out), "--pass-path", str(plugin))
+    assert code == 1
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass Broken.")
+    assert "the pattern is wrong" in stderr
+    assert f"{plugin}:7" in stderr  # the raising line of the user's file
+    assert sorted(p.name for p in model.parent.iterdir()) == before
+
+
+def test_debug_shows_the_traceback(model: Path, write) -> None:
+    plugin = write("passes/broken.py", RAISING)
+    result = CliRunner().invoke(cli, ["--debug", "compile", str(model), "-o",
+                                      str(model.parent / "out.onnx"), "--pass-path",
+                                      str(plugin)])
+    assert result.exit_code == 1
+    assert result.exc_info is not None and result.exc_info[0].__name__ == "PassRunError"
+
+
+def test_a_missing_model_is_named_with_its_code(tmp_path: Path) -> None:
+    code, _, stderr = _run("compile", str(tmp_path / "nope.onnx"), "-o",
+                           str(tmp_path / "out.onnx"))
+    assert code == 1
+    assert stderr == f"ge: [GE1102] model file not found: {tmp_path / 'nope.onnx'}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_option_is_a_usage_error(model: Path) -> None:
+    code, _, stderr = _run("compile", str(model), "-o", str(model.parent / "o.onnx"),
+                           "--option", "no-equals-sign")
+    assert code == 2
+    assert "is not KEY=VALUE" in stderr
+
+
+def test_dump_prints_one_line_per_node(model: Path) -> None:
+    code, stdout, _ = _run("dump", str(model))
+    assert code == 0
+    lines = stdout.splitlines()
+    assert lines[0] == "graph g (opset ai.onnx=17)"
+    assert [line.split("# ")[-1] for line in lines[1:]] == ["x", "n1", "n2", "relu",
+                                                            "NetOutput"]
+    code, stdout, _ = _run("dump", str(model), "--format", "onnx")
+    assert code == 0 and "Neg (x)" in stdout
