@@ -7,17 +7,15 @@ when everything was written, so a failed save leaves nothing behind.
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import onnx
 from google.protobuf.message import DecodeError
 
 from ge.errors import GraphTypeError, ModelLoadError, ModelNotFoundError, ModelSaveError
+from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import (
     ExternalDataWriter,
     packed_bytes,
@@ -35,28 +33,6 @@ __all__ = ["load", "save_model"]
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
 _EXTERNAL_AUTO_THRESHOLD = PROTOBUF_LIMIT - 64 * 2**20
-
-
-@contextmanager
-def no_gc_pauses() -> Iterator[None]:
-    """Suspend the cyclic garbage collector while building or writing many small objects.
-
-    Loading allocates several objects per node and none of them is garbage, yet each
-    allocation burst triggers collections that scan the whole growing graph; pausing the
-    collector makes load and save of large models several times faster.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # What was built here lives as long as the graph: move it to the oldest generation
-        # in one step (freeze + unfreeze splices lists, it scans nothing) rather than have
-        # the next young collections traverse every new node, list and dict twice.
-        gc.freeze()
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _parse(data: bytes, where: str) -> onnx.ModelProto:

@@ -41,6 +41,12 @@ class Shape(list):
     def __init__(self, dims: Iterable[Dim] | None = None) -> None:
         super().__init__(_check_dims(dims) if dims is not None else ())
 
+    def _copy(self) -> Shape:
+        """A copy without re-checking dims (they were checked when this shape was made)."""
+        other = Shape.__new__(Shape)
+        list.extend(other, self)
+        return other
+
     @classmethod
     def unknown_rank(cls) -> Shape:
         """The shape of a tensor whose rank is not known (`[-2]`)."""
@@ -122,7 +128,7 @@ class TensorDesc:
         self._shape = _as_shape(shape)
         self._format = _check_enum(format, Format, "format")
         self._data_type = _check_enum(data_type, DataType, "data_type")
-        self._origin_shape = Shape(self._shape)
+        self._origin_shape = self._shape._copy()
         self._origin_format = self._format
         self._origin_data_type = self._data_type
         # The ONNX ValueInfoProto this desc was read from, and the (shape, dtype) it decoded
@@ -138,7 +144,7 @@ class TensorDesc:
     # -- properties -------------------------------------------------------------------
     @property
     def shape(self) -> Shape:
-        return Shape(self._shape)
+        return self._shape._copy()
 
     @shape.setter
     def shape(self, value: Shape | Iterable[Dim]) -> None:
@@ -146,7 +152,7 @@ class TensorDesc:
 
     @property
     def origin_shape(self) -> Shape:
-        return Shape(self._origin_shape)
+        return self._origin_shape._copy()
 
     @origin_shape.setter
     def origin_shape(self, value: Shape | Iterable[Dim]) -> None:
@@ -231,10 +237,10 @@ class TensorDesc:
     def copy(self) -> TensorDesc:
         """An independent copy (shares the read-only ONNX source it came from)."""
         other = TensorDesc.__new__(TensorDesc)
-        other._shape = Shape(self._shape)
+        other._shape = self._shape._copy()
         other._format = self._format
         other._data_type = self._data_type
-        other._origin_shape = Shape(self._origin_shape)
+        other._origin_shape = self._origin_shape._copy()
         other._origin_format = self._origin_format
         other._origin_data_type = self._origin_data_type
         other._source = self._source

@@ -22,6 +22,7 @@ import onnx
 from onnx import shape_inference
 
 from ge.errors import ShapeInferenceError
+from ge.graph.allocation import no_gc_pauses
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -194,8 +195,9 @@ def _types_of(gp: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
 
 def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
     types = _types_of(gp)
-    protos_by_output = {p.output[0]: p for p in gp.node if len(p.output) and p.output[0]}
-    protos_by_name = {p.name: p for p in gp.node if p.name}
+    # Only nodes owning subgraphs need their exported proto back; index them on first need.
+    protos_by_output: dict[str, onnx.NodeProto] | None = None
+    protos_by_name: dict[str, onnx.NodeProto] = {}
     for node in graph.get_direct_nodes():
         if node.type == CONST and not node.domain:
             continue
@@ -209,6 +211,9 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
         subs = node.get_subgraphs()
         if not subs:
             continue
+        if protos_by_output is None:
+            protos_by_output = {p.output[0]: p for p in gp.node if len(p.output) and p.output[0]}
+            protos_by_name = {p.name: p for p in gp.node if p.name}
         outs = node.get_output_names()
         proto = protos_by_output.get(outs[0]) if outs and outs[0] else None
         if proto is None:
@@ -271,9 +276,13 @@ def infer_shapes(
     become a `ShapeInferenceError`; otherwise nodes onnx cannot type keep their descs.
     Declared graph-input descs are never changed.
     """
-    root = graph.root_graph()
+    with no_gc_pauses():  # a desc per node: a bulk rewrite of the graph
+        _infer_shapes(graph.root_graph(), known_values or {}, strict)
+
+
+def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if is_custom_node(n)]
-    _onnx_pass(root, known_values or {}, strict)
+    _onnx_pass(root, known_values, strict)
     for _ in range(len(custom)):
         changed = False
         for node in custom:
@@ -283,4 +292,4 @@ def infer_shapes(
                 changed = True
         if not changed:
             break
-        _onnx_pass(root, known_values or {}, strict)
+        _onnx_pass(root, known_values, strict)
