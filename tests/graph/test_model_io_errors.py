@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from ge.errors import (
 )
 from ge.graph import model_io
 from ge.graph.external_data import iter_tensors
+from model_paths import shared_model
 
 
 def _snapshot(*folders: Path) -> dict[str, tuple[int, int]]:
@@ -368,3 +370,38 @@ def test_failed_save_keeps_the_previous_model(graph: ge.graph.Graph, tmp_path: P
     assert target.read_bytes() == b"previous model"
     graph.save(target)  # and a later save works
     assert target.read_bytes() == graph.to_onnx().SerializeToString()
+
+
+def test_corrupted_bytes_give_ge_errors_only() -> None:
+    """Random byte flips and cuts of a real model either load or fail with a GeError (never
+    a raw Python exception), and what loads also validates, saves and dumps or says why not.
+    Names that are not UTF-8 text are named as a corrupt file."""
+    data = shared_model("control_flow").read_bytes()
+    outcomes: set[str] = set()
+    for seed in range(400):
+        rng = random.Random(seed)
+        corrupt = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            corrupt[rng.randrange(len(corrupt))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            corrupt = corrupt[: rng.randrange(len(corrupt))]
+        try:
+            graph = ge.graph.load(bytes(corrupt))
+            graph.validate()
+            graph.to_onnx().SerializeToString()
+            str(graph)
+            outcomes.add("ok")
+        except GeError as err:
+            outcomes.add(type(err).__name__)
+    assert {"ok", "ModelLoadError"} <= outcomes
+
+
+def test_a_name_that_is_not_utf8_is_reported_as_corruption() -> None:
+    graph = oh.make_graph([oh.make_node("Relu", ["x"], ["y"], name="QQQQ")], "g",
+                          [oh.make_tensor_value_info("x", TP.FLOAT, [1])],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, [1])])
+    data = oh.make_model(graph).SerializeToString().replace(b"QQQQ", b"Q\xffQQ")
+    with pytest.raises(ModelLoadError,
+                       match=r"is not valid UTF-8 text .* the model file is corrupt") as info:
+        ge.graph.load(data)
+    assert info.value.code == "GE1101"

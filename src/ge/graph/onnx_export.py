@@ -138,35 +138,35 @@ def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
         return node._proto
     proto = onnx.NodeProto()
     source = node._proto
+    if source is not None:
+        # Start from the proto the node was read from, so the fields the IR does not model
+        # (doc string, metadata, overload, device configurations, any later addition) come
+        # along byte for byte; what the IR owns is rewritten below.
+        proto.CopyFrom(source)
+        for field in ("input", "output", "attribute"):
+            proto.ClearField(field)
     if node._type == CONST:
         proto.op_type = "Constant"
         value = node._attr_value("value")
         proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
     else:
         proto.op_type = node._type
-        if node._domain:
+        if proto.domain != node._domain:  # unset fields stay unset (byte-identical saves)
             proto.domain = node._domain
+        source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
         for key, stored in node._attrs.items():
             attr = encode_attr(key, stored, lambda g: _graph_proto(g, renames))
-            if attr.type in GRAPH_KINDS and source is not None:
+            original = source_attrs.get(key)
+            if attr.type in GRAPH_KINDS and original is not None and original.doc_string:
                 # Subgraphs are always written anew; keep the doc string the attribute had.
-                doc = next((a.doc_string for a in source.attribute if a.name == key), "")
-                if doc:
-                    attr.doc_string = doc
+                attr.doc_string = original.doc_string
             proto.attribute.append(attr)
     name = node._export_name if node._export_name is not None else node._name
-    if name:
+    if proto.name != name:
         proto.name = name
     proto.input.extend([_value_name(p, renames) for p in node._inputs])
-    proto.output.extend([_value_name((node, i), renames) if name else ""
-                         for i, name in enumerate(node._out_names)])
-    if source is not None:
-        if source.doc_string:
-            proto.doc_string = source.doc_string
-        proto.metadata_props.extend(source.metadata_props)
-        if source.overload:
-            proto.overload = source.overload
-        proto.device_configurations.extend(source.device_configurations)
+    proto.output.extend([_value_name((node, i), renames) if value else ""
+                         for i, value in enumerate(node._out_names)])
     return proto
 
 

@@ -25,11 +25,21 @@ A = AttributeProto
 _CONSTANT_DOMAINS = ("", "ai.onnx")
 
 
+def _text(value: str | bytes, what: str) -> str:
+    """A string field of the model; protobuf hands back bytes when it is not valid UTF-8,
+    which only a corrupt (or hand-made broken) file contains."""
+    if type(value) is not str:
+        raise ModelLoadError(
+            f"{what} is not valid UTF-8 text ({value!r}); the model file is corrupt"
+        )
+    return value
+
+
 def model_to_graph(model: onnx.ModelProto) -> Graph:
     """Build the IR of a model whose external data has already been read in."""
     if not model.HasField("graph"):
         raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
-    graph = Graph(model.graph.name or "graph")
+    graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
     _read_graph(graph, model.graph)
     return graph
@@ -38,14 +48,16 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
 def _model_info(model: onnx.ModelProto) -> ModelInfo:
     info = ModelInfo()
     info.ir_version = model.ir_version
-    info.opset_imports = {op.domain: op.version for op in model.opset_import}
+    info.opset_imports = {_text(op.domain, "an opset domain"): op.version
+                          for op in model.opset_import}
     info.opset_source = list(model.opset_import)
-    info.producer_name = model.producer_name
-    info.producer_version = model.producer_version
-    info.domain = model.domain
+    info.producer_name = _text(model.producer_name, "the producer name")
+    info.producer_version = _text(model.producer_version, "the producer version")
+    info.domain = _text(model.domain, "the model domain")
     info.model_version = model.model_version
-    info.doc_string = model.doc_string
-    info.metadata_props = {p.key: p.value for p in model.metadata_props}
+    info.doc_string = _text(model.doc_string, "the model doc string")
+    info.metadata_props = {_text(p.key, "a metadata key"): _text(p.value, "a metadata value")
+                           for p in model.metadata_props}
     info.functions = list(model.functions)
     if model.training_info or model.configuration:
         extras = onnx.ModelProto()
@@ -86,9 +98,18 @@ def _unique_name(graph: Graph, wanted: str, op_type: str) -> str:
 
 
 def _add(graph: Graph, node: Node) -> None:
-    """Index a node read from ONNX, refusing a value name defined twice (SSA)."""
+    """Index a node read from ONNX, refusing a value name defined twice (SSA) and names that
+    are not text."""
+    if type(node._name) is not str or type(node._type) is not str or (
+            type(node._domain) is not str):
+        where = f"graph {graph._name!r}: a node's"
+        _text(node._name, f"{where} name")
+        _text(node._type, f"{where} op type")
+        _text(node._domain, f"{where} domain")
     values = graph._values
     for value in node._out_names:
+        if type(value) is not str:
+            _text(value, f"graph {graph._name!r}: an output name of node {node._name!r}")
         if value and value in values:
             raise ModelLoadError(
                 f"graph {graph._name!r}: value {value!r} is defined twice "
@@ -148,11 +169,14 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         attrs: dict = {}
         has_graph = False
         for attr in proto.attribute:
+            key = attr.name
+            if type(key) is not str:
+                _text(key, f"graph {graph._name!r}: an attribute name of node {name!r}")
             if attr.type in GRAPH_KINDS:
                 has_graph = True
-                attrs[attr.name] = None  # decoded once the outer values are known
+                attrs[key] = None  # decoded once the outer values are known
             else:
-                attrs[attr.name] = attr
+                attrs[key] = attr
         outputs = list(proto.output)
         if not name or name in by_name:
             unique = graph._unique_node_name(name or op_type)
@@ -212,13 +236,14 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
 
 def _subgraph(outer: Graph, owner: Node, gp: onnx.GraphProto) -> Graph:
-    sub = Graph(gp.name)
+    sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
     sub._parent_node = owner
     _read_graph(sub, gp)
     return sub
 
 
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
+    _text(value, f"graph {graph._name!r}: input {index} of node {node._name!r}")
     found = graph.find_value(value)
     if found is None:
         raise ModelLoadError(

@@ -154,7 +154,12 @@ class Tensor:
                 raise GraphError(
                     f"tensor {self._proto.name!r} refers to external data that was not loaded"
                 )
-            array = numpy_helper.to_array(self._proto)
+            try:
+                array = numpy_helper.to_array(self._proto)
+            except (TypeError, ValueError) as exc:  # a corrupt proto: wrong size or type
+                raise GraphError(
+                    f"tensor {self._proto.name!r} cannot be decoded: {exc}"
+                ) from exc
             array.flags.writeable = False
             self._array = array
         return self._array
