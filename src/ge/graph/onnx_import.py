@@ -153,7 +153,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
     # inputs once every value of the graph is known.
     pending: list[Node] = []
     with_subgraphs: list[tuple[Node, onnx.NodeProto]] = []
-    by_name, values = graph._by_name, graph._values
+    by_name = graph._by_name
     for proto in gp.node:
         op_type = proto.op_type
         name = proto.name
@@ -191,20 +191,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
             with_subgraphs.append((node, proto))
 
     for node in pending:
-        inputs = node._proto.input  # type: ignore[union-attr]  # operator nodes keep it
-        node_inputs = node._inputs
-        for i, value in enumerate(inputs):
-            if not value:
-                continue
-            found = values.get(value)
-            if found is None:
-                found = _outer_value(graph, node, i, value)
-            node_inputs[i] = found
-            consumers = found[0]._consumers[found[1]]
-            if consumers is None:
-                found[0]._consumers[found[1]] = {(node, i): None}
-            else:
-                consumers[(node, i)] = None
+        _wire(graph, node, node._proto.input)  # type: ignore[union-attr]  # ops keep their proto
     for node, proto in with_subgraphs:
         node._clean = False  # its subgraphs are written anew
         for attr in proto.attribute:
@@ -257,13 +244,17 @@ def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node
 def _wire(graph: Graph, node: Node, input_names) -> None:
     """Connect a node's inputs by value name, through enclosing scopes (no journaling)."""
     inputs = node._inputs
+    values = graph._values
     for i, value in enumerate(input_names):
         if not value:
             continue
-        found = _outer_value(graph, node, i, value)
-        producer, index = found
+        found = values.get(value)  # this graph's own values first: the common case
+        if found is None:
+            found = _outer_value(graph, node, i, value)
         inputs[i] = found
+        producer, index = found
         consumers = producer._consumers[index]
         if consumers is None:
-            consumers = producer._consumers[index] = {}
-        consumers[(node, i)] = None
+            producer._consumers[index] = {(node, i): None}
+        else:
+            consumers[(node, i)] = None
