@@ -11,25 +11,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 from click.testing import CliRunner
-from onnx import TensorProto, helper
 
 from ge.cli import cli
-
-FOLD_DOUBLE_NEG = """
-from ge.passes import FusionBasePass, PassStage, register_fusion_pass
-
-@register_fusion_pass(name="FoldDoubleNeg", stage=PassStage.BEFORE_INFER_SHAPE)
-class FoldDoubleNeg(FusionBasePass):
-    def run(self, graph, context):
-        for outer in graph.nodes_of_type("Neg"):
-            inner, _ = outer.get_in_data_nodes_and_port_indexes(0)
-            if inner.type == "Neg":
-                source, index = inner.get_in_data_nodes_and_port_indexes(0)
-                graph.replace_all_uses(outer, 0, source, index)
-                graph.remove_node(outer)
-                graph.remove_node(inner)
-        return True
-"""
+from sample_models import double_negation_model, readme_pass_source
 
 RAISING = """
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
@@ -44,16 +28,8 @@ class Broken(FusionBasePass):
 @pytest.fixture
 def model(tmp_path: Path) -> Path:
     """x -> Neg -> Neg -> Relu = y."""
-    graph = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["a"], name="n1"),
-         helper.make_node("Neg", ["a"], ["b"], name="n2"),
-         helper.make_node("Relu", ["b"], ["y"], name="relu")],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
-    )
     path = tmp_path / "model.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(double_negation_model(), path)
     return path
 
 
@@ -63,7 +39,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def test_compile_writes_the_optimised_model(model: Path, write) -> None:
-    plugin = write("passes/fold.py", FOLD_DOUBLE_NEG)
+    plugin = write("passes/fold.py", readme_pass_source())
     out = model.parent / "out.onnx"
     code, stdout, _ = _run("compile", str(model), "-o", str(out), "--pass-path", str(plugin),
                            "--json")
