@@ -1,4 +1,4 @@
-"""The shared models exported from PyTorch (shared/models, see conftest.py) round-trip
+"""The real models exported from PyTorch (tests/models, see conftest.py) round-trip
 through `ge.graph`: they load, validate, export byte-identical, save and reload, and the saved
 file computes exactly what the original computes in onnxruntime."""
 

@@ -45,7 +45,6 @@ def _expected(gp: onnx.GraphProto, out: dict[str, TensorDesc]) -> None:
                 _expected(sub, out)
 
 
-@pytest.mark.skipif(not MODELS, reason="shared model corpus not available")
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
 def test_infer_shapes_matches_onnx_on_real_models(path: Path, tmp_path: Path) -> None:
     model = _stripped(path)
