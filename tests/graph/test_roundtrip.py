@@ -563,7 +563,9 @@ def test_edit_insert_node(tmp_path: Path) -> None:
                                                              model.producer_name)
     assert exported.graph.doc_string == model.graph.doc_string
     assert exported.graph.metadata_props == model.graph.metadata_props
-    assert list(exported.graph.node[:2]) == list(model.graph.node)
+    assert exported.graph.node[0] == model.graph.node[0]
+    # The output keeps "y": the Add's value, now the Relu's input, is renamed.
+    assert [list(n.output) for n in exported.graph.node] == [["mid"], ["y_1"], ["y"]]
     assert exported.graph.value_info[:] == model.graph.value_info[:]
     assert exported.graph.output[0].doc_string == model.graph.output[0].doc_string
     x = np.random.default_rng(0).standard_normal((2, 3), np.float32)
@@ -612,7 +614,7 @@ def test_edit_subgraphs(tmp_path: Path) -> None:
 def test_edit_function_call_attribute(tmp_path: Path) -> None:
     """Changing the attribute passed to a model-local function changes its result."""
     graph = ge.graph.load(local_functions())
-    call = next(n for n in graph.nodes_of_type("ScaledTanh") if n.domain == FUNCS)
+    call = graph.nodes_of_type("ScaledTanh", FUNCS)[0]
     call.set_attr("alpha", 2.0)
     exported = _export_checked(graph, tmp_path)
     x = np.random.default_rng(0).standard_normal((2, 3), np.float32)

@@ -5,7 +5,8 @@
 outputs, and the other nodes are written in topological order. A node still equal to the
 `NodeProto` it was read from is written as that proto; value infos are written for every
 output whose desc is known. Control edges have no ONNX form and are not written (documented
-in docs/graph.md); orphan subgraphs (`Graph.add_subgraph`) neither.
+in docs/graph.md); orphan subgraphs (`Graph.add_subgraph`) neither. Graphs read from ONNX
+keep their output names whatever produces the outputs now (`_OutputNames`).
 """
 
 from __future__ import annotations
@@ -36,20 +37,28 @@ TensorSink = Callable[[Tensor, str], "onnx.TensorProto | None"]
 _TENSOR_SINK: ContextVar[TensorSink | None] = ContextVar("ge_tensor_sink", default=None)
 
 
-def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None) -> onnx.ModelProto:
+def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
+                   value_names: dict[tuple[Node, int], str] | None = None) -> onnx.ModelProto:
     """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
 
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
     (e.g. one pointing into an external data file), or None to write it inline.
+    `value_names`, when given, is filled with (node, output index) -> exported name for every
+    value written under a name other than its IR name (see `_OutputNames`), so a caller
+    reading the model back (shape inference) can find the IR's values in it.
     """
     token = _TENSOR_SINK.set(tensor_sink)
     try:
-        return _graph_to_model(graph)
+        names = _OutputNames(graph)
+        model = _graph_to_model(graph, names)
     finally:
         _TENSOR_SINK.reset(token)
+    if value_names is not None:
+        value_names.update(names.renames)
+    return model
 
 
-def _graph_to_model(graph: Graph) -> onnx.ModelProto:
+def _graph_to_model(graph: Graph, names: _OutputNames) -> onnx.ModelProto:
     info = graph.root_graph().model
     model = onnx.ModelProto()
     model.ir_version = info.ir_version
@@ -74,13 +83,161 @@ def _graph_to_model(graph: Graph) -> onnx.ModelProto:
     if info.extras is not None:
         model.training_info.extend(info.extras.training_info)
         model.configuration.extend(info.extras.configuration)
-    write_graph(graph, model.graph)
+    write_graph(graph, model.graph, names)
     return model
 
 
-# Exported names of values whose ONNX name changes on the way out: a producer now feeding a
-# graph output gets that output's original name, so the model keeps its interface.
-Renames = dict[tuple[Node, int], str]
+# -- output names ---------------------------------------------------------------------------
+
+Producer = tuple[Node, int]
+# Exported names of values whose ONNX name is not their IR name.
+Renames = dict[Producer, str]
+# Who holds an exported value name: (graph, producer), or (graph, None) for an `Identity`
+# written by the export.
+_Holder = tuple[Graph, "Producer | None"]
+
+
+class _OutputNames:
+    """The output names of every graph of one export, and the value renames they need.
+
+    A graph read from ONNX keeps the names it was read with (`Graph._output_names`), so a
+    pass giving an output a new producer does not change the model's interface: the producer
+    is exported under the output's name, or an `Identity` in the graph produces it where
+    ONNX needs one (one value feeding two names, a graph input, an outer value: a subgraph
+    output must be produced inside it); a stale value still holding the name is renamed.
+    Graphs built in memory keep their producers' names, with an `Identity` only where ONNX
+    needs a distinct or local output. Made-up names are unique in the model and deterministic.
+
+    Graphs are planned as they are written, enclosing graphs first, so a subgraph never
+    renames a value of an enclosing graph (part of it is written already).
+    """
+
+    def __init__(self, root: Graph) -> None:
+        self.root = root
+        self.renames: Renames = {}
+        self._holders: dict[str, list[_Holder]] | None = None
+        self._reserved: set[str] = set()  # every graph's wanted output names
+        self._node_names: set[str] = set()
+
+    def name(self, producer: Producer) -> str:
+        """The exported name of a value."""
+        renamed = self.renames.get(producer)
+        return renamed if renamed is not None else producer[0]._out_names[producer[1]]
+
+    def plan(self, graph: Graph, net_output: Node) -> tuple[list[str], list[onnx.NodeProto]]:
+        """The exported output names of `graph` and the `Identity` nodes producing some.
+
+        Called before any node of `graph` is written; renames land in `self.renames`.
+        """
+        producers: list[Producer] = net_output._inputs  # type: ignore[assignment]  # checked
+        wanted = graph._output_names
+        names = [""] * len(producers)
+        fixed: set[Producer] = set()  # producers exported under an output name of `graph`
+        pending: list[int] = []
+        for i, producer in enumerate(producers):
+            want = wanted[i] if i < len(wanted) else ""
+            if want and producer[0]._graph is graph and self.name(producer) == want:
+                names[i] = want  # the common case: the output is what it was read as
+                fixed.add(producer)
+            else:
+                pending.append(i)
+        if not pending:
+            return names, []
+        identities: list[onnx.NodeProto] = []
+        assigned = {n for n in names if n}
+        for i in pending:
+            producer = producers[i]
+            want = wanted[i] if i < len(wanted) else ""
+            current = self.name(producer)
+            local = producer[0]._graph is graph
+            renamable = local and producer[0]._type != DATA and producer not in fixed
+            if want and renamable and self._take(want, graph, producer, fixed):
+                self._rename(producer, want)
+                current = want
+            if local and current not in assigned and (renamable or not want):
+                name = current  # the producer's value is the output
+                fixed.add(producer)
+            else:
+                free = want and self._take(want, graph, None, fixed)
+                name = want if free else self._fresh(want or current)
+                identities.append(self._identity(current, name))
+            names[i] = name
+            assigned.add(name)
+        return names, identities
+
+    # -- the model-wide tables, for the rare graph whose outputs changed --------------------
+    def _tables(self) -> dict[str, list[_Holder]]:
+        """Who holds each value name in the whole model (its node names and wanted output
+        names too), made on first need: an untouched model never needs it."""
+        if self._holders is None:
+            holders: dict[str, list[_Holder]] = {}
+            pending = [self.root]
+            while pending:
+                graph = pending.pop()
+                self._reserved.update(graph._output_names)
+                for node in graph._nodes:
+                    self._node_names.add(node._export_name or node._name)
+                    for i, value in enumerate(node._out_names):
+                        if value:
+                            holders.setdefault(self.name((node, i)), []).append((graph, (node, i)))
+                    pending.extend(node.get_subgraphs())
+            self._holders = holders
+        return self._holders
+
+    def _fresh(self, base: str) -> str:
+        """A value name used nowhere in the model, reserved from now on."""
+        holders = self._tables()
+        k = 1
+        while f"{base}_{k}" in holders or f"{base}_{k}" in self._reserved:
+            k += 1
+        name = f"{base}_{k}"
+        holders[name] = []
+        return name
+
+    def _rename(self, producer: Producer, name: str) -> None:
+        """Export `producer`'s value as `name` (its consumers everywhere read that name)."""
+        holders = self._tables()
+        old = self.name(producer)
+        entry = next(h for h in holders[old] if h[1] == producer)
+        holders[old].remove(entry)
+        holders.setdefault(name, []).append(entry)
+        if name == producer[0]._out_names[producer[1]]:
+            self.renames.pop(producer, None)
+        else:
+            self.renames[producer] = name
+
+    def _take(self, name: str, graph: Graph, producer: Producer | None,
+              fixed: set[Producer]) -> bool:
+        """Make `name` free for `producer` (None: an `Identity` of `graph`) to export under.
+
+        Other values holding it where it would clash (this graph, the graphs around it and
+        inside it) are renamed to fresh names; False, changing nothing, when one of them
+        cannot be: a graph input, an output already named, a value of an enclosing graph.
+        """
+        holders = self._tables()
+        around = list(graph._ancestors())
+        clashing = [h for h in holders.get(name, ()) if h[1] != producer and (
+            h[0] in around or graph in list(h[0]._ancestors()))]
+        for held_in, held in clashing:
+            if (held is None or held[0]._type == DATA or held in fixed
+                    or (held_in is not graph and held_in in around)):
+                return False
+        for _, held in clashing:
+            self._rename(held, self._fresh(name))  # type: ignore[arg-type]  # checked above
+        if producer is None:
+            holders.setdefault(name, []).append((graph, None))
+        return True
+
+    def _identity(self, source: str, name: str) -> onnx.NodeProto:
+        """`name = Identity(source)`, under a node name unique in the model."""
+        self._tables()
+        node_name = f"{name}_identity"
+        k = 0
+        while node_name in self._node_names:
+            k += 1
+            node_name = f"{name}_identity_{k}"
+        self._node_names.add(node_name)
+        return onnx.helper.make_node("Identity", [source], [name], name=node_name)
 
 
 def _value_name(producer: tuple[Node, int] | None, renames: Renames) -> str:
@@ -91,30 +248,6 @@ def _value_name(producer: tuple[Node, int] | None, renames: Renames) -> str:
         if renamed is not None:
             return renamed
     return producer[0]._out_names[producer[1]]
-
-
-def _output_renames(graph: Graph, net_output: Node, inherited: Renames) -> Renames:
-    """Keep graph output names stable when a pass gave an output a new producer.
-
-    Output i's producer is exported under the name output i had when the model was read,
-    unless that name is still produced by another value in scope, the producer is a graph
-    input (renaming it would change the inputs), or the producer already feeds another
-    output under a different name.
-    """
-    renames = dict(inherited)
-    wanted = graph._output_names
-    taken = set(renames.values())
-    for i, producer in enumerate(net_output._inputs):
-        if producer is None or i >= len(wanted) or not wanted[i]:
-            continue
-        name = wanted[i]
-        current = producer[0]._out_names[producer[1]]
-        if (current == name or producer in renames or name in taken
-                or producer[0]._type == DATA or graph.find_value(name) is not None):
-            continue
-        renames[producer] = name
-        taken.add(name)
-    return renames
 
 
 def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
@@ -133,7 +266,8 @@ def _touches(node: Node, renames: Renames) -> bool:
         (node, i) in renames for i in range(len(node._out_names)))
 
 
-def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
+def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
+    renames = names.renames
     if node._clean and node._proto is not None and not (renames and _touches(node, renames)):
         return node._proto
     proto = onnx.NodeProto()
@@ -155,7 +289,7 @@ def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
             proto.domain = node._domain
         source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
         for key, stored in node._attrs.items():
-            attr = encode_attr(key, stored, lambda g: _graph_proto(g, renames))
+            attr = encode_attr(key, stored, lambda g: _graph_proto(g, names))
             original = source_attrs.get(key)
             if attr.type in GRAPH_KINDS and original is not None and original.doc_string:
                 # Subgraphs are always written anew; keep the doc string the attribute had.
@@ -170,9 +304,9 @@ def _node_proto(node: Node, renames: Renames) -> onnx.NodeProto:
     return proto
 
 
-def _graph_proto(graph: Graph, renames: Renames) -> onnx.GraphProto:
+def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:
     gp = onnx.GraphProto()
-    write_graph(graph, gp, renames)
+    write_graph(graph, gp, names)
     return gp
 
 
@@ -186,16 +320,27 @@ def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onn
     return value_info_from_desc(name, slot)
 
 
-def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = None) -> None:
-    """Fill `gp` with `graph` (recursing into subgraph attributes, which see `renames`)."""
-    renames = dict(renames or {})
+def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = None) -> None:
+    """Fill `gp` with `graph`, recursing into subgraph attributes; `names` holds the output
+    names and renames of the whole export (None: `graph` is the model's graph)."""
+    if names is None:
+        names = _OutputNames(graph)
+    renames = names.renames  # filled further by the subgraphs' plans, for their own values
     sink = _TENSOR_SINK.get()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
                          nodes=[n._name for n in net_outputs])
-    if net_outputs and graph._output_names:
-        renames = _output_renames(graph, net_outputs[0], renames)
+    output_names: list[str] = []
+    identities: list[onnx.NodeProto] = []
+    if net_outputs:
+        net_output = net_outputs[0]
+        for i, producer in enumerate(net_output._inputs):
+            if producer is None:
+                raise GraphError(
+                    f"graph {graph._name!r}: output {i} (input {i} of {net_output._name!r}) "
+                    "is not connected", nodes=[net_output._name])
+        output_names, identities = names.plan(graph, net_output)
     if graph._name:
         gp.name = graph._name
     order = graph.topological_order()
@@ -213,13 +358,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
     sparse: list[onnx.SparseTensorProto] = []
     protos: list[onnx.NodeProto] = []
     value_infos: list[onnx.ValueInfoProto] = []
-    net_output: Node | None = None
     for node in order:
         op_type = node._type
-        if op_type == DATA:
-            continue
-        if op_type == NET_OUTPUT:
-            net_output = node
+        if op_type in (DATA, NET_OUTPUT):
             continue
         if op_type == CONST and not _constant_origin(node):
             name = _value_name((node, 0), renames)
@@ -232,7 +373,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
             else:
                 raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
         else:
-            protos.append(_node_proto(node, renames))
+            protos.append(_node_proto(node, names))
         descs = node._out_descs
         if descs is None or descs.count(None) == len(descs):
             continue  # nothing known about the outputs: no value_info (the common case)
@@ -244,22 +385,19 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, renames: Renames | None = Non
         gp.initializer.extend(graph._input_defaults.values())
     gp.sparse_initializer.extend(sparse)
     gp.node.extend(protos)
+    gp.node.extend(identities)
 
-    if net_output is not None:
+    if net_outputs:
+        net_output = net_outputs[0]
         in_descs = net_output._in_descs
         outputs = []
         for i, producer in enumerate(net_output._inputs):
-            if producer is None:
-                raise GraphError(
-                    f"graph {graph._name!r}: output {i} (input {i} of {net_output._name!r}) "
-                    "is not connected", nodes=[net_output._name])
-            name = _value_name(producer, renames)
             slot = in_descs[i] if in_descs is not None else None
             if slot is None:
-                slot = producer[0]._out_slot(producer[1])
-            outputs.append(_value_info(name, slot))
+                slot = producer[0]._out_slot(producer[1])  # type: ignore[index]  # connected
+            outputs.append(_value_info(output_names[i], slot))
         gp.output.extend(outputs)
-        output_names = {vi.name for vi in outputs}
-        value_infos = [vi for vi in value_infos if vi.name not in output_names]
+        written = set(output_names)
+        value_infos = [vi for vi in value_infos if vi.name not in written]
     gp.value_info.extend(value_infos)
     gp.value_info.extend(graph._stray_value_info)

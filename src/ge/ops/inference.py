@@ -25,6 +25,7 @@ from ge.errors import ShapeInferenceError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node
+from ge.graph.onnx_export import graph_to_model
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
@@ -157,12 +158,16 @@ def infer_node(node: Node) -> list[TensorDesc] | None:
 
 # -- whole graph ----------------------------------------------------------------------------
 
+# (node, output index) -> the name the value was exported under, when not its IR name.
+ExportedNames = dict[tuple[Node, int], str]
 
-def _custom_output_names(graph: Graph) -> set[str]:
+
+def _custom_output_names(graph: Graph, exported: ExportedNames) -> set[str]:
+    """The exported names of the custom operators' typed outputs (onnx cannot type them)."""
     names: set[str] = set()
     for node in graph.get_all_nodes():
         if is_custom_node(node):
-            names.update(n for i, n in enumerate(node.get_output_names())
+            names.update(exported.get((node, i), n) for i, n in enumerate(node.get_output_names())
                          if n and node.has_output_desc(i))
     return names
 
@@ -193,7 +198,12 @@ def _types_of(gp: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
     return found
 
 
-def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
+def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames) -> None:
+    """Write the types onnx inferred in `gp` back into `graph`'s nodes (subgraphs too).
+
+    `exported` holds the names values were exported under when not their IR names (a new
+    producer of a graph output is written under the output's name).
+    """
     types = _types_of(gp)
     # Only nodes owning subgraphs need their exported proto back; index them on first need.
     protos_by_output: dict[str, onnx.NodeProto] | None = None
@@ -202,6 +212,8 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
         if node.type == CONST and not node.domain:
             continue
         for i, name in enumerate(node.get_output_names()):
+            if exported and name:
+                name = exported.get((node, i), name)
             vi = types.get(name)
             if vi is None:
                 continue
@@ -215,7 +227,8 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
             protos_by_output = {p.output[0]: p for p in gp.node if len(p.output) and p.output[0]}
             protos_by_name = {p.name: p for p in gp.node if p.name}
         outs = node.get_output_names()
-        proto = protos_by_output.get(outs[0]) if outs and outs[0] else None
+        first = exported.get((node, 0), outs[0]) if outs and outs[0] else ""
+        proto = protos_by_output.get(first) if first else None
         if proto is None:
             proto = protos_by_name.get(node.name)
         if proto is None:
@@ -226,10 +239,10 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto) -> None:
             if attr is None:
                 continue
             if attr.type == onnx.AttributeProto.GRAPH:
-                _copy_back(node.get_attr(key), attr.g)
+                _copy_back(node.get_attr(key), attr.g, exported)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
-                    _copy_back(sub, sub_proto)
+                    _copy_back(sub, sub_proto, exported)
 
 
 # onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
@@ -242,9 +255,10 @@ def _nodes_named_in(message: str) -> list[str]:
 
 
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
-    model = root.to_onnx()
+    exported: ExportedNames = {}
+    model = graph_to_model(root, value_names=exported)
     gp = model.graph
-    _strip(gp, _custom_output_names(root))
+    _strip(gp, _custom_output_names(root, exported))
     if known_values:
         by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}
         for data_name, tensor in known_values.items():
@@ -263,7 +277,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) ->
         raise ShapeInferenceError(
             f"shape inference of graph {root.name!r} failed: {err}",
             nodes=_nodes_named_in(str(err))) from err
-    _copy_back(root, inferred.graph)
+    _copy_back(root, inferred.graph, exported)
 
 
 def infer_shapes(
