@@ -125,8 +125,12 @@ class Scheduler:
         """Every pass of `stage`, by name; each on the root graph, then on every subgraph."""
         for entry in self._registry.for_stage(stage):
             instance = self._instance(entry)
-            for target in [graph, *_subgraphs(graph)]:
-                self.records.append(self._invoke(entry, instance, target, graph))
+            self.records.append(self._invoke(entry, instance, graph, graph))
+            # Listed after the root run (the pass may have added or removed bodies), and each
+            # checked again before its run: a body an earlier run removed is dead.
+            for target in _subgraphs(graph):
+                if _is_live(target, graph):
+                    self.records.append(self._invoke(entry, instance, target, graph))
 
     def _instance(self, entry: RegisteredPass) -> Any:
         instance = self._instances.get(entry.name)
@@ -180,6 +184,19 @@ class Scheduler:
 def _subgraphs(root: Graph) -> list[Graph]:
     # Orphan subgraphs (not owned by a node) are not part of the compiled model.
     return [sub for sub in root.get_all_subgraphs() if not sub.is_orphan()]
+
+
+def _is_live(sub: Graph, root: Graph) -> bool:
+    """Whether `sub` is still a body of a node inside `root`'s hierarchy."""
+    graph = sub
+    while graph is not root:
+        owner = graph.parent_node
+        if owner is None or owner.owner_graph is None:
+            return False
+        if graph not in owner.get_subgraphs():
+            return False
+        graph = owner.owner_graph
+    return True
 
 
 def _describe(exc: BaseException) -> str:

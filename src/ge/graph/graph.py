@@ -20,21 +20,24 @@ from __future__ import annotations
 import heapq
 import operator
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
 from ge.errors import GraphError, GraphTypeError
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
-from ge.graph.journal import Journal
+from ge.graph.journal import ChangeKind, ChangeListener, Journal
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DumpFormat
 
-__all__ = ["CONST", "DATA", "NET_OUTPUT", "Graph"]
+if TYPE_CHECKING:
+    from ge.graph.copy_in import CopyResult
+
+__all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph"]
 
 DATA = "Data"
 CONST = "Const"
@@ -51,6 +54,10 @@ def _check_index(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise GraphTypeError(f"{what} must be an int, got {type(value).__name__}")
     return value
+
+
+def _standard_domain(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
 
 
 def _order_restorer(table: dict[Any, Any]) -> Callable[[], None]:
@@ -70,6 +77,34 @@ def _keep_order(journal: Journal, table: dict[Any, Any], key: Any) -> None:
     is last already, the transaction also records how to restore the order (once)."""
     if journal.recording and next(reversed(table)) != key:
         journal.record_once(id(table), lambda: _order_restorer(table))
+
+
+class ChangeSet:
+    """Nodes touched while `Graph.track_changes()` was open, each once, in change order."""
+
+    __slots__ = ("added", "removed", "touched")
+
+    def __init__(self) -> None:
+        self.added: dict[Node, None] = {}
+        self.removed: dict[Node, None] = {}
+        # Nodes still in a graph whose inputs or attributes changed (added ones included).
+        self.touched: dict[Node, None] = {}
+
+    def _record(self, kind: ChangeKind, node: Node, index: int) -> None:
+        if kind is ChangeKind.NODE_ADDED:
+            if self.removed.pop(node, "absent") == "absent":  # re-added: no net change
+                self.added[node] = None
+            self.touched[node] = None
+        elif kind is ChangeKind.NODE_REMOVED:
+            if self.added.pop(node, "absent") == "absent":
+                self.removed[node] = None
+            self.touched.pop(node, None)
+        elif node._graph is not None:
+            self.touched[node] = None
+
+    def live(self) -> list[Node]:
+        """The touched nodes still in a graph (what a rewriter re-examines)."""
+        return [n for n in self.touched if n._graph is not None]
 
 
 class ModelInfo:
@@ -240,6 +275,36 @@ class Graph:
             journal.structure_version += 1
         return journal
 
+    # -- change tracking ----------------------------------------------------------------
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call `listener(kind, node, index)` on every change of this graph's hierarchy
+        (node added or removed, an input's producer changed, an attribute changed); returns
+        the function that unsubscribes it.
+
+        Rollbacks replay their undo steps through the same primitives, so a listener that
+        keeps a worklist sees the graph go back too. Listeners must not mutate the graph.
+        """
+        if not callable(listener):
+            raise GraphTypeError(f"listener must be callable, got {type(listener).__name__}")
+        listeners = self.root_graph()._journal.listeners
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return unsubscribe
+
+    @contextmanager
+    def track_changes(self) -> Iterator[ChangeSet]:
+        """Collect the nodes changed inside the block (a matcher's worklist, a pass's region)."""
+        changes = ChangeSet()
+        unsubscribe = self.subscribe(changes._record)
+        try:
+            yield changes
+        finally:
+            unsubscribe()
+
     # -- queries ------------------------------------------------------------------------
     def get_direct_nodes(self) -> list[Node]:
         """Nodes of this graph (not of its subgraphs), in insertion order."""
@@ -260,10 +325,17 @@ class Graph:
     def __contains__(self, node: object) -> bool:
         return node in self._nodes
 
-    def nodes_of_type(self, op_type: str) -> list[Node]:
-        """Direct nodes of one op type, in insertion order (an index look-up, no scan)."""
+    def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
+        """Direct nodes of one operator, in insertion order (an index look-up, no scan).
+
+        `domain` tells operators of the same name apart (`Gelu` of "" and of
+        "com.microsoft" are different operators); "" and "ai.onnx" are the same domain.
+        """
         nodes = self._by_type.get(op_type)
-        return list(nodes) if nodes else []
+        if not nodes:
+            return []
+        wanted = _standard_domain(domain)
+        return [n for n in nodes if _standard_domain(n._domain) == wanted]
 
     def op_types(self) -> list[str]:
         return [t for t, nodes in self._by_type.items() if nodes]
@@ -328,9 +400,25 @@ class Graph:
                 journal.record(lambda: self._attrs.__setitem__(key, old))
 
     # -- names --------------------------------------------------------------------------
+    def _keep_counters(self) -> None:
+        """Inside a transaction, restore this graph's name counter and sequence number on
+        rollback, so names after a failed pass are those of a run without it."""
+        journal = self.root_graph()._journal
+        if journal.recording:
+            journal.record_once((id(self), "counters"), self._counter_restorer)
+
+    def _counter_restorer(self) -> Callable[[], None]:
+        counter, seq = self._name_counter, self._next_seq
+
+        def restore() -> None:
+            self._name_counter, self._next_seq = counter, seq
+
+        return restore
+
     def _unique_node_name(self, base: str) -> str:
         if base not in self._by_name:
             return base
+        self._keep_counters()
         while True:
             self._name_counter += 1
             candidate = f"{base}_{self._name_counter}"
@@ -406,10 +494,13 @@ class Graph:
 
     def _insert(self, node: Node) -> None:
         """Put a fresh node into the graph's indexes (journaled)."""
+        self._keep_counters()
         self._index_node(node)
         for sub in node.get_subgraphs():
             sub._parent_node = node
         journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.NODE_ADDED, node)
         if journal.recording:
             journal.record(lambda: self._erase(node))
 
@@ -425,6 +516,8 @@ class Graph:
         node._graph = None
         seq = node._seq
         journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.NODE_REMOVED, node)
         if journal.recording:
             # Re-inserting puts a node last: sort by `_seq` once everything is back in place.
             journal.record_once((self, "node order"), lambda: self._restore_node_order)
@@ -500,6 +593,17 @@ class Graph:
         node._out_slots()[0] = tensor.get_tensor_desc()
         return node
 
+    def copy_in(self, replacement: Graph, inputs: Sequence[tuple[Node, int]]) -> CopyResult:
+        """Copy `replacement` into this graph (extension): its `Data` index *i* reads
+        `inputs[i]` (a producer output of this graph or an enclosing one), every other node
+        is copied with its attributes and descs under a unique name, and the result gives
+        the new nodes and, for each replacement output, its producer here (an input for a
+        pass-through). The replacement is left as it is, so one can be copied many times.
+        """
+        from ge.graph.copy_in import copy_in
+
+        return copy_in(self, replacement, inputs)
+
     def remove_node(self, node: Node) -> None:
         """Remove a direct node with all its edges (its consumers' inputs become unconnected)."""
         _check_node_arg(node)
@@ -537,6 +641,8 @@ class Graph:
         consumers[(dst, dst_index)] = None
         dst._proto_dirty()
         journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
         if journal.recording:
             journal.record(lambda: self._disconnect(dst, dst_index))
 
@@ -551,6 +657,8 @@ class Graph:
         del consumers[(dst, dst_index)]
         dst._proto_dirty()
         journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
         if journal.recording:
             graph = dst._graph
             journal.record(lambda: graph._connect(src, src_index, dst, dst_index))  # type: ignore[union-attr]
@@ -609,23 +717,48 @@ class Graph:
             )
         self._disconnect(dst_node, dst_port_index)
 
-    def replace_all_uses(self, old: Node, old_index: int, new: Node, new_index: int) -> None:
-        """Move every consumer of `old:old_index` to `new:new_index` (extension)."""
+    def replace_all_uses(self, old: Node, old_index: int, new: Node, new_index: int, *,
+                         exclude: Iterable[Node] | Callable[[Node], bool] = ()) -> int:
+        """Move every consumer of `old:old_index` to `new:new_index` (extension).
+
+        Consumers in `exclude` (nodes, or a predicate on the consumer as torch.fx's
+        `delete_user_cb`) keep reading `old`, and so does `new` itself: inserting a node
+        after `old` and moving old's other uses to it never makes a self-loop. A move that
+        would make a two-node cycle (a consumer that feeds `new` directly) is refused
+        before anything changes; longer cycles are reported by `validate()`. Returns the
+        number of inputs moved.
+        """
         _check_node_arg(old, "old")
         _check_node_arg(new, "new")
         self._check_member(old, "old", allow_outer=True)
         self._check_member(new, "new", allow_outer=True)
         old._check_out(old_index)
         new._check_out(new_index)
-        consumers = list(old._consumers[old_index] or ())
+        if callable(exclude):
+            keep = exclude
+        else:
+            excluded = set(exclude)
+            keep = excluded.__contains__
+        consumers = [(c, j) for c, j in (old._consumers[old_index] or ())
+                     if c is not new and not keep(c)]
+        if old is new and old_index == new_index:
+            return 0
+        feeds_new = {p[0] for p in new._inputs if p is not None}
         for consumer, _ in consumers:  # check all first: a refused call changes nothing
             scope: Graph = consumer._graph  # type: ignore[assignment]
             if scope is not new._graph and new._graph not in list(scope._ancestors()):
                 raise GraphError(f"node {consumer._name!r} (graph {scope.name!r}) can't read "
                                  f"{new._name!r}, which is not in its scope")
+            if consumer in feeds_new:
+                raise GraphError(
+                    f"moving the uses of {old._name!r}:{old_index} to {new._name!r}:"
+                    f"{new_index} would make a cycle: {new._name!r} reads its "
+                    f"consumer-to-be {consumer._name!r}; exclude it",
+                    nodes=[new._name, consumer._name])
         for consumer, j in consumers:
             consumer._graph._disconnect(consumer, j)  # type: ignore[union-attr]
             consumer._graph._connect(new, new_index, consumer, j)  # type: ignore[union-attr]
+        return len(consumers)
 
     def set_inputs_size(self, node: Node, size: int) -> None:
         """Grow or shrink a node's input anchors (variadic operators); dropped ones must be free."""
@@ -757,6 +890,8 @@ class Graph:
             node._attrs[key] = stored
         node._proto_dirty()
         journal = self._changed(False)
+        if journal.listeners:
+            journal.notify(ChangeKind.ATTR_CHANGED, node)
         if journal.recording:
             journal.record(lambda: self._replace_attr(node, key, old, stored))
 
@@ -892,11 +1027,10 @@ class Graph:
                 yield producer[0]
         if node._ctrl_in:
             yield from node._ctrl_in
-        for sub in node.get_subgraphs():
-            for inner in sub.get_all_nodes():
-                for producer in inner._inputs:
-                    if producer is not None and producer[0]._graph is self:
-                        yield producer[0]
+        if node._attrs and not node._clean:
+            for producer in node.get_outer_inputs():
+                if producer[0]._graph is self:
+                    yield producer[0]
 
     def topological_order(self) -> list[Node]:
         """Direct nodes, producers before consumers; insertion order where free (cached)."""

@@ -10,16 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from enum import Enum
+from typing import Any
 
-__all__ = ["Journal"]
+__all__ = ["ChangeKind", "ChangeListener", "Journal"]
 
 UndoStep = Callable[[], None]
+
+
+class ChangeKind(Enum):
+    """What happened to a node, as `Graph.subscribe` listeners are told."""
+
+    NODE_ADDED = "node_added"
+    NODE_REMOVED = "node_removed"
+    INPUT_CHANGED = "input_changed"  # index: the input anchor; its producer changed
+    ATTR_CHANGED = "attr_changed"
+
+
+#: A change listener: `(kind, node, index)`; index is -1 unless the kind names an anchor.
+ChangeListener = Callable[[ChangeKind, Any, int], None]
 
 
 class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
-    __slots__ = ("_marks", "_replaying", "_steps", "mutation_count", "structure_version")
+    __slots__ = ("_marks", "_replaying", "_steps", "listeners", "mutation_count",
+                 "structure_version")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
@@ -29,6 +45,13 @@ class Journal:
         # Bumped on every mutation / every change of nodes or edges (topology caches key on it).
         self.mutation_count = 0
         self.structure_version = 0
+        # Change listeners of the hierarchy (`Graph.subscribe`); rollbacks notify them too.
+        self.listeners: list[ChangeListener] = []
+
+    def notify(self, kind: ChangeKind, node: object, index: int = -1) -> None:
+        """Tell every listener about one change (a no-op without listeners)."""
+        for listener in self.listeners:
+            listener(kind, node, index)
 
     @property
     def recording(self) -> bool:
@@ -59,11 +82,16 @@ class Journal:
             self._steps = []
         assert self._steps is not None
         savepoint = len(self._steps)
+        count = self.mutation_count
         self._marks.append(set())
         try:
             yield
         except BaseException:
             self._rollback(savepoint)
+            # A rolled-back graph is unchanged: "did anything change" must say so. The
+            # structure version only grows, so caches made inside the transaction die.
+            self.mutation_count = count
+            self.structure_version += 1
             raise
         finally:
             self._marks.pop()

@@ -279,6 +279,46 @@ class Node:
                 out.extend(value if isinstance(value, list) else [value])
         return out
 
+    def structural_key(self) -> Any:
+        """A hashable key equal for nodes that compute the same thing from the same inputs
+        (domain, op type, attributes, input producers), or None for a node owning bodies;
+        for common-subexpression elimination. A `Const` also has `value_key()`."""
+        from ge.graph.keys import node_key
+
+        return node_key(self)
+
+    def value_key(self) -> Any:
+        """A hashable key of a `Const` node's value (dtype, shape, bytes digest), or None for
+        any other node; equal keys mean equal constants (constant deduplication)."""
+        from ge.graph.keys import value_key
+
+        if self._type != "Const" or "value" not in self._attrs:
+            return None
+        value = self._attr_value("value")
+        return value_key(value) if isinstance(value, Tensor) else None
+
+    def get_outer_inputs(self) -> list[tuple[Node, int]]:
+        """The values this node's subgraphs read from outside them (producer, output index),
+        each once, in the order the subgraphs' nodes read them; [] without subgraphs.
+
+        A node owning a body depends on these as on its inputs: they order it in its graph
+        and are what an export of the node must see.
+        """
+        subs = self.get_subgraphs()
+        if not subs:
+            return []
+        inside: set[int] = set()
+        for sub in subs:
+            inside.add(id(sub))
+            inside.update(id(g) for g in sub.get_all_subgraphs())
+        found: dict[tuple[Node, int], None] = {}
+        for sub in subs:
+            for inner in sub.get_all_nodes():
+                for producer in inner._inputs:
+                    if producer is not None and id(producer[0]._graph) not in inside:
+                        found[producer] = None
+        return list(found)
+
     def _check_anchor_attr_name(self, attr_name: str) -> None:
         if not isinstance(attr_name, str):
             raise GraphTypeError(f"attribute name must be a str, got {type(attr_name).__name__}")

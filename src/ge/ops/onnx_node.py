@@ -11,7 +11,7 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, helper
 
-from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
+from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
@@ -107,24 +107,8 @@ def node_proto(node: Node) -> onnx.NodeProto:
 
 
 def outer_inputs(node: Node) -> dict[str, tuple[Node, int]]:
-    """Values the node's subgraphs read from outside them, by name, with their producers."""
-    subs = node.get_subgraphs()
-    if not subs:
-        return {}
-    inside: set[int] = set()
-    for sub in subs:
-        inside.update(id(g) for g in [sub, *sub.get_all_subgraphs()])
-    found: dict[str, tuple[Node, int]] = {}
-    for sub in subs:
-        for inner in sub.get_all_nodes():
-            for i in range(inner.get_inputs_size()):
-                producer = inner.get_input_producer(i)
-                if producer is None:
-                    continue
-                owner: Graph | None = producer[0].owner_graph
-                if owner is not None and id(owner) not in inside:
-                    found[producer[0].get_output_name(producer[1])] = producer
-    return found
+    """Values the node's subgraphs read from outside them, by value name, with producers."""
+    return {p[0].get_output_name(p[1]): p for p in node.get_outer_inputs()}
 
 
 def opset_imports_of(node: Node) -> list[onnx.OperatorSetIdProto]:

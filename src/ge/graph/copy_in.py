@@ -1,0 +1,118 @@
+"""`Graph.copy_in`: copy a replacement graph into a graph through a value map.
+
+The rewriting primitive the matcher and decompositions build on: replacement `Data` index
+*i* reads the target producer `inputs[i]`, every other node is copied (attributes and descs
+included) under names the target's naming makes unique, and replacement output *j* comes
+back as a producer of the target, a new node's output or, for a pass-through, an input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from ge.errors import GraphError, GraphTypeError
+from ge.graph.node import Node
+from ge.graph.tensor_desc import TensorDesc
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
+
+__all__ = ["CopyResult", "copy_in"]
+
+Producer = tuple[Node, int]
+
+
+class CopyResult(NamedTuple):
+    """The nodes made in the target (replacement order) and the target producer of each
+    replacement output."""
+
+    nodes: list[Node]
+    outputs: list[Producer]
+
+
+def _data_index(node: Node) -> int:
+    index = node.get_attr("index") if node.has_attr("index") else None
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise GraphError(f"replacement Data node {node.name!r} has no int 'index'",
+                         nodes=[node.name])
+    return index
+
+
+def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> CopyResult:
+    """Copy `replacement` into `target` (journaled like every mutation); see `Graph.copy_in`."""
+    from ge.graph.graph import DATA, NET_OUTPUT, Graph
+
+    if not isinstance(replacement, Graph):
+        raise GraphTypeError(
+            f"replacement must be a ge.graph.Graph, got {type(replacement).__name__}")
+    if replacement is target or replacement in list(target._ancestors()):
+        raise GraphError(f"graph {replacement.name!r} cannot be copied into itself")
+    bound: list[Producer] = []
+    for i, item in enumerate(inputs):
+        if (not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], Node)
+                or not isinstance(item[1], int)):
+            raise GraphTypeError(f"inputs[{i}] must be a (Node, output index) pair")
+        source_node, source_index = item
+        target._check_member(source_node, f"inputs[{i}]", allow_outer=True)
+        source_node._check_out(source_index)
+        bound.append((source_node, source_index))
+    order = replacement.topological_order()
+    mapping: dict[Node, Node] = {}
+    data: dict[Node, Producer] = {}
+    net_output: Node | None = None
+    for node in order:
+        if node._type == DATA:
+            index = _data_index(node)
+            if not 0 <= index < len(bound):
+                raise GraphError(
+                    f"replacement {replacement.name!r} reads input {index} (Data node "
+                    f"{node.name!r}) but {len(bound)} input(s) were given", nodes=[node.name])
+            data[node] = bound[index]
+        elif node._type == NET_OUTPUT:
+            net_output = node
+        elif node.get_subgraphs():
+            raise GraphError(f"copy_in cannot copy node {node.name!r}: it owns subgraphs",
+                             nodes=[node.name])
+    if net_output is None:
+        raise GraphError(f"replacement {replacement.name!r} has no NetOutput node")
+    for node in order:
+        if node._type in (DATA, NET_OUTPUT):
+            continue
+        for i, producer in enumerate(node._inputs):
+            if producer is not None and producer[0]._graph is not replacement:
+                raise GraphError(
+                    f"input {i} of replacement node {node.name!r} reads a value outside the "
+                    "replacement", nodes=[node.name])
+    made: list[Node] = []
+    for node in order:
+        if node._type in (DATA, NET_OUTPUT):
+            continue
+        name = target._unique_node_name(node._name)
+        out_names = [target._unique_value_name(f"{name}:{i}") if value else ""
+                     for i, value in enumerate(node._out_names)]
+        twin = target._new_node(node._type, name, node._domain, len(node._inputs), out_names,
+                                dict(node._attrs), None)
+        if node._out_descs is not None:
+            twin._out_descs = [d.copy() if isinstance(d, TensorDesc) else d
+                               for d in node._out_descs]
+        if node._in_descs is not None:
+            twin._in_descs = [d.copy() if isinstance(d, TensorDesc) else d
+                              for d in node._in_descs]
+        target._insert(twin)
+        mapping[node] = twin
+        made.append(twin)
+        for i, producer in enumerate(node._inputs):
+            if producer is None:
+                continue
+            source = data.get(producer[0])
+            if source is None:
+                source = (mapping[producer[0]], producer[1])
+            target._connect(source[0], source[1], twin, i)
+    outputs: list[Producer] = []
+    for j, producer in enumerate(net_output._inputs):
+        if producer is None:
+            raise GraphError(f"output {j} of replacement {replacement.name!r} is not connected")
+        source = data.get(producer[0])
+        outputs.append(source if source is not None else (mapping[producer[0]], producer[1]))
+    return CopyResult(made, outputs)
