@@ -66,17 +66,19 @@ def _print_report(report: CompileReport, before: int, output: Path) -> None:
 @click.option("--external-data/--no-external-data", default=None,
               help="Force weights into (or out of) a data file beside the output "
                    "(default: only over protobuf's 2 GB limit).")
+@click.option("--overwrite-input", is_flag=True,
+              help="Allow OUTPUT to be MODEL itself (or its external data file).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], external_data: bool | None,
-                    as_json: bool) -> None:
+                    overwrite_input: bool, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = _parse_options(option_pairs)
     graph = ge.graph.load(model)
     before = _node_count(graph)
     report = compile_graph(graph, options=options or None,
                            pass_paths=list(pass_paths) if pass_paths else None)
-    graph.save(output, external_data=external_data)
+    graph.save(output, external_data=external_data, overwrite_input=overwrite_input)
     if as_json:
         click.echo(json.dumps({
             "model": str(model),

@@ -92,8 +92,10 @@ def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
     return target
 
 
-def read_external_data(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None) -> None:
-    """Replace every external reference of `model` by the bytes it points to (in place)."""
+def read_external_data(model: onnx.ModelProto,
+                       base_dir: str | os.PathLike[str] | None) -> list[str]:
+    """Replace every external reference of `model` by the bytes it points to (in place);
+    returns the resolved paths of the data files read."""
     base = Path(base_dir) if base_dir is not None else None
     handles: dict[Path, BinaryIO] = {}
     try:
@@ -127,6 +129,7 @@ def read_external_data(model: onnx.ModelProto, base_dir: str | os.PathLike[str] 
     finally:
         for handle in handles.values():
             handle.close()
+    return [os.path.realpath(p) for p in handles]
 
 
 def tensor_nbytes(tensor: onnx.TensorProto) -> int:

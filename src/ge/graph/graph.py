@@ -122,6 +122,7 @@ class ModelInfo:
         "opset_source",
         "producer_name",
         "producer_version",
+        "source_files",
     )
 
     def __init__(self) -> None:
@@ -137,6 +138,9 @@ class ModelInfo:
         self.functions: list[onnx.FunctionProto] = []
         # Rare ModelProto fields the IR does not model (training_info, configuration).
         self.extras: onnx.ModelProto | None = None
+        # Resolved paths of the model file it was loaded from (first) and of the external
+        # data files it read: save refuses to write over them unless told to.
+        self.source_files: list[str] = []
 
 
 class Graph:
@@ -1148,17 +1152,20 @@ class Graph:
         return graph_to_model(self)
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
-             external_data_name: str | None = None, size_threshold: int = 1024) -> None:
+             external_data_name: str | None = None, size_threshold: int = 1024,
+             overwrite_input: bool = False) -> None:
         """Write the model to `path` (atomically: on failure nothing is left behind).
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
-        model (`<model file>.data` unless `external_data_name` says otherwise).
+        model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
+        the file the model was loaded from (or its data files) needs `overwrite_input=True`.
         """
         from ge.graph.model_io import save_model
 
         save_model(self, path, external_data=external_data,
-                   external_data_name=external_data_name, size_threshold=size_threshold)
+                   external_data_name=external_data_name, size_threshold=size_threshold,
+                   overwrite_input=overwrite_input)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

@@ -8,7 +8,9 @@ when everything was written, so a failed save leaves nothing behind.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+import threading
 from pathlib import Path
 
 import onnx
@@ -101,9 +103,53 @@ def load(
     if not model.HasField("graph"):
         raise ModelLoadError(f"{where} has no graph", path=where)
     with no_gc_pauses():
+        read: list[str] = []
         if may_have_external_data:
-            read_external_data(model, base_dir)
-        return model_to_graph(model)
+            read = read_external_data(model, base_dir)
+        graph = model_to_graph(model)
+    if isinstance(source, (str, os.PathLike)):
+        graph.model.source_files = [os.path.realpath(source), *read]
+    else:
+        graph.model.source_files = list(read)
+    return graph
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _file_mode(target: Path) -> int:
+    """The mode `open(target, "wb")` would leave: the existing file's, else 0666 & ~umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _check_not_input(graph: Graph, targets: list[Path], overwrite_input: bool) -> None:
+    if overwrite_input:
+        return
+    sources = set(graph.root_graph().model.source_files)
+    for target in targets:
+        if os.path.realpath(target) in sources:
+            raise ModelSaveError(
+                f"cannot save to {target}: it is a file the model was loaded from; save "
+                "elsewhere, or pass overwrite_input=True (ge compile: --overwrite-input)",
+                path=str(target))
 
 
 def _approx_nbytes(tensor: Tensor) -> int:
@@ -157,6 +203,7 @@ def save_model(
     external_data: bool | None = None,
     external_data_name: str | None = None,
     size_threshold: int = 1024,
+    overwrite_input: bool = False,
 ) -> None:
     """Write `graph` to `path`; see `Graph.save`."""
     target = Path(path)
@@ -175,7 +222,11 @@ def save_model(
             f"external data name {data_name!r} must be a plain file name (it is written beside "
             "the model)", path=str(target))
 
+    data_target = folder / data_name
+    _check_not_input(graph, [target, data_target] if external_data else [target],
+                     overwrite_input)
     temporaries: list[Path] = []
+    wrote_data = False
     try:
         if external_data:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{data_name}.", suffix=".tmp")
@@ -186,6 +237,7 @@ def save_model(
                 # graph errors surface here, before anything is renamed into place
                 model = graph_to_model(graph, tensor_sink=_external_sink(writer))
                 write_external_data(model, writer)  # tensors of attributes and subgraphs
+                wrote_data = out.tell() > 0  # nothing over the threshold: no empty file
         else:
             with no_gc_pauses():
                 model = graph_to_model(graph)  # graph errors surface before anything is written
@@ -202,10 +254,13 @@ def save_model(
         temporaries.append(tmp_model)
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
-        if external_data:
-            os.replace(tmp_data, folder / data_name)
+        os.chmod(tmp_model, _file_mode(target))  # mkstemp makes 0600 whatever the umask
+        if wrote_data:
+            os.chmod(tmp_data, _file_mode(data_target))
+            os.replace(tmp_data, data_target)
         os.replace(tmp_model, target)
-        temporaries.clear()
+        # Renamed files are the user's now; an unused data file is dropped below.
+        temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
     except OSError as exc:
         raise ModelSaveError(
             f"cannot save to {target}: {exc.strerror or exc}", path=str(target)
