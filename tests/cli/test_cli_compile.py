@@ -100,3 +100,50 @@ def test_dump_prints_one_line_per_node(model: Path) -> None:
                                                             "NetOutput"]
     code, stdout, _ = _run("dump", str(model), "--format", "onnx")
     assert code == 0 and "Neg (x)" in stdout
+
+
+def _listing(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of `folder` with its bytes and mode."""
+    return {p.name: (p.read_bytes(), p.stat().st_mode) for p in sorted(folder.iterdir())
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("spelling", ["same", "relative", "symlink"])
+def test_compiling_onto_the_input_is_refused_before_compiling(
+        model: Path, write, monkeypatch: pytest.MonkeyPatch, spelling: str) -> None:
+    """`ge compile IN -o IN` (or another spelling of IN) is one GE1104 line, exit 1, and IN
+    untouched; it is refused before the passes run (the raising plugin never gets to)."""
+    plugin = write("passes/broken.py", RAISING)
+    monkeypatch.chdir(model.parent)
+    if spelling == "symlink":
+        (model.parent / "link.onnx").symlink_to(model.name)
+    output = {"same": str(model), "relative": f"passes/../{model.name}",
+              "symlink": "link.onnx"}[spelling]
+    before = _listing(model.parent)
+    code, _, stderr = _run("compile", str(model), "-o", output, "--pass-path", str(plugin))
+    assert code == 1
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith(f"ge: [GE1104] cannot save to {output}: it would replace "
+                             f"{model.resolve()}, the model file this graph was loaded from")
+    assert "(ge compile: --overwrite-input)" in stderr
+    assert _listing(model.parent) == before
+
+
+def test_overwrite_input_writes_the_compiled_model_over_it(model: Path, write) -> None:
+    """`--overwrite-input` allows OUTPUT to be MODEL; the file keeps its mode."""
+    plugin = write("passes/fold.py", readme_pass_source())
+    model.chmod(0o640)
+    code, _, stderr = _run("compile", str(model), "-o", str(model), "--overwrite-input",
+                           "--pass-path", str(plugin))
+    assert code == 0, stderr
+    assert [n.op_type for n in onnx.load(model).graph.node] == ["Relu"]
+    assert model.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in model.parent.iterdir() if p.is_file()) == ["model.onnx"]
+
+
+def test_external_data_without_large_weights_writes_no_data_file(model: Path) -> None:
+    """`--external-data` on a model without weights over the threshold: no empty .data."""
+    out = model.parent / "out.onnx"
+    code, _, stderr = _run("compile", str(model), "-o", str(out), "--external-data")
+    assert code == 0, stderr
+    assert sorted(p.name for p in model.parent.iterdir()) == ["model.onnx", "out.onnx"]

@@ -2,8 +2,9 @@
 
 `ge compile IN -o OUT` loads IN, runs the pipeline (built-in passes, plugins from
 `ASCEND_GE_PY_PASS_PATH`, entry points and `--pass-path`), and writes OUT only when every
-step succeeded: a failing pass, plugin or model leaves no file behind. Errors reach the
-user as one line with their code (the `ge` group in `ge.cli` prints them).
+step succeeded: a failing pass, plugin or model leaves no file behind. OUT may not be IN
+(or its data file) unless `--overwrite-input` is given. Errors reach the user as one line
+with their code (the `ge` group in `ge.cli` prints them).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import ge.graph
 from ge.compiler import compile_graph
 from ge.compiler.report import CompileReport
 from ge.graph import DumpFormat, Graph
+from ge.graph.model_io import check_save_target
 
 __all__ = ["compile_command", "dump_command"]
 
@@ -75,6 +77,9 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = _parse_options(option_pairs)
     graph = ge.graph.load(model)
+    # Refused before compiling, not after; save checks again (and the data file it writes).
+    check_save_target(graph, output, external_data=external_data,
+                      overwrite_input=overwrite_input)
     before = _node_count(graph)
     report = compile_graph(graph, options=options or None,
                            pass_paths=list(pass_paths) if pass_paths else None)

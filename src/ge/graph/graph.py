@@ -138,9 +138,9 @@ class ModelInfo:
         self.functions: list[onnx.FunctionProto] = []
         # Rare ModelProto fields the IR does not model (training_info, configuration).
         self.extras: onnx.ModelProto | None = None
-        # Resolved paths of the model file it was loaded from (first) and of the external
-        # data files it read: save refuses to write over them unless told to.
-        self.source_files: list[str] = []
+        # Resolved path -> "model file" / "external data file" for every file `load` read:
+        # save refuses to write over them unless told to (overwrite_input=True).
+        self.source_files: dict[str, str] = {}
 
 
 class Graph:

@@ -2,11 +2,13 @@
 
 `load` never reads outside the model's folder and says precisely what is wrong with a file;
 `save` writes into temporary files beside the destination and renames them into place only
-when everything was written, so a failed save leaves nothing behind.
+when everything was written, so a failed save leaves nothing behind and an existing file
+intact; it refuses to write over the files a graph was loaded from unless asked to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -30,7 +32,7 @@ from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["load", "save_model"]
+__all__ = ["check_save_target", "load", "save_model"]
 
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -107,10 +109,10 @@ def load(
         if may_have_external_data:
             read = read_external_data(model, base_dir)
         graph = model_to_graph(model)
+    sources = dict.fromkeys(read, "external data file")
     if isinstance(source, (str, os.PathLike)):
-        graph.model.source_files = [os.path.realpath(source), *read]
-    else:
-        graph.model.source_files = list(read)
+        sources[os.path.realpath(source)] = "model file"
+    graph.model.source_files = sources
     return graph
 
 
@@ -140,16 +142,83 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def _check_not_input(graph: Graph, targets: list[Path], overwrite_input: bool) -> None:
+def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
+    """The file `graph` was loaded from that `path` names (resolved path and its role), if
+    any: the same resolved path (symlinks, `..`, relative spellings) or the same inode."""
+    sources: dict[str, str] = graph.root_graph().model.source_files
+    real = os.path.realpath(path)
+    if real in sources:
+        return real, sources[real]
+    if os.path.exists(path):  # hard links, case-insensitive file systems
+        for source, role in sources.items():
+            with contextlib.suppress(OSError):
+                if os.path.samefile(path, source):
+                    return source, role
+    return None
+
+
+def check_save_target(
+    graph: Graph,
+    path: str | os.PathLike[str],
+    *,
+    external_data: bool | None = None,
+    external_data_name: str | None = None,
+    overwrite_input: bool = False,
+) -> None:
+    """Refuse (ModelSaveError) to save `graph` over a file it was loaded from, the model or
+    its external data, unless `overwrite_input`; `ge compile` asks before compiling.
+
+    The data file is checked only when `external_data` is True (None decides at save time).
+    """
     if overwrite_input:
         return
-    sources = set(graph.root_graph().model.source_files)
-    for target in targets:
-        if os.path.realpath(target) in sources:
-            raise ModelSaveError(
-                f"cannot save to {target}: it is a file the model was loaded from; save "
-                "elsewhere, or pass overwrite_input=True (ge compile: --overwrite-input)",
-                path=str(target))
+    target = Path(path)
+    written = [target]
+    if external_data:
+        written.append(target.parent / (external_data_name or f"{target.name}.data"))
+    for file in written:
+        found = _loaded_from(graph, file)
+        if found is None:
+            continue
+        source, role = found
+        what = "it" if file is target else f"its external data file {file.name}"
+        raise ModelSaveError(
+            f"cannot save to {target}: {what} would replace {source}, the {role} this graph "
+            "was loaded from; save elsewhere, or pass overwrite_input=True "
+            "(ge compile: --overwrite-input) to replace it",
+            path=str(target))
+
+
+def _rename_into_place(tmp_model: Path, target: Path, tmp_data: Path | None,
+                       data_target: Path) -> None:
+    """Rename the data file, then the model, into place. Should either rename fail, the
+    previous data file (set aside first) goes back, so the previous model keeps its tensors."""
+    if tmp_data is None:
+        os.replace(tmp_model, target)
+        return
+    previous: Path | None = None
+    if os.path.lexists(data_target):
+        fd, name = tempfile.mkstemp(dir=data_target.parent, prefix=f".{data_target.name}.",
+                                    suffix=".old")
+        os.close(fd)
+        previous = Path(name)
+        try:
+            os.replace(data_target, previous)
+        except OSError:
+            previous.unlink()
+            raise
+    try:
+        os.replace(tmp_data, data_target)
+        os.replace(tmp_model, target)
+    except OSError:
+        if previous is not None:
+            os.replace(previous, data_target)
+        else:
+            data_target.unlink(missing_ok=True)
+        raise
+    if previous is not None:
+        with contextlib.suppress(OSError):
+            previous.unlink()
 
 
 def _approx_nbytes(tensor: Tensor) -> int:
@@ -184,7 +253,8 @@ def _external_sink(writer: ExternalDataWriter) -> TensorSink:
         meta.dims.extend(tensor.shape)
         source = tensor._source_proto()
         if source is not None:
-            meta.doc_string = source.doc_string
+            if source.HasField("doc_string"):  # not an empty one where it had none
+                meta.doc_string = source.doc_string
             meta.metadata_props.extend(source.metadata_props)
         if source is not None and source.HasField("raw_data"):
             payload: bytes | memoryview = source.raw_data
@@ -221,10 +291,14 @@ def save_model(
         raise ModelSaveError(
             f"external data name {data_name!r} must be a plain file name (it is written beside "
             "the model)", path=str(target))
+    if external_data and data_name == target.name:
+        raise ModelSaveError(
+            f"external data name {data_name!r} is the model file's own name; choose another",
+            path=str(target))
+    check_save_target(graph, target, external_data=external_data,
+                      external_data_name=data_name, overwrite_input=overwrite_input)
 
     data_target = folder / data_name
-    _check_not_input(graph, [target, data_target] if external_data else [target],
-                     overwrite_input)
     temporaries: list[Path] = []
     wrote_data = False
     try:
@@ -257,8 +331,7 @@ def save_model(
         os.chmod(tmp_model, _file_mode(target))  # mkstemp makes 0600 whatever the umask
         if wrote_data:
             os.chmod(tmp_data, _file_mode(data_target))
-            os.replace(tmp_data, data_target)
-        os.replace(tmp_model, target)
+        _rename_into_place(tmp_model, target, tmp_data if wrote_data else None, data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
     except OSError as exc:
