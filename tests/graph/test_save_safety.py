@@ -189,6 +189,18 @@ def test_disk_full_keeps_the_previous_files(previous: Path,
                 f"cannot save to {previous}: {os.strerror(errno.ENOSPC)}")
 
 
+def _refuse_renaming_onto(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the rename of the model into place fail with EIO (other renames go through)."""
+    real_replace = os.replace
+
+    def refuse_the_model(src, dst):
+        if Path(dst) == target:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(model_io.os, "replace", refuse_the_model)
+
+
 @pytest.mark.parametrize("with_previous_data", [True, False])
 def test_failed_model_rename_puts_the_previous_data_back(
         previous: Path, monkeypatch: pytest.MonkeyPatch, with_previous_data: bool) -> None:
@@ -196,14 +208,7 @@ def test_failed_model_rename_puts_the_previous_data_back(
     old data file is put back (or the new one removed), so the old model still loads."""
     if not with_previous_data:
         (previous.parent / "m.onnx.data").unlink()
-    real_replace = os.replace
-
-    def refuse_the_model(src, dst):
-        if Path(dst) == previous:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(model_io.os, "replace", refuse_the_model)
+    _refuse_renaming_onto(previous, monkeypatch)
     _save_fails(ge.graph.load(_model(big=True)), previous, ModelSaveError, "GE1104",
                 os.strerror(errno.EIO), external_data=True)
 
@@ -214,14 +219,7 @@ def test_a_symlinked_data_file_is_put_back_as_a_symlink(
     data = previous.parent / "m.onnx.data"
     data.rename(previous.parent / "real.data")
     data.symlink_to("real.data")
-    real_replace = os.replace
-
-    def refuse_the_model(src, dst):
-        if Path(dst) == previous:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(model_io.os, "replace", refuse_the_model)
+    _refuse_renaming_onto(previous, monkeypatch)
     _save_fails(ge.graph.load(_model(big=True)), previous, ModelSaveError, "GE1104",
                 os.strerror(errno.EIO), external_data=True)
 

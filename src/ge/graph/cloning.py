@@ -11,7 +11,7 @@ from ge.graph.graph import Graph, ModelInfo
 from ge.graph.node import DescSlot, Node
 from ge.graph.tensor_desc import TensorDesc
 
-__all__ = ["clone_graph"]
+__all__ = ["clone_graph", "copy_desc_slot"]
 
 
 def _copy_model_info(info: ModelInfo) -> ModelInfo:
@@ -22,7 +22,7 @@ def _copy_model_info(info: ModelInfo) -> ModelInfo:
     return out
 
 
-def _copy_slot(slot: DescSlot) -> DescSlot:
+def copy_desc_slot(slot: DescSlot) -> DescSlot:
     return slot.copy() if isinstance(slot, TensorDesc) else slot  # protos are never mutated
 
 
@@ -50,9 +50,9 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
         twin._clean = node._clean
         twin._export_name = node._export_name
         if node._out_descs is not None:
-            twin._out_descs = [_copy_slot(d) for d in node._out_descs]
+            twin._out_descs = [copy_desc_slot(d) for d in node._out_descs]
         if node._in_descs is not None:
-            twin._in_descs = [_copy_slot(d) for d in node._in_descs]
+            twin._in_descs = [copy_desc_slot(d) for d in node._in_descs]
         if node._in_anchor_attrs:
             twin._in_anchor_attrs = {k: dict(v) for k, v in node._in_anchor_attrs.items()}
         if node._out_anchor_attrs:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ge.errors import GraphError, GraphTypeError
+from ge.graph.cloning import copy_desc_slot
 from ge.graph.node import Node
-from ge.graph.tensor_desc import TensorDesc
 
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
@@ -94,11 +94,9 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
         twin = target._new_node(node._type, name, node._domain, len(node._inputs), out_names,
                                 dict(node._attrs), None)
         if node._out_descs is not None:
-            twin._out_descs = [d.copy() if isinstance(d, TensorDesc) else d
-                               for d in node._out_descs]
+            twin._out_descs = [copy_desc_slot(d) for d in node._out_descs]
         if node._in_descs is not None:
-            twin._in_descs = [d.copy() if isinstance(d, TensorDesc) else d
-                              for d in node._in_descs]
+            twin._in_descs = [copy_desc_slot(d) for d in node._in_descs]
         target._insert(twin)
         mapping[node] = twin
         made.append(twin)
