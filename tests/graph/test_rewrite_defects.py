@@ -74,7 +74,8 @@ def test_replace_all_uses_refuses_a_two_node_cycle_and_changes_nothing() -> None
     b = add_op(graph, "Add", x, a, name="b")  # b reads a: moving x's uses to b loops a<->b
     add_output(graph, b)
     mutations = graph.mutation_count
-    with pytest.raises(GraphError, match="would make a cycle: 'b' reads its consumer-to-be 'a'"):
+    with pytest.raises(GraphError,
+                       match="would make a cycle: 'b' depends on its consumer-to-be 'a'"):
         graph.replace_all_uses(x, 0, b, 0)
     assert graph.mutation_count == mutations
     assert a.get_in_data_nodes_and_port_indexes(0) == (x, 0)

@@ -86,8 +86,11 @@ def test_copy_in_rejects_bad_arguments_and_changes_nothing() -> None:
 # -- random rewrite sequences ------------------------------------------------------------
 
 def _check_order(graph: Graph) -> None:
-    position = {node: i for i, node in enumerate(graph.topological_order())}
-    assert set(position) == set(graph.get_direct_nodes())
+    """The maintained order (the node list, never re-sorted here) is a topological one."""
+    assert graph._order_ok
+    position = {node: i for i, node in enumerate(graph.get_direct_nodes())}
+    assert graph.topological_order() == list(position)
+    assert len(position) == len(graph)
     for node in position:
         for i in range(node.get_inputs_size()):
             producer = node.get_input_producer(i)
@@ -124,6 +127,11 @@ def _step(graph: Graph, rep: Graph, choice: int, pick: int) -> None:
             neg = add_op(graph, "Neg", producer)
             graph.replace_all_uses(target, 0, neg, 0)
             graph.remove_node(target)
+    elif choice == 4 and target is not x:  # move target right after x (valid or refused)
+        try:
+            graph.insert_after(x, target)
+        except GraphError as err:
+            assert "cannot be placed after 'x'" in str(err)
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
@@ -133,7 +141,7 @@ def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 50), st.booleans()),
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50), st.booleans()),
                 min_size=1, max_size=12))
 def test_random_rewrites_keep_the_graph_valid_and_rollback_exact(steps) -> None:
     graph = _base()

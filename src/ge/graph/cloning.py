@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from ge.errors import GraphError
+from ge.graph import order
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.graph import Graph, ModelInfo
 from ge.graph.node import DescSlot, Node
@@ -33,7 +34,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new._input_defaults = dict(graph._input_defaults)
     new._stray_value_info = list(graph._stray_value_info)
     new._output_names = list(graph._output_names)
-    for node in graph._nodes:
+    for node in order.walk(graph):
         attrs: dict[str, Any] = {}
         for key, stored in node._attrs.items():
             if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
@@ -60,7 +61,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
         mapping[node] = twin
         # Insert without journaling: the clone is a fresh graph nobody observes yet.
         twin._graph = new
-        twin._seq = node._seq
+        order.link_after(new, twin, new._tail, node._seq)
         new._nodes[twin] = None
         new._by_name[twin._name] = twin
         new._by_type.setdefault(twin._type, {})[twin] = None
@@ -69,7 +70,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
                 new._values[value] = (twin, i)
         for sub in twin.get_subgraphs():
             sub._parent_node = twin
-    new._next_seq = graph._next_seq
+    new._order_ok = graph._order_ok
     new._name_counter = graph._name_counter
     return new
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from ge.errors import GraphError, GraphTypeError
+from ge.graph import order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
 from ge.graph.journal import ChangeKind, ChangeListener, Journal
 from ge.graph.node import Node
@@ -60,14 +61,17 @@ def _standard_domain(domain: str) -> str:
     return "" if domain == "ai.onnx" else domain
 
 
+_position = operator.attrgetter("_seq")
+
+
 def _order_restorer(table: dict[Any, Any]) -> Callable[[], None]:
     """An undo step that puts `table`'s keys back in their present order (values as they are)."""
-    order = list(table)
+    keys = list(table)
 
     def restore() -> None:
         values = dict(table)
         table.clear()
-        table.update((key, values[key]) for key in order)
+        table.update((key, values[key]) for key in keys)
 
     return restore
 
@@ -171,7 +175,11 @@ class Graph:
         # The graph's output names as read from ONNX: save keeps them when a pass gives an
         # output a new producer (see onnx_export), so the model's interface does not change.
         self._output_names: list[str] = []
-        self._next_seq = 0
+        # The nodes as a doubly linked list (see `order`): a topological order while
+        # `_order_ok`; unknown (as loaded, or after a cycle) until `topological_order()`.
+        self._head: Node | None = None
+        self._tail: Node | None = None
+        self._order_ok = True
         self._name_counter = 0
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
         # quantization_annotation (kept verbatim for save).
@@ -311,13 +319,23 @@ class Graph:
 
     # -- queries ------------------------------------------------------------------------
     def get_direct_nodes(self) -> list[Node]:
-        """Nodes of this graph (not of its subgraphs), in insertion order."""
-        return list(self._nodes)
+        """Nodes of this graph (not of its subgraphs) in the graph's order: a new list, so
+        the graph may be changed while iterating it. The order is a topological one once
+        `topological_order()` established it (always, for graphs built with the API)."""
+        return list(self._listed())
+
+    def _listed(self) -> list[Node]:
+        """The node list in order, cached until the structure changes (do not mutate)."""
+        journal = self.root_graph()._journal
+        version = (journal, journal.structure_version)
+        if self._topo is None or self._topo[0] != version:
+            self._topo = (version, list(order.walk(self)))
+        return self._topo[1]
 
     def get_all_nodes(self) -> list[Node]:
         """Nodes of this graph and, depth first after their owner, of all its subgraphs."""
         out: list[Node] = []
-        for node in self._nodes:
+        for node in self._listed():
             out.append(node)
             for sub in node.get_subgraphs():
                 out.extend(sub.get_all_nodes())
@@ -330,7 +348,7 @@ class Graph:
         return node in self._nodes
 
     def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
-        """Direct nodes of one operator, in insertion order (an index look-up, no scan).
+        """Direct nodes of one operator, in the graph's order (an index look-up, no scan).
 
         `domain` tells operators of the same name apart (`Gelu` of "" and of
         "com.microsoft" are different operators); "" and "ai.onnx" are the same domain.
@@ -339,7 +357,8 @@ class Graph:
         if not nodes:
             return []
         wanted = _standard_domain(domain)
-        return [n for n in nodes if _standard_domain(n._domain) == wanted]
+        return sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
+                      key=_position)
 
     def op_types(self) -> list[str]:
         return [t for t, nodes in self._by_type.items() if nodes]
@@ -405,17 +424,17 @@ class Graph:
 
     # -- names --------------------------------------------------------------------------
     def _keep_counters(self) -> None:
-        """Inside a transaction, restore this graph's name counter and sequence number on
-        rollback, so names after a failed pass are those of a run without it."""
+        """Inside a transaction, restore this graph's name counter on rollback, so names
+        after a failed pass are those of a run without it."""
         journal = self.root_graph()._journal
         if journal.recording:
             journal.record_once((id(self), "counters"), self._counter_restorer)
 
     def _counter_restorer(self) -> Callable[[], None]:
-        counter, seq = self._name_counter, self._next_seq
+        counter = self._name_counter
 
         def restore() -> None:
-            self._name_counter, self._next_seq = counter, seq
+            self._name_counter = counter
 
         return restore
 
@@ -477,14 +496,14 @@ class Graph:
         node._clean = proto is not None
         node._export_name = None
         node._seq = 0
+        node._prev = node._next = None
         return node
 
     def _index_node(self, node: Node) -> None:
-        """Put a node into the graph's indexes, last in insertion order (no journal, no
+        """Put a node into the graph's indexes, last in the node order (no journal, no
         checks): the shared step of `_insert` and of loading."""
         node._graph = self
-        node._seq = self._next_seq
-        self._next_seq += 1
+        order.append(self, node)
         self._nodes[node] = None
         self._by_name[node._name] = node
         bucket = self._by_type.get(node._type)
@@ -518,27 +537,19 @@ class Graph:
             if value_name and self._values.get(value_name, (None,))[0] is node:
                 del self._values[value_name]
         node._graph = None
-        seq = node._seq
+        before, label = node._prev, node._seq
+        order.unlink(self, node)
         journal = self._changed(True)
         if journal.listeners:
             journal.notify(ChangeKind.NODE_REMOVED, node)
         if journal.recording:
-            # Re-inserting puts a node last: sort by `_seq` once everything is back in place.
-            journal.record_once((self, "node order"), lambda: self._restore_node_order)
 
             def undo() -> None:
                 self._insert(node)
-                node._seq = seq  # keep the original position in insertion order
+                order.unlink(self, node)  # back at its place in the order
+                order.link_after(self, node, before, label)
 
             journal.record(undo)
-
-    def _restore_node_order(self) -> None:
-        """Put the nodes (and each op-type bucket) back in insertion order after a rollback."""
-        by_seq = operator.attrgetter("_seq")
-        for table in (self._nodes, *self._by_type.values()):
-            ordered = sorted(table, key=by_seq)
-            table.clear()
-            table.update(dict.fromkeys(ordered))
 
     def add_node(
         self,
@@ -645,10 +656,25 @@ class Graph:
         consumers[(dst, dst_index)] = None
         dst._proto_dirty()
         journal = self._changed(True)
+        if not journal._replaying:
+            self._order_dependency(src, dst)
         if journal.listeners:
             journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
         if journal.recording:
             journal.record(lambda: self._disconnect(dst, dst_index))
+
+    @staticmethod
+    def _order_dependency(src: Node, dst: Node) -> None:
+        """Keep the order of src's graph valid now that `dst` (or its owner there) needs `src`."""
+        graph = src._graph
+        if graph is None:
+            return
+        if dst._graph is not graph:
+            owner = order.owner_in(graph, dst)
+            if owner is None:
+                return
+            dst = owner
+        order.fix_edge(graph, src, dst)
 
     def _disconnect(self, dst: Node, dst_index: int) -> None:
         producer = dst._inputs[dst_index]
@@ -728,9 +754,8 @@ class Graph:
         Consumers in `exclude` (nodes, or a predicate on the consumer as torch.fx's
         `delete_user_cb`) keep reading `old`, and so does `new` itself: inserting a node
         after `old` and moving old's other uses to it never makes a self-loop. A move that
-        would make a two-node cycle (a consumer that feeds `new` directly) is refused
-        before anything changes; longer cycles are reported by `validate()`. Returns the
-        number of inputs moved.
+        would make a cycle (a consumer from which `new` is reachable) is refused before
+        anything changes. Returns the number of inputs moved.
         """
         _check_node_arg(old, "old")
         _check_node_arg(new, "new")
@@ -747,16 +772,15 @@ class Graph:
                      if c is not new and not keep(c)]
         if old is new and old_index == new_index:
             return 0
-        feeds_new = {p[0] for p in new._inputs if p is not None}
         for consumer, _ in consumers:  # check all first: a refused call changes nothing
             scope: Graph = consumer._graph  # type: ignore[assignment]
             if scope is not new._graph and new._graph not in list(scope._ancestors()):
                 raise GraphError(f"node {consumer._name!r} (graph {scope.name!r}) can't read "
                                  f"{new._name!r}, which is not in its scope")
-            if consumer in feeds_new:
+            if self.would_create_cycle(new, consumer):
                 raise GraphError(
                     f"moving the uses of {old._name!r}:{old_index} to {new._name!r}:"
-                    f"{new_index} would make a cycle: {new._name!r} reads its "
+                    f"{new_index} would make a cycle: {new._name!r} depends on its "
                     f"consumer-to-be {consumer._name!r}; exclude it",
                     nodes=[new._name, consumer._name])
         for consumer, j in consumers:
@@ -817,6 +841,8 @@ class Graph:
         src._ctrl_out[dst] = None
         dst._ctrl_in[src] = None
         journal = self._changed(True)
+        if not journal._replaying:
+            order.fix_edge(self, src, dst)
         if journal.recording:
             journal.record(lambda: self._ctrl_unlink(src, dst))
 
@@ -878,6 +904,9 @@ class Graph:
         sub._parent_node = node
         # An owner says where the body lives; a detached body remembers the scope it reads.
         sub._declared_parent = None if node is not None else declared_for
+        if node is not None and node._graph is not None:
+            # The body's outer reads are new dependencies of its owner: check at next query.
+            node._graph._order_ok = False
 
         def undo() -> None:
             sub._parent_node, sub._declared_parent = old, declared
@@ -962,7 +991,7 @@ class Graph:
     def get_all_subgraphs(self) -> list[Graph]:
         """Every subgraph below this graph (depth first, owner order), then orphan subgraphs."""
         out: list[Graph] = []
-        for node in self._nodes:
+        for node in self._listed():
             for sub in node.get_subgraphs():
                 out.append(sub)
                 out.extend(sub.get_all_subgraphs())
@@ -1037,80 +1066,100 @@ class Graph:
                     yield producer[0]
 
     def topological_order(self) -> list[Node]:
-        """Direct nodes, producers before consumers; insertion order where free (cached)."""
-        # Keyed on the journal too: a subgraph attached or detached changes journals, and
-        # version numbers of different journals say nothing about each other.
-        journal = self.root_graph()._journal
-        version = (journal, journal.structure_version)
-        if self._topo is not None and self._topo[0] == version:
-            return list(self._topo[1])
-        order = list(self._nodes)
-        if not self._in_order(order):
-            order = self._kahn(order, {node: i for i, node in enumerate(order)})
-        self._topo = (version, order)
-        return list(order)
+        """Direct nodes, producers before consumers: the graph's maintained order, made
+        valid here first when it is unknown (a loaded graph: a stable sort that keeps the
+        file's order where it is free). A cycle is a `GraphError` naming its nodes."""
+        if not self._order_ok:
+            order.establish(self)
+        return list(self._listed())
 
-    def _in_order(self, order: list[Node]) -> bool:
-        """True when every node comes after what it depends on (the common, loaded case).
+    def would_create_cycle(self, src_node: Node, dst_node: Node) -> bool:
+        """Would an edge from an output of `src_node` to an input of `dst_node` make a cycle
+        (extension)? `dst_node` may be in a subgraph of src's graph (its owner then depends
+        on `src_node`). Answered by a search bounded to the nodes between the two in the
+        maintained order, so the common case visits a handful of nodes."""
+        _check_node_arg(src_node, "src_node")
+        _check_node_arg(dst_node, "dst_node")
+        self._check_member(src_node, "src_node", allow_outer=True)
+        graph = src_node._graph
+        assert graph is not None
+        owner = order.owner_in(graph, dst_node)
+        if owner is None:
+            raise GraphError(f"node {dst_node._name!r} cannot read {src_node._name!r}: it is "
+                             f"not in the scope of graph {graph._name!r}")
+        if not graph._order_ok:
+            order.establish(graph)
+        return order.would_create_cycle(graph, src_node, owner)
 
-        Nodes are kept in ascending `_seq` (insertion order, restored by rollbacks), so a
-        dependency is in order when its `_seq` is smaller: no set of seen nodes is needed.
-        """
-        previous = -1
-        for node in order:
-            seq = node._seq
-            if seq <= previous:
-                return self._in_order_by_position(order)
-            previous = seq
-            for producer in node._inputs:
-                if producer is not None and producer[0]._seq >= seq and producer[0]._graph is self:
-                    return False
-            if node._ctrl_in and any(p._seq >= seq for p in node._ctrl_in):
-                return False
-            # Loaded nodes still equal to their proto own no subgraphs (those are never clean).
-            if node._attrs and not node._clean:
-                for dep in self._dependencies(node):
-                    if dep._seq >= seq:
-                        return False
-        return True
+    def insert_before(self, anchor: Node, nodes: Node | Sequence[Node]) -> None:
+        """Move direct `nodes` (in the order given) to just before `anchor` (extension, as
+        onnx-ir's `insert_before`); `GraphError` if that would put a node before a producer
+        or after a consumer, and then nothing moves."""
+        self._insert_at(anchor, nodes, before=True)
 
-    def _in_order_by_position(self, order: list[Node]) -> bool:
-        seen: set[Node] = set()
-        add = seen.add
-        for node in order:
-            for producer in node._inputs:
-                if producer is not None and producer[0] not in seen and producer[0]._graph is self:
-                    return False
-            if node._ctrl_in and not seen.issuperset(node._ctrl_in):
-                return False
-            # Loaded nodes still equal to their proto own no subgraphs (those are never clean).
-            if node._attrs and not node._clean:
-                for dep in self._dependencies(node):
-                    if dep not in seen:
-                        return False
-            add(node)
-        return True
+    def insert_after(self, anchor: Node, nodes: Node | Sequence[Node]) -> None:
+        """Move direct `nodes` (in the order given) to just after `anchor` (extension)."""
+        self._insert_at(anchor, nodes, before=False)
 
-    def _kahn(self, order: list[Node], seq: dict[Node, int]) -> list[Node]:
-        successors: dict[Node, list[Node]] = {n: [] for n in order}
-        indegree = dict.fromkeys(order, 0)
-        for node in order:
+    def _insert_at(self, anchor: Node, nodes: Node | Sequence[Node], *, before: bool) -> None:
+        _check_node_arg(anchor, "anchor")
+        self._check_member(anchor, "anchor")
+        group = [nodes] if isinstance(nodes, Node) else list(nodes)
+        for node in group:
+            _check_node_arg(node)
+            self._check_member(node, "node")
+        if anchor in group:
+            raise GraphError(f"node {anchor._name!r} cannot be placed next to itself")
+        if len(set(group)) != len(group):
+            raise GraphError("a node is given twice")
+        if not group:
+            return
+        if not self._order_ok:
+            order.establish(self)
+        # The new order: everything else as it is, the group (in its order) at the anchor.
+        moving = set(group)
+        rest = [n for n in self._listed() if n not in moving]
+        at = rest.index(anchor) + (0 if before else 1)
+        new_order = rest[:at] + group + rest[at:]
+        position = {n: i for i, n in enumerate(new_order)}
+        for node in group:
+            for dep in self._dependencies(node):
+                if position[dep] > position[node]:
+                    raise GraphError(
+                        f"node {node._name!r} cannot be placed "
+                        f"{'before' if before else 'after'} {anchor._name!r}: it reads "
+                        f"{dep._name!r}, which would come after it", nodes=[node._name])
+            for succ in order.successors(self, node):
+                if position[succ] < position[node]:
+                    raise GraphError(
+                        f"node {node._name!r} cannot be placed "
+                        f"{'before' if before else 'after'} {anchor._name!r}: "
+                        f"{succ._name!r} reads it and would come before it",
+                        nodes=[node._name])
+        self._changed(True)
+        order.move(self, group, anchor, before=before)
+
+    def _kahn(self, nodes: list[Node], seq: dict[Node, int]) -> list[Node]:
+        """Stable topological sort: the ready node first in `seq` goes first."""
+        successors: dict[Node, list[Node]] = {n: [] for n in nodes}
+        indegree = dict.fromkeys(nodes, 0)
+        for node in nodes:
             for dep in self._dependencies(node):
                 successors[dep].append(node)
                 indegree[node] += 1
-        ready = [(seq[n], n._seq, id(n)) for n in order if indegree[n] == 0]
-        by_id = {id(n): n for n in order}
+        ready = [(seq[n], id(n)) for n in nodes if indegree[n] == 0]
+        by_id = {id(n): n for n in nodes}
         heapq.heapify(ready)
         out: list[Node] = []
         while ready:
-            node = by_id[heapq.heappop(ready)[2]]
+            node = by_id[heapq.heappop(ready)[1]]
             out.append(node)
             for succ in successors[node]:
                 indegree[succ] -= 1
                 if indegree[succ] == 0:
-                    heapq.heappush(ready, (seq[succ], succ._seq, id(succ)))
-        if len(out) != len(order):
-            stuck = sorted(n._name for n in order if indegree[n] > 0)
+                    heapq.heappush(ready, (seq[succ], id(succ)))
+        if len(out) != len(nodes):
+            stuck = sorted(n._name for n in nodes if indegree[n] > 0)
             raise GraphError(
                 f"graph {self._name!r} has a cycle through nodes: {', '.join(stuck[:20])}",
                 nodes=stuck,

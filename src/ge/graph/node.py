@@ -50,9 +50,11 @@ class Node:
         "_in_descs",
         "_inputs",
         "_name",
+        "_next",
         "_out_anchor_attrs",
         "_out_descs",
         "_out_names",
+        "_prev",
         "_proto",
         "_seq",
         "_type",
@@ -75,7 +77,9 @@ class Node:
     _in_anchor_attrs: dict[int, dict[str, Any]] | None
     _out_anchor_attrs: dict[int, dict[str, Any]] | None
     _export_name: str | None
-    _seq: int
+    _seq: int  # order label: grows along the graph's node list (see ge.graph.order)
+    _prev: Node | None
+    _next: Node | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise GraphError("ge.graph.Node cannot be constructed directly; use Graph.add_node")

@@ -120,6 +120,9 @@ def _add(graph: Graph, node: Node) -> None:
 
 def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
     new_node = graph._new_node
+    # Nodes are listed in file order; whether that is a topological one is checked on the
+    # first `topological_order()` (ONNX requires it, but files do not always comply).
+    graph._order_ok = False
     if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation):
         extras = onnx.GraphProto()
         extras.doc_string = gp.doc_string
