@@ -71,7 +71,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
         for sub in twin.get_subgraphs():
             sub._parent_node = twin
     new._order_ok = graph._order_ok
-    new._name_counter = graph._name_counter
+    new._naming.copy_from(graph._naming)
     return new
 
 

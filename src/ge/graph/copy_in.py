@@ -88,8 +88,8 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
     for node in order:
         if node._type in (DATA, NET_OUTPUT):
             continue
-        name = target._unique_node_name(node._name)
-        out_names = [target._unique_value_name(f"{name}:{i}") if value else ""
+        name = target._naming.node_name(node._name)
+        out_names = [target._naming.value_name(f"{name}:{i}") if value else ""
                      for i, value in enumerate(node._out_names)]
         twin = target._new_node(node._type, name, node._domain, len(node._inputs), out_names,
                                 dict(node._attrs), None)

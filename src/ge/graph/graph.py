@@ -30,6 +30,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph import order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
 from ge.graph.journal import ChangeKind, ChangeListener, Journal
+from ge.graph.naming import NameAuthority
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
@@ -180,7 +181,7 @@ class Graph:
         self._head: Node | None = None
         self._tail: Node | None = None
         self._order_ok = True
-        self._name_counter = 0
+        self._naming = NameAuthority(self)
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
         # quantization_annotation (kept verbatim for save).
         self._onnx_extras: onnx.GraphProto | None = None
@@ -422,49 +423,6 @@ class Graph:
             else:
                 journal.record(lambda: self._attrs.__setitem__(key, old))
 
-    # -- names --------------------------------------------------------------------------
-    def _keep_counters(self) -> None:
-        """Inside a transaction, restore this graph's name counter on rollback, so names
-        after a failed pass are those of a run without it."""
-        journal = self.root_graph()._journal
-        if journal.recording:
-            journal.record_once((id(self), "counters"), self._counter_restorer)
-
-    def _counter_restorer(self) -> Callable[[], None]:
-        counter = self._name_counter
-
-        def restore() -> None:
-            self._name_counter = counter
-
-        return restore
-
-    def _unique_node_name(self, base: str) -> str:
-        if base not in self._by_name:
-            return base
-        self._keep_counters()
-        while True:
-            self._name_counter += 1
-            candidate = f"{base}_{self._name_counter}"
-            if candidate not in self._by_name:
-                return candidate
-
-    def _value_taken(self, name: str) -> bool:
-        graph: Graph | None = self
-        while graph is not None:  # a plain loop: this runs for every node created
-            if name in graph._values:
-                return True
-            parent = graph._parent_node
-            graph = parent._graph if parent is not None else graph._declared_parent
-        return False
-
-    def _unique_value_name(self, base: str) -> str:
-        if not self._value_taken(base):
-            return base
-        n = 1
-        while self._value_taken(f"{base}_{n}"):
-            n += 1
-        return f"{base}_{n}"
-
     # -- node creation and removal ------------------------------------------------------
     def _new_node(
         self,
@@ -517,7 +475,6 @@ class Graph:
 
     def _insert(self, node: Node) -> None:
         """Put a fresh node into the graph's indexes (journaled)."""
-        self._keep_counters()
         self._index_node(node)
         for sub in node.get_subgraphs():
             sub._parent_node = node
@@ -576,13 +533,13 @@ class Graph:
         if num_inputs < 0 or num_outputs < 0:
             raise GraphError("num_inputs and num_outputs must be >= 0")
         if name is None:
-            name = self._unique_node_name(op_type)
+            name = self._naming.node_name(op_type)
         elif not isinstance(name, str) or not name:
             raise GraphTypeError("node name must be a non-empty str")
         elif name in self._by_name:
             raise GraphError(f"graph {self._name!r} already has a node named {name!r}")
         if output_names is None:
-            out_names = [self._unique_value_name(f"{name}:{i}") for i in range(num_outputs)]
+            out_names = [self._naming.value_name(f"{name}:{i}") for i in range(num_outputs)]
         else:
             out_names = list(output_names)
             if len(out_names) != num_outputs:
@@ -592,7 +549,7 @@ class Graph:
             for value_name in out_names:
                 if not isinstance(value_name, str):
                     raise GraphTypeError("output names must be str")
-                if value_name and self._value_taken(value_name):
+                if value_name and self._naming.value_taken(value_name):
                     raise GraphError(f"value name {value_name!r} is already used in the graph")
         node = self._new_node(op_type, name, domain, num_inputs, out_names, {}, None)
         self._insert(node)

@@ -90,13 +90,6 @@ def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     return None
 
 
-def _unique_name(graph: Graph, wanted: str, op_type: str) -> str:
-    """The ONNX node name if it is usable as an IR name (non-empty, unique), else a new one."""
-    if wanted and wanted not in graph._by_name:
-        return wanted
-    return graph._unique_node_name(wanted or op_type)
-
-
 def _add(graph: Graph, node: Node) -> None:
     """Index a node read from ONNX, refusing a value name defined twice (SSA) and names that
     are not text."""
@@ -120,6 +113,7 @@ def _add(graph: Graph, node: Node) -> None:
 
 def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
     new_node = graph._new_node
+    naming = graph._naming
     # Nodes are listed in file order; whether that is a topological one is checked on the
     # first `topological_order()` (ONNX requires it, but files do not always comply).
     graph._order_ok = False
@@ -132,7 +126,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     defaults: dict[str, onnx.TensorProto] = {}
     for index, vi in enumerate(gp.input):
-        node = new_node(DATA, _unique_name(graph, vi.name, DATA), "", 0, [vi.name],
+        node = new_node(DATA, naming.onnx_node_name(vi.name, DATA), "", 0, [vi.name],
                         {"index": (A.INT, index)}, None)
         node._out_slots()[0] = vi
         if node._name != vi.name:
@@ -142,12 +136,12 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         if tensor.name in graph._values:  # an input with a default value (IR < 4)
             defaults[tensor.name] = tensor
             continue
-        node = new_node(CONST, _unique_name(graph, tensor.name, CONST), "", 0, [tensor.name],
+        node = new_node(CONST, naming.onnx_node_name(tensor.name, CONST), "", 0, [tensor.name],
                         {"value": (A.TENSOR, Tensor.from_proto(tensor))}, None)
         _add(graph, node)
     for sparse in gp.sparse_initializer:
         name = sparse.values.name
-        node = new_node(CONST, _unique_name(graph, name, CONST), "", 0, [name],
+        node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0, [name],
                         {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
         _add(graph, node)
     graph._input_defaults = defaults
@@ -163,7 +157,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
             tensor = _constant_tensor(proto)
             if tensor is not None:
-                node = new_node(CONST, _unique_name(graph, name, CONST), "", 0,
+                node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0,
                                 list(proto.output), {"value": (A.TENSOR, tensor)}, proto)
                 if node._name != name:
                     node._export_name = name
@@ -181,10 +175,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
             else:
                 attrs[key] = attr
         outputs = list(proto.output)
-        if not name or name in by_name:
-            unique = graph._unique_node_name(name or op_type)
-        else:
-            unique = name
+        unique = name if name and name not in by_name else naming.onnx_node_name(name, op_type)
         node = new_node(op_type, unique, proto.domain, len(proto.input), outputs, attrs, proto)
         if unique != name:
             node._export_name = name
@@ -204,7 +195,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
                 node._attrs[attr.name] = (A.GRAPHS,
                                           [_subgraph(graph, node, g) for g in attr.graphs])
 
-    out_node = new_node(NET_OUTPUT, _unique_name(graph, NET_OUTPUT, NET_OUTPUT), "",
+    out_node = new_node(NET_OUTPUT, naming.onnx_node_name(NET_OUTPUT, NET_OUTPUT), "",
                         len(gp.output), [], {}, None)
     _add(graph, out_node)
     _wire(graph, out_node, [vi.name for vi in gp.output])

@@ -1,0 +1,83 @@
+"""The naming authority of a graph: the one place that picks node and value names.
+
+Every node and value name the IR makes (nodes added without a name, copies made by
+`copy_in`, nodes read from ONNX without a usable name) comes from here, so names are unique
+in the same way everywhere: a node name within its graph, a value name within its graph
+and every graph it can read (an outer value cannot be shadowed). The counter is part of a
+transaction's state, so a rolled-back pass leaves the names of later ones unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
+
+__all__ = ["NameAuthority"]
+
+
+class NameAuthority:
+    """Unique names for the nodes and values of one graph."""
+
+    __slots__ = ("_counter", "_graph")
+
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+        self._counter = 0
+
+    def node_name(self, base: str) -> str:
+        """`base` if no node of the graph has it, else `base_<n>` with a fresh n."""
+        taken = self._graph._by_name
+        if base not in taken:
+            return base
+        self._keep()
+        while True:
+            self._counter += 1
+            candidate = f"{base}_{self._counter}"
+            if candidate not in taken:
+                return candidate
+
+    def onnx_node_name(self, wanted: str, op_type: str) -> str:
+        """The name an ONNX node had when it is usable (non-empty, unique), else a new one."""
+        if wanted and wanted not in self._graph._by_name:
+            return wanted
+        return self.node_name(wanted or op_type)
+
+    def value_taken(self, name: str) -> bool:
+        """Whether the graph, or a graph whose values it reads, holds a value `name`."""
+        graph: Graph | None = self._graph
+        while graph is not None:  # a plain loop: this runs for every node created
+            if name in graph._values:
+                return True
+            parent = graph._parent_node
+            graph = parent._graph if parent is not None else graph._declared_parent
+        return False
+
+    def value_name(self, base: str) -> str:
+        """`base` if no value in scope has it, else `base_<n>` with the smallest free n."""
+        if not self.value_taken(base):
+            return base
+        n = 1
+        while self.value_taken(f"{base}_{n}"):
+            n += 1
+        return f"{base}_{n}"
+
+    def copy_from(self, other: NameAuthority) -> None:
+        """Continue numbering where `other` is (a clone names new nodes as its source would)."""
+        self._counter = other._counter
+
+    def _keep(self) -> None:
+        """Inside a transaction, put the counter back on rollback."""
+        journal = self._graph.root_graph()._journal
+        if journal.recording:
+            journal.record_once((id(self), "counter"), self._restorer)
+
+    def _restorer(self) -> Callable[[], None]:
+        counter = self._counter
+
+        def restore() -> None:
+            self._counter = counter
+
+        return restore

@@ -1,0 +1,57 @@
+"""One naming authority: loading, add_node and copy_in name nodes and values alike."""
+
+from __future__ import annotations
+
+import onnx
+import onnx.helper as oh
+import pytest
+from builders import add_data, add_op, add_output
+
+import ge.graph
+from ge.graph import Graph
+
+
+class Boom(Exception):
+    pass
+
+
+def _loaded() -> Graph:
+    nodes = [oh.make_node("Relu", ["x"], ["a"]), oh.make_node("Relu", ["a"], ["y"])]
+    vi = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2]) for n in ("x", "y")]
+    model = oh.make_model(oh.make_graph(nodes, "g", [vi[0]], [vi[1]]),
+                          opset_imports=[oh.make_opsetid("", 17)])
+    return ge.graph.load(model)
+
+
+def test_loading_add_node_and_copy_in_share_one_numbering() -> None:
+    graph = _loaded()
+    relus = [n.name for n in graph.nodes_of_type("Relu")]
+    assert relus == ["Relu", "Relu_1"]  # unnamed ONNX nodes get names from the op type
+    assert graph.add_node("Relu", num_inputs=1).name == "Relu_2"
+    rep = Graph("rep")
+    add_output(rep, add_op(rep, "Relu", add_data(rep, 0, "d"), name="Relu"))
+    made, _ = graph.copy_in(rep, [(graph.find_node_by_name("x"), 0)])
+    assert made[0].name == "Relu_3"
+    assert made[0].get_output_name(0) == "Relu_3:0"
+    values = [v for n in graph.get_direct_nodes() for v in n.get_output_names() if v]
+    assert len(values) == len(set(values))
+
+
+def test_a_value_name_in_an_enclosing_graph_is_not_reused_below() -> None:
+    graph = Graph("g")
+    x = add_data(graph, 0, "x")
+    graph.add_node("Relu", name="r", num_inputs=1, output_names=["inner:0"])
+    sub = Graph("body")
+    owner = graph.add_node("Custom", domain="t", name="owner")
+    owner.set_attr("body", sub)
+    assert sub.add_node("Neg", name="inner", num_inputs=1).get_output_name(0) == "inner:0_1"
+    assert x.get_output_name(0) == "x:0"
+
+
+def test_rolled_back_names_are_given_again() -> None:
+    graph = _loaded()
+    with pytest.raises(Boom), graph.transaction():
+        graph.add_node("Relu")
+        graph.add_node("Relu")
+        raise Boom
+    assert graph.add_node("Relu").name == "Relu_2"
