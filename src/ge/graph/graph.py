@@ -18,7 +18,6 @@ structure changes; every mutation is journaled inside `transaction()` so it can 
 from __future__ import annotations
 
 import heapq
-import operator
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -60,9 +59,6 @@ def _check_index(value: Any, what: str) -> int:
 
 def _standard_domain(domain: str) -> str:
     return "" if domain == "ai.onnx" else domain
-
-
-_position = operator.attrgetter("_seq")
 
 
 def _order_restorer(table: dict[Any, Any]) -> Callable[[], None]:
@@ -359,7 +355,7 @@ class Graph:
             return []
         wanted = _standard_domain(domain)
         return sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
-                      key=_position)
+                      key=order.label)
 
     def op_types(self) -> list[str]:
         return [t for t, nodes in self._by_type.items() if nodes]
@@ -1073,21 +1069,26 @@ class Graph:
             return
         if not self._order_ok:
             order.establish(self)
-        # The new order: everything else as it is, the group (in its order) at the anchor.
-        moving = set(group)
-        rest = [n for n in self._listed() if n not in moving]
-        at = rest.index(anchor) + (0 if before else 1)
-        new_order = rest[:at] + group + rest[at:]
-        position = {n: i for i, n in enumerate(new_order)}
+        # Checked on labels, O(edges of the group): the other nodes keep their places, so
+        # one outside the group comes before the group iff it comes before the anchor
+        # (the anchor itself included when placing after it).
+        where = {n: i for i, n in enumerate(group)}
+        edge = anchor._seq if before else anchor._seq + 1
+
+        def comes_first(other: Node, node: Node) -> bool:
+            if other in where:
+                return where[other] < where[node]
+            return other._seq < edge
+
         for node in group:
             for dep in self._dependencies(node):
-                if position[dep] > position[node]:
+                if not comes_first(dep, node):
                     raise GraphError(
                         f"node {node._name!r} cannot be placed "
                         f"{'before' if before else 'after'} {anchor._name!r}: it reads "
                         f"{dep._name!r}, which would come after it", nodes=[node._name])
             for succ in order.successors(self, node):
-                if position[succ] < position[node]:
+                if comes_first(succ, node):
                     raise GraphError(
                         f"node {node._name!r} cannot be placed "
                         f"{'before' if before else 'after'} {anchor._name!r}: "

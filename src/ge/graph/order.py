@@ -11,6 +11,7 @@ them. Every move is journaled, so a rollback restores the order exactly.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,17 @@ from ge.graph.node import Node
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["GAP", "append", "establish", "fix_edge", "move", "owner_in", "successors", "walk",
-           "would_create_cycle"]
+__all__ = ["GAP", "append", "establish", "fix_edge", "label", "move", "owner_in",
+           "successors", "walk", "would_create_cycle"]
 
 #: Label distance between nodes appended one after the other.
 GAP = 1 << 32
 #: Renumbering widens its window until neighbours are at least this far apart.
 _MIN_STEP = 1 << 12
+
+
+#: A node's order label, as a sort key.
+label = operator.attrgetter("_seq")
 
 
 # -- raw list operations (no journal) ---------------------------------------------------
@@ -236,7 +241,7 @@ def fix_edge(graph: Graph, src: Node, dst: Node) -> None:
         graph._order_ok = False
         return
     backward, nodes = found
-    ordered = sorted(nodes, key=_label)
+    ordered = sorted(nodes, key=label)
     move(graph, ordered, dst if backward else src, before=backward)
 
 
@@ -248,10 +253,6 @@ def would_create_cycle(graph: Graph, src: Node, dst: Node) -> bool:
     if src._seq < dst._seq:
         return False
     return _search(graph, src, dst) is None
-
-
-def _label(node: Node) -> int:
-    return node._seq
 
 
 # -- establishing the order -----------------------------------------------------------
