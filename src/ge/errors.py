@@ -22,7 +22,9 @@ __all__ = [
     "ModelSaveError",
     "PassRegisterError",
     "PassRunError",
+    "PatternError",
     "PluginLoadError",
+    "RewriteError",
     "SourceLocation",
     "ValidationProblem",
 ]
@@ -332,3 +334,19 @@ __all__ += [
     "OpRegisterError",
     "ShapeInferenceError",
 ]
+
+
+# --- pattern matching and rewriting (ge.passes) ---------------------------------------------
+
+
+class PatternError(GeError, ValueError):
+    """A pattern graph the matcher cannot use (GE §6.1: bodies, control edges, no output)."""
+
+    code = "GE1501"
+
+
+class RewriteError(GeError, RuntimeError):
+    """A replacement that cannot be applied to its match: wrong input or output count, a
+    region that is not closed, a rewrite that would make a cycle."""
+
+    code = "GE1502"

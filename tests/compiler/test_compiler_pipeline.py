@@ -12,7 +12,6 @@ import pytest
 
 import ge.graph
 from ge.compiler import compile_graph
-from ge.compiler import scheduler as scheduler_module
 from ge.errors import GraphValidationError, ShapeInferenceError
 from ge.graph import DataType, Format, Graph, Node, Tensor, TensorDesc
 from model_paths import all_shared_models, shared_model
@@ -203,18 +202,23 @@ def test_every_problem_is_listed(write) -> None:
     assert set(err.nodes) == {output_name, "second_output"}
 
 
-def test_register_engine_step_replaces_the_defaults(write, monkeypatch) -> None:
-    monkeypatch.setattr(
-        scheduler_module, "_ENGINE_STEP_FUNCS", dict(scheduler_module._ENGINE_STEP_FUNCS)
-    )
+def test_a_compilation_can_be_given_its_own_engine_steps(write) -> None:
     calls: list[str] = []
-    scheduler_module.register_engine_step("infer_shape", lambda g, o: calls.append("infer"))
-    scheduler_module.register_engine_step("final_validation", lambda g, o: calls.append("valid"))
+    steps = {"infer_shape": lambda g, o: calls.append("infer"),
+             "final_validation": lambda g, o: calls.append("valid")}
     graph = matmul_graph([4, 5])  # would fail the default inference
     graph.add_node("Identity", name="dangling_identity", num_inputs=1)  # and validation
-    compile_graph(graph)
+    compile_graph(graph, steps=steps)
     assert calls == ["infer", "valid"]
     assert _unknown(graph.find_node_by_name("the_matmul"))
+    with pytest.raises(ShapeInferenceError):  # the next compilation has the defaults again
+        compile_graph(_dangling(), steps=None)
+
+
+def _dangling() -> Graph:
+    graph = small_graph()
+    graph.add_node("Identity", name="dangling_identity", num_inputs=1)
+    return graph
 
 
 # -- (d) every shared model compiles and still computes the same ----------------------------

@@ -9,7 +9,6 @@ import pytest
 
 import ge.graph
 from ge.compiler import compile_graph
-from ge.compiler import scheduler as scheduler_module
 from ge.errors import PassRunError
 from ge.graph import Graph
 from ge.passes import NOT_CHANGED
@@ -291,8 +290,7 @@ def test_a_pass_that_cannot_be_created_is_e13028(write) -> None:
     assert info.value.location.line == 5
 
 
-def test_a_kind_without_a_runner_fails_clearly(write, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(scheduler_module._KIND_RUNNERS, "pattern_fusion", raising=False)
+def test_a_pattern_pass_without_patterns_fails_clearly(write) -> None:
     path = write(
         "pattern_kind.py",
         """
@@ -303,21 +301,19 @@ def test_a_kind_without_a_runner_fails_clearly(write, monkeypatch: pytest.Monkey
             pass
         """,
     )
-    with pytest.raises(PassRunError, match="passes of kind 'pattern_fusion' cannot run yet"):
+    with pytest.raises(PassRunError, match=r"PatternKind\.patterns\(\) is not implemented"):
         compile_graph(small_graph(), pass_paths=[path])
 
 
-def test_engine_steps_run_between_the_stages(write, run_log, monkeypatch) -> None:
+def test_engine_steps_run_between_the_stages(write, run_log) -> None:
     plugins = _order_plugins(
         write, [("Before", "BeforeInferShape", "True"), ("After", "AfterInferShape", "True")]
     )
-    monkeypatch.setattr(scheduler_module, "_ENGINE_STEP_FUNCS", {})
-    scheduler_module.register_engine_step(
-        "infer_shape", lambda graph, options: run_log.append(("infer_shape", graph.name, 0))
-    )
+    steps = {"infer_shape": lambda graph, options: run_log.append(("infer_shape", graph.name, 0)),
+             "final_validation": None}
     with pytest.raises(ValueError, match="unknown engine step 'nope'"):
-        scheduler_module.register_engine_step("nope", lambda graph, options: None)
-    compile_graph(small_graph(), pass_paths=[plugins])
+        compile_graph(small_graph(), steps={"nope": lambda graph, options: None})
+    compile_graph(small_graph(), pass_paths=[plugins], steps=steps)
     assert [name for name, _, _ in run_log] == ["Before", "infer_shape", "After"]
 
 

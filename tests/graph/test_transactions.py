@@ -30,8 +30,15 @@ def _state(graph: Graph, exportable: bool = True) -> tuple:
     """What must be identical after a rollback: fingerprint, dump, ONNX bytes, problems.
 
     A graph in the middle of random mutations may not export (e.g. two NetOutputs): then
-    `exportable=False` leaves the ONNX bytes out.
+    `exportable=False` leaves the ONNX bytes out. The order of a graph whose order is not
+    known yet (a body was attached) is established first: the queries below establish it,
+    so the fingerprint must not see the list before that happens.
     """
+    for g in [graph, *graph.get_all_subgraphs()]:
+        try:
+            g.topological_order()
+        except GeError:
+            pass  # a cycle: find_problems reports it
     return (
         fingerprint(graph),
         str(graph),

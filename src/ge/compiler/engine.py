@@ -18,7 +18,7 @@ from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PluginLoader
 from ge.compiler.report import CompileReport
-from ge.compiler.scheduler import Scheduler
+from ge.compiler.scheduler import EngineStep, Scheduler
 from ge.errors import CompilerStateError, GeError
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
@@ -131,6 +131,7 @@ def compile_graph(
     *,
     options: Mapping[str, str] | None = None,
     pass_paths: Iterable[str | os.PathLike[str]] | None = None,
+    steps: Mapping[str, EngineStep | None] | None = None,
 ) -> CompileReport:
     """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
 
@@ -139,7 +140,8 @@ def compile_graph(
     or directories for this compilation only (an explicit argument, not the environment).
     A failing pass raises E13028 and leaves the graph as that pass found it. Shape inference
     runs after `BeforeInferShape` (GE1305, stage "InferShape", graph unchanged on failure)
-    and the result is validated last (GE1003, stage "FinalValidation").
+    and the result is validated last (GE1003, stage "FinalValidation"). `steps` replaces
+    engine steps of this compilation by name (None skips one; see `ENGINE_STEPS`).
     """
     engine = _current(parse_options(options))
     merged = engine.options.merged(options)
@@ -149,6 +151,6 @@ def compile_graph(
         report = engine.loader.load_paths(pass_paths, merged)
         registry, extra_skipped = _build_registry(registry, report, merged)
         skipped += extra_skipped
-    scheduler = Scheduler(registry, merged.values)
+    scheduler = Scheduler(registry, merged.values, steps)
     records = scheduler.run(graph)
     return CompileReport(graph=graph, records=records, skipped_plugins=skipped)

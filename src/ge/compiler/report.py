@@ -24,6 +24,9 @@ class PassRunRecord:
     outcome: RunOutcome
     changed: bool
     seconds: float
+    matches: int = 0  # pattern matches found / nodes a decomposition looked at
+    rewrites: int = 0  # replacements the engine applied for the pass
+    fusions: int = 0  # report_fuse calls (GE's fusion statistics)
 
 
 @dataclass
@@ -33,6 +36,15 @@ class CompileReport:
     graph: Graph
     records: list[PassRunRecord] = field(default_factory=list)
     skipped_plugins: list[GeError] = field(default_factory=list)
+
+    def rewrites_by_pass(self) -> dict[str, int]:
+        """Per pass that rewrote anything: engine rewrites plus `report_fuse` calls."""
+        counts: dict[str, int] = {}
+        for record in self.records:
+            done = record.rewrites + record.fusions
+            if done:
+                counts[record.pass_name] = counts.get(record.pass_name, 0) + done
+        return counts
 
     def passes_that_changed(self) -> list[str]:
         """Names of the passes that changed the graph, each once, in run order."""

@@ -2,22 +2,23 @@
 
 Pipeline: BeforeInferShape → shape inference → AfterInferShape → built-in fusion →
 AfterBuiltinFusionPass → origin-graph optimisation → AfterOriginGraphOptimize → final
-validation. The engine steps between stages are functions in `_ENGINE_STEP_FUNCS`:
-`infer_shape` and `final_validation` default to `ge.compiler.steps` (shape inference of the
-whole model; `Graph.validate()`), built-in fusion and origin-graph optimisation are empty
-for now. `register_engine_step` replaces a step.
+validation. The engine steps between stages are functions a compilation is given
+(`Scheduler(steps=...)`, `compile_graph(steps=...)`); `infer_shape` and `final_validation`
+default to `ge.compiler.steps` (shape inference of the whole model; `Graph.validate()`),
+built-in fusion and origin-graph optimisation are empty for now.
 
 Within a stage passes run lexicographically by name (D14), each on the root graph, then on
-every subgraph, with one fresh instance per pass per compilation. Each invocation runs in a
+every subgraph, with one fresh instance per pass per compilation, run by its kind
+(`ge.passes.execution`). Each invocation runs in a
 graph transaction: a pass that raises or fails (D2) leaves the graph as it found it, and the
 compilation stops with E13028 naming the pass, the stage, and the user's file and line.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
@@ -26,29 +27,25 @@ from ge.compiler.steps import final_validation, infer_shape
 from ge.errors import PassRunError, SourceLocation
 from ge.es.opset import opset_scope
 from ge.passes.context import PassContext
-from ge.passes.registry import PASS_KIND_FUSION_BASE
+from ge.passes.execution import PassRun, run_pass
+from ge.passes.rewrite import InferenceMemo
 from ge.passes.source import traceback_location
 from ge.passes.stage import PassStage
 from ge.passes.status import RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
     from ge.graph import Graph
-    from ge.passes.base import FusionBasePass
 
 __all__ = [
+    "DEFAULT_ENGINE_STEPS",
     "ENGINE_STEPS",
     "PIPELINE",
     "EngineStep",
-    "KindRunner",
     "Scheduler",
-    "register_engine_step",
-    "register_kind_runner",
 ]
 
 #: An engine step between stages: gets the root graph and the compilation's options.
 EngineStep = Callable[["Graph", Mapping[str, str]], None]
-#: Runs one pass instance of a kind on one graph; returns what D2 interprets.
-KindRunner = Callable[["FusionBasePass", "Graph", PassContext], object]
 
 ENGINE_STEPS = ("infer_shape", "builtin_fusion", "origin_graph_optimize", "final_validation")
 PIPELINE: tuple[PassStage | str, ...] = (
@@ -62,34 +59,19 @@ PIPELINE: tuple[PassStage | str, ...] = (
     "final_validation",
 )
 
-_HOOKS_LOCK = threading.Lock()
-#: The engine steps that run; a step without a function is skipped.
-_ENGINE_STEP_FUNCS: dict[str, EngineStep] = {
+#: The engine steps a compilation runs unless it is given others; a step without a
+#: function is skipped.
+DEFAULT_ENGINE_STEPS: Mapping[str, EngineStep] = MappingProxyType({
     "infer_shape": infer_shape,
     "final_validation": final_validation,
-}
+})
 
 
-def _run_fusion_base(instance: FusionBasePass, graph: Graph, context: PassContext) -> object:
-    return instance.run(graph, context)
-
-
-_KIND_RUNNERS: dict[str, KindRunner] = {PASS_KIND_FUSION_BASE: _run_fusion_base}
-
-
-def register_engine_step(name: str, step: EngineStep) -> None:
-    """Fill the engine step `name` of the pipeline (shape inference, built-in fusion, ...),
-    replacing what ran there before (the defaults of `ge.compiler.steps`, if any)."""
-    if name not in ENGINE_STEPS:
-        raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
-    with _HOOKS_LOCK:
-        _ENGINE_STEP_FUNCS[name] = step
-
-
-def register_kind_runner(kind: str, runner: KindRunner) -> None:
-    """Say how passes of `kind` run (the pattern matcher adds pattern_fusion and decompose)."""
-    with _HOOKS_LOCK:
-        _KIND_RUNNERS[kind] = runner
+def _check_steps(steps: Mapping[str, EngineStep | None]) -> dict[str, EngineStep]:
+    unknown = [name for name in steps if name not in ENGINE_STEPS]
+    if unknown:
+        raise ValueError(f"unknown engine step {unknown[0]!r}; expected one of {ENGINE_STEPS}")
+    return {name: step for name, step in steps.items() if step is not None}
 
 
 class _PassFailed(Exception):
@@ -103,10 +85,19 @@ class _PassFailed(Exception):
 class Scheduler:
     """Runs the pipeline on one graph for one compilation (one instance per pass)."""
 
-    def __init__(self, registry: PassRegistry, options: Mapping[str, str]) -> None:
+    def __init__(self, registry: PassRegistry, options: Mapping[str, str],
+                 steps: Mapping[str, EngineStep | None] | None = None) -> None:
+        """`steps` replaces engine steps by name (None skips one); the rest are the
+        defaults of `DEFAULT_ENGINE_STEPS`."""
         self._registry = registry
         self._options = dict(options)
+        self._steps = {**DEFAULT_ENGINE_STEPS}
+        if steps:
+            self._steps.update(_check_steps(steps))
+            for name in [n for n, step in steps.items() if step is None]:
+                self._steps.pop(name, None)
         self._instances: dict[str, Any] = {}
+        self._memo = InferenceMemo()  # replacement nodes' inference, shared by all passes
         self.records: list[PassRunRecord] = []
 
     def run(self, graph: Graph) -> list[PassRunRecord]:
@@ -115,8 +106,7 @@ class Scheduler:
             if isinstance(step, PassStage):
                 self.run_stage(graph, step)
             else:
-                with _HOOKS_LOCK:
-                    func = _ENGINE_STEP_FUNCS.get(step)
+                func = self._steps.get(step)
                 if func is not None:
                     func(graph, self._options)
         return self.records
@@ -147,23 +137,16 @@ class Scheduler:
     def _invoke(
         self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph
     ) -> PassRunRecord:
-        with _HOOKS_LOCK:
-            runner = _KIND_RUNNERS.get(entry.descriptor.kind)
-        if runner is None:
-            raise _run_error(
-                entry,
-                "FAILED",
-                f"passes of kind {entry.descriptor.kind!r} cannot run yet: no runner is "
-                "registered for that kind",
-            )
         context = PassContext(entry.name, self._options)
+        run = PassRun(context, tuple(entry.descriptor.op_types), self._memo)
         before = root.mutation_count
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model (issue 3,
             # point 6): builders created inside take the graph's opset imports.
             with root.transaction(), opset_scope(root.opset_imports):
-                status = interpret_run_result(runner(instance, target, context))
+                status = interpret_run_result(
+                    run_pass(entry.descriptor.kind, instance, target, run))
                 if status.failed:
                     raise _PassFailed(status)
         except _PassFailed as failed:
@@ -178,6 +161,9 @@ class Scheduler:
             outcome=status.outcome,
             changed=root.mutation_count != before,
             seconds=time.perf_counter() - start,
+            matches=run.matches,
+            rewrites=run.rewrites,
+            fusions=context._fusions,
         )
 
 

@@ -11,7 +11,7 @@ graph; a problem raises `GraphValidationError` (GE1003, stage "FinalValidation")
 every problem with its nodes.
 
 Built-in fusion and origin-graph optimisation have no default step yet.
-`scheduler.register_engine_step` replaces these defaults.
+A compilation given other steps (`compile_graph(steps=...)`) runs those instead.
 """
 
 from __future__ import annotations

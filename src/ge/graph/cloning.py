@@ -50,6 +50,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
                              list(node._out_names), attrs, node._proto)
         twin._clean = node._clean
         twin._export_name = node._export_name
+        twin._metadata = node._metadata
         if node._out_descs is not None:
             twin._out_descs = [copy_desc_slot(d) for d in node._out_descs]
         if node._in_descs is not None:

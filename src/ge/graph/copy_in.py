@@ -93,6 +93,7 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
                      for i, value in enumerate(node._out_names)]
         twin = target._new_node(node._type, name, node._domain, len(node._inputs), out_names,
                                 dict(node._attrs), None)
+        twin._metadata = node.get_metadata() or None
         if node._out_descs is not None:
             twin._out_descs = [copy_desc_slot(d) for d in node._out_descs]
         if node._in_descs is not None:

@@ -449,6 +449,7 @@ class Graph:
         node._proto = proto
         node._clean = proto is not None
         node._export_name = None
+        node._metadata = None
         node._seq = 0
         node._prev = node._next = None
         return node
@@ -810,6 +811,14 @@ class Graph:
             journal.record(lambda: self._ctrl_link(src, dst))
 
     # -- node attributes and descs (called through Node) --------------------------------
+    def _set_metadata(self, node: Node, key: str, value: str) -> None:
+        old = node._metadata
+        node._proto_dirty()
+        node._metadata = {**(old or {}), key: value}
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record(lambda: setattr(node, "_metadata", old))
+
     def _set_attr(self, node: Node, key: str, value: Any) -> None:
         if not isinstance(key, str) or not key:
             raise GraphTypeError("attribute name must be a non-empty str")

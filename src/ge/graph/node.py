@@ -49,6 +49,7 @@ class Node:
         "_in_anchor_attrs",
         "_in_descs",
         "_inputs",
+        "_metadata",
         "_name",
         "_next",
         "_out_anchor_attrs",
@@ -77,6 +78,7 @@ class Node:
     _in_anchor_attrs: dict[int, dict[str, Any]] | None
     _out_anchor_attrs: dict[int, dict[str, Any]] | None
     _export_name: str | None
+    _metadata: dict[str, str] | None  # set through the IR; a loaded node's own are in _proto
     _seq: int  # order label: grows along the graph's node list (see ge.graph.order)
     _prev: Node | None
     _next: Node | None
@@ -389,6 +391,23 @@ class Node:
     def has_output_desc(self, index: int) -> bool:
         """True when something is known about output `index` (it was read or set)."""
         return self._out_slot(self._check_out(index)) is not None
+
+    # -- metadata -----------------------------------------------------------------------
+    def get_metadata(self) -> dict[str, str]:
+        """The node's metadata (ONNX `metadata_props`), e.g. `ge.origin_pass`: the pass that
+        made the node (extension)."""
+        found: dict[str, str] = {}
+        if self._proto is not None:
+            found.update((p.key, p.value) for p in self._proto.metadata_props)
+        if self._metadata:
+            found.update(self._metadata)
+        return found
+
+    def set_metadata(self, key: str, value: str) -> None:
+        """Set one metadata entry; saved with the node (extension)."""
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise GraphTypeError("metadata keys and values must be str (keys non-empty)")
+        self._owner()._set_metadata(self, key, value)
 
     # -- text ---------------------------------------------------------------------------
     def __repr__(self) -> str:

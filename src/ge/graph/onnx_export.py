@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
+from typing import Any
 
 import onnx
 from onnx import AttributeProto
@@ -257,6 +258,24 @@ def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
     return tensor.to_proto(name)
 
 
+def _write_metadata(props: Any, metadata: dict[str, str]) -> None:
+    """Set `metadata` in a repeated StringStringEntryProto field, keeping other entries."""
+    at = {entry.key: entry for entry in props}
+    for key, value in metadata.items():
+        entry = at.get(key)
+        if entry is None:
+            entry = props.add()
+            entry.key = key
+        entry.value = value
+
+
+def _with_metadata(tensor: onnx.TensorProto, metadata: dict[str, str]) -> onnx.TensorProto:
+    copy = onnx.TensorProto()
+    copy.CopyFrom(tensor)
+    _write_metadata(copy.metadata_props, metadata)
+    return copy
+
+
 def _constant_origin(node: Node) -> bool:
     return node._proto is not None
 
@@ -298,6 +317,8 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
     name = node._export_name if node._export_name is not None else node._name
     if proto.name != name:
         proto.name = name
+    if node._metadata:
+        _write_metadata(proto.metadata_props, node._metadata)
     proto.input.extend([_value_name(p, renames) for p in node._inputs])
     proto.output.extend([_value_name((node, i), renames) if value else ""
                          for i, value in enumerate(node._out_names)])
@@ -367,7 +388,10 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             if "value" in node._attrs:
                 tensor = node._attr_value("value")
                 sunk = sink(tensor, name) if sink is not None else None
-                initializers.append(sunk if sunk is not None else _tensor_proto(tensor, name))
+                initializer = sunk if sunk is not None else _tensor_proto(tensor, name)
+                if node._metadata:
+                    initializer = _with_metadata(initializer, node._metadata)
+                initializers.append(initializer)
             elif "sparse_value" in node._attrs:
                 sparse.append(node._attr_value("sparse_value"))
             else:

@@ -138,6 +138,8 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
             continue
         node = new_node(CONST, naming.onnx_node_name(tensor.name, CONST), "", 0, [tensor.name],
                         {"value": (A.TENSOR, Tensor.from_proto(tensor))}, None)
+        if len(tensor.metadata_props):  # e.g. ge.origin_pass of a constant a pass made
+            node._metadata = {p.key: p.value for p in tensor.metadata_props}
         _add(graph, node)
     for sparse in gp.sparse_initializer:
         name = sparse.values.name

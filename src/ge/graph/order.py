@@ -277,17 +277,21 @@ def establish(graph: Graph) -> None:
     """Make the list a topological order (stable: nodes already in order keep it), once;
     a cycle raises `GraphError` naming its nodes and leaves the order as it was."""
     order = list(walk(graph))
+    journal = graph.root_graph()._journal
     if not in_order(graph, order):
         sorted_order = graph._kahn(order, {node: i for i, node in enumerate(order)})
         old = [(node, node._seq) for node in order]
         _relink(graph, [(node, GAP * i) for i, node in enumerate(sorted_order)])
-        journal = graph.root_graph()._journal
         if journal.recording:
             def undo() -> None:
                 _relink(graph, old)
                 graph._order_ok = False
 
             journal.record(undo)
+    elif journal.recording and not graph._order_ok:
+        # Known good only for the graph as it is now: a rollback may bring back an edge
+        # (a body's outer read) that the order does not satisfy, so it is unknown again.
+        journal.record(lambda: setattr(graph, "_order_ok", False))
     graph._order_ok = True
     graph._topo = None
 

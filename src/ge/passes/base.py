@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union
 
 from ge.errors import PassRegisterTypeError, SourceLocation
+from ge.graph import Graph
 from ge.passes import hooks
+from ge.passes.config import PatternMatcherConfig
 from ge.passes.expression import PATTERN_MARK, synthesize_patterns
+from ge.passes.pattern import Pattern
+from ge.passes.status import StatusLike
 
 if TYPE_CHECKING:
-    from ge.graph import Graph, Node
+    from ge.graph import Node
     from ge.passes.context import PassContext
-    from ge.passes.status import StatusLike
 
-__all__ = ["DecomposePass", "FusionBasePass", "PatternFusionPass", "pattern"]
+__all__ = ["DecomposePass", "FusionBasePass", "PatternFusionPass", "PatternOrGraph",
+           "StatusLike", "pattern"]
+
+#: What `patterns()` may yield: a Pattern, or a Graph made into one.
+PatternOrGraph = Union[Pattern, Graph]  # noqa: UP007  # GE's alias, a runtime object
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -82,8 +89,8 @@ class PatternFusionPass(FusionBasePass):
     `replacement(self, inputs[, context | match_result[, context]])`.
     """
 
-    def __init__(self, matcher_config: Any = None) -> None:
-        if matcher_config is not None and not _is_matcher_config(matcher_config):
+    def __init__(self, matcher_config: PatternMatcherConfig | None = None) -> None:
+        if matcher_config is not None and not isinstance(matcher_config, PatternMatcherConfig):
             raise TypeError(
                 "matcher_config must be a PatternMatcherConfig or None, "
                 f"got {type(matcher_config).__name__}"
@@ -91,11 +98,11 @@ class PatternFusionPass(FusionBasePass):
         self._matcher_config = matcher_config
 
     @property
-    def matcher_config(self) -> Any:
+    def matcher_config(self) -> PatternMatcherConfig | None:
         """The `PatternMatcherConfig` given to `__init__`, or None for the defaults."""
         return getattr(self, "_matcher_config", None)
 
-    def patterns(self) -> Iterable[Any] | None:
+    def patterns(self) -> Iterable[PatternOrGraph] | None:
         """The patterns to match (`Pattern` or `Graph` objects)."""
         raise NotImplementedError(f"{type(self).__name__}.patterns() is not implemented")
 
@@ -162,11 +169,3 @@ class DecomposePass(FusionBasePass):
             if hook_name in own:
                 adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
                 setattr(cls, hook_name, adapted)
-
-
-def _is_matcher_config(value: object) -> bool:
-    """Whether `value` is a `PatternMatcherConfig` (absent until the matcher lands)."""
-    import ge.passes
-
-    config_cls = getattr(ge.passes, "PatternMatcherConfig", None)
-    return isinstance(config_cls, type) and isinstance(value, config_cls)

@@ -39,6 +39,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ENV_PY_PASS_PATH",
     "discover_plugins",
+    "get_registered_passes",
     "load_pass_plugins",
     "normalize_path_list",
     "scan_modules_from_path",
@@ -169,3 +170,11 @@ def scan_modules_from_path(
     if error is not None:
         raise error
     return report.modules()
+
+
+def get_registered_passes() -> list[dict[str, object]]:
+    """The registered passes as plain dicts, as GE's bootstrap hands them to the engine
+    (`ge.passes.get_registered_passes` gives the descriptors; spec §11.14)."""
+    from ge.passes.registry import get_registered_pass_dicts
+
+    return get_registered_pass_dicts()

@@ -15,12 +15,13 @@ class PassContext:
     E13028 error it raises.
     """
 
-    __slots__ = ("_error_message", "_options", "_pass_name")
+    __slots__ = ("_error_message", "_fusions", "_options", "_pass_name")
 
     def __init__(self, pass_name: str = "", options: Mapping[str, str] | None = None) -> None:
         self._pass_name = pass_name
         self._options: dict[str, str] = dict(options or {})
         self._error_message = ""
+        self._fusions = 0  # report_fuse calls during this invocation
 
     def get_pass_name(self) -> str:
         """The name the pass was registered under."""

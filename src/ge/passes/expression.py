@@ -55,14 +55,19 @@ def _normalize_outputs(result: object, es: SimpleNamespace, role: str) -> list[A
     return outputs
 
 
-def build_expression_graph(name: str, body: Callable[[Any], object], *, role: str) -> Any:
+def build_expression_graph(name: str, body: Callable[[Any], object], *, role: str,
+                           presize: int = 0) -> Any:
     """Run `body(inputs)` on a fresh builder named `name`; return its Graph.
 
     A Graph returned by `body` is used as is; otherwise its TensorHolder outputs are built.
+    `presize` inputs exist up front: a replacement takes one per boundary input of its
+    match, whether or not it reads them all (so `return inputs[1]` works on its own).
     """
     es = _es_api("expression-style replacements")
     builder = es.GraphBuilder(name)
-    result = body(es.PatternInputs(builder))
+    inputs = es.PatternInputs(builder)
+    inputs._presize(presize)
+    result = body(inputs)
     if isinstance(result, es.Graph):
         return result
     return builder.build_and_reset(_normalize_outputs(result, es, role))

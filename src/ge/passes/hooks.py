@@ -110,7 +110,9 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
                 return func(self, inputs, context if third_is_context else match_result)
             return func(self, inputs, match_result, context)
 
-        return build_expression_graph(f"{cls_name}_replacement", call, role="replacement")
+        input_count = getattr(match_result, "_input_count", None)
+        return build_expression_graph(f"{cls_name}_replacement", call, role="replacement",
+                                      presize=input_count() if callable(input_count) else 0)
 
     return _mark_adapted(adapter, func)
 

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Final
 
 __all__ = [
+    "FAILED",
     "NOT_CHANGED",
     "SUCCESS",
     "RunOutcome",
@@ -24,6 +25,9 @@ __all__ = [
 SUCCESS: Final[int] = 0
 #: GE's `NOT_CHANGED` status: the pass succeeded and left the graph as it was.
 NOT_CHANGED: Final[int] = 1
+#: GE's `FAILED` status (what a status-returning helper such as `SubgraphRewriter.replace`
+#: gives back on failure).
+FAILED: Final[int] = 0xFFFFFFFF
 
 #: What `run()` may return.
 StatusLike = bool | int | None

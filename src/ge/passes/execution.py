@@ -1,0 +1,258 @@
+"""Running a pass by its kind: `run()` for a FusionBasePass, match-check-replace sweeps for
+a PatternFusionPass, node-by-node replacement for a DecomposePass (spec §3, §6.3-6.5).
+
+A pattern pass takes its patterns in order and sweeps each once over the graph (D14): the
+candidates are the nodes of the pattern's first output type, from the op-type index, in
+the graph's order, and nodes the sweep itself creates are appended as they appear (the
+graph's change listeners), so a replacement can match again later in the same sweep.
+Per candidate: match, `meet_requirements`, skip a rewrite that would make a cycle,
+`replacement`, rewrite. A `MatchResult` expires when its hook returns.
+
+A `PassRun` is the state of one pass invocation inside one compilation (its context, the
+compilation's inference memo, its counts): nothing here is process-global.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ge.errors import RewriteError
+from ge.graph import Graph, Node
+from ge.graph.journal import ChangeKind
+from ge.passes.config import PatternMatcherConfig
+from ge.passes.context import PassContext
+from ge.passes.matcher import CONST_TYPES, Match, Matcher, MatchResult, compile_pattern
+from ge.passes.pattern import NodeIo, Pattern, create_pattern
+from ge.passes.registry import (
+    PASS_KIND_DECOMPOSE,
+    PASS_KIND_FUSION_BASE,
+    PASS_KIND_PATTERN_FUSION,
+)
+from ge.passes.rewrite import InferenceMemo, Region, apply_replacement, would_create_cycle
+from ge.passes.status import NOT_CHANGED, SUCCESS
+
+if TYPE_CHECKING:
+    from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
+
+__all__ = [
+    "RUNNERS",
+    "FoundMatch",
+    "PassRun",
+    "collect_patterns",
+    "find_matches",
+    "run_pass",
+]
+
+#: A sweep making more rewrites than this many per node of the graph keeps matching its
+#: own replacements; it fails instead of running forever.
+_REWRITES_PER_NODE_CAP = 4
+
+
+@dataclass
+class PassRun:
+    """One invocation of one pass: its context, the compilation's memo, what it did."""
+
+    context: PassContext
+    op_types: tuple[str, ...] = ()  # a DecomposePass's, from its registration
+    memo: InferenceMemo = field(default_factory=InferenceMemo)
+    matches: int = 0
+    rewrites: int = 0
+
+
+def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> object:
+    return instance.run(graph, run.context)
+
+
+def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
+    """The patterns of `instance.patterns()`, checked as GE checks them (§3.2)."""
+    produced = instance.patterns()
+    if produced is None:
+        return []
+    if isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
+        raise TypeError("PatternFusionPass.patterns must return an iterable of Pattern or Graph")
+    patterns = []
+    for item in produced:
+        if isinstance(item, Pattern):
+            patterns.append(item)
+        elif isinstance(item, Graph):
+            patterns.append(create_pattern(item))
+        else:
+            raise TypeError("PatternFusionPass.patterns must return Pattern or Graph objects")
+    return patterns
+
+
+def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
+    config = instance.matcher_config
+    return config if config is not None else PatternMatcherConfig()
+
+
+def _replacement_of(instance: PatternFusionPass, result: MatchResult, run: PassRun) -> Graph:
+    replacement = instance.replacement(result, run.context)
+    if not isinstance(replacement, Graph):
+        raise TypeError("PatternFusionPass.replacement must return ge.graph.Graph")
+    return replacement
+
+
+def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
+    config = _config(instance)
+    changed = False
+    for pattern in collect_patterns(instance):
+        changed |= _sweep(Matcher(compile_pattern(pattern, config), graph), instance, run) > 0
+    return SUCCESS if changed else NOT_CHANGED
+
+
+def _candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[Node]:
+    if not graph._order_ok:
+        graph.topological_order()  # establishes the maintained order of a loaded graph
+    found: list[Node] = []
+    for op_type in dict.fromkeys(op_types):
+        found.extend(graph.nodes_of_type(op_type, domain))
+    return sorted(found, key=lambda n: n._seq)
+
+
+def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
+    """One greedy sweep of one pattern; returns the number of rewrites."""
+    graph = matcher.graph
+    op_type, domain = matcher.root_type
+    queue = deque(_candidates(graph, [op_type], domain))
+    cap = _REWRITES_PER_NODE_CAP * len(graph) + 1_000
+
+    def listen(kind: ChangeKind, node: Any, index: int) -> None:
+        if kind is ChangeKind.NODE_ADDED and node._type == op_type and node._graph is graph:
+            queue.append(node)
+
+    rewrites = 0
+    unsubscribe = graph.subscribe(listen)
+    try:
+        while queue:
+            candidate = queue.popleft()
+            if candidate._graph is not graph:
+                continue  # removed by an earlier rewrite
+            match = matcher.match_at(candidate)
+            if match is None:
+                continue
+            run.matches += 1
+            if _rewrite(match, instance, run):
+                rewrites += 1
+                if rewrites > cap:
+                    raise RewriteError(
+                        f"pattern {match.pattern.name!r} made {rewrites} rewrites in one sweep "
+                        f"of graph {graph.name!r}: its replacement keeps matching the pattern")
+    finally:
+        unsubscribe()
+    run.rewrites += rewrites
+    return rewrites
+
+
+def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
+    result = MatchResult(match)
+    try:
+        if not bool(instance.meet_requirements(result, run.context)):
+            return False
+        region = Region(match.graph, match.nodes, match.inputs, match.outputs)
+        if would_create_cycle(region):
+            return False
+        replacement = _replacement_of(instance, result, run)
+    finally:
+        result._invalidate()
+    apply_replacement(region, replacement, pass_name=run.context.get_pass_name(),
+                      memo=run.memo)
+    return True
+
+
+def decompose_region(node: Node) -> Region:
+    """§6.5: one boundary input per distinct producer of the node's connected inputs (in
+    input order), one boundary output per output anchor."""
+    graph = node.owner_graph
+    assert graph is not None
+    inputs = list(dict.fromkeys(p for p in node._inputs if p is not None))
+    outputs = [(node, i) for i in range(node.get_outputs_size())]
+    return Region(graph, [node], inputs, outputs)
+
+
+def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
+    changed = False
+    for node in _candidates(graph, run.op_types):
+        if node._graph is not graph:
+            continue
+        if not bool(instance.meet_requirements(node, run.context)):
+            continue
+        run.matches += 1
+        replacement = instance.replacement(node, run.context)
+        if not isinstance(replacement, Graph):
+            raise TypeError("DecomposePass.replacement must return ge.graph.Graph")
+        apply_replacement(decompose_region(node), replacement,
+                          pass_name=run.context.get_pass_name(), memo=run.memo)
+        run.rewrites += 1
+        changed = True
+    return SUCCESS if changed else NOT_CHANGED
+
+
+#: How each pass kind runs (read-only: a kind is a property of the pass, not a setting).
+RUNNERS: Mapping[str, Callable[[Any, Graph, PassRun], object]] = MappingProxyType({
+    PASS_KIND_FUSION_BASE: _run_fusion_base,
+    PASS_KIND_PATTERN_FUSION: _run_pattern,
+    PASS_KIND_DECOMPOSE: _run_decompose,
+})
+
+
+def run_pass(kind: str, instance: Any, graph: Graph, run: PassRun) -> object:
+    """Run one pass instance of `kind` on `graph`; returns what D2 interprets."""
+    return RUNNERS[kind](instance, graph, run)
+
+
+@dataclass(frozen=True)
+class FoundMatch:
+    """A match `find_matches` reports: the pattern, the matched nodes, the captures."""
+
+    pattern_name: str
+    nodes: list[Node]
+    captured: list[NodeIo]
+
+
+def find_matches(pass_or_class: Any, graph: Graph,
+                 context: PassContext | None = None) -> list[FoundMatch]:
+    """The matches a `PatternFusionPass` would rewrite in `graph` (its direct nodes), without
+    rewriting: per pattern in order, candidates in the graph's order, `meet_requirements`
+    and the cycle check applied, a node used by an earlier match not matched again. Matches
+    that only an earlier rewrite would create are not found."""
+    from ge.passes.base import PatternFusionPass
+
+    instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
+    if not isinstance(instance, PatternFusionPass):
+        raise TypeError("find_matches takes a PatternFusionPass subclass or instance, got "
+                        f"{type(instance).__name__}")
+    if not isinstance(graph, Graph):
+        raise TypeError(f"find_matches takes a ge.graph.Graph, got {type(graph).__name__}")
+    context = context or PassContext(type(instance).__name__)
+    config = _config(instance)
+    found: list[FoundMatch] = []
+    taken: set[Node] = set()
+    for pattern in collect_patterns(instance):
+        matcher = Matcher(compile_pattern(pattern, config), graph)
+        op_type, domain = matcher.root_type
+        for candidate in _candidates(graph, [op_type], domain):
+            if candidate in taken:
+                continue
+            match = matcher.match_at(candidate)
+            if match is None:
+                continue
+            nodes = {n for n in match.bindings.values() if n.type not in CONST_TYPES}
+            if taken.intersection(nodes):
+                continue  # shared constants aside, a node is rewritten once
+            result = MatchResult(match)
+            try:
+                accepted = bool(instance.meet_requirements(result, context))
+            finally:
+                result._invalidate()
+            region = Region(graph, match.nodes, match.inputs, match.outputs)
+            if not accepted or would_create_cycle(region):
+                continue
+            taken.update(nodes)
+            captured = [match.captured(i) for i in range(len(match.pattern.captures))]
+            found.append(FoundMatch(match.pattern.name, match.nodes, captured))
+    return found

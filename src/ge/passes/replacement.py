@@ -1,0 +1,250 @@
+"""Replacements and boundaries (spec §4.6-4.8): what a pass hands the engine to rewrite.
+
+`create_replacement` marks a built graph as a replacement. A `SubgraphBoundary` describes a
+region by hand, for FusionBasePass code: each `SubgraphInput` is one logical input (consumer
+input anchors inside the region that share one producer), each `SubgraphOutput` a producer
+anchor whose outside consumers move to the replacement. `SubgraphRewriter.replace` applies a
+replacement to it; `infer_shape` types a replacement from the match, node or boundary it
+will replace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from ge.errors import GeError
+from ge.graph import DATA, Graph, Node, Tensor
+from ge.passes.context import PassContext
+from ge.passes.matcher import MatchResult
+from ge.passes.rewrite import Region, apply_replacement, closed_region
+from ge.passes.status import FAILED, SUCCESS
+
+__all__ = ["SubgraphBoundary", "SubgraphInput", "SubgraphOutput", "SubgraphRewriter",
+           "create_replacement", "infer_shape"]
+
+_log = logging.getLogger("ge.passes")
+Producer = tuple[Node, int]
+
+
+def create_replacement(graph: Graph) -> Graph:
+    """`graph`, checked to be a Graph: what a legacy `replacement()` returns."""
+    if not isinstance(graph, Graph):
+        raise TypeError("replacement graph must be a ge.graph.Graph")
+    return graph
+
+
+def _failed(reason: str) -> int:
+    _log.warning("%s", reason)
+    return FAILED
+
+
+class SubgraphInput:
+    """One logical input of a region: consumer input anchors `(node, input_index)` inside
+    it, all fed by one producer output (D4)."""
+
+    __slots__ = ("_anchors",)
+
+    def __init__(self, node_inputs: Iterable[tuple[Node, int]] | None = None) -> None:
+        self._anchors: list[tuple[Node, int]] = []
+        for item in node_inputs if node_inputs is not None else ():
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise RuntimeError("SubgraphInput expects iterable of (node, index)")
+            if self.add_input(*item) != SUCCESS:
+                raise RuntimeError(f"SubgraphInput cannot take input {item[1]} of "
+                                   f"{getattr(item[0], 'name', item[0])!r}")
+
+    def add_input(self, node: Node, input_index: int) -> int:
+        """Add the consumer anchor `input_index` of `node`; 0 on success."""
+        if not isinstance(node, Node) or isinstance(input_index, bool) or not isinstance(
+                input_index, int):
+            return _failed("SubgraphInput.add_input takes a Node and an input index")
+        if not 0 <= input_index < node.get_inputs_size():
+            return _failed(f"node {node.name!r} has no input {input_index}")
+        producer = node.get_input_producer(input_index)
+        if producer is None:
+            return _failed(f"input {input_index} of node {node.name!r} is not connected")
+        if self._anchors and self.producer() != producer:
+            return _failed(f"input {input_index} of node {node.name!r} is fed by another "
+                           "producer than the anchors already in this SubgraphInput")
+        self._anchors.append((node, input_index))
+        return SUCCESS
+
+    def anchors(self) -> list[tuple[Node, int]]:
+        return list(self._anchors)
+
+    def producer(self) -> Producer | None:
+        """The producer output all anchors read (None while empty)."""
+        if not self._anchors:
+            return None
+        node, index = self._anchors[0]
+        return node.get_input_producer(index)
+
+
+class SubgraphOutput:
+    """One output of a region: a producer anchor `(node, out_index)`; set once."""
+
+    __slots__ = ("_anchor",)
+
+    def __init__(self, node: Node | None = None, out_index: int = 0) -> None:
+        self._anchor: Producer | None = None
+        if node is not None and self.set_output(node, out_index) != SUCCESS:
+            raise RuntimeError(f"SubgraphOutput cannot take output {out_index} of "
+                               f"{getattr(node, 'name', node)!r}")
+
+    def set_output(self, node: Node, out_index: int) -> int:
+        if self._anchor is not None:
+            return _failed("SubgraphOutput is already set")
+        if not isinstance(node, Node) or isinstance(out_index, bool) or not isinstance(
+                out_index, int) or not 0 <= out_index < node.get_outputs_size():
+            return _failed(f"SubgraphOutput.set_output: no output {out_index!r} of {node!r}")
+        self._anchor = (node, out_index)
+        return SUCCESS
+
+    def anchor(self) -> Producer | None:
+        return self._anchor
+
+
+class SubgraphBoundary:
+    """The logical inputs and outputs of a region, by slot: slot *i* is replacement `Data`
+    index *i* / replacement output *i*."""
+
+    __slots__ = ("_inputs", "_outputs")
+
+    def __init__(self) -> None:
+        self._inputs: dict[int, SubgraphInput] = {}
+        self._outputs: dict[int, SubgraphOutput] = {}
+
+    def add_input(self, index: int, input: SubgraphInput) -> int:
+        if not isinstance(input, SubgraphInput) or not isinstance(index, int) or index < 0:
+            return _failed("SubgraphBoundary.add_input takes an index >= 0 and a SubgraphInput")
+        if index in self._inputs:
+            return _failed(f"SubgraphBoundary input slot {index} is already set")
+        self._inputs[index] = input
+        return SUCCESS
+
+    def add_output(self, index: int, output: SubgraphOutput) -> int:
+        if not isinstance(output, SubgraphOutput) or not isinstance(index, int) or index < 0:
+            return _failed("SubgraphBoundary.add_output takes an index >= 0 and a "
+                           "SubgraphOutput")
+        if index in self._outputs:
+            return _failed(f"SubgraphBoundary output slot {index} is already set")
+        self._outputs[index] = output
+        return SUCCESS
+
+    def _slots(self, slots: dict[int, Any], what: str) -> list[Any]:
+        if sorted(slots) != list(range(len(slots))):
+            raise GeError(f"boundary {what} slots must be 0..n-1, got {sorted(slots)}")
+        return [slots[i] for i in range(len(slots))]
+
+    def producers(self) -> list[Producer]:
+        """The producer of each input slot."""
+        found = []
+        for i, item in enumerate(self._slots(self._inputs, "input")):
+            producer = item.producer()
+            if producer is None:
+                raise GeError(f"boundary input {i} has no anchor")
+            found.append(producer)
+        return found
+
+    def region(self) -> Region:
+        """The region between the inputs and outputs (`RewriteError` if it is not closed)."""
+        outputs = []
+        for j, item in enumerate(self._slots(self._outputs, "output")):
+            anchor = item.anchor()
+            if anchor is None:
+                raise GeError(f"boundary output {j} is not set")
+            outputs.append(anchor)
+        if not outputs:
+            raise GeError("the boundary has no output")
+        graph = outputs[0][0].owner_graph
+        if graph is None:
+            raise GeError(f"boundary output node {outputs[0][0].name!r} is not in a graph")
+        inputs = self._slots(self._inputs, "input")
+        nodes = closed_region(graph, outputs, [i.anchors() for i in inputs])
+        members = set(nodes)
+        for i, item in enumerate(inputs):
+            for node, index in item.anchors():
+                if node not in members:
+                    raise GeError(f"boundary input {i} names input {index} of {node.name!r}, "
+                                  "which is not in the region")
+        return Region(graph, nodes, self.producers(), outputs)
+
+
+class SubgraphRewriter:
+    """Replaces the region of a `SubgraphBoundary` by a replacement graph (copied in)."""
+
+    @staticmethod
+    def replace(boundary: SubgraphBoundary, replacement: Graph, *,
+                context: PassContext | None = None) -> int | None:
+        """Without `context`: returns 0, or FAILED with the reason logged to "ge.passes".
+        With `context`: checks `can_fuse` first and reports the fusion after; a failure
+        sets the context's error message and raises RuntimeError. Returns None then."""
+        from ge.passes.fuse_inspector import can_fuse
+
+        pass_name = context.get_pass_name() if isinstance(context, PassContext) else ""
+        try:
+            if not isinstance(boundary, SubgraphBoundary):
+                raise GeError(f"boundary must be a SubgraphBoundary, got "
+                              f"{type(boundary).__name__}")
+            region = boundary.region()
+            if context is not None:
+                check = can_fuse(region.nodes)
+                if not check.ok:
+                    raise GeError(check.reason)
+            apply_replacement(region, replacement, pass_name=pass_name)
+        except GeError as err:
+            if context is None:
+                return _failed(f"SubgraphRewriter.replace failed: {err.message}")
+            context.set_error_message(err.message)
+            raise RuntimeError(f"SubgraphRewriter::Replace with context failed, "
+                               f"pass_name={pass_name}, status={FAILED}: {err.message}"
+                               ) from err
+        if context is None:
+            return SUCCESS
+        # What report_fuse does, done here because the old nodes are gone already: the new
+        # nodes carry the pass name (apply_replacement stamped them) and the fusion counts.
+        context._fusions += 1
+        return None
+
+
+def _boundary_producers(source: object) -> list[Producer]:
+    if isinstance(source, MatchResult):
+        return list(source._live().inputs)
+    if isinstance(source, Node):
+        return list(dict.fromkeys(p for p in source._inputs if p is not None))
+    if isinstance(source, SubgraphBoundary):
+        return source.producers()
+    raise TypeError("source must be MatchResult, Node, or SubgraphBoundary")
+
+
+def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundary) -> None:
+    """Type `replacement` in place from what it replaces: boundary input *i*'s producer desc
+    goes to replacement Data *i* (constant producers lend their value), then the whole
+    replacement is inferred."""
+    from ge.ops import infer_shapes
+
+    if not isinstance(replacement, Graph):
+        raise TypeError("replacement must be a ge.graph.Graph")
+    producers = _boundary_producers(source)
+    if len(replacement) == 0:
+        raise RuntimeError("replacement graph is empty")
+    source_name = source.name if isinstance(source, Node) else ""
+    try:
+        known: dict[str, Tensor] = {}
+        for data in replacement.nodes_of_type(DATA):
+            index = data.get_attr("index") if data.has_attr("index") else None
+            if not isinstance(index, int) or not 0 <= index < len(producers):
+                continue
+            node, out = producers[index]
+            data.update_output_desc(0, node.get_output_desc(out))
+            if node.type == "Const" and node.has_attr("value"):
+                value = node.get_attr("value")
+                if isinstance(value, Tensor):
+                    known[data.name] = value
+        infer_shapes(replacement, known_values=known)
+    except Exception as err:
+        suffix = f", source_name={source_name}" if source_name else ""
+        raise RuntimeError(f"infer_shape failed, replacement_graph={replacement.name}, "
+                           f"source_type={type(source).__name__}{suffix}: {err}") from err

@@ -1,0 +1,298 @@
+"""Applying a replacement to a region of a graph: the one rewrite all pass kinds share.
+
+A `Region` is what a match, a decomposed node or a `SubgraphBoundary` describes: the nodes
+to replace, the producer feeding each boundary input and the anchor behind each boundary
+output. `apply_replacement` follows torch.fx's subgraph rewriter: check, copy the
+replacement in (its `Data` *i* reads boundary input *i*), type the new nodes, move the
+outside consumers of each boundary output to the replacement's output *j* (a pass-through
+output moves them to the input it passes), move control edges, remove the old nodes. The
+new nodes record the pass that made them (`ge.origin_pass`) and what they replace
+(`ge.origin_nodes`) as node metadata, which is saved with the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ge.errors import GeError, RewriteError
+from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
+
+if TYPE_CHECKING:
+    from ge.graph.tensor_desc import TensorDesc
+
+__all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "InferenceMemo", "Region", "apply_replacement",
+           "closed_region", "would_create_cycle"]
+
+Producer = tuple[Node, int]
+#: Node metadata keys written on every node a rewrite makes.
+ORIGIN_PASS = "ge.origin_pass"
+ORIGIN_NODES = "ge.origin_nodes"
+#: A constant larger than this keys the inference memo by dtype and shape only.
+_MEMO_VALUE_LIMIT = 64
+_CONSTANTS = (CONST, "Constant")
+
+
+@dataclass
+class Region:
+    """The part of `graph` a replacement takes over."""
+
+    graph: Graph
+    nodes: list[Node]  # removed by the rewrite (a constant still used elsewhere stays)
+    inputs: list[Producer]  # boundary input i
+    outputs: list[Producer]  # boundary output j
+    members: set[Node] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.members = set(self.nodes)
+
+    def outside_consumers(self) -> list[Node]:
+        """Nodes outside the region that read a boundary output or follow a region node."""
+        found: dict[Node, None] = {}
+        for node, index in self.outputs:
+            for consumer, _ in node._consumers[index] or ():
+                if consumer not in self.members:
+                    found[consumer] = None
+        for node in self.nodes:
+            for succ in node._ctrl_out or ():
+                if succ not in self.members:
+                    found[succ] = None
+        return list(found)
+
+    def outside_producers(self) -> list[Node]:
+        found: dict[Node, None] = {p[0]: None for p in self.inputs}
+        for node in self.nodes:
+            for pred in node._ctrl_in or ():
+                if pred not in self.members:
+                    found[pred] = None
+        return list(found)
+
+
+def would_create_cycle(region: Region) -> bool:
+    """Whether fusing the region into one node makes a cycle: some outside consumer of the
+    region reaches one of its outside producers (the region is not convex)."""
+    graph = region.graph
+    producers = [p for p in region.outside_producers() if p._graph is graph]
+    if not producers:
+        return False
+    for consumer in region.outside_consumers():
+        for producer in producers:
+            if graph.would_create_cycle(producer, consumer):
+                return True
+    return False
+
+
+def closed_region(graph: Graph, outputs: Sequence[Producer],
+                  inputs: Sequence[Sequence[tuple[Node, int]]]) -> list[Node]:
+    """The nodes between boundary inputs (consumer anchors) and boundary outputs, found
+    backwards from the outputs; `RewriteError` when the region is not closed (an input
+    reached that is not a boundary input, or a node used outside that is not an output)."""
+    stops = {anchor for anchors in inputs for anchor in anchors}
+    found: dict[Node, None] = {}
+    stack = [node for node, _ in outputs]
+    while stack:
+        node = stack.pop()
+        if node in found:
+            continue
+        if node._graph is not graph:
+            raise RewriteError(f"node {node.name!r} is not a node of graph {graph.name!r}",
+                               nodes=[node.name])
+        if node._type in (DATA, NET_OUTPUT):
+            raise RewriteError(
+                f"the region reaches {node._type} node {node.name!r}: the boundary must "
+                "name every input of the replaced nodes", nodes=[node.name])
+        found[node] = None
+        for i, producer in enumerate(node._inputs):
+            if producer is not None and (node, i) not in stops:
+                stack.append(producer[0])
+    members = set(found)
+    anchors = set(outputs)
+    for node in found:
+        for index, consumers in enumerate(node._consumers):
+            if (node, index) in anchors or not consumers:
+                continue
+            for consumer, _ in consumers:
+                if consumer not in members:
+                    raise RewriteError(
+                        f"output {index} of node {node.name!r} is read by {consumer.name!r} "
+                        "outside the region but is not a boundary output",
+                        nodes=[node.name, consumer.name])
+    return sorted(found, key=lambda n: n._seq)
+
+
+class InferenceMemo:
+    """Per-node shape inference of replacement nodes, memoised on what decides its result:
+    domain, op type, attributes, input dtypes and shapes (and small constant values).
+
+    One memo lives as long as a compilation; replacements repeat the same few signatures
+    thousands of times, and onnx's inference costs far more than the key.
+    """
+
+    __slots__ = ("_known", "hits", "misses")
+
+    def __init__(self) -> None:
+        self._known: dict[Any, list[TensorDesc] | None] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def infer(self, node: Node) -> None:
+        """Set the output descs of `node` from its inputs' (nothing when they are unknown)."""
+        from ge.ops import infer_node
+
+        key = _inference_key(node)
+        if key is None:
+            infer_node(node)
+            return
+        known = self._known.get(key, _MISSING)
+        if known is _MISSING:
+            self.misses += 1
+            descs = infer_node(node)
+            self._known[key] = [d.copy() for d in descs] if descs is not None else None
+            return
+        self.hits += 1
+        if known is not None:
+            for i, desc in enumerate(known):
+                node.update_output_desc(i, desc)
+
+
+_MISSING: Any = object()
+
+
+def _inference_key(node: Node) -> Any:
+    from ge.graph.keys import node_key, value_key
+
+    try:
+        structural: Any = node_key(node)
+    except TypeError:
+        return None
+    if structural is None:
+        return None
+    domain, op_type, attrs, _, outputs = structural
+    inputs: list[Any] = []
+    for i, producer in enumerate(node._inputs):
+        if producer is None:
+            inputs.append(None)
+            continue
+        desc = node.get_input_desc(i)
+        source = producer[0]
+        value = None
+        if source._type == CONST and "value" in source._attrs:
+            tensor = source.get_attr("value")
+            if tensor.size <= _MEMO_VALUE_LIMIT:
+                value = value_key(tensor)
+        inputs.append((desc._key(), int(desc.get_format()), value))
+    return (domain, op_type, attrs, tuple(inputs), outputs, tuple(
+        sorted(node.owner_graph.opset_imports.items())) if node.owner_graph else ())
+
+
+def _check_replacement(replacement: object, region: Region) -> Graph:
+    if not isinstance(replacement, Graph):
+        raise RewriteError(f"a replacement must be a ge.graph.Graph, got "
+                           f"{type(replacement).__name__}")
+    data = replacement.nodes_of_type(DATA)
+    if len(data) != len(region.inputs):
+        raise RewriteError(
+            f"replacement {replacement.name!r} has {len(data)} input(s) but the region it "
+            f"replaces has {len(region.inputs)}; create one Data per boundary input "
+            f"(inputs[:{len(region.inputs)}])")
+    outputs = replacement.get_net_output()
+    count = outputs.get_inputs_size() if outputs is not None else 0
+    if count != len(region.outputs):
+        raise RewriteError(
+            f"replacement {replacement.name!r} has {count} output(s) but the region it "
+            f"replaces has {len(region.outputs)}")
+    return replacement
+
+
+def apply_replacement(region: Region, replacement: object, *, pass_name: str = "",
+                      memo: InferenceMemo | None = None) -> list[Node]:
+    """Replace `region` by a copy of `replacement`; returns the new nodes. Checks come
+    first: a `RewriteError` (counts, cycle) leaves the graph as it was."""
+    graph = region.graph
+    checked = _check_replacement(replacement, region)
+    if would_create_cycle(region):
+        raise RewriteError(
+            f"replacing {', '.join(n.name for n in region.nodes)} would make a cycle: a "
+            "consumer of the region is also one of its producers' producers",
+            nodes=[n.name for n in region.nodes])
+    try:
+        copied = graph.copy_in(checked, region.inputs)
+    except GeError as err:
+        raise RewriteError(f"replacement {checked.name!r} cannot be copied in: "
+                           f"{err.message}") from err
+    made = copied.nodes
+    origin = ",".join(n.name for n in region.nodes)
+    for node in made:
+        if pass_name:
+            node.set_metadata(ORIGIN_PASS, pass_name)
+        node.set_metadata(ORIGIN_NODES, origin)
+    _type_new_nodes(made, region, copied.outputs, memo)
+    members = region.members
+    for (old, old_index), (new, new_index) in zip(region.outputs, copied.outputs, strict=True):
+        if (old, old_index) != (new, new_index):
+            graph.replace_all_uses(old, old_index, new, new_index, exclude=members.__contains__)
+    _move_control_edges(region, made)
+    _remove(region)
+    return made
+
+
+def _type_new_nodes(made: Sequence[Node], region: Region, outputs: Sequence[Producer],
+                    memo: InferenceMemo | None) -> None:
+    """Infer the new nodes' descs; a boundary output still unknown takes the old one."""
+    from ge.errors import ShapeInferenceError
+
+    for node in made:
+        if node._type == CONST:
+            continue
+        try:
+            if memo is not None:
+                memo.infer(node)
+            else:
+                from ge.ops import infer_node
+
+                infer_node(node)
+        except (ShapeInferenceError, GeError):
+            pass  # left for the compiler's shape inference and validation to report
+    for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
+        if new in region.members or new._type in (DATA,):
+            continue
+        unknown = not new.has_output_desc(new_index) or not _known(new, new_index)
+        if unknown and old.has_output_desc(old_index):
+            new.update_output_desc(new_index, old.get_output_desc(old_index))
+
+
+def _known(node: Node, index: int) -> bool:
+    from ge.graph.types import DataType
+
+    return node.get_output_desc(index).get_data_type() != DataType.DT_UNDEFINED
+
+
+def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
+    graph = region.graph
+    members = region.members
+    preds = [p for n in region.nodes for p in (n._ctrl_in or ()) if p not in members]
+    succs = [s for n in region.nodes for s in (n._ctrl_out or ()) if s not in members]
+    if not preds and not succs:
+        return
+    targets: Iterable[Node] = made
+    if not made:  # nothing new to carry them: keep the ordering directly
+        for pred in dict.fromkeys(preds):
+            for succ in dict.fromkeys(succs):
+                if pred is not succ:
+                    graph.add_control_edge(pred, succ)
+        return
+    for node in targets:
+        for pred in dict.fromkeys(preds):
+            graph.add_control_edge(pred, node)
+        for succ in dict.fromkeys(succs):
+            graph.add_control_edge(node, succ)
+
+
+def _remove(region: Region) -> None:
+    """Remove the region's nodes, consumers first; a constant still read elsewhere stays."""
+    graph = region.graph
+    for node in reversed(region.nodes):
+        if node._type in _CONSTANTS and any(node._consumers):
+            continue  # its consumers in the region are gone: these are outside ones
+        graph.remove_node(node)
