@@ -243,7 +243,7 @@ def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundar
                 value = node.get_attr("value")
                 if isinstance(value, Tensor):
                     known[data.name] = value
-        infer_shapes(replacement, known_values=known)
+        infer_shapes(replacement, known_values=known, strict=True)
     except Exception as err:
         suffix = f", source_name={source_name}" if source_name else ""
         raise RuntimeError(f"infer_shape failed, replacement_graph={replacement.name}, "

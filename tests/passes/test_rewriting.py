@@ -1,0 +1,516 @@
+"""Pattern and decompose passes through the compiler: hook errors and GE's messages (E13028,
+graph rolled back), invalid patterns, DecomposePass boundaries, SubgraphRewriter,
+infer_shape, can_fuse / report_fuse, the public names."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from matcher_helpers import assert_same_outputs, const, load, model, op_counts, rewrite
+from onnx import helper
+
+import ge.es.all as es
+import ge.passes
+from ge.compiler import compile_graph
+from ge.errors import PassRunError, PatternError
+from ge.es import GraphBuilder
+from ge.graph import DataType, Graph, TensorDesc
+from ge.passes import (
+    FuseCheckResult,
+    PassContext,
+    SubgraphBoundary,
+    SubgraphInput,
+    SubgraphOutput,
+    SubgraphRewriter,
+    can_fuse,
+    create_replacement,
+    infer_shape,
+    report_fuse,
+)
+from ge.passes.status import FAILED
+
+X = [("x", [2, 4])]
+Y = [("y", [2, 4])]
+
+HEADER = """
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import (DecomposePass, PatternFusionPass, create_pattern, pattern,
+                       register_decompose_pass, register_fusion_pass)
+"""
+
+
+def _neg_neg():
+    return model([helper.make_node("Neg", ["x"], ["n"], name="n1"),
+                  helper.make_node("Neg", ["n"], ["y"], name="n2")], X, Y)
+
+
+def _compile_fails(write, source: str, graph: Graph) -> PassRunError:
+    path = write("plugin.py", HEADER + source)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(PassRunError) as info:
+        compile_graph(graph, pass_paths=[path])
+    assert info.value.code == "E13028"
+    assert graph.to_onnx().SerializeToString() == before  # rolled back
+    return info.value
+
+
+# -- hook errors and GE's messages --------------------------------------------------------------
+PATTERN_PASS = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+{body}
+"""
+
+
+@pytest.mark.parametrize(("body", "message", "line"), [
+    ("    def meet_requirements(self, match_result):\n        raise ValueError('bad check')\n",
+     "ValueError: bad check", 13),
+    ("    def replacement(self, inputs):\n        return 42\n",
+     "Expression-style replacement must return a TensorHolder", None),
+    ("    def replacement(self, match_result):\n        return 42\n",
+     "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", None),
+    ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
+     "KeyError: 'boom'", 13),
+])
+def test_hook_failures_fail_the_pass_and_roll_back(write, body, message, line) -> None:
+    graph = load(_neg_neg())
+    err = _compile_fails(write, PATTERN_PASS.format(body=body), graph)
+    assert err.pass_name == "P" and err.stage == "BeforeInferShape"
+    assert message in err.message
+    if line is not None:
+        assert err.location.line == line
+
+
+@pytest.mark.parametrize(("patterns", "message"), [
+    ("'Neg'", "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),
+    ("42", "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),
+    ("[1]", "PatternFusionPass.patterns must return Pattern or Graph objects"),
+])
+def test_patterns_results_are_checked_with_ge_messages(write, patterns, message) -> None:
+    source = f"""
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    def patterns(self):
+        return {patterns}
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert message in err.message
+
+
+def test_patterns_returning_none_is_no_pattern(write) -> None:
+    path = write("plugin.py", HEADER + """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    def patterns(self):
+        return None
+""")
+    report = compile_graph(load(_neg_neg()), pass_paths=[path])
+    assert report.records[0].outcome.value == "not_changed"
+
+
+@pytest.mark.parametrize(("build", "what"), [
+    ("x = b.create_input(0); y = b.create_input(1); out = [es.Neg(x)]",
+     "input 'input_1' (Data) does not lead to an output"),
+    ("x = b.create_input(0); r = es.Relu(x); n = es.Neg(x); "
+     "b.add_control_dependency(n, [r]); out = [n]", "has a control edge"),
+    ("x = b.create_input(0); es.Relu(x); out = [es.Neg(x)]", "does not lead to an output"),
+])
+def test_invalid_patterns_are_rejected_naming_the_pattern(write, build, what) -> None:
+    source = f"""
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    def patterns(self):
+        b = GraphBuilder("my_pattern")
+        {build}
+        return [create_pattern(b.build_and_reset(out))]
+
+    def replacement(self, match_result):
+        raise AssertionError("never reached")
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "PatternError" in err.message
+    assert "pattern 'my_pattern' cannot be matched" in err.message and what in err.message
+
+
+def test_a_pattern_error_carries_its_code() -> None:
+    from ge.passes.config import PatternMatcherConfig
+    from ge.passes.matcher import compile_pattern
+    from ge.passes.pattern import create_pattern
+
+    builder = GraphBuilder("lonely")
+    x = builder.create_input(0)
+    pattern = create_pattern(builder.build_and_reset([x]))
+    with pytest.raises(PatternError) as info:
+        compile_pattern(pattern, PatternMatcherConfig())
+    assert info.value.code == "GE1501"
+    assert "output 0 is the pattern input 'input_0' itself" in info.value.message
+
+
+def test_a_replacement_with_too_few_inputs_fails_clearly(write) -> None:
+    source = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def replacement(self, match_result):
+        b = GraphBuilder("short")
+        return b.build_and_reset([es.Neg(b.create_input(0))])
+"""
+    graph = load(model([helper.make_node("Add", ["x", "z"], ["y"])], [*X, ("z", [2, 4])], Y))
+    err = _compile_fails(write, source, graph)
+    assert "RewriteError" in err.message
+    assert "has 1 input(s) but the region it replaces has 2" in err.message
+
+
+def test_a_replacement_that_keeps_matching_itself_is_stopped(write) -> None:
+    source = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def relu(self, inputs):
+        return es.Relu(inputs[0])
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+"""
+    graph = load(model([helper.make_node("Relu", ["x"], ["y"])], X, Y))
+    err = _compile_fails(write, source, graph)
+    assert "its replacement keeps matching the pattern" in err.message
+
+
+def test_the_pass_name_survives_save_and_load(tmp_path, write) -> None:
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(
+        body="    def replacement(self, inputs):\n        return es.Identity(inputs[0])\n"))
+    proto = _neg_neg()
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.records[0].rewrites == 1 and report.rewrites_by_pass() == {"P": 1}
+    graph.save(tmp_path / "out.onnx")
+    again = ge.graph.load(tmp_path / "out.onnx")
+    (identity,) = again.nodes_of_type("Identity")
+    assert identity.get_metadata()["ge.origin_pass"] == "P"
+    assert_same_outputs(proto, again)
+
+
+# -- DecomposePass ------------------------------------------------------------------------------
+DECOMPOSE = """
+@register_decompose_pass(name="{name}", stage="BeforeInferShape", op_types={op_types})
+class {name}(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("square")
+        x = b.create_input(0)
+        return b.build_and_reset([es.Mul(es.Abs(x), es.Abs(x))])
+"""
+
+
+def test_decompose_takes_one_input_per_distinct_producer(write) -> None:
+    path = write("plugin.py", HEADER + DECOMPOSE.format(name="D", op_types=["Mul"]))
+    proto = model([helper.make_node("Mul", ["x", "x"], ["y"])], X, Y)
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.records[0].rewrites == 1  # Mul(x, x) has one boundary input
+    assert op_counts(graph) == {"Mul": 1, "Abs": 2}
+    assert_same_outputs(proto, graph)
+
+
+def test_decompose_op_types_belong_to_the_registration(write) -> None:
+    source = HEADER + """
+class Twice(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("neg")
+        return b.build_and_reset([es.Neg(es.Neg(es.Neg(b.create_input(0))))])
+
+register_decompose_pass(name="OnNeg", stage="BeforeInferShape", op_types=["Neg"])(Twice)
+register_decompose_pass(name="OnRelu", stage="BeforeInferShape", op_types=["Relu"])(Twice)
+"""
+    path = write("plugin.py", source)
+    proto = model([helper.make_node("Relu", ["x"], ["r"]),
+                   helper.make_node("Neg", ["r"], ["y"])], X, Y)
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    by_name = {r.pass_name: r.rewrites for r in report.records}
+    # OnNeg replaces the one Neg by three; OnRelu (registered second) still sees Relu only.
+    assert by_name == {"OnNeg": 1, "OnRelu": 1}
+
+
+def test_decompose_replacement_must_be_a_graph(write) -> None:
+    source = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])
+class D(DecomposePass):
+    def replacement(self, node):
+        return "graph"
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "TypeError: DecomposePass.replacement must return ge.graph.Graph" in err.message
+
+
+def test_decompose_with_several_outputs_relinks_each() -> None:
+    from ge.passes import DecomposePass
+
+    class SplitByHand(DecomposePass):
+        def replacement(self, node, context=None):
+            b = GraphBuilder("halves")
+            x = b.create_input(0)
+            left = es.Slice(x, np.array([0]), np.array([2]), np.array([1]))
+            right = es.Slice(x, np.array([2]), np.array([4]), np.array([1]))
+            return b.build_and_reset([left, right])
+
+    proto = model([helper.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=2),
+                   helper.make_node("Sub", ["a", "b"], ["y"])], X, [("y", [2, 2])], opset=18)
+    graph = load(proto)
+    rewrite(SplitByHand(), graph, kind="decompose", op_types=["Split"])
+    assert op_counts(graph) == {"Slice": 2, "Sub": 1}
+    assert_same_outputs(proto, graph)
+
+
+# -- SubgraphRewriter -----------------------------------------------------------------------------
+def _concat_relu():
+    return model([helper.make_node("Concat", ["x", "z"], ["c"], axis=1, name="concat"),
+                  helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                 [*X, ("z", [2, 4])], [("y", [2, 8])])
+
+
+def _relu_then_concat() -> Graph:
+    b = GraphBuilder("relus")
+    ins = b.create_inputs(2)
+    return b.build_and_reset([es.Concat(es.Relu(ins[0]), es.Relu(ins[1]), axis=1)])
+
+
+def _boundary(graph: Graph) -> SubgraphBoundary:
+    concat, relu = graph.find_node_by_name("concat"), graph.find_node_by_name("relu")
+    boundary = SubgraphBoundary()
+    assert boundary.add_input(0, SubgraphInput([(concat, 0)])) == 0
+    assert boundary.add_input(1, SubgraphInput([(concat, 1)])) == 0
+    assert boundary.add_output(0, SubgraphOutput(relu, 0)) == 0
+    return boundary
+
+
+def test_subgraph_rewriter_replaces_a_boundary() -> None:
+    proto = _concat_relu()
+    graph = load(proto)
+    assert SubgraphRewriter.replace(_boundary(graph), _relu_then_concat()) == 0
+    assert op_counts(graph) == {"Relu": 2, "Concat": 1}
+    assert_same_outputs(proto, graph)
+
+
+def test_subgraph_rewriter_with_context_reports_the_fusion() -> None:
+    graph = load(_concat_relu())
+    context = PassContext("MoveRelu")
+    assert SubgraphRewriter.replace(_boundary(graph), _relu_then_concat(),
+                                    context=context) is None
+    assert context._fusions == 1
+    assert {n.get_metadata().get("ge.origin_pass") for n in graph.nodes_of_type("Relu")} == {
+        "MoveRelu"}
+
+
+def test_subgraph_rewriter_refuses_a_region_that_is_not_closed() -> None:
+    graph = load(_concat_relu())
+    relu = graph.find_node_by_name("relu")
+    boundary = SubgraphBoundary()
+    boundary.add_output(0, SubgraphOutput(relu, 0))  # no inputs: the region reaches x
+    before = graph.to_onnx().SerializeToString()
+    assert SubgraphRewriter.replace(boundary, _relu_then_concat()) == FAILED
+    context = PassContext("P")
+    with pytest.raises(RuntimeError, match=r"SubgraphRewriter::Replace with context failed, "
+                       r"pass_name=P, status=\d+: the region reaches Data node"):
+        SubgraphRewriter.replace(boundary, _relu_then_concat(), context=context)
+    assert "the region reaches Data node" in context.get_error_message()
+    assert graph.to_onnx().SerializeToString() == before
+
+
+def test_boundary_slots_and_anchors_are_checked() -> None:
+    graph = load(_concat_relu())
+    concat, relu = graph.find_node_by_name("concat"), graph.find_node_by_name("relu")
+    boundary = SubgraphBoundary()
+    assert boundary.add_input(0, SubgraphInput([(concat, 0)])) == 0
+    assert boundary.add_input(0, SubgraphInput([(concat, 1)])) == FAILED  # slot taken
+    both = SubgraphInput([(concat, 0)])
+    assert both.add_input(concat, 1) == FAILED  # another producer
+    assert both.add_input(concat, 9) == FAILED
+    with pytest.raises(RuntimeError, match=r"SubgraphInput expects iterable of \(node, index\)"):
+        SubgraphInput([concat])
+    output = SubgraphOutput(relu, 0)
+    assert output.set_output(relu, 0) == FAILED  # set once
+
+
+# -- infer_shape, create_replacement ------------------------------------------------------------
+def test_infer_shape_takes_descs_from_each_source_kind() -> None:
+    proto = _concat_relu()
+    graph = load(proto)
+    concat = graph.find_node_by_name("concat")
+    for source in (concat, _boundary(graph)):
+        replacement = _relu_then_concat()
+        infer_shape(replacement, source)
+        (out,) = replacement.get_net_output().get_in_data_nodes()
+        assert out.get_output_desc(0).get_shape().get_dims() == [2, 8]
+
+    class Seen(ge.passes.PatternFusionPass):
+        @ge.passes.pattern
+        def c(self, inputs):
+            return es.Concat(inputs[0], inputs[1], axis=1)
+
+        def meet_requirements(self, match_result):
+            replacement = _relu_then_concat()
+            infer_shape(replacement, match_result)
+            (out,) = replacement.get_net_output().get_in_data_nodes()
+            self.dims = out.get_output_desc(0).get_shape().get_dims()
+            return False
+
+    instance = Seen()
+    rewrite(instance, graph)
+    assert instance.dims == [2, 8]
+
+
+def test_infer_shape_rejects_bad_arguments() -> None:
+    graph = load(_concat_relu())
+    with pytest.raises(TypeError, match=r"replacement must be a ge\.graph\.Graph"):
+        infer_shape("g", graph.find_node_by_name("concat"))
+    with pytest.raises(TypeError, match="source must be MatchResult, Node, or SubgraphBoundary"):
+        infer_shape(_relu_then_concat(), "node")
+    with pytest.raises(RuntimeError, match="replacement graph is empty"):
+        infer_shape(Graph("empty"), graph.find_node_by_name("concat"))
+    bad = GraphBuilder("bad")
+    a, b = bad.create_inputs(2)
+    mismatch = bad.build_and_reset([es.MatMul(a, b)])
+    desc = TensorDesc([2, 3], data_type=DataType.DT_FLOAT)
+    graph.find_node_by_name("concat").update_output_desc(0, desc)
+    with pytest.raises(RuntimeError, match="infer_shape failed, replacement_graph=bad, "
+                       "source_type=Node, source_name=concat"):
+        infer_shape(mismatch, graph.find_node_by_name("concat"))
+
+
+def test_create_replacement_checks_its_argument() -> None:
+    g = _relu_then_concat()
+    assert create_replacement(g) is g
+    with pytest.raises(TypeError, match=r"replacement graph must be a ge\.graph\.Graph"):
+        create_replacement(object())
+
+
+# -- can_fuse, report_fuse ----------------------------------------------------------------------
+def test_can_fuse_reasons() -> None:
+    graph = load(model([helper.make_node("Relu", ["x"], ["r"], name="r"),
+                        helper.make_node("Sigmoid", ["r"], ["s"], name="s"),
+                        helper.make_node("Neg", ["s"], ["y"], name="n")], X, Y))
+    r, s, n = (graph.find_node_by_name(k) for k in "rsn")
+    assert can_fuse([r, s]) == FuseCheckResult(True, "")
+    assert can_fuse(iter([r, s, n])).ok
+    assert can_fuse([]) == FuseCheckResult(False, "nodes_before_fuse is empty")
+    assert can_fuse([r, n]) == FuseCheckResult(False, "it will create cycle after fuse")
+    other = load(_neg_neg()).find_node_by_name("n1")
+    assert "different graphs" in can_fuse([r, other]).reason
+    r.set_attr("_user_stream_label", "a")
+    s.set_attr("_user_stream_label", "b")
+    assert "_user_stream_label" in can_fuse([r, s]).reason
+    with pytest.raises(TypeError, match=r"nodes must contain only ge\.graph\.Node objects"):
+        can_fuse([r, "s"])
+
+
+def test_report_fuse_stamps_and_counts() -> None:
+    graph = load(_neg_neg())
+    n1, n2 = graph.find_node_by_name("n1"), graph.find_node_by_name("n2")
+    context = PassContext("Fuser")
+    report_fuse([n1], [n2], context)
+    assert n2.get_metadata() == {"ge.origin_pass": "Fuser", "ge.origin_nodes": "n1"}
+    assert context._fusions == 1
+    with pytest.raises(RuntimeError, match="Failed to report fusion result, pass_name=Fuser"):
+        report_fuse([], [], context)
+    assert context.get_error_message() == "nodes_before is empty"
+    with pytest.raises(RuntimeError, match="the context has no pass name"):
+        report_fuse([n1], [], PassContext(""))
+
+
+def test_report_fuse_counts_appear_in_the_compile_report(write) -> None:
+    path = write("plugin.py", """
+from ge.passes import FusionBasePass, can_fuse, register_fusion_pass, report_fuse
+
+@register_fusion_pass(name="DropNegPairs", stage="BeforeInferShape")
+class DropNegPairs(FusionBasePass):
+    def run(self, graph, context):
+        for second in graph.nodes_of_type("Neg"):
+            first, _ = second.get_in_data_nodes_and_port_indexes(0)
+            if first.type != "Neg" or not can_fuse([first, second]).ok:
+                continue
+            source = first.get_in_data_nodes_and_port_indexes(0)
+            graph.replace_all_uses(second, 0, *source)
+            report_fuse([first, second], [], context)
+            graph.remove_node(second)
+            graph.remove_node(first)
+        return True
+""")
+    proto = _neg_neg()
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.records[0].fusions == 1
+    assert report.rewrites_by_pass() == {"DropNegPairs": 1}
+    assert_same_outputs(proto, graph)
+
+
+# -- public names -------------------------------------------------------------------------------
+def test_every_public_name_resolves() -> None:
+    for name in ge.passes.__all__:
+        assert getattr(ge.passes, name) is not None
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = ge.passes.Nope
+    import importlib
+
+    from ge.passes import base, bootstrap, fuse_inspector, replacement
+
+    # `ge.passes.pattern` is the decorator (GE's __all__); the module is importable by name.
+    assert callable(ge.passes.pattern) and ge.passes.pattern.__name__ == "pattern"
+    pattern_module = importlib.import_module("ge.passes.pattern")
+    assert base.PatternOrGraph is not None and base.StatusLike is not None
+    assert pattern_module.NodeIo and pattern_module.PatternInputs
+    assert replacement.SubgraphRewriter and fuse_inspector.can_fuse
+    assert bootstrap.get_registered_passes() == []
+
+
+def test_bootstrap_lists_registered_passes_as_dicts(write) -> None:
+    import importlib.util
+
+    from ge.passes import bootstrap
+
+    path = write("plugin.py", HEADER + DECOMPOSE.format(name="D", op_types=["Mul"]))
+
+    spec = importlib.util.spec_from_file_location("_decompose_plugin_for_dicts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (entry,) = bootstrap.get_registered_passes()
+    assert isinstance(entry, dict)
+    assert entry["pass_name"] == "D" and entry["op_types"] == ["Mul"]
+
+
+def test_pattern_inputs_indexing_rules() -> None:
+    from ge.passes import PatternInputs
+
+    inputs = PatternInputs(GraphBuilder("p"))
+    assert inputs[2].name == "input_2" and len(inputs.created()) == 3
+    assert [h.name for h in inputs[:4]] == ["input_0", "input_1", "input_2", "input_3"]
+    with pytest.raises(ValueError):
+        inputs[-1]
+    with pytest.raises(ValueError):
+        inputs[2:]
+    with pytest.raises(ValueError):
+        inputs[0:4:2]
+    with pytest.raises(TypeError):
+        inputs["a"]
+    with pytest.raises(TypeError, match=r"use inputs\[:N\]"):
+        iter(inputs)
+
+
+def test_saved_models_with_rewrites_pass_the_checker(tmp_path) -> None:
+    from test_matcher import MatMulAddToGemm
+
+    proto = model([helper.make_node("MatMul", ["x", "w"], ["mm"]),
+                   helper.make_node("Add", ["mm", "b"], ["y"])], X, Y,
+                  [const("w", np.eye(4)), const("b", [1, 2, 3, 4])])
+    graph = load(proto)
+    rewrite(MatMulAddToGemm(), graph)
+    graph.save(tmp_path / "m.onnx")
+    onnx.checker.check_model(str(tmp_path / "m.onnx"), full_check=True)
