@@ -19,7 +19,7 @@ from ge.graph.tensor import Tensor
 if TYPE_CHECKING:
     from ge.graph.node import Node
 
-__all__ = ["node_key", "value_key"]
+__all__ = ["hashable_value", "node_key", "value_key"]
 
 ValueKey = tuple[int, tuple[Any, ...], int, bytes]
 
@@ -31,7 +31,8 @@ def value_key(tensor: Tensor) -> ValueKey:
     return (int(tensor.data_type), tuple(tensor.shape), len(data), digest)
 
 
-def _hashable(value: Any) -> Hashable:
+def hashable_value(value: Any) -> Hashable:
+    """`value` (an attribute value) as an exactly comparable, hashable key."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -41,7 +42,7 @@ def _hashable(value: Any) -> Hashable:
     if isinstance(value, Tensor):
         return ("t", value_key(value))
     if isinstance(value, (list, tuple)):
-        return tuple(_hashable(v) for v in value)
+        return tuple(hashable_value(v) for v in value)
     if isinstance(value, onnx.SparseTensorProto | onnx.TypeProto):
         return ("p", value.SerializeToString(deterministic=True))
     raise TypeError(f"no structural key for an attribute value of type {type(value).__name__}")
@@ -55,6 +56,6 @@ def node_key(node: Node) -> Hashable | None:
         kind, value = decode_attr(node._attrs[name])
         if kind in GRAPH_KINDS:
             return None
-        attrs.append((name, kind, _hashable(value)))
+        attrs.append((name, kind, hashable_value(value)))
     domain = "" if node._domain == "ai.onnx" else node._domain
     return (domain, node._type, tuple(attrs), tuple(node._inputs), len(node._out_names))

@@ -23,7 +23,7 @@ from ge.errors import GeError, PatternError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 from ge.graph import order as graph_order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
-from ge.graph.keys import _hashable
+from ge.graph.keys import hashable_value
 from ge.graph.tensor import Tensor
 from ge.passes.config import COMMUTATIVE_OPS, PatternMatcherConfig
 from ge.passes.pattern import NodeIo, Pattern
@@ -378,7 +378,7 @@ class Matcher:
         for name, stored in node._attrs.items():
             kind, value = decode_attr(stored)
             if kind not in GRAPH_KINDS:
-                filled[name] = _hashable(value)
+                filled[name] = hashable_value(value)
         return filled
 
 
@@ -389,7 +389,7 @@ def _schema_defaults(node: Node, opset: int) -> dict[str, Any]:
         spec = get_op_spec(node.type, opset, node.domain)
     except GeError:
         return {}
-    return {name: _hashable(_plain(attr.default)) for name, attr in spec.attributes.items()
+    return {name: hashable_value(_plain(attr.default)) for name, attr in spec.attributes.items()
             if attr.default is not None}
 
 
