@@ -327,7 +327,10 @@ def register_decompose_pass(
     def decorator(cls: _PassT) -> _PassT:
         descriptor = build_descriptor(cls, name=name, stage=stage, op_types=types_list, api=api)
         _REGISTRY.add(descriptor)
-        cls.op_types = list(types_list)  # type: ignore[attr-defined]
+        # GE sets the class attribute; the engine reads the descriptor's list, so a class
+        # registered twice keeps both registrations' types (the attribute: the first).
+        if "op_types" not in cls.__dict__:
+            cls.op_types = list(types_list)  # type: ignore[attr-defined]
         cls.__ge_pass_descriptor__ = descriptor  # type: ignore[attr-defined]
         return cls
 
