@@ -26,9 +26,9 @@ from ge.compiler.report import PassRunRecord
 from ge.compiler.steps import final_validation, infer_shape
 from ge.errors import PassRunError, SourceLocation
 from ge.es.opset import opset_scope
+from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
-from ge.passes.rewrite import InferenceMemo
 from ge.passes.source import traceback_location
 from ge.passes.stage import PassStage
 from ge.passes.status import RunStatus, interpret_run_result
@@ -97,7 +97,7 @@ class Scheduler:
             for name in [n for n, step in steps.items() if step is None]:
                 self._steps.pop(name, None)
         self._instances: dict[str, Any] = {}
-        self._memo = InferenceMemo()  # replacement nodes' inference, shared by all passes
+        self._memo = InferenceMemo()  # per-node inference by signature, for every pass
         self.records: list[PassRunRecord] = []
 
     def run(self, graph: Graph) -> list[PassRunRecord]:
@@ -138,13 +138,14 @@ class Scheduler:
         self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph
     ) -> PassRunRecord:
         context = PassContext(entry.name, self._options)
-        run = PassRun(context, tuple(entry.descriptor.op_types), self._memo)
+        run = PassRun(context, tuple(entry.descriptor.op_types))
         before = root.mutation_count
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model (issue 3,
             # point 6): builders created inside take the graph's opset imports.
-            with root.transaction(), opset_scope(root.opset_imports):
+            with root.transaction(), opset_scope(root.opset_imports), \
+                    inference_memo_scope(self._memo):
                 status = interpret_run_result(
                     run_pass(entry.descriptor.kind, instance, target, run))
                 if status.failed:

@@ -30,6 +30,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
 from ge.graph.value_info import desc_from_value_info
+from ge.ops.memo import active_memo
 from ge.ops.onnx_node import (
     STRUCTURAL,
     const_value,
@@ -107,8 +108,18 @@ def infer_node(node: Node) -> list[TensorDesc] | None:
     Returns the new output descs, or None when an input's type is not known yet (nothing is
     changed then). Structural nodes (Data, Const, NetOutput) are left as they are. Raises
     `ShapeInferenceError` when onnx rejects the node (wrong types, bad shapes), and
-    `OpNotFoundError` for an operator without a schema.
+    `OpNotFoundError` for an operator without a schema. Inside `inference_memo_scope`
+    (`ge.ops.memo`) a node with the signature of one inferred before takes its result.
     """
+    if node.type in STRUCTURAL and not node.domain:
+        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+    memo = active_memo()
+    if memo is not None:
+        return memo.infer(node, _infer_node, _write)
+    return _infer_node(node)
+
+
+def _infer_node(node: Node) -> list[TensorDesc] | None:
     if node.type in STRUCTURAL and not node.domain:
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     for i in range(node.get_inputs_size()):

@@ -8,15 +8,15 @@ graph's change listeners), so a replacement can match again later in the same sw
 Per candidate: match, `meet_requirements`, skip a rewrite that would make a cycle,
 `replacement`, rewrite. A `MatchResult` expires when its hook returns.
 
-A `PassRun` is the state of one pass invocation inside one compilation (its context, the
-compilation's inference memo, its counts): nothing here is process-global.
+A `PassRun` is the state of one pass invocation inside one compilation (its context, its
+counts): nothing here is process-global.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from ge.passes.registry import (
     PASS_KIND_FUSION_BASE,
     PASS_KIND_PATTERN_FUSION,
 )
-from ge.passes.rewrite import InferenceMemo, Region, apply_replacement, would_create_cycle
+from ge.passes.rewrite import Region, apply_replacement, would_create_cycle
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -54,11 +54,10 @@ _REWRITES_PER_NODE_CAP = 4
 
 @dataclass
 class PassRun:
-    """One invocation of one pass: its context, the compilation's memo, what it did."""
+    """One invocation of one pass: its context, its op types, what it did."""
 
     context: PassContext
     op_types: tuple[str, ...] = ()  # a DecomposePass's, from its registration
-    memo: InferenceMemo = field(default_factory=InferenceMemo)
     matches: int = 0
     rewrites: int = 0
 
@@ -159,8 +158,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         replacement = _replacement_of(instance, result, run)
     finally:
         result._invalidate()
-    apply_replacement(region, replacement, pass_name=run.context.get_pass_name(),
-                      memo=run.memo)
+    apply_replacement(region, replacement, pass_name=run.context.get_pass_name())
     return True
 
 
@@ -186,7 +184,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         if not isinstance(replacement, Graph):
             raise TypeError("DecomposePass.replacement must return ge.graph.Graph")
         apply_replacement(decompose_region(node), replacement,
-                          pass_name=run.context.get_pass_name(), memo=run.memo)
+                          pass_name=run.context.get_pass_name())
         run.rewrites += 1
         changed = True
     return SUCCESS if changed else NOT_CHANGED

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 
 if TYPE_CHECKING:
-    from ge.graph.tensor_desc import TensorDesc
+    pass
 
-__all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "InferenceMemo", "Region", "apply_replacement",
-           "closed_region", "would_create_cycle"]
+__all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "Region", "apply_replacement", "closed_region",
+           "would_create_cycle"]
 
 Producer = tuple[Node, int]
 #: Node metadata keys written on every node a rewrite makes.
 ORIGIN_PASS = "ge.origin_pass"
 ORIGIN_NODES = "ge.origin_nodes"
-#: A constant larger than this keys the inference memo by dtype and shape only.
-_MEMO_VALUE_LIMIT = 64
 _CONSTANTS = (CONST, "Constant")
 
 
@@ -121,71 +119,6 @@ def closed_region(graph: Graph, outputs: Sequence[Producer],
     return sorted(found, key=lambda n: n._seq)
 
 
-class InferenceMemo:
-    """Per-node shape inference of replacement nodes, memoised on what decides its result:
-    domain, op type, attributes, input dtypes and shapes (and small constant values).
-
-    One memo lives as long as a compilation; replacements repeat the same few signatures
-    thousands of times, and onnx's inference costs far more than the key.
-    """
-
-    __slots__ = ("_known", "hits", "misses")
-
-    def __init__(self) -> None:
-        self._known: dict[Any, list[TensorDesc] | None] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def infer(self, node: Node) -> None:
-        """Set the output descs of `node` from its inputs' (nothing when they are unknown)."""
-        from ge.ops import infer_node
-
-        key = _inference_key(node)
-        if key is None:
-            infer_node(node)
-            return
-        known = self._known.get(key, _MISSING)
-        if known is _MISSING:
-            self.misses += 1
-            descs = infer_node(node)
-            self._known[key] = [d.copy() for d in descs] if descs is not None else None
-            return
-        self.hits += 1
-        if known is not None:
-            for i, desc in enumerate(known):
-                node.update_output_desc(i, desc)
-
-
-_MISSING: Any = object()
-
-
-def _inference_key(node: Node) -> Any:
-    from ge.graph.keys import node_key, value_key
-
-    try:
-        structural: Any = node_key(node)
-    except TypeError:
-        return None
-    if structural is None:
-        return None
-    domain, op_type, attrs, _, outputs = structural
-    inputs: list[Any] = []
-    for i, producer in enumerate(node._inputs):
-        if producer is None:
-            inputs.append(None)
-            continue
-        desc = node.get_input_desc(i)
-        source = producer[0]
-        value = None
-        if source._type == CONST and "value" in source._attrs:
-            tensor = source.get_attr("value")
-            if tensor.size <= _MEMO_VALUE_LIMIT:
-                value = value_key(tensor)
-        inputs.append((desc._key(), int(desc.get_format()), value))
-    return (domain, op_type, attrs, tuple(inputs), outputs, tuple(
-        sorted(node.owner_graph.opset_imports.items())) if node.owner_graph else ())
-
-
 def _check_replacement(replacement: object, region: Region) -> Graph:
     if not isinstance(replacement, Graph):
         raise RewriteError(f"a replacement must be a ge.graph.Graph, got "
@@ -205,8 +138,7 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
     return replacement
 
 
-def apply_replacement(region: Region, replacement: object, *, pass_name: str = "",
-                      memo: InferenceMemo | None = None) -> list[Node]:
+def apply_replacement(region: Region, replacement: object, *, pass_name: str = "") -> list[Node]:
     """Replace `region` by a copy of `replacement`; returns the new nodes. Checks come
     first: a `RewriteError` (counts, cycle) leaves the graph as it was."""
     graph = region.graph
@@ -227,7 +159,7 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
         if pass_name:
             node.set_metadata(ORIGIN_PASS, pass_name)
         node.set_metadata(ORIGIN_NODES, origin)
-    _type_new_nodes(made, region, copied.outputs, memo)
+    _type_new_nodes(made, region, copied.outputs)
     members = region.members
     for (old, old_index), (new, new_index) in zip(region.outputs, copied.outputs, strict=True):
         if (old, old_index) != (new, new_index):
@@ -237,22 +169,17 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
     return made
 
 
-def _type_new_nodes(made: Sequence[Node], region: Region, outputs: Sequence[Producer],
-                    memo: InferenceMemo | None) -> None:
-    """Infer the new nodes' descs; a boundary output still unknown takes the old one."""
-    from ge.errors import ShapeInferenceError
+def _type_new_nodes(made: Sequence[Node], region: Region, outputs: Sequence[Producer]) -> None:
+    """Infer the new nodes' descs (memoised inside the compiler: `ge.ops.memo`); a boundary
+    output still unknown takes the old one."""
+    from ge.ops import infer_node
 
     for node in made:
         if node._type == CONST:
             continue
         try:
-            if memo is not None:
-                memo.infer(node)
-            else:
-                from ge.ops import infer_node
-
-                infer_node(node)
-        except (ShapeInferenceError, GeError):
+            infer_node(node)
+        except GeError:
             pass  # left for the compiler's shape inference and validation to report
     for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
         if new in region.members or new._type in (DATA,):

@@ -1,0 +1,171 @@
+"""Memoised per-node inference: the same operator signature is inferred by onnx once.
+
+A compilation builds thousands of replacements from the same few operators with the same
+input types (every MatMul+Add → Gemm of a Linear stack); onnx's per-node inference costs far
+more than a key. An `InferenceMemo` keys a node by what decides its result: domain, op
+type, attributes, each input's type and shape, the values of small integer constants
+(shapes, axes: what data propagation reads) and the opset. While `inference_memo_scope(memo)`
+is active (the scheduler opens one per compilation), `ge.ops.infer_node` consults it, so
+the ES builder and the rewriter both profit. Float constants never decide an output shape
+except for `Range`, whose values are keyed too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import onnx
+from onnx import AttributeProto
+
+from ge.errors import ShapeInferenceError
+from ge.graph.attributes import GRAPH_KINDS
+from ge.graph.keys import hashable_value
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+
+if TYPE_CHECKING:
+    from ge.graph.node import Node
+
+__all__ = ["InferenceMemo", "active_memo", "inference_memo_scope"]
+
+#: Constants with at most this many elements key the memo by value (when they can matter).
+_VALUE_LIMIT = 64
+#: Operators whose output shape depends on floating-point input values.
+_FLOAT_VALUE_OPS = frozenset({"Range"})
+_FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
+                          onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16})
+_ACTIVE: ContextVar[InferenceMemo | None] = ContextVar("ge_inference_memo", default=None)
+
+Outcome = tuple[str, Any]  # ("unknown", None) | ("ok", descs) | ("failed", (node, message))
+
+
+class InferenceMemo:
+    """Results of per-node inference by operator signature, for one compilation."""
+
+    __slots__ = ("_known", "hits", "misses")
+
+    def __init__(self) -> None:
+        self._known: dict[Hashable, Outcome] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def infer(self, node: Node, infer: Callable[[Node], list[TensorDesc] | None],
+              write: Callable[[Node, int, TensorDesc], None]) -> list[TensorDesc] | None:
+        """`infer(node)`, or the result it gave for a node of the same signature."""
+        key = signature(node)
+        if key is None:
+            return infer(node)
+        outcome = self._known.get(key)
+        if outcome is None:
+            self.misses += 1
+            try:
+                result = infer(node)
+            except ShapeInferenceError as err:
+                self._known[key] = ("failed", (node.name, err.message))
+                raise
+            if result is None:
+                self._known[key] = ("unknown", None)
+            else:
+                self._known[key] = ("ok", [d.copy() for d in result])
+            return result
+        self.hits += 1
+        kind, value = outcome
+        if kind == "unknown":
+            return None
+        if kind == "failed":
+            first, message = value
+            raise ShapeInferenceError(
+                f"node {node.name!r} ({node.type}): shape inference failed as for node "
+                f"{first!r} with the same operator and input types: {message}",
+                nodes=[node.name])
+        for i, desc in enumerate(value):
+            write(node, i, desc.copy())
+        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def active_memo() -> InferenceMemo | None:
+    """The memo of the innermost `inference_memo_scope`, if any."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def inference_memo_scope(memo: InferenceMemo) -> Iterator[InferenceMemo]:
+    """Make `ge.ops.infer_node` use `memo` inside the block (this thread / task only)."""
+    token = _ACTIVE.set(memo)
+    try:
+        yield memo
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _slot_key(source: Node, index: int) -> Hashable:
+    descs = source._out_descs
+    slot = descs[index] if descs is not None else None
+    if slot is None:
+        if source._type == "Const" and "value" in source._attrs:
+            value = source._attr_value("value")
+            if isinstance(value, Tensor):
+                return ("t", int(value.data_type), tuple(value.shape))
+        return None
+    if isinstance(slot, TensorDesc):
+        return (slot._key(), slot._format)
+    return slot.type.SerializeToString()  # a ValueInfoProto, read as loaded
+
+
+def _value_key(source: Node, op_type: str) -> Hashable:
+    if source._type != "Const":
+        return None
+    stored = source._attrs.get("value")
+    if stored is None:
+        return None
+    if isinstance(stored, AttributeProto):  # as loaded: decide from the proto, decode rarely
+        proto = stored.t
+        if op_type not in _FLOAT_VALUE_OPS and proto.data_type in _FLOAT_TYPES:
+            return None
+        size = 1
+        for dim in proto.dims:
+            size *= dim
+        if size > _VALUE_LIMIT:
+            return None
+    value = source._attr_value("value")
+    if not isinstance(value, Tensor) or value.size > _VALUE_LIMIT:
+        return None
+    if op_type not in _FLOAT_VALUE_OPS and value.numpy().dtype.kind not in "iub":
+        return None
+    return value.tobytes()
+
+
+def signature(node: Node) -> Hashable | None:
+    """What decides `node`'s inferred outputs, or None when it cannot be memoised (a node
+    owning subgraphs, input descs of its own)."""
+    if node._in_descs is not None and any(d is not None for d in node._in_descs):
+        return None
+    attrs: list[tuple[Any, ...]] = []
+    for name, stored in node._attrs.items():
+        if isinstance(stored, AttributeProto):
+            if stored.type in GRAPH_KINDS:
+                return None
+            attrs.append((name, stored.SerializeToString()))
+            continue
+        kind, value = stored
+        if kind in GRAPH_KINDS:
+            return None
+        try:
+            attrs.append((name, kind, hashable_value(value)))
+        except TypeError:
+            return None
+    inputs: list[Hashable] = []
+    op_type = node._type
+    for producer in node._inputs:
+        if producer is None:
+            inputs.append(None)
+        else:
+            source, index = producer
+            inputs.append((_slot_key(source, index), _value_key(source, op_type)))
+    graph = node._graph
+    opsets = tuple(sorted(graph.root_graph().opset_imports.items())) if graph else ()
+    return (node._domain, op_type, tuple(sorted(attrs)), tuple(inputs), len(node._out_names),
+            opsets)
