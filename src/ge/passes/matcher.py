@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ge.errors import GeError, PatternError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
@@ -27,9 +27,6 @@ from ge.graph.keys import hashable_value
 from ge.graph.tensor import Tensor
 from ge.passes.config import COMMUTATIVE_OPS, PatternMatcherConfig
 from ge.passes.pattern import NodeIo, Pattern
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern"]
 

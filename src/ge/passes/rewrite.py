@@ -14,13 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ge.errors import GeError, RewriteError
-from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
-
-if TYPE_CHECKING:
-    pass
+from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 
 __all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "Region", "apply_replacement", "closed_region",
            "would_create_cycle"]
@@ -174,25 +170,28 @@ def _type_new_nodes(made: Sequence[Node], region: Region, outputs: Sequence[Prod
     output still unknown takes the old one."""
     from ge.ops import infer_node
 
+    typed: dict[Node, list[TensorDesc] | None] = {}
     for node in made:
         if node._type == CONST:
             continue
         try:
-            infer_node(node)
+            typed[node] = infer_node(node)
         except GeError:
-            pass  # left for the compiler's shape inference and validation to report
+            typed[node] = None  # left for the compiler's inference and validation to report
     for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
-        if new in region.members or new._type in (DATA,):
+        if new not in typed:
+            continue  # a pass-through or a constant: typed already
+        descs = typed[new]
+        if descs is not None and _known(descs[new_index]):
             continue
-        unknown = not new.has_output_desc(new_index) or not _known(new, new_index)
-        if unknown and old.has_output_desc(old_index):
+        if old.has_output_desc(old_index):
             new.update_output_desc(new_index, old.get_output_desc(old_index))
 
 
-def _known(node: Node, index: int) -> bool:
+def _known(desc: TensorDesc) -> bool:
     from ge.graph.types import DataType
 
-    return node.get_output_desc(index).get_data_type() != DataType.DT_UNDEFINED
+    return desc.get_data_type() != DataType.DT_UNDEFINED
 
 
 def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
