@@ -1,7 +1,9 @@
 """Example pass plugin: fuse MatMul + Add(bias) into Gemm (GE's MatMul+Add sample, in ONNX).
 
-Load it with `ASCEND_GE_PY_PASS_PATH=examples/passes` (as `make demo` does) or
-`ge compile model.onnx -o out.onnx --pass-path examples/passes`.
+Load this file alone with `ASCEND_GE_PY_PASS_PATH=examples/passes/fuse_matmul_add.py` (as
+`make demo` does) or `ge compile model.onnx -o out.onnx --pass-path
+examples/passes/fuse_matmul_add.py`. The folder also holds GE's samples ported to ONNX
+(p1_..., g3_...), so pointing at the folder would load them all.
 """
 
 from ge.passes import NOT_CHANGED, FusionBasePass, PassStage, register_fusion_pass
