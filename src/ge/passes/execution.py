@@ -158,7 +158,8 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         replacement = _replacement_of(instance, result, run)
     finally:
         result._invalidate()
-    apply_replacement(region, replacement, pass_name=run.context.get_pass_name())
+    apply_replacement(region, replacement, pass_name=run.context.get_pass_name(),
+                      cycle_checked=True)
     return True
 
 

@@ -134,12 +134,14 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
     return replacement
 
 
-def apply_replacement(region: Region, replacement: object, *, pass_name: str = "") -> list[Node]:
+def apply_replacement(region: Region, replacement: object, *, pass_name: str = "",
+                      cycle_checked: bool = False) -> list[Node]:
     """Replace `region` by a copy of `replacement`; returns the new nodes. Checks come
-    first: a `RewriteError` (counts, cycle) leaves the graph as it was."""
+    first: a `RewriteError` (counts, cycle) leaves the graph as it was. `cycle_checked`:
+    the caller has just found that the region makes no cycle (the matcher's sweep)."""
     graph = region.graph
     checked = _check_replacement(replacement, region)
-    if would_create_cycle(region):
+    if not cycle_checked and would_create_cycle(region):
         raise RewriteError(
             f"replacing {', '.join(n.name for n in region.nodes)} would make a cycle: a "
             "consumer of the region is also one of its producers' producers",
@@ -150,6 +152,10 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
         raise RewriteError(f"replacement {checked.name!r} cannot be copied in: "
                            f"{err.message}") from err
     made = copied.nodes
+    if made and region.nodes:
+        # Where the region is, not at the end of the graph: its consumers then already come
+        # after the new nodes, and moving its uses needs no reordering search.
+        graph.insert_after(region.nodes[-1], made)
     origin = ",".join(n.name for n in region.nodes)
     for node in made:
         if pass_name:
