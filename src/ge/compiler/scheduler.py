@@ -26,6 +26,7 @@ from ge.compiler.report import PassRunRecord
 from ge.compiler.steps import final_validation, infer_shape
 from ge.errors import PassRunError, SourceLocation
 from ge.es.opset import opset_scope
+from ge.graph.allocation import no_full_collections
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
@@ -145,7 +146,7 @@ class Scheduler:
             # Replacements built in the pass use the operator signatures of this model (issue 3,
             # point 6): builders created inside take the graph's opset imports.
             with root.transaction(), opset_scope(root.opset_imports), \
-                    inference_memo_scope(self._memo):
+                    inference_memo_scope(self._memo), no_full_collections():
                 status = interpret_run_result(
                     run_pass(entry.descriptor.kind, instance, target, run))
                 if status.failed:

@@ -20,7 +20,6 @@ from ge.errors import (
     BuilderTypeError,
     OpAttributeError,
     OpInputError,
-    ShapeInferenceError,
 )
 from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
@@ -310,10 +309,7 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
             graph.add_data_edge(holder._node, holder._index, node, i)
     for dep in scoped_control_deps():
         graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
-    try:
-        infer_node(node)
-    except ShapeInferenceError:
-        pass  # descs stay unknown; pattern graphs need not be well-typed (docs/es.md)
+    infer_node(node, quiet=True)  # descs stay unknown; patterns need not be well-typed (es.md)
     outs = tuple(TensorHolder._make(owner, node, i) for i in range(count))
     if spec.variadic_output or count > 1:
         return outs

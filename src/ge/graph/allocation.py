@@ -12,7 +12,10 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["no_gc_pauses"]
+__all__ = ["no_full_collections", "no_gc_pauses"]
+
+#: The full-collection threshold while `no_full_collections` is active: never reached.
+_NEVER = 1 << 30
 
 
 @contextmanager
@@ -30,3 +33,24 @@ def no_gc_pauses() -> Iterator[None]:
         gc.unfreeze()
         if was_enabled:
             gc.enable()
+
+
+@contextmanager
+def no_full_collections() -> Iterator[None]:
+    """Keep young collections but hold off full ones for one step (a pass), restoring the
+    collector's thresholds after it, also on failure.
+
+    A pass rewriting a large graph keeps what it makes (new nodes, undo records), so each
+    full collection traverses the whole graph again, many times per pass. Young
+    collections still free what a rewrite drops (its replacement graph), so memory does
+    not grow; what survives is spliced into the oldest generation at the end.
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], _NEVER)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if gc.isenabled():
+            gc.freeze()
+            gc.unfreeze()

@@ -102,7 +102,7 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
     return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
 
 
-def infer_node(node: Node) -> list[TensorDesc] | None:
+def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     """Infer and set the output descs of one node from its input descs.
 
     Returns the new output descs, or None when an input's type is not known yet (nothing is
@@ -110,13 +110,20 @@ def infer_node(node: Node) -> list[TensorDesc] | None:
     `ShapeInferenceError` when onnx rejects the node (wrong types, bad shapes), and
     `OpNotFoundError` for an operator without a schema. Inside `inference_memo_scope`
     (`ge.ops.memo`) a node with the signature of one inferred before takes its result.
+    `quiet=True` returns None instead of raising `ShapeInferenceError` (the ES builder: a
+    pattern or replacement graph need not be well-typed).
     """
     if node.type in STRUCTURAL and not node.domain:
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     memo = active_memo()
     if memo is not None:
-        return memo.infer(node, _infer_node, _write)
-    return _infer_node(node)
+        return memo.infer(node, _infer_node, _write, quiet=quiet)
+    if not quiet:
+        return _infer_node(node)
+    try:
+        return _infer_node(node)
+    except ShapeInferenceError:
+        return None
 
 
 def _infer_node(node: Node) -> list[TensorDesc] | None:

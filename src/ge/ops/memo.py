@@ -25,6 +25,7 @@ from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.keys import hashable_value
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType
 
 if TYPE_CHECKING:
     from ge.graph.node import Node
@@ -37,6 +38,8 @@ _VALUE_LIMIT = 64
 _FLOAT_VALUE_OPS = frozenset({"Range"})
 _FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
                           onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16})
+_FLOAT_DATA_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_FLOAT16,
+                               DataType.DT_BF16})
 _ACTIVE: ContextVar[InferenceMemo | None] = ContextVar("ge_inference_memo", default=None)
 
 Outcome = tuple[str, Any]  # ("unknown", None) | ("ok", descs) | ("failed", (node, message))
@@ -53,8 +56,10 @@ class InferenceMemo:
         self.misses = 0
 
     def infer(self, node: Node, infer: Callable[[Node], list[TensorDesc] | None],
-              write: Callable[[Node, int, TensorDesc], None]) -> list[TensorDesc] | None:
-        """`infer(node)`, or the result it gave for a node of the same signature."""
+              write: Callable[[Node, int, TensorDesc], None], *,
+              quiet: bool = False) -> list[TensorDesc] | None:
+        """`infer(node)`, or the result it gave for a node of the same signature. `quiet`:
+        a failure gives None instead of raising (a builder that types what it can)."""
         key = signature(node)
         if key is None:
             return infer(node)
@@ -65,6 +70,8 @@ class InferenceMemo:
                 result = infer(node)
             except ShapeInferenceError as err:
                 self._known[key] = ("failed", (node.name, err.message))
+                if quiet:
+                    return None
                 raise
             if result is None:
                 self._known[key] = ("unknown", None)
@@ -76,6 +83,8 @@ class InferenceMemo:
         if kind == "unknown":
             return None
         if kind == "failed":
+            if quiet:
+                return None
             first, message = value
             raise ShapeInferenceError(
                 f"node {node.name!r} ({node.type}): shape inference failed as for node "
@@ -133,8 +142,8 @@ def _value_key(source: Node, op_type: str) -> Hashable:
     value = source._attr_value("value")
     if not isinstance(value, Tensor) or value.size > _VALUE_LIMIT:
         return None
-    if op_type not in _FLOAT_VALUE_OPS and value.numpy().dtype.kind not in "iub":
-        return None
+    if op_type not in _FLOAT_VALUE_OPS and value.data_type in _FLOAT_DATA_TYPES:
+        return None  # decided from the dtype: the data is never decoded for this
     return value.tobytes()
 
 
