@@ -163,6 +163,8 @@ def _matmul_add_model(value_info: bool, c_value: Any = None) -> onnx.ModelProto:
 def test_p1_expression_pattern_fuses_2d_matmul_add_into_gemm(tmp_path: Path) -> None:
     compiled = compile_sample("p1_matmul_add_expression.py", _matmul_add_model(False), tmp_path)
     assert_rewrote(compiled, "PythonFuseMatMulAndAddPass")
+    record = compiled.record("PythonFuseMatMulAndAddPass")
+    assert (record["matches"], record["rewrites"]) == (2, 1)  # the 3-D one fails the check
     assert compiled.op_types() == Counter({"Gemm": 1, "MatMul": 1, "Add": 1, "Relu": 1})
     gemm = next(n for n in compiled.model.graph.node if n.op_type == "Gemm")
     assert list(gemm.input) == ["a", "b", "c"]
@@ -372,6 +374,7 @@ def test_g3_removes_transpose_pairs_that_undo_each_other(tmp_path: Path) -> None
     record = compiled.record("PythonRemoveInverseTransposePairsPass")
     assert_rewrote(compiled, "PythonRemoveInverseTransposePairsPass")
     assert record["outcome"] == "success"
+    assert record["fusions"] == 2  # report_fuse calls, in the report
     types = compiled.op_types()
     assert types["Transpose"] == 4 and types["Relu"] == 1 and types["Sigmoid"] == 1
     sigmoid = next(n for n in compiled.model.graph.node if n.op_type == "Sigmoid")

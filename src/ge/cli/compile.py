@@ -44,12 +44,13 @@ def _node_count(graph: Graph) -> int:
 def _print_report(report: CompileReport, before: int, output: Path) -> None:
     console = Console(soft_wrap=False)
     table = Table(title=f"Pass runs ({len(report.records)})")
-    for column in ("Pass", "Stage", "Graph", "Outcome", "Changed", "ms"):
-        table.add_column(column, justify="right" if column == "ms" else "left")
+    for column in ("Pass", "Stage", "Graph", "Outcome", "Changed", "Rewrites", "ms"):
+        table.add_column(column, justify="right" if column in ("ms", "Rewrites") else "left")
     for record in report.records:
+        done = record.rewrites + record.fusions
         table.add_row(record.pass_name, record.stage, escape(record.graph_name),
                       record.outcome.value, "yes" if record.changed else "-",
-                      f"{record.seconds * 1000:.1f}")
+                      str(done) if done else "-", f"{record.seconds * 1000:.1f}")
     console.print(table)
     for skipped in report.skipped_plugins:
         console.print(f"[yellow]skipped plugin[/yellow] {escape(str(skipped))}")
@@ -92,6 +93,7 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
             "nodes_after": _node_count(graph),
             "passes": [{"name": r.pass_name, "stage": r.stage, "graph": r.graph_name,
                         "outcome": r.outcome.value, "changed": r.changed,
+                        "matches": r.matches, "rewrites": r.rewrites, "fusions": r.fusions,
                         "seconds": r.seconds} for r in report.records],
             "skipped_plugins": [err.details() for err in report.skipped_plugins],
         }, indent=2))
