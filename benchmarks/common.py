@@ -58,3 +58,20 @@ def print_table(title: str, rows: list[Row]) -> None:
         table.add_row(row.task, f"{row.ge:.{digits}f} {row.unit}", row.peer_name,
                       f"{row.peer:.{digits}f} {row.unit}", f"{row.ratio:.2f}x", ok)
     Console(width=140).print(table)
+
+
+def assert_chain_output_equal(original: str, rewritten: bytes) -> None:
+    """onnxruntime (optimisations off) gives the rewritten MatMul chain the original's
+    output on one positive input, within 1e-5 (bench_rewrite, bench_matcher)."""
+    import numpy as np
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    x = np.random.default_rng(1).uniform(1.0, 2.0, (2, 4)).astype(np.float32)
+    outputs = [
+        ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        .run(None, {"x": x})[0]
+        for source in (original, rewritten)
+    ]
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=0, atol=1e-5)
