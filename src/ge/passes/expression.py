@@ -6,7 +6,6 @@ built, never at import time, so pass modules load without them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -16,10 +15,8 @@ __all__ = ["build_expression_graph", "synthesize_patterns"]
 PATTERN_MARK = "__ge_expression_pattern_method__"
 
 
-@functools.cache
 def _es_api(what: str) -> SimpleNamespace:
-    """The ES builder pieces expression-style passes need, or a clear ImportError (looked
-    up once: replacements are built once per match)."""
+    """The ES builder pieces expression-style passes need, or a clear ImportError."""
     try:
         from ge.es import GraphBuilder, TensorHolder
         from ge.passes.pattern import Pattern, PatternInputs, create_pattern
