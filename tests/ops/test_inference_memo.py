@@ -84,3 +84,25 @@ def test_full_collections_are_held_off_and_restored_on_failure() -> None:
         assert gc.get_threshold()[2] > before[2]
         raise KeyError("boom")
     assert gc.get_threshold() == before
+
+
+def test_concurrent_holds_restore_the_thresholds_once_all_leave() -> None:
+    import threading
+
+    before = gc.get_threshold()
+    entered, release = threading.Barrier(3), threading.Event()
+
+    def hold() -> None:
+        with no_full_collections():
+            entered.wait()
+            release.wait()
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    entered.wait()
+    assert gc.get_threshold()[2] > before[2]
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert gc.get_threshold() == before

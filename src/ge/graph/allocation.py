@@ -9,6 +9,7 @@ for such a step and hands what it built to the oldest generation in one splice.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -35,22 +36,42 @@ def no_gc_pauses() -> Iterator[None]:
             gc.enable()
 
 
+class _FullCollectionHold:
+    """Who holds full collections off. The collector is one per process, so its thresholds
+    are: concurrent compilations share one hold, and the last to leave restores them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved: tuple[int, int, int] = gc.get_threshold()
+
+
+_HOLD = _FullCollectionHold()
+
+
 @contextmanager
 def no_full_collections() -> Iterator[None]:
     """Keep young collections but hold off full ones for one step (a pass), restoring the
-    collector's thresholds after it, also on failure.
+    collector's thresholds after it, also on failure (and only when the last of several
+    threads holding them off leaves).
 
     A pass rewriting a large graph keeps what it makes (new nodes, undo records), so each
     full collection traverses the whole graph again, many times per pass. Young
     collections still free what a rewrite drops (its replacement graph), so memory does
     not grow; what survives is spliced into the oldest generation at the end.
     """
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], _NEVER)
+    with _HOLD.lock:
+        if _HOLD.depth == 0:
+            _HOLD.saved = gc.get_threshold()
+            gc.set_threshold(_HOLD.saved[0], _HOLD.saved[1], _NEVER)
+        _HOLD.depth += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        if gc.isenabled():
-            gc.freeze()
-            gc.unfreeze()
+        with _HOLD.lock:
+            _HOLD.depth -= 1
+            if _HOLD.depth == 0:
+                gc.set_threshold(*_HOLD.saved)
+                if gc.isenabled():
+                    gc.freeze()
+                    gc.unfreeze()
