@@ -3,29 +3,26 @@
 Port of GE's `pattern_base_pass/4_add_zero_pass/.../python_add_zero_pass.py`
 (`PythonAddZeroPass`): the pattern `inputs[0] + 0` holds an int64 scalar Const, which (without
 const-value match) stands for any constant; `meet_requirements` reads the first matched
-Const's "value" and accepts a single element equal to zero (float |v| < 1e-6, as GE; double
-|v| < 1e-15; int32/int64 == 0; other dtypes never), and the replacement passes `x` through.
-Beyond GE: a one-element constant of higher rank than `x` would broadcast `x` up
-([3] + [[0]] is [1, 3]), so such a match is refused (and needs `x`'s rank to be known).
+Const's "value" and accepts a single element equal to zero, and the replacement passes `x`
+through. Two departures from GE, both for exact rewrites: GE accepts floats with |v| < 1e-6
+(doubles 1e-15), which removes the `+ 1e-6` epsilon of a T5 layer norm (float32(1e-6) is
+just below 1e-6) and changes the model's numbers, so this port accepts exact zeros only
+(float, double, int32, int64; other dtypes never); and a one-element constant of higher rank
+than `x` would broadcast `x` up ([3] + [[0]] is [1, 3]), so such a match is refused (and
+needs `x`'s rank to be known).
 """
 
 from ge.graph import DataType
 from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
 
-_TOLERANCE = {DataType.DT_FLOAT: 1e-6, DataType.DT_DOUBLE: 1e-15}
-_EXACT = (DataType.DT_INT32, DataType.DT_INT64)
+_ZERO_DTYPES = (DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_INT32, DataType.DT_INT64)
 
 
 def _is_zero(tensor):
-    """A single-element tensor equal to zero (within GE's tolerance for floats)."""
-    if tensor.size != 1:
+    """A single-element tensor exactly equal to zero (-0.0 included)."""
+    if tensor.size != 1 or tensor.data_type not in _ZERO_DTYPES:
         return False
-    value = tensor.numpy().reshape(-1)[0]
-    if tensor.data_type in _TOLERANCE:
-        return abs(float(value)) < _TOLERANCE[tensor.data_type]
-    if tensor.data_type in _EXACT:
-        return int(value) == 0
-    return False
+    return tensor.numpy().reshape(-1)[0] == 0
 
 
 @register_fusion_pass(name="PythonAddZeroPass", stage=PassStage.BEFORE_INFER_SHAPE)
