@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from matcher_helpers import assert_same_outputs, const, load, model, op_counts, rewrite
+from matcher_helpers import (
+    assert_same_outputs,
+    const,
+    load,
+    model,
+    op_counts,
+    outputs_of,
+    rewrite,
+)
 from onnx import helper
 
 import ge.es.all as es
@@ -514,3 +522,29 @@ def test_saved_models_with_rewrites_pass_the_checker(tmp_path) -> None:
     rewrite(MatMulAddToGemm(), graph)
     graph.save(tmp_path / "m.onnx")
     onnx.checker.check_model(str(tmp_path / "m.onnx"), full_check=True)
+
+
+def test_a_pattern_pass_rewrites_inside_a_body_reading_an_outer_value(write) -> None:
+    """Neg(Neg(x)) in an If branch, x from the outer graph: the branch passes x through."""
+    f32 = onnx.TensorProto.FLOAT
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["n1"]), helper.make_node("Neg", ["n1"], ["t"])],
+        "then", [], [helper.make_tensor_value_info("t", f32, [2, 4])])
+    else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                                    [helper.make_tensor_value_info("e", f32, [2, 4])])
+    proto = model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                   helper.make_node("Greater", ["s", "zero"], ["c"]),
+                   helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                                    else_branch=else_branch)],
+                  X, Y, [const("zero", 0.0)])
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(
+        body="    def replacement(self, inputs):\n        return inputs[0]\n"))
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert {r.graph_name: r.rewrites for r in report.records} == {"g": 0, "then": 1, "else": 0}
+    assert [n.type for n in graph.get_subgraph("then").get_direct_nodes()] == ["NetOutput"]
+    for sign in (1.0, -1.0):  # both branches taken
+        feeds = {"x": np.full((2, 4), sign, np.float32)}
+        np.testing.assert_array_equal(outputs_of(graph.to_onnx(), feeds)[0],
+                                      outputs_of(proto, feeds)[0])
+    onnx.checker.check_model(graph.to_onnx(), full_check=True)
