@@ -68,11 +68,17 @@ DEFAULT_ENGINE_STEPS: Mapping[str, EngineStep] = MappingProxyType({
 })
 
 
-def _check_steps(steps: Mapping[str, EngineStep | None]) -> dict[str, EngineStep]:
-    unknown = [name for name in steps if name not in ENGINE_STEPS]
-    if unknown:
-        raise ValueError(f"unknown engine step {unknown[0]!r}; expected one of {ENGINE_STEPS}")
-    return {name: step for name, step in steps.items() if step is not None}
+def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep]:
+    """The defaults with `steps` applied: a function replaces a step, None skips it."""
+    chosen = dict(DEFAULT_ENGINE_STEPS)
+    for name, step in (steps or {}).items():
+        if name not in ENGINE_STEPS:
+            raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
+        if step is None:
+            chosen.pop(name, None)
+        else:
+            chosen[name] = step
+    return chosen
 
 
 class _PassFailed(Exception):
@@ -92,11 +98,7 @@ class Scheduler:
         defaults of `DEFAULT_ENGINE_STEPS`."""
         self._registry = registry
         self._options = dict(options)
-        self._steps = {**DEFAULT_ENGINE_STEPS}
-        if steps:
-            self._steps.update(_check_steps(steps))
-            for name in [n for n, step in steps.items() if step is None]:
-                self._steps.pop(name, None)
+        self._steps = _engine_steps(steps)
         self._instances: dict[str, Any] = {}
         self._memo = InferenceMemo()  # per-node inference by signature, for every pass
         self.records: list[PassRunRecord] = []

@@ -127,8 +127,6 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
 
 
 def _infer_node(node: Node) -> list[TensorDesc] | None:
-    if node.type in STRUCTURAL and not node.domain:
-        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     for i in range(node.get_inputs_size()):
         if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
             return None

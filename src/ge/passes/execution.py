@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.errors import RewriteError
 from ge.graph import Graph, Node
+from ge.graph import order as graph_order
 from ge.graph.journal import ChangeKind
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
@@ -110,7 +111,7 @@ def _candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list
     found: list[Node] = []
     for op_type in dict.fromkeys(op_types):
         found.extend(graph.nodes_of_type(op_type, domain))
-    return sorted(found, key=lambda n: n._seq)
+    return sorted(found, key=graph_order.label)
 
 
 def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
@@ -152,7 +153,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     try:
         if not bool(instance.meet_requirements(result, run.context)):
             return False
-        region = Region(match.graph, match.nodes, match.inputs, match.outputs)
+        region = match.region()
         if would_create_cycle(region):
             return False
         replacement = _replacement_of(instance, result, run)
@@ -248,7 +249,7 @@ def find_matches(pass_or_class: Any, graph: Graph,
                 accepted = bool(instance.meet_requirements(result, context))
             finally:
                 result._invalidate()
-            region = Region(graph, match.nodes, match.inputs, match.outputs)
+            region = match.region()
             if not accepted or would_create_cycle(region):
                 continue
             taken.update(nodes)

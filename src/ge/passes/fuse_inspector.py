@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ge.graph import Node
+from ge.graph import order as graph_order
 from ge.passes.context import PassContext
 from ge.passes.rewrite import ORIGIN_NODES, ORIGIN_PASS, Region, would_create_cycle
 from ge.passes.status import FAILED
@@ -56,7 +57,7 @@ def _fused_region(nodes: list[Node]) -> Region:
                                 if p is not None and p[0] not in members))
     outputs = [(n, i) for n in nodes for i, consumers in enumerate(n._consumers)
                if consumers and any(c not in members for c, _ in consumers)]
-    return Region(graph, sorted(nodes, key=lambda n: n._seq), inputs, outputs)
+    return Region(graph, sorted(nodes, key=graph_order.label), inputs, outputs)
 
 
 def can_fuse(nodes: Iterable[Node]) -> FuseCheckResult:

@@ -25,8 +25,10 @@ from ge.graph import order as graph_order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
 from ge.graph.keys import hashable_value
 from ge.graph.tensor import Tensor
+from ge.ops.schemas import normalize_domain
 from ge.passes.config import COMMUTATIVE_OPS, PatternMatcherConfig
 from ge.passes.pattern import NodeIo, Pattern
+from ge.passes.rewrite import Region
 
 __all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern"]
 
@@ -35,10 +37,6 @@ CONST_TYPES = frozenset({CONST, "Constant"})
 _DATA, _CONST, _OP = 0, 1, 2
 #: Commutative operators with more inputs than this match in the given order only.
 _MAX_PERMUTED_INPUTS = 4
-
-
-def _domain(domain: str) -> str:
-    return "" if domain == "ai.onnx" else domain
 
 
 class PatternNode:
@@ -51,7 +49,7 @@ class PatternNode:
         self.node = node
         self.kind = kind
         self.type = node.type
-        self.domain = _domain(node.domain)
+        self.domain = normalize_domain(node.domain)
         self.inputs: list[tuple[PatternNode, int]] = []
         self.out_counts: tuple[int, ...] = ()
         self.out_anchors: frozenset[int] = frozenset()
@@ -186,6 +184,10 @@ class Match:
         """The matched target nodes (pattern inputs excluded), in the graph's order."""
         return sorted(self.bindings.values(), key=graph_order.label)
 
+    def region(self) -> Region:
+        """What a rewrite of this match replaces."""
+        return Region(self.graph, self.nodes, self.inputs, self.outputs)
+
     def captured(self, index: int) -> NodeIo:
         pnode, out = self.pattern.captures[index]
         if pnode.kind == _DATA:
@@ -261,7 +263,7 @@ class Matcher:
             if self._const_value and pnode.value is not None:
                 return _same_value(pnode.value, target)
             return True
-        if target._type != pnode.type or _domain(target._domain) != pnode.domain:
+        if target._type != pnode.type or normalize_domain(target._domain) != pnode.domain:
             return False
         if sum(1 for p in target._inputs if p is not None) != len(pnode.inputs):
             return False
@@ -366,7 +368,7 @@ class Matcher:
             opset = node_opset(node)
         except GeError:
             opset = 0
-        key = (_domain(node.domain), node.type, opset)
+        key = (normalize_domain(node.domain), node.type, opset)
         defaults = self._attr_defaults.get(key)
         if defaults is None:
             defaults = _schema_defaults(node, opset)
@@ -453,8 +455,8 @@ class MatchResult:
 
     def __str__(self) -> str:
         match = self._live()
-        pairs = "".join(f"{{{p.type}:{n.name}}}" for p, n in
-                        sorted(match.bindings.items(), key=lambda item: item[1]._seq))
+        pattern_of = {node: pnode for pnode, node in match.bindings.items()}
+        pairs = "".join(f"{{{pattern_of[n].type}:{n.name}}}" for n in match.nodes)
         return f"[PatternName:{match.pattern.name}][MatchNodesPair]{pairs}"
 
     def __repr__(self) -> str:

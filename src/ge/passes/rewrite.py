@@ -13,11 +13,12 @@ new nodes record the pass that made them (`ge.origin_pass`) and what they replac
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
+from ge.graph import order as graph_order
 
 __all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "Region", "apply_replacement", "closed_region",
            "would_create_cycle"]
@@ -37,7 +38,7 @@ class Region:
     nodes: list[Node]  # removed by the rewrite (a constant still used elsewhere stays)
     inputs: list[Producer]  # boundary input i
     outputs: list[Producer]  # boundary output j
-    members: set[Node] = field(default_factory=set)
+    members: set[Node] = field(init=False)  # the nodes, as a set
 
     def __post_init__(self) -> None:
         self.members = set(self.nodes)
@@ -113,7 +114,7 @@ def closed_region(graph: Graph, outputs: Sequence[Producer],
                         f"output {index} of node {node.name!r} is read by {consumer.name!r} "
                         "outside the region but is not a boundary output",
                         nodes=[node.name, consumer.name])
-    return sorted(found, key=lambda n: n._seq)
+    return sorted(found, key=graph_order.label)
 
 
 def _check_replacement(replacement: object, region: Region) -> Graph:
@@ -206,21 +207,19 @@ def _known(desc: TensorDesc) -> bool:
 def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
     graph = region.graph
     members = region.members
-    preds = [p for n in region.nodes for p in (n._ctrl_in or ()) if p not in members]
-    succs = [s for n in region.nodes for s in (n._ctrl_out or ()) if s not in members]
-    if not preds and not succs:
-        return
-    targets: Iterable[Node] = made
+    preds = dict.fromkeys(p for n in region.nodes for p in (n._ctrl_in or ()) if p not in members)
+    succs = dict.fromkeys(s for n in region.nodes for s in (n._ctrl_out or ())
+                          if s not in members)
     if not made:  # nothing new to carry them: keep the ordering directly
-        for pred in dict.fromkeys(preds):
-            for succ in dict.fromkeys(succs):
+        for pred in preds:
+            for succ in succs:
                 if pred is not succ:
                     graph.add_control_edge(pred, succ)
         return
-    for node in targets:
-        for pred in dict.fromkeys(preds):
+    for node in made:
+        for pred in preds:
             graph.add_control_edge(pred, node)
-        for succ in dict.fromkeys(succs):
+        for succ in succs:
             graph.add_control_edge(node, succ)
 
 
