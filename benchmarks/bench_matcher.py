@@ -57,7 +57,7 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rewrite import make_matmul_add_chain
-from common import Row, assert_chain_output_equal, print_table, run_child
+from common import Row, assert_chain_output_equal, print_table, run_child, sides_available
 
 DEFAULT_SIZES = [1_000, 10_000, 50_000]
 DEFAULT_RULES = [1, 10, 50]
@@ -271,13 +271,7 @@ def main() -> int:
             out = child_onnxscript(Path(model), int(k), int(n), verify == "1")
         print(json.dumps(out))
         return 0
-    try:
-        import onnxscript.rewriter  # noqa: F401
-    except ImportError:
-        print("onnxscript is not installed (pip install -e '.[bench]'); measuring ge alone")
-        sides: tuple[str, ...] = ("ge",)
-    else:
-        sides = SIDES
+    sides = sides_available(SIDES)
     sizes = sorted(set(args.sizes))
     rule_counts = sorted(set(args.rules))
     if rule_counts and 1 not in rule_counts:

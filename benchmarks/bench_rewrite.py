@@ -44,7 +44,7 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Row, assert_chain_output_equal, print_table, run_child
+from common import Row, assert_chain_output_equal, print_table, run_child, sides_available
 
 DEFAULT_RUNS = 3
 DEFAULT_BUDGET_S = 270.0  # without --runs, a further run starts only if it should end by then
@@ -205,13 +205,7 @@ def main() -> int:
         side, model, n, verify = args.child
         child(side, Path(model), int(n), verify == "1")
         return 0
-    try:
-        import onnxscript.rewriter  # noqa: F401
-    except ImportError:
-        print("onnxscript is not installed (pip install -e '.[bench]'); measuring ge alone")
-        sides: tuple[str, ...] = ("ge",)
-    else:
-        sides = SIDES
+    sides = sides_available(SIDES)
     sizes = sorted(set(args.sizes))
     per_rewrite: dict[tuple[str, int], list[float]] = {(s, n): [] for s in sides for n in sizes}
     sort_us: dict[int, list[float]] = {n: [] for n in sizes}

@@ -75,3 +75,13 @@ def assert_chain_output_equal(original: str, rewritten: bytes) -> None:
         for source in (original, rewritten)
     ]
     np.testing.assert_allclose(outputs[1], outputs[0], rtol=0, atol=1e-5)
+
+
+def sides_available(sides: tuple[str, ...]) -> tuple[str, ...]:
+    """`sides` ("ge", "onnxscript"), or ge alone when the onnxscript peer is not installed."""
+    try:
+        import onnxscript.rewriter  # noqa: F401
+    except ImportError:
+        print("onnxscript is not installed (pip install -e '.[bench]'); measuring ge alone")
+        return ("ge",)
+    return sides
