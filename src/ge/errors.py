@@ -350,3 +350,52 @@ class RewriteError(GeError, RuntimeError):
     region that is not closed, a rewrite that would make a cycle."""
 
     code = "GE1502"
+
+
+
+# --- compiling, running and verifying (ge.compiler, ge.session, ge.cli) ---------------------
+
+
+class CompileInputError(GeError, TypeError):
+    """`ge.compile` was given something that is not a model path, a ModelProto or a Graph."""
+
+    code = "GE1203"
+
+
+class CompileWarning(UserWarning):
+    """The compiler went on but something needs attention (a fixed point not reached, a pass
+    rolled back under `on_pass_failure=skip`)."""
+
+
+class SessionError(GeError, RuntimeError):
+    """A graph could not be run (onnxruntime or the reference evaluator rejected it)."""
+
+    code = "GE1601"
+
+
+class VerificationInputError(GeError, ValueError):
+    """Inputs for running or verifying a model do not fit it (names, shapes or dtypes)."""
+
+    code = "GE1602"
+
+
+class VerificationError(GeError, RuntimeError):
+    """The compiled model's outputs differ from the original's beyond the tolerance."""
+
+    code = "GE1603"
+
+
+class CommandLineError(GeError, ValueError):
+    """A command-line argument the command cannot use (e.g. `pyatc --framework=3`)."""
+
+    code = "GE1701"
+
+
+__all__ += [
+    "CommandLineError",
+    "CompileInputError",
+    "CompileWarning",
+    "SessionError",
+    "VerificationError",
+    "VerificationInputError",
+]

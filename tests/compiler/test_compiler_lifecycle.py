@@ -215,15 +215,16 @@ def test_registry_holds_builtin_and_plugin_passes_side_by_side(write, pass_sourc
 def test_builtin_passes_run_whether_or_not_python_passes_load(
     write, pass_source, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ge.compiler import pass_registry as registry_module
+    from ge.compiler import builtin
+    from ge.compiler.pass_registry import builtin_pass
     from ge.passes import FusionBasePass
 
-    monkeypatch.setattr(registry_module, "_BUILTINS", [])
-
-    @registry_module.builtin_pass(name="BuiltinTagger", stage="AfterInferShape")
+    @builtin_pass(name="BuiltinTagger", step="AfterInferShape")
     class BuiltinTagger(FusionBasePass):
         def run(self, graph, context):
             insert_identity(graph, "builtin_was_here")
+
+    monkeypatch.setattr(builtin, "BUILTIN_PASSES", (BuiltinTagger,))
 
     assert get_registered_passes() == []  # built-ins stay out of the plugin registry
     graph = small_graph()

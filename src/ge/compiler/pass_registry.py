@@ -18,9 +18,12 @@ from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 
 __all__ = [
+    "BUILTIN_STEPS",
+    "BuiltinSpec",
     "PassOrigin",
     "PassRegistry",
     "RegisteredPass",
+    "builtin_entries",
     "builtin_pass",
     "builtin_passes",
 ]
@@ -67,6 +70,7 @@ class RegisteredPass:
 
     descriptor: PassDescriptor
     origin: PassOrigin
+    step: str | None = None  # the engine step of a built-in pass that runs in one
 
     @property
     def name(self) -> str:
@@ -75,6 +79,11 @@ class RegisteredPass:
     @property
     def stage(self) -> PassStage:
         return self.descriptor.stage
+
+    @property
+    def stage_label(self) -> str:
+        """Where the pass runs, as reports and errors name it (a stage or an engine step)."""
+        return BUILTIN_STEPS[self.step] if self.step else self.descriptor.stage.value
 
 
 class PassRegistry:
@@ -89,7 +98,7 @@ class PassRegistry:
     @classmethod
     def with_builtins(cls) -> PassRegistry:
         """A registry holding the compiler's built-in passes."""
-        return cls(RegisteredPass(d, PassOrigin("builtin", d.location)) for d in builtin_passes())
+        return cls(builtin_entries())
 
     def add(self, entry: RegisteredPass) -> None:
         """Add one pass; the same descriptor again is a no-op, another of that name E13030."""
@@ -135,7 +144,12 @@ class PassRegistry:
 
     def for_stage(self, stage: PassStage) -> list[RegisteredPass]:
         """The passes of `stage` in GE's order: lexicographic by pass name."""
-        return sorted((p for p in self.passes() if p.stage is stage), key=lambda p: p.name)
+        return sorted((p for p in self.passes() if p.step is None and p.stage is stage),
+                      key=lambda p: p.name)
+
+    def for_step(self, step: str) -> list[RegisteredPass]:
+        """The built-in passes of an engine step, in their declared order."""
+        return [p for p in self.passes() if p.step == step]
 
     def get(self, name: str) -> RegisteredPass | None:
         with self._lock:
@@ -154,35 +168,66 @@ class PassRegistry:
 
 # --- built-in passes -----------------------------------------------------------------------
 
-_BUILTINS: list[PassDescriptor] = []
-_BUILTINS_LOCK = threading.Lock()
+#: The engine steps built-in passes can belong to, with the stage label reports show.
+BUILTIN_STEPS: dict[str, str] = {
+    "builtin_fusion": "BuiltinFusion",
+    "origin_graph_optimize": "OriginGraphOptimize",
+}
+#: The plugin stage each engine step is followed by (the stage built-in descriptors carry).
+_STAGE_AFTER_STEP = {
+    "builtin_fusion": PassStage.AFTER_BUILTIN_FUSION_PASS,
+    "origin_graph_optimize": PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE,
+}
+
+
+@dataclass(frozen=True)
+class BuiltinSpec:
+    """How a built-in pass class is scheduled: its name, its step and its kind."""
+
+    name: str
+    step: str  # a key of BUILTIN_STEPS, or a PassStage value
+    kind: str | None = None
 
 
 def builtin_pass(
-    *, name: str, stage: PassStage | str, kind: str | None = None
+    *, name: str, step: str, kind: str | None = None
 ) -> Callable[[_PassT], _PassT]:
-    """Declare a built-in pass (written with the public pass API) of the compiler.
+    """Mark a class (written with the public pass API) as a built-in pass of the compiler.
 
-    Built-in passes are not put into `ge.passes`' plugin registry; every `PassRegistry`
-    created by `PassRegistry.with_builtins()` holds them.
+    `step` is an engine step (`"builtin_fusion"`, `"origin_graph_optimize"`) or a plugin
+    stage. Marking registers nothing: `ge.compiler.builtin.BUILTIN_PASSES` lists the
+    built-in classes in run order, and every `PassRegistry.with_builtins()` holds them.
     """
+    if step not in BUILTIN_STEPS and step not in {s.value for s in PassStage}:
+        raise ValueError(f"unknown step {step!r} for built-in pass {name!r}")
 
     def decorator(cls: _PassT) -> _PassT:
-        descriptor = build_descriptor(cls, name=name, stage=stage, kind=kind)
-        with _BUILTINS_LOCK:
-            if any(d.pass_name == descriptor.pass_name for d in _BUILTINS):
-                raise DuplicatePassNameError(
-                    f"python pass name already exists: {name}",
-                    pass_name=name,
-                    location=descriptor.location,
-                )
-            _BUILTINS.append(descriptor)
+        cls.__ge_builtin__ = BuiltinSpec(name, step, kind)  # type: ignore[attr-defined]
         return cls
 
     return decorator
 
 
+def builtin_entries(classes: Iterable[type] | None = None) -> list[RegisteredPass]:
+    """Registry entries for built-in pass classes (default: `BUILTIN_PASSES`, in order)."""
+    if classes is None:
+        from ge.compiler.builtin import BUILTIN_PASSES
+
+        classes = BUILTIN_PASSES
+    entries = []
+    for cls in classes:
+        spec: BuiltinSpec = cls.__ge_builtin__  # type: ignore[attr-defined]
+        stage = _STAGE_AFTER_STEP.get(spec.step) or PassStage(spec.step)
+        api = "register_fusion_pass"
+        if spec.kind == "decompose":
+            api = "register_decompose_pass"
+        descriptor = build_descriptor(cls, name=spec.name, stage=stage, kind=spec.kind, api=api)
+        step = spec.step if spec.step in BUILTIN_STEPS else None
+        entries.append(RegisteredPass(descriptor, PassOrigin("builtin", descriptor.location),
+                                      step=step))
+    return entries
+
+
 def builtin_passes() -> list[PassDescriptor]:
-    """The compiler's built-in passes (later issues add them with `@builtin_pass`)."""
-    with _BUILTINS_LOCK:
-        return list(_BUILTINS)
+    """The descriptors of the compiler's built-in passes, in run order."""
+    return [entry.descriptor for entry in builtin_entries()]
