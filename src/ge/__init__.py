@@ -10,14 +10,18 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "finalize", "initialize"]
+__all__ = ["CompileResult", "__version__", "compile", "finalize", "initialize"]
 
 
 def __getattr__(name: str) -> Any:
-    # `ge.initialize()` / `ge.finalize()` are the compiler's; resolved lazily so that
-    # `import ge.graph` does not pull in the compiler.
+    # `ge.compile()`, `ge.initialize()` and `ge.finalize()` are the compiler's; resolved
+    # lazily so that `import ge.graph` (and `ge --help`) does not pull in the compiler.
     if name in ("initialize", "finalize"):
         from ge import compiler
 
         return getattr(compiler, name)
+    if name in ("compile", "CompileResult"):
+        from ge.compiler import compilation
+
+        return getattr(compilation, name)
     raise AttributeError(f"module 'ge' has no attribute {name!r}")

@@ -380,9 +380,14 @@ class VerificationInputError(GeError, ValueError):
 
 
 class VerificationError(GeError, RuntimeError):
-    """The compiled model's outputs differ from the original's beyond the tolerance."""
+    """The compiled model's outputs differ from the original's beyond the tolerance;
+    `report` holds the comparison (a `ge.session.VerificationReport`) when there is one."""
 
     code = "GE1603"
+
+    def __init__(self, message: str, *, report: object | None = None, **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.report = report
 
 
 class CommandLineError(GeError, ValueError):

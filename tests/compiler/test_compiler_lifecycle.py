@@ -11,7 +11,9 @@ import pytest
 import ge
 import ge.compiler
 from ge.compiler import (
+    ENV_DISABLE_PLUGIN_AUTOLOAD,
     OPTION_CONTINUE_ON_PLUGIN_ERROR,
+    OPTION_DISABLE_PLUGIN_AUTOLOAD,
     OPTION_DISABLED_PLUGINS,
     PassOrigin,
     PassRegistry,
@@ -255,10 +257,18 @@ def test_entry_points_load_with_the_environment_and_can_be_disabled_by_option(
     monkeypatch.syspath_prepend(str(site))
     local = write("local.py", pass_source("LocalPass"))
 
-    ge.initialize()  # environment unset: no Python pass loading, entry points included
+    monkeypatch.setenv(ENV_DISABLE_PLUGIN_AUTOLOAD, "1")
+    ge.initialize()  # environment unset and autoload disabled: nothing is loaded
     assert plugin_names() == []
     assert "geplug_gamma" not in sys.modules
     ge.finalize()
+    monkeypatch.delenv(ENV_DISABLE_PLUGIN_AUTOLOAD)
+
+    ge.initialize({OPTION_DISABLE_PLUGIN_AUTOLOAD: "true"})  # the option does the same
+    assert plugin_names() == []
+    assert "geplug_gamma" not in sys.modules
+    ge.finalize()
+
 
     monkeypatch.setenv(ENV_PY_PASS_PATH, str(local))
     ge.initialize({OPTION_DISABLED_PLUGINS: "gamma"})
@@ -274,3 +284,7 @@ def test_entry_points_load_with_the_environment_and_can_be_disabled_by_option(
     assert get_registered_passes() == []
     ge.initialize()  # the entry point's module stays imported; its passes register again
     assert plugin_names() == ["GammaPass", "LocalPass"]
+    ge.finalize()
+    monkeypatch.delenv(ENV_PY_PASS_PATH)
+    ge.initialize()  # environment unset: installed plugins still load (D13, revised)
+    assert plugin_names() == ["GammaPass"]

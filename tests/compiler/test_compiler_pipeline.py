@@ -12,7 +12,7 @@ import pytest
 
 import ge.graph
 from ge.compiler import compile_graph
-from ge.errors import GraphValidationError, ShapeInferenceError
+from ge.errors import GraphValidationError, PassRunError, ShapeInferenceError
 from ge.graph import DataType, Format, Graph, Node, Tensor, TensorDesc
 from model_paths import all_shared_models, shared_model
 from plugin_fixtures import small_graph
@@ -69,6 +69,10 @@ def matmul_graph(right_shape: list[int]) -> Graph:
     graph.add_data_edge(matmul, 0, relu, 0)
     graph.add_data_edge(relu, 0, output, 0)
     return graph
+
+
+def node_names_of(graph: Graph) -> list[str]:
+    return sorted(n.name for n in graph.get_all_nodes())
 
 
 def _unknown(node: Node) -> bool:
@@ -165,41 +169,56 @@ class Dangling(FusionBasePass):
 """
 
 
-def test_a_graph_broken_by_the_last_stage_is_ge1003_at_final_validation(write) -> None:
+def test_a_pass_that_leaves_an_unconnected_input_is_its_own_e13028(write) -> None:
+    path = write("dangling.py", DANGLING_PASS)
+    graph = small_graph()
+    names = node_names_of(graph)
+    with pytest.raises(PassRunError) as info:
+        compile_graph(graph, pass_paths=[path])
+    err = info.value
+    assert (err.code, err.pass_name, err.stage) == ("E13028", "Dangling",
+                                                    "AfterOriginGraphOptimize")
+    assert "the pass left the graph invalid: arity: required input 0 (input) of Identity node " \
+           "'dangling_identity' is not connected" in err.message
+    assert err.location is not None and err.location.file == str(path)
+    assert node_names_of(graph) == names  # rolled back
+
+
+def test_without_checks_final_validation_still_catches_it_as_ge1003(write) -> None:
     path = write("dangling.py", DANGLING_PASS)
     with pytest.raises(GraphValidationError) as info:
-        compile_graph(small_graph(), pass_paths=[path])
+        compile_graph(small_graph(), pass_paths=[path], check="none")
     err = info.value
     assert err.code == "GE1003"
     assert err.stage == "FinalValidation"
     assert err.nodes == ("dangling_identity",)
-    assert "'dangling_identity'" in err.message
     assert [p.kind for p in err.problems] == ["arity"]
     assert "(stage FinalValidation)" in str(err)
 
 
-def test_every_problem_is_listed(write) -> None:
-    path = write(
-        "breaks_twice.py",
-        """
-        from ge.passes import FusionBasePass, register_fusion_pass
+BREAKS_TWICE = """
+from ge.passes import FusionBasePass, register_fusion_pass
 
-        @register_fusion_pass(name="BreaksTwice", stage="AfterBuiltinFusionPass")
-        class BreaksTwice(FusionBasePass):
-            def run(self, graph, context):
-                output = graph.get_net_output()
-                graph.remove_edge(output.get_input_producer(0)[0], 0, output, 0)
-                graph.add_node("NetOutput", name="second_output", num_outputs=0)
-        """,
-    )
+@register_fusion_pass(name="BreaksTwice", stage="AfterBuiltinFusionPass")
+class BreaksTwice(FusionBasePass):
+    def run(self, graph, context):
+        output = graph.get_net_output()
+        graph.remove_edge(output.get_input_producer(0)[0], 0, output, 0)
+        graph.add_node("NetOutput", name="second_output", num_outputs=0)
+"""
+
+
+def test_the_full_check_lists_every_problem(write) -> None:
+    path = write("breaks_twice.py", BREAKS_TWICE)
     graph = small_graph()
-    output_name = graph.get_net_output().name
-    with pytest.raises(GraphValidationError) as info:
-        compile_graph(graph, pass_paths=[path])
-    err = info.value
-    assert err.stage == "FinalValidation"
-    assert len(err.problems) == 2
-    assert set(err.nodes) == {output_name, "second_output"}
+    with pytest.raises(PassRunError) as info:
+        compile_graph(graph, pass_paths=[path], check="full")
+    message = info.value.message
+    assert "graph output 0 (input 0 of" in message
+    assert "a graph needs exactly one NetOutput node, found 2" in message
+    with pytest.raises(PassRunError) as info:  # the region check sees the output it touched
+        compile_graph(small_graph(), pass_paths=[path])
+    assert "graph output 0 (input 0 of" in info.value.message
 
 
 def test_a_compilation_can_be_given_its_own_engine_steps(write) -> None:

@@ -14,13 +14,20 @@ from ge.compiler.engine import (
     initialize,
     is_initialized,
 )
-from ge.compiler.options import OPTION_CONTINUE_ON_PLUGIN_ERROR, OPTION_DISABLED_PLUGINS
+from ge.compiler.options import (
+    OPTION_CONTINUE_ON_PLUGIN_ERROR,
+    OPTION_DISABLE_PLUGIN_AUTOLOAD,
+    OPTION_DISABLED_PLUGINS,
+)
 from ge.compiler.pass_registry import PassOrigin, PassRegistry, RegisteredPass
+from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD
 from ge.compiler.report import CompileReport, PassRunRecord
 
 __all__ = [
+    "ENV_DISABLE_PLUGIN_AUTOLOAD",
     "OPTION_CONTINUE_ON_PLUGIN_ERROR",
     "OPTION_DISABLED_PLUGINS",
+    "OPTION_DISABLE_PLUGIN_AUTOLOAD",
     "CompileReport",
     "PassOrigin",
     "PassRegistry",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -17,9 +18,9 @@ from typing import TYPE_CHECKING
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PluginLoader
-from ge.compiler.report import CompileReport
-from ge.compiler.scheduler import EngineStep, Scheduler
-from ge.errors import CompilerStateError, GeError
+from ge.compiler.report import CompileReport, op_histogram
+from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
+from ge.errors import CompilerOptionError, CompilerStateError, GeError
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from ge.graph import Graph
 
 __all__ = [
+    "check_pass_names",
+    "compilation_registry",
     "compile_graph",
     "current_pass_registry",
     "finalize",
@@ -126,23 +129,12 @@ def current_pass_registry() -> PassRegistry:
     return _current(CompilerOptions()).registry.copy()
 
 
-def compile_graph(
-    graph: Graph,
-    *,
+def compilation_registry(
     options: Mapping[str, str] | None = None,
     pass_paths: Iterable[str | os.PathLike[str]] | None = None,
-    steps: Mapping[str, EngineStep | None] | None = None,
-) -> CompileReport:
-    """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
-
-    `options` (str → str) apply to this compilation on top of those of `initialize`; passes
-    read them through `PassContext.get_option_value`. `pass_paths` are extra plugin files
-    or directories for this compilation only (an explicit argument, not the environment).
-    A failing pass raises E13028 and leaves the graph as that pass found it. Shape inference
-    runs after `BeforeInferShape` (GE1305, stage "InferShape", graph unchanged on failure)
-    and the result is validated last (GE1003, stage "FinalValidation"). `steps` replaces
-    engine steps of this compilation by name (None skips one; see `ENGINE_STEPS`).
-    """
+) -> tuple[PassRegistry, CompilerOptions, list[GeError]]:
+    """The passes, merged options and skipped plugins of one compilation: the running
+    engine's (started if needed) plus the plugins of `pass_paths`."""
     engine = _current(parse_options(options))
     merged = engine.options.merged(options)
     registry = engine.registry
@@ -151,6 +143,53 @@ def compile_graph(
         report = engine.loader.load_paths(pass_paths, merged)
         registry, extra_skipped = _build_registry(registry, report, merged)
         skipped += extra_skipped
-    scheduler = Scheduler(registry, merged.values, steps)
+    return registry, merged, skipped
+
+
+def check_pass_names(registry: PassRegistry, names: Iterable[str]) -> frozenset[str]:
+    """`names` as a set, each the name of a pass in `registry`; CompilerOptionError if not."""
+    chosen = frozenset(names)
+    unknown = sorted(n for n in chosen if n not in registry)
+    if unknown:
+        known = ", ".join(sorted(p.name for p in registry))
+        raise CompilerOptionError(
+            f"cannot disable unknown pass(es) {', '.join(unknown)}; known passes: {known}")
+    return chosen
+
+
+def compile_graph(
+    graph: Graph,
+    *,
+    options: Mapping[str, str] | None = None,
+    pass_paths: Iterable[str | os.PathLike[str]] | None = None,
+    steps: Mapping[str, EngineStep | None] | None = None,
+    builtin_passes: bool = True,
+    disable: Iterable[str] = (),
+    check: str = "region",
+    on_pass_failure: str = "stop",
+    observers: Iterable[PipelineObserver] = (),
+) -> CompileReport:
+    """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
+
+    `options` (str → str) apply to this compilation on top of those of `initialize`; passes
+    read them through `PassContext.get_option_value`. `pass_paths` are extra plugin files
+    or directories for this compilation only (an explicit argument, not the environment).
+    `disable` names passes (built-in or plugin) not to run; `builtin_passes=False` runs
+    none of the built-in ones. A failing pass raises E13028 and leaves the graph as that
+    pass found it (`on_pass_failure="skip"` rolls it back, warns and goes on); after each
+    pass that changed the graph, the nodes it touched are checked (`check="full"`: the
+    whole graph). Shape inference runs after `BeforeInferShape` (GE1305, stage
+    "InferShape") and the result is validated last (GE1003, stage "FinalValidation").
+    `steps` replaces engine steps of this compilation by name (None skips one).
+    """
+    start = time.perf_counter()
+    registry, merged, skipped = compilation_registry(options, pass_paths)
+    scheduler = Scheduler(registry, merged.values, steps,
+                          disabled=check_pass_names(registry, disable), builtin=builtin_passes,
+                          check=check, on_pass_failure=on_pass_failure, observers=observers)
+    ops_before = op_histogram(graph)
     records = scheduler.run(graph)
-    return CompileReport(graph=graph, records=records, skipped_plugins=skipped)
+    return CompileReport(graph=graph, records=records, skipped_plugins=skipped,
+                         steps=scheduler.steps, ops_before=ops_before,
+                         ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,
+                         seconds=time.perf_counter() - start)

@@ -1,4 +1,4 @@
-"""Compiler options: GE-style string options, and the two that steer plugin loading.
+"""Compiler options: GE-style string options, and the three that steer plugin loading.
 
 Options are `str -> str` as in GE; passes read them with `PassContext.get_option_value`.
 """
@@ -13,6 +13,7 @@ from ge.errors import CompilerOptionError
 __all__ = [
     "OPTION_CONTINUE_ON_PLUGIN_ERROR",
     "OPTION_DISABLED_PLUGINS",
+    "OPTION_DISABLE_PLUGIN_AUTOLOAD",
     "CompilerOptions",
     "parse_options",
 ]
@@ -21,6 +22,9 @@ __all__ = [
 OPTION_CONTINUE_ON_PLUGIN_ERROR = "ge.passes.continue_on_plugin_error"
 #: Comma-separated entry-point names (`name` or `distribution:name`) not to import (D12).
 OPTION_DISABLED_PLUGINS = "ge.passes.disabled_plugins"
+#: "true": installed plugins (entry points) are not loaded; what
+#: `GE_DISABLE_PLUGIN_AUTOLOAD=1` does (D13).
+OPTION_DISABLE_PLUGIN_AUTOLOAD = "ge.passes.disable_plugin_autoload"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -33,6 +37,7 @@ class CompilerOptions:
     values: Mapping[str, str] = field(default_factory=dict)
     continue_on_plugin_error: bool = False
     disabled_plugins: frozenset[str] = frozenset()
+    disable_plugin_autoload: bool = False
 
     def merged(self, overrides: Mapping[str, str] | None) -> CompilerOptions:
         """These options with `overrides` applied on top (per-compilation options)."""
@@ -72,4 +77,7 @@ def parse_options(options: Mapping[str, str] | None) -> CompilerOptions:
             OPTION_CONTINUE_ON_PLUGIN_ERROR, values.get(OPTION_CONTINUE_ON_PLUGIN_ERROR, "")
         ),
         disabled_plugins=frozenset(n.strip() for n in disabled.split(",") if n.strip()),
+        disable_plugin_autoload=_flag(
+            OPTION_DISABLE_PLUGIN_AUTOLOAD, values.get(OPTION_DISABLE_PLUGIN_AUTOLOAD, "")
+        ),
     )

@@ -1,8 +1,11 @@
 """The compiler's plugin loader: reads `ASCEND_GE_PY_PASS_PATH` once and owns what it loaded.
 
-D13: the variable is read when the compiler initialises; later changes have no effect until
-`ge.finalize()`. Empty or unset means no Python pass loading at all (entry points included);
-built-in passes are unaffected. Explicit pass paths given to one compilation load beside.
+D13 (revised): the variable is read when the compiler initialises; later changes have no
+effect until `ge.finalize()`. Empty or unset means no path-based loading. Installed plugins
+(entry points, group `ge.passes.plugins`) load at every initialisation whether or not the
+variable is set, unless `GE_DISABLE_PLUGIN_AUTOLOAD` is set (to anything but "0"/"false")
+or the option `ge.passes.disable_plugin_autoload` is true. Built-in passes are unaffected.
+Explicit pass paths given to one compilation load beside.
 D9: a plugin failure stops the load (after every plugin was tried) unless the option
 `ge.passes.continue_on_plugin_error` is true, which skips the plugin with a warning.
 """
@@ -19,7 +22,17 @@ from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failure
 from ge.passes.discovery import normalize_path_list
 from ge.passes.loader import LoadedPlugin, PluginLoadReport, unload_plugins
 
-__all__ = ["PluginLoader"]
+__all__ = ["ENV_DISABLE_PLUGIN_AUTOLOAD", "PluginLoader", "autoload_disabled"]
+
+#: Set (to anything but "", "0" or "false") to keep entry points from loading, as
+#: `PYTEST_DISABLE_PLUGIN_AUTOLOAD` does for pytest.
+ENV_DISABLE_PLUGIN_AUTOLOAD = "GE_DISABLE_PLUGIN_AUTOLOAD"
+
+
+def autoload_disabled(options: CompilerOptions, environ: Mapping[str, str]) -> bool:
+    """Whether entry-point loading is off, by the option or by the environment."""
+    value = environ.get(ENV_DISABLE_PLUGIN_AUTOLOAD, "").strip().lower()
+    return options.disable_plugin_autoload or value not in ("", "0", "false", "no", "off")
 
 
 class PluginLoader:
@@ -38,21 +51,26 @@ class PluginLoader:
             return list(self._plugins)
 
     def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
-        """Snapshot `ASCEND_GE_PY_PASS_PATH` and load what it names (nothing if empty)."""
+        """Snapshot `ASCEND_GE_PY_PASS_PATH`, load what it names, then the entry points
+        (unless autoloading is disabled)."""
         with self._lock:
             self.env_value = self._environ.get(ENV_PY_PASS_PATH, "")
             paths = normalize_path_list(self.env_value)
-            if not paths:
-                return PluginLoadReport()
-            return self.load_paths(paths, options)
+            entry_points = not autoload_disabled(options, self._environ)
+            return self._load(paths, options, entry_points=entry_points)
 
     def load_paths(
         self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions
     ) -> PluginLoadReport:
-        """Load explicit pass paths, then the entry points (each plugin at most once)."""
+        """Load explicit pass paths (each plugin at most once; entry points loaded at start)."""
+        return self._load(paths, options, entry_points=False)
+
+    def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions, *,
+              entry_points: bool) -> PluginLoadReport:
         items = [Path(p) for p in paths]
         with self._lock:
-            report = discover_plugins(items, entry_points=True, disabled=options.disabled_plugins)
+            report = discover_plugins(items, entry_points=entry_points,
+                                      disabled=options.disabled_plugins)
             new = [p for p in report.plugins if all(p is not q for q in self._plugins)]
             if report.failures and not options.continue_on_plugin_error:
                 unload_plugins(new)

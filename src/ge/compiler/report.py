@@ -1,9 +1,14 @@
-"""What one compilation did: each pass invocation with its outcome, and skipped plugins."""
+"""What one compilation did: every step and pass invocation, the op histograms, skipped plugins.
+
+A `CompileReport` is plain data: the CLI prints it as a table and writes `as_dict()` as
+JSON (`ge compile --report FILE`); tests and tools read its fields.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ge.errors import GeError
 from ge.passes.status import RunOutcome
@@ -11,7 +16,7 @@ from ge.passes.status import RunOutcome
 if TYPE_CHECKING:
     from ge.graph import Graph
 
-__all__ = ["CompileReport", "PassRunRecord"]
+__all__ = ["CompileReport", "FixedPointRecord", "PassRunRecord", "StepRecord", "op_histogram"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +24,7 @@ class PassRunRecord:
     """One invocation of one pass on one graph (the root or a subgraph)."""
 
     pass_name: str
-    stage: str
+    stage: str  # a plugin stage, or the engine step of a built-in pass ("OriginGraphOptimize")
     graph_name: str
     outcome: RunOutcome
     changed: bool
@@ -27,6 +32,57 @@ class PassRunRecord:
     matches: int = 0  # pattern matches found / nodes a decomposition looked at
     rewrites: int = 0  # replacements the engine applied for the pass
     fusions: int = 0  # report_fuse calls (GE's fusion statistics)
+    kind: str = ""  # "fusion_base" | "pattern" | "decompose"
+    origin: str = ""  # where the pass came from ("built-in", file:line, entry point)
+    nodes_before: int = 0  # direct nodes of the graph it ran on
+    nodes_after: int = 0
+    round: int = 0  # the fixed-point round of the origin-graph optimisation (else 0)
+    rolled_back: str | None = None  # the failure skipped under on_pass_failure="skip"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.pass_name, "stage": self.stage, "graph": self.graph_name,
+            "kind": self.kind, "origin": self.origin, "outcome": self.outcome.value,
+            "changed": self.changed, "matches": self.matches, "rewrites": self.rewrites,
+            "fusions": self.fusions, "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after, "round": self.round,
+            "rolled_back": self.rolled_back, "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of the pipeline (a stage or an engine step) on the whole model."""
+
+    name: str
+    seconds: float
+    nodes_before: int  # every node of the model, subgraphs included
+    nodes_after: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "seconds": self.seconds,
+                "nodes_before": self.nodes_before, "nodes_after": self.nodes_after}
+
+
+@dataclass(frozen=True)
+class FixedPointRecord:
+    """How the origin-graph optimisation ended: rounds run, and the passes still changing
+    the graph in the last round when the cap was hit."""
+
+    rounds: int
+    converged: bool
+    still_changing: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "converged": self.converged,
+                "still_changing": list(self.still_changing)}
+
+
+def op_histogram(graph: Graph) -> dict[str, int]:
+    """Operator counts of the whole model (subgraphs included), most frequent first;
+    structural nodes (Data, NetOutput) are left out, constants counted as `Const`."""
+    counts = Counter(n.type for n in graph.get_all_nodes() if n.type not in ("Data", "NetOutput"))
+    return dict(counts.most_common())
 
 
 @dataclass
@@ -36,6 +92,11 @@ class CompileReport:
     graph: Graph
     records: list[PassRunRecord] = field(default_factory=list)
     skipped_plugins: list[GeError] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    ops_before: dict[str, int] = field(default_factory=dict)
+    ops_after: dict[str, int] = field(default_factory=dict)
+    fixed_point: FixedPointRecord | None = None
+    seconds: float = 0.0
 
     def rewrites_by_pass(self) -> dict[str, int]:
         """Per pass that rewrote anything: engine rewrites plus `report_fuse` calls."""
@@ -49,3 +110,41 @@ class CompileReport:
     def passes_that_changed(self) -> list[str]:
         """Names of the passes that changed the graph, each once, in run order."""
         return list(dict.fromkeys(r.pass_name for r in self.records if r.changed))
+
+    def by_pass(self) -> list[dict[str, Any]]:
+        """One summary per (stage, pass) in run order: invocations over graphs and rounds
+        added up; nodes from the first invocation's before to the last one's after."""
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in self.records:
+            row = rows.get((r.stage, r.pass_name))
+            if row is None:
+                row = rows[(r.stage, r.pass_name)] = {
+                    "name": r.pass_name, "stage": r.stage, "kind": r.kind, "origin": r.origin,
+                    "runs": 0, "changed": 0, "matches": 0, "rewrites": 0, "fusions": 0,
+                    "removed_nodes": 0, "rolled_back": 0, "seconds": 0.0,
+                }
+            row["runs"] += 1
+            row["changed"] += int(r.changed)
+            row["matches"] += r.matches
+            row["rewrites"] += r.rewrites
+            row["fusions"] += r.fusions
+            row["removed_nodes"] += r.nodes_before - r.nodes_after
+            row["rolled_back"] += int(r.rolled_back is not None)
+            row["seconds"] += r.seconds
+        return list(rows.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (what `--report FILE` writes)."""
+        return {
+            "graph": self.graph.name,
+            "seconds": self.seconds,
+            "nodes_before": sum(self.ops_before.values()),
+            "nodes_after": sum(self.ops_after.values()),
+            "steps": [s.as_dict() for s in self.steps],
+            "passes": self.by_pass(),
+            "invocations": [r.as_dict() for r in self.records],
+            "fixed_point": self.fixed_point.as_dict() if self.fixed_point else None,
+            "ops_before": self.ops_before,
+            "ops_after": self.ops_after,
+            "skipped_plugins": [err.details() for err in self.skipped_plugins],
+        }

@@ -1,38 +1,40 @@
-"""The scheduler: the pipeline steps in order, and every pass of a stage run in GE's way.
+"""The scheduler: the pipeline steps in order, and every pass of a step run in GE's way.
 
 Pipeline: BeforeInferShape → shape inference → AfterInferShape → built-in fusion →
 AfterBuiltinFusionPass → origin-graph optimisation → AfterOriginGraphOptimize → final
-validation. The engine steps between stages are functions a compilation is given
-(`Scheduler(steps=...)`, `compile_graph(steps=...)`); `infer_shape` and `final_validation`
-default to `ge.compiler.steps` (shape inference of the whole model; `Graph.validate()`),
-built-in fusion and origin-graph optimisation are empty for now.
+validation. `infer_shape` and `final_validation` are functions (`ge.compiler.steps`; a
+compilation may be given others, `Scheduler(steps=...)`); built-in fusion runs the built-in
+passes of that step once each; origin-graph optimisation runs its built-in passes in rounds
+until a round changes nothing (a fixed point), at most `ge.optimize.max_rounds` rounds.
 
-Within a stage passes run lexicographically by name (D14), each on the root graph, then on
-every subgraph, with one fresh instance per pass per compilation, run by its kind
-(`ge.passes.execution`). Each invocation runs in a
-graph transaction: a pass that raises or fails (D2) leaves the graph as it found it, and the
-compilation stops with E13028 naming the pass, the stage, and the user's file and line.
+Within a plugin stage passes run lexicographically by name (D14), each on the root graph,
+then on every live subgraph, with one fresh instance per pass per compilation, run by its
+kind (`ge.passes.execution`) in a transaction (`ge.compiler.invocation`). The first failure
+stops the compilation, unless `on_pass_failure="skip"`: then the failing invocation is
+rolled back, a `CompileWarning` says so, and the compilation goes on.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.compiler.pass_registry import PassRegistry, RegisteredPass
-from ge.compiler.report import PassRunRecord
-from ge.compiler.steps import final_validation, infer_shape
-from ge.errors import PassRunError, SourceLocation
-from ge.es.opset import opset_scope
-from ge.graph.allocation import no_full_collections
-from ge.ops.memo import InferenceMemo, inference_memo_scope
-from ge.passes.context import PassContext
-from ge.passes.execution import PassRun, run_pass
-from ge.passes.source import traceback_location
+from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
+from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
+from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
+from ge.compiler.steps import (
+    FINAL_VALIDATION_STAGE,
+    INFER_SHAPE_STAGE,
+    final_validation,
+    infer_shape,
+)
+from ge.errors import CompilerOptionError, CompileWarning, PassRunError
+from ge.ops.memo import InferenceMemo
 from ge.passes.stage import PassStage
-from ge.passes.status import RunStatus, interpret_run_result
+from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -40,9 +42,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ENGINE_STEPS",
     "ENGINE_STEPS",
+    "OPTION_MAX_ROUNDS",
     "PIPELINE",
     "EngineStep",
+    "PipelineObserver",
     "Scheduler",
+    "step_label",
 ]
 
 #: An engine step between stages: gets the root graph and the compilation's options.
@@ -60,152 +65,204 @@ PIPELINE: tuple[PassStage | str, ...] = (
     "final_validation",
 )
 
-#: The engine steps a compilation runs unless it is given others; a step without a
-#: function is skipped.
+#: The function steps a compilation runs unless it is given others (a step given None is
+#: skipped). The two built-in pass steps run the registry's passes of that step.
 DEFAULT_ENGINE_STEPS: Mapping[str, EngineStep] = MappingProxyType({
     "infer_shape": infer_shape,
     "final_validation": final_validation,
 })
 
+#: Rounds the origin-graph optimisation may take to reach its fixed point.
+OPTION_MAX_ROUNDS = "ge.optimize.max_rounds"
+_DEFAULT_MAX_ROUNDS = 8
 
-def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep]:
+_STEP_LABELS = {"infer_shape": INFER_SHAPE_STAGE, "final_validation": FINAL_VALIDATION_STAGE,
+                **BUILTIN_STEPS}
+
+
+def step_label(step: PassStage | str) -> str:
+    """The name reports, dumps and errors give a pipeline step ("AfterInferShape", "InferShape")."""
+    return step.value if isinstance(step, PassStage) else _STEP_LABELS[step]
+
+
+class PipelineObserver:
+    """Told about the compilation as it goes (dumps, per-pass verification, progress).
+
+    Methods run outside any transaction and must not change the graph; an exception they
+    raise stops the compilation.
+    """
+
+    def step_started(self, index: int, label: str, graph: Graph) -> None:
+        """Step `index` of `PIPELINE` (named `label`) is about to run."""
+
+    def step_finished(self, index: int, label: str, graph: Graph) -> None:
+        """Step `index` of `PIPELINE` ran; `graph` is the root graph after it."""
+
+    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
+        """One pass invocation ended (committed, or rolled back under skip)."""
+
+
+def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
     """The defaults with `steps` applied: a function replaces a step, None skips it."""
-    chosen = dict(DEFAULT_ENGINE_STEPS)
+    chosen: dict[str, EngineStep | None] = dict(DEFAULT_ENGINE_STEPS)
     for name, step in (steps or {}).items():
         if name not in ENGINE_STEPS:
             raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
-        if step is None:
-            chosen.pop(name, None)
-        else:
-            chosen[name] = step
+        chosen[name] = step
     return chosen
 
 
-class _PassFailed(Exception):
-    """Raised inside the transaction so that a failure status rolls the graph back."""
-
-    def __init__(self, status: RunStatus) -> None:
-        super().__init__(status.reason)
-        self.status = status
+def _max_rounds(options: Mapping[str, str]) -> int:
+    raw = options.get(OPTION_MAX_ROUNDS)
+    if raw is None:
+        return _DEFAULT_MAX_ROUNDS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CompilerOptionError(f"option {OPTION_MAX_ROUNDS} must be a positive integer, "
+                                  f"got {raw!r}")
+    return value
 
 
 class Scheduler:
     """Runs the pipeline on one graph for one compilation (one instance per pass)."""
 
     def __init__(self, registry: PassRegistry, options: Mapping[str, str],
-                 steps: Mapping[str, EngineStep | None] | None = None) -> None:
-        """`steps` replaces engine steps by name (None skips one); the rest are the
-        defaults of `DEFAULT_ENGINE_STEPS`."""
+                 steps: Mapping[str, EngineStep | None] | None = None, *,
+                 disabled: Iterable[str] = (), builtin: bool = True, check: str = "region",
+                 on_pass_failure: str = "stop",
+                 observers: Iterable[PipelineObserver] = ()) -> None:
+        """`steps` replaces engine steps by name (None skips one). `disabled` names passes
+        not to run; `builtin=False` runs no built-in pass. `check` is "region" (the nodes a
+        pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip"."""
+        if check not in CHECK_MODES:
+            raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
+        if on_pass_failure not in ("stop", "skip"):
+            raise CompilerOptionError(
+                f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
         self._registry = registry
         self._options = dict(options)
         self._steps = _engine_steps(steps)
+        self._disabled = frozenset(disabled)
+        self._builtin = builtin
+        self._skip_failures = on_pass_failure == "skip"
+        self._observers = list(observers)
+        self._max_rounds = _max_rounds(self._options)
         self._instances: dict[str, Any] = {}
-        self._memo = InferenceMemo()  # per-node inference by signature, for every pass
+        self._invocation = Invocation(self._options, InferenceMemo(), check=check)
         self.records: list[PassRunRecord] = []
+        self.steps: list[StepRecord] = []
+        self.fixed_point: FixedPointRecord | None = None
 
     def run(self, graph: Graph) -> list[PassRunRecord]:
         """Run every pipeline step on `graph` in place; stops at the first failure."""
-        for step in PIPELINE:
+        for index, step in enumerate(PIPELINE):
+            label = step_label(step)
+            for observer in self._observers:
+                observer.step_started(index, label, graph)
+            nodes_before = _count(graph)
+            start = time.perf_counter()
             if isinstance(step, PassStage):
                 self.run_stage(graph, step)
+            elif step in BUILTIN_STEPS:
+                self._run_builtin_step(graph, step)
             else:
                 func = self._steps.get(step)
-                if func is not None:
-                    func(graph, self._options)
+                if func is None:
+                    continue
+                func(graph, self._options)
+                if step == "infer_shape":
+                    self._invocation.typed = True  # from now on, every value has a type
+            self.steps.append(StepRecord(label, time.perf_counter() - start, nodes_before,
+                                         _count(graph)))
+            for observer in self._observers:
+                observer.step_finished(index, label, graph)
         return self.records
 
     def run_stage(self, graph: Graph, stage: PassStage) -> None:
-        """Every pass of `stage`, by name; each on the root graph, then on every subgraph."""
+        """Every enabled pass of `stage`, by name; each on the root graph, then every subgraph."""
         for entry in self._registry.for_stage(stage):
-            instance = self._instance(entry)
-            self.records.append(self._invoke(entry, instance, graph, graph))
-            # Listed after the root run (the pass may have added or removed bodies), and each
-            # checked again before its run: a body an earlier run removed is dead.
-            for target in _subgraphs(graph):
-                if _is_live(target, graph):
-                    self.records.append(self._invoke(entry, instance, target, graph))
+            if entry.name not in self._disabled:
+                self._run_everywhere(entry, graph)
 
-    def _instance(self, entry: RegisteredPass) -> Any:
+    def _run_builtin_step(self, graph: Graph, step: str) -> None:
+        if not self._builtin:
+            return
+        entries = [e for e in self._registry.for_step(step) if e.name not in self._disabled]
+        if step != "origin_graph_optimize":
+            for entry in entries:
+                self._run_everywhere(entry, graph)
+            return
+        if not entries:
+            return
+        changing: list[str] = []
+        for round_ in range(1, self._max_rounds + 1):
+            self._invocation.round = round_
+            changing = [e.name for e in entries if self._run_everywhere(e, graph)]
+            if not changing:
+                self.fixed_point = FixedPointRecord(round_, True)
+                break
+        else:
+            self.fixed_point = FixedPointRecord(self._max_rounds, False, tuple(changing))
+            warnings.warn(CompileWarning(
+                f"origin-graph optimisation did not reach a fixed point in {self._max_rounds} "
+                f"rounds ({OPTION_MAX_ROUNDS}); still changing the graph: "
+                f"{', '.join(changing)}"), stacklevel=2)
+        self._invocation.round = 0
+
+    def _run_everywhere(self, entry: RegisteredPass, graph: Graph) -> bool:
+        """Run one pass on the root graph, then on every live subgraph; whether it changed
+        anything."""
+        stage = entry.stage_label
         instance = self._instances.get(entry.name)
         if instance is None:
             try:
-                instance = entry.descriptor.cls()
-            except Exception as exc:
-                raise _run_error(
-                    entry, "FAILED", f"could not create the pass: {_describe(exc)}", exc
-                ) from exc
-            self._instances[entry.name] = instance
-        return instance
+                instance = self._instances[entry.name] = create_instance(entry, stage)
+            except PassRunError as err:
+                self._skip_or_raise(err, entry, graph, graph)
+                return False
+        changed = self._invoke(entry, instance, graph, graph)
+        # Listed after the root run (the pass may have added or removed bodies), and each
+        # checked again before its run: a body an earlier run removed is dead.
+        for target in _subgraphs(graph):
+            if is_live(target, graph):
+                changed = self._invoke(entry, instance, target, graph) or changed
+        return changed
 
-    def _invoke(
-        self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph
-    ) -> PassRunRecord:
-        context = PassContext(entry.name, self._options)
-        run = PassRun(context, tuple(entry.descriptor.op_types))
-        before = root.mutation_count
-        start = time.perf_counter()
+    def _invoke(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph) -> bool:
         try:
-            # Replacements built in the pass use the operator signatures of this model (issue 3,
-            # point 6): builders created inside take the graph's opset imports.
-            with root.transaction(), opset_scope(root.opset_imports), \
-                    inference_memo_scope(self._memo), no_full_collections():
-                status = interpret_run_result(
-                    run_pass(entry.descriptor.kind, instance, target, run))
-                if status.failed:
-                    raise _PassFailed(status)
-        except _PassFailed as failed:
-            reason = context.get_error_message() or failed.status.reason
-            raise _run_error(entry, failed.status.return_code, reason) from None
-        except Exception as exc:
-            raise _run_error(entry, "FAILED", _describe(exc), exc) from exc
-        return PassRunRecord(
-            pass_name=entry.name,
-            stage=entry.stage.value,
-            graph_name=target.name,
-            outcome=status.outcome,
-            changed=root.mutation_count != before,
-            seconds=time.perf_counter() - start,
-            matches=run.matches,
-            rewrites=run.rewrites,
-            fusions=context._fusions,
-        )
+            record = self._invocation.run(entry, instance, target, root, entry.stage_label)
+        except PassRunError as err:
+            self._skip_or_raise(err, entry, target, root)
+            return False
+        self._record(record, root)
+        return record.changed
+
+    def _skip_or_raise(self, err: PassRunError, entry: RegisteredPass, target: Graph,
+                       root: Graph) -> None:
+        if not self._skip_failures:
+            raise err
+        warnings.warn(CompileWarning(f"pass {entry.name} rolled back and skipped "
+                                     f"(on_pass_failure=skip): {err}"), stacklevel=2)
+        self._record(PassRunRecord(
+            pass_name=entry.name, stage=entry.stage_label, graph_name=target.name,
+            outcome=RunOutcome.FAILED, changed=False, seconds=0.0,
+            kind=entry.descriptor.kind, origin=str(entry.origin),
+            nodes_before=len(target), nodes_after=len(target), round=self._invocation.round,
+            rolled_back=err.message), root)
+
+    def _record(self, record: PassRunRecord, root: Graph) -> None:
+        self.records.append(record)
+        for observer in self._observers:
+            observer.pass_finished(record, root)
+
+
+def _count(graph: Graph) -> int:
+    return len(graph.get_all_nodes())
 
 
 def _subgraphs(root: Graph) -> list[Graph]:
     # Orphan subgraphs (not owned by a node) are not part of the compiled model.
     return [sub for sub in root.get_all_subgraphs() if not sub.is_orphan()]
-
-
-def _is_live(sub: Graph, root: Graph) -> bool:
-    """Whether `sub` is still a body of a node inside `root`'s hierarchy."""
-    graph = sub
-    while graph is not root:
-        owner = graph.parent_node
-        if owner is None or owner.owner_graph is None:
-            return False
-        if graph not in owner.get_subgraphs():
-            return False
-        graph = owner.owner_graph
-    return True
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _run_error(
-    entry: RegisteredPass, return_code: str, reason: str, exc: BaseException | None = None
-) -> PassRunError:
-    """E13028 at the user's line: the innermost frame in the pass's own file, else its class."""
-    defined_at = entry.descriptor.location
-    location: SourceLocation | None = None
-    if exc is not None:
-        location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
-    return PassRunError(
-        f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
-        f"Reason: {reason.rstrip('.')}.",
-        pass_name=entry.name,
-        stage=entry.stage.value,
-        location=location or defined_at,
-        path=defined_at.file,
-    )

@@ -4,12 +4,14 @@ Kinds of problem: `dangling-edge` (an edge to a removed node, to a graph that do
 enclose this one, to a missing anchor, or not mirrored on both ends), `cycle`,
 `duplicate-name` (node names within a graph, value names within a scope), `arity` (anchor
 counts against the operator's ONNX schema, unconnected required inputs, structural nodes of
-the wrong shape) and `structure` (Data indexes, NetOutput count).
+the wrong shape), `structure` (Data indexes, NetOutput count) and, for the region checks
+after a pass, `untyped` (an output without a known dtype).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 
 from onnx import defs
@@ -18,8 +20,9 @@ from ge.errors import GraphError, ValidationProblem
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
+from ge.graph.types import DataType
 
-__all__ = ["find_problems"]
+__all__ = ["find_node_problems", "find_problems"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 
@@ -38,6 +41,39 @@ def find_problems(graph: Graph) -> list[ValidationProblem]:
     for g in [graph, *graph.get_all_subgraphs()]:
         _check_graph(g, problems)
     return problems
+
+
+def find_node_problems(nodes: Iterable[Node], *, typed: bool = False) -> list[ValidationProblem]:
+    """The broken invariants at `nodes` (the region a pass changed): their edges, arity, and
+    cycles in their graphs; with `typed`, also outputs that have no known dtype.
+
+    Cheaper than `find_problems` on a large graph: only the cycle check sees every node (and
+    the topological order it computes is the one the next pass needs anyway).
+    """
+    problems: list[ValidationProblem] = []
+    graphs: dict[Graph, None] = {}
+    for node in nodes:
+        g = node._graph
+        if g is None:
+            continue
+        graphs[g] = None
+        _check_edges(g, node, list(g._ancestors()), problems)
+        _check_arity(g, node, problems)
+        if typed and node._type not in (NET_OUTPUT, DATA):
+            _check_typed(g, node, problems)
+    for g in graphs:
+        try:
+            g.topological_order()
+        except GraphError as exc:
+            _add(problems, g, "cycle", list(exc.nodes), exc.message)
+    return problems
+
+
+def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> None:
+    for k, name in enumerate(node._out_names):
+        if name and node.get_output_desc(k).data_type == DataType.DT_UNDEFINED:
+            _add(problems, g, "untyped", [node],
+                 f"output {k} ({name!r}) of {node._type} node {node._name!r} has no known dtype")
 
 
 def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],

@@ -1,0 +1,173 @@
+"""`ge.compile`: one compilation from a model to a `CompileResult`, verified if asked.
+
+The model is a path, an `onnx.ModelProto` or a `Graph`. A path or a proto is loaded into a
+new graph; a `Graph` is compiled in place inside one transaction, so a failing compilation
+gives it back unchanged. Verification runs the original and the compiled model in
+`ge.session` on the same inputs; `verify="each-pass"` also runs the graph after every pass
+that changed it and names the first one whose outputs differ beyond the tolerance.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from ge.compiler.dumping import GraphDumper
+from ge.compiler.engine import compile_graph
+from ge.compiler.report import CompileReport, PassRunRecord
+from ge.compiler.scheduler import PipelineObserver
+from ge.errors import CompileInputError, CompilerOptionError, VerificationError
+from ge.graph import Graph
+
+if TYPE_CHECKING:
+    from ge.session.verification import VerificationReport
+
+__all__ = ["VERIFY_MODES", "CompileResult", "compile"]
+
+#: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
+VERIFY_MODES = ("none", "final", "each-pass")
+
+
+@dataclass
+class CompileResult:
+    """What `ge.compile` gives back: the compiled graph, the report, the verification."""
+
+    graph: Graph
+    report: CompileReport
+    verification: VerificationReport | None = None
+    source: Path | None = None  # the file the model was loaded from, if any
+
+    def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
+             overwrite_input: bool = False) -> None:
+        """Write the compiled model atomically (see `Graph.save`)."""
+        self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input)
+
+
+def _verify_mode(verify: bool | str) -> str:
+    if verify is False or verify is None:
+        return "none"
+    if verify is True:
+        return "final"
+    if isinstance(verify, str) and verify in VERIFY_MODES:
+        return verify
+    raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
+                              f"got {verify!r}")
+
+
+def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
+    """(graph, compiled in place?, source file) for what `ge.compile` was given."""
+    import ge.graph
+
+    if isinstance(model, Graph):
+        return model, True, None
+    if isinstance(model, onnx.ModelProto):
+        return ge.graph.load(model), False, None
+    if isinstance(model, (str, os.PathLike)):
+        return ge.graph.load(model), False, Path(model)
+    raise CompileInputError(
+        "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
+        f"{type(model).__name__}")
+
+
+class _EachPassVerifier(PipelineObserver):
+    """After every pass that changed the graph, run it and compare with the original."""
+
+    def __init__(self, expected: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
+                 rtol: float, atol: float) -> None:
+        self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
+
+    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
+        if not record.changed:
+            return
+        from ge.session.runner import run_model
+        from ge.session.verification import compare_outputs
+
+        report = compare_outputs(self.expected, run_model(graph, self.inputs),
+                                 rtol=self.rtol, atol=self.atol)
+        if not report.ok:
+            raise VerificationError(
+                f"the outputs differ from the original's after pass {record.pass_name} "
+                f"(graph {record.graph_name}): {report.summary()}",
+                pass_name=record.pass_name, stage=record.stage, report=report)
+
+
+def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
+                | None, seed: int) -> dict[str, np.ndarray]:
+    from ge.session.verification import check_inputs, generate_inputs, load_inputs
+
+    if inputs is None:
+        return generate_inputs(original, seed=seed)
+    if isinstance(inputs, (str, os.PathLike)):
+        return load_inputs(inputs, original)
+    arrays = {name: np.asarray(value) for name, value in inputs.items()}
+    check_inputs(arrays, original)
+    return arrays
+
+
+def compile(
+    model: str | os.PathLike[str] | onnx.ModelProto | Graph,
+    *,
+    pass_paths: Iterable[str | os.PathLike[str]] | None = None,
+    options: Mapping[str, str] | None = None,
+    builtin_passes: bool = True,
+    disable: Iterable[str] = (),
+    verify: bool | str = False,
+    inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    check: str = "region",
+    on_pass_failure: str = "stop",
+    dump: str | os.PathLike[str] | None = None,
+    dump_level: str | None = None,
+    observers: Iterable[PipelineObserver] = (),
+) -> CompileResult:
+    """Compile `model` with the built-in and plugin passes; see `compile_graph` for the
+    pipeline, `pass_paths`, `options`, `disable`, `check` and `on_pass_failure`.
+
+    `verify` (True, "final" or "each-pass") runs the original and the compiled model on
+    `inputs` (a mapping, an `.npz` path, or generated from the input types) and raises
+    `VerificationError` when an output differs beyond `rtol`/`atol`. `dump` is a folder for
+    graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
+    """
+    mode = _verify_mode(verify)
+    graph, in_place, source = _as_graph(model)
+    watchers = list(observers)
+    dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
+              else GraphDumper.from_environment())
+    if dumper is not None:
+        watchers.append(dumper)
+    original: onnx.ModelProto | None = None
+    feeds: dict[str, np.ndarray] = {}
+    if mode != "none":
+        from ge.session.runner import run_model
+
+        original = graph.to_onnx()
+        feeds = _inputs_for(original, inputs, seed=0)
+        if mode == "each-pass":
+            watchers.append(_EachPassVerifier(run_model(original, feeds), feeds, rtol, atol))
+    def run() -> CompileResult:
+        report = compile_graph(graph, options=options, pass_paths=pass_paths,
+                               builtin_passes=builtin_passes, disable=disable, check=check,
+                               on_pass_failure=on_pass_failure, observers=watchers)
+        verification = None
+        if original is not None:
+            from ge.session.verification import verify as verify_models
+
+            verification = verify_models(original, graph.to_onnx(), inputs=feeds, rtol=rtol,
+                                         atol=atol)
+            if not verification.ok:
+                raise VerificationError(
+                    "the compiled model's outputs differ from the original's: "
+                    f"{verification.summary()}", report=verification)
+        return CompileResult(graph, report, verification, source)
+
+    if not in_place:
+        return run()
+    with graph.transaction():  # a failure gives the caller's graph back unchanged
+        return run()

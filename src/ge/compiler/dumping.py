@@ -1,0 +1,103 @@
+"""Graph dumps during a compilation: GE's `DUMP_GE_GRAPH` variables, or `--dump DIR`.
+
+`DUMP_GE_GRAPH` 1 writes each dump as ONNX and as readable text; 2 and 3 write the readable
+text only (it carries no weight values). `DUMP_GRAPH_PATH` is the folder (default: the
+current one). `DUMP_GRAPH_LEVEL` picks what is dumped: 1 the input and every step, plus the
+graph after every pass that changed it; 2 (the default) the input and every step; 3 only the
+final graph; 4 only the input; or `|`-separated substrings of step and pass names. Files are
+named `ge_<seq>_<step>[_<pass>]` so that they sort in pipeline order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ge.compiler.scheduler import PIPELINE, PipelineObserver
+from ge.errors import CompilerOptionError, GeError
+from ge.graph.types import DumpFormat
+
+if TYPE_CHECKING:
+    from ge.compiler.report import PassRunRecord
+    from ge.graph import Graph
+
+__all__ = ["ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH", "GraphDumper"]
+
+ENV_DUMP_GE_GRAPH = "DUMP_GE_GRAPH"
+ENV_DUMP_GRAPH_PATH = "DUMP_GRAPH_PATH"
+ENV_DUMP_GRAPH_LEVEL = "DUMP_GRAPH_LEVEL"
+
+_LEVELS = ("1", "2", "3", "4")
+
+
+class GraphDumper(PipelineObserver):
+    """Writes the graph after pipeline steps (and passes) into one folder."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, level: str = "2",
+                 with_onnx: bool = True) -> None:
+        level = level.strip() or "2"
+        if not level or ("|" not in level and level.isdigit() and level not in _LEVELS):
+            raise CompilerOptionError(
+                f"dump level must be 1, 2, 3, 4 or '|'-separated names, got {level!r}")
+        self.directory = Path(directory)
+        self.level = level
+        self.with_onnx = with_onnx
+        self.written: list[Path] = []
+        self._names = [] if level in _LEVELS else [p for p in level.split("|") if p]
+        self._seq = 0
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> GraphDumper | None:
+        """The dumper `DUMP_GE_GRAPH` asks for, or None when it is unset or 0."""
+        env = os.environ if environ is None else environ
+        mode = env.get(ENV_DUMP_GE_GRAPH, "").strip()
+        if mode in ("", "0"):
+            return None
+        if mode not in ("1", "2", "3"):
+            raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3, got {mode!r}")
+        return cls(env.get(ENV_DUMP_GRAPH_PATH) or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"),
+                   with_onnx=mode == "1")
+
+    def _wanted(self, name: str) -> bool:
+        return any(part in name for part in self._names)
+
+    def step_started(self, index: int, label: str, graph: Graph) -> None:
+        if index == 0 and (self.level in ("1", "2", "4") or self._wanted("Input")):
+            self._write(graph, "Input")
+
+    def step_finished(self, index: int, label: str, graph: Graph) -> None:
+        final = index == len(PIPELINE) - 1
+        if self.level in ("1", "2") or (self.level == "3" and final) or self._wanted(label):
+            self._write(graph, label)
+
+    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
+        if not record.changed:
+            return
+        name = f"{record.stage}_{record.pass_name}"
+        if record.round:
+            name += f"_round{record.round}"
+        if record.graph_name != graph.name:
+            name += f"_{record.graph_name}"
+        if self.level == "1" or self._wanted(record.pass_name):
+            self._write(graph, name)
+
+    def _write(self, graph: Graph, name: str) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stem = f"ge_{self._seq:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+        self._seq += 1
+        text = self.directory / f"{stem}.txt"
+        text.write_text(graph.dump_to_stream(DumpFormat.kReadable), encoding="utf-8")
+        self.written.append(text)
+        if self.with_onnx:
+            target = self.directory / f"{stem}.onnx"
+            try:
+                graph.save(target)
+            except GeError as err:  # an intermediate graph ONNX cannot hold: say so beside it
+                note = self.directory / f"{stem}.onnx.skipped.txt"
+                note.write_text(f"not written as ONNX: {err}\n", encoding="utf-8")
+                self.written.append(note)
+            else:
+                self.written.append(target)

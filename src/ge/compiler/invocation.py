@@ -1,0 +1,210 @@
+"""One pass invocation: the pass run on one graph in a transaction, then the graph checked.
+
+A pass that raises, fails (D2), or leaves the graph invalid (an unconnected required input,
+a cycle, a value without a type once shapes are inferred) is reported as *that pass's*
+E13028 error at the user's line, and the transaction gives the graph back as the pass
+found it. The check after a changing pass looks at the region the pass touched (its nodes'
+edges, arity and types, and cycles) unless the compilation asks for the full check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ge.compiler.pass_registry import RegisteredPass
+from ge.compiler.report import PassRunRecord
+from ge.errors import PassRunError, SourceLocation, ValidationProblem
+from ge.es.opset import opset_scope
+from ge.graph.allocation import no_full_collections
+from ge.graph.validation import find_node_problems, find_problems
+from ge.ops.inference import infer_node
+from ge.ops.memo import InferenceMemo, inference_memo_scope
+from ge.passes.context import PassContext
+from ge.passes.execution import PassRun, run_pass
+from ge.passes.source import traceback_location
+from ge.passes.status import RunStatus, interpret_run_result
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+
+__all__ = ["CHECK_MODES", "Invocation", "create_instance", "is_live", "run_error"]
+
+#: How much of the graph is checked after a pass that changed it.
+CHECK_MODES = ("region", "full", "none")
+
+_MAX_LISTED_PROBLEMS = 3
+
+
+class _PassFailed(Exception):
+    """Raised inside the transaction so that a failure rolls the graph back."""
+
+    def __init__(self, status: RunStatus, reason: str | None = None) -> None:
+        super().__init__(reason or status.reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class Invocation:
+    """What every invocation of one compilation shares: options, checks, inference memo."""
+
+    options: Mapping[str, str]
+    memo: InferenceMemo
+    check: str = "region"
+    typed: bool = False  # whether outputs must be typed (after shape inference)
+    round: int = 0
+
+    def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
+            stage: str) -> PassRunRecord:
+        """Run `instance` on `target` (a graph of `root`'s hierarchy) and check the result."""
+        context = PassContext(entry.name, self.options)
+        run = PassRun(context, tuple(entry.descriptor.op_types))
+        before = root.mutation_count
+        nodes_before = len(target)
+        start = time.perf_counter()
+        try:
+            # Replacements built in the pass use the operator signatures of this model:
+            # builders created inside take the graph's opset imports.
+            with root.transaction(), root.track_changes() as changes, \
+                    opset_scope(root.opset_imports), inference_memo_scope(self.memo), \
+                    no_full_collections():
+                status = interpret_run_result(
+                    run_pass(entry.descriptor.kind, instance, target, run))
+                if status.failed:
+                    raise _PassFailed(status)
+                if root.mutation_count != before and self.check != "none":
+                    touched = _in_model(changes.live(), root)
+                    if self.typed:
+                        _type_new_values(touched)
+                    problems = (_full_problems(root, self.typed) if self.check == "full"
+                                else find_node_problems(touched, typed=self.typed))
+                    if problems:
+                        raise _PassFailed(RunStatus(status.outcome, "FAILED"),
+                                          _describe_problems(problems))
+        except _PassFailed as failed:
+            reason = failed.reason or context.get_error_message() or failed.status.reason
+            raise run_error(entry, stage, failed.status.return_code, reason) from None
+        except Exception as exc:
+            raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
+        return PassRunRecord(
+            pass_name=entry.name,
+            stage=stage,
+            graph_name=target.name,
+            outcome=status.outcome,
+            changed=root.mutation_count != before,
+            seconds=time.perf_counter() - start,
+            matches=run.matches,
+            rewrites=run.rewrites,
+            fusions=context._fusions,
+            kind=entry.descriptor.kind,
+            origin=str(entry.origin),
+            nodes_before=nodes_before,
+            nodes_after=len(target),
+            round=self.round,
+        )
+
+
+def is_live(sub: Graph, root: Graph) -> bool:
+    """Whether `sub` is `root` or still a body of a node inside `root`'s hierarchy."""
+    graph = sub
+    while graph is not root:
+        owner = graph.parent_node
+        if owner is None or owner.owner_graph is None:
+            return False
+        if graph not in owner.get_subgraphs():
+            return False
+        graph = owner.owner_graph
+    return True
+
+
+def _in_model(nodes: list[Node], root: Graph) -> list[Node]:
+    """The nodes that are still part of the model (not in a body a pass removed)."""
+    live: dict[Graph, bool] = {}
+    kept = []
+    for node in nodes:
+        graph = node.owner_graph
+        if graph is None:
+            continue
+        if graph not in live:
+            live[graph] = is_live(graph, root)
+        if live[graph]:
+            kept.append(node)
+    return kept
+
+
+def _type_new_values(nodes: list[Node]) -> None:
+    """Infer the outputs a pass left untyped (a node added with `add_node`), in graph order,
+    so that only values inference cannot type are reported."""
+    from ge.graph.types import DataType
+
+    untyped = [n for n in nodes if any(
+        name and n.get_output_desc(k).data_type == DataType.DT_UNDEFINED
+        for k, name in enumerate(n.get_output_names()))]
+    if not untyped:
+        return
+    position = {}
+    for node in untyped:
+        graph = node.owner_graph
+        if graph is not None and graph not in position:
+            try:
+                position[graph] = {n: i for i, n in enumerate(graph.topological_order())}
+            except Exception:
+                return  # a cycle: the check reports it
+    untyped.sort(key=lambda n: position[n.owner_graph].get(n, 0))  # type: ignore[index]
+    for node in untyped:
+        infer_node(node, quiet=True)
+
+
+def _full_problems(root: Graph, typed: bool) -> list[ValidationProblem]:
+    problems = find_problems(root)
+    if typed:
+        nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
+        problems += [p for p in find_node_problems(nodes, typed=True) if p.kind == "untyped"]
+    return problems
+
+
+_PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplicate-name": 4}
+
+
+def _describe_problems(problems: list[ValidationProblem]) -> str:
+    """The first problems, the most fundamental first (an untyped value is often the
+    consequence of a cut edge or a cycle)."""
+    problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
+    shown = "; ".join(f"{p.kind}: {p.message}" + (f" (graph {p.graph})" if p.graph else "")
+                      for p in problems[:_MAX_LISTED_PROBLEMS])
+    more = len(problems) - _MAX_LISTED_PROBLEMS
+    suffix = f"; and {more} more" if more > 0 else ""
+    return f"the pass left the graph invalid: {shown}{suffix}"
+
+
+def create_instance(entry: RegisteredPass, stage: str) -> Any:
+    """A fresh instance of the pass class; E13028 when its constructor fails."""
+    try:
+        return entry.descriptor.cls()
+    except Exception as exc:
+        raise run_error(entry, stage, "FAILED", f"could not create the pass: {_describe(exc)}",
+                        exc) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
+              exc: BaseException | None = None) -> PassRunError:
+    """E13028 at the user's line: the innermost frame in the pass's own file, else its class."""
+    defined_at = entry.descriptor.location
+    location: SourceLocation | None = None
+    if exc is not None:
+        location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
+    return PassRunError(
+        f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
+        f"Reason: {reason.rstrip('.')}.",
+        pass_name=entry.name,
+        stage=stage,
+        location=location or defined_at,
+        path=defined_at.file,
+    )

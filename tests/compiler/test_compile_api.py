@@ -1,0 +1,261 @@
+"""`ge.compile`: what it accepts, what it gives back, and how failures leave the model."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+import ge.graph
+from ge.compiler import builtin
+from ge.compiler.pass_registry import builtin_pass
+from ge.errors import (
+    CompileInputError,
+    CompilerOptionError,
+    CompileWarning,
+    PassRunError,
+)
+from ge.graph import Graph
+from ge.passes import FusionBasePass
+from model_paths import shared_model
+from plugin_fixtures import small_graph
+
+
+def names(graph: Graph) -> list[str]:
+    return sorted(f"{n.owner_graph.name}/{n.name}" for n in graph.get_all_nodes())
+
+
+def relu_model() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                              "relu_graph", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+RAISING = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="Raising", stage="AfterInferShape")
+class Raising(FusionBasePass):
+    def run(self, graph, context):
+        graph.add_const(1.0, name="left_behind")
+        raise ValueError("boom")
+"""
+
+
+@pytest.mark.parametrize("kind", ["path", "proto", "graph"])
+def test_compile_accepts_a_path_a_proto_and_a_graph(kind: str, tmp_path: Path) -> None:
+    path = tmp_path / "relu.onnx"
+    onnx.save(relu_model(), path)
+    model = {"path": path, "proto": relu_model(), "graph": ge.graph.load(path)}[kind]
+    result = ge.compile(model)
+    assert isinstance(result, ge.CompileResult)
+    assert [n.type for n in result.graph.get_direct_nodes()] == ["Data", "Relu", "NetOutput"]
+    assert result.source == (path if kind == "path" else None)
+    if kind == "graph":
+        assert result.graph is model  # compiled in place
+    assert [s.name for s in result.report.steps] == [
+        "BeforeInferShape", "InferShape", "AfterInferShape", "BuiltinFusion",
+        "AfterBuiltinFusionPass", "OriginGraphOptimize", "AfterOriginGraphOptimize",
+        "FinalValidation"]
+    assert result.report.ops_before == result.report.ops_after == {"Relu": 1}
+    out = tmp_path / "out.onnx"
+    result.save(out)
+    onnx.checker.check_model(onnx.load(out), full_check=True)
+    assert [o.name for o in onnx.load(out).graph.output] == ["y"]
+
+
+@pytest.mark.parametrize("bad", [42, b"not a model", None, ["a.onnx"]])
+def test_anything_else_is_a_clear_compile_input_error(bad: object) -> None:
+    with pytest.raises(CompileInputError) as info:
+        ge.compile(bad)  # type: ignore[arg-type]
+    assert info.value.code == "GE1203"
+    assert info.value.message.startswith("ge.compile expects a model path, an "
+                                         "onnx.ModelProto or a ge.graph.Graph, got ")
+    assert type(bad).__name__ in info.value.message
+
+
+def test_a_failing_pass_gives_a_graph_back_unchanged(write) -> None:
+    graph = small_graph()
+    before, count = names(graph), graph.mutation_count
+    with pytest.raises(PassRunError) as info:
+        ge.compile(graph, pass_paths=[write("raising.py", RAISING)])
+    err = info.value
+    assert (err.code, err.pass_name, err.stage) == ("E13028", "Raising", "AfterInferShape")
+    assert "Reason: ValueError: boom." in err.message
+    assert err.location is not None and err.location.line == 8  # the raising line
+    assert names(graph) == before  # the shape inference before it was rolled back too
+    assert graph.mutation_count == count
+    assert graph.get_direct_nodes()[1].get_output_desc(0).data_type.name == "DT_UNDEFINED"
+
+
+def test_skip_rolls_the_failing_pass_back_warns_and_goes_on(write) -> None:
+    with pytest.warns(CompileWarning, match=r"pass Raising rolled back and skipped "
+                                            r"\(on_pass_failure=skip\): \[E13028\]"):
+        result = ge.compile(small_graph(), pass_paths=[write("raising.py", RAISING)],
+                            on_pass_failure="skip")
+    [record] = [r for r in result.report.records if r.pass_name == "Raising"]
+    assert record.outcome.value == "failed" and not record.changed
+    assert record.rolled_back is not None and "ValueError: boom" in record.rolled_back
+    assert "left_behind" not in names(result.graph)
+    assert result.report.by_pass()[0]["rolled_back"] == 1
+
+
+def test_bad_choices_are_option_errors() -> None:
+    with pytest.raises(CompilerOptionError, match="on_pass_failure must be 'stop' or 'skip'"):
+        ge.compile(small_graph(), on_pass_failure="ignore")
+    with pytest.raises(CompilerOptionError, match="check must be one of"):
+        ge.compile(small_graph(), check="some")
+    with pytest.raises(CompilerOptionError, match="verify must be True, False or one of"):
+        ge.compile(small_graph(), verify="sometimes")
+    with pytest.raises(CompilerOptionError,
+                       match=r"cannot disable unknown pass\(es\) NoSuchPass; known passes: "):
+        ge.compile(small_graph(), disable=["NoSuchPass"])
+    with pytest.raises(CompilerOptionError, match=r"ge\.optimize\.max_rounds must be a positive"):
+        ge.compile(small_graph(), options={"ge.optimize.max_rounds": "zero"})
+
+
+UNKNOWN_OPTION = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="ReadsOption", stage="BeforeInferShape")
+class ReadsOption(FusionBasePass):
+    def run(self, graph, context):
+        self.value = context.get_option_value("my.threshold")
+"""
+
+
+def test_an_unknown_option_key_read_by_a_pass_names_the_key(write) -> None:
+    path = write("reads.py", UNKNOWN_OPTION)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(small_graph(), pass_paths=[path])
+    assert "Reason: RuntimeError: Failed to get option value for key: my.threshold." \
+        in info.value.message
+    assert info.value.location is not None and info.value.location.line == 7
+    ge.compile(small_graph(), pass_paths=[path], options={"my.threshold": "0.5"})
+
+
+CYCLE = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="MakesCycle", stage="AfterInferShape")
+class MakesCycle(FusionBasePass):
+    def run(self, graph, context):
+        data = graph.get_data_nodes()[0]
+        first, second = graph.nodes_of_type("Relu")
+        add = graph.add_node("Add", name="loop_add", num_inputs=2)
+        graph.remove_edge(data, 0, first, 0)
+        graph.add_data_edge(second, 0, add, 0)
+        graph.add_data_edge(data, 0, add, 1)
+        graph.add_data_edge(add, 0, first, 0)
+"""
+
+UNTYPED = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="Untyped", stage="AfterInferShape")
+class Untyped(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        custom = graph.add_node("Mystery", domain="my.ops", name="mystery", num_inputs=1)
+        graph.replace_all_uses(relu, 0, custom, 0)
+        graph.add_data_edge(relu, 0, custom, 0)
+"""
+
+TYPED_LATER = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="AddsNeg", stage="AfterInferShape")
+class AddsNeg(FusionBasePass):
+    def run(self, graph, context):
+        if not graph.nodes_of_type("Relu") or graph.has_node("neg"):
+            return 1
+        relu = graph.nodes_of_type("Relu")[0]
+        neg = graph.add_node("Neg", name="neg", num_inputs=1)
+        graph.replace_all_uses(relu, 0, neg, 0)
+        graph.add_data_edge(relu, 0, neg, 0)
+"""
+
+
+def test_a_pass_that_makes_a_cycle_is_its_own_failure(write) -> None:
+    graph = small_graph()
+    before = names(graph)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(graph, pass_paths=[write("cycle.py", CYCLE)])
+    assert info.value.pass_name == "MakesCycle"
+    assert "the pass left the graph invalid: cycle: " in info.value.message
+    assert names(graph) == before
+
+
+def test_a_value_no_inference_can_type_is_the_pass_failure(write) -> None:
+    graph = small_graph()
+    with pytest.raises(PassRunError) as info:
+        ge.compile(graph, pass_paths=[write("untyped.py", UNTYPED)], builtin_passes=False)
+    message = info.value.message
+    assert info.value.pass_name == "Untyped"
+    assert "output 0 ('mystery:0') of Mystery node 'mystery' has no known dtype" in message
+    assert message.count("untyped:") == 1  # one line for the one value, not one per node
+
+
+def test_nodes_a_pass_adds_untyped_are_typed_by_the_engine(write) -> None:
+    result = ge.compile(small_graph(), pass_paths=[write("neg.py", TYPED_LATER)])
+    neg = result.graph.find_node_by_name("neg")
+    desc = neg.get_output_desc(0)
+    assert (desc.data_type.name, list(desc.shape)) == ("DT_FLOAT", [2, 3])
+
+
+def test_the_fixed_point_cap_names_the_passes_that_keep_firing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    @builtin_pass(name="Flipper", step="origin_graph_optimize")
+    class Flipper(FusionBasePass):
+        """Flips an attribute: a change every round, forever."""
+
+        def run(self, graph, context):
+            relu = graph.nodes_of_type("Relu")[0]
+            relu.set_attr("flip", 1 - relu.get_attr("flip") if relu.has_attr("flip") else 1)
+
+    @builtin_pass(name="Quiet", step="origin_graph_optimize")
+    class Quiet(FusionBasePass):
+        def run(self, graph, context):
+            return 1  # NOT_CHANGED
+
+    monkeypatch.setattr(builtin, "BUILTIN_PASSES", (Flipper, Quiet))
+    ge.finalize()
+    with pytest.warns(CompileWarning, match=r"did not reach a fixed point in 3 rounds "
+                                            r"\(ge.optimize.max_rounds\); still changing the "
+                                            r"graph: Flipper$"):
+        result = ge.compile(small_graph(), options={"ge.optimize.max_rounds": "3"},
+                            check="none")
+    point = result.report.fixed_point
+    assert point is not None and (point.rounds, point.converged, point.still_changing) == (
+        3, False, ("Flipper",))
+    assert [r.round for r in result.report.records if r.pass_name == "Flipper"] == [1, 2, 3]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = ge.compile(small_graph(), disable=["Flipper"])
+    assert result.report.fixed_point is not None
+    assert (result.report.fixed_point.rounds, result.report.fixed_point.converged) == (1, True)
+    assert ge.compile(small_graph(), builtin_passes=False).report.fixed_point is None
+
+
+def test_the_report_says_what_ran_where_and_how_much(write, pass_source) -> None:
+    path = write("neg.py", TYPED_LATER)
+    report = ge.compile(shared_model("control_flow"), pass_paths=[path]).report
+    [row] = [r for r in report.by_pass() if r["name"] == "AddsNeg"]
+    assert row["stage"] == "AfterInferShape" and row["kind"] == "fusion_base"
+    assert row["origin"] == f"{path}:5"  # the class line
+    assert row["runs"] >= 2  # the root graph and the bodies
+    data = report.as_dict()
+    assert set(data) >= {"steps", "passes", "invocations", "ops_before", "ops_after",
+                         "fixed_point", "nodes_before", "nodes_after", "seconds"}
+    assert data["ops_after"]["Neg"] >= 1
+    invocation = data["invocations"][0]
+    assert set(invocation) >= {"name", "stage", "graph", "kind", "origin", "outcome",
+                               "changed", "matches", "rewrites", "nodes_before",
+                               "nodes_after", "seconds"}
