@@ -340,3 +340,13 @@ def test_descs_written_before_a_later_failure_are_rolled_back() -> None:
     finally:
         unregister_op("Widen", "test.pipeline")
         unregister_op("Refuse", "test.pipeline")
+
+
+def test_a_shape_inference_failure_names_the_cause_once() -> None:
+    with pytest.raises(ShapeInferenceError) as info:
+        compile_graph(matmul_graph([4, 5]))
+    message = info.value.message
+    assert message.count("(op_type:") == 1
+    assert "node name: the_matmul): [ShapeInferenceError] Incompatible dimensions" in message
+    assert message.endswith("(and 1 node(s) after it could not be typed)")
+    assert info.value.nodes == ("the_matmul", "the_relu")

@@ -291,9 +291,23 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) ->
         )
     except Exception as err:
         raise ShapeInferenceError(
-            f"shape inference of graph {root.name!r} failed: {err}",
+            f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
             nodes=_nodes_named_in(str(err))) from err
     _copy_back(root, inferred.graph, exported)
+
+
+def _first_error(message: str) -> str:
+    """onnx's message cut to the first node it rejects: the nodes after it fail only
+    because that one has no type, and listing each of them hides the cause."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = lines[0] if lines else message
+    prefix = "[ShapeInferenceError] Inference error(s): "
+    if first.startswith(prefix):
+        first = first[len(prefix):]
+    later = len(_nodes_named_in(message)) - 1
+    if later > 0:
+        first += f" (and {later} node(s) after it could not be typed)"
+    return first
 
 
 def infer_shapes(
