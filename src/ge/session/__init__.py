@@ -1,0 +1,37 @@
+"""`ge.session`: running graphs and checking them numerically.
+
+`Session` is GE's session API over onnxruntime; `run_model` runs one model (onnxruntime,
+or onnx's reference evaluator for models holding custom operators with numpy kernels);
+`generate_inputs` / `load_inputs` / `check_inputs` give and check inputs; `compare_outputs`
+and `verify` compare two runs in a `VerificationReport`. `ge.compiler` is imported only by
+`Session.compile_graph`, so the compiler may import this package.
+"""
+
+from ge.session.runner import InputSpec, ModelRunner, model_inputs, run_model
+from ge.session.session import Session
+from ge.session.verification import (
+    OutputComparison,
+    VerificationReport,
+    check_inputs,
+    compare_outputs,
+    generate_inputs,
+    load_inputs,
+    reference_outputs,
+    verify,
+)
+
+__all__ = [
+    "InputSpec",
+    "ModelRunner",
+    "OutputComparison",
+    "Session",
+    "VerificationReport",
+    "check_inputs",
+    "compare_outputs",
+    "generate_inputs",
+    "load_inputs",
+    "model_inputs",
+    "reference_outputs",
+    "run_model",
+    "verify",
+]

@@ -1,0 +1,347 @@
+"""Running one model: its interface, input checks, and onnxruntime or the reference evaluator.
+
+A model runs in onnxruntime (CPU, graph optimisations off so that what runs is our model,
+logging quiet). A model holding custom operators registered in `ge.ops` runs in onnx's
+`ReferenceEvaluator` instead, each such operator computed by its numpy kernel (or its
+decomposition). A `ModelRunner` prepares a model once and runs it many times; running a
+`Graph` exports it and never changes it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+
+from ge.errors import SessionError, VerificationInputError
+from ge.graph.attributes import decode_attr
+from ge.graph.graph import Graph
+from ge.graph.tensor import Tensor
+from ge.graph.types import DataType, data_type_to_onnx
+from ge.ops.evaluation import evaluate_node
+from ge.ops.registry import CustomOp, get_custom_op
+
+__all__ = [
+    "InputSpec",
+    "ModelRunner",
+    "checked_inputs",
+    "model_inputs",
+    "model_name",
+    "run_model",
+]
+
+Model = Graph | onnx.ModelProto
+Dim = int | str | None  # a static size, a symbolic name, or unknown
+
+# Domains onnxruntime runs itself: a node of any other domain with a registered custom op
+# sends the model to the reference evaluator.
+_RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
+# Protobuf cannot serialize 2 GB; above this the model goes to onnxruntime as a file.
+_INLINE_LIMIT = 2**31 - 64 * 2**20
+
+
+# -- a model's interface ----------------------------------------------------------------------
+
+
+def _dtype_name(elem_type: int) -> str:
+    if elem_type == TensorProto.STRING:
+        return "string"
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except (KeyError, TypeError, ValueError):
+        return TensorProto.DataType.Name(elem_type).lower()
+
+
+def _array_text(array: np.ndarray) -> str:
+    dtype = "string" if array.dtype.kind in "OSU" else array.dtype.name
+    return f"{dtype} [{', '.join(str(d) for d in array.shape)}]"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One graph input: name, ONNX element type (0 = unknown), dims (None = unknown rank);
+    `optional` inputs have a default value (an initializer of the same name)."""
+
+    name: str
+    elem_type: int
+    dims: tuple[Dim, ...] | None
+    optional: bool = False
+
+    def describe(self) -> str:
+        """E.g. `float32 [batch, 16]` (`?` for an unknown dim)."""
+        dtype = _dtype_name(self.elem_type) if self.elem_type else "any type"
+        if self.dims is None:
+            return f"{dtype} (any shape)"
+        return f"{dtype} [{', '.join('?' if d is None else str(d) for d in self.dims)}]"
+
+
+def _graph_inputs(graph: Graph) -> list[InputSpec]:
+    # Initializers giving inputs a default (IR < 4) are kept aside by the importer.
+    defaults = getattr(graph, "_input_defaults", {})
+    specs = []
+    for node in graph.get_data_nodes():
+        name = node.get_output_names()[0]
+        desc = node.get_output_desc(0)
+        shape = desc.shape
+        dims = None if shape.is_unknown_rank() else tuple(
+            d if isinstance(d, str) else (None if d < 0 else d) for d in shape)
+        dtype = desc.data_type
+        elem = 0 if dtype == DataType.DT_UNDEFINED else data_type_to_onnx(dtype)
+        specs.append(InputSpec(name, elem, dims, name in defaults))
+    return specs
+
+
+def _proto_inputs(model: onnx.ModelProto) -> list[InputSpec]:
+    defaults = {t.name for t in model.graph.initializer}
+    specs = []
+    for vi in model.graph.input:
+        tensor = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        elem, dims = 0, None
+        if tensor is not None:
+            elem = tensor.elem_type
+            if tensor.HasField("shape"):
+                dims = tuple(d.dim_value if d.HasField("dim_value")
+                             else (d.dim_param or None) for d in tensor.shape.dim)
+        specs.append(InputSpec(vi.name, elem, dims, vi.name in defaults))
+    return specs
+
+
+def model_inputs(model: Model) -> list[InputSpec]:
+    """The inputs of a model in order (a Graph is read directly, not exported)."""
+    if isinstance(model, Graph):
+        return _graph_inputs(model)
+    if isinstance(model, onnx.ModelProto):
+        return _proto_inputs(model)
+    raise TypeError(f"model must be a ge.graph.Graph or an onnx.ModelProto, "
+                    f"got {type(model).__name__}")
+
+
+def model_name(model: Model) -> str:
+    return model.name if isinstance(model, Graph) else model.graph.name
+
+
+# -- checking inputs --------------------------------------------------------------------------
+
+
+def _problem(spec: InputSpec, value: Any, symbols: dict[str, tuple[str, int]]) -> str | None:
+    """What is wrong with `value` as input `spec`, or None."""
+    if not isinstance(value, np.ndarray):
+        return f"input {spec.name!r}: expected {spec.describe()}, got {type(value).__name__}"
+    wrong = False
+    if spec.elem_type:
+        if spec.elem_type == TensorProto.STRING:
+            wrong = value.dtype.kind not in "OSU"
+        else:
+            try:
+                wrong = value.dtype != helper.tensor_dtype_to_np_dtype(spec.elem_type)
+            except (KeyError, TypeError, ValueError):
+                wrong = False  # an element type numpy cannot hold: onnxruntime will judge
+    if spec.dims is not None:
+        if value.ndim != len(spec.dims):
+            wrong = True
+        else:
+            for want, got in zip(spec.dims, value.shape):
+                if isinstance(want, int) and want != got:
+                    wrong = True
+    if wrong:
+        return f"input {spec.name!r}: expected {spec.describe()}, got {_array_text(value)}"
+    if spec.dims is not None:
+        for want, got in zip(spec.dims, value.shape):
+            if isinstance(want, str):
+                first = symbols.setdefault(want, (spec.name, got))
+                if first[1] != got:
+                    return (f"input {spec.name!r}: dim {want!r} is {got}, but input "
+                            f"{first[0]!r} gave it size {first[1]}")
+    return None
+
+
+def _as_arrays(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(inputs, Mapping):
+        raise VerificationInputError(
+            f"inputs must be a mapping of input name to array, got {type(inputs).__name__}")
+    return {name: v.numpy() if isinstance(v, Tensor) else
+            (np.asarray(v) if isinstance(v, np.generic) else v) for name, v in inputs.items()}
+
+
+def checked_inputs(inputs: Mapping[str, Any], specs: list[InputSpec],
+                   graph_name: str) -> dict[str, np.ndarray]:
+    """`inputs` as arrays (ge Tensors converted) after `check_inputs`' checks."""
+    arrays = _as_arrays(inputs)
+    problems: list[str] = []
+    symbols: dict[str, tuple[str, int]] = {}
+    known = {s.name for s in specs}
+    for spec in specs:
+        if spec.name not in arrays:
+            if not spec.optional:
+                problems.append(f"input {spec.name!r}: missing (expected {spec.describe()})")
+            continue
+        problem = _problem(spec, arrays[spec.name], symbols)
+        if problem:
+            problems.append(problem)
+    names = ", ".join(s.name for s in specs) or "none"
+    problems.extend(f"input {name!r}: not an input of the graph (its inputs: {names})"
+                    for name in arrays if name not in known)
+    if problems:
+        if len(problems) == 1:
+            raise VerificationInputError(f"inputs do not fit graph {graph_name!r}: {problems[0]}")
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise VerificationInputError(
+            f"inputs do not fit graph {graph_name!r} ({len(problems)} problems):\n{lines}")
+    return arrays
+
+
+
+
+# -- custom operators in the reference evaluator ----------------------------------------------
+
+
+def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == AttributeProto.GRAPH:
+                yield from _all_nodes(attr.g)
+            elif attr.type == AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _all_nodes(sub)
+
+
+def custom_ops_of(model: onnx.ModelProto) -> list[CustomOp]:
+    """The registered custom operators `model` uses (subgraphs and functions included)."""
+    found: dict[tuple[str, str], CustomOp] = {}
+    nodes = [*_all_nodes(model.graph), *(n for f in model.functions for n in f.node)]
+    for node in nodes:
+        key = (node.domain, node.op_type)
+        if node.domain not in _RUNTIME_DOMAINS and key not in found:
+            custom = get_custom_op(node.op_type, node.domain)
+            if custom is not None:
+                found[key] = custom
+    return list(found.values())
+
+
+def _decomposed(custom: CustomOp, inputs: tuple[Any, ...], attrs: dict[str, Any],
+                num_outputs: int) -> list[np.ndarray]:
+    """A decomposition-only operator computed by `ge.ops.evaluate_node` on constant inputs."""
+    graph = Graph("decomposition")
+    node = graph.add_node(custom.spec.op_type, domain=custom.spec.domain,
+                          num_inputs=len(inputs), num_outputs=num_outputs, attrs=attrs)
+    for i, value in enumerate(inputs):
+        if value is not None:
+            graph.add_data_edge(graph.add_const(Tensor(np.asarray(value))), 0, node, i)
+    return [t.numpy() for t in evaluate_node(node)]
+
+
+def _op_run_class(custom: CustomOp) -> type[OpRun]:
+    """An `OpRun` subclass the reference evaluator calls for the operator's nodes.
+
+    Attributes reach the kernel as keyword arguments, decoded the way `Node.get_attr` does,
+    with the schema's defaults filled in (as in constant evaluation).
+    """
+    spec = custom.spec
+    defaults = {k: a.default for k, a in spec.attributes.items() if a.default is not None}
+
+    def _run(self: OpRun, *inputs: Any, **_decoded_by_onnx: Any) -> tuple[Any, ...]:
+        node = self.onnx_node
+        attrs = dict(defaults)
+        attrs.update((a.name, decode_attr(a)[1]) for a in node.attribute)
+        count = len(node.output)
+        try:
+            if custom.kernel is not None:
+                result = custom.kernel(*inputs, **attrs)
+                results = list(result) if isinstance(result, (tuple, list)) else [result]
+            else:
+                results = _decomposed(custom, inputs, attrs, count)
+        except Exception as err:
+            # Not a TypeError: OpRun.run would replace the message with a generic one.
+            raise RuntimeError(f"custom operator {spec.domain}::{spec.op_type} (node "
+                               f"{node.name!r}) failed: {_one_line(err)}") from err
+        return tuple(np.asarray(r) for r in results[:count])
+
+    return type(spec.op_type, (OpRun,), {"op_domain": spec.domain, "_run": _run})
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+class ModelRunner:
+    """A model prepared to run: checked interface, and an onnxruntime session (or a
+    reference evaluator when it holds custom operators) built once for many runs."""
+
+    def __init__(self, model: Model) -> None:
+        self.inputs = model_inputs(model)  # a Graph is read before export: nothing changes
+        self.name = model_name(model)
+        try:
+            proto = model.to_onnx() if isinstance(model, Graph) else model
+        except Exception as err:
+            raise SessionError(
+                f"graph {self.name!r} cannot be exported to run: {_one_line(err)}") from err
+        self.output_names = [o.name for o in proto.graph.output]
+        customs = custom_ops_of(proto)
+        self.backend = "reference" if customs else "onnxruntime"
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
+        try:
+            if customs:
+                self._evaluator = ReferenceEvaluator(
+                    proto, new_ops=[_op_run_class(c) for c in customs])
+            else:
+                self._session = self._ort_session(proto)
+        except Exception as err:
+            raise SessionError(f"{self.backend} cannot load graph {self.name!r}: "
+                               f"{_one_line(err)}") from err
+
+    def _ort_session(self, proto: onnx.ModelProto) -> Any:
+        import onnxruntime as ort  # imported when first needed: `import ge.session` stays light
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.log_severity_level = 3  # errors only: no warnings on stderr
+        providers = ["CPUExecutionProvider"]
+        if proto.ByteSize() < _INLINE_LIMIT:
+            return ort.InferenceSession(proto.SerializeToString(), options, providers=providers)
+        # Too large for one protobuf message: write it with external data and load the file.
+        self._tmp = tempfile.TemporaryDirectory(prefix="ge-session-")
+        path = Path(self._tmp.name) / "model.onnx"
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)  # save_model converts the tensors it externalises
+        onnx.save_model(copy, path, save_as_external_data=True, location="model.onnx.data")
+        return ort.InferenceSession(str(path), options, providers=providers)
+
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """The outputs by graph output name, in the graph's output order."""
+        arrays = checked_inputs(inputs, self.inputs, self.name)
+        feeds = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+        try:
+            if self.backend == "reference":
+                with self._lock:
+                    results = self._evaluator.run(None, feeds)
+            else:
+                results = self._session.run(None, feeds)
+        except Exception as err:
+            raise SessionError(f"{self.backend} failed to run graph {self.name!r}: "
+                               f"{_one_line(err)}") from err
+        return dict(zip(self.output_names, results))
+
+
+def run_model(model: Model, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run `model` once on `inputs` (checked first) and return its outputs by name, in order.
+
+    Raises VerificationInputError for inputs that do not fit, SessionError when onnxruntime
+    or the reference evaluator rejects the model. To run one model many times, keep a
+    `ModelRunner`.
+    """
+    return ModelRunner(model).run(inputs)

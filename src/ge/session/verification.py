@@ -1,0 +1,361 @@
+"""Numeric verification: inputs for a model, checking them, and comparing two runs.
+
+Inputs are made (`generate_inputs`), read (`load_inputs`) and checked (`check_inputs`)
+against a model's interface without running it. `verify` runs an original and a compiled
+model on the same inputs and compares their outputs element by element (`numpy.isclose`
+semantics; NaN equals NaN), giving a `VerificationReport`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from ge.errors import VerificationError, VerificationInputError
+from ge.session.runner import (
+    InputSpec,
+    Model,
+    checked_inputs,
+    model_inputs,
+    model_name,
+    run_model,
+)
+
+__all__ = [
+    "OutputComparison",
+    "VerificationReport",
+    "check_inputs",
+    "compare_outputs",
+    "generate_inputs",
+    "load_inputs",
+    "reference_outputs",
+    "verify",
+]
+
+
+def _types(*names: str) -> frozenset[int]:
+    """ONNX element types by name; those the installed onnx lacks are left out."""
+    return frozenset(getattr(TensorProto, n) for n in names if hasattr(TensorProto, n))
+
+
+_FLOATS = _types("FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+                 "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0", "FLOAT4E2M1", "FLOAT6E2M3",
+                 "FLOAT6E3M2")
+_COMPLEX = _types("COMPLEX64", "COMPLEX128")
+_INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
+               "INT4", "UINT4", "INT2", "UINT2")
+_INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at least 4 rows
+_DEFAULT_DIM = 2  # the size of a symbolic or unknown dim nobody named
+
+
+def check_inputs(inputs: Mapping[str, Any], model: Model) -> None:
+    """Raise VerificationInputError listing every missing, unknown or ill-typed/-shaped input.
+
+    Values are numpy arrays (or ge Tensors); a static dim must match, a symbolic dim may have
+    any size but the same size wherever it appears; inputs with a default may be left out.
+    """
+    checked_inputs(inputs, model_inputs(model), model_name(model))
+
+
+def generate_inputs(model: Model, *, seed: int = 0,
+                    dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Random inputs for every input of `model` without a default, the same for a seed.
+
+    Floats (and complex parts) are standard normal; integers are 0..3, so they are valid
+    indices into small tables (embeddings, Gather) and small trip counts; bools are random;
+    strings are drawn from four short words. A symbolic dim takes its size from `dims`
+    (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
+    `seed` and its name, so adding an input does not change the others.
+    """
+    specs = model_inputs(model)
+    sizes = dict(dims or {})
+    symbols = {d for s in specs for d in s.dims or () if isinstance(d, str)}
+    bad = sorted(k for k, v in sizes.items()
+                 if k not in symbols or not isinstance(v, int) or isinstance(v, bool) or v < 0)
+    if bad:
+        raise VerificationInputError(
+            f"dims {', '.join(repr(k) for k in bad)}: each must name a symbolic dim of graph "
+            f"{model_name(model)!r} ({', '.join(sorted(symbols)) or 'it has none'}) and be an "
+            f"int >= 0, got {sizes}")
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if spec.optional:
+            continue
+        if spec.dims is None or not spec.elem_type:
+            raise VerificationInputError(
+                f"input {spec.name!r} of graph {model_name(model)!r} is {spec.describe()}: "
+                "cannot generate a value for it; give the inputs explicitly")
+        shape = tuple(sizes.get(d, _DEFAULT_DIM) if isinstance(d, str)
+                      else (_DEFAULT_DIM if d is None else d) for d in spec.dims)
+        rng = np.random.default_rng([seed % 2**64, zlib.crc32(spec.name.encode())])
+        out[spec.name] = _random(rng, spec, shape)
+    return out
+
+
+def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
+    elem = spec.elem_type
+    if elem == TensorProto.STRING:
+        words = np.array(["a", "bb", "ccc", "dddd"], dtype=object)
+        return words[rng.integers(0, len(words), size=shape)]
+    if elem == TensorProto.BOOL:
+        return rng.random(shape) < 0.5
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    if elem in _FLOATS:
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if elem in _COMPLEX:
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if elem in _INTS:
+        return rng.integers(0, _INT_HIGH, size=shape).astype(dtype)
+    raise VerificationInputError(
+        f"input {spec.name!r}: cannot generate values of type {spec.describe()}")
+
+
+def load_inputs(path: str | os.PathLike[str], model: Model) -> dict[str, np.ndarray]:
+    """Inputs read from an `.npz` file (one array per input name), checked against `model`.
+
+    A `.npy` file is accepted for a model with exactly one required input.
+    """
+    path = Path(path)
+    specs = model_inputs(model)
+    if path.suffix not in (".npz", ".npy"):
+        raise VerificationInputError(
+            f"{path}: inputs must be an .npz file (one array per input name)")
+    required = [s.name for s in specs if not s.optional]
+    if path.suffix == ".npy" and len(required) != 1:
+        raise VerificationInputError(
+            f"{path}: a .npy file holds one array, graph {model_name(model)!r} has "
+            f"{len(required)} required inputs; use an .npz file keyed by input name")
+    try:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+        else:
+            arrays = {required[0]: np.load(path, allow_pickle=False)}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise VerificationInputError(f"cannot read inputs from {path}: {err}") from err
+    return checked_inputs(arrays, specs, model_name(model))
+
+
+# -- comparing outputs ------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A number or numpy scalar as JSON-friendly data: non-finite floats as 'inf'/'nan'."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+
+
+def _short(value: Any) -> str:
+    """A value for a message: floats with 7 significant digits (float32's precision)."""
+    plain = _plain(value)
+    return f"{plain:.7g}" if isinstance(plain, float) else str(plain)
+
+
+def _dtype_of(array: np.ndarray) -> str:
+    return "string" if array.dtype.kind in "OSU" else array.dtype.name
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """How one output of a run compares with the expected one.
+
+    `mismatches` counts elements beyond `atol + rtol * |expected|`; `worst_index` is where
+    the absolute difference is largest (with the two values there). NaN equals NaN.
+    """
+
+    name: str
+    ok: bool
+    expected_shape: tuple[int, ...] | None
+    actual_shape: tuple[int, ...] | None
+    expected_dtype: str | None
+    actual_dtype: str | None
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+    worst_index: tuple[int, ...] | None = None
+    expected_value: Any = None
+    actual_value: Any = None
+    mismatches: int = 0
+    size: int = 0
+    reason: str = ""  # why it failed ("" when ok)
+
+    @property
+    def shape_equal(self) -> bool:
+        return self.expected_shape is not None and self.expected_shape == self.actual_shape
+
+    @property
+    def dtype_equal(self) -> bool:
+        return self.expected_dtype is not None and self.expected_dtype == self.actual_dtype
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON; non-finite floats are written as 'inf', '-inf' or 'nan'."""
+        data = {k: _plain(v) for k, v in vars(self).items()}
+        for key in ("expected_shape", "actual_shape", "worst_index"):
+            value = getattr(self, key)
+            data[key] = None if value is None else list(value)
+        return data
+
+    def describe(self) -> str:
+        """One phrase: where and how much this output differs."""
+        if self.worst_index is None and self.reason:  # missing, extra, shape or empty
+            return f"output {self.name!r}: {self.reason}"
+        text = f"output {self.name!r}: max abs diff {self.max_abs_diff:.3g}"
+        if self.max_abs_diff and self.worst_index is not None:
+            text += (f" at index {list(self.worst_index)} (expected "
+                     f"{_short(self.expected_value)}, got {_short(self.actual_value)})")
+        text += f", {self.mismatches} of {self.size} elements beyond tolerance"
+        if not self.dtype_equal:
+            text += f", dtype {self.actual_dtype} instead of {self.expected_dtype}"
+        return text
+
+
+def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
+                 atol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per element: absolute diff, relative diff and 'beyond tolerance' (same shapes)."""
+    if "string" in (_dtype_of(e), _dtype_of(a)):
+        same = np.asarray(e == a, dtype=bool) if _dtype_of(e) == _dtype_of(a) else \
+            np.zeros(e.shape, dtype=bool)
+        diff = np.where(same, 0.0, math.inf)
+        return diff, diff, ~same
+    kind = np.complex128 if "complex" in e.dtype.name + a.dtype.name else np.float64
+    ef, af = e.astype(kind), a.astype(kind)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        same = (ef == af) | (np.isnan(ef) & np.isnan(af))  # equal infinities, NaN and NaN
+        diff = np.where(same, 0.0, np.abs(af - ef))
+        diff = np.where(np.isnan(diff), math.inf, diff)  # NaN on one side only
+        magnitude = np.abs(ef)
+        bad = ~same & ((diff > atol + rtol * magnitude) | np.isinf(diff))
+        rel = np.where(diff == 0, 0.0, diff / magnitude)
+    return diff, np.where(np.isnan(rel), math.inf, rel), bad
+
+
+def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> OutputComparison:
+    e, a = np.asarray(expected), np.asarray(actual)
+    shapes, dtypes = (tuple(e.shape), tuple(a.shape)), (_dtype_of(e), _dtype_of(a))
+    if e.shape != a.shape:
+        return OutputComparison(name, False, *shapes, *dtypes, math.inf, math.inf,
+                                mismatches=max(e.size, a.size), size=e.size,
+                                reason=f"shape {list(a.shape)} instead of {list(e.shape)}")
+    diff, rel, bad = _differences(e, a, rtol, atol)
+    mismatches = int(np.count_nonzero(bad))
+    reasons = [f"{mismatches} of {e.size} elements beyond tolerance"] if mismatches else []
+    if dtypes[0] != dtypes[1]:
+        reasons.append(f"dtype {dtypes[1]} instead of {dtypes[0]}")
+    if e.size == 0:
+        return OutputComparison(name, not reasons, *shapes, *dtypes, reason="; ".join(reasons))
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), e.shape))
+    return OutputComparison(name, not reasons, *shapes, *dtypes, float(diff.max()),
+                            float(rel.max()), index, e[index], a[index], mismatches, e.size,
+                            "; ".join(reasons))
+
+
+def _severity(out: OutputComparison) -> tuple[bool, float]:
+    diff = out.max_abs_diff
+    return (not out.ok, math.inf if math.isnan(diff) else diff)
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    """The comparison of every output of two runs, with the tolerance used."""
+
+    outputs: list[OutputComparison]
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+    @property
+    def ok(self) -> bool:
+        return all(out.ok for out in self.outputs)
+
+    @property
+    def failures(self) -> list[OutputComparison]:
+        return [out for out in self.outputs if not out.ok]
+
+    def worst(self) -> OutputComparison | None:
+        """The output that is most off: a failed one first, then the largest abs diff."""
+        return max(self.outputs, key=_severity, default=None)
+
+    def tolerance(self) -> str:
+        return f"rtol={self.rtol:g}, atol={self.atol:g}"
+
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        worst = self.worst()
+        if self.ok:
+            diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst else ""
+            return f"ok: {len(self.outputs)} output(s) match{diff} ({self.tolerance()})"
+        assert worst is not None
+        return (f"FAILED: {len(self.failures)} of {len(self.outputs)} output(s) differ "
+                f"({self.tolerance()}); worst {worst.describe()}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (`ge verify --json`, compile reports)."""
+        return {"ok": self.ok, "rtol": self.rtol, "atol": self.atol,
+                "outputs": [out.as_dict() for out in self.outputs]}
+
+    def raise_if_failed(self, what: str) -> None:
+        """Raise VerificationError naming `what`, the worst output, its diff and the tolerance
+        (the error's `report` is this report)."""
+        if self.ok:
+            return
+        worst = self.worst()
+        assert worst is not None
+        others = len(self.failures) - 1
+        more = f"; {others} more output(s) differ" if others else ""
+        raise VerificationError(f"{what}: {worst.describe()} ({self.tolerance()}){more}",
+                                report=self)
+
+
+def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray], *,
+                    rtol: float = 1e-4, atol: float = 1e-5) -> VerificationReport:
+    """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
+    are NaN (or the same infinity). A missing output, an extra one, a different shape or a
+    different dtype fails the output."""
+    for tol, what in ((rtol, "rtol"), (atol, "atol")):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+            raise VerificationInputError(f"{what} must be a number >= 0, got {tol!r}")
+    outputs = []
+    for name, value in expected.items():
+        if name in actual:
+            outputs.append(_compare(name, value, actual[name], rtol, atol))
+        else:
+            e = np.asarray(value)
+            outputs.append(OutputComparison(
+                name, False, tuple(e.shape), None, _dtype_of(e), None, math.inf, math.inf,
+                size=int(e.size), mismatches=int(e.size), reason="missing from the outputs"))
+    for name, value in actual.items():
+        if name not in expected:
+            a = np.asarray(value)
+            outputs.append(OutputComparison(
+                name, False, None, tuple(a.shape), None, _dtype_of(a), math.inf, math.inf,
+                reason="not an output of the expected model"))
+    return VerificationReport(outputs, float(rtol), float(atol))
+
+
+# -- running and comparing --------------------------------------------------------------------
+
+
+def reference_outputs(model: Model, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs to compare later runs against (`run_model`; the model is not changed)."""
+    return run_model(model, inputs)
+
+
+def verify(original: Model, compiled: Model, *, inputs: Mapping[str, np.ndarray] | None = None,
+           rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
+           dims: Mapping[str, int] | None = None) -> VerificationReport:
+    """Run both models on the same inputs (generated from `original` when None, see
+    `generate_inputs`) and compare their outputs; `report.raise_if_failed(...)` to enforce."""
+    feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
+    expected = run_model(original, feeds)
+    actual = run_model(compiled, feeds)
+    return compare_outputs(expected, actual, rtol=rtol, atol=atol)
