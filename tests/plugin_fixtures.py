@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import ge.compiler
+import ge.compiler.builtin
 from ge.graph import DataType, Format, Graph, Node, TensorDesc
 from ge.passes import clear_registered_passes
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
@@ -31,10 +32,17 @@ def _reset() -> None:
 
 @pytest.fixture(autouse=True)
 def clean_plugin_state(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    """Each test starts and ends with no plugins, no registrations, sys.path as it was."""
+    """Each test starts and ends with no plugins, no registrations, sys.path as it was.
+
+    In-process compilations run the plugin passes alone, so a test about scheduling or a
+    pattern pass sees only its own passes; a test marked `builtin_passes` gets the built-in
+    passes as users do (subprocess tests choose with `--no-builtin`)."""
     monkeypatch.delenv(ENV_PY_PASS_PATH, raising=False)
+    if request.node.get_closest_marker("builtin_passes") is None:
+        monkeypatch.setattr(ge.compiler.builtin, "BUILTIN_PASSES", ())
     saved_path = list(sys.path)
     _reset()
     yield

@@ -259,3 +259,37 @@ def test_the_report_says_what_ran_where_and_how_much(write, pass_source) -> None
     assert set(invocation) >= {"name", "stage", "graph", "kind", "origin", "outcome",
                                "changed", "matches", "rewrites", "nodes_before",
                                "nodes_after", "seconds"}
+
+
+def _chain_model() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["y"])]
+    graph = helper.make_graph(nodes, "chain", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_an_untyped_model_stays_untyped_and_a_typed_one_keeps_its_types(tmp_path: Path) -> None:
+    untyped = _chain_model()
+    typed = onnx.shape_inference.infer_shapes(untyped)
+    assert not untyped.graph.value_info and typed.graph.value_info
+    for model, expected in ((untyped, []), (typed, ["r"])):
+        result = ge.compile(model)
+        result.save(tmp_path / "out.onnx")
+        saved = onnx.load(tmp_path / "out.onnx")
+        assert [vi.name for vi in saved.graph.value_info] == expected
+        assert [vi.name for vi in result.to_onnx().graph.value_info] == expected
+        assert saved.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    forced = ge.compile(untyped, value_info="all").to_onnx()
+    assert [vi.name for vi in forced.graph.value_info] == ["r"]
+    assert not ge.compile(typed, value_info="none").to_onnx().graph.value_info
+
+
+def test_an_unknown_value_info_mode_is_refused_before_compiling() -> None:
+    graph = ge.graph.load(_chain_model())
+    before = names(graph)
+    with pytest.raises(CompilerOptionError) as caught:
+        ge.compile(graph, value_info="some")
+    assert caught.value.code == "GE1202"
+    assert "value_info must be one of ('auto', 'all', 'none'), got 'some'" in str(caught.value)
+    assert names(graph) == before

@@ -28,10 +28,13 @@ from ge.graph import Graph
 if TYPE_CHECKING:
     from ge.session.verification import VerificationReport
 
-__all__ = ["VERIFY_MODES", "CompileResult", "compile"]
+__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "compile"]
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
+#: Which intermediate value types the saved model carries: "auto" (all if the input model had
+#: any value_info, else none: an exporter's untyped model stays as lean), "all", "none".
+VALUE_INFO_MODES = ("auto", "all", "none")
 
 
 @dataclass
@@ -42,11 +45,17 @@ class CompileResult:
     report: CompileReport
     verification: VerificationReport | None = None
     source: Path | None = None  # the file the model was loaded from, if any
+    value_info: bool = True  # whether `save` writes the types of intermediate values
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False) -> None:
         """Write the compiled model atomically (see `Graph.save`)."""
-        self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input)
+        self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
+                        value_info=self.value_info)
+
+    def to_onnx(self) -> onnx.ModelProto:
+        """The compiled model as `save` writes it."""
+        return self.graph.to_onnx(value_info=self.value_info)
 
 
 def _verify_mode(verify: bool | str) -> str:
@@ -58,6 +67,14 @@ def _verify_mode(verify: bool | str) -> str:
         return verify
     raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
                               f"got {verify!r}")
+
+
+def _value_info_mode(mode: str, graph: Graph) -> bool:
+    if mode not in VALUE_INFO_MODES:
+        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
+    if mode == "auto":
+        return graph.root_graph().model.typed_values
+    return mode == "all"
 
 
 def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
@@ -126,6 +143,7 @@ def compile(
     dump: str | os.PathLike[str] | None = None,
     dump_level: str | None = None,
     observers: Iterable[PipelineObserver] = (),
+    value_info: str = "auto",
 ) -> CompileResult:
     """Compile `model` with the built-in and plugin passes; see `compile_graph` for the
     pipeline, `pass_paths`, `options`, `disable`, `check` and `on_pass_failure`.
@@ -134,9 +152,12 @@ def compile(
     `inputs` (a mapping, an `.npz` path, or generated from the input types) and raises
     `VerificationError` when an output differs beyond `rtol`/`atol`. `dump` is a folder for
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
+    `value_info` ("auto", "all", "none") decides whether `CompileResult.save` writes the
+    types of intermediate values; "auto" writes them only if the input model had any.
     """
     mode = _verify_mode(verify)
     graph, in_place, source = _as_graph(model)
+    typed = _value_info_mode(value_info, graph)
     watchers = list(observers)
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
               else GraphDumper.from_environment())
@@ -165,7 +186,7 @@ def compile(
                 raise VerificationError(
                     "the compiled model's outputs differ from the original's: "
                     f"{verification.summary()}", report=verification)
-        return CompileResult(graph, report, verification, source)
+        return CompileResult(graph, report, verification, source, typed)
 
     if not in_place:
         return run()

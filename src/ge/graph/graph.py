@@ -124,6 +124,7 @@ class ModelInfo:
         "producer_name",
         "producer_version",
         "source_files",
+        "typed_values",
     )
 
     def __init__(self) -> None:
@@ -142,6 +143,9 @@ class ModelInfo:
         # Resolved path -> "model file" / "external data file" for every file `load` read:
         # save refuses to write over them unless told to (overwrite_input=True).
         self.source_files: dict[str, str] = {}
+        # Whether the model as read typed its intermediate values (value_info in some graph);
+        # a model built in Python counts as typed. `ge.compile` keeps an untyped model lean.
+        self.typed_values = True
 
 
 class Graph:
@@ -1161,27 +1165,31 @@ class Graph:
     def __deepcopy__(self, memo: Any) -> Graph:
         raise GraphError("ge.graph.Graph cannot be copied with deepcopy(); use Graph.clone()")
 
-    def to_onnx(self) -> onnx.ModelProto:
-        """The graph as an ONNX model (a root graph; a subgraph exports as its own model)."""
+    def to_onnx(self, *, value_info: bool = True) -> onnx.ModelProto:
+        """The graph as an ONNX model (a root graph; a subgraph exports as its own model).
+
+        `value_info=False` leaves out the types of intermediate values (graph inputs and
+        outputs keep theirs): smaller, and what most exporters write."""
         from ge.graph.onnx_export import graph_to_model
 
-        return graph_to_model(self)
+        return graph_to_model(self, value_info=value_info)
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              external_data_name: str | None = None, size_threshold: int = 1024,
-             overwrite_input: bool = False) -> None:
+             overwrite_input: bool = False, value_info: bool = True) -> None:
         """Write the model to `path` (atomically: on failure nothing is left behind).
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
         model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
         the file the model was loaded from (or its data files) needs `overwrite_input=True`.
+        `value_info` as in `to_onnx`.
         """
         from ge.graph.model_io import save_model
 
         save_model(self, path, external_data=external_data,
                    external_data_name=external_data_name, size_threshold=size_threshold,
-                   overwrite_input=overwrite_input)
+                   overwrite_input=overwrite_input, value_info=value_info)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

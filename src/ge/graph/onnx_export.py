@@ -36,10 +36,13 @@ A = AttributeProto
 # (a context variable, so concurrent exports in other threads are not affected).
 TensorSink = Callable[[Tensor, str], "onnx.TensorProto | None"]
 _TENSOR_SINK: ContextVar[TensorSink | None] = ContextVar("ge_tensor_sink", default=None)
+# Whether intermediate values get a value_info (`graph_to_model(value_info=...)`).
+_VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 
 
 def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
-                   value_names: dict[tuple[Node, int], str] | None = None) -> onnx.ModelProto:
+                   value_names: dict[tuple[Node, int], str] | None = None,
+                   value_info: bool = True) -> onnx.ModelProto:
     """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
 
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
@@ -47,12 +50,16 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `value_names`, when given, is filled with (node, output index) -> exported name for every
     value written under a name other than its IR name (see `_OutputNames`), so a caller
     reading the model back (shape inference) can find the IR's values in it.
+    `value_info=False` writes no value_info for intermediate values (inputs and outputs
+    keep their types), in every graph of the model.
     """
     token = _TENSOR_SINK.set(tensor_sink)
+    typed = _VALUE_INFO.set(value_info)
     try:
         names = _OutputNames(graph)
         model = _graph_to_model(graph, names)
     finally:
+        _VALUE_INFO.reset(typed)
         _TENSOR_SINK.reset(token)
     if value_names is not None:
         value_names.update(names.renames)
@@ -348,6 +355,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         names = _OutputNames(graph)
     renames = names.renames  # filled further by the subgraphs' plans, for their own values
     sink = _TENSOR_SINK.get()
+    typed = _VALUE_INFO.get()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
@@ -399,7 +407,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         else:
             protos.append(_node_proto(node, names))
         descs = node._out_descs
-        if descs is None or descs.count(None) == len(descs):
+        if not typed or descs is None or descs.count(None) == len(descs):
             continue  # nothing known about the outputs: no value_info (the common case)
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
@@ -424,4 +432,5 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         written = set(output_names)
         value_infos = [vi for vi in value_infos if vi.name not in written]
     gp.value_info.extend(value_infos)
-    gp.value_info.extend(graph._stray_value_info)
+    if typed:
+        gp.value_info.extend(graph._stray_value_info)

@@ -41,8 +41,22 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
         raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
     graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
+    graph.model.typed_values = _has_value_info(model.graph)
     _read_graph(graph, model.graph)
     return graph
+
+
+def _has_value_info(gp: onnx.GraphProto) -> bool:
+    """Whether `gp` or one of its subgraphs declares the type of an intermediate value."""
+    if gp.value_info:
+        return True
+    for node in gp.node:
+        for attr in node.attribute:
+            if attr.HasField("g") and _has_value_info(attr.g):
+                return True
+            if any(_has_value_info(g) for g in attr.graphs):
+                return True
+    return False
 
 
 def _model_info(model: onnx.ModelProto) -> ModelInfo:

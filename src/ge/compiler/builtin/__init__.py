@@ -2,10 +2,35 @@
 
 `BUILTIN_PASSES` lists them in the order the engine runs them inside their step; each is
 marked with `@builtin_pass(name=..., step=...)` and can be disabled by name.
+
+Origin-graph optimisation (run to a fixed point, on the root graph and every body):
+constants are folded first, so the passes after it see their results; no-ops are bypassed
+and equal constants merged before common subexpressions are looked for (their keys name
+producers, so aliases and duplicate constants would hide equal expressions); dead-code
+elimination then removes whatever the others left unused.
 """
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_PASSES"]
+from ge.compiler.builtin.const_dedup import ConstantDeduplication
+from ge.compiler.builtin.constant_folding import ConstantFolding
+from ge.compiler.builtin.cse import CommonSubexpressionElimination
+from ge.compiler.builtin.dead_code import DeadCodeElimination
+from ge.compiler.builtin.noop import NoOpElimination
 
-BUILTIN_PASSES: tuple[type, ...] = ()
+__all__ = [
+    "BUILTIN_PASSES",
+    "CommonSubexpressionElimination",
+    "ConstantDeduplication",
+    "ConstantFolding",
+    "DeadCodeElimination",
+    "NoOpElimination",
+]
+
+BUILTIN_PASSES: tuple[type, ...] = (
+    ConstantFolding,
+    NoOpElimination,
+    ConstantDeduplication,
+    CommonSubexpressionElimination,
+    DeadCodeElimination,
+)

@@ -1,0 +1,145 @@
+"""What the built-in origin-graph passes share: which nodes they may touch, and how.
+
+The passes rewrite one graph at a time (the root or a subgraph body). They must never
+change what a body reads from an enclosing graph, remove `Data` or `NetOutput` nodes, or
+change a graph's output names; the predicates here say when a node is safe to rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
+
+__all__ = [
+    "NONDETERMINISTIC_OPS",
+    "const_input",
+    "feeds_net_output",
+    "is_operator",
+    "known_dtype",
+    "output_name_kept",
+    "read_by_body",
+    "rewirable",
+    "static_dims",
+    "tensor_nbytes",
+    "unique_node_name",
+    "used_outputs",
+]
+
+#: Operators whose outputs differ between runs: never folded or merged.
+NONDETERMINISTIC_OPS = frozenset({
+    "Bernoulli",
+    "Multinomial",
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
+})
+
+_STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
+
+
+def is_operator(node: Node) -> bool:
+    """True for an ONNX operator node (not a graph input, constant or the graph output)."""
+    return node.type not in _STRUCTURAL or bool(node.domain)
+
+
+def _consumers(node: Node) -> Iterator[tuple[int, Node, int]]:
+    for i in range(node.get_outputs_size()):
+        for consumer, j in node.get_out_data_nodes_and_port_indexes(i):
+            yield i, consumer, j
+
+
+def read_by_body(node: Node) -> bool:
+    """True when a subgraph body (of a node of this graph) reads one of `node`'s outputs.
+
+    The IR represents such an outer-scope read as an edge from `node` to a node inside the
+    body, so it shows as a consumer living in another graph.
+    """
+    graph = node.owner_graph
+    return any(consumer.owner_graph is not graph for _, consumer, _ in _consumers(node))
+
+
+def used_outputs(node: Node) -> list[int]:
+    """The indexes of the outputs that have at least one consumer."""
+    return [i for i in range(node.get_outputs_size())
+            if node.get_out_data_nodes_and_port_indexes(i)]
+
+
+def feeds_net_output(node: Node) -> list[int]:
+    """The `NetOutput` input indexes (graph outputs) that read one of `node`'s outputs."""
+    graph = node.owner_graph
+    return [j for _, consumer, j in _consumers(node)
+            if consumer.type == NET_OUTPUT and consumer.owner_graph is graph]
+
+
+def output_name_kept(graph: Graph, index: int) -> bool:
+    """Whether graph output `index` keeps its name when it gets another producer.
+
+    A graph read from ONNX remembers its output names and export writes the new producer
+    under them; a graph built in memory names its outputs after their producers, so there a
+    new producer means a new output name. The IR has no public accessor for the remembered
+    names yet, hence the private read.
+    """
+    names: list[str] = getattr(graph, "_output_names", [])
+    return index < len(names) and bool(names[index])
+
+
+def rewirable(node: Node) -> bool:
+    """Whether `node`'s consumers may be moved to another producer and `node` removed.
+
+    Not when a subgraph body reads it (outer reads are left alone), when it has control
+    edges (their ordering would be lost), or when it produces a graph output whose name
+    would change.
+    """
+    if node.get_in_control_nodes() or node.get_out_control_nodes():
+        return False
+    if read_by_body(node):
+        return False
+    graph = node.owner_graph
+    assert graph is not None
+    return all(output_name_kept(graph, j) for j in feeds_net_output(node))
+
+
+def const_input(node: Node, index: int) -> Tensor | None:
+    """The value of input `index` when a `Const` node (of any enclosing graph) produces it."""
+    producer = node.get_input_producer(index)
+    if producer is None:
+        return None
+    src = producer[0]
+    if src.type != CONST or src.domain or not src.has_attr("value"):
+        return None
+    value = src.get_attr("value")
+    return value if isinstance(value, Tensor) else None
+
+
+def static_dims(desc: TensorDesc) -> list[int] | None:
+    """The dims of a fully known shape, or None (unknown rank, unknown or symbolic dims)."""
+    shape = desc.get_shape()
+    if shape.is_unknown_rank() or shape.is_unknown_shape():
+        return None
+    return [int(d) for d in shape]
+
+
+def known_dtype(desc: TensorDesc) -> DataType | None:
+    """The desc's element type, or None when it is not known."""
+    dtype = desc.data_type
+    return None if dtype == DataType.DT_UNDEFINED else dtype
+
+
+def tensor_nbytes(tensor: Tensor) -> int:
+    """The bytes a constant takes in the model (strings: their encoded lengths)."""
+    array = tensor.numpy()
+    if array.dtype.kind == "O":
+        return sum(len(v) if isinstance(v, (bytes, str)) else 8 for v in array.flat)
+    return int(array.nbytes)
+
+
+def unique_node_name(graph: Graph, base: str) -> str:
+    """`base`, or `base_<k>` with the smallest k free, among the node names of `graph`."""
+    if not graph.has_node(base):
+        return base
+    k = 1
+    while graph.has_node(f"{base}_{k}"):
+        k += 1
+    return f"{base}_{k}"

@@ -1,0 +1,52 @@
+"""`DeadCodeElimination`: remove the nodes whose values can never reach a graph output.
+
+A node is live when the `NetOutput` node depends on it: through data edges, control edges,
+or because a subgraph body of a live node reads its value (an outer-scope read). Everything
+else goes, unused constants (initializers) included; graph inputs (`Data` nodes) always stay.
+The exporter writes value infos only for values that exist, so none is left behind for a
+removed node.
+"""
+
+from __future__ import annotations
+
+from ge.compiler.pass_registry import builtin_pass
+from ge.graph import DATA, Graph, Node
+from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
+from ge.passes.status import SUCCESS, StatusLike
+
+__all__ = ["DeadCodeElimination", "live_nodes"]
+
+
+def live_nodes(graph: Graph) -> set[Node]:
+    """The direct nodes of `graph` that its `NetOutput` node depends on (itself included)."""
+    net_output = graph.get_net_output()
+    if net_output is None:
+        return set(graph.get_direct_nodes())  # no output to measure liveness by: keep all
+    live = {net_output}
+    stack = [net_output]
+    while stack:
+        node = stack.pop()
+        deps = [p[0] for p in (node.get_input_producer(i) for i in range(node.get_inputs_size()))
+                if p is not None]
+        deps.extend(node.get_in_control_nodes())
+        deps.extend(src for src, _ in node.get_outer_inputs())
+        for dep in deps:
+            if dep not in live and dep.owner_graph is graph:
+                live.add(dep)
+                stack.append(dep)
+    return live
+
+
+@builtin_pass(name="DeadCodeElimination", step="origin_graph_optimize")
+class DeadCodeElimination(FusionBasePass):
+    """Remove every node with no path to the graph's outputs (see the module docstring)."""
+
+    def run(self, graph: Graph, context: PassContext) -> StatusLike:
+        live = live_nodes(graph)
+        dead = [n for n in graph.topological_order()
+                if n not in live and not (n.type == DATA and not n.domain)]
+        # Consumers first: a node owning a body goes before the outer values the body
+        # reads, so no value is removed while a body still reads it.
+        for node in reversed(dead):
+            graph.remove_node(node)
+        return SUCCESS if dead else NOT_CHANGED
