@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -23,11 +25,50 @@ def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
     return best
 
 
-def run_child(script: str, *args: str) -> dict:
-    """Run `script --child ARGS` in a fresh interpreter; it prints one JSON object."""
+def run_child(script: str, *args: str, env: Mapping[str, str] | None = None) -> dict:
+    """Run `script --child ARGS` in a fresh interpreter; it prints one JSON object.
+
+    `env` adds variables to the child's environment (the parent's is inherited)."""
     out = subprocess.run([sys.executable, script, "--child", *args], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True,
+                         env=None if env is None else {**os.environ, **env})
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def min_median(values: Sequence[float]) -> tuple[float, float]:
+    """(min, median) of `values`: the least disturbed run and the typical one."""
+    return min(values), statistics.median(values)
+
+
+def run_sides_alternating(script: str, sides: Sequence[str],
+                          child_args: Callable[[str], Sequence[str]], runs: int, *,
+                          env: Callable[[str], Mapping[str, str] | None] = lambda side: None,
+                          label: str = "") -> dict[str, list[dict]]:
+    """`runs` rounds of one fresh `run_child` per side, the order reversed every other round
+    (so neither side always runs on a warmer machine); each side's JSON reports in order.
+
+    A child that fails is reported as {"error": the end of its stderr} and its side is not
+    run again; the printed progress line shows each run's "seconds"."""
+    reports: dict[str, list[dict]] = {side: [] for side in sides}
+    failed: set[str] = set()
+    for run in range(runs):
+        for side in sides if run % 2 == 0 else list(sides)[::-1]:
+            if side in failed:
+                continue
+            try:
+                out = run_child(script, *child_args(side), env=env(side))
+            except subprocess.CalledProcessError as error:
+                tail = (error.stderr or "").strip().splitlines()[-15:]
+                out = {"error": "\n".join(tail) or f"exit status {error.returncode}"}
+                failed.add(side)
+            reports[side].append(out)
+            if "seconds" in out:
+                shown = f"{out['seconds']:8.3f} s"
+            else:
+                lines = out["error"].splitlines()
+                shown = "FAILED: " + (lines[-1] if lines else "")
+            print(f"run {run + 1}/{runs}  {label}{side:<28} {shown}", flush=True)
+    return reports
 
 
 @dataclass
@@ -58,6 +99,17 @@ def print_table(title: str, rows: list[Row]) -> None:
         table.add_row(row.task, f"{row.ge:.{digits}f} {row.unit}", row.peer_name,
                       f"{row.peer:.{digits}f} {row.unit}", f"{row.ratio:.2f}x", ok)
     Console(width=140).print(table)
+
+
+def print_columns(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                  caption: str | None = None) -> None:
+    """A table of preformatted cells: the first column left-aligned, the others right."""
+    table = Table(title=title, caption=caption)
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=180).print(table)
 
 
 def assert_chain_output_equal(original: str, rewritten: bytes) -> None:
