@@ -14,14 +14,15 @@ __all__ = ["CompileResult", "__version__", "compile", "finalize", "initialize"]
 
 
 def __getattr__(name: str) -> Any:
-    # `ge.compile()`, `ge.initialize()` and `ge.finalize()` are the compiler's; resolved
-    # lazily so that `import ge.graph` (and `ge --help`) does not pull in the compiler.
+    # `ge.initialize()` and `ge.finalize()` are the compiler's, `ge.compile()` (compile, then
+    # verify in a runtime) is `ge.session`'s; resolved lazily so that `import ge.graph` (and
+    # `ge --help`) does not pull in the compiler.
     if name in ("initialize", "finalize"):
         from ge import compiler
 
         return getattr(compiler, name)
     if name in ("compile", "CompileResult"):
-        from ge.compiler import compilation
+        from ge.session import compilation
 
         return getattr(compilation, name)
     raise AttributeError(f"module 'ge' has no attribute {name!r}")

@@ -3,8 +3,10 @@
 `Session` is GE's session API over onnxruntime; `run_model` runs one model (onnxruntime,
 or onnx's reference evaluator for models holding custom operators with numpy kernels);
 `generate_inputs` / `load_inputs` / `check_inputs` give and check inputs; `compare_outputs`
-and `verify` compare two runs in a `VerificationReport`. `ge.compiler` is imported only by
-`Session.compile_graph`, so the compiler may import this package.
+and `verify` compare two runs in a `VerificationReport`. `compilation` holds `ge.compile`
+(compile with `ge.compiler`, then verify here). This package imports the compiler, never
+the other way round; the compiler is imported when a compilation starts, not with the
+package.
 """
 
 from ge.session.runner import InputSpec, ModelRunner, model_inputs, run_model

@@ -1,5 +1,8 @@
 """`ge.compile`: one compilation from a model to a `CompileResult`, verified if asked.
 
+It lives in `ge.session` because it runs both layers: the compiler (`compile_graph`) and,
+for verification, the runtime side of this package.
+
 The model is a path, an `onnx.ModelProto` or a `Graph`. A path or a proto is loaded into a
 new graph; a `Graph` is compiled in place inside one transaction, so a failing compilation
 gives it back unchanged. Verification runs the original and the compiled model in
@@ -13,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
@@ -24,9 +27,15 @@ from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
 from ge.errors import CompileInputError, CompilerOptionError, VerificationError
 from ge.graph import Graph
-
-if TYPE_CHECKING:
-    from ge.session.verification import VerificationReport
+from ge.session.runner import run_model
+from ge.session.verification import (
+    VerificationReport,
+    check_inputs,
+    compare_outputs,
+    generate_inputs,
+    load_inputs,
+)
+from ge.session.verification import verify as verify_models
 
 __all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "compile"]
 
@@ -102,9 +111,6 @@ class _EachPassVerifier(PipelineObserver):
     def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
         if not record.changed:
             return
-        from ge.session.runner import run_model
-        from ge.session.verification import compare_outputs
-
         report = compare_outputs(self.expected, run_model(graph, self.inputs),
                                  rtol=self.rtol, atol=self.atol)
         if not report.ok:
@@ -116,8 +122,6 @@ class _EachPassVerifier(PipelineObserver):
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
                 | None, seed: int) -> dict[str, np.ndarray]:
-    from ge.session.verification import check_inputs, generate_inputs, load_inputs
-
     if inputs is None:
         return generate_inputs(original, seed=seed)
     if isinstance(inputs, (str, os.PathLike)):
@@ -166,8 +170,6 @@ def compile(
     original: onnx.ModelProto | None = None
     feeds: dict[str, np.ndarray] = {}
     if mode != "none":
-        from ge.session.runner import run_model
-
         original = graph.to_onnx()
         feeds = _inputs_for(original, inputs, seed=0)
         if mode == "each-pass":
@@ -178,8 +180,6 @@ def compile(
                                on_pass_failure=on_pass_failure, observers=watchers)
         verification = None
         if original is not None:
-            from ge.session.verification import verify as verify_models
-
             verification = verify_models(original, graph.to_onnx(), inputs=feeds, rtol=rtol,
                                          atol=atol)
             if not verification.ok:
