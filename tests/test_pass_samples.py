@@ -78,7 +78,8 @@ def compile_sample(sample: str, onnx_model: onnx.ModelProto, tmp_path: Path,
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env[ENV] = str(PASSES / sample)
     result = subprocess.run(
-        [sys.executable, "-m", "ge.cli", "compile", str(source), "-o", str(output), "--json"],
+        [sys.executable, "-m", "ge.cli", "compile", str(source), "-o", str(output), "--json",
+         "--no-builtin"],
         capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     stdout = result.stdout  # the samples print traces before the JSON report

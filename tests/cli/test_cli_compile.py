@@ -45,8 +45,11 @@ def test_compile_writes_the_optimised_model(model: Path, write) -> None:
                            "--json")
     assert code == 0
     report = json.loads(stdout)
-    assert (report["nodes_before"], report["nodes_after"]) == (5, 3)  # Data..NetOutput
-    assert [(p["name"], p["changed"]) for p in report["passes"]] == [("FoldDoubleNeg", True)]
+    # operators only (Data and NetOutput are not counted); in-process, no built-in passes run
+    assert (report["nodes_before"], report["nodes_after"]) == (3, 1)
+    assert (report["ops_before"], report["ops_after"]) == ({"Neg": 2, "Relu": 1}, {"Relu": 1})
+    assert [(p["name"], p["changed"]) for p in report["passes"]] == [("FoldDoubleNeg", 1)]
+    assert report["output"] == str(out) and report["verification"] is None
     compiled = onnx.load(out)
     assert [n.op_type for n in compiled.graph.node] == ["Relu"]
     x = np.array([-1.0, 0.5, 2.0], dtype=np.float32)

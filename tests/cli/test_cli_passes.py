@@ -110,3 +110,45 @@ def test_no_plugins_lists_only_builtins() -> None:
     code, out, _ = _run("passes", "list", "--json")
     assert code == 0
     assert all(p["origin"]["kind"] == "builtin" for p in json.loads(out)["passes"])
+
+
+@pytest.mark.builtin_passes
+def test_builtin_passes_are_marked(write, pass_source,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = write("plugins/fusion.py", pass_source("FusePass"))
+    code, out, _ = _run("passes", "list", "--pass-path", str(plugin), "--json")
+    assert code == 0
+    by_name = {p["name"]: p for p in json.loads(out)["passes"]}
+    assert by_name["FusePass"]["builtin"] is False
+    builtin = [name for name, p in by_name.items() if p["builtin"]]
+    assert "ConstantFolding" in builtin and "DeadCodeElimination" in builtin
+    assert all(by_name[name]["source"] == "built-in" for name in builtin)
+    monkeypatch.setenv("COLUMNS", "240")
+    code, out, _ = _run("passes", "list", "--pass-path", str(plugin))
+    assert code == 0
+    assert "Built-in" in out
+    row = next(line for line in out.splitlines() if "ConstantFolding" in line)
+    assert "yes" in row and "built-in" in row
+
+
+@pytest.mark.parametrize(("env", "options", "autoload", "disabled_by"), [
+    (None, [], True, None),
+    ("1", [], False, "GE_DISABLE_PLUGIN_AUTOLOAD=1"),
+    ("0", ["--option", "ge.passes.disable_plugin_autoload=true"], False,
+     "option ge.passes.disable_plugin_autoload"),
+])
+def test_the_listing_says_whether_entry_points_were_loaded(
+    monkeypatch: pytest.MonkeyPatch, env: str | None, options: list[str], autoload: bool,
+    disabled_by: str | None,
+) -> None:
+    if env is None:
+        monkeypatch.delenv("GE_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    else:
+        monkeypatch.setenv("GE_DISABLE_PLUGIN_AUTOLOAD", env)
+    code, out, _ = _run("passes", "list", *options, "--json")
+    assert code == 0
+    assert json.loads(out)["entry_points"] == {"autoload": autoload, "disabled_by": disabled_by}
+    code, out, _ = _run("passes", "list", *options)
+    assert code == 0
+    expected = ("auto-loaded" if autoload else f"not loaded, disabled by {disabled_by}")
+    assert f"Entry points (group ge.passes.plugins): {expected}" in out

@@ -175,8 +175,9 @@ def test_ge_passes_list_shows_entry_points_of_an_installed_distribution(
     result = subprocess.run(command, env=_ge_env(site, empty), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    by_name = {p["name"]: p for p in payload["passes"]}
+    by_name = {p["name"]: p for p in payload["passes"] if not p["builtin"]}
     assert set(by_name) == {"AlphaPass", "BetaPass", "BetaMore"}
+    assert {p["origin"]["kind"] for p in payload["passes"] if p["builtin"]} == {"builtin"}
     origin = by_name["BetaMore"]["origin"]
     assert origin["kind"] == "entry_point"
     assert (origin["distribution"], origin["version"]) == ("geplug-beta", "1.2.3")

@@ -1,10 +1,15 @@
-"""The `ge` command: a click group; sub-commands live in their own modules.
+"""The `ge` command: a click group whose sub-commands live in their own modules.
+
+`import ge.cli` stays light so that `ge --help` and `ge --version` answer at once: the
+sub-command modules (which import onnx, numpy, rich and the compiler) are imported only when
+their command runs; `ge --help` lists them from the short help kept here.
 
 Errors of `ge` (GeError) print as one line with their code; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,9 +20,49 @@ from ge.errors import GeError
 
 __all__ = ["cli", "main"]
 
+#: name -> (module, attribute, short help shown by `ge --help` without importing the module)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "compile": ("ge.cli.compile", "compile_command",
+                "Compile MODEL with the pass plugins and write the result to OUTPUT."),
+    "dump": ("ge.cli.compile", "dump_command", "Print MODEL as text."),
+    "inspect": ("ge.cli.inspect", "inspect_command",
+                "Show a model's inputs, outputs, opsets, operators and weights."),
+    "passes": ("ge.cli.passes", "passes", "Inspect the passes the compiler would run."),
+    "run": ("ge.cli.run", "run_command",
+            "Run MODEL on inputs (given or generated) and show or save its outputs."),
+}
+
 
 class _GeGroup(click.Group):
-    """A click group that turns a GeError into one clean line unless --debug is given."""
+    """Loads sub-commands on first use and turns a GeError into one clean line (unless
+    --debug). Commands with `--json` report their errors themselves (`ge.cli.output`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in _COMMANDS:
+            return command
+        module_name, attribute, _ = _COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The short help of lazy commands comes from _COMMANDS: listing them imports nothing.
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in _COMMANDS and name not in self.commands:
+                rows.append((name, _COMMANDS[name][2]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -25,7 +70,9 @@ class _GeGroup(click.Group):
         except GeError as err:
             if ctx.find_root().params.get("debug"):
                 raise
-            click.echo(f"ge: {err}", err=True)
+            from ge.cli.output import one_line
+
+            click.echo(f"ge: {one_line(str(err))}", err=True)
             ctx.exit(1)
 
 
@@ -36,18 +83,6 @@ def cli(debug: bool) -> None:
     """ge: a graph compiler for ONNX models with GE-style Python pass plugins."""
 
 
-def _register_commands() -> None:
-    from ge.cli.compile import compile_command, dump_command
-    from ge.cli.passes import passes
-
-    cli.add_command(passes)
-    cli.add_command(compile_command)
-    cli.add_command(dump_command)
-
-
-_register_commands()
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point (`ge`)."""
+    """Console-script entry point (`ge`, `python -m ge`, `python -m ge.cli`)."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="ge")

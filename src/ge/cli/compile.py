@@ -1,117 +1,334 @@
-"""`ge compile` and `ge dump`: compile a model file with the pass plugins, or look at one.
+"""`ge compile` and `ge dump`: compile a model file with the passes, or look at one.
 
-`ge compile IN -o OUT` loads IN, runs the pipeline (built-in passes, plugins from
-`ASCEND_GE_PY_PASS_PATH`, entry points and `--pass-path`), and writes OUT only when every
-step succeeded: a failing pass, plugin or model leaves no file behind. OUT may not be IN
-(or its data file) unless `--overwrite-input` is given. Errors reach the user as one line
-with their code (the `ge` group in `ge.cli` prints them).
+`ge compile MODEL -o OUT` runs `ge.compile` (built-in passes, plugins from
+`ASCEND_GE_PY_PASS_PATH`, entry points and `--pass-path`), verifies the result when asked,
+and writes OUT (and `--report FILE`) only when everything succeeded. Targets that cannot be
+written (a missing folder, OUT being MODEL, an unwritable report) are refused before
+compiling. Errors are one line with their code (JSON with `--json`); warnings are
+`ge: warning: ...` lines.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-import ge.graph
-from ge.compiler import compile_graph
-from ge.compiler.report import CompileReport
-from ge.graph import DumpFormat, Graph
-from ge.graph.model_io import check_save_target
+from ge.cli.output import (
+    CommandOutput,
+    check_output_folder,
+    command_output,
+    console,
+    same_file,
+    write_json_atomically,
+)
+from ge.errors import CommandLineError, ModelSaveError
 
-__all__ = ["compile_command", "dump_command"]
+if TYPE_CHECKING:
+    from ge.compiler.report import CompileReport
+    from ge.graph import Graph
+    from ge.session.compilation import CompileResult
+    from ge.session.verification import VerificationReport
+
+__all__ = ["check_model_target", "compile_command", "dump_command", "parse_options",
+           "print_compile_result", "result_payload"]
+
+#: How many op-histogram rows the text report shows (largest changes first).
+_TOP_OPS = 12
 
 
-def _parse_options(pairs: Sequence[str]) -> dict[str, str]:
+def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[str, str]:
+    """`KEY=VALUE` strings as a mapping (a usage error for anything else)."""
     options: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=param_hint)
         options[key] = value
     return options
 
 
-def _node_count(graph: Graph) -> int:
-    return len(graph.get_all_nodes())
+def check_model_target(graph: Graph, output: Path, *, external_data: bool | None,
+                       overwrite_input: bool) -> None:
+    """Refuse (ModelSaveError) an output model that cannot be written, before compiling:
+    its folder missing, a folder, or the model (or its data file) it was loaded from."""
+    from ge.graph.model_io import check_save_target
+
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise ModelSaveError(f"cannot save to {output}: {folder} is not an existing folder",
+                             path=str(output))
+    if output.is_dir():
+        raise ModelSaveError(f"cannot save to {output}: it is a folder", path=str(output))
+    check_save_target(graph, output, external_data=external_data,
+                      overwrite_input=overwrite_input)
 
 
-def _print_report(report: CompileReport, before: int, output: Path) -> None:
-    console = Console(soft_wrap=False)
-    table = Table(title=f"Pass runs ({len(report.records)})")
-    for column in ("Pass", "Stage", "Graph", "Outcome", "Changed", "Rewrites", "ms"):
-        table.add_column(column, justify="right" if column in ("ms", "Rewrites") else "left")
-    for record in report.records:
-        done = record.rewrites + record.fusions
-        table.add_row(record.pass_name, record.stage, escape(record.graph_name),
-                      record.outcome.value, "yes" if record.changed else "-",
-                      str(done) if done else "-", f"{record.seconds * 1000:.1f}")
-    console.print(table)
+def _check_report_target(report: Path, model: Path, output: Path) -> None:
+    check_output_folder(report, "the report")
+    for other, what in ((model, "the model"), (output, "the output model")):
+        if same_file(report, other):
+            raise CommandLineError(f"cannot write the report to {report}: it is {what}",
+                                   path=str(report))
+
+
+# -- the report as data and as text -----------------------------------------------------------
+
+
+def _overall_outcome(outcomes: list[str]) -> str:
+    """A pass's outcome over its invocations: failed if one failed, success if one
+    succeeded, else not_changed."""
+    for outcome in ("failed", "success"):
+        if outcome in outcomes:
+            return outcome
+    return outcomes[0] if outcomes else "not_changed"
+
+
+def result_payload(result: CompileResult, *, model: Path | str, output: Path | str | None,
+                   warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """What `--report FILE` writes and `--json` prints: `report.as_dict()`, the model and
+    output paths, the verification (or None) and the warnings."""
+    data: dict[str, Any] = {"model": str(model),
+                            "output": None if output is None else str(output)}
+    data.update(result.report.as_dict())
+    outcomes: dict[tuple[str, str], list[str]] = {}
+    for record in result.report.records:
+        outcomes.setdefault((record.stage, record.pass_name), []).append(record.outcome.value)
+    for row in data["passes"]:
+        row["outcome"] = _overall_outcome(outcomes.get((row["stage"], row["name"]), []))
+    data["verification"] = (result.verification.as_dict()
+                            if result.verification is not None else None)
+    if warnings is not None:
+        data["warnings"] = warnings
+    return data
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def _short_origin(origin: str) -> str:
+    """A plugin file's origin as `name.py:line` (the JSON report keeps the full path)."""
+    file, sep, line = origin.rpartition(":")
+    if sep and line.isdigit() and ("/" in file or "\\" in file):
+        return f"{Path(file).name}:{line}"
+    return origin or "-"
+
+
+def _pass_table(report: CompileReport) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
+    for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
+                   "ms"):
+        numeric = column in ("M/R/F", "Nodes", "ms")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
+                         no_wrap=numeric)
+    for r in report.records:
+        outcome = r.outcome.value + (" (rolled back)" if r.rolled_back else "")
+        nodes = (f"{r.nodes_before}→{r.nodes_after}" if r.nodes_before != r.nodes_after
+                 else str(r.nodes_after))
+        stage = r.stage + (f" #{r.round}" if r.round else "")
+        counts = (f"{r.matches}/{r.rewrites}/{r.fusions}"
+                  if r.matches or r.rewrites or r.fusions else "-")
+        table.add_row(stage, escape(r.pass_name), r.kind or "-",
+                      escape(_short_origin(r.origin)), escape(r.graph_name), outcome, counts,
+                      nodes, _ms(r.seconds))
+    table.caption = "M/R/F: pattern matches / rewrites applied / fusions reported"
+    table.caption_justify = "left"
+    return table
+
+
+def _ops_table(before: Mapping[str, int], after: Mapping[str, int]) -> Any:
+    from rich.table import Table
+
+    names = sorted(set(before) | set(after),
+                   key=lambda op: (-abs(after.get(op, 0) - before.get(op, 0)),
+                                   -max(before.get(op, 0), after.get(op, 0)), op))
+    shown = names[:_TOP_OPS]
+    hidden = len(names) - len(shown)
+    title = "Operators before → after" + (f" (top {len(shown)} of {len(names)})"
+                                          if hidden else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("Op", "Before", "After", "Change"):
+        table.add_column(column, justify="left" if column == "Op" else "right")
+    for op in shown:
+        b, a = before.get(op, 0), after.get(op, 0)
+        table.add_row(op, str(b), str(a), f"{a - b:+d}" if a != b else "")
+    return table
+
+
+def _verification_table(verification: VerificationReport) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Verification ({verification.tolerance()})", title_justify="left")
+    for column in ("Output", "OK", "Shape", "Dtype", "Max abs diff", "Max rel diff",
+                   "Mismatches"):
+        table.add_column(column, justify="left" if column in ("Output", "OK", "Shape",
+                                                                "Dtype") else "right")
+    for out in verification.outputs:
+        shape = "-" if out.actual_shape is None else f"[{', '.join(map(str, out.actual_shape))}]"
+        table.add_row(escape(out.name), "yes" if out.ok else "NO", shape,
+                      out.actual_dtype or "-", f"{out.max_abs_diff:.3g}",
+                      f"{out.max_rel_diff:.3g}", f"{out.mismatches}/{out.size}")
+    return table
+
+
+def print_compile_result(result: CompileResult, *, output: Path | None) -> None:
+    """The text report: pass runs, operator changes, totals, verification."""
+    from rich.markup import escape
+
+    report = result.report
+    con = console()
+    con.print(_pass_table(report))
+    con.print(_ops_table(report.ops_before, report.ops_after))
+    before, after = sum(report.ops_before.values()), sum(report.ops_after.values())
+    changed = report.passes_that_changed()
+    line = (f"nodes {before} → {after} ({after - before:+d}); {len(report.records)} pass "
+            f"run(s), {len(changed)} pass(es) changed the graph")
+    if report.fixed_point is not None:
+        fp = report.fixed_point
+        line += (f"; origin-graph optimisation: {fp.rounds} round(s)"
+                 + ("" if fp.converged else ", no fixed point"))
+    con.print(f"{line}; {_ms(report.seconds)} ms")
     for skipped in report.skipped_plugins:
-        console.print(f"[yellow]skipped plugin[/yellow] {escape(str(skipped))}")
-    after = _node_count(report.graph)
-    console.print(f"{before} nodes -> {after} nodes; wrote {escape(str(output))}")
+        con.print(f"skipped plugin: {escape(str(skipped))}")
+    if result.verification is not None:
+        con.print(_verification_table(result.verification))
+        con.print(f"verification {escape(result.verification.summary())}")
+    if output is not None:
+        con.print(f"wrote {escape(str(output))}")
+
+
+# -- ge compile -------------------------------------------------------------------------------
+
+
+def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
+             pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
+             inputs: Path | None, rtol: float, atol: float, dump: Path | None,
+             dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
+             on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
+             value_info: str) -> None:
+    import ge
+    import ge.graph
+    from ge.cli.progress import compile_progress
+
+    if dump_level is not None and dump is None:
+        raise CommandLineError("--dump-level needs --dump DIR")
+    if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
+        raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
+                               "existing folder", path=str(dump))
+    if report_path is not None:
+        _check_report_target(report_path, model, output)
+    graph = ge.graph.load(model)
+    check_model_target(graph, output, external_data=external_data,
+                       overwrite_input=overwrite_input)
+    mode = verify or ("final" if inputs is not None else None)
+    with compile_progress(str(model)) as observers:
+        result = ge.compile(graph, pass_paths=list(pass_paths) or None,
+                            options=options or None, builtin_passes=builtin, disable=disable,
+                            verify=mode or False, inputs=inputs, rtol=rtol, atol=atol,
+                            check=check, on_pass_failure=on_pass_failure, dump=dump,
+                            dump_level=dump_level, observers=observers,
+                            value_info=value_info)
+    result.save(output, external_data=external_data, overwrite_input=overwrite_input)
+    payload = result_payload(result, model=model, output=output, warnings=out.warnings)
+    if report_path is not None:
+        write_json_atomically(report_path, payload, "the report")
+    if out.as_json:
+        del payload["warnings"]  # added (complete) when the command ends
+        out.result(payload)
+    else:
+        print_compile_result(result, output=output)
+        if report_path is not None:
+            click.echo(f"wrote report {report_path}")
 
 
 @click.command("compile")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Where to write the compiled model (written only on success).")
-@click.option("--pass-path", "pass_paths", multiple=True,
+@click.option("--pass-path", "pass_paths", multiple=True, metavar="PATH",
               help="A pass plugin file or folder for this compilation (repeatable).")
 @click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="A compiler option, readable by passes (repeatable).")
+@click.option("--verify", type=click.Choice(["final", "each-pass"]), is_flag=False,
+              flag_value="final", default=None,
+              help="Run the original and the compiled model on the same inputs and compare "
+                   "(plain --verify = final; each-pass also checks after every pass that "
+                   "changed the graph).")
+@click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
+              help="Inputs for verification (one array per input name); implies --verify. "
+                   "Default: generated from the input types.")
+@click.option("--rtol", type=float, default=1e-4, show_default=True,
+              help="Relative tolerance of verification.")
+@click.option("--atol", type=float, default=1e-5, show_default=True,
+              help="Absolute tolerance of verification.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
+              metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
+@click.option("--dump", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Dump the graph around the pipeline's steps into DIR.")
+@click.option("--dump-level", default=None, metavar="LEVEL",
+              help="What to dump, as DUMP_GRAPH_LEVEL (default 2); needs --dump.")
+@click.option("--no-builtin", "no_builtin", is_flag=True,
+              help="Run none of the built-in passes (plugins only).")
+@click.option("--disable", "disable", multiple=True, metavar="NAME",
+              help="Do not run the pass NAME, built-in or plugin (repeatable).")
+@click.option("--check", type=click.Choice(["region", "full", "none"]), is_flag=False,
+              flag_value="full", default="region", show_default=True,
+              help="Validate what each pass touched (region), the whole graph (full, also "
+                   "plain --check) or nothing.")
+@click.option("--on-pass-failure", type=click.Choice(["stop", "skip"]), default="stop",
+              show_default=True,
+              help="stop: a failing pass is an error; skip: roll it back, warn, go on.")
 @click.option("--external-data/--no-external-data", default=None,
               help="Force weights into (or out of) a data file beside the output "
                    "(default: only over protobuf's 2 GB limit).")
 @click.option("--overwrite-input", is_flag=True,
               help="Allow OUTPUT to be MODEL itself (or its external data file).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--value-info", type=click.Choice(["auto", "all", "none"]), default="auto",
+              show_default=True,
+              help="Types of intermediate values in OUTPUT: all, none, or auto (all when "
+                   "MODEL had any).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report (or the error) as JSON on stdout.")
 def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
-                    option_pairs: tuple[str, ...], external_data: bool | None,
-                    overwrite_input: bool, as_json: bool) -> None:
+                    option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
+                    rtol: float, atol: float, report_path: Path | None, dump: Path | None,
+                    dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
+                    check: str, on_pass_failure: str, external_data: bool | None,
+                    overwrite_input: bool, value_info: str, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
-    options = _parse_options(option_pairs)
-    graph = ge.graph.load(model)
-    # Refused before compiling, not after; save checks again (and the data file it writes).
-    check_save_target(graph, output, external_data=external_data,
-                      overwrite_input=overwrite_input)
-    before = _node_count(graph)
-    report = compile_graph(graph, options=options or None,
-                           pass_paths=list(pass_paths) if pass_paths else None)
-    graph.save(output, external_data=external_data, overwrite_input=overwrite_input)
-    if as_json:
-        click.echo(json.dumps({
-            "model": str(model),
-            "output": str(output),
-            "nodes_before": before,
-            "nodes_after": _node_count(graph),
-            "passes": [{"name": r.pass_name, "stage": r.stage, "graph": r.graph_name,
-                        "outcome": r.outcome.value, "changed": r.changed,
-                        "matches": r.matches, "rewrites": r.rewrites, "fusions": r.fusions,
-                        "seconds": r.seconds} for r in report.records],
-            "skipped_plugins": [err.details() for err in report.skipped_plugins],
-        }, indent=2))
-    else:
-        _print_report(report, before, output)
+    options = parse_options(option_pairs)
+    with command_output("ge", as_json=as_json) as out:
+        _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
+                 options=options, verify=verify, inputs=inputs, rtol=rtol, atol=atol,
+                 dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
+                 check=check, on_pass_failure=on_pass_failure, external_data=external_data,
+                 overwrite_input=overwrite_input, value_info=value_info)
 
 
-_DUMP_FORMATS = {"readable": DumpFormat.kReadable, "onnx": DumpFormat.kOnnx,
-                 "txt": DumpFormat.kTxt}
+# -- ge dump ----------------------------------------------------------------------------------
+
+_DUMP_FORMATS = ("readable", "onnx", "txt")
 
 
 @click.command("dump")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(sorted(_DUMP_FORMATS)), default="readable",
+@click.option("--format", "fmt", type=click.Choice(_DUMP_FORMATS), default="readable",
               show_default=True,
               help="readable: one line per node; onnx: ONNX text syntax; txt: protobuf text.")
 def dump_command(model: Path, fmt: str) -> None:
     """Print MODEL as text (its IR, as `Graph.dump_to_stream` gives it)."""
-    graph = ge.graph.load(model)
-    click.echo(graph.dump_to_stream(_DUMP_FORMATS[fmt]), nl=False)
+    import ge.graph
+    from ge.graph import DumpFormat
 
+    formats = {"readable": DumpFormat.kReadable, "onnx": DumpFormat.kOnnx,
+               "txt": DumpFormat.kTxt}
+    with command_output("ge"):
+        graph = ge.graph.load(model)
+        click.echo(graph.dump_to_stream(formats[fmt]), nl=False)

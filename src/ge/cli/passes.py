@@ -1,25 +1,31 @@
 """`ge passes list`: every pass the compiler would use, where it came from, and load failures.
 
 Reads `ASCEND_GE_PY_PASS_PATH` like the compiler, plus `--pass-path` items, then the entry
-points; every plugin is tried (continue-on-error), and the exit status is 1 if any failed.
+points (unless `GE_DISABLE_PLUGIN_AUTOLOAD` or the option
+`ge.passes.disable_plugin_autoload` turns that off, which the listing says); built-in passes
+are marked. Every plugin is tried (continue-on-error), and the exit status is 1 if any failed.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import click
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ge.compiler.options import CompilerOptions
+from ge.cli.compile import parse_options
+from ge.cli.output import command_output, console
+from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
+from ge.compiler.options import parse_options as compiler_options
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
-from ge.compiler.plugin_loader import PluginLoader
+from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, PluginLoader, autoload_disabled
+from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import GeError, PluginLoadWarning
 from ge.passes.loader import PluginLoadReport
-from ge.passes.stage import PassStage
 
 __all__ = ["passes"]
 
@@ -29,10 +35,32 @@ def passes() -> None:
     """Inspect the passes the compiler would run."""
 
 
+def _options(values: Mapping[str, str], disabled: Sequence[str]) -> CompilerOptions:
+    parsed = compiler_options(dict(values))
+    return dataclasses.replace(parsed, continue_on_plugin_error=True,
+                               disabled_plugins=parsed.disabled_plugins | frozenset(disabled))
+
+
+def _autoload(options: CompilerOptions) -> dict[str, object]:
+    """Whether entry points were loaded, and what turned that off."""
+    if not autoload_disabled(options, os.environ):
+        return {"autoload": True, "disabled_by": None}
+    by = (f"option {OPTION_DISABLE_PLUGIN_AUTOLOAD}" if options.disable_plugin_autoload
+          else f"{ENV_DISABLE_PLUGIN_AUTOLOAD}={os.environ.get(ENV_DISABLE_PLUGIN_AUTOLOAD)}")
+    return {"autoload": False, "disabled_by": by}
+
+
+def _autoload_line(autoload: Mapping[str, object]) -> str:
+    if autoload["autoload"]:
+        return ("Entry points (group ge.passes.plugins): auto-loaded "
+                f"(set {ENV_DISABLE_PLUGIN_AUTOLOAD}=1 to turn off)")
+    return ("Entry points (group ge.passes.plugins): not loaded, disabled by "
+            f"{autoload['disabled_by']}")
+
+
 def _collect(
-    pass_paths: Sequence[str], disabled: Sequence[str]
+    pass_paths: Sequence[str], options: CompilerOptions
 ) -> tuple[list[RegisteredPass], list[GeError], list[str]]:
-    options = CompilerOptions(continue_on_plugin_error=True, disabled_plugins=frozenset(disabled))
     loader = PluginLoader()
     with warnings.catch_warnings():  # failures are listed, not warned about
         warnings.simplefilter("ignore", PluginLoadWarning)
@@ -58,12 +86,13 @@ def _pass_dict(entry: RegisteredPass) -> dict[str, object]:
     return {
         "name": d.pass_name,
         "kind": d.kind,
-        "stage": d.stage.value,
+        "stage": entry.stage_label,
         "op_types": list(d.op_types),
         "class": f"{d.module_name}.{d.class_name}",
         "descriptor_key": d.descriptor_key,
         "origin": entry.origin.as_dict(),
         "source": str(entry.origin),
+        "builtin": entry.origin.kind == "builtin",
     }
 
 
@@ -75,29 +104,34 @@ def _failure_dict(err: GeError) -> dict[str, object]:
 
 
 def _print_tables(
-    entries: list[RegisteredPass], failures: list[GeError], disabled: list[str]
+    entries: list[RegisteredPass], failures: list[GeError], disabled: list[str],
+    autoload: Mapping[str, object],
 ) -> None:
-    console = Console(soft_wrap=False)
-    table = Table(title=f"Passes ({len(entries)})")
-    for column in ("Name", "Kind", "Stage", "Op types", "Source"):
+    con = console()
+    table = Table(title=f"Passes ({len(entries)})", title_justify="left")
+    for column in ("Name", "Kind", "Stage", "Op types", "Built-in", "Source"):
         table.add_column(column, overflow="fold")
-    stage_order = {stage: i for i, stage in enumerate(PassStage)}
-    for entry in sorted(entries, key=lambda e: (stage_order[e.stage], e.name)):
+    # In pipeline order; within a step in run order (built-in: declared, plugins: by name).
+    order = {step_label(step): i for i, step in enumerate(PIPELINE)}
+    for entry in sorted(entries, key=lambda e: (order[e.stage_label],
+                                                "" if e.step else e.name)):
         d = entry.descriptor
         table.add_row(
-            d.pass_name, d.kind, d.stage.value, ", ".join(d.op_types) or "-", str(entry.origin)
+            escape(d.pass_name), d.kind, entry.stage_label, escape(", ".join(d.op_types) or "-"),
+            "yes" if entry.origin.kind == "builtin" else "-", escape(str(entry.origin)),
         )
-    console.print(table)
+    con.print(table)
+    con.print(escape(_autoload_line(autoload)))
     if disabled:
-        console.print(f"Disabled entry points: {', '.join(disabled)}")
+        con.print(f"Disabled entry points: {escape(', '.join(disabled))}")
     if failures:
         errors = Table(title=f"Load failures ({len(failures)})", style="red")
         for column in ("Code", "Where", "Error"):
             errors.add_column(column, overflow="fold")
         for err in failures:
             where = str(err.location) if err.location else (err.path or "-")
-            errors.add_row(err.code, where, err.message)
-        console.print(errors)
+            errors.add_row(err.code, escape(where), escape(err.message))
+        con.print(errors)
 
 
 @passes.command("list")
@@ -115,21 +149,28 @@ def _print_tables(
     metavar="NAME",
     help="Do not import the entry point NAME (or DIST:NAME) (repeatable).",
 )
+@click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
+              help="A compiler option, e.g. ge.passes.disable_plugin_autoload=true (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.pass_context
 def list_passes(
-    ctx: click.Context, pass_paths: tuple[str, ...], disabled: tuple[str, ...], as_json: bool
+    ctx: click.Context, pass_paths: tuple[str, ...], disabled: tuple[str, ...],
+    option_pairs: tuple[str, ...], as_json: bool
 ) -> None:
     """List every pass with its kind, stage, op types and origin; exit 1 if a plugin failed."""
-    entries, failures, disabled_found = _collect(pass_paths, disabled)
-    if as_json:
-        payload = {
-            "passes": [_pass_dict(e) for e in entries],
-            "failures": [_failure_dict(f) for f in failures],
-            "disabled": disabled_found,
-        }
-        click.echo(json.dumps(payload, indent=2))
-    else:
-        _print_tables(entries, failures, disabled_found)
+    values = parse_options(option_pairs)
+    with command_output("ge", as_json=as_json) as out:
+        options = _options(values, disabled)
+        autoload = _autoload(options)
+        entries, failures, disabled_found = _collect(pass_paths, options)
+        if as_json:
+            out.result({
+                "passes": [_pass_dict(e) for e in entries],
+                "failures": [_failure_dict(f) for f in failures],
+                "disabled": disabled_found,
+                "entry_points": autoload,
+            })
+        else:
+            _print_tables(entries, failures, disabled_found, autoload)
     if failures:
         ctx.exit(1)

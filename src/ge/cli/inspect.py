@@ -1,0 +1,232 @@
+"""`ge inspect MODEL`: what a model file holds, without compiling or running it.
+
+Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
+(subgraphs included) and the operator histogram, initializers (count and bytes), the file
+size and the external data files it refers to (and whether they exist).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ge.cli.output import command_output, console
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["inspect_command", "model_summary"]
+
+
+def _dtype_name(elem_type: int) -> str:
+    """numpy's name of an ONNX element type (`float32`), else ONNX's in lower case."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    if elem_type == TensorProto.STRING:
+        return "string"
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except (KeyError, TypeError, ValueError):
+        return TensorProto.DataType.Name(elem_type).lower()
+
+
+def _type_text(type_proto: onnx.TypeProto) -> tuple[str, list[Any] | None]:
+    """(element type, dims) of a value's type; dims None for an unknown rank."""
+
+    which = type_proto.WhichOneof("value")
+    if which in ("tensor_type", "sparse_tensor_type"):
+        tensor = getattr(type_proto, which)
+        elem = _dtype_name(tensor.elem_type) if tensor.elem_type else "?"
+        if which == "sparse_tensor_type":
+            elem = f"sparse {elem}"
+        if not tensor.HasField("shape"):
+            return elem, None
+        dims: list[Any] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                           for d in tensor.shape.dim]
+        return elem, dims
+    if which is None:
+        return "?", None
+    return which.removesuffix("_type"), None
+
+
+def _value(vi: onnx.ValueInfoProto) -> dict[str, Any]:
+    elem, dims = _type_text(vi.type)
+    return {"name": vi.name, "dtype": elem, "shape": dims}
+
+
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    from onnx import AttributeProto
+
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == AttributeProto.GRAPH:
+                yield from _graphs(attr.g)
+            elif attr.type == AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _graphs(sub)
+
+
+def _tensor_bytes(tensor: onnx.TensorProto) -> int:
+    from onnx import TensorProto, helper
+
+    if tensor.data_location == TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in tensor.external_data}
+        if "length" in info:
+            return int(info["length"])
+    if tensor.HasField("raw_data") and tensor.raw_data:
+        return len(tensor.raw_data)
+    if tensor.data_type == TensorProto.STRING:
+        return sum(len(s) for s in tensor.string_data)
+    count = math.prod(tensor.dims)
+    try:
+        import numpy as np
+
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    except (KeyError, TypeError, ValueError):
+        return 0
+    return int(count * itemsize)
+
+
+def _op_name(node: onnx.NodeProto) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def model_summary(path: Path) -> dict[str, Any]:
+    """The facts `ge inspect` shows, as JSON-ready data."""
+    import onnx
+
+    from ge.errors import ModelLoadError, ModelNotFoundError
+
+    if not path.exists():
+        raise ModelNotFoundError(f"model file not found: {path}", path=str(path))
+    if not path.is_file():
+        raise ModelLoadError(f"{path} is not a file", path=str(path))
+    data = path.read_bytes()
+    try:
+        model = onnx.ModelProto.FromString(data)
+    except Exception as err:  # protobuf's DecodeError and friends
+        raise ModelLoadError(f"{path} is not an ONNX model: {err}", path=str(path)) from None
+    if not model.HasField("graph"):
+        raise ModelLoadError(f"{path} is not an ONNX model: it has no graph", path=str(path))
+    graph = model.graph
+    initializer_names = {t.name for t in graph.initializer}
+    subgraphs = list(_graphs(graph))
+    ops = Counter(_op_name(n) for g in subgraphs for n in g.node)
+    external: dict[str, dict[str, Any]] = {}
+    for g in subgraphs:
+        tensors = list(g.initializer) + [
+            a.t for n in g.node for a in n.attribute if a.HasField("t")]
+        for tensor in tensors:
+            if tensor.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            entry = external.setdefault(location, {"file": location, "tensors": 0})
+            entry["tensors"] += 1
+    for entry in external.values():
+        file = path.parent / entry["file"]
+        entry["exists"] = file.is_file()
+        entry["bytes"] = file.stat().st_size if file.is_file() else None
+    return {
+        "model": str(path),
+        "file_bytes": len(data),
+        "ir_version": model.ir_version,
+        "producer": {"name": model.producer_name, "version": model.producer_version},
+        "domain": model.domain,
+        "model_version": model.model_version,
+        "graph": graph.name,
+        "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
+        "inputs": [{**_value(vi), "has_default": vi.name in initializer_names}
+                   for vi in graph.input],
+        "outputs": [_value(vi) for vi in graph.output],
+        "nodes": len(graph.node),
+        "nodes_with_subgraphs": sum(len(g.node) for g in subgraphs),
+        "subgraphs": len(subgraphs) - 1,
+        "functions": [f"{f.domain}.{f.name}" if f.domain else f.name for f in model.functions],
+        "ops": dict(ops.most_common()),
+        "initializers": {"count": len(graph.initializer),
+                         "bytes": sum(_tensor_bytes(t) for t in graph.initializer)},
+        "external_data": sorted(external.values(), key=lambda e: e["file"]),
+        "metadata": {p.key: p.value for p in model.metadata_props},
+    }
+
+
+def _shape_text(shape: list[Any] | None) -> str:
+    return "(any shape)" if shape is None else f"[{', '.join(map(str, shape))}]"
+
+
+def _size_text(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit} ({size} B)"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def _print(summary: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = console()
+    producer = summary["producer"]
+    con.print(f"model {escape(summary['model'])}: graph {escape(summary['graph'])}, "
+              f"{_size_text(summary['file_bytes'])}")
+    con.print(f"ir_version {summary['ir_version']}; producer "
+              f"{escape(producer['name'] or '-')} {escape(producer['version'])}".rstrip())
+    con.print("opsets: " + ", ".join(f"{d}={v}" for d, v in summary["opsets"].items()))
+    io_table = Table(title="Inputs and outputs", title_justify="left")
+    for column in ("Kind", "Name", "Dtype", "Shape"):
+        io_table.add_column(column)
+    for value in summary["inputs"]:
+        kind = "input (default)" if value["has_default"] else "input"
+        io_table.add_row(kind, escape(value["name"]), value["dtype"],
+                         _shape_text(value["shape"]))
+    for value in summary["outputs"]:
+        io_table.add_row("output", escape(value["name"]), value["dtype"],
+                         _shape_text(value["shape"]))
+    con.print(io_table)
+    nodes = f"{summary['nodes']} node(s)"
+    if summary["subgraphs"]:
+        nodes += (f", {summary['nodes_with_subgraphs']} with {summary['subgraphs']} "
+                  "subgraph(s)")
+    init = summary["initializers"]
+    con.print(f"{nodes}; {init['count']} initializer(s), {_size_text(init['bytes'])}")
+    if summary["functions"]:
+        con.print("functions: " + escape(", ".join(summary["functions"])))
+    ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")
+    ops.add_column("Op")
+    ops.add_column("Count", justify="right")
+    for op, count in summary["ops"].items():
+        ops.add_row(escape(op), str(count))
+    con.print(ops)
+    if summary["external_data"]:
+        ext = Table(title="External data files", title_justify="left")
+        for column in ("File", "Tensors", "Bytes", "Exists"):
+            ext.add_column(column)
+        for entry in summary["external_data"]:
+            ext.add_row(escape(entry["file"]), str(entry["tensors"]),
+                        "-" if entry["bytes"] is None else str(entry["bytes"]),
+                        "yes" if entry["exists"] else "MISSING")
+        con.print(ext)
+    else:
+        con.print("external data: none")
+
+
+@click.command("inspect")
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the facts (or error) as JSON.")
+def inspect_command(model: Path, as_json: bool) -> None:
+    """Show a model's inputs, outputs, opsets, operators and weights."""
+    with command_output("ge", as_json=as_json) as out:
+        summary = model_summary(model)
+        if out.as_json:
+            out.result(summary)
+        else:
+            _print(summary)

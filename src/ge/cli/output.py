@@ -1,0 +1,228 @@
+"""What every command of `ge` (and `pyatc`) shows the same way: errors as one line (or as
+JSON with `--json`), warnings as `ge: warning: ...` lines instead of Python's warning
+output, JSON payloads, rich consoles, and files written atomically.
+
+A command runs its body inside `command_output(...)`; a `GeError` escaping it is printed
+(`ge: [CODE] message (pass P, stage S, at file:line)`) and ends the process with status 1,
+unless debugging, when it propagates with its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import click
+
+from ge.errors import CommandLineError, CompileWarning, GeError, PluginLoadWarning
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "CommandOutput",
+    "check_output_folder",
+    "command_output",
+    "console",
+    "one_line",
+    "same_file",
+    "write_atomically",
+    "write_json_atomically",
+]
+
+# Warnings of ge itself say everything in their text; where they were raised is internal.
+_GE_WARNINGS = (CompileWarning, PluginLoadWarning)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: a heading with its `  - item` lines joined by "; "."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    head, items = lines[0], [line.removeprefix("- ") for line in lines[1:]]
+    return f"{head} {'; '.join(items)}"
+
+
+def _warning_data(caught: warnings.WarningMessage) -> dict[str, Any]:
+    category = caught.category
+    ours = issubclass(category, _GE_WARNINGS)
+    return {
+        "category": category.__name__,
+        "message": one_line(str(caught.message)),
+        "location": None if ours else f"{caught.filename}:{caught.lineno}",
+    }
+
+
+def _warning_text(data: dict[str, Any]) -> str:
+    if data["location"] is None:
+        return data["message"]
+    return f"{data['category']}: {data['message']} (at {data['location']})"
+
+
+class CommandOutput:
+    """The output side of one command run: JSON or text, and the warnings caught so far."""
+
+    def __init__(self, prog: str, *, as_json: bool, debug: bool,
+                 show_warnings: bool = True) -> None:
+        self.prog = prog
+        self.as_json = as_json
+        self.debug = debug
+        self.show_warnings = show_warnings
+        self._caught: list[warnings.WarningMessage] = []
+        self._shown = 0
+        self._payload: dict[str, Any] | None = None
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        """The warnings caught so far, as data (category, message, location or None)."""
+        return [_warning_data(w) for w in self._caught]
+
+    def result(self, payload: dict[str, Any]) -> None:
+        """The command's JSON result, printed (with the warnings) when the command ends."""
+        self._payload = payload
+
+    def flush_warnings(self) -> None:
+        """Print the warnings not printed yet, one `prog: warning: ...` line each (text mode)."""
+        if self.as_json or not self.show_warnings:
+            return
+        for caught in self._caught[self._shown:]:
+            click.echo(f"{self.prog}: warning: {_warning_text(_warning_data(caught))}", err=True)
+        self._shown = len(self._caught)
+
+    def _finish(self) -> None:
+        if self.as_json and self._payload is not None:
+            echo_json({**self._payload, "warnings": self.warnings})
+        self.flush_warnings()
+
+    def _fail(self, err: GeError) -> None:
+        if self.as_json:
+            data = {**err.details(), "warnings": self.warnings}
+            report = getattr(err, "report", None)
+            if report is not None and hasattr(report, "as_dict"):
+                data["verification"] = report.as_dict()
+            echo_json(data)
+        else:
+            self.flush_warnings()
+            click.echo(f"{self.prog}: {one_line(str(err))}", err=True)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def _debugging() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("debug"))
+
+
+@contextlib.contextmanager
+def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | None = None,
+                   show_warnings: bool = True) -> Iterator[CommandOutput]:
+    """Run a command's body: warnings caught (and printed as lines at the end unless
+    `show_warnings` is false), a GeError printed as one line or as JSON and turned into exit
+    status 1 (re-raised when `debug`; by default the `--debug` flag of the `ge` group)."""
+    out = CommandOutput(prog, as_json=as_json,
+                        debug=_debugging() if debug is None else debug,
+                        show_warnings=show_warnings)
+    with warnings.catch_warnings(record=True) as caught:
+        # The inherited filters decide about others' warnings (a DeprecationWarning inside
+        # a library stays hidden); every warning of ge's own is shown.
+        for category in _GE_WARNINGS:
+            warnings.simplefilter("always", category)
+        out._caught = caught
+        try:
+            yield out
+        except GeError as err:
+            if out.debug:
+                out.flush_warnings()
+                raise
+            out._fail(err)
+            raise SystemExit(1) from None
+        out._finish()
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console for tables: no colours when not a terminal, and wide enough for the
+    tables when writing to a pipe or file (unless COLUMNS says otherwise)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not (hasattr(stream, "isatty") and stream.isatty()) and "COLUMNS" not in os.environ:
+        width = 160
+    return Console(file=stream, soft_wrap=False, width=width, highlight=False)
+
+
+def check_output_folder(path: Path, what: str) -> None:
+    """Refuse (CommandLineError) to write `what` to `path` when its folder does not exist or
+    it is a folder, before any work is done."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise CommandLineError(f"cannot write {what} to {path}: {folder} is not an existing "
+                               "folder", path=str(path))
+    if path.is_dir():
+        raise CommandLineError(f"cannot write {what} to {path}: it is a folder", path=str(path))
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
+                                                     and not os.access(path, os.W_OK)):
+        raise CommandLineError(f"cannot write {what} to {path}: permission denied",
+                               path=str(path))
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` name the same file (resolved spellings, or the same inode)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _new_file_mode(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) -> None:
+    """Write `path` through a temporary file in its folder renamed into place: readers see
+    the old file or the new one, never a part; a failure leaves nothing behind."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise CommandLineError(f"cannot write {what} to {path}: {err.strerror or err}",
+                               path=str(path)) from None
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            write(stream)
+        os.chmod(tmp, _new_file_mode(path))
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise CommandLineError(f"cannot write {what} to {path}: {err.strerror or err}",
+                               path=str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomically(path: Path, data: Any, what: str = "the report") -> None:
+    """`data` as indented JSON, written atomically (see `write_atomically`)."""
+    text = (json.dumps(data, indent=2, default=str) + "\n").encode("utf-8")
+
+    def write(stream: IO[bytes]) -> None:
+        stream.write(text)
+
+    write_atomically(path, write, what)

@@ -1,0 +1,135 @@
+"""`ge run MODEL`: run a model on inputs (read from an `.npz` or generated) and show or save
+its outputs.
+
+The model runs in `ge.session` (onnxruntime, or the reference evaluator for custom ops).
+Inputs not given are generated from the input types (`--seed`). `--output FILE.npz` is
+checked before running and written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from ge.cli.output import check_output_folder, command_output, console, same_file, write_atomically
+from ge.errors import CommandLineError
+
+__all__ = ["array_summary", "run_command"]
+
+#: How many leading values of each output are shown.
+_SHOWN_VALUES = 6
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:  # NaN
+        return "nan"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, complex):
+        return str(value)
+    return value
+
+
+def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
+    """dtype, shape, the first `shown` values and (numeric arrays) min, max and mean."""
+    import numpy as np
+
+    arr = np.asarray(array)
+    dtype = "string" if arr.dtype.kind in "OSU" else arr.dtype.name
+    flat = arr.reshape(-1)
+    data: dict[str, Any] = {"dtype": dtype, "shape": list(arr.shape), "size": int(arr.size),
+                            "values": [_plain(v) for v in flat[:shown]]}
+    if arr.size and arr.dtype.kind in "biuf":
+        with np.errstate(all="ignore"):
+            numbers = flat.astype(np.float64)
+            data.update(min=_plain(np.min(numbers)), max=_plain(np.max(numbers)),
+                        mean=_plain(np.mean(numbers)))
+    return data
+
+
+def _values_text(summary: dict[str, Any]) -> str:
+    def one(v: Any) -> str:
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    text = ", ".join(one(v) for v in summary["values"])
+    if summary["size"] > len(summary["values"]):
+        text += ", …"
+    return f"[{text}]"
+
+
+@click.command("run")
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
+              help="The inputs, one array per input name (default: generated).")
+@click.option("--output", "output", type=click.Path(path_type=Path), default=None,
+              metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the generated inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
+def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int,
+                as_json: bool) -> None:
+    """Run MODEL on inputs (given or generated) and show or save its outputs."""
+    with command_output("ge", as_json=as_json) as out:
+        import numpy as np
+
+        import ge.graph
+        from ge.session.runner import ModelRunner
+        from ge.session.verification import generate_inputs, load_inputs
+
+        if output is not None:
+            check_output_folder(output, "the outputs")
+            if output.suffix != ".npz":
+                raise CommandLineError(f"cannot write the outputs to {output}: the file "
+                                       "name must end in .npz", path=str(output))
+            if same_file(output, model):
+                raise CommandLineError(f"cannot write the outputs to {output}: it is the "
+                                       "model", path=str(output))
+        graph = ge.graph.load(model)
+        feeds = (load_inputs(inputs, graph) if inputs is not None
+                 else generate_inputs(graph, seed=seed))
+        results = ModelRunner(graph).run(feeds)
+        if output is not None:
+            buffer = io.BytesIO()
+            np.savez(buffer, **results)  # type: ignore[arg-type]
+
+            def write(stream: IO[bytes]) -> None:
+                stream.write(buffer.getvalue())
+
+            write_atomically(output, write, "the outputs")
+        inputs_from = str(inputs) if inputs is not None else f"generated (seed {seed})"
+        outputs = {name: array_summary(a) for name, a in results.items()}
+        payload: dict[str, Any] = {
+            "model": str(model),
+            "inputs_from": inputs_from,
+            "inputs": {name: {k: v for k, v in array_summary(a).items()
+                              if k in ("dtype", "shape")} for name, a in feeds.items()},
+            "outputs": outputs,
+            "output_file": None if output is None else str(output),
+        }
+        if out.as_json:
+            out.result(payload)
+            return
+        from rich.markup import escape
+        from rich.table import Table
+
+        con = console()
+        table = Table(title=f"Outputs of {escape(str(model))} "
+                            f"(inputs {escape(inputs_from)})", title_justify="left")
+        for column in ("Output", "Dtype", "Shape", "Values", "Min", "Max", "Mean"):
+            table.add_column(column, overflow="fold" if column == "Values" else "ellipsis")
+        for name, summary in outputs.items():
+            stats = [f"{summary[k]:.6g}" if isinstance(summary.get(k), float)
+                     else str(summary.get(k, "-")) for k in ("min", "max", "mean")]
+            table.add_row(escape(name), summary["dtype"],
+                          f"[{', '.join(map(str, summary['shape']))}]",
+                          escape(_values_text(summary)), *stats)
+        con.print(table)
+        if output is not None:
+            con.print(f"wrote {escape(str(output))}")

@@ -1,0 +1,217 @@
+"""`pyatc`: GE's `atc` command line over `ge.compile`, for scripts written for atc.
+
+    pyatc --model=net.onnx --framework=5 --output=out [--input_shape="x:1,3,224,224"]
+          [--log=error|warning|info|debug|null]
+
+compiles the ONNX model `net.onnx` with the built-in passes and the plugins of
+`ASCEND_GE_PY_PASS_PATH` (and entry points) and writes `out.onnx`. Only ONNX is compiled
+(`--framework=5`); another framework is an error. `--input_shape` fixes input shapes
+(dynamic dims) before compiling. Errors are one line, `pyatc: [CODE] message`, with a
+non-zero exit status, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["FRAMEWORK_ONNX", "main", "parse_input_shape"]
+
+#: atc's framework numbers: 0 Caffe, 1 MindSpore, 3 TensorFlow, 5 ONNX.
+FRAMEWORK_ONNX = "5"
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+               "error": logging.ERROR, "null": None}
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Compile an ONNX model with ge (atc-style flags) and write PREFIX.onnx.",
+        epilog="Errors print as one line `pyatc: [CODE] message` with exit status 1.")
+    parser.add_argument("--model", required=True, metavar="PATH",
+                        help="The ONNX model to compile.")
+    parser.add_argument("--framework", default=FRAMEWORK_ONNX, metavar="N",
+                        help="The model's framework; only 5 (ONNX) is supported (default 5).")
+    parser.add_argument("--output", default=None, metavar="PREFIX",
+                        help="Write the compiled model to PREFIX.onnx (a trailing .onnx is "
+                             "not doubled). Without it the model is compiled, not written.")
+    parser.add_argument("--input_shape", default=None, metavar='"NAME:D1,D2,...;NAME2:..."',
+                        help="Set input shapes before compiling (fixes dynamic dims; -1 "
+                             "keeps a dim dynamic).")
+    parser.add_argument("--log", default="warning", choices=sorted(_LOG_LEVELS),
+                        help="What to print on stderr besides errors (default warning; null "
+                             "prints no warnings or log).")
+    parser.add_argument("--soc_version", default=None, metavar="SOC",
+                        help="Accepted for atc compatibility and ignored.")
+    return parser
+
+
+def parse_input_shape(text: str) -> dict[str, list[int]]:
+    """`"x:1,3,224,224;y:2"` as `{"x": [1, 3, 224, 224], "y": [2]}` (CommandLineError for
+    anything else). The name is what precedes the last `:`; an empty dim list is a scalar."""
+    from ge.errors import CommandLineError
+
+    shapes: dict[str, list[int]] = {}
+    for item in (part.strip() for part in text.split(";")):
+        if not item:
+            continue
+        name, sep, dims_text = item.rpartition(":")
+        if not sep or not name:
+            raise CommandLineError(f"--input_shape: {item!r} is not NAME:D1,D2,...")
+        dims: list[int] = []
+        for dim in (d.strip() for d in dims_text.split(",") if d.strip()):
+            try:
+                value = int(dim)
+            except ValueError:
+                value = -2
+            if value < -1:
+                raise CommandLineError(f"--input_shape: dim {dim!r} of input {name!r} is not "
+                                       "an integer >= -1")
+            dims.append(value)
+        if name in shapes:
+            raise CommandLineError(f"--input_shape: input {name!r} is given twice")
+        shapes[name] = dims
+    if not shapes:
+        raise CommandLineError(f"--input_shape: {text!r} names no input")
+    return shapes
+
+
+def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
+    """Set the shapes of the graph's inputs; an unknown name, another rank or a static dim
+    changed is a CommandLineError."""
+    from ge.errors import CommandLineError
+    from ge.graph import Graph
+
+    assert isinstance(graph, Graph)
+    nodes = {node.get_output_names()[0]: node for node in graph.get_data_nodes()}
+    unknown = [name for name in shapes if name not in nodes]
+    if unknown:
+        raise CommandLineError(
+            f"--input_shape: {', '.join(repr(n) for n in unknown)} "
+            f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
+            f"(inputs: {', '.join(nodes) or 'none'})")
+    for name, dims in shapes.items():
+        node = nodes[name]
+        desc = node.get_output_desc(0)
+        current = desc.shape
+        if not current.is_unknown_rank():
+            if len(current) != len(dims):
+                raise CommandLineError(
+                    f"--input_shape: input {name!r} has rank {len(current)} "
+                    f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
+            for old, new in zip(current, dims):
+                if isinstance(old, int) and old >= 0 and new != old:
+                    raise CommandLineError(
+                        f"--input_shape: input {name!r} has the static shape {list(current)}; "
+                        f"{dims} changes a static dim")
+        new_dims = (list(dims) if current.is_unknown_rank()
+                    else [old if new == -1 else new for old, new in zip(current, dims)])
+        desc.set_shape(new_dims)
+        desc.set_origin_shape(new_dims)
+        node.update_output_desc(0, desc)
+
+
+def _refine_output_shapes(graph: object) -> None:
+    """After fixing input shapes, declare the graph outputs with the shapes inferred for
+    them (the model's declared output shapes would keep the old symbolic dims)."""
+    from ge.graph import Graph
+
+    assert isinstance(graph, Graph)
+    net_output = graph.get_net_output()
+    if net_output is None:
+        return
+    for i in range(net_output.get_inputs_size()):
+        producer, index = net_output.get_in_data_nodes_and_port_indexes(i)
+        inferred = producer.get_output_desc(index)
+        if not inferred.shape.is_unknown_rank():
+            net_output.update_input_desc(i, inferred)
+
+
+@contextmanager
+def _logging(level: int | None) -> Iterator[None]:
+    """Log records of `ge` on stderr at `level` (none for None) while compiling."""
+    logger = logging.getLogger("ge")
+    saved = (logger.level, logger.propagate)
+    handler: logging.Handler = (logging.StreamHandler(sys.stderr) if level is not None
+                                else logging.NullHandler())
+    handler.setFormatter(logging.Formatter("pyatc: %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level if level is not None else logging.CRITICAL + 1)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
+    from ge.errors import CommandLineError
+
+    framework = str(ns.framework).strip()
+    if framework != FRAMEWORK_ONNX:
+        raise CommandLineError(f"framework {framework} is not supported: ge compiles ONNX "
+                               "models (--framework=5)")
+    shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
+    import ge
+    import ge.graph
+    from ge.cli.compile import check_model_target
+    from ge.cli.progress import compile_progress
+
+    model = Path(ns.model)
+    output = None
+    if ns.output is not None:
+        prefix = str(ns.output)
+        output = Path(prefix if prefix.endswith(".onnx") else f"{prefix}.onnx")
+    graph = ge.graph.load(model)
+    log.info("loaded %s: %d node(s)", model, len(graph.get_all_nodes()))
+    if shapes:
+        _set_input_shapes(graph, shapes)
+        log.info("input shapes set: %s", shapes)
+    if output is not None:
+        check_model_target(graph, output, external_data=None, overwrite_input=False)
+    with compile_progress(str(model)) as observers:
+        result = ge.compile(graph, observers=observers)
+    if shapes:
+        _refine_output_shapes(result.graph)
+    report = result.report
+    for record in report.records:
+        log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
+                  record.graph_name, record.outcome.value, record.nodes_before,
+                  record.nodes_after)
+    before, after = sum(report.ops_before.values()), sum(report.ops_after.values())
+    log.info("compiled in %.1f ms: %d pass run(s), nodes %d -> %d", report.seconds * 1000,
+             len(report.records), before, after)
+    if output is not None:
+        result.save(output)
+        print(f"pyatc: run success: wrote {output} (nodes {before} -> {after})")
+    else:
+        print(f"pyatc: run success: compiled {model} (nodes {before} -> {after}); no "
+              "--output, nothing written")
+
+
+def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
+    """Run pyatc with `args` (default: sys.argv[1:]); `cmdline_argv0` names the program in
+    messages. Returns the exit status: 0 on success, 1 for an error, 2 for bad usage."""
+    from ge.cli.output import command_output
+
+    prog = Path(cmdline_argv0).name if cmdline_argv0 else "pyatc"
+    parser = _parser(prog)
+    try:
+        ns = parser.parse_args(list(args) if args is not None else sys.argv[1:])
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    level = _LOG_LEVELS[ns.log]
+    show_warnings = level is not None and level <= logging.WARNING
+    try:
+        with _logging(level), command_output(prog, debug=False,
+                                             show_warnings=show_warnings):
+            _run(ns, logging.getLogger("ge.pyatc"))
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    return 0

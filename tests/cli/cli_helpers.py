@@ -1,0 +1,38 @@
+"""Helpers of the CLI tests: running `ge` in-process or as a subprocess, folder listings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ge.cli import cli
+from model_paths import shared_model
+
+DISTILBERT = shared_model("distilbert_tiny")
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def run_ge(*args: str) -> tuple[int, str, str]:
+    """`ge ARGS` in-process: (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(cli, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def run_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a subprocess (stdout and stderr pipes, so never a terminal)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("ASCEND_GE_PY_PASS_PATH", None)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300, check=False)
+
+
+def listing(folder: Path) -> list[str]:
+    """The names under `folder`, recursively, sorted."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))

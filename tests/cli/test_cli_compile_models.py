@@ -1,0 +1,234 @@
+"""`ge compile` on a vendored real model with the built-in passes: verification, the JSON
+report, `--json`; and every bad input refused with its code and nothing written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_helpers import DISTILBERT, listing, run_ge
+
+pytestmark = pytest.mark.builtin_passes
+
+OPTION_PASS = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="ReadsOption", stage=PassStage.BEFORE_INFER_SHAPE)
+class ReadsOption(FusionBasePass):
+    def run(self, graph, context):
+        context.get_option_value("my.threshold")
+        return True
+"""
+
+RAISING = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="Broken", stage=PassStage.BEFORE_INFER_SHAPE)
+class Broken(FusionBasePass):
+    def run(self, graph, context):
+        raise ValueError("the pattern is wrong")
+"""
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    """A copy of distilbert_tiny in its own folder (so OUT == MODEL can be tried)."""
+    path = tmp_path / "m" / "distilbert.onnx"
+    path.parent.mkdir()
+    shutil.copy(DISTILBERT, path)
+    return path
+
+
+def _inputs(**overrides: np.ndarray) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    arrays = {"input_ids": rng.integers(0, 500, size=(1, 12)).astype(np.int64),
+              "attention_mask": np.ones((1, 12), dtype=np.int64)}
+    arrays.update(overrides)
+    return arrays
+
+
+def test_compile_verify_and_report(model: Path, tmp_path: Path) -> None:
+    out, report = tmp_path / "out.onnx", tmp_path / "report.json"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--verify",
+                                  "--report", str(report))
+    assert code == 0, stderr
+    compiled = onnx.load(out)
+    onnx.checker.check_model(compiled, full_check=True)
+    assert "Identity" not in {n.op_type for n in compiled.graph.node}  # built-ins ran
+    data = json.loads(report.read_text())
+    assert data["model"] == str(model) and data["output"] == str(out)
+    assert [s["name"] for s in data["steps"]][:2] == ["BeforeInferShape", "InferShape"]
+    assert data["invocations"] and data["passes"]
+    assert {r["origin"] for r in data["invocations"]} == {"built-in"}
+    folding = next(p for p in data["passes"] if p["name"] == "ConstantFolding")
+    assert folding["outcome"] == "success" and folding["runs"] >= 1
+    assert data["ops_before"]["Identity"] > 0 and "Identity" not in data["ops_after"]
+    assert data["nodes_after"] < data["nodes_before"]
+    assert data["verification"]["ok"] is True
+    assert [o["name"] for o in data["verification"]["outputs"]] == ["output"]
+    # the text report: pass table, op histogram, totals, verification
+    for text in ("Pass runs", "ConstantFolding", "built-in", "Operators before → after",
+                 "Identity", "verification ok", f"wrote {out}", f"wrote report {report}"):
+        assert text in stdout
+    assert stderr == ""
+
+
+def test_compile_verify_each_pass_with_inputs_json(model: Path, tmp_path: Path) -> None:
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, **_inputs())
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--verify=each-pass",
+                                  "--inputs", str(inputs), "--check", "--json")
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    assert data["verification"]["ok"] is True
+    assert data["warnings"] == []
+    assert data["fixed_point"]["converged"] is True
+    assert out.is_file()
+
+
+def test_no_builtin_and_disable(model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.onnx"
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--no-builtin", "--json")
+    assert code == 0
+    assert json.loads(stdout)["invocations"] == []
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json",
+                             "--disable", "ConstantFolding", "--disable", "NoOpElimination")
+    assert code == 0
+    names = {r["name"] for r in json.loads(stdout)["invocations"]}
+    assert names and not names & {"ConstantFolding", "NoOpElimination"}
+
+
+def _refused(model: Path, *args: str, code: str, message: str, as_json: bool = False) -> None:
+    """`ge compile MODEL ARGS` fails with `code` and `message`, and writes nothing."""
+    root = model.parent.parent
+    before = listing(root)
+    exit_code, stdout, stderr = run_ge("compile", str(model), *args,
+                                       *(["--json"] if as_json else []))
+    assert exit_code == 1
+    if as_json:
+        error = json.loads(stdout)
+        assert error["code"] == code and message in error["message"], error
+        assert stderr == ""
+    else:
+        assert stderr.startswith(f"ge: [{code}] ") and message in stderr, stderr
+        assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert listing(root) == before
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_file_that_is_not_onnx(tmp_path: Path, as_json: bool) -> None:
+    bogus = tmp_path / "m" / "bogus.onnx"
+    bogus.parent.mkdir()
+    bogus.write_bytes(b"this is not a protobuf \xff\xfe" * 10)
+    _refused(bogus, "-o", str(tmp_path / "out.onnx"), code="GE1101", message="bogus.onnx",
+             as_json=as_json)
+
+
+def test_output_in_a_missing_folder(model: Path, tmp_path: Path) -> None:
+    _refused(model, "-o", str(tmp_path / "absent" / "out.onnx"), code="GE1104",
+             message="is not an existing folder")
+
+
+def test_output_is_the_input(model: Path) -> None:
+    _refused(model, "-o", str(model), code="GE1104", message="would replace")
+
+
+def test_report_in_a_missing_folder(model: Path, tmp_path: Path) -> None:
+    _refused(model, "-o", str(tmp_path / "out.onnx"), "--report",
+             str(tmp_path / "absent" / "r.json"), code="GE1701",
+             message="is not an existing folder")
+
+
+def test_report_onto_the_model(model: Path, tmp_path: Path) -> None:
+    _refused(model, "-o", str(tmp_path / "out.onnx"), "--report", str(model), code="GE1701",
+             message="it is the model")
+
+
+@pytest.mark.parametrize(("arrays", "message"), [
+    ({"input_ids": np.zeros((1, 12), np.int64), "tokens": np.zeros((1, 12), np.int64)},
+     "tokens"),
+    (_inputs(input_ids=np.zeros((1, 7), np.int64)), "input_ids"),
+    (_inputs(attention_mask=np.ones((1, 12), np.float32)), "attention_mask"),
+], ids=["wrong-name", "wrong-shape", "wrong-dtype"])
+def test_bad_inputs(model: Path, tmp_path: Path, arrays: dict[str, np.ndarray],
+                    message: str) -> None:
+    inputs = tmp_path / "m" / "inputs.npz"
+    np.savez(inputs, **arrays)  # type: ignore[arg-type]
+    _refused(model, "-o", str(tmp_path / "out.onnx"), "--verify", "--inputs", str(inputs),
+             code="GE1602", message=message)
+
+
+def test_unknown_disable_name(model: Path, tmp_path: Path) -> None:
+    _refused(model, "-o", str(tmp_path / "out.onnx"), "--disable", "NoSuchPass",
+             code="GE1202", message="cannot disable unknown pass(es) NoSuchPass")
+
+
+def test_an_option_a_pass_reads(model: Path, tmp_path: Path, write) -> None:
+    plugin = write("plugins/reads_option.py", OPTION_PASS)
+    out = tmp_path / "out.onnx"
+    _refused(model, "-o", str(out), "--pass-path", str(plugin), code="E13028",
+             message="Failed to get option value for key: my.threshold")
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--pass-path", str(plugin),
+                             "--option", "my.threshold=3")
+    assert code == 0, stderr
+    assert out.is_file()
+
+
+def test_a_failing_pass_under_skip_is_a_warning_line(model: Path, tmp_path: Path,
+                                                     write) -> None:
+    plugin = write("plugins/broken.py", RAISING)
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--pass-path",
+                                  str(plugin), "--on-pass-failure", "skip")
+    assert code == 0
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ge: warning: ")
+    assert "Broken" in lines[0] and "the pattern is wrong" in lines[0]
+    assert "rolled back" in stdout  # the pass table says so
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--pass-path",
+                                  str(plugin), "--on-pass-failure", "skip", "--json")
+    assert code == 0 and stderr == ""
+    (warning,) = json.loads(stdout)["warnings"]
+    assert warning["category"] == "CompileWarning" and "Broken" in warning["message"]
+
+
+def test_a_verification_failure_in_json_has_the_comparison(model: Path, tmp_path: Path,
+                                                           write) -> None:
+    """A pass that changes the numbers: GE1603, with the comparison, and no file."""
+    plugin = write("plugins/wrong.py", """
+        from ge.graph import Tensor
+        from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+        import numpy as np
+
+        @register_fusion_pass(name="Wrong", stage=PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE)
+        class Wrong(FusionBasePass):
+            def run(self, graph, context):
+                for node in graph.get_direct_nodes():
+                    if node.type == "LayerNormalization":
+                        node.set_attr("epsilon", 0.5)
+                        return True
+                return False
+        """)
+    root = model.parent.parent
+    before = listing(root)
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"),
+                             "--pass-path", str(plugin), "--verify", "--report",
+                             str(tmp_path / "r.json"), "--json")
+    assert code == 1
+    error = json.loads(stdout)
+    assert error["code"] == "GE1603"
+    assert error["verification"]["ok"] is False
+    assert listing(root) == before
+
+
+@pytest.mark.parametrize(("mode", "typed"), [("all", True), ("none", False)])
+def test_value_info(model: Path, tmp_path: Path, mode: str, typed: bool) -> None:
+    out = tmp_path / "out.onnx"
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--value-info", mode)
+    assert code == 0, stderr
+    assert bool(onnx.load(out).graph.value_info) is typed

@@ -1,0 +1,125 @@
+"""`python -m ge`, `ge --version`, a light `import ge.cli`, and the progress display (shown
+only on a terminal)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import DISTILBERT, run_ge, run_process
+
+import ge
+from ge.cli.progress import CompileProgress, compile_progress, progress_wanted
+
+HEAVY = ("onnx", "onnxruntime", "numpy", "rich")
+
+
+def test_python_m_ge_help_and_version() -> None:
+    result = run_process("-m", "ge", "--help")
+    assert result.returncode == 0, result.stderr
+    for name in ("compile", "dump", "inspect", "passes", "run"):
+        assert f"  {name} " in result.stdout
+    result = run_process("-m", "ge", "--version")
+    assert (result.returncode, result.stdout) == (0, f"ge, version {ge.__version__}\n")
+
+
+def test_import_and_help_are_light() -> None:
+    code = (
+        "import sys\n"
+        "import ge.cli\n"
+        f"heavy = {HEAVY!r}\n"
+        "after_import = [m for m in heavy if m in sys.modules]\n"
+        "try:\n"
+        "    ge.cli.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "try:\n"
+        "    ge.cli.main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(after_import, [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
+    )
+    result = run_process("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[] []"
+
+
+def test_compile_in_a_pipe_shows_no_progress(tmp_path: Path) -> None:
+    """A subprocess with pipes: stdout has the JSON, stderr nothing (no progress, no
+    warnings)."""
+    result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(tmp_path / "o.onnx"),
+                         "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["invocations"]
+
+
+def test_progress_only_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert progress_wanted(io.StringIO()) is False
+    assert progress_wanted(Tty()) is True
+    with compile_progress("m.onnx") as observers:  # pytest's stderr is no terminal
+        assert observers == []
+
+
+@pytest.mark.builtin_passes
+def test_the_progress_observer_follows_steps_and_passes() -> None:
+    class Status:
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def update(self, text: Any) -> None:
+            self.texts.append(str(text))
+
+    status = Status()
+    ge.compile(DISTILBERT, observers=[CompileProgress(status, "m.onnx")])
+    assert status.texts[0] == "compiling m.onnx: step 1/8 BeforeInferShape"
+    assert any("last ConstantFolding on main_graph" in t for t in status.texts)
+    assert status.texts[-1].startswith("compiling m.onnx: step 8/8 FinalValidation")
+
+
+def test_debug_raises_instead_of_one_line(tmp_path: Path) -> None:
+    code, _, stderr = run_ge("compile", str(tmp_path / "absent.onnx"), "-o",
+                             str(tmp_path / "o.onnx"))
+    assert code == 1 and stderr.startswith("ge: [GE1102] ")
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    result = CliRunner().invoke(cli, ["--debug", "inspect", str(tmp_path / "absent.onnx")])
+    assert type(result.exception).__name__ == "ModelNotFoundError"
+
+
+def test_docs_name_every_flag() -> None:
+    """docs/cli.md documents every option of every command (and of pyatc)."""
+    import click
+
+    from ge.cli import cli
+    from ge.pyatc import _parser
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    ctx = click.Context(cli)
+    commands: list[click.Command] = []
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            commands += [command.get_command(ctx, n) for n in command.list_commands(ctx)]
+        else:
+            commands.append(command)
+    for command in commands:
+        assert f"## `ge {command.name}`" in text or f"`ge passes {command.name}`" in text
+        for param in command.params:
+            for opt in [*param.opts, *param.secondary_opts]:
+                if opt.startswith("--"):
+                    assert opt in text, f"{command.name} {opt}"
+    for action in _parser("pyatc")._actions:
+        for opt in action.option_strings:
+            if opt.startswith("--"):
+                assert opt in text, f"pyatc {opt}"

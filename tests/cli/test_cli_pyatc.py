@@ -1,0 +1,126 @@
+"""`pyatc`: atc's flags over `ge.compile`; errors one line with a code and nothing written."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from cli_helpers import DISTILBERT, listing, run_process
+from onnx import TensorProto, helper
+
+from ge.pyatc import main, parse_input_shape
+
+pytestmark = pytest.mark.builtin_passes
+
+
+@pytest.fixture
+def dynamic_model(tmp_path: Path) -> Path:
+    """x: float32[batch, 3] -> Relu -> Identity = y."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _dims(value: onnx.ValueInfoProto) -> list[object]:
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param
+            for d in value.type.tensor_type.shape.dim]
+
+
+def test_compiles_and_writes_prefix_onnx(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    prefix = tmp_path / "compiled"
+    assert main(args=["--model", str(DISTILBERT), "--framework", "5", "--output",
+                      str(prefix)]) == 0
+    out = tmp_path / "compiled.onnx"
+    onnx.checker.check_model(onnx.load(out))
+    assert "Identity" not in {n.op_type for n in onnx.load(out).graph.node}
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.out and captured.err == ""
+    assert listing(tmp_path) == ["compiled.onnx"]
+
+
+def test_framework_3_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = main(args=["--model", str(DISTILBERT), "--framework=3",
+                      f"--output={tmp_path / 'p'}"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "pyatc: [GE1701] framework 3 is not supported: ge compiles ONNX models "
+        "(--framework=5)\n")
+    assert listing(tmp_path) == []
+
+
+def test_input_shape_fixes_dynamic_dims(dynamic_model: Path, tmp_path: Path) -> None:
+    assert main(args=[f"--model={dynamic_model}", "--framework=5", "--output",
+                      str(tmp_path / "fixed"), "--input_shape", "x:4,3", "--log", "null"]) == 0
+    compiled = onnx.load(tmp_path / "fixed.onnx")
+    assert _dims(compiled.graph.input[0]) == [4, 3]
+    assert _dims(compiled.graph.output[0]) == [4, 3]  # re-declared from the fixed input
+    assert compiled.graph.output[0].name == "y"
+    assert [n.op_type for n in compiled.graph.node] == ["Relu"]
+    session = ort.InferenceSession(str(tmp_path / "fixed.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    x = np.array([[-1, 2, -3]] * 4, dtype=np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.maximum(x, 0))
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ("nope:1,3", "'nope' is not an input of the model (inputs: x)"),
+    ("x:1,2,3", "has rank 2"),
+    ("x:4,5", "changes a static dim"),
+    ("x:a,3", "is not an integer"),
+    ("x", "is not NAME:D1,D2"),
+])
+def test_bad_input_shapes(dynamic_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture,
+                          shape: str, message: str) -> None:
+    before = listing(tmp_path)
+    code = main(args=["--model", str(dynamic_model), "--output", str(tmp_path / "p"),
+                      "--input_shape", shape])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pyatc: [GE1701] --input_shape: ") and message in err, err
+    assert err.count("\n") == 1
+    assert listing(tmp_path) == before
+
+
+def test_output_onto_the_model_is_refused(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture) -> None:
+    model = tmp_path / "m.onnx"
+    shutil.copy(DISTILBERT, model)
+    before = model.read_bytes()
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "m")]) == 1
+    assert capsys.readouterr().err.startswith("pyatc: [GE1104] cannot save to ")
+    assert model.read_bytes() == before
+
+
+def test_usage_errors_and_help(capsys: pytest.CaptureFixture) -> None:
+    assert main(args=[]) == 2  # --model is required
+    assert "--model" in capsys.readouterr().err
+    assert main("/usr/bin/pyatc", ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: pyatc") and "--input_shape" in out and "--framework" in out
+
+
+def test_parse_input_shape() -> None:
+    assert parse_input_shape("a:1,3,224,224; b:2 ;c:;") == {"a": [1, 3, 224, 224], "b": [2],
+                                                            "c": []}
+    assert parse_input_shape("in:0:1,-1") == {"in:0": [1, -1]}
+
+
+def test_module_and_console_script(tmp_path: Path) -> None:
+    result = run_process("-m", "ge.pyatc", "--model", str(DISTILBERT), "--framework", "5",
+                         "--output", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "p.onnx").is_file()
+    result = run_process("-m", "ge.pyatc", "--model", str(DISTILBERT), "--framework", "3")
+    assert result.returncode == 1
+    assert result.stderr.startswith("pyatc: [GE1701] framework 3 is not supported")
+    script = Path(sys.executable).with_name("pyatc")
+    assert script.is_file(), "pip install -e . creates the pyatc console script"

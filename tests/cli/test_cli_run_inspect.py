@@ -1,0 +1,130 @@
+"""`ge run` (generated or given inputs, outputs shown or saved) and `ge inspect`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from cli_helpers import DISTILBERT, listing, run_ge
+from onnx import TensorProto, helper, numpy_helper
+
+from model_paths import shared_model
+
+
+def _reference(model: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def test_run_with_generated_inputs_shows_the_outputs() -> None:
+    code, stdout, stderr = run_ge("run", str(DISTILBERT))
+    assert code == 0, stderr
+    assert "output" in stdout and "float32" in stdout and "[1, 12, 48]" in stdout
+    assert "generated (seed 0)" in stdout
+    code, stdout, _ = run_ge("run", str(DISTILBERT), "--json", "--seed", "3")
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["inputs"] == {"input_ids": {"dtype": "int64", "shape": [1, 12]},
+                              "attention_mask": {"dtype": "int64", "shape": [1, 12]}}
+    out = data["outputs"]["output"]
+    assert (out["dtype"], out["shape"], len(out["values"])) == ("float32", [1, 12, 48], 6)
+    assert data["warnings"] == []
+
+
+def test_run_with_inputs_writes_the_outputs(tmp_path: Path) -> None:
+    feeds = {"input_ids": np.arange(12, dtype=np.int64).reshape(1, 12) * 7,
+             "attention_mask": np.ones((1, 12), dtype=np.int64)}
+    inputs, output = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, **feeds)
+    code, stdout, stderr = run_ge("run", str(DISTILBERT), "--inputs", str(inputs),
+                                  "--output", str(output))
+    assert code == 0, stderr
+    assert f"wrote {output}" in stdout
+    with np.load(output) as saved:
+        assert saved.files == ["output"]
+        np.testing.assert_allclose(saved["output"], _reference(DISTILBERT, feeds)["output"],
+                                   rtol=1e-5, atol=1e-6)
+    assert listing(tmp_path) == ["in.npz", "out.npz"]  # no temporary left behind
+
+
+def test_run_refuses_bad_inputs_and_bad_output(tmp_path: Path) -> None:
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, input_ids=np.zeros((1, 12), np.int64))
+    code, _, stderr = run_ge("run", str(DISTILBERT), "--inputs", str(inputs))
+    assert code == 1 and stderr.startswith("ge: [GE1602] ") and "attention_mask" in stderr
+    code, _, stderr = run_ge("run", str(DISTILBERT), "--output",
+                             str(tmp_path / "absent" / "o.npz"))
+    assert code == 1 and stderr.startswith("ge: [GE1701] ")
+    code, stdout, _ = run_ge("run", str(DISTILBERT), "--output", str(tmp_path / "o.txt"),
+                             "--json")
+    assert code == 1 and json.loads(stdout)["code"] == "GE1701"
+    assert listing(tmp_path) == ["in.npz"]
+
+
+def test_inspect_shows_the_model() -> None:
+    code, stdout, stderr = run_ge("inspect", str(DISTILBERT))
+    assert code == 0, stderr
+    for text in ("input_ids", "attention_mask", "int64", "[1, 12]", "ai.onnx=17",
+                 "ir_version 8", "143 node(s)", "17 initializer(s)", "LayerNormalization",
+                 "external data: none"):
+        assert text in stdout, text
+    code, stdout, _ = run_ge("inspect", str(DISTILBERT), "--json")
+    data = json.loads(stdout)
+    proto = onnx.load(DISTILBERT)
+    assert data["nodes"] == len(proto.graph.node) == sum(data["ops"].values())
+    assert data["opsets"] == {"ai.onnx": 17} and data["ir_version"] == proto.ir_version
+    assert data["file_bytes"] == DISTILBERT.stat().st_size
+    assert data["initializers"] == {
+        "count": len(proto.graph.initializer),
+        "bytes": sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)}
+    assert data["inputs"][0] == {"name": "input_ids", "dtype": "int64", "shape": [1, 12],
+                                 "has_default": False}
+    assert data["outputs"] == [{"name": "output", "dtype": "float32", "shape": [1, 12, 48]}]
+
+
+def test_inspect_counts_subgraphs() -> None:
+    code, stdout, _ = run_ge("inspect", str(shared_model("control_flow")), "--json")
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["subgraphs"] >= 1 and data["nodes_with_subgraphs"] > data["nodes"]
+
+
+def test_inspect_lists_external_data(tmp_path: Path) -> None:
+    weight = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])],
+                              [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "ext.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="ext.data",
+              size_threshold=0)
+    code, stdout, _ = run_ge("inspect", str(path), "--json")
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["external_data"] == [{"file": "ext.data", "tensors": 1, "exists": True,
+                                      "bytes": 64 * 64 * 4}]
+    assert data["initializers"]["bytes"] == 64 * 64 * 4
+    assert data["inputs"][0]["shape"] == ["n", 64]
+    (tmp_path / "ext.data").unlink()
+    code, stdout, _ = run_ge("inspect", str(path))
+    assert code == 0 and "MISSING" in stdout
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_inspect_refuses_what_is_not_a_model(tmp_path: Path, as_json: bool) -> None:
+    bogus = tmp_path / "bogus.onnx"
+    bogus.write_bytes(b"\xff\xfe not onnx")
+    code, stdout, stderr = run_ge("inspect", str(bogus), *(["--json"] if as_json else []))
+    assert code == 1
+    if as_json:
+        assert json.loads(stdout)["code"] == "GE1101"
+    else:
+        assert stderr.startswith("ge: [GE1101] ") and stderr.count("\n") == 1
+    code, _, stderr = run_ge("inspect", str(tmp_path / "absent.onnx"))
+    assert code == 1 and stderr.startswith("ge: [GE1102] ")

@@ -1,0 +1,132 @@
+"""Every way a user's pass can go wrong, end to end through `ge compile`: the command fails
+with that pass's E13028 on one line (pass, stage, the user's file:line, the reason), writes
+nothing, and leaves the input model as it was."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from ge.cli import cli
+from plugin_fixtures import clean_plugin_state  # noqa: F401  (no plugin outlives the test)
+
+HEAD = """\
+from ge.passes import FusionBasePass, PatternFusionPass, pattern, register_fusion_pass
+
+"""
+
+# name -> (plugin body, the line of the plugin file blamed (the raising line, else the
+# class), text the reason must hold)
+CASES: dict[str, tuple[str, int, str]] = {
+    "raises_in_run": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        raise ValueError("run broke")
+""", 6, "ValueError: run broke"),
+    "raises_in_patterns": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        raise KeyError("patterns broke")
+""", 7, "KeyError: 'patterns broke'"),
+    "raises_in_meet_requirements": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def meet_requirements(self, match_result):
+        raise RuntimeError("requirements broke")
+""", 10, "RuntimeError: requirements broke"),
+    "raises_in_replacement": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def replacement(self, inputs):
+        raise ZeroDivisionError("replacement broke")
+""", 10, "ZeroDivisionError: replacement broke"),
+    "returns_an_unsupported_type": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        return "done"
+""", 4, "Reason: python pass returned unsupported type: str."),
+    "leaves_a_dangling_input": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        producer, index = relu.get_in_data_nodes_and_port_indexes(0)
+        graph.remove_edge(producer, index, relu, 0)
+""", 4, "the pass left the graph invalid: arity: required input 0 (X) of Relu node "
+       "'relu' is not connected"),
+    "leaves_a_cycle": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        add, relu = graph.nodes_of_type("Add")[0], graph.nodes_of_type("Relu")[0]
+        graph.remove_edge(*add.get_in_data_nodes_and_port_indexes(0), add, 0)
+        graph.add_data_edge(relu, 0, add, 0)
+""", 4, "the pass left the graph invalid: cycle: graph 'g' has a cycle through nodes"),
+    "leaves_an_untyped_value": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        mystery = graph.add_node("Mystery", domain="my.ops", num_inputs=1)
+        graph.replace_all_uses(relu, 0, mystery, 0)
+        graph.add_data_edge(relu, 0, mystery, 0)
+""", 4, "untyped: output 0 ('Mystery:0') of Mystery node 'Mystery' has no known "
+       "dtype"),
+    "reads_an_unknown_option": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        self.limit = context.get_option_value("my.limit")
+""", 6, "RuntimeError: Failed to get option value for key: my.limit"),
+}
+
+
+def _model(path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    bias = numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "bias")
+    nodes = [helper.make_node("Add", ["x", "bias"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [x], [y], [bias])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_bad_pass_fails_its_compilation_with_nothing_written(case: str,
+                                                                tmp_path: Path) -> None:
+    body, line, reason = CASES[case]
+    plugin = tmp_path / "bad_pass.py"
+    plugin.write_text(HEAD + textwrap.dedent(body))
+    model, out = tmp_path / "model.onnx", tmp_path / "out.onnx"
+    _model(model)
+    original = model.read_bytes()
+    result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(out),
+                                      "--pass-path", str(plugin)])
+    assert result.exit_code == 1, result.output
+    lines = [text for text in result.stderr.splitlines() if text.strip()]
+    assert len(lines) == 1, result.stderr  # one line, no traceback
+    message = lines[0]
+    assert message.startswith("ge: [E13028]") and "Traceback" not in result.output
+    assert "Bad" in message and "AfterInferShape" in message
+    assert reason in message
+    assert message.endswith(f"bad_pass.py:{line})")  # the raising line, or the class
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_pass.py", "model.onnx"]
+    assert model.read_bytes() == original
