@@ -24,15 +24,14 @@ from ge.cli.output import (
     same_file,
     write_json_atomically,
 )
-from ge.errors import CommandLineError, ModelSaveError
+from ge.errors import CommandLineError
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport
-    from ge.graph import Graph
     from ge.session.compilation import CompileResult
     from ge.session.verification import VerificationReport
 
-__all__ = ["check_model_target", "compile_command", "dump_command", "parse_options",
+__all__ = ["compile_command", "dump_command", "parse_options",
            "print_compile_result", "result_payload"]
 
 #: How many op-histogram rows the text report shows (largest changes first).
@@ -48,22 +47,6 @@ def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[st
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=param_hint)
         options[key] = value
     return options
-
-
-def check_model_target(graph: Graph, output: Path, *, external_data: bool | None,
-                       overwrite_input: bool) -> None:
-    """Refuse (ModelSaveError) an output model that cannot be written, before compiling:
-    its folder missing, a folder, or the model (or its data file) it was loaded from."""
-    from ge.graph.model_io import check_save_target
-
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise ModelSaveError(f"cannot save to {output}: {folder} is not an existing folder",
-                             path=str(output))
-    if output.is_dir():
-        raise ModelSaveError(f"cannot save to {output}: it is a folder", path=str(output))
-    check_save_target(graph, output, external_data=external_data,
-                      overwrite_input=overwrite_input)
 
 
 def _check_report_target(report: Path, model: Path, output: Path) -> None:
@@ -224,9 +207,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                "existing folder", path=str(dump))
     if report_path is not None:
         _check_report_target(report_path, model, output)
+    from ge.graph.model_io import check_save_target
+
     graph = ge.graph.load(model)
-    check_model_target(graph, output, external_data=external_data,
-                       overwrite_input=overwrite_input)
+    check_save_target(graph, output, external_data=external_data,
+                      overwrite_input=overwrite_input)
     mode = verify or ("final" if inputs is not None else None)
     with compile_progress(str(model)) as observers:
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,

@@ -157,6 +157,16 @@ def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
     return None
 
 
+def _check_target_path(target: Path) -> None:
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ModelSaveError(
+            f"cannot save to {target}: {folder} is not an existing folder", path=str(target)
+        )
+    if target.is_dir():
+        raise ModelSaveError(f"cannot save to {target}: it is a folder", path=str(target))
+
+
 def check_save_target(
     graph: Graph,
     path: str | os.PathLike[str],
@@ -165,14 +175,16 @@ def check_save_target(
     external_data_name: str | None = None,
     overwrite_input: bool = False,
 ) -> None:
-    """Refuse (ModelSaveError) to save `graph` over a file it was loaded from, the model or
-    its external data, unless `overwrite_input`; `ge compile` asks before compiling.
+    """Refuse (ModelSaveError) a target `save` could not write: in a missing folder, a
+    folder itself, or (unless `overwrite_input`) a file `graph` was loaded from, the model or
+    its external data. `ge compile` asks before compiling; `save` asks again.
 
     The data file is checked only when `external_data` is True (None decides at save time).
     """
+    target = Path(path)
+    _check_target_path(target)
     if overwrite_input:
         return
-    target = Path(path)
     written = [target]
     if external_data:
         written.append(target.parent / (external_data_name or f"{target.name}.data"))
@@ -279,12 +291,7 @@ def save_model(
     """Write `graph` to `path`; see `Graph.save`."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise ModelSaveError(
-            f"cannot save to {target}: {folder} is not an existing folder", path=str(target)
-        )
-    if target.is_dir():
-        raise ModelSaveError(f"cannot save to {target}: it is a folder", path=str(target))
+    _check_target_path(target)
     if external_data is None:
         external_data = _constant_bytes(graph) > _EXTERNAL_AUTO_THRESHOLD
     data_name = external_data_name or f"{target.name}.data"

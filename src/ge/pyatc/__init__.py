@@ -160,8 +160,8 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
     import ge
     import ge.graph
-    from ge.cli.compile import check_model_target
     from ge.cli.progress import compile_progress
+    from ge.graph.model_io import check_save_target
 
     model = Path(ns.model)
     output = None
@@ -174,7 +174,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         _set_input_shapes(graph, shapes)
         log.info("input shapes set: %s", shapes)
     if output is not None:
-        check_model_target(graph, output, external_data=None, overwrite_input=False)
+        check_save_target(graph, output)  # refused before compiling, not after
     with compile_progress(str(model)) as observers:
         result = ge.compile(graph, observers=observers)
     if shapes:
