@@ -390,8 +390,14 @@ class Graph:
         return sorted(nodes, key=lambda n: n.get_attr("index"))
 
     def get_net_output(self) -> Node | None:
+        """The `NetOutput` node (the first in the graph's order if there are several: an
+        invalid graph, but the answer must not depend on the index's insertion history)."""
         outs = self._by_type.get(NET_OUTPUT)
-        return next(iter(outs)) if outs else None
+        if not outs:
+            return None
+        if len(outs) == 1:
+            return next(iter(outs))
+        return min(outs, key=order.label)
 
     def find_value(self, value_name: str) -> tuple[Node, int] | None:
         """The producer of an ONNX value name, looked up in this graph then enclosing ones."""
@@ -476,14 +482,24 @@ class Graph:
 
     def _insert(self, node: Node) -> None:
         """Put a fresh node into the graph's indexes (journaled)."""
+        journal = self.root_graph()._journal
+        # A type new to the index is dropped again on undo: the index keeps its types in
+        # first-seen order (`op_types`), which must not remember a rolled-back node.
+        new_type = journal.recording and node._type not in self._by_type
         self._index_node(node)
         for sub in node.get_subgraphs():
             sub._parent_node = node
-        journal = self._changed(True)
+        self._changed(True)
         if journal.listeners:
             journal.notify(ChangeKind.NODE_ADDED, node)
         if journal.recording:
-            journal.record(lambda: self._erase(node))
+
+            def undo() -> None:
+                self._erase(node)
+                if new_type and not self._by_type.get(node._type):
+                    del self._by_type[node._type]
+
+            journal.record(undo)
 
     def _erase(self, node: Node) -> None:
         """Take an edge-less node out of the graph's indexes (journaled)."""
@@ -872,7 +888,7 @@ class Graph:
         sub._declared_parent = None if node is not None else declared_for
         if node is not None and node._graph is not None:
             # The body's outer reads are new dependencies of its owner: check at next query.
-            node._graph._order_ok = False
+            order.mark_unknown(node._graph)
 
         def undo() -> None:
             sub._parent_node, sub._declared_parent = old, declared

@@ -183,7 +183,7 @@ class _OutputNames:
             while pending:
                 graph = pending.pop()
                 self._reserved.update(graph._output_names)
-                for node in graph._nodes:
+                for node in graph._listed():  # the graph's order, not index history
                     self._node_names.add(node._export_name or node._name)
                     for i, value in enumerate(node._out_names):
                         if value:

@@ -20,8 +20,8 @@ from ge.graph.node import Node
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["GAP", "append", "establish", "fix_edge", "label", "move", "owner_in",
-           "successors", "walk", "would_create_cycle"]
+__all__ = ["GAP", "append", "establish", "fix_edge", "label", "mark_unknown", "move",
+           "owner_in", "successors", "walk", "would_create_cycle"]
 
 #: Label distance between nodes appended one after the other.
 GAP = 1 << 32
@@ -228,17 +228,32 @@ def _search(graph: Graph, src: Node, dst: Node) -> tuple[bool, set[Node]] | None
             return True, backward_seen
 
 
+def mark_unknown(graph: Graph) -> None:
+    """The order is no longer known to be valid (the next query establishes it).
+
+    Journaled: a rollback gives back the state in which the order was valid, so it makes the
+    order known again. Otherwise a rolled-back graph would stop maintaining its order until
+    the next query, and then sort it anew: later edits would give another order than in a
+    graph that never ran the transaction.
+    """
+    if graph._order_ok:
+        graph._order_ok = False
+        journal = graph.root_graph()._journal
+        if journal.recording:
+            journal.record(lambda: setattr(graph, "_order_ok", True))
+
+
 def fix_edge(graph: Graph, src: Node, dst: Node) -> None:
     """Keep the order valid after `dst` (a direct node) came to depend on `src`; a cycle
     marks the order unknown, so the next `topological_order()` reports it."""
     if not graph._order_ok or src._seq < dst._seq:
         return
     if src is dst:
-        graph._order_ok = False
+        mark_unknown(graph)
         return
     found = _search(graph, src, dst)
     if found is None:
-        graph._order_ok = False
+        mark_unknown(graph)
         return
     backward, nodes = found
     ordered = sorted(nodes, key=label)

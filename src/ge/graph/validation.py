@@ -38,6 +38,14 @@ def _schema(op_type: str, domain: str, version: int) -> defs.OpSchema | None:
 def find_problems(graph: Graph) -> list[ValidationProblem]:
     """All broken invariants of `graph` and of every subgraph below it."""
     problems: list[ValidationProblem] = []
+    # Orders not known yet (a loaded graph, a body just attached) are established first, so
+    # graphs, nodes and problems are listed in the established order, the same on every call.
+    for g in [graph, *graph.get_all_subgraphs()]:
+        if not g._order_ok:
+            try:
+                g.topological_order()
+            except GraphError:
+                pass  # reported by _check_graph
     for g in [graph, *graph.get_all_subgraphs()]:
         _check_graph(g, problems)
     return problems
@@ -84,7 +92,19 @@ def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list
 
 def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
     enclosing = list(g._ancestors())
-    counts = Counter(n._name for n in g._nodes)
+    # The order is established first (as any query does), so the problems come in the same
+    # order whether or not the order was known yet; a cycle is reported last.
+    cycle: GraphError | None = None
+    try:
+        g.topological_order()
+    except GraphError as exc:
+        cycle = exc
+    # In the graph's order (the maintained node list), never in the insertion order of the
+    # membership index `g._nodes`: that order is history (a node put back by a rollback is
+    # re-inserted last, a clone inserts in list order), so problems listed in it would not
+    # be the same for graphs that are the same.
+    nodes = g._listed()
+    counts = Counter(n._name for n in nodes)
     for name, count in counts.items():
         if count > 1:
             _add(problems, g, "duplicate-name", [name],
@@ -93,7 +113,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
     for outer in enclosing[1:]:
         outer_values.update(outer._values)
     defined: Counter[str] = Counter()
-    for node in g._nodes:
+    for node in nodes:
         if node._graph is not g:
             _add(problems, g, "structure", [node], f"node {node._name!r} does not point back to "
                  "its graph")
@@ -128,10 +148,8 @@ def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
         named = "".join(f" {n._name!r}" for n in outputs)
         _add(problems, g, "structure", outputs,
              f"a graph needs exactly one NetOutput node, found {len(outputs)}{named}")
-    try:
-        g.topological_order()
-    except GraphError as exc:
-        _add(problems, g, "cycle", list(exc.nodes), exc.message)
+    if cycle is not None:
+        _add(problems, g, "cycle", list(cycle.nodes), cycle.message)
 
 
 def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
