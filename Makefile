@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench stubs clean
+.PHONY: install demo test lint bench fusion-table stubs clean
 
 install: $(STAMP)
 
@@ -27,6 +27,9 @@ test: lint
 bench: install
 	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	$(PY) benchmarks/run_all.py
+
+fusion-table: install
+	$(PY) tools/fusion_table.py --built --write README.md
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

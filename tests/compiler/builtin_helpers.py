@@ -16,8 +16,11 @@ from onnx import helper, numpy_helper
 
 import ge.graph
 import ge.ops
+from ge.compiler.invocation import Invocation, create_instance, is_live
+from ge.compiler.pass_registry import builtin_entries
+from ge.compiler.report import PassRunRecord
 from ge.graph import Graph
-from ge.passes import NOT_CHANGED, PassContext
+from ge.ops.memo import InferenceMemo
 
 Feeds = dict[str, np.ndarray]
 
@@ -57,26 +60,37 @@ def load(source: onnx.ModelProto | Path, *, infer: bool = True) -> Graph:
     return graph
 
 
-def run_pass(pass_class: type, graph: Graph, options: Mapping[str, str] | None = None,
-             *, bodies: bool = True) -> bool:
-    """Run one pass on `graph`, then (as the engine does) on every body still in the model;
-    checks that the status agrees with `mutation_count`; whether anything changed."""
-    instance = pass_class()
-    name = pass_class.__ge_builtin__.name  # type: ignore[attr-defined]
-    changed = _run_checked(instance, graph, name, options)
+def _invocations(pass_class: type, graph: Graph, options: Mapping[str, str] | None,
+                 bodies: bool, typed: bool = True) -> list[PassRunRecord]:
+    """Run a built-in pass as the engine does: root graph, then every live body, each in a
+    checked transaction at the model's opset (`typed`: outputs must have types, as after
+    shape inference); one record per invocation."""
+    entry = builtin_entries([pass_class])[0]
+    invocation = Invocation(dict(options or {}), InferenceMemo(), typed=typed)
+    instance = create_instance(entry, entry.stage_label)
+    records = [invocation.run(entry, instance, graph, graph, entry.stage_label)]
     if bodies:
         for sub in graph.get_all_subgraphs():
-            changed = _run_checked(instance, sub, name, options) or changed
-    return changed
+            if is_live(sub, graph):
+                records.append(invocation.run(entry, instance, sub, graph, entry.stage_label))
+    return records
 
 
-def _run_checked(instance: Any, graph: Graph, name: str,
-                 options: Mapping[str, str] | None) -> bool:
-    before = graph.mutation_count
-    status = instance.run(graph, PassContext(name, options))
-    changed = graph.mutation_count != before
-    assert (status == NOT_CHANGED) is not changed, (name, graph.name, status)
-    return changed
+def run_pass(pass_class: type, graph: Graph, options: Mapping[str, str] | None = None,
+             *, bodies: bool = True, typed: bool = True) -> bool:
+    """Run one built-in pass on `graph` (then its bodies) as the engine does; whether it
+    changed anything."""
+    return any([r.changed for r in _invocations(pass_class, graph, options, bodies, typed)])
+
+
+def count_rewrites(pass_class: type, graph: Graph,
+                   options: Mapping[str, str] | None = None) -> int:
+    """Run one built-in pattern pass as the engine does; the rewrites it applied (a pass
+    changes the graph exactly when it rewrote something)."""
+    records = _invocations(pass_class, graph, options, True)
+    for record in records:
+        assert record.changed is (record.rewrites > 0), record
+    return sum(r.rewrites for r in records)
 
 
 def run_to_fixed_point(pass_classes: Sequence[type], graph: Graph, rounds: int = 10) -> int:
@@ -88,10 +102,10 @@ def run_to_fixed_point(pass_classes: Sequence[type], graph: Graph, rounds: int =
 
 
 def assert_stable(pass_class: type, graph: Graph,
-                  options: Mapping[str, str] | None = None) -> None:
+                  options: Mapping[str, str] | None = None, *, typed: bool = True) -> None:
     """Running the pass again changes nothing: NOT_CHANGED and the same mutation count."""
     before = graph.mutation_count
-    assert not run_pass(pass_class, graph, options)
+    assert not run_pass(pass_class, graph, options, typed=typed)
     assert graph.mutation_count == before
 
 
@@ -179,3 +193,34 @@ def x_feeds(shape: Sequence[int] = (2, 3), seed: int = 0, **more: np.ndarray) ->
     """One feed of a float input "x" (plus `more`)."""
     rng = np.random.default_rng(seed)
     return [{"x": rng.standard_normal(shape).astype(np.float32), **more}]
+
+
+def feeds_for(source: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random inputs of a model with static input shapes (symbolic dims taken as 4)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in source.graph.input:
+        tt = value.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else 4 for d in tt.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        feeds[value.name] = rng.standard_normal(shape).astype(dtype)
+    return feeds
+
+
+def assert_fused(graph: Graph, source: onnx.ModelProto, tmp_path: Path,
+                 feeds: Sequence[dict[str, np.ndarray]] | None = None,
+                 *, tol: float = 1e-4) -> onnx.ModelProto:
+    """The rewritten graph validates, saves a model the full checker accepts with the
+    original's output names, and computes what the original does (rtol = atol = `tol`)."""
+    graph.validate()
+    path = tmp_path / "fused.onnx"
+    graph.save(path)
+    onnx.checker.check_model(str(path), full_check=True)
+    saved = onnx.load(path)
+    assert [o.name for o in saved.graph.output] == [o.name for o in source.graph.output]
+    for inputs in feeds or [feeds_for(source, 0), feeds_for(source, 1)]:
+        got, want = ort_run(saved, inputs), ort_run(source, inputs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    return saved

@@ -293,3 +293,25 @@ def test_an_unknown_value_info_mode_is_refused_before_compiling() -> None:
     assert caught.value.code == "GE1202"
     assert "value_info must be one of ('auto', 'all', 'none'), got 'some'" in str(caught.value)
     assert names(graph) == before
+
+
+def test_constant_operators_are_saved_as_initializers(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    nodes = [helper.make_node("Constant", [], ["c"], value=two, name="const"),
+             helper.make_node("Constant", [], ["k"], value_float=3.0, name="const_float"),
+             helper.make_node("Mul", ["x", "c"], ["m"]), helper.make_node("Add", ["m", "k"], ["y"])]
+    source = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                               opset_imports=[helper.make_opsetid("", 17)])
+    result = ge.compile(source, builtin_passes=False)
+    result.save(tmp_path / "out.onnx")
+    saved = onnx.load(tmp_path / "out.onnx")
+    onnx.checker.check_model(saved, full_check=True)
+    # each becomes an initializer under its value's name (value_float included)
+    assert [i.name for i in saved.graph.initializer] == ["c", "k"]
+    assert [n.op_type for n in saved.graph.node] == ["Mul", "Add"]
+    assert result.to_onnx() == saved
+    # the IR's own export stays lossless
+    assert [n.op_type for n in result.graph.to_onnx().graph.node] == \
+        ["Constant", "Constant", "Mul", "Add"]

@@ -23,26 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["inspect_command", "model_summary"]
 
 
-def _dtype_name(elem_type: int) -> str:
-    """numpy's name of an ONNX element type (`float32`), else ONNX's in lower case."""
-    import numpy as np
-    from onnx import TensorProto, helper
-
-    if elem_type == TensorProto.STRING:
-        return "string"
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
-    except (KeyError, TypeError, ValueError):
-        return TensorProto.DataType.Name(elem_type).lower()
-
-
 def _type_text(type_proto: onnx.TypeProto) -> tuple[str, list[Any] | None]:
     """(element type, dims) of a value's type; dims None for an unknown rank."""
+    from ge.graph.types import elem_type_name
 
     which = type_proto.WhichOneof("value")
     if which in ("tensor_type", "sparse_tensor_type"):
         tensor = getattr(type_proto, which)
-        elem = _dtype_name(tensor.elem_type) if tensor.elem_type else "?"
+        elem = elem_type_name(tensor.elem_type) if tensor.elem_type else "?"
         if which == "sparse_tensor_type":
             elem = f"sparse {elem}"
         if not tensor.HasField("shape"):

@@ -1181,31 +1181,35 @@ class Graph:
     def __deepcopy__(self, memo: Any) -> Graph:
         raise GraphError("ge.graph.Graph cannot be copied with deepcopy(); use Graph.clone()")
 
-    def to_onnx(self, *, value_info: bool = True) -> onnx.ModelProto:
+    def to_onnx(self, *, value_info: bool = True, lift_constants: bool = False
+                ) -> onnx.ModelProto:
         """The graph as an ONNX model (a root graph; a subgraph exports as its own model).
 
         `value_info=False` leaves out the types of intermediate values (graph inputs and
-        outputs keep theirs): smaller, and what most exporters write."""
+        outputs keep theirs): smaller, and what most exporters write. `lift_constants=True`
+        writes the model's `Constant` operators as initializers (fewer nodes)."""
         from ge.graph.onnx_export import graph_to_model
 
-        return graph_to_model(self, value_info=value_info)
+        return graph_to_model(self, value_info=value_info, lift_constants=lift_constants)
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              external_data_name: str | None = None, size_threshold: int = 1024,
-             overwrite_input: bool = False, value_info: bool = True) -> None:
+             overwrite_input: bool = False, value_info: bool = True,
+             lift_constants: bool = False) -> None:
         """Write the model to `path` (atomically: on failure nothing is left behind).
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
         model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
         the file the model was loaded from (or its data files) needs `overwrite_input=True`.
-        `value_info` as in `to_onnx`.
+        `value_info` and `lift_constants` as in `to_onnx`.
         """
         from ge.graph.model_io import save_model
 
         save_model(self, path, external_data=external_data,
                    external_data_name=external_data_name, size_threshold=size_threshold,
-                   overwrite_input=overwrite_input, value_info=value_info)
+                   overwrite_input=overwrite_input, value_info=value_info,
+                   lift_constants=lift_constants)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

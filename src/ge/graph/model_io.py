@@ -287,6 +287,7 @@ def save_model(
     size_threshold: int = 1024,
     overwrite_input: bool = False,
     value_info: bool = True,
+    lift_constants: bool = False,
 ) -> None:
     """Write `graph` to `path`; see `Graph.save`."""
     target = Path(path)
@@ -318,12 +319,13 @@ def save_model(
                 writer = ExternalDataWriter(out, data_name, size_threshold)
                 # graph errors surface here, before anything is renamed into place
                 model = graph_to_model(graph, tensor_sink=_external_sink(writer),
-                                       value_info=value_info)
+                                       value_info=value_info, lift_constants=lift_constants)
                 write_external_data(model, writer)  # tensors of attributes and subgraphs
                 wrote_data = out.tell() > 0  # nothing over the threshold: no empty file
         else:
             with no_gc_pauses():  # graph errors surface before anything is written
-                model = graph_to_model(graph, value_info=value_info)
+                model = graph_to_model(graph, value_info=value_info,
+                                       lift_constants=lift_constants)
         try:
             payload = model.SerializeToString()
         except ValueError as exc:  # protobuf refuses messages over 2 GiB

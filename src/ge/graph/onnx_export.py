@@ -38,11 +38,14 @@ TensorSink = Callable[[Tensor, str], "onnx.TensorProto | None"]
 _TENSOR_SINK: ContextVar[TensorSink | None] = ContextVar("ge_tensor_sink", default=None)
 # Whether intermediate values get a value_info (`graph_to_model(value_info=...)`).
 _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
+# Whether `Constant` operators read from ONNX are written as initializers
+# (`graph_to_model(lift_constants=...)`).
+_LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
 
 
 def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
                    value_names: dict[tuple[Node, int], str] | None = None,
-                   value_info: bool = True) -> onnx.ModelProto:
+                   value_info: bool = True, lift_constants: bool = False) -> onnx.ModelProto:
     """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
 
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
@@ -51,14 +54,19 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     value written under a name other than its IR name (see `_OutputNames`), so a caller
     reading the model back (shape inference) can find the IR's values in it.
     `value_info=False` writes no value_info for intermediate values (inputs and outputs
-    keep their types), in every graph of the model.
+    keep their types), in every graph of the model. `lift_constants=True` writes the
+    `Constant` operators of the model as read as initializers (of the graph they are in),
+    as constants made in the IR are; a model with ir_version < 4 keeps them as nodes (its
+    initializers would have to be graph inputs).
     """
     token = _TENSOR_SINK.set(tensor_sink)
     typed = _VALUE_INFO.set(value_info)
+    lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
     try:
         names = _OutputNames(graph)
         model = _graph_to_model(graph, names)
     finally:
+        _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
         _TENSOR_SINK.reset(token)
     if value_names is not None:
@@ -287,6 +295,12 @@ def _constant_origin(node: Node) -> bool:
     return node._proto is not None
 
 
+def _liftable(node: Node) -> bool:
+    """A `Constant` operator that can become an initializer: one with a dense `value`
+    (not `sparse_value` or the `value_float(s)`/`value_int(s)`/`value_string(s)` forms)."""
+    return "value" in node._attrs
+
+
 def _touches(node: Node, renames: Renames) -> bool:
     return any(p in renames for p in node._inputs) or any(
         (node, i) in renames for i in range(len(node._out_names)))
@@ -356,6 +370,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
     renames = names.renames  # filled further by the subgraphs' plans, for their own values
     sink = _TENSOR_SINK.get()
     typed = _VALUE_INFO.get()
+    lift = _LIFT_CONSTANTS.get()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
@@ -391,7 +406,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         op_type = node._type
         if op_type in (DATA, NET_OUTPUT):
             continue
-        if op_type == CONST and not _constant_origin(node):
+        if op_type == CONST and (not _constant_origin(node)
+                                 or (lift and _liftable(node))):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
                 tensor = node._attr_value("value")

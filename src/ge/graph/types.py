@@ -22,6 +22,7 @@ __all__ = [
     "data_type_from_onnx",
     "data_type_to_numpy",
     "data_type_to_onnx",
+    "elem_type_name",
 ]
 
 
@@ -224,3 +225,14 @@ def data_type_from_numpy(dtype: np.dtype | type) -> DataType:
         from ge.errors import GraphTypeError
 
         raise GraphTypeError(f"numpy dtype {np.dtype(dtype)} has no ONNX element type") from None
+
+
+def elem_type_name(elem_type: int) -> str:
+    """How messages and tables name an ONNX element type: numpy's name (`float32`), else
+    ONNX's in lower case (`float8e4m3fn`), `string` for strings."""
+    if elem_type == onnx.TensorProto.STRING:
+        return "string"
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except (KeyError, TypeError, ValueError):
+        return onnx.TensorProto.DataType.Name(elem_type).lower()

@@ -60,11 +60,11 @@ class CompileResult:
              overwrite_input: bool = False) -> None:
         """Write the compiled model atomically (see `Graph.save`)."""
         self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
-                        value_info=self.value_info)
+                        value_info=self.value_info, lift_constants=True)
 
     def to_onnx(self) -> onnx.ModelProto:
-        """The compiled model as `save` writes it."""
-        return self.graph.to_onnx(value_info=self.value_info)
+        """The compiled model as `save` writes it (`Constant` operators as initializers)."""
+        return self.graph.to_onnx(value_info=self.value_info, lift_constants=True)
 
 
 def _verify_mode(verify: bool | str) -> str:
@@ -180,7 +180,8 @@ def compile(
                                on_pass_failure=on_pass_failure, observers=watchers)
         verification = None
         if original is not None:
-            verification = verify_models(original, graph.to_onnx(), inputs=feeds, rtol=rtol,
+            saved = graph.to_onnx(value_info=typed, lift_constants=True)  # what save writes
+            verification = verify_models(original, saved, inputs=feeds, rtol=rtol,
                                          atol=atol)
             if not verification.ok:
                 raise VerificationError(

@@ -26,7 +26,7 @@ from ge.errors import SessionError, VerificationInputError
 from ge.graph.attributes import decode_attr
 from ge.graph.graph import Graph
 from ge.graph.tensor import Tensor
-from ge.graph.types import DataType, data_type_to_onnx
+from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 
@@ -52,15 +52,6 @@ _INLINE_LIMIT = 2**31 - 64 * 2**20
 # -- a model's interface ----------------------------------------------------------------------
 
 
-def _dtype_name(elem_type: int) -> str:
-    if elem_type == TensorProto.STRING:
-        return "string"
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
-    except (KeyError, TypeError, ValueError):
-        return TensorProto.DataType.Name(elem_type).lower()
-
-
 def _array_text(array: np.ndarray) -> str:
     dtype = "string" if array.dtype.kind in "OSU" else array.dtype.name
     return f"{dtype} [{', '.join(str(d) for d in array.shape)}]"
@@ -78,7 +69,7 @@ class InputSpec:
 
     def describe(self) -> str:
         """E.g. `float32 [batch, 16]` (`?` for an unknown dim)."""
-        dtype = _dtype_name(self.elem_type) if self.elem_type else "any type"
+        dtype = elem_type_name(self.elem_type) if self.elem_type else "any type"
         if self.dims is None:
             return f"{dtype} (any shape)"
         return f"{dtype} [{', '.join('?' if d is None else str(d) for d in self.dims)}]"

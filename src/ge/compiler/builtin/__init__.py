@@ -16,19 +16,57 @@ from ge.compiler.builtin.const_dedup import ConstantDeduplication
 from ge.compiler.builtin.constant_folding import ConstantFolding
 from ge.compiler.builtin.cse import CommonSubexpressionElimination
 from ge.compiler.builtin.dead_code import DeadCodeElimination
+from ge.compiler.builtin.fusion_batchnorm import (
+    ConvAddMulFusion,
+    ConvBatchNormFusion,
+    GemmBatchNormFusion,
+)
+from ge.compiler.builtin.fusion_chains import (
+    CastChainSimplification,
+    ReshapeChainSimplification,
+    SqueezeUnsqueezeCancellation,
+    TransposeChainSimplification,
+)
+from ge.compiler.builtin.fusion_gelu import GeluFusion
+from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
+from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
 from ge.compiler.builtin.noop import NoOpElimination
 
 __all__ = [
     "BUILTIN_PASSES",
+    "CastChainSimplification",
     "CommonSubexpressionElimination",
     "ConstantDeduplication",
     "ConstantFolding",
+    "ConvAddMulFusion",
+    "ConvBatchNormFusion",
     "DeadCodeElimination",
+    "GeluFusion",
+    "GemmBatchNormFusion",
+    "LayerNormFusion",
+    "MatMulAddFusion",
     "NoOpElimination",
+    "RMSNormFusion",
+    "ReshapeChainSimplification",
+    "SqueezeUnsqueezeCancellation",
+    "TransposeChainSimplification",
 ]
 
 BUILTIN_PASSES: tuple[type, ...] = (
+    # built-in fusion (once each, after shape inference)
+    ConvBatchNormFusion,
+    ConvAddMulFusion,
+    MatMulAddFusion,
+    GemmBatchNormFusion,
+    LayerNormFusion,
+    RMSNormFusion,
+    GeluFusion,
+    # origin-graph optimisation (to a fixed point)
     ConstantFolding,
+    CastChainSimplification,
+    SqueezeUnsqueezeCancellation,
+    TransposeChainSimplification,
+    ReshapeChainSimplification,
     NoOpElimination,
     ConstantDeduplication,
     CommonSubexpressionElimination,

@@ -1,0 +1,408 @@
+"""Folding per-channel affine operators into the weights of the Conv or Gemm before them.
+
+In inference a `BatchNormalization` is a per-channel affine map,
+`y = (x - mean) * f + bias` with `f = scale / sqrt(var + epsilon)`; so is a `Mul` or an
+`Add` by a constant that only varies over the channel axis. Applied to the output of a
+Conv (or a Gemm) whose weights are constants, the map folds into those weights and the
+operator disappears:
+
+* `ConvBatchNormFusion`: `BatchNormalization(Conv(X, W[, B]))` → `Conv(X, W', B')` with
+  `W'[m] = W[m] * f[m]` and `B' = (B - mean) * f + bias` (B taken as 0 when absent);
+* `ConvAddMulFusion`: `Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)` and
+  `Conv(X, W[, B]) + a` → `Conv(X, W, B + a)` (B created when absent), for constants `s`
+  and `a` of shape `[C, 1, ...]`, `[1, C, 1, ...]` or one element;
+* `GemmBatchNormFusion`: `BatchNormalization(Gemm(A, B[, C]))` or
+  `BatchNormalization(MatMul(A, B))` on a 2-D `[N, C]` value → `Gemm(A, B', C')`, B's
+  output columns (rows with `transB=1`) scaled by f and `C' = (beta * C - mean) * f + bias`
+  (so `beta` becomes 1; `alpha` and the transposes are kept).
+
+The folded values are computed in float64 from the constants and cast back to the weight's
+element type. Every pass does nothing unless all of this holds: the weights and the
+per-channel values are constants of the expected shapes (one value per output channel of
+the weight), the BatchNormalization is in inference (training_mode absent or 0, no
+optional outputs, `spatial` 1 where the opset has it), the element types are floating point
+ones the produced operator accepts at the model's opset, the intermediate value (the Conv's
+or Gemm's output) has no consumer besides the folded operator (the matcher refuses those
+matches), and every folded value is finite after the cast (a float16 weight may overflow).
+
+The module is also an example of the pattern API: `@pattern` methods with a constructor
+that enables commutative matching, `patterns()` for patterns that depend on the model's
+opset, `meet_requirements` that computes the folded values once, and an expression-style
+`replacement(self, inputs)` that builds the fused operator around new `Const` nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ge.compiler.builtin._support import const_input
+from ge.compiler.builtin.fusion_gemm import dims_of, gemm_dtypes, value_desc
+from ge.compiler.pass_registry import builtin_pass
+from ge.es import GraphBuilder, TensorHolder, current_opset_imports
+from ge.es.all import BatchNormalization, Conv, Gemm, MatMul
+from ge.graph import DataType, Node, Tensor
+from ge.ops.onnx_node import node_opset
+from ge.passes import PassContext, PatternFusionPass, pattern
+from ge.passes.config import PatternMatcherConfigBuilder
+from ge.passes.matcher import MatchResult
+from ge.passes.pattern import Pattern, PatternInputs, create_pattern
+
+__all__ = ["ConvAddMulFusion", "ConvBatchNormFusion", "GemmBatchNormFusion"]
+
+#: Element types whose weights these passes fold (Conv, Gemm and BatchNormalization take
+#: floating-point tensors only; which of them the produced operator accepts is checked too).
+_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
+                     DataType.DT_BF16})
+_BN_MIN_OPSET = 7  # BatchNormalization-6 and earlier: is_test / consumed_inputs semantics
+
+
+# -- what the passes share ------------------------------------------------------------------
+
+
+@dataclass
+class _Fold:
+    """What `meet_requirements` decided for one match, for `replacement` to build.
+
+    `weight` / `bias` are new constant values (None: reuse the input / no bias input), and
+    `attrs` the attributes of the operator to build."""
+
+    weight: Tensor | None
+    bias: Tensor | None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+def _bn(x: TensorHolder, *params: TensorHolder) -> TensorHolder:
+    """`BatchNormalization(x, scale, bias, mean, var)` with its one required output, Y."""
+    y = BatchNormalization(x, *params)
+    assert isinstance(y, TensorHolder)
+    return y
+
+
+def _find(match_result: MatchResult, op_type: str) -> Node:
+    """The matched node of `op_type` (each pattern here has one node of each type)."""
+    return next(n for n in match_result.get_matched_nodes() if n.type == op_type)
+
+
+def _other_input(node: Node, producer: Node) -> int:
+    """The input of a binary `node` that is not read from `producer`."""
+    first = node.get_input_producer(0)
+    return 1 if first is not None and first[0] is producer else 0
+
+
+def _attrs(node: Node) -> dict[str, Any]:
+    """Every attribute `node` sets, to build an equal operator with folded inputs."""
+    return {name: node.get_attr(name) for name in node.get_attr_names()}
+
+
+def _float_const(node: Node, index: int) -> Tensor | None:
+    """The value of input `index` when it is a floating-point constant."""
+    value = const_input(node, index)
+    return value if value is not None and value.data_type in _FLOATS else None
+
+
+def _as_float64(tensor: Tensor) -> np.ndarray:
+    return np.asarray(tensor.numpy(), dtype=np.float64)
+
+
+def _cast_like(values: np.ndarray, like: Tensor) -> Tensor | None:
+    """`values` in the element type of `like`, or None if a value is not finite there."""
+    with np.errstate(all="ignore"):
+        cast = values.astype(like.numpy().dtype)
+    if not np.all(np.isfinite(cast.astype(np.float64))):
+        return None
+    return Tensor(cast, data_type=like.data_type)
+
+
+def _inference_epsilon(bn: Node) -> float | None:
+    """The epsilon of a BatchNormalization computing with its stored statistics, or None
+    (training mode, optional outputs asked for, non-spatial, or an opset before 7)."""
+    if node_opset(bn) < _BN_MIN_OPSET:
+        return None
+    if bn.has_attr("training_mode") and int(bn.get_attr("training_mode")) != 0:
+        return None
+    if bn.has_attr("spatial") and int(bn.get_attr("spatial")) != 1:
+        return None  # opset 7-8: statistics per element, not per channel
+    if any(bn.get_output_names()[1:]):
+        return None  # running mean / var outputs: training
+    return float(bn.get_attr("epsilon")) if bn.has_attr("epsilon") else 1e-5
+
+
+def _bn_affine(bn: Node, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """`(f, shift)` of an inference BatchNormalization over `channels` channels, with
+    `y = x * f + shift`, in float64; None when it cannot be folded."""
+    epsilon = _inference_epsilon(bn)
+    if epsilon is None:
+        return None
+    params = [_float_const(bn, i) for i in range(1, 5)]
+    if any(p is None or tuple(p.shape) != (channels,) for p in params):
+        return None  # scale, bias, mean, var: constants of one value per channel
+    scale, bias, mean, var = (_as_float64(p) for p in params if p is not None)
+    with np.errstate(all="ignore"):
+        f = scale / np.sqrt(var + epsilon)
+        shift = bias - mean * f
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(shift))):
+        return None  # var + epsilon <= 0 (or huge values): BN's own result is not finite
+    return f, shift
+
+
+def _per_output_channel(factor: np.ndarray, rank: int) -> np.ndarray:
+    """A `[M]` vector shaped `[M, 1, ...]` to scale a weight of `rank` along its axis 0."""
+    return factor.reshape((-1,) + (1,) * (rank - 1))
+
+
+# -- Conv -----------------------------------------------------------------------------------
+
+
+def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | None:
+    """`(W, B or None, output channels)` of a Conv with constant weights of Conv's shapes
+    and an output of known rank ([N, M, spatial...], W's rank)."""
+    weight = _float_const(conv, 1)
+    if weight is None or len(weight.shape) < 3:
+        return None
+    channels = int(weight.shape[0])
+    bias: Tensor | None = None
+    if conv.get_inputs_size() > 2 and conv.get_input_producer(2) is not None:
+        bias = _float_const(conv, 2)
+        if bias is None or tuple(bias.shape) != (channels,) or bias.data_type != weight.data_type:
+            return None
+    out = dims_of(conv.get_output_desc(0))
+    if out is None or len(out) != len(weight.shape):
+        return None
+    return weight, bias, channels
+
+
+def _conv_fold(weight: Tensor, bias: Tensor | None, factor: np.ndarray | None,
+               shift: np.ndarray | None) -> tuple[Tensor | None, Tensor | None] | None:
+    """The Conv's new `(W, B)` for `y = conv(x) * factor + shift` (None for "unchanged W"
+    or "no B"); None when a folded value is not finite in W's element type."""
+    new_weight: Tensor | None = None
+    b = _as_float64(bias) if bias is not None else None
+    if factor is not None:
+        w = _as_float64(weight) * _per_output_channel(factor, len(weight.shape))
+        new_weight = _cast_like(w, weight)
+        if new_weight is None:
+            return None
+        b = b * factor if b is not None else None
+    if shift is not None:
+        b = shift if b is None else b + shift
+    if b is None:
+        return new_weight, None
+    new_bias = _cast_like(b, weight)
+    if new_bias is None:
+        return None
+    return new_weight, new_bias
+
+
+def _build_conv(inputs: PatternInputs, fold: _Fold) -> TensorHolder:
+    """`Conv(x, W', B')`: pattern inputs 0 and 1 are X and W (reused when W is unchanged)."""
+    x = inputs[0]
+    builder = x.get_owner_builder()
+    weight = inputs[1] if fold.weight is None else builder.create_const(fold.weight)
+    if fold.bias is None:
+        return Conv(x, weight, **fold.attrs)
+    return Conv(x, weight, builder.create_const(fold.bias), **fold.attrs)
+
+
+@builtin_pass(name="ConvBatchNormFusion", step="builtin_fusion")
+class ConvBatchNormFusion(PatternFusionPass):
+    """`BatchNormalization(Conv(X, W[, B]))` in inference → `Conv(X, W', B')`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fold: _Fold | None = None
+
+    # Conv's bias is optional, and a pattern node matches a node with as many inputs as it
+    # has: one pattern without the bias, one with it. Inputs: X, W[, B], scale, bias, mean,
+    # var; Data wildcards here, `meet_requirements` checks which ones are constants.
+    @pattern
+    def conv_bn(self, inputs: PatternInputs) -> TensorHolder:
+        return _bn(Conv(inputs[0], inputs[1]), *inputs[2:6])
+
+    @pattern
+    def conv_bias_bn(self, inputs: PatternInputs) -> TensorHolder:
+        return _bn(Conv(inputs[0], inputs[1], inputs[2]), *inputs[3:7])
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        self._fold = None
+        conv, bn = _find(match_result, "Conv"), _find(match_result, "BatchNormalization")
+        weights = _conv_weights(conv)
+        if weights is None:
+            return False
+        weight, bias, channels = weights
+        affine = _bn_affine(bn, channels)
+        if affine is None:
+            return False
+        folded = _conv_fold(weight, bias, *affine)
+        if folded is None or folded[1] is None:
+            return False
+        self._fold = _Fold(folded[0], folded[1], _attrs(conv))
+        return True
+
+    def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
+            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
+        assert self._fold is not None  # set by meet_requirements for this very match
+        return _build_conv(inputs, self._fold)
+
+
+def _per_channel(value: Tensor, rank: int, channels: int) -> np.ndarray | None:
+    """A constant that varies over the channel axis (1) of a rank-`rank` value only, as
+    a float64 `[channels]` vector: shape `[C, 1, ...]`, `[1, C, 1, ...]` or one element
+    (no higher rank than the value: it would broadcast the output up)."""
+    shape = tuple(int(d) for d in value.shape)
+    if len(shape) > rank:
+        return None
+    padded = (1,) * (rank - len(shape)) + shape
+    if any(d != 1 for i, d in enumerate(padded) if i != 1) or padded[1] not in (1, channels):
+        return None
+    return np.broadcast_to(_as_float64(value).reshape(-1), (channels,)).copy()
+
+
+@builtin_pass(name="ConvAddMulFusion", step="builtin_fusion")
+class ConvAddMulFusion(PatternFusionPass):
+    """`Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)`; `Conv(X, W[, B]) + a` →
+    `Conv(X, W, B + a)`; for constants varying over the channel axis only.
+
+    The Mul patterns come first, so `Conv * s + a` (a decomposed BatchNormalization) folds
+    entirely in one run; in `(Conv + a) * s` only the Add folds."""
+
+    def __init__(self) -> None:
+        # Mul and Add are commutative: `s * Conv(...)` matches too.
+        super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+        self._fold: _Fold | None = None
+
+    @pattern
+    def conv_mul(self, inputs: PatternInputs) -> TensorHolder:
+        return Conv(inputs[0], inputs[1]) * inputs[2]
+
+    @pattern
+    def conv_bias_mul(self, inputs: PatternInputs) -> TensorHolder:
+        return Conv(inputs[0], inputs[1], inputs[2]) * inputs[3]
+
+    @pattern
+    def conv_add(self, inputs: PatternInputs) -> TensorHolder:
+        return Conv(inputs[0], inputs[1]) + inputs[2]
+
+    @pattern
+    def conv_bias_add(self, inputs: PatternInputs) -> TensorHolder:
+        return Conv(inputs[0], inputs[1], inputs[2]) + inputs[3]
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        self._fold = None
+        conv = _find(match_result, "Conv")
+        op = next(n for n in match_result.get_matched_nodes() if n.type in ("Mul", "Add"))
+        weights = _conv_weights(conv)
+        if weights is None:
+            return False
+        weight, bias, channels = weights
+        operand = _float_const(op, _other_input(op, conv))
+        if operand is None or operand.data_type != weight.data_type:
+            return False
+        vector = _per_channel(operand, len(weight.shape), channels)
+        if vector is None:
+            return False
+        if op.type == "Mul":
+            folded = _conv_fold(weight, bias, vector, None)
+        else:
+            folded = _conv_fold(weight, bias, None, vector)
+        if folded is None:
+            return False
+        self._fold = _Fold(folded[0], folded[1], _attrs(conv))
+        return True
+
+    def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
+            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
+        assert self._fold is not None  # set by meet_requirements for this very match
+        return _build_conv(inputs, self._fold)
+
+
+# -- Gemm -----------------------------------------------------------------------------------
+
+
+def _gemm_bn_pattern(name: str, producer: str) -> Pattern:
+    """`BatchNormalization(<producer>(A, B[, C]), scale, bias, mean, var)`."""
+    builder = GraphBuilder(name)
+    count = {"Gemm": 3, "Gemm_no_c": 2, "MatMul": 2}[producer]
+    inputs = builder.create_inputs(count + 4)
+    if producer == "MatMul":
+        product = MatMul(inputs[0], inputs[1])
+    else:
+        product = Gemm(*inputs[:count])
+    bn = _bn(product, *inputs[count:])
+    return create_pattern(builder.build_and_reset([bn]))
+
+
+@builtin_pass(name="GemmBatchNormFusion", step="builtin_fusion")
+class GemmBatchNormFusion(PatternFusionPass):
+    """`BatchNormalization(Gemm(A, B[, C]))` or `BatchNormalization(MatMul(A, B))` on a
+    2-D value, in inference → `Gemm(A, B', C')`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fold: _Fold | None = None
+
+    def patterns(self) -> list[Pattern]:
+        # Legacy style, because the patterns depend on the opset the pass builds at (the
+        # model's): Gemm's C is optional from opset 11 only.
+        opset = current_opset_imports().get("", 0)
+        found = [_gemm_bn_pattern("gemm_bn", "Gemm"), _gemm_bn_pattern("matmul_bn", "MatMul")]
+        if opset >= 11:
+            found.insert(1, _gemm_bn_pattern("gemm_no_c_bn", "Gemm_no_c"))
+        return found
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        self._fold = None
+        bn = _find(match_result, "BatchNormalization")
+        producer = bn.get_input_producer(0)
+        assert producer is not None
+        product = producer[0]
+        out = dims_of(product.get_output_desc(0))
+        if out is None or len(out) != 2:
+            return False  # BN over the features of a [N, C] value only
+        if product.type == "MatMul":
+            a = dims_of(value_desc(product, 0))
+            if a is None or len(a) != 2:
+                return False  # a batched (or vector) MatMul is not a Gemm
+        weight = _float_const(product, 1)
+        if weight is None or len(weight.shape) != 2:
+            return False
+        dtype = weight.data_type
+        if dtype not in gemm_dtypes(node_opset(bn)) or (
+                product.get_output_desc(0).data_type != dtype):
+            return False
+        attrs = _attrs(product) if product.type == "Gemm" else {}
+        trans_b = int(attrs.get("transB", 0))
+        channels = int(weight.shape[0 if trans_b else 1])
+        affine = _bn_affine(bn, channels)
+        if affine is None:
+            return False
+        factor, shift = affine
+        c: np.ndarray | None = None
+        if product.get_inputs_size() > 2 and product.get_input_producer(2) is not None:
+            c_value = _float_const(product, 2)
+            if c_value is None or c_value.data_type != dtype:
+                return False
+            c = _as_float64(c_value) * float(attrs.get("beta", 1.0))
+        axis = 0 if trans_b else 1  # the axis of B that indexes output features
+        scaled = _as_float64(weight) * (factor[:, None] if axis == 0 else factor[None, :])
+        new_weight = _cast_like(scaled, weight)
+        # y = (alpha * A'B' + beta * C) * f + shift: scale B's feature axis by f, C by f too.
+        new_c = _cast_like(shift if c is None else c * factor + shift, weight)
+        if new_weight is None or new_c is None:
+            return False
+        attrs["beta"] = 1.0
+        self._fold = _Fold(new_weight, new_c, attrs)
+        return True
+
+    def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
+            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
+        fold = self._fold
+        assert fold is not None and fold.weight is not None and fold.bias is not None
+        builder = inputs[0].get_owner_builder()
+        return Gemm(inputs[0], builder.create_const(fold.weight),
+                    builder.create_const(fold.bias), **fold.attrs)

@@ -1,0 +1,121 @@
+"""`MatMulAddFusion`: `Add(MatMul(A, B), C)` becomes `Gemm(A, B, C)`.
+
+ONNX's Gemm computes `alpha * A' @ B' + beta * C` for 2-D `A` and `B`, with `C` broadcast
+*unidirectionally* to the `[M, N]` product. A MatMul followed by an Add is exactly a Gemm
+with `alpha = beta = 1` and no transposes when:
+
+* `A` and `B` have static rank 2 (a 3-D activation, as in a transformer's `[batch, seq,
+  hidden] @ [hidden, out]`, is a batched MatMul that Gemm cannot express);
+* `C` broadcasts to `[M, N]` without growing it: a scalar, `[N]`, `[1, N]`, `[M, 1]`,
+  `[M, N]` (each dim 1 or provably equal to the product's, symbolic dims by name);
+* the element type is one Gemm takes at the model's opset (float16, float, double; bfloat16
+  from opset 13; Gemm's integer types are left alone, runtimes rarely implement them);
+* the MatMul's result is used by the Add only (the matcher refuses a match whose inner
+  value has another consumer, a graph output included).
+
+The Add may read the MatMul as either operand (`bias + A @ B`): the pass enables the
+matcher's commutative matching. The rewrite gives the Gemm the Add's consumers, and a graph
+output keeps its name.
+
+The helpers (`gemm_dtypes`, `dims_of`, `value_desc`) are shared with the batch-norm fusions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ge.compiler.pass_registry import builtin_pass
+from ge.es import TensorHolder
+from ge.es.all import Gemm, MatMul
+from ge.graph import DataType, Node, TensorDesc
+from ge.ops.onnx_node import node_opset
+from ge.passes import PassContext, PatternFusionPass, pattern
+from ge.passes.config import PatternMatcherConfigBuilder
+from ge.passes.matcher import MatchResult
+from ge.passes.pattern import PatternInputs
+
+__all__ = ["MatMulAddFusion", "broadcasts_to", "dims_of", "gemm_dtypes", "value_desc"]
+
+Dim = int | str
+
+#: Gemm's floating-point element types by the opset that introduced them (Gemm-7 onwards).
+_GEMM_FLOATS = (DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE)
+_GEMM_MIN_OPSET = 7  # Gemm-6 and earlier broadcast C only with `broadcast=1`
+
+
+def gemm_dtypes(opset: int) -> frozenset[DataType]:
+    """The floating-point element types ONNX Gemm accepts at `opset` (none before 7)."""
+    if opset < _GEMM_MIN_OPSET:
+        return frozenset()
+    if opset < 13:
+        return frozenset(_GEMM_FLOATS)
+    return frozenset((*_GEMM_FLOATS, DataType.DT_BF16))
+
+
+def dims_of(desc: TensorDesc) -> list[Dim] | None:
+    """The dims of a desc of known rank (ints, symbolic names, -1 for unknown), or None."""
+    shape = desc.get_shape()
+    if shape.is_unknown_rank():
+        return None
+    return list(shape.get_dims())
+
+
+def _same_dim(a: Dim, b: Dim) -> bool:
+    """Whether two dims are provably equal: equal known sizes or the same symbol."""
+    if isinstance(a, int) and a < 0:
+        return False
+    return a == b
+
+
+def broadcasts_to(dims: Sequence[Dim], target: Sequence[Dim]) -> bool:
+    """Whether a tensor of `dims` broadcasts to `target` without changing it (ONNX's
+    unidirectional broadcast): no higher rank, every dim 1 or equal to the target's."""
+    if len(dims) > len(target):
+        return False
+    offset = len(target) - len(dims)
+    return all(d == 1 or _same_dim(d, target[offset + i]) for i, d in enumerate(dims))
+
+
+def value_desc(node: Node, index: int) -> TensorDesc:
+    """The desc of the value read by input `index` of `node` (its producer's output desc)."""
+    producer = node.get_input_producer(index)
+    if producer is None:
+        return node.get_input_desc(index)
+    return producer[0].get_output_desc(producer[1])
+
+
+@builtin_pass(name="MatMulAddFusion", step="builtin_fusion")
+class MatMulAddFusion(PatternFusionPass):
+    """`MatMul(A, B) + C` (or `C + MatMul(A, B)`) → `Gemm(A, B, C)` (see the module
+    docstring for when)."""
+
+    def __init__(self) -> None:
+        # Add is commutative: `bias + x @ w` matches the same pattern.
+        super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+
+    @pattern
+    def matmul_add(self, inputs: PatternInputs) -> TensorHolder:
+        # Captures: 0..2 the producers of A, B and C, 3 the Add's output.
+        return MatMul(inputs[0], inputs[1]) + inputs[2]
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        add = match_result.get_captured_tensor(3).node
+        matmul = next(n for n in match_result.get_matched_nodes() if n.type == "MatMul")
+        a, b, c = (value_desc(matmul, 0), value_desc(matmul, 1),
+                   value_desc(add, 1 if add.get_input_producer(0) == (matmul, 0) else 0))
+        a_dims, b_dims, c_dims = dims_of(a), dims_of(b), dims_of(c)
+        if a_dims is None or b_dims is None or c_dims is None:
+            return False  # a rank inference did not find: no way to tell
+        if len(a_dims) != 2 or len(b_dims) != 2:
+            return False  # batched or vector MatMul: not a Gemm
+        if not broadcasts_to(c_dims, [a_dims[0], b_dims[1]]):
+            return False  # C would grow the product, or its dims are not known
+        allowed = gemm_dtypes(node_opset(add))
+        dtypes = {a.data_type, b.data_type, c.data_type, add.get_output_desc(0).data_type}
+        return len(dtypes) == 1 and dtypes <= allowed
+
+    def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
+            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
+        a, b, c = inputs[:3]
+        return Gemm(a, b, c)  # alpha = beta = 1, no transposes: MatMul + Add exactly

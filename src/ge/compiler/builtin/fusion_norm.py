@@ -1,0 +1,472 @@
+"""`LayerNormFusion` and `RMSNormFusion`: normalisations written out in primitives, fused
+into the ONNX operator that computes them.
+
+Both are `PatternFusionPass`es of the `builtin_fusion` step. Their patterns are generated,
+one per variant of the written-out form, largest first, and only when the opset of the model
+being compiled has the fused operator. ReduceMean takes `axes` as an attribute before opset
+18 and as an input from 18: LayerNormFusion has patterns for both.
+Commutative matching lets `Add` and `Mul` take their operands in either order. The matcher
+already refuses a match whose intermediate values are read outside it; `meet_requirements`
+checks everything else (the axes, the constants, the types and shapes), and the replacement
+is built only when every check holds.
+
+LayerNormFusion (opset >= 17)::
+
+    mean = ReduceMean(X, axes)              d = Sub(X, mean)
+    var  = ReduceMean(Pow(d, 2), axes)      n = Div(d, Sqrt(Add(var, eps)))
+                                              or Mul(d, Reciprocal(Sqrt(Add(var, eps))))
+    Y    = Add(Mul(n, gamma), beta)         (or Y = Mul(n, gamma): no bias)
+    ->  Y = LayerNormalization(X, gamma, beta, axis=-k, epsilon=eps)
+
+RMSNormFusion (opset >= 23, where ONNX has RMSNormalization)::
+
+    Xc = X, or Cast(X, to=float)            (the cast of T5 and Llama exports)
+    r  = Sqrt(Add(ReduceMean(Pow(Xc, 2), axes), eps))
+    n  = Div(Xc, r) or Mul(Xc, Reciprocal(r)) or Mul(Xc, Div(1, r))
+    Y  = Mul(n, weight), or Mul(Cast(n, to=type of X), weight)
+    ->  Y = RMSNormalization(X, weight, axis=-k, epsilon=eps, stash_type=1)
+
+Conditions common to both: the reduced axes are the k >= 1 last axes of X (the same for
+both ReduceMeans), keepdims=1; X is float32, float16 or bfloat16 (the fused operators compute
+in float32, `stash_type=1`; double is left alone); the exponent is a constant 2, eps a
+constant scalar >= 0 (its value becomes `epsilon`); the scale (and bias) has X's type and
+broadcasts to the normalised dims without reaching the other axes (a constant is broadcast to
+exactly the normalised shape, a non-constant must have it already); the result has X's shape
+and type. See docs/fusions/norm_gelu.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from ge.compiler.builtin._support import const_input, known_dtype
+from ge.compiler.pass_registry import builtin_pass
+from ge.es import GraphBuilder, TensorHolder, current_opset_imports
+from ge.es.all import (
+    Add,
+    Cast,
+    Div,
+    LayerNormalization,
+    Mul,
+    Pow,
+    Reciprocal,
+    ReduceMean,
+    RMSNormalization,
+    Sqrt,
+    Sub,
+)
+from ge.graph import CONST, DataType, Graph, Node, Tensor
+from ge.graph.types import data_type_to_onnx
+from ge.ops.onnx_node import node_opset
+from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
+from ge.passes.matcher import MatchResult
+from ge.passes.pattern import NodeIo, Pattern, create_pattern
+
+__all__ = ["LayerNormFusion", "RMSNormFusion"]
+
+#: Element types the fused operators compute exactly as the primitives do (in float32).
+FUSIBLE_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16})
+LAYER_NORM_OPSET = 17
+RMS_NORM_OPSET = 23
+#: ReduceMean takes `axes` as an input from this opset on (an attribute before).
+_AXES_INPUT_OPSET = 18
+
+
+# -- building the patterns ------------------------------------------------------------------
+
+
+class _Variant:
+    """One pattern being built: its builder, its inputs, the tensors it captures by role."""
+
+    def __init__(self, name: str, opset: int) -> None:
+        self.name = name
+        self.opset = opset
+        self.builder = GraphBuilder(name, opset=opset)
+        self.inputs = 0
+        self.captures: dict[str, TensorHolder] = {}
+
+    def mark(self, role: str, tensor: TensorHolder) -> TensorHolder:
+        """Capture `tensor` as `role` (the hooks look the matched node up by its role)."""
+        self.captures[role] = tensor
+        return tensor
+
+    def input(self, role: str) -> TensorHolder:
+        """The next pattern input (a wildcard for any producer), captured as `role`."""
+        self.inputs += 1
+        return self.mark(role, self.builder.create_input(self.inputs - 1))
+
+    def const(self, role: str, value: float) -> TensorHolder:
+        """A pattern constant: it matches any constant; `meet_requirements` reads the value."""
+        return self.mark(role, self.builder.create_scalar_float(value))
+
+    def reduce_mean(self, role: str, data: TensorHolder) -> TensorHolder:
+        """ReduceMean in this opset's form; which axes is checked later, not matched.
+
+        From opset 18 the axes are a pattern input rather than a pattern constant: the
+        matcher binds each pattern constant to a distinct node, and the two ReduceMeans of
+        a layer norm often read one shared axes initializer."""
+        if self.opset >= _AXES_INPUT_OPSET:
+            return self.mark(role, ReduceMean(data, self.input(f"{role}_axes")))
+        return self.mark(role, ReduceMean(data, axes=[-1]))
+
+    def build(self, output: TensorHolder, pass_: _NormFusion) -> Pattern:
+        """The pattern, with its captures in role order, recorded in `pass_`'s tables."""
+        pattern = create_pattern(self.builder.build_and_reset([output]))
+        roles = pass_._roles[self.name] = {}
+        for index, (role, tensor) in enumerate(self.captures.items()):
+            pattern.capture_tensor(tensor)
+            roles[role] = index
+        pass_._input_counts[self.name] = self.inputs
+        return pattern
+
+
+def _scope_opset() -> int:
+    """The ONNX opset of the model being compiled (patterns are built inside its scope)."""
+    return current_opset_imports().get("", 0)
+
+
+def _normalized(v: _Variant, centered: TensorHolder, rms: TensorHolder, form: str
+                ) -> TensorHolder:
+    """`centered / rms` in one of its written forms: Div, Mul by Reciprocal, Mul by 1/x."""
+    if form == "div":
+        return v.mark("normed", Div(centered, rms))
+    if form == "reciprocal":
+        inverse = v.mark("inverse", Reciprocal(rms))
+    else:  # "one_over"
+        inverse = v.mark("inverse", Div(v.const("one", 1.0), rms))
+    return v.mark("normed", Mul(centered, inverse))
+
+
+# -- reading the match ----------------------------------------------------------------------
+
+
+class _Captures:
+    """The captured tensors of one match, by role."""
+
+    def __init__(self, match_result: MatchResult, roles: dict[str, int]) -> None:
+        self._result = match_result
+        self._roles = roles
+
+    def __contains__(self, role: str) -> bool:
+        return role in self._roles
+
+    def io(self, role: str) -> NodeIo:
+        return self._result.get_captured_tensor(self._roles[role])
+
+    def node(self, role: str) -> Node:
+        return self.io(role).node
+
+    def out_desc(self, role: str) -> tuple[list[int | str] | None, DataType | None]:
+        """(dims or None for an unknown rank, element type or None) of a captured value."""
+        io = self.io(role)
+        desc = io.node.get_output_desc(io.index)
+        shape = desc.get_shape()
+        dims = None if shape.is_unknown_rank() else list(shape)
+        return dims, known_dtype(desc)
+
+
+def constant_scalar(node: Node) -> float | None:
+    """The value of a one-element numeric `Const` node, or None."""
+    if node.type != CONST or node.domain or not node.has_attr("value"):
+        return None
+    value = node.get_attr("value")
+    if not isinstance(value, Tensor) or value.size != 1:
+        return None
+    array = np.asarray(value.numpy())
+    if array.dtype.kind not in "fiu":
+        return None
+    number = float(array.reshape(-1)[0])
+    return number if math.isfinite(number) else None
+
+
+def _reduced_axes(node: Node) -> list[int] | None:
+    """The axes a ReduceMean with keepdims=1 reduces (as written), or None."""
+    if node.has_attr("keepdims") and int(node.get_attr("keepdims")) != 1:
+        return None
+    if node_opset(node) >= _AXES_INPUT_OPSET:
+        if node.get_inputs_size() < 2:
+            return None
+        value = const_input(node, 1)
+        if value is None:
+            return None
+        return [int(a) for a in np.asarray(value.numpy()).reshape(-1)]
+    if not node.has_attr("axes"):
+        return None
+    return [int(a) for a in node.get_attr("axes")]
+
+
+def trailing_axes(axes: list[int], rank: int) -> int | None:
+    """k when `axes` are exactly the k >= 1 last axes of a rank-`rank` tensor, else None."""
+    if not axes or rank < 1:
+        return None
+    normalized = sorted(a + rank if a < 0 else a for a in axes)
+    k = len(normalized)
+    if len(set(normalized)) != k or normalized != list(range(rank - k, rank)):
+        return None
+    return k
+
+
+@dataclass(frozen=True)
+class _Affine:
+    """How a scale or bias goes into the fused operator: the matched value as it is
+    (`value` None), or a constant broadcast to the normalised shape."""
+
+    value: np.ndarray | None = None
+
+
+def _affine(node: Node, index: int, param: NodeIo, x_dims: list[int | str],
+            x_type: DataType, k: int) -> _Affine | None:
+    """The scale/bias read by input `index` of `node` (a Mul or Add of the match), when it
+    has X's type and broadcasts over the k normalised axes only."""
+    desc = param.node.get_output_desc(param.index)
+    if known_dtype(desc) != x_type:
+        return None
+    shape = desc.get_shape()
+    if shape.is_unknown_rank() or shape.is_unknown_shape():
+        return None
+    dims = [int(d) for d in shape]
+    norm_dims = x_dims[len(x_dims) - k:]
+    if not all(isinstance(d, int) and d > 0 for d in norm_dims):
+        return None  # the normalised dims must be known to compare (and to broadcast)
+    rank = len(x_dims)
+    if len(dims) > rank:
+        return None  # the Mul/Add would add axes
+    padded = [1] * (rank - len(dims)) + dims
+    if any(d != 1 for d in padded[:rank - k]):
+        return None  # varies along an axis that is not normalised
+    trailing = padded[rank - k:]
+    if any(d not in (1, n) for d, n in zip(trailing, norm_dims)):
+        return None
+    if dims == norm_dims:
+        return _Affine()
+    value = const_input(node, index)
+    if value is None:
+        return None  # a non-constant that needs broadcasting: left alone
+    array = np.asarray(value.numpy()).reshape(trailing)
+    return _Affine(np.ascontiguousarray(np.broadcast_to(array, [int(n) for n in norm_dims])))
+
+
+def _param_index(node: Node, param: NodeIo) -> int:
+    """Which input of `node` reads `param` (commutative matching may have swapped them)."""
+    for i in range(node.get_inputs_size()):
+        producer = node.get_input_producer(i)
+        if producer is not None and producer == (param.node, param.index):
+            return i
+    raise AssertionError(f"{node.name} does not read {param.node.name}:{param.index}")
+
+
+def _epsilon(c: _Captures) -> float | None:
+    eps = constant_scalar(c.node("eps"))
+    return eps if eps is not None and eps >= 0 else None
+
+
+def _common(c: _Captures, reduces: tuple[str, ...]
+            ) -> tuple[list[int | str], DataType, int, float] | None:
+    """The checks both fusions make (the ReduceMeans of roles `reduces`): X's dims and type,
+    the result's, the axes, the constants; (X's dims, X's type, k, epsilon) or None."""
+    x_dims, x_type = c.out_desc("x")
+    if x_dims is None or x_type not in FUSIBLE_TYPES:
+        return None
+    out_dims, out_type = c.out_desc("out")
+    if out_dims != x_dims or out_type != x_type:
+        return None  # broadcasting changed the shape, or a cast the type
+    rank = len(x_dims)
+    ks = []
+    for role in reduces:
+        axes = _reduced_axes(c.node(role))
+        if axes is None:
+            return None
+        ks.append(trailing_axes(axes, rank))
+    if ks[0] is None or any(k != ks[0] for k in ks):
+        return None
+    if constant_scalar(c.node("exponent")) != 2.0:
+        return None
+    if "one" in c and constant_scalar(c.node("one")) != 1.0:
+        return None
+    eps = _epsilon(c)
+    if eps is None:
+        return None
+    return x_dims, x_type, ks[0], eps
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What replaces one match: the fused operator's attributes and parameters."""
+
+    axis: int
+    epsilon: float
+    scale: _Affine
+    bias: _Affine | None = None
+
+
+def _parameter(builder: GraphBuilder, given: TensorHolder, affine: _Affine) -> TensorHolder:
+    return given if affine.value is None else builder.create_const(affine.value)
+
+
+class _NormFusion(PatternFusionPass):
+    """What both fusions share: the roles of each generated pattern, and the plan a match
+    gets (computed by `meet_requirements`, computed again by `replacement`)."""
+
+    MIN_OPSET = 0
+
+    def __init__(self) -> None:
+        super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+        self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
+        self._input_counts: dict[str, int] = {}  # pattern name -> pattern inputs
+
+    def _replacement_inputs(self, builder: GraphBuilder, match_result: MatchResult
+                            ) -> list[TensorHolder]:
+        """One replacement input per pattern input (x, scale, [bias], [axes...])."""
+        count = self._input_counts[match_result.get_pattern_graph_name()]
+        return builder.create_inputs(count)
+
+    def _plan_of(self, match_result: MatchResult) -> _Plan | None:
+        c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
+        if node_opset(c.node("out")) < self.MIN_OPSET:
+            return None
+        return self._plan(c)
+
+    def _plan(self, c: _Captures) -> _Plan | None:
+        raise NotImplementedError
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        return self._plan_of(match_result) is not None
+
+
+@builtin_pass(name="LayerNormFusion", step="builtin_fusion")
+class LayerNormFusion(_NormFusion):
+    """Fuse a written-out layer normalisation into LayerNormalization (see the module
+    docstring)."""
+
+    MIN_OPSET = LAYER_NORM_OPSET
+
+    def patterns(self) -> list[Pattern]:
+        opset = _scope_opset()
+        if opset < LAYER_NORM_OPSET:
+            return []  # no LayerNormalization to fuse into
+        # Both ReduceMean styles (opset 17's axes attribute, 18's axes input), whatever the
+        # scope says, so `find_matches` outside a compilation sees the model's style too.
+        found = []
+        for bias, form, style in itertools.product((True, False), ("div", "reciprocal"),
+                                                   (LAYER_NORM_OPSET, _AXES_INPUT_OPSET)):
+            # (with a bias first: the larger match wins)
+            name = (f"LayerNorm_{form}{'_bias' if bias else ''}_"
+                    f"{'axes_input' if style >= _AXES_INPUT_OPSET else 'axes_attr'}")
+            v = _Variant(name, style)
+            x, gamma = v.input("x"), v.input("scale")
+            beta = v.input("bias") if bias else None
+            mean = v.reduce_mean("mean", x)
+            centered = v.mark("centered", Sub(x, mean))
+            var = v.reduce_mean("var", Pow(centered, v.const("exponent", 2.0)))
+            rms = Sqrt(Add(var, v.const("eps", 1e-5)))
+            out = v.mark("scaled", Mul(_normalized(v, centered, rms, form), gamma))
+            if beta is not None:
+                out = Add(out, beta)
+            found.append(v.build(v.mark("out", out), self))
+        return found
+
+    def _plan(self, c: _Captures) -> _Plan | None:
+        common = _common(c, ("mean", "var"))
+        if common is None:
+            return None
+        x_dims, x_type, k, eps = common
+        scaled = c.node("scaled")
+        scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
+                        x_dims, x_type, k)
+        if scale is None:
+            return None
+        bias = None
+        if "bias" in c:
+            add = c.node("out")
+            bias = _affine(add, _param_index(add, c.io("bias")), c.io("bias"), x_dims, x_type, k)
+            if bias is None:
+                return None
+        return _Plan(-k, eps, scale, bias)
+
+    def replacement(self, match_result: MatchResult,
+                    context: PassContext | None = None) -> Graph:
+        plan = self._plan_of(match_result)
+        assert plan is not None  # meet_requirements accepted this match
+        builder = GraphBuilder("layer_norm")
+        inputs = self._replacement_inputs(builder, match_result)
+        scale = _parameter(builder, inputs[1], plan.scale)
+        bias = _parameter(builder, inputs[2], plan.bias) if plan.bias is not None else None
+        y = LayerNormalization(inputs[0], scale, bias, axis=plan.axis, epsilon=plan.epsilon)
+        assert isinstance(y, TensorHolder)  # Y alone: Mean and InvStdDev are not asked for
+        return builder.build_and_reset([y])
+
+
+#: The input forms RMSNormFusion knows: (a Cast before, a Cast back after).
+_RMS_CASTS = ((True, True), (True, False), (False, False))
+
+
+def _rms_pattern(name: str, opset: int, cast_in: bool, cast_out: bool, form: str,
+                 pass_: _NormFusion) -> Pattern:
+    v = _Variant(name, opset)
+    x, weight = v.input("x"), v.input("scale")
+    data = v.mark("cast_in", Cast(x, to=DataType.DT_FLOAT)) if cast_in else x
+    mean_square = v.reduce_mean("mean_square", Pow(data, v.const("exponent", 2.0)))
+    rms = Sqrt(Add(mean_square, v.const("eps", 1e-6)))
+    normed = _normalized(v, data, rms, form)
+    if cast_out:
+        normed = v.mark("cast_out", Cast(normed, to=DataType.DT_FLOAT))
+    out = v.mark("scaled", Mul(normed, weight))
+    return v.build(v.mark("out", out), pass_)
+
+
+def _cast_to(node: Node) -> int | None:
+    return int(node.get_attr("to")) if node.has_attr("to") else None
+
+
+@builtin_pass(name="RMSNormFusion", step="builtin_fusion")
+class RMSNormFusion(_NormFusion):
+    """Fuse a written-out RMS normalisation into RMSNormalization (see the module
+    docstring)."""
+
+    MIN_OPSET = RMS_NORM_OPSET
+
+    def patterns(self) -> list[Pattern]:
+        opset = _scope_opset()
+        if opset < RMS_NORM_OPSET or not onnx.defs.has("RMSNormalization"):
+            return []  # no RMSNormalization to fuse into
+        found = []
+        for cast_in, cast_out in _RMS_CASTS:  # the casts first: the larger match wins
+            for form in ("div", "reciprocal", "one_over"):
+                name = (f"RMSNorm_{form}{'_cast_in' if cast_in else ''}"
+                        f"{'_cast_out' if cast_out else ''}")
+                found.append(_rms_pattern(name, opset, cast_in, cast_out, form, self))
+        return found
+
+    def _plan(self, c: _Captures) -> _Plan | None:
+        common = _common(c, ("mean_square",))
+        if common is None:
+            return None
+        x_dims, x_type, k, eps = common
+        x_onnx = data_type_to_onnx(x_type)
+        if "cast_in" in c and _cast_to(c.node("cast_in")) not in (onnx.TensorProto.FLOAT,
+                                                                  x_onnx):
+            return None  # computed in another type than float32 (or X's own)
+        if "cast_out" in c and _cast_to(c.node("cast_out")) != x_onnx:
+            return None
+        scaled = c.node("scaled")
+        scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
+                        x_dims, x_type, k)
+        if scale is None:
+            return None
+        return _Plan(-k, eps, scale)
+
+    def replacement(self, match_result: MatchResult,
+                    context: PassContext | None = None) -> Graph:
+        plan = self._plan_of(match_result)
+        assert plan is not None  # meet_requirements accepted this match
+        builder = GraphBuilder("rms_norm")
+        x, weight = self._replacement_inputs(builder, match_result)[:2]
+        y = RMSNormalization(x, _parameter(builder, weight, plan.scale), axis=plan.axis,
+                             epsilon=plan.epsilon, stash_type=1)
+        return builder.build_and_reset([y])

@@ -1,0 +1,425 @@
+"""`LayerNormFusion` and `RMSNormFusion`: the written-out forms they fuse (both ReduceMean
+styles, each normalisation form, operands in either order), what they must leave alone, the
+result checked by onnx, with the output names kept and the same outputs in onnxruntime; the
+vendored real models, and every one of them compiled with the fusions in the pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx.version_converter
+import pytest
+from builtin_helpers import (
+    F,
+    assert_sound,
+    count_rewrites,
+    histogram,
+    init,
+    load,
+    model,
+    ort_run,
+    vi,
+)
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+import ge
+import ge.compiler.builtin
+from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
+from ge.graph import Graph
+from ge.passes import find_matches
+from model_paths import all_shared_models, shared_model
+
+pytestmark = pytest.mark.builtin_passes  # these tests are about (future) built-in passes
+
+node = helper.make_node
+F16 = onnx.TensorProto.FLOAT16
+X_SHAPE = (2, 3, 4)
+PRIMITIVES = ("ReduceMean", "Sub", "Pow", "Sqrt", "Div", "Reciprocal")
+#: The values with X's shape (the others are reduced to [2, 3, 1]).
+FULL = {"x", "xc", "d", "p", "n", "nc", "y0"}
+
+
+def extra_vi(name: str, dtype: int) -> onnx.ValueInfoProto:
+    """An intermediate value as a second graph output (so it has a consumer outside)."""
+    return vi(name, dtype, X_SHAPE if name in FULL else (*X_SHAPE[:-1], 1))
+
+
+def feeds(shape: Sequence[int] = X_SHAPE, dtype: Any = np.float32, seed: int = 0
+          ) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": (rng.standard_normal(shape) * 3 + 1).astype(dtype)}]
+
+
+def fused_node(graph: Graph, op_type: str) -> Any:
+    (found,) = [n for n in graph.get_direct_nodes() if n.type == op_type]
+    return found
+
+
+def assert_unchanged(pass_class: type, source: onnx.ModelProto) -> None:
+    graph = load(source)
+    before = histogram(graph)
+    assert count_rewrites(pass_class, graph) == 0
+    assert histogram(graph) == before
+
+
+# -- LayerNormFusion ------------------------------------------------------------------------
+
+
+def _reduce(name: str, data: str, out: str, axes: Sequence[int], opset: int,
+            inits: list[onnx.TensorProto], shared: bool) -> onnx.NodeProto:
+    if opset < 18:
+        return node("ReduceMean", [data], [out], name=name, axes=list(axes))
+    axes_name = "axes" if shared else f"{name}_axes"
+    if axes_name not in {t.name for t in inits}:
+        inits.append(init(axes_name, list(axes), np.int64))
+    return node("ReduceMean", [data, axes_name], [out], name=name)
+
+
+def layer_norm(opset: int = 17, *, form: str = "div", bias: bool = True,
+               axes: Sequence[int] = (-1,), axes2: Sequence[int] | None = None,
+               exponent: float = 2.0, eps_input: bool = False, swapped: bool = False,
+               gamma_shape: Sequence[int] = (4,), shared_axes: bool = True,
+               extra_output: str | None = None, x_shape: Sequence[int] = X_SHAPE,
+               dtype: int = F) -> onnx.ModelProto:
+    """Y = (X - mean) / sqrt(var + eps) * gamma + beta written out in primitives."""
+    np_type = np.float16 if dtype == F16 else np.float32
+    rng = np.random.default_rng(1)
+    inits: list[onnx.TensorProto] = [init("two", exponent, np_type),
+                                     init("gamma", rng.standard_normal(gamma_shape), np_type),
+                                     init("beta", rng.standard_normal(gamma_shape), np_type)]
+    inputs = [vi("x", dtype, x_shape)]
+    if eps_input:
+        inputs.append(vi("eps", dtype, ()))
+    else:
+        inits.append(init("eps", 1e-3, np_type))
+    nodes = [
+        _reduce("mean", "x", "m", axes, opset, inits, shared_axes),
+        node("Sub", ["x", "m"], ["d"], name="sub"),
+        node("Pow", ["d", "two"], ["p"], name="pow"),
+        _reduce("var", "p", "v", axes if axes2 is None else axes2, opset, inits,
+                shared_axes and axes2 is None),
+        node("Add", ["eps", "v"] if swapped else ["v", "eps"], ["ve"], name="add_eps"),
+        node("Sqrt", ["ve"], ["s"], name="sqrt"),
+    ]
+    if form == "div":
+        nodes.append(node("Div", ["d", "s"], ["n"], name="div"))
+    else:
+        nodes += [node("Reciprocal", ["s"], ["r"], name="reciprocal"),
+                  node("Mul", ["r", "d"] if swapped else ["d", "r"], ["n"], name="mul_r")]
+    out = "y" if not bias else "y0"
+    nodes.append(node("Mul", ["gamma", "n"] if swapped else ["n", "gamma"], [out], name="mul_g"))
+    if bias:
+        nodes.append(node("Add", ["beta", "y0"] if swapped else ["y0", "beta"], ["y"],
+                          name="add_b"))
+    else:
+        inits = [t for t in inits if t.name != "beta"]
+    outputs = [vi("y", dtype, np.broadcast_shapes(tuple(x_shape), tuple(gamma_shape)))]
+    if extra_output is not None:
+        outputs.append(extra_vi(extra_output, dtype))
+    return model(nodes, inputs, outputs, inits, opset=opset)
+
+
+@pytest.mark.parametrize("opset", [17, 18, 21])
+@pytest.mark.parametrize("form", ["div", "reciprocal"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm_fuses_in_both_reduce_mean_styles(opset: int, form: str,
+                                                     bias: bool) -> None:
+    source = layer_norm(opset, form=form, bias=bias)
+    graph = load(source)
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    ops = histogram(graph)
+    assert ops.get("LayerNormalization") == 1
+    assert not set(PRIMITIVES) & set(ops) and "Mul" not in ops and "Add" not in ops
+    fused = fused_node(graph, "LayerNormalization")
+    assert fused.get_attr("axis") == -1
+    assert fused.get_attr("epsilon") == pytest.approx(1e-3, rel=1e-3)
+    assert fused.get_inputs_size() == (3 if bias else 2)
+    assert fused.get_metadata()["ge.origin_pass"] == "LayerNormFusion"
+    exported = assert_sound(graph, source, feeds(), exact=False)
+    assert [o.name for o in exported.graph.output] == ["y"]
+    assert count_rewrites(LayerNormFusion, graph) == 0  # nothing left to fuse
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_layer_norm_operands_in_the_other_order_and_separate_axes(opset: int) -> None:
+    source = layer_norm(opset, form="reciprocal", swapped=True, shared_axes=False)
+    graph = load(source)
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    assert histogram(graph).get("LayerNormalization") == 1
+    assert_sound(graph, source, feeds(), exact=False)
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_layer_norm_over_the_last_two_axes(opset: int) -> None:
+    source = layer_norm(opset, axes=(1, -1), gamma_shape=(3, 4))
+    graph = load(source)
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    assert fused_node(graph, "LayerNormalization").get_attr("axis") == -2
+    assert_sound(graph, source, feeds(), exact=False)
+
+
+def test_a_broadcasting_constant_gamma_is_expanded_to_the_normalized_shape() -> None:
+    source = layer_norm(17, gamma_shape=(1, 1, 4))
+    graph = load(source)
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    fused = fused_node(graph, "LayerNormalization")
+    for index in (1, 2):
+        scale = fused.get_input_producer(index)[0].get_attr("value")
+        assert list(scale.shape) == [4]
+    assert_sound(graph, source, feeds(), exact=False)
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_find_matches_outside_a_compilation_sees_either_style(opset: int) -> None:
+    graph = load(layer_norm(opset))
+    (found,) = find_matches(LayerNormFusion, graph)
+    assert found.pattern_name.endswith("axes_attr" if opset < 18 else "axes_input")
+    assert {n.type for n in found.nodes} >= {"ReduceMean", "Sub", "Pow", "Sqrt", "Div"}
+
+
+def test_float16_layer_norm_fuses() -> None:
+    source = layer_norm(17, dtype=F16)
+    graph = load(source)
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    inputs = feeds(dtype=np.float16)[0]
+    got, want = ort_run(exported, inputs)[0], ort_run(source, inputs)[0]
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), atol=2e-2)
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+@pytest.mark.parametrize("case", [
+    {"extra_output": "d"},       # the centred value is read outside the match
+    {"extra_output": "s"},       # so is the standard deviation
+    {"extra_output": "m"},       # and the mean
+    {"eps_input": True},         # eps is not a constant
+    {"axes2": (-2,)},            # the two ReduceMeans reduce different axes
+    {"axes": (1,), "gamma_shape": (3, 1)},  # not the trailing axes
+    {"axes": (0, 2), "gamma_shape": (4,)},  # not contiguous
+    {"exponent": 3.0},           # not a variance
+    {"gamma_shape": (3, 1)},     # gamma varies along an axis that is not normalised
+    {"gamma_shape": (1, 1, 1, 4)},  # gamma adds an axis
+])
+def test_layer_norm_is_left_alone_when_a_condition_fails(opset: int,
+                                                         case: dict[str, Any]) -> None:
+    assert_unchanged(LayerNormFusion, layer_norm(opset, **case))
+
+
+def test_layer_norm_does_not_fire_below_opset_17() -> None:
+    assert_unchanged(LayerNormFusion, layer_norm(16))
+
+
+def test_a_double_layer_norm_is_left_alone() -> None:
+    source = layer_norm(17)
+    graph = source.graph
+    graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    for tensor in graph.initializer:
+        tensor.CopyFrom(init(tensor.name, onnx.numpy_helper.to_array(tensor), np.float64))
+    onnx.checker.check_model(source, full_check=True)
+    assert_unchanged(LayerNormFusion, source)
+
+
+def test_a_graph_output_inside_the_pattern_keeps_the_model_as_it_was() -> None:
+    source = layer_norm(17, extra_output="y0")  # Mul(gamma) is a graph output too
+    graph = load(source)
+    # Not with the bias (Mul(gamma) is read outside); the no-bias pattern fuses up to
+    # Mul(gamma), whose output is a pattern output; the Add reads the LayerNormalization.
+    assert count_rewrites(LayerNormFusion, graph) == 1
+    ops = histogram(graph)
+    assert ops.get("LayerNormalization") == 1 and ops.get("Add") == 1
+    assert fused_node(graph, "LayerNormalization").get_inputs_size() == 2
+    exported = assert_sound(graph, source, feeds(), exact=False)
+    assert [o.name for o in exported.graph.output] == ["y", "y0"]
+
+
+# -- RMSNormFusion --------------------------------------------------------------------------
+
+
+def rms_norm(opset: int = 23, *, form: str = "div", cast_in: bool = False,
+             cast_out: bool = False, dtype: int = F, exponent: float = 2.0,
+             eps_input: bool = False, axes: Sequence[int] = (-1,), cast_in_to: int = F,
+             extra_output: str | None = None, swapped: bool = False) -> onnx.ModelProto:
+    """Y = X / sqrt(mean(X^2) + eps) * weight, with T5's or Llama's casts around it."""
+    np_type = np.float16 if dtype == F16 else np.float32
+    inner = cast_in_to if cast_in else dtype
+    inner_type = np.float16 if inner == F16 else np.float32
+    rng = np.random.default_rng(2)
+    inits = [init("two", exponent, inner_type), init("one", 1.0, inner_type),
+             init("weight", rng.standard_normal(4), np_type)]
+    inputs = [vi("x", dtype, X_SHAPE)]
+    if eps_input:
+        inputs.append(vi("eps", inner, ()))
+    else:
+        inits.append(init("eps", 1e-6, inner_type))
+    nodes = []
+    data = "x"
+    if cast_in:
+        nodes.append(node("Cast", ["x"], ["xc"], name="cast_in", to=cast_in_to))
+        data = "xc"
+    nodes += [node("Pow", [data, "two"], ["p"], name="pow"),
+              _reduce("mean", "p", "ms", axes, opset, inits, True),
+              node("Add", ["eps", "ms"] if swapped else ["ms", "eps"], ["mse"], name="add_eps"),
+              node("Sqrt", ["mse"], ["s"], name="sqrt")]
+    if form == "div":
+        nodes.append(node("Div", [data, "s"], ["n"], name="div"))
+    else:
+        if form == "reciprocal":
+            nodes.append(node("Reciprocal", ["s"], ["r"], name="reciprocal"))
+        else:
+            nodes.append(node("Div", ["one", "s"], ["r"], name="one_over"))
+        nodes.append(node("Mul", ["r", data] if swapped else [data, "r"], ["n"], name="mul_r"))
+    if cast_out:
+        nodes.append(node("Cast", ["n"], ["nc"], name="cast_out", to=dtype))
+    scaled = "nc" if cast_out else "n"
+    nodes.append(node("Mul", ["weight", scaled] if swapped else [scaled, "weight"], ["y"],
+                      name="mul_w"))
+    inits = [t for t in inits if t.name != "one" or form == "one_over"]
+    outputs = [vi("y", dtype, X_SHAPE)]
+    if extra_output is not None:
+        outputs.append(extra_vi(extra_output, dtype))
+    return model(nodes, inputs, outputs, inits, opset=opset)
+
+
+def test_rms_normalization_is_in_onnx_and_onnxruntime_runs_it() -> None:
+    assert onnx.defs.has("RMSNormalization")
+    assert onnx.defs.get_schema("RMSNormalization").since_version == 23
+    graph = load(rms_norm(23))
+    assert count_rewrites(RMSNormFusion, graph) == 1
+    ort_run(graph.to_onnx(), feeds()[0])  # the CPU provider has a kernel for it
+
+
+@pytest.mark.parametrize("form", ["div", "reciprocal", "one_over"])
+@pytest.mark.parametrize("swapped", [False, True])
+def test_rms_norm_fuses_at_opset_23(form: str, swapped: bool) -> None:
+    source = rms_norm(23, form=form, swapped=swapped)
+    graph = load(source)
+    assert count_rewrites(RMSNormFusion, graph) == 1
+    ops = histogram(graph)
+    assert ops.get("RMSNormalization") == 1
+    assert not set(PRIMITIVES) & set(ops) and "Mul" not in ops and "Add" not in ops
+    fused = fused_node(graph, "RMSNormalization")
+    assert fused.get_attr("axis") == -1
+    assert fused.get_attr("epsilon") == pytest.approx(1e-6, rel=1e-3)
+    exported = assert_sound(graph, source, feeds(), exact=False)
+    assert [o.name for o in exported.graph.output] == ["y"]
+    # onnx's reference evaluator agrees too
+    reference = ReferenceEvaluator(exported).run(None, feeds()[0])[0]
+    np.testing.assert_allclose(reference, ort_run(source, feeds()[0])[0], rtol=1e-4, atol=1e-5)
+    assert count_rewrites(RMSNormFusion, graph) == 0
+
+
+@pytest.mark.parametrize("form", ["reciprocal", "one_over"])
+def test_rms_norm_with_t5s_cast_to_float(form: str) -> None:
+    source = rms_norm(23, form=form, cast_in=True)
+    graph = load(source)
+    assert count_rewrites(RMSNormFusion, graph) == 1
+    ops = histogram(graph)
+    assert ops.get("RMSNormalization") == 1 and "Cast" not in ops
+    assert_sound(graph, source, feeds(), exact=False)
+
+
+def test_rms_norm_with_llamas_casts_around_a_float16_input() -> None:
+    source = rms_norm(23, form="reciprocal", cast_in=True, cast_out=True, dtype=F16)
+    graph = load(source)
+    assert count_rewrites(RMSNormFusion, graph) == 1
+    ops = histogram(graph)
+    assert ops.get("RMSNormalization") == 1 and "Cast" not in ops
+    fused = fused_node(graph, "RMSNormalization")
+    assert fused.get_attr("stash_type") == 1  # computed in float32, as the casts did
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    inputs = feeds(dtype=np.float16)[0]
+    want = ort_run(source, inputs)[0].astype(np.float32)
+    got = ReferenceEvaluator(exported).run(None, inputs)[0]
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(ort_run(exported, inputs)[0].astype(np.float32), want,
+                               rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("case", [
+    {"extra_output": "s"},        # an intermediate value is read outside the match
+    {"extra_output": "ms"},
+    {"eps_input": True},          # eps is not a constant
+    {"exponent": 3.0},
+    {"axes": (1,)},               # not the trailing axis
+    # a float32 X computed in float16 (and cast back): RMSNormalization would compute in
+    # float32, not what the model computes
+    {"cast_in": True, "cast_out": True, "cast_in_to": F16, "form": "reciprocal"},
+])
+def test_rms_norm_is_left_alone_when_a_condition_fails(case: dict[str, Any]) -> None:
+    assert_unchanged(RMSNormFusion, rms_norm(23, **case))
+
+
+@pytest.mark.parametrize("opset", [18, 22])
+def test_rms_norm_does_not_fire_below_opset_23(opset: int) -> None:
+    assert_unchanged(RMSNormFusion, rms_norm(opset))
+    assert_unchanged(RMSNormFusion, rms_norm(opset, cast_in=True, form="one_over"))
+
+
+# -- the vendored models --------------------------------------------------------------------
+
+
+def test_t5_at_its_opset_17_is_left_alone() -> None:
+    path = shared_model("t5_encoder_tiny")
+    assert onnx.load(path).opset_import[0].version < 23
+    for pass_class in (LayerNormFusion, RMSNormFusion):
+        assert_unchanged(pass_class, onnx.load(path))
+
+
+def test_t5_converted_to_opset_23_has_its_five_rms_norms_fused() -> None:
+    source = onnx.version_converter.convert_version(onnx.load(shared_model("t5_encoder_tiny")),
+                                                    23)
+    graph = load(source)
+    assert histogram(graph).get("Pow") == 5
+    assert count_rewrites(RMSNormFusion, graph) == 5
+    ops = histogram(graph)
+    assert ops.get("RMSNormalization") == 5 and "Pow" not in ops and "Sqrt" not in ops
+    ids = np.arange(12, dtype=np.int64).reshape(1, 12) % 10
+    inputs = {"input_ids": ids, "attention_mask": np.ones((1, 12), np.int64)}
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    assert [o.name for o in exported.graph.output] == [o.name for o in source.graph.output]
+    np.testing.assert_allclose(ort_run(exported, inputs)[0], ort_run(source, inputs)[0],
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["vit_tiny", "distilbert_tiny", "distilbert_tiny_dynamo",
+                                  "gelu_mlp_opset20"])
+def test_models_exported_with_layer_normalization_have_nothing_to_fuse(name: str) -> None:
+    source = onnx.load(shared_model(name))
+    assert "LayerNormalization" in {n.op_type for n in source.graph.node}
+    assert_unchanged(LayerNormFusion, source)
+
+
+MODELS = all_shared_models()
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_every_vendored_model_compiles_and_verifies_with_the_norm_fusions(
+        path: Path) -> None:
+    result = ge.compile(path, verify=True)
+    assert result.verification is not None and result.verification.ok
+    names = {r.pass_name for r in result.report.records}
+    assert {"LayerNormFusion", "RMSNormFusion"} <= names
+
+
+def test_compiling_fuses_a_layer_norm_and_verifies(tmp_path: Path) -> None:
+    source = layer_norm(18, form="reciprocal")
+    result = ge.compile(source, verify=True)
+    assert result.verification is not None and result.verification.ok
+    assert result.report.ops_after.get("LayerNormalization") == 1
+    assert result.report.rewrites_by_pass().get("LayerNormFusion") == 1
+    out = tmp_path / "fused.onnx"
+    result.save(out)
+    saved = onnx.load(out)
+    onnx.checker.check_model(saved, full_check=True)
+    assert [o.name for o in saved.graph.output] == ["y"]
+    disabled = ge.compile(source, disable=["LayerNormFusion"])
+    assert "LayerNormalization" not in disabled.report.ops_after
