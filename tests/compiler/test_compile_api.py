@@ -19,8 +19,10 @@ from ge.errors import (
     CompileWarning,
     PassRunError,
 )
+from ge.es import GraphBuilder
+from ge.es.all import Softmax
 from ge.graph import Graph
-from ge.passes import FusionBasePass
+from ge.passes import FusionBasePass, PatternFusionPass, create_pattern
 from model_paths import shared_model
 from plugin_fixtures import small_graph
 
@@ -315,3 +317,38 @@ def test_constant_operators_are_saved_as_initializers(tmp_path: Path) -> None:
     # the IR's own export stays lossless
     assert [n.op_type for n in result.graph.to_onnx().graph.node] == \
         ["Constant", "Constant", "Mul", "Add"]
+
+
+def test_a_builtin_pass_is_not_run_on_a_graph_without_the_op_types_it_requires(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+
+    @builtin_pass(name="NeedsSoftmax", step="builtin_fusion", requires=("Softmax",))
+    class NeedsSoftmax(PatternFusionPass):
+        """Records that its patterns were built; matches a Softmax of anything."""
+
+        def patterns(self):
+            built.append("patterns")
+            builder = GraphBuilder("softmax")
+            (x,) = builder.create_inputs(1)
+            return [create_pattern(builder.build_and_reset([Softmax(x)]))]
+
+        def replacement(self, match_result):
+            raise AssertionError("never reached: the test's models have nothing to rewrite")
+
+        def meet_requirements(self, match_result):
+            return False
+
+    monkeypatch.setattr(builtin, "BUILTIN_PASSES", (NeedsSoftmax,))
+    ge.finalize()
+    result = ge.compile(small_graph(), check="none")  # Relu nodes only
+    [record] = [r for r in result.report.records if r.pass_name == "NeedsSoftmax"]
+    assert (record.outcome.value, record.seconds, built) == ("not_changed", 0.0, [])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    softmax = helper.make_model(
+        helper.make_graph([helper.make_node("Softmax", ["x"], ["y"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    ge.compile(softmax)
+    ge.compile(softmax)  # the patterns are built once per engine, then reused
+    assert built == ["patterns"]

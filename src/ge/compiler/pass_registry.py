@@ -71,6 +71,9 @@ class RegisteredPass:
     descriptor: PassDescriptor
     origin: PassOrigin
     step: str | None = None  # the engine step of a built-in pass that runs in one
+    # A built-in pass with nothing to do unless the graph has a node of one of these types:
+    # skipped (not changed) on a graph without, before its patterns are even built.
+    requires: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -187,22 +190,26 @@ class BuiltinSpec:
     name: str
     step: str  # a key of BUILTIN_STEPS, or a PassStage value
     kind: str | None = None
+    requires: tuple[str, ...] = ()  # op types (default domain), see RegisteredPass.requires
 
 
 def builtin_pass(
-    *, name: str, step: str, kind: str | None = None
+    *, name: str, step: str, kind: str | None = None, requires: Iterable[str] = ()
 ) -> Callable[[_PassT], _PassT]:
     """Mark a class (written with the public pass API) as a built-in pass of the compiler.
 
     `step` is an engine step (`"builtin_fusion"`, `"origin_graph_optimize"`) or a plugin
     stage. Marking registers nothing: `ge.compiler.builtin.BUILTIN_PASSES` lists the
     built-in classes in run order, and every `PassRegistry.with_builtins()` holds them.
+    `requires` names op types one of which every match contains (a fusion of `Conv` nodes:
+    `("Conv",)`): on a graph with none of them the pass is not run at all.
     """
     if step not in BUILTIN_STEPS and step not in {s.value for s in PassStage}:
         raise ValueError(f"unknown step {step!r} for built-in pass {name!r}")
 
     def decorator(cls: _PassT) -> _PassT:
-        cls.__ge_builtin__ = BuiltinSpec(name, step, kind)  # type: ignore[attr-defined]
+        cls.__ge_builtin__ = BuiltinSpec(  # type: ignore[attr-defined]
+            name, step, kind, tuple(requires))
         return cls
 
     return decorator
@@ -224,7 +231,7 @@ def builtin_entries(classes: Iterable[type] | None = None) -> list[RegisteredPas
         descriptor = build_descriptor(cls, name=spec.name, stage=stage, kind=spec.kind, api=api)
         step = spec.step if spec.step in BUILTIN_STEPS else None
         entries.append(RegisteredPass(descriptor, PassOrigin("builtin", descriptor.location),
-                                      step=step))
+                                      step=step, requires=frozenset(spec.requires)))
     return entries
 
 

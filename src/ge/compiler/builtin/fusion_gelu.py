@@ -132,7 +132,7 @@ def _tanh_pattern(opset: int, cube: str, ordering: str,
     return v.build(v.product(ordering, term), roles)
 
 
-@builtin_pass(name="GeluFusion", step="builtin_fusion")
+@builtin_pass(name="GeluFusion", step="builtin_fusion", requires=("Erf", "Tanh"))
 class GeluFusion(PatternFusionPass):
     """Fuse a written-out GELU (erf or tanh form) into Gelu (see the module docstring)."""
 
