@@ -24,6 +24,8 @@ __all__ = ["cli", "main"]
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "compile": ("ge.cli.compile", "compile_command",
                 "Compile MODEL with the pass plugins and write the result to OUTPUT."),
+    "diff": ("ge.cli.diff", "diff_command",
+             "Show the nodes and operators that differ between models A and B."),
     "dump": ("ge.cli.compile", "dump_command", "Print MODEL as text."),
     "inspect": ("ge.cli.inspect", "inspect_command",
                 "Show a model's inputs, outputs, opsets, operators and weights."),

@@ -57,6 +57,15 @@ def _check_report_target(report: Path, model: Path, output: Path) -> None:
                                    path=str(report))
 
 
+def _check_html_target(page: Path, others: Sequence[tuple[Path | None, str]]) -> None:
+    """Refuse an HTML page target that cannot be written or names another file in use."""
+    check_output_folder(page, "the HTML page")
+    for other, what in others:
+        if other is not None and same_file(page, other):
+            raise CommandLineError(f"cannot write the HTML page to {page}: it is {what}",
+                                   path=str(page))
+
+
 # -- the report as data and as text -----------------------------------------------------------
 
 
@@ -195,7 +204,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
              dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
-             value_info: str) -> None:
+             value_info: str, html_path: Path | None = None) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -207,13 +216,24 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                "existing folder", path=str(dump))
     if report_path is not None:
         _check_report_target(report_path, model, output)
+    if html_path is not None:
+        _check_html_target(html_path, ((model, "the model"), (output, "the output model"),
+                                       (report_path, "the report")))
     from ge.graph.model_io import check_save_target
 
     graph = ge.graph.load(model)
     check_save_target(graph, output, external_data=external_data,
                       overwrite_input=overwrite_input)
     mode = verify or ("final" if inputs is not None else None)
+    before = recorder = None
+    if html_path is not None:
+        from ge.cli import graph_diff
+
+        before = graph_diff.snapshot(graph)  # ge.compile changes `graph` in place
+        recorder = graph_diff.PassChangeRecorder(graph)
     with compile_progress(str(model)) as observers:
+        if recorder is not None:
+            observers = [*observers, recorder]
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
                             verify=mode or False, inputs=inputs, rtol=rtol, atol=atol,
@@ -221,7 +241,20 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             dump_level=dump_level, observers=observers,
                             value_info=value_info)
     result.save(output, external_data=external_data, overwrite_input=overwrite_input)
+    if html_path is not None and before is not None and recorder is not None:
+        from ge.cli import graph_diff, html_page
+
+        report = result.report
+        nodes = f"{sum(report.ops_before.values())} → {sum(report.ops_after.values())}"
+        html_page.write_page(html_path, html_page.render_page(
+            title=f"ge compile {model.name}",
+            subtitle=f"{model} → {output}; operators {nodes}; "
+                     f"{len(result.report.records)} pass run(s)",
+            before=before, after=graph_diff.snapshot(result.graph), passes=recorder.changes,
+            labels=("Before", "After")))
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
+    if html_path is not None:
+        payload["html"] = str(html_path)
     if report_path is not None:
         write_json_atomically(report_path, payload, "the report")
     if out.as_json:
@@ -231,6 +264,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         print_compile_result(result, output=output)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
+        if html_path is not None:
+            click.echo(f"wrote page {html_path}")
 
 
 @click.command("compile")
@@ -255,6 +290,10 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Absolute tolerance of verification.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              metavar="FILE",
+              help="Write one self-contained HTML page: the graph before and after, the "
+                   "changes, and every pass that changed it.")
 @click.option("--dump", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Dump the graph around the pipeline's steps into DIR.")
 @click.option("--dump-level", default=None, metavar="LEVEL",
@@ -283,7 +322,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Print the report (or the error) as JSON on stdout.")
 def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
-                    rtol: float, atol: float, report_path: Path | None, dump: Path | None,
+                    rtol: float, atol: float, report_path: Path | None,
+                    html_path: Path | None, dump: Path | None,
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     check: str, on_pass_failure: str, external_data: bool | None,
                     overwrite_input: bool, value_info: str, as_json: bool) -> None:
@@ -294,7 +334,8 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                  options=options, verify=verify, inputs=inputs, rtol=rtol, atol=atol,
                  dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
                  check=check, on_pass_failure=on_pass_failure, external_data=external_data,
-                 overwrite_input=overwrite_input, value_info=value_info)
+                 overwrite_input=overwrite_input, value_info=value_info,
+                 html_path=html_path)
 
 
 # -- ge dump ----------------------------------------------------------------------------------

@@ -1,0 +1,111 @@
+"""`ge diff A B`: what differs between two ONNX models, nodes matched by name.
+
+Prints the removed, added and changed nodes (another op type, other inputs or other
+attributes) and the operator histogram's changes; `--json` prints them as JSON; `--html FILE`
+writes the page of `ge.cli.html_page` (A before, B after). The exit status is 0 whether or not
+the models differ (1 for an error: a missing or unreadable model, an unwritable page).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ge.cli.output import CommandOutput, check_output_folder, command_output, same_file
+from ge.errors import CommandLineError
+
+__all__ = ["diff_command"]
+
+
+def _rows(keys: list[str], types: dict[str, str]) -> list[dict[str, str]]:
+    out = []
+    for key in keys:
+        graph, sep, name = key.rpartition("::")
+        out.append({"name": name if sep else key, "graph": graph if sep else "",
+                    "key": key, "op": types.get(key, "")})
+    return out
+
+
+def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None) -> None:
+    if html_path is not None:
+        check_output_folder(html_path, "the HTML page")
+        for other, what in ((a, "model A"), (b, "model B")):
+            if same_file(html_path, other):
+                raise CommandLineError(f"cannot write the HTML page to {html_path}: it is "
+                                       f"{what}", path=str(html_path))
+    import ge.graph
+    from ge.cli import graph_diff, html_page
+
+    before = graph_diff.snapshot(ge.graph.load(a))
+    after = graph_diff.snapshot(ge.graph.load(b))
+    diff = graph_diff.diff_snapshots(before, after)
+    types_a = {k: r.type for k, r in before.nodes.items()}
+    types_b = {k: r.type for k, r in after.nodes.items()}
+    if html_path is not None:
+        html_page.write_page(html_path, html_page.render_page(
+            title=f"ge diff {a.name} {b.name}", subtitle=f"A = {a}, B = {b}",
+            before=before, after=after, labels=("A", "B")))
+    payload: dict[str, Any] = {
+        "a": str(a), "b": str(b), "graph_a": before.name, "graph_b": after.name,
+        "nodes_a": sum(diff.ops_before.values()), "nodes_b": sum(diff.ops_after.values()),
+        "removed": _rows(diff.removed, types_a), "added": _rows(diff.added, types_b),
+        "changed": [{**row, "op_a": types_a[row["key"]], "op_b": types_b[row["key"]],
+                     "what": diff.changed[row["key"]]}
+                    for row in _rows(list(diff.changed), types_b)],
+        "ops_a": dict(diff.ops_before.most_common()),
+        "ops_b": dict(diff.ops_after.most_common()),
+        "ops_delta": diff.ops_delta(),
+        "html": None if html_path is None else str(html_path),
+    }
+    if out.as_json:
+        out.result(payload)
+        return
+    _print(payload)
+
+
+def _print(payload: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    from ge.cli.compile import _ops_table
+    from ge.cli.output import console
+
+    con = console()
+    con.print(f"A {escape(payload['a'])}: graph {escape(payload['graph_a'])}, "
+              f"{payload['nodes_a']} operator(s)")
+    con.print(f"B {escape(payload['b'])}: graph {escape(payload['graph_b'])}, "
+              f"{payload['nodes_b']} operator(s)")
+    for label, rows in (("Removed (in A, not in B)", payload["removed"]),
+                        ("Added (in B, not in A)", payload["added"])):
+        con.print(f"{label}: {len(rows)}")
+        for row in rows:
+            con.print(f"  {escape(row['key'])}  {escape(row['op'])}")
+    con.print(f"Changed: {len(payload['changed'])}")
+    for row in payload["changed"]:
+        op = row["op_b"] if row["op_a"] == row["op_b"] else f"{row['op_a']} → {row['op_b']}"
+        con.print(f"  {escape(row['key'])}  {escape(op)}: {', '.join(row['what'])}")
+    if payload["ops_delta"]:
+        con.print(_ops_table(payload["ops_a"], payload["ops_b"]))
+    else:
+        con.print("operator counts unchanged")
+    total = len(payload["removed"]) + len(payload["added"]) + len(payload["changed"])
+    con.print("the models' graphs are the same" if not total else
+              f"{len(payload['removed'])} removed, {len(payload['added'])} added, "
+              f"{len(payload['changed'])} changed (nodes matched by name)")
+    if payload["html"] is not None:
+        con.print(f"wrote page {escape(payload['html'])}")
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              metavar="FILE",
+              help="Write one self-contained HTML page with both graphs and the changes.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the differences (or the error) as JSON on stdout.")
+def diff_command(a: Path, b: Path, html_path: Path | None, as_json: bool) -> None:
+    """Show the nodes and operators that differ between models A and B."""
+    with command_output("ge", as_json=as_json) as out:
+        _diff(out, a, b, html_path)

@@ -1,0 +1,275 @@
+"""What changed between two graphs: a snapshot of each (nodes by name, with their op type,
+inputs, shapes, attributes and origin), their difference, and the changes of every pass run
+of a compilation (`PassChangeRecorder`, a pipeline observer). `ge compile --html` and
+`ge diff` show them (`ge.cli.html_page`).
+
+Nodes are identified between the two graphs by name (ge keeps the names of the nodes passes
+do not touch); nodes of subgraphs by `SUBGRAPH::NAME`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ge.compiler.report import PassRunRecord
+from ge.compiler.scheduler import PipelineObserver
+from ge.graph import Graph
+from ge.graph.node import Node
+
+__all__ = ["IO_TYPES", "GraphDiff", "GraphSnapshot", "NodeRecord", "PassChange",
+           "PassChangeRecorder", "diff_snapshots", "graph_named", "node_key", "snapshot"]
+
+#: Op types of the graph inputs and outputs (drawn and counted apart from operators).
+IO_TYPES = ("Data", "NetOutput")
+
+
+def node_key(node: Node, root_name: str) -> str:
+    """A node's identity across graphs: its name, `SUBGRAPH::NAME` in a subgraph."""
+    owner = node.owner_graph
+    graph = owner.name if owner is not None else root_name
+    return node.name if graph == root_name else f"{graph}::{node.name}"
+
+
+def _dtype(desc: Any) -> str:
+    name = getattr(getattr(desc, "data_type", None), "name", "")
+    if not name or name in ("DT_UNDEFINED", "DT_MAX"):
+        return "?"
+    return name.removeprefix("DT_").lower()
+
+
+def _shape(desc: Any) -> str:
+    shape = getattr(desc, "shape", None)
+    if shape is None or shape.is_unknown_rank():
+        return "?"
+    dims = ["?" if isinstance(d, int) and d < 0 else str(d) for d in shape]
+    return "[" + ", ".join(dims) + "]"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _attr_text(value: Any) -> tuple[str, Any]:
+    """(what the tooltip shows, what change detection compares) of an attribute value."""
+    from ge.graph.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        dims = "×".join(str(d) for d in value.shape) or "scalar"
+        digest = hashlib.blake2b(value.tobytes(), digest_size=16).hexdigest()
+        text = f"tensor {value.data_type.name.removeprefix('DT_').lower()} {dims}"
+        if value.size <= 8:
+            try:
+                text += " " + _short(str(value.numpy().tolist()), 60)
+            except (TypeError, ValueError):
+                pass
+        return text, ("tensor", int(value.data_type), tuple(value.shape), digest)
+    if isinstance(value, Graph):
+        return f"graph {value.name}", ("graph", value.name)
+    return _short(repr(value)), repr(value)
+
+
+@dataclass
+class NodeRecord:
+    """What the page knows of one node."""
+
+    key: str
+    name: str
+    type: str
+    graph: str
+    inputs: list[tuple[str | None, int, str, str, str]]  # producer key, port, value, shape, dtype
+    outputs: list[tuple[str, str, str]]  # value, shape, dtype
+    attrs: dict[str, str]
+    signature: Any  # compared between graphs (op type, inputs, attributes)
+    origin_pass: str | None = None
+    origin_nodes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> list[Any]:
+        return [self.name, self.type, self.graph, self.inputs, self.outputs, self.attrs,
+                self.origin_pass, self.origin_nodes]
+
+
+@dataclass
+class GraphSnapshot:
+    """Every node of a graph (subgraphs included) in graph order, with its subgraphs."""
+
+    name: str
+    nodes: dict[str, NodeRecord]
+    subgraphs: list[tuple[str, str]]  # (subgraph name, key of the node owning it)
+
+    def operators(self) -> Counter[str]:
+        """The op histogram (as the compile report counts: no Data or NetOutput)."""
+        return Counter(r.type for r in self.nodes.values() if r.type not in IO_TYPES)
+
+
+def snapshot(graph: Graph) -> GraphSnapshot:
+    """A graph as the page needs it (read only)."""
+    root = graph.name
+    nodes: dict[str, NodeRecord] = {}
+    subgraphs: list[tuple[str, str]] = []
+    for node in graph.get_all_nodes():
+        key = node_key(node, root)
+        inputs: list[tuple[str | None, int, str, str, str]] = []
+        producers: list[tuple[str, int] | None] = []
+        for i in range(node.get_inputs_size()):
+            found = node.get_input_producer(i)
+            if found is None:
+                inputs.append((None, -1, "", "", ""))
+                producers.append(None)
+                continue
+            src, port = found
+            desc = node.get_input_desc(i)
+            src_key = node_key(src, root)
+            inputs.append((src_key, port, src.get_output_name(port), _shape(desc),
+                           _dtype(desc)))
+            producers.append((src_key, port))
+        outputs = []
+        for o, value in enumerate(node.get_output_names()):
+            desc = node.get_output_desc(o)
+            outputs.append((value, _shape(desc), _dtype(desc)))
+        attrs: dict[str, str] = {}
+        compared: list[tuple[str, Any]] = []
+        for name in node.get_attr_names():
+            text, digest = _attr_text(node.get_attr(name))
+            attrs[name] = text
+            compared.append((name, digest))
+        for sub in node.get_subgraphs():
+            subgraphs.append((sub.name, key))
+        meta = node.get_metadata()
+        owner = node.owner_graph
+        graph_name = owner.name if owner is not None else root
+        origin = [n for n in meta.get("ge.origin_nodes", "").split(",") if n]
+        if graph_name != root:
+            origin = [f"{graph_name}::{n}" for n in origin]
+        nodes[key] = NodeRecord(key, node.name, node.type, graph_name, inputs, outputs, attrs,
+                                (node.type, tuple(producers), tuple(sorted(compared))),
+                                meta.get("ge.origin_pass"), origin)
+    return GraphSnapshot(root, nodes, subgraphs)
+
+
+@dataclass
+class PassChange:
+    """One pass run that changed the graph: the nodes it removed, added and rewired."""
+
+    pass_name: str
+    stage: str
+    graph: str
+    round: int
+    removed: list[tuple[str, str]]  # (key, op type)
+    added: list[tuple[str, str]]
+    rewired: list[str]
+    matched: list[str]  # what its new nodes replace (ge.origin_nodes), else what it removed
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pass": self.pass_name, "stage": self.stage, "graph": self.graph,
+                "round": self.round, "removed": [k for k, _ in self.removed],
+                "added": [k for k, _ in self.added], "rewired": self.rewired,
+                "matched": self.matched}
+
+
+def _names(graph: Graph) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """key -> (op type, producer keys): cheap enough to take after every changing pass."""
+    root = graph.name
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for node in graph.get_all_nodes():
+        producers = tuple(f"{node_key(p[0], root)}:{p[1]}" if p is not None else ""
+                          for p in (node.get_input_producer(i)
+                                    for i in range(node.get_inputs_size())))
+        out[node_key(node, root)] = (node.type, producers)
+    return out
+
+
+class PassChangeRecorder(PipelineObserver):
+    """Records, for every pass run that changed the graph, the nodes it removed and added
+    (node names before and after it), reading the graph only."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._last = _names(graph)
+        self.changes: list[PassChange] = []
+
+    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
+        if not record.changed or record.rolled_back:
+            return
+        current = _names(graph)
+        last = self._last
+        removed = [(k, t) for k, (t, _) in last.items() if k not in current]
+        added = [(k, t) for k, (t, _) in current.items() if k not in last]
+        rewired = [k for k, (t, ins) in current.items()
+                   if k in last and last[k] != (t, ins)]
+        matched: dict[str, None] = {}
+        root = graph.name
+        for key, _ in added:
+            name, sep, sub = key.rpartition("::")
+            owner = graph if not sep else graph_named(graph, name)
+            node_name = sub if sep else key
+            if owner is None or not owner.has_node(node_name):
+                continue
+            for origin in owner.find_node_by_name(node_name).get_metadata().get(
+                    "ge.origin_nodes", "").split(","):
+                if origin:
+                    matched[origin if owner.name == root else f"{owner.name}::{origin}"] = None
+        if added and not matched:
+            matched = dict.fromkeys(k for k, _ in removed)
+        self.changes.append(PassChange(record.pass_name, record.stage, record.graph_name,
+                                       record.round, removed, added, rewired, list(matched)))
+        self._last = current
+
+
+def graph_named(root: Graph, name: str) -> Graph | None:
+    """The subgraph of `root` (at any depth) called `name`."""
+    pending = list(root.get_all_subgraphs())
+    while pending:
+        sub = pending.pop()
+        if sub.name == name:
+            return sub
+        pending += sub.get_all_subgraphs()
+    return None
+
+
+@dataclass
+class GraphDiff:
+    """What differs between two snapshots, nodes matched by key (name)."""
+
+    removed: list[str]
+    added: list[str]
+    changed: dict[str, list[str]]  # key -> what changed: op, inputs, attributes
+    matched: set[str]
+    ops_before: Counter[str]
+    ops_after: Counter[str]
+
+    def ops_delta(self) -> dict[str, int]:
+        names = sorted(set(self.ops_before) | set(self.ops_after),
+                       key=lambda op: (-abs(self.ops_after[op] - self.ops_before[op]), op))
+        return {op: self.ops_after[op] - self.ops_before[op] for op in names
+                if self.ops_after[op] != self.ops_before[op]}
+
+
+def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot,
+                   passes: Sequence[PassChange] = ()) -> GraphDiff:
+    """Removed, added and changed nodes; matched: what new nodes' `ge.origin_nodes` name
+    and what the recorded pass runs rewrote."""
+    removed = [k for k in before.nodes if k not in after.nodes]
+    added = [k for k in after.nodes if k not in before.nodes]
+    changed: dict[str, list[str]] = {}
+    for key, a in after.nodes.items():
+        b = before.nodes.get(key)
+        if b is None or b.signature == a.signature:
+            continue
+        what = []
+        for label, x, y in zip(("op", "inputs", "attributes"), b.signature, a.signature,
+                               strict=True):
+            if x != y:
+                what.append(label)
+        changed[key] = what
+    matched: set[str] = set()
+    for key in added:
+        matched.update(after.nodes[key].origin_nodes)
+    for change in passes:
+        matched.update(change.matched)
+    return GraphDiff(removed, added, changed, matched, before.operators(), after.operators())
+
+
+# -- drawing ----------------------------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""`ge compile --html FILE` and `ge diff A B [--html FILE] [--json]`: the page's markup
+(highlighted removed/new/matched nodes, the per-pass list, the search box, no external
+URLs), both layout engines, large graphs, bad inputs, and the page in a headless browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_helpers import listing, run_ge
+from onnx import TensorProto, helper, numpy_helper
+
+import ge.graph
+from ge.cli import graph_diff, html_page
+from ge.cli.layout import ENGINE_ENV, builtin_layout
+
+pytestmark = pytest.mark.builtin_passes
+
+ROOT = Path(__file__).resolve().parents[2]
+MOBILENET_BN = ROOT / "tests" / "models" / "mobilenet_like_bn.onnx"
+FUSE_MATMUL_ADD = ROOT / "examples" / "passes" / "fuse_matmul_add.py"
+
+
+class _Nodes(HTMLParser):
+    """The `g.node` elements of each SVG (by svg id), the pass list items, the inputs and
+    every src/href attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.svg: str | None = None
+        self.nodes: dict[str, dict[str, dict[str, str]]] = {}
+        self.engines: dict[str, str] = {}
+        self.passes: list[str] = []
+        self.inputs: list[dict[str, str]] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        for name in ("src", "href", "xlink:href"):
+            if name in a:
+                self.links.append(a[name])
+        if tag == "svg":
+            self.svg = a.get("id")
+            if self.svg:
+                self.engines[self.svg] = a.get("data-engine", "")
+        elif tag == "g" and "node" in a.get("class", "").split() and self.svg:
+            self.nodes.setdefault(self.svg, {})[a["data-key"]] = a
+        elif tag == "li" and "pass" in a.get("class", "").split():
+            self.passes.append(a["data-pass"])
+        elif tag == "input":
+            self.inputs.append(a)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.svg = None
+
+
+def _parse(path: Path) -> _Nodes:
+    parser = _Nodes()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def _classes(node: dict[str, str]) -> set[str]:
+    return set(node["class"].split())
+
+
+def _self_contained(text: str) -> None:
+    assert not re.search(r"https?://", text), "the page names an external URL"
+    assert not re.search(r"<(link|img|iframe)\b", text)
+    assert not re.search(r"<script[^>]+src=", text)
+    assert "@import" not in text and "url(http" not in text
+
+
+def _matmul_add_model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+         helper.make_node("Add", ["m", "b"], ["s"], name="add"),
+         helper.make_node("Relu", ["s"], ["y"], name="relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(np.eye(4, dtype=np.float32) * 3, "w"),
+         numpy_helper.from_array(np.arange(4, dtype=np.float32), "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture
+def builtin_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENGINE_ENV, "builtin")
+
+
+@pytest.mark.usefixtures("builtin_engine")
+def test_compile_html_marks_the_batchnorm_folding(tmp_path: Path) -> None:
+    out, html_file = tmp_path / "out.onnx", tmp_path / "page.html"
+    code, stdout, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(out),
+                                  "--html", str(html_file))
+    assert code == 0, stderr
+    assert f"wrote page {html_file}" in stdout
+    text = html_file.read_text(encoding="utf-8")
+    _self_contained(text)
+    parsed = _parse(html_file)
+    assert parsed.engines == {"svg-b": "builtin", "svg-a": "builtin"}
+    before, after = parsed.nodes["svg-b"], parsed.nodes["svg-a"]
+    batchnorms = [k for k, n in before.items() if n["data-op"] == "BatchNormalization"]
+    assert len(batchnorms) == 9
+    for key in batchnorms:  # folded away: removed, and matched by the rewrite
+        assert {"removed", "matched"} <= _classes(before[key])
+        assert key not in after
+    assert {"removed", "matched"} <= _classes(before["/stem/stem.0/Conv"])
+    new = {k: n for k, n in after.items() if "added" in _classes(n)}
+    assert any(n["data-op"] == "Conv" for n in new.values())
+    assert all(n.get("data-origin-pass") == "ConvBatchNormFusion" for n in new.values())
+    assert not any("removed" in _classes(n) for n in after.values())
+    assert not any("added" in _classes(n) for n in before.values())
+    assert "ConvBatchNormFusion" in parsed.passes
+    assert parsed.passes.index("ConvBatchNormFusion") == 0
+    assert [i for i in parsed.inputs if i.get("id") == "search"]
+    data = json.loads(re.search(r'<script type="application/json" id="ge-data">(.*?)</script>',
+                                text, re.S).group(1))
+    fusion = data["passes"][0]
+    assert fusion["pass"] == "ConvBatchNormFusion"
+    assert set(batchnorms) <= set(fusion["removed"]) and set(batchnorms) <= set(fusion["matched"])
+    assert set(new) <= set(fusion["added"])
+    assert data["b"]["/stem/stem.1/BatchNormalization"][1] == "BatchNormalization"
+    assert listing(tmp_path) == ["out.onnx", "page.html"]
+
+
+@pytest.mark.usefixtures("builtin_engine")
+def test_compile_html_with_the_fuse_matmul_add_plugin(tmp_path: Path) -> None:
+    model = tmp_path / "mm.onnx"
+    onnx.save(_matmul_add_model(), model)
+    html_file = tmp_path / "page.html"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                                  "--no-builtin", "--pass-path", str(FUSE_MATMUL_ADD),
+                                  "--html", str(html_file), "--json")
+    assert code == 0, stderr
+    assert json.loads(stdout)["html"] == str(html_file)
+    parsed = _parse(html_file)
+    before, after = parsed.nodes["svg-b"], parsed.nodes["svg-a"]
+    assert {"removed", "matched"} <= _classes(before["mm"])
+    assert {"removed", "matched"} <= _classes(before["add"])
+    gemms = [n for n in after.values() if n["data-op"] == "Gemm"]
+    assert len(gemms) == 1 and "added" in _classes(gemms[0])
+    assert "changed" in _classes(before["relu"]) and "changed" in _classes(after["relu"])
+    assert parsed.passes == ["FuseMatMulAdd"]
+    _self_contained(html_file.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(shutil.which("dot") is None,
+                    reason="graphviz dot is not on PATH (apt-get install graphviz)")
+def test_compile_html_with_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENGINE_ENV, "dot")
+    html_file = tmp_path / "page.html"
+    code, _, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(tmp_path / "o.onnx"),
+                             "--html", str(html_file))
+    assert code == 0, stderr
+    parsed = _parse(html_file)
+    assert parsed.engines == {"svg-b": "dot", "svg-a": "dot"}
+    assert "removed" in _classes(parsed.nodes["svg-b"]["/stem/stem.1/BatchNormalization"])
+    _self_contained(html_file.read_text(encoding="utf-8"))
+
+
+def test_the_built_in_layout_places_layers_top_down() -> None:
+    # a diamond and a skip edge: every edge goes down, boxes of a layer do not overlap
+    sizes = [(80.0, 30.0)] * 5
+    edges = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (0, 4)]
+    placed = builtin_layout(sizes, edges)
+    ys = [y for _, y in placed.centres]
+    assert all(ys[u] < ys[v] for u, v in edges)
+    assert abs(placed.centres[1][0] - placed.centres[2][0]) >= 80
+    assert all(len(path) >= 4 and (len(path) - 1) % 3 == 0 for path in placed.edges)
+
+
+@pytest.mark.usefixtures("builtin_engine")
+def test_a_large_graph_still_gives_a_page_quickly(tmp_path: Path) -> None:
+    count = 3600
+    nodes = [helper.make_node("Relu" if i % 2 else "Neg", [f"v{i}"], [f"v{i + 1}"],
+                              name=f"n{i}") for i in range(count)]
+    graph = helper.make_graph(nodes, "big",
+                              [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(f"v{count}", TensorProto.FLOAT,
+                                                             [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    snap = graph_diff.snapshot(ge.graph.load(model))
+    started = time.perf_counter()
+    text = html_page.render_page(title="big", subtitle="", before=snap, after=snap)
+    assert time.perf_counter() - started < 60
+    assert f"more than {html_page.MAX_DRAWN}" in text
+    assert text.count('class="node ') <= 2 * html_page.MAX_DRAWN
+    assert '"n3599"' in text  # every node is in the data the search reads
+
+
+def test_diff_text_json_and_html(tmp_path: Path, builtin_engine: None) -> None:
+    compiled = tmp_path / "out.onnx"
+    assert run_ge("compile", str(MOBILENET_BN), "-o", str(compiled))[0] == 0
+    code, stdout, stderr = run_ge("diff", str(MOBILENET_BN), str(compiled))
+    assert code == 0, stderr
+    assert "Removed (in A, not in B)" in stdout
+    assert "/stem/stem.1/BatchNormalization  BatchNormalization" in stdout
+    assert "BatchNormalization │      9 │     0 │     -9" in stdout
+    code, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--json")
+    data = json.loads(stdout)
+    removed = {r["key"]: r["op"] for r in data["removed"]}
+    assert removed["/stem/stem.1/BatchNormalization"] == "BatchNormalization"
+    assert data["ops_delta"]["BatchNormalization"] == -9
+    assert data["html"] is None and data["warnings"] == []
+    assert {"a", "b", "nodes_a", "nodes_b", "added", "changed", "ops_a", "ops_b"} <= set(data)
+    code, stdout, _ = run_ge("diff", str(compiled), str(compiled), "--json")
+    same = json.loads(stdout)
+    assert (same["removed"], same["added"], same["changed"], same["ops_delta"]) == ([], [], [],
+                                                                                   {})
+    html_file = tmp_path / "diff.html"
+    code, stdout, stderr = run_ge("diff", str(MOBILENET_BN), str(compiled), "--html",
+                                  str(html_file))
+    assert code == 0, stderr and f"wrote page {html_file}" in stdout
+    parsed = _parse(html_file)
+    before, after = parsed.nodes["svg-b"], parsed.nodes["svg-a"]
+    assert "removed" in _classes(before["/stem/stem.1/BatchNormalization"])
+    # the saved model keeps ge.origin_nodes: the folded nodes show as matched
+    assert "matched" in _classes(before["/stem/stem.1/BatchNormalization"])
+    assert any("added" in _classes(n) for n in after.values())
+    assert parsed.passes == []
+    _self_contained(html_file.read_text(encoding="utf-8"))
+
+
+def test_bad_inputs_are_one_line_errors_and_write_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(out), "--html",
+                                  str(tmp_path / "missing" / "page.html"))
+    assert code == 1 and stdout == ""
+    assert stderr.startswith("ge: [GE1701] cannot write the HTML page") and stderr.count("\n") == 1
+    code, _, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(out), "--html", str(out))
+    assert code == 1 and "it is the output model" in stderr
+    not_onnx = tmp_path / "model.onnx"
+    not_onnx.write_text("not a model")
+    code, _, stderr = run_ge("compile", str(not_onnx), "-o", str(out), "--html",
+                             str(tmp_path / "page.html"))
+    assert code == 1 and stderr.startswith("ge: [GE1101] ") and stderr.count("\n") == 1
+    code, _, stderr = run_ge("diff", str(not_onnx), str(MOBILENET_BN), "--html",
+                             str(tmp_path / "diff.html"))
+    assert code == 1 and stderr.startswith("ge: [GE1101] ") and stderr.count("\n") == 1
+    code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(MOBILENET_BN), "--html",
+                             str(tmp_path / "nope" / "diff.html"))
+    assert code == 1 and stderr.startswith("ge: [GE1701] ")
+    code, stdout, _ = run_ge("diff", str(tmp_path / "absent.onnx"), str(MOBILENET_BN),
+                             "--json")
+    assert code == 1 and json.loads(stdout)["code"] == "GE1102"
+    assert listing(tmp_path) == ["model.onnx"]
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="chromium not installed; CI installs it with apt-get")
+def test_the_page_runs_in_a_headless_browser(tmp_path: Path, builtin_engine: None) -> None:
+    html_file = tmp_path / "page.html"
+    code, _, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(tmp_path / "o.onnx"),
+                             "--html", str(html_file))
+    assert code == 0, stderr
+    browser = _chromium()
+    assert browser is not None
+    common = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+              "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}",
+              "--enable-logging=stderr", "--v=0", "--window-size=1400,900"]
+    shot = tmp_path / "shot.png"
+    url = html_file.as_uri()
+    run = subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert shot.is_file() and shot.stat().st_size > 1000, run.stderr[-2000:]
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=False)
+    errors = [line for line in (run.stderr + dom.stderr).splitlines()
+              if "Uncaught" in line or ("CONSOLE" in line and "error" in line.lower())]
+    assert errors == []
+    # the script ran: it marked the page ready and counted the nodes it indexed
+    assert 'data-ready="1"' in dom.stdout, dom.stderr[-2000:]
+    drawn = re.search(r'data-nodes="(\d+)/(\d+)"', dom.stdout)
+    assert drawn is not None and int(drawn.group(1)) > int(drawn.group(2)) > 0
