@@ -272,3 +272,11 @@ def test_compiling_fuses_a_gelu_and_verifies(tmp_path: Path) -> None:
     saved = onnx.load(out)
     onnx.checker.check_model(saved, full_check=True)
     assert [o.name for o in saved.graph.output] == ["y"]
+
+
+def test_a_second_compilation_in_the_same_process_fuses_too() -> None:
+    """Each compilation builds the patterns again on its own instance (the pass keeps the
+    roles of its captures there), so nothing of the first leaks into the second."""
+    for _ in range(2):
+        result = ge.compile(gelu_tanh(ordering="half_inner", cube="mul"))
+        assert result.report.rewrites_by_pass().get("GeluFusion") == 1

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ge.compiler.options import CompilerOptions, parse_options
@@ -22,7 +22,6 @@ from ge.compiler.report import CompileReport, op_histogram
 from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
 from ge.errors import CompilerOptionError, CompilerStateError, GeError
 from ge.passes.bootstrap import warn_failures
-from ge.passes.execution import PatternCache
 from ge.passes.loader import PluginLoadReport
 
 if TYPE_CHECKING:
@@ -45,9 +44,6 @@ class _Engine:
     loader: PluginLoader
     registry: PassRegistry
     skipped: list[GeError]
-    # The built-in pattern passes' compiled patterns, by class and opsets: built once per
-    # engine instead of once per compilation (they cost more than matching a small model).
-    patterns: PatternCache = field(default_factory=dict)
 
 
 _LOCK = threading.RLock()
@@ -190,8 +186,7 @@ def compile_graph(
     registry, merged, skipped = compilation_registry(options, pass_paths)
     scheduler = Scheduler(registry, merged.values, steps,
                           disabled=check_pass_names(registry, disable), builtin=builtin_passes,
-                          check=check, on_pass_failure=on_pass_failure, observers=observers,
-                          pattern_cache=_current(merged).patterns)
+                          check=check, on_pass_failure=on_pass_failure, observers=observers)
     ops_before = op_histogram(graph)
     records = scheduler.run(graph)
     return CompileReport(graph=graph, records=records, skipped_plugins=skipped,

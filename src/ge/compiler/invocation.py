@@ -23,7 +23,7 @@ from ge.graph.validation import find_node_problems, find_problems
 from ge.ops.inference import infer_node
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
-from ge.passes.execution import PassRun, PatternCache, run_pass
+from ge.passes.execution import PassRun, run_pass
 from ge.passes.source import traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
@@ -56,8 +56,6 @@ class Invocation:
     check: str = "region"
     typed: bool = False  # whether outputs must be typed (after shape inference)
     round: int = 0
-    # Compiled patterns of built-in passes, shared by the compilations of one engine.
-    pattern_cache: PatternCache | None = None
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -66,10 +64,6 @@ class Invocation:
         if entry.requires and not any(target.nodes_of_type(t) for t in entry.requires):
             return self._nothing_to_do(entry, target, stage)
         run = PassRun(context, tuple(entry.descriptor.op_types))
-        if self.pattern_cache is not None and entry.origin.kind == "builtin":
-            # A built-in pass's patterns depend on the model's opsets alone.
-            run.pattern_cache = self.pattern_cache
-            run.pattern_key = (type(instance), tuple(sorted(root.opset_imports.items())))
         before = root.mutation_count
         nodes_before = len(target)
         start = time.perf_counter()

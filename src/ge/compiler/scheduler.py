@@ -33,7 +33,6 @@ from ge.compiler.steps import (
 )
 from ge.errors import CompilerOptionError, CompileWarning, PassRunError
 from ge.ops.memo import InferenceMemo
-from ge.passes.execution import PatternCache
 from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome
 
@@ -134,12 +133,10 @@ class Scheduler:
                  steps: Mapping[str, EngineStep | None] | None = None, *,
                  disabled: Iterable[str] = (), builtin: bool = True, check: str = "region",
                  on_pass_failure: str = "stop",
-                 observers: Iterable[PipelineObserver] = (),
-                 pattern_cache: PatternCache | None = None) -> None:
+                 observers: Iterable[PipelineObserver] = ()) -> None:
         """`steps` replaces engine steps by name (None skips one). `disabled` names passes
         not to run; `builtin=False` runs no built-in pass. `check` is "region" (the nodes a
-        pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip".
-        `pattern_cache` keeps the built-in passes' compiled patterns across compilations."""
+        pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip"."""
         if check not in CHECK_MODES:
             raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
         if on_pass_failure not in ("stop", "skip"):
@@ -154,8 +151,7 @@ class Scheduler:
         self._observers = list(observers)
         self._max_rounds = _max_rounds(self._options)
         self._instances: dict[str, Any] = {}
-        self._invocation = Invocation(self._options, InferenceMemo(), check=check,
-                                      pattern_cache=pattern_cache)
+        self._invocation = Invocation(self._options, InferenceMemo(), check=check)
         self.records: list[PassRunRecord] = []
         self.steps: list[StepRecord] = []
         self.fixed_point: FixedPointRecord | None = None

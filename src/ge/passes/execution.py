@@ -15,7 +15,7 @@ counts): nothing here is process-global.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,6 @@ from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.matcher import (
     CONST_TYPES,
-    CompiledPattern,
     Match,
     Matcher,
     MatchResult,
@@ -60,12 +59,6 @@ __all__ = [
 _REWRITES_PER_NODE_CAP = 4
 
 
-#: Compiled patterns kept between invocations, by a key the caller vouches for: the same
-#: key must mean the same patterns (the compiler uses it for its built-in passes, whose
-#: patterns depend on the model's opsets only).
-PatternCache = MutableMapping[Hashable, list[CompiledPattern]]
-
-
 @dataclass
 class PassRun:
     """One invocation of one pass: its context, its op types, what it did."""
@@ -74,8 +67,6 @@ class PassRun:
     op_types: tuple[str, ...] = ()  # a DecomposePass's, from its registration
     matches: int = 0
     rewrites: int = 0
-    pattern_cache: PatternCache | None = None  # with `pattern_key`: reuse compiled patterns
-    pattern_key: Hashable = None
 
 
 def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> object:
@@ -112,23 +103,13 @@ def _replacement_of(instance: PatternFusionPass, result: MatchResult, run: PassR
     return replacement
 
 
-def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[CompiledPattern]:
-    cache, key = run.pattern_cache, run.pattern_key
-    if cache is not None and key is not None:
-        found = cache.get(key)
-        if found is not None:
-            return found
-    config = _config(instance)
-    compiled = [compile_pattern(pattern, config) for pattern in collect_patterns(instance)]
-    if cache is not None and key is not None:
-        cache[key] = compiled
-    return compiled
-
-
 def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
+    # Patterns are built per invocation: a pass may keep what it learns while building them
+    # (which capture plays which role) on the instance, for its later hooks.
+    config = _config(instance)
     changed = False
-    for compiled in _compiled_patterns(instance, run):
-        changed |= _sweep(Matcher(compiled, graph), instance, run) > 0
+    for pattern in collect_patterns(instance):
+        changed |= _sweep(Matcher(compile_pattern(pattern, config), graph), instance, run) > 0
     return SUCCESS if changed else NOT_CHANGED
 
 
