@@ -174,3 +174,119 @@ def list_passes(
             _print_tables(entries, failures, disabled_found, autoload)
     if failures:
         ctx.exit(1)
+
+
+# --- ge passes explain ---------------------------------------------------------------------
+def _known_pass(name: str, pass_paths: Sequence[str]) -> RegisteredPass:
+    """The pass `name` as `ge passes list` finds it (load failures become warnings)."""
+    from ge.errors import CommandLineError
+    from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
+
+    entries, failures, _ = _collect(pass_paths, _options({}, ()))
+    for err in failures:
+        warnings.warn(PluginLoadWarning(f"a pass plugin failed to load: {err}"), stacklevel=2)
+    by_name = {e.name: e for e in entries}
+    entry = by_name.get(name)
+    if entry is None:
+        failed = f" ({len(failures)} plugin(s) failed to load)" if failures else ""
+        known = ", ".join(sorted(by_name)) or "none"
+        raise CommandLineError(f"unknown pass {name!r}{failed}; known passes: {known}")
+    kind = entry.descriptor.kind
+    if kind == PASS_KIND_DECOMPOSE:
+        op_types = ", ".join(entry.descriptor.op_types)
+        raise CommandLineError(
+            f"pass {name!r} is a decompose pass, not a pattern pass: it has no pattern to "
+            f"explain; every node of its op types ({op_types}) is offered to its "
+            "meet_requirements")
+    if kind != PASS_KIND_PATTERN_FUSION:
+        raise CommandLineError(
+            f"pass {name!r} is a FusionBasePass ({kind}), not a pattern pass: its run() finds "
+            "what it changes itself, so it cannot be explained")
+    return entry
+
+
+def _check_node(graph: object, node: str) -> None:
+    import difflib
+
+    from ge.errors import CommandLineError
+    from ge.graph import Graph
+
+    assert isinstance(graph, Graph)
+    graphs = [graph, *(g for g in graph.get_all_subgraphs() if not g.is_orphan())]
+    if any(g.has_node(node) for g in graphs):
+        return
+    names = [n.name for g in graphs for n in g.get_direct_nodes()]
+    close = [n for n in names if node in n][:3] or difflib.get_close_matches(node, names, n=3)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise CommandLineError(f"graph {graph.name!r} has no node named {node!r}{hint}",
+                           nodes=[node])
+
+
+@passes.command("explain")
+@click.argument("pass_name", metavar="PASS")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option(
+    "--pass-path",
+    "pass_paths",
+    multiple=True,
+    type=click.Path(),
+    help="A pass plugin file or directory to load besides ASCEND_GE_PY_PASS_PATH (repeatable).",
+)
+@click.option("--node", "node", metavar="NAME", default=None,
+              help="Explain this target node only (as the anchor, and where a closest match "
+                   "binds it to another pattern node).")
+@click.option("--top", "top", type=click.IntRange(min=1), default=5, show_default=True,
+              help="How many closest partial matches (and rewrites) to show per pattern.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], node: str | None,
+                    top: int, as_json: bool) -> None:
+    """Explain why PASS's patterns do or do not match in MODEL: per pattern the closest
+    partial matches, each with the first check that failed, and the matches it would
+    rewrite."""
+    import ge.graph
+    from ge.compiler.invocation import create_instance, run_error
+    from ge.errors import CompileWarning
+    from ge.passes.explain import (
+        explain,
+        format_explanations,
+        infer_shapes_for_explain,
+        undecided,
+    )
+
+    with command_output("ge", as_json=as_json) as out:
+        entry = _known_pass(pass_name, pass_paths)
+        graph = ge.graph.load(model)
+        if node is not None:
+            _check_node(graph, node)
+        failed = infer_shapes_for_explain(graph)
+        if failed is not None:
+            warnings.warn(CompileWarning(
+                f"shape inference failed, explaining the untyped graph (checks reading "
+                f"shapes or types may be wrong): {failed}"), stacklevel=1)
+        instance = create_instance(entry, entry.stage_label)
+        try:
+            found = explain(instance, graph, node)
+        except GeError:
+            raise
+        except Exception as exc:
+            raise run_error(entry, entry.stage_label, "FAILED",
+                            f"{type(exc).__name__}: {exc}", exc) from exc
+        for line in undecided(found):
+            warnings.warn(CompileWarning(line), stacklevel=1)
+        opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in sorted(graph.opset_imports.items()))
+        if as_json:
+            out.result({
+                "pass": entry.name, "kind": entry.descriptor.kind, "stage": entry.stage_label,
+                "source": str(entry.origin), "model": model, "graph": graph.name,
+                "opsets": dict(graph.opset_imports), "shape_inference": failed or "ok",
+                "node": node, "top": top, "patterns": [e.as_dict(top) for e in found],
+            })
+            return
+        click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
+                   f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
+                   + (f", node {node!r}" if node is not None else ""))
+        if not found:
+            click.echo(f"{entry.name} has no patterns for this model: patterns() returned none "
+                       f"at opsets {opsets}")
+        for line in format_explanations(found, top=top):
+            click.echo(line)

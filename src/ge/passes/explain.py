@@ -1,0 +1,713 @@
+"""Why a pattern does (or does not) match: the matcher's search, told as it went.
+
+`explain(pass_or_class, graph)` runs a `PatternFusionPass`'s patterns the way the engine does
+(built at the graph's opset, swept over the candidates of each pattern's anchor, the
+producer of its first output, in the graph's order) without rewriting anything, and tells
+for every candidate how far the match got: the number of pattern nodes bound (pattern
+inputs included) and the *first* check that failed among those made with the most bindings,
+stated concretely (the op types, the input counts, the outside consumer, the constant
+values, the attribute, the two producers of one pattern input), or, for a full match, what
+the engine does next: `meet_requirements` (False, or the exception it raised), the cycle
+check, and the rewrite. A check that may have been decided on missing information (an
+unknown desc where `meet_requirements` looked, an attribute default without a schema)
+carries a warning.
+
+Like `find_matches`, a node used by an earlier accepted match (of this pattern or an
+earlier one) is not matched again, and matches that only an earlier rewrite would create
+are not seen. The graph is left as it was (a hook that changes it is rolled back).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ge.errors import GeError, PatternError
+from ge.graph import NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
+from ge.ops.schemas import normalize_domain
+from ge.passes.context import PassContext
+from ge.passes.execution import _candidates, _config, collect_patterns
+from ge.passes.matcher import (
+    _DATA,
+    _UNSET,
+    CONST_TYPES,
+    CompiledPattern,
+    Match,
+    MatchResult,
+    PatternNode,
+    Rejection,
+    TracingMatcher,
+    compile_pattern,
+)
+from ge.passes.rewrite import Region
+
+__all__ = [
+    "Binding",
+    "CandidateExplanation",
+    "PatternExplanation",
+    "Reason",
+    "explain",
+    "format_explanations",
+    "infer_shapes_for_explain",
+    "undecided",
+]
+
+#: How many values of a constant a message shows.
+_SHOWN_VALUES = 4
+#: How many unknown descs a warning names.
+_SHOWN_DESCS = 3
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One pattern node and what it is bound to: a target node, or for a pattern input
+    (`Data`) the producer output it stands for (`target`, `output`)."""
+
+    pattern_node: str
+    pattern_type: str
+    target: str
+    output: int | None = None  # the producer's output, for a pattern input
+
+    def __str__(self) -> str:
+        where = f"{self.target}:{self.output}" if self.output is not None else self.target
+        return f"{self.pattern_node}={where}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pattern_node": self.pattern_node, "pattern_type": self.pattern_type,
+                "target": self.target, "output": self.output}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a candidate is not rewritten: the kind of check (`kind`), a sentence saying it
+    (`message`), the pattern node and target node it compared, every target node it names
+    (`nodes`) and the values it compared (`details`, plain data)."""
+
+    kind: str
+    message: str
+    pattern_node: str | None = None
+    target_node: str | None = None
+    nodes: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "pattern_node": self.pattern_node,
+                "target_node": self.target_node, "nodes": list(self.nodes),
+                "details": self.details}
+
+
+@dataclass
+class CandidateExplanation:
+    """One candidate of a pattern (a target node of the anchor's op type): how far the match
+    got (`depth` of `size` pattern nodes bound, and which), and why it is not rewritten
+    (`reason`), or `reason` None: a match the engine would rewrite."""
+
+    graph: str
+    candidate: str
+    candidate_type: str
+    depth: int
+    size: int
+    bindings: list[Binding]
+    reason: Reason | None
+    warnings: list[str] = field(default_factory=list)
+    matched_nodes: list[str] = field(default_factory=list)  # of a full match
+    role: str = "anchor"  # with `node=`: "anchor", or "non-anchor" when it binds the node
+
+    @property
+    def rewritten(self) -> bool:
+        """Whether the engine would rewrite this match."""
+        return self.reason is None
+
+    @property
+    def matched(self) -> bool:
+        """Whether the matcher found the whole pattern here (rewritten or not)."""
+        return self.depth == self.size
+
+    def summary(self) -> str:
+        if self.reason is None:
+            return f"full match, would be rewritten: {', '.join(self.matched_nodes)}"
+        return self.reason.message
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"graph": self.graph, "candidate": self.candidate, "type": self.candidate_type,
+                "role": self.role, "depth": self.depth, "size": self.size,
+                "matched": self.matched, "rewritten": self.rewritten,
+                "reason": None if self.reason is None else self.reason.as_dict(),
+                "bindings": [b.as_dict() for b in self.bindings],
+                "matched_nodes": list(self.matched_nodes), "warnings": list(self.warnings)}
+
+
+@dataclass
+class PatternExplanation:
+    """What one pattern of the pass does on one graph: its anchor, every candidate explained
+    (in the graph's order), and notes (no candidate, the pattern is invalid)."""
+
+    pattern: str
+    graph: str
+    anchor: str  # the pattern node producing the first output
+    anchor_type: str
+    anchor_domain: str = ""
+    candidates: list[CandidateExplanation] = field(default_factory=list)
+    size: int = 0
+    note: str | None = None
+    error: str | None = None  # the PatternError of an invalid pattern
+    node: str | None = None  # the target node asked about (`explain(..., node=)`)
+
+    @property
+    def rewrites(self) -> list[CandidateExplanation]:
+        """The matches the engine would rewrite, in the graph's order."""
+        return [c for c in self.candidates if c.rewritten]
+
+    @property
+    def closest(self) -> list[CandidateExplanation]:
+        """The candidates not rewritten, deepest first (the graph's order among equals)."""
+        return sorted((c for c in self.candidates if not c.rewritten),
+                      key=lambda c: -c.depth)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for c in self.candidates for w in c.warnings]
+
+    def as_dict(self, top: int | None = None) -> dict[str, Any]:
+        closest = self.closest
+        shown = closest if top is None else closest[:top]
+        rewrites = self.rewrites
+        return {
+            "pattern": self.pattern, "graph": self.graph,
+            "anchor": {"node": self.anchor, "type": self.anchor_type,
+                       "domain": self.anchor_domain},
+            "size": self.size, "node": self.node, "candidates": len(self.candidates),
+            "rewrites": [c.as_dict() for c in (rewrites if top is None else rewrites[:top])],
+            "rewrite_count": len(rewrites),
+            "closest": [c.as_dict() for c in shown], "not_rewritten": len(closest),
+            "note": self.note, "error": self.error,
+        }
+
+
+# -- entry points ---------------------------------------------------------------------------
+def infer_shapes_for_explain(graph: Graph) -> str | None:
+    """Infer the model's shapes as the compiler does before `AfterInferShape` passes (strict,
+    in a transaction); None when it worked, else why not (the graph is left as it was)."""
+    from ge.compiler.steps import infer_shape
+
+    try:
+        infer_shape(graph.root_graph(), {})
+    except GeError as err:
+        return f"[{err.code}] {err.message}"
+    return None
+
+
+def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
+            context: PassContext | None = None,
+            subgraphs: bool = True) -> list[PatternExplanation]:
+    """Explain what a `PatternFusionPass` matches in `graph` (and, with `subgraphs`, in its
+    live subgraphs, where the engine runs it too): one `PatternExplanation` per pattern and
+    graph, in the engine's order.
+
+    With `node` (a name or a node), only its graph is explained, and each pattern's
+    candidates are those anchored at the node and those whose closest partial match (or
+    match) binds it to another pattern node (`role` "non-anchor"); a note says when the node
+    is not of the anchor's op type. `GraphError` when no such node exists.
+    """
+    from ge.es.opset import opset_scope
+    from ge.passes.base import PatternFusionPass
+
+    instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
+    if not isinstance(instance, PatternFusionPass):
+        raise TypeError("explain takes a PatternFusionPass subclass or instance, got "
+                        f"{type(instance).__name__}")
+    if not isinstance(graph, Graph):
+        raise TypeError(f"explain takes a ge.graph.Graph, got {type(graph).__name__}")
+    focus = _find_node(graph, node, subgraphs) if node is not None else None
+    graphs = [graph]
+    if focus is not None:
+        owner = focus.owner_graph
+        assert owner is not None
+        graphs = [owner]
+    elif subgraphs:
+        graphs += [g for g in graph.get_all_subgraphs() if not g.is_orphan()]
+    context = context or PassContext(type(instance).__name__)
+    root = graph.root_graph()
+    found: list[PatternExplanation] = []
+    before = root.mutation_count
+    try:
+        with root.transaction(), opset_scope(root.opset_imports):
+            for target in graphs:
+                found += _Explainer(instance, target, context).run()
+            if root.mutation_count != before:
+                raise _Rollback
+    except _Rollback:
+        pass
+    if focus is not None:
+        found = [_focused(e, focus) for e in found]
+    return found
+
+
+class _Rollback(Exception):
+    """Leaves the transaction so that a hook that changed the graph is undone."""
+
+
+def _find_node(graph: Graph, node: str | Node, subgraphs: bool) -> Node:
+    from ge.errors import GraphError
+
+    graphs = [graph, *(g for g in graph.get_all_subgraphs() if not g.is_orphan())] if (
+        subgraphs) else [graph]
+    if isinstance(node, Node):
+        if node.owner_graph in graphs:
+            return node
+        raise GraphError(f"node {node.name!r} is not a node of graph {graph.name!r}",
+                         nodes=[node.name])
+    for g in graphs:
+        if g.has_node(node):
+            return g.find_node_by_name(node)
+    raise GraphError(f"graph {graph.name!r} has no node named {node!r}", nodes=[node])
+
+
+def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation:
+    kept = []
+    for cand in explanation.candidates:
+        if cand.candidate == focus.name:
+            kept.append(cand)
+        elif any(b.output is None and b.target == focus.name for b in cand.bindings):
+            cand.role = "non-anchor"
+            kept.append(cand)
+    explanation.candidates = kept
+    explanation.node = focus.name
+    if explanation.error is None and (focus.type != explanation.anchor_type or normalize_domain(
+            focus.domain) != explanation.anchor_domain):
+        anchor = _op(explanation.anchor_type, explanation.anchor_domain)
+        note = (f"{focus.name!r} ({_op(focus.type, focus.domain)}) is not a candidate: the "
+                f"pattern's anchor {explanation.anchor!r} is of op type {anchor}")
+        if kept:
+            note += f"; {len(kept)} candidate(s) bind it to another pattern node"
+        else:
+            note += "; no candidate's closest match binds it"
+        explanation.note = note
+    return explanation
+
+
+# -- the sweep ------------------------------------------------------------------------------
+class _Explainer:
+    """One pass on one graph: every pattern, every candidate."""
+
+    def __init__(self, instance: Any, graph: Graph, context: PassContext) -> None:
+        self.instance = instance
+        self.graph = graph
+        self.context = context
+        self.taken: dict[Node, tuple[str, str]] = {}  # node -> (pattern, candidate) taking it
+
+    def run(self) -> list[PatternExplanation]:
+        config = _config(self.instance)
+        found = []
+        for pattern in collect_patterns(self.instance):
+            try:
+                compiled = compile_pattern(pattern, config)
+            except PatternError as err:
+                found.append(PatternExplanation(pattern.name, self.graph.name, "-", "-",
+                                                error=err.message))
+                continue
+            found.append(self._pattern(compiled))
+        return found
+
+    def _pattern(self, compiled: CompiledPattern) -> PatternExplanation:
+        matcher = TracingMatcher(compiled, self.graph)
+        root = compiled.root
+        explanation = PatternExplanation(compiled.name, self.graph.name, root.node.name,
+                                         root.type, root.domain, size=len(compiled.nodes))
+        candidates = _candidates(self.graph, [root.type], root.domain)
+        if not candidates:
+            explanation.note = (f"no candidate: graph {self.graph.name!r} has no "
+                                f"{_op(root.type, root.domain)} node (the op type of the "
+                                f"pattern's anchor {root.node.name!r})")
+        for candidate in candidates:
+            explanation.candidates.append(self._candidate(matcher, candidate))
+        return explanation
+
+    def _candidate(self, matcher: TracingMatcher, candidate: Node) -> CandidateExplanation:
+        compiled = matcher.pattern
+        size = len(compiled.nodes)
+        explained = CandidateExplanation(self.graph.name, candidate.name, candidate.type, 0,
+                                         size, [], None)
+        match = matcher.match_at(candidate)
+        if match is None:
+            rejection = matcher.deepest
+            assert rejection is not None  # a failed search failed at some check
+            explained.depth = rejection.depth
+            explained.bindings = _bindings(compiled, rejection.bound, rejection.data)
+            explained.reason = _reason(matcher, rejection, explained.warnings)
+            if candidate in self.taken:  # the engine never gets here: the node is gone
+                explained.reason = self._overlap(candidate)
+            return explained
+        explained.depth = size
+        explained.bindings = _bindings(compiled, match.bindings,
+                                       {p: match.inputs[p.index] for p in compiled.inputs})
+        explained.matched_nodes = [n.name for n in match.nodes]
+        explained.reason = self._accept(match, explained.warnings)
+        if explained.reason is None:
+            for n in match.nodes:
+                if n.type not in CONST_TYPES:
+                    self.taken[n] = (compiled.name, candidate.name)
+        return explained
+
+    def _overlap(self, node: Node) -> Reason:
+        pattern, candidate = self.taken[node]
+        return Reason("overlap", f"{_n(node)} is already part of the match of pattern "
+                      f"{pattern} at {candidate!r}, which is rewritten first", None, node.name,
+                      (node.name, candidate), {"pattern": pattern, "candidate": candidate})
+
+    def _accept(self, match: Match, warnings: list[str]) -> Reason | None:
+        """After a full match, what the engine checks before rewriting (as `find_matches`)."""
+        anchor = match.outputs[0][0]
+        nodes = [n for n in match.bindings.values() if n.type not in CONST_TYPES]
+        overlap = next((n for n in nodes if n in self.taken), None)
+        if overlap is not None:
+            return self._overlap(overlap)
+        result = MatchResult(match)
+        self.context.set_error_message("")
+        try:
+            accepted = bool(self.instance.meet_requirements(result, self.context))
+        except Exception as exc:
+            _warn_unknown(match, warnings, "meet_requirements raised")
+            what = f"{type(exc).__name__}: {exc}"
+            return Reason("meet_requirements_raised", f"meet_requirements raised {what}",
+                          None, anchor.name, (anchor.name,), {"exception": what})
+        finally:
+            result._invalidate()
+        if not accepted:
+            _warn_unknown(match, warnings, "meet_requirements returned False")
+            said = self.context.get_error_message()
+            inputs = _boundary(match)
+            message = "meet_requirements returned False: the pass refuses this match"
+            if said:
+                message += f" (the pass says: {said})"
+            if inputs:
+                message += f"; its inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())}"
+            return Reason("meet_requirements", message, None, anchor.name, (anchor.name,),
+                          {"inputs": inputs, "error_message": said or None})
+        cycle = _cycle(match.region())
+        if cycle is not None:
+            producer, consumer = cycle
+            via = (f"{_n(consumer)} both reads the match and feeds it" if consumer is producer
+                   else f"{_n(consumer)} reads the match and leads to {_n(producer)}, which "
+                   "feeds it")
+            return Reason(
+                "cycle", f"the rewrite is skipped: it would create a cycle, as {via}",
+                None, anchor.name, (consumer.name, producer.name),
+                {"consumer": consumer.name, "producer": producer.name})
+        return None
+
+
+def _boundary(match: Match) -> dict[str, str]:
+    """Each pattern input with the type and shape of the value bound to it (what a
+    `meet_requirements` usually looks at)."""
+    found = {}
+    for pnode in match.pattern.inputs:
+        node, out = match.inputs[pnode.index]
+        found[pnode.node.name] = _desc(node.get_output_desc(out))
+    return found
+
+
+def _desc(desc: TensorDesc) -> str:
+    dtype = desc.data_type
+    name = "unknown type" if dtype == DataType.DT_UNDEFINED else dtype.name.removeprefix(
+        "DT_").lower()
+    shape = desc.get_shape()
+    if shape.is_unknown_rank():
+        return f"{name}[unknown rank]"
+    dims = ", ".join("?" if isinstance(d, int) and d < 0 else str(d) for d in shape.get_dims())
+    return f"{name}[{dims}]"
+
+
+def _cycle(region: Region) -> tuple[Node, Node] | None:
+    """The (outside producer, outside consumer) pair that makes the region's rewrite a cycle
+    (`ge.passes.rewrite.would_create_cycle`, with its witnesses)."""
+    graph = region.graph
+    producers = [p for p in region.outside_producers() if p._graph is graph]
+    for consumer in region.outside_consumers() if producers else ():
+        for producer in producers:
+            if graph.would_create_cycle(producer, consumer):
+                return producer, consumer
+    return None
+
+
+def _bindings(compiled: CompiledPattern, bound: dict[PatternNode, Node],
+              data: dict[PatternNode, tuple[Node, int]]) -> list[Binding]:
+    order = {n: i for i, n in enumerate(compiled.pattern.get_graph().topological_order())}
+    found = []
+    for pnode in sorted(compiled.nodes.values(), key=lambda p: order.get(p.node, 0)):
+        if pnode.kind == _DATA:
+            producer = data.get(pnode)
+            if producer is not None:
+                found.append(Binding(pnode.node.name, pnode.type, producer[0].name,
+                                     producer[1]))
+        elif pnode in bound:
+            found.append(Binding(pnode.node.name, pnode.type, bound[pnode].name))
+    return found
+
+
+# -- telling a rejection --------------------------------------------------------------------
+def _op(op_type: str, domain: str = "") -> str:
+    domain = normalize_domain(domain)
+    return f"{domain}.{op_type}" if domain else op_type
+
+
+def _n(node: Node) -> str:
+    return f"{node.name!r} ({_op(node.type, node.domain)})"
+
+
+def _p(pnode: PatternNode) -> str:
+    if pnode.kind == _DATA:
+        return f"pattern input {pnode.node.name!r} (index {pnode.index})"
+    return f"pattern node {pnode.node.name!r} ({_op(pnode.type, pnode.domain)})"
+
+
+def _producer(producer: tuple[Node, int]) -> str:
+    return f"output {producer[1]} of {_n(producer[0])}"
+
+
+def _reason(matcher: TracingMatcher, r: Rejection, warnings: list[str]) -> Reason:
+    pnode, target, info = r.pnode, r.target, r.info
+    pname = pnode.node.name if pnode is not None else None
+    tname = target.name if target is not None else None
+    named = (tname,) if tname else ()
+    kind = r.kind
+    if kind == "op_type" and pnode is not None and target is not None:
+        want = "a constant" if info["expected"] == "a constant" else _op(
+            info["expected"], info.get("expected_domain", ""))
+        got = _op(info["found"], info.get("found_domain", target.domain))
+        return Reason(kind, f"op type: {_p(pnode)} wants {want}, target node {tname!r} is "
+                      f"{got}{_reached(r)}", pname, tname, named,
+                      {"expected": want, "found": got})
+    if kind == "input_count" and pnode is not None:
+        return Reason(kind, f"input count: {_p(pnode)} has {info['expected']} input(s), "
+                      f"target node {tname!r} has {info['found']} connected{_reached(r)}",
+                      pname, tname, named, {"expected": info["expected"],
+                                            "found": info["found"]})
+    if kind == "consumers" and pnode is not None:
+        return _consumers_reason(pnode, target, info)
+    if kind == "const_value" and pnode is not None:
+        want, got = _value(info["expected"]), _value(info["found"])
+        return Reason(kind, f"const value: pattern constant {pname!r} is {want}, target "
+                      f"constant {tname!r} is {got} (const-value match wants equal dtype, "
+                      f"shape and bytes){_reached(r)}", pname, tname, named,
+                      {"expected": want, "found": got})
+    if kind == "attribute" and pnode is not None and target is not None:
+        return _attribute_reason(matcher, pnode, target, info, warnings)
+    if kind == "subgraph" and pnode is not None:
+        return Reason(kind, f"target node {tname!r} owns a subgraph; {_p(pnode)} cannot "
+                      "stand for it", pname, tname, named)
+    if kind == "data_twice" and pnode is not None:
+        bound, producer = info["bound"], info["producer"]
+        consumer = info.get("consumer")
+        where = ""
+        if consumer is not None and consumer in r.bound:
+            where = (f" at an input of target node {r.bound[consumer].name!r} (pattern node "
+                     f"{consumer.node.name!r})")
+        return Reason(kind, f"pattern input used twice: {_p(pnode)} is bound to "
+                      f"{_producer(bound)}, but {_producer(producer)} is read{where}; one "
+                      "pattern input binds one producer", pname, producer[0].name,
+                      (bound[0].name, producer[0].name),
+                      {"bound": [bound[0].name, bound[1]],
+                       "found": [producer[0].name, producer[1]]})
+    if kind == "output_index" and pnode is not None:
+        return Reason(kind, f"output index: the pattern reads output {info['expected']} of "
+                      f"{_p(pnode)}, the target reads output {info['found']} of "
+                      f"{tname!r}", pname, tname, named,
+                      {"expected": info["expected"], "found": info["found"]})
+    if kind == "bound_elsewhere" and pnode is not None:
+        bound = info["bound"]
+        here = f", but here the target reads {_n(target)}" if target is not None else ""
+        return Reason(kind, f"{_p(pnode)} is already bound to {_n(bound)}{here}", pname,
+                      tname, (bound.name, *named))
+    if kind == "target_used" and pnode is not None:
+        other = info.get("by")
+        by = f" (to {_p(other)})" if other is not None else ""
+        return Reason(kind, f"target node {tname!r} is already bound{by}; it cannot also "
+                      f"stand for {_p(pnode)}", pname, tname, named)
+    if kind == "no_output_candidate" and pnode is not None:
+        return Reason(kind, f"no candidate for the pattern output of {_p(pnode)}: no "
+                      "consumer of the values already bound is of its op type", pname, None)
+    if kind == "input_inside" and pnode is not None:
+        return Reason(kind, f"{_p(pnode)} is bound to {tname!r}, a node of the match "
+                      "itself: a pattern input must come from outside the match", pname,
+                      tname, named)
+    return Reason(kind, f"the matcher refused target node {tname!r} for "
+                  f"{_p(pnode) if pnode is not None else 'the pattern'} (no check explains "
+                  "it)", pname, tname, named)
+
+
+def _reached(r: Rejection) -> str:
+    """Where the failing target was reached: an input of a bound node."""
+    if r.target is None or r.pnode is None:
+        return ""
+    for pnode, node in r.bound.items():
+        if any(source is r.pnode for source, _ in pnode.inputs):
+            for k, producer in enumerate(node._inputs):
+                if producer is not None and producer[0] is r.target:
+                    return f" (input {k} of {node.name!r})"
+    return ""
+
+
+def _consumers_reason(pnode: PatternNode, target: Node | None,
+                      info: dict[str, Any]) -> Reason:
+    tname = target.name if target is not None else None
+    output, expected, count = info["output"], info["expected"], info["found"]
+    readers: list[Node] = info["consumers"]
+    outside: list[Node] = info["outside"] or readers
+    details = {"output": output, "expected": expected, "found": count,
+               "consumers": [c.name for c in readers], "outside": [c.name for c in outside]}
+    if count > expected:
+        listed = ", ".join("the graph output" if c.type == NET_OUTPUT else _n(c)
+                           for c in outside)
+        role = "an intermediate" if output not in pnode.out_anchors else "an output"
+        return Reason(
+            "outside_consumer", f"outside consumer: output {output} of target node {tname!r} "
+            f"({_p(pnode)}, {role} of the pattern) is also read by {listed}, outside the "
+            f"match ({count} consumer(s), the pattern has {expected})", pnode.node.name,
+            tname, (*((tname,) if tname else ()), *(c.name for c in outside)), details)
+    return Reason(
+        "consumer_count", f"consumer count: output {output} of target node {tname!r} has "
+        f"{count} consumer(s), {_p(pnode)} has {expected} in the pattern", pnode.node.name,
+        tname, (tname,) if tname else (), details)
+
+
+def _attribute_reason(matcher: TracingMatcher, pnode: PatternNode, target: Node,
+                      info: dict[str, Any], warnings: list[str]) -> Reason:
+    name = info["name"]
+    want, got = info["expected"], info["found"]
+    if want is _UNSET or got is _UNSET:
+        missing = pnode.node if want is _UNSET else target
+        schema = _schema_known(missing)
+        if not schema:
+            warnings.append(
+                f"attribute {name!r} of {_n(target)}: {missing.name!r} does not set it and "
+                f"the schema of {_op(missing.type, missing.domain)} is not known, so its "
+                "default could not be filled in (the attributes may in fact be equal)")
+    return Reason("attribute", f"attribute {name!r}: {_p(pnode)} has {_attr(want)}, target "
+                  f"node {target.name!r} has {_attr(got)} (IR attribute match)",
+                  pnode.node.name, target.name, (target.name,),
+                  {"name": name, "expected": _plain(want), "found": _plain(got)})
+
+
+def _schema_known(node: Node) -> bool:
+    from ge.ops.onnx_node import node_opset
+    from ge.ops.schemas import get_op_spec
+
+    try:
+        get_op_spec(node.type, node_opset(node), node.domain)
+    except GeError:
+        return False
+    return True
+
+
+def _attr(value: Any) -> str:
+    if value is _UNSET:
+        return "it unset"
+    if isinstance(value, Tensor):
+        return _value(value)
+    return repr(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain JSON data."""
+    if value is _UNSET:
+        return None
+    if isinstance(value, Tensor):
+        return _value(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _value(tensor: Tensor | None) -> str:
+    """A constant abbreviated: dtype, shape and its first values."""
+    if tensor is None:
+        return "no constant value"
+    try:
+        array = tensor.numpy()
+    except Exception:
+        return f"{tensor.data_type.name} {list(tensor.shape)}"
+    flat = [v.item() if hasattr(v, "item") else v for v in array.reshape(-1)[:_SHOWN_VALUES]]
+    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat)
+    more = ", ..." if array.size > _SHOWN_VALUES else ""
+    return f"{array.dtype}{list(array.shape)} [{shown}{more}]"
+
+
+def _unknown(desc: TensorDesc) -> bool:
+    return desc.data_type == DataType.DT_UNDEFINED or desc.get_shape().is_unknown_rank()
+
+
+def _warn_unknown(match: Match, warnings: list[str], what: str) -> None:
+    """A warning when a hook may have decided on descs nobody knows (untyped values)."""
+    unknown: list[str] = []
+    for node in match.nodes:
+        if node.type in CONST_TYPES:
+            continue
+        for i in range(node.get_inputs_size()):
+            producer = node.get_input_producer(i)
+            if producer is not None and _unknown(producer[0].get_output_desc(producer[1])):
+                unknown.append(f"input {i} of {node.name!r}")
+        unknown += [f"output {k} of {node.name!r}" for k in range(node.get_outputs_size())
+                    if _unknown(node.get_output_desc(k))]
+    if unknown:
+        listed = ", ".join(unknown[:_SHOWN_DESCS])
+        more = f" and {len(unknown) - _SHOWN_DESCS} more" if len(unknown) > _SHOWN_DESCS else ""
+        warnings.append(f"{what} while shape or type information is missing ({listed}{more} "
+                        "unknown): the check may not have been decidable; run shape inference "
+                        "first")
+
+
+# -- text -------------------------------------------------------------------------------------
+def format_explanations(explanations: Sequence[PatternExplanation], *, top: int = 5,
+                        indent: str = "  ") -> list[str]:
+    """The explanations as indented lines: per pattern the rewrites, then the `top` closest
+    partial matches with their bindings and the check that failed."""
+    lines: list[str] = []
+    for e in explanations:
+        if e.error is not None:
+            lines.append(f"pattern {e.pattern} (graph {e.graph}): invalid: {e.error}")
+            continue
+        rewrites, closest = e.rewrites, e.closest
+        lines.append(f"pattern {e.pattern} (graph {e.graph}): anchor {e.anchor!r} "
+                     f"({_op(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
+                     f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
+        if e.note:
+            lines.append(f"{indent}note: {e.note}")
+        for cand in rewrites[:top]:
+            lines.append(f"{indent}rewrite at {cand.candidate!r}{_role(cand)}: "
+                         f"{', '.join(cand.matched_nodes)}")
+        if len(rewrites) > top:
+            lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
+        if closest:
+            lines.append(f"{indent}closest partial matches (top {min(top, len(closest))} of "
+                         f"{len(closest)}):")
+        for rank, cand in enumerate(closest[:top], 1):
+            lines.append(f"{indent * 2}{rank}. {cand.candidate!r}{_role(cand)}: depth "
+                         f"{cand.depth}/{cand.size}: {cand.summary()}")
+            bound = [str(b) for b in cand.bindings]
+            if bound:
+                lines.append(f"{indent * 3}bound: {', '.join(bound)}")
+            lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+    return lines
+
+
+def _role(cand: CandidateExplanation) -> str:
+    return " (binds the node as a non-anchor)" if cand.role == "non-anchor" else ""
+
+
+def undecided(explanations: Iterable[PatternExplanation]) -> list[str]:
+    """One line per pattern with checks that could not be decided (missing information)."""
+    lines = []
+    for e in explanations:
+        found = e.warnings
+        if found:
+            lines.append(f"pattern {e.pattern}: {len(found)} check(s) could not be decided "
+                         f"for lack of shape, type or schema information (first: {found[0]})")
+    return lines
+

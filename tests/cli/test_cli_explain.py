@@ -1,0 +1,201 @@
+"""`ge passes explain PASS MODEL`: why a pattern pass does or does not match, as text and
+JSON, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from ge.cli import cli
+from model_paths import shared_model
+
+VIT = str(shared_model("vit_tiny"))
+Q_PROJ_ADD = "/model/layers.0/attention/q_proj/Add"
+
+RELU_NEG = """
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
+class ReluNeg(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+"""
+
+DECOMPOSE = """
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+@register_decompose_pass(name="SplitConv", stage=PassStage.AFTER_INFER_SHAPE, op_types=["Conv"])
+class SplitConv(DecomposePass):
+    def replacement(self, node):
+        raise NotImplementedError
+"""
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.builtin_passes
+def test_matmul_add_on_vit_says_meet_requirements_refuses_the_3d_matmuls() -> None:
+    code, out, err = _run("passes", "explain", "MatMulAddFusion", VIT, "--top", "2")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("MatMulAddFusion (pattern_fusion, BuiltinFusion, built-in) on ")
+    assert ("pattern MatMulAddFusion_matmul_add_pattern (graph main_graph): anchor 'Add' "
+            "(Add), 5 pattern node(s); 19 candidate(s), 0 would be rewritten") in lines
+    assert "  closest partial matches (top 2 of 19):" in lines
+    first = next(line for line in lines if line.startswith("    1. "))
+    assert first == (
+        f"    1. '{Q_PROJ_ADD}': depth 5/5: meet_requirements returned False: the pass "
+        "refuses this match; its inputs: input_0 float[1, 17, 48], input_1 float[48, 48], "
+        "input_2 float[48]")
+    assert "      bound: " in out and "MatMul=/model/layers.0/attention/q_proj/MatMul" in out
+    assert err == ""
+
+
+@pytest.mark.builtin_passes
+def test_matmul_add_on_vit_as_json() -> None:
+    code, out, _ = _run("passes", "explain", "MatMulAddFusion", VIT, "--json", "--top", "3")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["pass"] == "MatMulAddFusion" and payload["kind"] == "pattern_fusion"
+    assert payload["shape_inference"] == "ok" and payload["warnings"] == []
+    assert payload["opsets"] == {"": 17}
+    (pattern,) = payload["patterns"]
+    assert pattern["anchor"] == {"node": "Add", "type": "Add", "domain": ""}
+    assert (pattern["candidates"], pattern["rewrite_count"], pattern["not_rewritten"]) == (
+        19, 0, 19)
+    assert len(pattern["closest"]) == 3
+    best = pattern["closest"][0]
+    assert best["candidate"] == Q_PROJ_ADD and best["depth"] == best["size"] == 5
+    assert best["matched"] and not best["rewritten"]
+    assert best["reason"]["kind"] == "meet_requirements"
+    assert best["reason"]["details"]["inputs"] == {
+        "input_0": "float[1, 17, 48]", "input_1": "float[48, 48]", "input_2": "float[48]"}
+    assert {"pattern_node": "MatMul", "pattern_type": "MatMul",
+            "target": "/model/layers.0/attention/q_proj/MatMul",
+            "output": None} in best["bindings"]
+    # the Adds that are not a MatMul's bias get a structural reason
+    code, out, _ = _run("passes", "explain", "MatMulAddFusion", VIT, "--json", "--top", "19")
+    kinds = {c["reason"]["kind"] for c in json.loads(out)["patterns"][0]["closest"]}
+    assert kinds == {"meet_requirements", "op_type"}
+
+
+@pytest.mark.builtin_passes
+def test_node_option_explains_one_node() -> None:
+    matmul = "/model/layers.0/attention/q_proj/MatMul"
+    code, out, _ = _run("passes", "explain", "MatMulAddFusion", VIT, "--node", matmul)
+    assert code == 0
+    assert f"'{matmul}' (MatMul) is not a candidate" in out
+    assert f"1. '{Q_PROJ_ADD}' (binds the node as a non-anchor): depth 5/5" in out
+    code, out, _ = _run("passes", "explain", "MatMulAddFusion", VIT, "--node", Q_PROJ_ADD,
+                        "--json")
+    (pattern,) = json.loads(out)["patterns"]
+    assert pattern["node"] == Q_PROJ_ADD and pattern["note"] is None
+    assert [(c["candidate"], c["role"]) for c in pattern["closest"]] == [(Q_PROJ_ADD, "anchor")]
+
+
+@pytest.mark.builtin_passes
+def test_a_pass_without_patterns_for_the_model_says_so() -> None:
+    code, out, _ = _run("passes", "explain", "GeluFusion", VIT)
+    assert code == 0
+    assert "GeluFusion has no patterns for this model: patterns() returned none at opsets " \
+           "ai.onnx=17" in out
+
+
+def test_a_plugin_pass_from_pass_path(write, tmp_path: Path) -> None:
+    plugin = write("plugins/relu_neg.py", RELU_NEG)
+    model = tmp_path / "m.onnx"
+    nodes = [helper.make_node("Abs", ["x"], ["a"], name="abs"),
+             helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, out, _ = _run("passes", "explain", "ReluNeg", str(model), "--pass-path", str(plugin))
+    assert code == 0
+    assert ("    1. 'relu': depth 1/3: op type: pattern node 'Neg' (Neg) wants Neg, target node "
+            "'abs' is Abs (input 0 of 'relu')") in out.splitlines()
+
+
+def test_failed_shape_inference_is_a_warning_and_the_explanation_goes_on(
+        write, tmp_path: Path) -> None:
+    plugin = write("plugins/relu_neg.py", RELU_NEG)
+    model = tmp_path / "bad.onnx"
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Neg", ["m"], ["n"], name="neg"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    w = numpy_helper.from_array(np.ones((4, 5), np.float32), "w")
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, out, err = _run("passes", "explain", "ReluNeg", str(model), "--pass-path", str(plugin))
+    assert code == 0
+    assert err.startswith("ge: warning: shape inference failed, explaining the untyped graph")
+    assert "[GE1305]" in err
+    assert "rewrite at 'relu': neg, relu" in out
+    code, out, _ = _run("passes", "explain", "ReluNeg", str(model), "--pass-path", str(plugin),
+                        "--json")
+    payload = json.loads(out)
+    assert payload["shape_inference"].startswith("[GE1305]")
+    assert [w["category"] for w in payload["warnings"]] == ["CompileWarning"]
+
+
+@pytest.mark.builtin_passes
+def test_unknown_pass_lists_the_known_ones() -> None:
+    code, out, err = _run("passes", "explain", "NoSuchPass", VIT)
+    assert code == 1 and out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith("ge: [GE1701] unknown pass 'NoSuchPass'; known passes: ")
+    assert "MatMulAddFusion" in err and "LayerNormFusion" in err
+
+
+@pytest.mark.builtin_passes
+def test_a_fusion_base_pass_cannot_be_explained() -> None:
+    code, _, err = _run("passes", "explain", "ConstantFolding", VIT)
+    assert code == 1
+    assert err == ("ge: [GE1701] pass 'ConstantFolding' is a FusionBasePass (fusion_base), not "
+                   "a pattern pass: its run() finds what it changes itself, so it cannot be "
+                   "explained\n")
+
+
+def test_a_decompose_pass_names_its_op_types(write) -> None:
+    plugin = write("plugins/decompose.py", DECOMPOSE)
+    code, _, err = _run("passes", "explain", "SplitConv", VIT, "--pass-path", str(plugin))
+    assert code == 1
+    assert err.startswith("ge: [GE1701] pass 'SplitConv' is a decompose pass, not a pattern "
+                          "pass")
+    assert "(Conv)" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.builtin_passes
+def test_unknown_node_is_one_line_and_json() -> None:
+    code, _, err = _run("passes", "explain", "MatMulAddFusion", VIT, "--node", "q_proj/MatMul")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert err.startswith("ge: [GE1701] graph 'main_graph' has no node named 'q_proj/MatMul'; "
+                          "did you mean '/model/layers.0/attention/q_proj/MatMul'")
+    code, out, err = _run("passes", "explain", "MatMulAddFusion", VIT, "--node", "nope",
+                          "--json")
+    assert code == 1 and err == ""
+    data = json.loads(out)
+    assert data["code"] == "GE1701" and data["nodes"] == ["nope"]
+
+
+def test_a_missing_model_is_one_line(write, tmp_path: Path) -> None:
+    plugin = write("plugins/relu_neg.py", RELU_NEG)
+    code, _, err = _run("passes", "explain", "ReluNeg", str(tmp_path / "none.onnx"),
+                        "--pass-path", str(plugin))
+    assert code == 1 and err.startswith("ge: [GE1102] model file not found")

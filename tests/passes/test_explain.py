@@ -1,0 +1,480 @@
+"""`ge.passes.explain`: why a pattern does or does not match, one failure kind per test.
+
+The passes are plugin files written to a temporary folder and loaded as the compiler loads
+them; the graphs are ONNX models built with onnx.helper."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from matcher_helpers import F32, const, load, model
+from onnx import helper
+
+import ge.graph
+from ge.compiler.options import parse_options
+from ge.compiler.plugin_loader import PluginLoader
+from ge.errors import GraphError
+from ge.passes import find_matches
+from ge.passes.explain import (
+    CandidateExplanation,
+    PatternExplanation,
+    explain,
+    format_explanations,
+    infer_shapes_for_explain,
+)
+
+HEADER = """
+import ge.es.all as es
+from ge.passes import (PassStage, PatternFusionPass, PatternMatcherConfigBuilder, pattern,
+                       register_fusion_pass)
+"""
+
+PASSES = HEADER + """
+
+@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
+class ReluNeg(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
+@register_fusion_pass(name="ReluNegAbs", stage=PassStage.AFTER_INFER_SHAPE)
+class ReluNegAbs(PatternFusionPass):
+    @pattern
+    def chain(self, inputs):
+        return es.Relu(es.Neg(es.Abs(inputs[0])))
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
+@register_fusion_pass(name="SumTwo", stage=PassStage.AFTER_INFER_SHAPE)
+class SumTwo(PatternFusionPass):
+    @pattern
+    def sum_two(self, inputs):
+        return es.Sum(inputs[0], inputs[1])
+
+    def replacement(self, inputs):
+        return inputs[0] + inputs[1]
+
+
+@register_fusion_pass(name="MatMulAdd", stage=PassStage.AFTER_INFER_SHAPE)
+class MatMulAdd(PatternFusionPass):
+    @pattern
+    def matmul_add(self, inputs):
+        return es.MatMul(inputs[0], inputs[1]) + inputs[2]
+
+    def replacement(self, inputs):
+        return es.Gemm(inputs[0], inputs[1], inputs[2])
+
+
+@register_fusion_pass(name="AddZero", stage=PassStage.AFTER_INFER_SHAPE)
+class AddZero(PatternFusionPass):
+    def __init__(self):
+        super().__init__(PatternMatcherConfigBuilder().enable_const_value_match().build())
+
+    @pattern
+    def add_zero(self, inputs):
+        return inputs[0] + 0.0
+
+    def replacement(self, inputs):
+        return inputs[0]
+
+
+@register_fusion_pass(name="SoftmaxLast", stage=PassStage.AFTER_INFER_SHAPE)
+class SoftmaxLast(PatternFusionPass):
+    def __init__(self):
+        super().__init__(PatternMatcherConfigBuilder().enable_ir_attr_match().build())
+
+    @pattern
+    def softmax(self, inputs):
+        return es.Softmax(inputs[0])          # axis unset: its default, -1
+
+    def replacement(self, inputs):
+        return es.Softmax(inputs[0], axis=-1)
+
+
+@register_fusion_pass(name="AddSelf", stage=PassStage.AFTER_INFER_SHAPE)
+class AddSelf(PatternFusionPass):
+    @pattern
+    def add_self(self, inputs):
+        return inputs[0] + inputs[0]
+
+    def replacement(self, inputs):
+        return inputs[0] * 2.0
+
+
+@register_fusion_pass(name="Refused", stage=PassStage.AFTER_INFER_SHAPE)
+class Refused(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        return False
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
+@register_fusion_pass(name="Raises", stage=PassStage.AFTER_INFER_SHAPE)
+class Raises(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        raise ValueError("no rank here")
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
+@register_fusion_pass(name="NeedsRank2", stage=PassStage.AFTER_INFER_SHAPE)
+class NeedsRank2(PatternFusionPass):
+    @pattern
+    def matmul_add(self, inputs):
+        return es.MatMul(inputs[0], inputs[1]) + inputs[2]
+
+    def meet_requirements(self, match_result):
+        mm = next(n for n in match_result.get_matched_nodes() if n.type == "MatMul")
+        return mm.get_output_desc(0).get_shape().get_dim_num() == 2
+
+    def replacement(self, inputs):
+        return es.Gemm(inputs[0], inputs[1], inputs[2])
+
+
+@register_fusion_pass(name="TwoOutputs", stage=PassStage.AFTER_INFER_SHAPE)
+class TwoOutputs(PatternFusionPass):
+    @pattern
+    def relu_and_neg(self, inputs):
+        return [es.Relu(inputs[0]), es.Neg(inputs[1])]
+
+    def replacement(self, inputs):
+        return [es.Relu(inputs[0]), es.Neg(inputs[1])]
+"""
+
+CUSTOM = """
+from ge.graph import Graph
+from ge.passes import (PassStage, PatternFusionPass, PatternMatcherConfigBuilder,
+                       register_fusion_pass)
+
+
+@register_fusion_pass(name="CustomK", stage=PassStage.AFTER_INFER_SHAPE)
+class CustomK(PatternFusionPass):
+    def __init__(self):
+        super().__init__(PatternMatcherConfigBuilder().enable_ir_attr_match().build())
+
+    def patterns(self):
+        graph = Graph("custom_k")
+        data = graph.add_node("Data", name="x", attrs={"index": 0})
+        op = graph.add_node("MyOp", name="my", domain="my.ops", num_inputs=1, attrs={"k": 1})
+        out = graph.add_node("NetOutput", num_inputs=1, num_outputs=0)
+        graph.add_data_edge(data, 0, op, 0)
+        graph.add_data_edge(op, 0, out, 0)
+        return [graph]
+"""
+
+X = [("x", [2, 4])]
+
+
+@pytest.fixture
+def passes(write) -> dict[str, type]:
+    """Every pass of PASSES, loaded from a plugin file as the compiler loads it."""
+    path = write("plugins/explain_passes.py", PASSES)
+    report = PluginLoader().load_paths([path], parse_options({}))
+    assert not report.failures, report.failures
+    return {d.pass_name: d.cls for p in report.plugins for d in p.descriptors}
+
+
+def _one(explanations: list[PatternExplanation], candidate: str) -> CandidateExplanation:
+    (pattern,) = explanations
+    found = [c for c in pattern.candidates if c.candidate == candidate]
+    assert len(found) == 1, [c.candidate for c in pattern.candidates]
+    return found[0]
+
+
+def _graph(nodes, outputs, inits=(), inputs=X):
+    """The model's graph, typed as the engine types it before AfterInferShape passes."""
+    graph = load(model(nodes, inputs, outputs, inits))
+    assert infer_shapes_for_explain(graph) is None
+    return graph
+
+
+def test_op_type_mismatch_names_both_op_types_and_nodes(passes) -> None:
+    graph = _graph([helper.make_node("Abs", ["x"], ["a"], name="abs"),
+                    helper.make_node("Relu", ["a"], ["y"], name="relu")], [("y", [2, 4])])
+    cand = _one(explain(passes["ReluNeg"], graph), "relu")
+    assert cand.reason is not None and cand.reason.kind == "op_type"
+    assert (cand.depth, cand.size) == (1, 3)
+    assert cand.reason.pattern_node == "Neg" and cand.reason.target_node == "abs"
+    assert cand.reason.message == ("op type: pattern node 'Neg' (Neg) wants Neg, target node "
+                                   "'abs' is Abs (input 0 of 'relu')")
+    assert [str(b) for b in cand.bindings] == ["Relu=relu"]
+
+
+def test_input_count_mismatch_gives_both_counts(passes) -> None:
+    graph = _graph([helper.make_node("Sum", ["x", "x", "x"], ["y"], name="sum3")],
+                   [("y", [2, 4])])
+    cand = _one(explain(passes["SumTwo"], graph), "sum3")
+    assert cand.reason is not None and cand.reason.kind == "input_count"
+    assert cand.depth == 0
+    assert cand.reason.details == {"expected": 2, "found": 3}
+    assert cand.reason.message == ("input count: pattern node 'Sum' (Sum) has 2 input(s), "
+                                   "target node 'sum3' has 3 connected")
+
+
+def test_outside_consumer_of_an_intermediate_is_named(passes) -> None:
+    graph = _graph([helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+                    helper.make_node("Add", ["mm", "b"], ["y"], name="add"),
+                    helper.make_node("Relu", ["mm"], ["r"], name="relu")],
+                   [("y", [2, 4]), ("r", [2, 4])],
+                   [const("w", np.eye(4)), const("b", [0.5, 1, 2, 3])])
+    cand = _one(explain(passes["MatMulAdd"], graph), "add")
+    reason = cand.reason
+    assert reason is not None and reason.kind == "outside_consumer"
+    assert reason.pattern_node == "MatMul" and reason.target_node == "mm"
+    assert reason.details["outside"] == ["relu"]
+    assert set(reason.nodes) == {"mm", "relu"}
+    assert "output 0 of target node 'mm'" in reason.message
+    assert "also read by 'relu' (Relu), outside the match" in reason.message
+    assert "an intermediate" in reason.message
+
+
+def test_a_graph_output_reading_an_intermediate_is_an_outside_consumer(passes) -> None:
+    graph = _graph([helper.make_node("Neg", ["x"], ["n"], name="neg"),
+                    helper.make_node("Relu", ["n"], ["y"], name="relu")],
+                   [("y", [2, 4]), ("n", [2, 4])])
+    reason = _one(explain(passes["ReluNeg"], graph), "relu").reason
+    assert reason is not None and reason.kind == "outside_consumer"
+    assert "also read by the graph output" in reason.message
+
+
+def test_const_value_mismatch_shows_both_values(passes) -> None:
+    graph = _graph([helper.make_node("Add", ["x", "one"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("one", 1.0)])
+    cand = _one(explain(passes["AddZero"], graph), "add")
+    reason = cand.reason
+    assert reason is not None and reason.kind == "const_value"
+    assert reason.target_node == "one"
+    assert reason.details == {"expected": "float32[] [0]", "found": "float32[] [1]"}
+    assert "pattern constant" in reason.message and "const-value match" in reason.message
+
+
+def test_long_constants_are_abbreviated(passes) -> None:
+    graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("c", [1.0, 2.0, 3.0, 4.0])])
+    reason = _one(explain(passes["AddZero"], graph), "add").reason
+    assert reason is not None and reason.details["found"] == "float32[4] [1, 2, 3, 4]"
+    graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("c", np.arange(8, dtype=np.float32).reshape(2, 4))])
+    reason = _one(explain(passes["AddZero"], graph), "add").reason
+    assert reason is not None and reason.details["found"] == "float32[2, 4] [0, 1, 2, 3, ...]"
+
+
+def test_attribute_mismatch_under_ir_attribute_match(passes) -> None:
+    graph = _graph([helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=0)],
+                   [("y", [2, 4])])
+    reason = _one(explain(passes["SoftmaxLast"], graph), "softmax").reason
+    assert reason is not None and reason.kind == "attribute"
+    assert reason.details == {"name": "axis", "expected": -1, "found": 0}
+    assert reason.message == ("attribute 'axis': pattern node 'Softmax' (Softmax) has -1, "
+                              "target node 'softmax' has 0 (IR attribute match)")
+    # the default filled in: an explicit axis=-1 matches
+    graph = _graph([helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=-1)],
+                   [("y", [2, 4])])
+    assert _one(explain(passes["SoftmaxLast"], graph), "softmax").rewritten
+
+
+def test_data_bound_twice_names_both_producers(passes) -> None:
+    graph = _graph([helper.make_node("Neg", ["x"], ["a"], name="neg"),
+                    helper.make_node("Abs", ["x"], ["b"], name="abs"),
+                    helper.make_node("Add", ["a", "b"], ["y"], name="add")], [("y", [2, 4])])
+    cand = _one(explain(passes["AddSelf"], graph), "add")
+    reason = cand.reason
+    assert reason is not None and reason.kind == "data_twice"
+    assert reason.pattern_node == "input_0"
+    assert reason.details == {"bound": ["neg", 0], "found": ["abs", 0]}
+    assert set(reason.nodes) == {"neg", "abs"}
+    assert reason.message == (
+        "pattern input used twice: pattern input 'input_0' (index 0) is bound to output 0 "
+        "of 'neg' (Neg), but output 0 of 'abs' (Abs) is read at an input of target node "
+        "'add' (pattern node 'Add'); one pattern input binds one producer")
+
+
+def test_meet_requirements_false_and_raising(passes) -> None:
+    graph = _graph([helper.make_node("Neg", ["x"], ["n"], name="neg"),
+                    helper.make_node("Relu", ["n"], ["y"], name="relu")], [("y", [2, 4])])
+    cand = _one(explain(passes["Refused"], graph), "relu")
+    assert cand.matched and not cand.rewritten
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    assert cand.reason.message.startswith("meet_requirements returned False")
+    assert "input_0 float[2, 4]" in cand.reason.message
+    assert cand.matched_nodes == ["neg", "relu"] and cand.warnings == []
+    cand = _one(explain(passes["Raises"], graph), "relu")
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements_raised"
+    assert cand.reason.message == "meet_requirements raised ValueError: no rank here"
+
+
+def test_a_rewrite_that_would_create_a_cycle_is_skipped(passes) -> None:
+    # relu -> abs (outside) -> neg: fusing {relu, neg} into one node would read its own output
+    graph = _graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                    helper.make_node("Abs", ["r"], ["a"], name="abs"),
+                    helper.make_node("Neg", ["a"], ["y"], name="neg")], [("y", [2, 4])])
+    cand = _one(explain(passes["TwoOutputs"], graph), "relu")
+    assert cand.matched
+    assert cand.reason is not None and cand.reason.kind == "cycle"
+    assert cand.reason.details == {"consumer": "abs", "producer": "abs"}
+    assert "would create a cycle" in cand.reason.message
+    assert find_matches(passes["TwoOutputs"], graph) == []
+
+
+def test_a_full_match_would_be_rewritten(passes) -> None:
+    graph = _graph([helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+                    helper.make_node("Add", ["mm", "b"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("w", np.eye(4)), const("b", [0.5, 1, 2, 3])])
+    (pattern,) = explain(passes["MatMulAdd"], graph)
+    (cand,) = pattern.candidates
+    assert cand.rewritten and cand.reason is None
+    assert (cand.depth, cand.size) == (5, 5)
+    assert cand.matched_nodes == ["mm", "add"]
+    assert [c.candidate for c in pattern.rewrites] == ["add"]
+    assert {str(b) for b in cand.bindings} == {"input_0=x:0", "input_1=w:0", "MatMul=mm",
+                                              "input_2=b:0", "Add=add"}
+    lines = format_explanations([pattern])
+    assert "  rewrite at 'add': mm, add" in lines
+    assert [m.nodes for m in find_matches(passes["MatMulAdd"], graph)] == [
+        [graph.find_node_by_name("mm"), graph.find_node_by_name("add")]]
+
+
+def test_partial_matches_are_ranked_by_depth(passes) -> None:
+    # relu1 fails at its input (depth 1), relu2 one node deeper (depth 2), relu3 matches
+    graph = _graph([helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+                    helper.make_node("Relu", ["s"], ["r1"], name="relu1"),
+                    helper.make_node("Exp", ["x"], ["e"], name="exp"),
+                    helper.make_node("Neg", ["e"], ["n2"], name="neg2"),
+                    helper.make_node("Relu", ["n2"], ["r2"], name="relu2"),
+                    helper.make_node("Abs", ["x"], ["a"], name="abs"),
+                    helper.make_node("Neg", ["a"], ["n3"], name="neg3"),
+                    helper.make_node("Relu", ["n3"], ["r3"], name="relu3")],
+                   [("r1", [2, 4]), ("r2", [2, 4]), ("r3", [2, 4])])
+    (pattern,) = explain(passes["ReluNegAbs"], graph)
+    assert [c.candidate for c in pattern.candidates] == ["relu1", "relu2", "relu3"]
+    assert [(c.candidate, c.depth) for c in pattern.closest] == [("relu2", 2), ("relu1", 1)]
+    assert [c.candidate for c in pattern.rewrites] == ["relu3"]
+    assert pattern.closest[0].reason is not None
+    assert pattern.closest[0].reason.target_node == "exp"
+    lines = format_explanations([pattern], top=1)
+    assert any("1. 'relu2': depth 2/4: op type" in line for line in lines)
+    assert not any("relu1" in line for line in lines)
+    data = pattern.as_dict(top=1)
+    assert [c["candidate"] for c in data["closest"]] == ["relu2"]
+    assert data["not_rewritten"] == 2 and data["rewrite_count"] == 1
+
+
+def test_node_as_anchor_and_as_non_anchor(passes) -> None:
+    graph = _graph([helper.make_node("Abs", ["x"], ["a"], name="abs"),
+                    helper.make_node("Neg", ["a"], ["n"], name="neg"),
+                    helper.make_node("Relu", ["n"], ["y"], name="relu"),
+                    helper.make_node("Relu", ["x"], ["z"], name="other")],
+                   [("y", [2, 4]), ("z", [2, 4])])
+    (pattern,) = explain(passes["ReluNeg"], graph, node="relu")
+    assert pattern.node == "relu" and pattern.note is None
+    assert [(c.candidate, c.role) for c in pattern.candidates] == [("relu", "anchor")]
+    (pattern,) = explain(passes["ReluNeg"], graph, node="neg")
+    assert [(c.candidate, c.role) for c in pattern.candidates] == [("relu", "non-anchor")]
+    assert pattern.note is not None and "'neg' (Neg) is not a candidate" in pattern.note
+    assert "1 candidate(s) bind it" in pattern.note
+    (pattern,) = explain(passes["ReluNeg"], graph, node="abs")
+    assert pattern.candidates == []  # a pattern input's producer is not part of a match
+    assert pattern.note is not None and "no candidate's closest match binds it" in pattern.note
+    with pytest.raises(GraphError, match="no node named 'nope'"):
+        explain(passes["ReluNeg"], graph, node="nope")
+
+
+def test_missing_shapes_make_meet_requirements_undecided(passes) -> None:
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+             helper.make_node("Add", ["mm", "b"], ["y"], name="add")]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 4])],
+                          [helper.make_tensor_value_info("y", F32, None)],
+                          [const("w", np.eye(4)), const("b", [0.5, 1, 2, 3])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = ge.graph.load(proto)  # no shape inference: the MatMul's output is unknown
+    cand = _one(explain(passes["NeedsRank2"], graph), "add")
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    (warning,) = cand.warnings
+    assert "shape or type information is missing" in warning
+    assert "output 0 of 'mm'" in warning
+    # typed, the same check is decided (and passes): no warning
+    typed = load(onnx.shape_inference.infer_shapes(proto))
+    assert infer_shapes_for_explain(typed) is None
+    assert _one(explain(passes["NeedsRank2"], typed), "add").rewritten
+
+
+def test_no_candidate_and_the_graph_is_unchanged(passes) -> None:
+    graph = _graph([helper.make_node("Abs", ["x"], ["y"], name="abs")], [("y", [2, 4])])
+    before = graph.mutation_count
+    (pattern,) = explain(passes["ReluNeg"](), graph)
+    assert pattern.candidates == []
+    assert pattern.note is not None and "has no Relu node" in pattern.note
+    assert graph.mutation_count == before
+
+
+def test_rejects_what_is_not_a_pattern_pass() -> None:
+    from ge.passes import FusionBasePass
+
+    class Plain(FusionBasePass):
+        def run(self, graph, context):
+            return True
+
+    with pytest.raises(TypeError, match="PatternFusionPass"):
+        explain(Plain, ge.graph.Graph("g"))
+
+
+@pytest.mark.builtin_passes
+@pytest.mark.parametrize("name", ["vit_tiny", "distilbert_tiny", "t5_encoder_tiny",
+                                  "mobilenet_like_bn", "gelu_mlp_opset20"])
+def test_builtin_passes_on_real_models_agree_with_find_matches(name: str) -> None:
+    """Every refusal of the matcher is explained by a named check, and the explained rewrites
+    are exactly what `find_matches` finds."""
+    from ge.compiler.builtin import BUILTIN_PASSES
+    from ge.es.opset import opset_scope
+    from ge.passes.base import PatternFusionPass
+    from model_paths import shared_model
+
+    graph = ge.graph.load(shared_model(name))
+    assert infer_shapes_for_explain(graph) is None
+    for cls in BUILTIN_PASSES:
+        if not issubclass(cls, PatternFusionPass):
+            continue
+        explained = explain(cls, graph, subgraphs=False)
+        kinds = {c.reason.kind for e in explained for c in e.candidates if c.reason}
+        assert "unexplained" not in kinds, (cls.__name__, kinds)
+        rewrites = [c.matched_nodes for e in explained for c in e.rewrites]
+        with opset_scope(graph.opset_imports):
+            found = [[n.name for n in m.nodes] for m in find_matches(cls, graph)]
+        assert rewrites == found, cls.__name__
+
+
+def test_an_attribute_default_without_a_schema_is_a_warning(write) -> None:
+    path = write("plugins/custom_k.py", CUSTOM)
+    report = PluginLoader().load_paths([path], parse_options({}))
+    (plugin,) = report.plugins
+    (descriptor,) = plugin.descriptors
+    nodes = [helper.make_node("MyOp", ["x"], ["y"], name="target", domain="my.ops")]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2])],
+                          [helper.make_tensor_value_info("y", F32, [2])]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.ops", 1)])
+    graph = ge.graph.load(proto)
+    cand = _one(explain(descriptor.cls, graph), "target")
+    assert cand.reason is not None and cand.reason.kind == "attribute"
+    assert cand.reason.details == {"name": "k", "expected": 1, "found": None}
+    assert "target node 'target' has it unset" in cand.reason.message
+    (warning,) = cand.warnings
+    assert "the schema of my.ops.MyOp is not known" in warning
