@@ -8,26 +8,15 @@ files import it with `from plugin_fixtures import insert_identity`)."""
 
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-import ge.compiler
 import ge.compiler.builtin
 from ge.graph import DataType, Format, Graph, Node, TensorDesc
-from ge.passes import clear_registered_passes
-from ge.passes.bootstrap import ENV_PY_PASS_PATH
-from ge.passes.loader import unload_all
-
-
-def _reset() -> None:
-    ge.compiler.finalize()
-    unload_all()
-    clear_registered_passes()
+from ge.testing.isolation import isolated_plugin_state
 
 
 @pytest.fixture(autouse=True)
@@ -35,26 +24,16 @@ def clean_plugin_state(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    """Each test starts and ends with no plugins, no registrations, sys.path as it was.
+    """Each test starts and ends with no plugins, no registrations, sys.path as it was
+    (`ge.testing.isolated_plugin_state`, what the `ge_isolated` fixture does).
 
     In-process compilations run the plugin passes alone, so a test about scheduling or a
     pattern pass sees only its own passes; a test marked `builtin_passes` gets the built-in
     passes as users do (subprocess tests choose with `--no-builtin`)."""
-    monkeypatch.delenv(ENV_PY_PASS_PATH, raising=False)
     if request.node.get_closest_marker("builtin_passes") is None:
         monkeypatch.setattr(ge.compiler.builtin, "BUILTIN_PASSES", ())
-    saved_path = list(sys.path)
-    _reset()
-    yield
-    _reset()
-    sys.path[:] = saved_path
-    base = os.path.realpath(tmp_path_factory.getbasetemp())
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if name.startswith("_ge_py_pass_") or (
-            isinstance(file, str) and os.path.realpath(file).startswith(base + os.sep)
-        ):
-            del sys.modules[name]
+    with isolated_plugin_state(module_roots=[tmp_path_factory.getbasetemp()]):
+        yield
 
 
 @pytest.fixture

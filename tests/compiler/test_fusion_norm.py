@@ -24,7 +24,7 @@ from builtin_helpers import (
     ort_run,
     vi,
 )
-from onnx import helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import ge
@@ -423,3 +423,37 @@ def test_compiling_fuses_a_layer_norm_and_verifies(tmp_path: Path) -> None:
     assert [o.name for o in saved.graph.output] == ["y"]
     disabled = ge.compile(source, disable=["LayerNormFusion"])
     assert "LayerNormalization" not in disabled.report.ops_after
+
+
+def test_a_layer_norm_hidden_behind_foldable_constants_fuses_in_the_optimisation_rounds(
+        ) -> None:
+    """Its epsilon is a Div of two constants and x - mean is computed twice: the fusion step
+    cannot see the pattern, the origin-graph rounds (folding, CSE, then the catalog) do."""
+    f = onnx.TensorProto.FLOAT
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1], keepdims=1),
+        helper.make_node("Sub", ["x", "mean"], ["d1"]),
+        helper.make_node("Sub", ["x", "mean"], ["d2"]),
+        helper.make_node("Pow", ["d1", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1], keepdims=1),
+        helper.make_node("Div", ["eps_num", "eps_den"], ["eps"]),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["std"]),
+        helper.make_node("Div", ["d2", "std"], ["normed"]),
+        helper.make_node("Mul", ["normed", "gamma"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "beta"], ["y"]),
+    ]
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in [
+        ("two", 2.0), ("eps_num", 1e-4), ("eps_den", 10.0),
+        ("gamma", rng.standard_normal(8)), ("beta", rng.standard_normal(8))]]
+    source = helper.make_model(
+        helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", f, [2, 3, 8])],
+                          [helper.make_tensor_value_info("y", f, [2, 3, 8])], inits),
+        opset_imports=[helper.make_opsetid("", 17)])
+    result = ge.compile(source, verify=True)
+    assert result.verification is not None and result.verification.ok
+    assert result.report.ops_after.get("LayerNormalization") == 1
+    assert {"ReduceMean", "Sub", "Sqrt"}.isdisjoint(result.report.ops_after)
+    fused = [r for r in result.report.records if r.pass_name == "LayerNormFusion" and r.changed]
+    assert [r.stage for r in fused] == ["OriginGraphOptimize"]

@@ -197,10 +197,20 @@ class Scheduler:
             return
         if not entries:
             return
+        # The fusion catalog runs in every round too, before dead-code elimination: folding,
+        # deduplication and CSE expose patterns the fusion step could not see (an epsilon
+        # computed from constants, a subtraction computed twice).
+        fusions = [e for e in self._registry.for_step("builtin_fusion")
+                   if e.name not in self._disabled]
+        if fusions and entries[-1].name == "DeadCodeElimination":
+            entries = [*entries[:-1], *fusions, entries[-1]]
+        else:
+            entries = [*entries, *fusions]
+        label = step_label(step)
         changing: list[str] = []
         for round_ in range(1, self._max_rounds + 1):
             self._invocation.round = round_
-            changing = [e.name for e in entries if self._run_everywhere(e, graph)]
+            changing = [e.name for e in entries if self._run_everywhere(e, graph, label)]
             if not changing:
                 self.fixed_point = FixedPointRecord(round_, True)
                 break
@@ -212,10 +222,11 @@ class Scheduler:
                 f"{', '.join(changing)}"), stacklevel=2)
         self._invocation.round = 0
 
-    def _run_everywhere(self, entry: RegisteredPass, graph: Graph) -> bool:
-        """Run one pass on the root graph, then on every live subgraph; whether it changed
-        anything."""
-        stage = entry.stage_label
+    def _run_everywhere(self, entry: RegisteredPass, graph: Graph,
+                        stage: str | None = None) -> bool:
+        """Run one pass on the root graph, then on every live subgraph (reported under
+        `stage`, by default the pass's own); whether it changed anything."""
+        stage = stage or entry.stage_label
         instance = self._instances.get(entry.name)
         if instance is None:
             try:
@@ -223,31 +234,32 @@ class Scheduler:
             except PassRunError as err:
                 self._skip_or_raise(err, entry, graph, graph)
                 return False
-        changed = self._invoke(entry, instance, graph, graph)
+        changed = self._invoke(entry, instance, graph, graph, stage)
         # Listed after the root run (the pass may have added or removed bodies), and each
         # checked again before its run: a body an earlier run removed is dead.
         for target in _subgraphs(graph):
             if is_live(target, graph):
-                changed = self._invoke(entry, instance, target, graph) or changed
+                changed = self._invoke(entry, instance, target, graph, stage) or changed
         return changed
 
-    def _invoke(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph) -> bool:
+    def _invoke(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
+                stage: str) -> bool:
         try:
-            record = self._invocation.run(entry, instance, target, root, entry.stage_label)
+            record = self._invocation.run(entry, instance, target, root, stage)
         except PassRunError as err:
-            self._skip_or_raise(err, entry, target, root)
+            self._skip_or_raise(err, entry, target, root, stage)
             return False
         self._record(record, root)
         return record.changed
 
     def _skip_or_raise(self, err: PassRunError, entry: RegisteredPass, target: Graph,
-                       root: Graph) -> None:
+                       root: Graph, stage: str | None = None) -> None:
         if not self._skip_failures:
             raise err
         warnings.warn(CompileWarning(f"pass {entry.name} rolled back and skipped "
                                      f"(on_pass_failure=skip): {err}"), stacklevel=2)
         self._record(PassRunRecord(
-            pass_name=entry.name, stage=entry.stage_label, graph_name=target.name,
+            pass_name=entry.name, stage=stage or entry.stage_label, graph_name=target.name,
             outcome=RunOutcome.FAILED, changed=False, seconds=0.0,
             kind=entry.descriptor.kind, origin=str(entry.origin),
             nodes_before=len(target), nodes_after=len(target), round=self._invocation.round,

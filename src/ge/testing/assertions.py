@@ -1,0 +1,214 @@
+"""Assertions for pass tests, with failure messages that show the graph concerned.
+
+`assert_matches` / `assert_rewrites` count what a pass finds or rewrites and, when the
+count is not the expected one, fail with the matches (or the nodes the pass made) and a
+readable dump of that region of the graph: the nodes concerned marked `*` with their
+neighbours, or the whole graph when it is small. `assert_numerically_equal` runs two models
+on the same inputs (`ge.session.verify`) and lists every output that differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ge.graph import Graph, Node
+from ge.passes.execution import FoundMatch, collect_patterns
+from ge.passes.matcher import Matcher, compile_pattern
+from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
+from ge.passes.rewrite import ORIGIN_PASS
+from ge.testing.regions import describe_region
+from ge.testing.running import (
+    ModelLike,
+    PassLike,
+    _apply,
+    _prepare,
+    as_graph,
+    matches_in,
+    resolve_pass,
+)
+
+if TYPE_CHECKING:
+    from ge.compiler.pass_registry import RegisteredPass
+    from ge.passes.base import FusionBasePass
+    from ge.session.verification import OutputComparison, VerificationReport
+    from ge.testing.passes import PassSet
+
+__all__ = ["assert_matches", "assert_numerically_equal", "assert_rewrites", "describe_matches"]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 'es' if word.endswith('ch') else 's'}"
+
+
+def _node_text(node: Node) -> str:
+    return f"{node.name} ({node.type})"
+
+
+def describe_matches(matches: list[FoundMatch]) -> list[str]:
+    """One line per match: its pattern and its nodes (and in which graph)."""
+    lines = []
+    for number, match in enumerate(matches, 1):
+        owner = match.nodes[0].owner_graph if match.nodes else None
+        where = f" in graph {owner.name}" if owner is not None else ""
+        nodes = ", ".join(_node_text(n) for n in match.nodes)
+        lines.append(f"  match {number}: pattern {match.pattern_name!r}{where}: {nodes}")
+    return lines
+
+
+def _candidates(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph
+                ) -> list[Node]:
+    """Where the pass would look: nodes of its patterns' first output types, or of a
+    decompose pass's op types (best effort: nothing if the patterns cannot be built)."""
+    types: list[tuple[str, str]] = []
+    if entry.descriptor.kind == PASS_KIND_DECOMPOSE:
+        types = [(t, "") for t in entry.descriptor.op_types]
+    elif entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
+        try:
+            from ge.es.opset import opset_scope
+
+            pass_instance: Any = instance or entry.descriptor.cls()
+            config = pass_instance.matcher_config
+            if config is None:
+                from ge.passes.config import PatternMatcherConfig
+
+                config = PatternMatcherConfig()
+            with opset_scope(graph.opset_imports):
+                for pattern in collect_patterns(pass_instance):
+                    types.append(Matcher(compile_pattern(pattern, config), graph).root_type)
+        except Exception:
+            types = []
+    return [n for n in graph.get_all_nodes() if (n.type, n.domain) in set(types)]
+
+
+def assert_matches(pass_: PassLike, model: ModelLike, count: int, *,
+                   passes: PassSet | None = None, options: Mapping[str, str] | None = None,
+                   bodies: bool = True, infer: bool | None = None) -> list[FoundMatch]:
+    """Assert that the pattern pass finds exactly `count` matches in `model` (as
+    `find_matches`: `meet_requirements` and the cycle check applied, nothing rewritten);
+    returns the matches. The failure lists the matches and dumps the region they are in
+    (with no match: where the pass looked)."""
+    __tracebackhide__ = True
+    entry, instance = resolve_pass(pass_, passes)
+    opts = dict(options or {})
+    graph, _ = _prepare(entry, model, opts, infer, in_place=False)
+    found = matches_in(entry, instance, graph, opts, bodies)
+    if len(found) == count:
+        return found
+    marked = [n for m in found for n in m.nodes] or _candidates(entry, instance, graph)
+    title = "the candidates" if not found and marked else "the matches"
+    lines = [f"{entry.name}: expected {_plural(count, 'match')}, found {len(found)} in "
+             f"graph {graph.name!r}", *describe_matches(found),
+             f"{title} in the graph the pass sees:", describe_region(graph, marked)]
+    raise AssertionError("\n".join(lines))
+
+
+def _made_by(graph: Graph, name: str) -> list[Node]:
+    return [n for n in graph.get_all_nodes() if n.get_metadata().get(ORIGIN_PASS) == name]
+
+
+def assert_rewrites(pass_: PassLike, model: ModelLike, count: int, *,
+                    passes: PassSet | None = None, options: Mapping[str, str] | None = None,
+                    bodies: bool = True, infer: bool | None = None,
+                    check: str = "region") -> Graph:
+    """Run the pass as `run_pass` does and assert that it made exactly `count` rewrites
+    (pattern and decompose passes; fusions reported through the context for a
+    `FusionBasePass`); returns the resulting graph. The failure shows the matches in the
+    graph before the pass and the nodes the pass made after it, each with its region."""
+    __tracebackhide__ = True
+    entry, instance = resolve_pass(pass_, passes)
+    opts = dict(options or {})
+    graph, typed = _prepare(entry, model, opts, infer, in_place=False)
+    before = graph.clone()
+    result = _apply(entry, instance, graph, opts, typed=typed, bodies=bodies, check=check)
+    made = result.rewrite_count
+    if made == count:
+        return result.graph
+    what = "fusion" if entry.descriptor.kind == "fusion_base" else "rewrite"
+    lines = [f"{entry.name}: expected {_plural(count, what)}, made {made}"
+             + (f" ({_plural(result.matches, 'match')} found)"
+                if entry.descriptor.kind != "fusion_base" else "")]
+    marked: list[Node] = []
+    if entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
+        try:
+            found = matches_in(entry, None, before, opts, bodies)
+        except Exception as exc:  # the hooks failed on a second look: say so, go on
+            found = []
+            lines.append(f"  (finding the matches again failed: {exc})")
+        lines += describe_matches(found)
+        marked = [n for m in found for n in m.nodes] or _candidates(entry, instance, before)
+    elif entry.descriptor.kind == PASS_KIND_DECOMPOSE:
+        marked = _candidates(entry, instance, before)
+    lines += ["before the pass:", describe_region(before, marked)]
+    new = _made_by(result.graph, entry.name)
+    lines += [f"after the pass ({len(new)} node(s) made by {entry.name}):",
+              describe_region(result.graph, new)]
+    raise AssertionError("\n".join(lines))
+
+
+# -- numerics ---------------------------------------------------------------------------------
+
+
+def _model(model: ModelLike) -> Any:
+    import onnx
+
+    if isinstance(model, (Graph, onnx.ModelProto)):
+        return model
+    return as_graph(model)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return f"{value:.7g}" if isinstance(value, float) else str(value)
+
+
+def _difference(out: OutputComparison) -> str:
+    if out.worst_index is None and out.reason:
+        return f"  output {out.name!r}: {out.reason}"
+    text = (f"  output {out.name!r}: max abs diff {out.max_abs_diff:.3g}, max rel diff "
+            f"{out.max_rel_diff:.3g}")
+    if out.worst_index is not None and out.max_abs_diff:
+        text += (f", worst at index {list(out.worst_index)} (expected "
+                 f"{_short(out.expected_value)}, got {_short(out.actual_value)})")
+    text += f"; {out.mismatches} of {out.size} elements beyond tolerance"
+    if not out.dtype_equal:
+        text += f"; dtype {out.actual_dtype} instead of {out.expected_dtype}"
+    return text
+
+
+def _input_text(feeds: Mapping[str, Any]) -> str:
+    parts = []
+    for name, value in feeds.items():
+        array = np.asarray(value)
+        parts.append(f"{name} {array.dtype}{list(array.shape)}")
+    return ", ".join(parts) or "none"
+
+
+def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
+                             inputs: Mapping[str, Any] | None = None, rtol: float = 1e-4,
+                             atol: float = 1e-5, *, seed: int = 0,
+                             dims: Mapping[str, int] | None = None) -> VerificationReport:
+    """Assert that two models (paths, ModelProtos or Graphs) compute the same outputs on
+    the same inputs (generated from `expected`'s input types unless given): every element
+    within `atol + rtol * |expected|`, NaN equal to NaN. Returns the `VerificationReport`;
+    the failure lists each differing output with its largest absolute and relative
+    difference and where it is."""
+    __tracebackhide__ = True
+    from ge.session import compare_outputs, generate_inputs, run_model
+
+    reference, candidate = _model(expected), _model(actual)
+    feeds = (generate_inputs(reference, seed=seed, dims=dims) if inputs is None
+             else dict(inputs))
+    report = compare_outputs(run_model(reference, feeds), run_model(candidate, feeds),
+                             rtol=rtol, atol=atol)
+    if report.ok:
+        return report
+    source = f"generated with seed {seed}" if inputs is None else "given"
+    lines = [f"models differ: {len(report.failures)} of {len(report.outputs)} output(s) beyond "
+             f"tolerance ({report.tolerance()})",
+             *[_difference(out) for out in report.failures],
+             f"inputs ({source}): {_input_text(feeds)}"]
+    raise AssertionError("\n".join(lines))

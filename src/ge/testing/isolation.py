@@ -1,0 +1,77 @@
+"""Plugin isolation: the compiler, the pass registry and the plugin modules reset around a test.
+
+`reset_plugin_state()` finalizes the compiler (its loader unloads the plugins it loaded),
+unloads every plugin the process loaded and forgets every registration.
+`isolated_plugin_state()` does that before and after its block, and also gives back what
+plugins leave in the process: `sys.path` as it was, `ASCEND_GE_PY_PASS_PATH` unset inside
+and restored after, and the plugin modules (`_ge_py_pass_*`, and any module imported from
+inside `module_roots`, such as a test's temporary folders) dropped from `sys.modules`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator, MutableMapping
+from contextlib import contextmanager
+
+__all__ = ["isolated_plugin_state", "purge_plugin_modules", "reset_plugin_state"]
+
+#: The prefix of the module names standalone plugin files are imported under.
+PLUGIN_MODULE_PREFIX = "_ge_py_pass_"
+
+
+def reset_plugin_state() -> None:
+    """Finalize the compiler, unload every plugin and clear the `ge.passes` registry."""
+    import ge.compiler
+    from ge.passes import clear_registered_passes
+    from ge.passes.loader import unload_all
+
+    ge.compiler.finalize()
+    unload_all()
+    clear_registered_passes()
+
+
+def purge_plugin_modules(module_roots: Iterable[str | os.PathLike[str]] = ()) -> list[str]:
+    """Drop plugin modules from `sys.modules`: standalone plugin files and every module whose
+    file lies inside one of `module_roots`; returns the names dropped."""
+    roots = [os.path.realpath(root) for root in module_roots]
+    dropped = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        inside = isinstance(file, str) and any(
+            os.path.realpath(file).startswith(root + os.sep) for root in roots)
+        if name.startswith(PLUGIN_MODULE_PREFIX) or inside:
+            del sys.modules[name]
+            dropped.append(name)
+    return dropped
+
+
+@contextmanager
+def isolated_plugin_state(
+    *,
+    module_roots: Iterable[str | os.PathLike[str]] = (),
+    environ: MutableMapping[str, str] | None = None,
+) -> Iterator[None]:
+    """Run the block with no plugin loaded, no pass registered and no pass path in the
+    environment (`environ`, default `os.environ`), and leave the process so afterwards:
+    `sys.path` restored, plugin modules (and modules from `module_roots`) unimported."""
+    from ge.passes.bootstrap import ENV_PY_PASS_PATH
+
+    env = os.environ if environ is None else environ
+    roots = list(module_roots)
+    saved_path = list(sys.path)
+    saved_env = env.pop(ENV_PY_PASS_PATH, None)
+    reset_plugin_state()
+    try:
+        yield
+    finally:
+        try:
+            reset_plugin_state()
+        finally:
+            sys.path[:] = saved_path
+            purge_plugin_modules(roots)
+            if saved_env is None:
+                env.pop(ENV_PY_PASS_PATH, None)
+            else:
+                env[ENV_PY_PASS_PATH] = saved_env

@@ -1,0 +1,112 @@
+"""Readable dumps of the part of a graph a failure is about.
+
+`describe_region(graph, nodes)` shows the whole graph when it is small, else the given
+nodes and their direct neighbours (producers and consumers), each graph of the hierarchy
+that holds one of them under its own header, in the graph's order, in the notation of
+`Graph.dump_to_stream()`; the given nodes are marked with `*`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ge.errors import GraphError
+from ge.graph import Graph, Node
+from ge.graph.attributes import GRAPH_KINDS, decode_attr
+from ge.graph.dump import _node_line
+
+__all__ = ["SMALL_GRAPH_NODES", "describe_region"]
+
+#: A graph with at most this many nodes (subgraphs included) is shown whole.
+SMALL_GRAPH_NODES = 30
+#: At most this many lines of a large graph are shown when no node is highlighted.
+_MAX_LINES = 40
+
+
+def _order(graph: Graph) -> list[Node]:
+    try:
+        return graph.topological_order()
+    except GraphError:  # a cycle: show it anyway
+        return graph.get_direct_nodes()
+
+
+def _body_graphs(node: Node) -> list[tuple[str, Graph]]:
+    bodies = []
+    for key, stored in node._attrs.items():
+        kind, value = decode_attr(stored)
+        if kind in GRAPH_KINDS:
+            items = value if isinstance(value, list) else [value]
+            for i, sub in enumerate(items):
+                bodies.append((key if not isinstance(value, list) else f"{key}[{i}]", sub))
+    return bodies
+
+
+def _whole(graph: Graph, marked: set[Node], indent: str = "") -> list[str]:
+    lines = [f"{indent}{_header(graph)}"]
+    for node in _order(graph):
+        mark = "* " if node in marked else "  "
+        lines.append(f"{indent}{mark}{_node_line(node)}")
+        for label, sub in _body_graphs(node):
+            lines.append(f"{indent}    {label}:")
+            lines.extend(_whole(sub, marked, indent + "      "))
+    return lines
+
+
+def _header(graph: Graph) -> str:
+    if graph.parent_node is None:
+        opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in graph.opset_imports.items())
+        return f"graph {graph.name} (opset {opsets})"
+    return f"graph {graph.name} (body of {graph.parent_node.name})"
+
+
+def _neighbours(node: Node) -> list[Node]:
+    near = [p[0] for p in node._inputs if p is not None]
+    for index in range(node.get_outputs_size()):
+        near += [consumer for consumer, _ in node.get_out_data_nodes_and_port_indexes(index)]
+    return near
+
+
+def describe_region(graph: Graph, nodes: Iterable[Node] = (), *,
+                    small: int = SMALL_GRAPH_NODES) -> str:
+    """The readable dump of `graph` (small) or of `nodes` and their neighbours (large)."""
+    marked = {n for n in nodes if n.owner_graph is not None}
+    total = len(graph.get_all_nodes())
+    legend = " (* = the nodes concerned)" if marked else ""
+    if total <= small:
+        return "\n".join([f"whole graph, {total} nodes{legend}:", *_whole(graph, marked)])
+    if not marked:
+        lines = _whole(graph, marked)
+        shown = lines[: _MAX_LINES + 1]
+        more = len(lines) - len(shown)
+        tail = [f"  ... ({more} more lines)"] if more > 0 else []
+        return "\n".join([f"graph of {total} nodes, first lines:", *shown, *tail])
+    region: set[Node] = set(marked)
+    for node in marked:
+        region.update(n for n in _neighbours(node) if n.owner_graph is node.owner_graph)
+    by_graph: dict[Graph, list[Node]] = {}
+    for node in region:
+        owner = node.owner_graph
+        assert owner is not None
+        by_graph.setdefault(owner, []).append(node)
+    lines = [f"region of {len(region)} of {total} nodes: the nodes concerned (*) and their "
+             "neighbours:"]
+    for owner in sorted(by_graph, key=_depth_key):
+        members = set(by_graph[owner])
+        lines.append(_header(owner))
+        previous = -1
+        for position, node in enumerate(_order(owner)):
+            if node not in members:
+                continue
+            if position != previous + 1:
+                lines.append("  ...")
+            previous = position
+            mark = "* " if node in marked else "  "
+            lines.append(f"{mark}{_node_line(node)}")
+    return "\n".join(lines)
+
+
+def _depth_key(graph: Graph) -> tuple[int, str]:
+    depth, current = 0, graph
+    while current.parent_graph is not None:
+        depth, current = depth + 1, current.parent_graph
+    return depth, graph.name
