@@ -24,7 +24,7 @@ from builtin_helpers import (
     sidecar_feeds,
     vi,
 )
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import ge
 import ge.compiler.builtin
@@ -277,3 +277,22 @@ def test_a_sum_read_by_an_if_branch_is_fused_and_still_read(tmp_path: Path) -> N
     assert histogram(graph).get("Gemm") == 1
     x = RNG.standard_normal((4, 3)).astype(np.float32)
     assert_fused(graph, source, tmp_path, [{"c": np.array(f), "x": x} for f in (True, False)])
+
+
+def test_a_refused_binding_falls_through_to_the_other_order_of_the_inputs(tmp_path: Path
+                                                                           ) -> None:
+    """Add(MatMul(v, w), MatMul(x, w)): bound first as MatMul(v, w) + C, refused (v is 1-D);
+    the other order, MatMul(x, w) + C with C the [4] vector product, is a valid Gemm."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("MatMul", ["v", "w"], ["vw"], name="mv"),
+             helper.make_node("MatMul", ["x", "w"], ["xw"], name="mm"),
+             helper.make_node("Add", ["vw", "xw"], ["y"], name="add")]
+    source = helper.make_model(
+        helper.make_graph(nodes, "g", [vi("v", F, [4]), vi("x", F, [2, 4])], [vi("y", F, [2, 4])],
+                          [numpy_helper.from_array(rng.standard_normal((4, 4)).astype(
+                              np.float32), "w")]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = load(source)
+    assert run_pass(MatMulAddFusion, graph)
+    assert histogram(graph).get("Gemm") == 1 and histogram(graph).get("MatMul") == 1
+    assert_fused(graph, source, tmp_path)

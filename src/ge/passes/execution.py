@@ -140,20 +140,29 @@ def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
             candidate = queue.popleft()
             if candidate._graph is not graph:
                 continue  # removed by an earlier rewrite
-            match = matcher.match_at(candidate)
-            if match is None:
+            if not _rewrite_first(matcher, candidate, instance, run):
                 continue
-            run.matches += 1
-            if _rewrite(match, instance, run):
-                rewrites += 1
-                if rewrites > cap:
-                    raise RewriteError(
-                        f"pattern {match.pattern.name!r} made {rewrites} rewrites in one sweep "
-                        f"of graph {graph.name!r}: its replacement keeps matching the pattern")
+            rewrites += 1
+            if rewrites > cap:
+                raise RewriteError(
+                    f"pattern {matcher.pattern.name!r} made {rewrites} rewrites in one sweep "
+                    f"of graph {graph.name!r}: its replacement keeps matching the pattern")
     finally:
         unsubscribe()
     run.rewrites += rewrites
     return rewrites
+
+
+def _rewrite_first(matcher: Matcher, candidate: Node, instance: PatternFusionPass,
+                   run: PassRun) -> bool:
+    """Rewrite the first binding at `candidate` the pass accepts. A refused binding (by
+    `meet_requirements` or a cycle) leaves the graph as it was, so the next one (another
+    order of commutative inputs) is tried; whether a rewrite happened."""
+    for match in matcher.matches_at(candidate):
+        run.matches += 1
+        if _rewrite(match, instance, run):
+            return True
+    return False
 
 
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
@@ -246,21 +255,19 @@ def find_matches(pass_or_class: Any, graph: Graph,
         for candidate in _candidates(graph, [op_type], domain):
             if candidate in taken:
                 continue
-            match = matcher.match_at(candidate)
-            if match is None:
-                continue
-            nodes = {n for n in match.bindings.values() if n.type not in CONST_TYPES}
-            if taken.intersection(nodes):
-                continue  # shared constants aside, a node is rewritten once
-            result = MatchResult(match)
-            try:
-                accepted = bool(instance.meet_requirements(result, context))
-            finally:
-                result._invalidate()
-            region = match.region()
-            if not accepted or would_create_cycle(region):
-                continue
-            taken.update(nodes)
-            captured = [match.captured(i) for i in range(len(match.pattern.captures))]
-            found.append(FoundMatch(match.pattern.name, match.nodes, captured))
+            for match in matcher.matches_at(candidate):  # as the sweep: first accepted
+                nodes = {n for n in match.bindings.values() if n.type not in CONST_TYPES}
+                if taken.intersection(nodes):
+                    continue  # shared constants aside, a node is rewritten once
+                result = MatchResult(match)
+                try:
+                    accepted = bool(instance.meet_requirements(result, context))
+                finally:
+                    result._invalidate()
+                if not accepted or would_create_cycle(match.region()):
+                    continue
+                taken.update(nodes)
+                captured = [match.captured(i) for i in range(len(match.pattern.captures))]
+                found.append(FoundMatch(match.pattern.name, match.nodes, captured))
+                break
     return found

@@ -330,7 +330,16 @@ class _Explainer:
         size = len(compiled.nodes)
         explained = CandidateExplanation(self.graph.name, candidate.name, candidate.type, 0,
                                          size, [], None)
-        match = matcher.match_at(candidate)
+        # As the engine: the first full binding the pass accepts; if none, the first refused.
+        matcher.deepest = None
+        match: Match | None = None
+        reason: Reason | None = None
+        for found in matcher.matches_at(candidate):
+            found_reason = self._accept(found, explained.warnings)
+            if match is None or found_reason is None:
+                match, reason = found, found_reason
+            if found_reason is None:
+                break
         if match is None:
             rejection = matcher.deepest
             assert rejection is not None  # a failed search failed at some check
@@ -344,7 +353,7 @@ class _Explainer:
         explained.bindings = _bindings(compiled, match.bindings,
                                        {p: match.inputs[p.index] for p in compiled.inputs})
         explained.matched_nodes = [n.name for n in match.nodes]
-        explained.reason = self._accept(match, explained.warnings)
+        explained.reason = reason
         if explained.reason is None:
             for n in match.nodes:
                 if n.type not in CONST_TYPES:

@@ -227,14 +227,20 @@ class Matcher:
 
     def match_at(self, candidate: Node) -> Match | None:
         """The first valid occurrence whose first output is produced by `candidate`."""
+        return next(self.matches_at(candidate), None)
+
+    def matches_at(self, candidate: Node) -> Iterator[Match]:
+        """Every valid occurrence whose first output is produced by `candidate`, in search
+        order (commutative inputs give one per order): a caller refusing the first (its
+        `meet_requirements`, a cycle) may take the next. The graph must not change while
+        the iterator is used."""
         search = _Search()
         pattern = self.pattern
         for _ in self._node(search, pattern.root, candidate):
             for _ in self._outputs(search, 1):
                 match = self._finish(search)
                 if match is not None:
-                    return match
-        return None
+                    yield match
 
     # -- nodes --------------------------------------------------------------------------
     def _node(self, s: _Search, pnode: PatternNode, target: Node) -> Iterator[None]:
