@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import RegisteredPass
@@ -24,6 +24,7 @@ from ge.ops.inference import infer_node
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
+from ge.passes.matcher import CompiledPattern
 from ge.passes.source import traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
@@ -56,6 +57,8 @@ class Invocation:
     check: str = "region"
     typed: bool = False  # whether outputs must be typed (after shape inference)
     round: int = 0
+    # Each pattern pass instance's compiled patterns, built at its first invocation.
+    patterns: dict[int, tuple[object, list[CompiledPattern]]] = field(default_factory=dict)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -63,7 +66,7 @@ class Invocation:
         context = PassContext(entry.name, self.options)
         if entry.requires and not any(target.nodes_of_type(t) for t in entry.requires):
             return self._nothing_to_do(entry, target, stage)
-        run = PassRun(context, tuple(entry.descriptor.op_types))
+        run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
         before = root.mutation_count
         nodes_before = len(target)
         start = time.perf_counter()

@@ -28,6 +28,7 @@ from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.matcher import (
     CONST_TYPES,
+    CompiledPattern,
     Match,
     Matcher,
     MatchResult,
@@ -67,6 +68,9 @@ class PassRun:
     op_types: tuple[str, ...] = ()  # a DecomposePass's, from its registration
     matches: int = 0
     rewrites: int = 0
+    # The compiled patterns of each pass instance of one compilation (its root graph, then
+    # every body and every round reuse them); None: build them for this invocation.
+    patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
 
 
 def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> object:
@@ -103,13 +107,26 @@ def _replacement_of(instance: PatternFusionPass, result: MatchResult, run: PassR
     return replacement
 
 
-def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
-    # Patterns are built per invocation: a pass may keep what it learns while building them
-    # (which capture plays which role) on the instance, for its later hooks.
+def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[CompiledPattern]:
+    """The instance's patterns, built once per instance and compilation (GE builds a pass's
+    patterns once too): a pass may keep on the instance what it learned while building them
+    (which capture plays which role), so they are never shared between instances."""
+    memo = run.patterns
+    if memo is not None:
+        kept = memo.get(id(instance))
+        if kept is not None and kept[0] is instance:
+            return kept[1]
     config = _config(instance)
+    compiled = [compile_pattern(pattern, config) for pattern in collect_patterns(instance)]
+    if memo is not None:
+        memo[id(instance)] = (instance, compiled)
+    return compiled
+
+
+def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
     changed = False
-    for pattern in collect_patterns(instance):
-        changed |= _sweep(Matcher(compile_pattern(pattern, config), graph), instance, run) > 0
+    for compiled in _compiled_patterns(instance, run):
+        changed |= _sweep(Matcher(compiled, graph), instance, run) > 0
     return SUCCESS if changed else NOT_CHANGED
 
 
