@@ -31,13 +31,21 @@ The 1-rule measurement at N = 10,000 serves both tables. Budget: without `--runs
 and 2 are always made and each further run (up to 3) only when it should end, at the mean
 duration of the runs so far, within 8 minutes of the start (two runs while a run takes
 close to 3 minutes, ge at about 0.8 ms per rewrite and onnxscript's 50 rules at about 20 s).
-Only the rewrite is timed (loading, saving and checking are not), with Python's garbage
-collector on as users run. Every run checks the rewritten graph: N Gemm nodes, no MatMul
-or Add left; the first run of each side, size and rule count with N <= 1,000 also compares
+Only the rewrite is timed (loading, saving and checking are not). Loading runs with the
+collector paused and is followed by `gc.collect()`, so both sides start the timed part from
+the same clean state; the timed part runs with Python's garbage collector ON, at its
+default thresholds, as users run (each child asserts it and reports it). Every collection
+of the timed part is timed through `gc.callbacks` (`common.CollectionTimer`); the third
+table shows the share of the timed part spent in collections (goal for ge at N = 50,000:
+under 10%), the collections per generation and each child's peak RSS. With
+`--without-gc-measures` a third side, "ge (no gc hold)", runs the same pass without
+`ge.graph.allocation.no_full_collections` around it, to show what that hold saves (time,
+collections, memory). Every run checks the rewritten graph: N Gemm nodes, no MatMul or
+Add left; the first run of each side, size and rule count with N <= 1,000 also compares
 onnxruntime's output with the original's within 1e-5.
 
 Run: `make bench` or `.venv/bin/python benchmarks/bench_matcher.py [--sizes 1000 10000
-50000] [--rules 1 10 50] [--rules-size 10000] [--runs 3]`.
+50000] [--rules 1 10 50] [--rules-size 10000] [--runs 3] [--without-gc-measures]`.
 """
 
 from __future__ import annotations
@@ -57,7 +65,17 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rewrite import make_matmul_add_chain
-from common import Row, assert_chain_output_equal, print_table, run_child, sides_available
+from common import (
+    CollectionTimer,
+    Row,
+    assert_chain_output_equal,
+    gc_share_cells,
+    peak_rss_mib,
+    print_columns,
+    print_table,
+    run_child,
+    sides_available,
+)
 
 DEFAULT_SIZES = [1_000, 10_000, 50_000]
 DEFAULT_RULES = [1, 10, 50]
@@ -67,7 +85,10 @@ DEFAULT_BUDGET_S = 480.0  # without --runs, a third run starts only if it should
 NUMERICS_MAX_N = 1_000  # onnxruntime compares outputs up to this size (counts: every run)
 GOAL_N, GOAL_RATIO = 50_000, 0.2  # ge at most 0.2x onnxscript's time at N = 50,000
 GOAL_RULES, GOAL_RULES_RATIO = 50, 1.5  # 50 rules at most 1.5x one rule
+GOAL_GC_SHARE = 0.10  # ge's timed part at N = 50,000: under 10% in garbage collections
 SIDES = ("ge", "onnxscript")
+UNHELD = "ge-no-hold"  # --without-gc-measures: ge without no_full_collections around the pass
+SIDE_NAMES = {"ge": "ge", "onnxscript": "onnxscript", UNHELD: "ge (no gc hold)"}
 PASS_NAME = "BenchMatMulAddToGemm"
 
 #: Roots of the never-matching rules (op types of the graph) and their inner operators
@@ -198,30 +219,61 @@ def check_numerics(original: Path, result: onnx.ModelProto, num_layers: int) -> 
     assert_chain_output_equal(str(original), result.SerializeToString())
 
 
-def child_ge(source: Path, plugin: Path, num_layers: int, verify: bool) -> dict:
+def collector_on() -> dict:
+    """Enable the collector for the timed part (after loading) and say how it is set."""
+    gc.collect()
+    gc.enable()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    return {"collector": "on", "thresholds": list(gc.get_threshold())}
+
+
+def child_ge(source: Path, plugin: Path, num_layers: int, verify: bool,
+             hold: bool = True) -> dict:
     import ge.graph
     from ge.compiler import compile_graph
+    from ge.compiler.scheduler import PipelineObserver
+
+    if not hold:  # what the pass costs without ge's gc measure (--without-gc-measures)
+        import contextlib
+
+        import ge.compiler.invocation
+
+        ge.compiler.invocation.no_full_collections = contextlib.nullcontext  # type: ignore
+
+    finished: dict[str, float] = {}
+
+    class PassEnd(PipelineObserver):
+        def pass_finished(self, record, graph) -> None:
+            if record.pass_name == PASS_NAME:
+                finished[PASS_NAME] = time.perf_counter()
 
     gc.disable()
     graph = ge.graph.load(source)
-    gc.collect()
-    gc.enable()
-    start = time.perf_counter()
-    report = compile_graph(graph, pass_paths=[plugin],
-                           steps={"infer_shape": None, "final_validation": None})
-    compile_seconds = time.perf_counter() - start
+    state = collector_on()
+    with CollectionTimer() as timer:
+        start = time.perf_counter()
+        report = compile_graph(graph, pass_paths=[plugin], observers=[PassEnd()],
+                               steps={"infer_shape": None, "final_validation": None})
+        end = time.perf_counter()
+    compile_seconds = end - start
     assert not report.skipped_plugins, f"ge: plugin skipped: {report.skipped_plugins}"
     records = [r for r in report.records if r.pass_name == PASS_NAME]
     assert len(records) == 1, f"ge: {len(records)} runs of {PASS_NAME}"
     record = records[0]
     assert record.rewrites == num_layers, f"ge: {record.rewrites} rewrites for {num_layers}"
     check_counts(Counter(node.type for node in graph.get_all_nodes()), num_layers, "ge")
+    # The pass's own window: the record's seconds, ending when the observer heard of it.
+    pass_end = finished[PASS_NAME]
+    in_pass = timer.report(pass_end - record.seconds, pass_end)
+    in_compile = timer.report(start, end)
+    peak = peak_rss_mib()
     if verify:
         with tempfile.TemporaryDirectory() as tmp:
             graph.save(Path(tmp) / "rewritten.onnx")
             check_numerics(source, onnx.load(Path(tmp) / "rewritten.onnx"), num_layers)
     return {"seconds": record.seconds, "rewrites": record.rewrites,
-            "compile_seconds": compile_seconds}
+            "compile_seconds": compile_seconds, **in_pass,
+            "compile_gc_seconds": in_compile["gc_seconds"], "peak_mib": peak, **state}
 
 
 def child_onnxscript(source: Path, num_rules: int, num_layers: int, verify: bool) -> dict:
@@ -230,16 +282,21 @@ def child_onnxscript(source: Path, num_rules: int, num_layers: int, verify: bool
     gc.disable()
     model = ir.load(source)
     rules = onnxscript_rule_set(num_rules)
-    gc.collect()
-    gc.enable()
-    start = time.perf_counter()
-    rewrites = rules.apply_to_model(model)
-    seconds = time.perf_counter() - start
+    state = collector_on()
+    with CollectionTimer() as timer:
+        start = time.perf_counter()
+        rewrites = rules.apply_to_model(model)
+        end = time.perf_counter()
+    seconds = end - start
+    collections = timer.report(start, end)
+    peak = peak_rss_mib()
     assert rewrites == num_layers, f"onnxscript: {rewrites} rewrites for {num_layers}"
     check_counts(Counter(node.op_type for node in model.graph), num_layers, "onnxscript")
     if verify:
         check_numerics(source, ir.to_proto(model), num_layers)
-    return {"seconds": seconds, "rewrites": rewrites, "compile_seconds": seconds}
+    return {"seconds": seconds, "rewrites": rewrites, "compile_seconds": seconds,
+            **collections, "compile_gc_seconds": collections["gc_seconds"],
+            "peak_mib": peak, **state}
 
 
 # -- the comparison --------------------------------------------------------------------------
@@ -259,14 +316,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None,
                         help="fresh processes per side and task (default: up to "
                              f"{DEFAULT_RUNS}, the third only within {DEFAULT_BUDGET_S:.0f} s)")
+    parser.add_argument("--without-gc-measures", action="store_true",
+                        help="add a side: ge without its full-collection hold around the "
+                             "pass (at the sizes of the first table)")
     parser.add_argument("--child", nargs=6,
                         metavar=("SIDE", "MODEL", "PLUGIN", "RULES", "N", "VERIFY"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         side, model, plugin, k, n, verify = args.child
-        if side == "ge":
-            out = child_ge(Path(model), Path(plugin), int(n), verify == "1")
+        if side in ("ge", UNHELD):
+            out = child_ge(Path(model), Path(plugin), int(n), verify == "1",
+                           hold=side == "ge")
         else:
             out = child_onnxscript(Path(model), int(k), int(n), verify == "1")
         print(json.dumps(out))
@@ -279,6 +340,10 @@ def main() -> int:
     rules_n = args.rules_size
     tasks = list(dict.fromkeys([(n, 1) for n in sizes] + [(rules_n, k) for k in rule_counts]))
     seconds: dict[Key, list[float]] = {(s, n, k): [] for s in sides for n, k in tasks}
+    reports: dict[Key, list[dict]] = {(s, n, k): [] for s in sides for n, k in tasks}
+    if args.without_gc_measures:
+        for n in sizes:
+            seconds[UNHELD, n, 1], reports[UNHELD, n, 1] = [], []
     runs = args.runs or DEFAULT_RUNS
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -299,27 +364,60 @@ def main() -> int:
                     break
             for n, k in tasks:
                 # Alternate which side goes first, so neither always runs on a warmer machine.
-                for side in sides if run % 2 == 0 else sides[::-1]:
+                task_sides = [s for s in (*sides, UNHELD) if (s, n, k) in seconds]
+                for side in task_sides if run % 2 == 0 else task_sides[::-1]:
                     verify = run == 0 and n <= NUMERICS_MAX_N
                     out = run_child(__file__, side, str(models[n]), str(plugins[k]), str(k),
                                     str(n), "1" if verify else "0")
                     seconds[side, n, k].append(out["seconds"])
+                    reports[side, n, k].append(out)
                     extra = (f"  (compile_graph {out['compile_seconds']:.2f} s)"
-                             if side == "ge" else "")
+                             if side != "onnxscript" else "")
                     print(f"run {run + 1}/{runs}  N={n:>6,}  {k:>2} rule{'s' if k > 1 else ' '}  "
                           f"{side:<10} {out['seconds']:7.3f} s  "
-                          f"{out['seconds'] / n * 1e6:6.0f} µs/rewrite{extra}", flush=True)
+                          f"{out['seconds'] / n * 1e6:6.0f} µs/rewrite  "
+                          f"gc {out['gc_seconds'] / out['seconds']:5.1%}{extra}", flush=True)
     print(f"total {time.perf_counter() - started:.0f} s")
     print_rows(sizes, rule_counts, rules_n, sides, seconds)
+    print_collections(reports)
     return 0
+
+
+def print_collections(reports: dict[Key, list[dict]]) -> None:
+    """The share of each side's timed part spent in garbage collections, collector on."""
+    rows = []
+    for (side, n, k), outs in sorted(reports.items(), key=lambda item: (item[0][2],
+                                                                       item[0][1])):
+        if not outs:
+            continue
+        cells = gc_share_cells([o["seconds"] for o in outs], [o["gc_seconds"] for o in outs],
+                               [o["gc_counts"] for o in outs])
+        share = statistics.median(o["gc_seconds"] / o["seconds"] for o in outs)
+        goal = ""
+        if side == "ge" and n == GOAL_N and k == 1:
+            goal = f"< {GOAL_GC_SHARE:.0%} " + ("met" if share < GOAL_GC_SHARE else "missed")
+        peak = min(o["peak_mib"] for o in outs), statistics.median(o["peak_mib"] for o in outs)
+        rows.append([f"N={n:,}, {k} rule{'s' if k > 1 else ''}", SIDE_NAMES[side], *cells,
+                     f"{peak[0]:.0f} / {peak[1]:.0f} MiB", goal])
+    print_columns("Garbage collections during the timed part (collector on, default "
+                  f"thresholds {tuple(reports_thresholds(reports))})",
+                  ["task", "side", "time min / median", "in collections min / median",
+                   "share min / median", "collections gen 0 / 1 / 2", "peak RSS min / median",
+                   "goal"], rows,
+                  caption="ge's timed part is the pass invocation (PassRunRecord.seconds); "
+                          "onnxscript's is apply_to_model")
+
+
+def reports_thresholds(reports: dict[Key, list[dict]]) -> list[int]:
+    return next((o["thresholds"] for outs in reports.values() for o in outs), [])
 
 
 def print_rows(sizes: list[int], rule_counts: list[int], rules_n: int,
                sides: tuple[str, ...], seconds: dict[Key, list[float]]) -> None:
     stats = {"min": min, "median": statistics.median}
     if "onnxscript" not in sides:
-        for (_, n, k), times in seconds.items():
-            print(f"N={n:,}, {k} rules: ge {min(times):.3f} s (min), "
+        for (side, n, k), times in seconds.items():
+            print(f"N={n:,}, {k} rules: {SIDE_NAMES[side]} {min(times):.3f} s (min), "
                   f"{statistics.median(times):.3f} s (median)")
         return
     rows = []

@@ -19,12 +19,22 @@ Each run of each side is a fresh interpreter; the sides alternate, and the table
 min and median over the runs, as ratios to the peer measured in the same run. Without
 `--runs`, up to 3 runs are made, the third only when it should end within 4.5 minutes of
 the start (two while ge is slow at N=50,000). Only the rewrite is timed (loading, saving
-and checking are not), with Python's garbage collector on as users run. The first run of
-each side and size checks the result: N Gemm nodes, no MatMul or Add left, and (for
-N <= 5,000) onnxruntime's output equal to the original's within 1e-5.
+and checking are not). Loading runs with the collector paused and is followed by
+`gc.collect()`, so both sides start from the same clean state; the timed rewrite runs with
+Python's garbage collector ON at its default thresholds, as users run (each child asserts
+it). ge's rewrite here calls the graph API directly, outside any pass, so no collector
+measure of ge's compiler applies to it. Every collection of the timed part is timed through
+`gc.callbacks` (`common.CollectionTimer`), and a second table shows the share of the timed
+part spent in collections (goal for ge at N = 50,000: under 10%), the collections per
+generation and each child's peak RSS. With `--with-hold` a third side, "ge-held", runs
+the same rewrite inside `ge.graph.allocation.no_full_collections()` (what every pass
+invocation of ge's compiler gets), to show what the hold does for a bulk rewrite written
+against the graph API. The first run of each side and size checks the
+result: N Gemm nodes, no MatMul or Add left, and (for N <= 5,000) onnxruntime's output
+equal to the original's within 1e-5.
 
 Run: `make bench` or
-`.venv/bin/python benchmarks/bench_rewrite.py [--sizes 5000 50000] [--runs 3]`.
+`.venv/bin/python benchmarks/bench_rewrite.py [--sizes 5000 50000] [--runs 3] [--with-hold]`.
 """
 
 from __future__ import annotations
@@ -44,13 +54,25 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Row, assert_chain_output_equal, print_table, run_child, sides_available
+from common import (
+    CollectionTimer,
+    Row,
+    assert_chain_output_equal,
+    gc_share_cells,
+    peak_rss_mib,
+    print_columns,
+    print_table,
+    run_child,
+    sides_available,
+)
 
 DEFAULT_RUNS = 3
 DEFAULT_BUDGET_S = 270.0  # without --runs, a further run starts only if it should end by then
 REWRITES_PER_ORDER = 1_000  # ask for the topological order after this many rewrites
 NUMERICS_MAX_N = 5_000  # onnxruntime compares outputs up to this size (counts: every size)
 SIDES = ("ge", "onnxscript")
+HELD = "ge-held"  # --with-hold: ge's rewrite inside no_full_collections()
+GOAL_N, GOAL_GC_SHARE = 50_000, 0.10  # ge at N = 50,000: under 10% in garbage collections
 
 
 def make_matmul_add_chain(num_layers: int) -> onnx.ModelProto:
@@ -159,7 +181,7 @@ def check_result(original: Path, result: onnx.ModelProto, num_layers: int) -> No
 def child(side: str, source: Path, num_layers: int, verify: bool) -> None:
     """Load (collector off, outside the timing), rewrite (collector on, timed), check."""
     gc.disable()
-    if side == "ge":
+    if side in ("ge", HELD):
         import ge.graph
 
         subject = ge.graph.load(source)
@@ -170,17 +192,30 @@ def child(side: str, source: Path, num_layers: int, verify: bool) -> None:
         rules = gemm_rule_set()
     gc.collect()
     gc.enable()
-    start = time.perf_counter()
-    rewrites = rewrite_with_ge(subject) if side == "ge" else rules.apply_to_model(subject)
-    seconds = time.perf_counter() - start
-    report = {"seconds": seconds, "rewrites": rewrites, "sort_seconds": 0.0}
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    thresholds = list(gc.get_threshold())
+    with CollectionTimer() as timer:
+        start = time.perf_counter()
+        if side == HELD:
+            from ge.graph.allocation import no_full_collections
+
+            with no_full_collections():
+                rewrites = rewrite_with_ge(subject)
+        else:
+            rewrites = (rewrite_with_ge(subject) if side == "ge"
+                        else rules.apply_to_model(subject))
+        end = time.perf_counter()
+    seconds = end - start
+    report = {"seconds": seconds, "rewrites": rewrites, "sort_seconds": 0.0,
+              **timer.report(start, end), "peak_mib": peak_rss_mib(), "collector": "on",
+              "thresholds": thresholds}
     if side == "onnxscript":
         start = time.perf_counter()
         subject.graph.sort()
         report["sort_seconds"] = time.perf_counter() - start
     assert rewrites == num_layers, f"{side}: {rewrites} rewrites for {num_layers} layers"
     if verify:
-        if side == "ge":
+        if side != "onnxscript":
             with tempfile.TemporaryDirectory() as tmp:
                 subject.save(Path(tmp) / "rewritten.onnx")
                 result = onnx.load(Path(tmp) / "rewritten.onnx")
@@ -198,6 +233,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None,
                         help="fresh processes per side and size (default: up to "
                              f"{DEFAULT_RUNS}, the third only within {DEFAULT_BUDGET_S:.0f} s)")
+    parser.add_argument("--with-hold", action="store_true",
+                        help="add a side: ge's rewrite inside no_full_collections()")
     parser.add_argument("--child", nargs=4, metavar=("SIDE", "MODEL", "N", "VERIFY"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -206,8 +243,11 @@ def main() -> int:
         child(side, Path(model), int(n), verify == "1")
         return 0
     sides = sides_available(SIDES)
+    if args.with_hold:
+        sides = (*sides, HELD)
     sizes = sorted(set(args.sizes))
     per_rewrite: dict[tuple[str, int], list[float]] = {(s, n): [] for s in sides for n in sizes}
+    reports: dict[tuple[str, int], list[dict]] = {(s, n): [] for s in sides for n in sizes}
     sort_us: dict[int, list[float]] = {n: [] for n in sizes}
     runs = args.runs or DEFAULT_RUNS
     started = time.perf_counter()
@@ -229,13 +269,38 @@ def main() -> int:
                     out = run_child(__file__, side, str(models[n]), str(n),
                                     "1" if run == 0 else "0")
                     per_rewrite[side, n].append(out["seconds"] / n * 1e6)
+                    reports[side, n].append(out)
                     if side == "onnxscript":
                         sort_us[n].append(out["sort_seconds"] * 1e6)
                     print(f"run {run + 1}/{runs}  N={n:,}  {side:<10} "
-                          f"{out['seconds']:7.2f} s  {out['seconds'] / n * 1e6:6.0f} µs/rewrite",
-                          flush=True)
+                          f"{out['seconds']:7.2f} s  {out['seconds'] / n * 1e6:6.0f} µs/rewrite"
+                          f"  gc {out['gc_seconds'] / out['seconds']:5.1%}", flush=True)
     print_rows(sizes, sides, per_rewrite, sort_us)
+    print_collections(reports)
     return 0
+
+
+def print_collections(reports: dict[tuple[str, int], list[dict]]) -> None:
+    """The share of each side's timed rewrite spent in garbage collections, collector on."""
+    rows = []
+    for (side, n), outs in sorted(reports.items(), key=lambda item: (item[0][1], item[0][0])):
+        if not outs:
+            continue
+        cells = gc_share_cells([o["seconds"] for o in outs], [o["gc_seconds"] for o in outs],
+                               [o["gc_counts"] for o in outs])
+        share = statistics.median(o["gc_seconds"] / o["seconds"] for o in outs)
+        goal = ""
+        if side == "ge" and n == GOAL_N:
+            goal = f"< {GOAL_GC_SHARE:.0%} " + ("met" if share < GOAL_GC_SHARE else "missed")
+        peaks = [o["peak_mib"] for o in outs]
+        rows.append([f"N={n:,}", side, *cells,
+                     f"{min(peaks):.0f} / {statistics.median(peaks):.0f} MiB", goal])
+    thresholds = next((o["thresholds"] for outs in reports.values() for o in outs), [])
+    print_columns("Garbage collections during the timed rewrite (collector on, default "
+                  f"thresholds {tuple(thresholds)})",
+                  ["task", "side", "time min / median", "in collections min / median",
+                   "share min / median", "collections gen 0 / 1 / 2", "peak RSS min / median",
+                   "goal"], rows)
 
 
 def print_rows(sizes: list[int], sides: tuple[str, ...],
@@ -253,6 +318,11 @@ def print_rows(sizes: list[int], sides: tuple[str, ...],
         for stat, fn in stats.items():
             rows.append(Row(f"N={n:,}: per rewrite ({stat})", fn(ge_times),
                             "onnxscript rewriter", fn(peer), unit="µs"))
+        if HELD in sides:
+            for stat, fn in stats.items():
+                rows.append(Row(f"N={n:,}: per rewrite ({stat}), ge in no_full_collections",
+                                fn(per_rewrite[HELD, n]), "onnxscript rewriter", fn(peer),
+                                unit="µs"))
         # Peer + N/1,000 sorts, each run's own sort time: the same work as ge's order queries.
         sorts = n // REWRITES_PER_ORDER
         if sorts:

@@ -137,3 +137,80 @@ def sides_available(sides: tuple[str, ...]) -> tuple[str, ...]:
         print("onnxscript is not installed (pip install -e '.[bench]'); measuring ge alone")
         return ("ge",)
     return sides
+
+
+class CollectionTimer:
+    """Every garbage collection of this process while active, timed through `gc.callbacks`:
+    (start, end, generation) by `time.perf_counter`, so the share of a timed part spent in
+    collections can be read afterwards (`seconds_between`). The collector itself is left
+    as it is (on, as users run)."""
+
+    def __init__(self) -> None:
+        self.collections: list[tuple[float, float, int]] = []
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        now = time.perf_counter()
+        if phase == "start":
+            self._started = now
+        else:
+            self.collections.append((self._started, now, info["generation"]))
+
+    def __enter__(self) -> CollectionTimer:
+        import gc
+
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        gc.callbacks.remove(self._callback)
+
+    def within(self, start: float, end: float) -> list[tuple[float, float, int]]:
+        """The collections that started in [start, end]."""
+        return [c for c in self.collections if start <= c[0] <= end]
+
+    def seconds_between(self, start: float, end: float) -> float:
+        """Seconds spent in collections that started in [start, end] (clipped to `end`)."""
+        return sum(min(stop, end) - begin for begin, stop, _ in self.within(start, end))
+
+    def report(self, start: float, end: float) -> dict:
+        """{"gc_seconds", "gc_counts": collections per generation} of [start, end], for a
+        child's JSON report."""
+        counts = [0, 0, 0]
+        for _, _, generation in self.within(start, end):
+            counts[generation] += 1
+        return {"gc_seconds": self.seconds_between(start, end), "gc_counts": counts}
+
+
+def gc_share_cells(seconds: Sequence[float], gc_seconds: Sequence[float],
+                   counts: Sequence[Sequence[int]]) -> list[str]:
+    """Cells of one side's collection table row: time min / median, collections min / median
+    seconds, share of the timed part (each run's own share: min / median), collections per
+    generation (median run)."""
+    shares = [g / s if s else 0.0 for g, s in zip(gc_seconds, seconds)]
+    t_min, t_med = min_median(seconds)
+    g_min, g_med = min_median(gc_seconds)
+    s_min, s_med = min_median(shares)
+    middle = sorted(range(len(seconds)), key=lambda i: seconds[i])[len(seconds) // 2]
+    gen = counts[middle] if counts else [0, 0, 0]
+    return [f"{t_min:.3f} / {t_med:.3f} s", f"{g_min:.3f} / {g_med:.3f} s",
+            f"{s_min:.1%} / {s_med:.1%}", f"{gen[0]:,} / {gen[1]:,} / {gen[2]:,}"]
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory in MiB (Linux VmHWM, which starts afresh at exec;
+    elsewhere ru_maxrss)."""
+    from pathlib import Path
+
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024

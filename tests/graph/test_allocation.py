@@ -1,0 +1,295 @@
+"""`ge.graph.allocation`: the collector is left exactly as it was found.
+
+`no_gc_pauses` and `no_full_collections` change process-wide state (the enabled flag, the
+thresholds) and move objects between generations. After them the enabled flag, the
+thresholds and the frozen count are what they were, also when the step raises, when they
+nest, when several threads hold them, and when the user froze objects or disabled the
+collector beforehand.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import pytest
+
+from ge.graph import allocation
+from ge.graph.allocation import no_full_collections, no_gc_pauses
+
+State = tuple[bool, tuple[int, int, int], int]
+Manager = Callable[[], AbstractContextManager[None]]
+MANAGERS = [pytest.param(no_gc_pauses, id="no_gc_pauses"),
+            pytest.param(no_full_collections, id="no_full_collections")]
+
+
+def state() -> State:
+    return gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()
+
+
+@pytest.fixture(autouse=True)
+def restore_collector() -> Iterator[State]:
+    """Each test starts from the collector as pytest runs it and gives it back even when
+    it fails (thresholds, enabled flag; what a test froze is unfrozen)."""
+    before = state()
+    if before[2]:
+        pytest.skip("objects are frozen in this test process already")
+    try:
+        yield before
+    finally:
+        if gc.get_freeze_count():
+            gc.unfreeze()
+        gc.set_threshold(*before[1])
+        (gc.enable if before[0] else gc.disable)()
+        assert allocation._HOLD.pauses == 0 and allocation._HOLD.fulls == 0
+
+
+def freeze_all() -> list[object]:
+    """Freeze every tracked object as a user would (`gc.freeze()`), keeping a reference to
+    each so none of them can die meanwhile: the frozen count then changes only if something
+    unfreezes (or freezes) objects."""
+    gc.collect()
+    keep = gc.get_objects()
+    gc.freeze()
+    return keep
+
+
+def ids(objects: list[object]) -> set[int]:
+    return {id(o) for o in objects}
+
+
+class Boom(Exception):
+    pass
+
+
+# -- the state after one step --------------------------------------------------------------
+@pytest.mark.parametrize("manager", MANAGERS)
+def test_state_is_restored_after_a_step(manager: Manager) -> None:
+    before = state()
+    with manager():
+        [[i] for i in range(10_000)]
+    assert state() == before
+
+
+@pytest.mark.parametrize("manager", MANAGERS)
+def test_state_is_restored_when_the_step_raises(manager: Manager) -> None:
+    before = state()
+    with pytest.raises(Boom), manager():
+        raise Boom
+    assert state() == before
+
+
+def test_no_gc_pauses_disables_the_collector_inside_only() -> None:
+    with no_gc_pauses():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_no_full_collections_holds_only_the_full_threshold_inside() -> None:
+    gc.set_threshold(500, 7, 9)
+    with no_full_collections():
+        first, second, third = gc.get_threshold()
+        assert (first, second) == (500, 7) and third >= 1 << 20
+        assert gc.isenabled()
+    assert gc.get_threshold() == (500, 7, 9)
+
+
+@pytest.mark.parametrize("manager", MANAGERS)
+def test_custom_thresholds_are_restored(manager: Manager) -> None:
+    gc.set_threshold(1234, 5, 6)
+    with pytest.raises(Boom), manager():
+        raise Boom
+    assert gc.get_threshold() == (1234, 5, 6)
+
+
+@pytest.mark.parametrize("manager", MANAGERS)
+def test_a_disabled_collector_stays_disabled(manager: Manager) -> None:
+    gc.disable()
+    before = state()
+    with manager():
+        assert not gc.isenabled()
+    assert state() == before
+    with pytest.raises(Boom), manager():
+        raise Boom
+    assert state() == before
+
+
+# -- frozen objects ------------------------------------------------------------------------
+@pytest.mark.parametrize("manager", MANAGERS)
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_users_frozen_objects_stay_frozen(manager: Manager, raises: bool) -> None:
+    mine = [[i] for i in range(100)]
+    keep = freeze_all()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0 and not ids(mine) & ids(gc.get_objects())
+    try:
+        with manager():
+            built = [[i] for i in range(5_000)]
+            if raises:
+                raise Boom
+    except Boom:
+        pass
+    assert gc.get_freeze_count() == frozen
+    assert not ids(mine) & ids(gc.get_objects())  # still in the permanent generation
+    assert ids(built) <= ids(gc.get_objects())  # what the step built is not frozen
+    del keep
+
+
+def test_without_a_freeze_what_a_pause_built_is_spliced_into_the_oldest_generation() -> None:
+    with no_gc_pauses():
+        built = [[i] for i in range(1_000)]
+    assert gc.get_freeze_count() == 0
+    assert ids(built) <= ids(gc.get_objects(generation=2))
+
+
+def test_with_a_freeze_one_young_collection_promotes_what_a_pause_built() -> None:
+    keep = freeze_all()
+    frozen = gc.get_freeze_count()
+    generations: list[int] = []
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    gc.callbacks.append(callback)
+    try:
+        with no_gc_pauses():
+            built = [[i] for i in range(1_000)]
+    finally:
+        gc.callbacks.remove(callback)
+    assert 1 in generations and 2 not in generations  # a young collection, no full one
+    assert gc.get_freeze_count() == frozen
+    assert ids(built) <= ids(gc.get_objects(generation=2))
+    del keep
+
+
+def test_with_a_freeze_and_the_collector_disabled_nothing_is_collected() -> None:
+    keep = freeze_all()
+    gc.disable()
+    before = state()
+    collections: list[str] = []
+    gc.callbacks.append(lambda phase, info: collections.append(phase))
+    try:
+        with no_gc_pauses(), no_full_collections():
+            [[i] for i in range(10_000)]
+    finally:
+        gc.callbacks.pop()
+    assert collections == []
+    assert state() == before
+    del keep
+
+
+# -- nesting -------------------------------------------------------------------------------
+def test_nested_pauses_re_enable_at_the_outermost_exit_only() -> None:
+    with no_gc_pauses():
+        with no_gc_pauses():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_nested_holds_restore_at_the_outermost_exit_only() -> None:
+    gc.set_threshold(700, 10, 10)
+    with no_full_collections():
+        with pytest.raises(Boom), no_full_collections():
+            raise Boom
+        assert gc.get_threshold()[2] > 10
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.parametrize("outer_first", [True, False])
+def test_the_two_managers_nest_either_way(outer_first: bool) -> None:
+    gc.set_threshold(800, 11, 12)
+    before = state()
+    outer, inner = ((no_full_collections, no_gc_pauses) if outer_first
+                    else (no_gc_pauses, no_full_collections))
+    with outer():
+        with pytest.raises(Boom), inner():
+            assert not gc.isenabled() and gc.get_threshold()[2] > 12
+            raise Boom
+        assert gc.isenabled() == (outer is no_full_collections)
+    assert state() == before
+
+
+def test_the_user_changing_the_collector_inside_a_step_is_undone() -> None:
+    """The state restored is the one before the step (a compilation leaves it as found)."""
+    before = state()
+    with no_full_collections(), no_gc_pauses():
+        gc.set_threshold(1, 1, 1)
+        gc.enable()
+    assert state() == before
+
+
+# -- threads -------------------------------------------------------------------------------
+@pytest.mark.parametrize("manager", MANAGERS)
+def test_overlapping_threads_restore_when_the_last_leaves(manager: Manager) -> None:
+    gc.set_threshold(900, 10, 10)
+    before = state()
+    inside, second_in, first_out, done = (threading.Event() for _ in range(4))
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with manager():
+                inside.set()
+                second_in.wait(5)
+            first_out.set()
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    def second() -> None:
+        try:
+            inside.wait(5)
+            with pytest.raises(Boom), manager():
+                second_in.set()
+                first_out.wait(5)
+                assert state() != before  # still held: the first leaving did not restore
+                raise Boom
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+        finally:
+            done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not errors, errors
+    assert done.is_set()
+    assert state() == before
+
+
+@pytest.mark.parametrize("user_freeze", [False, True])
+def test_many_threads_entering_and_leaving_leave_the_state_as_found(user_freeze: bool) -> None:
+    keep = freeze_all() if user_freeze else []
+    gc.set_threshold(600, 9, 8)
+    before = state()
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def work(index: int) -> None:
+        try:
+            start.wait(5)
+            for round_ in range(40):
+                if (index + round_) % 2:
+                    with no_full_collections(), no_gc_pauses():
+                        [[i] for i in range(200)]
+                else:
+                    with no_gc_pauses():
+                        [[i] for i in range(200)]
+                        with no_full_collections():
+                            pass
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    assert state() == before
+    del keep
