@@ -293,3 +293,18 @@ def test_many_threads_entering_and_leaving_leave_the_state_as_found(user_freeze:
     assert not errors, errors
     assert state() == before
     del keep
+
+
+def test_a_transaction_holds_off_full_collections_and_restores_the_thresholds() -> None:
+    from ge.graph import Graph
+
+    graph = Graph("g")
+    before = gc.get_threshold()
+    with graph.transaction():
+        inside = gc.get_threshold()
+        graph.add_node("Relu", num_inputs=1)
+    assert inside[:2] == before[:2] and inside[2] > 10**6  # young collections go on
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), graph.transaction():
+        raise RuntimeError("rolled back")
+    assert gc.get_threshold() == before

@@ -84,10 +84,12 @@ def no_gc_pauses() -> Iterator[None]:
 
 
 @contextmanager
-def no_full_collections() -> Iterator[None]:
+def no_full_collections(*, splice: bool = True) -> Iterator[None]:
     """Keep young collections but hold off full ones for one step (a pass), restoring the
     collector's thresholds after it, also on failure (and only when the last of several
-    nested or concurrent holders leaves).
+    nested or concurrent holders leaves). `splice=False` (a transaction: many short spans
+    in a row) leaves what survived in the young generations, where the next young
+    collections see it as usual.
 
     A pass rewriting a large graph keeps what it makes (new nodes, undo records), so each
     full collection traverses the whole graph again, many times per pass. Young
@@ -107,6 +109,6 @@ def no_full_collections() -> Iterator[None]:
             _HOLD.fulls -= 1
             if _HOLD.fulls == 0:
                 gc.set_threshold(*_HOLD.thresholds)
-                if gc.isenabled():
+                if splice and gc.isenabled():
                     _splice_young()
 

@@ -27,6 +27,7 @@ import onnx
 
 from ge.errors import GraphError, GraphTypeError
 from ge.graph import order
+from ge.graph.allocation import no_full_collections
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
 from ge.graph.journal import ChangeKind, ChangeListener, Journal
 from ge.graph.naming import NameAuthority
@@ -277,8 +278,12 @@ class Graph:
     # -- transactions -------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[Graph]:
-        """Undo every mutation made inside the block (subgraphs too) when an exception escapes."""
-        with self.root_graph()._journal.transaction():
+        """Undo every mutation made inside the block (subgraphs too) when an exception escapes.
+
+        Full garbage collections are held off for the block (`no_full_collections`): its
+        undo records keep every change alive, so a full collection could free little and
+        would traverse the whole graph; young collections go on."""
+        with no_full_collections(splice=False), self.root_graph()._journal.transaction():
             yield self
 
     def _changed(self, structural: bool) -> Journal:
