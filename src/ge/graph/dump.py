@@ -23,7 +23,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import format_desc
 from ge.graph.types import DumpFormat
 
-__all__ = ["dump_file", "dump_text", "readable"]
+__all__ = ["dump_file", "dump_text", "node_line", "readable"]
 
 _MAX_ATTR_TEXT = 80
 
@@ -51,7 +51,9 @@ def _value_ref(node: Node, index: int) -> str:
     return f"%{name}" if name else f"%{node._name}:{index}"
 
 
-def _node_line(node: Node) -> str:
+def node_line(node: Node) -> str:
+    """One node as the readable dump writes it: `%out: dtype[shape] = Type[attrs](%in, ...)`
+    and its name."""
     outs = []
     for i, name in enumerate(node._out_names):
         if not name:
@@ -93,7 +95,7 @@ def readable(graph: Graph, indent: str = "") -> str:
     except GraphError:  # a cycle: dumps are for looking at broken graphs too
         order = graph.get_direct_nodes()
     for node in order:
-        lines.append(f"{indent}  {_node_line(node)}")
+        lines.append(f"{indent}  {node_line(node)}")
         for key, stored in node._attrs.items():
             kind, value = decode_attr(stored)
             if kind in GRAPH_KINDS:

@@ -37,6 +37,7 @@ __all__ = [
     "import_isolated",
     "load_error",
     "load_source",
+    "loaded_plugins",
     "unload_all",
     "unload_plugins",
 ]
@@ -115,6 +116,12 @@ class PluginLoadReport:
 
 # source path (or entry-point id) -> the plugin loaded from it
 _CACHE: dict[str, LoadedPlugin] = {}
+
+
+def loaded_plugins() -> list[LoadedPlugin]:
+    """The plugins loaded now (by path or entry point), in load order: what `unload_all`
+    would unload. Take `LOAD_LOCK` to compare it with a load that follows."""
+    return list(_CACHE.values())
 
 
 def _inside(filename: str | None, roots: Iterable[Path]) -> bool:

@@ -145,7 +145,7 @@ def load_passes(path_or_paths: PassPaths) -> PassSet:
     """
     paths = _path_list(path_or_paths)
     with _loader.LOAD_LOCK:
-        known = {id(plugin) for plugin in _loader._CACHE.values()}
+        known = {id(plugin) for plugin in _loader.loaded_plugins()}
         report = discover_plugins(paths, entry_points=False)
         new = [plugin for plugin in report.plugins if id(plugin) not in known]
         error = report.error()

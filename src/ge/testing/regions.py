@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from ge.errors import GraphError
 from ge.graph import Graph, Node
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
-from ge.graph.dump import _node_line
+from ge.graph.dump import node_line
 
 __all__ = ["SMALL_GRAPH_NODES", "describe_region"]
 
@@ -45,7 +45,7 @@ def _whole(graph: Graph, marked: set[Node], indent: str = "") -> list[str]:
     lines = [f"{indent}{_header(graph)}"]
     for node in _order(graph):
         mark = "* " if node in marked else "  "
-        lines.append(f"{indent}{mark}{_node_line(node)}")
+        lines.append(f"{indent}{mark}{node_line(node)}")
         for label, sub in _body_graphs(node):
             lines.append(f"{indent}    {label}:")
             lines.extend(_whole(sub, marked, indent + "      "))
@@ -101,7 +101,7 @@ def describe_region(graph: Graph, nodes: Iterable[Node] = (), *,
                 lines.append("  ...")
             previous = position
             mark = "* " if node in marked else "  "
-            lines.append(f"{mark}{_node_line(node)}")
+            lines.append(f"{mark}{node_line(node)}")
     return "\n".join(lines)
 
 
