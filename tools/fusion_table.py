@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -213,20 +211,14 @@ def check_markers(path: Path) -> None:
 
 
 def replace_between_markers(path: Path, table: str) -> None:
-    """Put `table` between the START and END lines of `path`, atomically (a temporary file
-    in the same folder renamed over it, with the file's permissions)."""
+    """Put `table` between the START and END lines of `path`, atomically (the way `ge`
+    writes its reports: a temporary file in the same folder renamed over it)."""
+    from ge.cli.output import write_atomically
+
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     start, end = _marker_lines(path, lines)
-    new = "".join(lines[:start + 1]) + table + "".join(lines[end:])
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(new)
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    new = ("".join(lines[:start + 1]) + table + "".join(lines[end:])).encode("utf-8")
+    write_atomically(path, lambda stream: stream.write(new), "the fusion table")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -185,18 +185,12 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _new_file_mode(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
 def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) -> None:
     """Write `path` through a temporary file in its folder renamed into place: readers see
-    the old file or the new one, never a part; a failure leaves nothing behind."""
+    the old file or the new one, never a part; a failure leaves nothing behind. The file
+    gets the mode `open()` would give it (an existing file's, else the umask's)."""
+    from ge.graph.model_io import new_file_mode
+
     folder = path.parent if str(path.parent) else Path(".")
     try:
         fd, name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
@@ -207,7 +201,7 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) 
     try:
         with os.fdopen(fd, "wb") as stream:
             write(stream)
-        os.chmod(tmp, _new_file_mode(path))
+        os.chmod(tmp, new_file_mode(path))
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)

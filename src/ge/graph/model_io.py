@@ -32,7 +32,7 @@ from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["check_save_target", "load", "save_model"]
+__all__ = ["check_save_target", "load", "new_file_mode", "save_model"]
 
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -134,7 +134,7 @@ def _umask() -> int:
     return mask
 
 
-def _file_mode(target: Path) -> int:
+def new_file_mode(target: Path) -> int:
     """The mode `open(target, "wb")` would leave: the existing file's, else 0666 & ~umask."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
@@ -339,9 +339,9 @@ def save_model(
         temporaries.append(tmp_model)
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
-        os.chmod(tmp_model, _file_mode(target))  # mkstemp makes 0600 whatever the umask
+        os.chmod(tmp_model, new_file_mode(target))  # mkstemp makes 0600 whatever the umask
         if wrote_data:
-            os.chmod(tmp_data, _file_mode(data_target))
+            os.chmod(tmp_data, new_file_mode(data_target))
         _rename_into_place(tmp_model, target, tmp_data if wrote_data else None, data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
