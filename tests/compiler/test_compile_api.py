@@ -323,7 +323,8 @@ def test_a_builtin_pass_runs_only_where_its_op_types_are_and_builds_its_patterns
         monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
 
-    @builtin_pass(name="NeedsSoftmax", step="builtin_fusion", requires=("Softmax",))
+    @builtin_pass(name="NeedsSoftmax", step="builtin_fusion", requires=("Softmax",),
+                  also_in=("origin_graph_optimize",))
     class NeedsSoftmax(PatternFusionPass):
         """Records that its patterns were built; matches a Softmax of anything."""
 
@@ -360,3 +361,9 @@ def test_a_builtin_pass_runs_only_where_its_op_types_are_and_builds_its_patterns
     assert [r.stage for r in report.records if r.pass_name == "NeedsSoftmax"] == [
         "BuiltinFusion", "OriginGraphOptimize"]
     assert built == ["patterns"]
+
+
+def test_a_builtin_pass_names_only_engine_steps_to_also_run_in() -> None:
+    with pytest.raises(ValueError, match=r"unknown engine step\(s\) \['AfterInferShape'\] for "
+                                         r"built-in pass 'X'"):
+        builtin_pass(name="X", step="builtin_fusion", also_in=("AfterInferShape",))

@@ -74,6 +74,7 @@ class RegisteredPass:
     # A built-in pass with nothing to do unless the graph has a node of one of these types:
     # skipped (not changed) on a graph without, before its patterns are even built.
     requires: frozenset[str] = frozenset()
+    also_in: frozenset[str] = frozenset()  # further engine steps that run it (see builtin_pass)
 
     @property
     def name(self) -> str:
@@ -151,8 +152,9 @@ class PassRegistry:
                       key=lambda p: p.name)
 
     def for_step(self, step: str) -> list[RegisteredPass]:
-        """The built-in passes of an engine step, in their declared order."""
-        return [p for p in self.passes() if p.step == step]
+        """The built-in passes of an engine step (their own, or one they also run in), in
+        their declared order."""
+        return [p for p in self.passes() if p.step == step or step in p.also_in]
 
     def get(self, name: str) -> RegisteredPass | None:
         with self._lock:
@@ -191,10 +193,12 @@ class BuiltinSpec:
     step: str  # a key of BUILTIN_STEPS, or a PassStage value
     kind: str | None = None
     requires: tuple[str, ...] = ()  # op types (default domain), see RegisteredPass.requires
+    also_in: tuple[str, ...] = ()  # further engine steps, see RegisteredPass.also_in
 
 
 def builtin_pass(
-    *, name: str, step: str, kind: str | None = None, requires: Iterable[str] = ()
+    *, name: str, step: str, kind: str | None = None, requires: Iterable[str] = (),
+    also_in: Iterable[str] = ()
 ) -> Callable[[_PassT], _PassT]:
     """Mark a class (written with the public pass API) as a built-in pass of the compiler.
 
@@ -202,14 +206,20 @@ def builtin_pass(
     stage. Marking registers nothing: `ge.compiler.builtin.BUILTIN_PASSES` lists the
     built-in classes in run order, and every `PassRegistry.with_builtins()` holds them.
     `requires` names op types one of which every match contains (a fusion of `Conv` nodes:
-    `("Conv",)`): on a graph with none of them the pass is not run at all.
+    `("Conv",)`): on a graph with none of them the pass is not run at all. `also_in` names
+    further engine steps that run it too, at its place in `BUILTIN_PASSES` (the fusions
+    also run in the origin-graph rounds); its records there carry that step's label.
     """
     if step not in BUILTIN_STEPS and step not in {s.value for s in PassStage}:
         raise ValueError(f"unknown step {step!r} for built-in pass {name!r}")
+    further = tuple(also_in)
+    unknown = [s for s in further if s not in BUILTIN_STEPS]
+    if unknown:
+        raise ValueError(f"unknown engine step(s) {unknown} for built-in pass {name!r}")
 
     def decorator(cls: _PassT) -> _PassT:
         cls.__ge_builtin__ = BuiltinSpec(  # type: ignore[attr-defined]
-            name, step, kind, tuple(requires))
+            name, step, kind, tuple(requires), further)
         return cls
 
     return decorator
@@ -231,7 +241,8 @@ def builtin_entries(classes: Iterable[type] | None = None) -> list[RegisteredPas
         descriptor = build_descriptor(cls, name=spec.name, stage=stage, kind=spec.kind, api=api)
         step = spec.step if spec.step in BUILTIN_STEPS else None
         entries.append(RegisteredPass(descriptor, PassOrigin("builtin", descriptor.location),
-                                      step=step, requires=frozenset(spec.requires)))
+                                      step=step, requires=frozenset(spec.requires),
+                                      also_in=frozenset(spec.also_in)))
     return entries
 
 

@@ -197,15 +197,6 @@ class Scheduler:
             return
         if not entries:
             return
-        # The fusion catalog runs in every round too, before dead-code elimination: folding,
-        # deduplication and CSE expose patterns the fusion step could not see (an epsilon
-        # computed from constants, a subtraction computed twice).
-        fusions = [e for e in self._registry.for_step("builtin_fusion")
-                   if e.name not in self._disabled]
-        if fusions and entries[-1].name == "DeadCodeElimination":
-            entries = [*entries[:-1], *fusions, entries[-1]]
-        else:
-            entries = [*entries, *fusions]
         label = step_label(step)
         changing: list[str] = []
         for round_ in range(1, self._max_rounds + 1):

@@ -53,15 +53,10 @@ __all__ = [
 ]
 
 BUILTIN_PASSES: tuple[type, ...] = (
-    # built-in fusion (once each, after shape inference)
-    ConvBatchNormFusion,
-    ConvAddMulFusion,
-    MatMulAddFusion,
-    GemmBatchNormFusion,
-    LayerNormFusion,
-    RMSNormFusion,
-    GeluFusion,
-    # origin-graph optimisation (to a fixed point)
+    # origin-graph optimisation, to a fixed point; the fusions are built-in fusion passes
+    # (run once each there, after shape inference) that also run in every round here,
+    # before dead-code elimination: folding, deduplication and CSE expose patterns the
+    # fusion step could not see (an epsilon computed from constants, a subtraction twice)
     ConstantFolding,
     CastChainSimplification,
     SqueezeUnsqueezeCancellation,
@@ -70,5 +65,12 @@ BUILTIN_PASSES: tuple[type, ...] = (
     NoOpElimination,
     ConstantDeduplication,
     CommonSubexpressionElimination,
+    ConvBatchNormFusion,
+    ConvAddMulFusion,
+    MatMulAddFusion,
+    GemmBatchNormFusion,
+    LayerNormFusion,
+    RMSNormFusion,
+    GeluFusion,
     DeadCodeElimination,
 )

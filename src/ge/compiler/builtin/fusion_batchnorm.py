@@ -206,7 +206,8 @@ def _build_conv(inputs: PatternInputs, fold: _Fold) -> TensorHolder:
     return Conv(x, weight, builder.create_const(fold.bias), **fold.attrs)
 
 
-@builtin_pass(name="ConvBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",))
+@builtin_pass(name="ConvBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",),
+              also_in=("origin_graph_optimize",))
 class ConvBatchNormFusion(PatternFusionPass):
     """`BatchNormalization(Conv(X, W[, B]))` in inference → `Conv(X, W', B')`."""
 
@@ -261,7 +262,8 @@ def _per_channel(value: Tensor, rank: int, channels: int) -> np.ndarray | None:
     return np.broadcast_to(_as_float64(value).reshape(-1), (channels,)).copy()
 
 
-@builtin_pass(name="ConvAddMulFusion", step="builtin_fusion", requires=("Conv",))
+@builtin_pass(name="ConvAddMulFusion", step="builtin_fusion", requires=("Conv",),
+              also_in=("origin_graph_optimize",))
 class ConvAddMulFusion(PatternFusionPass):
     """`Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)`; `Conv(X, W[, B]) + a` →
     `Conv(X, W, B + a)`; for constants varying over the channel axis only.
@@ -336,7 +338,8 @@ def _gemm_bn_pattern(name: str, producer: str) -> Pattern:
     return create_pattern(builder.build_and_reset([bn]))
 
 
-@builtin_pass(name="GemmBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",))
+@builtin_pass(name="GemmBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",),
+              also_in=("origin_graph_optimize",))
 class GemmBatchNormFusion(PatternFusionPass):
     """`BatchNormalization(Gemm(A, B[, C]))` or `BatchNormalization(MatMul(A, B))` on a
     2-D value, in inference → `Gemm(A, B', C')`."""

@@ -132,7 +132,8 @@ def _tanh_pattern(opset: int, cube: str, ordering: str,
     return v.build(v.product(ordering, term), roles)
 
 
-@builtin_pass(name="GeluFusion", step="builtin_fusion", requires=("Erf", "Tanh"))
+@builtin_pass(name="GeluFusion", step="builtin_fusion", requires=("Erf", "Tanh"),
+              also_in=("origin_graph_optimize",))
 class GeluFusion(PatternFusionPass):
     """Fuse a written-out GELU (erf or tanh form) into Gelu (see the module docstring)."""
 

@@ -84,7 +84,8 @@ def value_desc(node: Node, index: int) -> TensorDesc:
     return producer[0].get_output_desc(producer[1])
 
 
-@builtin_pass(name="MatMulAddFusion", step="builtin_fusion", requires=("MatMul",))
+@builtin_pass(name="MatMulAddFusion", step="builtin_fusion", requires=("MatMul",),
+              also_in=("origin_graph_optimize",))
 class MatMulAddFusion(PatternFusionPass):
     """`MatMul(A, B) + C` (or `C + MatMul(A, B)`) → `Gemm(A, B, C)` (see the module
     docstring for when)."""

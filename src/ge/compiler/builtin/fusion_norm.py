@@ -339,7 +339,8 @@ class _NormFusion(PatternFusionPass):
         return self._plan_of(match_result) is not None
 
 
-@builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",))
+@builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
+              also_in=("origin_graph_optimize",))
 class LayerNormFusion(_NormFusion):
     """Fuse a written-out layer normalisation into LayerNormalization (see the module
     docstring)."""
@@ -424,7 +425,8 @@ def _cast_to(node: Node) -> int | None:
     return int(node.get_attr("to")) if node.has_attr("to") else None
 
 
-@builtin_pass(name="RMSNormFusion", step="builtin_fusion", requires=("ReduceMean",))
+@builtin_pass(name="RMSNormFusion", step="builtin_fusion", requires=("ReduceMean",),
+              also_in=("origin_graph_optimize",))
 class RMSNormFusion(_NormFusion):
     """Fuse a written-out RMS normalisation into RMSNormalization (see the module
     docstring)."""
