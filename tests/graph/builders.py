@@ -12,6 +12,7 @@ from ge.errors import GraphError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.attributes import decode_attr
 from ge.graph.tensor import Tensor
+from ge.graph.value_info import desc_from_value_info, value_info_from_desc
 
 __all__ = [
     "F32",
@@ -141,7 +142,12 @@ def _value(value: Any) -> Any:
 
 
 def _desc_slot(slot: Any) -> Any:
-    return None if slot is None else _value(slot)
+    """A desc as the API reads it and as export writes it: a slot still holding the proto it
+    was loaded from and one holding that proto decoded (reading decodes it once) are equal."""
+    if slot is None:
+        return None
+    desc = slot if isinstance(slot, TensorDesc) else desc_from_value_info(slot)
+    return _value(desc), value_info_from_desc("", desc).SerializeToString()
 
 
 def _anchor_attrs(table: dict[int, dict[str, Any]] | None) -> dict[int, Any]:

@@ -172,6 +172,22 @@ def test_rebuilt_nodes_export_the_same(entry: CorpusModel) -> None:
     _assert_identical(graph.to_onnx(), model)
 
 
+def test_reading_every_desc_exports_the_same(entry: CorpusModel) -> None:
+    """A desc read from a loaded value is decoded once and kept; the kept desc still exports
+    the proto it came from (types, dim_params, denotations, doc strings)."""
+    model = entry.build()
+    graph = ge.graph.load(model)
+    for g in [graph, *graph.get_all_subgraphs()]:
+        for node in g.get_direct_nodes():
+            for i in range(node.get_outputs_size()):
+                if node.has_output_desc(i):
+                    first = node.get_output_desc(i)
+                    assert node.get_output_desc(i) is not first  # each read is a copy
+            for i in range(node.get_inputs_size()):
+                node.get_input_desc(i)
+    _assert_identical(graph.to_onnx(), model)
+
+
 @pytest.mark.parametrize("entry", RUNNABLE, ids=lambda c: c.name)
 def test_runs_identically_in_onnxruntime(entry: CorpusModel, tmp_path: Path) -> None:
     """The saved model computes exactly what the original computes."""

@@ -548,3 +548,143 @@ def test_a_pattern_pass_rewrites_inside_a_body_reading_an_outer_value(write) -> 
         np.testing.assert_array_equal(outputs_of(graph.to_onnx(), feeds)[0],
                                       outputs_of(proto, feeds)[0])
     onnx.checker.check_model(graph.to_onnx(), full_check=True)
+
+
+# -- expression-style replacements built in place ------------------------------------------------
+def test_an_expression_replacement_reads_the_matched_tensors_and_builds_no_placeholders(
+        write) -> None:
+    """inputs[i] is the matched producer itself (its desc, not a scalar placeholder); the new
+    nodes are typed from it and named after their operator."""
+    source = """
+SEEN = []
+
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        node = inputs[0]._get_node_snapshot()
+        SEEN.append((node.type, inputs[0].output_index,
+                     node.get_output_desc(inputs[0].output_index).get_shape().get_dims()))
+        return es.Abs(es.Relu(inputs[0]))
+"""
+    proto = model([helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+                   helper.make_node("Neg", ["s"], ["n"], name="n1"),
+                   helper.make_node("Neg", ["n"], ["y"], name="n2")], X, Y)
+    graph = load(proto)
+    path = write("plugin.py", HEADER + source)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass() == {"P": 1}
+    import sys
+    seen = next(m.SEEN for m in list(sys.modules.values()) if hasattr(m, "SEEN")
+                and getattr(m, "P", None) is not None)
+    assert seen == [("Sigmoid", 0, [2, 4])]
+    assert [n.type for n in graph.topological_order()] == [
+        "Data", "Sigmoid", "Relu", "Abs", "NetOutput"]
+    assert not graph.nodes_of_type("Data")[0].get_attr("index")  # only the model's input
+    relu, absolute = graph.nodes_of_type("Relu")[0], graph.nodes_of_type("Abs")[0]
+    assert absolute.get_output_desc(0).get_shape().get_dims() == [2, 4]
+    assert relu.get_output_desc(0).get_data_type() == DataType.DT_FLOAT
+    assert relu.get_metadata() == {"ge.origin_pass": "P", "ge.origin_nodes": "n1,n2"}
+    assert_same_outputs(proto, graph)
+
+
+def test_an_expression_replacement_reading_past_its_boundary_fails_clearly(write) -> None:
+    source = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return es.Add(es.Relu(inputs[0]), inputs[1])
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "RewriteError" in err.message
+    assert "reads input 1 but the region it replaces has 1 input(s) (inputs[:1])" in err.message
+    assert err.pass_name == "P"
+
+
+@pytest.mark.parametrize(("call", "what"), [
+    ("inputs[0].set_data_type(DataType.DT_FLOAT16)", "set_data_type"),
+    ("inputs[0].get_owner_builder().set_node_attr_int64(inputs[0], 'k', 1)",
+     "set_node_attr_int64"),
+    ("inputs[0].get_owner_builder().create_input(3)", "create_input"),
+    ("inputs[0].get_owner_builder().build_and_reset([inputs[0]])", "build_and_reset"),
+])
+def test_an_expression_replacement_cannot_change_the_matched_graph(write, call, what) -> None:
+    """The replacement's inputs are the matched tensors: changing them (or making the
+    builder own inputs or build) is refused, the pass fails and the graph is rolled back."""
+    source = f"""
+from ge.graph import DataType
+
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        relu = es.Relu(inputs[0])
+        {call}
+        return relu
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "BuilderStateError" in err.message and f"Cannot {what}" in err.message
+    call_line = (HEADER + source).splitlines().index(f"        {call}") + 1
+    assert err.location is not None and err.location.line == call_line  # the author's line
+
+
+def test_an_expression_replacement_returning_a_graph_leaves_no_stray_nodes(write) -> None:
+    """Operators built on the inputs before returning a separately built Graph are dropped;
+    the Graph is copied in."""
+    source = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        es.Sigmoid(es.Relu(inputs[0]))  # built, then not used
+        b = GraphBuilder("own")
+        return b.build_and_reset([es.Identity(b.create_input(0))])
+"""
+    proto = _neg_neg()
+    graph = load(proto)
+    path = write("plugin.py", HEADER + source)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass() == {"P": 1}
+    assert op_counts(graph) == {"Identity": 1}
+    assert_same_outputs(proto, graph)
+
+
+def test_an_expression_replacement_of_another_domain_declares_it(write, tmp_path) -> None:
+    """An operator of a domain the model does not import yet (ai.onnx.ml), built in place,
+    adds the domain to the model's opset imports: the saved model passes onnx.checker and
+    runs."""
+    source = """
+import ge.es.ml as ml
+
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return ml.Binarizer(inputs[0], threshold=0.5)
+"""
+    proto = _neg_neg()
+    graph = load(proto)
+    assert "ai.onnx.ml" not in graph.opset_imports
+    compile_graph(graph, pass_paths=[write("plugin.py", HEADER + source)])
+    assert graph.opset_imports["ai.onnx.ml"] >= 1
+    graph.save(tmp_path / "m.onnx")
+    onnx.checker.check_model(str(tmp_path / "m.onnx"), full_check=True)
+    feeds = {"x": np.array([[0.2, 0.7, -1.0, 3.0]] * 2, np.float32)}
+    np.testing.assert_array_equal(outputs_of(onnx.load(tmp_path / "m.onnx"), feeds)[0],
+                                  (feeds["x"] > 0.5).astype(np.float32))

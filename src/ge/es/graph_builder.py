@@ -81,6 +81,30 @@ class GraphBuilder:
         self._outputs: dict[int, TensorHolder] = {}
         self._parent: GraphBuilder | None = None
         self._scope: Any = None  # the active `with builder:` block
+        self._in_place = False  # builds into a graph it does not own (`_into`)
+
+    @classmethod
+    def _into(cls, graph: Graph, name: str) -> GraphBuilder:
+        """A builder whose operators go straight into `graph`, which it does not own: an
+        expression-style replacement built where its match is
+        (`ge.passes.expression.build_in_place`). It creates no inputs and never builds."""
+        builder = cls.__new__(cls)
+        builder._name = name
+        builder._opsets = normalize_opset_imports(None)
+        builder._graph = graph
+        builder._inputs = {}
+        builder._outputs = {}
+        builder._parent = None
+        builder._scope = None
+        builder._in_place = True
+        return builder
+
+    def _check_owned(self, op: str) -> None:
+        if self._in_place:
+            raise BuilderStateError(
+                f"Cannot {op} in a replacement: its inputs are the matched tensors "
+                "(inputs[i]); build the replacement from them"
+            )
 
     def create_subgraph_builder(self, name: str | None = None) -> GraphBuilder:
         """A builder for a body of a node this builder will create (an If branch, a Loop
@@ -132,7 +156,7 @@ class GraphBuilder:
     def _use_domain(self, domain: str, op_type: str) -> None:
         """List a non-ONNX domain in the graph's opset imports once an op of it is built."""
         domain = normalize_domain(domain)
-        imports = self._live_graph("use_domain").model.opset_imports
+        imports = self._live_graph("use_domain").opset_imports  # the model's (root's)
         if domain in imports:
             return
         custom = get_custom_op(op_type, domain)
@@ -194,6 +218,7 @@ class GraphBuilder:
                      shape: Sequence[int | str] | None = None) -> TensorHolder:
         """A graph input (`Data` node with attribute `index`); None shape is a scalar."""
         graph = self._live_graph("create_input")
+        self._check_owned("create_input")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise BuilderTypeError(f"index must be an int >= 0, got {index!r}")
         if index in self._inputs:
@@ -320,6 +345,7 @@ class GraphBuilder:
     def _tensor_attr(self, op: str, tensor: TensorHolder, attr_name: str, value: Any) -> None:
         self._check_alive(op)
         holder = self._holder(tensor, "tensor")
+        holder._check_own(op)
         holder._node.set_output_attr(attr_name, holder._index, value)
 
     def set_tensor_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
@@ -333,7 +359,9 @@ class GraphBuilder:
 
     def _node_attr(self, op: str, tensor: TensorHolder, attr_name: str, value: Any) -> None:
         self._check_alive(op)
-        self._holder(tensor, "tensor")._node.set_attr(attr_name, value)
+        holder = self._holder(tensor, "tensor")
+        holder._check_own(op)
+        holder._node.set_attr(attr_name, value)
 
     def set_node_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
         self._node_attr("set_node_attr_int64", tensor, attr_name, int(value))
@@ -349,6 +377,7 @@ class GraphBuilder:
         """Make `dst_tensor`'s node run after each of `src_tensors`' nodes."""
         graph = self._live_graph("add_control_dependency")
         dst = self._holder(dst_tensor, "dst_tensor")
+        dst._check_own("add_control_dependency")
         if not isinstance(src_tensors, (list, tuple)):
             raise BuilderTypeError("src_tensors must be a list of TensorHolder")
         for src in src_tensors:
@@ -358,6 +387,7 @@ class GraphBuilder:
     def build_and_reset(self, outputs: list[TensorHolder] | None = None) -> Graph:
         """Add the `NetOutput` node fed by `outputs` (a list) and hand the graph over."""
         graph = self._live_graph("build_and_reset")
+        self._check_owned("build_and_reset")
         if outputs is None:
             order = sorted(self._outputs)
             if order != list(range(len(order))):

@@ -17,7 +17,7 @@ from ge.graph.types import DataType, Format
 if TYPE_CHECKING:
     from ge.es.graph_builder import GraphBuilder
 
-__all__ = ["TensorHolder"]
+__all__ = ["BoundTensorHolder", "TensorHolder"]
 
 
 class TensorHolder:
@@ -64,6 +64,7 @@ class TensorHolder:
     # -- desc -------------------------------------------------------------------------------
     def _update(self, what: str, change: Any) -> TensorHolder:
         self._builder._check_alive(what)
+        self._check_own(what)
         desc = self._node.get_output_desc(self._index)
         change(desc)
         self._node.update_output_desc(self._index, desc)
@@ -78,6 +79,9 @@ class TensorHolder:
     def set_shape(self, shape: Iterable[Dim]) -> TensorHolder:
         dims = Shape(shape)
         return self._update("set_shape", lambda d: d.set_shape(dims))
+
+    def _check_own(self, what: str) -> None:
+        """Holders of a builder's own nodes may be changed (see `BoundTensorHolder`)."""
 
     # -- arithmetic -----------------------------------------------------------------------
     def _binary(self, op_type: str, lhs: Any, rhs: Any) -> TensorHolder:
@@ -119,3 +123,17 @@ class TensorHolder:
     def __repr__(self) -> str:
         desc = self._node.get_output_desc(self._index)
         return f"<TensorHolder {self._node.name}:{self._index} {desc!r}>"
+
+
+class BoundTensorHolder(TensorHolder):
+    """An input of an expression-style replacement built in place: the matched producer
+    itself, read-only (its desc and attributes belong to the graph being rewritten)."""
+
+    __slots__ = ()
+
+    def _check_own(self, what: str) -> None:
+        raise BuilderStateError(
+            f"Cannot {what} on replacement input {self._node.name!r}:{self._index}: a "
+            "replacement's inputs are the matched graph's tensors and cannot be changed; "
+            "change the operators the replacement builds instead"
+        )

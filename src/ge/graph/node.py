@@ -27,12 +27,6 @@ Producer = tuple["Node", int]
 DescSlot = TensorDesc | onnx.ValueInfoProto | None
 
 
-def _desc_of(slot: DescSlot) -> TensorDesc | None:
-    if slot is None or isinstance(slot, TensorDesc):
-        return slot
-    return desc_from_value_info(slot)
-
-
 class Node:
     """A node of a `Graph`. Wrappers compare by identity; nodes cannot be copied."""
 
@@ -360,8 +354,12 @@ class Node:
     # -- descs --------------------------------------------------------------------------
     def get_output_desc(self, index: int) -> TensorDesc:
         """A copy of output `index`'s desc (unknown rank and type when nothing is known)."""
-        desc = _desc_of(self._out_slot(self._check_out(index)))
+        index = self._check_out(index)
+        descs = self._out_descs
+        desc = descs[index] if descs is not None else None
         if desc is not None:
+            if not isinstance(desc, TensorDesc):  # decoded once (lossless: keeps its proto)
+                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
             return desc.copy()
         if self._type == "Const" and "value" in self._attrs:
             # A constant's output is its value: shape and type are known without inference.
@@ -376,9 +374,11 @@ class Node:
     def get_input_desc(self, index: int) -> TensorDesc:
         """A copy of input `index`'s desc; without one of its own, the producer's output desc."""
         self._check_in(index)
-        slot = self._in_descs[index] if self._in_descs is not None else None
-        desc = _desc_of(slot)
+        descs = self._in_descs
+        desc = descs[index] if descs is not None else None
         if desc is not None:
+            if not isinstance(desc, TensorDesc):  # decoded once (lossless: keeps its proto)
+                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
             return desc.copy()
         producer = self._inputs[index]
         if producer is not None:

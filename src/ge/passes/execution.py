@@ -26,6 +26,8 @@ from ge.graph import order as graph_order
 from ge.graph.journal import ChangeKind
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
+from ge.passes.expression import InPlace, build_in_place
+from ge.passes.hooks import expression_body
 from ge.passes.matcher import (
     CONST_TYPES,
     CompiledPattern,
@@ -40,7 +42,7 @@ from ge.passes.registry import (
     PASS_KIND_FUSION_BASE,
     PASS_KIND_PATTERN_FUSION,
 )
-from ge.passes.rewrite import Region, apply_replacement, would_create_cycle
+from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -184,17 +186,27 @@ def _rewrite_first(matcher: Matcher, candidate: Node, instance: PatternFusionPas
 
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     result = MatchResult(match)
+    pass_name = run.context.get_pass_name()
     try:
         if not bool(instance.meet_requirements(result, run.context)):
             return False
         region = match.region()
         if would_create_cycle(region):
             return False
-        replacement = _replacement_of(instance, result, run)
+        expression = expression_body(instance.replacement)
+        if expression is None:
+            replacement = _replacement_of(instance, result, run)
+        else:  # an expression-style replacement: built where the match is
+            name, body = expression
+            built = build_in_place(region.graph, name, body(instance, result, run.context),
+                                   region.inputs)
+            if isinstance(built, InPlace):
+                apply_built_in_place(region, built.nodes, built.outputs, pass_name=pass_name)
+                return True
+            replacement = built
     finally:
         result._invalidate()
-    apply_replacement(region, replacement, pass_name=run.context.get_pass_name(),
-                      cycle_checked=True)
+    apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     return True
 
 

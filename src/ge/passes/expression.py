@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-__all__ = ["build_expression_graph", "synthesize_patterns"]
+from ge.graph.journal import ChangeKind
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+
+__all__ = ["InPlace", "build_expression_graph", "build_in_place", "synthesize_patterns"]
 
 PATTERN_MARK = "__ge_expression_pattern_method__"
 
@@ -71,6 +76,49 @@ def build_expression_graph(name: str, body: Callable[[Any], object], *, role: st
     if isinstance(result, es.Graph):
         return result
     return builder.build_and_reset(_normalize_outputs(result, es, role))
+
+
+class InPlace(NamedTuple):
+    """A replacement built where its match is: the nodes it made (in creation order, a
+    topological one) and the producer of each replacement output."""
+
+    nodes: list[Node]
+    outputs: list[tuple[Node, int]]
+
+
+def build_in_place(graph: Graph, name: str, body: Callable[[Any], object],
+                   producers: list[tuple[Node, int]]) -> InPlace | Graph:
+    """Run an expression-style replacement `body(inputs)` with its operators built directly
+    in `graph`, `inputs[i]` being boundary producer `producers[i]` itself.
+
+    This is `build_expression_graph` without the detour through a separate graph (a `Data`
+    per input, a `NetOutput`, copying and re-inferring every node): the new nodes read the
+    matched tensors and are typed from their real descs as they are built. A `Graph` the
+    body returns instead is given back, its stray nodes removed, for the caller to copy in.
+    """
+    es = _es_api("expression-style replacements")
+    builder = es.GraphBuilder._into(graph, name)
+    made: dict[Node, None] = {}
+
+    def listen(kind: ChangeKind, node: Any, index: int) -> None:
+        if kind is ChangeKind.NODE_ADDED:
+            made[node] = None
+        elif kind is ChangeKind.NODE_REMOVED:
+            made.pop(node, None)
+
+    unsubscribe = graph.subscribe(listen)
+    try:
+        result = body(es.PatternInputs._of(builder, producers))
+    finally:
+        unsubscribe()
+    if isinstance(result, es.Graph):
+        for node in reversed(made):
+            if node._graph is not None:
+                node._graph.remove_node(node)
+        return result
+    holders = _normalize_outputs(result, es, "replacement")
+    outputs = [builder._holder(h, f"outputs[{i}]") for i, h in enumerate(holders)]
+    return InPlace(list(made), [(h._node, h._index) for h in outputs])
 
 
 def synthesize_patterns(cls_name: str, methods: Sequence[tuple[str, Callable[..., Any]]]) -> Any:

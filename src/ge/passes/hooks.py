@@ -19,7 +19,9 @@ __all__ = [
     "adapt_expression_replacement",
     "adapt_legacy_hook",
     "check_pattern_method",
+    "expression_body",
     "is_expression_replacement",
+    "replacement_name",
 ]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -102,7 +104,9 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
         )
     third_is_context = count == 3 and positional[2].name == "context"
 
-    def adapter(self: Any, match_result: Any, context: Any = None) -> Any:
+    def body(self: Any, match_result: Any, context: Any) -> Callable[[Any], Any]:
+        """The author's replacement as a function of its `inputs` alone."""
+
         def call(inputs: Any) -> Any:
             if count == 2:
                 return func(self, inputs)
@@ -110,11 +114,32 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
                 return func(self, inputs, context if third_is_context else match_result)
             return func(self, inputs, match_result, context)
 
+        return call
+
+    def adapter(self: Any, match_result: Any, context: Any = None) -> Any:
         input_count = getattr(match_result, "_input_count", None)
-        return build_expression_graph(f"{cls_name}_replacement", call, role="replacement",
+        return build_expression_graph(replacement_name(cls_name),
+                                      body(self, match_result, context), role="replacement",
                                       presize=input_count() if callable(input_count) else 0)
 
-    return _mark_adapted(adapter, func)
+    adapted = _mark_adapted(adapter, func)
+    # The engine builds the replacement where its match is instead (`build_in_place`).
+    adapted.__ge_expression_body__ = (replacement_name(cls_name), body)  # type: ignore[attr-defined]
+    return adapted
+
+
+def replacement_name(cls_name: str) -> str:
+    """The name of the builder of an expression-style replacement (GE's)."""
+    return f"{cls_name}_replacement"
+
+
+ExpressionBody = Callable[[Any, Any, Any], Callable[[Any], Any]]
+
+
+def expression_body(hook: object) -> tuple[str, ExpressionBody] | None:
+    """(builder name, `body(self, match_result, context)`) of an adapted expression-style
+    replacement, `body` giving a function of the `inputs` alone; None for other hooks."""
+    return getattr(hook, "__ge_expression_body__", None)
 
 
 def check_pattern_method(func: object, where: SourceLocation) -> None:

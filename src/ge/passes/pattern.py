@@ -35,13 +35,32 @@ class PatternInputs:
     `input_<k>`); `inputs[a:b]` gives a list; iterating is refused because it has no end.
     """
 
-    __slots__ = ("_builder", "_created")
+    __slots__ = ("_bound", "_builder", "_created")
 
     def __init__(self, builder: GraphBuilder) -> None:
         self._builder = builder
         self._created: list[TensorHolder] = []
+        self._bound = False
+
+    @classmethod
+    def _of(cls, builder: GraphBuilder, producers: list[tuple[Node, int]]) -> PatternInputs:
+        """The inputs of a replacement built in place: input *i* is the matched producer of
+        boundary input *i*, and there are no others."""
+        from ge.es.tensor_holder import BoundTensorHolder
+
+        inputs = cls(builder)
+        inputs._created = [BoundTensorHolder._make(builder, node, index)
+                           for node, index in producers]
+        inputs._bound = True
+        return inputs
 
     def _ensure(self, count: int) -> None:
+        if self._bound and count > len(self._created):
+            from ge.errors import RewriteError
+
+            raise RewriteError(
+                f"replacement {self._builder.name!r} reads input {count - 1} but the region "
+                f"it replaces has {len(self._created)} input(s) (inputs[:{len(self._created)}])")
         while len(self._created) < count:
             self._created.append(self._builder.create_input(len(self._created)))
 

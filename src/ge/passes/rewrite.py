@@ -13,15 +13,22 @@ new nodes record the pass that made them (`ge.origin_pass`) and what they replac
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 
-__all__ = ["ORIGIN_NODES", "ORIGIN_PASS", "Region", "apply_replacement", "closed_region",
-           "would_create_cycle"]
+__all__ = [
+    "ORIGIN_NODES",
+    "ORIGIN_PASS",
+    "Region",
+    "apply_built_in_place",
+    "apply_replacement",
+    "closed_region",
+    "would_create_cycle",
+]
 
 Producer = tuple[Node, int]
 #: Node metadata keys written on every node a rewrite makes.
@@ -153,11 +160,45 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
     except GeError as err:
         raise RewriteError(f"replacement {checked.name!r} cannot be copied in: "
                            f"{err.message}") from err
-    made = copied.nodes
+    untyped = _type_new_nodes(copied.nodes)
+    _fill_unknown_outputs(region, copied.nodes, copied.outputs,
+                          lambda node, index: node in untyped or not _known(
+                              node.get_output_desc(index)))
+    finish_rewrite(region, copied.nodes, copied.outputs, pass_name=pass_name)
+    return copied.nodes
+
+
+def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Producer], *,
+                         pass_name: str = "") -> None:
+    """Finish the rewrite of a replacement built directly in the region's graph (its nodes
+    `made`, typed as they were built; see `ge.passes.expression.build_in_place`)."""
+    _fill_unknown_outputs(region, made, outputs,
+                          lambda node, index: not _known(node.get_output_desc(index)))
+    finish_rewrite(region, made, outputs, pass_name=pass_name)
+
+
+def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequence[Producer],
+                          unknown: Callable[[Node, int], bool]) -> None:
+    """A new node's boundary output whose type inference could not settle (`unknown`)
+    takes the desc of the output it replaces (pass-throughs and constants are typed)."""
+    new_nodes = set(made)
+    for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
+        if new._type in _CONSTANTS or new not in new_nodes:
+            continue
+        if unknown(new, new_index) and old.has_output_desc(old_index):
+            new.update_output_desc(new_index, old.get_output_desc(old_index))
+
+
+def finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer], *,
+                   pass_name: str = "") -> None:
+    """The rewrite once the replacement's nodes `made` (typed) are in the region's graph
+    and `outputs[j]` produces boundary output *j*: place and tag the new nodes, move the
+    outside consumers and control edges, remove the old nodes."""
+    graph = region.graph
     if made and region.nodes:
         # Where the region is, not at the end of the graph: its consumers then already come
         # after the new nodes, and moving its uses needs no reordering search. (Where that
-        # place does not suit, the end of the list, where copy_in put them, is valid too.)
+        # place does not suit, the end of the list, where they were added, is valid too.)
         with contextlib.suppress(GeError):
             graph.insert_after(region.nodes[-1], made)
     origin = ",".join(n.name for n in region.nodes)
@@ -165,37 +206,30 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
         if pass_name:
             node.set_metadata(ORIGIN_PASS, pass_name)
         node.set_metadata(ORIGIN_NODES, origin)
-    _type_new_nodes(made, region, copied.outputs)
     members = region.members
-    for (old, old_index), (new, new_index) in zip(region.outputs, copied.outputs, strict=True):
+    for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
         if (old, old_index) != (new, new_index):
             graph.replace_all_uses(old, old_index, new, new_index, exclude=members.__contains__)
     _move_control_edges(region, made)
     _remove(region)
-    return made
 
 
-def _type_new_nodes(made: Sequence[Node], region: Region, outputs: Sequence[Producer]) -> None:
-    """Infer the new nodes' descs (memoised inside the compiler: `ge.ops.memo`); a boundary
-    output still unknown takes the old one."""
+def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
+    """Infer the copied nodes' descs (memoised inside the compiler: `ge.ops.memo`); returns
+    the nodes inference could not type (an input unknown, or onnx refused: left for the
+    compiler's checks to report)."""
     from ge.ops import infer_node
 
-    typed: dict[Node, list[TensorDesc] | None] = {}
+    untyped: set[Node] = set()
     for node in made:
         if node._type == CONST:
             continue
         try:
-            typed[node] = infer_node(node)
+            if infer_node(node) is None:
+                untyped.add(node)
         except GeError:
-            typed[node] = None  # left for the compiler's inference and validation to report
-    for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
-        if new not in typed:
-            continue  # a pass-through or a constant: typed already
-        descs = typed[new]
-        if descs is not None and _known(descs[new_index]):
-            continue
-        if old.has_output_desc(old_index):
-            new.update_output_desc(new_index, old.get_output_desc(old_index))
+            untyped.add(node)
+    return untyped
 
 
 def _known(desc: TensorDesc) -> bool:
