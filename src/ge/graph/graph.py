@@ -366,6 +366,10 @@ class Graph:
         return sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
                       key=order.label)
 
+    def count_of_type(self, op_type: str) -> int:
+        """How many direct nodes have op type `op_type`, in any domain (O(1))."""
+        return len(self._by_type.get(op_type, ()))
+
     def op_types(self) -> list[str]:
         return [t for t, nodes in self._by_type.items() if nodes]
 

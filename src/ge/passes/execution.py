@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ge.errors import RewriteError
 from ge.graph import Graph, Node
-from ge.graph import order as graph_order
 from ge.graph.journal import ChangeKind
+from ge.passes.candidates import LandmarkFilter, candidates
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
@@ -132,25 +132,19 @@ def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int
     return SUCCESS if changed else NOT_CHANGED
 
 
-def _candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[Node]:
-    if not graph._order_ok:
-        graph.topological_order()  # establishes the maintained order of a loaded graph
-    found: list[Node] = []
-    for op_type in dict.fromkeys(op_types):
-        found.extend(graph.nodes_of_type(op_type, domain))
-    return sorted(found, key=graph_order.label)
-
-
 def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
     """One greedy sweep of one pattern; returns the number of rewrites."""
     graph = matcher.graph
     op_type, domain = matcher.root_type
-    queue = deque(_candidates(graph, [op_type], domain))
+    queue = deque(candidates(graph, [op_type], domain))
     cap = _REWRITES_PER_NODE_CAP * len(graph) + 1_000
+    landmarks = LandmarkFilter.for_sweep(matcher.pattern, graph, len(queue))
 
     def listen(kind: ChangeKind, node: Any, index: int) -> None:
         if kind is ChangeKind.NODE_ADDED and node._type == op_type and node._graph is graph:
             queue.append(node)
+        if landmarks is not None and kind is not ChangeKind.NODE_REMOVED:
+            landmarks.touched(node)
 
     rewrites = 0
     unsubscribe = graph.subscribe(listen)
@@ -159,6 +153,8 @@ def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
             candidate = queue.popleft()
             if candidate._graph is not graph:
                 continue  # removed by an earlier rewrite
+            if landmarks is not None and not landmarks.allows(candidate):
+                continue  # no node of the pattern's rarest operator close enough upstream
             if not _rewrite_first(matcher, candidate, instance, run):
                 continue
             rewrites += 1
@@ -222,7 +218,7 @@ def decompose_region(node: Node) -> Region:
 
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
     changed = False
-    for node in _candidates(graph, run.op_types):
+    for node in candidates(graph, run.op_types):
         if node._graph is not graph:
             continue
         if not bool(instance.meet_requirements(node, run.context)):
@@ -281,7 +277,7 @@ def find_matches(pass_or_class: Any, graph: Graph,
     for pattern in collect_patterns(instance):
         matcher = Matcher(compile_pattern(pattern, config), graph)
         op_type, domain = matcher.root_type
-        for candidate in _candidates(graph, [op_type], domain):
+        for candidate in candidates(graph, [op_type], domain):
             if candidate in taken:
                 continue
             for match in matcher.matches_at(candidate):  # as the sweep: first accepted

@@ -27,8 +27,9 @@ from typing import Any
 from ge.errors import GeError, PatternError
 from ge.graph import NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
 from ge.ops.schemas import normalize_domain
+from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
-from ge.passes.execution import _candidates, _config, collect_patterns
+from ge.passes.execution import _config, collect_patterns
 from ge.passes.matcher import (
     _DATA,
     _UNSET,
@@ -316,12 +317,12 @@ class _Explainer:
         root = compiled.root
         explanation = PatternExplanation(compiled.name, self.graph.name, root.node.name,
                                          root.type, root.domain, size=len(compiled.nodes))
-        candidates = _candidates(self.graph, [root.type], root.domain)
-        if not candidates:
+        found = candidates(self.graph, [root.type], root.domain)
+        if not found:
             explanation.note = (f"no candidate: graph {self.graph.name!r} has no "
                                 f"{_op(root.type, root.domain)} node (the op type of the "
                                 f"pattern's anchor {root.node.name!r})")
-        for candidate in candidates:
+        for candidate in found:
             explanation.candidates.append(self._candidate(matcher, candidate))
         return explanation
 

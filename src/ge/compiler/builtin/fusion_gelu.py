@@ -31,11 +31,11 @@ from ge.compiler.builtin._support import known_dtype
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Div, Erf, Gelu, Mul, Pow, Tanh
-from ge.graph import CONST, DataType, Graph, Node, Tensor
+from ge.graph import CONST, DataType, Node, Tensor
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
-from ge.passes.pattern import Pattern, create_pattern
+from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 
 __all__ = ["GeluFusion"]
 
@@ -140,6 +140,8 @@ class GeluFusion(PatternFusionPass):
     def __init__(self) -> None:
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
+        # The last match meet_requirements saw and the approximation it found.
+        self._decided: tuple[MatchResult | None, str | None] = (None, None)
 
     def patterns(self) -> list[Pattern]:
         opset = current_opset_imports().get("", 0)  # the model's: patterns build in its scope
@@ -178,12 +180,17 @@ class GeluFusion(PatternFusionPass):
 
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
-        return self._approximation(match_result) is not None
-
-    def replacement(self, match_result: MatchResult,
-                    context: PassContext | None = None) -> Graph:
         approximate = self._approximation(match_result)
+        self._decided = (match_result, approximate)  # for the replacement of this match
+        return approximate is not None
+
+    def replacement(  # type: ignore[override]  # expression style: built in place
+            self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
+        """Gelu of X (boundary input 0), built where the match is (expression style)."""
+        decided, approximate = self._decided
+        if decided is not match_result or approximate is None:
+            approximate = self._approximation(match_result)
         assert approximate is not None  # meet_requirements accepted this match
-        builder = GraphBuilder("gelu")
-        x = builder.create_input(0)
-        return builder.build_and_reset([Gelu(x, approximate=approximate)])
+        out = Gelu(inputs[0], approximate=approximate)
+        assert isinstance(out, TensorHolder)
+        return out

@@ -1,0 +1,120 @@
+"""Which nodes a sweep tries: candidates from the op-type index, narrowed by a landmark.
+
+A pattern is matched backwards from the producer of its first output (its root), so the
+candidates are the graph's nodes of the root's op type. Many of them cannot match: a
+LayerNorm pattern rooted at `Add` is tried at every `Add` of a transformer, but only an
+`Add` with a `Sqrt` a few steps upstream can be one. `LandmarkFilter` uses that: it picks the
+pattern operator the graph has fewest of (the landmark, at distance *d* upstream of the root
+in the pattern) and lets through only the root-type nodes at most *d* steps downstream of a
+node of that type. A match maps the pattern's path from the root to the landmark onto a path
+of the same length in the graph, so no node that could match is left out.
+
+The filter follows the rewrites of its sweep (D14: nodes made by earlier rewrites can match
+later): a node that is added or whose input changes may have brought a landmark closer to
+the nodes downstream of it, so those are let through too. It only ever lets more through,
+so a sweep with it tries the same matches, in the same order, as one without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ge.graph import Graph, Node
+from ge.graph import order as graph_order
+from ge.ops.schemas import normalize_domain
+from ge.passes.matcher import CompiledPattern, PatternNode
+
+__all__ = ["LandmarkFilter", "candidates"]
+
+#: The landmark is used only when its score (its nodes, doubled per step to the root) is
+#: below this many times the candidates: otherwise its walks cost about what they save.
+_WORTHWHILE = 2
+
+
+def candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[Node]:
+    """The direct nodes of `op_types` (and `domain`) in the graph's topological order."""
+    if not graph._order_ok:
+        graph.topological_order()  # establishes the maintained order of a loaded graph
+    found: list[Node] = []
+    for op_type in dict.fromkeys(op_types):
+        found.extend(graph.nodes_of_type(op_type, domain))
+    return sorted(found, key=graph_order.label)
+
+
+def _upstream_distances(pattern: CompiledPattern) -> dict[tuple[str, str], int]:
+    """For each (op type, domain) of the pattern's operators other than the root's, the
+    fewest input edges from the root to a node of it."""
+    root = pattern.root
+    distances: dict[tuple[str, str], int] = {}
+    seen: set[PatternNode] = {root}
+    level, depth = [root], 0
+    while level:
+        depth += 1
+        following: list[PatternNode] = []
+        for pnode in level:
+            for producer, _ in pnode.inputs:
+                if producer in seen:
+                    continue
+                seen.add(producer)
+                following.append(producer)
+                if producer.kind == root.kind:  # an operator (not a wildcard or a constant)
+                    distances.setdefault((producer.type, producer.domain), depth)
+        level = following
+    distances.pop((root.type, root.domain), None)
+    return distances
+
+
+class LandmarkFilter:
+    """The root-type nodes of one sweep that can match (see the module docstring)."""
+
+    __slots__ = ("_allowed", "_depth", "_root")
+
+    def __init__(self, root: tuple[str, str], depth: int, landmarks: Iterable[Node]) -> None:
+        self._root = root
+        self._depth = depth
+        self._allowed: set[Node] = set()
+        for landmark in landmarks:
+            self.touched(landmark)
+
+    @classmethod
+    def for_sweep(cls, pattern: CompiledPattern, graph: Graph,
+                  num_candidates: int) -> LandmarkFilter | None:
+        """The filter of a sweep of `pattern` over `graph`, or None when no landmark is rare
+        enough to be worth it."""
+        best: tuple[int, int, int, str, str] | None = None
+        for (op_type, domain), depth in _upstream_distances(pattern).items():
+            count = graph.count_of_type(op_type)  # (all domains: an upper bound, O(1))
+            # The nodes let through grow with the landmarks and with the steps downstream
+            # (about doubling per step in a transformer): the closer of two rare ones wins.
+            score = count << depth
+            if best is None or (score, count) < best[:2]:
+                best = (score, count, depth, op_type, domain)
+        if best is None or best[0] >= _WORTHWHILE * num_candidates:
+            return None
+        _, _, depth, op_type, domain = best
+        root = pattern.root
+        return cls((root.type, root.domain), depth, graph.nodes_of_type(op_type, domain))
+
+    def allows(self, node: Node) -> bool:
+        """Whether `node` may match: an landmark is (or may have come) close enough upstream."""
+        return node in self._allowed
+
+    def touched(self, node: Node) -> None:
+        """Let through the root-type nodes at most `depth` steps downstream of `node` (an
+        landmark, or a node added or rewired: what is downstream of it may now match)."""
+        root_type, root_domain = self._root
+        allowed = self._allowed
+        level, seen = [node], {node}
+        for step in range(self._depth + 1):
+            following: list[Node] = []
+            for current in level:
+                if current._type == root_type and normalize_domain(current._domain) == root_domain:
+                    allowed.add(current)
+                if step == self._depth:
+                    continue
+                for consumers in current._consumers:
+                    for consumer, _ in consumers or ():
+                        if consumer not in seen:
+                            seen.add(consumer)
+                            following.append(consumer)
+            level = following
