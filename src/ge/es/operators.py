@@ -305,8 +305,8 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
     node = graph.add_node(op_type, name=name, domain=normalize_domain(domain),
                           num_inputs=len(holders), num_outputs=count, attrs=attrs)
     for i, holder in enumerate(holders):
-        if holder is not None:
-            graph.add_data_edge(holder._node, holder._index, node, i)
+        if holder is not None:  # a fresh node and its owner's (or an outer) tensors: no checks
+            graph._connect(holder._node, holder._index, node, i)
     for dep in scoped_control_deps():
         graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
     infer_node(node, quiet=True)  # descs stay unknown; patterns need not be well-typed (es.md)

@@ -57,14 +57,18 @@ def _known(desc: TensorDesc) -> bool:
 
 
 def _merged(new: TensorDesc, old: TensorDesc | None) -> TensorDesc:
-    """`new`'s shape and type with the format the anchor already had (inference is ND-blind)."""
-    if old is not None and _known(old):
+    """`new`'s shape and type with the format the anchor already had (inference is ND-blind);
+    `new` itself is left as it is."""
+    if old is not None and _known(old) and (
+            new.format != old.format or new.origin_format != old.origin_format):
+        new = new.copy()
         new.format = old.format
         new.origin_format = old.origin_format
     return new
 
 
 def _write(node: Node, index: int, desc: TensorDesc) -> None:
+    """Set output `index`'s desc to (a copy of) `desc`, keeping the anchor's format."""
     old = node.get_output_desc(index) if node.has_output_desc(index) else None
     node.update_output_desc(index, _merged(desc, old))
 

@@ -91,7 +91,7 @@ class InferenceMemo:
                 f"{first!r} with the same operator and input types: {message}",
                 nodes=[node.name])
         for i, desc in enumerate(value):
-            write(node, i, desc.copy())
+            write(node, i, desc)  # (`write` stores a copy: the memo's desc stays its own)
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
 
 
