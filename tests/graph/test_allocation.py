@@ -308,3 +308,25 @@ def test_a_transaction_holds_off_full_collections_and_restores_the_thresholds() 
     with pytest.raises(RuntimeError), graph.transaction():
         raise RuntimeError("rolled back")
     assert gc.get_threshold() == before
+
+
+def test_a_removed_node_is_freed_without_waiting_for_the_next_order_query() -> None:
+    """The cached node list of a graph is dropped on the change that makes it stale: a node
+    removed after `topological_order()` is freed by its reference count, as it would be
+    without the query (a cache holding it would keep it, and the collector busy, for as
+    long as no one asks for the order again)."""
+    import weakref
+
+    from ge.graph import Graph
+
+    graph = Graph("g")
+    x = graph.add_node("Data", attrs={"index": 0})
+    relu = graph.add_node("Relu", num_inputs=1)
+    graph.add_data_edge(x, 0, relu, 0)
+    assert [n.type for n in graph.topological_order()] == ["Data", "Relu"]  # cached now
+    gone = weakref.ref(relu)
+    with no_gc_pauses():  # freed without the collector's help
+        graph.remove_node(relu)
+        del relu
+        assert gone() is None
+    assert [n.type for n in graph.topological_order()] == ["Data"]

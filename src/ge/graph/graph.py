@@ -291,6 +291,9 @@ class Graph:
         journal.mutation_count += 1
         if structural:
             journal.structure_version += 1
+            # Drop the cached node list now, not at the next query: it would keep every node
+            # removed since alive (and the collector busy with them) until then.
+            self._topo = None
         return journal
 
     # -- change tracking ----------------------------------------------------------------
