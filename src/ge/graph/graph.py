@@ -505,13 +505,12 @@ class Graph:
         if journal.listeners:
             journal.notify(ChangeKind.NODE_ADDED, node)
         if journal.recording:
+            journal.record((Graph._undo_insert, self, node, new_type))
 
-            def undo() -> None:
-                self._erase(node)
-                if new_type and not self._by_type.get(node._type):
-                    del self._by_type[node._type]
-
-            journal.record(undo)
+    def _undo_insert(self, node: Node, new_type: bool) -> None:
+        self._erase(node)
+        if new_type and not self._by_type.get(node._type):
+            del self._by_type[node._type]
 
     def _erase(self, node: Node) -> None:
         """Take an edge-less node out of the graph's indexes (journaled)."""
@@ -529,13 +528,12 @@ class Graph:
         if journal.listeners:
             journal.notify(ChangeKind.NODE_REMOVED, node)
         if journal.recording:
+            journal.record((Graph._undo_erase, self, node, before, label))
 
-            def undo() -> None:
-                self._insert(node)
-                order.unlink(self, node)  # back at its place in the order
-                order.link_after(self, node, before, label)
-
-            journal.record(undo)
+    def _undo_erase(self, node: Node, before: Node | None, label: int) -> None:
+        self._insert(node)
+        order.unlink(self, node)  # back at its place in the order
+        order.link_after(self, node, before, label)
 
     def add_node(
         self,
@@ -647,7 +645,7 @@ class Graph:
         if journal.listeners:
             journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
         if journal.recording:
-            journal.record(lambda: self._disconnect(dst, dst_index))
+            journal.record((Graph._disconnect, self, dst, dst_index))
 
     @staticmethod
     def _order_dependency(src: Node, dst: Node) -> None:
@@ -676,8 +674,7 @@ class Graph:
         if journal.listeners:
             journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
         if journal.recording:
-            graph = dst._graph
-            journal.record(lambda: graph._connect(src, src_index, dst, dst_index))  # type: ignore[union-attr]
+            journal.record((Graph._connect, dst._graph, src, src_index, dst, dst_index))
 
     def _check_member(self, node: Node, what: str, allow_outer: bool = False) -> None:
         graph = node._graph
@@ -849,7 +846,7 @@ class Graph:
         node._metadata = {**(old or {}), key: value}
         journal = self._changed(False)
         if journal.recording:
-            journal.record(lambda: setattr(node, "_metadata", old))
+            journal.record((setattr, node, "_metadata", old))
 
     def _set_attr(self, node: Node, key: str, value: Any) -> None:
         if not isinstance(key, str) or not key:
@@ -920,7 +917,7 @@ class Graph:
         if journal.listeners:
             journal.notify(ChangeKind.ATTR_CHANGED, node)
         if journal.recording:
-            journal.record(lambda: self._replace_attr(node, key, old, stored))
+            journal.record((Graph._replace_attr, self, node, key, old, stored))
 
     def _take_subgraph(self, node: Node, key: str) -> Graph:
         if key not in node._attrs:
@@ -961,10 +958,8 @@ class Graph:
         attrs[key] = value
         journal = self._changed(False)
         if journal.recording:
-            if old is missing:
-                journal.record(lambda: attrs.pop(key, None))
-            else:
-                journal.record(lambda: attrs.__setitem__(key, old))
+            journal.record((attrs.pop, key, None) if old is missing
+                           else (attrs.__setitem__, key, old))
 
     def _set_desc(self, node: Node, is_input: bool, index: int, desc: TensorDesc | None) -> None:
         if desc is not None and not isinstance(desc, TensorDesc):
@@ -979,7 +974,7 @@ class Graph:
         slots[index] = desc.copy() if desc is not None else None
         journal = self._changed(False)
         if journal.recording:
-            journal.record(lambda: slots.__setitem__(index, old))
+            journal.record((slots.__setitem__, index, old))
 
     # -- subgraphs ----------------------------------------------------------------------
     def get_all_subgraphs(self) -> list[Graph]:

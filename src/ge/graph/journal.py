@@ -15,7 +15,9 @@ from typing import Any
 
 __all__ = ["ChangeKind", "ChangeListener", "Journal"]
 
-UndoStep = Callable[[], None]
+#: How to undo one mutation: a function of no arguments, or (as plain data, cheaper to make
+#: and to keep: one tuple instead of a closure and its cells) a tuple `(function, *args)`.
+UndoStep = Callable[[], None] | tuple[Any, ...]
 
 
 class ChangeKind(Enum):
@@ -58,7 +60,8 @@ class Journal:
         return self._steps is not None and not self._replaying
 
     def record(self, undo: UndoStep) -> None:
-        """Remember how to undo the mutation just made (no-op outside a transaction)."""
+        """Remember how to undo the mutation just made (no-op outside a transaction): a
+        function to call, or a tuple `(function, *args)` to call as `function(*args)`."""
         if self._steps is not None and not self._replaying:
             self._steps.append(undo)
 
@@ -104,6 +107,10 @@ class Journal:
         self._replaying = True
         try:
             while len(steps) > savepoint:
-                steps.pop()()
+                step = steps.pop()
+                if type(step) is tuple:
+                    step[0](*step[1:])
+                else:
+                    step()  # type: ignore[operator]
         finally:
             self._replaying = False

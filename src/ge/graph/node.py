@@ -109,7 +109,7 @@ class Node:
         if self._clean:
             self._clean = False
             if self._graph is not None:
-                self._graph.journal.record(lambda: setattr(self, "_clean", True))
+                self._graph.journal.record((setattr, self, "_clean", True))
 
     # -- identity -----------------------------------------------------------------------
     @property
