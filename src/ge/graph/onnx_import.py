@@ -41,22 +41,8 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
         raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
     graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
-    graph.model.typed_values = _has_value_info(model.graph)
-    _read_graph(graph, model.graph)
+    graph.model.typed_values = _read_graph(graph, model.graph)
     return graph
-
-
-def _has_value_info(gp: onnx.GraphProto) -> bool:
-    """Whether `gp` or one of its subgraphs declares the type of an intermediate value."""
-    if gp.value_info:
-        return True
-    for node in gp.node:
-        for attr in node.attribute:
-            if attr.HasField("g") and _has_value_info(attr.g):
-                return True
-            if any(_has_value_info(g) for g in attr.graphs):
-                return True
-    return False
 
 
 def _model_info(model: onnx.ModelProto) -> ModelInfo:
@@ -125,7 +111,9 @@ def _add(graph: Graph, node: Node) -> None:
     graph._index_node(node)
 
 
-def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
+def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
+    """Read `gp` into `graph`; whether it or one of its subgraphs declares the type of an
+    intermediate value (a value_info)."""
     new_node = graph._new_node
     naming = graph._naming
     # Nodes are listed in file order; whether that is a topological one is checked on the
@@ -202,14 +190,18 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
 
     for node in pending:
         _wire(graph, node, node._proto.input)  # type: ignore[union-attr]  # ops keep their proto
+    typed = len(gp.value_info) > 0
     for node, proto in with_subgraphs:
         node._clean = False  # its subgraphs are written anew
         for attr in proto.attribute:
             if attr.type == A.GRAPH:
-                node._attrs[attr.name] = (A.GRAPH, _subgraph(graph, node, attr.g))
+                sub, sub_typed = _subgraph(node, attr.g)
+                node._attrs[attr.name] = (A.GRAPH, sub)
+                typed |= sub_typed
             elif attr.type == A.GRAPHS:
-                node._attrs[attr.name] = (A.GRAPHS,
-                                          [_subgraph(graph, node, g) for g in attr.graphs])
+                subs = [_subgraph(node, g) for g in attr.graphs]
+                node._attrs[attr.name] = (A.GRAPHS, [sub for sub, _ in subs])
+                typed |= any(sub_typed for _, sub_typed in subs)
 
     out_node = new_node(NET_OUTPUT, naming.onnx_node_name(NET_OUTPUT, NET_OUTPUT), "",
                         len(gp.output), [], {}, None)
@@ -230,13 +222,14 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> None:
         else:
             found[0]._out_slots()[found[1]] = vi
     graph._stray_value_info = stray
+    return typed
 
 
-def _subgraph(outer: Graph, owner: Node, gp: onnx.GraphProto) -> Graph:
+def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, bool]:
+    """A body of `owner` and whether it (or a body inside it) has value_info."""
     sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
     sub._parent_node = owner
-    _read_graph(sub, gp)
-    return sub
+    return sub, _read_graph(sub, gp)
 
 
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
