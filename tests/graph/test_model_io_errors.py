@@ -320,6 +320,19 @@ def test_save_onto_a_folder(graph: ge.graph.Graph, tmp_path: Path) -> None:
     _save_fails(graph, target, ModelSaveError, "GE1104", "it is a folder", tmp_path)
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only folder")
+def test_save_into_a_read_only_folder(graph: ge.graph.Graph, tmp_path: Path) -> None:
+    """A folder the user may not write is refused before anything is written."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        _save_fails(graph, folder / "model.onnx", ModelSaveError, "GE1104",
+                    "permission denied", tmp_path)
+    finally:
+        folder.chmod(0o700)
+
+
 def test_save_with_a_bad_data_file_name(graph: ge.graph.Graph, tmp_path: Path) -> None:
     """The external data file is written beside the model: a name with a folder is refused."""
     _save_fails(graph, tmp_path / "model.onnx", ModelSaveError, "GE1104",

@@ -163,16 +163,11 @@ def console(*, stderr: bool = False) -> Console:
 def check_output_folder(path: Path, what: str) -> None:
     """Refuse (CommandLineError) to write `what` to `path` when its folder does not exist or
     it is a folder, before any work is done."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise CommandLineError(f"cannot write {what} to {path}: {folder} is not an existing "
-                               "folder", path=str(path))
-    if path.is_dir():
-        raise CommandLineError(f"cannot write {what} to {path}: it is a folder", path=str(path))
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
-                                                     and not os.access(path, os.W_OK)):
-        raise CommandLineError(f"cannot write {what} to {path}: permission denied",
-                               path=str(path))
+    from ge.graph.model_io import write_target_problem
+
+    problem = write_target_problem(path)
+    if problem is not None:
+        raise CommandLineError(f"cannot write {what} to {path}: {problem}", path=str(path))
 
 
 def same_file(a: Path, b: Path) -> bool:

@@ -32,7 +32,7 @@ from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["check_save_target", "load", "new_file_mode", "save_model"]
+__all__ = ["check_save_target", "load", "new_file_mode", "save_model", "write_target_problem"]
 
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -157,14 +157,25 @@ def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
     return None
 
 
-def _check_target_path(target: Path) -> None:
+def write_target_problem(target: Path) -> str | None:
+    """Why a file cannot be written at `target` (its folder missing, `target` a folder, no
+    permission), or None: asked before any work is done, by `save` and by the CLI for each
+    file it writes."""
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
-        raise ModelSaveError(
-            f"cannot save to {target}: {folder} is not an existing folder", path=str(target)
-        )
+        return f"{folder} is not an existing folder"
     if target.is_dir():
-        raise ModelSaveError(f"cannot save to {target}: it is a folder", path=str(target))
+        return "it is a folder"
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists()
+                                                    and not os.access(target, os.W_OK)):
+        return "permission denied"
+    return None
+
+
+def _check_target_path(target: Path) -> None:
+    problem = write_target_problem(target)
+    if problem is not None:
+        raise ModelSaveError(f"cannot save to {target}: {problem}", path=str(target))
 
 
 def check_save_target(

@@ -33,6 +33,9 @@ class PatternInputs:
 
     `inputs[i]` creates every missing input 0..i (scalar float `Data` nodes named
     `input_<k>`); `inputs[a:b]` gives a list; iterating is refused because it has no end.
+    For an expression-style replacement the engine builds in place (`_of`), the inputs are
+    the matched tensors themselves, read-only, and there are exactly as many as the match
+    has boundary inputs.
     """
 
     __slots__ = ("_bound", "_builder", "_created")

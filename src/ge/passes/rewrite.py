@@ -5,9 +5,11 @@ to replace, the producer feeding each boundary input and the anchor behind each 
 output. `apply_replacement` follows torch.fx's subgraph rewriter: check, copy the
 replacement in (its `Data` *i* reads boundary input *i*), type the new nodes, move the
 outside consumers of each boundary output to the replacement's output *j* (a pass-through
-output moves them to the input it passes), move control edges, remove the old nodes. The
-new nodes record the pass that made them (`ge.origin_pass`) and what they replace
-(`ge.origin_nodes`) as node metadata, which is saved with the model.
+output moves them to the input it passes), move control edges, remove the old nodes. An
+expression-style replacement is built in the region's graph already
+(`ge.passes.expression.build_in_place`); `apply_built_in_place` does the same from "move
+the consumers" on. The new nodes record the pass that made them (`ge.origin_pass`) and what
+they replace (`ge.origin_nodes`) as node metadata, which is saved with the model.
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
     _fill_unknown_outputs(region, copied.nodes, copied.outputs,
                           lambda node, index: node in untyped or not _known(
                               node.get_output_desc(index)))
-    finish_rewrite(region, copied.nodes, copied.outputs, pass_name=pass_name)
+    _finish_rewrite(region, copied.nodes, copied.outputs, pass_name=pass_name)
     return copied.nodes
 
 
@@ -174,7 +176,7 @@ def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Pro
     `made`, typed as they were built; see `ge.passes.expression.build_in_place`)."""
     _fill_unknown_outputs(region, made, outputs,
                           lambda node, index: not _known(node.get_output_desc(index)))
-    finish_rewrite(region, made, outputs, pass_name=pass_name)
+    _finish_rewrite(region, made, outputs, pass_name=pass_name)
 
 
 def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequence[Producer],
@@ -189,7 +191,7 @@ def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequenc
             new.update_output_desc(new_index, old.get_output_desc(old_index))
 
 
-def finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer], *,
+def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer], *,
                    pass_name: str = "") -> None:
     """The rewrite once the replacement's nodes `made` (typed) are in the region's graph
     and `outputs[j]` produces boundary output *j*: place and tag the new nodes, move the
