@@ -26,9 +26,11 @@ from ge.passes.matcher import CompiledPattern, PatternNode
 
 __all__ = ["LandmarkFilter", "candidates"]
 
-#: The landmark is used only when its score (its nodes, doubled per step to the root) is
-#: below this many times the candidates: otherwise its walks cost about what they save.
-_WORTHWHILE = 2
+#: A landmark is tried when its score (its nodes, doubled per step to the root) is below
+#: this many times the candidates, and kept when it lets through at most `_KEEP` of them:
+#: otherwise following the sweep's changes costs about what it saves.
+_WORTHWHILE = 8
+_KEEP = 0.5
 
 
 def candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[Node]:
@@ -93,7 +95,8 @@ class LandmarkFilter:
             return None
         _, _, depth, op_type, domain = best
         root = pattern.root
-        return cls((root.type, root.domain), depth, graph.nodes_of_type(op_type, domain))
+        found = cls((root.type, root.domain), depth, graph.nodes_of_type(op_type, domain))
+        return found if len(found._allowed) <= _KEEP * num_candidates else None
 
     def allows(self, node: Node) -> bool:
         """Whether `node` may match: an landmark is (or may have come) close enough upstream."""

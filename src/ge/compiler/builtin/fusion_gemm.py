@@ -102,14 +102,18 @@ class MatMulAddFusion(PatternFusionPass):
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         add = match_result.get_captured_tensor(3).node
-        matmul = next(n for n in match_result.get_matched_nodes() if n.type == "MatMul")
-        a, b, c = (value_desc(matmul, 0), value_desc(matmul, 1),
-                   value_desc(add, 1 if add.get_input_producer(0) == (matmul, 0) else 0))
-        a_dims, b_dims, c_dims = dims_of(a), dims_of(b), dims_of(c)
-        if a_dims is None or b_dims is None or c_dims is None:
+        a_in, b_in = match_result.get_captured_tensor(0), match_result.get_captured_tensor(1)
+        a, b = a_in.node.get_output_desc(a_in.index), b_in.node.get_output_desc(b_in.index)
+        a_dims, b_dims = dims_of(a), dims_of(b)
+        if a_dims is None or b_dims is None:
             return False  # a rank inference did not find: no way to tell
         if len(a_dims) != 2 or len(b_dims) != 2:
-            return False  # batched or vector MatMul: not a Gemm
+            return False  # batched or vector MatMul: not a Gemm (checked first: the usual no)
+        c_in = match_result.get_captured_tensor(2)
+        c = c_in.node.get_output_desc(c_in.index)
+        c_dims = dims_of(c)
+        if c_dims is None:
+            return False
         if not broadcasts_to(c_dims, [a_dims[0], b_dims[1]]):
             return False  # C would grow the product, or its dims are not known
         allowed = gemm_dtypes(node_opset(add))
