@@ -688,3 +688,34 @@ class P(PatternFusionPass):
     feeds = {"x": np.array([[0.2, 0.7, -1.0, 3.0]] * 2, np.float32)}
     np.testing.assert_array_equal(outputs_of(onnx.load(tmp_path / "m.onnx"), feeds)[0],
                                   (feeds["x"] > 0.5).astype(np.float32))
+
+
+def test_an_expression_replacement_built_in_a_body_reads_the_outer_value(write) -> None:
+    """Neg(Neg(x)) in an If branch, x from the outer graph, replaced by Identity(x): the
+    Identity is built in the branch (not the root graph) and reads x across the scope."""
+    f32 = onnx.TensorProto.FLOAT
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["n1"]), helper.make_node("Neg", ["n1"], ["t"])],
+        "then", [], [helper.make_tensor_value_info("t", f32, [2, 4])])
+    else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                                    [helper.make_tensor_value_info("e", f32, [2, 4])])
+    proto = model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                   helper.make_node("Greater", ["s", "zero"], ["c"]),
+                   helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                                    else_branch=else_branch)],
+                  X, Y, [const("zero", 0.0)])
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(
+        body="    def replacement(self, inputs):\n        return es.Identity(inputs[0])\n"))
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert {r.graph_name: r.rewrites for r in report.records} == {"g": 0, "then": 1, "else": 0}
+    body = graph.get_subgraph("then")
+    (identity,) = body.nodes_of_type("Identity")
+    assert not graph.nodes_of_type("Identity")
+    source, _ = identity.get_input_producer(0)
+    assert source.owner_graph is graph and source.type == "Data"
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    for sign in (1.0, -1.0):  # both branches taken
+        feeds = {"x": np.full((2, 4), sign, np.float32)}
+        np.testing.assert_array_equal(outputs_of(exported, feeds)[0], outputs_of(proto, feeds)[0])
