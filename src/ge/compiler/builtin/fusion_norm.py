@@ -60,12 +60,12 @@ from ge.es.all import (
     Sqrt,
     Sub,
 )
-from ge.graph import CONST, DataType, Graph, Node, Tensor
+from ge.graph import CONST, DataType, Node, Tensor
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
-from ge.passes.pattern import NodeIo, Pattern, create_pattern
+from ge.passes.pattern import NodeIo, Pattern, PatternInputs, create_pattern
 
 __all__ = ["LayerNormFusion", "RMSNormFusion"]
 
@@ -121,7 +121,6 @@ class _Variant:
         for index, (role, tensor) in enumerate(self.captures.items()):
             pattern.capture_tensor(tensor)
             roles[role] = index
-        pass_._input_counts[self.name] = self.inputs
         return pattern
 
 
@@ -317,15 +316,13 @@ class _NormFusion(PatternFusionPass):
     def __init__(self) -> None:
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
-        self._input_counts: dict[str, int] = {}  # pattern name -> pattern inputs
-
-    def _replacement_inputs(self, builder: GraphBuilder, match_result: MatchResult
-                            ) -> list[TensorHolder]:
-        """One replacement input per pattern input (x, scale, [bias], [axes...])."""
-        count = self._input_counts[match_result.get_pattern_graph_name()]
-        return builder.create_inputs(count)
+        # The last match meet_requirements saw and its plan (None: refused).
+        self._decided: tuple[MatchResult | None, _Plan | None] = (None, None)
 
     def _plan_of(self, match_result: MatchResult) -> _Plan | None:
+        decided, plan = self._decided
+        if decided is match_result:  # meet_requirements has just planned this match
+            return plan
         c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
         if node_opset(c.node("out")) < self.MIN_OPSET:
             return None
@@ -336,7 +333,10 @@ class _NormFusion(PatternFusionPass):
 
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
-        return self._plan_of(match_result) is not None
+        self._decided = (None, None)
+        plan = self._plan_of(match_result)
+        self._decided = (match_result, plan)  # for the replacement of this match
+        return plan is not None
 
 
 @builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
@@ -390,17 +390,18 @@ class LayerNormFusion(_NormFusion):
                 return None
         return _Plan(-k, eps, scale, bias)
 
-    def replacement(self, match_result: MatchResult,
-                    context: PassContext | None = None) -> Graph:
+    def replacement(  # type: ignore[override]  # expression style: built in place
+            self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
+        """LayerNormalization of X (input 0) by the scale and bias inputs, or by constants
+        broadcast to the normalised shape (`_Plan`)."""
         plan = self._plan_of(match_result)
         assert plan is not None  # meet_requirements accepted this match
-        builder = GraphBuilder("layer_norm")
-        inputs = self._replacement_inputs(builder, match_result)
+        builder = inputs[0].get_owner_builder()
         scale = _parameter(builder, inputs[1], plan.scale)
         bias = _parameter(builder, inputs[2], plan.bias) if plan.bias is not None else None
         y = LayerNormalization(inputs[0], scale, bias, axis=plan.axis, epsilon=plan.epsilon)
         assert isinstance(y, TensorHolder)  # Y alone: Mean and InvStdDev are not asked for
-        return builder.build_and_reset([y])
+        return y
 
 
 #: The input forms RMSNormFusion knows: (a Cast before, a Cast back after).
@@ -463,12 +464,13 @@ class RMSNormFusion(_NormFusion):
             return None
         return _Plan(-k, eps, scale)
 
-    def replacement(self, match_result: MatchResult,
-                    context: PassContext | None = None) -> Graph:
+    def replacement(  # type: ignore[override]  # expression style: built in place
+            self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
+        """RMSNormalization of X (input 0) by the weight input, or by a constant."""
         plan = self._plan_of(match_result)
         assert plan is not None  # meet_requirements accepted this match
-        builder = GraphBuilder("rms_norm")
-        x, weight = self._replacement_inputs(builder, match_result)[:2]
-        y = RMSNormalization(x, _parameter(builder, weight, plan.scale), axis=plan.axis,
-                             epsilon=plan.epsilon, stash_type=1)
-        return builder.build_and_reset([y])
+        x, weight = inputs[:2]
+        y = RMSNormalization(x, _parameter(x.get_owner_builder(), weight, plan.scale),
+                             axis=plan.axis, epsilon=plan.epsilon, stash_type=1)
+        assert isinstance(y, TensorHolder)
+        return y
