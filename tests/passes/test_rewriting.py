@@ -524,30 +524,42 @@ def test_saved_models_with_rewrites_pass_the_checker(tmp_path) -> None:
     onnx.checker.check_model(str(tmp_path / "m.onnx"), full_check=True)
 
 
-def test_a_pattern_pass_rewrites_inside_a_body_reading_an_outer_value(write) -> None:
-    """Neg(Neg(x)) in an If branch, x from the outer graph: the branch passes x through."""
+def _neg_neg_in_a_branch() -> onnx.ModelProto:
+    """An If whose then-branch computes Neg(Neg(x)) of the outer x (else: Relu(x))."""
     f32 = onnx.TensorProto.FLOAT
     then_branch = helper.make_graph(
         [helper.make_node("Neg", ["x"], ["n1"]), helper.make_node("Neg", ["n1"], ["t"])],
         "then", [], [helper.make_tensor_value_info("t", f32, [2, 4])])
     else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
                                     [helper.make_tensor_value_info("e", f32, [2, 4])])
-    proto = model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
-                   helper.make_node("Greater", ["s", "zero"], ["c"]),
-                   helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
-                                    else_branch=else_branch)],
-                  X, Y, [const("zero", 0.0)])
-    path = write("plugin.py", HEADER + PATTERN_PASS.format(
-        body="    def replacement(self, inputs):\n        return inputs[0]\n"))
+    return model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                  helper.make_node("Greater", ["s", "zero"], ["c"]),
+                  helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                                   else_branch=else_branch)],
+                 X, Y, [const("zero", 0.0)])
+
+
+def _rewrite_the_branch(write, body: str) -> tuple[onnx.ModelProto, Graph]:
+    """Compile `_neg_neg_in_a_branch` with the Neg-Neg pass replacing by `body`: one
+    rewrite, in the then-branch; the compiled model valid and computing the same."""
+    proto = _neg_neg_in_a_branch()
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(body=body))
     graph = load(proto)
     report = compile_graph(graph, pass_paths=[path])
     assert {r.graph_name: r.rewrites for r in report.records} == {"g": 0, "then": 1, "else": 0}
-    assert [n.type for n in graph.get_subgraph("then").get_direct_nodes()] == ["NetOutput"]
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
     for sign in (1.0, -1.0):  # both branches taken
         feeds = {"x": np.full((2, 4), sign, np.float32)}
-        np.testing.assert_array_equal(outputs_of(graph.to_onnx(), feeds)[0],
-                                      outputs_of(proto, feeds)[0])
-    onnx.checker.check_model(graph.to_onnx(), full_check=True)
+        np.testing.assert_array_equal(outputs_of(exported, feeds)[0], outputs_of(proto, feeds)[0])
+    return proto, graph
+
+
+def test_a_pattern_pass_rewrites_inside_a_body_reading_an_outer_value(write) -> None:
+    """Neg(Neg(x)) in an If branch, x from the outer graph: the branch passes x through."""
+    _, graph = _rewrite_the_branch(
+        write, "    def replacement(self, inputs):\n        return inputs[0]\n")
+    assert [n.type for n in graph.get_subgraph("then").get_direct_nodes()] == ["NetOutput"]
 
 
 # -- expression-style replacements built in place ------------------------------------------------
@@ -592,16 +604,9 @@ class P(PatternFusionPass):
 
 
 def test_an_expression_replacement_reading_past_its_boundary_fails_clearly(write) -> None:
-    source = """
-@register_fusion_pass(name="P", stage="BeforeInferShape")
-class P(PatternFusionPass):
-    @pattern
-    def twice(self, inputs):
-        return es.Neg(es.Neg(inputs[0]))
-
+    source = PATTERN_PASS.format(body="""
     def replacement(self, inputs):
-        return es.Add(es.Relu(inputs[0]), inputs[1])
-"""
+        return es.Add(es.Relu(inputs[0]), inputs[1])""")
     err = _compile_fails(write, source, load(_neg_neg()))
     assert "RewriteError" in err.message
     assert "reads input 1 but the region it replaces has 1 input(s) (inputs[:1])" in err.message
@@ -618,20 +623,11 @@ class P(PatternFusionPass):
 def test_an_expression_replacement_cannot_change_the_matched_graph(write, call, what) -> None:
     """The replacement's inputs are the matched tensors: changing them (or making the
     builder own inputs or build) is refused, the pass fails and the graph is rolled back."""
-    source = f"""
-from ge.graph import DataType
-
-@register_fusion_pass(name="P", stage="BeforeInferShape")
-class P(PatternFusionPass):
-    @pattern
-    def twice(self, inputs):
-        return es.Neg(es.Neg(inputs[0]))
-
+    source = "\nfrom ge.graph import DataType\n" + PATTERN_PASS.format(body=f"""
     def replacement(self, inputs):
         relu = es.Relu(inputs[0])
         {call}
-        return relu
-"""
+        return relu""")
     err = _compile_fails(write, source, load(_neg_neg()))
     assert "BuilderStateError" in err.message and f"Cannot {what}" in err.message
     call_line = (HEADER + source).splitlines().index(f"        {call}") + 1
@@ -641,18 +637,11 @@ class P(PatternFusionPass):
 def test_an_expression_replacement_returning_a_graph_leaves_no_stray_nodes(write) -> None:
     """Operators built on the inputs before returning a separately built Graph are dropped;
     the Graph is copied in."""
-    source = """
-@register_fusion_pass(name="P", stage="BeforeInferShape")
-class P(PatternFusionPass):
-    @pattern
-    def twice(self, inputs):
-        return es.Neg(es.Neg(inputs[0]))
-
+    source = PATTERN_PASS.format(body="""
     def replacement(self, inputs):
         es.Sigmoid(es.Relu(inputs[0]))  # built, then not used
         b = GraphBuilder("own")
-        return b.build_and_reset([es.Identity(b.create_input(0))])
-"""
+        return b.build_and_reset([es.Identity(b.create_input(0))])""")
     proto = _neg_neg()
     graph = load(proto)
     path = write("plugin.py", HEADER + source)
@@ -666,18 +655,9 @@ def test_an_expression_replacement_of_another_domain_declares_it(write, tmp_path
     """An operator of a domain the model does not import yet (ai.onnx.ml), built in place,
     adds the domain to the model's opset imports: the saved model passes onnx.checker and
     runs."""
-    source = """
-import ge.es.ml as ml
-
-@register_fusion_pass(name="P", stage="BeforeInferShape")
-class P(PatternFusionPass):
-    @pattern
-    def twice(self, inputs):
-        return es.Neg(es.Neg(inputs[0]))
-
+    source = "\nimport ge.es.ml as ml\n" + PATTERN_PASS.format(body="""
     def replacement(self, inputs):
-        return ml.Binarizer(inputs[0], threshold=0.5)
-"""
+        return ml.Binarizer(inputs[0], threshold=0.5)""")
     proto = _neg_neg()
     graph = load(proto)
     assert "ai.onnx.ml" not in graph.opset_imports
@@ -693,29 +673,9 @@ class P(PatternFusionPass):
 def test_an_expression_replacement_built_in_a_body_reads_the_outer_value(write) -> None:
     """Neg(Neg(x)) in an If branch, x from the outer graph, replaced by Identity(x): the
     Identity is built in the branch (not the root graph) and reads x across the scope."""
-    f32 = onnx.TensorProto.FLOAT
-    then_branch = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["n1"]), helper.make_node("Neg", ["n1"], ["t"])],
-        "then", [], [helper.make_tensor_value_info("t", f32, [2, 4])])
-    else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
-                                    [helper.make_tensor_value_info("e", f32, [2, 4])])
-    proto = model([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
-                   helper.make_node("Greater", ["s", "zero"], ["c"]),
-                   helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
-                                    else_branch=else_branch)],
-                  X, Y, [const("zero", 0.0)])
-    path = write("plugin.py", HEADER + PATTERN_PASS.format(
-        body="    def replacement(self, inputs):\n        return es.Identity(inputs[0])\n"))
-    graph = load(proto)
-    report = compile_graph(graph, pass_paths=[path])
-    assert {r.graph_name: r.rewrites for r in report.records} == {"g": 0, "then": 1, "else": 0}
-    body = graph.get_subgraph("then")
-    (identity,) = body.nodes_of_type("Identity")
+    _, graph = _rewrite_the_branch(
+        write, "    def replacement(self, inputs):\n        return es.Identity(inputs[0])\n")
+    (identity,) = graph.get_subgraph("then").nodes_of_type("Identity")
     assert not graph.nodes_of_type("Identity")
     source, _ = identity.get_input_producer(0)
     assert source.owner_graph is graph and source.type == "Data"
-    exported = graph.to_onnx()
-    onnx.checker.check_model(exported, full_check=True)
-    for sign in (1.0, -1.0):  # both branches taken
-        feeds = {"x": np.full((2, 4), sign, np.float32)}
-        np.testing.assert_array_equal(outputs_of(exported, feeds)[0], outputs_of(proto, feeds)[0])
