@@ -15,7 +15,7 @@ import numpy as np
 
 from ge.compiler.builtin._support import const_input, known_dtype, rewirable, static_dims
 from ge.compiler.pass_registry import builtin_pass
-from ge.graph import Graph, Node, Tensor
+from ge.graph import Graph, Node, Tensor, TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
@@ -111,29 +111,32 @@ def _neutral_operand(node: Node) -> int | None:
     if node.get_inputs_size() != 2:
         return None
     neutral, const_sides = _NEUTRAL[node.type]
-    out_desc = node.get_output_desc(0)
-    out_dims = static_dims(out_desc)
-    if out_dims is None:
-        return None
+    out_desc: TensorDesc | None = None
     for side in const_sides:
-        value = const_input(node, side)
+        value = const_input(node, side)  # the usual answer, found first: no constant
         data = 1 - side
         if value is None or node.get_input_producer(data) is None:
             continue
+        array = value.numpy()
+        if array.dtype.kind == "O":
+            continue  # strings: no arithmetic
+        try:  # (the first element settles most: a bias, a scale)
+            if (array.size and array.flat[0] != neutral) or not bool(np.all(array == neutral)):
+                continue
+        except (TypeError, ValueError):
+            continue
+        if out_desc is None:
+            out_desc = node.get_output_desc(0)
+        out_dims = static_dims(out_desc)
+        if out_dims is None:
+            return None
         data_desc = node.get_input_desc(data)
         dtype = known_dtype(data_desc)
         if dtype is None or value.data_type != dtype or known_dtype(out_desc) != dtype:
             continue
         if static_dims(data_desc) != out_dims:
             continue  # the constant broadcasts the data to a larger shape
-        array = value.numpy()
-        if array.dtype.kind == "O":
-            continue  # strings: no arithmetic
-        try:
-            if bool(np.all(array == neutral)):
-                return data
-        except (TypeError, ValueError):
-            continue
+        return data
     return None
 
 
