@@ -679,3 +679,21 @@ def test_an_expression_replacement_built_in_a_body_reads_the_outer_value(write) 
     assert not graph.nodes_of_type("Identity")
     source, _ = identity.get_input_producer(0)
     assert source.owner_graph is graph and source.type == "Data"
+
+
+def test_a_named_operator_of_an_expression_replacement_is_renamed_per_match(write) -> None:
+    """A replacement that names its operator (`name="fused"`) is built once per match: the
+    second and later ones get unique names, as a copied-in replacement would."""
+    proto = model([helper.make_node("Neg", ["x"], ["a"], name="n1"),
+                   helper.make_node("Neg", ["a"], ["b"], name="n2"),
+                   helper.make_node("Relu", ["b"], ["c"], name="relu"),
+                   helper.make_node("Neg", ["c"], ["d"], name="n3"),
+                   helper.make_node("Neg", ["d"], ["y"], name="n4")], X, Y)
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(body="""
+    def replacement(self, inputs):
+        return es.Identity(inputs[0], name="fused")"""))
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass() == {"P": 2}
+    assert sorted(n.name for n in graph.nodes_of_type("Identity")) == ["fused", "fused_1"]
+    assert_same_outputs(proto, graph)

@@ -99,6 +99,15 @@ class GraphBuilder:
         builder._in_place = True
         return builder
 
+    def _node_name(self, name: str | None) -> str | None:
+        """The name to give a node: as asked, except that a builder building into a graph
+        it does not own makes it unique there (a replacement is built once per match, as a
+        copy in would have renamed it)."""
+        if name is None or not self._in_place:
+            return name
+        assert self._graph is not None
+        return self._graph._naming.node_name(name)
+
     def _check_owned(self, op: str) -> None:
         if self._in_place:
             raise BuilderStateError(
@@ -251,7 +260,7 @@ class GraphBuilder:
         """A `Const` node of a Tensor or numpy value, keeping its dtype (extension)."""
         graph = self._live_graph("create_const")
         tensor = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
-        node = graph.add_const(tensor, name=name)
+        node = graph.add_const(tensor, name=self._node_name(name))
         return TensorHolder._make(self, node, 0)
 
     def _const(self, op: str, value: Any, shape: Sequence[int] | None, dtype: DataType,
