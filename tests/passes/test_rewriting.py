@@ -697,3 +697,12 @@ def test_a_named_operator_of_an_expression_replacement_is_renamed_per_match(writ
     assert report.rewrites_by_pass() == {"P": 2}
     assert sorted(n.name for n in graph.nodes_of_type("Identity")) == ["fused", "fused_1"]
     assert_same_outputs(proto, graph)
+
+
+def test_an_expression_replacement_with_too_many_outputs_fails_clearly(write) -> None:
+    source = PATTERN_PASS.format(body="""
+    def replacement(self, inputs):
+        return [es.Identity(inputs[0]), es.Relu(inputs[0])]""")
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "RewriteError" in err.message
+    assert "the replacement has 2 output(s) but the region it replaces has 1" in err.message

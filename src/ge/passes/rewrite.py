@@ -173,7 +173,12 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
 def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Producer], *,
                          pass_name: str = "") -> None:
     """Finish the rewrite of a replacement built directly in the region's graph (its nodes
-    `made`, typed as they were built; see `ge.passes.expression.build_in_place`)."""
+    `made`, typed as they were built; see `ge.passes.expression.build_in_place`). An output
+    count other than the region's is a `RewriteError` (the pass fails, rolled back)."""
+    if len(outputs) != len(region.outputs):
+        raise RewriteError(
+            f"the replacement has {len(outputs)} output(s) but the region it replaces has "
+            f"{len(region.outputs)}", nodes=[n.name for n in region.nodes])
     _fill_unknown_outputs(region, made, outputs,
                           lambda node, index: not _known(node.get_output_desc(index)))
     _finish_rewrite(region, made, outputs, pass_name=pass_name)
