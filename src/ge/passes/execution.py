@@ -4,9 +4,11 @@ a PatternFusionPass, node-by-node replacement for a DecomposePass (spec §3, §6
 A pattern pass takes its patterns in order and sweeps each once over the graph (D14): the
 candidates are the nodes of the pattern's first output type, from the op-type index, in
 the graph's order, and nodes the sweep itself creates are appended as they appear (the
-graph's change listeners), so a replacement can match again later in the same sweep.
-Per candidate: match, `meet_requirements`, skip a rewrite that would make a cycle,
-`replacement`, rewrite. A `MatchResult` expires when its hook returns.
+graph's change listeners), so a replacement can match again later in the same sweep;
+candidates no landmark reaches are skipped (`ge.passes.candidates`). Per candidate: match,
+`meet_requirements`, skip a rewrite that would make a cycle, `replacement`, rewrite (an
+expression-style replacement built in place, any other copied in). A `MatchResult`
+expires when its hook returns.
 
 A `PassRun` is the state of one pass invocation inside one compilation (its context, its
 counts): nothing here is process-global.
