@@ -119,6 +119,50 @@ def test_constant_folding_folds_a_chain_in_one_run() -> None:
     assert_sound(graph, _chain_model(), x_feeds())
 
 
+def test_repeated_constant_computations_fold_to_equal_values_of_their_own(
+        monkeypatch) -> None:
+    """The same small computation in several places (a scale per block) is evaluated once
+    per run; each fold gets its own Const and Tensor, and a computation that differs only
+    in an attribute or an input value is not taken for it."""
+    import ge.compiler.builtin.constant_folding as folding
+
+    evaluated: list[str] = []
+    real = folding.evaluate_node
+
+    def counting(node):
+        evaluated.append(node.name)
+        return real(node)
+
+    monkeypatch.setattr(folding, "evaluate_node", counting)
+    proto = model(
+        [node("Cast", ["k"], ["k16a"], name="cast_a", to=onnx.TensorProto.FLOAT16),
+         node("Cast", ["k"], ["k16b"], name="cast_b", to=onnx.TensorProto.FLOAT16),
+         node("Cast", ["k"], ["k64"], name="cast_c", to=onnx.TensorProto.DOUBLE),
+         node("Div", ["one", "k"], ["ra"], name="div_a"),
+         node("Div", ["one", "k"], ["rb"], name="div_b"),
+         node("Div", ["one", "k2"], ["rc"], name="div_c"),
+         node("Cast", ["k16a"], ["a"], name="back_a", to=onnx.TensorProto.FLOAT),
+         node("Cast", ["k16b"], ["b"], name="back_b", to=onnx.TensorProto.FLOAT),
+         node("Cast", ["k64"], ["c"], name="back_c", to=onnx.TensorProto.FLOAT),
+         node("Sum", ["x", "a", "b", "c", "ra", "rb", "rc"], ["y"], name="out")],
+        [vi("x")], [vi("y")],
+        [init("k", [2.0, 4.0, 8.0]), init("k2", [8.0, 16.0, 32.0]), init("one", 1.0)])
+    graph = load(proto)
+    assert run_pass(CF, graph)
+    # 9 folds, 6 distinct computations: Cast to f16 and to f64, the two Casts back, Div by k
+    # and by k2 (cast_b, back_b and div_b are the same as cast_a, back_a and div_a)
+    assert sorted(evaluated) == ["back_a", "back_c", "cast_a", "cast_c", "div_a", "div_c"]
+    out = graph.find_node_by_name("out")
+    folded = [out.get_in_data_nodes_and_port_indexes(i)[0] for i in range(1, 7)]
+    assert all(n.type == "Const" for n in folded)
+    values = [n.get_attr("value") for n in folded]
+    assert len({id(v) for v in values}) == 6  # a Tensor of its own each
+    for got, want in zip(values, [[2, 4, 8]] * 3 + [[0.5, 0.25, 0.125]] * 2
+                         + [[0.125, 0.0625, 0.03125]], strict=True):
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert_sound(graph, proto, x_feeds())
+
+
 def test_constant_folding_of_a_graph_output_keeps_its_name() -> None:
     original = model([node("Add", ["c1", "c2"], ["y"], name="sum"),
                       node("Relu", ["x"], ["z"], name="relu")],

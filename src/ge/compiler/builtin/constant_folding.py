@@ -3,7 +3,9 @@
 A deterministic node whose connected inputs are all constants is evaluated with onnx's
 reference evaluator (`ge.ops.evaluate_node`); `Shape` and `Size` are also folded when the
 shape of their input is static, constant or not. Nodes are visited in topological order,
-so a chain of foldable nodes folds in one run. Folding never makes the model much bigger:
+so a chain of foldable nodes folds in one run; a small computation repeated across the
+model (inputs up to 4 KiB, e.g. a scale in every block) is evaluated once per run and its
+result given to each fold. Folding never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
 larger than the constants it is computed from.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Hashable
 
 import numpy as np
 
@@ -28,9 +31,10 @@ from ge.compiler.builtin._support import (
 from ge.compiler.pass_registry import builtin_pass
 from ge.errors import CompilerOptionError, ConstantEvaluationError, OpNotFoundError
 from ge.graph import CONST, Graph, Node, Tensor
+from ge.graph.keys import hashable_value, value_key
 from ge.graph.types import data_type_to_numpy
 from ge.ops import evaluate_node, is_constant_foldable
-from ge.ops.onnx_node import node_spec
+from ge.ops.onnx_node import node_opset, node_spec
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -122,11 +126,29 @@ def _shape_value(node: Node) -> Tensor | None:
     return Tensor(np.array([int(d) for d in selected], dtype=np.int64))
 
 
+#: Inputs up to this many bytes in all are small enough to key a memoised evaluation by
+#: their values (a layer's scale or mask, repeated in every block); larger ones (weights)
+#: are evaluated each time, as they are rarely equal and costly to digest.
+_MEMO_INPUT_BYTES = 4096
+
+
 class _Folder:
     """Decides whether a node folds and computes its values, for one run of the pass."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        # (domain, op type, opset, attributes, input values) -> the evaluated outputs.
+        self._evaluated: dict[Hashable, list[Tensor]] = {}
+
+    def _evaluate(self, node: Node, input_bytes: int) -> list[Tensor]:
+        """`evaluate_node(node)`, once per distinct small computation of this run."""
+        key = _evaluation_key(node) if input_bytes <= _MEMO_INPUT_BYTES else None
+        if key is None:
+            return evaluate_node(node)
+        results = self._evaluated.get(key)
+        if results is None:
+            results = self._evaluated[key] = evaluate_node(node)
+        return [r.copy() for r in results]  # (each Const its own Tensor, the data shared)
 
     def values(self, node: Node) -> dict[int, Tensor] | None:
         """The values of `node`'s used outputs if it should be folded, else None."""
@@ -154,7 +176,7 @@ class _Folder:
             return None  # the desc already says it is too big: do not even compute it
         try:
             with np.errstate(all="ignore"):  # log(0) and the like: the values are the point
-                results = evaluate_node(node)
+                results = self._evaluate(node, input_bytes)
         except ConstantEvaluationError:
             return None
         named = [i for i, name in enumerate(node.get_output_names()) if name]
@@ -177,6 +199,22 @@ class _Folder:
 
     def _fits(self, values: dict[int, Tensor], input_bytes: int) -> bool:
         return self._within({i: tensor_nbytes(v) for i, v in values.items()}, input_bytes)
+
+
+def _evaluation_key(node: Node) -> Hashable | None:
+    """What decides a constant node's outputs: its operator, opset, attributes and input
+    values (None when an attribute has no exact key, e.g. a subgraph)."""
+    try:
+        attrs = tuple((name, hashable_value(node.get_attr(name)))
+                      for name in sorted(node.get_attr_names()))
+    except TypeError:
+        return None
+    if node.get_subgraphs():
+        return None
+    inputs = tuple(None if producer is None else value_key(producer[0].get_attr("value"))
+                   for producer in map(node.get_input_producer, range(node.get_inputs_size())))
+    return (node.domain, node.type, node_opset(node), attrs, inputs,
+            tuple(bool(name) for name in node.get_output_names()))
 
 
 def _agrees(node: Node, index: int, value: Tensor) -> bool:
