@@ -154,3 +154,40 @@ def test_custom_op_inference_and_kernel() -> None:
         assert value.shape == [2, 6]
     finally:
         unregister_op("Tile2", "test.infer")
+
+
+def test_large_constants_reach_onnx_inference_as_typed_inputs(monkeypatch) -> None:
+    """A weight is handed to onnx's inference by type and shape only (no data copied and
+    serialized); a small constant whose value decides a shape (Reshape's) keeps its data;
+    both give the same types as inference of the whole model."""
+    from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+    weight = np.ones((2048, 8), np.float32)  # 16,384 elements
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Reshape", ["h", "shape"], ["y"])]
+    proto = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2048])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(weight, "w"),
+         numpy_helper.from_array(np.array([4, 4], np.int64), "shape")]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    seen: list[onnx.ModelProto] = []
+    real = shape_inference.infer_shapes
+
+    def spy(model, *args, **kwargs):
+        seen.append(model)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "infer_shapes", spy)
+    graph = load(proto)
+    infer_shapes(graph)
+    (handed,) = seen
+    assert [t.name for t in handed.graph.initializer] == ["shape"]
+    (w,) = [vi for vi in handed.graph.input if vi.name == "w"]
+    assert [d.dim_value for d in w.type.tensor_type.shape.dim] == [2048, 8]
+    assert handed.ByteSize() < weight.nbytes // 100
+    matmul = graph.nodes_of_type("MatMul")[0]
+    reshape = graph.nodes_of_type("Reshape")[0]
+    assert matmul.get_output_desc(0).get_shape().get_dims() == [2, 8]
+    assert reshape.get_output_desc(0).get_shape().get_dims() == [4, 4]
+    assert reshape.get_output_desc(0).get_data_type() == DataType.DT_FLOAT

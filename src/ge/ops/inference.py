@@ -28,7 +28,7 @@ from ge.graph.node import Node
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
-from ge.graph.types import DataType
+from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info
 from ge.ops.memo import active_memo
 from ge.ops.onnx_node import (
@@ -274,10 +274,34 @@ def _nodes_named_in(message: str) -> list[str]:
     return list(dict.fromkeys(m for m in _ONNX_NODE_NAME.findall(message) if m))
 
 
+#: Constants of more elements than this go to onnx's inference as typed graph inputs, not
+#: as initializers: inference needs only their type and shape (it reads the values of
+#: small ones, a Reshape's shape, a Slice's starts), and copying and serializing every
+#: weight of a large model twice over would cost more than the inference itself.
+_VALUE_ELEMENTS = 1024
+
+
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     exported: ExportedNames = {}
-    model = graph_to_model(root, value_names=exported)
+    root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
+    stubs: dict[str, onnx.TensorProto] = {}
+
+    def typed_only(tensor: Tensor, name: str) -> onnx.TensorProto | None:
+        if name not in root_constants or tensor.size <= _VALUE_ELEMENTS:
+            return None  # written with its data (a body's inputs are positional: kept too)
+        stub = onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
+                                dims=tensor.shape)
+        stubs[name] = stub
+        return stub
+
+    model = graph_to_model(root, value_names=exported, tensor_sink=typed_only)
     gp = model.graph
+    if stubs:
+        kept_initializers = [t for t in gp.initializer if t.name not in stubs]
+        del gp.initializer[:]
+        gp.initializer.extend(kept_initializers)
+        gp.input.extend(onnx.helper.make_tensor_value_info(name, stub.data_type, stub.dims)
+                        for name, stub in stubs.items())
     _strip(gp, _custom_output_names(root, exported))
     if known_values:
         by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}

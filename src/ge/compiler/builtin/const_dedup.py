@@ -4,15 +4,20 @@
 and -0.0 differ) are merged into the first one in topological order, so the model stores
 the value once and common-subexpression elimination sees the same producer. A constant
 read by a subgraph body, or feeding a graph output whose name would change, is kept.
+
+Digesting every weight of a large model would cost more than the rest of the pass (about
+1 ms per MiB): a constant is digested only when another one has its dtype, shape and first
+and last elements, which distinct weights almost never share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any
 
 from ge.compiler.builtin._support import rewirable
 from ge.compiler.pass_registry import builtin_pass
-from ge.graph import CONST, Graph, Node
+from ge.graph import CONST, Graph, Node, Tensor
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -24,15 +29,17 @@ class ConstantDeduplication(FusionBasePass):
     """Merge `Const` nodes holding equal values (see the module docstring)."""
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
-        seen: dict[Hashable, Node] = {}
+        # sample key -> the first constant of each distinct value with that sample, with its
+        # value key once another constant needed it (None until then)
+        seen: dict[Hashable, list[list[Any]]] = {}
         changed = False
         for node in graph.topological_order():
-            if node.type != CONST or node.domain:
+            if node.type != CONST or node.domain or not node.has_attr("value"):
                 continue
-            key = node.value_key()  # None for a sparse constant
-            if key is None:
-                continue
-            first = seen.setdefault(key, node)
+            value = node.get_attr("value")
+            if not isinstance(value, Tensor):
+                continue  # a sparse constant
+            first = _first_equal(seen.setdefault(_sample_key(value), []), node)
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
             if not rewirable(node):
@@ -41,3 +48,29 @@ class ConstantDeduplication(FusionBasePass):
             graph.remove_node(node)
             changed = True
         return SUCCESS if changed else NOT_CHANGED
+
+
+def _sample_key(value: Tensor) -> Hashable:
+    """Dtype, shape and the first and last elements' bytes: equal for equal values, and
+    for distinct weights almost never equal (strings: the dtype and shape alone)."""
+    array = value.numpy()
+    if array.dtype.kind == "O" or array.size == 0:
+        return (int(value.data_type), tuple(value.shape))
+    flat = array.reshape(-1)
+    return (int(value.data_type), tuple(value.shape), flat[:1].tobytes(), flat[-1:].tobytes())
+
+
+def _first_equal(bucket: list[list[Any]], node: Node) -> Node:
+    """The first constant of `bucket` (one sample key) equal to `node`, else `node` itself
+    (then added to the bucket). Value keys are made only when the bucket is shared."""
+    if not bucket:
+        bucket.append([node, None])
+        return node
+    key = node.value_key()
+    for entry in bucket:
+        if entry[1] is None:
+            entry[1] = entry[0].value_key()
+        if entry[1] == key:
+            return entry[0]
+    bucket.append([node, key])
+    return node
