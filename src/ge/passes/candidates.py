@@ -3,11 +3,12 @@
 A pattern is matched backwards from the producer of its first output (its root), so the
 candidates are the graph's nodes of the root's op type. Many of them cannot match: a
 LayerNorm pattern rooted at `Add` is tried at every `Add` of a transformer, but only an
-`Add` with a `Sqrt` a few steps upstream can be one. `LandmarkFilter` uses that: it picks the
-pattern operator the graph has fewest of (the landmark, at distance *d* upstream of the root
-in the pattern) and lets through only the root-type nodes at most *d* steps downstream of a
-node of that type. A match maps the pattern's path from the root to the landmark onto a path
-of the same length in the graph, so no node that could match is left out.
+`Add` with a `Sqrt` a few steps upstream can be one. `LandmarkFilter` uses that: it picks a
+pattern operator that is rare in the graph and close to the root (the landmark, at distance
+*d* upstream of the root in the pattern) and lets through only the root-type nodes at most
+*d* steps downstream of a node of that type. A match maps the pattern's path from the root
+to the landmark onto a path of the same length in the graph, so no node that could match is
+left out.
 
 The filter follows the rewrites of its sweep (D14: nodes made by earlier rewrites can match
 later): a node that is added or whose input changes may have brought a landmark closer to
@@ -99,11 +100,11 @@ class LandmarkFilter:
         return found if len(found._allowed) <= _KEEP * num_candidates else None
 
     def allows(self, node: Node) -> bool:
-        """Whether `node` may match: an landmark is (or may have come) close enough upstream."""
+        """Whether `node` may match: a landmark is (or may have come) close enough upstream."""
         return node in self._allowed
 
     def touched(self, node: Node) -> None:
-        """Let through the root-type nodes at most `depth` steps downstream of `node` (an
+        """Let through the root-type nodes at most `depth` steps downstream of `node` (a
         landmark, or a node added or rewired: what is downstream of it may now match)."""
         root_type, root_domain = self._root
         allowed = self._allowed
