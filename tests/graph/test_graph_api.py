@@ -45,6 +45,66 @@ def test_all_nodes_include_subgraphs_direct_nodes_do_not() -> None:
     assert _names(then.get_all_nodes()) == _names(then.get_direct_nodes())
 
 
+def test_all_nodes_follow_every_change_of_the_hierarchy() -> None:
+    """A root keeps its get_all_nodes() list between changes (the compiler counts nodes
+    after every step); every kind of change, in the root or a body, shows in the next
+    call, a rollback included, and the caller gets its own list."""
+    graph = if_graph()
+    first = graph.get_all_nodes()
+    first.clear()  # the caller's copy: the graph's list is untouched
+    assert _names(graph.get_all_nodes())[-1] == "out"
+    then = graph.get_subgraph("then")
+    extra = add_op(then, "Abs", then.find_node_by_name("then_relu"), name="then_abs")
+    assert "then_abs" in _names(graph.get_all_nodes())
+    then.remove_node(extra)
+    assert "then_abs" not in _names(graph.get_all_nodes())
+    if_node = graph.find_node_by_name("if")
+    else_body = if_node.take_subgraph("else_branch")  # an attribute change, not structural
+    assert "else_neg" not in _names(graph.get_all_nodes())
+    if_node.set_attr("else_branch", else_body)
+    assert "else_neg" in _names(graph.get_all_nodes())
+    before = _names(graph.get_all_nodes())
+    with pytest.raises(RuntimeError), graph.transaction():
+        graph.remove_node(graph.find_node_by_name("h"))
+        assert "h" not in _names(graph.get_all_nodes())
+        raise RuntimeError("rolled back")
+    assert _names(graph.get_all_nodes()) == before
+
+
+def test_all_nodes_list_does_not_keep_removed_nodes_alive() -> None:
+    """The kept list is dropped at the change that makes it stale, so a removed node is
+    freed by its reference count (as for the order's cached list)."""
+    import weakref
+
+    from ge.graph.allocation import no_gc_pauses
+
+    graph = chain()
+    assert len(graph.get_all_nodes()) == 5  # kept now
+    node = graph.find_node_by_name("n1")
+    gone = weakref.ref(node)
+    with no_gc_pauses():
+        for consumer, index in node.get_out_data_nodes_and_port_indexes(0):
+            graph.remove_edge(node, 0, consumer, index)
+        graph.remove_node(node)
+        del node
+        assert gone() is None
+
+
+def test_all_nodes_after_the_order_is_established() -> None:
+    """Making a loaded graph's order topological relinks its nodes: the kept list follows."""
+    proto = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Neg", ["r"], ["y"], name="neg"),  # consumer first in the file
+         onnx.helper.make_node("Relu", ["x"], ["r"], name="relu")],
+        "unsorted", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])]))
+    from ge.graph.onnx_import import model_to_graph
+
+    graph = model_to_graph(proto)
+    assert [n for n in _names(graph.get_all_nodes()) if n in ("neg", "relu")] == ["neg", "relu"]
+    graph.topological_order()
+    assert [n for n in _names(graph.get_all_nodes()) if n in ("neg", "relu")] == ["relu", "neg"]
+
+
 def test_find_node_by_name() -> None:
     """find_node_by_name finds direct nodes; a missing name is a RuntimeError naming it."""
     graph = if_graph()

@@ -214,6 +214,25 @@ def test_tensor_desc_enforces_types(make) -> None:
     assert isinstance(info.value, TypeError)
 
 
+def test_tensor_desc_copies_share_nothing_a_caller_can_change() -> None:
+    """Copies share their Shape objects internally; no getter or setter of one copy can
+    reach the other's shape, origin shape or fields."""
+    desc = TensorDesc([2, 3], Format.FORMAT_NCHW, DataType.DT_FLOAT)
+    twin = desc.copy()
+    twin.get_shape().append(7)
+    twin.get_origin_shape()[0] = 9
+    twin.shape.clear()
+    assert desc.get_shape() == [2, 3] == twin.get_shape()
+    assert desc.get_origin_shape() == [2, 3] == twin.get_origin_shape()
+    twin.set_origin_shape([5]).set_shape([4, 4])
+    assert desc.get_shape() == [2, 3] and desc.get_origin_shape() == [2, 3]
+    desc.set_shape([1])
+    assert twin.get_shape() == [4, 4] and twin.get_origin_shape() == [5]
+    unknown = TensorDesc.unknown()
+    unknown.get_shape().append(3)
+    assert TensorDesc.unknown().get_shape() == [-2] == unknown.get_shape()
+
+
 def test_tensor_desc_copy_and_equality() -> None:
     """copy() is independent; == compares every field."""
     desc = TensorDesc([2, 3], Format.FORMAT_NCHW, DataType.DT_INT8)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -166,6 +166,9 @@ class Graph:
         self._journal = Journal()
         # (journal, structure version) the cached order was computed at, and the order.
         self._topo: tuple[tuple[Journal, int], list[Node]] | None = None
+        # A root's `get_all_nodes()` as of (mutation count, structure version), dropped at
+        # the next mutation (reports and the scheduler count nodes after every step).
+        self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
         self._attrs: dict[str, Any] = {}
         self._orphans: list[Graph] = []
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
@@ -287,7 +290,9 @@ class Graph:
             yield self
 
     def _changed(self, structural: bool) -> Journal:
-        journal = self.root_graph()._journal
+        root = self.root_graph()
+        root._all_nodes = None
+        journal = root._journal
         journal.mutation_count += 1
         if structural:
             journal.structure_version += 1
@@ -342,12 +347,24 @@ class Graph:
         return self._topo[1]
 
     def get_all_nodes(self) -> list[Node]:
-        """Nodes of this graph and, depth first after their owner, of all its subgraphs."""
+        """Nodes of this graph and, depth first after their owner, of all its subgraphs: a
+        new list. A root graph keeps the list until its hierarchy changes."""
+        if self._parent_node is not None or self._orphan_of is not None:
+            return self._collect_all_nodes()
+        journal = self._journal
+        key = (journal.mutation_count, journal.structure_version)
+        cached = self._all_nodes
+        if cached is None or cached[0] != key:
+            cached = self._all_nodes = (key, self._collect_all_nodes())
+        return list(cached[1])
+
+    def _collect_all_nodes(self) -> list[Node]:
         out: list[Node] = []
         for node in self._listed():
             out.append(node)
-            for sub in node.get_subgraphs():
-                out.extend(sub.get_all_nodes())
+            if node._attrs and not node._clean:  # a clean node owns no subgraph
+                for sub in node.get_subgraphs():
+                    out.extend(sub._collect_all_nodes())
         return out
 
     def __len__(self) -> int:
@@ -515,20 +532,27 @@ class Graph:
     def _erase(self, node: Node) -> None:
         """Take an edge-less node out of the graph's indexes (journaled)."""
         del self._nodes[node]
-        if self._by_name.get(node._name) is node:
-            del self._by_name[node._name]
+        name = node._name
+        if self._by_name.get(name) is node:
+            del self._by_name[name]
         del self._by_type[node._type][node]
+        values = self._values
         for value_name in node._out_names:
-            if value_name and self._values.get(value_name, (None,))[0] is node:
-                del self._values[value_name]
+            if value_name and values.get(value_name, (None,))[0] is node:
+                del values[value_name]
         node._graph = None
         before, label = node._prev, node._seq
         order.unlink(self, node)
-        journal = self._changed(True)
-        if journal.listeners:
-            journal.notify(ChangeKind.NODE_REMOVED, node)
-        if journal.recording:
-            journal.record((Graph._undo_erase, self, node, before, label))
+        root = self.root_graph()
+        root._all_nodes = self._topo = None
+        journal = root._journal
+        journal.mutation_count += 1
+        journal.structure_version += 1
+        for listener in journal.listeners:
+            listener(ChangeKind.NODE_REMOVED, node, -1)
+        steps = journal._steps
+        if steps is not None and not journal._replaying:
+            steps.append((Graph._undo_erase, self, node, before, label))
 
     def _undo_erase(self, node: Node, before: Node | None, label: int) -> None:
         self._insert(node)
@@ -633,19 +657,26 @@ class Graph:
 
     # -- data edges -----------------------------------------------------------------------
     def _connect(self, src: Node, src_index: int, dst: Node, dst_index: int) -> None:
+        # The hottest mutation of a rewrite: `_changed` and the journal calls are inlined.
         dst._inputs[dst_index] = (src, src_index)
         consumers = src._consumers[src_index]
         if consumers is None:
             consumers = src._consumers[src_index] = {}
         consumers[(dst, dst_index)] = None
-        dst._proto_dirty()
-        journal = self._changed(True)
+        if dst._clean:
+            dst._proto_dirty()
+        root = self.root_graph()
+        root._all_nodes = self._topo = None
+        journal = root._journal
+        journal.mutation_count += 1
+        journal.structure_version += 1
         if not journal._replaying:
             self._order_dependency(src, dst)
-        if journal.listeners:
-            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
-        if journal.recording:
-            journal.record((Graph._disconnect, self, dst, dst_index))
+        for listener in journal.listeners:
+            listener(ChangeKind.INPUT_CHANGED, dst, dst_index)
+        steps = journal._steps
+        if steps is not None and not journal._replaying:
+            steps.append((Graph._disconnect, self, dst, dst_index))
 
     @staticmethod
     def _order_dependency(src: Node, dst: Node) -> None:
@@ -661,20 +692,30 @@ class Graph:
         order.fix_edge(graph, src, dst)
 
     def _disconnect(self, dst: Node, dst_index: int) -> None:
+        # As hot as `_connect`: the same inlining, the same journal steps in the same order.
         producer = dst._inputs[dst_index]
         assert producer is not None
         src, src_index = producer
         consumers = src._consumers[src_index]
         assert consumers is not None
-        _keep_order(self.root_graph()._journal, consumers, (dst, dst_index))
+        key = (dst, dst_index)
+        root = self.root_graph()
+        journal = root._journal
+        steps = journal._steps
+        recording = steps is not None and not journal._replaying
+        if recording and next(reversed(consumers)) != key:
+            _keep_order(journal, consumers, key)
         dst._inputs[dst_index] = None
-        del consumers[(dst, dst_index)]
-        dst._proto_dirty()
-        journal = self._changed(True)
-        if journal.listeners:
-            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
-        if journal.recording:
-            journal.record((Graph._connect, dst._graph, src, src_index, dst, dst_index))
+        del consumers[key]
+        if dst._clean:
+            dst._proto_dirty()
+        root._all_nodes = self._topo = None
+        journal.mutation_count += 1
+        journal.structure_version += 1
+        for listener in journal.listeners:
+            listener(ChangeKind.INPUT_CHANGED, dst, dst_index)
+        if recording:
+            steps.append((Graph._connect, dst._graph, src, src_index, dst, dst_index))
 
     def _check_member(self, node: Node, what: str, allow_outer: bool = False) -> None:
         graph = node._graph
@@ -840,10 +881,11 @@ class Graph:
             journal.record(lambda: self._ctrl_link(src, dst))
 
     # -- node attributes and descs (called through Node) --------------------------------
-    def _set_metadata(self, node: Node, key: str, value: str) -> None:
+    def _set_metadata(self, node: Node, items: Mapping[str, str]) -> None:
+        """Set metadata entries of `node` (checked by the caller) in one journal step."""
         old = node._metadata
         node._proto_dirty()
-        node._metadata = {**(old or {}), key: value}
+        node._metadata = {**(old or {}), **items}
         journal = self._changed(False)
         if journal.recording:
             journal.record((setattr, node, "_metadata", old))

@@ -407,7 +407,7 @@ class Node:
         """Set one metadata entry; saved with the node (extension)."""
         if not isinstance(key, str) or not key or not isinstance(value, str):
             raise GraphTypeError("metadata keys and values must be str (keys non-empty)")
-        self._owner()._set_metadata(self, key, value)
+        self._owner()._set_metadata(self, {key: value})
 
     # -- text ---------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ import onnx
 from onnx import numpy_helper
 
 from ge.errors import GraphError, GraphTypeError
-from ge.graph.tensor_desc import Shape, TensorDesc, data_type_name
+from ge.graph.tensor_desc import Shape, TensorDesc, _trusted, data_type_name
 from ge.graph.types import (
     DataType,
     Format,
@@ -239,7 +239,9 @@ class Tensor:
         return self
 
     def get_tensor_desc(self) -> TensorDesc:
-        return TensorDesc(Shape(self._shape), self._format, self._data_type)
+        shape = Shape.__new__(Shape)  # the tensor's dims are ints already
+        list.extend(shape, self._shape)
+        return _trusted(shape, self._format, self._data_type)
 
     # -- comparison and text ------------------------------------------------------------
     def equals(self, other: Tensor) -> bool:

@@ -105,7 +105,8 @@ class TensorDesc:
     """Shape, data type and format of one tensor, plus GE's origin shape/type/format.
 
     Origin fields default to the current ones. `Node.get_*_desc` returns a copy; write it
-    back with `Node.update_*_desc`.
+    back with `Node.update_*_desc`. A desc never changes its `Shape` objects in place
+    (getters hand out copies, setters store new ones), so copies share them.
     """
 
     __slots__ = (
@@ -128,7 +129,7 @@ class TensorDesc:
         self._shape = _as_shape(shape)
         self._format = _check_enum(format, Format, "format")
         self._data_type = _check_enum(data_type, DataType, "data_type")
-        self._origin_shape = self._shape._copy()
+        self._origin_shape = self._shape  # shared: a desc's shapes are never changed in place
         self._origin_format = self._format
         self._origin_data_type = self._data_type
         # The ONNX ValueInfoProto this desc was read from, and the (shape, dtype) it decoded
@@ -139,7 +140,7 @@ class TensorDesc:
     @classmethod
     def unknown(cls) -> TensorDesc:
         """A desc that knows nothing: unknown rank, undefined type."""
-        return cls(Shape.unknown_rank(), Format.FORMAT_ND, DataType.DT_UNDEFINED)
+        return _trusted(Shape([UNKNOWN_DIM_NUM]), Format.FORMAT_ND, DataType.DT_UNDEFINED)
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -235,12 +236,14 @@ class TensorDesc:
 
     # -- value semantics ----------------------------------------------------------------
     def copy(self) -> TensorDesc:
-        """An independent copy (shares the read-only ONNX source it came from)."""
+        """An independent copy. It shares the read-only ONNX source it came from and the
+        `Shape` objects: a desc never changes its shapes in place (getters hand out copies,
+        setters store new ones), so sharing them is safe and saves two lists per copy."""
         other = TensorDesc.__new__(TensorDesc)
-        other._shape = self._shape._copy()
+        other._shape = self._shape
         other._format = self._format
         other._data_type = self._data_type
-        other._origin_shape = self._origin_shape._copy()
+        other._origin_shape = self._origin_shape
         other._origin_format = self._origin_format
         other._origin_data_type = self._origin_data_type
         other._source = self._source
@@ -279,6 +282,17 @@ def data_type_name(data_type: DataType) -> str:
         return data_type_to_numpy(data_type).name
     except (TypeError, ValueError):
         return data_type.name[3:].lower()
+
+
+def _trusted(shape: Shape, format: Format, data_type: DataType) -> TensorDesc:
+    """A desc of values the IR made itself (a shape of checked dims, enum members): the
+    constructor without its checks, for descs decoded or derived in bulk."""
+    desc = TensorDesc.__new__(TensorDesc)
+    desc._shape = desc._origin_shape = shape
+    desc._format = desc._origin_format = format
+    desc._data_type = desc._origin_data_type = data_type
+    desc._source = desc._source_key = None
+    return desc
 
 
 def format_desc(desc: TensorDesc) -> str:

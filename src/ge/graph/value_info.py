@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import onnx
 
-from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc
+from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc, _trusted
 from ge.graph.types import DataType, Format, data_type_from_onnx, data_type_to_onnx
 
 __all__ = ["desc_from_value_info", "named_value_info", "value_info_from_desc"]
@@ -18,16 +18,16 @@ __all__ = ["desc_from_value_info", "named_value_info", "value_info_from_desc"]
 def _shape_of(tensor_type: onnx.TypeProto.Tensor) -> Shape:
     if not tensor_type.HasField("shape"):
         return Shape.unknown_rank()
-    dims: list[int | str] = []
+    shape = Shape()
     for dim in tensor_type.shape.dim:
         which = dim.WhichOneof("value")
         if which == "dim_value":
-            dims.append(dim.dim_value)
+            shape.append(dim.dim_value)
         elif which == "dim_param":
-            dims.append(dim.dim_param)
+            shape.append(dim.dim_param)
         else:
-            dims.append(UNKNOWN_DIM)
-    return Shape(dims)
+            shape.append(UNKNOWN_DIM)
+    return shape
 
 
 def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
@@ -40,7 +40,7 @@ def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
             dtype = data_type_from_onnx(tt.elem_type)
         except TypeError:
             dtype = DataType.DT_UNDEFINED
-        desc = TensorDesc(_shape_of(tt), Format.FORMAT_ND, dtype)
+        desc = _trusted(_shape_of(tt), Format.FORMAT_ND, dtype)  # dims are ints and strs
     else:
         desc = TensorDesc.unknown()
     desc._source = vi

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ge.graph import Node
 from ge.graph import order as graph_order
 from ge.passes.context import PassContext
-from ge.passes.rewrite import ORIGIN_NODES, ORIGIN_PASS, Region, would_create_cycle
+from ge.passes.rewrite import Region, tag_origin, would_create_cycle
 from ge.passes.status import FAILED
 
 __all__ = ["FuseCheckResult", "can_fuse", "report_fuse"]
@@ -111,8 +111,5 @@ def report_fuse(nodes_before: Iterable[Node], nodes_after: Iterable[Node],
             context.set_error_message(problem)
         raise RuntimeError(f"Failed to report fusion result, pass_name={pass_name}, "
                            f"status={FAILED}: {problem}")
-    origin = ",".join(n.name for n in before)
-    for node in after:
-        node.set_metadata(ORIGIN_PASS, pass_name)
-        node.set_metadata(ORIGIN_NODES, origin)
+    tag_origin(after, pass_name, before)
     context._fusions += 1

@@ -15,12 +15,13 @@ they replace (`ge.origin_nodes`) as node metadata, which is saved with the model
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
+from ge.graph.types import DataType
 
 __all__ = [
     "ORIGIN_NODES",
@@ -29,6 +30,7 @@ __all__ = [
     "apply_built_in_place",
     "apply_replacement",
     "closed_region",
+    "tag_origin",
     "would_create_cycle",
 ]
 
@@ -179,8 +181,7 @@ def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Pro
         raise RewriteError(
             f"the replacement has {len(outputs)} output(s) but the region it replaces has "
             f"{len(region.outputs)}", nodes=[n.name for n in region.nodes])
-    _fill_unknown_outputs(region, made, outputs,
-                          lambda node, index: not _known(node.get_output_desc(index)))
+    _fill_unknown_outputs(region, made, outputs, lambda node, index: not _output_known(node, index))
     _finish_rewrite(region, made, outputs, pass_name=pass_name)
 
 
@@ -208,17 +209,22 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
         # place does not suit, the end of the list, where they were added, is valid too.)
         with contextlib.suppress(GeError):
             graph.insert_after(region.nodes[-1], made)
-    origin = ",".join(n.name for n in region.nodes)
-    for node in made:
-        if pass_name:
-            node.set_metadata(ORIGIN_PASS, pass_name)
-        node.set_metadata(ORIGIN_NODES, origin)
+    tag_origin(made, pass_name, region.nodes)
     members = region.members
     for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
         if (old, old_index) != (new, new_index):
             graph.replace_all_uses(old, old_index, new, new_index, exclude=members.__contains__)
     _move_control_edges(region, made)
     _remove(region)
+
+
+def tag_origin(made: Iterable[Node], pass_name: str, replaced: Iterable[Node]) -> None:
+    """Record on each new node the pass that made it (`ge.origin_pass`, unless no pass is
+    named) and the nodes it replaces (`ge.origin_nodes`): node metadata, saved with it."""
+    origin = ",".join(n.name for n in replaced)
+    tags = {ORIGIN_PASS: pass_name, ORIGIN_NODES: origin} if pass_name else {ORIGIN_NODES: origin}
+    for node in made:
+        node._owner()._set_metadata(node, tags)
 
 
 def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
@@ -240,12 +246,20 @@ def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
 
 
 def _known(desc: TensorDesc) -> bool:
-    from ge.graph.types import DataType
-
     return desc.get_data_type() != DataType.DT_UNDEFINED
 
 
+def _output_known(node: Node, index: int) -> bool:
+    """`_known(node.get_output_desc(index))` without copying a desc the node holds."""
+    slot = node._out_slot(index)
+    if type(slot) is TensorDesc:
+        return slot._data_type != DataType.DT_UNDEFINED
+    return _known(node.get_output_desc(index))
+
+
 def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
+    if not any(n._ctrl_in or n._ctrl_out for n in region.nodes):
+        return  # the usual case: nothing to move
     graph = region.graph
     members = region.members
     preds = dict.fromkeys(p for n in region.nodes for p in (n._ctrl_in or ()) if p not in members)
