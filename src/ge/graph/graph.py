@@ -714,7 +714,7 @@ class Graph:
         journal.structure_version += 1
         for listener in journal.listeners:
             listener(ChangeKind.INPUT_CHANGED, dst, dst_index)
-        if recording:
+        if steps is not None and recording:
             steps.append((Graph._connect, dst._graph, src, src_index, dst, dst_index))
 
     def _check_member(self, node: Node, what: str, allow_outer: bool = False) -> None:
