@@ -27,6 +27,18 @@ def shared_models() -> Path:
     return folder
 
 
+@pytest.fixture(params=["search", "plans"])
+def matching(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test twice: patterns matched by `Matcher`'s search as on small graphs, and by
+    their match plans from the first candidate on (`ge.passes.match_plan`), as on large
+    graphs; the outcome must be the same."""
+    import ge.passes.matcher
+
+    if request.param == "plans":
+        monkeypatch.setattr(ge.passes.matcher, "PLAN_AFTER", 0)
+    return str(request.param)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """`shared_model` parametrizes a test over the stems of the vendored `.onnx` files."""
     if "shared_model" in metafunc.fixturenames:

@@ -38,7 +38,10 @@ from ge.compiler.builtin.fusion_batchnorm import (
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from model_paths import all_shared_models, shared_model
 
-pytestmark = pytest.mark.builtin_passes  # these tests are about built-in passes
+pytestmark = [
+    pytest.mark.builtin_passes,  # these tests are about built-in passes
+    pytest.mark.usefixtures("matching"),  # by the search and by match plans
+]
 
 node = helper.make_node
 MODELS = all_shared_models()

@@ -44,7 +44,10 @@ from ge.graph import DataType, Graph, TensorDesc
 from ge.passes import FusionBasePass
 from model_paths import all_shared_models, shared_model
 
-pytestmark = pytest.mark.builtin_passes  # these tests are about the built-in passes
+pytestmark = [
+    pytest.mark.builtin_passes,  # these tests are about the built-in passes
+    pytest.mark.usefixtures("matching"),  # by the search and by match plans
+]
 
 node = helper.make_node
 TRANSPOSE, RESHAPE, CAST, SQUEEZE = (TransposeChainSimplification, ReshapeChainSimplification,

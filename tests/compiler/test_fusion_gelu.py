@@ -31,7 +31,10 @@ import ge.compiler.builtin
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from model_paths import all_shared_models, shared_model
 
-pytestmark = pytest.mark.builtin_passes  # these tests are about (future) built-in passes
+pytestmark = [
+    pytest.mark.builtin_passes,  # these tests are about (future) built-in passes
+    pytest.mark.usefixtures("matching"),  # by the search and by match plans
+]
 
 node = helper.make_node
 X_SHAPE = (2, 3, 8)

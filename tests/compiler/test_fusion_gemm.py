@@ -32,7 +32,10 @@ from ge.compiler.builtin.fusion_gemm import MatMulAddFusion, broadcasts_to, gemm
 from ge.graph import DataType
 from model_paths import all_shared_models
 
-pytestmark = pytest.mark.builtin_passes  # these tests are about a built-in pass
+pytestmark = [
+    pytest.mark.builtin_passes,  # these tests are about a built-in pass
+    pytest.mark.usefixtures("matching"),  # by the search and by match plans
+]
 
 node = helper.make_node
 MODELS = all_shared_models()

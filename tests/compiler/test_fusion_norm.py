@@ -34,7 +34,10 @@ from ge.graph import Graph
 from ge.passes import find_matches
 from model_paths import all_shared_models, shared_model
 
-pytestmark = pytest.mark.builtin_passes  # these tests are about (future) built-in passes
+pytestmark = [
+    pytest.mark.builtin_passes,  # these tests are about (future) built-in passes
+    pytest.mark.usefixtures("matching"),  # by the search and by match plans
+]
 
 node = helper.make_node
 F16 = onnx.TensorProto.FLOAT16

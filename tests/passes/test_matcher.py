@@ -20,6 +20,8 @@ from ge.passes import (
     pattern,
 )
 
+pytestmark = pytest.mark.usefixtures("matching")  # by the search and by match plans
+
 X = [("x", [2, 4])]
 Y = [("y", [2, 4])]
 

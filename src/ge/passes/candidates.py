@@ -68,16 +68,19 @@ def _upstream_distances(pattern: CompiledPattern) -> dict[tuple[str, str], int]:
 
 
 class LandmarkFilter:
-    """The root-type nodes of one sweep that can match (see the module docstring)."""
+    """The root-type nodes of one sweep that can match (see the module docstring).
 
-    __slots__ = ("_allowed", "_depth", "_root")
+    Nodes the sweep touches are remembered and their downstream is walked once, when the
+    next candidate is asked about: a rewrite touches the same nodes several times (each
+    input it moves), and the walk then sees the graph the candidate is tried in."""
+
+    __slots__ = ("_allowed", "_depth", "_pending", "_root")
 
     def __init__(self, root: tuple[str, str], depth: int, landmarks: Iterable[Node]) -> None:
         self._root = root
         self._depth = depth
         self._allowed: set[Node] = set()
-        for landmark in landmarks:
-            self.touched(landmark)
+        self._pending: dict[Node, None] = dict.fromkeys(landmarks)
 
     @classmethod
     def for_sweep(cls, pattern: CompiledPattern, graph: Graph,
@@ -97,15 +100,28 @@ class LandmarkFilter:
         _, _, depth, op_type, domain = best
         root = pattern.root
         found = cls((root.type, root.domain), depth, graph.nodes_of_type(op_type, domain))
+        found._spread_pending()
         return found if len(found._allowed) <= _KEEP * num_candidates else None
 
     def allows(self, node: Node) -> bool:
         """Whether `node` may match: a landmark is (or may have come) close enough upstream."""
+        if self._pending:
+            self._spread_pending()
         return node in self._allowed
 
     def touched(self, node: Node) -> None:
-        """Let through the root-type nodes at most `depth` steps downstream of `node` (a
-        landmark, or a node added or rewired: what is downstream of it may now match)."""
+        """`node` is a landmark, or was added or rewired: the root-type nodes at most `depth`
+        steps downstream of it may now match (walked before the next `allows`)."""
+        self._pending[node] = None
+
+    def _spread_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for node in pending:
+            if node._graph is not None:  # a removed node leads nowhere
+                self._spread(node)
+
+    def _spread(self, node: Node) -> None:
+        """Let through the root-type nodes at most `depth` steps downstream of `node`."""
         root_type, root_domain = self._root
         allowed = self._allowed
         level, seen = [node], {node}

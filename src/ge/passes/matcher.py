@@ -27,6 +27,7 @@ from ge.graph.keys import hashable_value
 from ge.graph.tensor import Tensor
 from ge.ops.schemas import normalize_domain
 from ge.passes.config import COMMUTATIVE_OPS, PatternMatcherConfig
+from ge.passes.match_plan import PLAN_AFTER, Plan, plan_for
 from ge.passes.pattern import NodeIo, Pattern
 from ge.passes.rewrite import Region
 
@@ -73,6 +74,21 @@ class CompiledPattern:
         self._compile(graph)
         self.captures = [(self.nodes[c.node], c.index) for c in pattern.get_captured_tensors()]
         self.root = self.outputs[0][0]
+        self._plan: Plan | None = None
+        self._planned = False  # whether `_plan` was written (it stays None for some patterns)
+        self._tries = 0  # candidates tried with the search so far
+
+    def plan(self) -> Plan | None:
+        """The match plan (`ge.passes.match_plan`), written once this pattern has been
+        tried on `PLAN_AFTER` candidates per pattern node; None before, or when the pattern
+        has several outputs (left to the search)."""
+        if not self._planned:
+            if self._tries < PLAN_AFTER * len(self.nodes):
+                self._tries += 1
+                return None
+            self._planned = True
+            self._plan = plan_for(self)
+        return self._plan
 
     def _fail(self, what: str, nodes: Sequence[str] = ()) -> PatternError:
         return PatternError(f"pattern {self.name!r} cannot be matched: {what}", nodes=nodes)
@@ -211,6 +227,10 @@ class _Search:
 class Matcher:
     """Finds the occurrences of one compiled pattern in one graph."""
 
+    #: Whether `matches_at` may use the pattern's straight-line plan (a subclass that
+    #: observes the search step by step, as `TracingMatcher`, turns it off).
+    uses_plans = True
+
     def __init__(self, pattern: CompiledPattern, graph: Graph) -> None:
         self.pattern = pattern
         self.graph = graph
@@ -234,8 +254,12 @@ class Matcher:
         order (commutative inputs give one per order): a caller refusing the first (its
         `meet_requirements`, a cycle) may take the next. The graph must not change while
         the iterator is used."""
-        search = _Search()
         pattern = self.pattern
+        plan = pattern.plan() if self.uses_plans else None
+        if plan is not None:  # the same matches, without the search's bookkeeping
+            yield from plan(self, candidate)
+            return
+        search = _Search()
         for _ in self._node(search, pattern.root, candidate):
             for _ in self._outputs(search, 1):
                 match = self._finish(search)
@@ -497,6 +521,8 @@ class TracingMatcher(Matcher):
     itself is untouched and pays nothing for this. The checks of `_accepts` are restated by
     `why_not` to say which one failed; a disagreement is recorded as kind "unexplained".
     """
+
+    uses_plans = False  # it records the search's own steps
 
     def __init__(self, pattern: CompiledPattern, graph: Graph) -> None:
         super().__init__(pattern, graph)
