@@ -46,9 +46,10 @@ def test_all_nodes_include_subgraphs_direct_nodes_do_not() -> None:
 
 
 def test_all_nodes_follow_every_change_of_the_hierarchy() -> None:
-    """A root keeps its get_all_nodes() list between changes (the compiler counts nodes
-    after every step); every kind of change, in the root or a body, shows in the next
-    call, a rollback included, and the caller gets its own list."""
+    """A root keeps its get_all_nodes() and get_all_subgraphs() lists between changes (the
+    compiler counts nodes after every step and lists subgraphs before every pass); every
+    kind of change, in the root or a body, shows in the next call, a rollback included,
+    and the caller gets its own list."""
     graph = if_graph()
     first = graph.get_all_nodes()
     first.clear()  # the caller's copy: the graph's list is untouched
@@ -59,10 +60,18 @@ def test_all_nodes_follow_every_change_of_the_hierarchy() -> None:
     then.remove_node(extra)
     assert "then_abs" not in _names(graph.get_all_nodes())
     if_node = graph.find_node_by_name("if")
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then", "else"]
     else_body = if_node.take_subgraph("else_branch")  # an attribute change, not structural
     assert "else_neg" not in _names(graph.get_all_nodes())
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then"]
     if_node.set_attr("else_branch", else_body)
     assert "else_neg" in _names(graph.get_all_nodes())
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then", "else"]
+    orphan = Graph("orphan")
+    graph.add_subgraph(orphan)
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then", "else", "orphan"]
+    graph.remove_subgraph("orphan")
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then", "else"]
     before = _names(graph.get_all_nodes())
     with pytest.raises(RuntimeError), graph.transaction():
         graph.remove_node(graph.find_node_by_name("h"))

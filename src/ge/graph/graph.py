@@ -169,6 +169,7 @@ class Graph:
         # A root's `get_all_nodes()` as of (mutation count, structure version), dropped at
         # the next mutation (reports and the scheduler count nodes after every step).
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
+        self._all_subgraphs: tuple[tuple[int, int], list[Graph]] | None = None  # likewise
         self._attrs: dict[str, Any] = {}
         self._orphans: list[Graph] = []
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
@@ -291,7 +292,7 @@ class Graph:
 
     def _changed(self, structural: bool) -> Journal:
         root = self.root_graph()
-        root._all_nodes = None
+        root._all_nodes = root._all_subgraphs = None
         journal = root._journal
         journal.mutation_count += 1
         if structural:
@@ -544,7 +545,7 @@ class Graph:
         before, label = node._prev, node._seq
         order.unlink(self, node)
         root = self.root_graph()
-        root._all_nodes = self._topo = None
+        root._all_nodes = root._all_subgraphs = self._topo = None
         journal = root._journal
         journal.mutation_count += 1
         journal.structure_version += 1
@@ -666,7 +667,7 @@ class Graph:
         if dst._clean:
             dst._proto_dirty()
         root = self.root_graph()
-        root._all_nodes = self._topo = None
+        root._all_nodes = root._all_subgraphs = self._topo = None
         journal = root._journal
         journal.mutation_count += 1
         journal.structure_version += 1
@@ -709,7 +710,7 @@ class Graph:
         del consumers[key]
         if dst._clean:
             dst._proto_dirty()
-        root._all_nodes = self._topo = None
+        root._all_nodes = root._all_subgraphs = self._topo = None
         journal.mutation_count += 1
         journal.structure_version += 1
         for listener in journal.listeners:
@@ -1020,16 +1021,29 @@ class Graph:
 
     # -- subgraphs ----------------------------------------------------------------------
     def get_all_subgraphs(self) -> list[Graph]:
-        """Every subgraph below this graph (depth first, owner order), then orphan subgraphs."""
+        """Every subgraph below this graph (depth first, owner order), then orphan subgraphs:
+        a new list. A root graph keeps the list until its hierarchy changes (the compiler
+        asks before every pass)."""
+        if self._parent_node is not None or self._orphan_of is not None:
+            return self._collect_subgraphs()
+        journal = self._journal
+        key = (journal.mutation_count, journal.structure_version)
+        cached = self._all_subgraphs
+        if cached is None or cached[0] != key:
+            cached = self._all_subgraphs = (key, self._collect_subgraphs())
+        return list(cached[1])
+
+    def _collect_subgraphs(self) -> list[Graph]:
         out: list[Graph] = []
         for node in self._listed():
-            for sub in node.get_subgraphs():
-                out.append(sub)
-                out.extend(sub.get_all_subgraphs())
+            if node._attrs and not node._clean:  # a clean node owns no subgraph
+                for sub in node.get_subgraphs():
+                    out.append(sub)
+                    out.extend(sub._collect_subgraphs())
         if self._parent_node is None:
             for orphan in self._orphans:
                 out.append(orphan)
-                out.extend(orphan.get_all_subgraphs())
+                out.extend(orphan._collect_subgraphs())
         return out
 
     def get_subgraph(self, name: str) -> Graph | None:

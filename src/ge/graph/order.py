@@ -312,7 +312,8 @@ def establish(graph: Graph) -> None:
 
 
 def _relink(graph: Graph, labelled: list[tuple[Node, int]]) -> None:
-    graph._topo = graph.root_graph()._all_nodes = None  # the cached lists follow the links
+    root = graph.root_graph()
+    graph._topo = root._all_nodes = root._all_subgraphs = None  # cached lists follow the links
     graph._head = graph._tail = None
     for node, label in labelled:
         link_after(graph, node, graph._tail, label)
