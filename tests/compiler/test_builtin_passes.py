@@ -124,16 +124,16 @@ def test_repeated_constant_computations_fold_to_equal_values_of_their_own(
     """The same small computation in several places (a scale per block) is evaluated once
     per run; each fold gets its own Const and Tensor, and a computation that differs only
     in an attribute or an input value is not taken for it."""
-    import ge.compiler.builtin.constant_folding as folding
+    from ge.ops.evaluation import NodeEvaluator
 
     evaluated: list[str] = []
-    real = folding.evaluate_node
+    real = NodeEvaluator.evaluate
 
-    def counting(node):
+    def counting(self, node, *args):
         evaluated.append(node.name)
-        return real(node)
+        return real(self, node, *args)
 
-    monkeypatch.setattr(folding, "evaluate_node", counting)
+    monkeypatch.setattr(NodeEvaluator, "evaluate", counting)
     proto = model(
         [node("Cast", ["k"], ["k16a"], name="cast_a", to=onnx.TensorProto.FLOAT16),
          node("Cast", ["k"], ["k16b"], name="cast_b", to=onnx.TensorProto.FLOAT16),

@@ -117,17 +117,43 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     `quiet=True` returns None instead of raising `ShapeInferenceError` (the ES builder: a
     pattern or replacement graph need not be well-typed).
     """
-    if node.type in STRUCTURAL and not node.domain:
+    if node._type in STRUCTURAL and not node._domain:
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     memo = active_memo()
     if memo is not None:
-        return memo.infer(node, _infer_node, _write, quiet=quiet)
+        return memo.infer(node, _infer_node, _write_new, quiet=quiet)
     if not quiet:
         return _infer_node(node)
     try:
         return _infer_node(node)
     except ShapeInferenceError:
         return None
+
+
+def infer_new_node(node: Node) -> None:
+    """`infer_node(node, quiet=True)` for a node just built (the ES builder), which needs
+    no copies of the descs handed back: a memo hit only writes them."""
+    if node._type in STRUCTURAL and not node._domain:
+        return
+    memo = active_memo()
+    if memo is not None:
+        memo.infer(node, _infer_node, _write_new, quiet=True, copies=False)
+        return
+    try:
+        _infer_node(node)
+    except ShapeInferenceError:
+        pass
+
+
+def _write_new(node: Node, index: int, desc: TensorDesc) -> None:
+    """`_write` of a memoised desc: straight into the graph when the output has none yet
+    (nothing to merge with; the memo keys the output count, so `index` is one)."""
+    descs = node._out_descs
+    graph = node._graph
+    if graph is not None and (descs is None or descs[index] is None):
+        graph._set_desc(node, False, index, desc)  # (what `update_output_desc` does)
+    else:
+        _write(node, index, desc)
 
 
 def _infer_node(node: Node) -> list[TensorDesc] | None:
@@ -210,21 +236,87 @@ def _strip(gp: onnx.GraphProto, keep: set[str]) -> None:
                     _strip(sub, keep)
 
 
-def _types_of(gp: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
-    found: dict[str, onnx.ValueInfoProto] = {}
-    for vi in [*gp.input, *gp.value_info, *gp.output]:
-        if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type:
-            found[vi.name] = vi
-    return found
+class _Decoder:
+    """`desc_from_value_info`, decoding each distinct type once.
+
+    Most values of a large model share a handful of types (`float[1,8,16]`); the desc of
+    each value is a copy of its type's desc remembering its own value info as its source,
+    which is exactly what `desc_from_value_info(vi)` makes (it reads nothing but `vi.type`).
+    """
+
+    def __init__(self) -> None:
+        # serialized type -> its desc, or None when it is not a tensor of known element type
+        self._by_type: dict[bytes, TensorDesc | None] = {}
+
+    def typed(self, vi: onnx.ValueInfoProto) -> TensorDesc | None:
+        """The desc of `vi`'s type when it is a tensor of known element type (what
+        inference writes back), else None; `desc(vi, it)` makes `vi`'s own desc of it."""
+        tp = vi.type
+        key = tp.SerializeToString()
+        try:
+            return self._by_type[key]
+        except KeyError:
+            typed = tp.WhichOneof("value") == "tensor_type" and bool(tp.tensor_type.elem_type)
+            template = self._by_type[key] = desc_from_value_info(vi) if typed else None
+            return template
+
+    @staticmethod
+    def desc(vi: onnx.ValueInfoProto, template: TensorDesc) -> TensorDesc:
+        """`desc_from_value_info(vi)`, given `typed(vi)`."""
+        desc = template.copy()
+        desc._source = vi  # (its `_source_key`, the decoded shape and type, is the same)
+        return desc
 
 
-def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames) -> None:
+class _Types:
+    """The typed value infos of one graph proto, by name: a graph output's type before an
+    inferred value info's before a graph input's (a name in several takes the first typed
+    one there). Each is checked only when it is looked up.
+    """
+
+    def __init__(self, gp: onnx.GraphProto, decoder: _Decoder) -> None:
+        self._decoder = decoder
+        self._lists = [gp.output, gp.value_info, gp.input]
+        self._maps: list[dict[str, onnx.ValueInfoProto]] = []
+        for vis in self._lists:
+            by_name = {vi.name: vi for vi in vis}
+            self._maps.append(by_name if len(by_name) == len(vis) else {})
+
+    def get(self, name: str) -> tuple[onnx.ValueInfoProto, TensorDesc] | None:
+        """The value info of `name` with the desc of its type (`_Decoder.typed`)."""
+        typed = self._decoder.typed
+        for vis, by_name in zip(self._lists, self._maps):
+            if by_name:
+                vi = by_name.get(name)
+                template = typed(vi) if vi is not None else None
+                if vi is not None and template is not None:
+                    return vi, template
+                continue
+            # a name listed twice (never made by onnx): the last typed one, as written
+            for vi in reversed(vis):
+                if vi.name == name:
+                    template = typed(vi)
+                    if template is not None:
+                        return vi, template
+        return None
+
+
+def _same_info(old: onnx.ValueInfoProto, new: onnx.ValueInfoProto) -> bool:
+    """Whether two value infos are equal messages: a slot holding `old` undecoded then
+    decodes and exports exactly as one holding `new`'s desc (`ge.graph.value_info`)."""
+    return old.name == new.name and old == new
+
+
+def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
+               decoder: _Decoder | None = None) -> None:
     """Write the types onnx inferred in `gp` back into `graph`'s nodes (subgraphs too).
 
     `exported` holds the names values were exported under when not their IR names (a new
     producer of a graph output is written under the output's name).
     """
-    types = _types_of(gp)
+    if decoder is None:
+        decoder = _Decoder()
+    types = _Types(gp, decoder)
     # Only nodes owning subgraphs need their exported proto back; index them on first need.
     protos_by_output: dict[str, onnx.NodeProto] | None = None
     protos_by_name: dict[str, onnx.NodeProto] = {}
@@ -234,12 +326,19 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames) -> No
         for i, name in enumerate(node.get_output_names()):
             if exported and name:
                 name = exported.get((node, i), name)
-            vi = types.get(name)
-            if vi is None:
+            found = types.get(name)
+            if found is None:
                 continue
-            if node.type == DATA and node.has_output_desc(i) and _known(node.get_output_desc(i)):
+            vi, template = found
+            if not node.has_output_desc(i):  # nothing known: no format to keep
+                node.update_output_desc(i, decoder.desc(vi, template))
+                continue
+            slot = node._out_slot(i)
+            if isinstance(slot, onnx.ValueInfoProto) and _same_info(slot, vi):
+                continue  # read from the model, still undecoded, and inference agrees
+            if node.type == DATA and _known(node.get_output_desc(i)):
                 continue  # a declared input type is the user's, not inference's
-            _write(node, i, desc_from_value_info(vi))
+            _write(node, i, decoder.desc(vi, template))
         subs = node.get_subgraphs()
         if not subs:
             continue
@@ -259,10 +358,10 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames) -> No
             if attr is None:
                 continue
             if attr.type == onnx.AttributeProto.GRAPH:
-                _copy_back(node.get_attr(key), attr.g, exported)
+                _copy_back(node.get_attr(key), attr.g, exported, decoder)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
-                    _copy_back(sub, sub_proto, exported)
+                    _copy_back(sub, sub_proto, exported, decoder)
 
 
 # onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
@@ -281,7 +380,10 @@ def _nodes_named_in(message: str) -> list[str]:
 _VALUE_ELEMENTS = 1024
 
 
-def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
+def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
+               custom: bool) -> None:
+    """One run of onnx's inference over the exported model, its results written back;
+    `custom`: whether the model has custom operators (their typed outputs are kept)."""
     exported: ExportedNames = {}
     root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
     stubs: dict[str, onnx.TensorProto] = {}
@@ -294,7 +396,10 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) ->
         stubs[name] = stub
         return stub
 
-    model = graph_to_model(root, value_names=exported, tensor_sink=typed_only)
+    # Without custom operators no value info is kept: none is exported (the same as
+    # exporting them all and stripping them, without writing or walking them).
+    model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
+                           value_info=custom)
     gp = model.graph
     if stubs:
         kept_initializers = [t for t in gp.initializer if t.name not in stubs]
@@ -302,7 +407,8 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool) ->
         gp.initializer.extend(kept_initializers)
         gp.input.extend(onnx.helper.make_tensor_value_info(name, stub.data_type, stub.dims)
                         for name, stub in stubs.items())
-    _strip(gp, _custom_output_names(root, exported))
+    if custom:
+        _strip(gp, _custom_output_names(root, exported))
     if known_values:
         by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}
         for data_name, tensor in known_values.items():
@@ -353,8 +459,8 @@ def infer_shapes(
 
 
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
-    custom = [n for n in root.get_all_nodes() if is_custom_node(n)]
-    _onnx_pass(root, known_values, strict)
+    custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
+    _onnx_pass(root, known_values, strict, bool(custom))
     for _ in range(len(custom)):
         changed = False
         for node in custom:
@@ -364,4 +470,4 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
                 changed = True
         if not changed:
             break
-        _onnx_pass(root, known_values, strict)
+        _onnx_pass(root, known_values, strict, True)

@@ -48,19 +48,33 @@ Outcome = tuple[str, Any]  # ("unknown", None) | ("ok", descs) | ("failed", (nod
 class InferenceMemo:
     """Results of per-node inference by operator signature, for one compilation."""
 
-    __slots__ = ("_known", "hits", "misses")
+    __slots__ = ("_known", "_opsets", "hits", "misses")
 
     def __init__(self) -> None:
         self._known: dict[Hashable, Outcome] = {}
+        # The opset imports last keyed: (the dict, a copy of it, its key); a compilation
+        # keys one model's imports over and over, and they rarely change.
+        self._opsets: tuple[dict[str, int], dict[str, int], Hashable] | None = None
         self.hits = 0
         self.misses = 0
 
+    def _opsets_key(self, imports: dict[str, int]) -> Hashable:
+        """`tuple(sorted(imports.items()))`, remembered while `imports` stays as it was."""
+        cached = self._opsets
+        if cached is not None and cached[0] is imports and cached[1] == imports:
+            return cached[2]
+        key = tuple(sorted(imports.items()))
+        self._opsets = (imports, dict(imports), key)
+        return key
+
     def infer(self, node: Node, infer: Callable[[Node], list[TensorDesc] | None],
               write: Callable[[Node, int, TensorDesc], None], *,
-              quiet: bool = False) -> list[TensorDesc] | None:
+              quiet: bool = False, copies: bool = True) -> list[TensorDesc] | None:
         """`infer(node)`, or the result it gave for a node of the same signature. `quiet`:
-        a failure gives None instead of raising (a builder that types what it can)."""
-        key = signature(node)
+        a failure gives None instead of raising (a builder that types what it can).
+        `copies=False`: a hit writes the descs but returns [] instead of copies of them (a
+        caller that only wants the node typed)."""
+        key = signature(node, self)
         if key is None:
             return infer(node)
         outcome = self._known.get(key)
@@ -92,6 +106,8 @@ class InferenceMemo:
                 nodes=[node.name])
         for i, desc in enumerate(value):
             write(node, i, desc)  # (`write` stores a copy: the memo's desc stays its own)
+        if not copies:
+            return []
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
 
 
@@ -117,10 +133,10 @@ def _slot_key(source: Node, index: int) -> Hashable:
         if source._type == "Const" and "value" in source._attrs:
             value = source._attr_value("value")
             if isinstance(value, Tensor):
-                return ("t", int(value.data_type), tuple(value.shape))
+                return ("t", int(value._data_type), tuple(value._shape))
         return None
     if isinstance(slot, TensorDesc):
-        return (slot._key(), slot._format)
+        return ((tuple(slot._shape), slot._data_type), slot._format)  # (`_key()`, format)
     return slot.type.SerializeToString()  # a ValueInfoProto, read as loaded
 
 
@@ -139,22 +155,55 @@ def _value_key(source: Node, op_type: str) -> Hashable:
             size *= dim
         if size > _VALUE_LIMIT:
             return None
-    value = source._attr_value("value")
-    if not isinstance(value, Tensor) or value.size > _VALUE_LIMIT:
+        value = source._attr_value("value")
+    else:
+        value = stored[1]
+    if not isinstance(value, Tensor):
         return None
-    if op_type not in _FLOAT_VALUE_OPS and value.data_type in _FLOAT_DATA_TYPES:
+    if op_type not in _FLOAT_VALUE_OPS and value._data_type in _FLOAT_DATA_TYPES:
         return None  # decided from the dtype: the data is never decoded for this
+    if value.size > _VALUE_LIMIT:
+        return None
     return value.tobytes()
 
 
-def signature(node: Node) -> Hashable | None:
+def _input_key(source: Node, index: int, op_type: str) -> Hashable:
+    """`(_slot_key(source, index), _value_key(source, op_type))`, read directly for the
+    usual producers (an operator's output, a constant holding a `Tensor`)."""
+    descs = source._out_descs
+    slot = descs[index] if descs is not None else None
+    if source._type != "Const":
+        if slot is None:
+            return (None, None)
+        if type(slot) is TensorDesc:
+            return (((tuple(slot._shape), slot._data_type), slot._format), None)
+        return (_slot_key(source, index), None)
+    stored = source._attrs.get("value")
+    value = stored[1] if type(stored) is tuple else None
+    if type(value) is not Tensor:  # as loaded (a proto), or no tensor at all
+        return (_slot_key(source, index), _value_key(source, op_type))
+    data_type = value._data_type
+    if slot is None:
+        slot_key: Hashable = ("t", int(data_type), tuple(value._shape))
+    elif type(slot) is TensorDesc:
+        slot_key = ((tuple(slot._shape), slot._data_type), slot._format)
+    else:
+        slot_key = _slot_key(source, index)
+    if (op_type not in _FLOAT_VALUE_OPS and data_type in _FLOAT_DATA_TYPES) or (
+            value.size > _VALUE_LIMIT):
+        return (slot_key, None)
+    return (slot_key, value.tobytes())
+
+
+def signature(node: Node, memo: InferenceMemo | None = None) -> Hashable | None:
     """What decides `node`'s inferred outputs, or None when it cannot be memoised (a node
-    owning subgraphs, input descs of its own)."""
-    if node._in_descs is not None and any(d is not None for d in node._in_descs):
+    owning subgraphs, input descs of its own); `memo` remembers the opset imports' key."""
+    in_descs = node._in_descs
+    if in_descs is not None and any(d is not None for d in in_descs):
         return None
     attrs: list[tuple[Any, ...]] = []
     for name, stored in node._attrs.items():
-        if isinstance(stored, AttributeProto):
+        if not isinstance(stored, tuple):  # an AttributeProto, as loaded
             if stored.type in GRAPH_KINDS:
                 return None
             attrs.append((name, stored.SerializeToString()))
@@ -166,15 +215,26 @@ def signature(node: Node) -> Hashable | None:
             attrs.append((name, kind, hashable_value(value)))
         except TypeError:
             return None
-    inputs: list[Hashable] = []
     op_type = node._type
+    inputs: list[Hashable] = []
     for producer in node._inputs:
         if producer is None:
             inputs.append(None)
-        else:
-            source, index = producer
-            inputs.append((_slot_key(source, index), _value_key(source, op_type)))
+            continue
+        source, index = producer
+        if source._type != "Const":  # the usual producer, an operator: its desc alone
+            descs = source._out_descs
+            slot = descs[index] if descs is not None else None
+            if type(slot) is TensorDesc:
+                inputs.append((((tuple(slot._shape), slot._data_type), slot._format), None))
+                continue
+        inputs.append(_input_key(source, index, op_type))
     graph = node._graph
-    opsets = tuple(sorted(graph.root_graph().opset_imports.items())) if graph else ()
-    return (node._domain, op_type, tuple(sorted(attrs)), tuple(inputs), len(node._out_names),
-            opsets)
+    if graph is None:
+        opsets: Hashable = ()
+    elif memo is None:
+        opsets = tuple(sorted(graph.opset_imports.items()))
+    else:
+        opsets = memo._opsets_key(graph.opset_imports)
+    return (node._domain, op_type, tuple(sorted(attrs)) if attrs else (), tuple(inputs),
+            len(node._out_names), opsets)

@@ -7,7 +7,13 @@ change a graph's output names; the predicates here say when a node is safe to re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import sys
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
 
@@ -15,9 +21,13 @@ __all__ = [
     "NONDETERMINISTIC_OPS",
     "const_input",
     "feeds_net_output",
+    "first_element",
     "is_operator",
     "known_dtype",
     "output_name_kept",
+    "raw_bytes",
+    "raw_item_size",
+    "raw_value_key",
     "read_by_body",
     "rewirable",
     "static_dims",
@@ -111,6 +121,62 @@ def const_input(node: Node, index: int) -> Tensor | None:
         return None
     value = src.get_attr("value")
     return value if isinstance(value, Tensor) else None
+
+
+#: Element types whose raw bytes in a TensorProto are the bytes numpy's decoded array holds
+#: (fixed size, one element per item), with their numpy dtypes.
+_RAW_DTYPES = {
+    int(t): np.dtype(n) for t, n in (
+        (DataType.DT_FLOAT, np.float32), (DataType.DT_DOUBLE, np.float64),
+        (DataType.DT_FLOAT16, np.float16), (DataType.DT_INT8, np.int8),
+        (DataType.DT_INT16, np.int16), (DataType.DT_INT32, np.int32),
+        (DataType.DT_INT64, np.int64), (DataType.DT_UINT8, np.uint8),
+        (DataType.DT_UINT16, np.uint16), (DataType.DT_UINT32, np.uint32),
+        (DataType.DT_UINT64, np.uint64), (DataType.DT_BOOL, np.bool_))}
+
+
+def raw_bytes(tensor: Tensor) -> bytes | None:
+    """`tensor.tobytes()` read from the TensorProto the tensor still is, without decoding
+    it, when that is exact: raw data of a plain numeric type, of the right length, on a
+    little-endian machine (`to_array` is `frombuffer` of those bytes then); else None.
+
+    Decoding (`Tensor.numpy()`) costs a few microseconds even for a scalar, and a pass
+    asking it of a copy (`get_attr`) pays it again each time: passes that only compare a
+    constant's bytes or look at one element read them here.
+    """
+    proto = tensor._source_proto()
+    if proto is None or sys.byteorder != "little" or not proto.HasField("raw_data"):
+        return None
+    if proto.data_location == onnx.TensorProto.EXTERNAL or proto.HasField("segment"):
+        return None
+    dtype = _RAW_DTYPES.get(int(tensor.data_type))
+    if dtype is None:
+        return None
+    raw = proto.raw_data
+    return raw if len(raw) == tensor.size * dtype.itemsize else None  # (else decoding says)
+
+
+def raw_value_key(tensor: Tensor, raw: bytes) -> Hashable:
+    """`ge.graph.keys.value_key(tensor)` from `raw = raw_bytes(tensor)`: the same formula
+    over the same bytes, without decoding the tensor."""
+    digest = hashlib.blake2b(raw, digest_size=20).digest()
+    return (int(tensor.data_type), tuple(tensor.shape), len(raw), digest)
+
+
+def raw_item_size(tensor: Tensor) -> int:
+    """The bytes per element in `raw_bytes(tensor)` (which must not be None)."""
+    return _RAW_DTYPES[int(tensor.data_type)].itemsize
+
+
+def first_element(tensor: Tensor) -> Any:
+    """The first element of a non-empty tensor of a plain numeric type, as numpy's decoded
+    array gives it (`array.flat[0]`), read without decoding the rest; None when the tensor
+    is not raw bytes (`raw_bytes`) or is empty."""
+    raw = raw_bytes(tensor)
+    if not raw:
+        return None
+    dtype = _RAW_DTYPES[int(tensor.data_type)]
+    return np.frombuffer(raw, dtype=dtype, count=1)[0]
 
 
 def static_dims(desc: TensorDesc) -> list[int] | None:

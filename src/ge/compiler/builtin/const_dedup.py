@@ -7,7 +7,11 @@ read by a subgraph body, or feeding a graph output whose name would change, is k
 
 Digesting every weight of a large model would cost more than the rest of the pass (about
 1 ms per MiB): a constant is digested only when another one has its dtype, shape and first
-and last elements, which distinct weights almost never share.
+and last elements, which distinct weights almost never share. A constant still held as
+the raw bytes it was read with is sampled and digested from those bytes (they are what
+numpy's `tobytes()` of its decoded array gives, for the plain numeric types), without
+decoding it: decoding took most of the pass's time, and a digest made through `value_key`
+leaves the decoded copy in the graph.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from ge.compiler.builtin._support import rewirable
+from ge.compiler.builtin._support import raw_bytes, raw_item_size, raw_value_key, rewirable
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import CONST, Graph, Node, Tensor
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
@@ -39,7 +43,8 @@ class ConstantDeduplication(FusionBasePass):
             value = node.get_attr("value")
             if not isinstance(value, Tensor):
                 continue  # a sparse constant
-            first = _first_equal(seen.setdefault(_sample_key(value), []), node)
+            raw = raw_bytes(value)
+            first = _first_equal(seen.setdefault(_sample_key(value, raw), []), node, value, raw)
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
             if not rewirable(node):
@@ -50,9 +55,14 @@ class ConstantDeduplication(FusionBasePass):
         return SUCCESS if changed else NOT_CHANGED
 
 
-def _sample_key(value: Tensor) -> Hashable:
+def _sample_key(value: Tensor, raw: bytes | None) -> Hashable:
     """Dtype, shape and the first and last elements' bytes: equal for equal values, and
     for distinct weights almost never equal (strings: the dtype and shape alone)."""
+    if raw is not None:
+        if not raw:
+            return (int(value.data_type), tuple(value.shape))
+        itemsize = raw_item_size(value)
+        return (int(value.data_type), tuple(value.shape), raw[:itemsize], raw[-itemsize:])
     array = value.numpy()
     if array.dtype.kind == "O" or array.size == 0:
         return (int(value.data_type), tuple(value.shape))
@@ -60,17 +70,24 @@ def _sample_key(value: Tensor) -> Hashable:
     return (int(value.data_type), tuple(value.shape), flat[:1].tobytes(), flat[-1:].tobytes())
 
 
-def _first_equal(bucket: list[list[Any]], node: Node) -> Node:
+def _value_key(node: Node, value: Tensor, raw: bytes | None) -> Hashable:
+    """`node.value_key()`, from the raw bytes when there are (the same bytes, the same
+    formula: `ge.graph.keys.value_key`)."""
+    return node.value_key() if raw is None else raw_value_key(value, raw)
+
+
+def _first_equal(bucket: list[list[Any]], node: Node, value: Tensor, raw: bytes | None
+                 ) -> Node:
     """The first constant of `bucket` (one sample key) equal to `node`, else `node` itself
     (then added to the bucket). Value keys are made only when the bucket is shared."""
     if not bucket:
-        bucket.append([node, None])
+        bucket.append([node, None, value])
         return node
-    key = node.value_key()
+    key = _value_key(node, value, raw)
     for entry in bucket:
         if entry[1] is None:
-            entry[1] = entry[0].value_key()
+            entry[1] = _value_key(entry[0], entry[2], raw_bytes(entry[2]))
         if entry[1] == key:
             return entry[0]
-    bucket.append([node, key])
+    bucket.append([node, key, value])
     return node

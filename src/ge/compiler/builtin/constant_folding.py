@@ -8,6 +8,14 @@ model (inputs up to 4 KiB, e.g. a scale in every block) is evaluated once per ru
 result given to each fold. Folding never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
 larger than the constants it is computed from.
+
+Speed on large models: the walk first asks the one cheap question most nodes fail (is
+every input a `Const`?) and only then the others; evaluation goes through the pass
+instance's `ge.ops.evaluation.NodeEvaluator`, which builds one reference evaluator per
+operator signature for the whole compilation instead of one per fold (same operator code,
+same arrays, same results); each input constant is fetched once per fold, and sized and
+keyed from its raw TensorProto bytes where it still is those (`_support.raw_bytes`), so a
+memoised computation decodes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from ge.compiler.builtin._support import (
     NONDETERMINISTIC_OPS,
     is_operator,
     known_dtype,
+    raw_bytes,
+    raw_value_key,
     read_by_body,
     static_dims,
     tensor_nbytes,
@@ -30,11 +40,11 @@ from ge.compiler.builtin._support import (
 )
 from ge.compiler.pass_registry import builtin_pass
 from ge.errors import CompilerOptionError, ConstantEvaluationError, OpNotFoundError
-from ge.graph import CONST, Graph, Node, Tensor
-from ge.graph.keys import hashable_value, value_key
-from ge.graph.types import data_type_to_numpy
-from ge.ops import evaluate_node, is_constant_foldable
-from ge.ops.onnx_node import node_opset, node_spec
+from ge.graph import CONST, Graph, Node, Tensor, TensorDesc
+from ge.graph.keys import value_key
+from ge.graph.types import DataType, data_type_to_numpy
+from ge.ops.evaluation import NodeEvaluator, Signature
+from ge.ops.onnx_node import STRUCTURAL, node_opset, node_spec
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -49,6 +59,8 @@ _INTEGER = re.compile(r"\s*\+?\d+\s*")
 # Type strings of values that are not plain tensors: the evaluator's results for those
 # cannot become a `Const`.
 _NON_TENSOR_TYPES = ("seq(", "optional(", "map(", "sparse_tensor(")
+# Folded from the input's desc, whatever produces the input.
+_SHAPE_OPS = frozenset({"Shape", "Size"})
 
 
 def size_limit(context: PassContext) -> int:
@@ -86,19 +98,29 @@ def _maybe_non_tensor(node: Node) -> list[int]:
     return flagged
 
 
-def _estimated_nbytes(node: Node, index: int) -> int | None:
-    """The bytes of output `index` as its desc tells (None when the desc does not say)."""
-    desc = node.get_output_desc(index)
-    dims, dtype = static_dims(desc), known_dtype(desc)
-    if dims is None or dtype is None:
-        return None
+def _item_size(dtype: DataType) -> int | None:
+    """The bytes of one element of `dtype` in numpy, None when only the computed value
+    can tell (strings, a type numpy cannot hold)."""
     try:
         numpy_type = data_type_to_numpy(dtype)
     except Exception:  # a type numpy cannot hold: the value check after evaluation decides
         return None
-    if numpy_type.kind == "O":
-        return None  # strings: only the computed value tells
-    return math.prod(dims) * numpy_type.itemsize
+    return None if numpy_type.kind == "O" else numpy_type.itemsize
+
+
+_ITEM_SIZES = {dtype: _item_size(dtype) for dtype in DataType}
+
+
+def _estimated_nbytes(desc: TensorDesc) -> int | None:
+    """The bytes of an output as its desc tells (None when the desc does not say)."""
+    dtype = known_dtype(desc)
+    if dtype is None:
+        return None
+    itemsize = _ITEM_SIZES[dtype]
+    if itemsize is None:
+        return None
+    dims = static_dims(desc)
+    return None if dims is None else math.prod(dims) * itemsize
 
 
 def _shape_value(node: Node) -> Tensor | None:
@@ -132,23 +154,67 @@ def _shape_value(node: Node) -> Tensor | None:
 _MEMO_INPUT_BYTES = 4096
 
 
+def _may_fold(node: Node) -> bool:
+    """A necessary condition for `_Folder.values` to fold `node`, cheap enough to ask of
+    every node: a `Shape`/`Size`, or an operator whose connected inputs are all `Const`s."""
+    op_type = node.type
+    if op_type in _SHAPE_OPS:
+        return True
+    if op_type in STRUCTURAL and not node.domain:
+        return False
+    return all(producer.type == CONST for producer in node.get_in_data_nodes())
+
+
+def _constant_inputs(node: Node) -> list[Tensor | None] | None:
+    """The values of `node`'s inputs (None for an absent one) when every connected input is
+    a `Const` holding a tensor, else None."""
+    values: list[Tensor | None] = []
+    for i in range(node.get_inputs_size()):
+        producer = node.get_input_producer(i)
+        if producer is None:
+            values.append(None)
+            continue
+        src = producer[0]
+        if src.type != CONST or not src.has_attr("value"):
+            return None
+        value = src.get_attr("value")
+        if not isinstance(value, Tensor):
+            return None
+        values.append(value)
+    return values
+
+
 class _Folder:
     """Decides whether a node folds and computes its values, for one run of the pass."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, evaluator: NodeEvaluator,
+                 non_tensor: dict[Hashable, list[int]]) -> None:
         self.limit = limit
-        # (domain, op type, opset, attributes, input values) -> the evaluated outputs.
+        self._evaluator = evaluator
+        # (domain, op type, opset, output count) -> `_maybe_non_tensor`, for the compilation
+        self._non_tensor = non_tensor
+        # (signature, input value keys) -> the evaluated outputs, for this run.
         self._evaluated: dict[Hashable, list[Tensor]] = {}
 
-    def _evaluate(self, node: Node, input_bytes: int) -> list[Tensor]:
+    def _evaluate(self, node: Node, inputs: list[Tensor | None], raws: list[bytes | None],
+                  input_bytes: int) -> list[Tensor]:
         """`evaluate_node(node)`, once per distinct small computation of this run."""
-        key = _evaluation_key(node) if input_bytes <= _MEMO_INPUT_BYTES else None
+        signature = self._evaluator.signature(node)
+        key = (_evaluation_key(signature, inputs, raws)
+               if signature is not None and input_bytes <= _MEMO_INPUT_BYTES else None)
         if key is None:
-            return evaluate_node(node)
+            return self._evaluator.evaluate(node, inputs, signature)
         results = self._evaluated.get(key)
         if results is None:
-            results = self._evaluated[key] = evaluate_node(node)
+            results = self._evaluated[key] = self._evaluator.evaluate(node, inputs, signature)
         return [r.copy() for r in results]  # (each Const its own Tensor, the data shared)
+
+    def _maybe_non_tensor(self, node: Node) -> list[int]:
+        key = (node.domain, node.type, node_opset(node), node.get_outputs_size())
+        found = self._non_tensor.get(key)
+        if found is None:
+            found = self._non_tensor[key] = _maybe_non_tensor(node)
+        return found
 
     def values(self, node: Node) -> dict[int, Tensor] | None:
         """The values of `node`'s used outputs if it should be folded, else None."""
@@ -159,24 +225,35 @@ class _Folder:
         used = used_outputs(node)
         if not used or read_by_body(node):
             return None  # dead (left to dead-code elimination) or read by a body
-        if node.type in ("Shape", "Size") and not node.domain:
+        if node.type in _SHAPE_OPS and not node.domain:
             value = _shape_value(node)
             if value is not None and self._fits({0: value}, 0):
                 return {0: value}
-        if not is_constant_foldable(node):
-            return None
-        for i in _maybe_non_tensor(node):
-            if i in used and known_dtype(node.get_output_desc(i)) is None:
+        inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
+        if inputs is None:
+            return None  # (what `is_constant_foldable` says of a node without bodies)
+        descs = {i: node.get_output_desc(i) for i in used}
+        for i in self._maybe_non_tensor(node):
+            if i in used and known_dtype(descs[i]) is None:
                 return None  # inference did not say it is a tensor: do not guess
-        inputs = {p for p in (node.get_input_producer(i) for i in range(node.get_inputs_size()))
-                  if p is not None}
-        input_bytes = sum(tensor_nbytes(p[0].get_attr("value")) for p in inputs)
-        estimated = {i: _estimated_nbytes(node, i) for i in used}
+        # raw TensorProto bytes where the constants still are that: sized and keyed
+        # without decoding them (a memoised computation is never decoded)
+        raws = [None if value is None else raw_bytes(value) for value in inputs]
+        input_bytes = 0
+        seen: set[tuple[Node, int]] = set()
+        for i, value in enumerate(inputs):
+            producer = node.get_input_producer(i)
+            if value is None or producer is None or producer in seen:
+                continue  # absent, or a constant read twice (counted once)
+            seen.add(producer)
+            raw = raws[i]
+            input_bytes += len(raw) if raw is not None else tensor_nbytes(value)
+        estimated = {i: _estimated_nbytes(desc) for i, desc in descs.items()}
         if not self._within(estimated, input_bytes):
             return None  # the desc already says it is too big: do not even compute it
         try:
             with np.errstate(all="ignore"):  # log(0) and the like: the values are the point
-                results = self._evaluate(node, input_bytes)
+                results = self._evaluate(node, inputs, raws, input_bytes)
         except ConstantEvaluationError:
             return None
         named = [i for i, name in enumerate(node.get_output_names()) if name]
@@ -184,7 +261,7 @@ class _Folder:
         values: dict[int, Tensor] = {}
         for i in used:
             value = by_index.get(i)
-            if value is None or not _agrees(node, i, value):
+            if value is None or not _agrees(descs[i], value):
                 return None
             values[i] = value
         if not self._fits(values, input_bytes):
@@ -201,25 +278,21 @@ class _Folder:
         return self._within({i: tensor_nbytes(v) for i, v in values.items()}, input_bytes)
 
 
-def _evaluation_key(node: Node) -> Hashable | None:
-    """What decides a constant node's outputs: its operator, opset, attributes and input
-    values (None when an attribute has no exact key, e.g. a subgraph)."""
-    try:
-        attrs = tuple((name, hashable_value(node.get_attr(name)))
-                      for name in sorted(node.get_attr_names()))
-    except TypeError:
+def _evaluation_key(signature: Signature, inputs: list[Tensor | None],
+                    raws: list[bytes | None]) -> Hashable | None:
+    """What decides a constant node's outputs: its signature (operator, opsets, attributes,
+    inputs present) and input values (`raws`: their raw bytes where known); None when a
+    value is a string tensor (numpy holds strings as object pointers, so their bytes are
+    no key)."""
+    if any(v is not None and v.data_type == DataType.DT_STRING for v in inputs):
         return None
-    if node.get_subgraphs():
-        return None
-    inputs = tuple(None if producer is None else value_key(producer[0].get_attr("value"))
-                   for producer in map(node.get_input_producer, range(node.get_inputs_size())))
-    return (node.domain, node.type, node_opset(node), attrs, inputs,
-            tuple(bool(name) for name in node.get_output_names()))
+    return signature.key, tuple(
+        None if value is None else value_key(value) if raw is None else raw_value_key(value, raw)
+        for value, raw in zip(inputs, raws))
 
 
-def _agrees(node: Node, index: int, value: Tensor) -> bool:
+def _agrees(desc: TensorDesc, value: Tensor) -> bool:
     """Whether a computed value matches what the output desc says (where it says)."""
-    desc = node.get_output_desc(index)
     dtype = known_dtype(desc)
     if dtype is not None and dtype != value.data_type:
         return False
@@ -252,10 +325,18 @@ def _replace(graph: Graph, node: Node, values: dict[int, Tensor]) -> None:
 class ConstantFolding(FusionBasePass):
     """Evaluate constant subexpressions at compile time (see the module docstring)."""
 
+    def __init__(self) -> None:
+        # Kept for the compilation (the engine makes one instance per compilation): the
+        # reference evaluators by operator signature, and the schemas' tensor answers.
+        self._evaluator = NodeEvaluator()
+        self._non_tensor: dict[Hashable, list[int]] = {}
+
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
-        folder = _Folder(size_limit(context))
+        folder = _Folder(size_limit(context), self._evaluator, self._non_tensor)
         changed = False
         for node in graph.topological_order():
+            if not _may_fold(node):
+                continue
             values = folder.values(node)
             if values is not None:
                 _replace(graph, node, values)

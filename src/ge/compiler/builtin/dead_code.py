@@ -26,10 +26,12 @@ def live_nodes(graph: Graph) -> set[Node]:
     stack = [net_output]
     while stack:
         node = stack.pop()
-        deps = [p[0] for p in (node.get_input_producer(i) for i in range(node.get_inputs_size()))
-                if p is not None]
-        deps.extend(node.get_in_control_nodes())
-        deps.extend(src for src, _ in node.get_outer_inputs())
+        deps = node.get_in_data_nodes()  # (the producers of its connected inputs)
+        control = node.get_in_control_nodes()
+        if control:
+            deps.extend(control)
+        if node.get_subgraphs():
+            deps.extend(src for src, _ in node.get_outer_inputs())
         for dep in deps:
             if dep not in live and dep.owner_graph is graph:
                 live.add(dep)

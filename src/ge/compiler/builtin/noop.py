@@ -13,7 +13,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ge.compiler.builtin._support import const_input, known_dtype, rewirable, static_dims
+from ge.compiler.builtin._support import (
+    const_input,
+    first_element,
+    known_dtype,
+    rewirable,
+    static_dims,
+)
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node, Tensor, TensorDesc
 from ge.graph.types import data_type_to_onnx
@@ -116,6 +122,9 @@ def _neutral_operand(node: Node) -> int | None:
         value = const_input(node, side)  # the usual answer, found first: no constant
         data = 1 - side
         if value is None or node.get_input_producer(data) is None:
+            continue
+        first = first_element(value)  # (the usual answer, without decoding the constant)
+        if first is not None and first != neutral:
             continue
         array = value.numpy()
         if array.dtype.kind == "O":
