@@ -194,7 +194,8 @@ class GraphBuilder:
     def _holder(self, value: Any, what: str) -> TensorHolder:
         """A TensorHolder of this builder for a TensorHolder or TensorLike value."""
         if isinstance(value, TensorHolder):
-            if not value._builder._encloses(self):  # own tensors, or outer values of a body
+            owner = value._builder  # own tensors (the usual case), or outer values of a body
+            if owner is not self and not owner._encloses(self):
                 raise BuilderMixError(
                     f"{what} belongs to GraphBuilder {value._builder.name!r}, not to "
                     f"{self._name!r}; tensors of different builders cannot be mixed"

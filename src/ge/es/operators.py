@@ -3,13 +3,14 @@
 `make_operator(op_type, domain)` returns a function that, when called, looks up the schema at
 its builder's opset, checks the inputs and attributes against it, turns Python scalars and
 lists into `Const`s, adds the node, infers its output descs when its input descs are known,
-and returns a `TensorHolder` (or a tuple of them for multi-output operators).
+and returns a `TensorHolder` (or a tuple of them for multi-output operators). What the checks
+decide from a call's shape alone is planned once per shape (`_CallPlan`, see "call plans").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
@@ -21,16 +22,14 @@ from ge.errors import (
     OpAttributeError,
     OpInputError,
 )
+from ge.es.graph_builder import GraphBuilder
 from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import CONST, Graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
-from ge.ops.inference import infer_node
+from ge.ops.inference import infer_new_node
 from ge.ops.schemas import STANDARD_DOMAINS, AttrSpec, OpSpec, get_op_spec, normalize_domain
-
-if TYPE_CHECKING:
-    from ge.es.graph_builder import GraphBuilder
 
 __all__ = ["EXTRA_KEYWORDS", "call_operator", "make_operator"]
 
@@ -244,76 +243,254 @@ def _output_count(where: str, spec: OpSpec, attrs: dict[str, Any], inputs: list[
     return count
 
 
+# -- call plans --------------------------------------------------------------------------
+#
+# What `_split_arguments`, the required-attribute check and a fixed output count decide
+# depends only on the schema and the call's shape (how many positional arguments, which are
+# None or lists and of which None-ness, the keyword names, whether num_outputs is given), never
+# on the values. A `_CallPlan` keeps those results per shape, so a repeated call only reads
+# its values. Plans live on the `OpSpec` they were derived from (in its instance dict, not a
+# field): the spec is immutable and they go when it goes (a custom op registered anew has a
+# new spec), so no module-level table outlives or leaks between compilations. A call shape
+# that fails is never planned: it is worked out again, and raises again, every time.
+
+_PLANS = "_ge_es_call_plans"  # the OpSpec instance attribute holding its `_SpecPlans`
+_MAX_PLANS = 256  # call shapes planned per spec; further ones are worked out every call
+
+ArgShape = tuple[Any, ...]  # per argument: 0 None, 1 a value, a list its items' None-ness
+
+
+class _Slot:
+    """Stands for one argument (or list item) while a plan is made: where a value comes
+    from (an int or str key of the arguments, or (key, item index))."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+
+
+class _ListSlot(list):
+    """Stands for a list argument while a plan is made: its items are `_Slot`s or None."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Any, nones: tuple[bool, ...]) -> None:
+        super().__init__(None if none else _Slot((path, j)) for j, none in enumerate(nones))
+        self.path = path
+
+
+class _CallPlan:
+    """The value-independent outcome of one call shape: `where`, the formal-input layout
+    (a path per input, None for an absent one; `prefix` n when the inputs are simply the
+    first n positional arguments), the attribute keywords in order, whether num_outputs is
+    passed on as an attribute, and the output count when no value can change it."""
+
+    __slots__ = ("attr_keys", "count", "domain", "inject", "layout", "prefix", "where")
+
+    def __init__(self, where: str, domain: str, layout: tuple[Any, ...], prefix: int | None,
+                 attr_keys: tuple[str, ...], inject: bool, count: int | None) -> None:
+        self.where = where
+        self.domain = domain
+        self.layout = layout
+        self.prefix = prefix
+        self.attr_keys = attr_keys
+        self.inject = inject
+        self.count = count
+
+
+class _SpecPlans:
+    """The plans of one `OpSpec` by call shape, and its input names (keyword shapes)."""
+
+    __slots__ = ("inputs", "plans")
+
+    def __init__(self, spec: OpSpec) -> None:
+        self.inputs = frozenset(p.name for p in spec.inputs)
+        self.plans: dict[Any, _CallPlan] = {}
+
+
+def _plans_of(spec: OpSpec) -> _SpecPlans:
+    table = spec.__dict__.get(_PLANS)
+    if table is None:
+        table = spec.__dict__.setdefault(_PLANS, _SpecPlans(spec))
+    return table
+
+
+def _shape_of(value: Any) -> Any:
+    if value is None:
+        return 0
+    if isinstance(value, (list, tuple)):
+        return tuple([v is None for v in value])
+    return 1
+
+
+def _stand_in(path: Any, shape: Any) -> Any:
+    if shape == 0:
+        return None
+    return _ListSlot(path, shape) if isinstance(shape, tuple) else _Slot(path)
+
+
+def _make_plan(spec: OpSpec, where: str, domain: str, shape: ArgShape, kwargs: dict[str, Any],
+               inputs: frozenset[str], num_outputs_given: bool) -> _CallPlan:
+    """Run the checks of a call on stand-ins of its arguments (they raise as the values
+    would: they read only the shape) and keep what they decide."""
+    args = [_stand_in(i, s) for i, s in enumerate(shape)]
+    stand_ins = {key: _stand_in(key, _shape_of(value)) if key in inputs else _Slot(key)
+                 for key, value in kwargs.items()}
+    inject = num_outputs_given and "num_outputs" in spec.attributes and not (
+        spec.op_type == "Split" and (len(args) > 1 or "split" in kwargs))
+    if inject:
+        stand_ins = {**stand_ins, "num_outputs": _Slot("num_outputs")}
+    values, attr_values = _split_arguments(where, spec, args, stand_ins)
+    missing = [a.name for a in spec.attributes.values() if a.required and a.name not in
+               attr_values]
+    if missing:
+        raise OpAttributeError(f"{where}: required attribute(s) missing: {', '.join(missing)}")
+    layout = tuple(None if v is None else v.path for v in values)
+    prefix: int | None = len(layout)
+    for i, path in enumerate(layout):
+        if path != i and not (path is None and i < len(shape) and shape[i] == 0):
+            prefix = None
+            break
+    count = None
+    if not num_outputs_given and not spec.variadic_output:
+        fixed = _default_output_count(spec, {}, [])
+        if fixed is not None and max(spec.min_output, 1) <= fixed <= spec.max_output:
+            count = fixed  # (else `_output_count` raises at its place in every call)
+    return _CallPlan(where, normalize_domain(domain), layout, prefix, tuple(attr_values),
+                     inject, count)
+
+
+def _input_values(plan: _CallPlan, args: Sequence[Any], kwargs: dict[str, Any]
+                  ) -> list[Any]:
+    """The formal inputs' values of a call whose layout is not a prefix of `args`."""
+    values: list[Any] = []
+    for path in plan.layout:
+        if path is None:
+            values.append(None)
+        elif isinstance(path, tuple):
+            key, item = path
+            values.append((args[key] if isinstance(key, int) else kwargs[key])[item])
+        else:
+            values.append(args[path] if isinstance(path, int) else kwargs[path])
+    return values
+
+
 # -- the call -------------------------------------------------------------------------------
 
 
-def _find_builder(values: Sequence[Any], builder: GraphBuilder | None, where: str
-                  ) -> GraphBuilder:
-    from ge.es.graph_builder import GraphBuilder
+def _other_builder(found: GraphBuilder | None, builder: GraphBuilder | None,
+                   value: TensorHolder, where: str) -> GraphBuilder:
+    """The builder after seeing `value`, whose builder is not `found` yet."""
+    if found is None or (builder is None and found._encloses(value._builder)):
+        return value._builder  # the innermost builder: bodies read outer values
+    if not value._builder._encloses(found):
+        raise BuilderMixError(
+            f"{where}: input {value.name!r} belongs to GraphBuilder "
+            f"{value._builder.name!r}, but the operator is built by "
+            f"{found.name!r}; tensors of different builders cannot be mixed"
+        )
+    return found
 
+
+def _scan(args: Sequence[Any], kwargs: dict[str, Any], builder: GraphBuilder | None,
+          where: str) -> tuple[GraphBuilder, ArgShape]:
+    """The builder a call builds in and the shape of its positional arguments, in one pass.
+
+    The builder is `builder=`, else the active `with builder:` one, else the innermost of
+    the TensorHolders among the positional arguments (list items too) and keyword values
+    (as given), which must all belong to it or to builders enclosing it.
+    """
     if builder is None:
         builder = active_builder()
     found = builder
-    for value in values:
-        if isinstance(value, TensorHolder):
-            if found is None or (builder is None and found._encloses(value._builder)):
-                found = value._builder  # the innermost builder: bodies read outer values
-            elif not value._builder._encloses(found):
-                raise BuilderMixError(
-                    f"{where}: input {value.name!r} belongs to GraphBuilder "
-                    f"{value._builder.name!r}, but the operator is built by "
-                    f"{found.name!r}; tensors of different builders cannot be mixed"
-                )
+    shape: list[Any] = []
+    for arg in args:
+        if arg is None:
+            shape.append(0)
+        elif isinstance(arg, TensorHolder):
+            shape.append(1)
+            if arg._builder is not found:
+                found = _other_builder(found, builder, arg, where)
+        elif isinstance(arg, (list, tuple)):
+            shape.append(tuple([v is None for v in arg]))
+            for value in arg:
+                if isinstance(value, TensorHolder) and value._builder is not found:
+                    found = _other_builder(found, builder, value, where)
+        else:
+            shape.append(1)
+    for value in kwargs.values():
+        if isinstance(value, TensorHolder) and value._builder is not found:
+            found = _other_builder(found, builder, value, where)
     if found is None:
         raise BuilderTypeError(
             f"{where} has no TensorHolder input to take its builder from; pass builder="
         )
     if not isinstance(found, GraphBuilder):
         raise BuilderTypeError(f"builder must be a GraphBuilder, got {type(found).__name__}")
-    return found
+    return found, tuple(shape)
 
 
 def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[str, Any], *,
                   num_outputs: int | None = None, name: str | None = None,
                   builder: GraphBuilder | None = None) -> TensorHolder | tuple[TensorHolder, ...]:
-    """Build one `op_type` node from ES-style arguments (see the module docstring)."""
-    flat = [x for a in args for x in (a if isinstance(a, (list, tuple)) else [a])]
-    flat += list(kwargs.values())
-    owner = _find_builder(flat, builder, op_type)
+    """Build one `op_type` node from ES-style arguments (see the module docstring); what
+    the call's shape decides comes from its `_CallPlan`."""
+    owner, shape = _scan(args, kwargs, builder, op_type)
     opset = owner.opset_version(domain)
-    graph = owner._live_graph(op_type)
+    graph = owner._graph
+    if graph is None:
+        graph = owner._live_graph(op_type)  # raises: the builder has been built
     spec = get_op_spec(op_type, opset, domain)
-    where = _where(spec, opset if domain in STANDARD_DOMAINS else spec.since_version)
-    if num_outputs is not None and "num_outputs" in spec.attributes and not (
-        spec.op_type == "Split" and (len(args) > 1 or "split" in kwargs)
-    ):
-        kwargs = {**kwargs, "num_outputs": num_outputs}
-    values, attr_values = _split_arguments(where, spec, args, kwargs)
-    missing = [a.name for a in spec.attributes.values() if a.required and a.name not in
-               attr_values]
-    if missing:
-        raise OpAttributeError(f"{where}: required attribute(s) missing: {', '.join(missing)}")
-    holders = [None if v is None else owner._holder(v, f"{op_type} input {i}")
-               for i, v in enumerate(values)]
-    count = _output_count(where, spec, attr_values, holders, num_outputs)
+    table = _plans_of(spec)
+    inputs = table.inputs
+    call_shape = (opset, domain, num_outputs is None, shape,
+                  tuple([(k, _shape_of(v) if k in inputs else None) for k, v in kwargs.items()])
+                  if kwargs else ())
+    plan = table.plans.get(call_shape)
+    if plan is None:
+        where = _where(spec, opset if domain in STANDARD_DOMAINS else spec.since_version)
+        plan = _make_plan(spec, where, domain, shape, kwargs, inputs, num_outputs is not None)
+        if len(table.plans) < _MAX_PLANS:
+            table.plans[call_shape] = plan
+    where = plan.where
+    holders: list[TensorHolder | None] = []
+    prefix = plan.prefix
+    values = args[:prefix] if prefix is not None else _input_values(plan, args, kwargs)
+    for i, value in enumerate(values):
+        if value is None:
+            holders.append(None)
+        elif isinstance(value, TensorHolder) and value._builder is owner:
+            holders.append(value)
+        else:
+            holders.append(owner._holder(value, f"{op_type} input {i}"))
+    attr_values: dict[str, Any] = {}
+    if plan.attr_keys:
+        given = {**kwargs, "num_outputs": num_outputs} if plan.inject else kwargs
+        attr_values = {k: given[k] for k in plan.attr_keys}
+    count = plan.count
+    if count is None:
+        count = _output_count(where, spec, attr_values, holders, num_outputs)
     attrs: dict[str, Any] = {}
-    for key, value in {**scoped_attrs(), **attr_values}.items():
-        attr_spec = spec.attributes.get(key)
-        attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
-    if normalize_domain(domain):
+    scoped = scoped_attrs()
+    if scoped or attr_values:
+        for key, value in {**scoped, **attr_values}.items():
+            attr_spec = spec.attributes.get(key)
+            attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
+    if plan.domain:
         owner._use_domain(domain, op_type)
-    node = graph.add_node(op_type, name=owner._node_name(name), domain=normalize_domain(domain),
-                          num_inputs=len(holders), num_outputs=count, attrs=attrs)
+    node = graph.add_node(op_type, name=name if name is None else owner._node_name(name),
+                          domain=plan.domain, num_inputs=len(holders), num_outputs=count,
+                          attrs=attrs)
     for i, holder in enumerate(holders):
         if holder is not None:  # a fresh node and its owner's (or an outer) tensors: no checks
             graph._connect(holder._node, holder._index, node, i)
     for dep in scoped_control_deps():
         graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
-    infer_node(node, quiet=True)  # descs stay unknown; patterns need not be well-typed (es.md)
-    outs = tuple(TensorHolder._make(owner, node, i) for i in range(count))
-    if spec.variadic_output or count > 1:
-        return outs
-    return outs[0]
+    infer_new_node(node)  # (quiet: descs stay unknown; patterns need not be well-typed)
+    if count == 1 and not spec.variadic_output:
+        return TensorHolder._make(owner, node, 0)
+    return tuple([TensorHolder._make(owner, node, i) for i in range(count)])
 
 
 def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"
