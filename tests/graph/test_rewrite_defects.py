@@ -190,6 +190,32 @@ def test_change_tracking_sees_rewrites_and_rollbacks() -> None:
     assert events == []
 
 
+def test_string_constants_compare_by_their_strings() -> None:
+    """A string tensor's numpy array holds object pointers: its value key and exact
+    comparison use the strings themselves, so equal strings built apart are equal, and
+    different strings never look alike, not even when one is decoded from its proto after
+    the other's decoded copy was freed (pointers reused)."""
+    import numpy as np
+    import onnx
+
+    from ge.graph import Tensor
+    from ge.graph.keys import value_key
+
+    def fresh(*words: str) -> Tensor:
+        return Tensor(np.array(["".join(list(w)) for w in words], dtype=object))
+
+    assert value_key(fresh("relu", "gelu")) == value_key(fresh("relu", "gelu"))
+    assert fresh("relu", "gelu").equals(fresh("relu", "gelu"))
+    assert value_key(fresh("relu", "gelu")) != value_key(fresh("gelu", "relu"))
+    assert value_key(fresh("ab", "c")) != value_key(fresh("a", "bc"))  # lengths count
+    keys = set()
+    for words in (["x"], ["y"], ["x", "y"], ["xy"]):
+        proto = onnx.helper.make_tensor("s", onnx.TensorProto.STRING, [len(words)],
+                                        [w.encode() for w in words])
+        keys.add(value_key(Tensor.from_proto(proto)))  # each decoded copy freed after
+    assert len(keys) == 4
+
+
 def test_structural_keys_for_cse_and_constant_dedup() -> None:
     import numpy as np
 

@@ -174,8 +174,18 @@ class Tensor:
         return self.data
 
     def tobytes(self) -> bytes:
-        """The raw little-endian bytes of the data (used for exact value comparison)."""
-        return self.numpy().tobytes()
+        """The raw little-endian bytes of the data (used for exact value comparison). A
+        string tensor, whose array holds object pointers, gives each string's UTF-8 bytes
+        after their length instead: equal strings compare equal, and a pointer a freed
+        string leaves behind can never make two different tensors look alike."""
+        array = self.numpy()
+        if array.dtype.kind not in "OUS":
+            return array.tobytes()
+        parts: list[bytes] = []
+        for item in array.reshape(-1).tolist():
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            parts += (len(data).to_bytes(8, "little"), data)
+        return b"".join(parts)
 
     @property
     def size(self) -> int:
