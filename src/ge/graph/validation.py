@@ -59,13 +59,15 @@ def find_node_problems(nodes: Iterable[Node], *, typed: bool = False) -> list[Va
     the topological order it computes is the one the next pass needs anyway).
     """
     problems: list[ValidationProblem] = []
-    graphs: dict[Graph, None] = {}
+    graphs: dict[Graph, list[Graph]] = {}  # each graph of the region, and its enclosing ones
     for node in nodes:
         g = node._graph
         if g is None:
             continue
-        graphs[g] = None
-        _check_edges(g, node, list(g._ancestors()), problems)
+        enclosing = graphs.get(g)
+        if enclosing is None:
+            enclosing = graphs[g] = list(g._ancestors())
+        _check_edges(g, node, enclosing, problems)
         _check_arity(g, node, problems)
         if typed and node._type not in (NET_OUTPUT, DATA):
             _check_typed(g, node, problems)

@@ -83,7 +83,12 @@ def would_create_cycle(region: Region) -> bool:
     producers = [p for p in region.outside_producers() if p._graph is graph]
     if not producers:
         return False
-    for consumer in region.outside_consumers():
+    consumers = region.outside_consumers()
+    if graph._order_ok:  # the maintained order is a topological one: paths only go forward
+        last = max(p._seq for p in producers)
+        if all(c._graph is graph and c._seq > last for c in consumers):
+            return False  # every consumer comes after every producer: none reaches one
+    for consumer in consumers:
         for producer in producers:
             if graph.would_create_cycle(producer, consumer):
                 return True
