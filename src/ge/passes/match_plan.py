@@ -36,9 +36,11 @@ __all__ = ["PLAN_AFTER", "Plan", "plan_for"]
 #: A plan: (the matcher, the candidate) -> the matches at the candidate, in search order.
 Plan = Callable[["Matcher", "Node"], "Iterator[Match]"]
 #: Candidates a pattern is tried on, in one compilation, before its plan is written: this
-#: many per pattern node (writing and compiling a plan costs about 0.2 ms per pattern node,
-#: and it saves a few microseconds per candidate, failing or not).
-PLAN_AFTER = 32
+#: many per pattern node. Writing and compiling a plan costs about 0.15 ms per pattern node,
+#: and it saves a few microseconds per candidate: on the 10k-node encoder benchmark the
+#: LayerNorm patterns (about 1,100 candidates each) gained nothing from plans written after
+#: 32 candidates per node, so plans are for larger graphs.
+PLAN_AFTER = 128
 
 
 class _Writer:
