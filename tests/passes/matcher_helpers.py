@@ -11,13 +11,26 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+import ge.es.all as es
 import ge.graph
 from ge.es.opset import opset_scope
 from ge.graph import Graph
+from ge.passes import PatternFusionPass, pattern
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
 
 F32 = TensorProto.FLOAT
+
+
+class NegNeg(PatternFusionPass):
+    """Neg(Neg(x)) -> x: the smallest pattern pass (expression style)."""
+
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return inputs[0]
 
 
 def model(nodes: Sequence[onnx.NodeProto], inputs: Sequence[tuple[str, list[int]]],

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from matcher_helpers import assert_same_outputs, const, load, model, op_counts, rewrite
+from matcher_helpers import (
+    NegNeg,
+    assert_same_outputs,
+    const,
+    load,
+    model,
+    op_counts,
+    rewrite,
+)
 from onnx import helper
 
 import ge.es.all as es
@@ -34,15 +42,6 @@ class MatMulAddToGemm(PatternFusionPass):
 
     def replacement(self, inputs):
         return es.Gemm(inputs[0], inputs[1], inputs[2])
-
-
-class NegNeg(PatternFusionPass):
-    @pattern
-    def twice(self, inputs):
-        return es.Neg(es.Neg(inputs[0]))
-
-    def replacement(self, inputs):
-        return inputs[0]
 
 
 class SameInputTwice(PatternFusionPass):

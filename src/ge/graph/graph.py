@@ -350,13 +350,20 @@ class Graph:
     def get_all_nodes(self) -> list[Node]:
         """Nodes of this graph and, depth first after their owner, of all its subgraphs: a
         new list. A root graph keeps the list until its hierarchy changes."""
+        return self._kept_list("_all_nodes", self._collect_all_nodes)
+
+    def _kept_list(self, slot: str, collect: Callable[[], list[Any]]) -> list[Any]:
+        """`collect()`, kept by a root graph in attribute `slot` (as of its mutation count
+        and structure version; `_changed` drops it) until its hierarchy changes: a new list
+        each call, so callers may change theirs."""
         if self._parent_node is not None or self._orphan_of is not None:
-            return self._collect_all_nodes()
+            return collect()
         journal = self._journal
         key = (journal.mutation_count, journal.structure_version)
-        cached = self._all_nodes
+        cached = getattr(self, slot)
         if cached is None or cached[0] != key:
-            cached = self._all_nodes = (key, self._collect_all_nodes())
+            cached = (key, collect())
+            setattr(self, slot, cached)
         return list(cached[1])
 
     def _collect_all_nodes(self) -> list[Node]:
@@ -1024,14 +1031,7 @@ class Graph:
         """Every subgraph below this graph (depth first, owner order), then orphan subgraphs:
         a new list. A root graph keeps the list until its hierarchy changes (the compiler
         asks before every pass)."""
-        if self._parent_node is not None or self._orphan_of is not None:
-            return self._collect_subgraphs()
-        journal = self._journal
-        key = (journal.mutation_count, journal.structure_version)
-        cached = self._all_subgraphs
-        if cached is None or cached[0] != key:
-            cached = self._all_subgraphs = (key, self._collect_subgraphs())
-        return list(cached[1])
+        return self._kept_list("_all_subgraphs", self._collect_subgraphs)
 
     def _collect_subgraphs(self) -> list[Graph]:
         out: list[Graph] = []
