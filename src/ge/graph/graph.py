@@ -551,16 +551,11 @@ class Graph:
         node._graph = None
         before, label = node._prev, node._seq
         order.unlink(self, node)
-        root = self.root_graph()
-        root._all_nodes = root._all_subgraphs = self._topo = None
-        journal = root._journal
-        journal.mutation_count += 1
-        journal.structure_version += 1
-        for listener in journal.listeners:
-            listener(ChangeKind.NODE_REMOVED, node, -1)
-        steps = journal._steps
-        if steps is not None and not journal._replaying:
-            steps.append((Graph._undo_erase, self, node, before, label))
+        journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.NODE_REMOVED, node)
+        if journal.recording:
+            journal.record((Graph._undo_erase, self, node, before, label))
 
     def _undo_erase(self, node: Node, before: Node | None, label: int) -> None:
         self._insert(node)
@@ -665,26 +660,19 @@ class Graph:
 
     # -- data edges -----------------------------------------------------------------------
     def _connect(self, src: Node, src_index: int, dst: Node, dst_index: int) -> None:
-        # The hottest mutation of a rewrite: `_changed` and the journal calls are inlined.
         dst._inputs[dst_index] = (src, src_index)
         consumers = src._consumers[src_index]
         if consumers is None:
             consumers = src._consumers[src_index] = {}
         consumers[(dst, dst_index)] = None
-        if dst._clean:
-            dst._proto_dirty()
-        root = self.root_graph()
-        root._all_nodes = root._all_subgraphs = self._topo = None
-        journal = root._journal
-        journal.mutation_count += 1
-        journal.structure_version += 1
+        dst._proto_dirty()
+        journal = self._changed(True)
         if not journal._replaying:
             self._order_dependency(src, dst)
-        for listener in journal.listeners:
-            listener(ChangeKind.INPUT_CHANGED, dst, dst_index)
-        steps = journal._steps
-        if steps is not None and not journal._replaying:
-            steps.append((Graph._disconnect, self, dst, dst_index))
+        if journal.listeners:
+            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
+        if journal.recording:
+            journal.record((Graph._disconnect, self, dst, dst_index))
 
     @staticmethod
     def _order_dependency(src: Node, dst: Node) -> None:
@@ -700,30 +688,21 @@ class Graph:
         order.fix_edge(graph, src, dst)
 
     def _disconnect(self, dst: Node, dst_index: int) -> None:
-        # As hot as `_connect`: the same inlining, the same journal steps in the same order.
         producer = dst._inputs[dst_index]
         assert producer is not None
         src, src_index = producer
         consumers = src._consumers[src_index]
         assert consumers is not None
         key = (dst, dst_index)
-        root = self.root_graph()
-        journal = root._journal
-        steps = journal._steps
-        recording = steps is not None and not journal._replaying
-        if recording and next(reversed(consumers)) != key:
-            _keep_order(journal, consumers, key)
+        journal = self._changed(True)
+        _keep_order(journal, consumers, key)
         dst._inputs[dst_index] = None
         del consumers[key]
-        if dst._clean:
-            dst._proto_dirty()
-        root._all_nodes = root._all_subgraphs = self._topo = None
-        journal.mutation_count += 1
-        journal.structure_version += 1
-        for listener in journal.listeners:
-            listener(ChangeKind.INPUT_CHANGED, dst, dst_index)
-        if steps is not None and recording:
-            steps.append((Graph._connect, dst._graph, src, src_index, dst, dst_index))
+        dst._proto_dirty()
+        if journal.listeners:
+            journal.notify(ChangeKind.INPUT_CHANGED, dst, dst_index)
+        if journal.recording:
+            journal.record((Graph._connect, dst._graph, src, src_index, dst, dst_index))
 
     def _check_member(self, node: Node, what: str, allow_outer: bool = False) -> None:
         graph = node._graph
