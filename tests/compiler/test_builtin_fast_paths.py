@@ -13,7 +13,7 @@ from builtin_helpers import assert_sound, histogram, init, load, model, run_pass
 from onnx import TensorProto, helper, numpy_helper
 
 from ge.compiler.builtin import ConstantDeduplication, ConstantFolding, NoOpElimination
-from ge.compiler.builtin._support import first_element, raw_bytes, raw_value_key
+from ge.compiler.builtin._support import first_element, raw_bytes
 from ge.compiler.builtin.constant_folding import _may_fold
 from ge.compiler.builtin.noop import passthrough_input
 from ge.graph import Graph, Tensor
@@ -59,7 +59,7 @@ def test_raw_bytes_and_first_element_are_what_decoding_gives(dtype: Any) -> None
             assert first is None
         raw = raw_bytes(raw_tensor)
         assert raw is not None
-        assert raw_value_key(raw_tensor, raw) == value_key(raw_tensor) == value_key(
+        assert value_key(raw_tensor, raw) == value_key(raw_tensor) == value_key(
             Tensor(array))
         # other representations are not raw bytes: the callers decode them
         assert raw_bytes(Tensor.from_proto(_typed_fields(array))) is None

@@ -24,9 +24,11 @@ __all__ = ["hashable_value", "node_key", "value_key"]
 ValueKey = tuple[int, tuple[Any, ...], int, bytes]
 
 
-def value_key(tensor: Tensor) -> ValueKey:
-    """(dtype, shape, byte size, blake2b digest of the bytes) of a constant value."""
-    data = tensor.tobytes()
+def value_key(tensor: Tensor, data: bytes | None = None) -> ValueKey:
+    """(dtype, shape, byte size, blake2b digest of the bytes) of a constant value. `data`:
+    `tensor.tobytes()` when the caller has it already (e.g. read undecoded from its proto)."""
+    if data is None:
+        data = tensor.tobytes()
     digest = hashlib.blake2b(data, digest_size=20).digest()
     return (int(tensor.data_type), tuple(tensor.shape), len(data), digest)
 

@@ -7,9 +7,8 @@ change a graph's output names; the predicates here say when a node is safe to re
 
 from __future__ import annotations
 
-import hashlib
 import sys
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,6 @@ __all__ = [
     "output_name_kept",
     "raw_bytes",
     "raw_item_size",
-    "raw_value_key",
     "read_by_body",
     "rewirable",
     "static_dims",
@@ -154,13 +152,6 @@ def raw_bytes(tensor: Tensor) -> bytes | None:
         return None
     raw = proto.raw_data
     return raw if len(raw) == tensor.size * dtype.itemsize else None  # (else decoding says)
-
-
-def raw_value_key(tensor: Tensor, raw: bytes) -> Hashable:
-    """`ge.graph.keys.value_key(tensor)` from `raw = raw_bytes(tensor)`: the same formula
-    over the same bytes, without decoding the tensor."""
-    digest = hashlib.blake2b(raw, digest_size=20).digest()
-    return (int(tensor.data_type), tuple(tensor.shape), len(raw), digest)
 
 
 def raw_item_size(tensor: Tensor) -> int:

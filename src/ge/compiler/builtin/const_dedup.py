@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from ge.compiler.builtin._support import raw_bytes, raw_item_size, raw_value_key, rewirable
+from ge.compiler.builtin._support import raw_bytes, raw_item_size, rewirable
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import CONST, Graph, Node, Tensor
+from ge.graph.keys import value_key
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -70,12 +71,6 @@ def _sample_key(value: Tensor, raw: bytes | None) -> Hashable:
     return (int(value.data_type), tuple(value.shape), flat[:1].tobytes(), flat[-1:].tobytes())
 
 
-def _value_key(node: Node, value: Tensor, raw: bytes | None) -> Hashable:
-    """`node.value_key()`, from the raw bytes when there are (the same bytes, the same
-    formula: `ge.graph.keys.value_key`)."""
-    return node.value_key() if raw is None else raw_value_key(value, raw)
-
-
 def _first_equal(bucket: list[list[Any]], node: Node, value: Tensor, raw: bytes | None
                  ) -> Node:
     """The first constant of `bucket` (one sample key) equal to `node`, else `node` itself
@@ -83,10 +78,10 @@ def _first_equal(bucket: list[list[Any]], node: Node, value: Tensor, raw: bytes 
     if not bucket:
         bucket.append([node, None, value])
         return node
-    key = _value_key(node, value, raw)
+    key = value_key(value, raw)
     for entry in bucket:
         if entry[1] is None:
-            entry[1] = _value_key(entry[0], entry[2], raw_bytes(entry[2]))
+            entry[1] = value_key(entry[2], raw_bytes(entry[2]))
         if entry[1] == key:
             return entry[0]
     bucket.append([node, key, value])

@@ -31,7 +31,6 @@ from ge.compiler.builtin._support import (
     is_operator,
     known_dtype,
     raw_bytes,
-    raw_value_key,
     read_by_body,
     static_dims,
     tensor_nbytes,
@@ -287,7 +286,7 @@ def _evaluation_key(signature: Signature, inputs: list[Tensor | None],
     if any(v is not None and v.data_type == DataType.DT_STRING for v in inputs):
         return None
     return signature.key, tuple(
-        None if value is None else value_key(value) if raw is None else raw_value_key(value, raw)
+        None if value is None else value_key(value, raw)
         for value, raw in zip(inputs, raws))
 
 
