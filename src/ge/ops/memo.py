@@ -136,8 +136,13 @@ def _slot_key(source: Node, index: int) -> Hashable:
                 return ("t", int(value._data_type), tuple(value._shape))
         return None
     if isinstance(slot, TensorDesc):
-        return ((tuple(slot._shape), slot._data_type), slot._format)  # (`_key()`, format)
+        return _desc_key(slot)
     return slot.type.SerializeToString()  # a ValueInfoProto, read as loaded
+
+
+def _desc_key(desc: TensorDesc) -> Hashable:
+    """A desc's `(_key(), format)`: its shape, data type and format."""
+    return ((tuple(desc._shape), desc._data_type), desc._format)
 
 
 def _value_key(source: Node, op_type: str) -> Hashable:
@@ -176,7 +181,7 @@ def _input_key(source: Node, index: int, op_type: str) -> Hashable:
         if slot is None:
             return (None, None)
         if type(slot) is TensorDesc:
-            return (((tuple(slot._shape), slot._data_type), slot._format), None)
+            return (_desc_key(slot), None)
         return (_slot_key(source, index), None)
     stored = source._attrs.get("value")
     value = stored[1] if type(stored) is tuple else None
@@ -186,7 +191,7 @@ def _input_key(source: Node, index: int, op_type: str) -> Hashable:
     if slot is None:
         slot_key: Hashable = ("t", int(data_type), tuple(value._shape))
     elif type(slot) is TensorDesc:
-        slot_key = ((tuple(slot._shape), slot._data_type), slot._format)
+        slot_key = _desc_key(slot)
     else:
         slot_key = _slot_key(source, index)
     if (op_type not in _FLOAT_VALUE_OPS and data_type in _FLOAT_DATA_TYPES) or (
@@ -221,14 +226,7 @@ def signature(node: Node, memo: InferenceMemo | None = None) -> Hashable | None:
         if producer is None:
             inputs.append(None)
             continue
-        source, index = producer
-        if source._type != "Const":  # the usual producer, an operator: its desc alone
-            descs = source._out_descs
-            slot = descs[index] if descs is not None else None
-            if type(slot) is TensorDesc:
-                inputs.append((((tuple(slot._shape), slot._data_type), slot._format), None))
-                continue
-        inputs.append(_input_key(source, index, op_type))
+        inputs.append(_input_key(producer[0], producer[1], op_type))
     graph = node._graph
     if graph is None:
         opsets: Hashable = ()
