@@ -22,7 +22,6 @@ small graph never makes; after that a candidate costs 4-10 times less.
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable, Iterator
 from types import CodeType
 from typing import TYPE_CHECKING, Any
@@ -175,31 +174,6 @@ class _Writer:
         return True
 
 
-def _outputs_ok(consumers: list[Any], counts: tuple[int, ...], anchors: list[int]) -> bool:
-    """The consumer-count check of `Matcher._accepts` for a target with an unusual number
-    of outputs (not the pattern node's)."""
-    for i, readers in enumerate(consumers):
-        if i in anchors:
-            continue
-        expected = counts[i] if i < len(counts) else 0
-        if (len(readers) if readers else 0) != expected:
-            return False
-    return True
-
-
-def _arrangements(connected: list[Any]) -> list[list[Any]]:
-    """The input orders a commutative node is tried in: `Matcher._inputs`'s, each once."""
-    seen: set[tuple[int, ...]] = set()
-    found: list[list[Any]] = []
-    for order in itertools.permutations(range(len(connected))):
-        arranged = [connected[i] for i in order]
-        key = tuple(id(p[0]) * 64 + p[1] for p in arranged)
-        if key not in seen:  # equal inputs: the same arrangement again
-            seen.add(key)
-            found.append(arranged)
-    return found
-
-
 @functools.lru_cache(maxsize=256)
 def _compiled(source: str) -> CodeType:
     """The code of a plan's source, compiled once per process (the same pattern is usually
@@ -210,7 +184,7 @@ def _compiled(source: str) -> CodeType:
 def plan_for(pattern: CompiledPattern) -> Plan | None:
     """The match plan of `pattern`, or None when the pattern has several outputs (its
     further outputs are searched among consumers: left to `Matcher`)."""
-    from ge.passes.matcher import CONST_TYPES, Match, _same_value
+    from ge.passes.matcher import CONST_TYPES, Match, _arrangements, _outputs_ok, _same_value
 
     if len(pattern.outputs) != 1:
         return None

@@ -15,7 +15,7 @@ outside the match (constants excepted: a shared constant stays for its other use
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,14 +298,8 @@ class Matcher:
             return False
         if sum(1 for p in target._inputs if p is not None) != len(pnode.inputs):
             return False
-        counts = pnode.out_counts
-        anchors = pnode.out_anchors
-        for i, consumers in enumerate(target._consumers):
-            if i in anchors:
-                continue
-            expected = counts[i] if i < len(counts) else 0
-            if (len(consumers) if consumers else 0) != expected:
-                return False  # an output used outside the match, or not used as the pattern uses it
+        if not _outputs_ok(target._consumers, pnode.out_counts, pnode.out_anchors):
+            return False  # an output used outside the match, or not used as the pattern uses it
         if target.get_subgraphs():
             return False
         return not self._ir_attr or self._same_attrs(pnode.node, target)
@@ -315,13 +309,7 @@ class Matcher:
         if not pnode.commutative:
             yield from self._pairs(s, pnode.inputs, connected, 0)
             return
-        seen: set[tuple[int, ...]] = set()
-        for order in itertools.permutations(range(len(connected))):
-            arranged = [connected[i] for i in order]
-            key = tuple(id(p[0]) * 64 + p[1] for p in arranged)
-            if key in seen:  # equal inputs: the same arrangement again
-                continue
-            seen.add(key)
+        for arranged in _arrangements(connected):
             yield from self._pairs(s, pnode.inputs, arranged, 0)
 
     def _pairs(self, s: _Search, wanted: list[tuple[PatternNode, int]],
@@ -410,6 +398,34 @@ class Matcher:
             if kind not in GRAPH_KINDS:
                 filled[name] = hashable_value(value)
         return filled
+
+
+def _outputs_ok(consumers: Sequence[Any], counts: tuple[int, ...],
+                anchors: Collection[int]) -> bool:
+    """Whether a target's outputs are read as a pattern node's are: every output that is
+    not a pattern output (`anchors`) has the pattern's number of consumers (`counts`, 0
+    past its end), so nothing outside the match reads an intermediate."""
+    for i, readers in enumerate(consumers):
+        if i in anchors:
+            continue
+        expected = counts[i] if i < len(counts) else 0
+        if (len(readers) if readers else 0) != expected:
+            return False
+    return True
+
+
+def _arrangements(connected: list[Any]) -> list[list[Any]]:
+    """The input orders a commutative node is tried in, each once (equal inputs make the
+    same arrangement again): every permutation, in `itertools.permutations` order."""
+    seen: set[tuple[int, ...]] = set()
+    found: list[list[Any]] = []
+    for order in itertools.permutations(range(len(connected))):
+        arranged = [connected[i] for i in order]
+        key = tuple(id(p[0]) * 64 + p[1] for p in arranged)
+        if key not in seen:
+            seen.add(key)
+            found.append(arranged)
+    return found
 
 
 def _schema_defaults(node: Node, opset: int) -> dict[str, Any]:
