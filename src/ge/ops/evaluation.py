@@ -168,8 +168,9 @@ def _feed(value: Tensor) -> np.ndarray:
 
 
 def _attribute_key(value: Any) -> Hashable | None:
-    """An exact key of an attribute value, or None: string tensors have none (their bytes
-    in numpy are object pointers, which a later, different tensor may reuse)."""
+    """An exact key of an attribute value, or None for string tensors: those are not cached
+    (written when their keys were numpy's object pointers; `Tensor.tobytes` now keys them
+    by their strings, so this exclusion is a caution that could go)."""
     tensors = value if isinstance(value, list) else [value]
     if any(isinstance(t, Tensor) and t.data_type == DataType.DT_STRING for t in tensors):
         return None

@@ -281,8 +281,8 @@ def _evaluation_key(signature: Signature, inputs: list[Tensor | None],
                     raws: list[bytes | None]) -> Hashable | None:
     """What decides a constant node's outputs: its signature (operator, opsets, attributes,
     inputs present) and input values (`raws`: their raw bytes where known); None when a
-    value is a string tensor (numpy holds strings as object pointers, so their bytes are
-    no key)."""
+    value is a string tensor: those are not memoised (written when their keys were numpy's
+    object pointers; `Tensor.tobytes` now keys them by their strings)."""
     if any(v is not None and v.data_type == DataType.DT_STRING for v in inputs):
         return None
     return signature.key, tuple(
