@@ -1,6 +1,6 @@
-"""Copy-in, and random rewrite sequences (insert, copy-in, replace uses, remove) checked as a
-property: the topological order stays valid, rollback restores the serialized graph byte for
-byte, and every export passes onnx.checker and loads back."""
+"""Copy-in, and random rewrite sequences (insert, copy-in, replace uses, remove one node or
+several at once) checked as a property: the topological order stays valid, rollback restores
+the serialized graph byte for byte, and every export passes onnx.checker and loads back."""
 
 from __future__ import annotations
 
@@ -127,6 +127,14 @@ def _step(graph: Graph, rep: Graph, choice: int, pick: int) -> None:
             neg = add_op(graph, "Neg", producer)
             graph.replace_all_uses(target, 0, neg, 0)
             graph.remove_node(target)
+    elif choice == 5 and target is not x:  # target and its only-used producer -> one Neg
+        producer = target.get_input_producer(0)
+        inner = producer[0] if producer is not None else None
+        source = inner.get_input_producer(0) if inner is not None and inner is not x else None
+        if source is not None and inner.get_out_data_nodes() == [target]:  # type: ignore[union-attr]
+            neg = add_op(graph, "Neg", source)
+            graph.replace_all_uses(target, 0, neg, 0)
+            graph.remove_nodes([target, inner])  # type: ignore[list-item]  # an edge between
     elif choice == 4 and target is not x:  # move target right after x (valid or refused)
         try:
             graph.insert_after(x, target)
@@ -141,7 +149,7 @@ def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50), st.booleans()),
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 50), st.booleans()),
                 min_size=1, max_size=12))
 def test_random_rewrites_keep_the_graph_valid_and_rollback_exact(steps) -> None:
     graph = _base()

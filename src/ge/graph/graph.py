@@ -539,6 +539,16 @@ class Graph:
 
     def _erase(self, node: Node) -> None:
         """Take an edge-less node out of the graph's indexes (journaled)."""
+        before, label = self._unindex(node)
+        journal = self._changed(True)
+        if journal.listeners:
+            journal.notify(ChangeKind.NODE_REMOVED, node)
+        if journal.recording:
+            journal.record((Graph._undo_erase, self, node, before, label))
+
+    def _unindex(self, node: Node) -> tuple[Node | None, int]:
+        """Take a node out of the graph's indexes and order (no journal, no edges touched);
+        where it was: the node before it and its order label."""
         del self._nodes[node]
         name = node._name
         if self._by_name.get(name) is node:
@@ -551,11 +561,7 @@ class Graph:
         node._graph = None
         before, label = node._prev, node._seq
         order.unlink(self, node)
-        journal = self._changed(True)
-        if journal.listeners:
-            journal.notify(ChangeKind.NODE_REMOVED, node)
-        if journal.recording:
-            journal.record((Graph._undo_erase, self, node, before, label))
+        return before, label
 
     def _undo_erase(self, node: Node, before: Node | None, label: int) -> None:
         self._insert(node)
@@ -632,23 +638,21 @@ class Graph:
 
     def remove_node(self, node: Node) -> None:
         """Remove a direct node with all its edges (its consumers' inputs become unconnected)."""
-        _check_node_arg(node)
-        if node._graph is not self:
-            raise GraphError(f"node {node._name!r} is not a node of graph {self._name!r}")
-        for i, producer in enumerate(node._inputs):
-            if producer is not None:
-                self._disconnect(node, i)
-        for consumers in node._consumers:
-            if consumers:
-                for consumer, j in list(consumers):
-                    self._disconnect(consumer, j)
-        for pred in list(node._ctrl_in or ()):
-            self._ctrl_unlink(pred, node)
-        for succ in list(node._ctrl_out or ()):
-            self._ctrl_unlink(node, succ)
-        for sub in node.get_subgraphs():
-            sub._drop_outer_edges()
-        self._erase(node)
+        self.remove_nodes((node,))
+
+    def remove_nodes(self, nodes: Iterable[Node]) -> None:
+        """Remove direct nodes with all their edges, as one change (extension).
+
+        The same as removing them one by one, in any order, but the edges among them go
+        with them and the whole removal is one undo step: what a rewriter uses to take out
+        a matched region. Inputs of the nodes that stay that read a removed node become
+        unconnected. Listeners are told `NODE_REMOVED` for each node and `INPUT_CHANGED` for
+        each input so cut (not for the removed nodes' own inputs). A node that is not a
+        node of this graph is a `RuntimeError`, raised before anything changes.
+        """
+        from ge.graph.removal import remove_nodes
+
+        remove_nodes(self, nodes)
 
     def _drop_outer_edges(self) -> None:
         """Disconnect inputs of this hierarchy whose producers live outside it."""

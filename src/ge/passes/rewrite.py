@@ -284,9 +284,10 @@ def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
 
 
 def _remove(region: Region) -> None:
-    """Remove the region's nodes, consumers first; a constant still read elsewhere stays."""
-    graph = region.graph
-    for node in reversed(region.nodes):
-        if node._type in _CONSTANTS and any(node._consumers):
-            continue  # its consumers in the region are gone: these are outside ones
-        graph.remove_node(node)
+    """Remove the region's nodes in one step; a constant still read outside it stays."""
+    members = region.members
+    region.graph.remove_nodes([
+        node for node in region.nodes
+        if node._type not in _CONSTANTS or not any(
+            consumer not in members
+            for consumers in node._consumers if consumers for consumer, _ in consumers)])

@@ -47,8 +47,5 @@ class DeadCodeElimination(FusionBasePass):
         live = live_nodes(graph)
         dead = [n for n in graph.topological_order()
                 if n not in live and not (n.type == DATA and not n.domain)]
-        # Consumers first: a node owning a body goes before the outer values the body
-        # reads, so no value is removed while a body still reads it.
-        for node in reversed(dead):
-            graph.remove_node(node)
+        graph.remove_nodes(dead)
         return SUCCESS if dead else NOT_CHANGED
