@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ge.errors import GraphError
 from ge.graph import order
+from ge.graph.edges import _check_node_arg
 from ge.graph.journal import ChangeKind
 from ge.graph.node import Node
 
@@ -33,8 +34,6 @@ _Saved = tuple[Node, list, list, bool, "Node | None", int]
 def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
     """Remove `nodes` (direct nodes of `graph`; repeats ignored) with all their edges; see
     `Graph.remove_nodes`. Nothing changes when one of them is not a node of `graph`."""
-    from ge.graph.graph import _check_node_arg
-
     gone: dict[Node, None] = {}
     for node in nodes:
         _check_node_arg(node)

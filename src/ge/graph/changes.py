@@ -1,0 +1,39 @@
+"""`ChangeSet`: what `Graph.track_changes()` collects (nodes added, removed, touched).
+
+Kept apart from graph.py: it is a listener's record of changes, not part of the graph.
+"""
+
+from __future__ import annotations
+
+from ge.graph.journal import ChangeKind
+from ge.graph.node import Node
+
+__all__ = ["ChangeSet"]
+
+
+class ChangeSet:
+    """Nodes touched while `Graph.track_changes()` was open, each once, in change order."""
+
+    __slots__ = ("added", "removed", "touched")
+
+    def __init__(self) -> None:
+        self.added: dict[Node, None] = {}
+        self.removed: dict[Node, None] = {}
+        # Nodes still in a graph whose inputs or attributes changed (added ones included).
+        self.touched: dict[Node, None] = {}
+
+    def _record(self, kind: ChangeKind, node: Node, index: int) -> None:
+        if kind is ChangeKind.NODE_ADDED:
+            if self.removed.pop(node, "absent") == "absent":  # re-added: no net change
+                self.added[node] = None
+            self.touched[node] = None
+        elif kind is ChangeKind.NODE_REMOVED:
+            if self.added.pop(node, "absent") == "absent":
+                self.removed[node] = None
+            self.touched.pop(node, None)
+        elif node._graph is not None:
+            self.touched[node] = None
+
+    def live(self) -> list[Node]:
+        """The touched nodes still in a graph (what a rewriter re-examines)."""
+        return [n for n in self.touched if n._graph is not None]

@@ -1,0 +1,96 @@
+"""Subgraphs of a `Graph`: listing the hierarchy below it, and orphan subgraphs.
+
+A mixin of `Graph` (see graph.py), kept apart because it walks the hierarchy of graphs
+rather than the nodes and edges of one graph.
+"""
+
+# mypy: disable-error-code="misc"
+# (mixin methods take `self: Graph`, a subclass of the mixin: mypy flags that as [misc])
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ge.errors import GraphError, GraphTypeError
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
+
+__all__ = ["GraphSubgraphs"]
+
+
+class GraphSubgraphs:
+    """The subgraph operations of `Graph` (a mixin; its methods run on a `Graph`)."""
+
+    # -- subgraphs ----------------------------------------------------------------------
+    def get_all_subgraphs(self: Graph) -> list[Graph]:
+        """Every subgraph below this graph (depth first, owner order), then orphan subgraphs:
+        a new list. A root graph keeps the list until its hierarchy changes (the compiler
+        asks before every pass)."""
+        return self._kept_list("_all_subgraphs", self._collect_subgraphs)
+
+    def _collect_subgraphs(self: Graph) -> list[Graph]:
+        out: list[Graph] = []
+        for node in self._listed():
+            if node._attrs and not node._clean:  # a clean node owns no subgraph
+                for sub in node.get_subgraphs():
+                    out.append(sub)
+                    out.extend(sub._collect_subgraphs())
+        if self._parent_node is None:
+            for orphan in self._orphans:
+                out.append(orphan)
+                out.extend(orphan._collect_subgraphs())
+        return out
+
+    def get_subgraph(self: Graph, name: str) -> Graph | None:
+        if not isinstance(name, str):
+            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
+        return next((g for g in self.get_all_subgraphs() if g._name == name), None)
+
+    def add_subgraph(self: Graph, subgraph: Graph) -> None:
+        """Register a subgraph not (yet) owned by a node (GE's orphan subgraph; not exported)."""
+        from ge.graph.graph import Graph
+
+        if not isinstance(subgraph, Graph):
+            raise GraphTypeError(
+                f"subgraph must be a ge.graph.Graph, got {type(subgraph).__name__}"
+            )
+        root = self.root_graph()
+        if subgraph is root or subgraph._parent_node is not None or subgraph in root._orphans:
+            raise GraphError(f"graph {subgraph._name!r} is already part of a graph")
+        root._orphans.append(subgraph)
+        subgraph._orphan_of = root
+        journal = self._changed(True)
+        if journal.recording:
+
+            def undo() -> None:
+                root._orphans.remove(subgraph)
+                subgraph._orphan_of = None
+
+            journal.record(undo)
+
+    def _remove_orphan(self: Graph, subgraph: Graph) -> None:
+        index = self._orphans.index(subgraph)
+        journal = self._changed(True)  # the orphan's journal is this root's until it leaves
+        del self._orphans[index]
+        subgraph._orphan_of = None
+        if journal.recording:
+
+            def undo() -> None:
+                self._orphans.insert(index, subgraph)
+                subgraph._orphan_of = self
+
+            journal.record(undo)
+
+    def remove_subgraph(self: Graph, name: str) -> None:
+        """Unregister an orphan subgraph; a subgraph owned by a node goes with its attribute."""
+        root = self.root_graph()
+        for orphan in root._orphans:
+            if orphan._name == name:
+                root._remove_orphan(orphan)
+                return
+        if self.get_subgraph(name) is not None:
+            raise GraphError(
+                f"subgraph {name!r} is owned by a node; remove the node or its attribute instead"
+            )
+        raise GraphError(f"graph {self._name!r} has no subgraph named {name!r}")
