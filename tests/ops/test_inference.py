@@ -191,3 +191,28 @@ def test_large_constants_reach_onnx_inference_as_typed_inputs(monkeypatch) -> No
     assert matmul.get_output_desc(0).get_shape().get_dims() == [2, 8]
     assert reshape.get_output_desc(0).get_shape().get_dims() == [4, 4]
     assert reshape.get_output_desc(0).get_data_type() == DataType.DT_FLOAT
+
+
+def test_a_rolled_back_inference_leaves_every_desc_as_it_was(tmp_path: Path) -> None:
+    """Inference writes a graph's descs back in one journal step per graph (bodies too):
+    a transaction that fails after it puts every slot back, the loaded value infos included,
+    so the model saves byte-identical."""
+    path = next(p for p in MODELS if p.stem == "control_flow")  # If/Loop bodies
+    model = _stripped(path)
+    kept = model.graph.node[0].output[0]  # one declared value type, read as loaded
+    model.graph.value_info.append(onnx.helper.make_tensor_value_info(
+        kept, onnx.TensorProto.FLOAT, None))
+    source = tmp_path / "stripped.onnx"
+    onnx.save(model, str(source))
+    graph = load(source)
+    before = [(n.name, i, n.has_output_desc(i)) for n in graph.get_all_nodes()
+              for i in range(n.get_outputs_size())]
+    with pytest.raises(RuntimeError, match="after inference"), graph.transaction():
+        infer_shapes(graph)
+        assert any(n.has_output_desc(0) for n in graph.get_all_nodes()
+                   if n.type not in ("Const", "Data", "NetOutput") and n.get_outputs_size())
+        raise RuntimeError("after inference")
+    assert [(n.name, i, n.has_output_desc(i)) for n in graph.get_all_nodes()
+            for i in range(n.get_outputs_size())] == before
+    graph.save(tmp_path / "again.onnx")
+    assert (tmp_path / "again.onnx").read_bytes() == source.read_bytes()

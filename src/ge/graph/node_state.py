@@ -9,7 +9,7 @@ node's state is journaled by its graph; kept apart from the graph's structure (n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import onnx
@@ -154,6 +154,21 @@ class GraphNodeState:
             journal.record((attrs.pop, key, None) if old is missing
                            else (attrs.__setitem__, key, old))
 
+    def _take_output_descs(self: Graph, items: Iterable[tuple[Node, int, TensorDesc]]) -> None:
+        """Set output descs of this graph's nodes to the descs given, which the graph takes
+        over (the caller made them and keeps no reference: no copies), as one journal step:
+        what shape inference writes back for every value of a graph at once."""
+        old: list[tuple[list, int, Any]] = []
+        for node, index, desc in items:
+            slots = node._out_slots()
+            old.append((slots, index, slots[index]))
+            slots[index] = desc
+        if not old:
+            return
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record((_restore_slots, old))
+
     def _set_desc(self: Graph, node: Node, is_input: bool, index: int,
                   desc: TensorDesc | None) -> None:
         if desc is not None and not isinstance(desc, TensorDesc):
@@ -169,3 +184,9 @@ class GraphNodeState:
         journal = self._changed(False)
         if journal.recording:
             journal.record((slots.__setitem__, index, old))
+
+
+def _restore_slots(old: list[tuple[list, int, Any]]) -> None:
+    """Undo `_take_output_descs`: every slot back to what it held (newest first)."""
+    for slots, index, value in reversed(old):
+        slots[index] = value

@@ -320,6 +320,8 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
     # Only nodes owning subgraphs need their exported proto back; index them on first need.
     protos_by_output: dict[str, onnx.NodeProto] | None = None
     protos_by_name: dict[str, onnx.NodeProto] = {}
+    # (node, output, desc) to write: fresh descs, handed to the graph in one step
+    inferred: list[tuple[Node, int, TensorDesc]] = []
     for node in graph.get_direct_nodes():
         if node.type == CONST and not node.domain:
             continue
@@ -331,14 +333,15 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
                 continue
             vi, template = found
             if not node.has_output_desc(i):  # nothing known: no format to keep
-                node.update_output_desc(i, decoder.desc(vi, template))
+                inferred.append((node, i, decoder.desc(vi, template)))
                 continue
             slot = node._out_slot(i)
             if isinstance(slot, onnx.ValueInfoProto) and _same_info(slot, vi):
                 continue  # read from the model, still undecoded, and inference agrees
-            if node.type == DATA and _known(node.get_output_desc(i)):
+            old = node.get_output_desc(i)
+            if node.type == DATA and _known(old):
                 continue  # a declared input type is the user's, not inference's
-            _write(node, i, decoder.desc(vi, template))
+            inferred.append((node, i, _merged(decoder.desc(vi, template), old)))
         subs = node.get_subgraphs()
         if not subs:
             continue
@@ -362,6 +365,7 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
                     _copy_back(sub, sub_proto, exported, decoder)
+    graph._take_output_descs(inferred)
 
 
 # onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
