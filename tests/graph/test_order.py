@@ -224,3 +224,54 @@ def test_direct_nodes_may_be_changed_while_iterating() -> None:
     assert _names(graph.nodes_of_type("Relu")) == [f"r{i}" for i in range(0, 20, 2)]
     assert _valid(graph)
     graph.validate()
+
+
+def _saved(tmp_path, nodes, outputs=("y",)):
+    vi = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2]) for n in ("x", *outputs)]
+    model = oh.make_model(oh.make_graph(nodes, "g", [vi[0]], vi[1:]),
+                          opset_imports=[oh.make_opsetid("", 17)])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_a_model_listed_in_order_is_known_in_order_from_loading(tmp_path) -> None:
+    """Loading sees every edge go forward, so the first order query sorts nothing."""
+    path = _saved(tmp_path, [oh.make_node("Relu", ["x"], ["a"], name="first"),
+                             oh.make_node("Neg", ["a"], ["y"], name="second")])
+    graph = ge.graph.load(path)
+    assert graph._order_ok
+    assert _names(graph.topological_order())[1:3] == ["first", "second"]
+
+
+def test_a_cycle_in_a_file_is_reported_on_first_use(tmp_path) -> None:
+    path = _saved(tmp_path, [oh.make_node("Add", ["x", "b"], ["a"], name="p"),
+                             oh.make_node("Neg", ["a"], ["b"], name="q"),
+                             oh.make_node("Relu", ["a"], ["y"], name="r")])
+    graph = ge.graph.load(path)
+    assert not graph._order_ok
+    with pytest.raises(GraphError, match="has a cycle through nodes: NetOutput, p, q, r"):
+        graph.topological_order()
+
+
+def test_a_body_reading_a_later_value_puts_its_owner_after_it(tmp_path) -> None:
+    """An If listed before the node whose value its branch reads: in order edge by edge,
+    but not as a whole (the owner depends on what its bodies read), so it is sorted."""
+    branch = oh.make_graph([oh.make_node("Identity", ["late"], ["t"], name="inner")], "then",
+                           [], [oh.make_tensor_value_info("t", onnx.TensorProto.FLOAT, [2])])
+    nodes = [oh.make_node("Cast", ["x"], ["c"], name="cond", to=onnx.TensorProto.BOOL),
+             oh.make_node("If", ["c"], ["y"], name="when", then_branch=branch,
+                          else_branch=branch),
+             oh.make_node("Relu", ["x"], ["late"], name="late")]
+    graph = ge.graph.load(_saved(tmp_path, nodes))
+    assert not graph._order_ok
+    order = _names(graph.topological_order())
+    assert order.index("late") < order.index("when")
+
+
+def test_a_node_reading_its_own_output_is_a_cycle(tmp_path) -> None:
+    path = _saved(tmp_path, [oh.make_node("Add", ["x", "a"], ["a"], name="self_loop"),
+                             oh.make_node("Relu", ["a"], ["y"], name="r")])
+    graph = ge.graph.load(path)
+    with pytest.raises(GraphError, match="has a cycle through nodes: NetOutput, r, self_loop"):
+        graph.topological_order()

@@ -312,13 +312,56 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
         return node._proto
     proto = onnx.NodeProto()
     source = node._proto
-    if source is not None:
+    inputs = [_value_name(p, renames) for p in node._inputs]
+    outputs = [_value_name((node, i), renames) if value else ""
+               for i, value in enumerate(node._out_names)]
+    if source is not None and node._type != CONST:
         # Start from the proto the node was read from, so the fields the IR does not model
         # (doc string, metadata, overload, device configurations, any later addition) come
-        # along byte for byte; what the IR owns is rewritten below.
+        # along byte for byte; of what the IR owns, only what differs is rewritten (a node
+        # touched in one respect, its metadata or one input, keeps the rest as read).
         proto.CopyFrom(source)
-        for field in ("input", "output", "attribute"):
-            proto.ClearField(field)
+        if proto.op_type != node._type:
+            proto.op_type = node._type
+        if proto.domain != node._domain:  # unset fields stay unset (byte-identical saves)
+            proto.domain = node._domain
+        if inputs != source.input:
+            proto.ClearField("input")
+            proto.input.extend(inputs)
+        if outputs != source.output:
+            proto.ClearField("output")
+            proto.output.extend(outputs)
+        if not _attrs_as_read(node, source):
+            proto.ClearField("attribute")
+            _write_attrs(proto, node, source, names)
+    else:
+        if source is not None:
+            proto.CopyFrom(source)  # a Constant operator read from the model
+            for field in ("input", "output", "attribute"):
+                proto.ClearField(field)
+        _write_op(proto, node, source, names)
+        proto.input.extend(inputs)
+        proto.output.extend(outputs)
+    name = node._export_name if node._export_name is not None else node._name
+    if proto.name != name:
+        proto.name = name
+    if node._metadata:
+        _write_metadata(proto.metadata_props, node._metadata)
+    return proto
+
+
+def _attrs_as_read(node: Node, source: onnx.NodeProto) -> bool:
+    """Whether the node's attributes are still the ones of its proto, unchanged: each is
+    stored as read (a set or decoded-and-changed one is stored as a value) and none was
+    removed, so they are the proto's, in its order."""
+    attrs = node._attrs
+    return len(attrs) == len(source.attribute) and all(
+        type(stored) is AttributeProto for stored in attrs.values())
+
+
+def _write_op(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | None,
+              names: _OutputNames) -> None:
+    """The operator and attributes of a node written anew (a `Const` as a `Constant`)."""
     if node._type == CONST:
         proto.op_type = "Constant"
         value = node._attr_value("value")
@@ -327,23 +370,19 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
         proto.op_type = node._type
         if proto.domain != node._domain:  # unset fields stay unset (byte-identical saves)
             proto.domain = node._domain
-        source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
-        for key, stored in node._attrs.items():
-            attr = encode_attr(key, stored, lambda g: _graph_proto(g, names))
-            original = source_attrs.get(key)
-            if attr.type in GRAPH_KINDS and original is not None and original.doc_string:
-                # Subgraphs are always written anew; keep the doc string the attribute had.
-                attr.doc_string = original.doc_string
-            proto.attribute.append(attr)
-    name = node._export_name if node._export_name is not None else node._name
-    if proto.name != name:
-        proto.name = name
-    if node._metadata:
-        _write_metadata(proto.metadata_props, node._metadata)
-    proto.input.extend([_value_name(p, renames) for p in node._inputs])
-    proto.output.extend([_value_name((node, i), renames) if value else ""
-                         for i, value in enumerate(node._out_names)])
-    return proto
+        _write_attrs(proto, node, source, names)
+
+
+def _write_attrs(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | None,
+                 names: _OutputNames) -> None:
+    source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
+    for key, stored in node._attrs.items():
+        attr = encode_attr(key, stored, lambda g: _graph_proto(g, names))
+        original = source_attrs.get(key)
+        if attr.type in GRAPH_KINDS and original is not None and original.doc_string:
+            # Subgraphs are always written anew; keep the doc string the attribute had.
+            attr.doc_string = original.doc_string
+        proto.attribute.append(attr)
 
 
 def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:

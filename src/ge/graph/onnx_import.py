@@ -116,8 +116,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
     intermediate value (a value_info)."""
     new_node = graph._new_node
     naming = graph._naming
-    # Nodes are listed in file order; whether that is a topological one is checked on the
-    # first `topological_order()` (ONNX requires it, but files do not always comply).
+    # Nodes are listed in file order. ONNX requires a topological one, but files do not
+    # always comply: whether this one does is seen while wiring (every edge goes forward in
+    # the list) where that settles it, else on the first `topological_order()`.
     graph._order_ok = False
     if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation):
         extras = onnx.GraphProto()
@@ -188,8 +189,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
         if has_graph:
             with_subgraphs.append((node, proto))
 
+    forward = True  # every edge wired so far goes forward in the list
     for node in pending:
-        _wire(graph, node, node._proto.input)  # type: ignore[union-attr]  # ops keep their proto
+        forward &= _wire(graph, node, node._proto.input)  # type: ignore[union-attr]  # (ops)
     typed = len(gp.value_info) > 0
     for node, proto in with_subgraphs:
         node._clean = False  # its subgraphs are written anew
@@ -206,7 +208,10 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
     out_node = new_node(NET_OUTPUT, naming.onnx_node_name(NET_OUTPUT, NET_OUTPUT), "",
                         len(gp.output), [], {}, None)
     _add(graph, out_node)
-    _wire(graph, out_node, [vi.name for vi in gp.output])
+    forward &= _wire(graph, out_node, [vi.name for vi in gp.output])
+    # Known in order when it is: unless a node owns bodies, whose outer reads are
+    # dependencies of their owner too (left to `topological_order()`).
+    graph._order_ok = forward and not with_subgraphs
     out_node._in_descs = list(gp.output)
     graph._output_names = [vi.name for vi in gp.output]
 
@@ -244,10 +249,13 @@ def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node
     return found
 
 
-def _wire(graph: Graph, node: Node, input_names) -> None:
-    """Connect a node's inputs by value name, through enclosing scopes (no journaling)."""
+def _wire(graph: Graph, node: Node, input_names) -> bool:
+    """Connect a node's inputs by value name, through enclosing scopes (no journaling);
+    whether every producer in this graph comes before the node in its list."""
     inputs = node._inputs
     values = graph._values
+    seq = node._seq
+    forward = True
     for i, value in enumerate(input_names):
         if not value:
             continue
@@ -256,8 +264,11 @@ def _wire(graph: Graph, node: Node, input_names) -> None:
             found = _outer_value(graph, node, i, value)
         inputs[i] = found
         producer, index = found
+        if producer._seq >= seq and producer._graph is graph:
+            forward = False
         consumers = producer._consumers[index]
         if consumers is None:
             producer._consumers[index] = {(node, i): None}
         else:
             consumers[(node, i)] = None
+    return forward
