@@ -286,8 +286,10 @@ def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
 def _remove(region: Region) -> None:
     """Remove the region's nodes in one step; a constant still read outside it stays."""
     members = region.members
-    region.graph.remove_nodes([
-        node for node in region.nodes
-        if node._type not in _CONSTANTS or not any(
-            consumer not in members
-            for consumers in node._consumers if consumers for consumer, _ in consumers)])
+
+    def read_outside(node: Node) -> bool:
+        return any(consumer not in members
+                   for consumers in node._consumers if consumers for consumer, _ in consumers)
+
+    region.graph.remove_nodes([node for node in region.nodes
+                               if node._type not in _CONSTANTS or not read_outside(node)])
