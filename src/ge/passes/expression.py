@@ -6,6 +6,7 @@ built, never at import time, so pass modules load without them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,15 +24,21 @@ PATTERN_MARK = "__ge_expression_pattern_method__"
 def _es_api(what: str) -> SimpleNamespace:
     """The ES builder pieces expression-style passes need, or a clear ImportError."""
     try:
-        from ge.es import GraphBuilder, TensorHolder
-        from ge.passes.pattern import Pattern, PatternInputs, create_pattern
+        return _es_modules()
     except ImportError as err:
         raise ImportError(
             f"{what} need the ES graph builder (ge.es.GraphBuilder, ge.es.TensorHolder) and "
             f"ge.passes.pattern (Pattern, PatternInputs, create_pattern), which are not "
             f"available: {err}"
         ) from err
+
+
+@functools.cache
+def _es_modules() -> SimpleNamespace:
+    """Imported on first use (ge.es imports ge.passes), then kept: every rewrite asks."""
+    from ge.es import GraphBuilder, TensorHolder
     from ge.graph import Graph
+    from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 
     return SimpleNamespace(
         GraphBuilder=GraphBuilder,
