@@ -5,8 +5,8 @@ listeners and may keep a consumer-order restorer, also for the edges between two
 are both going (a fused LayerNorm's nine nodes have eighteen). Here the nodes go together:
 the edges among them are dropped with the nodes, each edge to a node that stays is cut once,
 and the whole removal is one undo step holding plain data (each node's edges as they were,
-the consumer lists of the producers that stay, the inputs cut), so a rollback restores the
-graph byte for byte, every order included.
+the entries taken out of the consumer tables of the producers that stay, the inputs cut),
+so a rollback restores the graph byte for byte, every order included.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ge.errors import GraphError
 from ge.graph import order
-from ge.graph.edges import _check_node_arg
+from ge.graph.edges import _check_node_arg, _keep_order
 from ge.graph.journal import ChangeKind
 from ge.graph.node import Node
 
@@ -54,7 +54,10 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
     journal = graph._changed(True)
     recording = journal.recording
     saved: list[_Saved] = []
-    tables: dict[int, tuple[dict, list]] = {}  # consumer tables of producers that stay
+    # Edges from producers that stay: their consumer table and the entry taken out of it.
+    # (A table's order is restored as every edge removal restores it: `_keep_order`, once
+    # per transaction, so a producer read by thousands is not copied for each removal.)
+    dropped: list[tuple[dict, tuple[Node, int]]] = []
     cut: list[tuple[Node, int, Producer]] = []  # inputs of nodes that stay, now unconnected
     for node in gone:
         inputs = node._inputs
@@ -62,9 +65,11 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
             if producer is not None and producer[0] not in gone:
                 table = producer[0]._consumers[producer[1]]
                 assert table is not None  # it lists this edge
-                if recording and id(table) not in tables:
-                    tables[id(table)] = (table, list(table))
-                del table[(node, i)]
+                key = (node, i)
+                if recording:
+                    _keep_order(journal, table, key)
+                    dropped.append((table, key))
+                del table[key]
         outputs = node._consumers
         for k, table in enumerate(outputs):
             if table:
@@ -89,12 +94,13 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
         for node in gone:
             journal.notify(ChangeKind.NODE_REMOVED, node)
     if recording:
-        journal.record((_undo, graph, saved, list(tables.values()), cut))
+        journal.record((_undo, graph, saved, dropped, cut))
 
 
-def _undo(graph: Graph, saved: list[_Saved], tables: list[tuple[dict, list]],
+def _undo(graph: Graph, saved: list[_Saved], dropped: list[tuple[dict, tuple[Node, int]]],
           cut: list[tuple[Node, int, Producer]]) -> None:
-    """Put the removed nodes back where they were, with every edge in its old order."""
+    """Put the removed nodes back where they were, with every edge (in its old order, once
+    the order restorers `_keep_order` recorded before this step have run too)."""
     for node, inputs, outputs, clean, before, label in reversed(saved):
         graph._insert(node)
         order.unlink(graph, node)  # back at its place in the order
@@ -104,9 +110,8 @@ def _undo(graph: Graph, saved: list[_Saved], tables: list[tuple[dict, list]],
             if old:
                 table.update(old)  # emptied in place by the removal
         node._clean = clean
-    for table, keys in tables:
-        table.clear()
-        table.update(dict.fromkeys(keys))
+    for table, key in reversed(dropped):
+        table[key] = None
     journal = graph._changed(True)
     for consumer, j, producer in cut:
         consumer._inputs[j] = producer
