@@ -38,6 +38,7 @@ from ge.graph.model_info import ModelInfo
 from ge.graph.naming import NameAuthority
 from ge.graph.node import Node
 from ge.graph.node_state import GraphNodeState
+from ge.graph.removal import remove_nodes as _remove_nodes
 from ge.graph.subgraphs import GraphSubgraphs
 from ge.graph.tensor import Tensor
 from ge.graph.topology import GraphTopology
@@ -546,7 +547,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
 
     def remove_node(self, node: Node) -> None:
         """Remove a direct node with all its edges (its consumers' inputs become unconnected)."""
-        self.remove_nodes((node,))
+        _remove_nodes(self, (node,))
 
     def remove_nodes(self, nodes: Iterable[Node]) -> None:
         """Remove direct nodes with all their edges, as one change (extension).
@@ -558,9 +559,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         each input so cut (not for the removed nodes' own inputs). A node that is not a
         node of this graph is a `RuntimeError`, raised before anything changes.
         """
-        from ge.graph.removal import remove_nodes
-
-        remove_nodes(self, nodes)
+        _remove_nodes(self, nodes)
 
     def _drop_outer_edges(self) -> None:
         """Disconnect inputs of this hierarchy whose producers live outside it."""

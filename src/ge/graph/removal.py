@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["remove_nodes"]
 
 Producer = tuple[Node, int]
-#: A removed node as it was: its inputs, its consumer tables (copies), its clean flag, and
-#: its place in the order (the node before it when it was unlinked, its label).
+#: A removed node as it was: its input and consumer lists (the lists themselves: the node
+#: is given new, empty ones), its clean flag, and its place in the order (the node before
+#: it when it was unlinked, its label).
 _Saved = tuple[Node, list, list, bool, "Node | None", int]
 
 
@@ -44,12 +45,15 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
         return
     # Control edges and the outer reads of bodies are rare: cut one by one (journaled).
     for node in gone:
-        for pred in list(node._ctrl_in or ()):
-            graph._ctrl_unlink(pred, node)
-        for succ in list(node._ctrl_out or ()):
-            graph._ctrl_unlink(node, succ)
-        for sub in node.get_subgraphs():
-            sub._drop_outer_edges()
+        if node._ctrl_in:
+            for pred in list(node._ctrl_in):
+                graph._ctrl_unlink(pred, node)
+        if node._ctrl_out:
+            for succ in list(node._ctrl_out):
+                graph._ctrl_unlink(node, succ)
+        if node._attrs and not node._clean:  # (a node as read owns no bodies)
+            for sub in node.get_subgraphs():
+                sub._drop_outer_edges()
 
     journal = graph._changed(True)
     recording = journal.recording
@@ -71,22 +75,22 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
                     dropped.append((table, key))
                 del table[key]
         outputs = node._consumers
+        read = False  # whether any output has consumers
         for k, table in enumerate(outputs):
             if table:
+                read = True
                 for consumer, j in table:
                     if consumer not in gone:
                         consumer._proto_dirty()  # journals itself, before this step
                         consumer._inputs[j] = None
                         cut.append((consumer, j, (node, k)))
-        if recording:
-            saved.append((node, inputs[:], [t.copy() if t else t for t in outputs],
-                          node._clean, *graph._unindex(node)))
-        else:
-            graph._unindex(node)
-        inputs[:] = [None] * len(inputs)
-        for table in outputs:
-            if table:
-                table.clear()
+        before, label = graph._unindex(node)
+        if recording:  # its edge lists themselves: the node gets new, empty ones
+            saved.append((node, inputs, outputs, node._clean, before, label))
+        if inputs:
+            node._inputs = [None] * len(inputs)
+        if read:
+            node._consumers = [None] * len(outputs)
         node._clean = False  # it no longer matches the NodeProto it was read from
     if journal.listeners:
         for consumer, j, _ in cut:
@@ -105,10 +109,8 @@ def _undo(graph: Graph, saved: list[_Saved], dropped: list[tuple[dict, tuple[Nod
         graph._insert(node)
         order.unlink(graph, node)  # back at its place in the order
         order.link_after(graph, node, before, label)
-        node._inputs[:] = inputs
-        for table, old in zip(node._consumers, outputs):
-            if old:
-                table.update(old)  # emptied in place by the removal
+        node._inputs = inputs
+        node._consumers = outputs
         node._clean = clean
     for table, key in reversed(dropped):
         table[key] = None
