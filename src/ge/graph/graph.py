@@ -215,7 +215,8 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
         """Call `listener(kind, node, index)` on every change of this graph's hierarchy
         (node added or removed, an input's producer changed, an attribute changed); returns
-        the function that unsubscribes it.
+        the function that unsubscribes it. A removed node is reported once, as removed: the
+        inputs it loses with it are not reported one by one.
 
         Rollbacks replay their undo steps through the same primitives, so a listener that
         keeps a worklist sees the graph go back too. Listeners must not mutate the graph.
