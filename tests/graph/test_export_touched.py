@@ -11,10 +11,10 @@ import ge.graph
 
 
 def _model(tmp_path):
-    clip = oh.make_node("LeakyRelu", ["x"], ["a"], name="leaky", alpha=0.2,
+    leaky = oh.make_node("LeakyRelu", ["x"], ["a"], name="leaky", alpha=0.2,
                         doc_string="kept as read")
-    clip.metadata_props.add(key="own", value="entry")
-    nodes = [clip, oh.make_node("Neg", ["a"], ["y"], name="neg"),
+    leaky.metadata_props.add(key="own", value="entry")
+    nodes = [leaky, oh.make_node("Neg", ["a"], ["y"], name="neg"),
              oh.make_node("Abs", ["x"], ["z"], name="abs")]
     vi = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2]) for n in "xyz"]
     model = oh.make_model(oh.make_graph(nodes, "g", [vi[0]], vi[1:]),

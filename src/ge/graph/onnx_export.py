@@ -318,13 +318,10 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
     if source is not None and node._type != CONST:
         # Start from the proto the node was read from, so the fields the IR does not model
         # (doc string, metadata, overload, device configurations, any later addition) come
-        # along byte for byte; of what the IR owns, only what differs is rewritten (a node
-        # touched in one respect, its metadata or one input, keeps the rest as read).
+        # along byte for byte; of what the IR owns (an operator keeps its op type and
+        # domain), only what differs is rewritten: a node touched in one respect, its
+        # metadata or one input, keeps the rest as read.
         proto.CopyFrom(source)
-        if proto.op_type != node._type:
-            proto.op_type = node._type
-        if proto.domain != node._domain:  # unset fields stay unset (byte-identical saves)
-            proto.domain = node._domain
         if inputs != source.input:
             proto.ClearField("input")
             proto.input.extend(inputs)
@@ -335,11 +332,19 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             proto.ClearField("attribute")
             _write_attrs(proto, node, source, names)
     else:
-        if source is not None:
-            proto.CopyFrom(source)  # a Constant operator read from the model
+        if source is not None:  # a Constant operator read from the model
+            proto.CopyFrom(source)
             for field in ("input", "output", "attribute"):
                 proto.ClearField(field)
-        _write_op(proto, node, source, names)
+        if node._type == CONST:
+            proto.op_type = "Constant"
+            value = node._attr_value("value")
+            proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
+        else:  # a node made in memory
+            proto.op_type = node._type
+            if node._domain:  # unset fields stay unset (byte-identical saves)
+                proto.domain = node._domain
+            _write_attrs(proto, node, None, names)
         proto.input.extend(inputs)
         proto.output.extend(outputs)
     name = node._export_name if node._export_name is not None else node._name
@@ -359,22 +364,9 @@ def _attrs_as_read(node: Node, source: onnx.NodeProto) -> bool:
         type(stored) is AttributeProto for stored in attrs.values())
 
 
-def _write_op(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | None,
-              names: _OutputNames) -> None:
-    """The operator and attributes of a node written anew (a `Const` as a `Constant`)."""
-    if node._type == CONST:
-        proto.op_type = "Constant"
-        value = node._attr_value("value")
-        proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
-    else:
-        proto.op_type = node._type
-        if proto.domain != node._domain:  # unset fields stay unset (byte-identical saves)
-            proto.domain = node._domain
-        _write_attrs(proto, node, source, names)
-
-
 def _write_attrs(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | None,
                  names: _OutputNames) -> None:
+    """Append the node's attributes (bodies written anew) to `proto`, in the node's order."""
     source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
     for key, stored in node._attrs.items():
         attr = encode_attr(key, stored, lambda g: _graph_proto(g, names))
