@@ -394,6 +394,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         node._type = op_type
         node._domain = domain
         node._attrs = attrs
+        node._small_tensor = None
         node._inputs = [None] * num_inputs
         node._consumers = [None] * len(out_names)
         node._out_names = out_names

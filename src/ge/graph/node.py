@@ -21,7 +21,11 @@ from ge.graph.value_info import desc_from_value_info
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["Node"]
+__all__ = ["SMALL_TENSOR_ELEMENTS", "Node"]
+
+#: A tensor attribute of at most this many elements is decoded once per node (`Node._small_tensor`).
+SMALL_TENSOR_ELEMENTS = 64
+_TENSOR = onnx.AttributeProto.TENSOR
 
 Producer = tuple["Node", int]
 DescSlot = TensorDesc | onnx.ValueInfoProto | None
@@ -52,6 +56,7 @@ class Node:
         "_prev",
         "_proto",
         "_seq",
+        "_small_tensor",
         "_type",
     )
 
@@ -76,6 +81,10 @@ class Node:
     _seq: int  # order label: grows along the graph's node list (see ge.graph.order)
     _prev: Node | None
     _next: Node | None
+    # The decoded value of a small TENSOR attribute still stored as read: (that stored
+    # attribute, its Tensor). Passes read the same scalar constants (an epsilon, an exponent,
+    # axes shared by every layer) thousands of times; decoding one costs ~3 µs each time.
+    _small_tensor: tuple[onnx.AttributeProto, Tensor] | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise GraphError("ge.graph.Node cannot be constructed directly; use Graph.add_node")
@@ -226,7 +235,7 @@ class Node:
             raise GraphError(
                 f"node {self._name!r} ({self._type}) has no attribute {key!r}"
             ) from None
-        value = decode_attr(stored)[1]
+        value = self._stored_value(stored)
         # Tensors have setters (set_format, set_data_type...): hand out copies, so that a
         # change can only reach the node through set_attr (journaled, not shared by clones).
         if isinstance(value, list):
@@ -237,7 +246,26 @@ class Node:
 
     def _attr_value(self, key: str) -> Any:
         """The stored value itself, for the IR's own reads (export, sizes): no copy."""
-        return decode_attr(self._attrs[key])[1]
+        return self._stored_value(self._attrs[key])
+
+    def _stored_value(self, stored: StoredAttr) -> Any:
+        """The Python value of a stored attribute. A small tensor is decoded once: in place
+        when the node holds a Tensor, else kept beside the stored attribute while that stays
+        the one read (a change or a rollback stores another object: never stale)."""
+        if not isinstance(stored, onnx.AttributeProto):
+            kind, value = stored
+            if kind == _TENSOR:
+                value._decode_if_small(SMALL_TENSOR_ELEMENTS)
+            return value
+        if stored.type != _TENSOR:
+            return decode_attr(stored)[1]
+        kept = self._small_tensor
+        if kept is not None and kept[0] is stored:
+            return kept[1]
+        tensor = Tensor.from_proto(stored.t)
+        if tensor._decode_if_small(SMALL_TENSOR_ELEMENTS):
+            self._small_tensor = (stored, tensor)
+        return tensor
 
     def get_attr_kind(self, key: str) -> int:
         """The ONNX `AttributeProto.AttributeType` of an attribute."""

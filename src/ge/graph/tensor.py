@@ -164,6 +164,19 @@ class Tensor:
             self._array = array
         return self._array
 
+    def _decode_if_small(self, limit: int) -> bool:
+        """Decode now when at most `limit` elements (copies then share the array); whether
+        the data is decoded. Undecodable data is left for `numpy()` to report."""
+        if self._array is not None:
+            return True
+        if self.size > limit:
+            return False
+        try:
+            self.numpy()
+        except GraphError:
+            return False
+        return True
+
     @property
     def data(self) -> Any:
         """A scalar's value, otherwise nested lists (GE's `Tensor.data`)."""
