@@ -10,8 +10,9 @@ It runs in a graph transaction: a failing inference changes nothing.
 graph; a problem raises `GraphValidationError` (GE1003, stage "FinalValidation") listing
 every problem with its nodes.
 
-Built-in fusion and origin-graph optimisation have no default step yet.
-A compilation given other steps (`compile_graph(steps=...)`) runs those instead.
+Built-in fusion and origin-graph optimisation are not functions: the scheduler runs the
+built-in passes registered for those steps (`ge.compiler.builtin`). A compilation given other
+function steps (`compile_graph(steps=...)`) runs those instead.
 """
 
 from __future__ import annotations
