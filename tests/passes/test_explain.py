@@ -52,6 +52,16 @@ class ReluNegAbs(PatternFusionPass):
         return es.Relu(inputs[0])
 
 
+@register_fusion_pass(name="ClipMaxOnly", stage=PassStage.AFTER_INFER_SHAPE)
+class ClipMaxOnly(PatternFusionPass):
+    @pattern
+    def clip_max(self, inputs):
+        return es.Clip(inputs[0], None, inputs[1])
+
+    def replacement(self, inputs):
+        return es.Min(inputs[0], inputs[1])
+
+
 @register_fusion_pass(name="SumTwo", stage=PassStage.AFTER_INFER_SHAPE)
 class SumTwo(PatternFusionPass):
     @pattern
@@ -226,6 +236,18 @@ def test_input_count_mismatch_gives_both_counts(passes) -> None:
     assert cand.reason.details == {"expected": 2, "found": 3}
     assert cand.reason.message == ("input count: pattern node 'Sum' (Sum) has 2 input(s), "
                                    "target node 'sum3' has 3 connected")
+
+
+def test_an_input_at_another_position_names_both_positions(passes) -> None:
+    lo = const("lo", np.array(-0.5, np.float32))
+    graph = _graph([helper.make_node("Clip", ["x", "lo"], ["y"], name="min_only")],
+                   [("y", [2, 4])], [lo])
+    cand = _one(explain(passes["ClipMaxOnly"], graph), "min_only")
+    assert cand.reason is not None and cand.reason.kind == "input_position"
+    assert cand.reason.details == {"expected": [0, 2], "found": [0, 1]}
+    assert cand.reason.message == (
+        "input positions: pattern node 'Clip' (Clip) has inputs at [0, 2], target node "
+        "'min_only' at [0, 1] (an absent optional input must be absent in both)")
 
 
 def test_outside_consumer_of_an_intermediate_is_named(passes) -> None:

@@ -4,6 +4,7 @@ structurally and with onnxruntime where numerics apply."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from matcher_helpers import (
     NegNeg,
@@ -140,6 +141,54 @@ def test_input_counts_must_be_equal() -> None:
     two = load(model([helper.make_node("Sum", ["x", "x"], ["y"])], X, Y))
     assert find_matches(SumOfTwo, three) == []
     assert len(find_matches(SumOfTwo, two)) == 1
+
+
+class ClipMaxOnly(PatternFusionPass):
+    """Clip with a max and no min: Min(x, max)."""
+
+    @pattern
+    def clip_max(self, inputs):
+        return es.Clip(inputs[0], None, inputs[1])
+
+    def replacement(self, inputs):
+        return es.Min(inputs[0], inputs[1])
+
+
+def _clips() -> onnx.ModelProto:
+    """Clip(x, max=hi), then Clip(a, lo, hi), then Clip(b, min=lo): only the first has an
+    absent min and a max, as the pattern has."""
+    return model([helper.make_node("Clip", ["x", "", "hi"], ["a"], name="max_only"),
+                  helper.make_node("Clip", ["a", "lo", "hi"], ["b"], name="both"),
+                  helper.make_node("Clip", ["b", "lo"], ["y"], name="min_only")], X, Y,
+                 [const("lo", np.array(-0.5, np.float32)), const("hi", np.array(0.5, np.float32))])
+
+
+def test_an_absent_optional_input_is_compared_by_position() -> None:
+    proto = _clips()
+    found = find_matches(ClipMaxOnly, load(proto))
+    assert [[n.name for n in m.nodes] for m in found] == [["max_only"]]
+    graph = load(proto)
+    run = rewrite(ClipMaxOnly(), graph)
+    assert run.rewrites == 1
+    assert op_counts(graph) == {"Min": 1, "Clip": 2}
+    assert_same_outputs(proto, graph)
+
+
+def test_absent_trailing_inputs_are_the_same_as_none() -> None:
+    class ClipMinOnly(PatternFusionPass):
+        @pattern
+        def clip_min(self, inputs):
+            return es.Clip(inputs[0], inputs[1])
+
+        def replacement(self, inputs):
+            return es.Max(inputs[0], inputs[1])
+
+    trailing = model([helper.make_node("Clip", ["x", "lo", ""], ["y"], name="trailing")], X, Y,
+                     [const("lo", np.array(-0.5, np.float32))])
+    assert [[n.name for n in m.nodes] for m in find_matches(ClipMinOnly, load(trailing))] == [
+        ["trailing"]]
+    found = find_matches(ClipMinOnly, load(_clips()))  # not max-only: its input 1 is absent
+    assert [[n.name for n in m.nodes] for m in found] == [["min_only"]]
 
 
 def test_a_pattern_constant_matches_any_constant_without_const_value_match() -> None:

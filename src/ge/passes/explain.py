@@ -495,6 +495,11 @@ def _reason(matcher: TracingMatcher, r: Rejection, warnings: list[str]) -> Reaso
                       f"target node {tname!r} has {info['found']} connected{_reached(r)}",
                       pname, tname, named, {"expected": info["expected"],
                                             "found": info["found"]})
+    if kind == "input_position" and pnode is not None:
+        return Reason(kind, f"input positions: {_p(pnode)} has inputs at {info['expected']}, "
+                      f"target node {tname!r} at {info['found']} (an absent optional input "
+                      f"must be absent in both){_reached(r)}", pname, tname, named,
+                      {"expected": info["expected"], "found": info["found"]})
     if kind == "consumers" and pnode is not None:
         return _consumers_reason(pnode, target, info)
     if kind == "const_value" and pnode is not None:

@@ -96,11 +96,15 @@ class _Writer:
             return
         domains = ("", "ai.onnx") if pnode.domain == "" else (pnode.domain,)
         emit(1, f"if {var}._type != {pnode.type!r} or {var}._domain not in {domains!r}: {fail}")
-        count = len(pnode.inputs)
+        layout = pnode.layout
         emit(1, f"c_{var} = {var}._inputs")
-        emit(1, f"if len(c_{var}) != {count} or None in c_{var}:")
-        emit(2, f"c_{var} = [p for p in c_{var} if p is not None]")
-        emit(2, f"if len(c_{var}) != {count}: {fail}")
+        if pnode.gapped:  # a target without the same absent inputs fails
+            emit(1, f"if input_layout(c_{var}) != {layout!r}: {fail}")
+            emit(1, f"c_{var} = [p for p in c_{var} if p is not None]")
+        else:
+            emit(1, f"if len(c_{var}) != {len(layout)} or None in c_{var}:")
+            emit(2, f"if input_layout(c_{var}) != {layout!r}: {fail}")
+            emit(2, f"c_{var} = [p for p in c_{var} if p is not None]")
         counts, anchors = pnode.out_counts, pnode.out_anchors
         checked = [i for i in range(len(counts)) if i not in anchors]
         emit(1, f"o_{var} = {var}._consumers")
@@ -184,7 +188,14 @@ def _compiled(source: str) -> CodeType:
 def plan_for(pattern: CompiledPattern) -> Plan | None:
     """The match plan of `pattern`, or None when the pattern has several outputs (its
     further outputs are searched among consumers: left to `Matcher`)."""
-    from ge.passes.matcher import CONST_TYPES, Match, _arrangements, _outputs_ok, _same_value
+    from ge.passes.matcher import (
+        CONST_TYPES,
+        Match,
+        _arrangements,
+        _outputs_ok,
+        _same_value,
+        input_layout,
+    )
 
     if len(pattern.outputs) != 1:
         return None
@@ -195,7 +206,7 @@ def plan_for(pattern: CompiledPattern) -> Plan | None:
     source = "def plan(matcher, t):\n" + "\n".join(writer.lines) + "\n"
     namespace: dict[str, Any] = {
         **writer.env, "CONST_TYPES": CONST_TYPES, "Match": Match, "same_value": _same_value,
-        "outputs_ok": _outputs_ok,
+        "outputs_ok": _outputs_ok, "input_layout": input_layout,
         "arrangements": _arrangements,
     }
     exec(_compiled(source), namespace)

@@ -44,15 +44,19 @@ _MAX_PERMUTED_INPUTS = 4
 class PatternNode:
     """One node of a compiled pattern."""
 
-    __slots__ = ("commutative", "domain", "index", "inputs", "kind", "node", "out_anchors",
-                 "out_counts", "type", "value")
+    __slots__ = ("commutative", "domain", "gapped", "index", "inputs", "kind", "layout", "node",
+                 "out_anchors", "out_counts", "type", "value")
 
     def __init__(self, node: Node, kind: int) -> None:
         self.node = node
         self.kind = kind
         self.type = node.type
         self.domain = normalize_domain(node.domain)
-        self.inputs: list[tuple[PatternNode, int]] = []
+        self.inputs: list[tuple[PatternNode, int]] = []  # the connected inputs, in order
+        # Which inputs are connected, up to the last connected one; `gapped`: an absent
+        # optional input before it (Clip(x, None, max)).
+        self.layout: tuple[bool, ...] = ()
+        self.gapped = False
         self.out_counts: tuple[int, ...] = ()
         self.out_anchors: frozenset[int] = frozenset()
         self.commutative = False
@@ -151,6 +155,8 @@ class CompiledPattern:
             producer = node.get_input_producer(i)
             if producer is not None:
                 pnode.inputs.append((self.nodes[producer[0]], producer[1]))
+        pnode.layout = input_layout(node._inputs)
+        pnode.gapped = False in pnode.layout
         counts = []
         for i in range(node.get_outputs_size()):
             consumers = node.get_out_data_nodes_and_port_indexes(i)
@@ -160,6 +166,7 @@ class CompiledPattern:
         config = self.config
         pnode.commutative = (config.is_enable_commutative_match() and pnode.kind == _OP
                              and pnode.type in COMMUTATIVE_OPS and not pnode.domain
+                             and not pnode.gapped
                              and 2 <= len(pnode.inputs) <= _MAX_PERMUTED_INPUTS)
         if pnode.kind == _CONST and node.has_attr("value"):
             value = node.get_attr("value")
@@ -296,8 +303,10 @@ class Matcher:
             return True
         if target._type != pnode.type or normalize_domain(target._domain) != pnode.domain:
             return False
-        if sum(1 for p in target._inputs if p is not None) != len(pnode.inputs):
-            return False
+        inputs = target._inputs
+        if (len(inputs) != len(pnode.layout) or pnode.gapped or None in inputs) and (
+                input_layout(inputs) != pnode.layout):
+            return False  # inputs connected at other positions (or more, or fewer)
         if not _outputs_ok(target._consumers, pnode.out_counts, pnode.out_anchors):
             return False  # an output used outside the match, or not used as the pattern uses it
         if target.get_subgraphs():
@@ -398,6 +407,16 @@ class Matcher:
             if kind not in GRAPH_KINDS:
                 filled[name] = hashable_value(value)
         return filled
+
+
+def input_layout(inputs: Sequence[Any]) -> tuple[bool, ...]:
+    """Which of a node's inputs are connected, up to its last connected one: inputs are
+    compared by position, so an absent optional input in the middle (Clip's min) must be
+    absent in the target too, while absent trailing inputs are the same as no input."""
+    n = len(inputs)
+    while n and inputs[n - 1] is None:
+        n -= 1
+    return tuple(inputs[i] is not None for i in range(n))
 
 
 def _outputs_ok(consumers: Sequence[Any], counts: tuple[int, ...],
@@ -622,6 +641,11 @@ class TracingMatcher(Matcher):
         connected = sum(1 for p in target._inputs if p is not None)
         if connected != len(pnode.inputs):
             return "input_count", {"expected": len(pnode.inputs), "found": connected}
+        layout = input_layout(target._inputs)
+        if layout != pnode.layout:
+            return "input_position", {
+                "expected": [i for i, c in enumerate(pnode.layout) if c],
+                "found": [i for i, c in enumerate(layout) if c]}
         counts = pnode.out_counts
         for i, consumers in enumerate(target._consumers):
             if i in pnode.out_anchors:
