@@ -376,6 +376,57 @@ def test_infer_shape_takes_descs_from_each_source_kind() -> None:
     assert instance.dims == [2, 8]
 
 
+def test_infer_shape_infers_again_what_the_builder_guessed_from_placeholders() -> None:
+    graph = load(_concat_relu())
+    builder = GraphBuilder("scaled")
+    x = builder.create_input(0)  # a float scalar until typed: the builder infers from that
+    replacement = builder.build_and_reset([es.Relu(x * 2.0)])
+    (out,) = replacement.get_net_output().get_in_data_nodes()
+    assert out.get_output_desc(0).get_shape().get_dims() == []
+    infer_shape(replacement, graph.find_node_by_name("concat"))  # input 0: x, [2, 4]
+    assert out.get_output_desc(0).get_shape().get_dims() == [2, 4]
+    assert out.get_output_desc(0).get_data_type() == DataType.DT_FLOAT
+
+
+def test_a_copied_node_reading_untyped_values_keeps_no_placeholder_desc(write) -> None:
+    path = write("plugin.py", HEADER + """
+from ge.graph import DataType
+from ge.passes import FusionBasePass, PassStage
+
+
+@register_decompose_pass(name="SquareToPow", stage=PassStage.BEFORE_INFER_SHAPE,
+                         op_types=["Mul"])
+class SquareToPow(DecomposePass):
+    def replacement(self, node):
+        builder = GraphBuilder("pow")
+        return builder.build_and_reset([es.Pow(builder.create_input(0), 2.0)])
+
+
+@register_fusion_pass(name="ZProbe", stage=PassStage.BEFORE_INFER_SHAPE)
+class ZProbe(FusionBasePass):
+    def run(self, graph, context):
+        for node in graph.nodes_of_type("Pow"):
+            desc = node.get_output_desc(0)
+            if (desc.get_data_type() != DataType.DT_UNDEFINED
+                    or not desc.get_shape().is_unknown_rank()):
+                raise AssertionError(f"Pow has desc {desc}")
+        return True
+""")
+    # Relu's output has no value info: before inference the Mul reads an untyped value.
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Mul", ["r", "r"], ["y"], name="square")]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                                     [2, 4])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass() == {"SquareToPow": 1}
+    assert op_counts(graph)["Pow"] == 1
+    assert_same_outputs(proto, graph)
+
+
 def test_infer_shape_rejects_bad_arguments() -> None:
     graph = load(_concat_relu())
     with pytest.raises(TypeError, match=r"replacement must be a ge\.graph\.Graph"):

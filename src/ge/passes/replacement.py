@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from ge.errors import GeError
-from ge.graph import DATA, Graph, Node, Tensor
+from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, Tensor
 from ge.passes.context import PassContext
 from ge.passes.matcher import MatchResult
-from ge.passes.rewrite import Region, apply_replacement, closed_region
+from ge.passes.rewrite import Region, apply_replacement, closed_region, forget_output_descs
 from ge.passes.status import FAILED, SUCCESS
 
 __all__ = ["SubgraphBoundary", "SubgraphInput", "SubgraphOutput", "SubgraphRewriter",
@@ -222,7 +222,8 @@ def _boundary_producers(source: object) -> list[Producer]:
 def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundary) -> None:
     """Type `replacement` in place from what it replaces: boundary input *i*'s producer desc
     goes to replacement Data *i* (constant producers lend their value), then the whole
-    replacement is inferred."""
+    replacement is inferred. The descs its operators had (the builder's, computed from its
+    placeholder inputs) are inferred again, not merged with."""
     from ge.ops import infer_shapes
 
     if not isinstance(replacement, Graph):
@@ -243,6 +244,9 @@ def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundar
                 value = node.get_attr("value")
                 if isinstance(value, Tensor):
                     known[data.name] = value
+        for node in replacement.get_all_nodes():
+            if node.type not in (DATA, CONST, NET_OUTPUT):
+                forget_output_descs(node)
         infer_shapes(replacement, known_values=known, strict=True)
     except Exception as err:
         suffix = f", source_name={source_name}" if source_name else ""

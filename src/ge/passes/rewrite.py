@@ -30,6 +30,7 @@ __all__ = [
     "apply_built_in_place",
     "apply_replacement",
     "closed_region",
+    "forget_output_descs",
     "tag_origin",
     "would_create_cycle",
 ]
@@ -235,7 +236,9 @@ def tag_origin(made: Iterable[Node], pass_name: str, replaced: Iterable[Node]) -
 def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
     """Infer the copied nodes' descs (memoised inside the compiler: `ge.ops.memo`); returns
     the nodes inference could not type (an input unknown, or onnx refused: left for the
-    compiler's checks to report)."""
+    compiler's checks to report). A node with an input of unknown type forgets the descs
+    it was copied with: the replacement's builder computed them from its placeholder
+    inputs (a float scalar unless told otherwise), not from what the node now reads."""
     from ge.ops import infer_node
 
     untyped: set[Node] = set()
@@ -245,9 +248,20 @@ def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
         try:
             if infer_node(node) is None:
                 untyped.add(node)
+                forget_output_descs(node)
         except GeError:
             untyped.add(node)
     return untyped
+
+
+def forget_output_descs(node: Node) -> None:
+    """Make every output desc of `node` unknown (journaled)."""
+    if node._out_descs is None:
+        return
+    graph = node._owner()
+    for index, slot in enumerate(node._out_descs):
+        if slot is not None:
+            graph._set_desc(node, False, index, None)
 
 
 def _known(desc: TensorDesc) -> bool:
