@@ -90,6 +90,13 @@ class Bad(FusionBasePass):
         graph.add_data_edge(relu, 0, mystery, 0)
 """, 4, "untyped: output 0 ('Mystery:0') of Mystery node 'Mystery' has no known "
        "dtype"),
+    "sets_an_attribute_onnx_does_not_define": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        graph.nodes_of_type("Relu")[0].set_attr("tagged", 1)
+""", 4, "the pass left the graph invalid: attribute: Relu node 'relu' has attribute "
+       "'tagged', which Relu (opset 17) does not define; ONNX runtimes reject it"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

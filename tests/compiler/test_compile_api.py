@@ -215,11 +215,11 @@ def test_the_fixed_point_cap_names_the_passes_that_keep_firing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     @builtin_pass(name="Flipper", step="origin_graph_optimize")
     class Flipper(FusionBasePass):
-        """Flips an attribute: a change every round, forever."""
+        """Flips a metadata entry: a change every round, forever."""
 
         def run(self, graph, context):
             relu = graph.nodes_of_type("Relu")[0]
-            relu.set_attr("flip", 1 - relu.get_attr("flip") if relu.has_attr("flip") else 1)
+            relu.set_metadata("flip", "0" if relu.get_metadata().get("flip") == "1" else "1")
 
     @builtin_pass(name="Quiet", step="origin_graph_optimize")
     class Quiet(FusionBasePass):

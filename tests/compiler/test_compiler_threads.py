@@ -31,7 +31,7 @@ class {name}(FusionBasePass):
             self.owner = graph.root_graph().get_attr("compile_id")
         assert self.owner == graph.root_graph().get_attr("compile_id"), "instance shared"
         for node in graph.nodes_of_type("Conv"):
-            node.set_attr("{name}_owner", self.owner)
+            node.set_metadata("{name}_owner", self.owner)
             self.seen.append(node.name)
             time.sleep(0)  # let other threads interleave
         insert_identity(graph, "{name}_" + self.owner + "_" + str(len(self.seen)))
@@ -79,8 +79,8 @@ def test_eight_threads_compile_concurrently_with_their_own_instances(
     for index, graph in enumerate(graphs):
         owner = f"c{index}"
         convs = graph.nodes_of_type("Conv")
-        assert {n.get_attr("TagA_owner") for n in convs} == {owner}
-        assert {n.get_attr("TagB_owner") for n in convs} == {owner}
+        assert {n.get_metadata()["TagA_owner"] for n in convs} == {owner}
+        assert {n.get_metadata()["TagB_owner"] for n in convs} == {owner}
         names = {n.name for n in graph.get_direct_nodes()}
         # a fresh instance per compilation: its counter starts at zero in each one
         assert f"TagA_{owner}_{conv_count}" in names

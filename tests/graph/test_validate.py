@@ -7,6 +7,7 @@ so where they do.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,37 @@ def test_relu_without_input_anchor() -> None:
     graph = chain()
     graph.add_node("Relu", name="bare", num_inputs=0)
     _expect(graph, "arity", "bare")
+
+
+# -- attributes against the schema ---------------------------------------------------------------
+
+
+def test_an_attribute_the_schema_does_not_define() -> None:
+    """A private attribute on an ONNX operator is what onnx.checker and runtimes reject."""
+    graph = chain()
+    graph.find_node_by_name("n0").set_attr("tagged", 1)
+    err = _expect(graph, "attribute", "n0")
+    assert re.search(r"Relu node 'n0' has attribute 'tagged', which Relu \(opset \d+\) does "
+                     r"not define; ONNX runtimes reject it \(keep private data in node "
+                     r"metadata: Node.set_metadata\)", str(err))
+
+
+def test_an_attribute_of_another_type() -> None:
+    graph = chain()
+    leaky = graph.add_node("LeakyRelu", name="leaky", num_inputs=1)
+    graph.add_data_edge(graph.find_node_by_name("n0"), 0, leaky, 0)
+    leaky.set_attr("alpha", 1)  # an int: LeakyRelu's alpha is a float
+    err = _expect(graph, "attribute", "leaky")
+    assert re.search(r"attribute 'alpha' of LeakyRelu node 'leaky' is INT; LeakyRelu "
+                     r"\(opset \d+\) takes FLOAT", str(err))
+
+
+def test_a_required_attribute_missing() -> None:
+    graph = chain()
+    cast = graph.add_node("Cast", name="cast", num_inputs=1)
+    graph.add_data_edge(graph.find_node_by_name("n0"), 0, cast, 0)
+    err = _expect(graph, "attribute", "cast")
+    assert "required attribute 'to' of Cast node 'cast' is not set" in str(err)
 
 
 def test_data_node_with_an_input() -> None:

@@ -83,7 +83,7 @@ class ObserveAfter(_Observe):
 class TagRelu(FusionBasePass):
     def run(self, graph, context):
         for node in graph.nodes_of_type("Relu"):
-            node.set_attr("tag", context.get_option_value("tag"))
+            node.set_metadata("tag", context.get_option_value("tag"))
         return True
 '''
 

@@ -193,7 +193,7 @@ def test_run_pass_infers_shapes_for_passes_after_infer_shape(plugin) -> None:
         assert seen == [("ObserveBefore", "g", False), ("ObserveAfter", "g", True),
                         ("ObserveBefore", "g", True)]
         tagged = run_pass("TagRelu", graph, passes=passes, options={"tag": "v1"})
-        assert tagged.find_node_by_name("relu").get_attr("tag") == "v1"
+        assert tagged.find_node_by_name("relu").get_metadata()["tag"] == "v1"
         with pytest.raises(PassRunError, match="Failed to get option value for key: tag"):
             run_pass("TagRelu", graph, passes=passes)
 

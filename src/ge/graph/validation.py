@@ -4,8 +4,10 @@ Kinds of problem: `dangling-edge` (an edge to a removed node, to a graph that do
 enclose this one, to a missing anchor, or not mirrored on both ends), `cycle`,
 `duplicate-name` (node names within a graph, value names within a scope), `arity` (anchor
 counts against the operator's ONNX schema, unconnected required inputs, structural nodes of
-the wrong shape), `structure` (Data indexes, NetOutput count) and, for the region checks
-after a pass, `untyped` (an output without a known dtype).
+the wrong shape), `attribute` (an attribute the operator's ONNX schema does not define, of
+another type, or a required one missing: onnx.checker and runtimes reject such a model),
+`structure` (Data indexes, NetOutput count) and, for the region checks after a pass,
+`untyped` (an output without a known dtype).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import lru_cache
 from onnx import defs
 
 from ge.errors import GraphError, ValidationProblem
+from ge.graph.attributes import kind_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -33,6 +36,19 @@ def _schema(op_type: str, domain: str, version: int) -> defs.OpSchema | None:
         return defs.get_schema(op_type, version, domain)
     except defs.SchemaError:
         return None
+
+
+@lru_cache(maxsize=4096)
+def _attribute_rules(op_type: str, domain: str, version: int
+                     ) -> tuple[dict[str, int], tuple[str, ...]]:
+    """(attribute name -> its ONNX AttributeProto type, the required names) of a schema."""
+    schema = _schema(op_type, domain, version)
+    assert schema is not None
+    # (AttrType's values are AttributeProto's; its stub does not declare the int conversion.)
+    types = {name: int(attr.type)  # type: ignore[call-overload]
+             for name, attr in schema.attributes.items()}
+    required = tuple(sorted(name for name, attr in schema.attributes.items() if attr.required))
+    return types, required
 
 
 def find_problems(graph: Graph) -> list[ValidationProblem]:
@@ -239,4 +255,28 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
             _add(problems, g, "arity", [node],
                  f"required input {j} ({formal.name}) of {op} node {node._name!r} is not "
                  "connected")
+    _check_attributes(g, node, version, problems)
+
+
+def _check_attributes(g: Graph, node: Node, version: int,
+                      problems: list[ValidationProblem]) -> None:
+    """The node's attributes against its schema: names, types, the required ones."""
+    types, required = _attribute_rules(node._type, node._domain, version)
+    op, attrs = node._type, node._attrs
+    for name, stored in attrs.items():
+        expected = types.get(name)
+        kind = stored.type if not isinstance(stored, tuple) else stored[0]
+        if expected is None:
+            _add(problems, g, "attribute", [node],
+                 f"{op} node {node._name!r} has attribute {name!r}, which {op} (opset "
+                 f"{version}) does not define; ONNX runtimes reject it (keep private data in "
+                 "node metadata: Node.set_metadata)")
+        elif kind != expected:
+            _add(problems, g, "attribute", [node],
+                 f"attribute {name!r} of {op} node {node._name!r} is {kind_name(kind)}; "
+                 f"{op} (opset {version}) takes {kind_name(expected)}")
+    for name in required:
+        if name not in attrs:
+            _add(problems, g, "attribute", [node],
+                 f"required attribute {name!r} of {op} node {node._name!r} is not set")
 
