@@ -97,6 +97,26 @@ class Bad(FusionBasePass):
         graph.nodes_of_type("Relu")[0].set_attr("tagged", 1)
 """, 4, "the pass left the graph invalid: attribute: Relu node 'relu' has attribute "
        "'tagged', which Relu (opset 17) does not define; ONNX runtimes reject it"),
+    "calls_sys_exit_0": ("""\
+import sys
+
+
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        graph.remove_node(graph.nodes_of_type("Relu")[0])
+        sys.exit(0)
+""", 10, "Reason: SystemExit: 0."),
+    "raises_a_base_exception": ("""\
+class Stop(BaseException):
+    pass
+
+
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        raise Stop("not an Exception")
+""", 10, "Reason: Stop: not an Exception."),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

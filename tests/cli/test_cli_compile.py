@@ -150,3 +150,88 @@ def test_external_data_without_large_weights_writes_no_data_file(model: Path) ->
     code, _, stderr = _run("compile", str(model), "-o", str(out), "--external-data")
     assert code == 0, stderr
     assert sorted(p.name for p in model.parent.iterdir()) == ["model.onnx", "out.onnx"]
+
+
+def test_a_pipe_as_output_and_report_is_written_through(model: Path, tmp_path: Path) -> None:
+    """`-o /dev/null`-style targets: devices and pipes are written to, never replaced by a
+    regular file."""
+    import os
+    import stat
+    import threading
+
+    out, report = tmp_path / "out_pipe", tmp_path / "report_pipe"
+    received: dict[str, bytes] = {}
+
+    def drain(path: Path) -> threading.Thread:
+        def read() -> None:
+            with open(path, "rb") as stream:
+                received[path.name] = stream.read()
+
+        thread = threading.Thread(target=read, daemon=True)
+        thread.start()
+        return thread
+
+    os.mkfifo(out)
+    os.mkfifo(report)
+    readers = [drain(out), drain(report)]
+    code, _, stderr = _run("compile", str(model), "-o", str(out), "--report", str(report))
+    for reader in readers:
+        reader.join(timeout=10)
+    assert code == 0, stderr
+    assert all(stat.S_ISFIFO(os.lstat(p).st_mode) for p in (out, report))
+    onnx.checker.check_model(onnx.load_from_string(received["out_pipe"]))
+    assert json.loads(received["report_pipe"])["output"] == str(out)
+
+
+def test_a_pass_printing_does_not_break_json(model: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "chatty.py"
+    plugin.write_text("""
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="Chatty", stage=PassStage.BEFORE_INFER_SHAPE)
+class Chatty(FusionBasePass):
+    def run(self, graph, context):
+        print("hello from the pass")
+        return 1  # NOT_CHANGED
+""")
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
+                                str(plugin), "--json")
+    assert code == 0, stderr
+    assert json.loads(stdout)["output"] == str(out)
+    assert "hello from the pass" in stderr
+
+
+def test_each_pass_verification_names_the_pass_whose_model_cannot_run(tmp_path: Path) -> None:
+    """A pass leaving a model onnxruntime cannot run: GE1601 names that pass and stage."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])],
+        [numpy_helper.from_array(np.array([6], np.int64), "shape")])
+    model = tmp_path / "reshape.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    plugin = tmp_path / "break_reshape.py"
+    plugin.write_text("""
+import numpy as np
+from ge.graph import Tensor
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="BreakReshape", stage=PassStage.AFTER_INFER_SHAPE)
+class BreakReshape(FusionBasePass):
+    def run(self, graph, context):
+        shape = graph.find_node_by_name("shape")
+        shape.set_attr("value", Tensor(np.array([5], np.int64)))
+""")
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
+                                str(plugin), "--verify=each-pass", "--json")
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["pass_name"], error["stage"]) == (
+        "GE1601", "BreakReshape", "AfterInferShape")
+    assert error["message"].startswith("after pass BreakReshape (graph g) the model cannot be "
+                                       "run: onnxruntime failed to run graph")
+    assert not out.exists() and stderr == ""

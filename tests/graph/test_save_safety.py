@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -331,3 +332,53 @@ def test_no_data_file_leaves_an_existing_one_alone(previous: Path) -> None:
     ge.graph.load(_model()).save(previous, external_data=True)
     assert (data.read_bytes(), _mode(data)) == (b"previous data", 0o604)
     assert sorted(p.name for p in previous.parent.iterdir()) == ["m.onnx", "m.onnx.data"]
+
+
+# -- targets that are not regular files ---------------------------------------------------------
+
+
+def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(path, "rb") as stream:
+            into.append(stream.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def test_a_pipe_is_written_through_not_replaced(tmp_path: Path) -> None:
+    """A device or pipe (`-o /dev/null`) is written to, never replaced by a regular file."""
+    graph = ge.graph.load(_model())
+    expected = tmp_path / "file.onnx"
+    graph.save(expected)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = _read_fifo(fifo, received)
+    graph.save(fifo)
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert received == [expected.read_bytes()]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.onnx", "pipe"]
+
+
+def test_a_pipe_cannot_take_external_data(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ModelSaveError, match=r"it is not a regular file, and external data is "
+                                              r"written into a file beside the model") as info:
+        ge.graph.load(_model(big=True)).save(fifo, external_data=True)
+    assert info.value.code == "GE1104"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_a_symbolic_link_keeps_pointing_at_the_saved_file(tmp_path: Path) -> None:
+    real, link = tmp_path / "real.onnx", tmp_path / "link.onnx"
+    real.write_bytes(b"old")
+    link.symlink_to(real.name)
+    ge.graph.load(_model()).save(link)
+    assert link.is_symlink() and os.readlink(link) == "real.onnx"
+    onnx.checker.check_model(onnx.load(real))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.onnx", "real.onnx"]

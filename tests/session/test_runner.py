@@ -147,6 +147,22 @@ def test_custom_decomposition_runs_through_ge_es() -> None:
         unregister_op("MulAdd", DOMAIN)
 
 
+def test_a_scalar_input_stays_a_scalar() -> None:
+    model = _model([helper.make_node("Neg", ["s"], ["y"])], [_vi("s", [])], [_vi("y", [])])
+    outputs = run_model(model, {"s": np.array(2.0, np.float32)})
+    assert outputs["y"].shape == () and outputs["y"] == -2.0
+
+
+def test_a_run_time_failure_writes_nothing_on_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """onnxruntime's own log line (coloured, timestamped) must not come out beside the
+    one-line error: `--json` keeps stderr for JSON."""
+    model = _model([helper.make_node("Reshape", ["x", "s"], ["y"])],
+                   [_vi("x", [6]), _vi("s", [1], TensorProto.INT64)], [_vi("y", None)])
+    with pytest.raises(SessionError, match="cannot be reshaped"):
+        run_model(model, {"x": np.ones(6, np.float32), "s": np.array([5], np.int64)})
+    assert capfd.readouterr().err == ""
+
+
 def test_a_failing_kernel_is_a_session_error_naming_the_graph_and_the_cause() -> None:
     def kernel(x: np.ndarray) -> np.ndarray:
         raise ValueError("bad\nvalue")

@@ -127,7 +127,8 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                    show_warnings: bool = True) -> Iterator[CommandOutput]:
     """Run a command's body: warnings caught (and printed as lines at the end unless
     `show_warnings` is false), a GeError printed as one line or as JSON and turned into exit
-    status 1 (re-raised when `debug`; by default the `--debug` flag of the `ge` group)."""
+    status 1 (re-raised when `debug`; by default the `--debug` flag of the `ge` group). With
+    `as_json` the body's own prints go to stderr: stdout is the JSON alone."""
     out = CommandOutput(prog, as_json=as_json,
                         debug=_debugging() if debug is None else debug,
                         show_warnings=show_warnings)
@@ -137,8 +138,13 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         for category in _GE_WARNINGS:
             warnings.simplefilter("always", category)
         out._caught = caught
+        # With --json, stdout carries the JSON alone: what the body prints (a pass's print())
+        # goes to stderr.
+        body_stdout = (contextlib.redirect_stdout(sys.stderr) if as_json
+                       else contextlib.nullcontext())
         try:
-            yield out
+            with body_stdout:
+                yield out
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
@@ -183,15 +189,26 @@ def same_file(a: Path, b: Path) -> bool:
 def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) -> None:
     """Write `path` through a temporary file in its folder renamed into place: readers see
     the old file or the new one, never a part; a failure leaves nothing behind. The file
-    gets the mode `open()` would give it (an existing file's, else the umask's)."""
-    from ge.graph.model_io import new_file_mode
+    gets the mode `open()` would give it (an existing file's, else the umask's). A symbolic
+    link's file is replaced (the link stays); a device or pipe is written through."""
+    from ge.graph.model_io import new_file_mode, write_destination
 
+    shown = path
+    path, in_place = write_destination(path)  # a link's file; a device written through
+    if in_place:
+        try:
+            with open(path, "wb") as stream:
+                write(stream)
+        except OSError as err:
+            raise CommandLineError(f"cannot write {what} to {shown}: {err.strerror or err}",
+                                   path=str(shown)) from None
+        return
     folder = path.parent if str(path.parent) else Path(".")
     try:
         fd, name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:
-        raise CommandLineError(f"cannot write {what} to {path}: {err.strerror or err}",
-                               path=str(path)) from None
+        raise CommandLineError(f"cannot write {what} to {shown}: {err.strerror or err}",
+                               path=str(shown)) from None
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as stream:
@@ -200,8 +217,8 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) 
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        raise CommandLineError(f"cannot write {what} to {path}: {err.strerror or err}",
-                               path=str(path)) from None
+        raise CommandLineError(f"cannot write {what} to {shown}: {err.strerror or err}",
+                               path=str(shown)) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -92,7 +92,9 @@ class Invocation:
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
             raise run_error(entry, stage, failed.status.return_code, reason) from None
-        except Exception as exc:
+        except BaseException as exc:
+            if not _is_pass_failure(exc):
+                raise
             raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
         return PassRunRecord(
             pass_name=entry.name,
@@ -199,9 +201,18 @@ def create_instance(entry: RegisteredPass, stage: str) -> Any:
     """A fresh instance of the pass class; E13028 when its constructor fails."""
     try:
         return entry.descriptor.cls()
-    except Exception as exc:
+    except BaseException as exc:
+        if not _is_pass_failure(exc):
+            raise
         raise run_error(entry, stage, "FAILED", f"could not create the pass: {_describe(exc)}",
                         exc) from exc
+
+
+def _is_pass_failure(exc: BaseException) -> bool:
+    """Whether `exc`, escaping a pass, fails that pass (E13028): any exception, `SystemExit`
+    (a pass calling `sys.exit()` must not end the compiler, let alone with status 0) and
+    other BaseExceptions; only Ctrl-C and generator shutdown pass through."""
+    return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
 
 
 def _describe(exc: BaseException) -> str:

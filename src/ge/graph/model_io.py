@@ -157,10 +157,26 @@ def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
     return None
 
 
+def write_destination(target: Path) -> tuple[Path, bool]:
+    """Where writing `target` lands, and whether it is written in place rather than through
+    a temporary file renamed over it: a symbolic link is followed (the file it names is
+    replaced, the link stays), and a device or pipe (`-o /dev/null`) is written through,
+    never replaced by a regular file."""
+    real = Path(os.path.realpath(target)) if os.path.islink(target) else target
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return real, False
+    return real, not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def write_target_problem(target: Path) -> str | None:
     """Why a file cannot be written at `target` (its folder missing, `target` a folder, no
     permission), or None: asked before any work is done, by `save` and by the CLI for each
     file it writes."""
+    target, in_place = write_destination(target)
+    if in_place:
+        return None if os.access(target, os.W_OK) else "permission denied"
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         return f"{folder} is not an existing folder"
@@ -318,7 +334,12 @@ def save_model(
     check_save_target(graph, target, external_data=external_data,
                       external_data_name=data_name, overwrite_input=overwrite_input)
 
-    data_target = folder / data_name
+    destination, in_place = write_destination(target)
+    if in_place and external_data:
+        raise ModelSaveError(
+            f"cannot save to {target}: it is not a regular file, and external data is written "
+            "into a file beside the model; save to a file", path=str(target))
+    data_target = folder / data_name  # beside the path given (a link's data: beside the link)
     temporaries: list[Path] = []
     wrote_data = False
     try:
@@ -345,15 +366,22 @@ def save_model(
                 "save with external_data=True",
                 path=str(target),
             ) from exc
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        if in_place:  # a device or pipe: written through, nothing to rename
+            with open(destination, "wb") as out:
+                out.write(payload)
+            return
+        model_folder = destination.parent if str(destination.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(dir=model_folder, prefix=f".{destination.name}.",
+                                   suffix=".tmp")
         tmp_model = Path(tmp)
         temporaries.append(tmp_model)
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
-        os.chmod(tmp_model, new_file_mode(target))  # mkstemp makes 0600 whatever the umask
+        os.chmod(tmp_model, new_file_mode(destination))  # mkstemp: 0600 whatever the umask
         if wrote_data:
             os.chmod(tmp_data, new_file_mode(data_target))
-        _rename_into_place(tmp_model, target, tmp_data if wrote_data else None, data_target)
+        _rename_into_place(tmp_model, destination, tmp_data if wrote_data else None,
+                           data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
     except OSError as exc:

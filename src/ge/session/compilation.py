@@ -25,7 +25,7 @@ from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compile_graph
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
-from ge.errors import CompileInputError, CompilerOptionError, VerificationError
+from ge.errors import CompileInputError, CompilerOptionError, SessionError, VerificationError
 from ge.graph import Graph
 from ge.session.runner import run_model
 from ge.session.verification import (
@@ -110,8 +110,14 @@ class _EachPassVerifier(PipelineObserver):
     def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
         if not record.changed:
             return
-        report = compare_outputs(self.expected, run_model(graph, self.inputs),
-                                 rtol=self.rtol, atol=self.atol)
+        try:
+            actual = run_model(graph, self.inputs)
+        except SessionError as err:  # the pass left a model the runtime cannot load or run
+            raise SessionError(
+                f"after pass {record.pass_name} (graph {record.graph_name}) the model cannot "
+                f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
+                nodes=err.nodes) from err
+        report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "

@@ -300,7 +300,9 @@ class ModelRunner:
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.log_severity_level = 3  # errors only: no warnings on stderr
+        # Fatal only: a failure reaches the user as our one-line error, not also as
+        # onnxruntime's own coloured log line on stderr (which --json must keep clean).
+        options.log_severity_level = 4
         providers = ["CPUExecutionProvider"]
         if proto.ByteSize() < _INLINE_LIMIT:
             return ort.InferenceSession(proto.SerializeToString(), options, providers=providers)
@@ -315,7 +317,8 @@ class ModelRunner:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The outputs by graph output name, in the graph's output order."""
         arrays = checked_inputs(inputs, self.inputs, self.name)
-        feeds = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+        # (not np.ascontiguousarray: it makes a 0-d input 1-d)
+        feeds = {k: np.asarray(v, order="C") for k, v in arrays.items()}
         try:
             if self.backend == "reference":
                 with self._lock:
