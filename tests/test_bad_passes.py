@@ -117,6 +117,18 @@ class Bad(FusionBasePass):
     def run(self, graph, context):
         raise Stop("not an Exception")
 """, 10, "Reason: Stop: not an Exception."),
+    "leaves_a_stale_output_type": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        cast = graph.add_node("Cast", num_inputs=1, attrs={"to": 7})  # int64
+        producer, index = relu.get_in_data_nodes_and_port_indexes(0)
+        graph.remove_edge(producer, index, relu, 0)
+        graph.add_data_edge(producer, index, cast, 0)
+        graph.add_data_edge(cast, 0, relu, 0)
+""", 4, "the pass left the graph invalid: type: output 0 of Relu node 'relu' is "
+       "tensor(float) but input 0 is tensor(int64); Relu wants both of type T"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

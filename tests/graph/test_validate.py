@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from builders import add_data, add_op, add_output, attach_branch, chain, diamond, if_graph
 
 import ge.graph
 from ge.errors import GraphValidationError
-from ge.graph import Graph
+from ge.graph import DataType, Graph, Tensor, TensorDesc
+from ge.graph.validation import find_node_problems
 from model_paths import all_shared_models
 
 MODELS = all_shared_models()
@@ -259,6 +261,48 @@ def test_a_required_attribute_missing() -> None:
     graph.add_data_edge(graph.find_node_by_name("n0"), 0, cast, 0)
     err = _expect(graph, "attribute", "cast")
     assert "required attribute 'to' of Cast node 'cast' is not set" in str(err)
+
+
+def _typed_chain() -> Graph:
+    graph = chain()
+    graph.find_node_by_name("x").update_output_desc(0, TensorDesc([2], data_type=DataType.DT_FLOAT))
+    for name in ("n0", "n1", "n2"):
+        graph.find_node_by_name(name).update_output_desc(
+            0, TensorDesc([2], data_type=DataType.DT_FLOAT))
+    return graph
+
+
+def _type_problems(graph: Graph) -> list[str]:
+    return [p.message for p in find_node_problems(list(graph.get_direct_nodes()), typed=True)
+            if p.kind == "type"]
+
+
+def test_types_of_a_consistently_typed_graph_are_fine() -> None:
+    assert _type_problems(_typed_chain()) == []
+
+
+def test_a_type_the_operator_does_not_take() -> None:
+    graph = _typed_chain()
+    graph.find_node_by_name("n0").update_output_desc(0, TensorDesc([2],
+                                                                   data_type=DataType.DT_STRING))
+    problems = _type_problems(graph)  # n0 writes a string (its input is float); n1 reads it
+    assert any(re.match(r"input 0 of Relu node 'n1' is tensor\(string\), which Relu "
+                        r"\(opset \d+\) does not take \(T: .*float.*\)", m) for m in problems)
+    assert any(m.startswith("output 0 of Relu node 'n0' is tensor(string)") for m in problems)
+
+
+def test_a_fixed_input_type() -> None:
+    graph = _typed_chain()
+    shape = graph.add_node("Const", name="shape", num_inputs=0,
+                           attrs={"value": Tensor(np.array([2.0], np.float32))})
+    shape.update_output_desc(0, TensorDesc([1], data_type=DataType.DT_FLOAT))
+    reshape = graph.add_node("Reshape", name="reshape", num_inputs=2)
+    graph.add_data_edge(graph.find_node_by_name("n2"), 0, reshape, 0)
+    graph.add_data_edge(shape, 0, reshape, 1)
+    reshape.update_output_desc(0, TensorDesc([2], data_type=DataType.DT_FLOAT))
+    assert [m for m in _type_problems(graph) if "'reshape'" in m] == [
+        f"input 1 of Reshape node 'reshape' is tensor(float); Reshape (opset "
+        f"{graph.get_opset_version('')}) takes tensor(int64)"]
 
 
 def test_data_node_with_an_input() -> None:

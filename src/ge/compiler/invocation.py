@@ -179,7 +179,8 @@ def _full_problems(root: Graph, typed: bool) -> list[ValidationProblem]:
     problems = find_problems(root)
     if typed:
         nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
-        problems += [p for p in find_node_problems(nodes, typed=True) if p.kind == "untyped"]
+        problems += [p for p in find_node_problems(nodes, typed=True)
+                     if p.kind in ("untyped", "type")]
     return problems
 
 

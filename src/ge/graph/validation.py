@@ -7,23 +7,24 @@ counts against the operator's ONNX schema, unconnected required inputs, structur
 the wrong shape), `attribute` (an attribute the operator's ONNX schema does not define, of
 another type, or a required one missing: onnx.checker and runtimes reject such a model),
 `structure` (Data indexes, NetOutput count) and, for the region checks after a pass,
-`untyped` (an output without a known dtype).
+`untyped` (an output without a known dtype) and `type` (element types the operator's schema
+does not allow, or a type variable bound to two types: a stale output type included).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from onnx import defs
+from onnx import TensorProto, defs
 
 from ge.errors import GraphError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
-from ge.graph.types import DataType
+from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["find_node_problems", "find_problems"]
 
@@ -87,6 +88,7 @@ def find_node_problems(nodes: Iterable[Node], *, typed: bool = False) -> list[Va
         _check_arity(g, node, problems)
         if typed and node._type not in (NET_OUTPUT, DATA):
             _check_typed(g, node, problems)
+            _check_types(g, node, problems)
     for g in graphs:
         try:
             g.topological_order()
@@ -100,6 +102,91 @@ def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
         if name and node.get_output_desc(k).data_type == DataType.DT_UNDEFINED:
             _add(problems, g, "untyped", [node],
                  f"output {k} ({name!r}) of {node._type} node {node._name!r} has no known dtype")
+
+
+@lru_cache(maxsize=4096)
+def _type_rules(op_type: str, domain: str, version: int
+                ) -> tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...],
+                           dict[str, frozenset[str]]]:
+    """(inputs, outputs, type constraints) of a schema: each formal parameter's type string
+    and whether its values share one type (false for a heterogeneous variadic, as Loop's);
+    each type variable's allowed types ("tensor(float)")."""
+    schema = _schema(op_type, domain, version)
+    assert schema is not None
+    variadic = defs.OpSchema.FormalParameterOption.Variadic
+
+    def formals(params: Sequence[defs.OpSchema.FormalParameter]
+                ) -> tuple[tuple[str, bool], ...]:
+        return tuple((p.type_str, p.option != variadic or p.is_homogeneous) for p in params)
+
+    constraints = {c.type_param_str: frozenset(c.allowed_type_strs)
+                   for c in schema.type_constraints}
+    return formals(schema.inputs), formals(schema.outputs), constraints
+
+
+def _tensor_type(dtype: DataType) -> str | None:
+    """ONNX's type string of a tensor of `dtype` ("tensor(float)"), None when unknown."""
+    if dtype == DataType.DT_UNDEFINED:
+        return None
+    try:
+        return f"tensor({TensorProto.DataType.Name(data_type_to_onnx(dtype)).lower()})"
+    except (GraphError, ValueError):
+        return None
+
+
+def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> None:
+    """The element types a typed node reads and writes against its schema: each type
+    variable bound to one type its constraint allows, each fixed type met. (A pass that
+    puts an int64 value before a float-only operator, or leaves a node's output type
+    stale, makes a model onnx.checker's full check and runtimes reject.)"""
+    version = g.get_opset_version(node._domain)
+    if version is None or _schema(node._type, node._domain, version) is None:
+        return
+    inputs, outputs, constraints = _type_rules(node._type, node._domain, version)
+    bound: dict[str, tuple[str, str]] = {}  # type variable -> (type, where it was bound)
+
+    def check(formals: tuple[tuple[str, bool], ...], types: list[str | None], what: str
+              ) -> bool:
+        for i, found in enumerate(types):
+            if found is None:
+                continue
+            if not formals:
+                return True
+            type_str, shared = formals[min(i, len(formals) - 1)]  # the last may be variadic
+            allowed = constraints.get(type_str)
+            if allowed is None:  # a fixed type, e.g. tensor(int64) for Reshape's shape
+                if type_str.startswith("tensor(") and found != type_str:
+                    _add(problems, g, "type", [node],
+                         f"{what} {i} of {node._type} node {node._name!r} is {found}; "
+                         f"{node._type} (opset {version}) takes {type_str}")
+                    return False
+                continue
+            if not any(a.startswith("tensor(") for a in allowed):
+                continue  # sequences, optionals: not described by a desc's element type
+            if found not in allowed:
+                _add(problems, g, "type", [node],
+                     f"{what} {i} of {node._type} node {node._name!r} is {found}, which "
+                     f"{node._type} (opset {version}) does not take ({type_str}: "
+                     f"{', '.join(sorted(a[7:-1] for a in allowed if a.startswith('tensor(')))})")
+                return False
+            if not shared:
+                continue  # a heterogeneous variadic (Loop's state): each value its own type
+            first = bound.setdefault(type_str, (found, f"{what} {i}"))
+            if first[0] != found:
+                _add(problems, g, "type", [node],
+                     f"{what} {i} of {node._type} node {node._name!r} is {found} but "
+                     f"{first[1]} is {first[0]}; {node._type} wants both of type {type_str} "
+                     "(a node whose inputs changed keeps its output descs until inferred "
+                     "again: ge.ops.infer_node)")
+                return False
+        return True
+
+    read = [None if p is None else _tensor_type(p[0].get_output_desc(p[1]).data_type)
+            for p in node._inputs]
+    if check(inputs, read, "input"):
+        written = [_tensor_type(node.get_output_desc(k).data_type) if name else None
+                   for k, name in enumerate(node._out_names)]
+        check(outputs, written, "output")
 
 
 def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],
