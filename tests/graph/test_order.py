@@ -192,7 +192,8 @@ def test_a_cycle_made_by_edges_is_reported_by_topological_order() -> None:
     graph.add_data_edge(nodes[4], 0, loop, 0)
     graph.remove_edge(nodes[1], 0, nodes[2], 0)
     graph.add_data_edge(loop, 0, nodes[2], 0)  # loop -> r1 -> r2 -> r3 -> loop; r4, out wait
-    with pytest.raises(GraphError, match="has a cycle through nodes: loop, out, r1, r2, r3, r4"):
+    # Named: the cycle, not what waits downstream of it.
+    with pytest.raises(GraphError, match=r"has a cycle through nodes: loop, r1, r2, r3$"):
         graph.topological_order()
 
 
@@ -250,7 +251,7 @@ def test_a_cycle_in_a_file_is_reported_on_first_use(tmp_path) -> None:
                              oh.make_node("Relu", ["a"], ["y"], name="r")])
     graph = ge.graph.load(path)
     assert not graph._order_ok
-    with pytest.raises(GraphError, match="has a cycle through nodes: NetOutput, p, q, r"):
+    with pytest.raises(GraphError, match=r"has a cycle through nodes: p, q$"):  # not r
         graph.topological_order()
 
 
@@ -273,5 +274,5 @@ def test_a_node_reading_its_own_output_is_a_cycle(tmp_path) -> None:
     path = _saved(tmp_path, [oh.make_node("Add", ["x", "a"], ["a"], name="self_loop"),
                              oh.make_node("Relu", ["a"], ["y"], name="r")])
     graph = ge.graph.load(path)
-    with pytest.raises(GraphError, match="has a cycle through nodes: NetOutput, r, self_loop"):
+    with pytest.raises(GraphError, match=r"has a cycle through nodes: self_loop$"):
         graph.topological_order()

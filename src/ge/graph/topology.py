@@ -120,6 +120,24 @@ class GraphTopology:
         self._changed(True)
         order.move(self, group, anchor, before=before)
 
+    def _on_cycles(self: Graph, nodes: list[Node], successors: dict[Node, list[Node]],
+                   indegree: dict[Node, int]) -> set[Node]:
+        """The nodes a failed sort left (on a cycle or after one), less those that lead to
+        no cycle: what is named is the cycles (and paths between them), not everything
+        downstream of them."""
+        left = {n for n in nodes if indegree[n] > 0}
+        outdegree = {n: sum(1 for s in successors[n] if s in left) for n in left}
+        ends = [n for n, d in outdegree.items() if d == 0]
+        while ends:
+            node = ends.pop()
+            left.discard(node)
+            for dep in self._dependencies(node):
+                if dep in left:
+                    outdegree[dep] -= 1
+                    if outdegree[dep] == 0:
+                        ends.append(dep)
+        return left
+
     def _kahn(self: Graph, nodes: list[Node], seq: dict[Node, int]) -> list[Node]:
         """Stable topological sort: the ready node first in `seq` goes first."""
         successors: dict[Node, list[Node]] = {n: [] for n in nodes}
@@ -140,7 +158,7 @@ class GraphTopology:
                 if indegree[succ] == 0:
                     heapq.heappush(ready, (seq[succ], id(succ)))
         if len(out) != len(nodes):
-            stuck = sorted(n._name for n in nodes if indegree[n] > 0)
+            stuck = sorted(n._name for n in self._on_cycles(nodes, successors, indegree))
             raise GraphError(
                 f"graph {self._name!r} has a cycle through nodes: {', '.join(stuck[:20])}",
                 nodes=stuck,
