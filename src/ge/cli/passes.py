@@ -4,6 +4,9 @@ Reads `ASCEND_GE_PY_PASS_PATH` like the compiler, plus `--pass-path` items, then
 points (unless `GE_DISABLE_PLUGIN_AUTOLOAD` or the option
 `ge.passes.disable_plugin_autoload` turns that off, which the listing says); built-in passes
 are marked. Every plugin is tried (continue-on-error), and the exit status is 1 if any failed.
+A path that does not exist (or a file not ending in `.py`) is listed as one more failure
+beside the plugins that did load: the compiler refuses such a path before importing
+anything (spec D6), but a listing is where one goes to find out what is wrong.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -24,7 +28,9 @@ from ge.compiler.options import parse_options as compiler_options
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
 from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, PluginLoader, autoload_disabled
 from ge.compiler.scheduler import PIPELINE, step_label
-from ge.errors import GeError, PluginLoadWarning
+from ge.errors import GeError, PluginLoadError, PluginLoadWarning
+from ge.passes.bootstrap import ENV_PY_PASS_PATH
+from ge.passes.discovery import normalize_path_list, plugin_sources
 from ge.passes.loader import PluginLoadReport
 
 __all__ = ["passes"]
@@ -58,19 +64,45 @@ def _autoload_line(autoload: Mapping[str, object]) -> str:
             f"{autoload['disabled_by']}")
 
 
+def _usable_paths(items: Iterable[str | os.PathLike[str]],
+                  failures: list[GeError]) -> list[Path]:
+    """The pass-path items discovery can load; each missing path or non-`.py` file goes to
+    `failures` instead (discovery would raise it before loading any other item)."""
+    usable: list[Path] = []
+    for item in items:
+        try:
+            plugin_sources(Path(item))
+        except PluginLoadError as err:
+            failures.append(err)
+        else:
+            usable.append(Path(item))
+    return usable
+
+
 def _collect(
     pass_paths: Sequence[str], options: CompilerOptions
 ) -> tuple[list[RegisteredPass], list[GeError], list[str]]:
-    loader = PluginLoader()
+    """The passes that loaded, every load failure (bad paths included), the disabled
+    entry points."""
+    bad_env: list[GeError] = []
+    env_paths = _usable_paths(normalize_path_list(os.environ.get(ENV_PY_PASS_PATH, "")),
+                              bad_env)
+    loader = PluginLoader({**os.environ,
+                           ENV_PY_PASS_PATH: os.pathsep.join(str(p) for p in env_paths)})
     with warnings.catch_warnings():  # failures are listed, not warned about
         warnings.simplefilter("ignore", PluginLoadWarning)
-        reports: list[PluginLoadReport] = [loader.load_from_environment(options)]
+        batches: list[tuple[list[GeError], PluginLoadReport]] = [
+            (bad_env, loader.load_from_environment(options))]
         if pass_paths:
-            reports.append(loader.load_paths(pass_paths, options))
+            bad_flags: list[GeError] = []
+            usable = _usable_paths(pass_paths, bad_flags)
+            batches.append((bad_flags, loader.load_paths(usable, options) if usable
+                            else PluginLoadReport()))
     registry = PassRegistry.with_builtins()
     failures: list[GeError] = []
     disabled_found: list[str] = []
-    for report in reports:
+    for bad_paths, report in batches:
+        failures += bad_paths
         failures += [f for f in report.failures if all(f is not g for g in failures)]
         disabled_found += [d for d in report.disabled if d not in disabled_found]
         for plugin in report.plugins:

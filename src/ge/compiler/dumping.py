@@ -6,25 +6,35 @@ current one). `DUMP_GRAPH_LEVEL` picks what is dumped: 1 the input and every ste
 graph after every pass that changed it; 2 (the default) the input and every step; 3 only the
 final graph; 4 only the input; or `|`-separated substrings of step and pass names. Files are
 named `ge_<seq>_<step>[_<pass>]` so that they sort in pipeline order.
+
+The folder is checked when the dumper is made, before anything is compiled: an existing
+file in its place, a path through a file, or a folder that cannot be created or written is
+a `CommandLineError` (GE1701, the code of every unusable dump target), not an OSError from
+the middle of the pipeline. The check creates what `--dump` would create (the missing
+folders and one file) and removes it again, so a refused or failing compilation leaves
+nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ge.compiler.scheduler import PIPELINE, PipelineObserver
-from ge.errors import CompilerOptionError, GeError
+from ge.errors import CommandLineError, CompilerOptionError, GeError
 from ge.graph.types import DumpFormat
 
 if TYPE_CHECKING:
     from ge.compiler.report import PassRunRecord
     from ge.graph import Graph
 
-__all__ = ["ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH", "GraphDumper"]
+__all__ = ["ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH", "GraphDumper",
+           "check_dump_target", "dump_target_problem"]
 
 ENV_DUMP_GE_GRAPH = "DUMP_GE_GRAPH"
 ENV_DUMP_GRAPH_PATH = "DUMP_GRAPH_PATH"
@@ -33,15 +43,76 @@ ENV_DUMP_GRAPH_LEVEL = "DUMP_GRAPH_LEVEL"
 _LEVELS = ("1", "2", "3", "4")
 
 
+def _probe(directory: Path, missing: list[Path]) -> str | None:
+    """Create the `missing` folders (outermost first) and a file in `directory`, then
+    remove them again; the OSError's reason when one of those cannot be done."""
+    created: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            created.append(folder)
+        fd, name = tempfile.mkstemp(dir=directory, prefix=".ge_dump_probe_")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        if len(created) < len(missing):
+            return f"the folder cannot be created ({reason})"
+        return f"the folder cannot be written ({reason})"
+    finally:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+    return None
+
+
+def dump_target_problem(directory: str | os.PathLike[str]) -> str | None:
+    """Why graphs cannot be dumped into `directory`, or None when they can.
+
+    The folder may be missing (it is created with its parents, as the dumper does); it may
+    not be an existing file, lie under a file, or be a folder that cannot be created or
+    written. Asked by trying it: nothing created by the check is left behind.
+    """
+    target = Path(directory)
+    if os.path.lexists(target) and not target.is_dir():
+        return "it exists and is not a folder"
+    missing: list[Path] = []
+    existing = target
+    while not os.path.lexists(existing):
+        missing.append(existing)
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing not in missing and not existing.is_dir():
+        return f"{existing} is not a folder"
+    return _probe(target, missing)
+
+
+def check_dump_target(directory: str | os.PathLike[str], *, source: str | None = None) -> None:
+    """Refuse (`CommandLineError`, GE1701) a dump folder graphs cannot be written to;
+    `source` names where the folder was given (an environment variable) in the message."""
+    problem = dump_target_problem(directory)
+    if problem is not None:
+        given = f" ({source})" if source else ""
+        raise CommandLineError(f"cannot dump graphs to {directory}{given}: {problem}",
+                               path=str(directory))
+
+
 class GraphDumper(PipelineObserver):
-    """Writes the graph after pipeline steps (and passes) into one folder."""
+    """Writes the graph after pipeline steps (and passes) into one folder.
+
+    Making one checks the level (CompilerOptionError, GE1202) and then the folder
+    (`check_dump_target`, GE1701), so that a dump that could not be written is refused
+    before the compilation starts; `source` names where the folder came from in that error.
+    """
 
     def __init__(self, directory: str | os.PathLike[str], *, level: str = "2",
-                 with_onnx: bool = True) -> None:
+                 with_onnx: bool = True, source: str | None = None) -> None:
         level = level.strip() or "2"
         if not level or ("|" not in level and level.isdigit() and level not in _LEVELS):
             raise CompilerOptionError(
                 f"dump level must be 1, 2, 3, 4 or '|'-separated names, got {level!r}")
+        check_dump_target(directory, source=source)
         self.directory = Path(directory)
         self.level = level
         self.with_onnx = with_onnx
@@ -58,8 +129,9 @@ class GraphDumper(PipelineObserver):
             return None
         if mode not in ("1", "2", "3"):
             raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3, got {mode!r}")
-        return cls(env.get(ENV_DUMP_GRAPH_PATH) or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"),
-                   with_onnx=mode == "1")
+        path = env.get(ENV_DUMP_GRAPH_PATH)
+        return cls(path or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
+                   source=ENV_DUMP_GRAPH_PATH if path else None)
 
     def _wanted(self, name: str) -> bool:
         return any(part in name for part in self._names)
@@ -85,6 +157,14 @@ class GraphDumper(PipelineObserver):
             self._write(graph, name)
 
     def _write(self, graph: Graph, name: str) -> None:
+        try:
+            self._write_files(graph, name)
+        except OSError as err:  # checked up front; the folder changed since (or a full disk)
+            reason = err.strerror or type(err).__name__
+            raise CommandLineError(f"cannot dump graphs to {self.directory}: {reason}",
+                                   path=str(self.directory)) from err
+
+    def _write_files(self, graph: Graph, name: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         stem = f"ge_{self._seq:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
         self._seq += 1

@@ -1,21 +1,27 @@
 """Compiler options: GE-style string options, and the three that steer plugin loading.
 
 Options are `str -> str` as in GE; passes read them with `PassContext.get_option_value`.
+The values of options the built-in passes read are checked here too, when the options are
+parsed: a bad one is a CompilerOptionError (GE1202) before anything runs, not a failure of
+the pass that reads it in the middle of the pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ge.errors import CompilerOptionError
 
 __all__ = [
+    "OPTION_CONSTANT_FOLDING_SIZE_LIMIT",
     "OPTION_CONTINUE_ON_PLUGIN_ERROR",
     "OPTION_DISABLED_PLUGINS",
     "OPTION_DISABLE_PLUGIN_AUTOLOAD",
     "CompilerOptions",
     "parse_options",
+    "size_limit_value",
 ]
 
 #: "true": a plugin that fails to load is skipped with a warning instead of failing (D9).
@@ -26,8 +32,28 @@ OPTION_DISABLED_PLUGINS = "ge.passes.disabled_plugins"
 #: `GE_DISABLE_PLUGIN_AUTOLOAD=1` does (D13).
 OPTION_DISABLE_PLUGIN_AUTOLOAD = "ge.passes.disable_plugin_autoload"
 
+#: The bytes a folded output of `ConstantFolding` may have (a decimal integer string).
+OPTION_CONSTANT_FOLDING_SIZE_LIMIT = "ge.constant_folding.size_limit"
+
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
+_NON_NEGATIVE_INTEGER = re.compile(r"\s*\+?\d+\s*")
+
+
+def size_limit_value(value: object) -> int:
+    """The value of `ge.constant_folding.size_limit` in bytes (CompilerOptionError if it is
+    not a non-negative decimal integer)."""
+    if not isinstance(value, str) or not _NON_NEGATIVE_INTEGER.fullmatch(value):
+        raise CompilerOptionError(f"option {OPTION_CONSTANT_FOLDING_SIZE_LIMIT} must be a "
+                                  f"non-negative integer (bytes), got {value!r}")
+    return int(value)
+
+
+#: The options built-in passes read, with the function reading each value: run on every
+#: option set when it is parsed, so that a value a pass could not use fails up front.
+_BUILTIN_PASS_OPTIONS: Mapping[str, Callable[[str], object]] = {
+    OPTION_CONSTANT_FOLDING_SIZE_LIMIT: size_limit_value,
+}
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,9 @@ def parse_options(options: Mapping[str, str] | None) -> CompilerOptions:
                 f"options must map str to str; got {key!r}: {type(value).__name__}"
             )
         values[key] = value
+    for key, read in _BUILTIN_PASS_OPTIONS.items():
+        if key in values:
+            read(values[key])
     disabled = values.get(OPTION_DISABLED_PLUGINS, "")
     return CompilerOptions(
         values=values,

@@ -103,11 +103,13 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
                 raise CommandLineError(
                     f"--input_shape: input {name!r} has rank {len(current)} "
                     f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
-            for old, new in zip(current, dims):
-                if isinstance(old, int) and old >= 0 and new != old:
-                    raise CommandLineError(
-                        f"--input_shape: input {name!r} has the static shape {list(current)}; "
-                        f"{dims} changes a static dim")
+            changed = [f"dim {i} is {old}, not {new}"
+                       for i, (old, new) in enumerate(zip(current, dims))
+                       if isinstance(old, int) and old >= 0 and new != old]
+            if changed:  # the shape may have dynamic dims too: name the static ones given
+                raise CommandLineError(
+                    f"--input_shape: {dims} changes a static dim of input {name!r} (shape "
+                    f"{list(current)}): {'; '.join(changed)}")
         new_dims = (list(dims) if current.is_unknown_rank()
                     else [old if new == -1 else new for old, new in zip(current, dims)])
         desc.set_shape(new_dims)
@@ -129,6 +131,25 @@ def _refine_output_shapes(graph: object) -> None:
         inferred = producer.get_output_desc(index)
         if not inferred.shape.is_unknown_rank():
             net_output.update_input_desc(i, inferred)
+
+
+def _check_output(graph: object, model: Path, output: Path) -> None:
+    """Refuse (ModelSaveError, GE1104) an output pyatc could not write: in a missing folder,
+    a folder, or the model itself. The last is said in pyatc's terms: `ge compile`'s
+    `--overwrite-input` has no pyatc counterpart: pyatc never overwrites its input."""
+    from ge.errors import ModelSaveError
+    from ge.graph import Graph
+    from ge.graph.model_io import check_save_target
+
+    assert isinstance(graph, Graph)
+    check_save_target(graph, output, overwrite_input=True)  # the folder: ge's own message
+    try:
+        check_save_target(graph, output)
+    except ModelSaveError as err:
+        raise ModelSaveError(
+            f"cannot save to {output}: it is the model being compiled ({model}); pyatc "
+            "never overwrites its input, give --output another prefix",
+            path=str(output)) from err
 
 
 @contextmanager
@@ -161,7 +182,6 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
-    from ge.graph.model_io import check_save_target
 
     model = Path(ns.model)
     output = None
@@ -174,7 +194,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         _set_input_shapes(graph, shapes)
         log.info("input shapes set: %s", shapes)
     if output is not None:
-        check_save_target(graph, output)  # refused before compiling, not after
+        _check_output(graph, model, output)  # refused before compiling, not after
     with compile_progress(str(model)) as observers:
         result = ge.compile(graph, observers=observers)
     if shapes:

@@ -21,7 +21,6 @@ memoised computation decodes nothing.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Hashable
 
 import numpy as np
@@ -37,8 +36,9 @@ from ge.compiler.builtin._support import (
     unique_node_name,
     used_outputs,
 )
+from ge.compiler.options import OPTION_CONSTANT_FOLDING_SIZE_LIMIT, size_limit_value
 from ge.compiler.pass_registry import builtin_pass
-from ge.errors import CompilerOptionError, ConstantEvaluationError, OpNotFoundError
+from ge.errors import ConstantEvaluationError, OpNotFoundError
 from ge.graph import CONST, Graph, Node, Tensor, TensorDesc
 from ge.graph.keys import value_key
 from ge.graph.types import DataType, data_type_to_numpy
@@ -49,12 +49,12 @@ from ge.passes.status import SUCCESS, StatusLike
 
 __all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_LIMIT_OPTION", "ConstantFolding", "size_limit"]
 
-#: The option capping the bytes of a folded output (a decimal integer string).
-SIZE_LIMIT_OPTION = "ge.constant_folding.size_limit"
+#: The option capping the bytes of a folded output (a decimal integer string); its value is
+#: checked when the compiler parses the options (`ge.compiler.options`), before any pass runs.
+SIZE_LIMIT_OPTION = OPTION_CONSTANT_FOLDING_SIZE_LIMIT
 #: Its default: 1 MiB.
 DEFAULT_SIZE_LIMIT = 1 << 20
 
-_INTEGER = re.compile(r"\s*\+?\d+\s*")
 # Type strings of values that are not plain tensors: the evaluator's results for those
 # cannot become a `Const`.
 _NON_TENSOR_TYPES = ("seq(", "optional(", "map(", "sparse_tensor(")
@@ -63,15 +63,15 @@ _SHAPE_OPS = frozenset({"Shape", "Size"})
 
 
 def size_limit(context: PassContext) -> int:
-    """The size cap in bytes from the options (the default when the option is not set)."""
+    """The size cap in bytes from the options (the default when the option is not set).
+
+    A compilation has checked the value already; a context made otherwise (a test's) still
+    gets the same CompilerOptionError for a bad one."""
     try:
         raw = context.get_option_value(SIZE_LIMIT_OPTION)
     except RuntimeError:
         return DEFAULT_SIZE_LIMIT
-    if not isinstance(raw, str) or not _INTEGER.fullmatch(raw):
-        raise CompilerOptionError(
-            f"option {SIZE_LIMIT_OPTION} must be a non-negative integer (bytes), got {raw!r}")
-    return int(raw)
+    return size_limit_value(raw)
 
 
 def _maybe_non_tensor(node: Node) -> list[int]:

@@ -1,0 +1,70 @@
+"""`ge passes list` lists a pass path that does not exist (or a file not ending in `.py`)
+as one more load failure, beside the passes that did load and the other failures, with exit
+status 1; the compiler still refuses such a path before loading anything (spec D6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import ge
+from ge.cli import cli
+from ge.errors import PluginPathNotFoundError
+from ge.passes.bootstrap import ENV_PY_PASS_PATH
+from plugin_fixtures import small_graph
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_missing_env_folder_is_listed_with_the_other_failures(
+        write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = write("plugins/a_ok.py", pass_source("Fine"))
+    broken = write("plugins/b_broken.py", "def (\n")
+    missing = tmp_path / "no_such_folder"
+    monkeypatch.setenv(ENV_PY_PASS_PATH, f"{good.parent}:{missing}")
+    code, out, err = _run("passes", "list", "--json")
+    assert code == 1 and err == ""
+    payload = json.loads(out)
+    assert [p["name"] for p in payload["passes"] if not p["builtin"]] == ["Fine"]
+    assert [(f["code"], f["type"], f["path"]) for f in payload["failures"]] == [
+        ("E13029", "PluginPathNotFoundError", str(missing)),
+        ("E13029", "PluginLoadError", str(broken)),
+    ]
+    assert payload["failures"][0]["message"] == f"python pass path does not exist: {missing}"
+
+
+@pytest.mark.builtin_passes
+def test_bad_pass_paths_are_listed_in_the_table(write, pass_source, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    good = write("flag_plugin.py", pass_source("FromFlag"))
+    not_python = write("notes.txt", "hello")
+    missing = tmp_path / "absent"
+    monkeypatch.setenv("COLUMNS", "240")  # rich folds long cells at 80 columns otherwise
+    code, out, err = _run("passes", "list", "--pass-path", str(missing), "--pass-path",
+                          str(good), "--pass-path", str(not_python))
+    assert code == 1 and err == ""
+    assert "FromFlag" in out and "ConstantFolding" in out  # what loaded is still listed
+    assert "Load failures (2)" in out
+    assert f"python pass path does not exist: {missing}" in out
+    assert f"python pass file must end with .py: {not_python}" in out
+
+
+@pytest.mark.builtin_passes
+def test_only_a_missing_path_still_lists_the_builtins(tmp_path: Path) -> None:
+    code, out, _ = _run("passes", "list", "--pass-path", str(tmp_path / "absent"), "--json")
+    assert code == 1
+    payload = json.loads(out)
+    assert payload["passes"] and all(p["builtin"] for p in payload["passes"])
+    assert [f["type"] for f in payload["failures"]] == ["PluginPathNotFoundError"]
+
+
+def test_the_compiler_still_refuses_a_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(PluginPathNotFoundError) as info:
+        ge.compile(small_graph(), pass_paths=[tmp_path / "absent"])
+    assert info.value.code == "E13029"

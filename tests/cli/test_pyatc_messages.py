@@ -1,0 +1,69 @@
+"""pyatc's error messages speak pyatc: no `ge compile` flag pyatc does not have, and a
+changed static dim named as such even when the input's shape also has dynamic dims."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import onnx
+import pytest
+from cli_helpers import DISTILBERT, listing
+from onnx import TensorProto, helper
+
+from ge.pyatc import main
+
+pytestmark = pytest.mark.builtin_passes
+
+
+def _model(path: Path, dims: list[object]) -> Path:
+    """x: float32[dims] -> Relu = y."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_output_onto_the_model_names_no_ge_compile_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model = tmp_path / "m.onnx"
+    shutil.copy(DISTILBERT, model)
+    before = model.read_bytes()
+    for output in (tmp_path / "m", model):  # a prefix, and the model's own name
+        assert main(args=["--model", str(model), "--output", str(output)]) == 1
+        err = capsys.readouterr().err
+        assert err == (f"pyatc: [GE1104] cannot save to {model}: it is the model being "
+                       f"compiled ({model}); pyatc never overwrites its input, give --output "
+                       "another prefix\n")
+        assert "--overwrite-input" not in err and "ge compile" not in err
+    assert model.read_bytes() == before
+    assert listing(tmp_path) == ["m.onnx"]
+
+
+def test_an_output_in_a_missing_folder_keeps_ge_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    target = tmp_path / "absent" / "out.onnx"
+    assert main(args=["--model", str(DISTILBERT), "--output", str(tmp_path / "absent" / "out")]) \
+        == 1
+    assert capsys.readouterr().err.startswith(f"pyatc: [GE1104] cannot save to {target}: ")
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize(("dims", "shape", "message"), [
+    (["N", 3], "x:4,5",
+     "[4, 5] changes a static dim of input 'x' (shape ['N', 3]): dim 1 is 3, not 5"),
+    ([2, 3], "x:4,5",
+     "[4, 5] changes a static dim of input 'x' (shape [2, 3]): dim 0 is 2, not 4; "
+     "dim 1 is 3, not 5"),
+])
+def test_a_changed_static_dim_is_named(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                       dims: list[object], shape: str, message: str) -> None:
+    model = _model(tmp_path / "in.onnx", dims)
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "p"),
+                      "--input_shape", shape]) == 1
+    err = capsys.readouterr().err
+    assert err == f"pyatc: [GE1701] --input_shape: {message}\n"
+    assert "static shape" not in err
+    assert listing(tmp_path) == ["in.onnx"]
