@@ -16,6 +16,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph.attributes import GRAPH_KINDS, StoredAttr, decode_attr
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType
 from ge.graph.value_info import desc_from_value_info
 
 if TYPE_CHECKING:
@@ -395,6 +396,20 @@ class Node:
             if isinstance(value, Tensor):  # anything else is for validate() to report
                 return value.get_tensor_desc()
         return TensorDesc.unknown()
+
+    def _output_dtype(self, index: int) -> DataType:
+        """`get_output_desc(index).data_type` without the copy (the IR's own checks)."""
+        descs = self._out_descs
+        desc = descs[index] if descs is not None else None
+        if desc is not None:
+            if not isinstance(desc, TensorDesc):
+                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
+            return desc._data_type
+        if self._type == "Const" and "value" in self._attrs:
+            value = self._attr_value("value")
+            if isinstance(value, Tensor):
+                return value.data_type
+        return DataType.DT_UNDEFINED
 
     def update_output_desc(self, index: int, tensor_desc: TensorDesc) -> None:
         self._owner()._set_desc(self, False, self._check_out(index), tensor_desc)

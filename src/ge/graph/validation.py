@@ -124,6 +124,7 @@ def _type_rules(op_type: str, domain: str, version: int
     return formals(schema.inputs), formals(schema.outputs), constraints
 
 
+@lru_cache(maxsize=64)
 def _tensor_type(dtype: DataType) -> str | None:
     """ONNX's type string of a tensor of `dtype` ("tensor(float)"), None when unknown."""
     if dtype == DataType.DT_UNDEFINED:
@@ -142,51 +143,47 @@ def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
     version = g.get_opset_version(node._domain)
     if version is None or _schema(node._type, node._domain, version) is None:
         return
-    inputs, outputs, constraints = _type_rules(node._type, node._domain, version)
-    bound: dict[str, tuple[str, str]] = {}  # type variable -> (type, where it was bound)
+    read = tuple(None if p is None else _tensor_type(p[0]._output_dtype(p[1]))
+                 for p in node._inputs)
+    written = tuple(_tensor_type(node._output_dtype(k)) if name else None
+                    for k, name in enumerate(node._out_names))
+    for message in _type_messages(node._type, node._domain, version, read, written):
+        _add(problems, g, "type", [node], message.replace("{node}", repr(node._name)))
 
-    def check(formals: tuple[tuple[str, bool], ...], types: list[str | None], what: str
-              ) -> bool:
+
+@lru_cache(maxsize=4096)
+def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, ...],
+                   written: tuple[str | None, ...]) -> tuple[str, ...]:
+    """What is wrong with an `op` node reading and writing these types ("{node}" stands for
+    its name): nothing, usually; one signature is checked once per process."""
+    inputs, outputs, constraints = _type_rules(op, domain, version)
+    bound: dict[str, tuple[str, str]] = {}  # type variable -> (type, where it was bound)
+    for formals, types, what in ((inputs, read, "input"), (outputs, written, "output")):
         for i, found in enumerate(types):
-            if found is None:
+            if found is None or not formals:
                 continue
-            if not formals:
-                return True
             type_str, shared = formals[min(i, len(formals) - 1)]  # the last may be variadic
             allowed = constraints.get(type_str)
             if allowed is None:  # a fixed type, e.g. tensor(int64) for Reshape's shape
                 if type_str.startswith("tensor(") and found != type_str:
-                    _add(problems, g, "type", [node],
-                         f"{what} {i} of {node._type} node {node._name!r} is {found}; "
-                         f"{node._type} (opset {version}) takes {type_str}")
-                    return False
+                    return (f"{what} {i} of {op} node {{node}} is {found}; {op} (opset "
+                            f"{version}) takes {type_str}",)
                 continue
-            if not any(a.startswith("tensor(") for a in allowed):
+            tensors = sorted(a[7:-1] for a in allowed if a.startswith("tensor("))
+            if not tensors:
                 continue  # sequences, optionals: not described by a desc's element type
             if found not in allowed:
-                _add(problems, g, "type", [node],
-                     f"{what} {i} of {node._type} node {node._name!r} is {found}, which "
-                     f"{node._type} (opset {version}) does not take ({type_str}: "
-                     f"{', '.join(sorted(a[7:-1] for a in allowed if a.startswith('tensor(')))})")
-                return False
+                return (f"{what} {i} of {op} node {{node}} is {found}, which {op} (opset "
+                        f"{version}) does not take ({type_str}: {', '.join(tensors)})",)
             if not shared:
                 continue  # a heterogeneous variadic (Loop's state): each value its own type
             first = bound.setdefault(type_str, (found, f"{what} {i}"))
             if first[0] != found:
-                _add(problems, g, "type", [node],
-                     f"{what} {i} of {node._type} node {node._name!r} is {found} but "
-                     f"{first[1]} is {first[0]}; {node._type} wants both of type {type_str} "
-                     "(a node whose inputs changed keeps its output descs until inferred "
-                     "again: ge.ops.infer_node)")
-                return False
-        return True
-
-    read = [None if p is None else _tensor_type(p[0].get_output_desc(p[1]).data_type)
-            for p in node._inputs]
-    if check(inputs, read, "input"):
-        written = [_tensor_type(node.get_output_desc(k).data_type) if name else None
-                   for k, name in enumerate(node._out_names)]
-        check(outputs, written, "output")
+                return (f"{what} {i} of {op} node {{node}} is {found} but {first[1]} is "
+                        f"{first[0]}; {op} wants both of type {type_str} (a node whose inputs "
+                        "changed keeps its output descs until inferred again: "
+                        "ge.ops.infer_node)",)
+    return ()
 
 
 def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],
