@@ -255,7 +255,7 @@ class Node:
         the one read (a change or a rollback stores another object: never stale)."""
         if not isinstance(stored, onnx.AttributeProto):
             kind, value = stored
-            if kind == _TENSOR:
+            if kind == _TENSOR and value._array is None:
                 value._decode_if_small(SMALL_TENSOR_ELEMENTS)
             return value
         if stored.type != _TENSOR:

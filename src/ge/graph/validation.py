@@ -143,10 +143,10 @@ def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
     version = g.get_opset_version(node._domain)
     if version is None or _schema(node._type, node._domain, version) is None:
         return
-    read = tuple(None if p is None else _tensor_type(p[0]._output_dtype(p[1]))
-                 for p in node._inputs)
-    written = tuple(_tensor_type(node._output_dtype(k)) if name else None
-                    for k, name in enumerate(node._out_names))
+    read = tuple([None if p is None else _tensor_type(p[0]._output_dtype(p[1]))
+                  for p in node._inputs])
+    written = tuple([_tensor_type(node._output_dtype(k)) if name else None
+                     for k, name in enumerate(node._out_names)])
     for message in _type_messages(node._type, node._domain, version, read, written):
         _add(problems, g, "type", [node], message.replace("{node}", repr(node._name)))
 
