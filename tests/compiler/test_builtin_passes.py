@@ -777,3 +777,64 @@ def test_the_vendored_models_shrink() -> None:
         assert "Identity" not in counts[name]
         assert "Shape" not in counts[name] and "ConstantOfShape" not in counts[name]
     assert "Identity" not in counts["control_flow"]  # the one in the Loop body
+
+
+# -- what the runtime computes otherwise: never folded, never merged ---------------------------
+def _training_dropouts() -> onnx.ModelProto:
+    """Two training-mode Dropouts of x (independent masks), and one of a constant."""
+    return model([node("Dropout", ["x", "ratio", "train"], ["a"], name="d1"),
+                  node("Dropout", ["x", "ratio", "train"], ["b"], name="d2"),
+                  node("Dropout", ["c", "ratio", "train"], ["k"], name="d3"),
+                  node("Sub", ["a", "b"], ["s"], name="sub"),
+                  node("Add", ["s", "k"], ["y"], name="add")],
+                 [vi("x")], [vi("y")],
+                 [init("ratio", 0.5), init("train", True, np.bool_),
+                  init("c", np.ones((2, 3)))])
+
+
+def test_training_mode_dropout_is_random_for_cse_and_folding() -> None:
+    graph = load(_training_dropouts())
+    assert not run_pass(CSE, graph)
+    assert not run_pass(CF, graph)
+    assert histogram(graph)["Dropout"] == 3
+
+
+def test_inference_mode_dropout_is_still_removed() -> None:
+    original = model([node("Dropout", ["x", "ratio", "train"], ["y"], name="d")],
+                     [vi("x")], [vi("y")], [init("ratio", 0.5), init("train", False, np.bool_)])
+    graph = load(original)
+    assert run_pass(NOOP, graph)
+    assert "Dropout" not in histogram(graph)
+
+
+@pytest.mark.parametrize("op, attrs", [("ReduceL2", {"keepdims": 0}),
+                                       ("LpNormalization", {"p": 2}),
+                                       ("ReduceMean", {"keepdims": 0})])
+def test_float16_accumulations_are_left_to_the_runtime(op: str, attrs: dict) -> None:
+    """onnxruntime accumulates float16 in float32; folding in float16 gave inf or zeros."""
+    values = np.array([300, 300, 20] if op != "ReduceMean" else [60000] * 3, np.float16)
+    original = model([node(op, ["a"], ["r"], name="op", **attrs),
+                      node("Add", ["x", "r"], ["y"], name="add")],
+                     [vi("x", onnx.TensorProto.FLOAT16, [3])],
+                     [vi("y", onnx.TensorProto.FLOAT16, [3])], [init("a", values, np.float16)])
+    graph = load(original)
+    assert not run_pass(CF, graph)
+    assert histogram(graph)[op] == 1
+    float32 = model([node(op, ["a"], ["r"], name="op", **attrs),
+                     node("Add", ["x", "r"], ["y"], name="add")],
+                    [vi("x", F, [3])], [vi("y", F, [3])], [init("a", values.astype(np.float32))])
+    graph = load(float32)
+    assert run_pass(CF, graph)  # float32 folds as before
+    assert op not in histogram(graph)
+
+
+def test_a_cast_of_floats_to_strings_is_left_to_the_runtime() -> None:
+    original = model([node("Cast", ["c"], ["y"], name="cast", to=onnx.TensorProto.STRING)],
+                     [], [vi("y", onnx.TensorProto.STRING, [3])],
+                     [init("c", [np.nan, 3.0, np.inf])])
+    graph = load(original)
+    assert not run_pass(CF, graph)
+    ints = model([node("Cast", ["c"], ["y"], name="cast", to=onnx.TensorProto.STRING)],
+                 [], [vi("y", onnx.TensorProto.STRING, [3])], [init("c", [1, 2, 3], np.int64)])
+    graph = load(ints)
+    assert run_pass(CF, graph)  # integers print alike

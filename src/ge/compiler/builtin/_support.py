@@ -15,13 +15,16 @@ import numpy as np
 import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
+from ge.ops.onnx_node import node_opset
 
 __all__ = [
     "NONDETERMINISTIC_OPS",
     "const_input",
+    "dropout_in_inference",
     "feeds_net_output",
     "first_element",
     "is_operator",
+    "is_random",
     "known_dtype",
     "output_name_kept",
     "raw_bytes",
@@ -45,6 +48,26 @@ NONDETERMINISTIC_OPS = frozenset({
 })
 
 _STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
+
+
+def dropout_in_inference(node: Node) -> bool:
+    """Whether a Dropout runs in inference mode (the identity on its data): training_mode
+    absent or a constant false, and, before opset 7, `is_test` set."""
+    if node_opset(node) < 7 and not (node.has_attr("is_test") and node.get_attr("is_test")):
+        return False
+    if node.get_inputs_size() > 2 and node.get_input_producer(2) is not None:
+        mode = const_input(node, 2)
+        if mode is None or mode.size != 1 or bool(mode.numpy().reshape(-1)[0]):
+            return False
+    return True
+
+
+def is_random(node: Node) -> bool:
+    """Whether two evaluations of `node` may differ: a random operator, or a Dropout that
+    may run in training mode (a random mask). Never folded, never merged."""
+    if node.type in NONDETERMINISTIC_OPS:
+        return True
+    return node.type == "Dropout" and not node.domain and not dropout_in_inference(node)
 
 
 def is_operator(node: Node) -> bool:

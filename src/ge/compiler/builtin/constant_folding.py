@@ -24,10 +24,11 @@ import math
 from collections.abc import Hashable
 
 import numpy as np
+import onnx
 
 from ge.compiler.builtin._support import (
-    NONDETERMINISTIC_OPS,
     is_operator,
+    is_random,
     known_dtype,
     raw_bytes,
     read_by_body,
@@ -60,6 +61,18 @@ DEFAULT_SIZE_LIMIT = 1 << 20
 _NON_TENSOR_TYPES = ("seq(", "optional(", "map(", "sparse_tensor(")
 # Folded from the input's desc, whatever produces the input.
 _SHAPE_OPS = frozenset({"Shape", "Size"})
+#: Operators that accumulate over many elements. onnxruntime accumulates float16 and
+#: bfloat16 in float32; the reference evaluator in the element type, which overflows or
+#: rounds away what the runtime keeps (a float16 ReduceL2 of 60,000s gives inf, not 424.8).
+#: On such inputs these are left to the runtime.
+_ACCUMULATING_OPS = frozenset({
+    "AveragePool", "BatchNormalization", "Conv", "ConvTranspose", "CumSum", "Einsum", "Gemm",
+    "GlobalAveragePool", "GlobalLpPool", "GroupNormalization", "InstanceNormalization",
+    "LayerNormalization", "LogSoftmax", "LpNormalization", "LpPool", "MatMul", "Mean",
+    "MeanVarianceNormalization", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare", "RMSNormalization", "Softmax",
+})
+_NARROW_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_BF16})
 
 
 def size_limit(context: PassContext) -> int:
@@ -72,6 +85,21 @@ def size_limit(context: PassContext) -> int:
     except RuntimeError:
         return DEFAULT_SIZE_LIMIT
     return size_limit_value(raw)
+
+
+def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
+    """Whether onnxruntime computes `node` differently from the reference evaluator, so that
+    folding would change the model's results: an accumulation over float16/bfloat16 (see
+    `_ACCUMULATING_OPS`), or a Cast of floats to strings (the runtime writes "NaN", "INF",
+    "3" where numpy writes "nan", "inf", "3.0")."""
+    if node.type in _ACCUMULATING_OPS:
+        return any(v is not None and v.data_type in _NARROW_FLOATS for v in inputs)
+    if node.type == "Cast" and node.has_attr("to"):
+        source = inputs[0]
+        return (int(node.get_attr("to")) == onnx.TensorProto.STRING and source is not None
+                and source.data_type not in (DataType.DT_STRING,)
+                and np.dtype(data_type_to_numpy(source.data_type)).kind == "f")
+    return False
 
 
 def _maybe_non_tensor(node: Node) -> list[int]:
@@ -217,7 +245,7 @@ class _Folder:
 
     def values(self, node: Node) -> dict[int, Tensor] | None:
         """The values of `node`'s used outputs if it should be folded, else None."""
-        if not is_operator(node) or node.type in NONDETERMINISTIC_OPS:
+        if not is_operator(node) or is_random(node):
             return None
         if node.get_subgraphs() or node.get_in_control_nodes() or node.get_out_control_nodes():
             return None
@@ -231,6 +259,8 @@ class _Folder:
         inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
         if inputs is None:
             return None  # (what `is_constant_foldable` says of a node without bodies)
+        if not node.domain and _computed_otherwise(node, inputs):
+            return None
         descs = {i: node.get_output_desc(i) for i in used}
         for i in self._maybe_non_tensor(node):
             if i in used and known_dtype(descs[i]) is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import NONDETERMINISTIC_OPS, is_operator, rewirable
+from ge.compiler.builtin._support import is_operator, is_random, rewirable
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.keys import node_key
@@ -38,7 +38,7 @@ class CommonSubexpressionElimination(FusionBasePass):
         seen: dict[Hashable, Node] = {}
         changed = False
         for node in graph.topological_order():
-            if (not is_operator(node) or node.type in NONDETERMINISTIC_OPS
+            if (not is_operator(node) or is_random(node)
                     or node.get_outputs_size() == 0):
                 continue
             key = node_key(node)

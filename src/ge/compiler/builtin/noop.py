@@ -15,6 +15,7 @@ import numpy as np
 
 from ge.compiler.builtin._support import (
     const_input,
+    dropout_in_inference,
     first_element,
     known_dtype,
     rewirable,
@@ -23,7 +24,6 @@ from ge.compiler.builtin._support import (
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node, Tensor, TensorDesc
 from ge.graph.types import data_type_to_onnx
-from ge.ops.onnx_node import node_opset
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -48,13 +48,7 @@ def _dropout(node: Node) -> int | None:
     before opset 7, `is_test` set); its mask must be unused."""
     if node.get_outputs_size() > 1 and node.get_out_data_nodes_and_port_indexes(1):
         return None
-    if node_opset(node) < 7 and not (node.has_attr("is_test") and node.get_attr("is_test")):
-        return None
-    if node.get_inputs_size() > 2 and node.get_input_producer(2) is not None:
-        mode = const_input(node, 2)
-        if mode is None or mode.size != 1 or bool(mode.numpy().reshape(-1)[0]):
-            return None
-    return 0
+    return 0 if dropout_in_inference(node) else None
 
 
 def _cast(node: Node) -> int | None:
