@@ -9,7 +9,7 @@ files import it with `from plugin_fixtures import insert_identity`)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -21,19 +21,26 @@ from ge.testing.isolation import isolated_plugin_state
 
 @pytest.fixture(autouse=True)
 def clean_plugin_state(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    """Each test starts and ends with no plugins, no registrations, sys.path as it was
+    """Each test starts and ends with no plugins, no registrations, sys.path as it was, and
+    installed plugins not autoloaded unless it is marked `ge_entry_points`
     (`ge.testing.isolated_plugin_state`, what the `ge_isolated` fixture does).
 
     In-process compilations run the plugin passes alone, so a test about scheduling or a
     pattern pass sees only its own passes; a test marked `builtin_passes` gets the built-in
-    passes as users do (subprocess tests choose with `--no-builtin`)."""
-    if request.node.get_closest_marker("builtin_passes") is None:
-        monkeypatch.setattr(ge.compiler.builtin, "BUILTIN_PASSES", ())
-    with isolated_plugin_state(module_roots=[tmp_path_factory.getbasetemp()]):
-        yield
+    passes as users do (subprocess tests choose with `--no-builtin`).
+
+    It uses a monkeypatch of its own rather than the `monkeypatch` fixture: a test's
+    `monkeypatch` is then set up after it and undone before it, so a test that changes
+    `GE_DISABLE_PLUGIN_AUTOLOAD` cannot leave the isolation's value behind."""
+    entry_points = request.node.get_closest_marker("ge_entry_points") is not None
+    with pytest.MonkeyPatch.context() as patch:
+        if request.node.get_closest_marker("builtin_passes") is None:
+            patch.setattr(ge.compiler.builtin, "BUILTIN_PASSES", ())
+        with isolated_plugin_state(module_roots=[tmp_path_factory.getbasetemp()],
+                                   entry_points=entry_points):
+            yield
 
 
 @pytest.fixture
@@ -65,6 +72,27 @@ def pass_source() -> Callable[..., str]:
     """pass_source(name, stage=..., body=...) is the source of a plugin registering one
     FusionBasePass named `name` whose run() returns True, followed by `body`."""
     return _fusion_pass_source
+
+
+def install_distribution(site: Path, dist: str, plugins: Mapping[str, str],
+                         version: str = "1.0") -> str:
+    """Write distribution `dist` into the folder `site` as an installer would: package
+    `<dist>_pkg` with one module per entry point of group `ge.passes.plugins` (`plugins`:
+    entry-point name -> module source) and its `.dist-info`. With `site` on `sys.path`
+    (or PYTHONPATH), `importlib.metadata` finds it like any installed one. Returns the
+    package name."""
+    package = dist.replace("-", "_") + "_pkg"
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text("")
+    lines = ["[ge.passes.plugins]"]
+    for name, source in plugins.items():
+        (site / package / f"{name}.py").write_text(textwrap.dedent(source))
+        lines.append(f"{name} = {package}.{name}")
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return package
 
 
 def small_graph(name: str = "g") -> Graph:

@@ -166,6 +166,7 @@ def _ge_env(site: Path, plugin_dir: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.ge_entry_points  # the `ge` subprocess inherits the isolation's environment
 def test_ge_passes_list_shows_entry_points_of_an_installed_distribution(
     site: Path, tmp_path: Path
 ) -> None:

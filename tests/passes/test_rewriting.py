@@ -638,11 +638,16 @@ class P(PatternFusionPass):
                    helper.make_node("Neg", ["n"], ["y"], name="n2")], X, Y)
     graph = load(proto)
     path = write("plugin.py", HEADER + source)
-    report = compile_graph(graph, pass_paths=[path])
-    assert report.rewrites_by_pass() == {"P": 1}
     import sys
-    seen = next(m.SEEN for m in list(sys.modules.values()) if hasattr(m, "SEEN")
-                and getattr(m, "P", None) is not None)
+
+    from ge.testing import load_passes
+
+    # The compilation's pass-path plugins are unloaded after it; a set holding the same file
+    # keeps its module (and SEEN) readable.
+    with load_passes(path) as passes:
+        report = compile_graph(graph, pass_paths=[path])
+        seen = sys.modules[passes["P"].__module__].SEEN
+    assert report.rewrites_by_pass() == {"P": 1}
     assert seen == [("Sigmoid", 0, [2, 4])]
     assert [n.type for n in graph.topological_order()] == [
         "Data", "Sigmoid", "Relu", "Abs", "NetOutput"]

@@ -59,6 +59,7 @@ def test_isolated_plugin_state_gives_the_process_back(tmp_path: Path) -> None:
     path_before = list(sys.path)
     with isolated_plugin_state(module_roots=[tmp_path], environ=environ):
         assert ENV_PY_PASS_PATH not in environ
+        assert environ["GE_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # no installed plugin autoloads
         sys.path.insert(0, str(tmp_path))
         import helper_mod_for_isolation  # noqa: F401
 
@@ -66,7 +67,9 @@ def test_isolated_plugin_state_gives_the_process_back(tmp_path: Path) -> None:
             ge.testing.as_graph(make_model([], [("x", [1])], [("x", [1])])),
             pass_paths=[plugin])
         assert ge.compiler.is_initialized()
-        assert ge.passes.get_registered_passes() != []
+        # the compilation's pass paths were its own: unloaded when it ended
+        assert ge.passes.get_registered_passes() == []
+        assert not [m for m in sys.modules if m.startswith("_ge_py_pass_fuse_")]
     assert environ == {ENV_PY_PASS_PATH: "/somewhere"}
     assert sys.path == path_before
     assert "helper_mod_for_isolation" not in sys.modules

@@ -2,7 +2,9 @@
 `PassRegistry` of built-in and plugin passes, the stage scheduler, compile reports.
 
 Entry points: `initialize(options=None)`, `finalize()`, `compile_graph(graph, *, options=None,
-pass_paths=None) -> CompileReport`.
+pass_paths=None) -> CompileReport`. `initialize`'s options are the defaults of every
+compilation; a compilation's own options (the plugin options included) apply to it alone,
+and its `pass_paths` plugins are unloaded after it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,17 @@
 """The compiler's lifetime: `initialize`, `finalize`, and `compile_graph` in between.
 
-`initialize()` loads the Python pass plugins once (the environment is read then, D13) and
-builds the `PassRegistry` every compilation starts from; the first compilation initialises
-implicitly. `finalize()` unloads the plugins; the next initialisation reads the environment
-again. Compilations may run concurrently in threads: each has its own pass instances.
+`initialize()` reads the environment once (D13): it loads the plugins of
+`ASCEND_GE_PY_PASS_PATH` and the installed plugins (entry points) its options want, and its
+options become the defaults of every compilation; the first compilation initialises
+implicitly, without making its own options anybody's defaults. `finalize()` unloads the
+plugins; the next initialisation reads the environment again.
+
+Plugin options are options of one compilation: `ge.passes.disabled_plugins` and
+`ge.passes.disable_plugin_autoload` decide which installed plugins take part in it (one
+that no compilation wanted yet is imported when one does), and
+`ge.passes.continue_on_plugin_error` whether a failed plugin fails it. Plugins of a
+compilation's `pass_paths` are loaded for it and unloaded after it. Compilations may run
+concurrently in threads: each has its own registry and pass instances.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
-from ge.compiler.plugin_loader import PluginLoader
+from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
 from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
 from ge.errors import CompilerOptionError, CompilerStateError, GeError
@@ -28,8 +36,9 @@ if TYPE_CHECKING:
     from ge.graph import Graph
 
 __all__ = [
+    "CompilationPasses",
     "check_pass_names",
-    "compilation_registry",
+    "compilation_passes",
     "compile_graph",
     "current_pass_registry",
     "finalize",
@@ -40,6 +49,12 @@ __all__ = [
 
 @dataclass
 class _Engine:
+    """One compiler lifetime: the defaults, the loader, and what every compilation shares.
+
+    `registry` holds the built-in passes and those of `ASCEND_GE_PY_PASS_PATH`; `skipped`
+    the plugins of the variable that failed at the start (continue-on-error).
+    """
+
     options: CompilerOptions
     loader: PluginLoader
     registry: PassRegistry
@@ -67,25 +82,48 @@ def _build_registry(
     return registry, skipped
 
 
-def _start(options: CompilerOptions, *, keep: bool = True) -> _Engine:
-    """Load the environment's plugins with `options`; keep the options for later
-    compilations only when they came from `initialize()`."""
+def _registry_for(engine: _Engine, options: CompilerOptions) -> tuple[PassRegistry, list[GeError]]:
+    """The passes of a compilation with (merged) `options`, without its pass paths: the
+    built-in and environment passes plus the installed plugins `options` do not disable.
+
+    A plugin of the variable that failed at the start was skipped under the options of
+    that start; a compilation that does not continue on plugin errors raises its error.
+    """
+    if engine.skipped and not options.continue_on_plugin_error:
+        error = PluginLoadReport(failures=list(engine.skipped)).error()
+        assert error is not None
+        raise error
+    report = engine.loader.entry_points_for(options)
+    registry, skipped = _build_registry(engine.registry, report, options)
+    return registry, list(engine.skipped) + skipped
+
+
+def _start(options: CompilerOptions, *, keep: bool) -> _Engine:
+    """Read the environment and load its plugins, then the entry points `options` want.
+
+    The options become the defaults of later compilations only when they came from
+    `initialize()` (`keep`). Any failure unloads what was loaded and raises.
+    """
     loader = PluginLoader()
-    report = loader.load_from_environment(options)
     try:
+        report = loader.start(options)
         registry, skipped = _build_registry(PassRegistry.with_builtins(), report, options)
-    except GeError:
+        engine = _Engine(options if keep else CompilerOptions(), loader, registry, skipped)
+        _registry_for(engine, options)  # D13: installed plugins load at initialisation
+    except BaseException:
         loader.unload()
         raise
-    return _Engine(options if keep else CompilerOptions(), loader, registry, skipped)
+    return engine
 
 
 def initialize(options: Mapping[str, str] | None = None) -> None:
-    """Start the compiler: read `ASCEND_GE_PY_PASS_PATH` once and load the pass plugins.
+    """Start the compiler: read the environment once and load the pass plugins.
 
-    Calling it again is a no-op when `options` is None or unchanged; other options need
-    `finalize()` first. A plugin failure raises E13029/E13030 and leaves it uninitialised,
-    unless the option `ge.passes.continue_on_plugin_error` is "true".
+    `options` become the defaults of every compilation until `finalize()` (a compilation's
+    own options go on top). Calling it again is a no-op when `options` is None or
+    unchanged; other options need `finalize()` first (CompilerStateError, GE1201). A plugin
+    failure raises E13029/E13030 and leaves it uninitialised, unless the option
+    `ge.passes.continue_on_plugin_error` is "true".
     """
     global _engine
     parsed = parse_options(options)
@@ -94,9 +132,10 @@ def initialize(options: Mapping[str, str] | None = None) -> None:
             if options is None or parsed == _engine.options:
                 return
             raise CompilerStateError(
-                "ge is already initialized with other options; call ge.finalize() first"
+                "ge is already initialized with other options; call ge.finalize() first "
+                "(or give the options to the compilation: they apply to it alone)"
             )
-        _engine = _start(parsed)
+        _engine = _start(parsed, keep=True)
 
 
 def finalize() -> None:
@@ -115,8 +154,8 @@ def is_initialized() -> bool:
 
 
 def _current(options: CompilerOptions) -> _Engine:
-    """The running engine; the first compilation starts it with its own options for
-    loading, without making them the options of later compilations."""
+    """The running engine; the first compilation starts it, loading what its `options` ask
+    for, without making them the defaults of later compilations."""
     global _engine
     with _LOCK:
         if _engine is None:
@@ -124,26 +163,64 @@ def _current(options: CompilerOptions) -> _Engine:
         return _engine
 
 
-def current_pass_registry() -> PassRegistry:
-    """The passes compilations start from (initialises the compiler if needed)."""
-    return _current(CompilerOptions()).registry.copy()
+def current_pass_registry(options: Mapping[str, str] | None = None) -> PassRegistry:
+    """The passes a compilation with `options` (on top of `initialize`'s) starts from,
+    before its own pass paths (initialises the compiler if needed)."""
+    engine = _current(parse_options(options))
+    registry, _ = _registry_for(engine, engine.options.merged(options))
+    return registry
 
 
-def compilation_registry(
+class CompilationPasses:
+    """What one compilation runs with: its passes, its merged options, the skipped plugins.
+
+    It holds the plugins of the compilation's pass paths until `close()` (or the end of
+    its `with` block), which unloads them.
+    """
+
+    def __init__(self, registry: PassRegistry, options: CompilerOptions,
+                 skipped: list[GeError], lease: PathLease | None = None) -> None:
+        self.registry = registry
+        self.options = options
+        self.skipped = skipped
+        self._lease = lease
+
+    def close(self) -> None:
+        """Unload the plugins of the compilation's pass paths (idempotent)."""
+        if self._lease is not None:
+            self._lease.release()
+
+    def __enter__(self) -> CompilationPasses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def compilation_passes(
     options: Mapping[str, str] | None = None,
     pass_paths: Iterable[str | os.PathLike[str]] | None = None,
-) -> tuple[PassRegistry, CompilerOptions, list[GeError]]:
-    """The passes, merged options and skipped plugins of one compilation: the running
-    engine's (started if needed) plus the plugins of `pass_paths`."""
+) -> CompilationPasses:
+    """The passes of one compilation; use it in a `with` block (or `close()` it).
+
+    The running engine's (started if needed) built-in and environment passes, the installed
+    plugins the merged options do not disable, and the plugins of `pass_paths`: those are
+    loaded for this compilation only and unloaded when it closes, whether it succeeded or
+    failed. (A plain function rather than a generator, so that warnings point at the
+    user's call.)
+    """
     engine = _current(parse_options(options))
     merged = engine.options.merged(options)
-    registry = engine.registry
-    skipped = list(engine.skipped)
-    if pass_paths is not None:
-        report = engine.loader.load_paths(pass_paths, merged)
-        registry, extra_skipped = _build_registry(registry, report, merged)
-        skipped += extra_skipped
-    return registry, merged, skipped
+    registry, skipped = _registry_for(engine, merged)
+    if pass_paths is None:
+        return CompilationPasses(registry, merged, skipped)
+    lease = engine.loader.lease_paths(pass_paths, merged)
+    try:
+        registry, extra = _build_registry(registry, lease.report, merged)
+    except BaseException:
+        lease.release()
+        raise
+    return CompilationPasses(registry, merged, skipped + extra, lease)
 
 
 def check_pass_names(registry: PassRegistry, names: Iterable[str]) -> frozenset[str]:
@@ -172,8 +249,11 @@ def compile_graph(
     """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
 
     `options` (str → str) apply to this compilation on top of those of `initialize`; passes
-    read them through `PassContext.get_option_value`. `pass_paths` are extra plugin files
-    or directories for this compilation only (an explicit argument, not the environment).
+    read them through `PassContext.get_option_value`, and the plugin options among them
+    (`ge.passes.disabled_plugins`, `ge.passes.disable_plugin_autoload`,
+    `ge.passes.continue_on_plugin_error`) decide which plugins take part in it.
+    `pass_paths` are extra plugin files or directories for this compilation only (an
+    explicit argument, not the environment): loaded for it, unloaded after it.
     `disable` names passes (built-in or plugin) not to run; `builtin_passes=False` runs
     none of the built-in ones. A failing pass raises E13028 and leaves the graph as that
     pass found it (`on_pass_failure="skip"` rolls it back, warns and goes on); after each
@@ -183,13 +263,15 @@ def compile_graph(
     `steps` replaces engine steps of this compilation by name (None skips one).
     """
     start = time.perf_counter()
-    registry, merged, skipped = compilation_registry(options, pass_paths)
-    scheduler = Scheduler(registry, merged.values, steps,
-                          disabled=check_pass_names(registry, disable), builtin=builtin_passes,
-                          check=check, on_pass_failure=on_pass_failure, observers=observers)
-    ops_before = op_histogram(graph)
-    records = scheduler.run(graph)
-    return CompileReport(graph=graph, records=records, skipped_plugins=skipped,
+    with compilation_passes(options, pass_paths) as passes:
+        registry = passes.registry
+        scheduler = Scheduler(registry, passes.options.values, steps,
+                              disabled=check_pass_names(registry, disable),
+                              builtin=builtin_passes, check=check,
+                              on_pass_failure=on_pass_failure, observers=observers)
+        ops_before = op_histogram(graph)
+        records = scheduler.run(graph)
+    return CompileReport(graph=graph, records=records, skipped_plugins=passes.skipped,
                          steps=scheduler.steps, ops_before=ops_before,
                          ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,
                          seconds=time.perf_counter() - start)

@@ -1,11 +1,17 @@
-"""The compiler's plugin loader: reads `ASCEND_GE_PY_PASS_PATH` once and owns what it loaded.
+"""The compiler's plugin loader: reads the environment once and owns what it loaded.
 
-D13 (revised): the variable is read when the compiler initialises; later changes have no
-effect until `ge.finalize()`. Empty or unset means no path-based loading. Installed plugins
-(entry points, group `ge.passes.plugins`) load at every initialisation whether or not the
-variable is set, unless `GE_DISABLE_PLUGIN_AUTOLOAD` is set (to anything but "0"/"false")
-or the option `ge.passes.disable_plugin_autoload` is true. Built-in passes are unaffected.
-Explicit pass paths given to one compilation load beside.
+D13 (revised): `ASCEND_GE_PY_PASS_PATH` is read when the compiler initialises; later
+changes have no effect until `ge.finalize()`. Empty or unset means no path-based loading.
+`GE_DISABLE_PLUGIN_AUTOLOAD` (anything but "", "0", "false", "no", "off") is read at the
+same time and keeps installed plugins (entry points, group `ge.passes.plugins`) from
+loading for the whole lifetime; otherwise they load whether or not the path variable is set.
+
+Which entry points take part is decided per compilation, by its options
+(`ge.passes.disabled_plugins`, `ge.passes.disable_plugin_autoload`): an entry point is
+imported the first time a compilation wants it, and stays loaded until `unload()`; a
+compilation that disables it simply leaves its passes out. Plugins of explicit pass paths
+belong to one compilation (`lease_paths`): their passes never stay in the process-wide
+`ge.passes` registry, and releasing the lease unloads them. Built-in passes are unaffected.
 D9: a plugin failure stops the load (after every plugin was tried) unless the option
 `ge.passes.continue_on_plugin_error` is true, which skips the plugin with a warning.
 """
@@ -13,64 +19,268 @@ D9: a plugin failure stops the load (after every plugin was tried) unless the op
 from __future__ import annotations
 
 import os
-import threading
+import sys
+import warnings
 from collections.abc import Iterable, Mapping
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 from ge.compiler.options import CompilerOptions
+from ge.errors import CompileWarning, GeError
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
 from ge.passes.discovery import normalize_path_list
-from ge.passes.loader import LoadedPlugin, PluginLoadReport, unload_plugins
+from ge.passes.entry_points import (
+    ENTRY_POINT_GROUP,
+    entry_point_id,
+    load_entry_point,
+    plugin_entry_points,
+)
+from ge.passes.loader import (
+    LOAD_LOCK,
+    LoadedPlugin,
+    PluginLoadReport,
+    loaded_plugins,
+    unload_plugins,
+)
+from ge.passes.registry import capture_registrations, unregister_passes
+from ge.passes.source import is_internal_file
 
-__all__ = ["ENV_DISABLE_PLUGIN_AUTOLOAD", "PluginLoader", "autoload_disabled"]
+__all__ = [
+    "ENV_DISABLE_PLUGIN_AUTOLOAD",
+    "PathLease",
+    "PluginLoader",
+    "autoload_disabled",
+    "environment_disables_autoload",
+]
 
 #: Set (to anything but "", "0" or "false") to keep entry points from loading, as
 #: `PYTEST_DISABLE_PLUGIN_AUTOLOAD` does for pytest.
 ENV_DISABLE_PLUGIN_AUTOLOAD = "GE_DISABLE_PLUGIN_AUTOLOAD"
 
 
+def environment_disables_autoload(environ: Mapping[str, str]) -> bool:
+    """Whether `GE_DISABLE_PLUGIN_AUTOLOAD` in `environ` turns entry-point loading off."""
+    value = environ.get(ENV_DISABLE_PLUGIN_AUTOLOAD, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
 def autoload_disabled(options: CompilerOptions, environ: Mapping[str, str]) -> bool:
     """Whether entry-point loading is off, by the option or by the environment."""
-    value = environ.get(ENV_DISABLE_PLUGIN_AUTOLOAD, "").strip().lower()
-    return options.disable_plugin_autoload or value not in ("", "0", "false", "no", "off")
+    return options.disable_plugin_autoload or environment_disables_autoload(environ)
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning point at the first caller outside `ge`."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+class PathLease:
+    """The plugins of one compilation's explicit pass paths, held until `release()`.
+
+    `report` is what loading them gave (plugins, failures). The lease owns the plugins it
+    loaded first (and shares, counted, those another lease of the same loader holds): the
+    last release unregisters them and drops their modules, so the next load executes the
+    files again. Plugins that were loaded before by someone else (the environment's, a
+    `ge.testing` set's) are used, never unloaded.
+    """
+
+    def __init__(self, loader: PluginLoader, report: PluginLoadReport,
+                 owned: list[LoadedPlugin]) -> None:
+        self.report = report
+        self._loader = loader
+        self._owned = owned
+        self._released = False
+
+    def release(self) -> None:
+        """Give the plugins back; those no other compilation holds are unloaded. Idempotent."""
+        if not self._released:
+            self._released = True
+            self._loader._release(self._owned)
 
 
 class PluginLoader:
-    """Loads pass plugins for one compiler lifetime and unloads them at the end of it."""
+    """Loads the pass plugins of one compiler lifetime and unloads them at the end of it.
+
+    `start()` snapshots the environment and loads the plugins of `ASCEND_GE_PY_PASS_PATH`;
+    `entry_points_for(options)` gives the installed plugins a compilation with `options`
+    uses, importing each one the first time it is wanted; `lease_paths()` loads a
+    compilation's own pass paths; `unload()` ends the lifetime.
+    """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
-        self._lock = threading.RLock()
+        # The loader's state changes only around imports, which are serialised anyway: one
+        # lock for both keeps concurrent compilations free of lock-order problems.
+        self._lock = LOAD_LOCK
         self._plugins: list[LoadedPlugin] = []
         self.env_value: str | None = None
+        self._autoload_off: bool | None = None  # GE_DISABLE_PLUGIN_AUTOLOAD, read at start
+        self._entry_points: list[tuple[EntryPoint, str]] | None = None  # listed once, with ids
+        self._entry_plugins: dict[str, LoadedPlugin] = {}
+        self._entry_failures: dict[str, GeError] = {}
+        self._warned_unknown: set[str] = set()
+        self._leases: dict[int, tuple[LoadedPlugin, int]] = {}
 
     @property
     def plugins(self) -> list[LoadedPlugin]:
-        """Every plugin this loader loaded and still holds."""
+        """Every plugin this loader loaded and still holds (leased pass paths excluded)."""
         with self._lock:
             return list(self._plugins)
 
-    def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
-        """Snapshot `ASCEND_GE_PY_PASS_PATH`, load what it names, then the entry points
-        (unless autoloading is disabled)."""
+    # -- the environment --------------------------------------------------------------------
+    def start(self, options: CompilerOptions) -> PluginLoadReport:
+        """Snapshot `ASCEND_GE_PY_PASS_PATH` and `GE_DISABLE_PLUGIN_AUTOLOAD` (D13) and load
+        the plugins the path variable names."""
         with self._lock:
             self.env_value = self._environ.get(ENV_PY_PASS_PATH, "")
-            paths = normalize_path_list(self.env_value)
-            entry_points = not autoload_disabled(options, self._environ)
-            return self._load(paths, options, entry_points=entry_points)
+            self._autoload_off = environment_disables_autoload(self._environ)
+            return self._load(normalize_path_list(self.env_value), options)
 
+    def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
+        """`start()`, then the entry points `options` want: what an initialisation loads,
+        as one report (path plugins first, D12)."""
+        with self._lock:
+            report = self.start(options)
+            entry = self.entry_points_for(options)
+        combined = PluginLoadReport()
+        for plugin in report.plugins + entry.plugins:
+            combined.add(plugin)
+        combined.failures = report.failures + entry.failures
+        combined.disabled = list(entry.disabled)
+        return combined
+
+    def autoload_off_by_environment(self) -> bool:
+        """Whether `GE_DISABLE_PLUGIN_AUTOLOAD` (as read at `start()`) turns entry points off."""
+        with self._lock:
+            if self._autoload_off is None:
+                self._autoload_off = environment_disables_autoload(self._environ)
+            return self._autoload_off
+
+    # -- entry points -----------------------------------------------------------------------
+    def entry_points_for(self, options: CompilerOptions) -> PluginLoadReport:
+        """The installed plugins a compilation with `options` uses: none when autoloading is
+        off (option or environment), else every entry point not disabled by name, each
+        imported the first time a compilation wants it (D12: before that, a disabled one is
+        never imported). A name in `disabled_plugins` that no installed entry point has is a
+        `CompileWarning` (once per name and lifetime), not an error: a shared configuration
+        may name a plugin this environment does not have. A failure raises (all of them
+        together) unless `continue_on_plugin_error`, which warns once per failed plugin.
+        """
+        report = PluginLoadReport()
+        if options.disable_plugin_autoload or self.autoload_off_by_environment():
+            return report
+        fresh: list[GeError] = []
+        with self._lock:
+            if self._entry_points is None:
+                self._entry_points = [(ep, entry_point_id(ep)) for ep in plugin_entry_points()]
+            installed = self._entry_points
+            self._warn_unknown(options.disabled_plugins, installed)
+            for ep, key in installed:
+                if ep.name in options.disabled_plugins or key in options.disabled_plugins:
+                    report.disabled.append(key)
+                    continue
+                plugin = self._entry_plugins.get(key)
+                failure = self._entry_failures.get(key)
+                if plugin is None and failure is None:
+                    try:
+                        plugin = load_entry_point(ep)
+                    except GeError as err:
+                        failure = self._entry_failures[key] = err
+                        fresh.append(err)
+                    else:
+                        self._entry_plugins[key] = plugin
+                        self._plugins.append(plugin)
+                if plugin is not None:
+                    report.add(plugin)
+                elif failure is not None:
+                    report.failures.append(failure)
+        error = report.error()
+        if error is not None and not options.continue_on_plugin_error:
+            raise error
+        warn_failures(PluginLoadReport(failures=fresh))
+        return report
+
+    def _warn_unknown(self, disabled: Iterable[str],
+                      installed: list[tuple[EntryPoint, str]]) -> None:
+        known = {ep.name for ep, _ in installed} | {key for _, key in installed}
+        unknown = sorted(n for n in disabled if n not in known and n not in self._warned_unknown)
+        if not unknown:
+            return
+        self._warned_unknown.update(unknown)
+        names = ", ".join(sorted(key for _, key in installed)) or "none"
+        warnings.warn(
+            f"cannot disable unknown plugin(s) {', '.join(unknown)}: no installed entry point "
+            f"of group {ENTRY_POINT_GROUP} has that name (installed plugins: {names}); "
+            "the name is ignored",
+            CompileWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+    # -- explicit pass paths ----------------------------------------------------------------
     def load_paths(
         self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions
     ) -> PluginLoadReport:
-        """Load explicit pass paths (each plugin at most once; entry points loaded at start)."""
-        return self._load(paths, options, entry_points=False)
+        """Load explicit pass paths for the rest of this lifetime (tools; a compilation's
+        own paths go through `lease_paths`)."""
+        return self._load(paths, options)
 
-    def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions, *,
-              entry_points: bool) -> PluginLoadReport:
+    def lease_paths(
+        self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions
+    ) -> PathLease:
+        """Load explicit pass paths for one compilation.
+
+        Their passes are taken out of the process-wide `ge.passes` registry right after the
+        import (under the load lock), so that concurrent compilations with other paths do
+        not see them and may each hold a pass of the same name. A failure raises (nothing
+        this call loaded stays loaded) unless `continue_on_plugin_error`, which warns.
+        """
         items = [Path(p) for p in paths]
         with self._lock:
-            report = discover_plugins(items, entry_points=entry_points,
-                                      disabled=options.disabled_plugins)
+            known = {id(plugin) for plugin in loaded_plugins()}
+            with capture_registrations() as registered:
+                report = discover_plugins(items, entry_points=False)
+            unregister_passes(registered)
+            owned: list[LoadedPlugin] = []
+            for plugin in report.plugins:
+                held = self._leases.get(id(plugin))
+                if held is not None:
+                    self._leases[id(plugin)] = (plugin, held[1] + 1)
+                elif id(plugin) not in known:
+                    self._leases[id(plugin)] = (plugin, 1)
+                else:
+                    continue  # someone else's (the environment's, a test's set)
+                owned.append(plugin)
+        lease = PathLease(self, report, owned)
+        error = report.error()
+        if error is not None and not options.continue_on_plugin_error:
+            lease.release()
+            raise error
+        warn_failures(report)
+        return lease
+
+    def _release(self, plugins: list[LoadedPlugin]) -> None:
+        with self._lock:
+            done = []
+            for plugin in plugins:
+                held = self._leases.get(id(plugin))
+                if held is None:
+                    continue
+                if held[1] > 1:
+                    self._leases[id(plugin)] = (plugin, held[1] - 1)
+                else:
+                    del self._leases[id(plugin)]
+                    done.append(plugin)
+            unload_plugins(done)
+
+    # -- shared -----------------------------------------------------------------------------
+    def _load(self, paths: Iterable[str | os.PathLike[str]],
+              options: CompilerOptions) -> PluginLoadReport:
+        items = [Path(p) for p in paths]
+        with self._lock:
+            report = discover_plugins(items, entry_points=False)
             new = [p for p in report.plugins if all(p is not q for q in self._plugins)]
             if report.failures and not options.continue_on_plugin_error:
                 unload_plugins(new)
@@ -82,8 +292,13 @@ class PluginLoader:
             return report
 
     def unload(self) -> None:
-        """Unregister every pass this loader loaded and drop the plugin modules it owns."""
+        """Unregister every pass this loader loaded and drop the plugin modules it owns
+        (entry-point modules stay imported: they belong to installed distributions)."""
         with self._lock:
             unload_plugins(self._plugins)
             self._plugins.clear()
+            self._entry_plugins.clear()
+            self._entry_failures.clear()
+            self._entry_points = None
             self.env_value = None
+            self._autoload_off = None

@@ -147,7 +147,11 @@ class _Registry:
         try:
             yield captured
         finally:
-            stack.remove(captured)
+            # By identity: nested captures of the same registrations are equal lists.
+            for index in range(len(stack) - 1, -1, -1):
+                if stack[index] is captured:
+                    del stack[index]
+                    break
 
 
 def _duplicate_name_error(new: PassDescriptor, old: PassDescriptor) -> DuplicatePassNameError:

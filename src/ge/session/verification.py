@@ -119,11 +119,17 @@ def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -
         f"input {spec.name!r}: cannot generate values of type {spec.describe()}")
 
 
-def load_inputs(path: str | os.PathLike[str], model: Model) -> dict[str, np.ndarray]:
-    """Inputs read from an `.npz` file (one array per input name), checked against `model`.
+def load_inputs(path: str | os.PathLike[str],
+                model: Model | str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Inputs read from an `.npz` file (one array per input name), checked against `model`
+    (a `Graph`, a ModelProto, or the path of a model file, loaded with `ge.graph.load`).
 
     A `.npy` file is accepted for a model with exactly one required input.
     """
+    if isinstance(model, (str, os.PathLike)):
+        import ge.graph
+
+        model = ge.graph.load(model)
     path = Path(path)
     specs = model_inputs(model)
     if path.suffix not in (".npz", ".npy"):

@@ -6,6 +6,11 @@ unloads every plugin the process loaded and forgets every registration.
 plugins leave in the process: `sys.path` as it was, `ASCEND_GE_PY_PASS_PATH` unset inside
 and restored after, and the plugin modules (`_ge_py_pass_*`, and any module imported from
 inside `module_roots`, such as a test's temporary folders) dropped from `sys.modules`.
+Installed plugins (entry points of `ge.passes.plugins`) do not load inside either:
+`GE_DISABLE_PLUGIN_AUTOLOAD=1` is set for the block (restored after), so a test sees the
+passes it loads itself and not those of whatever distributions the environment has, and
+the subprocesses it starts inherit that. `entry_points=True` is the explicit opt-in: the
+variable is removed for the block and installed plugins autoload as in a fresh process.
 """
 
 from __future__ import annotations
@@ -47,23 +52,37 @@ def purge_plugin_modules(module_roots: Iterable[str | os.PathLike[str]] = ()) ->
     return dropped
 
 
+def _restore(env: MutableMapping[str, str], key: str, value: str | None) -> None:
+    if value is None:
+        env.pop(key, None)
+    else:
+        env[key] = value
+
+
 @contextmanager
 def isolated_plugin_state(
     *,
     module_roots: Iterable[str | os.PathLike[str]] = (),
     environ: MutableMapping[str, str] | None = None,
+    entry_points: bool = False,
 ) -> Iterator[None]:
-    """Run the block with no plugin loaded, no pass registered and no pass path in the
-    environment (`environ`, default `os.environ`), and leave the process so afterwards:
-    `sys.path` restored, plugin modules (and modules from `module_roots`) unimported."""
+    """Run the block with no plugin loaded, no pass registered, no pass path in the
+    environment (`environ`, default `os.environ`) and installed plugins not autoloaded
+    (`GE_DISABLE_PLUGIN_AUTOLOAD=1`; `entry_points=True` lets them load), and leave the
+    process so afterwards: both variables and `sys.path` restored, plugin modules (and
+    modules from `module_roots`) unimported."""
+    from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD
     from ge.passes.bootstrap import ENV_PY_PASS_PATH
 
     env = os.environ if environ is None else environ
     roots = list(module_roots)
     saved_path = list(sys.path)
     saved_env = env.pop(ENV_PY_PASS_PATH, None)
-    reset_plugin_state()
+    saved_autoload = env.pop(ENV_DISABLE_PLUGIN_AUTOLOAD, None)
+    if not entry_points:
+        env[ENV_DISABLE_PLUGIN_AUTOLOAD] = "1"
     try:
+        reset_plugin_state()
         yield
     finally:
         try:
@@ -71,7 +90,5 @@ def isolated_plugin_state(
         finally:
             sys.path[:] = saved_path
             purge_plugin_modules(roots)
-            if saved_env is None:
-                env.pop(ENV_PY_PASS_PATH, None)
-            else:
-                env[ENV_PY_PASS_PATH] = saved_env
+            _restore(env, ENV_PY_PASS_PATH, saved_env)
+            _restore(env, ENV_DISABLE_PLUGIN_AUTOLOAD, saved_autoload)

@@ -1,0 +1,94 @@
+"""An unknown plugin name given to disable is a warning naming the installed plugins, not an
+error (a shared configuration may name a plugin this environment does not have): for
+`ge passes list --disable NAME` and for the option `ge.passes.disabled_plugins`, with
+`ge compile --option` too. `ge compile --disable NAME` names *passes* and stays GE1202."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from cli_helpers import run_ge
+from onnx import TensorProto, helper
+
+from plugin_fixtures import install_distribution
+
+pytestmark = pytest.mark.ge_entry_points  # the isolation lets installed plugins autoload
+
+PASS = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+
+@register_fusion_pass(name="{name}", stage="BeforeInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        return True
+"""
+
+UNKNOWN = ("cannot disable unknown plugin(s) nosuch: no installed entry point of group "
+           "ge.passes.plugins has that name (installed plugins: geplug-cli:alpha, "
+           "geplug-cli:beta); the name is ignored")
+
+
+@pytest.fixture(autouse=True)
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "site"
+    folder.mkdir()
+    install_distribution(folder, "geplug-cli", {"alpha": PASS.format(name="AlphaPass"),
+                                                "beta": PASS.format(name="BetaPass")})
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "relu.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_passes_list_warns_about_an_unknown_name_and_disables_the_known_one() -> None:
+    code, out, _ = run_ge("passes", "list", "--json", "--disable", "nosuch",
+                          "--disable", "alpha")
+    assert code == 0
+    payload = json.loads(out)
+    assert [p["name"] for p in payload["passes"] if not p["builtin"]] == ["BetaPass"]
+    assert payload["disabled"] == ["geplug-cli:alpha"]
+    assert [(w["category"], w["message"]) for w in payload["warnings"]] == [
+        ("CompileWarning", UNKNOWN)]
+
+    code, _, err = run_ge("passes", "list", "--disable", "nosuch")
+    assert code == 0
+    assert f"ge: warning: {UNKNOWN}" in err
+
+
+def test_the_option_in_passes_list_and_compile_warns_too(model: Path, tmp_path: Path) -> None:
+    code, out, _ = run_ge("passes", "list", "--json", "--option",
+                          "ge.passes.disabled_plugins=nosuch")
+    assert code == 0
+    assert [w["message"] for w in json.loads(out)["warnings"]] == [UNKNOWN]
+
+    code, out, _ = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"), "--json",
+                          "--no-builtin", "--option", "ge.passes.disabled_plugins=nosuch,beta")
+    assert code == 0
+    report = json.loads(out)
+    assert [p["name"] for p in report["passes"]] == ["AlphaPass"]
+    assert [(w["category"], w["message"]) for w in report["warnings"]] == [
+        ("CompileWarning", UNKNOWN)]
+
+
+def test_compile_disable_names_passes_and_an_unknown_one_is_an_error(
+    model: Path, tmp_path: Path
+) -> None:
+    code, out, _ = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"), "--json",
+                          "--no-builtin", "--disable", "nosuch")
+    assert code == 1
+    error = json.loads(out)
+    assert error["code"] == "GE1202"
+    assert error["message"].startswith("cannot disable unknown pass(es) nosuch; known passes: ")
