@@ -838,3 +838,16 @@ def test_a_cast_of_floats_to_strings_is_left_to_the_runtime() -> None:
                  [], [vi("y", onnx.TensorProto.STRING, [3])], [init("c", [1, 2, 3], np.int64)])
     graph = load(ints)
     assert run_pass(CF, graph)  # integers print alike
+
+
+@pytest.mark.parametrize("opset", [9, 13, 15])
+def test_batch_normalization_folds_only_where_the_evaluator_is_right(opset: int) -> None:
+    """onnx's reference BatchNormalization-9 (opsets 9-13) uses the batch's statistics."""
+    original = model([node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
+                      node("Add", ["x", "n"], ["y"], name="add")],
+                     [vi("x", F, [2, 1])], [vi("y", F, [2, 1])],
+                     [init("c", [[1.0], [3.0]]), init("s", [1.0]), init("b", [0.0]),
+                      init("m", [0.0]), init("v", [1.0])], opset=opset)
+    graph = load(original)
+    assert run_pass(CF, graph) == (opset >= 14)
+    assert_sound(graph, original, [{"x": np.zeros((2, 1), np.float32)}], exact=False)

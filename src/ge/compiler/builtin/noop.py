@@ -4,6 +4,11 @@ Identity; Dropout in inference; a Cast to the type it already has; a Reshape to 
 already has; a Transpose by the identity permutation; Add/Sub of zeros, Mul/Div by ones and
 Pow by one when broadcasting changes nothing. Consumers read the data input instead. Every
 decision is made from what the descs say: a node whose dtype or shape is not known is kept.
+
+Signed zeros: Add(x, +0.0) is removed although IEEE 754 gives +0.0 for x = -0.0 (an equal
+value; only a 1/x or atan2 downstream sees the sign). Strictly only x + (-0.0) and
+x - (+0.0) give -0.0 back, but exports write +0.0, and the vendored ViT and the dynamo
+DistilBERT would keep their no-op Adds.
 """
 
 from __future__ import annotations
