@@ -87,6 +87,11 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         # The graph a body being built will be attached under (`declare_parent`): until its
         # owner node exists, it may already read that graph's values.
         self._declared_parent: Graph | None = None
+        # The graphs placed directly inside this one (bodies of its nodes, graphs declared
+        # for it), so that a value name can be kept clear of every enclosed graph too
+        # (`NameAuthority`): registered wherever a graph gets this one as its parent, and
+        # checked on use (a superset: a body whose node left stays until then).
+        self._inner: dict[Graph, None] = {}
         # The graph's output names as read from ONNX: save keeps them when a pass gives an
         # output a new producer (see onnx_export), so the model's interface does not change.
         self._output_names: list[str] = []
@@ -138,6 +143,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         if self in list(parent._ancestors()):
             raise GraphError(f"graph {self._name!r} cannot enclose itself")
         self._declared_parent = parent
+        parent._inner[self] = None
 
     def root_graph(self) -> Graph:
         """The top of the hierarchy: through owner nodes, and from an orphan to its root."""
@@ -437,6 +443,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         self._index_node(node)
         for sub in node.get_subgraphs():
             sub._parent_node = node
+            self._inner[sub] = None
         self._changed(True)
         if journal.listeners:
             journal.notify(ChangeKind.NODE_ADDED, node)

@@ -2,8 +2,11 @@
 
 Every node and value name the IR makes (nodes added without a name, copies made by
 `copy_in`, nodes read from ONNX without a usable name) comes from here, so names are unique
-in the same way everywhere: a node name within its graph, a value name within its graph
-and every graph it can read (an outer value cannot be shadowed). The counter is part of a
+in the same way everywhere: a node name within its graph, a value name within its graph,
+every graph it can read and every graph inside it. ONNX forbids a body value to shadow an
+outer one in either direction of the nesting: a value made in a body must not reuse a name
+of the graphs around it, nor a value made in an enclosing graph one of its bodies' names
+(two sibling bodies may share names: neither reads the other). The counter is part of a
 transaction's state, so a rolled-back pass leaves the names of later ones unchanged.
 """
 
@@ -46,14 +49,15 @@ class NameAuthority:
         return self.node_name(wanted or op_type)
 
     def value_taken(self, name: str) -> bool:
-        """Whether the graph, or a graph whose values it reads, holds a value `name`."""
+        """Whether the graph, a graph whose values it reads, or a graph nested in it (at any
+        depth) holds a value `name`: a new value of that name would shadow or be shadowed."""
         graph: Graph | None = self._graph
         while graph is not None:  # a plain loop: this runs for every node created
             if name in graph._values:
                 return True
             parent = graph._parent_node
             graph = parent._graph if parent is not None else graph._declared_parent
-        return False
+        return _held_inside(self._graph, name)
 
     def value_name(self, base: str) -> str:
         """`base` if no value in scope has it, else `base_<n>` with the smallest free n."""
@@ -81,3 +85,27 @@ class NameAuthority:
             self._counter = counter
 
         return restore
+
+
+def _held_inside(graph: Graph, name: str) -> bool:
+    """Whether a graph nested in `graph` (a body of one of its nodes, or of theirs, or a
+    body being built for it) holds a value `name`.
+
+    Walks `Graph._inner`, which records every graph placed inside another; an entry no
+    longer inside (its owner node was removed, or it went elsewhere) is dropped on the way.
+    Whatever puts it back inside (a rollback included) records it again.
+    """
+    inner = graph._inner
+    if not inner:
+        return False  # the common case: a graph without bodies
+    stale: list[Graph] = []
+    found = False
+    for sub in inner:
+        if sub.parent_graph is not graph:
+            stale.append(sub)
+        elif name in sub._values or _held_inside(sub, name):
+            found = True
+            break
+    for sub in stale:
+        del inner[sub]
+    return found

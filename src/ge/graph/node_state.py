@@ -88,12 +88,14 @@ class GraphNodeState:
         sub._parent_node = node
         # An owner says where the body lives; a detached body remembers the scope it reads.
         sub._declared_parent = None if node is not None else declared_for
+        _register_inner(sub)
         if node is not None and node._graph is not None:
             # The body's outer reads are new dependencies of its owner: check at next query.
             order.mark_unknown(node._graph)
 
         def undo() -> None:
             sub._parent_node, sub._declared_parent = old, declared
+            _register_inner(sub)
 
         journal = self._changed(True)
         if journal.recording:
@@ -184,6 +186,13 @@ class GraphNodeState:
         journal = self._changed(False)
         if journal.recording:
             journal.record((slots.__setitem__, index, old))
+
+
+def _register_inner(sub: Graph) -> None:
+    """Record `sub` among the inner graphs of the graph it now sits in (see `Graph._inner`)."""
+    parent = sub.parent_graph
+    if parent is not None:
+        parent._inner[sub] = None
 
 
 def _restore_slots(old: list[tuple[list, int, Any]]) -> None:

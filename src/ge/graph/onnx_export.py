@@ -122,7 +122,8 @@ class _OutputNames:
     ONNX needs one (one value feeding two names, a graph input, an outer value: a subgraph
     output must be produced inside it); a stale value still holding the name is renamed.
     Graphs built in memory keep their producers' names, with an `Identity` only where ONNX
-    needs a distinct or local output. Made-up names are unique in the model and deterministic.
+    needs a distinct or local output. A value listed as several outputs under one name keeps
+    it in each (one producer). Made-up names are unique in the model and deterministic.
 
     Graphs are planned as they are written, enclosing graphs first, so a subgraph never
     renames a value of an enclosing graph (part of it is written already).
@@ -161,9 +162,18 @@ class _OutputNames:
             return names, []
         identities: list[onnx.NodeProto] = []
         assigned = {n for n in names if n}
+        # One value listed as several outputs under one name (valid ONNX: `[y, y]`) is
+        # produced once: a repeat takes the name its first listing got, whatever that
+        # needed (a rename, an Identity), instead of a second producer of the name.
+        planned: dict[tuple[str, Producer], str] = {}
         for i in pending:
             producer = producers[i]
             want = wanted[i] if i < len(wanted) else ""
+            if want:
+                repeat = planned.get((want, producer))
+                if repeat is not None:
+                    names[i] = repeat
+                    continue
             current = self.name(producer)
             local = producer[0]._graph is graph
             renamable = local and producer[0]._type != DATA and producer not in fixed
@@ -179,6 +189,8 @@ class _OutputNames:
                 identities.append(self._identity(current, name))
             names[i] = name
             assigned.add(name)
+            if want:
+                planned[(want, producer)] = name
         return names, identities
 
     # -- the model-wide tables, for the rare graph whose outputs changed --------------------
@@ -299,6 +311,39 @@ def _liftable(node: Node) -> bool:
     """A `Constant` operator that can become an initializer: one with a dense `value`
     (not `sparse_value` or the `value_float(s)`/`value_int(s)`/`value_string(s)` forms)."""
     return "value" in node._attrs
+
+
+def _as_initializer(node: Node, lift: bool) -> bool:
+    """Whether a `Const` node is written as an initializer (not as a `Constant` operator):
+    one made in the IR, or a liftable `Constant` when constants are lifted."""
+    return not _constant_origin(node) or (lift and _liftable(node))
+
+
+def _untyped(vi: onnx.ValueInfoProto) -> bool:
+    """Whether a value info declares no type (or a tensor of undefined element type)."""
+    which = vi.type.WhichOneof("value")
+    return which is None or (which == "tensor_type" and vi.type.tensor_type.elem_type == 0)
+
+
+def _typed_like_initializer(vi: onnx.ValueInfoProto, node: Node) -> onnx.ValueInfoProto:
+    """`vi` (an untyped graph output) with the type of the initializer `node` writes.
+
+    ONNX infers no type for a graph output that is an initializer of its graph, and the
+    full checker then rejects an untyped one in a body ("If: Mismatched type"): a body read
+    with an untyped output produced by a node (which inference types) gets that when a pass
+    folds the node into a constant. The constant's type is exact, so the output says it;
+    the rest of the declaration (doc string, metadata) is kept.
+    """
+    if "value" in node._attrs:
+        typed = value_info_from_desc(vi.name, node._attr_value("value").get_tensor_desc())
+    else:
+        sparse = node._attr_value("sparse_value")
+        typed = onnx.helper.make_tensor_value_info(vi.name, sparse.values.data_type,
+                                                   list(sparse.dims))
+    out = onnx.ValueInfoProto()
+    out.CopyFrom(vi)
+    out.type.CopyFrom(typed.type)
+    return out
 
 
 def _touches(node: Node, renames: Renames) -> bool:
@@ -437,8 +482,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         op_type = node._type
         if op_type in (DATA, NET_OUTPUT):
             continue
-        if op_type == CONST and (not _constant_origin(node)
-                                 or (lift and _liftable(node))):
+        if op_type == CONST and _as_initializer(node, lift):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
                 tensor = node._attr_value("value")
@@ -471,10 +515,16 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         in_descs = net_output._in_descs
         outputs = []
         for i, producer in enumerate(net_output._inputs):
+            assert producer is not None  # checked before planning
+            node = producer[0]
             slot = in_descs[i] if in_descs is not None else None
             if slot is None:
-                slot = producer[0]._out_slot(producer[1])  # type: ignore[index]  # connected
-            outputs.append(_value_info(output_names[i], slot))
+                slot = node._out_slot(producer[1])
+            output = _value_info(output_names[i], slot)
+            if (_untyped(output) and node._graph is graph and node._type == CONST
+                    and output_names[i] == names.name(producer) and _as_initializer(node, lift)):
+                output = _typed_like_initializer(output, node)
+            outputs.append(output)
         gp.output.extend(outputs)
         written = set(output_names)
         value_infos = [vi for vi in value_infos if vi.name not in written]
