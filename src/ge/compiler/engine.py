@@ -245,6 +245,7 @@ def compile_graph(
     check: str = "region",
     on_pass_failure: str = "stop",
     observers: Iterable[PipelineObserver] = (),
+    passes: CompilationPasses | None = None,
 ) -> CompileReport:
     """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
 
@@ -261,16 +262,33 @@ def compile_graph(
     whole graph). Shape inference runs after `BeforeInferShape` (GE1305, stage
     "InferShape") and the result is validated last (GE1003, stage "FinalValidation").
     `steps` replaces engine steps of this compilation by name (None skips one).
+    `passes` are the passes of a compilation the caller opened with `compilation_passes`
+    (and closes): `ge.compile` does, so that a plugin registering a custom operator is
+    loaded before the original model is run; `options` and `pass_paths` went there then.
     """
     start = time.perf_counter()
-    with compilation_passes(options, pass_paths) as passes:
-        registry = passes.registry
-        scheduler = Scheduler(registry, passes.options.values, steps,
-                              disabled=check_pass_names(registry, disable),
-                              builtin=builtin_passes, check=check,
-                              on_pass_failure=on_pass_failure, observers=observers)
-        ops_before = op_histogram(graph)
-        records = scheduler.run(graph)
+    if passes is not None:
+        if options is not None or pass_paths is not None:
+            raise CompilerOptionError("give compile_graph either passes= or options and "
+                                      "pass_paths (they choose the passes), not both")
+        return _compile_with(graph, passes, start, steps, builtin_passes, disable, check,
+                             on_pass_failure, observers)
+    with compilation_passes(options, pass_paths) as opened:
+        return _compile_with(graph, opened, start, steps, builtin_passes, disable, check,
+                             on_pass_failure, observers)
+
+
+def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
+                  steps: Mapping[str, EngineStep | None] | None, builtin_passes: bool,
+                  disable: Iterable[str], check: str, on_pass_failure: str,
+                  observers: Iterable[PipelineObserver]) -> CompileReport:
+    registry = passes.registry
+    scheduler = Scheduler(registry, passes.options.values, steps,
+                          disabled=check_pass_names(registry, disable),
+                          builtin=builtin_passes, check=check,
+                          on_pass_failure=on_pass_failure, observers=observers)
+    ops_before = op_histogram(graph)
+    records = scheduler.run(graph)
     return CompileReport(graph=graph, records=records, skipped_plugins=passes.skipped,
                          steps=scheduler.steps, ops_before=ops_before,
                          ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,

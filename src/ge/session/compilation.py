@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 
 from ge.compiler.dumping import GraphDumper
-from ge.compiler.engine import compile_graph
+from ge.compiler.engine import CompilationPasses, compilation_passes, compile_graph
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
 from ge.errors import CompileInputError, CompilerOptionError, SessionError, VerificationError
@@ -172,6 +172,20 @@ def compile(
               else GraphDumper.from_environment())
     if dumper is not None:
         watchers.append(dumper)
+    # The plugins are loaded first: one may register the custom operator (and its kernel)
+    # that the original model needs to run.
+    with compilation_passes(options, pass_paths) as passes:
+        return _compile(graph, passes, mode, in_place, source, typed, watchers, inputs, rtol,
+                        atol, builtin_passes, disable, check, on_pass_failure)
+
+
+def _compile(graph: Graph, passes: CompilationPasses, mode: str, in_place: bool,
+             source: Path | None, typed: bool, watchers: list[PipelineObserver],
+             inputs: Mapping[str, Any] | str | os.PathLike[str] | None, rtol: float,
+             atol: float, builtin_passes: bool, disable: Iterable[str], check: str,
+             on_pass_failure: str) -> CompileResult:
+    """`compile` once its passes are chosen: run the original (when verifying), compile,
+    compare."""
     expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
     feeds: dict[str, np.ndarray] = {}
     if mode != "none":
@@ -180,9 +194,10 @@ def compile(
         expected = run_model(original, feeds)
         if mode == "each-pass":
             watchers.append(_EachPassVerifier(expected, feeds, rtol, atol))
+
     def run() -> CompileResult:
-        report = compile_graph(graph, options=options, pass_paths=pass_paths,
-                               builtin_passes=builtin_passes, disable=disable, check=check,
+        report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
+                               disable=disable, check=check,
                                on_pass_failure=on_pass_failure, observers=watchers)
         verification = None
         if expected is not None:
