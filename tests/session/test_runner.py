@@ -243,3 +243,16 @@ def test_a_model_too_large_to_serialize_goes_to_onnxruntime_as_a_file(
     expected = x + numpy_helper.to_array(weight)
     np.testing.assert_array_equal(run_model(model, {"x": x})["y"], expected)
     assert not model.graph.initializer[0].external_data  # the caller's model is not touched
+
+
+def test_a_bfloat16_model_runs_in_the_reference_evaluator() -> None:
+    """onnxruntime's Python API takes no bfloat16 arrays; such a model still runs."""
+    import ml_dtypes
+
+    model = _model([helper.make_node("Add", ["x", "x"], ["y"])],
+                   [_vi("x", [3], TensorProto.BFLOAT16)], [_vi("y", [3], TensorProto.BFLOAT16)])
+    runner = ModelRunner(model)
+    assert runner.backend == "reference"
+    x = np.array([1.0, 2.5, -3.0], dtype=ml_dtypes.bfloat16)
+    y = runner.run({"x": x})["y"]
+    assert y.dtype == ml_dtypes.bfloat16 and y.astype(np.float32).tolist() == [2.0, 5.0, -6.0]

@@ -268,9 +268,16 @@ def _one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+def _has_bfloat16_io(proto: onnx.ModelProto) -> bool:
+    """Whether a graph input or output of `proto` is a bfloat16 tensor."""
+    return any(v.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
+               for v in (*proto.graph.input, *proto.graph.output))
+
+
 class ModelRunner:
     """A model prepared to run: checked interface, and an onnxruntime session (or a
-    reference evaluator when it holds custom operators) built once for many runs."""
+    reference evaluator when it holds custom operators or bfloat16 inputs or outputs) built
+    once for many runs."""
 
     def __init__(self, model: Model) -> None:
         self.inputs = model_inputs(model)  # a Graph is read before export: nothing changes
@@ -282,11 +289,14 @@ class ModelRunner:
                 f"graph {self.name!r} cannot be exported to run: {_one_line(err)}") from err
         self.output_names = [o.name for o in proto.graph.output]
         customs = custom_ops_of(proto)
-        self.backend = "reference" if customs else "onnxruntime"
+        # onnxruntime's Python API takes and gives no bfloat16 arrays (ml_dtypes'): such a
+        # model runs in the reference evaluator, as one with custom operators does.
+        reference = bool(customs) or _has_bfloat16_io(proto)
+        self.backend = "reference" if reference else "onnxruntime"
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
         try:
-            if customs:
+            if reference:
                 self._evaluator = ReferenceEvaluator(
                     proto, new_ops=[_op_run_class(c) for c in customs])
             else:
