@@ -283,3 +283,51 @@ def test_every_compiled_graph_has_unique_value_names_per_scope(tmp_path: Path) -
             produced = [v for n in gp.node for v in n.output if v]
             produced += [t.name for t in gp.initializer]
             assert len(produced) == len(set(produced)), gp.name
+
+
+# -- E: sibling bodies may define the same value names ------------------------------------------
+
+
+def _constant(name: str, value: object) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name],
+                            value=numpy_helper.from_array(np.array(value, np.int64)))
+
+
+def test_sibling_bodies_with_one_name_do_not_read_each_others_values(tmp_path: Path) -> None:
+    """Both branches define "k" (legal); onnx's data propagation keys values by name across
+    the model, so the else branch's Reshape got the then branch's k: shape [6, 8] for [3, 4]
+    (and a folded Shape). Inference runs without data propagation then."""
+    then = helper.make_graph([_constant("k", 2), helper.make_node("Add", ["k", "k"], ["kk"]),
+                              helper.make_node("Shape", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", I64, [1])])
+    other = helper.make_graph([_constant("k", 1), _constant("base", [3, 4]),
+                               helper.make_node("Mul", ["base", "k"], ["s"]),
+                               helper.make_node("Reshape", ["x", "s"], ["r"]),
+                               helper.make_node("Shape", ["r"], ["t2"])], "else", [],
+                              [helper.make_tensor_value_info("t2", I64, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "g",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", F, ["n"])],
+        [helper.make_tensor_value_info("y", I64, ["d"])])
+    feeds = [{"c": np.array(flag), "x": np.arange(12, dtype=np.float32)}
+             for flag in (False, True)]
+    _compile_soundly(_model(graph), feeds, tmp_path)
+
+
+def test_sibling_bodies_casting_into_one_name_compile(tmp_path: Path) -> None:
+    """The same name in both branches made onnx's inference fail ("Data for input 0 already
+    exists"): the compilation stopped with GE1305 on a valid model."""
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Cast", ["x"], ["t"], to=TensorProto.DOUBLE)],
+                                 name, [], [helper.make_tensor_value_info("t", TensorProto.DOUBLE,
+                                                                          [4])])
+
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch("then"),
+                          else_branch=branch("else"))], "g",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", F, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4])])
+    feeds = [{"c": np.array(flag), "x": np.arange(4, dtype=np.float32)} for flag in (True, False)]
+    _compile_soundly(_model(graph), feeds, tmp_path)

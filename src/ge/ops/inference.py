@@ -423,15 +423,41 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
             del gp.input[:]
             gp.input.extend(kept)
             gp.initializer.append(tensor.to_proto(value_name))
+    # onnx's data propagation keys the values it propagates by name across the whole model:
+    # two sibling bodies defining the same name (legal) would read each other's values, and
+    # a Reshape in one branch would get the other's shape. Then types are inferred without it.
+    data_prop = not (root.get_all_subgraphs() and _names_repeat_across_graphs(gp))
     try:
         inferred = shape_inference.infer_shapes(
-            model, check_type=strict, strict_mode=strict, data_prop=True
+            model, check_type=strict, strict_mode=strict, data_prop=data_prop
         )
     except Exception as err:
         raise ShapeInferenceError(
             f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
             nodes=_nodes_named_in(str(err))) from err
     _copy_back(root, inferred.graph, exported)
+
+
+def _names_repeat_across_graphs(graph: onnx.GraphProto) -> bool:
+    """Whether two graphs of a model (sibling bodies: a body may not reuse an outer name)
+    define a value of the same name."""
+    seen: set[str] = set()
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        names = {v.name for v in g.input}
+        names.update(t.name for t in g.initializer)
+        for node in g.node:
+            names.update(o for o in node.output if o)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    stack.append(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    stack.extend(attr.graphs)
+        if not names.isdisjoint(seen):
+            return True
+        seen.update(names)
+    return False
 
 
 def _first_error(message: str) -> str:
