@@ -851,3 +851,14 @@ def test_batch_normalization_folds_only_where_the_evaluator_is_right(opset: int)
     graph = load(original)
     assert run_pass(CF, graph) == (opset >= 14)
     assert_sound(graph, original, [{"x": np.zeros((2, 1), np.float32)}], exact=False)
+
+
+def test_a_dropout_10_mask_is_left_to_the_runtime() -> None:
+    """Dropout-10's spec does not say what the inference mask holds: onnx's evaluator gives
+    all true, onnxruntime all false."""
+    original = model([node("Dropout", ["c"], ["d", "mask"], name="drop", ratio=0.5),
+                      node("Add", ["x", "d"], ["y"], name="add")],
+                     [vi("x", F, [3])], [vi("y", F, [3]), vi("mask", BOOL, [3])],
+                     [init("c", [1.0, 2.0, 3.0])], opset=11)
+    graph = load(original)
+    assert not run_pass(CF, graph)

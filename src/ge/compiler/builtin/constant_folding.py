@@ -96,6 +96,9 @@ def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
     the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8])."""
     if node.type == "BatchNormalization" and node_opset(node) < 14:
         return True
+    if (node.type == "Dropout" and node_opset(node) < 12 and node.get_outputs_size() > 1
+            and node.get_out_data_nodes_and_port_indexes(1)):
+        return True  # Dropout-10's inference mask: the evaluator's all-true, the runtime's false
     if node.type in _ACCUMULATING_OPS:
         return any(v is not None and v.data_type in _NARROW_FLOATS for v in inputs)
     if node.type == "Cast" and node.has_attr("to"):
