@@ -19,7 +19,6 @@ D9: a plugin failure stops the load (after every plugin was tried) unless the op
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint
@@ -43,7 +42,7 @@ from ge.passes.loader import (
     unload_plugins,
 )
 from ge.passes.registry import capture_registrations, unregister_passes
-from ge.passes.source import is_internal_file
+from ge.passes.source import user_stacklevel
 
 __all__ = [
     "ENV_DISABLE_PLUGIN_AUTOLOAD",
@@ -67,14 +66,6 @@ def environment_disables_autoload(environ: Mapping[str, str]) -> bool:
 def autoload_disabled(options: CompilerOptions, environ: Mapping[str, str]) -> bool:
     """Whether entry-point loading is off, by the option or by the environment."""
     return options.disable_plugin_autoload or environment_disables_autoload(environ)
-
-
-def _user_stacklevel() -> int:
-    """The `stacklevel` that makes a warning point at the first caller outside `ge`."""
-    level, frame = 2, sys._getframe(2)
-    while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
-        level, frame = level + 1, frame.f_back
-    return level
 
 
 class PathLease:
@@ -216,7 +207,7 @@ class PluginLoader:
             f"of group {ENTRY_POINT_GROUP} has that name (installed plugins: {names}); "
             "the name is ignored",
             CompileWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
 
     # -- explicit pass paths ----------------------------------------------------------------

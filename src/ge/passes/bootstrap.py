@@ -33,7 +33,7 @@ from ge.passes.entry_points import (
     plugin_entry_points,
 )
 from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source
-from ge.passes.source import is_internal_file
+from ge.passes.source import user_stacklevel
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -111,21 +111,13 @@ def discover_plugins(
     return report
 
 
-def _user_stacklevel() -> int:
-    """The `stacklevel` that makes a warning point at the first caller outside `ge`."""
-    level, frame = 2, sys._getframe(2)
-    while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
-        level, frame = level + 1, frame.f_back
-    return level
-
-
 def warn_failures(report: PluginLoadReport) -> None:
     """One `PluginLoadWarning` per failed plugin (the continue-on-error path)."""
     for failure in report.failures:
         warnings.warn(
             f"python pass plugin skipped: {failure}",
             PluginLoadWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
 
 

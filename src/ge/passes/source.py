@@ -19,6 +19,7 @@ __all__ = [
     "definition_location",
     "is_internal_file",
     "traceback_location",
+    "user_stacklevel",
 ]
 
 _GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +31,15 @@ def is_internal_file(filename: str) -> bool:
     if filename.startswith("<"):
         return True
     return os.path.abspath(filename).startswith(_GE_ROOT + os.sep)
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` with which the function calling this one makes a warning point at
+    the first caller outside `ge` (the user's line)."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def caller_location() -> SourceLocation | None:
