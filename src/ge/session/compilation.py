@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 
 from ge.compiler.dumping import GraphDumper
-from ge.compiler.engine import CompilationPasses, compilation_passes, compile_graph
+from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
 from ge.errors import CompileInputError, CompilerOptionError, SessionError, VerificationError
@@ -175,42 +175,31 @@ def compile(
     # The plugins are loaded first: one may register the custom operator (and its kernel)
     # that the original model needs to run.
     with compilation_passes(options, pass_paths) as passes:
-        return _compile(graph, passes, mode, in_place, source, typed, watchers, inputs, rtol,
-                        atol, builtin_passes, disable, check, on_pass_failure)
+        expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
+        feeds: dict[str, np.ndarray] = {}
+        if mode != "none":
+            original = graph.to_onnx()
+            feeds = _inputs_for(original, inputs, seed=0)
+            expected = run_model(original, feeds)
+            if mode == "each-pass":
+                watchers.append(_EachPassVerifier(expected, feeds, rtol, atol))
 
+        def run() -> CompileResult:
+            report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
+                                   disable=disable, check=check,
+                                   on_pass_failure=on_pass_failure, observers=watchers)
+            verification = None
+            if expected is not None:
+                saved = graph.to_onnx(value_info=typed, lift_constants=True)  # as save writes
+                verification = compare_outputs(expected, run_model(saved, feeds), rtol=rtol,
+                                               atol=atol)
+                if not verification.ok:
+                    raise VerificationError(
+                        "the compiled model's outputs differ from the original's: "
+                        f"{verification.summary()}", report=verification)
+            return CompileResult(graph, report, verification, source, typed)
 
-def _compile(graph: Graph, passes: CompilationPasses, mode: str, in_place: bool,
-             source: Path | None, typed: bool, watchers: list[PipelineObserver],
-             inputs: Mapping[str, Any] | str | os.PathLike[str] | None, rtol: float,
-             atol: float, builtin_passes: bool, disable: Iterable[str], check: str,
-             on_pass_failure: str) -> CompileResult:
-    """`compile` once its passes are chosen: run the original (when verifying), compile,
-    compare."""
-    expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
-    feeds: dict[str, np.ndarray] = {}
-    if mode != "none":
-        original = graph.to_onnx()
-        feeds = _inputs_for(original, inputs, seed=0)
-        expected = run_model(original, feeds)
-        if mode == "each-pass":
-            watchers.append(_EachPassVerifier(expected, feeds, rtol, atol))
-
-    def run() -> CompileResult:
-        report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
-                               disable=disable, check=check,
-                               on_pass_failure=on_pass_failure, observers=watchers)
-        verification = None
-        if expected is not None:
-            saved = graph.to_onnx(value_info=typed, lift_constants=True)  # what save writes
-            verification = compare_outputs(expected, run_model(saved, feeds), rtol=rtol,
-                                           atol=atol)
-            if not verification.ok:
-                raise VerificationError(
-                    "the compiled model's outputs differ from the original's: "
-                    f"{verification.summary()}", report=verification)
-        return CompileResult(graph, report, verification, source, typed)
-
-    if not in_place:
-        return run()
-    with graph.transaction():  # a failure gives the caller's graph back unchanged
-        return run()
+        if not in_place:
+            return run()
+        with graph.transaction():  # a failure gives the caller's graph back unchanged
+            return run()
