@@ -383,12 +383,8 @@ class Node:
     # -- descs --------------------------------------------------------------------------
     def get_output_desc(self, index: int) -> TensorDesc:
         """A copy of output `index`'s desc (unknown rank and type when nothing is known)."""
-        index = self._check_out(index)
-        descs = self._out_descs
-        desc = descs[index] if descs is not None else None
+        desc = self._held_output_desc(self._check_out(index))
         if desc is not None:
-            if not isinstance(desc, TensorDesc):  # decoded once (lossless: keeps its proto)
-                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
             return desc.copy()
         if self._type == "Const" and "value" in self._attrs:
             # A constant's output is its value: shape and type are known without inference.
@@ -397,13 +393,19 @@ class Node:
                 return value.get_tensor_desc()
         return TensorDesc.unknown()
 
-    def _output_dtype(self, index: int) -> DataType:
-        """`get_output_desc(index).data_type` without the copy (the IR's own checks)."""
+    def _held_output_desc(self, index: int) -> TensorDesc | None:
+        """The desc output `index` holds (not a copy), or None; a value info read from ONNX
+        is decoded once (lossless: the desc keeps its proto)."""
         descs = self._out_descs
         desc = descs[index] if descs is not None else None
+        if desc is not None and not isinstance(desc, TensorDesc):
+            desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
+        return desc
+
+    def _output_dtype(self, index: int) -> DataType:
+        """`get_output_desc(index).data_type` without the copy (the IR's own checks)."""
+        desc = self._held_output_desc(index)
         if desc is not None:
-            if not isinstance(desc, TensorDesc):
-                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
             return desc._data_type
         if self._type == "Const" and "value" in self._attrs:
             value = self._attr_value("value")

@@ -270,10 +270,7 @@ def _known(desc: TensorDesc) -> bool:
 
 def _output_known(node: Node, index: int) -> bool:
     """`_known(node.get_output_desc(index))` without copying a desc the node holds."""
-    slot = node._out_slot(index)
-    if type(slot) is TensorDesc:
-        return slot._data_type != DataType.DT_UNDEFINED
-    return _known(node.get_output_desc(index))
+    return node._output_dtype(index) != DataType.DT_UNDEFINED
 
 
 def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
