@@ -1,9 +1,14 @@
 """`NoOpElimination`: remove nodes that hand their data input on unchanged.
 
-Identity; Dropout in inference; a Cast to the type it already has; a Reshape to the shape it
-already has; a Transpose by the identity permutation; Add/Sub of zeros, Mul/Div by ones and
-Pow by one when broadcasting changes nothing. Consumers read the data input instead. Every
-decision is made from what the descs say: a node whose dtype or shape is not known is kept.
+Identity; Dropout in inference; a Cast (or CastLike) to the type it already has; a Reshape,
+Flatten or Expand to the shape it already has, a Squeeze of nothing; a Transpose by the
+identity permutation; a Slice of everything with steps of one, a Pad by zeros, a Tile by
+ones; a Concat, Sum, Mean, Max or Min of one input and a Split into one output; Add/Sub of
+zeros, Mul/Div by ones and Pow by one when broadcasting changes nothing. Consumers read the
+data input instead. A node is removed only when its constant arguments and its input's
+desc prove it (or, for a non-constant argument, the output's desc says nothing changed): a
+node whose dtype or shape is not known is kept. The input's desc is the one to trust: an
+output desc inferred before constant folding may still have unknown dims.
 
 Signed zeros: Add(x, +0.0) is removed although IEEE 754 gives +0.0 for x = -0.0 (an equal
 value; only a 1/x or atan2 downstream sees the sign). Strictly only x + (-0.0) and
@@ -29,6 +34,7 @@ from ge.compiler.builtin._support import (
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node, Tensor, TensorDesc
 from ge.graph.types import data_type_to_onnx
+from ge.ops.onnx_node import node_opset
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -68,19 +74,148 @@ def _cast(node: Node) -> int | None:
     return 0 if same else None
 
 
-def _reshape(node: Node) -> int | None:
-    """Reshape to the static shape the input already has (per the descs; a constant target
-    shape must say the same)."""
+def _cast_like(node: Node) -> int | None:
+    """CastLike to the element type the input already has."""
+    dtype = known_dtype(node.get_input_desc(0))
+    if dtype is None or node.get_inputs_size() < 2:
+        return None
+    return 0 if known_dtype(node.get_input_desc(1)) == dtype else None
+
+
+def _unchanged_dims(node: Node) -> list[int] | None:
+    """The static dims of input 0 when output 0 has the same static dims and the same
+    known element type (per the descs), else None."""
     in_desc, out_desc = node.get_input_desc(0), node.get_output_desc(0)
-    dims, out_dims = static_dims(in_desc), static_dims(out_desc)
-    if dims is None or dims != out_dims or known_dtype(out_desc) != known_dtype(in_desc):
+    dims = static_dims(in_desc)
+    if dims is None or static_dims(out_desc) != dims:
         return None
-    if known_dtype(in_desc) is None:
+    dtype = known_dtype(in_desc)
+    return dims if dtype is not None and known_dtype(out_desc) == dtype else None
+
+
+def _const_ints(node: Node, index: int) -> list[int] | None:
+    """The values of constant input `index` as ints, or None (absent or not constant)."""
+    if node.get_inputs_size() <= index:
         return None
+    value = const_input(node, index)
+    if value is None:
+        return None
+    return [int(v) for v in np.asarray(value.numpy()).reshape(-1)]
+
+
+def _given(node: Node, index: int) -> bool:
+    """Whether optional input `index` is connected."""
+    return node.get_inputs_size() > index and node.get_input_producer(index) is not None
+
+
+def _reshape(node: Node) -> int | None:
+    """Reshape to the static shape the input already has: what a constant target shape
+    makes of the input's dims, else what the descs say."""
+    dims = static_dims(node.get_input_desc(0))
     target = const_input(node, 1) if node.get_inputs_size() > 1 else None
-    if target is not None and _reshaped(dims, target, node) != dims:
+    if target is not None and dims is not None:
+        return 0 if _reshaped(dims, target, node) == dims else None
+    return 0 if _unchanged_dims(node) is not None else None
+
+
+def _flatten(node: Node) -> int | None:
+    """Flatten of a 2-D value to the shape it already has ([a, b] with axis 1, or [1, b]
+    with axis 0)."""
+    dims = static_dims(node.get_input_desc(0))
+    if dims is None:
         return None
+    axis = int(node.get_attr("axis")) if node.has_attr("axis") else 1
+    axis = axis + len(dims) if axis < 0 else axis
+    return 0 if [math.prod(dims[:axis]), math.prod(dims[axis:])] == dims else None
+
+
+def _squeeze(node: Node) -> int | None:
+    """Squeeze without axes of a value that has no dim of size one."""
+    if node.has_attr("axes") or _given(node, 1):
+        return None
+    dims = static_dims(node.get_input_desc(0))
+    return 0 if dims is not None and 1 not in dims else None
+
+
+def _expand(node: Node) -> int | None:
+    """Expand to a shape the input already has: a constant shape broadcast with the
+    input's dims gives them back, else the descs say so."""
+    dims = static_dims(node.get_input_desc(0))
+    target = _const_ints(node, 1)
+    if target is not None and dims is not None:
+        try:
+            same = list(np.broadcast_shapes(tuple(dims), tuple(target))) == dims
+        except ValueError:
+            return None
+        return 0 if same else None
+    return 0 if _unchanged_dims(node) is not None else None
+
+
+def _slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None,
+                                          list[int]] | None:
+    """(starts, ends, axes or None for all, steps) of a Slice when constant, else None."""
+    if node_opset(node) < 10:
+        if not (node.has_attr("starts") and node.has_attr("ends")):
+            return None
+        starts = [int(v) for v in node.get_attr("starts")]
+        ends = [int(v) for v in node.get_attr("ends")]
+        axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
+        return starts, ends, axes, [1] * len(starts)
+    first, last = _const_ints(node, 1), _const_ints(node, 2)
+    axes = _const_ints(node, 3) if _given(node, 3) else None
+    steps = _const_ints(node, 4) if _given(node, 4) else [1] * len(first or ())
+    if first is None or last is None or (_given(node, 3) and axes is None) or steps is None:
+        return None
+    return first, last, axes, steps
+
+
+def _slice(node: Node) -> int | None:
+    """Slice whose every range is whole, with steps of one: computed from constant
+    arguments and the input's dims, else the descs say the shape is unchanged and the
+    steps are constant ones."""
+    dims = static_dims(node.get_input_desc(0))
+    arguments = _slice_arguments(node) if dims is not None else None
+    if arguments is None:
+        steps = _const_ints(node, 4) if _given(node, 4) else [1]
+        if steps is None or any(step != 1 for step in steps):
+            return None
+        return 0 if _unchanged_dims(node) is not None else None
+    assert dims is not None
+    starts, ends, axes, steps = arguments
+    axes = list(range(len(starts))) if axes is None else axes
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        return None
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        if not -len(dims) <= axis < len(dims) or step != 1:
+            return None
+        if len(range(dims[axis])[start:end]) != dims[axis]:  # ONNX clamps as Python does
+            return None
     return 0
+
+
+def _pad(node: Node) -> int | None:
+    """Pad by zeros on every side (the pads an attribute before opset 11, an input from)."""
+    if node_opset(node) < 11:
+        pads = [int(p) for p in node.get_attr("pads")] if node.has_attr("pads") else None
+    else:
+        pads = _const_ints(node, 1)
+    return 0 if pads is not None and not any(pads) else None
+
+
+def _tile(node: Node) -> int | None:
+    """Tile by ones."""
+    repeats = _const_ints(node, 1)
+    return 0 if repeats is not None and all(r == 1 for r in repeats) else None
+
+
+def _single_input(node: Node) -> int | None:
+    """Concat, Sum, Mean, Max or Min of one input."""
+    return 0 if node.get_inputs_size() == 1 else None
+
+
+def _split(node: Node) -> int | None:
+    """Split into one output (which then is the whole input)."""
+    return 0 if node.get_outputs_size() == 1 else None
 
 
 def _reshaped(dims: list[int], target: Tensor, node: Node) -> list[int] | None:
@@ -152,8 +287,17 @@ _RULES: dict[str, Callable[[Node], int | None]] = {
     "Identity": _identity,
     "Dropout": _dropout,
     "Cast": _cast,
+    "CastLike": _cast_like,
     "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Squeeze": _squeeze,
+    "Expand": _expand,
     "Transpose": _transpose,
+    "Slice": _slice,
+    "Pad": _pad,
+    "Tile": _tile,
+    "Split": _split,
+    **dict.fromkeys(("Concat", "Sum", "Mean", "Max", "Min"), _single_input),
     **dict.fromkeys(_NEUTRAL, _neutral_operand),
 }
 
