@@ -191,6 +191,31 @@ def test_constant_folding_keeps_output_names_of_a_graph_built_in_memory() -> Non
     assert ort_run(graph.to_onnx(), {})[0].tolist() == [4.0, 6.0]
 
 
+def test_constant_folding_refines_the_descs_its_constants_decide() -> None:
+    """A shape computed by Equal and Where from constants (the attention masks of the
+    vendored T5 and DistilBERT): onnx's inference cannot follow it, so the Expand's output
+    dims are unknown until the shape is folded; then the Expand and everything after it get
+    static dims, and NoOpElimination sees the Expand changes nothing."""
+    original = model([node("ConstantOfShape", ["count"], ["ones"], name="ones",
+                           value=helper.make_tensor("one", I64, [1], [1])),
+                      node("Mul", ["ones", "minus"], ["neg"], name="neg"),
+                      node("Equal", ["c", "neg"], ["eq"], name="eq"),
+                      node("Where", ["eq", "ones", "c"], ["shape"], name="where"),
+                      node("Expand", ["x", "shape"], ["e"], name="expand"),
+                      node("Relu", ["e"], ["y"], name="relu")],
+                     [vi("x", shape=[1, 3])], [vi("y", shape=["a", "b"])],
+                     [init("c", [1, -1], np.int64), init("minus", -1, np.int64),
+                      init("count", [2], np.int64)])
+    graph = load(original)
+    relu = graph.find_node_by_name("relu")
+    assert relu.get_output_desc(0).get_shape().is_unknown_shape()
+    assert run_pass(CF, graph)
+    assert relu.get_output_desc(0) == TensorDesc([1, 3], data_type=DataType.DT_FLOAT)
+    assert run_pass(NOOP, graph)
+    assert "Expand" not in histogram(graph)
+    assert_sound(graph, original, x_feeds([1, 3]))
+
+
 @pytest.mark.parametrize(("op", "attrs", "shape", "expected"), [
     ("Shape", {}, [2, 3, 4], [2, 3, 4]),
     ("Shape", {"start": 1}, [2, 3, 4], [3, 4]),

@@ -5,7 +5,10 @@ reference evaluator (`ge.ops.evaluate_node`); `Shape` and `Size` are also folded
 shape of their input is static, constant or not. Nodes are visited in topological order,
 so a chain of foldable nodes folds in one run; a small computation repeated across the
 model (inputs up to 4 KiB, e.g. a scale in every block) is evaluated once per run and its
-result given to each fold. Folding never makes the model much bigger:
+result given to each fold. The readers of the new constants get their output descs
+refined (`ge.ops.refinement`): inference ran before folding, so a shape computed from
+constants left their dims unknown, which the passes after this one would read. Folding
+never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
 larger than the constants it is computed from.
 
@@ -45,6 +48,7 @@ from ge.graph.keys import value_key
 from ge.graph.types import DataType, data_type_to_numpy
 from ge.ops.evaluation import NodeEvaluator, Signature
 from ge.ops.onnx_node import STRUCTURAL, node_opset, node_spec
+from ge.ops.refinement import refine_output_descs
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -340,9 +344,9 @@ def _agrees(desc: TensorDesc, value: Tensor) -> bool:
     return all(isinstance(d, str) or d < 0 or d == v for d, v in zip(shape, value.shape))
 
 
-def _replace(graph: Graph, node: Node, values: dict[int, Tensor]) -> None:
+def _replace(graph: Graph, node: Node, values: dict[int, Tensor]) -> list[Node]:
     """Put one `Const` per used output in place of `node`, under the output's value name
-    (so an output of a graph built in memory keeps its name too)."""
+    (so an output of a graph built in memory keeps its name too); returns the consumers."""
     consumers = {i: node.get_out_data_nodes_and_port_indexes(i) for i in values}
     value_names = {i: node.get_output_name(i) for i in values}
     base = f"{node.name}_folded"
@@ -355,6 +359,7 @@ def _replace(graph: Graph, node: Node, values: dict[int, Tensor]) -> None:
         const.update_output_desc(0, value.get_tensor_desc())
         for consumer, j in consumers[i]:
             graph.add_data_edge(const, 0, consumer, j)
+    return [consumer for edges in consumers.values() for consumer, _ in edges]
 
 
 @builtin_pass(name="ConstantFolding", step="origin_graph_optimize")
@@ -370,11 +375,15 @@ class ConstantFolding(FusionBasePass):
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         folder = _Folder(size_limit(context), self._evaluator, self._non_tensor)
         changed = False
+        readers: list[Node] = []  # of the new constants
         for node in graph.topological_order():
             if not _may_fold(node):
                 continue
             values = folder.values(node)
             if values is not None:
-                _replace(graph, node, values)
+                readers.extend(_replace(graph, node, values))
                 changed = True
+        # What the new constants decide downstream (a shape, a mask's dims), for the passes
+        # after this one: the descs were inferred before folding.
+        refine_output_descs(r for r in readers if r.owner_graph is not None and r.type != CONST)
         return SUCCESS if changed else NOT_CHANGED
