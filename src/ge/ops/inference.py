@@ -240,8 +240,10 @@ class _Decoder:
     """`desc_from_value_info`, decoding each distinct type once.
 
     Most values of a large model share a handful of types (`float[1,8,16]`); the desc of
-    each value is a copy of its type's desc remembering its own value info as its source,
-    which is exactly what `desc_from_value_info(vi)` makes (it reads nothing but `vi.type`).
+    each value is a copy of its type's desc. Their source (what export reuses while a desc
+    says the same) is one detached, unnamed copy of the type's value info, shared: a
+    reference into the inferred model would keep all of it alive, about 440 MB beside a
+    200,000-node graph.
     """
 
     def __init__(self) -> None:
@@ -257,15 +259,18 @@ class _Decoder:
             return self._by_type[key]
         except KeyError:
             typed = tp.WhichOneof("value") == "tensor_type" and bool(tp.tensor_type.elem_type)
-            template = self._by_type[key] = desc_from_value_info(vi) if typed else None
+            template = None
+            if typed:
+                detached = onnx.ValueInfoProto()
+                detached.type.CopyFrom(tp)
+                template = desc_from_value_info(detached)
+            self._by_type[key] = template
             return template
 
     @staticmethod
     def desc(vi: onnx.ValueInfoProto, template: TensorDesc) -> TensorDesc:
-        """`desc_from_value_info(vi)`, given `typed(vi)`."""
-        desc = template.copy()
-        desc._source = vi  # (its `_source_key`, the decoded shape and type, is the same)
-        return desc
+        """`desc_from_value_info(vi)`, given `typed(vi)`, without a reference to `vi`."""
+        return template.copy()
 
 
 class _Types:
@@ -427,9 +432,13 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     # two sibling bodies defining the same name (legal) would read each other's values, and
     # a Reshape in one branch would get the other's shape. Then types are inferred without it.
     data_prop = not (root.get_all_subgraphs() and _names_repeat_across_graphs(gp))
+    # onnx serializes the model for its C++ side anyway: handing it the bytes lets the
+    # Python message go first (about 150 MB less at the peak for 200,000 nodes).
+    serialized = model.SerializeToString()
+    del model, gp
     try:
         inferred = shape_inference.infer_shapes(
-            model, check_type=strict, strict_mode=strict, data_prop=data_prop
+            serialized, check_type=strict, strict_mode=strict, data_prop=data_prop
         )
     except Exception as err:
         raise ShapeInferenceError(
