@@ -217,3 +217,51 @@ def test_a_rolled_back_inference_leaves_every_desc_as_it_was(tmp_path: Path) -> 
             for i in range(n.get_outputs_size())] == before
     graph.save(tmp_path / "again.onnx")
     assert (tmp_path / "again.onnx").read_bytes() == source.read_bytes()
+
+
+def _broadcast_after_unsqueeze() -> onnx.ModelProto:
+    """y = x[4] * Unsqueeze(v[3], -1): broadcasts to [3, 4] (found by tools/fuzz_compile.py)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["v", "axes"], ["u"], name="unsqueeze"),
+         helper.make_node("Mul", ["x", "u"], ["y"], name="mul")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(np.array([-1], np.int64), "axes")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_fault_of_onnx_data_propagation_does_not_refuse_a_valid_model(tmp_path: Path) -> None:
+    """onnx 1.23's data propagation rejects the model ("Invalid rank for Mul broadcasting:
+    (4) vs (3)"), its inference without it and onnxruntime accept it: ge compiles it."""
+    import onnxruntime as ort
+
+    import ge
+
+    source = _broadcast_after_unsqueeze()
+    graph = load(source)
+    infer_shapes(graph, strict=True)
+    assert graph.find_node_by_name("mul").get_output_desc(0) == TensorDesc(
+        [3, 4], data_type=DataType.DT_FLOAT)
+    ge.compile(source).save(tmp_path / "out.onnx")
+    feeds = {"x": np.arange(4, dtype=np.float32), "v": np.arange(3, dtype=np.float32)}
+    (got,) = ort.InferenceSession(str(tmp_path / "out.onnx")).run(None, feeds)
+    np.testing.assert_array_equal(got, feeds["x"] * feeds["v"][:, None])
+
+
+def test_a_model_onnx_rejects_without_data_propagation_is_still_refused() -> None:
+    """The retry without data propagation judges the model: a real broadcasting error is
+    GE1305 naming the node."""
+    source = _broadcast_after_unsqueeze()
+    source.graph.node[0].input[1] = "axes0"
+    source.graph.initializer[0].name = "axes0"
+    source.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(
+        np.array([0], np.int64), "axes0"))  # Unsqueeze to [1, 3]: [4] * [1, 3] is invalid
+    graph = load(source)
+    with pytest.raises(ShapeInferenceError) as caught:
+        infer_shapes(graph, strict=True)
+    assert caught.value.code == "GE1305"
+    assert "mul" in caught.value.nodes
+    assert "Incompatible dimensions" in str(caught.value)

@@ -437,14 +437,28 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     serialized = model.SerializeToString()
     del model, gp
     try:
-        inferred = shape_inference.infer_shapes(
-            serialized, check_type=strict, strict_mode=strict, data_prop=data_prop
-        )
+        inferred = _infer(serialized, strict, data_prop)
     except Exception as err:
-        raise ShapeInferenceError(
-            f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
-            nodes=_nodes_named_in(str(err))) from err
+        if not data_prop:
+            raise _inference_error(root, err) from err
+        # onnx's data propagation has faults of its own (1.23 rejects x[4] * Unsqueeze(v[3],
+        # -1), which broadcasts to [3, 4]): the model is judged without it.
+        try:
+            inferred = _infer(serialized, strict, False)
+        except Exception as plain:
+            raise _inference_error(root, plain) from plain
     _copy_back(root, inferred.graph, exported)
+
+
+def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
+    return shape_inference.infer_shapes(
+        serialized, check_type=strict, strict_mode=strict, data_prop=data_prop)
+
+
+def _inference_error(root: Graph, err: Exception) -> ShapeInferenceError:
+    return ShapeInferenceError(
+        f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
+        nodes=_nodes_named_in(str(err)))
 
 
 def _names_repeat_across_graphs(graph: onnx.GraphProto) -> bool:
