@@ -1,0 +1,368 @@
+"""Differential fuzzer of `ge.compile`: random small ONNX models, compiled with every built-in
+pass, must save, pass the strict checker, load back, keep their outputs and compute the same
+values in onnxruntime as the original.
+
+    .venv/bin/python tools/fuzz_compile.py --seeds 0:500 [--ops Add,Mul] [--keep DIR] [--jobs N]
+        [--minimise]  # with --keep: also DIR/seed_N.min.onnx + .npz, cut down to the finding
+        [--stats]     # the op and form histogram of the seeds' models, nothing compiled
+
+A model that onnxruntime cannot load or run in its original form is skipped, not a finding.
+The models come from `tools/fuzz_models.py` (one per seed, deterministic); `fuzz_seed(seed)`
+and `check_model(model, feeds)` are what tests call."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+import ge
+import ge.errors
+import ge.graph
+
+# `tools/` is not a package: its modules import each other by name (as when this file runs
+# as a script), also when a test loads this file by path.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzz_models
+
+RTOL = ATOL = 1e-4
+#: The checks, in the order they run; a finding's kind is the first that failed.
+KINDS = ("generator", "ge-error", "crash", "save", "checker", "reload", "outputs",
+         "ort-compiled", "numerics")
+CompileFn = Callable[[str], Any]  # path -> something with .save(path)
+
+
+@dataclass
+class FuzzOutcome:
+    """What one seed gave: status "ok", "skipped" or "finding"; kind says which check (for a
+    skip, why); message is one short line."""
+
+    seed: int
+    status: str
+    kind: str = ""
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    model: onnx.ModelProto | None = field(default=None, repr=False, compare=False)
+    #: the passes that changed the graph (from the compile report, when there is one)
+    changed: tuple[str, ...] = ()
+
+
+def _session(model: onnx.ModelProto | str) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    options.intra_op_num_threads = 1
+    source = model if isinstance(model, str) else model.SerializeToString()
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def run_ort(model: onnx.ModelProto | str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The outputs of `model` in onnxruntime (CPU, no graph optimisations), in graph order."""
+    session = _session(model)
+    names = [o.name for o in session.get_outputs()]
+    return session.run(names, feeds)
+
+
+def compare(expected: list[np.ndarray], actual: list[np.ndarray], names: list[str]) -> str:
+    """'' when the outputs agree (floats within RTOL/ATOL, NaN equal to NaN, the rest exact),
+    else a short description of the first difference."""
+    if len(expected) != len(actual):
+        return f"{len(actual)} outputs, expected {len(expected)}"
+    for name, e, a in zip(names, expected, actual):
+        e, a = np.asarray(e), np.asarray(a)
+        if e.dtype != a.dtype or e.shape != a.shape:
+            return f"output {name}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
+        if np.issubdtype(e.dtype, np.floating):
+            bad = ~np.isclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True)
+        else:
+            bad = a != e
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            return (f"output {name}: {int(bad.sum())}/{e.size} differ, at {list(i)} "
+                    f"{a[i]!r} vs expected {e[i]!r}")
+    return ""
+
+
+def _short(err: BaseException) -> str:
+    text = " ".join(f"{type(err).__name__}: {err}".split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def fuzz_seed(seed: int, ops: set[str] | None = None,
+              compile_fn: CompileFn | None = None) -> FuzzOutcome:
+    """Build the model of `seed`, compile it (`ge.compile` unless `compile_fn` is given: a
+    function of a model path returning something with `.save(path)`) and check the result."""
+    try:
+        fm = fuzz_models.build(seed, ops)
+    except Exception as err:  # a fuzzer bug: reported, never hidden
+        return FuzzOutcome(seed, "finding", "generator", _short(err))
+    return check_model(fm.model, fm.inputs, seed, compile_fn)
+
+
+def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int = -1,
+                compile_fn: CompileFn | None = None) -> FuzzOutcome:
+    """Compile `model` and run every check on it with `feeds` (see `fuzz_seed`)."""
+
+    def finding(kind: str, message: str, notes: tuple[str, ...] = ()) -> FuzzOutcome:
+        return FuzzOutcome(seed, "finding", kind, message, notes, model)
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as err:  # the generator made an invalid model
+        return FuzzOutcome(seed, "skipped", "invalid-original", _short(err), model=model)
+    try:
+        expected = run_ort(model, feeds)
+    except Exception as err:
+        return FuzzOutcome(seed, "skipped", "ort-original", _short(err), model=model)
+    names = [o.name for o in model.graph.output]
+    compile_fn = compile_fn or ge.compile  # looked up now: a test may patch ge.compile
+    with tempfile.TemporaryDirectory(prefix=f"fuzz_{seed}_") as tmp:
+        original, compiled = f"{tmp}/original.onnx", f"{tmp}/compiled.onnx"
+        onnx.save(model, original)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = compile_fn(original)
+            except ge.errors.GeError as err:
+                return finding("ge-error", _short(err))
+            except Exception as err:
+                return finding("crash", _short(err))
+        notes = tuple(dict.fromkeys(_short(w.message) for w in caught))  # type: ignore[arg-type]
+        try:
+            result.save(compiled)
+        except Exception as err:
+            return finding("save", _short(err), notes)
+        try:
+            onnx.checker.check_model(compiled, full_check=True)
+        except Exception as err:
+            return finding("checker", _short(err), notes)
+        try:
+            ge.graph.load(compiled)
+        except Exception as err:
+            return finding("reload", _short(err), notes)
+        got = [o.name for o in onnx.load(compiled).graph.output]
+        if got != names:
+            return finding("outputs", f"outputs {got}, expected {names}", notes)
+        try:
+            actual = run_ort(compiled, feeds)
+        except Exception as err:
+            return finding("ort-compiled", _short(err), notes)
+    diff = compare(expected, actual, names)
+    if diff:
+        return finding("numerics", diff, notes)
+    report = getattr(result, "report", None)
+    changed = tuple(dict.fromkeys(r.pass_name for r in getattr(report, "records", ())
+                                  if r.changed))
+    return FuzzOutcome(seed, "ok", warnings=notes, changed=changed)
+
+
+def _prune(model: onnx.ModelProto, feeds: dict[str, np.ndarray], nodes: bool = True
+           ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Drop the nodes (unless told), initializers and inputs that no graph output needs."""
+    graph = model.graph
+    needed = {o.name for o in graph.output}
+    keep = []
+    for node in reversed(graph.node):
+        if not nodes or any(o in needed for o in node.output):
+            keep.append(node)
+            needed.update(node.input)
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(reversed(keep))
+    inputs = {i.name for i in graph.input}
+    for field_name in ("initializer", "input", "value_info"):
+        items = [t for t in getattr(graph, field_name)
+                 if t.name in needed and (field_name != "value_info" or t.name not in inputs)]
+        del getattr(out.graph, field_name)[:]
+        getattr(out.graph, field_name).extend(items)
+    return out, {k: v for k, v in feeds.items() if k in needed}
+
+
+def _cut(model: onnx.ModelProto, feeds: dict[str, np.ndarray], index: int
+         ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] | None:
+    """Node `index` replaced by graph inputs holding the values it computed on `feeds`."""
+    node = model.graph.node[index]
+    try:
+        typed = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        types = {v.name: v.type for v in [*typed.graph.value_info, *typed.graph.output]}
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        del probe.graph.output[:]
+        probe.graph.output.extend(onnx.helper.make_value_info(o, types[o]) for o in node.output)
+        values = run_ort(probe, feeds)
+    except Exception:
+        return None
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[index]
+    new_feeds = dict(feeds)
+    for name, value in zip(node.output, values):
+        out.graph.input.append(onnx.helper.make_tensor_value_info(
+            name, types[name].tensor_type.elem_type, value.shape))
+        new_feeds[name] = value
+    kept = [v for v in out.graph.value_info if v.name not in node.output]
+    del out.graph.value_info[:]
+    out.graph.value_info.extend(kept)
+    return out, new_feeds
+
+
+def minimise(model: onnx.ModelProto, feeds: dict[str, np.ndarray], kind: str,
+             compile_fn: CompileFn | None = None
+             ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A smaller model (and its feeds) with a finding of the same kind: outputs dropped and
+    nodes cut off (the values they computed become inputs) while the finding stays."""
+
+    Model = tuple[onnx.ModelProto, dict[str, np.ndarray]]
+
+    def smaller(candidate: Model | None) -> Model | None:
+        """The candidate without its dead nodes, or as it is, if it keeps the finding."""
+        options = (_prune(*candidate), _prune(*candidate, nodes=False)) if candidate else ()
+        for option in options:
+            outcome = check_model(*option, compile_fn=compile_fn)
+            if outcome.status == "finding" and outcome.kind == kind:
+                return option
+        return None
+
+    current = smaller((model, feeds)) or (model, feeds)
+    progress = True
+    while progress:
+        progress = False
+        for i in range(len(current[0].graph.output) - 1, -1, -1):
+            if len(current[0].graph.output) < 2:
+                break
+            fewer = onnx.ModelProto()
+            fewer.CopyFrom(current[0])
+            del fewer.graph.output[i]
+            found = smaller((fewer, current[1]))
+            if found:
+                current, progress = found, True
+        for i in range(len(current[0].graph.node) - 1, -1, -1):
+            if i < len(current[0].graph.node):
+                found = smaller(_cut(*current, i))
+                if found:
+                    current, progress = found, True
+    return current
+
+
+def parse_seeds(text: str) -> range:
+    """'A:B' is seeds A..B-1, 'N' is the one seed N."""
+    if ":" in text:
+        start, stop = text.split(":", 1)
+        return range(int(start or 0), int(stop))
+    return range(int(text), int(text) + 1)
+
+
+def _fuzz_args(args: tuple[int, set[str] | None]) -> FuzzOutcome:
+    return fuzz_seed(*args)
+
+
+def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int
+              ) -> Iterable[FuzzOutcome]:
+    """The outcome of every seed, in seed order, over `jobs` processes."""
+    work = [(s, ops) for s in seeds]
+    if jobs <= 1:
+        yield from map(_fuzz_args, work)
+        return
+    context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with context.Pool(jobs) as pool:
+        yield from pool.imap(_fuzz_args, work, chunksize=8)
+
+
+def op_histogram(seeds: Iterable[int], ops: set[str] | None) -> tuple[Counter[str], Counter[str]]:
+    """How often each op type (nodes of the built models) and each generator form occurs."""
+    types: Counter[str] = Counter()
+    tags: Counter[str] = Counter()
+    for seed in seeds:
+        fm = fuzz_models.build(seed, ops)
+        types.update(n.op_type for n in fm.model.graph.node)
+        types["<initializer>"] += len(fm.model.graph.initializer)
+        tags.update(fm.tags)
+        tags[f"opset:{fm.opset}"] += 1
+    return types, tags
+
+
+def _keep_minimised(outcome: FuzzOutcome, ops: set[str] | None, folder: Path) -> None:
+    fm = fuzz_models.build(outcome.seed, ops)
+    model, feeds = minimise(fm.model, fm.inputs, outcome.kind)
+    onnx.save(model, folder / f"seed_{outcome.seed}.min.onnx")
+    np.savez(folder / f"seed_{outcome.seed}.min.npz", **feeds)  # type: ignore[arg-type]
+    print(f"  minimised to {len(model.graph.node)} nodes: seed_{outcome.seed}.min.onnx")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; 1 if any seed gave a finding."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="0:500", help="A:B (B excluded) or one seed")
+    parser.add_argument("--ops", help="comma-separated generator names (op types, LayerNorm, "
+                        f"Gelu, ...): {', '.join(fuzz_models.GENERATORS)}")
+    parser.add_argument("--keep", type=Path, help="write each finding's model as DIR/seed_N.onnx")
+    parser.add_argument("--minimise", action="store_true",
+                        help="with --keep, also write each finding minimised: seed_N.min.onnx "
+                        "and its inputs, seed_N.min.npz")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--stats", action="store_true",
+                        help="print the op and form histogram of the seeds' models and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print skips too")
+    args = parser.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    ops = set(args.ops.split(",")) if args.ops else None
+    if ops and ops - set(fuzz_models.GENERATORS):
+        parser.error(f"unknown --ops {sorted(ops - set(fuzz_models.GENERATORS))}; known: "
+                     f"{', '.join(fuzz_models.GENERATORS)}")
+    if args.stats:
+        types, tags = op_histogram(seeds, ops)
+        for title, counts in (("op type", types), ("form", tags)):
+            print(f"{title:<32} count")
+            for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+                print(f"{key:<32} {n}")
+            print()
+        return 0
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    status: Counter[str] = Counter()
+    kinds: Counter[tuple[str, str]] = Counter()
+    warned = 0
+    start = time.perf_counter()
+    for outcome in run_seeds(seeds, ops, args.jobs):
+        status[outcome.status] += 1
+        warned += bool(outcome.warnings)
+        if outcome.status != "ok":
+            kinds[(outcome.status, outcome.kind)] += 1
+        if outcome.status == "finding" or (args.verbose and outcome.status == "skipped"):
+            print(f"seed {outcome.seed}: {outcome.status} {outcome.kind}: {outcome.message}",
+                  flush=True)
+            if args.keep and outcome.model is not None and outcome.status == "finding":
+                onnx.save(outcome.model, args.keep / f"seed_{outcome.seed}.onnx")
+                if args.minimise:
+                    _keep_minimised(outcome, ops, args.keep)
+    seconds = time.perf_counter() - start
+    print(f"\nseeds {len(seeds)} in {seconds:.1f} s ({len(seeds) / max(seconds, 1e-9):.1f}/s)")
+    print(f"{'ok':<24} {status['ok']}")
+    print(f"{'skipped':<24} {status['skipped']}")
+    for (kind_status, kind), n in sorted(kinds.items()):
+        if kind_status == "skipped":
+            print(f"  {kind:<22} {n}")
+    print(f"{'findings':<24} {status['finding']}")
+    for kind in KINDS:
+        print(f"  {kind:<22} {kinds[('finding', kind)]}")
+    print(f"{'with compile warnings':<24} {warned}")
+    return 1 if status["finding"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

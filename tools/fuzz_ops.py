@@ -1,0 +1,369 @@
+"""Generators of the fuzzer's models: elementwise operators, linear algebra (MatMul, Gemm,
+Conv, BatchNormalization) and normalisations (reductions, Softmax, LayerNorm and Gelu in
+primitives), often in a fusable form or a near miss that must not fuse."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from fuzz_builder import BOOL, FLOAT, INT64, MAX_NUMEL, Builder, Value, broadcast
+
+# -- elementwise ----------------------------------------------------------------------------
+DISCONTINUOUS = ("Floor", "Ceil", "Round", "Sign")
+
+
+def g_unary(b: Builder, op: str) -> bool:
+    """`op` on a value (Sqrt and Reciprocal mostly of a positive one, so NaN stays rare)."""
+    v = b.pick(ok=lambda v: v.exact) if op in DISCONTINUOUS else b.pick()
+    if v is None:
+        return False
+    if op == "Sqrt" and b.chance(0.9):  # else NaN for negative inputs, rarely
+        v = b.op("Abs", [v], v.shape)
+    elif op == "Reciprocal":
+        v = b.op("Add", [b.op("Abs", [v], v.shape), b.scalar(1.0)], v.shape)
+    b.op(op, [v], v.shape)
+    return True
+
+
+IDENTITY = {"Add": 0.0, "Sub": 0.0, "Mul": 1.0, "Div": 1.0, "Pow": 1.0}
+
+
+def g_binary(b: Builder, op: str) -> bool:
+    """`op` with broadcasting: of a constant, of another value, or of its identity element
+    (a no-op, or not quite when the constant broadcasts the value up); Add/Sub/Mul on ints too."""
+    ints = [v for v in b.values if v.dtype == INT64]
+    if op in ("Add", "Sub", "Mul") and ints and b.chance(0.2):
+        v = b.choice(ints)
+        c = b.const(b.rng.integers(-3, 4, size=b.bshape(v.shape)).astype(np.int64))
+        b.op(op, [v, c], broadcast(v.shape, c.shape) or v.shape, INT64)
+        return True
+    a = b.pick(ok=lambda v: v.numel <= MAX_NUMEL // 3)
+    if a is None:
+        return False
+    mode = b.choice(["noop", "const", "const", "value", "value"])
+    if op in ("Max", "Min") and mode == "noop":
+        mode = "const"
+    if op == "Pow" and mode == "value":
+        mode = "const"
+    other: Value | None = None
+    if mode == "noop" and op in IDENTITY:
+        shape = b.bshape(a.shape, grow=b.chance(0.2))
+        other = b.scalar(IDENTITY[op], shape)
+        b.tags[f"{op}:identity-operand{'-grows' if len(shape) > a.rank else ''}"] += 1
+    elif mode == "value":
+        base = a
+        other = b.pick(ok=lambda v: v is not base and broadcast(base.shape, v.shape) is not None)
+        if other is not None and op == "Div":
+            other = b.op("Add", [b.op("Abs", [other], other.shape), b.scalar(1.0)], other.shape)
+    if other is None:
+        shape = b.bshape(a.shape, grow=b.chance(0.1))
+        if op == "Pow":
+            exp = float(b.choice([2.0, 3.0, 1.0, 0.5]))
+            if exp == 0.5:
+                a = b.op("Abs", [a], a.shape)
+            other = (b.const(np.array(int(exp), dtype=np.int64)) if exp != 0.5 and b.chance(0.2)
+                     else b.scalar(exp))
+        elif op == "Div":
+            sign = np.where(b.rng.random(shape) < 0.5, -1.0, 1.0)
+            other = b.const((sign * b.rng.uniform(0.5, 2.0, shape)).astype(np.float32),
+                            pool=True)
+        else:
+            other = b.const(b.randn(shape), pool=b.chance(0.5))
+    out = broadcast(a.shape, other.shape)
+    if out is None:
+        return False
+    swap = op in ("Add", "Mul", "Max", "Min") and b.chance(0.4)
+    b.op(op, [other, a] if swap else [a, other], out)
+    return True
+
+
+def g_where(b: Builder) -> bool:
+    """Where of a comparison (of an exact value: a rewrite must not flip it) or a pooled bool."""
+    x = b.pick(ok=lambda v: v.numel <= MAX_NUMEL // 3)
+    if x is None:
+        return False
+    cond = b.pick(BOOL, ok=lambda v: broadcast(v.shape, x.shape) is not None)
+    if cond is None or b.chance(0.5):
+        src = b.pick(ok=lambda v: v.exact and broadcast(v.shape, x.shape) is not None)
+        if src is None:
+            return False
+        cmp = b.choice(["Greater", "Less", "Equal", "GreaterOrEqual"])
+        cond = b.op(cmp, [src, b.scalar(0.0 if cmp != "Equal" else 1.0)], src.shape, BOOL)
+    y = b.pick(ok=lambda v: v is not x and broadcast(v.shape, x.shape, cond.shape) is not None)
+    if y is None or b.chance(0.4):
+        y = b.const(b.randn(b.bshape(x.shape)))
+    shape = broadcast(cond.shape, x.shape, y.shape)
+    if shape is None:
+        return False
+    b.op("Where", [cond, x, y] if b.chance(0.7) else [cond, y, x], shape)
+    return True
+
+
+def g_int(b: Builder) -> bool:
+    """Integer arithmetic (Div and Mod of negative numbers included), comparisons and casts."""
+    v = b.pick(INT64)
+    if v is None:
+        return False
+    what = b.choice(["cast", "equal", "arith", "divmod", "unary"])
+    if what == "cast":
+        b.op("Cast", [v], v.shape, to=FLOAT)
+    elif what == "equal":
+        b.op("Equal", [v, b.const(np.array(1, dtype=np.int64))], v.shape, BOOL)
+    elif what == "arith":
+        b.op(b.choice(["Add", "Mul", "Sub"]), [v, b.const(np.array(2, dtype=np.int64))],
+             v.shape, INT64)
+    elif what == "unary":
+        b.op(b.choice(["Neg", "Abs", "Sign"]), [v], v.shape, INT64)
+    else:  # integer division and modulo of negative numbers: truncation vs floor
+        v = b.op("Sub", [v, b.const(np.array(3, dtype=np.int64))], v.shape, INT64)
+        d = b.const(np.array(int(b.choice([2, -2, 3])), dtype=np.int64))
+        if b.chance(0.5):
+            b.op("Div", [v, d], v.shape, INT64)
+        else:
+            attrs: dict[str, Any] = {"fmod": 1} if b.chance(0.5) else {}
+            b.op("Mod", [v, d], v.shape, INT64, **attrs)
+    return True
+
+
+# -- linear algebra -------------------------------------------------------------------------
+def g_matmul(b: Builder, bias: bool) -> bool:
+    """MatMul of a 1-D, 2-D or batched value by a weight, then (bias) an Add of various
+    shapes (MatMulAddFusion) or a BatchNormalization (GemmBatchNormFusion)."""
+    a = b.pick(ok=lambda v: v.rank >= 1 and v.numel <= 96)
+    if a is None:
+        return False
+    k, n = a.shape[-1], int(b.rng.integers(1, 6))
+    w_shape: tuple[int, ...]
+    out: tuple[int, ...]
+    if a.rank == 1:
+        w_shape, out = (k, n), (n,)
+    elif b.chance(0.1):
+        w_shape, out = (k,), a.shape[:-1]
+    elif a.rank >= 3 and b.chance(0.3):
+        w_shape, out = (*a.shape[:-2], k, n), (*a.shape[:-1], n)
+    else:
+        w_shape, out = (k, n), (*a.shape[:-1], n)
+    w = b.pick(ok=lambda v: v.shape == w_shape and v is not a) if b.chance(0.2) else None
+    w = w or b.const(b.randn(w_shape, 1 / math.sqrt(k)))
+    y = b.op("MatMul", [a, w], out)
+    if not bias and len(out) == 2 and b.chance(0.3):  # GemmBatchNormFusion from a MatMul
+        batch_norm(b, y, out[1])
+    if bias and out:
+        choices = [(out[-1],), (1, out[-1]), out, ()]
+        if len(out) == 2:
+            choices.append((out[0], 1))
+        if len(out) >= 2:
+            choices.append((1, 1, out[-1]))
+        c_shape = b.choice(choices)
+        c = b.const(b.randn(c_shape)) if b.chance(0.85) else b.pick(
+            ok=lambda v: v.shape == c_shape) or b.const(b.randn(c_shape))
+        shape = broadcast(out, c_shape) or out
+        y = b.op("Add", [y, c] if b.chance(0.7) else [c, y], shape)
+        if len(shape) == 2 and b.chance(0.25):
+            batch_norm(b, y, shape[1])
+    return True
+
+
+def g_gemm(b: Builder) -> bool:
+    """Gemm with transposes, alpha, beta and a C of every shape that broadcasts, sometimes
+    followed by a BatchNormalization; a value of another rank is flattened first."""
+    a = b.pick(ok=lambda v: v.rank == 2 and v.numel <= 96)
+    if a is None:
+        src = b.pick(ok=lambda v: v.rank >= 1 and v.numel <= 96)
+        if src is None:
+            return False
+        axis = int(b.rng.integers(0, src.rank + 1))
+        a = b.op("Flatten", [src], (math.prod(src.shape[:axis]), math.prod(src.shape[axis:])),
+                 axis=axis)
+    trans_a, trans_b = b.chance(0.3), b.chance(0.3)
+    m, k = a.shape[::-1] if trans_a else a.shape
+    n = int(b.rng.integers(1, 6))
+    w = b.const(b.randn((n, k) if trans_b else (k, n), 1 / math.sqrt(k)))
+    inputs: list[Value | str] = [a, w]
+    attrs: dict[str, Any] = {}
+    if trans_a:
+        attrs["transA"] = 1
+    if trans_b:
+        attrs["transB"] = 1
+    if b.chance(0.3):
+        attrs["alpha"] = float(b.choice([0.5, 1.0, 2.0]))
+    if b.chance(0.7):
+        inputs.append(b.const(b.randn(b.choice([(n,), (1, n), (m, n), (m, 1), ()]))))
+        if b.chance(0.3):
+            attrs["beta"] = float(b.choice([0.5, 1.0, 2.0]))
+    y = b.op("Gemm", inputs, (m, n), **attrs)
+    if b.chance(0.35):
+        batch_norm(b, y, n)
+    return True
+
+
+def batch_norm(b: Builder, x: Value, channels: int) -> Value:
+    """An inference BatchNormalization of `x` over `channels` with constant statistics."""
+    stats = [b.const(b.randn((channels,))), b.const(b.randn((channels,))),
+             b.const(b.randn((channels,))),
+             b.const(b.rng.uniform(0.5, 2.0, channels).astype(np.float32))]
+    attrs: dict[str, Any] = {"epsilon": float(b.choice([1e-5, 1e-3]))}
+    if b.opset >= 14 and b.chance(0.3):
+        attrs["training_mode"] = 0
+    return b.op("BatchNormalization", [x, *stats], x.shape, **attrs)
+
+
+def g_batchnorm(b: Builder) -> bool:
+    """A BatchNormalization of any value of rank >= 2 (folded only when constant)."""
+    x = b.pick(ok=lambda v: v.rank >= 2)
+    if x is None:
+        return False
+    batch_norm(b, x, x.shape[1])
+    return True
+
+
+def g_conv(b: Builder) -> bool:
+    """Conv (grouped, padded, strided, with or without bias), then a BatchNormalization or
+    Mul/Add by constants that vary per channel or not (ConvBatchNorm/ConvAddMul fusions)."""
+    x = b.pick(ok=lambda v: v.rank in (3, 4) and v.numel <= 160)
+    if x is None:
+        return False
+    c, spatial = x.shape[1], x.shape[2:]
+    group = c if c > 1 and b.chance(0.25) else 1
+    m = c * int(b.rng.integers(1, 3)) if group > 1 else int(b.rng.integers(1, 5))
+    k = int(b.rng.integers(1, min(3, min(spatial)) + 1))
+    pad = int(b.rng.integers(0, k)) if k > 1 else 0
+    stride = int(b.choice([1, 1, 2]))
+    out = [(d + 2 * pad - k) // stride + 1 for d in spatial]
+    rank = len(spatial)
+    w = b.const(b.randn((m, c // group, *[k] * rank), 1 / math.sqrt(k * k * c)))
+    inputs: list[Value | str] = [x, w]
+    if b.chance(0.5):
+        inputs.append(b.const(b.randn((m,))))
+    attrs: dict[str, Any] = {}
+    if pad:
+        attrs["pads"] = [pad] * (2 * rank)
+    if stride > 1:
+        attrs["strides"] = [stride] * rank
+    if group > 1:
+        attrs["group"] = group
+    if b.chance(0.5):
+        attrs["kernel_shape"] = [k] * rank
+    y = b.op("Conv", inputs, (x.shape[0], m, *out), **attrs)
+    after = b.rng.random()
+    if after < 0.5:
+        batch_norm(b, y, m)
+    elif after < 0.8:  # per-channel (or not quite) Mul / Add: ConvAddMulFusion
+        for op in b.choice([["Mul", "Add"], ["Add", "Mul"], ["Mul"], ["Add"], ["Mul", "Mul"]]):
+            c_shape = b.choice([(m, *[1] * rank), (1, m, *[1] * rank), (), (1,), (m,),
+                                (out[-1],), (1, 1, *out), (2, m, *[1] * rank)])
+            shape = broadcast(y.shape, c_shape)
+            if shape is None:
+                continue
+            scale = b.const(b.randn(c_shape))
+            y = b.op(op, [y, scale] if b.chance(0.7) else [scale, y], shape)
+    return True
+
+
+# -- normalisations -------------------------------------------------------------------------
+def g_reduce(b: Builder, op: str) -> bool:
+    """`op` over some axes (attribute or input per opset), keepdims or not, or the no-op
+    form: empty axes with noop_with_empty_axes."""
+    x = b.pick(ok=lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    r = x.rank
+    keep = int(b.chance(0.6))
+    attr_before = 13 if op == "ReduceSum" else 18
+    if b.opset >= attr_before and b.chance(0.1):  # empty axes with noop_with_empty_axes=1
+        b.op(op, [x, b.ints([])], x.shape, noop_with_empty_axes=1)
+        b.tags[f"{op}:noop-empty-axes"] += 1
+        return True
+    if b.chance(0.15):
+        axes, chosen = None, set(range(r))
+    else:
+        chosen = {int(a) for a in b.rng.choice(r, int(b.rng.integers(1, r + 1)), replace=False)}
+        axes = [a - r if b.chance(0.3) else a for a in sorted(chosen)]
+    extra, attrs = b.axes_arg(op, axes, attr_before)
+    shape = [1 if i in chosen else d for i, d in enumerate(x.shape) if keep or i not in chosen]
+    b.op(op, [x, *extra], shape, keepdims=keep, **attrs)
+    return True
+
+
+def g_softmax(b: Builder) -> bool:
+    """Softmax over a random axis."""
+    x = b.pick(ok=lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    b.op("Softmax", [x], x.shape, axis=int(b.rng.integers(-x.rank, x.rank)))
+    return True
+
+
+def g_layernorm(b: Builder) -> bool:
+    """LayerNorm in primitives (LayerNormFusion), in its variants and near misses (the
+    Sub reversed, another exponent, another X) that must not fuse."""
+    x = b.pick(ok=lambda v: v.rank >= 1 and v.shape[-1] >= 2)
+    if x is None:
+        return False
+    k = 2 if x.rank >= 2 and b.chance(0.3) else 1
+    axes = list(range(-k, 0)) if b.chance(0.5) else list(range(x.rank - k, x.rank))
+    red = (*x.shape[:-k], *[1] * k)
+    normed = x.shape[-k:]
+    # A row of equal values has a variance of 0 and its normalisation magnifies rounding by
+    # 1/sqrt(eps): any rewrite then changes the numbers. A spread added first prevents that.
+    spread = np.linspace(-2, 2, math.prod(normed), dtype=np.float32).reshape(normed)
+    x = b.op("Add", [x, b.const(b.rng.permutation(spread.ravel()).reshape(normed))], x.shape)
+    shared = b.axes_arg("ReduceMean", axes, 18)
+
+    def mean(v: Value) -> Value:
+        extra, attrs = shared if b.chance(0.5) else b.axes_arg("ReduceMean", axes, 18)
+        return b.op("ReduceMean", [v, *extra], red, keepdims=1, **attrs)
+
+    miss = b.choice(["none"] * 6 + ["sub-order", "int-exponent", "exponent-4", "other-x"])
+    b.tags[f"LayerNorm:variant-{miss}"] += 1
+    m = mean(x)
+    other = b.pick(ok=lambda v: v.shape == x.shape and v is not x) if miss == "other-x" else None
+    d = b.op("Sub", [m, x] if miss == "sub-order" else [other or x, m], x.shape)
+    exponent = (b.const(np.array(2, dtype=np.int64)) if miss == "int-exponent"
+                else b.scalar(4.0 if miss == "exponent-4" else 2.0))
+    var = mean(b.op("Pow", [d, exponent], x.shape))
+    std = b.op("Sqrt", [b.op("Add", [var, b.scalar(float(b.choice([1e-5, 1e-4])))],
+                              red)], red)
+    if b.chance(0.75):
+        n = b.op("Div", [d, std], x.shape)
+    else:
+        n = b.op("Mul", [d, b.op("Reciprocal", [std], red)], x.shape)
+    g_shape = normed if b.chance(0.7) else (1, *normed)
+    y = b.op("Mul", [n, b.const(b.randn(g_shape))], broadcast(x.shape, g_shape) or x.shape)
+    if b.chance(0.8):
+        b.op("Add", [y, b.const(b.randn(normed))], y.shape)
+    b.tags["LayerNorm:pattern"] += 1
+    return True
+
+
+def g_gelu(b: Builder) -> bool:
+    """GELU in its Erf form, in the three orderings of the product (GeluFusion), and near
+    misses (wrong constants, a 0.5 that broadcasts, Div by 2) that must not fuse."""
+    x = b.pick()
+    if x is None:
+        return False
+    miss = b.choice(["none"] * 5 + ["mul-sqrt2", "half-0.6", "half-wide", "div-2"])
+    b.tags[f"Gelu:variant-{miss}"] += 1
+    if miss == "mul-sqrt2":
+        s = b.op("Mul", [x, b.scalar(1.4142135)], x.shape)
+    elif b.chance(0.5):
+        s = b.op("Div", [x, b.scalar(1.4142135)], x.shape)
+    else:
+        s = b.op("Mul", [x, b.scalar(0.70710677)], x.shape)
+    t = b.op("Add", [b.op("Erf", [s], x.shape), b.scalar(1.0)], x.shape)
+    h_shape = (1,) * (x.rank + 1) if miss == "half-wide" else b.choice([(), (1,)])
+    half = b.scalar(0.6 if miss == "half-0.6" else 0.5, h_shape)
+    y_shape = broadcast(x.shape, h_shape) or x.shape
+    order = int(b.rng.integers(3))
+    if miss == "div-2":
+        b.op("Div", [b.op("Mul", [x, t], x.shape), b.scalar(2.0)], x.shape)
+    elif order == 0:
+        b.op("Mul", [b.op("Mul", [x, half], y_shape), t], y_shape)
+    elif order == 1:
+        b.op("Mul", [b.op("Mul", [x, t], x.shape), half], y_shape)
+    else:
+        b.op("Mul", [x, b.op("Mul", [half, t], y_shape)], y_shape)
+    b.tags["Gelu:pattern"] += 1
+    return True
