@@ -70,8 +70,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
             if value:
                 new._values[value] = (twin, i)
         for sub in twin.get_subgraphs():
-            sub._parent_node = twin
-            new._inner[sub] = None
+            new._enclose(sub, twin)
     new._order_ok = graph._order_ok
     new._naming.copy_from(graph._naming)
     return new

@@ -434,6 +434,11 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
             if value_name:
                 values[value_name] = (node, i)
 
+    def _enclose(self, sub: Graph, owner: Node) -> None:
+        """Make `sub` a body of `owner`, a node of this graph (see `_inner`)."""
+        sub._parent_node = owner
+        self._inner[sub] = None
+
     def _insert(self, node: Node) -> None:
         """Put a fresh node into the graph's indexes (journaled)."""
         journal = self.root_graph()._journal
@@ -442,8 +447,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         new_type = journal.recording and node._type not in self._by_type
         self._index_node(node)
         for sub in node.get_subgraphs():
-            sub._parent_node = node
-            self._inner[sub] = None
+            self._enclose(sub, node)
         self._changed(True)
         if journal.listeners:
             journal.notify(ChangeKind.NODE_ADDED, node)

@@ -233,8 +233,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
 def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, bool]:
     """A body of `owner` and whether it (or a body inside it) has value_info."""
     sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
-    sub._parent_node = owner
-    owner._graph._inner[sub] = None  # type: ignore[union-attr]  # the owner is indexed
+    owner._graph._enclose(sub, owner)  # type: ignore[union-attr]  # the owner is indexed
     return sub, _read_graph(sub, gp)
 
 
