@@ -7,13 +7,11 @@ fusion catalog decides that. The table tool runs for real on a temporary README.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import onnx
@@ -23,23 +21,15 @@ import pytest
 import ge
 from ge.session import generate_inputs
 from plugin_fixtures import clean_plugin_state  # noqa: F401
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "models" / "make_fusion_models.py"
 TOOL = ROOT / "tools" / "fusion_table.py"
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-fusion_models = _load(SCRIPT, "make_fusion_models")
-fusion_table = _load(TOOL, "_ge_fusion_table")
+fusion_models = load_script(SCRIPT, "make_fusion_models")
+fusion_table = load_script(TOOL, "_ge_fusion_table")
 UNAVAILABLE = fusion_models.unavailable()
 
 

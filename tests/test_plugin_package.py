@@ -6,7 +6,6 @@ and `ge compile` of a model made for them fires both, verified in onnxruntime. N
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ import pytest
 
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from plugin_fixtures import clean_plugin_state  # noqa: F401
+from scripts import load_script
 
 PACKAGE = Path(__file__).resolve().parents[1] / "examples" / "plugin-package"
 DIST, VERSION = "ge-example-passes", "0.1.0"
@@ -65,12 +65,7 @@ def _ge(site: Path, *args: str, cwd: Path | None = None) -> subprocess.Completed
 
 
 def _make_model_module():
-    spec = importlib.util.spec_from_file_location("_ge_example_make_model",
-                                                  PACKAGE / "make_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(PACKAGE / "make_model.py", "_ge_example_make_model")
 
 
 def test_the_installed_distribution_has_its_metadata_and_entry_points(site: Path) -> None:

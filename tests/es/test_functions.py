@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from ge.es import GraphBuilder, attr_scope, control_dependency_scope, opset_scop
 from ge.es import onnx as ops
 from ge.graph import DataType
 from ge.ops import evaluate_node, register_op, unregister_op
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,10 +131,7 @@ def test_custom_operator_functions_and_evaluation() -> None:
 
 
 def test_checked_in_stubs_are_current(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("gen_es_stubs", ROOT / "tools/gen_es_stubs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(ROOT / "tools/gen_es_stubs.py", "gen_es_stubs")
     module.main(["gen_es_stubs", str(tmp_path)])
     for name in ("onnx.pyi", "math.pyi", "nn.pyi", "all.pyi"):
         checked_in = (ROOT / "src/ge/es" / name).read_text(encoding="utf-8")
