@@ -85,6 +85,10 @@ _STANDARDIZING_OPS = frozenset({
     "GroupNormalization", "InstanceNormalization", "LayerNormalization",
     "MeanVarianceNormalization", "RMSNormalization",
 })
+#: Operators picking an extreme: with a NaN among the values the reference evaluator lets the
+#: NaN win (ReduceMax of [3, nan, -1] is nan, ArgMax 1) where onnxruntime skips it unless it
+#: comes first (3, 0); the ONNX spec says nothing. Not folded over a NaN.
+_EXTREME_OPS = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin"})
 
 
 def size_limit(context: PassContext) -> int:
@@ -105,10 +109,14 @@ def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
     `_ACCUMULATING_OPS`), a Cast of floats to strings (the runtime writes "NaN", "INF",
     "3" where numpy writes "nan", "inf", "3.0"), or a BatchNormalization before opset 14
     (the reference evaluator's BatchNormalization-9 mixes the batch's own statistics into
-    the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8]), or a normalisation
-    by a computed standard deviation (`_STANDARDIZING_OPS`)."""
+    the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8]), a normalisation
+    by a computed standard deviation (`_STANDARDIZING_OPS`), or an extreme over values with
+    a NaN (`_EXTREME_OPS`)."""
     if node.type in _STANDARDIZING_OPS:
         return True
+    if node.type in _EXTREME_OPS and inputs and inputs[0] is not None:
+        values = np.asarray(inputs[0].numpy())
+        return values.dtype.kind == "f" and bool(np.isnan(values).any())
     if node.type == "BatchNormalization" and node_opset(node) < 14:
         return True
     if (node.type == "Dropout" and node_opset(node) < 12 and node.get_outputs_size() > 1
