@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
-OPSETS = (13, 17, 18, 20)
+OPSETS = (13, 17, 18, 20, 23)
 MAX_NUMEL = 256  # no value grows beyond this many elements
 #: Operators whose results are exactly rounded (or not rounded at all) in every kernel.
 EXACT_OPS = frozenset({
@@ -73,6 +73,11 @@ class Builder:
         self.const_only = False  # pick() returns constants only (folding material)
         self.hide = False  # new values are not pooled (a pattern's intermediate values)
         self.foldable: list[str] = []  # the generators ConstExpr may run on constants
+        #: the generators a control-flow body draws from: name -> (weight, generator)
+        self.generators: dict[str, tuple[float, Generator]] = {}
+        self.scopes: list[str] = []  # the control-flow bodies being built ("If", "Loop")
+        self.outputs: list[Value] = []  # values that must be graph outputs
+        self.unshaped: set[str] = set()  # values whose shape is not static: never read
         self._count = 0
 
     # -- naming, randomness ---------------------------------------------------------------
@@ -178,6 +183,11 @@ def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     except ValueError:
         return None
     return out if math.prod(out) <= MAX_NUMEL else None
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The numpy broadcast of `shapes`, which must broadcast (however big it is)."""
+    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
 
 
 def factorise(rng: np.random.Generator, n: int, rank: int) -> list[int]:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import signal
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -42,7 +45,7 @@ import fuzz_models
 RTOL = ATOL = 1e-4
 #: The checks, in the order they run; a finding's kind is the first that failed.
 KINDS = ("generator", "ge-error", "crash", "save", "checker", "reload", "outputs",
-         "ort-compiled", "numerics")
+         "ort-compiled", "numerics", "timeout")
 CompileFn = Callable[[str], Any]  # path -> something with .save(path)
 
 
@@ -170,16 +173,62 @@ def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int 
     return FuzzOutcome(seed, "ok", warnings=notes, changed=changed)
 
 
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The bodies a node owns (If branches, a Loop body)."""
+    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else [*a.graphs])]
+
+
+def _reads(node: onnx.NodeProto) -> set[str]:
+    """The names `node` reads: its inputs and every name its bodies read (outer-scope reads
+    among them; a few of the body's own names too, which is harmless here)."""
+    names = set(node.input)
+    for graph in _subgraphs(node):
+        for inner in graph.node:
+            names |= _reads(inner)
+    return names
+
+
+def _all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterable[onnx.NodeProto]:
+    """`nodes` and the nodes of their bodies, at every depth."""
+    for node in nodes:
+        yield node
+        for graph in _subgraphs(node):
+            yield from _all_nodes(graph.node)
+
+
+def _pruned_node(node: onnx.NodeProto) -> onnx.NodeProto:
+    """`node` with the nodes and initializers that its bodies' outputs do not need dropped."""
+    if not _subgraphs(node):
+        return node
+    out = onnx.NodeProto()
+    out.CopyFrom(node)
+    for graph in _subgraphs(out):
+        needed = {o.name for o in graph.output}
+        keep = []
+        for inner in reversed(graph.node):
+            if any(o in needed for o in inner.output):
+                keep.append(_pruned_node(inner))
+                needed.update(_reads(keep[-1]))
+        del graph.node[:]
+        graph.node.extend(reversed(keep))
+        for field_name in ("initializer", "value_info"):
+            items = [t for t in getattr(graph, field_name) if t.name in needed]
+            del getattr(graph, field_name)[:]
+            getattr(graph, field_name).extend(items)
+    return out
+
+
 def _prune(model: onnx.ModelProto, feeds: dict[str, np.ndarray], nodes: bool = True
            ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """Drop the nodes (unless told), initializers and inputs that no graph output needs."""
+    """Drop the nodes (unless told; in bodies too), initializers and inputs that no graph
+    output needs."""
     graph = model.graph
     needed = {o.name for o in graph.output}
     keep = []
     for node in reversed(graph.node):
         if not nodes or any(o in needed for o in node.output):
-            keep.append(node)
-            needed.update(node.input)
+            keep.append(_pruned_node(node) if nodes else node)
+            needed.update(_reads(keep[-1]))
     out = onnx.ModelProto()
     out.CopyFrom(model)
     del out.graph.node[:]
@@ -267,14 +316,49 @@ def parse_seeds(text: str) -> range:
     return range(int(text), int(text) + 1)
 
 
-def _fuzz_args(args: tuple[int, set[str] | None]) -> FuzzOutcome:
-    return fuzz_seed(*args)
+class SeedTimeout(BaseException):
+    """One seed ran past its time (a BaseException: the checks' handlers let it through)."""
 
 
-def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise SeedTimeout
+
+
+def _where(err: BaseException) -> str:
+    """The innermost frame of `err`'s traceback in ge (else the innermost), as file:function."""
+    frames = [f for f, _ in traceback.walk_tb(err.__traceback__)]
+    inside = [f for f in frames if f"{os.sep}ge{os.sep}" in f.f_code.co_filename] or frames
+    if not inside:
+        return "?"
+    code = inside[-1].f_code
+    return f"{Path(code.co_filename).name}:{code.co_name}"
+
+
+def _fuzz_args(args: tuple[int, set[str] | None, float]) -> FuzzOutcome:
+    """`fuzz_seed`, stopped after `timeout` seconds (a hang in ge is a finding; one in native
+    code is only noticed when it returns)."""
+    seed, ops, timeout = args
+    if not timeout or not hasattr(signal, "setitimer"):
+        return fuzz_seed(seed, ops)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return fuzz_seed(seed, ops)
+    except SeedTimeout as err:
+        where = _where(err)
+        model = None if where.startswith("fuzz_") else fuzz_models.build(seed, ops).model
+        return FuzzOutcome(seed, "finding", "timeout", f"over {timeout:g} s, in {where}",
+                           model=model)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: float = 0
               ) -> Iterable[FuzzOutcome]:
-    """The outcome of every seed, in seed order, over `jobs` processes."""
-    work = [(s, ops) for s in seeds]
+    """The outcome of every seed, in seed order, over `jobs` processes; a seed running over
+    `timeout` seconds (if given) is a "timeout" finding."""
+    work = [(s, ops, timeout) for s in seeds]
     if jobs <= 1:
         yield from map(_fuzz_args, work)
         return
@@ -284,12 +368,15 @@ def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int
 
 
 def op_histogram(seeds: Iterable[int], ops: set[str] | None) -> tuple[Counter[str], Counter[str]]:
-    """How often each op type (nodes of the built models) and each generator form occurs."""
+    """How often each op type (nodes of the built models, bodies included) and each
+    generator form occurs."""
     types: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     for seed in seeds:
         fm = fuzz_models.build(seed, ops)
-        types.update(n.op_type for n in fm.model.graph.node)
+        types.update(n.op_type for n in _all_nodes(fm.model.graph.node))
+        types["<node in a body>"] += sum(1 for _ in _all_nodes(fm.model.graph.node)) - len(
+            fm.model.graph.node)
         types["<initializer>"] += len(fm.model.graph.initializer)
         tags.update(fm.tags)
         tags[f"opset:{fm.opset}"] += 1
@@ -317,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--stats", action="store_true",
                         help="print the op and form histogram of the seeds' models and exit")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="seconds one seed may take before it is a finding (0: no limit)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print skips too")
     args = parser.parse_args(argv)
     seeds = parse_seeds(args.seeds)
@@ -338,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: Counter[tuple[str, str]] = Counter()
     warned = 0
     start = time.perf_counter()
-    for outcome in run_seeds(seeds, ops, args.jobs):
+    for outcome in run_seeds(seeds, ops, args.jobs, args.timeout):
         status[outcome.status] += 1
         warned += bool(outcome.warnings)
         if outcome.status != "ok":
@@ -348,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             if args.keep and outcome.model is not None and outcome.status == "finding":
                 onnx.save(outcome.model, args.keep / f"seed_{outcome.seed}.onnx")
-                if args.minimise:
+                if args.minimise and outcome.kind != "timeout":  # (it would hang again)
                     _keep_minimised(outcome, ops, args.keep)
     seconds = time.perf_counter() - start
     print(f"\nseeds {len(seeds)} in {seconds:.1f} s ({len(seeds) / max(seconds, 1e-9):.1f}/s)")

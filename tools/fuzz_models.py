@@ -14,7 +14,8 @@ from functools import partial
 
 import numpy as np
 import onnx
-from fuzz_builder import FLOAT, INT64, OPSETS, Builder, FuzzModel, Generator, Value, broadcast
+from fuzz_builder import BOOL, FLOAT, INT64, OPSETS, Builder, FuzzModel, Generator, Value, broadcast
+from fuzz_control import CONTROL, control_tags, g_if, g_loop, reads
 from fuzz_layout import (
     g_argmax,
     g_cast,
@@ -44,6 +45,7 @@ from fuzz_ops import (
     g_layernorm,
     g_matmul,
     g_reduce,
+    g_rmsnorm,
     g_softmax,
     g_unary,
     g_where,
@@ -78,7 +80,8 @@ def g_const_expr(b: Builder) -> bool:
 def g_duplicate(b: Builder) -> bool:
     """A copy of an earlier node under another name (CSE material), its outputs combined with
     the original's or left for the outputs; sometimes with one attribute changed."""
-    nodes = [n for n in b.nodes if n.output and all(o in b.by_name for o in n.output)]
+    nodes = [n for n in b.nodes if n.output
+             and all(o in b.by_name and o not in b.unshaped for o in n.output)]
     if not nodes:
         return False
     node = b.choice(nodes)
@@ -147,6 +150,7 @@ GENERATORS: dict[str, tuple[float, int, Generator]] = {
     "Softmax": (1.0, 13, g_softmax),
     "LayerNorm": (1.5, 17, hidden(g_layernorm)),
     "Gelu": (1.5, 20, hidden(g_gelu)),
+    "RMSNorm": (1.5, 13, hidden(g_rmsnorm)),
     "Reshape": (2.0, 13, g_reshape),
     "Transpose": (1.5, 13, g_transpose),
     "Unsqueeze": (1.0, 13, g_unsqueeze),
@@ -167,11 +171,14 @@ GENERATORS: dict[str, tuple[float, int, Generator]] = {
     "ArgMax": (0.7, 13, g_argmax),
     "Shape": (0.8, 13, g_shape),
     "Gather": (0.7, 13, g_gather),
+    "If": (2.5, 13, g_if),
+    "Loop": (2.0, 13, g_loop),
 }
 
 
 #: Generators that make sense on constants only (ConstExpr runs them on the constant pool).
-FOLDABLE = [k for k in GENERATORS if k not in ("ConstExpr", "Duplicate", "LayerNorm", "Gelu")]
+FOLDABLE = [k for k in GENERATORS
+            if k not in ("ConstExpr", "Duplicate", "LayerNorm", "Gelu", "RMSNorm", *CONTROL)]
 
 
 def _input_shape(b: Builder) -> tuple[int, ...]:
@@ -189,7 +196,7 @@ def _pick_outputs(b: Builder) -> list[tuple[str, int, Sequence[int | None]]]:
     """The graph outputs: the last value, some intermediate ones, and the odd cases (an
     input, a constant, the same value twice, an output repeated)."""
     produced = [v for v in b.values if v not in b.inputs] or b.values
-    chosen = [produced[-1]]
+    chosen = [produced[-1], *b.outputs]
     for _ in range(int(b.rng.integers(0, 3))):
         chosen.append(b.choice(produced))
     if b.chance(0.08):
@@ -212,6 +219,7 @@ def _pick_outputs(b: Builder) -> list[tuple[str, int, Sequence[int | None]]]:
     loose: list[tuple[str, int, Sequence[int | None]]] = [
         (n, t, [None] * len(s) if b.chance(0.15) else s) for n, t, s in outs]
     b.tags["output:unknown-dims"] += sum(s != o[2] for (_, _, s), o in zip(loose, outs))
+    control_tags(b, [n for n, _, _ in outs])
     return loose
 
 
@@ -227,6 +235,11 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
     table = {k: g for k, g in GENERATORS.items() if g[1] <= opset and k in wanted}
     names = list(table)
     b.foldable = [k for k in names if k in FOLDABLE]
+    # control-flow bodies draw from the chosen generators, from all when only If/Loop are
+    body = {k: g for k, g in table.items() if k not in CONTROL} or {
+        k: g for k, g in GENERATORS.items() if g[1] <= opset and k not in CONTROL}
+    b.generators = {k: (w, gen) for k, (w, _, gen) in {**body, **{
+        k: g for k, g in table.items() if k in CONTROL}}.items()}
     weights = np.array([table[k][0] for k in names])
     feeds: dict[str, np.ndarray] = {}
     for i in range(int(rng.integers(1, 3))):
@@ -253,7 +266,7 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
         [helper.make_tensor_value_info(v.name, v.dtype, v.shape) for v in b.inputs],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=b.initializers)
-    used = {i for n in b.nodes for i in n.input}
+    used = reads(b.nodes)  # bodies' outer reads included
     weights_in = [t for t in b.initializers  # (not a scalar: a Dropout ratio, an exponent)
                   if t.data_type == FLOAT and t.name in used and len(t.dims)]
     if weights_in and b.chance(0.05):  # an initializer that is also an input: a default value
@@ -261,6 +274,13 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
         graph.input.append(helper.make_tensor_value_info(init.name, FLOAT, init.dims))
         feeds[init.name] = b.randn(init.dims) if b.chance(0.8) else numpy_helper.to_array(init)
         b.tags["input:overridable-initializer"] += 1
+    conds = {n.input[0] for n in b.nodes if n.op_type == "If"}
+    flags = [t for t in b.initializers if t.name in conds]
+    if flags and b.chance(0.2):  # an If on a constant that an input may override
+        init = b.choice(flags)
+        graph.input.append(helper.make_tensor_value_info(init.name, BOOL, init.dims))
+        feeds[init.name] = np.asarray(b.rng.random(tuple(init.dims)) < 0.5)
+        b.tags["input:overridable-condition"] += 1
     opsets = [helper.make_opsetid("", opset)]
     model = helper.make_model(graph, opset_imports=opsets, producer_name="ge-fuzz",
                               ir_version=helper.find_min_ir_version_for(opsets))

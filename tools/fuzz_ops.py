@@ -8,7 +8,17 @@ import math
 from typing import Any
 
 import numpy as np
-from fuzz_builder import BOOL, FLOAT, INT64, MAX_NUMEL, Builder, Value, broadcast
+from fuzz_builder import (
+    BOOL,
+    FLOAT,
+    INT64,
+    MAX_NUMEL,
+    Builder,
+    Value,
+    broadcast,
+    broadcast_shape,
+)
+from onnx import TensorProto
 
 # -- elementwise ----------------------------------------------------------------------------
 DISCONTINUOUS = ("Floor", "Ceil", "Round", "Sign")
@@ -37,7 +47,7 @@ def g_binary(b: Builder, op: str) -> bool:
     if op in ("Add", "Sub", "Mul") and ints and b.chance(0.2):
         v = b.choice(ints)
         c = b.const(b.rng.integers(-3, 4, size=b.bshape(v.shape)).astype(np.int64))
-        b.op(op, [v, c], broadcast(v.shape, c.shape) or v.shape, INT64)
+        b.op(op, [v, c], broadcast_shape(v.shape, c.shape), INT64)
         return True
     a = b.pick(ok=lambda v: v.numel <= MAX_NUMEL // 3)
     if a is None:
@@ -159,7 +169,7 @@ def g_matmul(b: Builder, bias: bool) -> bool:
         c_shape = b.choice(choices)
         c = b.const(b.randn(c_shape)) if b.chance(0.85) else b.pick(
             ok=lambda v: v.shape == c_shape) or b.const(b.randn(c_shape))
-        shape = broadcast(out, c_shape) or out
+        shape = broadcast_shape(out, c_shape)
         y = b.op("Add", [y, c] if b.chance(0.7) else [c, y], shape)
         if len(shape) == 2 and b.chance(0.25):
             batch_norm(b, y, shape[1])
@@ -331,7 +341,7 @@ def g_layernorm(b: Builder) -> bool:
     else:
         n = b.op("Mul", [d, b.op("Reciprocal", [std], red)], x.shape)
     g_shape = normed if b.chance(0.7) else (1, *normed)
-    y = b.op("Mul", [n, b.const(b.randn(g_shape))], broadcast(x.shape, g_shape) or x.shape)
+    y = b.op("Mul", [n, b.const(b.randn(g_shape))], broadcast_shape(x.shape, g_shape))
     if b.chance(0.8):
         b.op("Add", [y, b.const(b.randn(normed))], y.shape)
     b.tags["LayerNorm:pattern"] += 1
@@ -355,7 +365,7 @@ def g_gelu(b: Builder) -> bool:
     t = b.op("Add", [b.op("Erf", [s], x.shape), b.scalar(1.0)], x.shape)
     h_shape = (1,) * (x.rank + 1) if miss == "half-wide" else b.choice([(), (1,)])
     half = b.scalar(0.6 if miss == "half-0.6" else 0.5, h_shape)
-    y_shape = broadcast(x.shape, h_shape) or x.shape
+    y_shape = broadcast_shape(x.shape, h_shape)
     order = int(b.rng.integers(3))
     if miss == "div-2":
         b.op("Div", [b.op("Mul", [x, t], x.shape), b.scalar(2.0)], x.shape)
@@ -366,4 +376,78 @@ def g_gelu(b: Builder) -> bool:
     else:
         b.op("Mul", [x, b.op("Mul", [half, t], y_shape)], y_shape)
     b.tags["Gelu:pattern"] += 1
+    return True
+
+
+def g_rmsnorm(b: Builder) -> bool:
+    """RMSNorm in primitives (RMSNormFusion at opset 23), sometimes between Casts as in T5
+    and Llama exports (of a float16 value, or no-op ones of a float), and near misses (eps
+    not a constant, another exponent, axes not the last) that must not fuse.
+
+    onnxruntime's CPU provider computes float16 arithmetic in float and drops a Cast pair
+    float -> float16 -> float, so the float16 form feeds values exact in float16, scales by
+    powers of two and makes its float16 result a graph output: rounded once either way."""
+    x = b.pick(ok=lambda v: v.rank >= 1 and v.shape[-1] >= 2)
+    if x is None:
+        return False
+    miss = b.choice(["none"] * 6 + ["eps-computed", "exponent-3", "axes-not-last"])
+    cast = b.choice(["none", "none", "float", "float16"])
+    if cast == "float16" and b.scopes:  # a body's value cannot be a graph output
+        cast = "float"
+    k = 2 if x.rank >= 2 and b.chance(0.3) else 1
+    axes = list(range(-k, 0)) if b.chance(0.5) else list(range(x.rank - k, x.rank))
+    if miss == "axes-not-last" and (x.rank < 2 or x.shape[0] == 1):
+        miss = "none"
+    if miss == "axes-not-last":
+        k, axes = 0, [0]
+    b.tags[f"RMSNorm:variant-{miss}"] += 1
+    b.tags[f"RMSNorm:cast-{cast}"] += 1
+    red = tuple(1 if (i in axes or i - x.rank in axes) else d for i, d in enumerate(x.shape))
+    normed = x.shape[-k:] if k else x.shape[1:]
+    half = TensorProto.FLOAT16
+    if cast == "float16":  # multiples of 1/64 in [-8, 8]: exact in float16
+        x = b.op("Clip", [x, b.scalar(-8.0), b.scalar(8.0)], x.shape)
+        x = b.op("Div", [b.op("Round", [b.op("Mul", [x, b.scalar(64.0)], x.shape)], x.shape),
+                         b.scalar(64.0)], x.shape)
+        x = b.op("Cast", [x], x.shape, half, to=half)
+    xc = b.op("Cast", [x], x.shape, to=FLOAT) if cast != "none" else x
+    exponent = b.scalar(3.0 if miss == "exponent-3" else 2.0)
+    extra, attrs = b.axes_arg("ReduceMean", axes, 18)
+    ms = b.op("ReduceMean", [b.op("Pow", [xc, exponent], x.shape), *extra], red, keepdims=1,
+              **attrs)
+    if miss == "exponent-3":
+        ms = b.op("Abs", [ms], red)
+    eps_value = float(b.choice([1e-6, 1e-5, 1e-3]))
+    if miss == "eps-computed":  # eps computed from a value: not a constant
+        src = b.pick()
+        eps = b.op("Mul", [b.op("Abs", [b.op("ReduceMax", [src], (), keepdims=0)], ()),
+                           b.scalar(eps_value)], ()) if src is not None else b.scalar(eps_value)
+    else:
+        eps = b.scalar(eps_value, b.choice([(), (), (1,)]))
+    rms = b.op("Sqrt", [b.op("Add", [ms, eps] if b.chance(0.7) else [eps, ms],
+                              broadcast_shape(red, eps.shape))], red)
+    form = b.choice(["div", "div", "reciprocal", "one-over"])
+    b.tags[f"RMSNorm:form-{form}"] += 1
+    if form == "div":
+        n = b.op("Div", [xc, rms], x.shape)
+    elif form == "reciprocal":
+        n = b.op("Mul", [xc, b.op("Reciprocal", [rms], red)], x.shape)
+    else:
+        n = b.op("Mul", [b.op("Div", [b.scalar(1.0), rms], red), xc], x.shape)
+    out_type = half if cast == "float16" else FLOAT
+    if cast != "none" and b.chance(0.8):
+        n = b.op("Cast", [n], x.shape, out_type, to=out_type)
+    else:
+        out_type = FLOAT
+    w_shape = normed if b.chance(0.8) else (1, *normed)
+    if out_type == half:  # powers of two: the product is exact, rounded once or twice
+        signs = np.where(b.rng.random(w_shape) < 0.5, -1.0, 1.0)
+        weight = b.const((signs * 2.0 ** b.rng.integers(-1, 2, w_shape)).astype(np.float16))
+    else:
+        weight = b.const(b.randn(w_shape))
+    y = b.op("Mul", [n, weight] if b.chance(0.7) else [weight, n],
+             broadcast_shape(x.shape, w_shape), out_type)
+    if out_type == half:
+        b.outputs.append(y)
+    b.tags["RMSNorm:pattern"] += 1
     return True
