@@ -460,3 +460,78 @@ def test_a_layer_norm_hidden_behind_foldable_constants_fuses_in_the_optimisation
     assert {"ReduceMean", "Sub", "Sqrt"}.isdisjoint(result.report.ops_after)
     fused = [r for r in result.report.records if r.pass_name == "LayerNormFusion" and r.changed]
     assert [r.stage for r in fused] == ["OriginGraphOptimize"]
+
+
+def _branch_layer_norm(constants_outside: bool, mean_outside: bool = False) -> onnx.ModelProto:
+    """y = If(c) then LayerNorm(x) in primitives else x: the branch reads x, and its
+    constants (axes, 2, eps, gamma, beta) are the outer graph's initializers or its own; with
+    `mean_outside` the first ReduceMean is computed by the outer graph (found by
+    tools/fuzz_compile.py: a body's pattern bound to outer nodes)."""
+    def ln(first_mean: str) -> list[onnx.NodeProto]:
+        made = [] if mean_outside else [
+            helper.make_node("ReduceMean", ["x", "axes"], [first_mean], name="mean")]
+        return [
+            *made,
+            helper.make_node("Sub", ["x", first_mean], ["d"], name="sub"),
+            helper.make_node("Pow", ["d", "two"], ["p"], name="pow"),
+            helper.make_node("ReduceMean", ["p", "axes"], ["v"], name="var"),
+            helper.make_node("Add", ["v", "eps"], ["ve"], name="add_eps"),
+            helper.make_node("Sqrt", ["ve"], ["s"], name="sqrt"),
+            helper.make_node("Div", ["d", "s"], ["n"], name="div"),
+            helper.make_node("Mul", ["n", "g"], ["ng"], name="mul"),
+            helper.make_node("Add", ["ng", "b"], ["t"], name="add")]
+    rng = np.random.default_rng(0)
+    constants = [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+                 numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+                 numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+                 numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "g"),
+                 numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")]
+    then = helper.make_graph(ln("m"), "then", [],
+                             [helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, [2, 4])],
+                             [] if constants_outside else constants)
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="copy")], "else",
+                              [], [helper.make_tensor_value_info("e", onnx.TensorProto.FLOAT,
+                                                                [2, 4])])
+    outer = [helper.make_node("ReduceMean", ["x", "axes"], ["m"], name="mean")] if (
+        mean_outside) else []
+    graph = helper.make_graph(
+        [*outer, helper.make_node("If", ["c"], ["y"], name="if", then_branch=then,
+                                  else_branch=other)], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+        constants if constants_outside or mean_outside else [])
+    made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(made, full_check=True)
+    return made
+
+
+@pytest.mark.parametrize("constants_outside", [False, True], ids=["own", "outer"])
+def test_layer_norm_fuses_in_a_branch_whatever_graph_holds_its_constants(
+        constants_outside: bool, tmp_path: Path) -> None:
+    """The branch's pattern constants bind to the outer graph's initializers as well: the
+    fusion used to remove them from the branch and fail the compilation (E13028,
+    "node 'two' is not a node of graph 'then'"). They stay where they are."""
+    import onnxruntime as ort
+
+    source = _branch_layer_norm(constants_outside)
+    result = ge.compile(source)
+    fused = [r for r in result.report.records
+             if r.pass_name == "LayerNormFusion" and r.graph_name == "then" and r.rewrites]
+    assert len(fused) == 1
+    result.save(tmp_path / "out.onnx")
+    x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    for cond in (True, False):
+        feeds = {"x": x, "c": np.array(cond)}
+        (want,) = ort.InferenceSession(source.SerializeToString()).run(None, feeds)
+        (got,) = ort.InferenceSession(str(tmp_path / "out.onnx")).run(None, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_branch_pattern_does_not_take_an_outer_graphs_operator() -> None:
+    """The first ReduceMean is the outer graph's, read only by the branch: the branch's
+    pattern does not bind it (rewriting it is not the branch's to do), and nothing fails."""
+    result = ge.compile(_branch_layer_norm(True, mean_outside=True))
+    assert not [r for r in result.report.records
+                if r.pass_name == "LayerNormFusion" and r.rewrites]
+    assert "ReduceMean" in {n.type for n in result.graph.get_direct_nodes()}

@@ -96,6 +96,7 @@ class _Writer:
             return
         domains = ("", "ai.onnx") if pnode.domain == "" else (pnode.domain,)
         emit(1, f"if {var}._type != {pnode.type!r} or {var}._domain not in {domains!r}: {fail}")
+        emit(1, f"if {var}._graph is not matcher.graph: {fail}")
         layout = pnode.layout
         emit(1, f"c_{var} = {var}._inputs")
         if pnode.gapped:  # a target without the same absent inputs fails

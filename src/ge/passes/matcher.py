@@ -303,6 +303,8 @@ class Matcher:
             return True
         if target._type != pnode.type or normalize_domain(target._domain) != pnode.domain:
             return False
+        if target._graph is not self.graph:
+            return False  # an enclosing graph's node, read by a body: not the body's to rewrite
         inputs = target._inputs
         if (len(inputs) != len(pnode.layout) or pnode.gapped or None in inputs) and (
                 input_layout(inputs) != pnode.layout):

@@ -295,12 +295,14 @@ def _move_control_edges(region: Region, made: Sequence[Node]) -> None:
 
 
 def _remove(region: Region) -> None:
-    """Remove the region's nodes in one step; a constant still read outside it stays."""
+    """Remove the region's nodes in one step; a constant still read outside it stays, and
+    so does one of an enclosing graph (a body's pattern constant may bind to it)."""
     members = region.members
+    graph = region.graph
 
     def read_outside(node: Node) -> bool:
         return any(consumer not in members
                    for consumers in node._consumers if consumers for consumer, _ in consumers)
 
-    region.graph.remove_nodes([node for node in region.nodes
-                               if node._type not in _CONSTANTS or not read_outside(node)])
+    graph.remove_nodes([node for node in region.nodes if node._type not in _CONSTANTS
+                        or (node._graph is graph and not read_outside(node))])
