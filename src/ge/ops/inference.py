@@ -252,7 +252,7 @@ class _Decoder:
 
     def typed(self, vi: onnx.ValueInfoProto) -> TensorDesc | None:
         """The desc of `vi`'s type when it is a tensor of known element type (what
-        inference writes back), else None; `desc(vi, it)` makes `vi`'s own desc of it."""
+        inference writes back), else None; each value gets its own copy of it."""
         tp = vi.type
         key = tp.SerializeToString()
         try:
@@ -266,11 +266,6 @@ class _Decoder:
                 template = desc_from_value_info(detached)
             self._by_type[key] = template
             return template
-
-    @staticmethod
-    def desc(vi: onnx.ValueInfoProto, template: TensorDesc) -> TensorDesc:
-        """`desc_from_value_info(vi)`, given `typed(vi)`, without a reference to `vi`."""
-        return template.copy()
 
 
 class _Types:
@@ -338,7 +333,7 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
                 continue
             vi, template = found
             if not node.has_output_desc(i):  # nothing known: no format to keep
-                inferred.append((node, i, decoder.desc(vi, template)))
+                inferred.append((node, i, template.copy()))
                 continue
             slot = node._out_slot(i)
             if isinstance(slot, onnx.ValueInfoProto) and _same_info(slot, vi):
@@ -346,7 +341,7 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
             old = node.get_output_desc(i)
             if node.type == DATA and _known(old):
                 continue  # a declared input type is the user's, not inference's
-            inferred.append((node, i, _merged(decoder.desc(vi, template), old)))
+            inferred.append((node, i, _merged(template.copy(), old)))
         subs = node.get_subgraphs()
         if not subs:
             continue

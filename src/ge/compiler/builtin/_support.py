@@ -20,9 +20,11 @@ from ge.ops.onnx_node import node_opset
 __all__ = [
     "NONDETERMINISTIC_OPS",
     "const_input",
+    "const_ints",
     "dropout_in_inference",
     "feeds_net_output",
     "first_element",
+    "input_connected",
     "is_operator",
     "is_random",
     "known_dtype",
@@ -55,7 +57,7 @@ def dropout_in_inference(node: Node) -> bool:
     absent or a constant false, and, before opset 7, `is_test` set."""
     if node_opset(node) < 7 and not (node.has_attr("is_test") and node.get_attr("is_test")):
         return False
-    if node.get_inputs_size() > 2 and node.get_input_producer(2) is not None:
+    if input_connected(node, 2):
         mode = const_input(node, 2)
         if mode is None or mode.size != 1 or bool(mode.numpy().reshape(-1)[0]):
             return False
@@ -142,6 +144,23 @@ def const_input(node: Node, index: int) -> Tensor | None:
         return None
     value = src.get_attr("value")
     return value if isinstance(value, Tensor) else None
+
+
+def input_connected(node: Node, index: int) -> bool:
+    """Whether input `index` exists and is connected (an optional input may be neither)."""
+    return node.get_inputs_size() > index and node.get_input_producer(index) is not None
+
+
+def const_ints(node: Node, index: int) -> list[int] | None:
+    """The values of a constant integer input of at most one dimension (a shape, axes,
+    pads, repeats), or None when it is absent, not constant or not that."""
+    value = const_input(node, index) if node.get_inputs_size() > index else None
+    if value is None:
+        return None
+    array = np.asarray(value.numpy())
+    if array.dtype.kind not in "iu" or array.ndim > 1:
+        return None
+    return [int(v) for v in array.reshape(-1)]
 
 
 #: Element types whose raw bytes in a TensorProto are the bytes numpy's decoded array holds

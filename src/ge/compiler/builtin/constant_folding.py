@@ -404,5 +404,5 @@ class ConstantFolding(FusionBasePass):
                 changed = True
         # What the new constants decide downstream (a shape, a mask's dims), for the passes
         # after this one: the descs were inferred before folding.
-        refine_output_descs(r for r in readers if r.owner_graph is not None and r.type != CONST)
+        refine_output_descs(readers)  # (skips readers folded since, and constants)
         return SUCCESS if changed else NOT_CHANGED

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ge.compiler.builtin._support import const_input
+from ge.compiler.builtin._support import const_input, input_connected
 from ge.compiler.builtin.fusion_gemm import dims_of, gemm_dtypes, value_desc
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
@@ -164,7 +164,7 @@ def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | None:
         return None
     channels = int(weight.shape[0])
     bias: Tensor | None = None
-    if conv.get_inputs_size() > 2 and conv.get_input_producer(2) is not None:
+    if input_connected(conv, 2):
         bias = _float_const(conv, 2)
         if bias is None or tuple(bias.shape) != (channels,) or bias.data_type != weight.data_type:
             return None
@@ -386,7 +386,7 @@ class GemmBatchNormFusion(PatternFusionPass):
             return False
         factor, shift = affine
         c: np.ndarray | None = None
-        if product.get_inputs_size() > 2 and product.get_input_producer(2) is not None:
+        if input_connected(product, 2):
             c_value = _float_const(product, 2)
             if c_value is None or c_value.data_type != dtype:
                 return False

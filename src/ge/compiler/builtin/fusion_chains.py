@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 from onnx import TensorProto
 
-from ge.compiler.builtin._support import const_input, known_dtype, rewirable, static_dims
+from ge.compiler.builtin._support import const_ints, known_dtype, rewirable, static_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.types import data_type_to_onnx
@@ -161,17 +161,6 @@ def _known_dims(node: Node, index: int) -> list[int | None] | None:
     return [None if isinstance(d, str) or int(d) < 0 else int(d) for d in shape]
 
 
-def _ints(node: Node, index: int) -> list[int] | None:
-    """The values of a constant integer input (shape, axes), or None when not constant."""
-    value = const_input(node, index) if node.get_inputs_size() > index else None
-    if value is None:
-        return None
-    array = np.asarray(value.numpy())
-    if array.dtype.kind not in "iu" or array.ndim > 1:
-        return None
-    return [int(v) for v in array.reshape(-1)]
-
-
 # -- Transpose ----------------------------------------------------------------------------
 
 
@@ -218,7 +207,7 @@ class ReshapeChainSimplification(_ChainSimplification):
     first_types = second_types = frozenset({"Reshape"})
 
     def simplify(self, first: Node, second: Node) -> Collapse | None:
-        target = _ints(second, 1)
+        target = const_ints(second, 1)
         if target is None or target.count(-1) > 1:
             return None  # not constant (or not valid)
         allow_zero = second.has_attr("allowzero") and bool(second.get_attr("allowzero"))
@@ -314,7 +303,7 @@ def _axes(node: Node) -> list[int] | str | None:
     if node_opset(node) >= 13:
         if node.get_inputs_size() < 2 or node.get_input_producer(1) is None:
             return _ALL if node.type == "Squeeze" else None
-        return _ints(node, 1)
+        return const_ints(node, 1)
     if not node.has_attr("axes"):
         return _ALL if node.type == "Squeeze" else None
     return [int(a) for a in node.get_attr("axes")]

@@ -25,8 +25,10 @@ import numpy as np
 
 from ge.compiler.builtin._support import (
     const_input,
+    const_ints,
     dropout_in_inference,
     first_element,
+    input_connected,
     known_dtype,
     rewirable,
     static_dims,
@@ -93,21 +95,6 @@ def _unchanged_dims(node: Node) -> list[int] | None:
     return dims if dtype is not None and known_dtype(out_desc) == dtype else None
 
 
-def _const_ints(node: Node, index: int) -> list[int] | None:
-    """The values of constant input `index` as ints, or None (absent or not constant)."""
-    if node.get_inputs_size() <= index:
-        return None
-    value = const_input(node, index)
-    if value is None:
-        return None
-    return [int(v) for v in np.asarray(value.numpy()).reshape(-1)]
-
-
-def _given(node: Node, index: int) -> bool:
-    """Whether optional input `index` is connected."""
-    return node.get_inputs_size() > index and node.get_input_producer(index) is not None
-
-
 def _reshape(node: Node) -> int | None:
     """Reshape to the static shape the input already has: what a constant target shape
     makes of the input's dims, else what the descs say."""
@@ -131,7 +118,7 @@ def _flatten(node: Node) -> int | None:
 
 def _squeeze(node: Node) -> int | None:
     """Squeeze without axes of a value that has no dim of size one."""
-    if node.has_attr("axes") or _given(node, 1):
+    if node.has_attr("axes") or input_connected(node, 1):
         return None
     dims = static_dims(node.get_input_desc(0))
     return 0 if dims is not None and 1 not in dims else None
@@ -141,7 +128,7 @@ def _expand(node: Node) -> int | None:
     """Expand to a shape the input already has: a constant shape broadcast with the
     input's dims gives them back, else the descs say so."""
     dims = static_dims(node.get_input_desc(0))
-    target = _const_ints(node, 1)
+    target = const_ints(node, 1)
     if target is not None and dims is not None:
         try:
             same = list(np.broadcast_shapes(tuple(dims), tuple(target))) == dims
@@ -161,10 +148,11 @@ def _slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None
         ends = [int(v) for v in node.get_attr("ends")]
         axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
         return starts, ends, axes, [1] * len(starts)
-    first, last = _const_ints(node, 1), _const_ints(node, 2)
-    axes = _const_ints(node, 3) if _given(node, 3) else None
-    steps = _const_ints(node, 4) if _given(node, 4) else [1] * len(first or ())
-    if first is None or last is None or (_given(node, 3) and axes is None) or steps is None:
+    first, last = const_ints(node, 1), const_ints(node, 2)
+    has_axes = input_connected(node, 3)
+    axes = const_ints(node, 3) if has_axes else None
+    steps = const_ints(node, 4) if input_connected(node, 4) else [1] * len(first or ())
+    if first is None or last is None or (has_axes and axes is None) or steps is None:
         return None
     return first, last, axes, steps
 
@@ -176,7 +164,7 @@ def _slice(node: Node) -> int | None:
     dims = static_dims(node.get_input_desc(0))
     arguments = _slice_arguments(node) if dims is not None else None
     if arguments is None:
-        steps = _const_ints(node, 4) if _given(node, 4) else [1]
+        steps = const_ints(node, 4) if input_connected(node, 4) else [1]
         if steps is None or any(step != 1 for step in steps):
             return None
         return 0 if _unchanged_dims(node) is not None else None
@@ -198,13 +186,13 @@ def _pad(node: Node) -> int | None:
     if node_opset(node) < 11:
         pads = [int(p) for p in node.get_attr("pads")] if node.has_attr("pads") else None
     else:
-        pads = _const_ints(node, 1)
+        pads = const_ints(node, 1)
     return 0 if pads is not None and not any(pads) else None
 
 
 def _tile(node: Node) -> int | None:
     """Tile by ones."""
-    repeats = _const_ints(node, 1)
+    repeats = const_ints(node, 1)
     return 0 if repeats is not None and all(r == 1 for r in repeats) else None
 
 
