@@ -274,7 +274,7 @@ def _constant_bytes(graph: Graph) -> int:
     for g in [graph, *graph.get_all_subgraphs()]:
         for node in g.nodes_of_type(CONST):
             if node.has_attr("value"):
-                total += _approx_nbytes(node._attr_value("value"))
+                total += _approx_nbytes(node._stored_tensor("value"))
     return total
 
 

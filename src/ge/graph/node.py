@@ -249,6 +249,18 @@ class Node:
         """The stored value itself, for the IR's own reads (export, sizes): no copy."""
         return self._stored_value(self._attrs[key])
 
+    def _stored_tensor(self, key: str) -> Tensor:
+        """A tensor attribute as stored, without decoding its data: for reads that need only
+        its proto, type or shape (export, sizes), so that saving an untouched model decodes
+        no constant."""
+        stored = self._attrs[key]
+        if not isinstance(stored, onnx.AttributeProto):
+            return stored[1]
+        kept = self._small_tensor
+        if kept is not None and kept[0] is stored:
+            return kept[1]
+        return Tensor.from_proto(stored.t)
+
     def _stored_value(self, stored: StoredAttr) -> Any:
         """The Python value of a stored attribute. A small tensor is decoded once: in place
         when the node holds a Tensor, else kept beside the stored attribute while that stays
@@ -408,7 +420,7 @@ class Node:
         if desc is not None:
             return desc._data_type
         if self._type == "Const" and "value" in self._attrs:
-            value = self._attr_value("value")
+            value = self._stored_tensor("value")
             if isinstance(value, Tensor):
                 return value.data_type
         return DataType.DT_UNDEFINED

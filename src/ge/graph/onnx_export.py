@@ -287,6 +287,10 @@ def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
 
 def _write_metadata(props: Any, metadata: dict[str, str]) -> None:
     """Set `metadata` in a repeated StringStringEntryProto field, keeping other entries."""
+    if not len(props):  # the common case: nothing to keep or to overwrite
+        for key, value in metadata.items():
+            props.add(key=key, value=value)
+        return
     at = {entry.key: entry for entry in props}
     for key, value in metadata.items():
         entry = at.get(key)
@@ -335,7 +339,7 @@ def _typed_like_initializer(vi: onnx.ValueInfoProto, node: Node) -> onnx.ValueIn
     the rest of the declaration (doc string, metadata) is kept.
     """
     if "value" in node._attrs:
-        typed = value_info_from_desc(vi.name, node._attr_value("value").get_tensor_desc())
+        typed = value_info_from_desc(vi.name, node._stored_tensor("value").get_tensor_desc())
     else:
         sparse = node._attr_value("sparse_value")
         typed = onnx.helper.make_tensor_value_info(vi.name, sparse.values.data_type,
@@ -357,9 +361,13 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
         return node._proto
     proto = onnx.NodeProto()
     source = node._proto
-    inputs = [_value_name(p, renames) for p in node._inputs]
-    outputs = [_value_name((node, i), renames) if value else ""
-               for i, value in enumerate(node._out_names)]
+    if renames:
+        inputs = [_value_name(p, renames) for p in node._inputs]
+        outputs = [_value_name((node, i), renames) if value else ""
+                   for i, value in enumerate(node._out_names)]
+    else:  # the common case, inlined: saving after many touched nodes is this loop
+        inputs = ["" if p is None else p[0]._out_names[p[1]] for p in node._inputs]
+        outputs = node._out_names
     if source is not None and node._type != CONST:
         # Start from the proto the node was read from, so the fields the IR does not model
         # (doc string, metadata, overload, device configurations, any later addition) come
@@ -383,7 +391,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
                 proto.ClearField(field)
         if node._type == CONST:
             proto.op_type = "Constant"
-            value = node._attr_value("value")
+            value = node._stored_tensor("value")
             proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
         else:  # a node made in memory
             proto.op_type = node._type
@@ -485,7 +493,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         if op_type == CONST and _as_initializer(node, lift):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
-                tensor = node._attr_value("value")
+                tensor = node._stored_tensor("value")
                 sunk = sink(tensor, name) if sink is not None else None
                 initializer = sunk if sunk is not None else _tensor_proto(tensor, name)
                 if node._metadata:
