@@ -44,6 +44,7 @@ from fuzz_ops import (
     g_int,
     g_layernorm,
     g_matmul,
+    g_reciprocal_mul,
     g_reduce,
     g_rmsnorm,
     g_softmax,
@@ -137,6 +138,7 @@ GENERATORS: dict[str, tuple[float, int, Generator]] = {
                   "Floor", "Ceil", "Round", "Sign")},
     **{op: (2.0 if op in ("Add", "Mul") else 1.0, 13, partial(g_binary, op=op))
        for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min")},
+    "ReciprocalMul": (1.0, 13, g_reciprocal_mul),
     "Where": (1.0, 13, g_where),
     "IntOps": (1.0, 13, g_int),
     "MatMul": (1.5, 13, partial(g_matmul, bias=False)),

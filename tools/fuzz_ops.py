@@ -89,6 +89,44 @@ def g_binary(b: Builder, op: str) -> bool:
     return True
 
 
+def g_reciprocal_mul(b: Builder) -> bool:
+    """`x * Reciprocal(s)` or `x * Div(1, s)` (ReciprocalMulFusion), and near misses: a `1`
+    that broadcasts `s` up, a 2 instead of a 1, integer division (1 / 3 is 0)."""
+    if b.chance(0.15):  # integers: Div(1, s) truncates, nothing to fuse
+        ints = [v for v in b.values if v.dtype == INT64]
+        if not ints:
+            return False
+        x = b.choice(ints)
+        s = b.const(b.rng.integers(1, 4, size=b.bshape(x.shape)).astype(np.int64))
+        inverse = b.op("Div", [b.const(np.array(1, dtype=np.int64)), s], s.shape, INT64)
+        b.op("Mul", [x, inverse], broadcast_shape(x.shape, s.shape), INT64)
+        b.tags["ReciprocalMul:int"] += 1
+        return True
+    x = b.pick(ok=lambda v: v.numel <= MAX_NUMEL // 3)
+    if x is None:
+        return False
+    other = b.pick(ok=lambda v: v is not x and broadcast(x.shape, v.shape) is not None)
+    shape = other.shape if other is not None else b.bshape(x.shape)
+    s = b.op("Add", [b.op("Abs", [other], shape), b.scalar(1.0)], shape) if other is not None \
+        else b.const(b.rng.uniform(0.5, 2.0, shape).astype(np.float32))
+    form = b.choice(["reciprocal", "one", "one", "one-grows", "two"])
+    if form == "reciprocal":
+        inverse = b.op("Reciprocal", [s], s.shape)
+    else:
+        one_shape = b.bshape(s.shape, grow=form == "one-grows")
+        inverse_shape = broadcast(one_shape, s.shape)
+        if inverse_shape is None:
+            return False
+        one = b.scalar(2.0 if form == "two" else 1.0, one_shape)
+        inverse = b.op("Div", [one, s], inverse_shape)
+    out = broadcast(x.shape, inverse.shape)
+    if out is None:
+        return False
+    b.tags[f"ReciprocalMul:{form}"] += 1
+    b.op("Mul", [inverse, x] if b.chance(0.4) else [x, inverse], out)
+    return True
+
+
 def g_where(b: Builder) -> bool:
     """Where of a comparison (of an exact value: a rewrite must not flip it) or a pooled bool."""
     x = b.pick(ok=lambda v: v.numel <= MAX_NUMEL // 3)

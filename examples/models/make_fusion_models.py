@@ -17,9 +17,12 @@ which models this onnx/onnxruntime cannot build or run, and why.
 | `gelu_erf_tanh` | GELU in its Erf form and its Tanh form after Linear layers, opset 20 |
 | `rmsnorm` | RMSNorm in primitives (Pow, ReduceMean, Add, Sqrt, Div, Mul), opset 23 |
 | `layout_chains` | Transpose, Reshape, Cast, Unsqueeze/Squeeze chains (opset 17) |
+| `llama_block` | Llama decoder layer: RMSNorm, GQA rotary attention, SiLU MLP (opset 17) |
 
 The layer norm in primitives is ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
-Add; weights are random (seeded) and every input shape is static.
+Add; weights are random (seeded) and every input shape is static. `llama_block` keeps the
+exporter's shape arithmetic (Shape, Gather, Unsqueeze, Concat, Range) although its shapes
+are static, as the TorchScript exporter writes it for dynamic axes.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ MODELS: dict[str, str] = {
     "gelu_erf_tanh": "GELU in Erf and Tanh forms (opset 20)",
     "rmsnorm": "RMSNorm in primitives (opset 23)",
     "layout_chains": "Transpose/Reshape/Cast/Squeeze-Unsqueeze chains",
+    "llama_block": "one Llama decoder layer (RMSNorm, GQA + rotary attention, SiLU MLP)",
 }
 
 #: The opset each model is built at.
@@ -232,6 +236,136 @@ def _layout_chains(b: _Builder) -> onnx.ModelProto:
     return b.model("layout_chains", [("x", [2, 3, 4, 5])], out, [6, 20], 17)
 
 
+def _rms_norm_hf(b: _Builder, x: str, dim: int, prefix: str) -> str:
+    """LlamaRMSNorm as the TorchScript exporter writes it (opset 17): the casts of
+    `hidden_states.to(torch.float32)` and `.to(input_dtype)` (float to float here), Pow,
+    ReduceMean(axes=[-1]), Add(eps), Sqrt, `rsqrt` as Div(1, ·), Mul(x, ·), Mul(weight, ·)."""
+    xf = b.op("Cast", [x], f"{prefix}.cast", to=FLOAT)
+    squared = b.op("Pow", [xf, b.const(2.0, "two")], f"{prefix}.pow")
+    variance = b.op("ReduceMean", [squared], f"{prefix}.mean", axes=[-1], keepdims=1)
+    std = b.op("Sqrt", [b.op("Add", [variance, b.const(1e-6, "eps")], f"{prefix}.add_eps")],
+               f"{prefix}.sqrt")
+    inverse = b.op("Div", [b.const(1.0, "one"), std], f"{prefix}.rsqrt")
+    normed = b.op("Cast", [b.op("Mul", [xf, inverse], f"{prefix}.mul")], f"{prefix}.cast",
+                  to=FLOAT)
+    return b.op("Mul", [b.positive(dim, hint=f"{prefix}.weight"), normed], f"{prefix}.scale")
+
+
+def _llama_block(b: _Builder) -> onnx.ModelProto:
+    """HF transformers' LlamaDecoderLayer (eager attention, as in 4.36) the way
+    `torch.onnx.export` (TorchScript, opset 17) writes it, with LlamaModel's position_ids
+    (arange over the sequence) and causal mask (`_make_causal_mask`) computed in the graph:
+    every `size()` is Shape + Gather, every `view`/`reshape`/`expand` target a Concat of
+    Unsqueezed sizes and constants. Hidden 32, 4 heads of 8, 2 key/value heads, MLP 64."""
+    batch, seq, hidden, heads, kv_heads, intermediate = 1, 8, 32, 4, 2, 64
+    head_dim, max_positions = hidden // heads, 16
+    n_rep = heads // kv_heads
+
+    def i64(value: int | list[int], hint: str = "c") -> str:
+        return b.const(value, hint, np.int64)
+
+    def size(x: str, axis: int) -> str:  # x.size(axis): a scalar
+        return b.op("Gather", [b.op("Shape", [x], "size.shape"), i64(axis, "idx")], "size",
+                    axis=0)
+
+    def dims(*parts: str | int) -> str:  # a shape list: sizes Unsqueezed, ints constant
+        return b.op("Concat", [b.op("Unsqueeze", [p, i64([0], "axes")], "dim")
+                               if isinstance(p, str) else i64([p], "dim") for p in parts],
+                    "shape", axis=0)
+
+    def projection(x: str, n_out: int, hint: str) -> str:  # nn.Linear(bias=False)
+        return b.op("MatMul", [x, b.weight(hidden, n_out, hint=f"{hint}.weight", scale=0.2)],
+                    hint)
+
+    # LlamaModel: position_ids = arange(seq).unsqueeze(0); the causal mask, from input sizes
+    bsz, tgt = size("x", 0), size("x", 1)
+    positions = b.op("Unsqueeze", [b.op("Range", [i64(0), tgt, i64(1)], "arange"),
+                                   i64([0], "axes")], "position_ids")
+    full = b.op("ConstantOfShape", [dims(tgt, tgt)], "mask.full",
+                value=helper.make_tensor("value", FLOAT, [1], [np.finfo(np.float32).min]))
+    cond = b.op("Range", [i64(0), size(full, 1), i64(1)], "mask.cond")
+    after = b.op("Reshape", [b.op("Add", [cond, i64(1)], "mask.add"), dims(size(full, 1), 1)],
+                 "mask.view")
+    mask = b.op("Where", [b.op("Less", [cond, after], "mask.less"), b.const(0.0, "zero"),
+                          full], "mask.fill")
+    mask = b.op("Cast", [mask], "mask.to", to=FLOAT)
+    mask = b.op("Unsqueeze", [b.op("Unsqueeze", [mask, i64([0], "axes")], "mask.none"),
+                              i64([1], "axes")], "mask.none")
+    mask = b.op("Expand", [mask, dims(bsz, 1, tgt, tgt)], "mask.expand")
+
+    # LlamaDecoderLayer
+    normed = _rms_norm_hf(b, "x", hidden, "input_layernorm")
+    q_bsz, q_len = size(normed, 0), size(normed, 1)
+
+    def heads_of(x: str, n_heads: int) -> str:  # .view(bsz, q_len, n, head_dim).transpose(1, 2)
+        return b.op("Transpose", [b.op("Reshape", [x, dims(q_bsz, q_len, n_heads, head_dim)],
+                                       "view")], "transpose", perm=[0, 2, 1, 3])
+
+    q = heads_of(projection(normed, hidden, "q_proj"), heads)
+    k = heads_of(projection(normed, kv_heads * head_dim, "k_proj"), kv_heads)
+    v = heads_of(projection(normed, kv_heads * head_dim, "v_proj"), kv_heads)
+
+    # LlamaRotaryEmbedding: cos_cached[:seq_len].to(dtype), then cos[position_ids].unsqueeze(1)
+    inv_freq = 1.0 / 10000.0 ** (np.arange(0, head_dim, 2) / head_dim)
+    emb = np.concatenate([np.outer(np.arange(max_positions), inv_freq)] * 2, axis=-1)
+    kv_len = size(k, 2)
+
+    def table(values: np.ndarray, hint: str) -> str:
+        cached = b.op("Slice", [b.const(values, f"{hint}_cached"), i64([0], "starts"),
+                                b.op("Unsqueeze", [kv_len, i64([0], "axes")], "end"),
+                                i64([0], "axes"), i64([1], "steps")], f"{hint}.slice")
+        cast = b.op("Cast", [cached], f"{hint}.to", to=FLOAT)
+        return b.op("Unsqueeze", [b.op("Gather", [cast, positions], f"{hint}.gather", axis=0),
+                                  i64([1], "axes")], f"{hint}.unsqueeze")
+
+    cos, sin = table(np.cos(emb), "cos"), table(np.sin(emb), "sin")
+
+    def rotary(x: str) -> str:  # x * cos + rotate_half(x) * sin
+        half = b.op("Unsqueeze", [b.op("Div", [size(x, 3), i64(2)], "half"), i64([0], "axes")],
+                    "half")
+        x1 = b.op("Slice", [x, i64([0], "starts"), half, i64([3], "axes"), i64([1], "steps")],
+                  "x1")
+        x2 = b.op("Slice", [x, half, i64([np.iinfo(np.int64).max], "ends"), i64([3], "axes"),
+                            i64([1], "steps")], "x2")
+        rotated = b.op("Concat", [b.op("Neg", [x2], "neg"), x1], "rotate_half", axis=-1)
+        return b.op("Add", [b.op("Mul", [x, cos], "rope.cos"),
+                            b.op("Mul", [rotated, sin], "rope.sin")], "rope")
+
+    def repeat_kv(x: str) -> str:  # x[:, :, None].expand(...).reshape(b, kv * n_rep, s, d)
+        shape = b.op("Shape", [x], "repeat_kv.shape")
+        b_, kv, s, d = (b.op("Gather", [shape, i64(i, "idx")], "repeat_kv.size", axis=0)
+                        for i in range(4))
+        expanded = b.op("Expand", [b.op("Unsqueeze", [x, i64([2], "axes")], "repeat_kv.none"),
+                                   dims(b_, kv, n_rep, s, d)], "repeat_kv.expand")
+        return b.op("Reshape", [expanded, dims(b_, b.op("Mul", [kv, i64(n_rep)], "kv_x_rep"),
+                                               s, d)], "repeat_kv.reshape")
+
+    q, k = rotary(q), rotary(k)
+    k, v = repeat_kv(k), repeat_kv(v)
+    scores = b.op("Div", [b.op("MatMul", [q, b.op("Transpose", [k], "k_t", perm=[0, 1, 3, 2])],
+                               "qk"), b.const(math.sqrt(head_dim), "sqrt_d")], "scale")
+    scores = b.op("Add", [scores, mask], "masked")
+    probs = b.op("Cast", [b.op("Softmax", [b.op("Cast", [scores], "softmax.cast", to=FLOAT)],
+                               "softmax", axis=-1)], "softmax.to", to=FLOAT)
+    context = b.op("Transpose", [b.op("MatMul", [probs, v], "context")], "context.t",
+                   perm=[0, 2, 1, 3])
+    merged = b.op("Reshape", [context, dims(q_bsz, q_len, hidden)], "context.reshape")
+    attended = b.op("Add", ["x", projection(merged, hidden, "o_proj")], "residual")
+
+    # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)), SiLU as x * Sigmoid(x)
+    normed = _rms_norm_hf(b, attended, hidden, "post_attention_layernorm")
+    gate = b.op("MatMul", [normed, b.weight(hidden, intermediate, hint="gate_proj.weight",
+                                            scale=0.2)], "gate_proj")
+    silu = b.op("Mul", [gate, b.op("Sigmoid", [gate], "act.sigmoid")], "act")
+    up = b.op("MatMul", [normed, b.weight(hidden, intermediate, hint="up_proj.weight",
+                                          scale=0.2)], "up_proj")
+    down = b.op("MatMul", [b.op("Mul", [silu, up], "gated"),
+                           b.weight(intermediate, hidden, hint="down_proj.weight", scale=0.2)],
+                "down_proj")
+    out = b.op("Add", [attended, down], "residual")
+    return b.model("llama_block", [("x", [batch, seq, hidden])], out, [batch, seq, hidden], 17)
+
+
 _BUILDERS: dict[str, Callable[[_Builder], onnx.ModelProto]] = {
     "linear_matmul_add": _linear_matmul_add,
     "conv_bn": _conv_bn,
@@ -241,6 +375,7 @@ _BUILDERS: dict[str, Callable[[_Builder], onnx.ModelProto]] = {
     "gelu_erf_tanh": _gelu_erf_tanh,
     "rmsnorm": _rmsnorm,
     "layout_chains": _layout_chains,
+    "llama_block": _llama_block,
 }
 
 

@@ -30,6 +30,7 @@ from ge.compiler.builtin.fusion_chains import (
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
+from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.noop import NoOpElimination
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "MatMulAddFusion",
     "NoOpElimination",
     "RMSNormFusion",
+    "ReciprocalMulFusion",
     "ReshapeChainSimplification",
     "SqueezeUnsqueezeCancellation",
     "TransposeChainSimplification",
@@ -72,5 +74,6 @@ BUILTIN_PASSES: tuple[type, ...] = (
     LayerNormFusion,
     RMSNormFusion,
     GeluFusion,
+    ReciprocalMulFusion,
     DeadCodeElimination,
 )

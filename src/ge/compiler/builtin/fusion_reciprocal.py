@@ -1,0 +1,84 @@
+"""`ReciprocalMulFusion`: `X * Reciprocal(S)` and `X * (1 / S)` become `X / S`.
+
+Exporters write `torch.rsqrt(v)` as `Div(1, Sqrt(v))` (Llama's RMSNorm below opset 23) and
+`x / s` sometimes as a product with `Reciprocal(s)`; one Div does the same with one operator
+and one intermediate tensor fewer (onnxruntime's basic level does this rewrite too). The
+quotient is rounded once instead of twice, so results may differ in the last bit. It fires when:
+
+* the element type is a floating-point one (an integer `Div(1, s)` truncates: 1 / 3 is 0);
+* the `1` of `Div(1, S)` is a constant whose every element is 1 and whose dims broadcast to
+  `S`'s without growing them (a `[1, 1]` one over a `[4]` divisor would make the product 2-D);
+* the reciprocal is read by the Mul only (the matcher refuses a match whose inner value has
+  another consumer, a graph output included).
+
+The Mul may read the reciprocal as either operand: the pass enables the matcher's
+commutative matching. The Div takes the Mul's place, so a graph output keeps its name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ge.compiler.builtin._support import known_dtype
+from ge.compiler.builtin.fusion_gemm import broadcasts_to, dims_of, value_desc
+from ge.compiler.pass_registry import builtin_pass
+from ge.es import TensorHolder
+from ge.es.all import Div, Mul, Reciprocal
+from ge.graph import CONST, DataType, Node, Tensor
+from ge.passes import PassContext, PatternFusionPass, pattern
+from ge.passes.config import PatternMatcherConfigBuilder
+from ge.passes.matcher import MatchResult
+from ge.passes.pattern import PatternInputs
+
+__all__ = ["ReciprocalMulFusion"]
+
+_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
+                     DataType.DT_BF16})
+
+
+def _is_one_over(div: Node) -> bool:
+    """Whether `div` is `Div(1, S)` with a `1` that leaves `S`'s dims as they are."""
+    producer = div.get_input_producer(0)
+    if producer is None or producer[0].type != CONST or not producer[0].has_attr("value"):
+        return False
+    one = producer[0].get_attr("value")
+    if not isinstance(one, Tensor) or not np.all(one.numpy() == 1):
+        return False
+    if not one.shape:
+        return True  # a scalar broadcasts to anything unchanged
+    divisor = dims_of(value_desc(div, 1))
+    return divisor is not None and broadcasts_to(one.shape, divisor)
+
+
+@builtin_pass(name="ReciprocalMulFusion", step="builtin_fusion", requires=("Reciprocal", "Div"),
+              also_in=("origin_graph_optimize",))
+class ReciprocalMulFusion(PatternFusionPass):
+    """`X * Reciprocal(S)` or `X * (1 / S)` (either operand order) → `X / S` (see the
+    module docstring for when)."""
+
+    def __init__(self) -> None:
+        # Mul is commutative: `Reciprocal(s) * x` matches the same pattern.
+        super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+
+    @pattern
+    def mul_reciprocal(self, inputs: PatternInputs) -> TensorHolder:
+        return Mul(inputs[0], Reciprocal(inputs[1]))
+
+    @pattern
+    def mul_one_over(self, inputs: PatternInputs) -> TensorHolder:
+        x, divisor = inputs[0], inputs[1]
+        one = x.get_owner_builder().create_scalar_float(1.0)  # any constant; value checked
+        return Mul(x, Div(one, divisor))
+
+    def meet_requirements(self, match_result: MatchResult,
+                          context: PassContext | None = None) -> bool:
+        nodes = match_result.get_matched_nodes()
+        mul = next(n for n in nodes if n.type == "Mul")
+        if known_dtype(mul.get_output_desc(0)) not in _FLOATS:
+            return False
+        div = next((n for n in nodes if n.type == "Div"), None)
+        return div is None or _is_one_over(div)
+
+    def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
+            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
+        return Div(inputs[0], inputs[1])
