@@ -208,6 +208,47 @@ def g_slice(b: Builder) -> bool:
     return True
 
 
+def g_slice_pieces(b: Builder) -> bool:
+    """A value cut along one axis into consecutive pieces by Slices (SliceSplitFusion), in
+    the written forms (negative bounds, INT64_MAX ends, axes input present or not, a third
+    Slice across the others), and near misses (a gap, an overlap, a step of 2)."""
+    x = b.pick(ok=lambda v: v.rank >= 1 and max(v.shape) >= 2)
+    if x is None:
+        return False
+    axis = b.choice([a for a in range(x.rank) if x.shape[a] >= 2])
+    d = x.shape[axis]
+    cuts = sorted(int(c) for c in b.rng.choice(np.arange(1, d), size=int(
+        b.rng.integers(1, min(d - 1, 3) + 1)), replace=False))
+    bounds = list(zip([0, *cuts], [*cuts, d]))
+    miss = b.choice(["none", "none", "none", "gap", "overlap", "step", "across"])
+    if miss == "gap" and len(bounds) >= 2 and bounds[0][1] - bounds[0][0] >= 2:
+        bounds[0] = (bounds[0][0], bounds[0][1] - 1)
+    elif miss == "overlap" and len(bounds) >= 2:
+        bounds[1] = (bounds[1][0] - 1, bounds[1][1])
+    elif miss == "across":
+        bounds.append((max(0, cuts[0] - 1), min(d, cuts[0] + 1)))
+    b.tags[f"SlicePieces:{miss}"] += 1
+    pieces = []
+    for lo, hi in bounds:
+        start = lo - d if lo and b.chance(0.3) else lo
+        end = INT_MAX if hi == d and b.chance(0.5) else (hi - d if hi < d and b.chance(0.3)
+                                                          else hi)
+        inputs: list[Value | str] = [x, b.ints([start]), b.ints([end])]
+        step = 2 if miss == "step" and not pieces else 1
+        if axis != 0 or step != 1 or b.chance(0.5):
+            inputs.append(b.ints([axis - x.rank if b.chance(0.3) else axis]))
+            if step != 1 or b.chance(0.3):
+                inputs.append(b.ints([step]))
+        shape = list(x.shape)
+        shape[axis] = len(range(d)[start:end:step])
+        pieces.append(b.op("Slice", inputs, shape))
+    if b.chance(0.5):  # rotate_half: the pieces put back in another order
+        total = sum(p.shape[axis] for p in pieces)
+        b.op("Concat", pieces[::-1], [total if a == axis else n for a, n in enumerate(x.shape)],
+             axis=axis)
+    return True
+
+
 def g_concat(b: Builder) -> bool:
     """Concat of one input (a no-op), of a value with itself, or with values and constants."""
     x = b.pick(ok=lambda v: v.rank >= 1 and v.numel <= MAX_NUMEL // 3)

@@ -76,7 +76,7 @@ def test_the_passes_are_builtin_passes_in_run_order() -> None:
     assert [e.name for e in registry.for_step("origin_graph_optimize")] == [
         "ConstantFolding", "CastChainSimplification", "SqueezeUnsqueezeCancellation",
         "TransposeChainSimplification", "ReshapeChainSimplification", "NoOpElimination",
-        "ConstantDeduplication", "CommonSubexpressionElimination",
+        "ConstantDeduplication", "CommonSubexpressionElimination", "SliceSplitFusion",
         # the fusions run in every round too, before dead-code elimination
         "ConvBatchNormFusion", "ConvAddMulFusion", "MatMulAddFusion", "GemmBatchNormFusion",
         "LayerNormFusion", "RMSNormFusion", "GeluFusion", "ReciprocalMulFusion",

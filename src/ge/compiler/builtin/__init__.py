@@ -31,6 +31,7 @@ from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
 from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
+from ge.compiler.builtin.fusion_split import SliceSplitFusion
 from ge.compiler.builtin.noop import NoOpElimination
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "RMSNormFusion",
     "ReciprocalMulFusion",
     "ReshapeChainSimplification",
+    "SliceSplitFusion",
     "SqueezeUnsqueezeCancellation",
     "TransposeChainSimplification",
 ]
@@ -67,6 +69,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     NoOpElimination,
     ConstantDeduplication,
     CommonSubexpressionElimination,
+    SliceSplitFusion,
     ConvBatchNormFusion,
     ConvAddMulFusion,
     MatMulAddFusion,

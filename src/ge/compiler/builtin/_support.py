@@ -33,6 +33,7 @@ __all__ = [
     "raw_item_size",
     "read_by_body",
     "rewirable",
+    "slice_arguments",
     "static_dims",
     "tensor_nbytes",
     "unique_node_name",
@@ -161,6 +162,25 @@ def const_ints(node: Node, index: int) -> list[int] | None:
     if array.dtype.kind not in "iu" or array.ndim > 1:
         return None
     return [int(v) for v in array.reshape(-1)]
+
+
+def slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None,
+                                          list[int]] | None:
+    """(starts, ends, axes or None for all, steps) of a Slice when constant, else None."""
+    if node_opset(node) < 10:
+        if not (node.has_attr("starts") and node.has_attr("ends")):
+            return None
+        starts = [int(v) for v in node.get_attr("starts")]
+        ends = [int(v) for v in node.get_attr("ends")]
+        axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
+        return starts, ends, axes, [1] * len(starts)
+    first, last = const_ints(node, 1), const_ints(node, 2)
+    has_axes = input_connected(node, 3)
+    axes = const_ints(node, 3) if has_axes else None
+    steps = const_ints(node, 4) if input_connected(node, 4) else [1] * len(first or ())
+    if first is None or last is None or (has_axes and axes is None) or steps is None:
+        return None
+    return first, last, axes, steps
 
 
 #: Element types whose raw bytes in a TensorProto are the bytes numpy's decoded array holds

@@ -31,6 +31,7 @@ from ge.compiler.builtin._support import (
     input_connected,
     known_dtype,
     rewirable,
+    slice_arguments,
     static_dims,
 )
 from ge.compiler.pass_registry import builtin_pass
@@ -138,31 +139,12 @@ def _expand(node: Node) -> int | None:
     return 0 if _unchanged_dims(node) is not None else None
 
 
-def _slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None,
-                                          list[int]] | None:
-    """(starts, ends, axes or None for all, steps) of a Slice when constant, else None."""
-    if node_opset(node) < 10:
-        if not (node.has_attr("starts") and node.has_attr("ends")):
-            return None
-        starts = [int(v) for v in node.get_attr("starts")]
-        ends = [int(v) for v in node.get_attr("ends")]
-        axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
-        return starts, ends, axes, [1] * len(starts)
-    first, last = const_ints(node, 1), const_ints(node, 2)
-    has_axes = input_connected(node, 3)
-    axes = const_ints(node, 3) if has_axes else None
-    steps = const_ints(node, 4) if input_connected(node, 4) else [1] * len(first or ())
-    if first is None or last is None or (has_axes and axes is None) or steps is None:
-        return None
-    return first, last, axes, steps
-
-
 def _slice(node: Node) -> int | None:
     """Slice whose every range is whole, with steps of one: computed from constant
     arguments and the input's dims, else the descs say the shape is unchanged and the
     steps are constant ones."""
     dims = static_dims(node.get_input_desc(0))
-    arguments = _slice_arguments(node) if dims is not None else None
+    arguments = slice_arguments(node) if dims is not None else None
     if arguments is None:
         steps = const_ints(node, 4) if input_connected(node, 4) else [1]
         if steps is None or any(step != 1 for step in steps):
