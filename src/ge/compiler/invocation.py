@@ -4,7 +4,9 @@ A pass that raises, fails (D2), or leaves the graph invalid (an unconnected requ
 a cycle, a value without a type once shapes are inferred) is reported as *that pass's*
 E13028 error at the user's line, and the transaction gives the graph back as the pass
 found it. The check after a changing pass looks at the region the pass touched (its nodes'
-edges, arity and types, and cycles) unless the compilation asks for the full check.
+edges, arity and types, cycles, and, once shapes are inferred, whether onnx still infers
+from each node's inputs what its outputs hold) unless the compilation asks for the full
+check.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ge.errors import PassRunError, SourceLocation, ValidationProblem
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import find_node_problems, find_problems
-from ge.ops.inference import infer_node
+from ge.ops.inference import infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
@@ -86,6 +88,8 @@ class Invocation:
                         _type_new_values(touched)
                     problems = (_full_problems(root, self.typed) if self.check == "full"
                                 else find_node_problems(touched, typed=self.typed))
+                    if self.typed and not problems:
+                        problems = _shape_problems(touched)
                     if problems:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems))
@@ -175,13 +179,27 @@ def _type_new_values(nodes: list[Node]) -> None:
         infer_node(node, quiet=True)
 
 
+def _shape_problems(nodes: list[Node]) -> list[ValidationProblem]:
+    """The touched nodes whose outputs their inputs can no longer give (`shape_conflict`):
+    a model written with them is one onnx.checker and runtimes reject."""
+    problems = []
+    for node in nodes:
+        graph = node.owner_graph
+        if graph is None:
+            continue
+        reason = shape_conflict(node)
+        if reason is not None:
+            problems.append(ValidationProblem("shape", (node.name,), reason, graph.name))
+    return problems
+
+
 def _full_problems(root: Graph, typed: bool) -> list[ValidationProblem]:
     problems = find_problems(root)
     if typed:
         nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
         problems += [p for p in find_node_problems(nodes, typed=True)
                      if p.kind in ("untyped", "type")]
-    return problems
+    return problems or _shape_problems(nodes)
 
 
 _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplicate-name": 4}

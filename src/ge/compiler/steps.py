@@ -3,7 +3,9 @@
 `infer_shape` runs between `BeforeInferShape` and `AfterInferShape`: it types every node of
 the model (subgraphs included) with `ge.ops.infer_shapes`, strictly, so that a node onnx
 rejects (a MatMul of [2, 3] by [4, 5], an input without a type) stops the compilation with
-`ShapeInferenceError` (GE1305, stage "InferShape") instead of leaving unknown descs behind.
+`ShapeInferenceError` (GE1305, stage "InferShape") instead of leaving unknown descs behind;
+so does an operator of ONNX's own domains that ONNX does not define at the model's opset
+(`FooBar`, or `Gelu` at opset 17), which onnx's inference would pass over.
 It runs in a graph transaction: a failing inference changes nothing.
 
 `final_validation` runs last: `Graph.validate()`, so a compilation never returns a broken
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ge.errors import GeError, GraphValidationError, ShapeInferenceError
+from ge.graph.validation import unknown_operators
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -36,6 +39,12 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
     """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
     from ge.ops import infer_shapes
 
+    unknown = unknown_operators(graph.root_graph())
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {unknown[0].message}{more}",
+                                  stage=INFER_SHAPE_STAGE,
+                                  nodes=[n for p in unknown for n in p.nodes])
     try:
         with graph.transaction():
             infer_shapes(graph.root_graph(), strict=True)

@@ -6,9 +6,11 @@ enclose this one, to a missing anchor, or not mirrored on both ends), `cycle`,
 counts against the operator's ONNX schema, unconnected required inputs, structural nodes of
 the wrong shape), `attribute` (an attribute the operator's ONNX schema does not define, of
 another type, or a required one missing: onnx.checker and runtimes reject such a model),
-`structure` (Data indexes, NetOutput count) and, for the region checks after a pass,
-`untyped` (an output without a known dtype) and `type` (element types the operator's schema
-does not allow, or a type variable bound to two types: a stale output type included).
+`unknown-op` (an operator of ONNX's own domains that ONNX does not define at the model's
+opset, and no function of the model), `structure` (Data indexes, NetOutput count) and, for
+the region checks after a pass, `untyped` (an output without a known dtype) and `type`
+(element types the operator's schema does not allow, or a type variable bound to two types:
+a stale output type included).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+import onnx
 from onnx import TensorProto, defs
 
 from ge.errors import GraphError, ValidationProblem
@@ -26,9 +29,10 @@ from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["find_node_problems", "find_problems"]
+__all__ = ["find_node_problems", "find_problems", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
+_ONNX_VERSION = onnx.__version__
 
 
 @lru_cache(maxsize=4096)
@@ -323,6 +327,8 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
         return
     schema = _schema(op, node._domain, version)
     if schema is None:
+        if node._domain in _ONNX_DOMAINS and not _local_function(g, node):
+            _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
         return  # a custom or function operator: no schema to check against
     if not schema.min_input <= n_in <= schema.max_input:
         _add(problems, g, "arity", [node],
@@ -340,6 +346,46 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
                  f"required input {j} ({formal.name}) of {op} node {node._name!r} is not "
                  "connected")
     _check_attributes(g, node, version, problems)
+
+
+#: Domains whose operators are ONNX's own: one without a schema there is no operator at all.
+_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+
+
+def unknown_operators(graph: Graph) -> list[ValidationProblem]:
+    """The `unknown-op` problems of `graph` and its subgraphs alone (a cheap scan: the
+    schema lookups are cached), for a compilation to stop before any pass runs."""
+    problems: list[ValidationProblem] = []
+    for g in [graph, *graph.get_all_subgraphs()]:
+        for node in g.get_direct_nodes():
+            if node._domain not in _ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
+                continue
+            version = g.get_opset_version(node._domain)
+            if version is not None and _schema(node._type, node._domain, version) is None and (
+                    not _local_function(g, node)):
+                _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
+    return problems
+
+
+def _local_function(g: Graph, node: Node) -> bool:
+    """Whether `node` calls a function the model defines (`ModelProto.functions`)."""
+    model = g.root_graph().model
+    functions = model.functions if model is not None else ()
+    return any(f.name == node._type and f.domain == node._domain for f in functions)
+
+
+def _unknown_op(node: Node, version: int) -> str:
+    """Why ONNX has no operator for `node` at the model's opset."""
+    domain = node._domain or "ai.onnx"
+    try:
+        since = defs.get_schema(node._type, node._domain).since_version
+    except defs.SchemaError:
+        return (f"{node._type} node {node._name!r}: ONNX has no operator {node._type} in "
+                f"domain {domain!r} (onnx {_ONNX_VERSION}); onnx.checker and runtimes reject "
+                "the model (a custom operator needs a domain of its own)")
+    return (f"{node._type} node {node._name!r}: {domain} {node._type} exists from opset "
+            f"{since}, the model imports opset {version}; onnx.checker and runtimes reject "
+            "the model")
 
 
 def _check_attributes(g: Graph, node: Node, version: int,

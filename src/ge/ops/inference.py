@@ -44,7 +44,7 @@ from ge.ops.onnx_node import (
 from ge.ops.registry import InferContext, get_custom_op
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["infer_node", "infer_shapes", "is_custom_node"]
+__all__ = ["infer_node", "infer_shapes", "is_custom_node", "shape_conflict"]
 
 
 def is_custom_node(node: Node) -> bool:
@@ -157,11 +157,27 @@ def _write_new(node: Node, index: int, desc: TensorDesc) -> None:
 
 
 def _infer_node(node: Node) -> list[TensorDesc] | None:
+    if is_custom_node(node):
+        for i in range(node.get_inputs_size()):
+            if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
+                return None
+        return _infer_custom(node)
+    inferred = _onnx_outputs(node)
+    if inferred is None:
+        return None
+    for i, desc in enumerate(inferred):
+        if desc is not None:
+            _write(node, i, desc)
+    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
+    """What onnx infers for the outputs of a standard-domain node from its input descs and
+    constant inputs (None for an output it cannot type), nothing written; None when an
+    input's type is not known. `ShapeInferenceError` when onnx rejects the node."""
     for i in range(node.get_inputs_size()):
         if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
             return None
-    if is_custom_node(node):
-        return _infer_custom(node)
     spec = node_spec(node)
     proto = node_proto(node)
     types: dict[str, onnx.TypeProto] = {}
@@ -194,12 +210,52 @@ def _infer_node(node: Node) -> list[TensorDesc] | None:
         raise ShapeInferenceError(
             f"node {node.name!r} ({node.type}, opset {spec.since_version} schema): shape "
             f"inference failed for inputs ({ins}): {err}", nodes=[node.name]) from err
-    for i, out_name in enumerate(node.get_output_names()):
+    outputs: list[TensorDesc | None] = []
+    for out_name in node.get_output_names():
         tp = inferred.get(out_name) if out_name else None
         if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type:
+            outputs.append(None)
             continue
-        _write(node, i, desc_from_value_info(onnx.helper.make_value_info(out_name, tp)))
-    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+        outputs.append(desc_from_value_info(onnx.helper.make_value_info(out_name, tp)))
+    return outputs
+
+
+def _contradicts(held: TensorDesc, inferred: TensorDesc) -> bool:
+    """Whether two descs of one value cannot both be right: different known element types,
+    ranks, or sizes of a dim (symbolic and unknown dims agree with anything)."""
+    if DataType.DT_UNDEFINED not in (held._data_type, inferred._data_type) and (
+            held._data_type != inferred._data_type):
+        return True
+    a, b = held._shape, inferred._shape  # (read only)
+    if a == b:
+        return False
+    if a.is_unknown_rank() or b.is_unknown_rank():
+        return False
+    if len(a) != len(b):
+        return True
+    return any(isinstance(x, int) and isinstance(y, int) and x >= 0 and y >= 0 and x != y
+               for x, y in zip(a, b))
+
+
+def shape_conflict(node: Node) -> str | None:
+    """Why `node`'s output descs cannot be what its inputs give, or None: onnx rejects the
+    node with its present inputs (a rank-4 input where Gemm takes rank 2), or infers an
+    output that contradicts the desc the node holds (an attribute changed what it
+    computes). The check after a pass (`ge.compiler`) asks it of the nodes the pass touched.
+    Standard-domain operators without subgraphs only; nothing is written."""
+    if node._type in STRUCTURAL or is_custom_node(node) or node.get_subgraphs():
+        return None
+    memo = active_memo()
+    try:
+        inferred = _onnx_outputs(node) if memo is None else memo.pure(node, _onnx_outputs)
+    except ShapeInferenceError as err:
+        return err.message
+    for i, desc in enumerate(inferred or ()):
+        held = node._held_output_desc(i) if desc is not None else None
+        if held is not None and _contradicts(held, desc):  # type: ignore[arg-type]
+            return (f"output {i} of {node.type} node {node.name!r} is {held!r} in the graph, "
+                    f"but its inputs and attributes now give {desc!r}")
+    return None
 
 
 # -- whole graph ----------------------------------------------------------------------------

@@ -48,10 +48,12 @@ Outcome = tuple[str, Any]  # ("unknown", None) | ("ok", descs) | ("failed", (nod
 class InferenceMemo:
     """Results of per-node inference by operator signature, for one compilation."""
 
-    __slots__ = ("_known", "_opsets", "hits", "misses")
+    __slots__ = ("_known", "_opsets", "_pure", "hits", "misses")
 
     def __init__(self) -> None:
         self._known: dict[Hashable, Outcome] = {}
+        # What onnx infers by signature, for checks that compare without writing (`pure`).
+        self._pure: dict[Hashable, Outcome] = {}
         # The opset imports last keyed: (the dict, a copy of it, its key); a compilation
         # keys one model's imports over and over, and they rarely change.
         self._opsets: tuple[dict[str, int], dict[str, int], Hashable] | None = None
@@ -109,6 +111,35 @@ class InferenceMemo:
         if not copies:
             return []
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+    def pure(self, node: Node,
+             infer: Callable[[Node], list[TensorDesc | None] | None]
+             ) -> list[TensorDesc | None] | None:
+        """`infer(node)` (which writes nothing), or what it gave for a node of the same
+        signature; the descs handed back are the memo's own: callers only read them."""
+        key = signature(node, self)
+        if key is None:
+            return infer(node)
+        outcome = self._pure.get(key)
+        if outcome is None:
+            try:
+                result = infer(node)
+            except ShapeInferenceError as err:
+                self._pure[key] = ("failed", (node.name, err.message))
+                raise
+            self._pure[key] = ("unknown", None) if result is None else ("ok", result)
+            return result
+        kind, value = outcome
+        if kind == "failed":
+            first, message = value
+            if first == node.name:
+                raise ShapeInferenceError(message, nodes=[node.name])
+            raise ShapeInferenceError(
+                f"node {node.name!r} ({node.type}): shape inference failed as for node "
+                f"{first!r} with the same operator and input types: {message}",
+                nodes=[node.name])
+        return value if kind == "ok" else None
 
 
 def active_memo() -> InferenceMemo | None:

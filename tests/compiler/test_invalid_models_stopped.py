@@ -1,0 +1,223 @@
+"""A compilation never writes a model onnx.checker or onnxruntime would reject: a pass that
+leaves a node whose inputs no longer give its outputs fails as that pass (E13028, its file
+and line, the graph rolled back), and an operator ONNX does not define at the model's opset
+stops the compilation before any pass (GE1305, stage InferShape). Nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+from ge.errors import GraphValidationError, PassRunError, ShapeInferenceError
+from ge.testing import isolated_plugin_state
+from model_paths import shared_model
+
+MOBILENET = shared_model("mobilenet_like")
+
+SKIP_FLATTEN = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="SkipFlatten", stage=PassStage.AFTER_INFER_SHAPE)
+class SkipFlatten(FusionBasePass):
+    def run(self, graph, context):
+        for flatten in list(graph.nodes_of_type("Flatten")):
+            src, index = flatten.get_in_data_nodes_and_port_indexes(0)
+            graph.replace_all_uses(flatten, 0, src, index)
+            graph.remove_node(flatten)
+        return True
+'''
+
+FLIP_TRANS_B = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="FlipTransB", stage=PassStage.AFTER_INFER_SHAPE)
+class FlipTransB(FusionBasePass):
+    def run(self, graph, context):
+        for gemm in graph.nodes_of_type("Gemm"):
+            gemm.set_attr("transB", 0 if gemm.has_attr("transB") and gemm.get_attr("transB")
+                          else 1)
+        return True
+'''
+
+# A consistent change: the Flatten becomes a Reshape to the shape it gave.
+FLATTEN_TO_RESHAPE = '''\
+import numpy as np
+
+from ge.graph import Tensor
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="FlattenToReshape", stage=PassStage.AFTER_INFER_SHAPE)
+class FlattenToReshape(FusionBasePass):
+    def run(self, graph, context):
+        for flatten in list(graph.nodes_of_type("Flatten")):
+            dims = list(flatten.get_output_desc(0).get_shape())
+            shape = graph.add_node("Const", attrs={"value": Tensor(np.array(dims))})
+            shape.update_output_desc(0, shape.get_attr("value").get_tensor_desc())
+            reshape = graph.add_node("Reshape", num_inputs=2)
+            src, index = flatten.get_in_data_nodes_and_port_indexes(0)
+            graph.add_data_edge(src, index, reshape, 0)
+            graph.add_data_edge(shape, 0, reshape, 1)
+            reshape.update_output_desc(0, flatten.get_output_desc(0))
+            graph.replace_all_uses(flatten, 0, reshape, 0)
+            graph.remove_node(flatten)
+        return True
+'''
+
+# Gelu exists from opset 20; the model imports 17.
+MAKE_GELU = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="ReluToGelu", stage=PassStage.AFTER_INFER_SHAPE)
+class ReluToGelu(FusionBasePass):
+    def run(self, graph, context):
+        for relu in list(graph.nodes_of_type("Relu")):
+            gelu = graph.add_node("Gelu", num_inputs=1)
+            src, index = relu.get_in_data_nodes_and_port_indexes(0)
+            graph.add_data_edge(src, index, gelu, 0)
+            gelu.update_output_desc(0, relu.get_output_desc(0))
+            graph.replace_all_uses(relu, 0, gelu, 0)
+            graph.remove_node(relu)
+        return True
+'''
+
+
+@pytest.fixture(autouse=True)
+def _isolated():
+    with isolated_plugin_state():
+        yield
+
+
+def _plugin(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / "passes" / f"{name}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+def _compile_cli(model: Path, out: Path, *extra: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(out), *extra])
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize(("name", "source", "line", "reason"), [
+    ("skip_flatten", SKIP_FLATTEN, 5, "Input 0 expected to have rank 2 but has rank 4"),
+    ("flip_trans_b", FLIP_TRANS_B, 5, "Dimension mismatch in unification between 10 and 32"),
+], ids=["rank", "attribute"])
+def test_a_pass_breaking_a_nodes_shapes_fails_as_that_pass(
+        name: str, source: str, line: int, reason: str, tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, name, source)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin))
+    assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass ")
+    assert "the pass left the graph invalid: shape: node '/fc/Gemm' (Gemm" in stderr
+    assert reason in stderr
+    assert f"stage AfterInferShape, at {plugin}:{line})" in stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
+
+    # The API: the same error; the graph is given back as the pass found it.
+    graph = ge.graph.load(MOBILENET)
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(graph, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.code == "E13028" and caught.value.stage == "AfterInferShape"
+    assert reason in str(caught.value)
+    (gemm,) = graph.nodes_of_type("Gemm")
+    assert graph.nodes_of_type("Flatten") and gemm.get_attr("transB") == 1
+    assert gemm.get_in_data_nodes_and_port_indexes(0)[0].type == "Flatten"
+
+
+def test_a_consistent_change_of_shapes_passes_the_check(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, "to_reshape", FLATTEN_TO_RESHAPE)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin), "--verify")
+    assert code == 0, stderr
+    compiled = onnx.load(out)
+    onnx.checker.check_model(compiled, full_check=True)
+    assert "Flatten" not in {n.op_type for n in compiled.graph.node}
+    ort.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"])
+
+
+def test_a_pass_making_an_operator_the_opset_lacks_fails_as_that_pass(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, "gelu", MAKE_GELU)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin))
+    assert code == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass ReluToGelu.")
+    assert "unknown-op: Gelu node" in stderr
+    assert "ai.onnx Gelu exists from opset 20, the model imports opset 17" in stderr
+    assert f"at {plugin}:5)" in stderr  # the class statement
+    assert not out.exists()
+
+
+def _model_with(op_type: str, opset: int, domain: str = "") -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node(op_type, ["a"], ["b"], name="mystery", domain=domain),
+         helper.make_node("Neg", ["b"], ["y"], name="neg")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    imports = [helper.make_opsetid("", opset)]
+    return helper.make_model(graph, opset_imports=imports)
+
+
+@pytest.mark.parametrize(("op_type", "message"), [
+    ("FooBar", "FooBar node 'mystery': ONNX has no operator FooBar in domain 'ai.onnx' "
+               f"(onnx {onnx.__version__}); onnx.checker and runtimes reject the model "
+               "(a custom operator needs a domain of its own)"),
+    ("Gelu", "Gelu node 'mystery': ai.onnx Gelu exists from opset 20, the model imports "
+             "opset 17; onnx.checker and runtimes reject the model"),
+], ids=["unknown", "too-new"])
+def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
+        op_type: str, message: str, tmp_path: Path) -> None:
+    source = tmp_path / "model.onnx"
+    onnx.save(_model_with(op_type, 17), source)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(source, out)
+    assert code == 1 and stderr.count("\n") == 1
+    assert stderr == f"ge: [GE1305] graph 'g': {message} (stage InferShape)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(source)
+    assert caught.value.code == "GE1305" and caught.value.stage == "InferShape"
+    assert list(caught.value.nodes) == ["mystery"]
+
+
+def test_validate_names_an_operator_onnx_lacks() -> None:
+    graph = ge.graph.load(_model_with("Gelu", 17))
+    problems = graph.find_problems()
+    assert [(p.kind, p.nodes) for p in problems] == [("unknown-op", ("mystery",))]
+    with pytest.raises(GraphValidationError):
+        graph.validate()
+    graph = ge.graph.load(_model_with("Gelu", 20))  # there it exists
+    assert graph.find_problems() == []
+
+
+def test_a_model_function_in_the_default_domain_is_not_unknown() -> None:
+    """A node calling a function the model defines is that function, not an unknown op."""
+    body = helper.make_function("", "Twice", ["a"], ["b"],
+                                [helper.make_node("Add", ["a", "a"], ["b"])],
+                                [helper.make_opsetid("", 17)])
+    model = _model_with("Twice", 17)
+    model.functions.append(body)
+    assert ge.graph.load(model).find_problems() == []
+
+
+def test_the_custom_domain_message_is_unchanged(tmp_path: Path) -> None:
+    model = _model_with("FooBar", 17, domain="com.acme")
+    model.opset_import.append(helper.make_opsetid("com.acme", 1))
+    with pytest.raises(ShapeInferenceError,
+                       match=r"custom operator com\.acme::FooBar is not registered"):
+        ge.compile(model)
