@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -199,16 +199,44 @@ def print_compile_result(result: CompileResult, *, output: Path | None) -> None:
 # -- ge compile -------------------------------------------------------------------------------
 
 
+class _ModeChoice(click.Choice):
+    """The choices of a flag whose value may be left out (`--verify` alone is `final`).
+    Click takes the next word as the value whatever it is, so `--verify MODEL` reads MODEL
+    as a mode: the error then says how to write it."""
+
+    def fail(self, message: str, param: click.Parameter | None = None,
+             ctx: click.Context | None = None) -> NoReturn:
+        flag = param.opts[0] if param is not None and param.opts else "the flag"
+        super().fail(f"{message} To use {flag} without a value, put it after MODEL or "
+                     f"write {flag}=VALUE.", param, ctx)
+
+
+def _given(ctx: click.Context, *names: str) -> list[str]:
+    """The flags among `names` (parameter names) that the command line gave."""
+    from click.core import ParameterSource
+
+    return [f"--{name}" for name in names
+            if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+
+
 def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
              pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
              dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
-             value_info: str, html_path: Path | None = None) -> None:
+             value_info: str, html_path: Path | None = None,
+             tolerances_given: Sequence[str] = ()) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
+    from ge.session.compilation import check_tolerance
 
+    check_tolerance(rtol, "--rtol")
+    check_tolerance(atol, "--atol")
+    if tolerances_given and verify is None and inputs is None:
+        flags = " and ".join(tolerances_given)
+        raise CommandLineError(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
+                               "--verify (or --inputs): without it nothing is compared")
     if dump_level is not None and dump is None:
         raise CommandLineError("--dump-level needs --dump DIR")
     if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
@@ -276,7 +304,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="A pass plugin file or folder for this compilation (repeatable).")
 @click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="A compiler option, readable by passes (repeatable).")
-@click.option("--verify", type=click.Choice(["final", "each-pass"]), is_flag=False,
+@click.option("--verify", type=_ModeChoice(["final", "each-pass"]), is_flag=False,
               flag_value="final", default=None,
               help="Run the original and the compiled model on the same inputs and compare "
                    "(plain --verify = final; each-pass also checks after every pass that "
@@ -285,9 +313,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Inputs for verification (one array per input name); implies --verify. "
                    "Default: generated from the input types.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True,
-              help="Relative tolerance of verification.")
+              help="Relative tolerance of verification (>= 0); needs --verify.")
 @click.option("--atol", type=float, default=1e-5, show_default=True,
-              help="Absolute tolerance of verification.")
+              help="Absolute tolerance of verification (>= 0); needs --verify.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
@@ -302,7 +330,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Run none of the built-in passes (plugins only).")
 @click.option("--disable", "disable", multiple=True, metavar="NAME",
               help="Do not run the pass NAME, built-in or plugin (repeatable).")
-@click.option("--check", type=click.Choice(["region", "full", "none"]), is_flag=False,
+@click.option("--check", type=_ModeChoice(["region", "full", "none"]), is_flag=False,
               flag_value="full", default="region", show_default=True,
               help="Validate what each pass touched (region), the whole graph (full, also "
                    "plain --check) or nothing.")
@@ -329,13 +357,14 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     overwrite_input: bool, value_info: str, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
+    given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
         _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
                  options=options, verify=verify, inputs=inputs, rtol=rtol, atol=atol,
                  dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
                  check=check, on_pass_failure=on_pass_failure, external_data=external_data,
                  overwrite_input=overwrite_input, value_info=value_info,
-                 html_path=html_path)
+                 html_path=html_path, tolerances_given=given)
 
 
 # -- ge dump ----------------------------------------------------------------------------------

@@ -113,7 +113,9 @@ class CompileReport:
 
     def by_pass(self) -> list[dict[str, Any]]:
         """One summary per (stage, pass) in run order: invocations over graphs and rounds
-        added up; nodes from the first invocation's before to the last one's after."""
+        added up. `node_delta` is the change in direct node count summed over them
+        (negative: the pass left fewer nodes, positive: more, as a decomposition does); the
+        counts say nothing of how many nodes were removed and how many added in between."""
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for r in self.records:
             row = rows.get((r.stage, r.pass_name))
@@ -121,14 +123,14 @@ class CompileReport:
                 row = rows[(r.stage, r.pass_name)] = {
                     "name": r.pass_name, "stage": r.stage, "kind": r.kind, "origin": r.origin,
                     "runs": 0, "changed": 0, "matches": 0, "rewrites": 0, "fusions": 0,
-                    "removed_nodes": 0, "rolled_back": 0, "seconds": 0.0,
+                    "node_delta": 0, "rolled_back": 0, "seconds": 0.0,
                 }
             row["runs"] += 1
             row["changed"] += int(r.changed)
             row["matches"] += r.matches
             row["rewrites"] += r.rewrites
             row["fusions"] += r.fusions
-            row["removed_nodes"] += r.nodes_before - r.nodes_after
+            row["node_delta"] += r.nodes_after - r.nodes_before
             row["rolled_back"] += int(r.rolled_back is not None)
             row["seconds"] += r.seconds
         return list(rows.values())

@@ -12,6 +12,7 @@ that changed it and names the first one whose outputs differ beyond the toleranc
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from ge.session.verification import (
     load_inputs,
 )
 
-__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "compile"]
+__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile"]
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
@@ -75,6 +76,15 @@ def _verify_mode(verify: bool | str) -> str:
         return verify
     raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
                               f"got {verify!r}")
+
+
+def check_tolerance(value: object, name: str) -> None:
+    """Refuse a verification tolerance that is not a number >= 0 (negative, NaN, a bool or
+    not a number): `CompilerOptionError` (GE1202) naming it as `name` (`rtol`, `--rtol`)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or math.isnan(value) or value < 0):
+        shown = f"{value:g}" if isinstance(value, float) else repr(value)
+        raise CompilerOptionError(f"{name} must be a number >= 0, got {shown}")
 
 
 def _value_info_mode(mode: str, graph: Graph) -> bool:
@@ -159,12 +169,15 @@ def compile(
 
     `verify` (True, "final" or "each-pass") runs the original and the compiled model on
     `inputs` (a mapping, an `.npz` path, or generated from the input types) and raises
-    `VerificationError` when an output differs beyond `rtol`/`atol`. `dump` is a folder for
+    `VerificationError` when an output differs beyond `rtol`/`atol` (numbers >= 0, else
+    `CompilerOptionError`, checked before anything runs). `dump` is a folder for
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
     `value_info` ("auto", "all", "none") decides whether `CompileResult.save` writes the
     types of intermediate values; "auto" writes them only if the input model had any.
     """
     mode = _verify_mode(verify)
+    check_tolerance(rtol, "rtol")
+    check_tolerance(atol, "atol")
     graph, in_place, source = _as_graph(model)
     typed = _value_info_mode(value_info, graph)
     watchers = list(observers)

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
-from ge.errors import VerificationError, VerificationInputError
+from ge.errors import GraphTypeError, VerificationError, VerificationInputError
+from ge.graph.graph import Graph
 from ge.session.runner import (
     InputSpec,
     Model,
@@ -57,18 +59,38 @@ _INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at lea
 _DEFAULT_DIM = 2  # the size of a symbolic or unknown dim nobody named
 
 
-def check_inputs(inputs: Mapping[str, Any], model: Model) -> None:
+#: A model as the functions here take it: a Graph, a ModelProto or the path of a model file.
+ModelOrPath = Model | str | os.PathLike[str]
+
+
+def _model(model: ModelOrPath, argument: str = "model") -> Model:
+    """`model` itself, or the model file it names loaded with `ge.graph.load` (a missing
+    file is ModelNotFoundError); anything else is GraphTypeError naming `argument`."""
+    if isinstance(model, (Graph, onnx.ModelProto)):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        import ge.graph
+
+        return ge.graph.load(model)
+    raise GraphTypeError(f"{argument} must be a ge.graph.Graph, an onnx.ModelProto or the path "
+                         f"of a model file, got {type(model).__name__}")
+
+
+def check_inputs(inputs: Mapping[str, Any], model: ModelOrPath) -> None:
     """Raise VerificationInputError listing every missing, unknown or ill-typed/-shaped input.
 
     Values are numpy arrays (or ge Tensors); a static dim must match, a symbolic dim may have
     any size but the same size wherever it appears; inputs with a default may be left out.
+    `model` may be the path of a model file.
     """
+    model = _model(model)
     checked_inputs(inputs, model_inputs(model), model_name(model))
 
 
-def generate_inputs(model: Model, *, seed: int = 0,
+def generate_inputs(model: ModelOrPath, *, seed: int = 0,
                     dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
-    """Random inputs for every input of `model` without a default, the same for a seed.
+    """Random inputs for every input of `model` (a Graph, a ModelProto or the path of a
+    model file) without a default, the same for a seed.
 
     Floats (and complex parts) are standard normal; integers are 0..3, so they are valid
     indices into small tables (embeddings, Gather) and small trip counts; bools are random;
@@ -76,6 +98,7 @@ def generate_inputs(model: Model, *, seed: int = 0,
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
     """
+    model = _model(model)
     specs = model_inputs(model)
     sizes = dict(dims or {})
     symbols = {d for s in specs for d in s.dims or () if isinstance(d, str)}
@@ -119,17 +142,13 @@ def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -
         f"input {spec.name!r}: cannot generate values of type {spec.describe()}")
 
 
-def load_inputs(path: str | os.PathLike[str],
-                model: Model | str | os.PathLike[str]) -> dict[str, np.ndarray]:
+def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, np.ndarray]:
     """Inputs read from an `.npz` file (one array per input name), checked against `model`
     (a `Graph`, a ModelProto, or the path of a model file, loaded with `ge.graph.load`).
 
     A `.npy` file is accepted for a model with exactly one required input.
     """
-    if isinstance(model, (str, os.PathLike)):
-        import ge.graph
-
-        model = ge.graph.load(model)
+    model = _model(model)
     path = Path(path)
     specs = model_inputs(model)
     if path.suffix not in (".npz", ".npy"):
@@ -351,16 +370,20 @@ def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.
 # -- running and comparing --------------------------------------------------------------------
 
 
-def reference_outputs(model: Model, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_outputs(model: ModelOrPath,
+                      inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The outputs to compare later runs against (`run_model`; the model is not changed)."""
-    return run_model(model, inputs)
+    return run_model(_model(model), inputs)
 
 
-def verify(original: Model, compiled: Model, *, inputs: Mapping[str, np.ndarray] | None = None,
-           rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
+def verify(original: ModelOrPath, compiled: ModelOrPath, *,
+           inputs: Mapping[str, np.ndarray] | None = None, rtol: float = 1e-4,
+           atol: float = 1e-5, seed: int = 0,
            dims: Mapping[str, int] | None = None) -> VerificationReport:
-    """Run both models on the same inputs (generated from `original` when None, see
-    `generate_inputs`) and compare their outputs; `report.raise_if_failed(...)` to enforce."""
+    """Run both models (each may be the path of a model file) on the same inputs (generated
+    from `original` when None, see `generate_inputs`) and compare their outputs;
+    `report.raise_if_failed(...)` to enforce."""
+    original, compiled = _model(original, "original"), _model(compiled, "compiled")
     feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
     expected = run_model(original, feeds)
     actual = run_model(compiled, feeds)
