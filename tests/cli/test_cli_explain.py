@@ -199,3 +199,27 @@ def test_a_missing_model_is_one_line(write, tmp_path: Path) -> None:
     code, _, err = _run("passes", "explain", "ReluNeg", str(tmp_path / "none.onnx"),
                         "--pass-path", str(plugin))
     assert code == 1 and err.startswith("ge: [GE1102] model file not found")
+
+
+LATE_RELU = RELU_NEG.replace("AFTER_INFER_SHAPE", "AFTER_ORIGIN_GRAPH_OPTIMIZE").replace(
+    '"ReluNeg"', '"LateReluNeg"')
+
+
+def test_a_pass_after_the_builtins_is_explained_with_a_warning_naming_the_dump(
+        tmp_path: Path) -> None:
+    """The pass would see the graph the built-in passes made; explain says so on stderr and
+    names the dump to explain instead, and still explains MODEL."""
+    plugin = tmp_path / "late.py"
+    plugin.write_text(LATE_RELU)
+    code, out, err = _run("passes", "explain", "LateReluNeg", VIT, "--pass-path", str(plugin))
+    assert code == 0, err
+    assert out.startswith("LateReluNeg (pattern_fusion, AfterOriginGraphOptimize, ")
+    assert err == (
+        "ge: warning: LateReluNeg runs at AfterOriginGraphOptimize, after the built-in passes "
+        "changed the graph; this explains MODEL as shape inference leaves it. To explain what "
+        "the pass sees: ge compile MODEL -o OUT --dump DIR, then ge passes explain LateReluNeg "
+        "DIR/ge_*_OriginGraphOptimize.onnx\n")
+    early = tmp_path / "early.py"
+    early.write_text(RELU_NEG)
+    code, _, err = _run("passes", "explain", "ReluNeg", VIT, "--pass-path", str(early))
+    assert code == 0 and err == "", err

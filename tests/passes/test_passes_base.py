@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +127,12 @@ def test_expression_replacement_signatures_are_checked_at_class_creation() -> No
             def replacement(self, inputs, match_result, ctx):
                 return inputs[0]
 
+    # The location is the hook's own line, the one to change (not the class statement).
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    hook = 1 + next(i for i, text in enumerate(lines)
+                    if "def replacement(self, inputs, match_result, ctx):" in text)
+    assert info.value.location is not None and info.value.location.line == hook
+
     assert str(info.value.message) == (
         "Expression-style replacement with four arguments must use "
         "replacement(self, inputs, match_result, context)"
@@ -188,6 +195,7 @@ def test_pattern_methods_and_patterns_cannot_be_combined() -> None:
 
 
 def test_pattern_methods_take_self_and_inputs_only() -> None:
+    one_line = inspect.currentframe().f_lineno + 4  # type: ignore[union-attr]  # @pattern
     with pytest.raises(TypeError) as info:
 
         class Wrong(PatternFusionPass):
@@ -196,6 +204,8 @@ def test_pattern_methods_take_self_and_inputs_only() -> None:
                 return inputs[0]
 
     assert info.value.message == "@pattern methods only support method(self, inputs)"
+    assert info.value.location is not None  # the decorated method, not the class statement
+    assert info.value.location.line == one_line
 
     with pytest.raises(TypeError, match="@pattern expects a function"):
         pattern(3)  # type: ignore[type-var]

@@ -78,10 +78,11 @@ class P(PatternFusionPass):
 @pytest.mark.parametrize(("body", "message", "line"), [
     ("    def meet_requirements(self, match_result):\n        raise ValueError('bad check')\n",
      "ValueError: bad check", 13),
+    # a bad result is blamed on the hook's def line (not the class statement)
     ("    def replacement(self, inputs):\n        return 42\n",
-     "Expression-style replacement must return a TensorHolder", None),
+     "Expression-style replacement must return a TensorHolder", 12),
     ("    def replacement(self, match_result):\n        return 42\n",
-     "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", None),
+     "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
      "KeyError: 'boom'", 13),
 ])
@@ -108,6 +109,26 @@ class P(PatternFusionPass):
 """
     err = _compile_fails(write, source, load(_neg_neg()))
     assert message in err.message
+    lines = (HEADER + source).splitlines()
+    assert err.location.line == 1 + lines.index("    def patterns(self):")
+
+
+@pytest.mark.parametrize(("result", "message"), [
+    ("'Relu'", "TypeError: Expression-style patterns must return a TensorHolder"),
+    ("[]", "TypeError: Expression-style patterns must return a TensorHolder"),
+])
+def test_a_pattern_methods_bad_result_is_blamed_on_the_method(write, result, message) -> None:
+    source = f"""
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def wrong(self, inputs):
+        return {result}
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert message in err.message
+    lines = (HEADER + source).splitlines()
+    assert err.location.line == 1 + lines.index("    @pattern")  # its first decorator
 
 
 def test_patterns_returning_none_is_no_pattern(write) -> None:

@@ -254,6 +254,12 @@ def _check_node(graph: object, node: str) -> None:
                            nodes=[node])
 
 
+#: Stages the built-in steps run before, and the dump of the step just before each.
+_DUMP_BEFORE = {"AfterBuiltinFusionPass": "BuiltinFusion",
+                "AfterOriginGraphOptimize": "OriginGraphOptimize"}
+_AFTER_BUILTINS = frozenset(_DUMP_BEFORE)
+
+
 @passes.command("explain")
 @click.argument("pass_name", metavar="PASS")
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -291,6 +297,12 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], nod
         if node is not None:
             _check_node(graph, node)
         failed = infer_shapes_for_explain(graph)
+        if entry.stage_label in _AFTER_BUILTINS:
+            warnings.warn(CompileWarning(
+                f"{entry.name} runs at {entry.stage_label}, after the built-in passes changed "
+                "the graph; this explains MODEL as shape inference leaves it. To explain what "
+                f"the pass sees: ge compile MODEL -o OUT --dump DIR, then ge passes explain "
+                f"{entry.name} DIR/ge_*_{_DUMP_BEFORE[entry.stage_label]}.onnx"), stacklevel=1)
         if failed is not None:
             warnings.warn(CompileWarning(
                 f"shape inference failed, explaining the untyped graph (checks reading "

@@ -27,7 +27,7 @@ from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.matcher import CompiledPattern
-from ge.passes.source import traceback_location
+from ge.passes.source import blamed_location, traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
@@ -245,6 +245,7 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
     location: SourceLocation | None = None
     if exc is not None:
         location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
+        location = location or blamed_location(exc)
     return PassRunError(
         f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
         f"Reason: {reason.rstrip('.')}.",

@@ -45,6 +45,7 @@ from ge.passes.registry import (
     PASS_KIND_PATTERN_FUSION,
 )
 from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
+from ge.passes.source import blame
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -87,7 +88,9 @@ def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
     if produced is None:
         return []
     if isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
-        raise TypeError("PatternFusionPass.patterns must return an iterable of Pattern or Graph")
+        raise blame(TypeError(
+            "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),
+            instance.patterns)
     patterns = []
     for item in produced:
         if isinstance(item, Pattern):
@@ -95,7 +98,9 @@ def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
         elif isinstance(item, Graph):
             patterns.append(create_pattern(item))
         else:
-            raise TypeError("PatternFusionPass.patterns must return Pattern or Graph objects")
+            raise blame(TypeError(
+                "PatternFusionPass.patterns must return Pattern or Graph objects"),
+                instance.patterns)
     return patterns
 
 
@@ -107,7 +112,8 @@ def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
 def _replacement_of(instance: PatternFusionPass, result: MatchResult, run: PassRun) -> Graph:
     replacement = instance.replacement(result, run.context)
     if not isinstance(replacement, Graph):
-        raise TypeError("PatternFusionPass.replacement must return ge.graph.Graph")
+        raise blame(TypeError("PatternFusionPass.replacement must return ge.graph.Graph"),
+                    instance.replacement)
     return replacement
 
 
@@ -196,8 +202,11 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             replacement = _replacement_of(instance, result, run)
         else:  # an expression-style replacement: built where the match is
             name, body = expression
-            built = build_in_place(region.graph, name, body(instance, result, run.context),
-                                   region.inputs)
+            try:
+                built = build_in_place(region.graph, name, body(instance, result, run.context),
+                                       region.inputs)
+            except TypeError as err:  # what it returned, if not raised in the hook itself
+                raise blame(err, instance.replacement) from None
             if isinstance(built, InPlace):
                 apply_built_in_place(region, built.nodes, built.outputs, pass_name=pass_name)
                 return True

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ge.graph.journal import ChangeKind
+from ge.passes.source import blame
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
@@ -150,11 +151,14 @@ def synthesize_patterns(cls_name: str, methods: Sequence[tuple[str, Callable[...
                 and result
                 and all(isinstance(r, (es.Pattern, es.Graph)) for r in result)
             ):
-                raise TypeError(
+                raise blame(TypeError(
                     "A @pattern method supports a single pattern only. "
                     "Define one @pattern method per pattern."
-                )
-            outputs = _normalize_outputs(result, es, "pattern")
+                ), method)
+            try:
+                outputs = _normalize_outputs(result, es, "pattern")
+            except TypeError as err:
+                raise blame(err, method) from None
             pattern = es.create_pattern(builder.build_and_reset(outputs))
             for holder in [*inputs.created(), *outputs]:
                 pattern.capture_tensor(holder)

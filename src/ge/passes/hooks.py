@@ -41,6 +41,15 @@ def _signature_parts(func: object) -> tuple[list[inspect.Parameter], bool] | Non
     return positional, required_kwonly
 
 
+def _defined_at(func: object, where: SourceLocation) -> SourceLocation:
+    """Where the hook itself is defined (its `def` line, or its first decorator's), else
+    `where` (the class statement): the line an author has to change."""
+    code = getattr(func, "__code__", None)
+    if code is None or not inspect.isfunction(func):
+        return where
+    return SourceLocation(code.co_filename, code.co_firstlineno)
+
+
 def _mark_adapted(wrapper: Hook, func: Hook) -> Hook:
     functools.update_wrapper(wrapper, func)
     del wrapper.__wrapped__  # type: ignore[attr-defined]  # the adapter's own signature counts
@@ -55,7 +64,7 @@ def adapt_legacy_hook(hook_name: str, func: object, value_name: str, where: Sour
         raise PassRegisterTypeError(
             f"{hook_name} only supports {hook_name}(self, {value_name}) or "
             f"{hook_name}(self, {value_name}, context)",
-            location=where,
+            location=_defined_at(func, where),
         )
     assert inspect.isfunction(func)
     if len(parts[0]) == 2:
@@ -93,14 +102,14 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
         raise PassRegisterTypeError(
             "Expression-style replacement with four arguments must use "
             "replacement(self, inputs, match_result, context)",
-            location=where,
+            location=_defined_at(func, where),
         )
     if count > 4 or required_kwonly:
         raise PassRegisterTypeError(
             "Expression-style replacement supports replacement(self, inputs), "
             "replacement(self, inputs, context), replacement(self, inputs, match_result) or "
             "replacement(self, inputs, match_result, context)",
-            location=where,
+            location=_defined_at(func, where),
         )
     third_is_context = count == 3 and positional[2].name == "context"
 
@@ -147,5 +156,6 @@ def check_pattern_method(func: object, where: SourceLocation) -> None:
     parts = _signature_parts(func)
     if parts is None or len(parts[0]) != 2 or parts[1]:
         raise PassRegisterTypeError(
-            "@pattern methods only support method(self, inputs)", location=where
+            "@pattern methods only support method(self, inputs)",
+            location=_defined_at(func, where),
         )

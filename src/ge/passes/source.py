@@ -15,6 +15,8 @@ from types import FrameType, TracebackType
 from ge.errors import SourceLocation
 
 __all__ = [
+    "blame",
+    "blamed_location",
     "caller_location",
     "definition_location",
     "is_internal_file",
@@ -61,6 +63,24 @@ def definition_location(cls: type) -> SourceLocation:
     module = sys.modules.get(cls.__module__)
     filename = getattr(module, "__file__", None) or f"<module {cls.__module__}>"
     return SourceLocation(filename, None)
+
+
+def blame(exc: BaseException, hook: object) -> BaseException:
+    """Mark `exc`, raised by ge about what `hook` returned, as that hook's fault: the E13028
+    it becomes points at the hook's `def` (its first decorator's) line rather than at the
+    pass's class statement. Hooks of ge's own (a synthesized `patterns()`) are not marked."""
+    func = getattr(hook, "__ge_original_hook__", None) or getattr(hook, "__func__", hook)
+    code = getattr(func, "__code__", None)
+    if code is not None and not is_internal_file(code.co_filename):
+        exc.__ge_location__ = SourceLocation(  # type: ignore[attr-defined]
+            code.co_filename, code.co_firstlineno)
+    return exc
+
+
+def blamed_location(exc: BaseException) -> SourceLocation | None:
+    """The hook location `blame` put on `exc`, if any."""
+    location = getattr(exc, "__ge_location__", None)
+    return location if isinstance(location, SourceLocation) else None
 
 
 def _within(filename: str, roots: list[str]) -> bool:
