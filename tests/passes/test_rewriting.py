@@ -711,6 +711,30 @@ def test_an_expression_replacement_cannot_change_the_matched_graph(write, call, 
     assert err.location is not None and err.location.line == call_line  # the author's line
 
 
+def test_an_expression_replacement_reads_its_inputs_descs(write) -> None:
+    """`inputs[i].get_tensor_desc()` is the matched tensor's real desc (a copy): a
+    replacement can decide by rank without its match result."""
+    path = write("plugin.py", HEADER + """
+@register_fusion_pass(name="P", stage="AfterInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def twice(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        desc = inputs[0].get_tensor_desc()
+        seen = (list(desc.get_shape()), desc.data_type.name)
+        assert seen == ([2, 4], "DT_FLOAT"), seen  # (else E13028: the test fails)
+        desc.set_shape([7])  # a copy: the graph's desc stays
+        return es.Relu(inputs[0]) if len(seen[0]) == 2 else inputs[0]
+""")
+    graph = load(_neg_neg())
+    compile_graph(graph, pass_paths=[path], builtin_passes=False)
+    assert [n.type for n in graph.get_direct_nodes()] == ["Data", "Relu", "NetOutput"]
+    (relu,) = graph.nodes_of_type("Relu")
+    assert list(relu.get_input_desc(0).get_shape()) == [2, 4]
+
+
 def test_an_expression_replacement_returning_a_graph_leaves_no_stray_nodes(write) -> None:
     """Operators built on the inputs before returning a separately built Graph are dropped;
     the Graph is copied in."""

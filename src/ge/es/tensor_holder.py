@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.errors import BuilderStateError
 from ge.graph.node import Node
-from ge.graph.tensor_desc import Dim, Shape
+from ge.graph.tensor_desc import Dim, Shape, TensorDesc
 from ge.graph.types import DataType, Format
 
 if TYPE_CHECKING:
@@ -62,6 +62,13 @@ class TensorHolder:
         return self._node
 
     # -- desc -------------------------------------------------------------------------------
+    def get_tensor_desc(self) -> TensorDesc:
+        """A copy of this tensor's desc (extension: GE's holders only set it). In a
+        replacement built in place, `inputs[i]`'s is the matched tensor's real desc, so a
+        replacement can decide by rank, dims or type without its match result."""
+        self._builder._check_alive("get_tensor_desc")
+        return self._node.get_output_desc(self._index)
+
     def _update(self, what: str, change: Any) -> TensorHolder:
         self._builder._check_alive(what)
         self._check_own(what)
