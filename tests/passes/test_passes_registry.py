@@ -152,7 +152,8 @@ def test_decompose_op_types_are_checked_when_the_factory_is_called(
 ) -> None:
     with pytest.raises(error_type, match=message) as info:
         register_decompose_pass(name="D", stage=STAGE, op_types=op_types)  # type: ignore[arg-type]
-    assert info.value.code == "E13030"
+    assert info.value.code == "E13030" and info.value.pass_name == "D"
+    assert "(pass D" in str(info.value)
     assert get_registered_passes() == []
 
 

@@ -202,18 +202,19 @@ def _check_stage(api: str, stage: object, name: str, where: SourceLocation | Non
         ) from None
 
 
-def _check_op_types(op_types: object, where: SourceLocation | None) -> list[str]:
+def _check_op_types(op_types: object, name: str, where: SourceLocation | None) -> list[str]:
     api = "register_decompose_pass"
     if isinstance(op_types, (str, bytes)) or not isinstance(op_types, Iterable):
         raise PassRegisterTypeError(
-            f"{api} op_types must be an iterable of strings", location=where
+            f"{api} op_types must be an iterable of strings", pass_name=name, location=where
         )
     items = list(op_types)
     if not items:
-        raise PassRegisterError(f"{api} requires at least one op type", location=where)
+        raise PassRegisterError(f"{api} requires at least one op type", pass_name=name,
+                                location=where)
     if not all(isinstance(item, str) and item for item in items):
         raise PassRegisterTypeError(
-            f"{api} op_types must contain non-empty strings", location=where
+            f"{api} op_types must contain non-empty strings", pass_name=name, location=where
         )
     return items
 
@@ -326,7 +327,7 @@ def register_decompose_pass(
     where = caller_location()
     _check_name(api, name, where)
     _check_stage(api, stage, name, where)
-    types_list = _check_op_types(op_types, where)
+    types_list = _check_op_types(op_types, name, where)
 
     def decorator(cls: _PassT) -> _PassT:
         descriptor = build_descriptor(cls, name=name, stage=stage, op_types=types_list, api=api)

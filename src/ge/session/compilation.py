@@ -26,7 +26,13 @@ from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
-from ge.errors import CompileInputError, CompilerOptionError, SessionError, VerificationError
+from ge.errors import (
+    CompileInputError,
+    CompilerOptionError,
+    SessionError,
+    SourceLocation,
+    VerificationError,
+)
 from ge.graph import Graph
 from ge.session.runner import run_model
 from ge.session.verification import (
@@ -110,6 +116,15 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         f"{type(model).__name__}")
 
 
+def _origin_location(origin: str) -> SourceLocation | None:
+    """The `file:line` a pass record's origin names (a plugin's class), None for a built-in
+    pass or an entry point."""
+    file, _, line = origin.rpartition(":")
+    if not file or not line.isdigit() or not os.path.isfile(file):
+        return None
+    return SourceLocation(file, int(line))
+
+
 class _EachPassVerifier(PipelineObserver):
     """After every pass that changed the graph, run it and compare with the original."""
 
@@ -126,13 +141,14 @@ class _EachPassVerifier(PipelineObserver):
             raise SessionError(
                 f"after pass {record.pass_name} (graph {record.graph_name}) the model cannot "
                 f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
-                nodes=err.nodes) from err
+                nodes=err.nodes, location=_origin_location(record.origin)) from err
         report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
                 f"(graph {record.graph_name}): {report.summary()}",
-                pass_name=record.pass_name, stage=record.stage, report=report)
+                pass_name=record.pass_name, stage=record.stage, report=report,
+                location=_origin_location(record.origin))
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
