@@ -2,7 +2,7 @@
 
 1. load + save of a generated 100k-node model, untouched (ge's fast path: every node keeps
    the NodeProto it was read from): `ge.graph.load` + `Graph.save` against `onnx.load` +
-   `onnx.save` (goal: within 2x); both outputs must be byte-identical to the source;
+   `onnx.save` (goal: within 1.5x); both outputs must be byte-identical to the source;
 2. load, touch every node, save, the same model: ge sets a metadata entry on every node
    (`Node.set_metadata("bench.touched", name)`, so export rebuilds every NodeProto) against
    `onnx.load` + the same entry added to every `NodeProto.metadata_props` + `onnx.save`
@@ -89,6 +89,9 @@ TASKS = {
     "roundtrip": "load + save, untouched",
     "touch": "load, touch every node, save",
 }
+#: ge / onnx: the untouched round trip's goal is the IR issue's (1.5x); the touched row has
+#: no goal of its own in the issues, 2x is this benchmark's.
+GOALS = {"roundtrip": 1.5, "touch": 2.0}
 
 
 def io_ge(task: str, source: Path, target: Path) -> None:
@@ -244,7 +247,8 @@ def main() -> int:
             reports = measure(task, IO_SIDES, args.runs, args.nodes, source, folder)
             outputs = {side: folder / f"{task}_{side}.onnx" for side in IO_SIDES}
             checked.append(f"{label}: {check_outputs(task, source, outputs)}")
-            rows += rows_of(task, f"{label}, {args.nodes:,} nodes", reports, "onnx", goal=2.0)
+            rows += rows_of(task, f"{label}, {args.nodes:,} nodes", reports, "onnx",
+                            goal=GOALS[task])
             collections += collection_rows(task, reports)
     try:
         import onnx_ir  # noqa: F401
