@@ -225,7 +225,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
              value_info: str, html_path: Path | None = None,
-             tolerances_given: Sequence[str] = ()) -> None:
+             tolerances_given: Sequence[str] = (), opset: int | None = None) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -253,11 +253,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     check_save_target(graph, output, external_data=external_data,
                       overwrite_input=overwrite_input)
     mode = verify or ("final" if inputs is not None else None)
-    before = recorder = None
+    recorder = None
     if html_path is not None:
         from ge.cli import graph_diff
 
-        before = graph_diff.snapshot(graph)  # ge.compile changes `graph` in place
+        # Its `before` is the graph the pipeline starts from (converted, with --opset).
         recorder = graph_diff.PassChangeRecorder(graph)
     with compile_progress(str(model)) as observers:
         if recorder is not None:
@@ -267,8 +267,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             verify=mode or False, inputs=inputs, rtol=rtol, atol=atol,
                             check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
-                            value_info=value_info)
+                            value_info=value_info, opset=opset)
     result.save(output, external_data=external_data, overwrite_input=overwrite_input)
+    before = recorder.before if recorder is not None else None
     if html_path is not None and before is not None and recorder is not None:
         from ge.cli import graph_diff, html_page
 
@@ -346,6 +347,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               show_default=True,
               help="Types of intermediate values in OUTPUT: all, none, or auto (all when "
                    "MODEL had any).")
+@click.option("--opset", type=int, default=None, metavar="N",
+              help="Convert MODEL to standard opset N first (onnx's version converter), so "
+                   "that fusions into newer operators apply (Gelu: 20, RMSNormalization: 23).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report (or the error) as JSON on stdout.")
 def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
@@ -354,7 +358,8 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     html_path: Path | None, dump: Path | None,
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     check: str, on_pass_failure: str, external_data: bool | None,
-                    overwrite_input: bool, value_info: str, as_json: bool) -> None:
+                    overwrite_input: bool, value_info: str, opset: int | None,
+                    as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     given = _given(click.get_current_context(), "rtol", "atol")
@@ -364,7 +369,7 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                  dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
                  check=check, on_pass_failure=on_pass_failure, external_data=external_data,
                  overwrite_input=overwrite_input, value_info=value_info,
-                 html_path=html_path, tolerances_given=given)
+                 html_path=html_path, tolerances_given=given, opset=opset)
 
 
 # -- ge dump ----------------------------------------------------------------------------------

@@ -189,6 +189,12 @@ class PassChangeRecorder(PipelineObserver):
     def __init__(self, graph: Graph) -> None:
         self._last = _names(graph)
         self.changes: list[PassChange] = []
+        self.before: GraphSnapshot | None = None  # the graph the pipeline started from
+
+    def step_started(self, index: int, label: str, graph: Graph) -> None:
+        if self.before is None:  # the model compiled (a converted copy with --opset)
+            self.before = snapshot(graph)
+            self._last = _names(graph)
 
     def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
         if not record.changed or record.rolled_back:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import version_converter
 
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
@@ -43,7 +44,8 @@ from ge.session.verification import (
     load_inputs,
 )
 
-__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile"]
+__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile",
+           "upgraded_opset"]
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
@@ -116,6 +118,32 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         f"{type(model).__name__}")
 
 
+def upgraded_opset(graph: Graph, opset: int) -> Graph:
+    """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
+    (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
+    it is at `opset` already. `CompilerOptionError` (GE1202) for an opset below the model's
+    or beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
+    import ge.graph
+
+    newest = onnx.defs.onnx_opset_version()
+    current = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx", 0))
+    if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= newest:
+        raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
+                                  f"{onnx.__version__}), got {opset!r}")
+    if opset == current:
+        return graph
+    if opset < current:
+        raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
+                                  "only converts a model up")
+    try:
+        converted = version_converter.convert_version(graph.to_onnx(), opset)
+    except Exception as exc:  # the converter's errors are RuntimeErrors with its message
+        raise CompileInputError(
+            f"onnx's version converter cannot take graph {graph.name!r} from opset {current} "
+            f"to {opset}: {str(exc).strip()}") from exc
+    return ge.graph.load(converted)
+
+
 def _origin_location(origin: str) -> SourceLocation | None:
     """The `file:line` a pass record's origin names (a plugin's class), None for a built-in
     pass or an entry point."""
@@ -179,6 +207,7 @@ def compile(
     dump_level: str | None = None,
     observers: Iterable[PipelineObserver] = (),
     value_info: str = "auto",
+    opset: int | None = None,
 ) -> CompileResult:
     """Compile `model` with the built-in and plugin passes; see `compile_graph` for the
     pipeline, `pass_paths`, `options`, `disable`, `check` and `on_pass_failure`.
@@ -190,11 +219,16 @@ def compile(
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
     `value_info` ("auto", "all", "none") decides whether `CompileResult.save` writes the
     types of intermediate values; "auto" writes them only if the input model had any.
+    `opset` converts the model to that standard-domain opset first (`upgraded_opset`), so
+    that fusions into newer operators apply; a Graph given is then left as it is (the
+    result's graph is the converted one) and verification compares with the model as given.
     """
     mode = _verify_mode(verify)
     check_tolerance(rtol, "rtol")
     check_tolerance(atol, "atol")
-    graph, in_place, source = _as_graph(model)
+    given, in_place, source = _as_graph(model)
+    graph = given if opset is None else upgraded_opset(given, opset)
+    in_place = in_place and graph is given
     typed = _value_info_mode(value_info, graph)
     watchers = list(observers)
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
@@ -207,7 +241,7 @@ def compile(
         expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
         feeds: dict[str, np.ndarray] = {}
         if mode != "none":
-            original = graph.to_onnx()
+            original = given.to_onnx()  # before any conversion: it is checked too
             feeds = _inputs_for(original, inputs, seed=0)
             expected = run_model(original, feeds)
             if mode == "each-pass":

@@ -1,0 +1,107 @@
+"""`ge.compile(opset=N)` and `ge compile --opset N`: the model is converted by onnx's version
+converter first, so fusions into newer operators apply (T5's RMS norms at 23, DistilBERT's
+GELUs at 20); verification compares with the model as given; a bad opset or a model the
+converter cannot take is one error, nothing written, the caller's graph untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper
+
+import ge
+import ge.graph
+from ge.cli import cli
+from ge.errors import CompileInputError, CompilerOptionError
+from model_paths import shared_model
+
+T5 = shared_model("t5_encoder_tiny")
+DISTILBERT = shared_model("distilbert_tiny")
+
+pytestmark = pytest.mark.builtin_passes  # the fusions the conversion enables
+
+
+def _ops(model: onnx.ModelProto) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+def test_t5_converted_to_23_gets_its_rms_norms_fused_and_verified() -> None:
+    at_17 = ge.compile(T5)
+    result = ge.compile(T5, opset=23, verify=True)
+    assert result.verification is not None and result.verification.ok
+    assert result.report.rewrites_by_pass().get("RMSNormFusion") == 5
+    assert result.graph.opset_imports[""] == 23
+    compiled = result.to_onnx()
+    onnx.checker.check_model(compiled, full_check=True)
+    assert _ops(compiled).get("RMSNormalization") == 5
+    assert len(compiled.graph.node) < len(at_17.to_onnx().graph.node)
+    assert [o.name for o in compiled.graph.output] == [
+        o.name for o in onnx.load(T5).graph.output]
+
+
+def test_a_graph_given_is_left_as_it_was() -> None:
+    graph = ge.graph.load(DISTILBERT)
+    before = graph.to_onnx().SerializeToString()
+    result = ge.compile(graph, opset=20, verify=True)
+    assert result.graph is not graph and result.graph.opset_imports[""] == 20
+    assert _ops(result.to_onnx()).get("Gelu") == 2
+    assert graph.to_onnx().SerializeToString() == before
+    same = ge.compile(graph, opset=17)  # its own opset: compiled in place, as without
+    assert same.graph is graph
+
+
+@pytest.mark.parametrize(("opset", "message"), [
+    (16, "opset 16 is below the model's (17); ge only converts a model up"),
+    (999, f"opset must be an ONNX opset from 1 to {onnx.defs.onnx_opset_version()} (onnx "
+          f"{onnx.__version__}), got 999"),
+    (True, "opset must be an ONNX opset from 1 to"),
+])
+def test_a_bad_opset_is_a_compiler_option_error(opset: object, message: str) -> None:
+    graph = ge.graph.load(DISTILBERT)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(CompilerOptionError) as caught:
+        ge.compile(graph, opset=opset)  # type: ignore[arg-type]
+    assert caught.value.code == "GE1202" and message in str(caught.value)
+    assert graph.to_onnx().SerializeToString() == before
+
+
+def test_a_model_the_converter_cannot_take_is_a_compile_input_error() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("FooBar", ["x"], ["y"], name="mystery")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(CompileInputError) as caught:
+        ge.compile(model, opset=20)
+    assert caught.value.code == "GE1203"
+    assert str(caught.value).startswith(
+        "[GE1203] onnx's version converter cannot take graph 'g' from opset 17 to 20: ")
+    assert "FooBar" in str(caught.value)
+
+
+def test_the_cli_flag(tmp_path: Path) -> None:
+    out = tmp_path / "out.onnx"
+    page = tmp_path / "page.html"
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), "--opset",
+                                      "20", "--verify", "--json", "--html", str(page)])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verification"]["ok"] is True and report["ops_after"]["Gelu"] == 2
+    compiled = onnx.load(out)
+    assert [(o.domain, o.version) for o in compiled.opset_import] == [("", 20)]
+    assert "Gelu" in page.read_text()
+
+    bad = tmp_path / "bad.onnx"
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(bad), "--opset",
+                                      "12"])
+    assert result.exit_code == 1
+    assert result.stderr == ("ge: [GE1202] opset 12 is below the model's (17); ge only "
+                             "converts a model up\n")
+    assert not bad.exists()
