@@ -221,3 +221,26 @@ def test_the_custom_domain_message_is_unchanged(tmp_path: Path) -> None:
     with pytest.raises(ShapeInferenceError,
                        match=r"custom operator com\.acme::FooBar is not registered"):
         ge.compile(model)
+
+
+def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: Path) -> None:
+    """`--check none` lets the broken pass through; saving runs onnx's full checker on what
+    it would write and writes nothing (GE1003)."""
+    plugin = _plugin(tmp_path, "skip_flatten", SKIP_FLATTEN)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin), "--check", "none")
+    assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [GE1003] graph is invalid (1 problem(s)): graph main_graph: "
+                             f"onnx-checker: onnx.checker rejects the model, nothing was "
+                             f"written to {out}: ")
+    assert "Input 0 expected to have rank 2 but has rank 4" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
+
+    result = ge.compile(MOBILENET, pass_paths=[plugin], check="none", builtin_passes=False)
+    with pytest.raises(GraphValidationError) as caught:
+        result.save(out)
+    assert caught.value.code == "GE1003"
+    assert [p.kind for p in caught.value.problems] == ["onnx-checker"]
+    assert not out.exists()
+    result.graph.save(out)  # Graph.save checks only when asked (full_check=True)
+    assert out.exists()

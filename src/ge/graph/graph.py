@@ -624,21 +624,24 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              external_data_name: str | None = None, size_threshold: int = 1024,
              overwrite_input: bool = False, value_info: bool = True,
-             lift_constants: bool = False) -> None:
+             lift_constants: bool = False, full_check: bool = False) -> None:
         """Write the model to `path` (atomically: on failure nothing is left behind).
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
         model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
         the file the model was loaded from (or its data files) needs `overwrite_input=True`.
-        `value_info` and `lift_constants` as in `to_onnx`.
+        `value_info` and `lift_constants` as in `to_onnx`. `full_check=True` runs
+        `onnx.checker.check_model(full_check=True)` on what would be written and refuses a
+        model it rejects (`GraphValidationError`, nothing written); models with external
+        data are not checked (their tensors are not in memory).
         """
         from ge.graph.model_io import save_model
 
         save_model(self, path, external_data=external_data,
                    external_data_name=external_data_name, size_threshold=size_threshold,
                    overwrite_input=overwrite_input, value_info=value_info,
-                   lift_constants=lift_constants)
+                   lift_constants=lift_constants, full_check=full_check)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

@@ -18,7 +18,14 @@ from pathlib import Path
 import onnx
 from google.protobuf.message import DecodeError
 
-from ge.errors import GraphTypeError, ModelLoadError, ModelNotFoundError, ModelSaveError
+from ge.errors import (
+    GraphTypeError,
+    GraphValidationError,
+    ModelLoadError,
+    ModelNotFoundError,
+    ModelSaveError,
+    ValidationProblem,
+)
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import (
     ExternalDataWriter,
@@ -305,6 +312,18 @@ def _external_sink(writer: ExternalDataWriter) -> TensorSink:
     return sink
 
 
+def _check_with_onnx(payload: bytes, graph: Graph, target: Path) -> None:
+    """Refuse to write a model onnx's full checker (strict shape inference included)
+    rejects: runtimes reject it too."""
+    try:
+        onnx.checker.check_model(payload, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GraphValidationError([ValidationProblem(
+            "onnx-checker", (), f"onnx.checker rejects the model, nothing was written to "
+            f"{target}: {first}", graph.name)]) from exc
+
+
 def save_model(
     graph: Graph,
     path: str | os.PathLike[str],
@@ -315,6 +334,7 @@ def save_model(
     overwrite_input: bool = False,
     value_info: bool = True,
     lift_constants: bool = False,
+    full_check: bool = False,
 ) -> None:
     """Write `graph` to `path`; see `Graph.save`."""
     target = Path(path)
@@ -366,6 +386,8 @@ def save_model(
                 "save with external_data=True",
                 path=str(target),
             ) from exc
+        if full_check and not external_data:
+            _check_with_onnx(payload, graph, target)
         if in_place:  # a device or pipe: written through, nothing to rename
             with open(destination, "wb") as out:
                 out.write(payload)

@@ -66,9 +66,11 @@ class CompileResult:
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False) -> None:
-        """Write the compiled model atomically (see `Graph.save`)."""
+        """Write the compiled model atomically (see `Graph.save`), never one onnx's full
+        checker rejects (`GraphValidationError`, nothing written; models with external data
+        are not checked)."""
         self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
-                        value_info=self.value_info, lift_constants=True)
+                        value_info=self.value_info, lift_constants=True, full_check=True)
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
