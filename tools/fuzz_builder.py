@@ -78,6 +78,9 @@ class Builder:
         self.scopes: list[str] = []  # the control-flow bodies being built ("If", "Loop")
         self.outputs: list[Value] = []  # values that must be graph outputs
         self.unshaped: set[str] = set()  # values whose shape is not static: never read
+        #: results of Reciprocal and Div: a Mul by one may become a Div (ReciprocalMulFusion),
+        #: rounded once instead of twice, so that Mul's result is not exact
+        self.inverses: set[str] = set()
         self._count = 0
 
     # -- naming, randomness ---------------------------------------------------------------
@@ -101,8 +104,12 @@ class Builder:
         names = [i if isinstance(i, str) else i.name for i in inputs]
         const = all(isinstance(i, Value) and i.const for i in inputs)
         exact = op in EXACT_OPS and all(not isinstance(i, Value) or i.exact for i in inputs)
+        if op == "Mul" and any(name in self.inverses for name in names):
+            exact = False
         results = [Value(self.fresh("v"), dtype, tuple(shape), const, exact)
                    for dtype, shape in outs]
+        if op in ("Reciprocal", "Div"):
+            self.inverses.update(r.name for r in results)
         self.by_name.update((r.name, r) for r in results)
         self.nodes.append(helper.make_node(op, names, [r.name for r in results],
                                            name=self.fresh(f"{op.lower()}_"), **attrs))
