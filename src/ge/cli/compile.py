@@ -10,6 +10,7 @@ compiling. Errors are one line with their code (JSON with `--json`); warnings ar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -29,6 +30,7 @@ from ge.errors import CommandLineError
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport
     from ge.session.compilation import CompileResult
+    from ge.session.hints import OpsetHint
     from ge.session.verification import VerificationReport
 
 __all__ = ["compile_command", "dump_command", "parse_options",
@@ -170,8 +172,9 @@ def _verification_table(verification: VerificationReport) -> Any:
     return table
 
 
-def print_compile_result(result: CompileResult, *, output: Path | None) -> None:
-    """The text report: pass runs, operator changes, totals, verification."""
+def print_compile_result(result: CompileResult, *, output: Path | None,
+                         hints: Sequence[OpsetHint] = ()) -> None:
+    """The text report: pass runs, operator changes, totals, hints, verification."""
     from rich.markup import escape
 
     report = result.report
@@ -189,6 +192,8 @@ def print_compile_result(result: CompileResult, *, output: Path | None) -> None:
     con.print(f"{line}; {_ms(report.seconds)} ms")
     for skipped in report.skipped_plugins:
         con.print(f"skipped plugin: {escape(str(skipped))}")
+    for hint in hints:
+        con.print(f"hint: {escape(str(hint))}")
     if result.verification is not None:
         con.print(_verification_table(result.verification))
         con.print(f"verification {escape(result.verification.summary())}")
@@ -281,7 +286,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                      f"{len(result.report.records)} pass run(s)",
             before=before, after=graph_diff.snapshot(result.graph), passes=recorder.changes,
             labels=("Before", "After")))
+    from ge.session.hints import opset_hints
+
+    hints = opset_hints(result.graph, disable) if builtin else []
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
+    payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
     if html_path is not None:
         payload["html"] = str(html_path)
     if report_path is not None:
@@ -290,7 +299,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         del payload["warnings"]  # added (complete) when the command ends
         out.result(payload)
     else:
-        print_compile_result(result, output=output)
+        print_compile_result(result, output=output, hints=hints)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
         if html_path is not None:

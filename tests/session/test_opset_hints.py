@@ -1,0 +1,74 @@
+"""`ge.session.hints.opset_hints` and the `hint:` line of `ge compile`: the layer norms and
+GELUs the fusion passes would fuse at a newer opset, counted by the passes themselves on
+the compiled graph (nothing changed), and gone once the model is compiled at that opset."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from click.testing import CliRunner
+
+import ge
+from ge.cli import cli
+from ge.session.hints import OpsetHint, opset_hints
+from model_paths import shared_model
+
+DISTILBERT = shared_model("distilbert_tiny")
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.builtin_passes
+
+
+def _layer_norms_at_14() -> onnx.ModelProto:
+    """The example attention block with its two layer norms in primitives, imported at opset
+    14 (the operators it uses have the same schemas there)."""
+    sys.path.insert(0, str(ROOT / "examples" / "models"))
+    try:
+        import make_fusion_models
+    finally:
+        sys.path.pop(0)
+    model = make_fusion_models.build_model("attention_layernorm")
+    model.opset_import[0].version = 14
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_distilberts_gelus_are_counted_and_gone_at_20() -> None:
+    result = ge.compile(DISTILBERT)
+    before = result.graph.to_onnx().SerializeToString()
+    hints = opset_hints(result.graph)
+    assert hints == [OpsetHint("GeluFusion", "GELU", "Gelu", 20, 2)]
+    assert str(hints[0]) == ("2 GELU(s) written in primitives would become Gelu at opset 20 "
+                             "(--opset 20)")
+    assert result.graph.to_onnx().SerializeToString() == before  # nothing changed
+    assert result.graph.opset_imports[""] == 17
+    assert opset_hints(result.graph, disabled=["GeluFusion"]) == []
+    assert opset_hints(ge.compile(DISTILBERT, opset=20).graph) == []
+
+
+def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
+    model = _layer_norms_at_14()
+    assert opset_hints(ge.compile(model).graph) == [
+        OpsetHint("LayerNormFusion", "layer norm", "LayerNormalization", 17, 2)]
+    converted = ge.compile(model, opset=17, verify=True)
+    assert converted.report.rewrites_by_pass().get("LayerNormFusion") == 2
+    assert opset_hints(converted.graph) == []
+
+
+def test_the_cli_prints_the_hint_and_puts_it_in_the_json(tmp_path: Path) -> None:
+    out = tmp_path / "out.onnx"
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert ("hint: 2 GELU(s) written in primitives would become Gelu at opset 20 (--opset 20)"
+            in result.stdout)
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), "--json"])
+    payload = json.loads(result.stdout)
+    assert [(h["pass_name"], h["count"], h["opset"]) for h in payload["hints"]] == [
+        ("GeluFusion", 2, 20)]
+    for flags in (["--opset", "20"], ["--no-builtin"], ["--disable", "GeluFusion"]):
+        result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), *flags])
+        assert result.exit_code == 0 and "hint:" not in result.stdout, flags
