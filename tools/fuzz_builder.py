@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
-OPSETS = (13, 17, 18, 20, 23)
+OPSETS = (13, 17, 18, 20, 23, 24)
 MAX_NUMEL = 256  # no value grows beyond this many elements
 #: Operators whose results are exactly rounded (or not rounded at all) in every kernel.
 EXACT_OPS = frozenset({

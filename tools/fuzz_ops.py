@@ -417,6 +417,30 @@ def g_gelu(b: Builder) -> bool:
     return True
 
 
+def g_silu(b: Builder) -> bool:
+    """SiLU, x * Sigmoid(x) or x * Sigmoid(a * x) (SwishFusion at opset 24), and near
+    misses: Sigmoid of another value, an `a` that broadcasts x up."""
+    x = b.pick()
+    if x is None:
+        return False
+    miss = b.choice(["none"] * 4 + ["scaled", "scaled", "other", "a-wide"])
+    b.tags[f"SiLU:{miss}"] += 1
+    gate = x
+    if miss in ("scaled", "a-wide"):
+        shape = (1,) * (x.rank + 1) if miss == "a-wide" else b.choice([(), (1,)])
+        a = b.scalar(float(b.choice([1.702, 0.5, 1.0])), shape)
+        gate = b.op("Mul", [a, x] if b.chance(0.5) else [x, a], broadcast_shape(x.shape, shape))
+    elif miss == "other":
+        other = b.pick(ok=lambda v: v is not x and v.shape == x.shape)
+        if other is None:
+            return False
+        gate = other
+    s = b.op("Sigmoid", [gate], gate.shape)
+    out = broadcast_shape(x.shape, s.shape)
+    b.op("Mul", [s, x] if b.chance(0.5) else [x, s], out)
+    return True
+
+
 def g_rmsnorm(b: Builder) -> bool:
     """RMSNorm in primitives (RMSNormFusion at opset 23), sometimes between Casts as in T5
     and Llama exports (of a float16 value, or no-op ones of a float), and near misses (eps

@@ -59,6 +59,18 @@ def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
     assert opset_hints(converted.graph) == []
 
 
+def test_the_llama_layers_silu_is_counted_for_24() -> None:
+    sys.path.insert(0, str(ROOT / "examples" / "models"))
+    try:
+        import make_fusion_models
+    finally:
+        sys.path.pop(0)
+    model = make_fusion_models.build_model("llama_block")
+    assert opset_hints(ge.compile(model).graph) == [
+        OpsetHint("SwishFusion", "SiLU", "Swish", 24, 1)]
+    assert opset_hints(ge.compile(model, opset=24).graph) == []
+
+
 def test_the_cli_prints_the_hint_and_puts_it_in_the_json(tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out)])

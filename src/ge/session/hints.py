@@ -1,12 +1,13 @@
 """Fusions a newer opset would enable: what `ge compile` suggests after compiling.
 
-Exports are often at opset 13 to 17, where `LayerNormalization` (17) or `Gelu` (20) does not
-exist yet, so their layer norms and GELUs stay written out in primitives. The fusion passes
-themselves count what they would fuse at the newer opset (their patterns and checks, on the
-compiled graph with its opset import raised for the count only: LayerNorm's and GELU's
-primitives have the same schemas there), so a hint names a real number, never a guess.
-RMSNormalization (23) is not counted: ReduceMean takes its axes as an input from 18, so the
-model has to be converted (`opset=`) before its patterns can match.
+Exports are often at opset 13 to 17, where `LayerNormalization` (17), `Gelu` (20) or
+`Swish` (24) does not exist yet, so their layer norms, GELUs and SiLUs stay written out in
+primitives. The fusion passes themselves count what they would fuse at the newer opset
+(their patterns and checks, on the compiled graph with its opset import raised for the
+count only: the primitives of these three have the same schemas there), so a hint names a
+real number, never a guess. RMSNormalization (23) is not counted: ReduceMean takes its axes
+as an input from 18, so the model has to be converted (`opset=`) before its patterns can
+match.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ class OpsetHint:
 def _targets() -> list[tuple[type, str, str, int]]:
     from ge.compiler.builtin.fusion_gelu import GELU_OPSET, GeluFusion
     from ge.compiler.builtin.fusion_norm import LAYER_NORM_OPSET, LayerNormFusion
+    from ge.compiler.builtin.fusion_swish import SWISH_OPSET, SwishFusion
 
     return [(LayerNormFusion, "layer norm", "LayerNormalization", LAYER_NORM_OPSET),
-            (GeluFusion, "GELU", "Gelu", GELU_OPSET)]
+            (GeluFusion, "GELU", "Gelu", GELU_OPSET),
+            (SwishFusion, "SiLU", "Swish", SWISH_OPSET)]
 
 
 #: Below this the primitives' schemas differ from those at the targets (ReduceMean, Pow,

@@ -32,6 +32,7 @@ from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
 from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.fusion_split import SliceSplitFusion
+from ge.compiler.builtin.fusion_swish import SwishFusion
 from ge.compiler.builtin.noop import NoOpElimination
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "ReshapeChainSimplification",
     "SliceSplitFusion",
     "SqueezeUnsqueezeCancellation",
+    "SwishFusion",
     "TransposeChainSimplification",
 ]
 
@@ -77,6 +79,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     LayerNormFusion,
     RMSNormFusion,
     GeluFusion,
+    SwishFusion,
     ReciprocalMulFusion,
     DeadCodeElimination,
 )
