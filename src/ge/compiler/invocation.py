@@ -112,6 +112,7 @@ class Invocation:
             fusions=context._fusions,
             kind=entry.descriptor.kind,
             origin=str(entry.origin),
+            location=entry.origin.location,
             nodes_before=nodes_before,
             nodes_after=len(target),
             round=self.round,
@@ -125,7 +126,8 @@ class Invocation:
             pass_name=entry.name, stage=stage, graph_name=target.name,
             outcome=RunOutcome.NOT_CHANGED, changed=False, seconds=0.0,
             kind=entry.descriptor.kind, origin=str(entry.origin),
-            nodes_before=len(target), nodes_after=len(target), round=self.round)
+            location=entry.origin.location, nodes_before=len(target),
+            nodes_after=len(target), round=self.round)
 
 
 def is_live(sub: Graph, root: Graph) -> bool:

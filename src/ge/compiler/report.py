@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import GeError
+from ge.errors import GeError, SourceLocation
 from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class PassRunRecord:
     nodes_after: int = 0
     round: int = 0  # the fixed-point round of the origin-graph optimisation (else 0)
     rolled_back: str | None = None  # the failure skipped under on_pass_failure="skip"
+    location: SourceLocation | None = None  # the plugin pass's class (None: built-in)
 
     def as_dict(self) -> dict[str, Any]:
         return {

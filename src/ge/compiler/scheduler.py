@@ -253,7 +253,8 @@ class Scheduler:
             pass_name=entry.name, stage=stage or entry.stage_label, graph_name=target.name,
             outcome=RunOutcome.FAILED, changed=False, seconds=0.0,
             kind=entry.descriptor.kind, origin=str(entry.origin),
-            nodes_before=len(target), nodes_after=len(target), round=self._invocation.round,
+            location=entry.origin.location, nodes_before=len(target),
+            nodes_after=len(target), round=self._invocation.round,
             rolled_back=err.message), root)
 
     def _record(self, record: PassRunRecord, root: Graph) -> None:

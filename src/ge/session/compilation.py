@@ -31,7 +31,6 @@ from ge.errors import (
     CompileInputError,
     CompilerOptionError,
     SessionError,
-    SourceLocation,
     VerificationError,
 )
 from ge.graph import Graph
@@ -128,7 +127,7 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     import ge.graph
 
     newest = onnx.defs.onnx_opset_version()
-    current = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx", 0))
+    current = graph.get_opset_version("") or 0
     if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= newest:
         raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
                                   f"{onnx.__version__}), got {opset!r}")
@@ -144,15 +143,6 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
             f"onnx's version converter cannot take graph {graph.name!r} from opset {current} "
             f"to {opset}: {str(exc).strip()}") from exc
     return ge.graph.load(converted)
-
-
-def _origin_location(origin: str) -> SourceLocation | None:
-    """The `file:line` a pass record's origin names (a plugin's class), None for a built-in
-    pass or an entry point."""
-    file, _, line = origin.rpartition(":")
-    if not file or not line.isdigit() or not os.path.isfile(file):
-        return None
-    return SourceLocation(file, int(line))
 
 
 class _EachPassVerifier(PipelineObserver):
@@ -171,14 +161,14 @@ class _EachPassVerifier(PipelineObserver):
             raise SessionError(
                 f"after pass {record.pass_name} (graph {record.graph_name}) the model cannot "
                 f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
-                nodes=err.nodes, location=_origin_location(record.origin)) from err
+                nodes=err.nodes, location=record.location) from err
         report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
                 f"(graph {record.graph_name}): {report.summary()}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
-                location=_origin_location(record.origin))
+                location=record.location)
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
