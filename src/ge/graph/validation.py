@@ -327,8 +327,7 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
         return
     schema = _schema(op, node._domain, version)
     if schema is None:
-        if node._domain in _ONNX_DOMAINS and not _local_function(g, node):
-            _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
+        _check_unknown(g, node, version, problems)
         return  # a custom or function operator: no schema to check against
     if not schema.min_input <= n_in <= schema.max_input:
         _add(problems, g, "arity", [node],
@@ -359,12 +358,19 @@ def unknown_operators(graph: Graph) -> list[ValidationProblem]:
     for g in [graph, *graph.get_all_subgraphs()]:
         for node in g.get_direct_nodes():
             if node._domain not in _ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
-                continue
+                continue  # (only ONNX's own domains can hold one: cheap to skip the rest)
             version = g.get_opset_version(node._domain)
-            if version is not None and _schema(node._type, node._domain, version) is None and (
-                    not _local_function(g, node)):
-                _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
+            if version is not None and _schema(node._type, node._domain, version) is None:
+                _check_unknown(g, node, version, problems)
     return problems
+
+
+def _check_unknown(g: Graph, node: Node, version: int,
+                   problems: list[ValidationProblem]) -> None:
+    """`unknown-op` for a node without a schema at `version`, when its domain is ONNX's own
+    and the model defines no function of that name."""
+    if node._domain in _ONNX_DOMAINS and not _local_function(g, node):
+        _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
 
 
 def _local_function(g: Graph, node: Node) -> bool:

@@ -101,17 +101,12 @@ class InferenceMemo:
         if kind == "failed":
             if quiet:
                 return None
-            first, message = value
-            raise ShapeInferenceError(
-                f"node {node.name!r} ({node.type}): shape inference failed as for node "
-                f"{first!r} with the same operator and input types: {message}",
-                nodes=[node.name])
+            raise _failed_as(node, *value)
         for i, desc in enumerate(value):
             write(node, i, desc)  # (`write` stores a copy: the memo's desc stays its own)
         if not copies:
             return []
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
-
 
     def pure(self, node: Node,
              infer: Callable[[Node], list[TensorDesc | None] | None]
@@ -133,13 +128,17 @@ class InferenceMemo:
         kind, value = outcome
         if kind == "failed":
             first, message = value
-            if first == node.name:
+            if first == node.name:  # the same node, checked again
                 raise ShapeInferenceError(message, nodes=[node.name])
-            raise ShapeInferenceError(
-                f"node {node.name!r} ({node.type}): shape inference failed as for node "
-                f"{first!r} with the same operator and input types: {message}",
-                nodes=[node.name])
+            raise _failed_as(node, first, message)
         return value if kind == "ok" else None
+
+
+def _failed_as(node: Node, first: str, message: str) -> ShapeInferenceError:
+    """The error of a node whose signature failed before, on node `first`."""
+    return ShapeInferenceError(
+        f"node {node.name!r} ({node.type}): shape inference failed as for node "
+        f"{first!r} with the same operator and input types: {message}", nodes=[node.name])
 
 
 def active_memo() -> InferenceMemo | None:

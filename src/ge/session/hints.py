@@ -57,14 +57,14 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
     from ge.passes.execution import find_matches
 
     imports = graph.root_graph().opset_imports
-    current = imports.get("", imports.get("ai.onnx", 0))
+    current = graph.get_opset_version("") or 0
+    key = "" if "" in imports else "ai.onnx"  # the standard domain's entry, as written
     off = set(disabled)
     hints: list[OpsetHint] = []
     for pass_class, what, operator, opset in _targets():
         name = pass_class.__ge_builtin__.name  # type: ignore[attr-defined]
         if not _LOWEST <= current < opset or name in off:
             continue
-        key = "" if "" in imports else "ai.onnx"
         imports[key] = opset  # for the count only: restored below
         try:
             with opset_scope(imports):

@@ -18,6 +18,7 @@ from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, Ten
 from ge.ops.onnx_node import node_opset
 
 __all__ = [
+    "FLOAT_TYPES",
     "NONDETERMINISTIC_OPS",
     "const_input",
     "const_ints",
@@ -51,6 +52,11 @@ NONDETERMINISTIC_OPS = frozenset({
 })
 
 _STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
+
+#: ONNX's floating-point element types (what Conv, Gemm, Gelu, Swish... take; the fusions
+#: producing them check for these).
+FLOAT_TYPES = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
+                         DataType.DT_BF16})
 
 
 def dropout_in_inference(node: Node) -> bool:

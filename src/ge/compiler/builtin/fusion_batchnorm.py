@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from ge.compiler.builtin._support import const_input, input_connected
+from ge.compiler.builtin._support import FLOAT_TYPES, const_input, input_connected
 from ge.compiler.builtin.fusion_gemm import dims_of, gemm_dtypes, value_desc
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import BatchNormalization, Conv, Gemm, MatMul
-from ge.graph import DataType, Node, Tensor
+from ge.graph import Node, Tensor
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, pattern
 from ge.passes.config import PatternMatcherConfigBuilder
@@ -52,10 +52,6 @@ from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 
 __all__ = ["ConvAddMulFusion", "ConvBatchNormFusion", "GemmBatchNormFusion"]
 
-#: Element types whose weights these passes fold (Conv, Gemm and BatchNormalization take
-#: floating-point tensors only; which of them the produced operator accepts is checked too).
-_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
-                     DataType.DT_BF16})
 _BN_MIN_OPSET = 7  # BatchNormalization-6 and earlier: is_test / consumed_inputs semantics
 
 
@@ -100,7 +96,7 @@ def _attrs(node: Node) -> dict[str, Any]:
 def _float_const(node: Node, index: int) -> Tensor | None:
     """The value of input `index` when it is a floating-point constant."""
     value = const_input(node, index)
-    return value if value is not None and value.data_type in _FLOATS else None
+    return value if value is not None and value.data_type in FLOAT_TYPES else None
 
 
 def _as_float64(tensor: Tensor) -> np.ndarray:

@@ -27,11 +27,11 @@ import math
 
 import numpy as np
 
-from ge.compiler.builtin._support import known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Div, Erf, Gelu, Mul, Pow, Tanh
-from ge.graph import CONST, DataType, Node, Tensor
+from ge.graph import CONST, Node, Tensor
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
@@ -40,8 +40,7 @@ from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 __all__ = ["GeluFusion"]
 
 GELU_OPSET = 20
-GELU_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16,
-                        DataType.DT_DOUBLE})
+GELU_TYPES = FLOAT_TYPES  # Gelu takes every floating-point type
 #: Relative tolerance on the constants (float32 exports round sqrt(2) and friends).
 RTOL = 1e-4
 

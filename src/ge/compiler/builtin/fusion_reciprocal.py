@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.compiler.builtin._support import known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
 from ge.compiler.builtin.fusion_gemm import broadcasts_to, dims_of, value_desc
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Div, Mul, Reciprocal
-from ge.graph import CONST, DataType, Node, Tensor
+from ge.graph import CONST, Node, Tensor
 from ge.passes import PassContext, PatternFusionPass, pattern
 from ge.passes.config import PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
 from ge.passes.pattern import PatternInputs
 
 __all__ = ["ReciprocalMulFusion"]
-
-_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
-                     DataType.DT_BF16})
 
 
 def _is_one_over(div: Node) -> bool:
@@ -74,7 +71,7 @@ class ReciprocalMulFusion(PatternFusionPass):
                           context: PassContext | None = None) -> bool:
         nodes = match_result.get_matched_nodes()
         mul = next(n for n in nodes if n.type == "Mul")
-        if known_dtype(mul.get_output_desc(0)) not in _FLOATS:
+        if known_dtype(mul.get_output_desc(0)) not in FLOAT_TYPES:
             return False
         div = next((n for n in nodes if n.type == "Div"), None)
         return div is None or _is_one_over(div)

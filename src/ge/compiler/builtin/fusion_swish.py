@@ -16,16 +16,14 @@ so `A * Sigmoid(B)` of two different values never matches.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import onnx
 
-from ge.compiler.builtin._support import known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
+from ge.compiler.builtin.fusion_norm import constant_scalar
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Mul, Sigmoid, Swish
-from ge.graph import CONST, DataType, Node, Tensor
+from ge.graph import CONST, Node
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
@@ -34,8 +32,6 @@ from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 __all__ = ["SWISH_OPSET", "SwishFusion"]
 
 SWISH_OPSET = 24
-_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16,
-                    DataType.DT_DOUBLE})
 
 
 def _available(opset: int) -> bool:
@@ -44,16 +40,13 @@ def _available(opset: int) -> bool:
 
 def _alpha(node: Node, x_rank: int | None) -> float | None:
     """The value of a scaling constant `a`: one finite float element, no higher rank than X."""
-    if node.type != CONST or node.domain or not node.has_attr("value"):
+    number = constant_scalar(node)
+    if number is None:
         return None
     value = node.get_attr("value")
-    if not isinstance(value, Tensor) or value.size != 1:
+    if value.data_type not in FLOAT_TYPES or len(value.shape) > (0 if x_rank is None else x_rank):
         return None
-    array = np.asarray(value.numpy())
-    if array.dtype.kind != "f" or array.ndim > (0 if x_rank is None else x_rank):
-        return None
-    number = float(array.reshape(-1)[0])
-    return number if math.isfinite(number) else None
+    return number
 
 
 @builtin_pass(name="SwishFusion", step="builtin_fusion", requires=("Sigmoid",),
@@ -90,7 +83,7 @@ class SwishFusion(PatternFusionPass):
             return False
         x = match_result.get_captured_tensor(0)
         desc = x.node.get_output_desc(x.index)
-        if known_dtype(desc) not in _TYPES:
+        if known_dtype(desc) not in FLOAT_TYPES:
             return False
         constants = [n for n in nodes if n.type == CONST]
         if not constants:
