@@ -71,6 +71,28 @@ class FlattenToReshape(FusionBasePass):
         return True
 '''
 
+# Relu made to compute in float16 (a Cast before it, both inferred again), its consumer left
+# reading float16 beside float32 weights: the consumer was not touched, its input's type was.
+HALF_RELU = '''\
+from ge.graph import DataType
+from ge.ops import infer_node
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="HalfRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class HalfRelu(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        src, index = relu.get_in_data_nodes_and_port_indexes(0)
+        cast = graph.add_node("Cast", num_inputs=1, attrs={"to": DataType.DT_FLOAT16})
+        graph.remove_edge(src, index, relu, 0)
+        graph.add_data_edge(src, index, cast, 0)
+        graph.add_data_edge(cast, 0, relu, 0)
+        infer_node(cast)
+        infer_node(relu)
+        return True
+'''
+
 # Gelu exists from opset 20; the model imports 17.
 MAKE_GELU = '''\
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
@@ -137,6 +159,25 @@ def test_a_pass_breaking_a_nodes_shapes_fails_as_that_pass(
     (gemm,) = graph.nodes_of_type("Gemm")
     assert graph.nodes_of_type("Flatten") and gemm.get_attr("transB") == 1
     assert gemm.get_in_data_nodes_and_port_indexes(0)[0].type == "Flatten"
+
+
+def test_a_value_whose_type_a_pass_changed_is_checked_where_it_is_read(tmp_path: Path
+                                                                       ) -> None:
+    plugin = _plugin(tmp_path, "half_relu", HALF_RELU)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin))
+    assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass HalfRelu.")
+    assert "the pass left the graph invalid: type: " in stderr
+    assert "is tensor(float16)" in stderr and "(pass HalfRelu, stage AfterInferShape" in stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
+
+    graph = ge.graph.load(MOBILENET)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(graph, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.code == "E13028" and caught.value.pass_name == "HalfRelu"
+    assert graph.to_onnx().SerializeToString() == before and not graph.nodes_of_type("Cast")
 
 
 def test_a_consistent_change_of_shapes_passes_the_check(tmp_path: Path) -> None:

@@ -85,6 +85,21 @@ class P(PatternFusionPass):
      "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
      "KeyError: 'boom'", 13),
+    ("    def replacement(self, match_result):\n        pass\n",
+     "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?)",
+     12),
+    # hooks asked about the graph may only read it: an edit would be neither checked as a
+    # rewrite nor counted (the pass reported not_changed and wrote another model)
+    ("    def meet_requirements(self, match_result):\n"
+     "        neg = match_result.get_matched_nodes()[0]\n"
+     "        neg.owner_graph.add_node('Relu', num_inputs=1)\n"
+     "        return False\n",
+     "RewriteError: [GE1502] meet_requirements changed graph 'g'; it may only read the graph",
+     12),
+    ("    def replacement(self, match_result):\n"
+     "        match_result.get_matched_nodes()[0].owner_graph.add_node('Relu', num_inputs=1)\n"
+     "        return None\n",
+     "RewriteError: [GE1502] replacement changed graph 'g'; it may only read the graph", 12),
 ])
 def test_hook_failures_fail_the_pass_and_roll_back(write, body, message, line) -> None:
     graph = load(_neg_neg())
@@ -277,7 +292,24 @@ class D(DecomposePass):
         return "graph"
 """
     err = _compile_fails(write, source, load(_neg_neg()))
-    assert "TypeError: DecomposePass.replacement must return ge.graph.Graph" in err.message
+    assert "TypeError: DecomposePass.replacement must return ge.graph.Graph, got str" in (
+        err.message)
+    assert err.location is not None and err.location.line == 9  # the hook's def line
+
+
+def test_decompose_hooks_may_only_read_the_graph(write) -> None:
+    source = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])
+class D(DecomposePass):
+    def meet_requirements(self, node):
+        node.set_metadata("seen", "yes")
+        return False
+"""
+    graph = load(_neg_neg())
+    err = _compile_fails(write, source, graph)
+    assert "meet_requirements changed graph 'g'; it may only read the graph" in err.message
+    assert err.location is not None and err.location.line == 9
+    assert all(not n.get_metadata() for n in graph.get_all_nodes())
 
 
 def test_decompose_with_several_outputs_relinks_each() -> None:

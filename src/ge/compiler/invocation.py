@@ -83,7 +83,7 @@ class Invocation:
                 if status.failed:
                     raise _PassFailed(status)
                 if root.mutation_count != before and self.check != "none":
-                    touched = _in_model(changes.live(), root)
+                    touched = _in_model(changes.live_with_readers(), root)
                     if self.typed:
                         _type_new_values(touched)
                     problems = (_full_problems(root, self.typed) if self.check == "full"

@@ -14,13 +14,16 @@ __all__ = ["ChangeSet"]
 class ChangeSet:
     """Nodes touched while `Graph.track_changes()` was open, each once, in change order."""
 
-    __slots__ = ("added", "removed", "touched")
+    __slots__ = ("added", "removed", "retyped", "touched")
 
     def __init__(self) -> None:
         self.added: dict[Node, None] = {}
         self.removed: dict[Node, None] = {}
-        # Nodes still in a graph whose inputs or attributes changed (added ones included).
+        # Nodes still in a graph whose inputs, attributes or output descs changed (added
+        # ones included).
         self.touched: dict[Node, None] = {}
+        # Nodes whose output desc was set: their consumers read another type or shape.
+        self.retyped: dict[Node, None] = {}
 
     def _record(self, kind: ChangeKind, node: Node, index: int) -> None:
         if kind is ChangeKind.NODE_ADDED:
@@ -33,7 +36,23 @@ class ChangeSet:
             self.touched.pop(node, None)
         elif node._graph is not None:
             self.touched[node] = None
+            if kind is ChangeKind.OUTPUT_DESC_CHANGED:
+                self.retyped[node] = None
 
     def live(self) -> list[Node]:
         """The touched nodes still in a graph (what a rewriter re-examines)."""
         return [n for n in self.touched if n._graph is not None]
+
+    def live_with_readers(self) -> list[Node]:
+        """`live()` and the consumers of every node whose output desc was set: a value whose
+        type changed is checked where it is read too (a Mul now reading float16 and float)."""
+        nodes = dict.fromkeys(self.live())
+        for node in self.retyped:
+            if node._graph is None:
+                continue
+            for consumers in node._consumers:
+                if consumers:
+                    for consumer, _ in consumers:
+                        if consumer._graph is not None:
+                            nodes[consumer] = None
+        return list(nodes)

@@ -27,6 +27,8 @@ class ChangeKind(Enum):
     NODE_REMOVED = "node_removed"
     INPUT_CHANGED = "input_changed"  # index: the input anchor; its producer changed
     ATTR_CHANGED = "attr_changed"
+    # index: the output anchor whose desc was set; its consumers now read another type or shape
+    OUTPUT_DESC_CHANGED = "output_desc_changed"
 
 
 #: A change listener: `(kind, node, index)`; index is -1 unless the kind names an anchor.

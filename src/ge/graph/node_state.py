@@ -184,6 +184,11 @@ class GraphNodeState:
         old = slots[index]
         slots[index] = desc.copy() if desc is not None else None
         journal = self._changed(False)
+        if journal.listeners:
+            if is_input:
+                journal.notify(ChangeKind.INPUT_CHANGED, node, index)
+            else:
+                journal.notify(ChangeKind.OUTPUT_DESC_CHANGED, node, index)
         if journal.recording:
             journal.record((slots.__setitem__, index, old))
 

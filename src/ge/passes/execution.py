@@ -109,12 +109,18 @@ def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
     return config if config is not None else PatternMatcherConfig()
 
 
-def _replacement_of(instance: PatternFusionPass, result: MatchResult, run: PassRun) -> Graph:
-    replacement = instance.replacement(result, run.context)
+def _replacement_of(instance: PatternFusionPass, result: MatchResult, graph: Graph,
+                    run: PassRun) -> Graph:
+    replacement = _reading(instance.replacement, graph, result, run.context)
     if not isinstance(replacement, Graph):
-        raise blame(TypeError("PatternFusionPass.replacement must return ge.graph.Graph"),
+        raise blame(TypeError(_not_a_graph("PatternFusionPass", replacement)),
                     instance.replacement)
     return replacement
+
+
+def _not_a_graph(kind: str, returned: object) -> str:
+    got = "None (a missing return?)" if returned is None else type(returned).__name__
+    return f"{kind}.replacement must return ge.graph.Graph, got {got}"
 
 
 def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[CompiledPattern]:
@@ -188,18 +194,33 @@ def _rewrite_first(matcher: Matcher, candidate: Node, instance: PatternFusionPas
     return False
 
 
+def _reading(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
+    """Call a hook that is asked about the graph and may only read it (`meet_requirements`,
+    a `replacement` building a graph of its own): a change it makes would be neither checked
+    as a rewrite nor counted in the pass's outcome, so it fails the pass at the hook's line."""
+    journal = graph.root_graph()._journal
+    before = journal.mutation_count
+    value = hook(*args)
+    if journal.mutation_count != before:
+        name = getattr(hook, "__name__", "the hook")
+        raise blame(RewriteError(
+            f"{name} changed graph {graph.name!r}; it may only read the graph (the "
+            f"engine makes the change from what replacement returns)"), hook)
+    return value
+
+
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     result = MatchResult(match)
     pass_name = run.context.get_pass_name()
     try:
-        if not bool(instance.meet_requirements(result, run.context)):
+        if not bool(_reading(instance.meet_requirements, match.graph, result, run.context)):
             return False
         region = match.region()
         if would_create_cycle(region):
             return False
         expression = expression_body(instance.replacement)
         if expression is None:
-            replacement = _replacement_of(instance, result, run)
+            replacement = _replacement_of(instance, result, match.graph, run)
         else:  # an expression-style replacement: built where the match is
             name, body = expression
             try:
@@ -232,12 +253,13 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
     for node in candidates(graph, run.op_types):
         if node._graph is not graph:
             continue
-        if not bool(instance.meet_requirements(node, run.context)):
+        if not bool(_reading(instance.meet_requirements, graph, node, run.context)):
             continue
         run.matches += 1
-        replacement = instance.replacement(node, run.context)
+        replacement = _reading(instance.replacement, graph, node, run.context)
         if not isinstance(replacement, Graph):
-            raise TypeError("DecomposePass.replacement must return ge.graph.Graph")
+            raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
+                        instance.replacement)
         apply_replacement(decompose_region(node), replacement,
                           pass_name=run.context.get_pass_name())
         run.rewrites += 1
