@@ -4,6 +4,7 @@ JSON, and its one-line errors."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -222,4 +223,10 @@ def test_a_pass_after_the_builtins_is_explained_with_a_warning_naming_the_dump(
     early = tmp_path / "early.py"
     early.write_text(RELU_NEG)
     code, _, err = _run("passes", "explain", "ReluNeg", VIT, "--pass-path", str(early))
+    assert code == 0 and err == "", err
+    # MODEL already is that dump: nothing to warn about.
+    dump = tmp_path / "ge_0012_OriginGraphOptimize.onnx"
+    shutil.copy(VIT, dump)
+    code, _, err = _run("passes", "explain", "LateReluNeg", str(dump), "--pass-path",
+                        str(plugin))
     assert code == 0 and err == "", err

@@ -128,3 +128,61 @@ def test_inspect_refuses_what_is_not_a_model(tmp_path: Path, as_json: bool) -> N
         assert stderr.startswith("ge: [GE1101] ") and stderr.count("\n") == 1
     code, _, stderr = run_ge("inspect", str(tmp_path / "absent.onnx"))
     assert code == 1 and stderr.startswith("ge: [GE1102] ")
+
+
+TWICE_OP = '''\
+import numpy as np
+
+from ge.ops import register_op
+
+
+def _infer(ctx):
+    return [ctx.input_descs[0]]
+
+
+register_op("Twice", domain="trial.ops", inputs=["x"], outputs=["y"], infer=_infer,
+            kernel=lambda x: np.asarray(x) * 2)
+'''
+
+
+def test_run_loads_the_plugins_that_register_a_models_custom_operator(tmp_path: Path) -> None:
+    """A model compiled with a plugin's custom operator runs with that plugin's kernel, from
+    the environment or --pass-path; without the plugin, onnxruntime's error names the op."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_helpers import SRC
+
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "twice.py").write_text(TWICE_OP)
+    graph = helper.make_graph(
+        [helper.make_node("Twice", ["x"], ["y"], domain="trial.ops")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = tmp_path / "twice.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("trial.ops", 1)]), model)
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, x=np.array([1.0, 2.0, 3.0], dtype=np.float32))
+
+    def ge_run(*extra: str, env_path: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(SRC), "GE_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        env.pop("ASCEND_GE_PY_PASS_PATH", None)
+        if env_path is not None:
+            env["ASCEND_GE_PY_PASS_PATH"] = env_path
+        return subprocess.run(
+            [sys.executable, "-m", "ge", "run", str(model), "--inputs", str(inputs), "--json",
+             *extra], capture_output=True, text=True, env=env, timeout=300, check=False)
+
+    missing = ge_run()
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    error = json.loads(missing.stdout)
+    assert error["code"] == "GE1601" and error["message"] == (
+        "graph 'g' uses trial.ops::Twice, which no loaded plugin registers "
+        "(ge.ops.register_op with a kernel or a decomposition): give the plugin with "
+        "--pass-path or ASCEND_GE_PY_PASS_PATH")
+    for result in (ge_run(env_path=str(tmp_path / "ops")),
+                   ge_run("--pass-path", str(tmp_path / "ops" / "twice.py"))):
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert json.loads(result.stdout)["outputs"]["y"]["values"] == [2.0, 4.0, 6.0]

@@ -12,7 +12,7 @@ import pytest
 from builders import F32, add_data, add_op, add_output, attach_branch, chain, diamond, if_graph
 
 import ge.graph
-from ge.errors import GraphError
+from ge.errors import GraphError, GraphTypeError
 from ge.graph import DataType, DumpFormat, Format, Graph, Node, Tensor, TensorDesc
 from model_paths import shared_model
 
@@ -506,6 +506,34 @@ def test_data_type_attr_is_stored_as_the_onnx_element_type() -> None:
     assert node.get_attr("to") == onnx.TensorProto.INT64
     node.set_attr("types", [DataType.DT_FLOAT, DataType.DT_BOOL])
     assert node.get_attr("types") == [onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL]
+
+
+def test_an_element_type_attribute_refuses_to_compare_with_ge_numbering() -> None:
+    """Cast's `to` holds ONNX's numbering, DataType GE's: ONNX FLOAT (1) is GE's DT_FLOAT16
+    (1), so `to == DataType.DT_FLOAT16` would hold for a float32 Cast. The comparison
+    raises (either side, inside `in`), ONNX's constants and conversion work."""
+    from ge.graph import OnnxElementType, data_type_from_onnx, data_type_to_onnx
+
+    graph = Graph("g")
+    cast = graph.add_node("Cast", num_inputs=1, attrs={"to": onnx.TensorProto.FLOAT})
+    to = cast.get_attr("to")
+    assert type(to) is OnnxElementType and to == onnx.TensorProto.FLOAT and int(to) == 1
+    assert data_type_from_onnx(to) == DataType.DT_FLOAT and str(to) == "1"
+    assert data_type_to_onnx(DataType.DT_FLOAT16) == onnx.TensorProto.FLOAT16
+    for compare in (lambda: to == DataType.DT_FLOAT16, lambda: DataType.DT_FLOAT16 != to,
+                    lambda: to in (DataType.DT_FLOAT16, DataType.DT_BF16)):
+        with pytest.raises(GraphTypeError) as caught:
+            compare()
+        assert caught.value.code == "GE1002"
+        assert str(caught.value) == (
+            "[GE1002] an attribute holding the ONNX element type 1 (FLOAT) was compared "
+            "with DataType.DT_FLOAT16 (GE's numbering, 1); compare it with "
+            "onnx.TensorProto.FLOAT16 or convert it: ge.graph.data_type_from_onnx(value) "
+            "== DataType.DT_FLOAT16")
+    # Other int attributes, and attributes of custom domains, stay plain ints.
+    other = graph.add_node("Cast", domain="my.domain", num_inputs=1, attrs={"to": 1})
+    assert type(other.get_attr("to")) is int
+    assert type(graph.add_node("Softmax", attrs={"axis": 1}).get_attr("axis")) is int
 
 
 def test_tensor_attr_reads_back_as_tensor() -> None:

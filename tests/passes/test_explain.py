@@ -131,6 +131,19 @@ class Refused(PatternFusionPass):
         return es.Relu(inputs[0])
 
 
+@register_fusion_pass(name="ForgotReturn", stage=PassStage.AFTER_INFER_SHAPE)
+class ForgotReturn(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        match_result.get_matched_nodes()
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
 @register_fusion_pass(name="Raises", stage=PassStage.AFTER_INFER_SHAPE)
 class Raises(PatternFusionPass):
     @pattern
@@ -337,6 +350,11 @@ def test_meet_requirements_false_and_raising(passes) -> None:
     assert cand.reason.message.startswith("meet_requirements returned False")
     assert "input_0 float[2, 4]" in cand.reason.message
     assert cand.matched_nodes == ["neg", "relu"] and cand.warnings == []
+    cand = _one(explain(passes["ForgotReturn"], graph), "relu")
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    assert cand.reason.message.startswith(
+        "meet_requirements returned None: the pass refuses this match (None counts as False: "
+        "a missing return?)")
     cand = _one(explain(passes["Raises"], graph), "relu")
     assert cand.reason is not None and cand.reason.kind == "meet_requirements_raised"
     assert cand.reason.message == "meet_requirements raised ValueError: no rank here"

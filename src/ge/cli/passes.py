@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -260,6 +261,11 @@ _DUMP_BEFORE = {"AfterBuiltinFusionPass": "BuiltinFusion",
 _AFTER_BUILTINS = frozenset(_DUMP_BEFORE)
 
 
+def _is_dump_before(file_name: str, stage: str) -> bool:
+    """Whether `file_name` is a `--dump` of the graph the pass's stage starts from."""
+    return re.fullmatch(rf"ge_\d+_{re.escape(stage)}\.onnx", file_name) is not None
+
+
 @passes.command("explain")
 @click.argument("pass_name", metavar="PASS")
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -297,7 +303,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], nod
         if node is not None:
             _check_node(graph, node)
         failed = infer_shapes_for_explain(graph)
-        if entry.stage_label in _AFTER_BUILTINS:
+        if entry.stage_label in _AFTER_BUILTINS and not _is_dump_before(
+                Path(model).name, _DUMP_BEFORE[entry.stage_label]):
             warnings.warn(CompileWarning(
                 f"{entry.name} runs at {entry.stage_label}, after the built-in passes changed "
                 "the graph; this explains MODEL as shape inference leaves it. To explain what "

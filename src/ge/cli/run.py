@@ -2,13 +2,17 @@
 its outputs.
 
 The model runs in `ge.session` (onnxruntime, or the reference evaluator for custom ops).
-Inputs not given are generated from the input types (`--seed`). `--output FILE.npz` is
-checked before running and written atomically.
+A model with operators of a custom domain loads the pass plugins first, as `ge compile`
+does (`ASCEND_GE_PY_PASS_PATH`, installed plugins, `--pass-path`), so that the operators
+they register with `ge.ops.register_op` have their kernels. Inputs not given are generated
+from the input types (`--seed`). `--output FILE.npz` is checked before running and written
+atomically.
 """
 
 from __future__ import annotations
 
 import io
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -64,6 +68,38 @@ def _values_text(summary: dict[str, Any]) -> str:
     return f"[{text}]"
 
 
+#: Domains whose operators run without a plugin (onnxruntime's own).
+_RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
+
+
+def _custom_op_plugins(graph: Any, pass_paths: tuple[str, ...]) -> AbstractContextManager[Any]:
+    """The pass plugins loaded while the model runs, when it has operators of a custom domain
+    (their kernels come from `ge.ops.register_op` in a plugin) or `--pass-path` was given;
+    a model of standard operators runs without reading them."""
+    custom = any(node.domain not in _RUNTIME_DOMAINS for node in graph.get_all_nodes())
+    if not custom and not pass_paths:
+        return nullcontext()
+    from ge.compiler.engine import compilation_passes
+
+    return compilation_passes(pass_paths=list(pass_paths) or None)
+
+
+def _check_custom_ops(graph: Any) -> None:
+    """GE1601 naming the custom-domain operators no loaded plugin registers, and where
+    their kernels come from (rather than onnxruntime's "not a registered function/op")."""
+    from ge.errors import SessionError
+    from ge.ops.registry import get_custom_op
+
+    missing = sorted({f"{node.domain}::{node.type}" for node in graph.get_all_nodes()
+                      if node.domain not in _RUNTIME_DOMAINS
+                      and get_custom_op(node.type, node.domain) is None})
+    if missing:
+        raise SessionError(
+            f"graph {graph.name!r} uses {', '.join(missing)}, which no loaded plugin "
+            "registers (ge.ops.register_op with a kernel or a decomposition): give the "
+            "plugin with --pass-path or ASCEND_GE_PY_PASS_PATH")
+
+
 @click.command("run")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
@@ -72,9 +108,12 @@ def _values_text(summary: dict[str, Any]) -> str:
               metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated inputs.")
+@click.option("--pass-path", "pass_paths", multiple=True, metavar="PATH",
+              help="Also load the plugins of PATH (a .py file or a folder; repeatable): "
+                   "custom operators they register run with their kernels.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
 def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int,
-                as_json: bool) -> None:
+                pass_paths: tuple[str, ...], as_json: bool) -> None:
     """Run MODEL on inputs (given or generated) and show or save its outputs."""
     with command_output("ge", as_json=as_json) as out:
         import numpy as np
@@ -94,7 +133,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         graph = ge.graph.load(model)
         feeds = (load_inputs(inputs, graph) if inputs is not None
                  else generate_inputs(graph, seed=seed))
-        results = ModelRunner(graph).run(feeds)
+        with _custom_op_plugins(graph, pass_paths):
+            _check_custom_ops(graph)
+            results = ModelRunner(graph).run(feeds)
         if output is not None:
             buffer = io.BytesIO()
             np.savez(buffer, **results)  # type: ignore[arg-type]

@@ -9,7 +9,15 @@ from ge.graph.model_io import load
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import UNKNOWN_DIM, UNKNOWN_DIM_NUM, UNKNOWN_DIM_SIZE, Shape, TensorDesc
-from ge.graph.types import DataType, DumpFormat, Format, Placement
+from ge.graph.types import (
+    DataType,
+    DumpFormat,
+    Format,
+    OnnxElementType,
+    Placement,
+    data_type_from_onnx,
+    data_type_to_onnx,
+)
 
 __all__ = [
     "CONST",
@@ -24,9 +32,12 @@ __all__ = [
     "Graph",
     "ModelInfo",
     "Node",
+    "OnnxElementType",
     "Placement",
     "Shape",
     "Tensor",
     "TensorDesc",
+    "data_type_from_onnx",
+    "data_type_to_onnx",
     "load",
 ]

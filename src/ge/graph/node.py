@@ -16,7 +16,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph.attributes import GRAPH_KINDS, StoredAttr, decode_attr
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
-from ge.graph.types import DataType
+from ge.graph.types import DATA_TYPE_ATTRIBUTES, DataType, OnnxElementType
 from ge.graph.value_info import desc_from_value_info
 
 if TYPE_CHECKING:
@@ -237,6 +237,9 @@ class Node:
                 f"node {self._name!r} ({self._type}) has no attribute {key!r}"
             ) from None
         value = self._stored_value(stored)
+        if type(value) is int and key in DATA_TYPE_ATTRIBUTES.get(self._type, ()) and (
+                self._domain in ("", "ai.onnx")):
+            return OnnxElementType(value)  # comparing it with a DataType raises
         # Tensors have setters (set_format, set_data_type...): hand out copies, so that a
         # change can only reach the node through set_attr (journaled, not shared by clones).
         if isinstance(value, list):

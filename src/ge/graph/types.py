@@ -14,9 +14,11 @@ import onnx
 from onnx import helper
 
 __all__ = [
+    "DATA_TYPE_ATTRIBUTES",
     "DataType",
     "DumpFormat",
     "Format",
+    "OnnxElementType",
     "Placement",
     "data_type_from_numpy",
     "data_type_from_onnx",
@@ -28,6 +30,21 @@ __all__ = [
 
 class DataType(IntEnum):
     """Element types, with GE's values (`ge.graph.types.DataType`)."""
+
+    # An attribute read back as an ONNX element type (`OnnxElementType`) holds ONNX's
+    # numbering, which differs from GE's (ONNX FLOAT is 1, GE's DT_FLOAT16 is 1): comparing
+    # the two would answer wrongly without a word, so it raises.
+    def __eq__(self, other: object) -> bool:
+        if type(other) is OnnxElementType:
+            raise _mixed_numberings(other, self)
+        return int.__eq__(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        if type(other) is OnnxElementType:
+            raise _mixed_numberings(other, self)
+        return int.__ne__(self, other)  # type: ignore[no-any-return]
+
+    __hash__ = int.__hash__
 
     DT_FLOAT = 0
     DT_FLOAT16 = 1
@@ -190,6 +207,65 @@ for _ge_name, _onnx_name in (
     if hasattr(_TP, _onnx_name):
         _GE_TO_ONNX[DataType[_ge_name]] = getattr(_TP, _onnx_name)
 _ONNX_TO_GE: dict[int, DataType] = {v: k for k, v in _GE_TO_ONNX.items()}
+_ONNX_NAMES = frozenset(onnx.TensorProto.DataType.values())
+
+
+class OnnxElementType(int):
+    """The value of an attribute that names an element type (Cast's `to`, ...), as ONNX
+    stores it: an int with ONNX's numbering, equal to `onnx.TensorProto.FLOAT` and the
+    like. Compared with a `DataType` (GE's numbering) it raises `GraphTypeError` rather
+    than answering wrongly; `data_type_from_onnx(value)` gives the `DataType`."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataType):
+            raise _mixed_numberings(self, other)
+        return int.__eq__(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, DataType):
+            raise _mixed_numberings(self, other)
+        return int.__ne__(self, other)  # type: ignore[no-any-return]
+
+    __hash__ = int.__hash__
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+#: The attributes of standard operators that hold an element type; `Node.get_attr` reads
+#: them as `OnnxElementType`.
+DATA_TYPE_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "Cast": frozenset({"to"}),
+    "EyeLike": frozenset({"dtype"}),
+    "RandomNormal": frozenset({"dtype"}),
+    "RandomNormalLike": frozenset({"dtype"}),
+    "RandomUniform": frozenset({"dtype"}),
+    "RandomUniformLike": frozenset({"dtype"}),
+    "Multinomial": frozenset({"dtype"}),
+    "Bernoulli": frozenset({"dtype"}),
+    "SequenceEmpty": frozenset({"dtype"}),
+    "QuantizeLinear": frozenset({"output_dtype"}),
+    "DequantizeLinear": frozenset({"output_dtype"}),
+}
+
+
+def _mixed_numberings(value: OnnxElementType, data_type: DataType) -> Exception:
+    from ge.errors import GraphTypeError
+
+    name = onnx.TensorProto.DataType.Name(int(value)) if int(value) in _ONNX_NAMES else "?"
+    return GraphTypeError(
+        f"an attribute holding the ONNX element type {int(value)} ({name}) was compared with "
+        f"DataType.{data_type.name} (GE's numbering, {int(data_type)}); compare it with "
+        f"onnx.TensorProto.{data_type_onnx_name(data_type)} or convert it: "
+        f"ge.graph.data_type_from_onnx(value) == DataType.{data_type.name}")
+
+
+def data_type_onnx_name(data_type: DataType) -> str:
+    """The `onnx.TensorProto` member name of a GE data type ("?" when ONNX has none)."""
+    elem = _GE_TO_ONNX.get(data_type)
+    return "?" if elem is None else onnx.TensorProto.DataType.Name(elem)
 
 
 def data_type_to_onnx(data_type: DataType) -> int:

@@ -377,7 +377,8 @@ class _Explainer:
         result = MatchResult(match)
         self.context.set_error_message("")
         try:
-            accepted = bool(self.instance.meet_requirements(result, self.context))
+            verdict = self.instance.meet_requirements(result, self.context)
+            accepted = bool(verdict)
         except Exception as exc:
             _warn_unknown(match, warnings, "meet_requirements raised")
             what = f"{type(exc).__name__}: {exc}"
@@ -386,10 +387,13 @@ class _Explainer:
         finally:
             result._invalidate()
         if not accepted:
-            _warn_unknown(match, warnings, "meet_requirements returned False")
+            returned = f"returned {verdict!r}"[:80]
+            _warn_unknown(match, warnings, f"meet_requirements {returned}")
             said = self.context.get_error_message()
             inputs = _boundary(match)
-            message = "meet_requirements returned False: the pass refuses this match"
+            message = f"meet_requirements {returned}: the pass refuses this match"
+            if verdict is None:
+                message += " (None counts as False: a missing return?)"
             if said:
                 message += f" (the pass says: {said})"
             if inputs:
