@@ -641,7 +641,7 @@ _ZEROS, _ONES = init("k", np.zeros((2, 3))), init("k", np.ones((2, 3)))
     ([node("Add", ["x", "k"], ["y"], name="op")], [_ZEROS]),
     ([node("Add", ["k", "x"], ["y"], name="op")], [init("k", 0.0)]),
     ([node("Sub", ["x", "k"], ["y"], name="op")], [init("k", [0.0, 0.0, 0.0])]),
-    ([node("Mul", ["k", "x"], ["y"], name="op")], [_ONES]),
+    ([node("Mul", ["k", "x"], ["y"], name="op")], [init("k", [1.0])]),
     ([node("Mul", ["x", "k"], ["y"], name="op")], [init("k", 1.0)]),
     ([node("Div", ["x", "k"], ["y"], name="op")], [init("k", 1.0)]),
     ([node("Pow", ["x", "k"], ["y"], name="op")], [init("k", 1.0)]),
@@ -718,11 +718,15 @@ DOUBLE = onnx.TensorProto.DOUBLE
     ([node("Concat", ["x", "x"], ["y"], name="op", axis=0)], [], [2, 3]),
     ([node("Max", ["x", "x"], ["y"], name="op")], [], [2, 3]),
     ([node("Split", ["x"], ["y", "z"], name="op", axis=1)], [], [2, 4]),
+    # A scale of several elements at its initial value (a fresh normalisation's weight):
+    # onnxruntime fuses the normalisation with it (T5 ran 18% slower without it).
+    ([node("Mul", ["k", "x"], ["y"], name="op")], [_ONES], [2, 3]),
+    ([node("Div", ["x", "k"], ["y"], name="op")], [_ONES], [2, 3]),
 ], ids=["cast-other-type", "reshape-changes-shape", "transpose-perm", "transpose-rank2",
         "add-nonzero", "add0-broadcasts", "zero-sub", "one-div", "pow-int-exponent",
         "mul-not-all-one", "dropout-training", "dropout-mask-used", "castlike-other-type",
         "flatten-axis-0", "expand-broadcasts", "slice-reversed", "slice-part", "pad-1",
-        "tile-2", "concat-2", "max-2", "split-2"])
+        "tile-2", "concat-2", "max-2", "split-2", "mul-ones-weight", "div-ones-weight"])
 def test_noop_elimination_keeps(nodes, inits, in_shape) -> None:
     """x -> Relu -> op: an op that changes its input (or might) stays."""
     last = nodes[-1].output[0]
