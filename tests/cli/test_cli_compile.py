@@ -147,9 +147,30 @@ def test_overwrite_input_writes_the_compiled_model_over_it(model: Path, write) -
 def test_external_data_without_large_weights_writes_no_data_file(model: Path) -> None:
     """`--external-data` on a model without weights over the threshold: no empty .data."""
     out = model.parent / "out.onnx"
-    code, _, stderr = _run("compile", str(model), "-o", str(out), "--external-data")
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--external-data")
     assert code == 0, stderr
     assert sorted(p.name for p in model.parent.iterdir()) == ["model.onnx", "out.onnx"]
+    assert " ".join(stdout.split()).endswith(f"wrote {out}")
+
+
+def test_the_data_file_written_is_named(tmp_path: Path) -> None:
+    """Whoever copies what ge reports must not lose the weights: the `wrote` line and the
+    JSON name the data file beside the model."""
+    from cli_helpers import DISTILBERT
+
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = _run("compile", str(DISTILBERT), "-o", str(out), "--external-data")
+    assert code == 0, stderr
+    assert " ".join(stdout.split()).endswith(f"wrote {out} (its weights in {out}.data)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.onnx", "out.onnx.data"]
+    code, stdout, stderr = _run("compile", str(DISTILBERT), "-o", str(out), "--external-data",
+                                "--json")
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    assert (data["output"], data["output_data"]) == (str(out), f"{out}.data")
+    code, stdout, _ = _run("compile", str(DISTILBERT), "-o", str(tmp_path / "in.onnx"),
+                           "--json")
+    assert json.loads(stdout)["output_data"] is None
 
 
 def test_a_pipe_as_output_and_report_is_written_through(model: Path, tmp_path: Path) -> None:

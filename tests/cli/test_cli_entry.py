@@ -123,3 +123,64 @@ def test_docs_name_every_flag() -> None:
         for opt in action.option_strings:
             if opt.startswith("--"):
                 assert opt in text, f"pyatc {opt}"
+
+
+SELF_TERMINATE = '''\
+import os
+import signal
+
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="SelfTerminate", stage=PassStage.AFTER_INFER_SHAPE)
+class SelfTerminate(FusionBasePass):
+    def run(self, graph, context):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return True
+'''
+
+
+def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) -> None:
+    """SIGTERM (timeout, docker stop, a cancelled CI job) ends `ge` and `pyatc` with status
+    143 and nothing written: not as the running pass's failure, and not leaving the temporary
+    files of a save in progress."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_helpers import SRC
+
+    plugin = tmp_path / "self_terminate.py"
+    plugin.write_text(SELF_TERMINATE)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out / "m.onnx"),
+                         "--pass-path", str(plugin), "--report", str(out / "r.json"))
+    assert result.returncode == 143, result.stderr
+    assert "E13028" not in result.stderr and "Traceback" not in result.stderr
+    assert list(out.iterdir()) == []
+
+    env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}
+    pyatc = subprocess.run([sys.executable, "-m", "ge.pyatc", "--model", str(DISTILBERT),
+                            "--framework", "5", "--output", str(out / "p")],
+                           capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert pyatc.returncode == 143
+    assert pyatc.stderr.endswith("pyatc: terminated; nothing was written\n")
+    assert list(out.iterdir()) == []
+
+    # While saving with external data: the data file's temporary is being written.
+    during_save = (
+        "import os, signal\n"
+        "import ge.graph.model_io as model_io\n"
+        "made = model_io.graph_to_model\n"
+        "def terminate_after(*args, **kwargs):\n"
+        "    model = made(*args, **kwargs)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return model\n"
+        "model_io.graph_to_model = terminate_after\n"
+        "import ge.cli\n"
+        f"ge.cli.main(['compile', {str(DISTILBERT)!r}, '-o', {str(out / 'm.onnx')!r},\n"
+        "             '--external-data'])\n")
+    result = run_process("-c", during_save)
+    assert result.returncode == 143, result.stderr
+    assert list(out.iterdir()) == []

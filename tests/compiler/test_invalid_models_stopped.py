@@ -236,6 +236,20 @@ def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
     assert list(caught.value.nodes) == ["mystery"]
 
 
+def test_an_opset_onnx_does_not_know_stops_the_compilation_at_infer_shape(
+        tmp_path: Path) -> None:
+    newest = onnx.defs.onnx_opset_version()
+    source = tmp_path / "model.onnx"
+    onnx.save(_model_with("Relu", newest + 2), source)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(source, out)
+    assert code == 1 and stderr == (
+        f"ge: [GE1305] graph 'g' imports opset {newest + 2} of the standard domain "
+        f"(ai.onnx); onnx {onnx.__version__} knows opsets up to {newest}, and runtimes "
+        "refuse the model (stage InferShape)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
 def test_validate_names_an_operator_onnx_lacks() -> None:
     graph = ge.graph.load(_model_with("Gelu", 17))
     problems = graph.find_problems()

@@ -87,4 +87,12 @@ def cli(debug: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point (`ge`, `python -m ge`, `python -m ge.cli`)."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="ge")
+    from ge.cli.output import TERMINATED_STATUS, terminated_as_interrupt
+
+    with terminated_as_interrupt() as terminated:
+        try:
+            cli.main(args=list(argv) if argv is not None else None, prog_name="ge")
+        except SystemExit:
+            if terminated:
+                raise SystemExit(TERMINATED_STATUS) from None
+            raise

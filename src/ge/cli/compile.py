@@ -173,7 +173,8 @@ def _verification_table(verification: VerificationReport) -> Any:
 
 
 def print_compile_result(result: CompileResult, *, output: Path | None,
-                         hints: Sequence[OpsetHint] = ()) -> None:
+                         hints: Sequence[OpsetHint] = (), data_file: Path | None = None
+                         ) -> None:
     """The text report: pass runs, operator changes, totals, hints, verification."""
     from rich.markup import escape
 
@@ -198,7 +199,8 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
         con.print(_verification_table(result.verification))
         con.print(f"verification {escape(result.verification.summary())}")
     if output is not None:
-        con.print(f"wrote {escape(str(output))}")
+        weights = "" if data_file is None else f" (its weights in {escape(str(data_file))})"
+        con.print(f"wrote {escape(str(output))}{weights}")
 
 
 # -- ge compile -------------------------------------------------------------------------------
@@ -273,7 +275,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
-    result.save(output, external_data=external_data, overwrite_input=overwrite_input)
+    data_file = result.save(output, external_data=external_data,
+                            overwrite_input=overwrite_input)
     before = recorder.before if recorder is not None else None
     if html_path is not None and before is not None and recorder is not None:
         from ge.cli import graph_diff, html_page
@@ -290,6 +293,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
 
     hints = opset_hints(result.graph, disable) if builtin else []
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
+    payload["output_data"] = None if data_file is None else str(data_file)
     payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
     if html_path is not None:
         payload["html"] = str(html_path)
@@ -299,7 +303,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         del payload["warnings"]  # added (complete) when the command ends
         out.result(payload)
     else:
-        print_compile_result(result, output=output, hints=hints)
+        print_compile_result(result, output=output, hints=hints, data_file=data_file)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
         if html_path is not None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -232,3 +234,34 @@ def write_json_atomically(path: Path, data: Any, what: str = "the report") -> No
         stream.write(text)
 
     write_atomically(path, write, what)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) raised as an interrupt, so that
+    a command ends as on Ctrl-C: files being written are removed, outputs stay as they
+    were, and no pass reports it as its own failure."""
+
+
+#: The exit status of a command ended by SIGTERM (128 + the signal's number, as a shell).
+TERMINATED_STATUS = 128 + signal.SIGTERM
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[list[bool]]:
+    """While the block runs, SIGTERM raises `Terminated` in the main thread; the list it
+    yields holds True once that happened. Outside the main thread: nothing changes."""
+    seen: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+

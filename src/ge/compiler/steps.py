@@ -35,10 +35,25 @@ INFER_SHAPE_STAGE = "InferShape"
 FINAL_VALIDATION_STAGE = "FinalValidation"
 
 
+def _check_opset_known(graph: Graph) -> None:
+    """GE1305 for a model importing a standard opset newer than onnx knows: nothing can
+    check its operators, and runtimes refuse it."""
+    import onnx
+
+    version = graph.get_opset_version("")
+    newest = onnx.defs.onnx_opset_version()
+    if version is not None and version > newest:
+        raise ShapeInferenceError(
+            f"graph {graph.name!r} imports opset {version} of the standard domain (ai.onnx); "
+            f"onnx {onnx.__version__} knows opsets up to {newest}, and runtimes refuse the "
+            "model", stage=INFER_SHAPE_STAGE)
+
+
 def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
     """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
     from ge.ops import infer_shapes
 
+    _check_opset_known(graph.root_graph())
     unknown = unknown_operators(graph.root_graph())
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""

@@ -45,6 +45,8 @@ from ge.graph.topology import GraphTopology
 from ge.graph.types import DumpFormat
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ge.graph.copy_in import CopyResult
 
 __all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph"]
@@ -624,8 +626,9 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              external_data_name: str | None = None, size_threshold: int = 1024,
              overwrite_input: bool = False, value_info: bool = True,
-             lift_constants: bool = False, full_check: bool = False) -> None:
-        """Write the model to `path` (atomically: on failure nothing is left behind).
+             lift_constants: bool = False, full_check: bool = False) -> Path | None:
+        """Write the model to `path` (atomically: on failure nothing is left behind); returns
+        the external data file written beside it, or None.
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
@@ -638,10 +641,11 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         """
         from ge.graph.model_io import save_model
 
-        save_model(self, path, external_data=external_data,
-                   external_data_name=external_data_name, size_threshold=size_threshold,
-                   overwrite_input=overwrite_input, value_info=value_info,
-                   lift_constants=lift_constants, full_check=full_check)
+        return save_model(self, path, external_data=external_data,
+                          external_data_name=external_data_name,
+                          size_threshold=size_threshold, overwrite_input=overwrite_input,
+                          value_info=value_info, lift_constants=lift_constants,
+                          full_check=full_check)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

@@ -335,8 +335,9 @@ def save_model(
     value_info: bool = True,
     lift_constants: bool = False,
     full_check: bool = False,
-) -> None:
-    """Write `graph` to `path`; see `Graph.save`."""
+) -> Path | None:
+    """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
+    model (None: every tensor is inside it)."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
@@ -391,7 +392,7 @@ def save_model(
         if in_place:  # a device or pipe: written through, nothing to rename
             with open(destination, "wb") as out:
                 out.write(payload)
-            return
+            return None
         model_folder = destination.parent if str(destination.parent) else Path(".")
         fd, tmp = tempfile.mkstemp(dir=model_folder, prefix=f".{destination.name}.",
                                    suffix=".tmp")
@@ -406,6 +407,7 @@ def save_model(
                            data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
+        return data_target if wrote_data else None
     except OSError as exc:
         raise ModelSaveError(
             f"cannot save to {target}: {exc.strerror or exc}", path=str(target)

@@ -37,12 +37,12 @@ class DataType(IntEnum):
     def __eq__(self, other: object) -> bool:
         if type(other) is OnnxElementType:
             raise _mixed_numberings(other, self)
-        return int.__eq__(self, other)  # type: ignore[no-any-return]
+        return int.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         if type(other) is OnnxElementType:
             raise _mixed_numberings(other, self)
-        return int.__ne__(self, other)  # type: ignore[no-any-return]
+        return int.__ne__(self, other)
 
     __hash__ = int.__hash__
 
@@ -221,12 +221,12 @@ class OnnxElementType(int):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DataType):
             raise _mixed_numberings(self, other)
-        return int.__eq__(self, other)  # type: ignore[no-any-return]
+        return int.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         if isinstance(other, DataType):
             raise _mixed_numberings(self, other)
-        return int.__ne__(self, other)  # type: ignore[no-any-return]
+        return int.__ne__(self, other)
 
     __hash__ = int.__hash__
 

@@ -218,7 +218,12 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
 def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
     """Run pyatc with `args` (default: sys.argv[1:]); `cmdline_argv0` names the program in
     messages. Returns the exit status: 0 on success, 1 for an error, 2 for bad usage."""
-    from ge.cli.output import command_output
+    from ge.cli.output import (
+        TERMINATED_STATUS,
+        Terminated,
+        command_output,
+        terminated_as_interrupt,
+    )
 
     prog = Path(cmdline_argv0).name if cmdline_argv0 else "pyatc"
     parser = _parser(prog)
@@ -229,9 +234,12 @@ def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) ->
     level = _LOG_LEVELS[ns.log]
     show_warnings = level is not None and level <= logging.WARNING
     try:
-        with _logging(level), command_output(prog, debug=False,
-                                             show_warnings=show_warnings):
+        with terminated_as_interrupt(), _logging(level), command_output(
+                prog, debug=False, show_warnings=show_warnings):
             _run(ns, logging.getLogger("ge.pyatc"))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    except Terminated:
+        sys.stderr.write(f"{prog}: terminated; nothing was written\n")
+        return TERMINATED_STATUS
     return 0

@@ -64,11 +64,11 @@ class CompileResult:
     value_info: bool = True  # whether `save` writes the types of intermediate values
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
-             overwrite_input: bool = False) -> None:
+             overwrite_input: bool = False) -> Path | None:
         """Write the compiled model atomically (see `Graph.save`), never one onnx's full
         checker rejects (`GraphValidationError`, nothing written; models with external data
-        are not checked)."""
-        self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
+        are not checked). Returns the external data file written beside it, or None."""
+        return self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
                         value_info=self.value_info, lift_constants=True, full_check=True)
 
     def to_onnx(self) -> onnx.ModelProto:
