@@ -27,11 +27,13 @@ from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.matcher import CompiledPattern
+from ge.passes.registry import PASS_KIND_PATTERN_FUSION
 from ge.passes.source import blamed_location, traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
+    from ge.graph.changes import ChangeSet
 
 __all__ = ["CHECK_MODES", "Invocation", "create_instance", "is_live", "run_error"]
 
@@ -61,6 +63,11 @@ class Invocation:
     round: int = 0
     # Each pattern pass instance's compiled patterns, built at its first invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] = field(default_factory=dict)
+    # The nodes plugin passes made (their pass and stage), and how many of them each
+    # built-in fusion replaced: (built-in, plugin pass, its stage) -> nodes. A plugin whose
+    # decomposition a built-in fusion puts back is told (`Scheduler.run`).
+    made_by_plugins: dict[Node, tuple[str, str]] = field(default_factory=dict)
+    undone: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -93,6 +100,8 @@ class Invocation:
                     if problems:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems))
+            if root.mutation_count != before:
+                self._note_origins(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
             raise run_error(entry, stage, failed.status.return_code, reason) from None
@@ -118,6 +127,18 @@ class Invocation:
             round=self.round,
         )
 
+
+    def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
+        """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
+        if entry.step is None:
+            for node in changes.added:
+                self.made_by_plugins[node] = (entry.name, stage)
+        elif self.made_by_plugins and entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
+            for node in changes.removed:
+                maker = self.made_by_plugins.pop(node, None)
+                if maker is not None:
+                    key = (entry.name, *maker)
+                    self.undone[key] = self.undone.get(key, 0) + 1
 
     def _nothing_to_do(self, entry: RegisteredPass, target: Graph, stage: str
                        ) -> PassRunRecord:

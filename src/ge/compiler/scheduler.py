@@ -179,7 +179,18 @@ class Scheduler:
                                          _count(graph)))
             for observer in self._observers:
                 observer.step_finished(index, label, graph)
+        self._warn_undone()
         return self.records
+
+    def _warn_undone(self) -> None:
+        """Tell a plugin whose nodes a built-in fusion replaced (a decomposition re-fused)."""
+        for (builtin, plugin, stage), count in self._invocation.undone.items():
+            warnings.warn(CompileWarning(
+                f"built-in {builtin} replaced {count} node(s) that pass {plugin} made at "
+                f"{stage}: its work was undone. A pass whose result must stay (a "
+                "decomposition for a backend lacking an operator) belongs at "
+                f"AfterOriginGraphOptimize, after the built-in passes; or disable {builtin} "
+                f"(--disable {builtin})"), stacklevel=3)
 
     def run_stage(self, graph: Graph, stage: PassStage) -> None:
         """Every enabled pass of `stage`, by name; each on the root graph, then every subgraph."""
