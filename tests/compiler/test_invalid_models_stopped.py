@@ -236,6 +236,39 @@ def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
     assert list(caught.value.nodes) == ["mystery"]
 
 
+SWAP_MATMUL = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="SwapMatMul", stage=PassStage.BEFORE_INFER_SHAPE)
+class SwapMatMul(FusionBasePass):
+    def run(self, graph, context):
+        mm = graph.nodes_of_type("MatMul")[0]
+        a, ai = mm.get_in_data_nodes_and_port_indexes(0)
+        b, bi = mm.get_in_data_nodes_and_port_indexes(1)
+        graph.remove_edge(a, ai, mm, 0)
+        graph.remove_edge(b, bi, mm, 1)
+        graph.add_data_edge(b, bi, mm, 0)
+        graph.add_data_edge(a, ai, mm, 1)
+        return True
+'''
+
+
+def test_shape_inference_refusing_a_node_names_the_pass_that_changed_it(tmp_path: Path
+                                                                        ) -> None:
+    plugin = _plugin(tmp_path, "swap", SWAP_MATMUL)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(shared_model("distilbert_tiny"), out, "--pass-path",
+                                str(plugin))
+    assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("ge: [GE1305] shape inference of graph 'main_graph' failed: ")
+    assert stderr.endswith(
+        "; node '/model/transformer/layer.0/attention/q_lin/MatMul' was last changed by pass "
+        "SwapMatMul "
+        f"(BeforeInferShape) (stage InferShape, at {plugin}:5)\n")
+    assert not out.exists()
+
+
 def test_an_opset_onnx_does_not_know_stops_the_compilation_at_infer_shape(
         tmp_path: Path) -> None:
     newest = onnx.defs.onnx_opset_version()

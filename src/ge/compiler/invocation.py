@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord
-from ge.errors import PassRunError, SourceLocation, ValidationProblem
+from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import find_node_problems, find_problems
@@ -68,6 +68,10 @@ class Invocation:
     # decomposition a built-in fusion puts back is told (`Scheduler.run`).
     made_by_plugins: dict[Node, tuple[str, str]] = field(default_factory=dict)
     undone: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # The plugin pass that last changed each node (its name, stage and class location), for
+    # an error of a later engine step to name the pass behind it (`blame_plugin`).
+    changed_by_plugins: dict[Node, tuple[str, str, SourceLocation | None]] = field(
+        default_factory=dict)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -133,12 +137,32 @@ class Invocation:
         if entry.step is None:
             for node in changes.added:
                 self.made_by_plugins[node] = (entry.name, stage)
+            who = (entry.name, stage, entry.origin.location)
+            for node in changes.live():
+                self.changed_by_plugins[node] = who
         elif self.made_by_plugins and entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
             for node in changes.removed:
                 maker = self.made_by_plugins.pop(node, None)
                 if maker is not None:
                     key = (entry.name, *maker)
                     self.undone[key] = self.undone.get(key, 0) + 1
+
+    def blame_plugin(self, err: GeError) -> None:
+        """Add to an engine step's error about nodes (shape inference refusing one) the
+        plugin pass that last changed the first of them, and its location."""
+        if not self.changed_by_plugins or not err.nodes:
+            return
+        by_name = {node.name: who for node, who in self.changed_by_plugins.items()
+                   if node.owner_graph is not None}
+        for name in err.nodes:
+            who = by_name.get(name)
+            if who is not None:
+                pass_name, stage, location = who
+                err.message += (f"; node {name!r} was last changed by pass {pass_name} "
+                                f"({stage})")
+                if err.location is None:
+                    err.location = location
+                return
 
     def _nothing_to_do(self, entry: RegisteredPass, target: Graph, stage: str
                        ) -> PassRunRecord:

@@ -31,7 +31,7 @@ from ge.compiler.steps import (
     final_validation,
     infer_shape,
 )
-from ge.errors import CompilerOptionError, CompileWarning, PassRunError
+from ge.errors import CompilerOptionError, CompileWarning, GeError, PassRunError
 from ge.ops.memo import InferenceMemo
 from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome
@@ -172,7 +172,11 @@ class Scheduler:
                 func = self._steps.get(step)
                 if func is None:
                     continue
-                func(graph, self._options)
+                try:
+                    func(graph, self._options)
+                except GeError as err:
+                    self._invocation.blame_plugin(err)
+                    raise
                 if step == "infer_shape":
                     self._invocation.typed = True  # from now on, every value has a type
             self.steps.append(StepRecord(label, time.perf_counter() - start, nodes_before,
