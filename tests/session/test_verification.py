@@ -313,3 +313,48 @@ def test_verify_uses_given_inputs_and_reference_outputs_run_the_model() -> None:
                                   run_model(_add_model(), inputs)["y"])
     with pytest.raises(VerificationInputError):
         verify(_add_model(), _add_model(), inputs={"a": inputs["a"]})
+
+
+WRONG_THEN = '''\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="WrongThenBranch", stage=PassStage.AFTER_INFER_SHAPE)
+class WrongThenBranch(PatternFusionPass):
+    @pattern
+    def relu_scale(self, inputs):
+        return es.Relu(inputs[0]) * 2.0
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0] * 3.0)
+'''
+
+
+@pytest.mark.builtin_passes
+def test_generated_inputs_warn_when_a_plugin_changed_a_body(tmp_path: Path) -> None:
+    """Trial: a wrong rewrite in an If's then-branch verified 'ok' on generated inputs that
+    took the else-branch. The compilation says which bodies plugins changed; inputs that
+    take that branch catch it."""
+    import warnings
+
+    import ge
+    from ge.errors import CompileWarning
+
+    plugin = tmp_path / "wrong_then.py"
+    plugin.write_text(WRONG_THEN)
+    model = shared_model("control_flow")
+    with pytest.warns(CompileWarning) as caught:
+        ge.compile(model, pass_paths=[plugin], verify=True)
+    (warning,) = [w for w in caught if "generated inputs" in str(w.message)]
+    assert str(warning.message) == (
+        "verification ran generated inputs, which take one path through If and Loop nodes; "
+        "passes changed their bodies (WrongThenBranch in body 'sub_graph'): give inputs "
+        "that run every branch (--inputs FILE.npz, inputs=) to check them")
+    positive = {name: np.abs(value) + 1 for name, value in
+                generate_inputs(onnx.load(model)).items()}
+    with pytest.raises(VerificationError):
+        ge.compile(model, pass_paths=[plugin], inputs=positive, verify=True)
+    with warnings.catch_warnings():  # built-in passes changing bodies: nothing to say
+        warnings.simplefilter("error", CompileWarning)
+        ge.compile(model, verify=True)

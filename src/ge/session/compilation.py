@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from ge.compiler.scheduler import PipelineObserver
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
+    CompileWarning,
     SessionError,
     VerificationError,
 )
@@ -171,6 +173,21 @@ class _EachPassVerifier(PipelineObserver):
                 location=record.location)
 
 
+def _warn_unexercised_bodies(report: CompileReport) -> None:
+    """Generated inputs take one path through an If (or a Loop's trip count): a plugin pass
+    that changed a body may not have been run by the verification; say so, naming them."""
+    root = report.graph.name
+    changed = sorted({(r.pass_name, r.graph_name) for r in report.records  # plugins only
+                      if r.changed and r.graph_name != root and r.origin != "built-in"})
+    if changed:
+        where = ", ".join(f"{name} in body {graph!r}" for name, graph in changed[:3])
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        warnings.warn(CompileWarning(
+            f"verification ran generated inputs, which take one path through If and Loop "
+            f"nodes; passes changed their bodies ({where}{more}): give inputs that run "
+            "every branch (--inputs FILE.npz, inputs=) to check them"), stacklevel=3)
+
+
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
                 | None, seed: int) -> dict[str, np.ndarray]:
     if inputs is None:
@@ -252,6 +269,8 @@ def compile(
                     raise VerificationError(
                         "the compiled model's outputs differ from the original's: "
                         f"{verification.summary()}", report=verification)
+                if inputs is None:
+                    _warn_unexercised_bodies(report)
             return CompileResult(graph, report, verification, source, typed)
 
         if not in_place:
