@@ -193,7 +193,10 @@ def test_without_checks_final_validation_still_catches_it_as_ge1003(write) -> No
     assert err.stage == "FinalValidation"
     assert err.nodes == ("dangling_identity",)
     assert [p.kind for p in err.problems] == ["arity"]
-    assert "(stage FinalValidation)" in str(err)
+    # the plugin pass that last changed the node is named, with its line
+    assert str(err).endswith(
+        "; node 'dangling_identity' was last changed by pass Dangling (AfterOriginGraphOptimize)"
+        f" (stage FinalValidation, at {path}:5)")
 
 
 BREAKS_TWICE = """

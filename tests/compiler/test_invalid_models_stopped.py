@@ -177,6 +177,7 @@ def test_a_value_whose_type_a_pass_changed_is_checked_where_it_is_read(tmp_path:
     with pytest.raises(PassRunError) as caught:
         ge.compile(graph, pass_paths=[plugin], builtin_passes=False)
     assert caught.value.code == "E13028" and caught.value.pass_name == "HalfRelu"
+    assert caught.value.nodes == ("/blocks/blocks.2/se/fc2/Conv",)  # the retyped value's reader
     assert graph.to_onnx().SerializeToString() == before and not graph.nodes_of_type("Cast")
 
 
@@ -280,6 +281,38 @@ def test_an_opset_onnx_does_not_know_stops_the_compilation_at_infer_shape(
         f"ge: [GE1305] graph 'g' imports opset {newest + 2} of the standard domain "
         f"(ai.onnx); onnx {onnx.__version__} knows opsets up to {newest}, and runtimes "
         "refuse the model (stage InferShape)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_a_declared_type_inference_contradicts_is_named_by_type(tmp_path: Path) -> None:
+    """onnx says "(1) vs (7)"; the error says which types those are and where they come
+    from."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2])])
+    source = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    code, stderr = _compile_cli(source, tmp_path / "out.onnx")
+    assert code == 1
+    assert ("Inferred elem type differs from existing elem type: (1) vs (7): the node "
+            "computes float32, the model declares int64 for that value (a graph output's or "
+            "a value_info's type) (stage InferShape)\n") in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_a_contrib_operator_says_where_it_comes_from(tmp_path: Path) -> None:
+    source = tmp_path / "model.onnx"
+    model = _model_with("Gelu", 17, domain="com.microsoft")
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(model, source)
+    code, stderr = _compile_cli(source, tmp_path / "out.onnx")
+    assert code == 1 and stderr == (
+        "ge: [GE1305] node 'mystery': custom operator com.microsoft::Gelu is not registered "
+        "(an onnxruntime contrib operator, which onnx has no schema for: compile the model "
+        "as exported, before onnxruntime's optimiser wrote it, or register it); a plugin "
+        "registers it with ge.ops.register_op (its shape inference, and a kernel or a "
+        "decomposition to run it) (stage InferShape)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
 
 

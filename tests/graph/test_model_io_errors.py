@@ -138,6 +138,26 @@ def test_undefined_value(tmp_path: Path) -> None:
     assert err.nodes == ("adder",)
 
 
+def test_undefined_graph_output(tmp_path: Path) -> None:
+    """A graph output nothing produces is named as the graph output it is."""
+    model = _broken_graph([oh.make_node("Relu", ["x"], ["r"], name="relu")])
+    _load_fails(model, ModelLoadError, "GE1101", "graph 'broken': graph output 0 ('y') is "
+                "produced by no node, graph input or initializer", tmp_path)
+
+
+def test_an_ir_version_onnx_does_not_read(tmp_path: Path) -> None:
+    """A model stamped with a newer IR version than onnx knows is refused when loaded (it
+    was refused by onnx.checker only when saving, after every pass ran)."""
+    model = _broken_graph([oh.make_node("Relu", ["x"], ["y"], name="relu")])
+    model.ir_version = onnx.IR_VERSION + 85
+    path = tmp_path / "new.onnx"
+    path.write_bytes(model.SerializeToString())
+    _load_fails(path, ModelLoadError, "GE1101",
+                f"the model's IR version is {onnx.IR_VERSION + 85}; onnx {onnx.__version__} "
+                f"reads up to {onnx.IR_VERSION} (a newer exporter wrote it, or the file is "
+                "damaged): nothing can check it, and runtimes refuse it", tmp_path)
+
+
 def test_value_defined_twice(tmp_path: Path) -> None:
     """Two nodes producing one value name are refused."""
     model = _broken_graph([oh.make_node("Relu", ["x"], ["y"]), oh.make_node("Neg", ["x"], ["y"])])

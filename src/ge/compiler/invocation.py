@@ -12,7 +12,7 @@ check.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +46,12 @@ _MAX_LISTED_PROBLEMS = 3
 class _PassFailed(Exception):
     """Raised inside the transaction so that a failure rolls the graph back."""
 
-    def __init__(self, status: RunStatus, reason: str | None = None) -> None:
+    def __init__(self, status: RunStatus, reason: str | None = None,
+                 nodes: Iterable[str] = ()) -> None:
         super().__init__(reason or status.reason)
         self.status = status
         self.reason = reason
+        self.nodes = tuple(nodes)
 
 
 @dataclass
@@ -103,12 +105,14 @@ class Invocation:
                         problems = _shape_problems(touched)
                     if problems:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
-                                          _describe_problems(problems))
+                                          _describe_problems(problems),
+                                          [n for p in problems for n in p.nodes])
             if root.mutation_count != before:
                 self._note_origins(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
-            raise run_error(entry, stage, failed.status.return_code, reason) from None
+            raise run_error(entry, stage, failed.status.return_code, reason,
+                            nodes=failed.nodes) from None
         except BaseException as exc:
             if not _is_pass_failure(exc):
                 raise
@@ -286,8 +290,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
-              exc: BaseException | None = None) -> PassRunError:
-    """E13028 at the user's line: the innermost frame in the pass's own file, else its class."""
+              exc: BaseException | None = None, nodes: Iterable[str] = ()) -> PassRunError:
+    """E13028 at the user's line: the innermost frame in the pass's own file, else its class;
+    with the nodes the failure names (a ge error raised in the pass, the check's problems)."""
+    if isinstance(exc, GeError) and not nodes:
+        nodes = exc.nodes
     defined_at = entry.descriptor.location
     location: SourceLocation | None = None
     if exc is not None:
@@ -300,4 +307,5 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         stage=stage,
         location=location or defined_at,
         path=defined_at.file,
+        nodes=list(dict.fromkeys(nodes)),
     )

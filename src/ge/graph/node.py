@@ -164,7 +164,7 @@ class Node:
         if not 0 <= index < len(self._inputs):
             raise GraphError(
                 f"node {self._name!r} ({self._type}) has no input {index}; "
-                f"it has {len(self._inputs)}"
+                f"it has {len(self._inputs)}", nodes=[self._name]
             )
         return index
 
@@ -174,7 +174,7 @@ class Node:
         if not 0 <= index < len(self._out_names):
             raise GraphError(
                 f"node {self._name!r} ({self._type}) has no output {index}; "
-                f"it has {len(self._out_names)}"
+                f"it has {len(self._out_names)}", nodes=[self._name]
             )
         return index
 
@@ -182,7 +182,8 @@ class Node:
         """The producer of input `in_index` and its output index (`RuntimeError` if unconnected)."""
         producer = self._inputs[self._check_in(in_index)]
         if producer is None:
-            raise GraphError(f"input {in_index} of node {self._name!r} is not connected")
+            raise GraphError(f"input {in_index} of node {self._name!r} is not connected",
+                             nodes=[self._name])
         return producer
 
     def get_input_producer(self, in_index: int) -> tuple[Node, int] | None:
@@ -234,7 +235,8 @@ class Node:
             stored = self._attrs[key]
         except KeyError:
             raise GraphError(
-                f"node {self._name!r} ({self._type}) has no attribute {key!r}"
+                f"node {self._name!r} ({self._type}) has no attribute {key!r}",
+                nodes=[self._name],
             ) from None
         value = self._stored_value(stored)
         if type(value) is int and key in DATA_TYPE_ATTRIBUTES.get(self._type, ()) and (
@@ -286,7 +288,8 @@ class Node:
     def get_attr_kind(self, key: str) -> int:
         """The ONNX `AttributeProto.AttributeType` of an attribute."""
         if key not in self._attrs:
-            raise GraphError(f"node {self._name!r} ({self._type}) has no attribute {key!r}")
+            raise GraphError(f"node {self._name!r} ({self._type}) has no attribute {key!r}",
+                             nodes=[self._name])
         return decode_attr(self._attrs[key])[0]
 
     def get_attr_names(self) -> list[str]:

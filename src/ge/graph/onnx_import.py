@@ -39,6 +39,11 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
     """Build the IR of a model whose external data has already been read in."""
     if not model.HasField("graph"):
         raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
+    if model.ir_version > onnx.IR_VERSION:
+        raise ModelLoadError(
+            f"the model's IR version is {model.ir_version}; onnx {onnx.__version__} reads up "
+            f"to {onnx.IR_VERSION} (a newer exporter wrote it, or the file is damaged): "
+            "nothing can check it, and runtimes refuse it")
     graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
     graph.model.typed_values = _read_graph(graph, model.graph)
@@ -240,6 +245,10 @@ def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, bool]:
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
     _text(value, f"graph {graph._name!r}: input {index} of node {node._name!r}")
     found = graph.find_value(value)
+    if found is None and node._type == NET_OUTPUT:
+        raise ModelLoadError(
+            f"graph {graph._name!r}: graph output {index} ({value!r}) is produced by no node, "
+            "graph input or initializer")
     if found is None:
         raise ModelLoadError(
             f"graph {graph._name!r}: input {index} of node {node._name!r} ({node._type}) reads "

@@ -28,7 +28,7 @@ from ge.graph.node import Node
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
-from ge.graph.types import DataType, data_type_to_onnx
+from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info
 from ge.ops.memo import active_memo
 from ge.ops.onnx_node import (
@@ -76,8 +76,13 @@ def _write(node: Node, index: int, desc: TensorDesc) -> None:
 def _infer_custom(node: Node) -> list[TensorDesc]:
     custom = get_custom_op(node.type, node.domain)
     if custom is None:
+        contrib = (" (an onnxruntime contrib operator, which onnx has no schema for: compile "
+                   "the model as exported, before onnxruntime's optimiser wrote it, or "
+                   "register it)" if node.domain == "com.microsoft" else "")
         raise ShapeInferenceError(
-            f"node {node.name!r}: custom operator {node.domain}::{node.type} is not registered",
+            f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
+            f"registered{contrib}; a plugin registers it with ge.ops.register_op (its shape "
+            "inference, and a kernel or a decomposition to run it)",
             nodes=[node.name],
         )
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
@@ -542,10 +547,23 @@ def _first_error(message: str) -> str:
     prefix = "[ShapeInferenceError] Inference error(s): "
     if first.startswith(prefix):
         first = first[len(prefix):]
+    first = _ELEM_TYPES.sub(_name_elem_types, first)
     later = len(_nodes_named_in(message)) - 1
     if later > 0:
         first += f" (and {later} node(s) after it could not be typed)"
     return first
+
+
+#: onnx's "Inferred elem type differs from existing elem type: (1) vs (7)": element types
+#: by their numbers, which say nothing to whoever reads them.
+_ELEM_TYPES = re.compile(r"elem type differs from existing elem type: \((\d+)\) vs \((\d+)\)")
+
+
+def _name_elem_types(found: re.Match[str]) -> str:
+    inferred, declared = (elem_type_name(int(found.group(i))) for i in (1, 2))
+    return (f"elem type differs from existing elem type: ({found.group(1)}) vs "
+            f"({found.group(2)}): the node computes {inferred}, the model declares {declared} "
+            "for that value (a graph output's or a value_info's type)")
 
 
 def infer_shapes(
