@@ -122,6 +122,14 @@ def test_bad_choices_are_option_errors() -> None:
         ge.compile(small_graph(), options={"ge.optimize.max_rounds": "zero"})
 
 
+@pytest.mark.builtin_passes
+def test_a_misspelt_pass_to_disable_gets_a_guess() -> None:
+    with pytest.raises(CompilerOptionError,
+                       match=r"cannot disable unknown pass\(es\) LayerNormFusoin \(did you "
+                             r"mean LayerNormFusion\?\), Zzz; known passes: "):
+        ge.compile(small_graph(), disable=["LayerNormFusoin", "Zzz"])
+
+
 UNKNOWN_OPTION = """
 from ge.passes import FusionBasePass, register_fusion_pass
 

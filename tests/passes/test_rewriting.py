@@ -85,6 +85,10 @@ class P(PatternFusionPass):
      "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
      "KeyError: 'boom'", 13),
+    # the engine cannot put it in place: blamed on the hook that built it
+    ("    def replacement(self, inputs):\n        return es.Neg(inputs[0]), es.Abs(inputs[0])\n",
+     "RewriteError: [GE1502] the replacement has 2 output(s) but the region it replaces has 1",
+     12),
     ("    def replacement(self, match_result):\n        pass\n",
      "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?)",
      12),
@@ -295,6 +299,28 @@ class D(DecomposePass):
     assert "TypeError: DecomposePass.replacement must return ge.graph.Graph, got str" in (
         err.message)
     assert err.location is not None and err.location.line == 9  # the hook's def line
+
+
+def test_a_pattern_that_cannot_match_is_blamed_on_its_method(write) -> None:
+    source = """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def fine(self, inputs):
+        return es.Neg(inputs[0])
+
+    @pattern
+    def dangling(self, inputs):
+        unused = es.Abs(inputs[0])
+        return es.Neg(inputs[0])
+
+    def replacement(self, inputs):
+        return es.Neg(inputs[0])
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "PatternError: [GE1501] pattern 'P_dangling_pattern' cannot be matched" in (
+        err.message)
+    assert err.location is not None and err.location.line == 13  # its @pattern line
 
 
 def test_decompose_hooks_may_only_read_the_graph(write) -> None:

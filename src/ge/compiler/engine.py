@@ -228,9 +228,15 @@ def check_pass_names(registry: PassRegistry, names: Iterable[str]) -> frozenset[
     chosen = frozenset(names)
     unknown = sorted(n for n in chosen if n not in registry)
     if unknown:
-        known = ", ".join(sorted(p.name for p in registry))
+        import difflib
+
+        names = sorted(p.name for p in registry)
+        guesses = [f"{name} (did you mean {close[0]}?)" if close else name
+                   for name in unknown
+                   for close in [difflib.get_close_matches(name, names, n=1, cutoff=0.8)]]
         raise CompilerOptionError(
-            f"cannot disable unknown pass(es) {', '.join(unknown)}; known passes: {known}")
+            f"cannot disable unknown pass(es) {', '.join(guesses)}; known passes: "
+            f"{', '.join(names)}")
     return chosen
 
 

@@ -17,12 +17,13 @@ counts): nothing here is process-global.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import RewriteError
+from ge.errors import PatternError, RewriteError
 from ge.graph import Graph, Node
 from ge.graph.journal import ChangeKind
 from ge.passes.candidates import LandmarkFilter, candidates
@@ -123,6 +124,16 @@ def _not_a_graph(kind: str, returned: object) -> str:
     return f"{kind}.replacement must return ge.graph.Graph, got {got}"
 
 
+def _compiled(pattern: Pattern, config: PatternMatcherConfig, instance: PatternFusionPass
+              ) -> CompiledPattern:
+    """`compile_pattern`; a pattern that cannot be matched is the fault of the `@pattern`
+    method that built it (else of `patterns()`)."""
+    try:
+        return compile_pattern(pattern, config)
+    except PatternError as err:
+        raise blame(err, pattern._source or instance.patterns) from None
+
+
 def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[CompiledPattern]:
     """The instance's patterns, built once per instance and compilation (GE builds a pass's
     patterns once too): a pass may keep on the instance what it learned while building them
@@ -133,7 +144,7 @@ def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[Compil
         if kept is not None and kept[0] is instance:
             return kept[1]
     config = _config(instance)
-    compiled = [compile_pattern(pattern, config) for pattern in collect_patterns(instance)]
+    compiled = [_compiled(pattern, config, instance) for pattern in collect_patterns(instance)]
     if memo is not None:
         memo[id(instance)] = (instance, compiled)
     return compiled
@@ -229,13 +240,26 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             except TypeError as err:  # what it returned, if not raised in the hook itself
                 raise blame(err, instance.replacement) from None
             if isinstance(built, InPlace):
-                apply_built_in_place(region, built.nodes, built.outputs, pass_name=pass_name)
+                with _blamed_on(instance.replacement):
+                    apply_built_in_place(region, built.nodes, built.outputs,
+                                         pass_name=pass_name)
                 return True
             replacement = built
     finally:
         result._invalidate()
-    apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
+    with _blamed_on(instance.replacement):
+        apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     return True
+
+
+@contextmanager
+def _blamed_on(hook: Callable[..., Any]) -> Iterator[None]:
+    """A replacement the engine cannot put in place (its arity does not fit the region) is
+    the fault of the hook that built it."""
+    try:
+        yield
+    except RewriteError as err:
+        raise blame(err, hook) from None
 
 
 def decompose_region(node: Node) -> Region:
@@ -260,8 +284,9 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         if not isinstance(replacement, Graph):
             raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
                         instance.replacement)
-        apply_replacement(decompose_region(node), replacement,
-                          pass_name=run.context.get_pass_name())
+        with _blamed_on(instance.replacement):
+            apply_replacement(decompose_region(node), replacement,
+                              pass_name=run.context.get_pass_name())
         run.rewrites += 1
         changed = True
     return SUCCESS if changed else NOT_CHANGED

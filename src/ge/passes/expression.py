@@ -162,6 +162,7 @@ def synthesize_patterns(cls_name: str, methods: Sequence[tuple[str, Callable[...
             pattern = es.create_pattern(builder.build_and_reset(outputs))
             for holder in [*inputs.created(), *outputs]:
                 pattern.capture_tensor(holder)
+            pattern._source = method
             built.append(pattern)
         return built
 

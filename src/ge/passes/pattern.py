@@ -104,7 +104,7 @@ class Pattern:
     """A pattern graph and its captured tensors. The pattern takes the graph over: edit it
     through the pattern's builder before `create_pattern`, never after."""
 
-    __slots__ = ("_captures", "_graph", "_released")
+    __slots__ = ("_captures", "_graph", "_released", "_source")
 
     def __init__(self, graph: Graph) -> None:
         if not isinstance(graph, Graph):
@@ -112,6 +112,8 @@ class Pattern:
         self._graph = graph
         self._captures: list[NodeIo] = []
         self._released = False
+        # The `@pattern` method that built it, which an error about the pattern blames.
+        self._source: object | None = None
 
     def _alive(self) -> Graph:
         if self._released:
