@@ -107,8 +107,8 @@ class Invocation:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
                                           [n for p in problems for n in p.nodes])
-            if root.mutation_count != before:
-                self._note_origins(entry, changes, stage)
+                if root.mutation_count != before:  # (under the collection hold)
+                    self._note_origins(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
             raise run_error(entry, stage, failed.status.return_code, reason,
@@ -139,17 +139,19 @@ class Invocation:
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
         if entry.step is None:
-            for node in changes.added:
-                self.made_by_plugins[node] = (entry.name, stage)
-            who = (entry.name, stage, entry.origin.location)
-            for node in changes.live():
-                self.changed_by_plugins[node] = who
+            made = (entry.name, stage)
+            self.made_by_plugins.update(dict.fromkeys(changes.added, made))
+            self.changed_by_plugins.update(
+                dict.fromkeys(changes.live(), (entry.name, stage, entry.origin.location)))
         elif self.made_by_plugins and entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
             for node in changes.removed:
                 maker = self.made_by_plugins.pop(node, None)
                 if maker is not None:
                     key = (entry.name, *maker)
                     self.undone[key] = self.undone.get(key, 0) + 1
+        if self.changed_by_plugins:  # removed nodes are no error's subject any more
+            for node in changes.removed:
+                self.changed_by_plugins.pop(node, None)
 
     def blame_plugin(self, err: GeError) -> None:
         """Add to an engine step's error about nodes (shape inference refusing one) the

@@ -17,8 +17,7 @@ counts): nothing here is process-global.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -240,26 +239,20 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             except TypeError as err:  # what it returned, if not raised in the hook itself
                 raise blame(err, instance.replacement) from None
             if isinstance(built, InPlace):
-                with _blamed_on(instance.replacement):
+                try:
                     apply_built_in_place(region, built.nodes, built.outputs,
                                          pass_name=pass_name)
+                except RewriteError as err:  # it does not fit the region: the hook's fault
+                    raise blame(err, instance.replacement) from None
                 return True
             replacement = built
     finally:
         result._invalidate()
-    with _blamed_on(instance.replacement):
-        apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
-    return True
-
-
-@contextmanager
-def _blamed_on(hook: Callable[..., Any]) -> Iterator[None]:
-    """A replacement the engine cannot put in place (its arity does not fit the region) is
-    the fault of the hook that built it."""
     try:
-        yield
-    except RewriteError as err:
-        raise blame(err, hook) from None
+        apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
+    except RewriteError as err:  # it does not fit the region: the hook's fault
+        raise blame(err, instance.replacement) from None
+    return True
 
 
 def decompose_region(node: Node) -> Region:
@@ -284,9 +277,11 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         if not isinstance(replacement, Graph):
             raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
                         instance.replacement)
-        with _blamed_on(instance.replacement):
+        try:
             apply_replacement(decompose_region(node), replacement,
                               pass_name=run.context.get_pass_name())
+        except RewriteError as err:  # it does not fit the region: the hook's fault
+            raise blame(err, instance.replacement) from None
         run.rewrites += 1
         changed = True
     return SUCCESS if changed else NOT_CHANGED
