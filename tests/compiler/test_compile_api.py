@@ -123,6 +123,16 @@ def test_bad_choices_are_option_errors() -> None:
 
 
 @pytest.mark.builtin_passes
+def test_disabling_a_builtin_pass_with_the_builtins_off_is_said_to_do_nothing() -> None:
+    from ge.errors import CompileWarning
+
+    with pytest.warns(CompileWarning, match=r"disabling built-in pass\(es\) LayerNormFusion "
+                      r"does nothing: the built-in passes are off \(builtin_passes=False, "
+                      r"--no-builtin\)"):
+        ge.compile(small_graph(), builtin_passes=False, disable=["LayerNormFusion"])
+
+
+@pytest.mark.builtin_passes
 def test_a_misspelt_pass_to_disable_gets_a_guess() -> None:
     with pytest.raises(CompilerOptionError,
                        match=r"cannot disable unknown pass\(es\) LayerNormFusoin \(did you "

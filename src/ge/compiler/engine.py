@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
 from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
-from ge.errors import CompilerOptionError, CompilerStateError, GeError
+from ge.errors import CompilerOptionError, CompilerStateError, CompileWarning, GeError
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
 
@@ -289,8 +290,15 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   disable: Iterable[str], check: str, on_pass_failure: str,
                   observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
+    disabled = check_pass_names(registry, disable)
+    idle = sorted(name for name in disabled
+                  if (entry := registry.get(name)) is not None and entry.step is not None)
+    if idle and not builtin_passes:
+        warnings.warn(CompileWarning(
+            f"disabling built-in pass(es) {', '.join(idle)} does nothing: the built-in passes "
+            "are off (builtin_passes=False, --no-builtin)"), stacklevel=3)
     scheduler = Scheduler(registry, passes.options.values, steps,
-                          disabled=check_pass_names(registry, disable),
+                          disabled=disabled,
                           builtin=builtin_passes, check=check,
                           on_pass_failure=on_pass_failure, observers=observers)
     ops_before = op_histogram(graph)
