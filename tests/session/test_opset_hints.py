@@ -50,6 +50,21 @@ def test_distilberts_gelus_are_counted_and_gone_at_20() -> None:
     assert opset_hints(ge.compile(DISTILBERT, opset=20).graph) == []
 
 
+def test_rms_norms_are_counted_from_18_and_fuse_when_converted() -> None:
+    """T5's RMS norms: at its own opset 17 ReduceMean takes axes as an attribute, which the
+    patterns built at 23 cannot match (no hint, no guess); converted to 18 they are counted."""
+    import onnx.version_converter
+
+    t5 = onnx.load(shared_model("t5_encoder_tiny"))
+    assert [h.pass_name for h in opset_hints(ge.compile(t5).graph)] == []
+    at_18 = onnx.version_converter.convert_version(t5, 18)
+    assert opset_hints(ge.compile(at_18).graph) == [
+        OpsetHint("RMSNormFusion", "RMS norm", "RMSNormalization", 23, 5)]
+    converted = ge.compile(at_18, opset=23, verify=True)
+    assert converted.report.rewrites_by_pass().get("RMSNormFusion") == 5
+    assert opset_hints(converted.graph) == []
+
+
 def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
     model = _layer_norms_at_14()
     assert opset_hints(ge.compile(model).graph) == [

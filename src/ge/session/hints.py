@@ -4,10 +4,10 @@ Exports are often at opset 13 to 17, where `LayerNormalization` (17), `Gelu` (20
 `Swish` (24) does not exist yet, so their layer norms, GELUs and SiLUs stay written out in
 primitives. The fusion passes themselves count what they would fuse at the newer opset
 (their patterns and checks, on the compiled graph with its opset import raised for the
-count only: the primitives of these three have the same schemas there), so a hint names a
-real number, never a guess. RMSNormalization (23) is not counted: ReduceMean takes its axes
-as an input from 18, so the model has to be converted (`opset=`) before its patterns can
-match.
+count only: the primitives have the same schemas there), so a hint names a real number,
+never a guess. RMS norms (`RMSNormalization`, 23) are counted from opset 18: ReduceMean
+takes its axes as an input from 18, so below that the patterns built at 23 cannot match
+(the model has to be converted with `opset=` first; no hint is given).
 """
 
 from __future__ import annotations
@@ -35,19 +35,29 @@ class OpsetHint:
                 f"{self.operator} at opset {self.opset} (--opset {self.opset})")
 
 
-def _targets() -> list[tuple[type, str, str, int]]:
-    from ge.compiler.builtin.fusion_gelu import GELU_OPSET, GeluFusion
-    from ge.compiler.builtin.fusion_norm import LAYER_NORM_OPSET, LayerNormFusion
-    from ge.compiler.builtin.fusion_swish import SWISH_OPSET, SwishFusion
-
-    return [(LayerNormFusion, "layer norm", "LayerNormalization", LAYER_NORM_OPSET),
-            (GeluFusion, "GELU", "Gelu", GELU_OPSET),
-            (SwishFusion, "SiLU", "Swish", SWISH_OPSET)]
-
-
 #: Below this the primitives' schemas differ from those at the targets (ReduceMean, Pow,
 #: Erf, ... changed at 13): not counted.
 _LOWEST = 13
+#: ReduceMean takes its axes as an input from here: the lowest opset RMS norms are counted at.
+_REDUCE_AXES_INPUT = 18
+
+
+def _targets() -> list[tuple[type, str, str, int, int]]:
+    """(pass, what it fuses, into which operator, from which opset, lowest opset counted)."""
+    from ge.compiler.builtin.fusion_gelu import GELU_OPSET, GeluFusion
+    from ge.compiler.builtin.fusion_norm import (
+        LAYER_NORM_OPSET,
+        RMS_NORM_OPSET,
+        LayerNormFusion,
+        RMSNormFusion,
+    )
+    from ge.compiler.builtin.fusion_swish import SWISH_OPSET, SwishFusion
+
+    return [(LayerNormFusion, "layer norm", "LayerNormalization", LAYER_NORM_OPSET, _LOWEST),
+            (GeluFusion, "GELU", "Gelu", GELU_OPSET, _LOWEST),
+            (RMSNormFusion, "RMS norm", "RMSNormalization", RMS_NORM_OPSET,
+             _REDUCE_AXES_INPUT),
+            (SwishFusion, "SiLU", "Swish", SWISH_OPSET, _LOWEST)]
 
 
 def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
@@ -61,9 +71,9 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
     key = "" if "" in imports else "ai.onnx"  # the standard domain's entry, as written
     off = set(disabled)
     hints: list[OpsetHint] = []
-    for pass_class, what, operator, opset in _targets():
+    for pass_class, what, operator, opset, lowest in _targets():
         name = pass_class.__ge_builtin__.name  # type: ignore[attr-defined]
-        if not _LOWEST <= current < opset or name in off:
+        if not lowest <= current < opset or name in off:
             continue
         imports[key] = opset  # for the count only: restored below
         try:
