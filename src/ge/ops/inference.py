@@ -16,7 +16,7 @@ Two entry points:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import onnx
 from onnx import shape_inference
@@ -27,7 +27,7 @@ from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.tensor import Tensor
-from ge.graph.tensor_desc import TensorDesc
+from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info
 from ge.ops.memo import active_memo
@@ -222,7 +222,41 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
             outputs.append(None)
             continue
         outputs.append(desc_from_value_info(onnx.helper.make_value_info(out_name, tp)))
+    if node._type == "Loop":
+        for k, desc in _loop_carried(node, outputs).items():
+            outputs[k] = desc
     return outputs
+
+
+def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, TensorDesc]:
+    """The final values of a Loop's carried variables whose rank onnx leaves unknown (it
+    lets a carried value change shape between iterations), by output index: the rank its
+    initial value and the body's next value share, each dim kept where the two agree. A
+    graph output of unknown rank is one onnx.checker refuses."""
+    if node._domain not in ("", "ai.onnx") or not node.has_attr("body"):
+        return {}
+    body = node._attr_value("body")
+    net = body.get_net_output() if isinstance(body, Graph) else None
+    if net is None:
+        return {}
+    found: dict[int, TensorDesc] = {}
+    carried = min(node.get_inputs_size() - 2, len(held), net.get_inputs_size() - 1)
+    for k in range(carried):
+        desc = held[k]
+        if desc is not None and not desc.get_shape().is_unknown_rank():
+            continue
+        if node.get_input_producer(2 + k) is None or net.get_input_producer(1 + k) is None:
+            continue
+        first, following = node.get_input_desc(2 + k), net.get_input_desc(1 + k)
+        dims, next_dims = first.get_shape(), following.get_shape()
+        dtype = first.data_type
+        if (dims.is_unknown_rank() or next_dims.is_unknown_rank()
+                or len(dims) != len(next_dims) or dtype == DataType.DT_UNDEFINED
+                or following.data_type not in (dtype, DataType.DT_UNDEFINED)):
+            continue
+        found[k] = TensorDesc([a if a == b else UNKNOWN_DIM for a, b in zip(dims, next_dims)],
+                              data_type=dtype)
+    return found
 
 
 def _contradicts(held: TensorDesc, inferred: TensorDesc) -> bool:
@@ -583,6 +617,11 @@ def infer_shapes(
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
+    for loop in [*root.nodes_of_type("Loop"), *(n for g in root.get_all_subgraphs()
+                                                for n in g.nodes_of_type("Loop"))]:
+        held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
+        for k, desc in _loop_carried(loop, held).items():
+            _write(loop, k, desc)
     for _ in range(len(custom)):
         changed = False
         for node in custom:
