@@ -186,3 +186,15 @@ def test_run_loads_the_plugins_that_register_a_models_custom_operator(tmp_path: 
                    ge_run("--pass-path", str(tmp_path / "ops" / "twice.py"))):
         assert result.returncode == 0, result.stdout + result.stderr
         assert json.loads(result.stdout)["outputs"]["y"]["values"] == [2.0, 4.0, 6.0]
+
+
+def test_inspect_shows_symbolic_dims(tmp_path: Path) -> None:
+    """`[batch, 3]` is text, not rich markup (it printed as an empty cell)."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    model = tmp_path / "sym.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, out, _ = run_ge("inspect", str(model))
+    assert code == 0 and out.count("[batch, 3]") == 2

@@ -624,11 +624,16 @@ def test_attr_overwrite_keeps_kind_and_remove() -> None:
     node.set_attr("alpha", 0.5)
     node.set_attr("alpha", 2)
     assert node.get_attr("alpha") == 2.0 and isinstance(node.get_attr("alpha"), float)
-    node.set_attr("alpha", "now a string")
-    assert node.get_attr("alpha") == "now a string"
-    assert node.get_attr_names() == ["alpha"]
+    # another kind would write a model runtimes reject (Gemm's transB as 1.7, a body as 5)
+    with pytest.raises(GraphTypeError) as caught:
+        node.set_attr("alpha", "now a string")
+    assert str(caught.value) == ("[GE1002] attribute 'alpha' is FLOAT; 'now a string' would "
+                                 "make it STRING (remove_attr first to give it another kind)")
+    assert node.get_attr("alpha") == 2.0 and node.get_attr_names() == ["alpha"]
     node.remove_attr("alpha")
     assert not node.has_attr("alpha") and node.get_attr_names() == []
+    node.set_attr("alpha", "now a string")  # removed first: a new attribute of its own kind
+    assert node.get_attr("alpha") == "now a string"
 
 
 def test_graph_attrs() -> None:
@@ -1058,6 +1063,7 @@ def test_a_data_node_without_an_int_index_is_named_on_export() -> None:
     TypeError from sorting."""
     graph = chain()
     data = graph.get_data_nodes()[0]
+    data.remove_attr("index")
     data.set_attr("index", "first")
     with pytest.raises(GraphError, match=f"Data node '{data.name}'.*no int 'index'") as info:
         graph.to_onnx()

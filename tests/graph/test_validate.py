@@ -318,7 +318,9 @@ def test_const_without_a_tensor_value() -> None:
     """A Const node needs a Tensor `value`."""
     graph = diamond()
     graph.add_node("Const", name="empty")
-    graph.find_node_by_name("k").set_attr("value", "not a tensor")
+    k = graph.find_node_by_name("k")
+    k.remove_attr("value")
+    k.set_attr("value", "not a tensor")
     err = _invalid(graph)
     assert {"empty", "k"} <= set(err.nodes)
     assert {p.kind for p in err.problems} == {"arity"}

@@ -175,10 +175,10 @@ def _print(summary: dict[str, Any]) -> None:
     for value in summary["inputs"]:
         kind = "input (default)" if value["has_default"] else "input"
         io_table.add_row(kind, escape(value["name"]), value["dtype"],
-                         _shape_text(value["shape"]))
+                         escape(_shape_text(value["shape"])))
     for value in summary["outputs"]:
         io_table.add_row("output", escape(value["name"]), value["dtype"],
-                         _shape_text(value["shape"]))
+                         escape(_shape_text(value["shape"])))
     con.print(io_table)
     nodes = f"{summary['nodes']} node(s)"
     if summary["subgraphs"]:

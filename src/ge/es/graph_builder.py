@@ -235,8 +235,10 @@ class GraphBuilder:
             raise BuilderValueError(f"input index {index} is already used")
         if not isinstance(type_str, InputType):
             raise BuilderTypeError(f"type_str must be an InputType, got {type_str!r}")
+        # A name given is the graph input's name in ONNX too (the value the Data node gives).
         node = graph.add_node(type_str.value, name=name or f"input_{index}", num_outputs=1,
-                              attrs={"index": index})
+                              attrs={"index": index},
+                              output_names=[name] if name is not None else None)
         node.update_output_desc(0, TensorDesc(list(shape or []), format, data_type))
         holder = TensorHolder._make(self, node, 0)
         self._inputs[index] = holder

@@ -141,6 +141,7 @@ def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any
             kind = int(previous_kind)
         else:
             kind = A.INTS
+        _keeps_kind(key, value, kind, previous_kind)
         scalar = next(k for k, v in _LIST_OF.items() if v == kind)
         return kind, [_normalise(scalar, v) for v in items]
     single = _scalar_kind(value)
@@ -150,7 +151,18 @@ def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any
         )
     if single == A.INT and previous_kind == A.FLOAT and not isinstance(value, DataType):
         single = A.FLOAT
+    _keeps_kind(key, value, single, previous_kind)
     return single, _normalise(single, value)
+
+
+def _keeps_kind(key: str, value: Any, kind: int, previous_kind: int | None) -> None:
+    """An attribute keeps its ONNX kind: a value of another (a float for Gemm's INT transB,
+    an int for If's GRAPH then_branch) would be written as a model runtimes reject."""
+    if previous_kind is not None and kind != previous_kind:
+        shown = repr(value) if len(repr(value)) <= 40 else f"a {type(value).__name__}"
+        raise GraphTypeError(
+            f"attribute {key!r} is {kind_name(previous_kind)}; {shown} would make it "
+            f"{kind_name(kind)} (remove_attr first to give it another kind)")
 
 
 def encode_attr(
