@@ -21,7 +21,7 @@ from ge.graph import Graph
 from ge.graph.node import Node
 
 __all__ = ["IO_TYPES", "GraphDiff", "GraphSnapshot", "NodeRecord", "PassChange",
-           "PassChangeRecorder", "diff_snapshots", "graph_named", "node_key", "snapshot"]
+           "PassChangeRecorder", "diff_snapshots", "node_key", "snapshot"]
 
 #: Op types of the graph inputs and outputs (drawn and counted apart from operators).
 IO_TYPES = ("Data", "NetOutput")
@@ -196,9 +196,15 @@ class PassChangeRecorder(PipelineObserver):
             self.before = snapshot(graph)
             self._last = _names(graph)
 
-    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
-        if not record.changed or record.rolled_back:
+    def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
+        """The pass's changes to the whole model, once it ran on every graph (walking the
+        model after each body's run made a model of many If nodes quadratic)."""
+        changed = [r for r in records if r.changed and not r.rolled_back]
+        if not changed:
             return
+        record = changed[0]
+        where = record.graph_name if len(changed) == 1 else (
+            f"{record.graph_name} and {len(changed) - 1} more")
         current = _names(graph)
         last = self._last
         removed = [(k, t) for k, (t, _) in last.items() if k not in current]
@@ -207,9 +213,14 @@ class PassChangeRecorder(PipelineObserver):
                    if k in last and last[k] != (t, ins)]
         matched: dict[str, None] = {}
         root = graph.name
+        bodies: dict[str, Graph] | None = None
         for key, _ in added:
             name, sep, sub = key.rpartition("::")
-            owner = graph if not sep else graph_named(graph, name)
+            if sep and bodies is None:
+                bodies = {}
+                for body in graph.get_all_subgraphs():
+                    bodies.setdefault(body.name, body)
+            owner = graph if not sep else (bodies or {}).get(name)
             node_name = sub if sep else key
             if owner is None or not owner.has_node(node_name):
                 continue
@@ -219,20 +230,9 @@ class PassChangeRecorder(PipelineObserver):
                     matched[origin if owner.name == root else f"{owner.name}::{origin}"] = None
         if added and not matched:
             matched = dict.fromkeys(k for k, _ in removed)
-        self.changes.append(PassChange(record.pass_name, record.stage, record.graph_name,
+        self.changes.append(PassChange(record.pass_name, record.stage, where,
                                        record.round, removed, added, rewired, list(matched)))
         self._last = current
-
-
-def graph_named(root: Graph, name: str) -> Graph | None:
-    """The subgraph of `root` (at any depth) called `name`."""
-    pending = list(root.get_all_subgraphs())
-    while pending:
-        sub = pending.pop()
-        if sub.name == name:
-            return sub
-        pending += sub.get_all_subgraphs()
-    return None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,11 @@ class PipelineObserver:
 
     def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
         """One pass invocation ended (committed, or rolled back under skip)."""
+
+    def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
+        """One pass ran on the root graph and on every body (`records`, one per graph, in
+        order): what looks at the whole model after a pass (verification, the HTML page's
+        changes) does it here, once, not once per body."""
 
 
 def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
@@ -233,6 +238,7 @@ class Scheduler:
         """Run one pass on the root graph, then on every live subgraph (reported under
         `stage`, by default the pass's own); whether it changed anything."""
         stage = stage or entry.stage_label
+        first = len(self.records)
         instance = self._instances.get(entry.name)
         if instance is None:
             try:
@@ -246,6 +252,9 @@ class Scheduler:
         for target in _subgraphs(graph):
             if is_live(target, graph):
                 changed = self._invoke(entry, instance, target, graph, stage) or changed
+        records = self.records[first:]
+        for observer in self._observers:
+            observer.pass_done(records, graph)
         return changed
 
     def _invoke(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
