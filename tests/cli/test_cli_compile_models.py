@@ -232,3 +232,21 @@ def test_value_info(model: Path, tmp_path: Path, mode: str, typed: bool) -> None
     code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--value-info", mode)
     assert code == 0, stderr
     assert bool(onnx.load(out).graph.value_info) is typed
+
+
+def test_a_passs_runs_on_bodies_are_one_row(tmp_path: Path) -> None:
+    """The text table sums a pass's runs on the root graph and its bodies into one row (a
+    row per run made 56,000 rows for 1,000 If nodes: half a minute of printing); the JSON
+    report keeps every run."""
+    from model_paths import shared_model
+
+    model = shared_model("control_flow")
+    out = tmp_path / "o.onnx"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out))
+    assert code == 0, stderr
+    rows = [line for line in stdout.splitlines() if "NoOpElimination" in line]
+    assert len(rows) == 2 and all("main_graph +3" in row for row in rows)  # two rounds
+    assert "GRAPH +N: N bodies; the JSON report lists every run" in " ".join(stdout.split())
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json")
+    runs = [r for r in json.loads(stdout)["invocations"] if r["name"] == "NoOpElimination"]
+    assert len(runs) == 8
