@@ -71,10 +71,15 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
     key = "" if "" in imports else "ai.onnx"  # the standard domain's entry, as written
     off = set(disabled)
     hints: list[OpsetHint] = []
+    graphs = [graph, *graph.get_all_subgraphs()]
     for pass_class, what, operator, opset, lowest in _targets():
-        name = pass_class.__ge_builtin__.name  # type: ignore[attr-defined]
+        spec = pass_class.__ge_builtin__  # type: ignore[attr-defined]
+        name = spec.name
         if not lowest <= current < opset or name in off:
             continue
+        if spec.requires and not any(g.nodes_of_type(t) for g in graphs
+                                     for t in spec.requires):
+            continue  # none of the operators every match contains: nothing to count
         imports[key] = opset  # for the count only: restored below
         try:
             with opset_scope(imports):
