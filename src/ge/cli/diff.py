@@ -76,15 +76,18 @@ def _print(payload: dict[str, Any]) -> None:
               f"{payload['nodes_a']} operator(s)")
     con.print(f"B {escape(payload['b'])}: graph {escape(payload['graph_b'])}, "
               f"{payload['nodes_b']} operator(s)")
+    # Plain text, one print per section: a rich print per line (markup parsed, the terminal
+    # measured) took 10 s for a diff of 50,000 nodes.
     for label, rows in (("Removed (in A, not in B)", payload["removed"]),
                         ("Added (in B, not in A)", payload["added"])):
-        con.print(f"{label}: {len(rows)}")
-        for row in rows:
-            con.print(f"  {escape(row['key'])}  {escape(row['op'])}")
-    con.print(f"Changed: {len(payload['changed'])}")
+        con.print("\n".join([f"{label}: {len(rows)}",
+                             *(f"  {row['key']}  {row['op']}" for row in rows)]),
+                  markup=False, highlight=False, soft_wrap=True)
+    lines = [f"Changed: {len(payload['changed'])}"]
     for row in payload["changed"]:
         op = row["op_b"] if row["op_a"] == row["op_b"] else f"{row['op_a']} → {row['op_b']}"
-        con.print(f"  {escape(row['key'])}  {escape(op)}: {', '.join(row['what'])}")
+        lines.append(f"  {row['key']}  {op}: {', '.join(row['what'])}")
+    con.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
     if payload["ops_delta"]:
         con.print(_ops_table(payload["ops_a"], payload["ops_b"]))
     else:
