@@ -158,6 +158,23 @@ def test_an_ir_version_onnx_does_not_read(tmp_path: Path) -> None:
                 "damaged): nothing can check it, and runtimes refuse it", tmp_path)
 
 
+def test_strings_that_are_not_utf8(tmp_path: Path) -> None:
+    """ONNX strings are UTF-8: bytes that are not failed later, in ConstantFolding (blamed on
+    that pass), ge diff or ge run; the load names the tensor."""
+    strings = oh.make_tensor("strs", TP.STRING, [2], [b"ok", b"\xff\xfe"])
+    g = oh.make_graph([oh.make_node("Identity", ["strs"], ["y"], name="id")], "s", [],
+                      [oh.make_tensor_value_info("y", TP.STRING, [2])], [strings])
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    _load_fails(model, ModelLoadError, "GE1101", "graph 's': initializer 'strs' holds a "
+                "string that is not UTF-8 text (element 1: b'\\xff\\xfe'); ONNX strings are "
+                "UTF-8", tmp_path)
+    constant = oh.make_node("Constant", [], ["y"], name="c", value_strings=[b"\xc3"])
+    g = oh.make_graph([constant], "s", [], [oh.make_tensor_value_info("y", TP.STRING, [1])])
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    _load_fails(model, ModelLoadError, "GE1101", "Constant node 'c' holds a string that is "
+                "not UTF-8 text (element 0: b'\\xc3')", tmp_path)
+
+
 def test_value_defined_twice(tmp_path: Path) -> None:
     """Two nodes producing one value name are refused."""
     model = _broken_graph([oh.make_node("Relu", ["x"], ["y"]), oh.make_node("Neg", ["x"], ["y"])])

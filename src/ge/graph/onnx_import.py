@@ -9,6 +9,8 @@ decoded only when asked for.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import onnx
 from onnx import AttributeProto
@@ -72,6 +74,18 @@ def _model_info(model: onnx.ModelProto) -> ModelInfo:
     return info
 
 
+def _check_strings(strings: Iterable[bytes], what: str) -> None:
+    """ONNX strings are UTF-8 text (TensorProto.string_data); bytes that are not would fail
+    later in whatever decodes them (folding, running, diffing), far from the cause."""
+    for index, value in enumerate(strings):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ModelLoadError(
+                f"{what} holds a string that is not UTF-8 text (element {index}: "
+                f"{value[:16]!r}); ONNX strings are UTF-8") from None
+
+
 def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     """The value of a standard `Constant` operator, or None for a sparse one (kept as an op)."""
     if len(proto.attribute) != 1:
@@ -79,6 +93,8 @@ def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     attr = proto.attribute[0]
     name = attr.name
     if name == "value":
+        if attr.t.data_type == onnx.TensorProto.STRING:
+            _check_strings(attr.t.string_data, f"Constant node {proto.name!r}")
         return Tensor.from_proto(attr.t)
     if name == "value_float":
         return Tensor(np.array(attr.f, dtype=np.float32))
@@ -89,8 +105,10 @@ def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     if name == "value_ints":
         return Tensor(np.array(list(attr.ints), dtype=np.int64))
     if name == "value_string":
+        _check_strings([attr.s], f"Constant node {proto.name!r}")
         return Tensor(np.array(attr.s, dtype=object))
     if name == "value_strings":
+        _check_strings(attr.strings, f"Constant node {proto.name!r}")
         return Tensor(np.array(list(attr.strings), dtype=object))
     return None
 
@@ -141,6 +159,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
             node._export_name = vi.name
         _add(graph, node)
     for tensor in gp.initializer:
+        if tensor.data_type == onnx.TensorProto.STRING:
+            _check_strings(tensor.string_data,
+                           f"graph {graph._name!r}: initializer {tensor.name!r}")
         if tensor.name in graph._values:  # an input with a default value (IR < 4)
             defaults[tensor.name] = tensor
             continue
