@@ -1,5 +1,5 @@
 """What looks at the whole model after a pass (per-pass verification, the HTML page's
-changes) does it once per pass, not once per body the pass changed: with a run of the
+changes, level-1 dumps) does it once per pass, not once per body the pass changed: with a run of the
 whole model per body, a model of 500 If nodes took 237 s to verify each pass (2.7 s now)."""
 
 from __future__ import annotations
@@ -92,3 +92,14 @@ def test_the_html_recorder_walks_the_model_once_per_pass(tmp_path: Path) -> None
     assert change.graph == f"then0 and {BODIES - 1} more"
     assert sorted(t for _, t in change.removed) == sorted(["Mul", "Relu"] * BODIES)
     assert sorted(t for _, t in change.added) == sorted(["Const", "Mul", "Relu"] * BODIES)
+
+
+def test_dumps_at_level_1_write_the_model_once_per_pass(tmp_path: Path) -> None:
+    model = tmp_path / "ifs.onnx"
+    _many_ifs(model)
+    plugin = tmp_path / "scale_inside.py"
+    plugin.write_text(DOUBLE_RELU)
+    dumps = tmp_path / "dumps"
+    ge.compile(model, pass_paths=[plugin], builtin_passes=False, dump=dumps, dump_level="1")
+    names = sorted(p.name for p in dumps.glob("*.txt"))
+    assert [n for n in names if "ScaleInside" in n] == ["ge_0003_AfterInferShape_ScaleInside.txt"]

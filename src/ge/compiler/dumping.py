@@ -21,7 +21,7 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,14 +145,18 @@ class GraphDumper(PipelineObserver):
         if self.level in ("1", "2") or (self.level == "3" and final) or self._wanted(label):
             self._write(graph, label)
 
-    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
-        if not record.changed:
+    def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
+        """The model after a pass that changed it, once the pass ran on every graph (a dump
+        per body it changed made a model of many If nodes quadratic to dump)."""
+        changed = [r for r in records if r.changed]
+        if not changed:
             return
+        record = changed[0]
         name = f"{record.stage}_{record.pass_name}"
         if record.round:
             name += f"_round{record.round}"
-        if record.graph_name != graph.name:
-            name += f"_{record.graph_name}"
+        if len(changed) == 1 and record.graph_name != graph.name:
+            name += f"_{record.graph_name}"  # the one body it changed
         if self.level == "1" or self._wanted(record.pass_name):
             self._write(graph, name)
 
