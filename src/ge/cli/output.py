@@ -115,8 +115,34 @@ class CommandOutput:
             click.echo(f"{self.prog}: {one_line(str(err))}", err=True)
 
 
+#: Lists longer than this are written one compact item per line (see `dumps_json`).
+_COMPACT_ITEMS_OVER = 64
+
+
+def dumps_json(data: Any) -> str:
+    """Indented JSON, except that the items of a long list are written one per line,
+    each compact: `json.dumps(indent=...)` runs the pure-Python encoder, which took 8 s
+    for the 94,000 pass runs of a model of 1,000 If nodes (the C encoder writes each
+    item)."""
+    return _dumps(data, "")
+
+
+def _dumps(data: Any, pad: str) -> str:
+    inner = pad + "  "
+    if isinstance(data, dict) and data:
+        items = [f"{inner}{json.dumps(str(k))}: {_dumps(v, inner)}" for k, v in data.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(data, (list, tuple)) and data:
+        if len(data) > _COMPACT_ITEMS_OVER:
+            items = [inner + json.dumps(v, default=str) for v in data]
+        else:
+            items = [inner + _dumps(v, inner) for v in data]
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(data, default=str)
+
+
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(dumps_json(data))
 
 
 def _debugging() -> bool:
@@ -228,7 +254,7 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) 
 
 def write_json_atomically(path: Path, data: Any, what: str = "the report") -> None:
     """`data` as indented JSON, written atomically (see `write_atomically`)."""
-    text = (json.dumps(data, indent=2, default=str) + "\n").encode("utf-8")
+    text = (dumps_json(data) + "\n").encode("utf-8")
 
     def write(stream: IO[bytes]) -> None:
         stream.write(text)
