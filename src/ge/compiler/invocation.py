@@ -135,7 +135,6 @@ class Invocation:
             round=self.round,
         )
 
-
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
         if entry.step is None:
