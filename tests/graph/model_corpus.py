@@ -328,6 +328,18 @@ def value_info_io() -> onnx.ModelProto:
     return _model(g)
 
 
+def value_info_out_of_order() -> onnx.ModelProto:
+    """value_info not in the order of the nodes that produce the values, with one naming no
+    value between them (saved in the file's order, not re-sorted)."""
+    g = oh.make_graph(
+        [oh.make_node("Relu", ["x"], ["a"]), oh.make_node("Neg", ["a"], ["b"]),
+         oh.make_node("Abs", ["b"], ["y"])], "vi_order",
+        [_vi("x", TP.FLOAT, [2])], [_vi("y", TP.FLOAT, [2])],
+        value_info=[_vi("b", TP.FLOAT, [2]), _vi("elsewhere", TP.INT64, [1]),
+                    _vi("a", TP.FLOAT, [2])])
+    return _model(g)
+
+
 # -- attributes -----------------------------------------------------------------------------
 
 def _tiny_graph(name: str) -> onnx.GraphProto:
@@ -585,6 +597,7 @@ CORPUS: list[CorpusModel] = [
     CorpusModel("node_names", node_names),
     CorpusModel("duplicate_node_names", duplicate_node_names, runnable=False),
     CorpusModel("value_info_io", value_info_io),
+    CorpusModel("value_info_out_of_order", value_info_out_of_order),
     CorpusModel("passthrough_outputs", passthrough_outputs),
 ]
 

@@ -110,6 +110,10 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         # naming no value of the graph: both written back as they were read.
         self._input_defaults: dict[str, onnx.TensorProto] = {}
         self._stray_value_info: list[onnx.ValueInfoProto] = []
+        # The position of each value_info in the file read, when that order is not the one
+        # saving writes (the values' order in the node list, then the stray ones): saving
+        # keeps the file's order, so that an untouched model is written byte for byte.
+        self._value_info_order: dict[str, int] | None = None
         self.model = ModelInfo()
 
     # -- identity and hierarchy ---------------------------------------------------------

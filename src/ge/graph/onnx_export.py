@@ -536,6 +536,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         gp.output.extend(outputs)
         written = set(output_names)
         value_infos = [vi for vi in value_infos if vi.name not in written]
-    gp.value_info.extend(value_infos)
     if typed:
-        gp.value_info.extend(graph._stray_value_info)
+        value_infos += graph._stray_value_info
+    as_read = graph._value_info_order
+    if as_read is not None:  # as the file read had them (new values after, in node order)
+        value_infos.sort(key=lambda vi: as_read.get(vi.name, len(as_read)))
+    gp.value_info.extend(value_infos)

@@ -244,15 +244,22 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
     stray: list[onnx.ValueInfoProto] = []
     values = graph._values
     output_names = {vi.name for vi in gp.output}
+    in_order, last = True, (0, 0, 0)
     for vi in gp.value_info:
         found = values.get(vi.name)
         # A value info naming a graph input or output is kept as written: the input or output
         # declares its own type, which a value info must neither replace nor be merged into.
         if found is None or found[0]._type == DATA or vi.name in output_names:
             stray.append(vi)
+            key = (1, len(stray), 0)
         else:
             found[0]._out_slots()[found[1]] = vi
+            key = (0, found[0]._seq, found[1])
+        in_order = in_order and key > last
+        last = key
     graph._stray_value_info = stray
+    if not in_order:  # saving keeps the file's order (see Graph._value_info_order)
+        graph._value_info_order = {vi.name: i for i, vi in enumerate(gp.value_info)}
     return typed
 
 
