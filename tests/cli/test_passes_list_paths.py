@@ -36,7 +36,8 @@ def test_a_missing_env_folder_is_listed_with_the_other_failures(
         ("E13029", "PluginPathNotFoundError", str(missing)),
         ("E13029", "PluginLoadError", str(broken)),
     ]
-    assert payload["failures"][0]["message"] == f"python pass path does not exist: {missing}"
+    assert payload["failures"][0]["message"] == (
+        f"python pass path does not exist: {missing} (in ASCEND_GE_PY_PASS_PATH)")
 
 
 @pytest.mark.builtin_passes
@@ -51,8 +52,30 @@ def test_bad_pass_paths_are_listed_in_the_table(write, pass_source, tmp_path: Pa
     assert code == 1 and err == ""
     assert "FromFlag" in out and "ConstantFolding" in out  # what loaded is still listed
     assert "Load failures (2)" in out
-    assert f"python pass path does not exist: {missing}" in out
-    assert f"python pass file must end with .py: {not_python}" in out
+    assert f"python pass path does not exist: {missing} (given with --pass-path)" in out
+    assert f"python pass file must end with .py: {not_python} (given with --pass-path)" in out
+
+
+def test_a_compile_says_where_a_missing_pass_path_came_from(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """The same path error from the environment or from --pass-path: it says which."""
+    from cli_helpers import DISTILBERT, run_process
+
+    missing = tmp_path / "absent"
+    out = tmp_path / "o.onnx"
+    flag = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out), "--pass-path",
+                       str(missing))
+    assert flag.returncode == 1 and flag.stderr == (
+        f"ge: [E13029] python pass path does not exist: {missing} (given as a pass path: "
+        "--pass-path or pass_paths=)\n")
+    env = run_process("-c", "import os, sys, ge.cli; "
+                      f"os.environ['ASCEND_GE_PY_PASS_PATH'] = {str(missing)!r}; "
+                      f"ge.cli.main(['compile', {str(DISTILBERT)!r}, '-o', {str(out)!r}])")
+    assert env.returncode == 1 and env.stderr == (
+        f"ge: [E13029] python pass path does not exist: {missing} (in "
+        "ASCEND_GE_PY_PASS_PATH)\n")
+    assert not out.exists()
 
 
 @pytest.mark.builtin_passes

@@ -27,7 +27,12 @@ from ge.cli.output import command_output, console
 from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
 from ge.compiler.options import parse_options as compiler_options
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
-from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, PluginLoader, autoload_disabled
+from ge.compiler.plugin_loader import (
+    ENV_DISABLE_PLUGIN_AUTOLOAD,
+    PASS_PATH_IN_ENV,
+    PluginLoader,
+    autoload_disabled,
+)
 from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import GeError, PluginLoadError, PluginLoadWarning
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
@@ -66,14 +71,16 @@ def _autoload_line(autoload: Mapping[str, object]) -> str:
 
 
 def _usable_paths(items: Iterable[str | os.PathLike[str]],
-                  failures: list[GeError]) -> list[Path]:
+                  failures: list[GeError], source: str) -> list[Path]:
     """The pass-path items discovery can load; each missing path or non-`.py` file goes to
-    `failures` instead (discovery would raise it before loading any other item)."""
+    `failures` instead (discovery would raise it before loading any other item), saying
+    where it came from."""
     usable: list[Path] = []
     for item in items:
         try:
             plugin_sources(Path(item))
         except PluginLoadError as err:
+            err.message += f" ({source})"
             failures.append(err)
         else:
             usable.append(Path(item))
@@ -87,7 +94,7 @@ def _collect(
     entry points."""
     bad_env: list[GeError] = []
     env_paths = _usable_paths(normalize_path_list(os.environ.get(ENV_PY_PASS_PATH, "")),
-                              bad_env)
+                              bad_env, PASS_PATH_IN_ENV)
     loader = PluginLoader({**os.environ,
                            ENV_PY_PASS_PATH: os.pathsep.join(str(p) for p in env_paths)})
     with warnings.catch_warnings():  # failures are listed, not warned about
@@ -96,7 +103,7 @@ def _collect(
             (bad_env, loader.load_from_environment(options))]
         if pass_paths:
             bad_flags: list[GeError] = []
-            usable = _usable_paths(pass_paths, bad_flags)
+            usable = _usable_paths(pass_paths, bad_flags, "given with --pass-path")
             batches.append((bad_flags, loader.load_paths(usable, options) if usable
                             else PluginLoadReport()))
     registry = PassRegistry.with_builtins()

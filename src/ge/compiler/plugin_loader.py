@@ -25,7 +25,12 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 from ge.compiler.options import CompilerOptions
-from ge.errors import CompileWarning, GeError
+from ge.errors import (
+    CompileWarning,
+    GeError,
+    PluginPathNotFoundError,
+    PluginPathSuffixError,
+)
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
 from ge.passes.discovery import normalize_path_list
 from ge.passes.entry_points import (
@@ -55,6 +60,21 @@ __all__ = [
 #: Set (to anything but "", "0" or "false") to keep entry points from loading, as
 #: `PYTEST_DISABLE_PLUGIN_AUTOLOAD` does for pytest.
 ENV_DISABLE_PLUGIN_AUTOLOAD = "GE_DISABLE_PLUGIN_AUTOLOAD"
+
+
+#: Where a bad pass path came from, as its error says (the same message otherwise).
+PASS_PATH_IN_ENV = f"in {ENV_PY_PASS_PATH}"
+PASS_PATH_GIVEN = "given as a pass path: --pass-path or pass_paths="
+
+
+def _discover(items: list[Path], source: str) -> PluginLoadReport:
+    """`discover_plugins` of path items; a missing path or a non-`.py` file says where it
+    came from."""
+    try:
+        return discover_plugins(items, entry_points=False)
+    except (PluginPathNotFoundError, PluginPathSuffixError) as err:
+        err.message += f" ({source})"
+        raise
 
 
 def environment_disables_autoload(environ: Mapping[str, str]) -> bool:
@@ -128,7 +148,7 @@ class PluginLoader:
         with self._lock:
             self.env_value = self._environ.get(ENV_PY_PASS_PATH, "")
             self._autoload_off = environment_disables_autoload(self._environ)
-            return self._load(normalize_path_list(self.env_value), options)
+            return self._load(normalize_path_list(self.env_value), options, PASS_PATH_IN_ENV)
 
     def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
         """`start()`, then the entry points `options` want: what an initialisation loads,
@@ -232,7 +252,7 @@ class PluginLoader:
         with self._lock:
             known = {id(plugin) for plugin in loaded_plugins()}
             with capture_registrations() as registered:
-                report = discover_plugins(items, entry_points=False)
+                report = _discover(items, PASS_PATH_GIVEN)
             unregister_passes(registered)
             owned: list[LoadedPlugin] = []
             for plugin in report.plugins:
@@ -267,11 +287,11 @@ class PluginLoader:
             unload_plugins(done)
 
     # -- shared -----------------------------------------------------------------------------
-    def _load(self, paths: Iterable[str | os.PathLike[str]],
-              options: CompilerOptions) -> PluginLoadReport:
+    def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
+              source: str = "") -> PluginLoadReport:
         items = [Path(p) for p in paths]
         with self._lock:
-            report = discover_plugins(items, entry_points=False)
+            report = _discover(items, source or PASS_PATH_GIVEN)
             new = [p for p in report.plugins if all(p is not q for q in self._plugins)]
             if report.failures and not options.continue_on_plugin_error:
                 unload_plugins(new)
