@@ -290,4 +290,3 @@ def terminated_as_interrupt() -> Iterator[list[bool]]:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, previous)
-

@@ -68,15 +68,11 @@ def _values_text(summary: dict[str, Any]) -> str:
     return f"[{text}]"
 
 
-#: Domains whose operators run without a plugin (onnxruntime's own).
-_RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
-
-
-def _custom_op_plugins(graph: Any, pass_paths: tuple[str, ...]) -> AbstractContextManager[Any]:
+def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
+                       ) -> AbstractContextManager[Any]:
     """The pass plugins loaded while the model runs, when it has operators of a custom domain
-    (their kernels come from `ge.ops.register_op` in a plugin) or `--pass-path` was given;
-    a model of standard operators runs without reading them."""
-    custom = any(node.domain not in _RUNTIME_DOMAINS for node in graph.get_all_nodes())
+    (`custom`: their kernels come from `ge.ops.register_op` in a plugin) or `--pass-path`
+    was given; a model of standard operators runs without reading them."""
     if not custom and not pass_paths:
         return nullcontext()
     from ge.compiler.engine import compilation_passes
@@ -84,15 +80,14 @@ def _custom_op_plugins(graph: Any, pass_paths: tuple[str, ...]) -> AbstractConte
     return compilation_passes(pass_paths=list(pass_paths) or None)
 
 
-def _check_custom_ops(graph: Any) -> None:
-    """GE1601 naming the custom-domain operators no loaded plugin registers, and where
-    their kernels come from (rather than onnxruntime's "not a registered function/op")."""
+def _check_custom_ops(graph: Any, custom: list[Any]) -> None:
+    """GE1601 naming the custom-domain operators (`custom`) no loaded plugin registers, and
+    where their kernels come from (rather than onnxruntime's "not a registered function/op")."""
     from ge.errors import SessionError
     from ge.ops.registry import get_custom_op
 
-    missing = sorted({f"{node.domain}::{node.type}" for node in graph.get_all_nodes()
-                      if node.domain not in _RUNTIME_DOMAINS
-                      and get_custom_op(node.type, node.domain) is None})
+    missing = sorted({f"{node.domain}::{node.type}" for node in custom
+                      if get_custom_op(node.type, node.domain) is None})
     if missing:
         raise SessionError(
             f"graph {graph.name!r} uses {', '.join(missing)}, which no loaded plugin "
@@ -119,7 +114,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import numpy as np
 
         import ge.graph
-        from ge.session.runner import ModelRunner
+        from ge.session.runner import RUNTIME_DOMAINS, ModelRunner
         from ge.session.verification import generate_inputs, load_inputs
 
         if output is not None:
@@ -133,8 +128,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         graph = ge.graph.load(model)
         feeds = (load_inputs(inputs, graph) if inputs is not None
                  else generate_inputs(graph, seed=seed))
-        with _custom_op_plugins(graph, pass_paths):
-            _check_custom_ops(graph)
+        custom = [node for node in graph.get_all_nodes() if node.domain not in RUNTIME_DOMAINS]
+        with _custom_op_plugins(custom, pass_paths):
+            _check_custom_ops(graph, custom)
             results = ModelRunner(graph).run(feeds)
         if output is not None:
             buffer = io.BytesIO()

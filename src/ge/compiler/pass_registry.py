@@ -18,6 +18,7 @@ from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 
 __all__ = [
+    "BUILTIN_ORIGIN",
     "BUILTIN_STEPS",
     "BuiltinSpec",
     "PassOrigin",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 _PassT = TypeVar("_PassT", bound=type)
+
+
+#: How a built-in pass's origin reads (`str(PassOrigin)`, `PassRunRecord.origin`).
+BUILTIN_ORIGIN = "built-in"
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class PassOrigin:
 
     def __str__(self) -> str:
         if self.kind == "builtin":
-            return "built-in"
+            return BUILTIN_ORIGIN
         if self.kind == "entry_point":
             where = f" at {self.location}" if self.location else ""
             return f"entry point {self.entry_point} ({self.distribution} {self.version}){where}"

@@ -288,10 +288,10 @@ class PluginLoader:
 
     # -- shared -----------------------------------------------------------------------------
     def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
-              source: str = "") -> PluginLoadReport:
+              source: str = PASS_PATH_GIVEN) -> PluginLoadReport:
         items = [Path(p) for p in paths]
         with self._lock:
-            report = _discover(items, source or PASS_PATH_GIVEN)
+            report = _discover(items, source)
             new = [p for p in report.plugins if all(p is not q for q in self._plugins)]
             if report.failures and not options.continue_on_plugin_error:
                 unload_plugins(new)

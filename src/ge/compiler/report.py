@@ -38,7 +38,7 @@ class PassRunRecord:
     nodes_after: int = 0
     round: int = 0  # the fixed-point round of the origin-graph optimisation (else 0)
     rolled_back: str | None = None  # the failure skipped under on_pass_failure="skip"
-    location: SourceLocation | None = None  # the plugin pass's class (None: built-in)
+    location: SourceLocation | None = None  # the pass's class statement
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -617,8 +617,7 @@ def infer_shapes(
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
-    for loop in [*root.nodes_of_type("Loop"), *(n for g in root.get_all_subgraphs()
-                                                for n in g.nodes_of_type("Loop"))]:
+    for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
         for k, desc in _loop_carried(loop, held).items():
             _write(loop, k, desc)

@@ -208,10 +208,9 @@ def _reading(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
     """Call a hook that is asked about the graph and may only read it (`meet_requirements`,
     a `replacement` building a graph of its own): a change it makes would be neither checked
     as a rewrite nor counted in the pass's outcome, so it fails the pass at the hook's line."""
-    journal = graph.root_graph()._journal
-    before = journal.mutation_count
+    before = graph.mutation_count
     value = hook(*args)
-    if journal.mutation_count != before:
+    if graph.mutation_count != before:
         name = getattr(hook, "__name__", "the hook")
         raise blame(RewriteError(
             f"{name} changed graph {graph.name!r}; it may only read the graph (the "
@@ -222,6 +221,7 @@ def _reading(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     result = MatchResult(match)
     pass_name = run.context.get_pass_name()
+    in_place: InPlace | None = None
     try:
         if not bool(_reading(instance.meet_requirements, match.graph, result, run.context)):
             return False
@@ -239,17 +239,16 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             except TypeError as err:  # what it returned, if not raised in the hook itself
                 raise blame(err, instance.replacement) from None
             if isinstance(built, InPlace):
-                try:
-                    apply_built_in_place(region, built.nodes, built.outputs,
-                                         pass_name=pass_name)
-                except RewriteError as err:  # it does not fit the region: the hook's fault
-                    raise blame(err, instance.replacement) from None
-                return True
-            replacement = built
+                in_place = built
+            else:
+                replacement = built
     finally:
         result._invalidate()
     try:
-        apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
+        if in_place is not None:
+            apply_built_in_place(region, in_place.nodes, in_place.outputs, pass_name=pass_name)
+        else:
+            apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault
         raise blame(err, instance.replacement) from None
     return True

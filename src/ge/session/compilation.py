@@ -26,6 +26,7 @@ from onnx import version_converter
 
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
+from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
 from ge.errors import (
@@ -70,8 +71,9 @@ class CompileResult:
         """Write the compiled model atomically (see `Graph.save`), never one onnx's full
         checker rejects (`GraphValidationError`, nothing written; models with external data
         are not checked). Returns the external data file written beside it, or None."""
-        return self.graph.save(path, external_data=external_data, overwrite_input=overwrite_input,
-                        value_info=self.value_info, lift_constants=True, full_check=True)
+        return self.graph.save(path, external_data=external_data,
+                               overwrite_input=overwrite_input, value_info=self.value_info,
+                               lift_constants=True, full_check=True)
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
@@ -184,7 +186,7 @@ def _warn_unexercised_bodies(report: CompileReport) -> None:
     that changed a body may not have been run by the verification; say so, naming them."""
     root = report.graph.name
     changed = sorted({(r.pass_name, r.graph_name) for r in report.records  # plugins only
-                      if r.changed and r.graph_name != root and r.origin != "built-in"})
+                      if r.changed and r.graph_name != root and r.origin != BUILTIN_ORIGIN})
     if changed:
         where = ", ".join(f"{name} in body {graph!r}" for name, graph in changed[:3])
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""

@@ -31,6 +31,7 @@ from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 
 __all__ = [
+    "RUNTIME_DOMAINS",
     "InputSpec",
     "ModelRunner",
     "checked_inputs",
@@ -42,9 +43,9 @@ __all__ = [
 Model = Graph | onnx.ModelProto
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
-# Domains onnxruntime runs itself: a node of any other domain with a registered custom op
-# sends the model to the reference evaluator.
-_RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
+#: Domains onnxruntime runs itself: a node of any other domain needs a custom operator
+#: registered with `ge.ops.register_op` (the model then runs in the reference evaluator).
+RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
 # Protobuf cannot serialize 2 GB; above this the model goes to onnxruntime as a file.
 _INLINE_LIMIT = 2**31 - 64 * 2**20
 
@@ -212,7 +213,7 @@ def custom_ops_of(model: onnx.ModelProto) -> list[CustomOp]:
     nodes = [*_all_nodes(model.graph), *(n for f in model.functions for n in f.node)]
     for node in nodes:
         key = (node.domain, node.op_type)
-        if node.domain not in _RUNTIME_DOMAINS and key not in found:
+        if node.domain not in RUNTIME_DOMAINS and key not in found:
             custom = get_custom_op(node.op_type, node.domain)
             if custom is not None:
                 found[key] = custom
