@@ -734,6 +734,37 @@ def test_subgraph_attached_through_set_attr() -> None:
     assert [n.input[0] for n in branch.g.node] == [h.get_output_name(0)]
 
 
+def test_if_bodies_are_listed_then_first_and_saved_in_the_files_order(tmp_path: Path) -> None:
+    """GE declares If as `.GRAPH(then_branch).GRAPH(else_branch)`: index 0 is then, even when
+    the file stores else first (onnx.helper sorts attributes by name); saving keeps the file."""
+    then_body = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["t"])], "then_body", [],
+        [onnx.helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, [2])])
+    else_body = onnx.helper.make_graph(
+        [onnx.helper.make_node("Neg", ["x"], ["e"])], "else_body", [],
+        [onnx.helper.make_tensor_value_info("e", onnx.TensorProto.FLOAT, [2])])
+    if_node = onnx.helper.make_node("If", ["c"], ["y"], then_branch=then_body,
+                                    else_branch=else_body)
+    assert [a.name for a in if_node.attribute] == ["else_branch", "then_branch"]
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [if_node], "g",
+        [onnx.helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+         onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])]),
+        opset_imports=[onnx.helper.make_opsetid("", 17)])
+    source = tmp_path / "if.onnx"
+    onnx.save(model, source)
+    graph = ge.graph.load(str(source))
+    (node,) = graph.nodes_of_type("If")
+    assert [g.name for g in node.get_subgraphs()] == ["then_body", "else_body"]
+    assert [g.name for g in graph.get_all_subgraphs()] == ["then_body", "else_body"]
+    node.get_subgraphs()[0].get_all_nodes()  # reading does not reorder what is saved
+    target = tmp_path / "out.onnx"
+    graph.save(str(target))
+    saved = onnx.load(str(target))
+    assert [a.name for a in saved.graph.node[0].attribute] == ["else_branch", "then_branch"]
+
+
 def test_subgraph_list_attr_and_nesting() -> None:
     """A list of graphs is a GRAPHS attribute; subgraphs nest and get_all_subgraphs finds all."""
     graph = chain()

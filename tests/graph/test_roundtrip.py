@@ -113,8 +113,11 @@ def _assert_ge_shaped(graph: Graph, gp: onnx.GraphProto) -> None:
     assert [n.get_output_names() for n in ops] == [list(p.output) for p in protos]
     for node, proto in zip(ops, protos):
         assert (node.type, node.domain) == (proto.op_type, proto.domain)
-        subgraph_protos = [g for a in proto.attribute for g in ([a.g] if a.type == a.GRAPH
-                                                                  else a.graphs)]
+        attributes = list(proto.attribute)
+        if proto.op_type == "If":  # GE's order: then_branch first, whatever the file's order
+            attributes.sort(key=lambda a: a.name != "then_branch")
+        subgraph_protos = [g for a in attributes for g in ([a.g] if a.type == a.GRAPH
+                                                           else a.graphs)]
         subgraphs = node.get_subgraphs()
         assert [g.name for g in subgraphs] == [g.name for g in subgraph_protos]
         for sub, sub_proto in zip(subgraphs, subgraph_protos):

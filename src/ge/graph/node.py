@@ -316,14 +316,21 @@ class Node:
         return self._owner()._take_subgraph(self, key)
 
     def get_subgraphs(self) -> list[Graph]:
-        """The graphs this node owns (If branches, Loop/Scan bodies), in attribute order."""
+        """The graphs this node owns (If branches, Loop/Scan bodies): an If's `then_branch`
+        first, as GE declares it (`.GRAPH(then_branch).GRAPH(else_branch)`), whatever order
+        the file stores them in (onnx.helper sorts them else first); otherwise attribute order."""
         if self._clean:
             return []  # a node still equal to its NodeProto: subgraph owners are never clean
         out: list[Graph] = []
-        for stored in self._attrs.values():
+        for name, stored in self._attrs.items():
             if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
                 value = stored[1]
-                out.extend(value if isinstance(value, list) else [value])
+                if isinstance(value, list):
+                    out.extend(value)
+                elif name == "then_branch" and self._type == "If":
+                    out.insert(0, value)  # else_branch may have come first in the file
+                else:
+                    out.append(value)
         return out
 
     def structural_key(self) -> Any:
