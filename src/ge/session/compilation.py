@@ -44,6 +44,7 @@ from ge.session.verification import (
     compare_outputs,
     generate_inputs,
     load_inputs,
+    random_output_reasons,
 )
 
 __all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile",
@@ -155,8 +156,9 @@ class _EachPassVerifier(PipelineObserver):
     a thousand If nodes take minutes)."""
 
     def __init__(self, expected: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
-                 rtol: float, atol: float) -> None:
+                 rtol: float, atol: float, not_compared: Mapping[str, str]) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
+        self.not_compared = not_compared
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         changed = [r for r in records if r.changed]
@@ -172,7 +174,8 @@ class _EachPassVerifier(PipelineObserver):
                 f"after pass {record.pass_name} (graph {where}) the model cannot "
                 f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
                 nodes=err.nodes, location=record.location) from err
-        report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol)
+        report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
+                                 not_compared=self.not_compared)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
@@ -194,6 +197,18 @@ def _warn_unexercised_bodies(report: CompileReport) -> None:
             f"verification ran generated inputs, which take one path through If and Loop "
             f"nodes; passes changed their bodies ({where}{more}): give inputs that run "
             "every branch (--inputs FILE.npz, inputs=) to check them"), stacklevel=3)
+
+
+def _warn_not_compared(random: Mapping[str, str]) -> None:
+    """Outputs that depend on a random operator cannot be verified: say which, and why."""
+    names = list(random)
+    shown = ", ".join(repr(n) for n in names[:3]) + (
+        f" and {len(names) - 3} more" if len(names) > 3 else "")
+    first = random[names[0]].removeprefix("not compared: depends on ")
+    warnings.warn(CompileWarning(
+        f"verification does not compare output(s) {shown}: they depend on {first}, so two "
+        "runs of the original differ there; export the model in eval mode (model.eval()) "
+        "to verify them"), stacklevel=4)
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
@@ -257,12 +272,16 @@ def compile(
     with compilation_passes(options, pass_paths) as passes:
         expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
         feeds: dict[str, np.ndarray] = {}
+        random: dict[str, str] = {}  # outputs two runs of the original may differ in
         if mode != "none":
             original = given.to_onnx()  # before any conversion: it is checked too
             feeds = _inputs_for(original, inputs, seed=0)
             expected = run_model(original, feeds)
+            random = random_output_reasons(given)
+            if random:
+                _warn_not_compared(random)
             if mode == "each-pass":
-                watchers.append(_EachPassVerifier(expected, feeds, rtol, atol))
+                watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random))
 
         def run() -> CompileResult:
             report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
@@ -272,7 +291,7 @@ def compile(
             if expected is not None:
                 saved = graph.to_onnx(value_info=typed, lift_constants=True)  # as save writes
                 verification = compare_outputs(expected, run_model(saved, feeds), rtol=rtol,
-                                               atol=atol)
+                                               atol=atol, not_compared=random)
                 if not verification.ok:
                     raise VerificationError(
                         "the compiled model's outputs differ from the original's: "

@@ -39,6 +39,8 @@ __all__ = [
     "compare_outputs",
     "generate_inputs",
     "load_inputs",
+    "precision_floor",
+    "random_output_reasons",
     "reference_outputs",
     "verify",
 ]
@@ -196,8 +198,11 @@ def _dtype_of(array: np.ndarray) -> str:
 class OutputComparison:
     """How one output of a run compares with the expected one.
 
-    `mismatches` counts elements beyond `atol + rtol * |expected|`; `worst_index` is where
-    the absolute difference is largest (with the two values there). NaN equals NaN.
+    `mismatches` counts elements beyond `atol + rtol * |expected|`; `worst_index` is the
+    element furthest beyond that tolerance when some are, else where the absolute difference
+    is largest (with the two values there). NaN equals NaN. `rtol`/`atol` are the tolerance
+    this output was held to: the report's, raised for a 16-bit float output to what its
+    type can hold (`precision_floor`).
     """
 
     name: str
@@ -214,6 +219,9 @@ class OutputComparison:
     mismatches: int = 0
     size: int = 0
     reason: str = ""  # why it failed ("" when ok)
+    rtol: float | None = None
+    atol: float | None = None
+    compared: bool = True  # False: depends on a random operator; `reason` names it
 
     @property
     def shape_equal(self) -> bool:
@@ -231,28 +239,55 @@ class OutputComparison:
             data[key] = None if value is None else list(value)
         return data
 
-    def describe(self) -> str:
-        """One phrase: where and how much this output differs."""
-        if self.worst_index is None and self.reason:  # missing, extra, shape or empty
+    def describe(self, *, relative: bool = False, sep: str = ",") -> str:
+        """One phrase: how much this output differs and where it fails most (`relative`:
+        with the largest relative difference; `sep` between the parts)."""
+        if self.worst_index is None and self.reason:  # missing, extra, shape, empty, random
             return f"output {self.name!r}: {self.reason}"
         text = f"output {self.name!r}: max abs diff {self.max_abs_diff:.3g}"
+        if relative:
+            text += f", max rel diff {self.max_rel_diff:.3g}"
         if self.max_abs_diff and self.worst_index is not None:
-            text += (f" at index {list(self.worst_index)} (expected "
+            where = "worst" if self.mismatches else "largest"
+            text += (f", {where} at index {list(self.worst_index)} (expected "
                      f"{_short(self.expected_value)}, got {_short(self.actual_value)})")
-        text += f", {self.mismatches} of {self.size} elements beyond tolerance"
+        text += f"{sep} {self.mismatches} of {self.size} elements beyond tolerance"
+        if self.expected_dtype in _PRECISION and self.rtol is not None:
+            text += (f" ({self.expected_dtype}: held to rtol={self.rtol:.3g}, "
+                     f"atol={self.atol:.3g})")
         if not self.dtype_equal:
-            text += f", dtype {self.actual_dtype} instead of {self.expected_dtype}"
+            text += f"{sep} dtype {self.actual_dtype} instead of {self.expected_dtype}"
         return text
 
 
+#: The spacing of 1.0 in each 16-bit float type (numpy dtype names): two computations of the
+#: same value in such a type, rounded differently (a folded BatchNorm, another summation
+#: order), differ by about this much relative to the values involved.
+_PRECISION = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+def precision_floor(expected: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
+    """The tolerance an output of `expected`'s dtype is held to: `rtol`/`atol` as given for
+    float32 and wider, and for float16/bfloat16 at least the type's spacing of 1.0 as `rtol`
+    and that spacing times the output's largest finite magnitude as `atol` (rounding errors
+    accumulate at the scale of the values summed, not of each element)."""
+    eps = _PRECISION.get(_dtype_of(expected))
+    if eps is None or expected.size == 0:
+        return rtol, atol
+    finite = np.abs(expected[np.isfinite(expected)]).astype(np.float64)
+    scale = float(finite.max()) if finite.size else 0.0
+    return max(rtol, eps), max(atol, eps * scale)
+
+
 def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
-                 atol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per element: absolute diff, relative diff and 'beyond tolerance' (same shapes)."""
+                 atol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per element: absolute diff, relative diff, 'beyond tolerance', and how far beyond
+    it (diff minus what was allowed; same shapes)."""
     if "string" in (_dtype_of(e), _dtype_of(a)):
         same = np.asarray(e == a, dtype=bool) if _dtype_of(e) == _dtype_of(a) else \
             np.zeros(e.shape, dtype=bool)
         diff = np.where(same, 0.0, math.inf)
-        return diff, diff, ~same
+        return diff, diff, ~same, diff
     kind = np.complex128 if "complex" in e.dtype.name + a.dtype.name else np.float64
     ef, af = e.astype(kind), a.astype(kind)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -262,7 +297,9 @@ def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
         magnitude = np.abs(ef)
         bad = ~same & ((diff > atol + rtol * magnitude) | np.isinf(diff))
         rel = np.where(diff == 0, 0.0, diff / magnitude)
-    return diff, np.where(np.isnan(rel), math.inf, rel), bad
+        excess = diff - (atol + rtol * magnitude)
+    return (diff, np.where(np.isnan(rel), math.inf, rel), bad,
+            np.where(np.isnan(excess), math.inf, excess))
 
 
 def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> OutputComparison:
@@ -272,17 +309,24 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
         return OutputComparison(name, False, *shapes, *dtypes, math.inf, math.inf,
                                 mismatches=max(e.size, a.size), size=e.size,
                                 reason=f"shape {list(a.shape)} instead of {list(e.shape)}")
-    diff, rel, bad = _differences(e, a, rtol, atol)
+    if dtypes[0] != "string":
+        rtol, atol = precision_floor(e, rtol, atol)
+    diff, rel, bad, excess = _differences(e, a, rtol, atol)
     mismatches = int(np.count_nonzero(bad))
     reasons = [f"{mismatches} of {e.size} elements beyond tolerance"] if mismatches else []
     if dtypes[0] != dtypes[1]:
         reasons.append(f"dtype {dtypes[1]} instead of {dtypes[0]}")
     if e.size == 0:
-        return OutputComparison(name, not reasons, *shapes, *dtypes, reason="; ".join(reasons))
-    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), e.shape))
+        return OutputComparison(name, not reasons, *shapes, *dtypes, reason="; ".join(reasons),
+                                rtol=rtol, atol=atol)
+    # where it fails most (a failing element, not merely the largest difference), else the
+    # largest difference
+    flat = int(np.argmax(np.where(bad, excess, -math.inf))) if mismatches else \
+        int(np.argmax(diff))
+    index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
     return OutputComparison(name, not reasons, *shapes, *dtypes, float(diff.max()),
                             float(rel.max()), index, e[index], a[index], mismatches, e.size,
-                            "; ".join(reasons))
+                            "; ".join(reasons), rtol, atol)
 
 
 def _severity(out: OutputComparison) -> tuple[bool, float]:
@@ -313,15 +357,25 @@ class VerificationReport:
     def tolerance(self) -> str:
         return f"rtol={self.rtol:g}, atol={self.atol:g}"
 
+    @property
+    def not_compared(self) -> list[OutputComparison]:
+        """The outputs left out: they depend on a random operator (two runs differ)."""
+        return [out for out in self.outputs if not out.compared]
+
     def summary(self) -> str:
         """One line for logs and the CLI."""
         worst = self.worst()
+        skipped = self.not_compared
+        left_out = (f"; {len(skipped)} not compared ({skipped[0].name!r} "
+                    f"{skipped[0].reason.removeprefix('not compared: ')}"
+                    f"{', and others' if len(skipped) > 1 else ''})") if skipped else ""
         if self.ok:
-            diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst else ""
-            return f"ok: {len(self.outputs)} output(s) match{diff} ({self.tolerance()})"
+            compared = len(self.outputs) - len(skipped)
+            diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst and compared else ""
+            return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}")
         assert worst is not None
         return (f"FAILED: {len(self.failures)} of {len(self.outputs)} output(s) differ "
-                f"({self.tolerance()}); worst {worst.describe()}")
+                f"({self.tolerance()}); worst {worst.describe()}{left_out}")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (`ge verify --json`, compile reports)."""
@@ -341,17 +395,43 @@ class VerificationReport:
                                 report=self)
 
 
+def random_output_reasons(model: ModelOrPath) -> dict[str, str]:
+    """The outputs of `model` (its root graph) that depend on a random operator (RandomNormal,
+    Bernoulli, a Dropout in training mode...), each with why: two runs differ there, so they
+    are not compared."""
+    import ge.graph
+    from ge.ops.randomness import random_outputs
+
+    model = _model(model)
+    graph = model if isinstance(model, Graph) else ge.graph.load(model)
+    reasons = {}
+    for name, node in random_outputs(graph).items():
+        mode = " in training mode" if node.type == "Dropout" else ""
+        reasons[name] = (f"not compared: depends on the random operator {node.type} "
+                         f"{node.name!r}{mode}")
+    return reasons
+
+
 def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray], *,
-                    rtol: float = 1e-4, atol: float = 1e-5) -> VerificationReport:
+                    rtol: float = 1e-4, atol: float = 1e-5,
+                    not_compared: Mapping[str, str] | None = None) -> VerificationReport:
     """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
-    are NaN (or the same infinity). A missing output, an extra one, a different shape or a
-    different dtype fails the output."""
+    are NaN (or the same infinity); a float16/bfloat16 output is held to at least its type's
+    precision (`precision_floor`). A missing output, an extra one, a different shape or a
+    different dtype fails the output. `not_compared` names outputs left out, with why
+    (`random_output_reasons`): they count as ok, `compared` False."""
     for tol, what in ((rtol, "rtol"), (atol, "atol")):
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
             raise VerificationInputError(f"{what} must be a number >= 0, got {tol!r}")
+    skip = not_compared or {}
     outputs = []
     for name, value in expected.items():
-        if name in actual:
+        if name in skip and name in actual:
+            e, a = np.asarray(value), np.asarray(actual[name])
+            outputs.append(OutputComparison(
+                name, True, tuple(e.shape), tuple(a.shape), _dtype_of(e), _dtype_of(a),
+                size=int(e.size), reason=skip[name], compared=False))
+        elif name in actual:
             outputs.append(_compare(name, value, actual[name], rtol, atol))
         else:
             e = np.asarray(value)
@@ -387,4 +467,5 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
     expected = run_model(original, feeds)
     actual = run_model(compiled, feeds)
-    return compare_outputs(expected, actual, rtol=rtol, atol=atol)
+    return compare_outputs(expected, actual, rtol=rtol, atol=atol,
+                           not_compared=random_output_reasons(original))

@@ -16,6 +16,7 @@ import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
 from ge.ops.onnx_node import node_opset
+from ge.ops.randomness import NONDETERMINISTIC_OPS, dropout_in_inference, is_random
 
 __all__ = [
     "FLOAT_TYPES",
@@ -41,42 +42,12 @@ __all__ = [
     "used_outputs",
 ]
 
-#: Operators whose outputs differ between runs: never folded or merged.
-NONDETERMINISTIC_OPS = frozenset({
-    "Bernoulli",
-    "Multinomial",
-    "RandomNormal",
-    "RandomNormalLike",
-    "RandomUniform",
-    "RandomUniformLike",
-})
-
 _STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
 
 #: ONNX's floating-point element types (what Conv, Gemm, Gelu, Swish... take; the fusions
 #: producing them check for these).
 FLOAT_TYPES = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
                          DataType.DT_BF16})
-
-
-def dropout_in_inference(node: Node) -> bool:
-    """Whether a Dropout runs in inference mode (the identity on its data): training_mode
-    absent or a constant false, and, before opset 7, `is_test` set."""
-    if node_opset(node) < 7 and not (node.has_attr("is_test") and node.get_attr("is_test")):
-        return False
-    if input_connected(node, 2):
-        mode = const_input(node, 2)
-        if mode is None or mode.size != 1 or bool(mode.numpy().reshape(-1)[0]):
-            return False
-    return True
-
-
-def is_random(node: Node) -> bool:
-    """Whether two evaluations of `node` may differ: a random operator, or a Dropout that
-    may run in training mode (a random mask). Never folded, never merged."""
-    if node.type in NONDETERMINISTIC_OPS:
-        return True
-    return node.type == "Dropout" and not node.domain and not dropout_in_inference(node)
 
 
 def is_operator(node: Node) -> bool:
