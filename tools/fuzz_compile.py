@@ -109,6 +109,16 @@ def _short(err: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def _compile_with_every_builtin(path: str) -> Any:
+    """`ge.compile` with the built-in passes that are off by default enabled too: they are
+    shipped code, fuzzed like the rest."""
+    import ge.compiler.builtin
+
+    off = [cls.__ge_builtin__.name for cls in ge.compiler.builtin.BUILTIN_PASSES
+           if not cls.__ge_builtin__.on_by_default]
+    return ge.compile(path, enable=off)
+
+
 def fuzz_seed(seed: int, ops: set[str] | None = None,
               compile_fn: CompileFn | None = None) -> FuzzOutcome:
     """Build the model of `seed`, compile it (`ge.compile` unless `compile_fn` is given: a
@@ -136,7 +146,8 @@ def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int 
     except Exception as err:
         return FuzzOutcome(seed, "skipped", "ort-original", _short(err), model=model)
     names = [o.name for o in model.graph.output]
-    compile_fn = compile_fn or ge.compile  # looked up now: a test may patch ge.compile
+    if compile_fn is None:  # looked up now: a test may patch ge.compile
+        compile_fn = _compile_with_every_builtin
     with tempfile.TemporaryDirectory(prefix=f"fuzz_{seed}_") as tmp:
         original, compiled = f"{tmp}/original.onnx", f"{tmp}/compiled.onnx"
         onnx.save(model, original)

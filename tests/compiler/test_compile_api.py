@@ -140,6 +140,32 @@ def test_a_misspelt_pass_to_disable_gets_a_guess() -> None:
         ge.compile(small_graph(), disable=["LayerNormFusoin", "Zzz"])
 
 
+@pytest.mark.builtin_passes
+def test_enable_names_an_off_by_default_builtin_and_bad_names_are_option_errors() -> None:
+    """SwishFusion is off by default; `enable=` runs it. A name unknown, or both enabled and
+    disabled, is GE1202 before anything runs (the graph is left as it was)."""
+    graph = small_graph()
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(CompilerOptionError,
+                       match=r"cannot enable unknown pass\(es\) SwishFuson \(did you mean "
+                             r"SwishFusion\?\); known passes: ") as info:
+        ge.compile(graph, enable=["SwishFuson"])
+    assert info.value.code == "GE1202"
+    with pytest.raises(CompilerOptionError,
+                       match=r"\] pass\(es\) SwishFusion both enabled and disabled$"):
+        ge.compile(graph, enable=["SwishFusion"], disable=["SwishFusion"])
+    assert graph.to_onnx().SerializeToString() == before
+    by_default = ge.compile(small_graph())
+    assert "SwishFusion" not in {r.pass_name for r in by_default.report.records}
+    enabled = ge.compile(small_graph(), enable=["SwishFusion"])
+    assert "SwishFusion" in {r.pass_name for r in enabled.report.records}
+    from ge.errors import CompileWarning
+
+    with pytest.warns(CompileWarning, match=r"enabling built-in pass\(es\) SwishFusion does "
+                                            r"nothing: the built-in passes are off"):
+        ge.compile(small_graph(), builtin_passes=False, enable=["SwishFusion"])
+
+
 UNKNOWN_OPTION = """
 from ge.passes import FusionBasePass, register_fusion_pass
 

@@ -86,13 +86,19 @@ def test_float16(tmp_path: Path) -> None:
     assert_swish(silu(elem=F16), tmp_path, 1.0, tol=1e-2)
 
 
-def test_the_llama_mlp_at_opset_24() -> None:
+def test_the_llama_mlp_at_opset_24_when_enabled() -> None:
+    """Off by default (onnxruntime 1.32 has no Swish kernel: a trial's EfficientNet-B0 ran
+    ~30% slower fused); `enable=` runs it."""
     sys.path.insert(0, str(ROOT / "examples" / "models"))
     try:
         import make_fusion_models
     finally:
         sys.path.pop(0)
-    result = ge.compile(make_fusion_models.build_model("llama_block"), opset=24, verify=True)
+    model = make_fusion_models.build_model("llama_block")
+    by_default = ge.compile(model, opset=24)
+    assert "SwishFusion" not in {r.pass_name for r in by_default.report.records}
+    assert histogram(by_default.graph)["Sigmoid"] == 1
+    result = ge.compile(model, opset=24, verify=True, enable=["SwishFusion"])
     assert result.verification is not None and result.verification.ok
     assert result.report.rewrites_by_pass().get("SwishFusion") == 1
     assert "Sigmoid" not in histogram(result.graph)

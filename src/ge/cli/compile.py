@@ -266,7 +266,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
              value_info: str, html_path: Path | None = None,
-             tolerances_given: Sequence[str] = (), opset: int | None = None) -> None:
+             tolerances_given: Sequence[str] = (), opset: int | None = None,
+             enable: tuple[str, ...] = ()) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -305,8 +306,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             observers = [*observers, recorder]
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
-                            verify=mode or False, inputs=inputs, rtol=rtol, atol=atol,
-                            check=check, on_pass_failure=on_pass_failure, dump=dump,
+                            enable=enable, verify=mode or False, inputs=inputs, rtol=rtol,
+                            atol=atol, check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
     data_file = result.save(output, external_data=external_data,
@@ -325,7 +326,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             labels=("Before", "After")))
     from ge.session.hints import opset_hints
 
-    hints = opset_hints(result.graph, disable) if builtin else []
+    hints = opset_hints(result.graph, disable, enable) if builtin else []
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
     payload["output_data"] = None if data_file is None else str(data_file)
     payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
@@ -378,6 +379,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Run none of the built-in passes (plugins only).")
 @click.option("--disable", "disable", multiple=True, metavar="NAME",
               help="Do not run the pass NAME, built-in or plugin (repeatable).")
+@click.option("--enable", "enable", multiple=True, metavar="NAME",
+              help="Run the built-in pass NAME that is off by default (repeatable; `ge "
+                   "passes list` marks them).")
 @click.option("--check", type=_ModeChoice(["region", "full", "none"]), is_flag=False,
               flag_value="full", default="region", show_default=True,
               help="Validate what each pass touched (region), the whole graph (full, also "
@@ -404,9 +408,9 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     rtol: float, atol: float, report_path: Path | None,
                     html_path: Path | None, dump: Path | None,
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
-                    check: str, on_pass_failure: str, external_data: bool | None,
-                    overwrite_input: bool, value_info: str, opset: int | None,
-                    as_json: bool) -> None:
+                    enable: tuple[str, ...], check: str, on_pass_failure: str,
+                    external_data: bool | None, overwrite_input: bool, value_info: str,
+                    opset: int | None, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     given = _given(click.get_current_context(), "rtol", "atol")
@@ -416,7 +420,7 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                  dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
                  check=check, on_pass_failure=on_pass_failure, external_data=external_data,
                  overwrite_input=overwrite_input, value_info=value_info,
-                 html_path=html_path, tolerances_given=given, opset=opset)
+                 html_path=html_path, tolerances_given=given, opset=opset, enable=enable)
 
 
 # -- ge dump ----------------------------------------------------------------------------------

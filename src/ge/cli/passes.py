@@ -133,6 +133,7 @@ def _pass_dict(entry: RegisteredPass) -> dict[str, object]:
         "origin": entry.origin.as_dict(),
         "source": str(entry.origin),
         "builtin": entry.origin.kind == "builtin",
+        "on_by_default": entry.on_by_default,
     }
 
 
@@ -158,9 +159,12 @@ def _print_tables(
         d = entry.descriptor
         table.add_row(
             escape(d.pass_name), d.kind, entry.stage_label, escape(", ".join(d.op_types) or "-"),
-            "yes" if entry.origin.kind == "builtin" else "-", escape(str(entry.origin)),
+            ("yes" if entry.on_by_default else "yes (off)")
+            if entry.origin.kind == "builtin" else "-", escape(str(entry.origin)),
         )
     con.print(table)
+    if any(not entry.on_by_default for entry in entries):
+        con.print("(off): a built-in pass off by default; `ge compile --enable NAME` runs it")
     con.print(escape(_autoload_line(autoload)))
     if disabled:
         con.print(f"Disabled entry points: {escape(', '.join(disabled))}")

@@ -224,8 +224,10 @@ def compilation_passes(
     return CompilationPasses(registry, merged, skipped + extra, lease)
 
 
-def check_pass_names(registry: PassRegistry, names: Iterable[str]) -> frozenset[str]:
-    """`names` as a set, each the name of a pass in `registry`; CompilerOptionError if not."""
+def check_pass_names(registry: PassRegistry, names: Iterable[str],
+                     verb: str = "disable") -> frozenset[str]:
+    """`names` as a set, each the name of a pass in `registry`; CompilerOptionError if not
+    (saying what could not be done to them: `verb`)."""
     chosen = frozenset(names)
     unknown = sorted(n for n in chosen if n not in registry)
     if unknown:
@@ -236,9 +238,23 @@ def check_pass_names(registry: PassRegistry, names: Iterable[str]) -> frozenset[
                    for name in unknown
                    for close in [difflib.get_close_matches(name, names, n=1, cutoff=0.8)]]
         raise CompilerOptionError(
-            f"cannot disable unknown pass(es) {', '.join(guesses)}; known passes: "
+            f"cannot {verb} unknown pass(es) {', '.join(guesses)}; known passes: "
             f"{', '.join(names)}")
     return chosen
+
+
+def passes_not_run(registry: PassRegistry, disable: Iterable[str],
+                   enable: Iterable[str] = ()) -> frozenset[str]:
+    """The passes a compilation leaves out: those `disable` names and the built-ins that are
+    off by default unless `enable` names them (each name checked: CompilerOptionError for
+    an unknown one, or one both enabled and disabled)."""
+    disabled = check_pass_names(registry, disable)
+    enabled = check_pass_names(registry, enable, "enable")
+    both = sorted(disabled & enabled)
+    if both:
+        raise CompilerOptionError(f"pass(es) {', '.join(both)} both enabled and disabled")
+    off = {entry.name for entry in registry if not entry.on_by_default} - enabled
+    return disabled | off
 
 
 def compile_graph(
@@ -253,6 +269,7 @@ def compile_graph(
     on_pass_failure: str = "stop",
     observers: Iterable[PipelineObserver] = (),
     passes: CompilationPasses | None = None,
+    enable: Iterable[str] = (),
 ) -> CompileReport:
     """Compile `graph` in place: run the pipeline with the built-in and plugin passes.
 
@@ -262,8 +279,9 @@ def compile_graph(
     `ge.passes.continue_on_plugin_error`) decide which plugins take part in it.
     `pass_paths` are extra plugin files or directories for this compilation only (an
     explicit argument, not the environment): loaded for it, unloaded after it.
-    `disable` names passes (built-in or plugin) not to run; `builtin_passes=False` runs
-    none of the built-in ones. A failing pass raises E13028 and leaves the graph as that
+    `disable` names passes (built-in or plugin) not to run; `enable` names built-in passes
+    that are off by default (`ge passes list` marks them) to run; `builtin_passes=False`
+    runs none of the built-in ones. A failing pass raises E13028 and leaves the graph as that
     pass found it (`on_pass_failure="skip"` rolls it back, warns and goes on); after each
     pass that changed the graph, the nodes it touched are checked (`check="full"`: the
     whole graph). Shape inference runs after `BeforeInferShape` (GE1305, stage
@@ -278,25 +296,26 @@ def compile_graph(
         if options is not None or pass_paths is not None:
             raise CompilerOptionError("give compile_graph either passes= or options and "
                                       "pass_paths (they choose the passes), not both")
-        return _compile_with(graph, passes, start, steps, builtin_passes, disable, check,
-                             on_pass_failure, observers)
+        return _compile_with(graph, passes, start, steps, builtin_passes, disable, enable,
+                             check, on_pass_failure, observers)
     with compilation_passes(options, pass_paths) as opened:
-        return _compile_with(graph, opened, start, steps, builtin_passes, disable, check,
-                             on_pass_failure, observers)
+        return _compile_with(graph, opened, start, steps, builtin_passes, disable, enable,
+                             check, on_pass_failure, observers)
 
 
 def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   steps: Mapping[str, EngineStep | None] | None, builtin_passes: bool,
-                  disable: Iterable[str], check: str, on_pass_failure: str,
-                  observers: Iterable[PipelineObserver]) -> CompileReport:
+                  disable: Iterable[str], enable: Iterable[str], check: str,
+                  on_pass_failure: str, observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
-    disabled = check_pass_names(registry, disable)
-    idle = sorted(name for name in disabled
-                  if (entry := registry.get(name)) is not None and entry.step is not None)
-    if idle and not builtin_passes:
-        warnings.warn(CompileWarning(
-            f"disabling built-in pass(es) {', '.join(idle)} does nothing: the built-in passes "
-            "are off (builtin_passes=False, --no-builtin)"), stacklevel=3)
+    disabled = passes_not_run(registry, disable, enable)
+    for verb, names in (("disabling", disable), ("enabling", enable)):
+        idle = sorted(name for name in set(names)
+                      if (entry := registry.get(name)) is not None and entry.step is not None)
+        if idle and not builtin_passes:
+            warnings.warn(CompileWarning(
+                f"{verb} built-in pass(es) {', '.join(idle)} does nothing: the built-in "
+                "passes are off (builtin_passes=False, --no-builtin)"), stacklevel=3)
     scheduler = Scheduler(registry, passes.options.values, steps,
                           disabled=disabled,
                           builtin=builtin_passes, check=check,

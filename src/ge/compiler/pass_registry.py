@@ -80,6 +80,8 @@ class RegisteredPass:
     # skipped (not changed) on a graph without, before its patterns are even built.
     requires: frozenset[str] = frozenset()
     also_in: frozenset[str] = frozenset()  # further engine steps that run it (see builtin_pass)
+    # False: a built-in pass that runs only when a compilation enables it (`enable=`)
+    on_by_default: bool = True
 
     @property
     def name(self) -> str:
@@ -199,11 +201,12 @@ class BuiltinSpec:
     kind: str | None = None
     requires: tuple[str, ...] = ()  # op types (default domain), see RegisteredPass.requires
     also_in: tuple[str, ...] = ()  # further engine steps, see RegisteredPass.also_in
+    on_by_default: bool = True  # see RegisteredPass.on_by_default
 
 
 def builtin_pass(
     *, name: str, step: str, kind: str | None = None, requires: Iterable[str] = (),
-    also_in: Iterable[str] = ()
+    also_in: Iterable[str] = (), on_by_default: bool = True
 ) -> Callable[[_PassT], _PassT]:
     """Mark a class (written with the public pass API) as a built-in pass of the compiler.
 
@@ -214,6 +217,8 @@ def builtin_pass(
     `("Conv",)`): on a graph with none of them the pass is not run at all. `also_in` names
     further engine steps that run it too, at its place in `BUILTIN_PASSES` (the fusions
     also run in the origin-graph rounds); its records there carry that step's label.
+    `on_by_default=False` makes a pass that runs only when a compilation enables it by name
+    (a fusion into an operator onnxruntime has no kernel for makes models slower there).
     """
     if step not in BUILTIN_STEPS and step not in {s.value for s in PassStage}:
         raise ValueError(f"unknown step {step!r} for built-in pass {name!r}")
@@ -224,7 +229,7 @@ def builtin_pass(
 
     def decorator(cls: _PassT) -> _PassT:
         cls.__ge_builtin__ = BuiltinSpec(  # type: ignore[attr-defined]
-            name, step, kind, tuple(requires), further)
+            name, step, kind, tuple(requires), further, on_by_default)
         return cls
 
     return decorator
@@ -247,7 +252,8 @@ def builtin_entries(classes: Iterable[type] | None = None) -> list[RegisteredPas
         step = spec.step if spec.step in BUILTIN_STEPS else None
         entries.append(RegisteredPass(descriptor, PassOrigin("builtin", descriptor.location),
                                       step=step, requires=frozenset(spec.requires),
-                                      also_in=frozenset(spec.also_in)))
+                                      also_in=frozenset(spec.also_in),
+                                      on_by_default=spec.on_by_default))
     return entries
 
 

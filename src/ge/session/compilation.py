@@ -70,8 +70,8 @@ class CompileResult:
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False) -> Path | None:
         """Write the compiled model atomically (see `Graph.save`), never one onnx's full
-        checker rejects (`GraphValidationError`, nothing written; models with external data
-        are not checked). Returns the external data file written beside it, or None."""
+        checker rejects (`GraphValidationError`, nothing written). Returns the external data
+        file written beside it, or None."""
         return self.graph.save(path, external_data=external_data,
                                overwrite_input=overwrite_input, value_info=self.value_info,
                                lift_constants=True, full_check=True)
@@ -229,6 +229,7 @@ def compile(
     options: Mapping[str, str] | None = None,
     builtin_passes: bool = True,
     disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
     verify: bool | str = False,
     inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     rtol: float = 1e-4,
@@ -242,7 +243,7 @@ def compile(
     opset: int | None = None,
 ) -> CompileResult:
     """Compile `model` with the built-in and plugin passes; see `compile_graph` for the
-    pipeline, `pass_paths`, `options`, `disable`, `check` and `on_pass_failure`.
+    pipeline, `pass_paths`, `options`, `disable`, `enable`, `check` and `on_pass_failure`.
 
     `verify` (True, "final" or "each-pass") runs the original and the compiled model on
     `inputs` (a mapping, an `.npz` path, or generated from the input types) and raises
@@ -285,7 +286,7 @@ def compile(
 
         def run() -> CompileResult:
             report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
-                                   disable=disable, check=check,
+                                   disable=disable, enable=enable, check=check,
                                    on_pass_failure=on_pass_failure, observers=watchers)
             verification = None
             if expected is not None:

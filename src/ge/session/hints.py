@@ -60,9 +60,11 @@ def _targets() -> list[tuple[type, str, str, int, int]]:
             (SwishFusion, "SiLU", "Swish", SWISH_OPSET, _LOWEST)]
 
 
-def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
+def opset_hints(graph: Graph, disabled: Iterable[str] = (),
+                enabled: Iterable[str] = ()) -> list[OpsetHint]:
     """The fusions a newer standard opset would enable in `graph` (a compiled root graph),
-    for the fusion passes not in `disabled`; nothing is changed."""
+    for the fusion passes that run: not in `disabled`, and if off by default, in `enabled`;
+    nothing is changed."""
     from ge.es.opset import opset_scope
     from ge.passes.execution import find_matches
 
@@ -75,7 +77,8 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = ()) -> list[OpsetHint]:
     for pass_class, what, operator, opset, lowest in _targets():
         spec = pass_class.__ge_builtin__  # type: ignore[attr-defined]
         name = spec.name
-        if not lowest <= current < opset or name in off:
+        if not lowest <= current < opset or name in off or (
+                not spec.on_by_default and name not in enabled):
             continue
         if spec.requires and not any(g.nodes_of_type(t) for g in graphs
                                      for t in spec.requires):
