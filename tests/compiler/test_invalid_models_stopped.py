@@ -365,3 +365,20 @@ def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: P
     assert not out.exists()
     result.graph.save(out)  # Graph.save checks only when asked (full_check=True)
     assert out.exists()
+
+
+def test_the_full_check_also_runs_when_the_weights_go_to_a_data_file(tmp_path: Path) -> None:
+    """It was skipped with external data (the checker looks for the data file, not written
+    yet): it now checks the model with its weights as typed inputs. Nothing is written."""
+    plugin = _plugin(tmp_path, "skip_flatten", SKIP_FLATTEN)
+    result = ge.compile(MOBILENET, pass_paths=[plugin], check="none", builtin_passes=False)
+    out = tmp_path / "out" / "model.onnx"
+    out.parent.mkdir()
+    with pytest.raises(GraphValidationError) as caught:
+        result.save(out, external_data=True)
+    assert "Input 0 expected to have rank 2 but has rank 4" in str(caught.value)
+    assert list(out.parent.iterdir()) == []
+    good = ge.compile(MOBILENET)
+    data = good.save(out, external_data=True)
+    assert data is not None and data.exists()
+    onnx.checker.check_model(str(out), full_check=True)

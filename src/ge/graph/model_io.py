@@ -9,6 +9,7 @@ intact; it refuses to write over the files a graph was loaded from unless asked 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import tempfile
@@ -29,6 +30,7 @@ from ge.errors import (
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import (
     ExternalDataWriter,
+    iter_tensors,
     packed_bytes,
     read_external_data,
     write_external_data,
@@ -312,11 +314,44 @@ def _external_sink(writer: ExternalDataWriter) -> TensorSink:
     return sink
 
 
-def _check_with_onnx(payload: bytes, graph: Graph, target: Path) -> None:
+#: Initializers of more elements than this are checked as typed graph inputs: the checker
+#: and shape inference need their types and shapes, not their values (they read small ones:
+#: a Reshape's shape), and a copy of every weight would double the peak memory of a save.
+_CHECKED_VALUE_ELEMENTS = 1024
+
+
+def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """`model` itself (after it was serialized: it is changed) with its root graph's large
+    or external initializers turned into typed graph inputs, for the checker; None when a
+    tensor elsewhere (a body, an attribute) still points into an external data file, which
+    the checker would look for beside the working folder."""
+    gp = model.graph
+    moved = [t for t in gp.initializer
+             if t.data_location == onnx.TensorProto.EXTERNAL
+             or math.prod(t.dims) > _CHECKED_VALUE_ELEMENTS]
+    if moved:
+        names = {t.name for t in moved}
+        listed = {vi.name for vi in gp.input}  # ir_version < 4: initializers are inputs too
+        typed = [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                 for t in moved if t.name not in listed]
+        kept = [t for t in gp.initializer if t.name not in names]
+        del moved
+        del gp.initializer[:]
+        gp.initializer.extend(kept)
+        gp.input.extend(typed)
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in iter_tensors(model)):
+        return None
+    return model
+
+
+def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path) -> None:
     """Refuse to write a model onnx's full checker (strict shape inference included)
-    rejects: runtimes reject it too."""
+    rejects: runtimes reject it too. `model` is changed (`_weightless`)."""
+    checked = _weightless(model)
+    if checked is None:
+        return
     try:
-        onnx.checker.check_model(payload, full_check=True)
+        onnx.checker.check_model(checked, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphValidationError([ValidationProblem(
@@ -387,8 +422,9 @@ def save_model(
                 "save with external_data=True",
                 path=str(target),
             ) from exc
-        if full_check and not external_data:
-            _check_with_onnx(payload, graph, target)
+        if full_check:
+            _check_with_onnx(model, graph, target)  # the model goes: it was serialized
+        del model
         if in_place:  # a device or pipe: written through, nothing to rename
             with open(destination, "wb") as out:
                 out.write(payload)
