@@ -121,6 +121,44 @@ def test_conv_bn_folds_into_one_conv(bias: bool, group: int, cout: int,
     assert attrs["group"] == group and attrs["pads"] == [1] * (2 * len(spatial))
 
 
+def conv_transpose_bn(*, bias: bool, group: int, cout: int = 6, strides: int = 2
+                      ) -> onnx.ModelProto:
+    """y = BN(ConvTranspose(x, w[, b])): x [2, 4, 5, 5], w [4, cout / group, 3, 3] (a decoder
+    or segmentation head's upsampling; the TorchScript export keeps the BN after it)."""
+    cin = 4
+    inits = [init("w", rand(cin, cout // group, 3, 3)), *bn_inits(cout)]
+    conv_in = ["x", "w"]
+    if bias:
+        inits.append(init("cb", rand(cout)))
+        conv_in.append("cb")
+    nodes = [node("ConvTranspose", conv_in, ["c"], name="deconv", group=group,
+                  strides=[strides, strides], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+             bn("c", "y")]
+    size = (5 - 1) * strides - 2 + 3 + 1
+    return model(nodes, [vi("x", F, [2, cin, 5, 5])], [vi("y", F, [2, cout, size, size])],
+                 inits)
+
+
+@pytest.mark.parametrize(("bias", "group", "cout"),
+                         [(False, 1, 6), (True, 1, 6), (True, 2, 6), (False, 4, 4)],
+                         ids=["no-bias", "bias", "grouped", "depthwise"])
+def test_conv_transpose_bn_folds_into_one_conv_transpose(bias: bool, group: int, cout: int,
+                                                         tmp_path: Path) -> None:
+    """ConvTranspose's weight is [C_in, C_out / group, k...]: each output channel is a
+    column within its group of rows (onnxscript and onnxruntime fold it; ge left the BN)."""
+    source = conv_transpose_bn(bias=bias, group=group, cout=cout)
+    graph = load(source)
+    assert run_pass(ConvBatchNormFusion, graph)
+    hist = histogram(graph)
+    assert hist.get("ConvTranspose") == 1 and "BatchNormalization" not in hist
+    saved = assert_fused(graph, source, tmp_path)  # onnxruntime: same outputs as the source
+    (deconv,) = [n for n in saved.graph.node if n.op_type == "ConvTranspose"]
+    assert len(deconv.input) == 3 and list(deconv.output) == ["y"]
+    attrs = {a.name: helper.get_attribute_value(a) for a in deconv.attribute}
+    assert attrs["group"] == group and attrs["strides"] == [2, 2]
+    assert attrs["output_padding"] == [1, 1]
+
+
 def test_conv_bn_at_opset_9_and_14(tmp_path: Path) -> None:
     for opset in (9, 14):
         source = conv_bn(opset=opset, bias=True)

@@ -7,7 +7,9 @@ Conv (or a Gemm) whose weights are constants, the map folds into those weights a
 operator disappears:
 
 * `ConvBatchNormFusion`: `BatchNormalization(Conv(X, W[, B]))` → `Conv(X, W', B')` with
-  `W'[m] = W[m] * f[m]` and `B' = (B - mean) * f + bias` (B taken as 0 when absent);
+  `W'[m] = W[m] * f[m]` and `B' = (B - mean) * f + bias` (B taken as 0 when absent); the
+  same for `ConvTranspose`, whose weight `[C_in, C_out / group, k...]` holds output
+  channel `g * C_out / group + j` at `W[i, j]` for the rows `i` of group `g`;
 * `ConvAddMulFusion`: `Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)` and
   `Conv(X, W[, B]) + a` → `Conv(X, W, B + a)` (B created when absent), for constants `s`
   and `a` of shape `[C, 1, ...]`, `[1, C, 1, ...]` or one element;
@@ -42,7 +44,7 @@ from ge.compiler.builtin._support import FLOAT_TYPES, const_input, input_connect
 from ge.compiler.builtin.fusion_gemm import dims_of, gemm_dtypes, value_desc
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
-from ge.es.all import BatchNormalization, Conv, Gemm, MatMul
+from ge.es.all import BatchNormalization, Conv, ConvTranspose, Gemm, MatMul
 from ge.graph import Node, Tensor
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, pattern
@@ -62,12 +64,13 @@ _BN_MIN_OPSET = 7  # BatchNormalization-6 and earlier: is_test / consumed_inputs
 class _Fold:
     """What `meet_requirements` decided for one match, for `replacement` to build.
 
-    `weight` / `bias` are new constant values (None: reuse the input / no bias input), and
-    `attrs` the attributes of the operator to build."""
+    `weight` / `bias` are new constant values (None: reuse the input / no bias input),
+    `attrs` the attributes of the operator to build, `op` its type."""
 
     weight: Tensor | None
     bias: Tensor | None
     attrs: dict[str, Any] = field(default_factory=dict)
+    op: str = "Conv"
 
 
 def _bn(x: TensorHolder, *params: TensorHolder) -> TensorHolder:
@@ -144,21 +147,43 @@ def _bn_affine(bn: Node, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
     return f, shift
 
 
-def _per_output_channel(factor: np.ndarray, rank: int) -> np.ndarray:
-    """A `[M]` vector shaped `[M, 1, ...]` to scale a weight of `rank` along its axis 0."""
-    return factor.reshape((-1,) + (1,) * (rank - 1))
+def _scaled_output_channels(weight: np.ndarray, factor: np.ndarray,
+                            transposed_groups: int | None) -> np.ndarray:
+    """`weight` with each output channel's slice scaled by `factor` (`[M]`): axis 0 of a
+    Conv weight `[M, C / group, k...]`; for a ConvTranspose of `transposed_groups` groups,
+    axis 1 of `[C, M / group, k...]` within each group of rows."""
+    rank = weight.ndim
+    if transposed_groups is None:
+        return weight * factor.reshape((-1,) + (1,) * (rank - 1))
+    groups = transposed_groups
+    per_group = weight.reshape((groups, weight.shape[0] // groups, *weight.shape[1:]))
+    scale = factor.reshape((groups, 1, weight.shape[1]) + (1,) * (rank - 2))
+    return (per_group * scale).reshape(weight.shape)
 
 
 # -- Conv -----------------------------------------------------------------------------------
 
 
+def _groups(conv: Node) -> int | None:
+    """A ConvTranspose's `group` attribute (default 1), or None for a Conv."""
+    if conv.type != "ConvTranspose":
+        return None
+    return int(conv.get_attr("group")) if conv.has_attr("group") else 1
+
+
 def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | None:
-    """`(W, B or None, output channels)` of a Conv with constant weights of Conv's shapes
-    and an output of known rank ([N, M, spatial...], W's rank)."""
+    """`(W, B or None, output channels)` of a Conv (or ConvTranspose) with constant weights
+    of its shapes and an output of known rank ([N, M, spatial...], W's rank)."""
     weight = _float_const(conv, 1)
     if weight is None or len(weight.shape) < 3:
         return None
-    channels = int(weight.shape[0])
+    groups = _groups(conv)
+    if groups is None:
+        channels = int(weight.shape[0])
+    elif groups < 1 or int(weight.shape[0]) % groups:
+        return None
+    else:
+        channels = int(weight.shape[1]) * groups
     bias: Tensor | None = None
     if input_connected(conv, 2):
         bias = _float_const(conv, 2)
@@ -171,13 +196,15 @@ def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | None:
 
 
 def _conv_fold(weight: Tensor, bias: Tensor | None, factor: np.ndarray | None,
-               shift: np.ndarray | None) -> tuple[Tensor | None, Tensor | None] | None:
-    """The Conv's new `(W, B)` for `y = conv(x) * factor + shift` (None for "unchanged W"
-    or "no B"); None when a folded value is not finite in W's element type."""
+               shift: np.ndarray | None, transposed_groups: int | None = None
+               ) -> tuple[Tensor | None, Tensor | None] | None:
+    """The Conv's (or ConvTranspose's, of `transposed_groups` groups) new `(W, B)` for
+    `y = conv(x) * factor + shift` (None for "unchanged W" or "no B"); None when a folded
+    value is not finite in W's element type."""
     new_weight: Tensor | None = None
     b = _as_float64(bias) if bias is not None else None
     if factor is not None:
-        w = _as_float64(weight) * _per_output_channel(factor, len(weight.shape))
+        w = _scaled_output_channels(_as_float64(weight), factor, transposed_groups)
         new_weight = _cast_like(w, weight)
         if new_weight is None:
             return None
@@ -193,19 +220,22 @@ def _conv_fold(weight: Tensor, bias: Tensor | None, factor: np.ndarray | None,
 
 
 def _build_conv(inputs: PatternInputs, fold: _Fold) -> TensorHolder:
-    """`Conv(x, W', B')`: pattern inputs 0 and 1 are X and W (reused when W is unchanged)."""
+    """`Conv(x, W', B')` (or ConvTranspose): pattern inputs 0 and 1 are X and W (reused when
+    W is unchanged)."""
     x = inputs[0]
     builder = x.get_owner_builder()
     weight = inputs[1] if fold.weight is None else builder.create_const(fold.weight)
+    make = ConvTranspose if fold.op == "ConvTranspose" else Conv
     if fold.bias is None:
-        return Conv(x, weight, **fold.attrs)
-    return Conv(x, weight, builder.create_const(fold.bias), **fold.attrs)
+        return make(x, weight, **fold.attrs)
+    return make(x, weight, builder.create_const(fold.bias), **fold.attrs)
 
 
 @builtin_pass(name="ConvBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",),
               also_in=("origin_graph_optimize",))
 class ConvBatchNormFusion(PatternFusionPass):
-    """`BatchNormalization(Conv(X, W[, B]))` in inference → `Conv(X, W', B')`."""
+    """`BatchNormalization(Conv(X, W[, B]))` in inference → `Conv(X, W', B')`; the same for
+    `ConvTranspose`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -222,10 +252,20 @@ class ConvBatchNormFusion(PatternFusionPass):
     def conv_bias_bn(self, inputs: PatternInputs) -> TensorHolder:
         return _bn(Conv(inputs[0], inputs[1], inputs[2]), *inputs[3:7])
 
+    @pattern
+    def conv_transpose_bn(self, inputs: PatternInputs) -> TensorHolder:
+        return _bn(ConvTranspose(inputs[0], inputs[1]), *inputs[2:6])
+
+    @pattern
+    def conv_transpose_bias_bn(self, inputs: PatternInputs) -> TensorHolder:
+        return _bn(ConvTranspose(inputs[0], inputs[1], inputs[2]), *inputs[3:7])
+
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         self._fold = None
-        conv, bn = _find(match_result, "Conv"), _find(match_result, "BatchNormalization")
+        conv = next(n for n in match_result.get_matched_nodes()
+                    if n.type in ("Conv", "ConvTranspose"))
+        bn = _find(match_result, "BatchNormalization")
         weights = _conv_weights(conv)
         if weights is None:
             return False
@@ -233,10 +273,10 @@ class ConvBatchNormFusion(PatternFusionPass):
         affine = _bn_affine(bn, channels)
         if affine is None:
             return False
-        folded = _conv_fold(weight, bias, *affine)
+        folded = _conv_fold(weight, bias, *affine, transposed_groups=_groups(conv))
         if folded is None or folded[1] is None:
             return False
-        self._fold = _Fold(folded[0], folded[1], _attrs(conv))
+        self._fold = _Fold(folded[0], folded[1], _attrs(conv), conv.type)
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
