@@ -411,3 +411,16 @@ def test_a_builtin_pass_names_only_engine_steps_to_also_run_in() -> None:
     with pytest.raises(ValueError, match=r"unknown engine step\(s\) \['AfterInferShape'\] for "
                                          r"built-in pass 'X'"):
         builtin_pass(name="X", step="builtin_fusion", also_in=("AfterInferShape",))
+
+
+@pytest.mark.builtin_passes
+def test_pass_records_count_nodes_as_the_totals_do() -> None:
+    """A trial saw `405→356` in a pass row and `nodes 403 → 354` in the summary of the same
+    run: the rows counted Data and NetOutput. Both count operators (constants included)."""
+    result = ge.compile(shared_model("distilbert_tiny"))
+    report = result.report
+    totals = report.as_dict()
+    assert report.records[0].nodes_before == totals["nodes_before"]
+    assert report.records[-1].nodes_after == totals["nodes_after"]
+    assert sum(row["node_delta"] for row in report.by_pass()) == (
+        totals["nodes_after"] - totals["nodes_before"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import RegisteredPass
-from ge.compiler.report import PassRunRecord
+from ge.compiler.report import PassRunRecord, operator_count
 from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
@@ -83,7 +83,7 @@ class Invocation:
             return self._nothing_to_do(entry, target, stage)
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
         before = root.mutation_count
-        nodes_before = len(target)
+        nodes_before = operator_count(target)
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model:
@@ -131,7 +131,7 @@ class Invocation:
             origin=str(entry.origin),
             location=entry.origin.location,
             nodes_before=nodes_before,
-            nodes_after=len(target),
+            nodes_after=operator_count(target),
             round=self.round,
         )
 
@@ -176,8 +176,8 @@ class Invocation:
             pass_name=entry.name, stage=stage, graph_name=target.name,
             outcome=RunOutcome.NOT_CHANGED, changed=False, seconds=0.0,
             kind=entry.descriptor.kind, origin=str(entry.origin),
-            location=entry.origin.location, nodes_before=len(target),
-            nodes_after=len(target), round=self.round)
+            location=entry.origin.location, nodes_before=operator_count(target),
+            nodes_after=operator_count(target), round=self.round)
 
 
 def is_live(sub: Graph, root: Graph) -> bool:

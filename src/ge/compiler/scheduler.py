@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
-from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
+from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, operator_count
 from ge.compiler.steps import (
     FINAL_VALIDATION_STAGE,
     INFER_SHAPE_STAGE,
@@ -277,8 +277,8 @@ class Scheduler:
             pass_name=entry.name, stage=stage or entry.stage_label, graph_name=target.name,
             outcome=RunOutcome.FAILED, changed=False, seconds=0.0,
             kind=entry.descriptor.kind, origin=str(entry.origin),
-            location=entry.origin.location, nodes_before=len(target),
-            nodes_after=len(target), round=self._invocation.round,
+            location=entry.origin.location, nodes_before=operator_count(target),
+            nodes_after=operator_count(target), round=self._invocation.round,
             rolled_back=err.message), root)
 
     def _record(self, record: PassRunRecord, root: Graph) -> None:
