@@ -124,3 +124,25 @@ def test_module_and_console_script(tmp_path: Path) -> None:
     assert result.stderr.startswith("pyatc: [GE1701] framework 3 is not supported")
     script = Path(sys.executable).with_name("pyatc")
     assert script.is_file(), "pip install -e . creates the pyatc console script"
+
+
+def test_atc_flags_scripts_pass(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A trial's atc script: `--input_format` is accepted (an ONNX model keeps its layout);
+    `--fusion_switch_file` turns passes off; flags asking for what ge cannot do (gears,
+    precision modes) are GE1701 naming why, nothing written (they were argparse errors)."""
+    bn_model = Path(__file__).resolve().parents[1] / "models" / "mobilenet_like_bn.onnx"
+    switch = tmp_path / "fusion_switch.cfg"
+    switch.write_text('{"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off"}}}')
+    prefix = tmp_path / "out"
+    assert main(args=["--model", str(bn_model), "--framework=5", f"--output={prefix}",
+                      "--input_format=NCHW", f"--fusion_switch_file={switch}"]) == 0
+    ops = [n.op_type for n in onnx.load(f"{prefix}.onnx").graph.node]
+    assert ops.count("BatchNormalization") == 9
+    capsys.readouterr()
+    for flag in ("--dynamic_batch_size=1,2,4", "--precision_mode=force_fp16"):
+        target = tmp_path / "refused"
+        assert main(args=["--model", str(bn_model), f"--output={target}", flag]) == 1
+        err = capsys.readouterr().err.strip()
+        name = flag.split("=")[0]
+        assert err.startswith(f"pyatc: [GE1701] {name} is not supported: ") and "\n" not in err
+        assert not Path(f"{target}.onnx").exists()

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
@@ -257,6 +258,21 @@ def passes_not_run(registry: PassRegistry, disable: Iterable[str],
     return disabled | off
 
 
+def _switched(registry: PassRegistry, path: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The passes GE's fusion switch file at `path` turns on and off in `registry`; names
+    it has no pass of are ignored, with a warning (a file written for Ascend names Ascend's
+    passes)."""
+    switch = read_fusion_switch(path)
+    builtin = [entry.name for entry in registry if entry.origin.kind == "builtin"]
+    dormant = [entry.name for entry in registry if not entry.on_by_default]
+    enable, disable, ignored = switch.apply(builtin, dormant, (e.name for e in registry))
+    if ignored:
+        warnings.warn(CompileWarning(
+            f"fusion switch file {path} names pass(es) ge does not have, ignored: "
+            f"{', '.join(ignored)}"), stacklevel=4)
+    return enable, disable
+
+
 def compile_graph(
     graph: Graph,
     *,
@@ -308,6 +324,11 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   disable: Iterable[str], enable: Iterable[str], check: str,
                   on_pass_failure: str, observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
+    switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
+    if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
+        switched_on, switched_off = _switched(registry, switch_file)
+        disable = set(disable) | (switched_off - set(enable))
+        enable = set(enable) | (switched_on - set(disable))
     disabled = passes_not_run(registry, disable, enable)
     for verb, names in (("disabling", disable), ("enabling", enable)):
         idle = sorted(name for name in set(names)

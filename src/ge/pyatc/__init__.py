@@ -1,7 +1,7 @@
 """`pyatc`: GE's `atc` command line over `ge.compile`, for scripts written for atc.
 
     pyatc --model=net.onnx --framework=5 --output=out [--input_shape="x:1,3,224,224"]
-          [--log=error|warning|info|debug|null]
+          [--log=error|warning|info|debug|null] [--fusion_switch_file=PATH]
 
 compiles the ONNX model `net.onnx` with the built-in passes and the plugins of
 `ASCEND_GE_PY_PASS_PATH` (and entry points) and writes `out.onnx`. Only ONNX is compiled
@@ -27,6 +27,21 @@ _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.
                "error": logging.ERROR, "null": None}
 
 
+#: atc flags scripts pass that ge cannot honour, with why: refused (GE1701) rather than
+#: ignored, since the model written would not be what the script asks for.
+_UNSUPPORTED = (
+    ("dynamic_batch_size", "ge keeps dynamic dims dynamic, there are no gears; give "
+                           "--input_shape with -1 to keep a dim dynamic, or a size to fix it"),
+    ("dynamic_image_size", "ge keeps dynamic dims dynamic, there are no gears; give "
+                           "--input_shape with -1 to keep a dim dynamic, or a size to fix it"),
+    ("dynamic_dims", "ge keeps dynamic dims dynamic, there are no gears; give --input_shape "
+                     "with -1 to keep a dim dynamic, or a size to fix it"),
+    ("precision_mode", "ge keeps the model's element types"),
+    ("insert_op_conf", "ge inserts no AIPP preprocessing"),
+    ("out_nodes", "ge keeps every graph output"),
+)
+
+
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -47,6 +62,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                              "prints no warnings or log).")
     parser.add_argument("--soc_version", default=None, metavar="SOC",
                         help="Accepted for atc compatibility and ignored.")
+    parser.add_argument("--input_format", default=None, metavar="FORMAT",
+                        help="Accepted for atc compatibility and ignored: an ONNX model "
+                             "keeps its own layout (NCHW, NHWC, ND...).")
+    parser.add_argument("--fusion_switch_file", default=None, metavar="PATH",
+                        help='GE\'s fusion switch file: {"Switch": {"GraphFusion": '
+                             '{"PassName": "off"}}} ("on" runs a pass off by default).')
+    for flag, _ in _UNSUPPORTED:
+        parser.add_argument(f"--{flag}", default=None, metavar="VALUE",
+                            help=argparse.SUPPRESS)
     return parser
 
 
@@ -178,10 +202,14 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     if framework != FRAMEWORK_ONNX:
         raise CommandLineError(f"framework {framework} is not supported: ge compiles ONNX "
                                "models (--framework=5)")
+    for flag, why in _UNSUPPORTED:
+        if getattr(ns, flag) is not None:
+            raise CommandLineError(f"--{flag} is not supported: {why}")
     shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
+    from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE
 
     model = Path(ns.model)
     output = None
@@ -196,7 +224,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     if output is not None:
         _check_output(graph, model, output)  # refused before compiling, not after
     with compile_progress(str(model)) as observers:
-        result = ge.compile(graph, observers=observers)
+        options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
+                   if ns.fusion_switch_file is not None else None)
+        result = ge.compile(graph, observers=observers, options=options)
     if shapes:
         _refine_output_shapes(result.graph)
     report = result.report

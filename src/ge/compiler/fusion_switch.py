@@ -1,0 +1,99 @@
+"""GE's fusion switch file (option `ge.fusionSwitchFile`, atc's `--fusion_switch_file`).
+
+The file turns passes on and off by name, as atc reads it::
+
+    {"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off", "SwishFusion": "on"},
+                "UBFusion": {"ALL": "off"}}}
+
+Both sections name passes of one namespace here (ge has no UB fusion). `"off"` leaves a pass
+out of the compilation, `"on"` runs a built-in one that is off by default; `"ALL"` sets every
+built-in pass first, the named ones then override it. A name no pass of the compilation has
+(a file written for Ascend names Ascend's own passes) is ignored, with a warning naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ge.errors import CompilerOptionError
+
+__all__ = ["OPTION_FUSION_SWITCH_FILE", "FusionSwitch", "read_fusion_switch"]
+
+#: The option naming the file, as GE names it.
+OPTION_FUSION_SWITCH_FILE = "ge.fusionSwitchFile"
+_SECTIONS = ("GraphFusion", "UBFusion")
+_ALL = "ALL"
+
+
+@dataclass(frozen=True)
+class FusionSwitch:
+    """What a fusion switch file says: passes named on and off, and "ALL" if set."""
+
+    path: str
+    on: frozenset[str] = frozenset()
+    off: frozenset[str] = frozenset()
+    all: bool | None = None  # True: ALL on, False: ALL off, None: not set
+
+    def apply(self, builtin: Iterable[str], off_by_default: Iterable[str],
+              known: Iterable[str]) -> tuple[frozenset[str], frozenset[str], list[str]]:
+        """`(enable, disable, ignored)` for a compilation whose built-in passes are
+        `builtin` (`off_by_default` among them) and whose passes are `known`."""
+        names, builtins, dormant = set(known), set(builtin), set(off_by_default)
+        enable: set[str] = set()
+        disable: set[str] = set()
+        if self.all is False:
+            disable |= builtins
+        elif self.all is True:
+            enable |= dormant
+        disable = (disable - self.on) | (self.off & names)
+        enable = (enable - self.off) | (self.on & dormant)
+        ignored = sorted((self.on | self.off) - names)
+        return frozenset(enable), frozenset(disable), ignored
+
+
+def _fail(path: str, why: str) -> CompilerOptionError:
+    return CompilerOptionError(f"fusion switch file {path} ({OPTION_FUSION_SWITCH_FILE}): {why}")
+
+
+def read_fusion_switch(path: str) -> FusionSwitch:
+    """The switches of the file at `path`; CompilerOptionError (GE1202) naming the file and
+    the place for a file that is missing, not JSON, or not of the form above."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _fail(path, f"cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise _fail(path, "is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"is not JSON: {exc.msg} at line {exc.lineno} column "
+                          f"{exc.colno}") from None
+    switch = data.get("Switch") if isinstance(data, dict) else None
+    if not isinstance(switch, dict):
+        raise _fail(path, 'must be an object with a "Switch" object: {"Switch": '
+                          '{"GraphFusion": {"PassName": "off"}}}')
+    on: set[str] = set()
+    off: set[str] = set()
+    every: bool | None = None
+    for section, entries in switch.items():
+        if section not in _SECTIONS:
+            raise _fail(path, f'"Switch" has {section!r}; its sections are GraphFusion and '
+                              "UBFusion")
+        if not isinstance(entries, dict):
+            raise _fail(path, f'"{section}" must be an object of "PassName": "on" | "off"')
+        for name, value in entries.items():
+            state = value.strip().lower() if isinstance(value, str) else None
+            if state not in ("on", "off"):
+                raise _fail(path, f'{section}.{name} is {value!r}: "on" or "off"')
+            if name == _ALL:
+                every = state == "on"
+            else:
+                (on if state == "on" else off).add(name)
+    both = sorted(on & off)
+    if both:
+        raise _fail(path, f"turns {', '.join(both)} both on and off")
+    return FusionSwitch(path, frozenset(on), frozenset(off), every)

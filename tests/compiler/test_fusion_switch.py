@@ -1,0 +1,121 @@
+"""GE's fusion switch file (`ge.fusionSwitchFile`, pyatc's `--fusion_switch_file`): passes
+turned off and on by name, "ALL", names ge does not have ignored with a warning, and every
+malformed file a GE1202 naming the file and the place, before anything runs."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
+from ge.errors import CompilerOptionError, CompileWarning
+from model_paths import shared_model
+
+pytestmark = pytest.mark.builtin_passes
+
+MOBILENET_BN = shared_model("mobilenet_like_bn")  # ConvBatchNormFusion x9 by default
+
+
+def _switch(tmp_path: Path, content: Any) -> str:
+    path = tmp_path / "fusion_switch.cfg"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+def _fired(result: Any) -> dict[str, int]:
+    return result.report.rewrites_by_pass()
+
+
+def _silu() -> onnx.ModelProto:
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+        "silu", [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+
+
+def test_off_leaves_a_pass_out_and_on_runs_one_off_by_default(tmp_path: Path) -> None:
+    assert _fired(ge.compile(MOBILENET_BN)).get("ConvBatchNormFusion") == 9
+    path = _switch(tmp_path, {"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off"}}})
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path})
+    assert "ConvBatchNormFusion" not in {r.pass_name for r in result.report.records}
+    on = _switch(tmp_path, {"Switch": {"UBFusion": {"SwishFusion": "on"}}})
+    assert _fired(ge.compile(_silu(), options={OPTION_FUSION_SWITCH_FILE: on})) == {
+        "SwishFusion": 1}
+
+
+def test_all_off_then_one_on(tmp_path: Path) -> None:
+    """"ALL" sets every built-in pass first; the passes named then override it."""
+    path = _switch(tmp_path, {"Switch": {"GraphFusion": {"ALL": "off",
+                                                         "ConvBatchNormFusion": "on"}}})
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path})
+    assert {r.pass_name for r in result.report.records} == {"ConvBatchNormFusion"}
+    assert _fired(result) == {"ConvBatchNormFusion": 9}
+
+
+def test_names_ge_does_not_have_are_ignored_with_a_warning(tmp_path: Path) -> None:
+    """A file written for Ascend names Ascend's passes: compiling goes on without them."""
+    path = _switch(tmp_path, {"Switch": {"GraphFusion": {
+        "ConvToFullyConnectionFusionPass": "on", "SoftmaxFusionPass": "off"}}})
+    with pytest.warns(CompileWarning, match=r"fusion switch file .*fusion_switch\.cfg names "
+                      r"pass\(es\) ge does not have, ignored: ConvToFullyConnectionFusionPass, "
+                      r"SoftmaxFusionPass"):
+        result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path})
+    assert _fired(result).get("ConvBatchNormFusion") == 9
+
+
+def test_explicit_enable_and_disable_win_over_the_file(tmp_path: Path) -> None:
+    path = _switch(tmp_path, {"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off"}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path},
+                            enable=["ConvBatchNormFusion"])
+    assert _fired(result).get("ConvBatchNormFusion") == 9
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, r"cannot be read: No such file or directory"),
+    ("{not json", r"is not JSON: Expecting property name enclosed in double quotes at line 1 "
+                  r"column 2"),
+    ([1], r'must be an object with a "Switch" object'),
+    ({"Switch": {"Fusion": {}}}, r"\"Switch\" has 'Fusion'; its sections are GraphFusion and "
+                                 r"UBFusion"),
+    ({"Switch": {"GraphFusion": ["X"]}}, r'"GraphFusion" must be an object of "PassName": '
+                                         r'"on" \| "off"'),
+    ({"Switch": {"GraphFusion": {"X": "maybe"}}}, r"GraphFusion\.X is 'maybe': \"on\" or "
+                                                  r"\"off\""),
+    ({"Switch": {"GraphFusion": {"X": "on"}, "UBFusion": {"X": "off"}}},
+     r"turns X both on and off"),
+])
+def test_a_malformed_file_is_an_option_error_before_anything_runs(
+        tmp_path: Path, content: Any, message: str) -> None:
+    path = str(tmp_path / "missing.cfg") if content is None else _switch(tmp_path, content)
+    graph = ge.graph.load(MOBILENET_BN)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(CompilerOptionError) as caught:
+        ge.compile(graph, options={OPTION_FUSION_SWITCH_FILE: path}, dump=tmp_path / "dumps")
+    assert caught.value.code == "GE1202"
+    assert str(caught.value).startswith(f"[GE1202] fusion switch file {path} "
+                                        f"({OPTION_FUSION_SWITCH_FILE}): ")
+    assert caught.match(message)
+    assert graph.to_onnx().SerializeToString() == before
+    assert not (tmp_path / "dumps").exists()
+
+
+def test_read_fusion_switch_gives_the_names() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.cfg"
+        path.write_text('{"Switch": {"GraphFusion": {"A": "ON", "B": "off", "ALL": "on"}}}')
+        switch = read_fusion_switch(str(path))
+    assert (switch.on, switch.off, switch.all) == ({"A"}, {"B"}, True)
+    enable, disable, ignored = switch.apply(["A", "B", "C"], ["C"], ["A", "B", "C"])
+    assert (enable, disable, ignored) == ({"C"}, {"B"}, [])
