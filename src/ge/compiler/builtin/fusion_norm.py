@@ -219,33 +219,33 @@ class _Affine:
 
 
 def _affine(node: Node, index: int, param: NodeIo, x_dims: list[int | str],
-            x_type: DataType, k: int) -> _Affine | None:
+            x_type: DataType, k: int) -> _Affine:
     """The scale/bias read by input `index` of `node` (a Mul or Add of the match), when it
-    has X's type and broadcasts over the k normalised axes only."""
+    has X's type and broadcasts over the k normalised axes only; else _Refused."""
+    what = f"the {'scale' if node.type == 'Mul' else 'bias'} of {node.name!r}"
     desc = param.node.get_output_desc(param.index)
     if known_dtype(desc) != x_type:
-        return None
+        raise _Refused(f"{what} is not of X's type")
     shape = desc.get_shape()
     if shape.is_unknown_rank() or shape.is_unknown_shape():
-        return None
+        raise _Refused(f"{what} has an unknown shape")
     dims = [int(d) for d in shape]
     norm_dims = x_dims[len(x_dims) - k:]
     if not all(isinstance(d, int) and d > 0 for d in norm_dims):
-        return None  # the normalised dims must be known to compare (and to broadcast)
+        # the normalised dims must be known to compare (and to broadcast)
+        raise _Refused(f"the normalised dims {norm_dims} of X are not all known")
     rank = len(x_dims)
-    if len(dims) > rank:
-        return None  # the Mul/Add would add axes
     padded = [1] * (rank - len(dims)) + dims
-    if any(d != 1 for d in padded[:rank - k]):
-        return None  # varies along an axis that is not normalised
     trailing = padded[rank - k:]
-    if any(d not in (1, n) for d, n in zip(trailing, norm_dims)):
-        return None
+    if len(dims) > rank or any(d != 1 for d in padded[:rank - k]) or any(
+            d not in (1, n) for d, n in zip(trailing, norm_dims)):
+        raise _Refused(f"{what} has shape {dims}: it must broadcast over the normalised "
+                       f"dims {norm_dims} only")
     if dims == norm_dims:
         return _Affine()
     value = const_input(node, index)
-    if value is None:
-        return None  # a non-constant that needs broadcasting: left alone
+    if value is None:  # a non-constant that needs broadcasting: left alone
+        raise _Refused(f"{what} is not a constant and would need broadcasting")
     array = np.asarray(value.numpy()).reshape(trailing)
     return _Affine(np.ascontiguousarray(np.broadcast_to(array, [int(n) for n in norm_dims])))
 
@@ -264,32 +264,48 @@ def _epsilon(c: _Captures) -> float | None:
     return eps if eps is not None and eps >= 0 else None
 
 
+class _Refused(Exception):
+    """Why a full match is not fused: `meet_requirements` says it through the context, so
+    `ge passes explain` shows it ("the pass says: ...")."""
+
+
 def _common(c: _Captures, reduces: tuple[str, ...]
-            ) -> tuple[list[int | str], DataType, int, float] | None:
+            ) -> tuple[list[int | str], DataType, int, float]:
     """The checks both fusions make (the ReduceMeans of roles `reduces`): X's dims and type,
-    the result's, the axes, the constants; (X's dims, X's type, k, epsilon) or None."""
+    the result's, the axes, the constants; (X's dims, X's type, k, epsilon), else _Refused."""
     x_dims, x_type = c.out_desc("x")
-    if x_dims is None or x_type not in FUSIBLE_TYPES:
-        return None
+    if x_dims is None:
+        raise _Refused("X's rank is unknown")
+    if x_type not in FUSIBLE_TYPES:
+        raise _Refused(f"X is {x_type.name if x_type is not None else 'of an unknown type'}, "
+                       "not float16, bfloat16, float32 or float64")
     out_dims, out_type = c.out_desc("out")
     if out_dims != x_dims or out_type != x_type:
-        return None  # broadcasting changed the shape, or a cast the type
+        raise _Refused(f"the result is {out_dims} where X is {x_dims} (or another type): "
+                       "a broadcast or a cast inside the match")
     rank = len(x_dims)
     ks = []
     for role in reduces:
         axes = _reduced_axes(c.node(role))
         if axes is None:
-            return None
-        ks.append(trailing_axes(axes, rank))
-    if ks[0] is None or any(k != ks[0] for k in ks):
-        return None
-    if constant_scalar(c.node("exponent")) != 2.0:
-        return None
+            raise _Refused(f"ReduceMean {c.node(role).name!r} has no constant axes (or "
+                           "keepdims=0)")
+        k = trailing_axes(axes, rank)
+        if k is None:
+            raise _Refused(f"ReduceMean {c.node(role).name!r} reduces axes {axes} of a rank-"
+                           f"{rank} X: the fused operator normalises the last axes only (a "
+                           "channels-first norm needs a Transpose around it)")
+        ks.append(k)
+    if any(k != ks[0] for k in ks):
+        raise _Refused("the ReduceMeans reduce different axes")
+    exponent = constant_scalar(c.node("exponent"))
+    if exponent != 2.0:
+        raise _Refused(f"the power is {exponent}, not 2")
     if "one" in c and constant_scalar(c.node("one")) != 1.0:
-        return None
+        raise _Refused("the numerator is not 1")
     eps = _epsilon(c)
     if eps is None:
-        return None
+        raise _Refused("epsilon is not a constant >= 0")
     return x_dims, x_type, ks[0], eps
 
 
@@ -319,24 +335,31 @@ class _NormFusion(PatternFusionPass):
         # The last match meet_requirements saw and its plan (None: refused).
         self._decided: tuple[MatchResult | None, _Plan | None] = (None, None)
 
-    def _plan_of(self, match_result: MatchResult) -> _Plan | None:
+    def _plan_of(self, match_result: MatchResult) -> _Plan:
         decided, plan = self._decided
-        if decided is match_result:  # meet_requirements has just planned this match
+        if decided is match_result and plan is not None:  # meet_requirements planned it
             return plan
         c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
         if node_opset(c.node("out")) < self.MIN_OPSET:
-            return None
+            raise _Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
         return self._plan(c)
 
-    def _plan(self, c: _Captures) -> _Plan | None:
+    def _plan(self, c: _Captures) -> _Plan:
         raise NotImplementedError
 
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         self._decided = (None, None)
-        plan = self._plan_of(match_result)
+        try:
+            plan = self._plan_of(match_result)
+        except _Refused as refused:
+            if context is not None:
+                context.set_error_message(str(refused))
+            return False
         self._decided = (match_result, plan)  # for the replacement of this match
-        return plan is not None
+        if context is not None:
+            context.set_error_message("")
+        return True
 
 
 @builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
@@ -372,22 +395,15 @@ class LayerNormFusion(_NormFusion):
             found.append(v.build(v.mark("out", out), self))
         return found
 
-    def _plan(self, c: _Captures) -> _Plan | None:
-        common = _common(c, ("mean", "var"))
-        if common is None:
-            return None
-        x_dims, x_type, k, eps = common
+    def _plan(self, c: _Captures) -> _Plan:
+        x_dims, x_type, k, eps = _common(c, ("mean", "var"))
         scaled = c.node("scaled")
         scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
-        if scale is None:
-            return None
         bias = None
         if "bias" in c:
             add = c.node("out")
             bias = _affine(add, _param_index(add, c.io("bias")), c.io("bias"), x_dims, x_type, k)
-            if bias is None:
-                return None
         return _Plan(-k, eps, scale, bias)
 
     def replacement(  # type: ignore[override]  # expression style: built in place
@@ -446,22 +462,17 @@ class RMSNormFusion(_NormFusion):
                 found.append(_rms_pattern(name, opset, cast_in, cast_out, form, self))
         return found
 
-    def _plan(self, c: _Captures) -> _Plan | None:
-        common = _common(c, ("mean_square",))
-        if common is None:
-            return None
-        x_dims, x_type, k, eps = common
+    def _plan(self, c: _Captures) -> _Plan:
+        x_dims, x_type, k, eps = _common(c, ("mean_square",))
         x_onnx = data_type_to_onnx(x_type)
         if "cast_in" in c and _cast_to(c.node("cast_in")) not in (onnx.TensorProto.FLOAT,
                                                                   x_onnx):
-            return None  # computed in another type than float32 (or X's own)
+            raise _Refused("the norm is computed in another type than float32 or X's own")
         if "cast_out" in c and _cast_to(c.node("cast_out")) != x_onnx:
-            return None
+            raise _Refused("the result is cast to another type than X's")
         scaled = c.node("scaled")
         scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
-        if scale is None:
-            return None
         return _Plan(-k, eps, scale)
 
     def replacement(  # type: ignore[override]  # expression style: built in place
