@@ -56,14 +56,44 @@ def _known(desc: TensorDesc) -> bool:
     return desc.data_type != DataType.DT_UNDEFINED
 
 
-def _merged(new: TensorDesc, old: TensorDesc | None) -> TensorDesc:
-    """`new`'s shape and type with the format the anchor already had (inference is ND-blind);
-    `new` itself is left as it is."""
-    if old is not None and _known(old) and (
-            new.format != old.format or new.origin_format != old.origin_format):
+def _fresh_symbol(dim: object) -> bool:
+    """A dim onnx's inference made up (`unk__3`) because it could not name it."""
+    return isinstance(dim, str) and dim.startswith("unk__")
+
+
+def _kept_dims(new: TensorDesc, old: TensorDesc) -> list[int | str] | None:
+    """`new`'s dims with every dim onnx's inference made up (`unk__N`) or left unknown
+    replaced by `old`'s dim there when that one is known (a number, or a name the exporter
+    wrote: `seq`); None when nothing is replaced. An exporter's `[batch, seq, 768]` must not
+    become `[batch, unk__2, 768]`: onnxruntime then cannot prove two values the same shape
+    and skips fusions (SkipLayerNormalization)."""
+    new_shape, old_shape = new.get_shape(), old.get_shape()
+    if new_shape.is_unknown_rank() or old_shape.is_unknown_rank():
+        return None
+    new_dims, old_dims = list(new_shape), list(old_shape)
+    if len(new_dims) != len(old_dims):
+        return None
+    kept = [o if (_fresh_symbol(n) or n == -1) and not _fresh_symbol(o) and o != -1 else n
+            for n, o in zip(new_dims, old_dims)]
+    return kept if kept != new_dims else None
+
+
+def _merged(new: TensorDesc, old: TensorDesc | None, *, from_file: bool = False
+            ) -> TensorDesc:
+    """`new`'s shape and type with the format the anchor already had (inference is ND-blind)
+    and, when `old` is the type the model file declared (`from_file`), the dims it knew that
+    inference could not name (`_kept_dims`); `new` itself is left as it is."""
+    if old is None or not _known(old):
+        return new
+    dims = (_kept_dims(new, old) if from_file and old.data_type == new.data_type
+            else None)
+    if dims is not None or new.format != old.format or new.origin_format != old.origin_format:
         new = new.copy()
         new.format = old.format
         new.origin_format = old.origin_format
+        if dims is not None:
+            new.set_shape(dims)
+            new.set_origin_shape(dims)
     return new
 
 
@@ -436,7 +466,10 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
             old = node.get_output_desc(i)
             if node.type == DATA and _known(old):
                 continue  # a declared input type is the user's, not inference's
-            inferred.append((node, i, _merged(template.copy(), old)))
+            # the file's value_info, of a node as read: its dims stand where onnx has none
+            declared = node._clean and (isinstance(slot, onnx.ValueInfoProto)
+                                        or getattr(slot, "_source", None) is not None)
+            inferred.append((node, i, _merged(template.copy(), old, from_file=declared)))
         subs = node.get_subgraphs()
         if not subs:
             continue
