@@ -105,3 +105,22 @@ def test_the_cli_flag(tmp_path: Path) -> None:
     assert result.stderr == ("ge: [GE1202] opset 12 is below the model's (17); ge only "
                              "converts a model up\n")
     assert not bad.exists()
+
+
+def test_an_untyped_model_stays_untyped_when_converted(tmp_path: Path) -> None:
+    """value_info="auto" follows the model given: the version converter's output has value
+    info, which a trial's `--opset 20` carried into an untyped BERT (onnxruntime then fused
+    differently: 4% slower)."""
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["a"]), onnx.helper.make_node("Neg", ["a"], ["b"]),
+         onnx.helper.make_node("Abs", ["b"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 4])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    for opset in (None, 20):
+        out = tmp_path / f"out{opset}.onnx"
+        ge.compile(model, opset=opset, builtin_passes=False).save(out)
+        assert len(onnx.load(out).graph.value_info) == 0, opset
+    typed = ge.compile(model, opset=20, builtin_passes=False, value_info="all")
+    typed.save(tmp_path / "typed.onnx")
+    assert len(onnx.load(tmp_path / "typed.onnx").graph.value_info) == 2

@@ -160,3 +160,27 @@ def test_inference_dropout_is_compared_and_a_real_difference_still_fails() -> No
     assert not report.ok and [o.name for o in report.failures] == ["clean"]
     with pytest.raises(VerificationError, match="output 'clean'"):
         report.raise_if_failed("differs")
+
+
+def test_an_original_that_cannot_run_is_named_as_the_original(tmp_path: Path) -> None:
+    """Both models share the graph name: the error said "onnxruntime failed to run graph
+    'main_graph'" and a trial user could not tell ge was not at fault. Nothing written."""
+    from ge.errors import SessionError
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, None])],
+        [helper.make_tensor("shape", TensorProto.INT64, [2], [3, -1])])  # 2x4 is not 3x?
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(SessionError) as caught:
+        ge.compile(model, verify=True)
+    assert caught.value.code == "GE1601"
+    assert caught.value.message.startswith(
+        "the original model (as given, before any pass) cannot be run for the verification: "
+        "onnxruntime failed to run graph 'main_graph': ")
+    source, target = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    run = CliRunner().invoke(cli, ["compile", str(source), "-o", str(target), "--verify"])
+    assert run.exit_code == 1 and "the original model (as given" in run.stderr
+    assert not target.exists()

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 import onnx
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, EncodeError
 
 from ge.errors import (
     GraphTypeError,
@@ -270,11 +270,26 @@ def _rename_into_place(tmp_model: Path, target: Path, tmp_data: Path | None,
 
 
 def _approx_nbytes(tensor: Tensor) -> int:
-    """Payload size of a constant without copying it (proto size where it came from a proto)."""
+    """Payload size of a constant without copying it: elements times their size for the
+    fixed-size types (upb's `ByteSize` serializes the message: seconds for a large model),
+    the proto's size for strings and types of no numpy dtype."""
     source = tensor._source_proto()
-    if source is not None:
+    if source is None:
+        return tensor.numpy().nbytes
+    itemsize = _ITEM_SIZES.get(source.data_type)
+    if itemsize is None:
         return source.ByteSize()
-    return tensor.numpy().nbytes
+    return math.prod(source.dims) * itemsize
+
+
+#: Bytes per element of the ONNX element types of a fixed size (sub-byte types: rounded up).
+_ITEM_SIZES: dict[int, int] = {
+    onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2,
+    onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1,
+    onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2, onnx.TensorProto.INT32: 4,
+    onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
+    onnx.TensorProto.BOOL: 1, onnx.TensorProto.COMPLEX64: 8, onnx.TensorProto.COMPLEX128: 16,
+}
 
 
 def _constant_bytes(graph: Graph) -> int:
@@ -378,6 +393,11 @@ def save_model(
     _check_target_path(target)
     if external_data is None:
         external_data = _constant_bytes(graph) > _EXTERNAL_AUTO_THRESHOLD
+    elif not external_data and _constant_bytes(graph) > PROTOBUF_LIMIT:
+        raise ModelSaveError(  # refused before minutes of export and gigabytes of copies
+            f"cannot save to {target} without external data: its constants alone are "
+            f"{_constant_bytes(graph) / 2**30:.1f} GiB, over protobuf's 2 GiB limit for one "
+            "file; save with external data (--external-data)", path=str(target))
     data_name = external_data_name or f"{target.name}.data"
     if external_data and (os.sep in data_name or data_name in ("", ".", "..")):
         raise ModelSaveError(
@@ -416,7 +436,7 @@ def save_model(
                                        lift_constants=lift_constants)
         try:
             payload = model.SerializeToString()
-        except ValueError as exc:  # protobuf refuses messages over 2 GiB
+        except (ValueError, EncodeError) as exc:  # protobuf refuses messages over 2 GiB
             raise ModelSaveError(
                 f"cannot save to {target}: the model is larger than protobuf's 2 GB limit; "
                 "save with external_data=True",

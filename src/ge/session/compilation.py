@@ -262,7 +262,7 @@ def compile(
     given, in_place, source = _as_graph(model)
     graph = given if opset is None else upgraded_opset(given, opset)
     in_place = in_place and graph is given
-    typed = _value_info_mode(value_info, graph)
+    typed = _value_info_mode(value_info, given)  # the model as given, not as converted
     watchers = list(observers)
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
               else GraphDumper.from_environment())
@@ -277,7 +277,12 @@ def compile(
         if mode != "none":
             original = given.to_onnx()  # before any conversion: it is checked too
             feeds = _inputs_for(original, inputs, seed=0)
-            expected = run_model(original, feeds)
+            try:
+                expected = run_model(original, feeds)
+            except SessionError as err:  # nothing of ge's in it yet: say so
+                raise SessionError(
+                    f"the original model (as given, before any pass) cannot be run for the "
+                    f"verification: {err.message}", nodes=err.nodes) from err
             random = random_output_reasons(given)
             if random:
                 _warn_not_compared(random)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from google.protobuf.message import EncodeError
 from onnx import AttributeProto, TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
@@ -315,8 +316,10 @@ class ModelRunner:
         # onnxruntime's own coloured log line on stderr (which --json must keep clean).
         options.log_severity_level = 4
         providers = ["CPUExecutionProvider"]
-        if proto.ByteSize() < _INLINE_LIMIT:
-            return ort.InferenceSession(proto.SerializeToString(), options, providers=providers)
+        payload = serialized_or_none(proto)
+        if payload is not None and len(payload) < _INLINE_LIMIT:
+            return ort.InferenceSession(payload, options, providers=providers)
+        del payload
         # Too large for one protobuf message: write it with external data and load the file.
         self._tmp = tempfile.TemporaryDirectory(prefix="ge-session-")
         path = Path(self._tmp.name) / "model.onnx"
@@ -340,6 +343,16 @@ class ModelRunner:
             raise SessionError(f"{self.backend} failed to run graph {self.name!r}: "
                                f"{_one_line(err)}") from err
         return dict(zip(self.output_names, results))
+
+
+def serialized_or_none(proto: Any) -> bytes | None:
+    """`proto`'s bytes, or None when protobuf refuses it (over 2 GiB: upb raises EncodeError,
+    also from `ByteSize`, which serializes to count)."""
+    try:
+        data: bytes = proto.SerializeToString()
+    except (ValueError, EncodeError):
+        return None
+    return data
 
 
 def run_model(model: Model, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
