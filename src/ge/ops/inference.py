@@ -508,7 +508,8 @@ def _nodes_named_in(message: str) -> list[str]:
 #: Constants of more elements than this go to onnx's inference as typed graph inputs, not
 #: as initializers: inference needs only their type and shape (it reads the values of
 #: small ones, a Reshape's shape, a Slice's starts), and copying and serializing every
-#: weight of a large model twice over would cost more than the inference itself.
+#: weight of a large model twice over would cost more than the inference itself. Except
+#: 1-D ones: see `typed_only` in `_onnx_pass`.
 _VALUE_ELEMENTS = 1024
 
 
@@ -523,6 +524,11 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     def typed_only(tensor: Tensor, name: str) -> onnx.TensorProto | None:
         if name not in root_constants or tensor.size <= _VALUE_ELEMENTS:
             return None  # written with its data (a body's inputs are positional: kept too)
+        if len(tensor.shape) == 1:
+            # onnx's data propagation gives a 1-D graph input read by Gather one symbolic
+            # dim per element (~72 bytes each: 300 MB of weights took 5.6 GB); as an
+            # initializer it is not propagated at all
+            return None
         stub = onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
                                 dims=tensor.shape)
         stubs[name] = stub
