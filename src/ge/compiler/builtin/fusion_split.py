@@ -10,7 +10,7 @@ being optimised, that:
   Split takes its sizes as an input; the axis and bounds may be written in any of ONNX's
   forms, negative or past the end, and are read as the Slice would clamp them);
 * together, taken in order of their starts, cover that axis of the value from 0 to its
-  static length without a gap or an overlap (Slices beyond one covering, such as a third
+  static length (the value's other dims may be symbolic) without a gap or an overlap (Slices beyond one covering, such as a third
   cutting across the others, stay as they are), and are at least two.
 
 The Split takes the Slices' place: its outputs carry their value names (graph outputs keep
@@ -29,7 +29,6 @@ import numpy as np
 from ge.compiler.builtin._support import (
     read_by_body,
     slice_arguments,
-    static_dims,
     unique_node_name,
 )
 from ge.compiler.pass_registry import builtin_pass
@@ -58,11 +57,13 @@ def _piece(node: Node) -> tuple[_Cut, int, int, int] | None:
     producer = node.get_input_producer(0)
     if producer is None or producer[0].owner_graph is not node.owner_graph:
         return None
-    dims = static_dims(node.get_input_desc(0))
-    arguments = slice_arguments(node) if dims else None
+    shape = node.get_input_desc(0).get_shape()
+    # the rank and the cut axis' length must be known; the other dims may be anything (a
+    # dynamic batch and sequence: rotate_half of every dynamic-shape Llama)
+    arguments = None if shape.is_unknown_rank() or not len(shape) else slice_arguments(node)
     if arguments is None:
         return None
-    assert dims is not None
+    dims = list(shape)
     starts, ends, axes, steps = arguments
     if len(starts) != 1 or len(ends) != 1 or steps != [1]:
         return None
@@ -70,7 +71,10 @@ def _piece(node: Node) -> tuple[_Cut, int, int, int] | None:
     if (axes is not None and len(axes) != 1) or not -len(dims) <= axis < len(dims):
         return None
     axis %= len(dims)
-    picked = range(dims[axis])[starts[0]:ends[0]]  # ONNX clamps the bounds as Python does
+    length = dims[axis]
+    if not isinstance(length, int) or length < 0:
+        return None  # symbolic or unknown
+    picked = range(length)[starts[0]:ends[0]]  # ONNX clamps the bounds as Python does
     if not picked:
         return None
     return (producer[0], producer[1], axis), picked.start, picked.stop, dims[axis]
