@@ -32,7 +32,7 @@ def _model() -> onnx.ModelProto:
 class _Refusing:
     """A message protobuf refuses to serialize, as upb refuses one over 2 GiB."""
 
-    def SerializeToString(self) -> bytes:  # noqa: N802 (protobuf's name)
+    def SerializeToString(self) -> bytes:
         raise EncodeError("Failed to serialize proto")
 
 

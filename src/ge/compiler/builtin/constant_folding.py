@@ -2,7 +2,8 @@
 
 A deterministic node whose connected inputs are all constants is evaluated with onnx's
 reference evaluator (`ge.ops.evaluate_node`); `Shape` and `Size` are also folded when the
-shape of their input is static, constant or not. Nodes are visited in topological order,
+shape of their input is static, constant or not, and `Gather(Shape(x), i)` when the dims
+it picks are (x's others may be symbolic). Nodes are visited in topological order,
 so a chain of foldable nodes folds in one run; a small computation repeated across the
 model (inputs up to 4 KiB, e.g. a scale in every block) is evaluated once per run and its
 result given to each fold. The readers of the new constants get their output descs
@@ -180,6 +181,55 @@ def _estimated_nbytes(desc: TensorDesc) -> int | None:
     return None if dims is None else math.prod(dims) * itemsize
 
 
+def _shape_dims(node: Node) -> list[int | str] | None:
+    """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
+    an unknown rank or a missing input."""
+    if node.get_input_producer(0) is None:
+        return None
+    shape = node.get_input_desc(0).get_shape()
+    if shape.is_unknown_rank():
+        return None
+    dims = list(shape)
+    rank = len(dims)
+
+    def clamp(value: int) -> int:
+        return min(max(value + rank if value < 0 else value, 0), rank)
+
+    start = clamp(int(node.get_attr("start"))) if node.has_attr("start") else 0
+    end = clamp(int(node.get_attr("end"))) if node.has_attr("end") else rank
+    return dims[start:end]
+
+
+def _gathered_dims(node: Node) -> Tensor | None:
+    """`Gather(Shape(x), i)` with constant indices picking static dims of x, as a constant,
+    while x's other dims are symbolic (`x.shape[-1] // 2` of rotate_half, a head size in
+    the attention scale: the whole Shape cannot fold, these dims can); else None."""
+    shape_producer, indices_producer = node.get_input_producer(0), node.get_input_producer(1)
+    if shape_producer is None or indices_producer is None:
+        return None
+    shape_node, indices_node = shape_producer[0], indices_producer[0]
+    if shape_node.type != "Shape" or shape_node.domain or indices_node.type != CONST:
+        return None
+    if node.has_attr("axis") and int(node.get_attr("axis")) != 0:
+        return None
+    dims = _shape_dims(shape_node)
+    indices = indices_node.get_attr("value") if indices_node.has_attr("value") else None
+    if dims is None or not isinstance(indices, Tensor):
+        return None
+    picked = np.asarray(indices.numpy())
+    if picked.dtype.kind not in "iu" or picked.ndim > 1:
+        return None
+    values = []
+    for index in picked.reshape(-1).tolist():
+        if not -len(dims) <= index < len(dims):
+            return None  # out of range: the runtime's error, not a constant
+        dim = dims[index]
+        if isinstance(dim, str) or dim < 0:
+            return None
+        values.append(dim)
+    return Tensor(np.array(values, dtype=np.int64).reshape(picked.shape))
+
+
 def _shape_value(node: Node) -> Tensor | None:
     """`Shape` or `Size` of an input whose (selected) dims are static, else None."""
     if node.get_input_producer(0) is None:
@@ -192,15 +242,8 @@ def _shape_value(node: Node) -> Tensor | None:
         if shape.is_unknown_shape():
             return None
         return Tensor(np.array(math.prod(int(d) for d in dims), dtype=np.int64))
-    rank = len(dims)
-
-    def clamp(value: int) -> int:
-        return min(max(value + rank if value < 0 else value, 0), rank)
-
-    start = clamp(int(node.get_attr("start"))) if node.has_attr("start") else 0
-    end = clamp(int(node.get_attr("end"))) if node.has_attr("end") else rank
-    selected = dims[start:end]
-    if any(isinstance(d, str) or d < 0 for d in selected):
+    selected = _shape_dims(node)
+    if selected is None or any(isinstance(d, str) or d < 0 for d in selected):
         return None
     return Tensor(np.array([int(d) for d in selected], dtype=np.int64))
 
@@ -219,6 +262,10 @@ def _may_fold(node: Node) -> bool:
         return True
     if op_type in STRUCTURAL and not node.domain:
         return False
+    if op_type == "Gather" and not node.domain:
+        producer = node.get_input_producer(0)
+        if producer is not None and producer[0].type == "Shape":
+            return True  # `_gathered_dims`
     return all(producer.type == CONST for producer in node.get_in_data_nodes())
 
 
@@ -285,6 +332,10 @@ class _Folder:
         if node.type in _SHAPE_OPS and not node.domain:
             value = _shape_value(node)
             if value is not None and self._fits({0: value}, 0):
+                return {0: value}
+        if node.type == "Gather" and not node.domain:
+            value = _gathered_dims(node)
+            if value is not None and _agrees(node.get_output_desc(0), value):
                 return {0: value}
         inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
         if inputs is None:

@@ -10,8 +10,9 @@ being optimised, that:
   Split takes its sizes as an input; the axis and bounds may be written in any of ONNX's
   forms, negative or past the end, and are read as the Slice would clamp them);
 * together, taken in order of their starts, cover that axis of the value from 0 to its
-  static length (the value's other dims may be symbolic) without a gap or an overlap (Slices beyond one covering, such as a third
-  cutting across the others, stay as they are), and are at least two.
+  static length (the value's other dims may be symbolic) without a gap or an overlap
+  (Slices beyond one covering, such as a third cutting across the others, stay as they
+  are), and are at least two.
 
 The Split takes the Slices' place: its outputs carry their value names (graph outputs keep
 theirs) and descs, and the Slices' readers read the Split. A Slice with control edges or
