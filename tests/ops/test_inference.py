@@ -188,11 +188,26 @@ def test_custom_op_inference_and_kernel() -> None:
         unregister_op("Tile2", "test.infer")
 
 
+def _spy_on_onnx_inference(monkeypatch) -> list[bytes]:
+    """The models handed to onnx's `infer_shapes`, in order (it still runs)."""
+    from onnx import shape_inference
+
+    seen: list[bytes] = []
+    real = shape_inference.infer_shapes
+
+    def spy(model, *args, **kwargs):
+        seen.append(model)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "infer_shapes", spy)
+    return seen
+
+
 def test_large_constants_reach_onnx_inference_as_typed_inputs(monkeypatch) -> None:
     """A weight is handed to onnx's inference by type and shape only (no data copied and
     serialized); a small constant whose value decides a shape (Reshape's) keeps its data;
     both give the same types as inference of the whole model."""
-    from onnx import TensorProto, helper, numpy_helper, shape_inference
+    from onnx import TensorProto, helper, numpy_helper
 
     weight = np.ones((2048, 8), np.float32)  # 16,384 elements
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
@@ -203,14 +218,7 @@ def test_large_constants_reach_onnx_inference_as_typed_inputs(monkeypatch) -> No
         [numpy_helper.from_array(weight, "w"),
          numpy_helper.from_array(np.array([4, 4], np.int64), "shape")]),
         opset_imports=[helper.make_opsetid("", 17)])
-    seen: list[bytes] = []
-    real = shape_inference.infer_shapes
-
-    def spy(model, *args, **kwargs):
-        seen.append(model)
-        return real(model, *args, **kwargs)
-
-    monkeypatch.setattr(shape_inference, "infer_shapes", spy)
+    seen = _spy_on_onnx_inference(monkeypatch)
     graph = load(proto)
     infer_shapes(graph)
     (serialized,) = seen  # (bytes: the Python message is let go before onnx runs)
@@ -230,7 +238,7 @@ def test_a_large_1d_constant_reaches_onnx_inference_as_an_initializer(monkeypatc
     """Not as a typed input: onnx's data propagation gives a 1-D graph input read by Gather
     one symbolic dim per element (a trial: 300 MB of 1-D weights took 15.7 s and 5.6 GB in
     InferShape; as initializers 3.6 s and 1.5 GB)."""
-    from onnx import TensorProto, helper, numpy_helper, shape_inference
+    from onnx import TensorProto, helper, numpy_helper
 
     table = np.arange(4096, dtype=np.float32)  # 1-D, over the 1,024-element threshold
     proto = helper.make_model(helper.make_graph(
@@ -238,14 +246,7 @@ def test_a_large_1d_constant_reaches_onnx_inference_as_an_initializer(monkeypatc
         [helper.make_tensor_value_info("idx", TensorProto.INT64, ["N"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(table, "t")]), opset_imports=[helper.make_opsetid("", 18)])
-    seen: list[bytes] = []
-    real = shape_inference.infer_shapes
-
-    def spy(model, *args, **kwargs):
-        seen.append(model)
-        return real(model, *args, **kwargs)
-
-    monkeypatch.setattr(shape_inference, "infer_shapes", spy)
+    seen = _spy_on_onnx_inference(monkeypatch)
     graph = load(proto)
     infer_shapes(graph)
     handed = onnx.load_from_string(seen[0])

@@ -181,15 +181,21 @@ def _estimated_nbytes(desc: TensorDesc) -> int | None:
     return None if dims is None else math.prod(dims) * itemsize
 
 
-def _shape_dims(node: Node) -> list[int | str] | None:
-    """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
-    an unknown rank or a missing input."""
+def _input_dims(node: Node) -> list[int | str] | None:
+    """The dims of input 0 as its desc says, static or not; None for an unknown rank or a
+    missing input."""
     if node.get_input_producer(0) is None:
         return None
     shape = node.get_input_desc(0).get_shape()
-    if shape.is_unknown_rank():
+    return None if shape.is_unknown_rank() else list(shape)
+
+
+def _shape_dims(node: Node) -> list[int | str] | None:
+    """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
+    an unknown rank or a missing input."""
+    dims = _input_dims(node)
+    if dims is None:
         return None
-    dims = list(shape)
     rank = len(dims)
 
     def clamp(value: int) -> int:
@@ -232,14 +238,9 @@ def _gathered_dims(node: Node) -> Tensor | None:
 
 def _shape_value(node: Node) -> Tensor | None:
     """`Shape` or `Size` of an input whose (selected) dims are static, else None."""
-    if node.get_input_producer(0) is None:
-        return None
-    shape = node.get_input_desc(0).get_shape()
-    if shape.is_unknown_rank():
-        return None
-    dims = list(shape)
     if node.type == "Size":
-        if shape.is_unknown_shape():
+        dims = _input_dims(node)
+        if dims is None or any(isinstance(d, str) or d < 0 for d in dims):
             return None
         return Tensor(np.array(math.prod(int(d) for d in dims), dtype=np.int64))
     selected = _shape_dims(node)
