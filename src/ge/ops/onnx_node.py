@@ -61,15 +61,16 @@ def input_value_name(node: Node, index: int) -> str:
 
 
 def const_value(node: Node, index: int) -> Tensor | None:
-    """The value of input `index` when its producer is a `Const` node, else None."""
+    """The value of input `index` when its producer is a `Const` node (of any enclosing
+    graph; not an operator of a custom domain that happens to be called Const), else None."""
     producer = node.get_input_producer(index)
     if producer is None:
         return None
     src = producer[0]
-    if src.type == CONST and src.has_attr("value"):
-        value = src.get_attr("value")
-        return value if isinstance(value, Tensor) else None
-    return None
+    if src.type != CONST or src.domain or not src.has_attr("value"):
+        return None
+    value = src.get_attr("value")
+    return value if isinstance(value, Tensor) else None
 
 
 def type_proto(desc: TensorDesc | None) -> onnx.TypeProto | None:

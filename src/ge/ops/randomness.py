@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ge.graph.graph import Graph
 from ge.graph.node import Node
-from ge.graph.tensor import Tensor
-from ge.ops.onnx_node import node_opset
+from ge.ops.onnx_node import const_value, node_opset
 
 __all__ = ["NONDETERMINISTIC_OPS", "dropout_in_inference", "is_random", "random_outputs"]
 
@@ -29,13 +28,9 @@ def dropout_in_inference(node: Node) -> bool:
     absent or a constant false, and, before opset 7, `is_test` set."""
     if node_opset(node) < 7 and not (node.has_attr("is_test") and node.get_attr("is_test")):
         return False
-    producer = node.get_input_producer(2) if node.get_inputs_size() > 2 else None
-    if producer is not None:
-        source = producer[0]
-        mode = source.get_attr("value") if (source.type == "Const" and not source.domain
-                                            and source.has_attr("value")) else None
-        if (not isinstance(mode, Tensor) or mode.size != 1
-                or bool(mode.numpy().reshape(-1)[0])):
+    if node.get_inputs_size() > 2 and node.get_input_producer(2) is not None:
+        mode = const_value(node, 2)
+        if mode is None or mode.size != 1 or bool(mode.numpy().reshape(-1)[0]):
             return False
     return True
 

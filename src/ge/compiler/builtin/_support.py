@@ -15,20 +15,16 @@ import numpy as np
 import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
-from ge.ops.onnx_node import node_opset
-from ge.ops.randomness import NONDETERMINISTIC_OPS, dropout_in_inference, is_random
+from ge.ops.onnx_node import const_value, node_opset
 
 __all__ = [
     "FLOAT_TYPES",
-    "NONDETERMINISTIC_OPS",
     "const_input",
     "const_ints",
-    "dropout_in_inference",
     "feeds_net_output",
     "first_element",
     "input_connected",
     "is_operator",
-    "is_random",
     "known_dtype",
     "output_name_kept",
     "raw_bytes",
@@ -112,16 +108,8 @@ def rewirable(node: Node) -> bool:
     return all(output_name_kept(graph, j) for j in feeds_net_output(node))
 
 
-def const_input(node: Node, index: int) -> Tensor | None:
-    """The value of input `index` when a `Const` node (of any enclosing graph) produces it."""
-    producer = node.get_input_producer(index)
-    if producer is None:
-        return None
-    src = producer[0]
-    if src.type != CONST or src.domain or not src.has_attr("value"):
-        return None
-    value = src.get_attr("value")
-    return value if isinstance(value, Tensor) else None
+#: The value of input `index` when a `Const` node (of any enclosing graph) produces it.
+const_input = const_value
 
 
 def input_connected(node: Node, index: int) -> bool:

@@ -32,7 +32,6 @@ import onnx
 
 from ge.compiler.builtin._support import (
     is_operator,
-    is_random,
     known_dtype,
     raw_bytes,
     read_by_body,
@@ -49,6 +48,7 @@ from ge.graph.keys import value_key
 from ge.graph.types import DataType, data_type_to_numpy
 from ge.ops.evaluation import NodeEvaluator, Signature
 from ge.ops.onnx_node import STRUCTURAL, node_opset, node_spec
+from ge.ops.randomness import is_random
 from ge.ops.refinement import refine_output_descs
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import is_operator, is_random, rewirable
+from ge.compiler.builtin._support import is_operator, rewirable
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.keys import node_key
+from ge.ops.randomness import is_random
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 

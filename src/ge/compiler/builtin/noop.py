@@ -31,7 +31,6 @@ import numpy as np
 from ge.compiler.builtin._support import (
     const_input,
     const_ints,
-    dropout_in_inference,
     first_element,
     input_connected,
     known_dtype,
@@ -43,6 +42,7 @@ from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node, Tensor, TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
+from ge.ops.randomness import dropout_in_inference
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
