@@ -36,7 +36,7 @@ from ge.graph.external_data import (
     write_external_data,
 )
 from ge.graph.graph import CONST, Graph
-from ge.graph.onnx_export import TensorSink, graph_to_model
+from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
@@ -340,20 +340,10 @@ def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
     or external initializers turned into typed graph inputs, for the checker; None when a
     tensor elsewhere (a body, an attribute) still points into an external data file, which
     the checker would look for beside the working folder."""
-    gp = model.graph
-    moved = [t for t in gp.initializer
-             if t.data_location == onnx.TensorProto.EXTERNAL
-             or math.prod(t.dims) > _CHECKED_VALUE_ELEMENTS]
-    if moved:
-        names = {t.name for t in moved}
-        listed = {vi.name for vi in gp.input}  # ir_version < 4: initializers are inputs too
-        typed = [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                 for t in moved if t.name not in listed]
-        kept = [t for t in gp.initializer if t.name not in names]
-        del moved
-        del gp.initializer[:]
-        gp.initializer.extend(kept)
-        gp.input.extend(typed)
+    initializers_as_inputs(model.graph, {
+        t.name for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL
+        or math.prod(t.dims) > _CHECKED_VALUE_ELEMENTS})
     if any(t.data_location == onnx.TensorProto.EXTERNAL for t in iter_tensors(model)):
         return None
     return model
@@ -391,13 +381,15 @@ def save_model(
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
-    if external_data is None:
-        external_data = _constant_bytes(graph) > _EXTERNAL_AUTO_THRESHOLD
-    elif not external_data and _constant_bytes(graph) > PROTOBUF_LIMIT:
-        raise ModelSaveError(  # refused before minutes of export and gigabytes of copies
-            f"cannot save to {target} without external data: its constants alone are "
-            f"{_constant_bytes(graph) / 2**30:.1f} GiB, over protobuf's 2 GiB limit for one "
-            "file; save with external data (--external-data)", path=str(target))
+    if not external_data:  # None (decide) or False (refuse what cannot fit)
+        constant_bytes = _constant_bytes(graph)
+        if external_data is None:
+            external_data = constant_bytes > _EXTERNAL_AUTO_THRESHOLD
+        elif constant_bytes > PROTOBUF_LIMIT:
+            raise ModelSaveError(  # refused before minutes of export and gigabytes of copies
+                f"cannot save to {target} without external data: its constants alone are "
+                f"{constant_bytes / 2**30:.1f} GiB, over protobuf's 2 GiB limit for one "
+                "file; save with external data (--external-data)", path=str(target))
     data_name = external_data_name or f"{target.name}.data"
     if external_data and (os.sep in data_name or data_name in ("", ".", "..")):
         raise ModelSaveError(

@@ -11,7 +11,7 @@ keep their output names whatever produces the outputs now (`_OutputNames`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextvars import ContextVar
 from typing import Any
 
@@ -26,7 +26,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["graph_to_model"]
+__all__ = ["graph_to_model", "initializers_as_inputs"]
 
 A = AttributeProto
 
@@ -41,6 +41,22 @@ _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
 # (`graph_to_model(lift_constants=...)`).
 _LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
+
+
+def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
+    """Turn the initializers `names` of `gp` into typed graph inputs, their type and shape
+    without their data (onnx's checker and shape inference need no weight's values, and a
+    copy of every weight would cost more than either); one already listed as an input (IR
+    version < 4) keeps that listing. The rest keep their order."""
+    if not names:
+        return
+    listed = {vi.name for vi in gp.input}
+    typed = [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+             for t in gp.initializer if t.name in names and t.name not in listed]
+    kept = [t for t in gp.initializer if t.name not in names]
+    del gp.initializer[:]
+    gp.initializer.extend(kept)
+    gp.input.extend(typed)
 
 
 def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,

@@ -25,7 +25,7 @@ from ge.errors import ShapeInferenceError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node
-from ge.graph.onnx_export import graph_to_model
+from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
@@ -519,7 +519,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     `custom`: whether the model has custom operators (their typed outputs are kept)."""
     exported: ExportedNames = {}
     root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
-    stubs: dict[str, onnx.TensorProto] = {}
+    stubs: set[str] = set()  # constants written without their data
 
     def typed_only(tensor: Tensor, name: str) -> onnx.TensorProto | None:
         if name not in root_constants or tensor.size <= _VALUE_ELEMENTS:
@@ -529,22 +529,16 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
             # dim per element (~72 bytes each: 300 MB of weights took 5.6 GB); as an
             # initializer it is not propagated at all
             return None
-        stub = onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
+        stubs.add(name)
+        return onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
                                 dims=tensor.shape)
-        stubs[name] = stub
-        return stub
 
     # Without custom operators no value info is kept: none is exported (the same as
     # exporting them all and stripping them, without writing or walking them).
     model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
                            value_info=custom)
     gp = model.graph
-    if stubs:
-        kept_initializers = [t for t in gp.initializer if t.name not in stubs]
-        del gp.initializer[:]
-        gp.initializer.extend(kept_initializers)
-        gp.input.extend(onnx.helper.make_tensor_value_info(name, stub.data_type, stub.dims)
-                        for name, stub in stubs.items())
+    initializers_as_inputs(gp, stubs)
     if custom:
         _strip(gp, _custom_output_names(root, exported))
     if known_values:
