@@ -80,7 +80,7 @@ class Invocation:
         """Run `instance` on `target` (a graph of `root`'s hierarchy) and check the result."""
         context = PassContext(entry.name, self.options)
         if entry.requires and not any(target.nodes_of_type(t) for t in entry.requires):
-            return self._nothing_to_do(entry, target, stage)
+            return self.idle_record(entry, target, stage)
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
         before = root.mutation_count
         nodes_before = operator_count(target)
@@ -169,15 +169,17 @@ class Invocation:
                     err.location = location
                 return
 
-    def _nothing_to_do(self, entry: RegisteredPass, target: Graph, stage: str
-                       ) -> PassRunRecord:
-        """The record of a pass skipped because `target` has none of the op types it needs."""
+    def idle_record(self, entry: RegisteredPass, target: Graph, stage: str,
+                    rolled_back: str | None = None) -> PassRunRecord:
+        """The record of a run that left `target` as it was: skipped because it has none of
+        the op types the pass needs, or (`rolled_back`: the failure) rolled back."""
+        nodes = operator_count(target)
         return PassRunRecord(
             pass_name=entry.name, stage=stage, graph_name=target.name,
-            outcome=RunOutcome.NOT_CHANGED, changed=False, seconds=0.0,
-            kind=entry.descriptor.kind, origin=str(entry.origin),
-            location=entry.origin.location, nodes_before=operator_count(target),
-            nodes_after=operator_count(target), round=self.round)
+            outcome=RunOutcome.NOT_CHANGED if rolled_back is None else RunOutcome.FAILED,
+            changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
+            location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
+            round=self.round, rolled_back=rolled_back)
 
 
 def is_live(sub: Graph, root: Graph) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
-from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, operator_count
+from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
 from ge.compiler.steps import (
     FINAL_VALIDATION_STAGE,
     INFER_SHAPE_STAGE,
@@ -34,7 +34,6 @@ from ge.compiler.steps import (
 from ge.errors import CompilerOptionError, CompileWarning, GeError, PassRunError
 from ge.ops.memo import InferenceMemo
 from ge.passes.stage import PassStage
-from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -273,13 +272,8 @@ class Scheduler:
             raise err
         warnings.warn(CompileWarning(f"pass {entry.name} rolled back and skipped "
                                      f"(on_pass_failure=skip): {err}"), stacklevel=2)
-        self._record(PassRunRecord(
-            pass_name=entry.name, stage=stage or entry.stage_label, graph_name=target.name,
-            outcome=RunOutcome.FAILED, changed=False, seconds=0.0,
-            kind=entry.descriptor.kind, origin=str(entry.origin),
-            location=entry.origin.location, nodes_before=operator_count(target),
-            nodes_after=operator_count(target), round=self._invocation.round,
-            rolled_back=err.message), root)
+        self._record(self._invocation.idle_record(entry, target, stage or entry.stage_label,
+                                                  rolled_back=err.message), root)
 
     def _record(self, record: PassRunRecord, root: Graph) -> None:
         self.records.append(record)
