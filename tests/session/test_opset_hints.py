@@ -104,3 +104,15 @@ def test_the_cli_prints_the_hint_and_puts_it_in_the_json(tmp_path: Path) -> None
     for flags in (["--opset", "20"], ["--no-builtin"], ["--disable", "GeluFusion"]):
         result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), *flags])
         assert result.exit_code == 0 and "hint:" not in result.stdout, flags
+
+
+def test_the_cli_hints_follow_the_fusion_switch_file(tmp_path: Path) -> None:
+    """Hints count what the compilation ran: a fusion switch file turning GeluFusion off
+    leaves no GELU hint (the CLI re-derived that from --disable/--enable alone)."""
+    out = tmp_path / "out.onnx"
+    switch = tmp_path / "fusion_switch.cfg"
+    switch.write_text('{"Switch": {"GraphFusion": {"GeluFusion": "off"}}}')
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), "--option",
+                                      f"ge.fusionSwitchFile={switch}"])
+    assert result.exit_code == 0, result.stderr
+    assert "hint:" not in result.stdout

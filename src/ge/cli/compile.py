@@ -147,6 +147,14 @@ def _pass_table(report: CompileReport) -> Any:
     return table
 
 
+def _builtins_not_in(ran: set[str]) -> list[str]:
+    """The built-in passes a compilation did not run (no record of theirs)."""
+    from ge.compiler.builtin import BUILTIN_PASSES
+
+    names = (cls.__ge_builtin__.name for cls in BUILTIN_PASSES)  # type: ignore[attr-defined]
+    return [name for name in names if name not in ran]
+
+
 def _runs_of_each_pass(records: Sequence[PassRunRecord]) -> list[list[PassRunRecord]]:
     """The records grouped by pass invocation: a pass's run on the root graph and its runs
     on the bodies after it (one row each would make a table of 50,000 rows for a model of
@@ -326,7 +334,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             labels=("Before", "After")))
     from ge.session.hints import opset_hints
 
-    hints = opset_hints(result.graph, disable, enable) if builtin else []
+    # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
+    ran = {record.pass_name for record in result.report.records}
+    hints = opset_hints(result.graph, _builtins_not_in(ran), ran) if builtin else []
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
     payload["output_data"] = None if data_file is None else str(data_file)
     payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
