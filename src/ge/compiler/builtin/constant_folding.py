@@ -31,6 +31,7 @@ import numpy as np
 import onnx
 
 from ge.compiler.builtin._support import (
+    const_input,
     is_operator,
     known_dtype,
     raw_bytes,
@@ -210,17 +211,14 @@ def _gathered_dims(node: Node) -> Tensor | None:
     """`Gather(Shape(x), i)` with constant indices picking static dims of x, as a constant,
     while x's other dims are symbolic (`x.shape[-1] // 2` of rotate_half, a head size in
     the attention scale: the whole Shape cannot fold, these dims can); else None."""
-    shape_producer, indices_producer = node.get_input_producer(0), node.get_input_producer(1)
-    if shape_producer is None or indices_producer is None:
-        return None
-    shape_node, indices_node = shape_producer[0], indices_producer[0]
-    if shape_node.type != "Shape" or shape_node.domain or indices_node.type != CONST:
+    producer = node.get_input_producer(0)
+    if producer is None or producer[0].type != "Shape" or producer[0].domain:
         return None
     if node.has_attr("axis") and int(node.get_attr("axis")) != 0:
         return None
-    dims = _shape_dims(shape_node)
-    indices = indices_node.get_attr("value") if indices_node.has_attr("value") else None
-    if dims is None or not isinstance(indices, Tensor):
+    dims = _shape_dims(producer[0])
+    indices = const_input(node, 1)
+    if dims is None or indices is None:
         return None
     picked = np.asarray(indices.numpy())
     if picked.dtype.kind not in "iu" or picked.ndim > 1:
