@@ -332,13 +332,12 @@ class _NormFusion(PatternFusionPass):
     def __init__(self) -> None:
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
-        # The last match meet_requirements saw and its plan (None: refused).
-        self._decided: tuple[MatchResult | None, _Plan | None] = (None, None)
+        # The last match meet_requirements accepted and its plan (None: it refused the last).
+        self._decided: tuple[MatchResult, _Plan] | None = None
 
     def _plan_of(self, match_result: MatchResult) -> _Plan:
-        decided, plan = self._decided
-        if decided is match_result and plan is not None:  # meet_requirements planned it
-            return plan
+        if self._decided is not None and self._decided[0] is match_result:
+            return self._decided[1]  # meet_requirements has just planned this match
         c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
         if node_opset(c.node("out")) < self.MIN_OPSET:
             raise _Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
@@ -349,7 +348,7 @@ class _NormFusion(PatternFusionPass):
 
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
-        self._decided = (None, None)
+        self._decided = None
         try:
             plan = self._plan_of(match_result)
         except _Refused as refused:
