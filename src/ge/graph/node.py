@@ -412,8 +412,9 @@ class Node:
         if desc is not None:
             return desc.copy()
         if self._type == "Const" and "value" in self._attrs:
-            # A constant's output is its value: shape and type are known without inference.
-            value = self.get_attr("value")
+            # A constant's output is its value: shape and type are known without inference
+            # (and without decoding the data).
+            value = self._stored_tensor("value")
             if isinstance(value, Tensor):  # anything else is for validate() to report
                 return value.get_tensor_desc()
         return TensorDesc.unknown()
