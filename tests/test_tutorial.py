@@ -73,10 +73,13 @@ KEY_PHRASES: list[tuple[str, list[str]]] = [
       "success │ 2/2/0 │",
       "│ Div │ 2 │ 0 │ -2 │", "nodes 160 → 92", "verification ok: 1 output(s) match",
       "wrote out.onnx", "wrote page page.html"]),
-    ("ge dump out.onnx | grep '%Const:0'",
-     ["%Const:0: float32[] = Const[value=Tensor(float32[] 0.7071)]()",
-      "%Mul:0 = Mul(%/model/transformer/layer.0/ffn/lin1/MatMul_output_0, %Const:0)",
-      "%Mul_2:0 = Mul(%/model/transformer/layer.1/ffn/lin1/MatMul_output_0, %Const:0)"]),
+    ("ge dump out.onnx | grep 'activation/Const\\b'",
+     ["%/model/transformer/layer.0/ffn/activation/Const: float32[] = "
+      "Const[value=Tensor(float32[] 0.7071)]()",
+      "%/model/transformer/layer.0/ffn/activation/Mul_2:0 = Mul(%/model/transformer/layer.0/"
+      "ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)",
+      "%/model/transformer/layer.1/ffn/activation/Mul_3:0 = Mul(%/model/transformer/layer.1/"
+      "ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)"]),
     ("python -m pytest -q test_div_to_mul.py", ["2 passed"]),
 ]
 

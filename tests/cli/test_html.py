@@ -114,9 +114,14 @@ def test_compile_html_marks_the_batchnorm_folding(tmp_path: Path) -> None:
     for key in batchnorms:  # folded away: removed, and matched by the rewrite
         assert {"removed", "matched"} <= _classes(before[key])
         assert key not in after
-    assert {"removed", "matched"} <= _classes(before["/stem/stem.0/Conv"])
+    # The folded Conv keeps its name: the same node on both sides, matched and changed
+    # (its weights); what the fold added are the folded weights.
+    conv = "/stem/stem.0/Conv"
+    assert {"changed", "matched"} <= _classes(before[conv])
+    assert "changed" in _classes(after[conv])
+    assert after[conv].get("data-origin-pass") == "ConvBatchNormFusion"
     new = {k: n for k, n in after.items() if "added" in _classes(n)}
-    assert any(n["data-op"] == "Conv" for n in new.values())
+    assert "stem.0.weight_folded" in new and "stem.1.bias_folded" in new
     assert all(n.get("data-origin-pass") == "ConvBatchNormFusion" for n in new.values())
     assert not any("removed" in _classes(n) for n in after.values())
     assert not any("added" in _classes(n) for n in before.values())

@@ -556,3 +556,51 @@ def test_the_folded_nodes_say_where_they_come_from() -> None:
     assert metadata.get("ge.origin_pass") == "ConvBatchNormFusion"
     assert "conv" in metadata.get("ge.origin_nodes", "") and "bn" in metadata.get(
         "ge.origin_nodes", "")
+
+
+def _initializer_names(graph: ge.graph.Graph) -> set[str]:
+    return {init.name for init in graph.to_onnx().graph.initializer}
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["no-bias", "bias"])
+def test_a_folded_conv_keeps_its_name_and_its_weights_say_whose_they_were(bias: bool) -> None:
+    """The Conv after folding is named as the Conv it replaces (`conv`), its new weight
+    after the old one (`w_folded`) and its new bias after the Conv's bias, or else the
+    BatchNormalization's (`cb_folded` / `bn_b_folded`): tools keyed on node or weight names
+    still find the module."""
+    graph = load(conv_bn(bias=bias))
+    assert run_pass(ConvBatchNormFusion, graph)
+    (conv,) = graph.nodes_of_type("Conv")
+    assert conv.name == "conv"
+    bias_name = "cb_folded" if bias else "bn_b_folded"
+    assert [conv.get_input_producer(i)[0].get_output_name(0) for i in (1, 2)] == [
+        "w_folded", bias_name]
+    assert {"w_folded", bias_name} <= _initializer_names(graph)
+
+
+def test_a_weight_folded_twice_keeps_one_suffix() -> None:
+    """Conv * s + a: the Mul fold makes `w_folded`, the Add fold then names its bias after
+    the Add's constant; the weight keeps one `_folded` (a fresh number, not `_folded_folded`)."""
+    c = 6
+    nodes = [node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             node("Mul", ["c", "s"], ["m"], name="mul"), node("Add", ["m", "a"], ["y"], name="add")]
+    source = model(nodes, [vi("x", F, [1, 4, 3, 3])], [vi("y", F, [1, c, 3, 3])],
+                   [init("w", rand(c, 4, 1, 1)), init("s", rand(1, c, 1, 1)),
+                    init("a", rand(1, c, 1, 1))])
+    graph = load(source)
+    assert run_pass(ConvAddMulFusion, graph)
+    (conv,) = graph.nodes_of_type("Conv")
+    assert conv.name == "conv"
+    names = [conv.get_input_producer(i)[0].get_output_name(0) for i in (1, 2)]
+    assert names[1] == "a_folded"
+    assert names[0].startswith("w_folded") and "_folded_folded" not in names[0]
+
+
+def test_a_matmul_bn_gemm_takes_the_matmuls_name() -> None:
+    graph = load(linear_bn("MatMul"))
+    (matmul,) = graph.nodes_of_type("MatMul")
+    assert run_pass(GemmBatchNormFusion, graph)
+    (gemm,) = graph.nodes_of_type("Gemm")
+    assert gemm.name == matmul.name
+    assert [gemm.get_input_producer(i)[0].get_output_name(0) for i in (1, 2)] == [
+        "w_folded", "bn_b_folded"]

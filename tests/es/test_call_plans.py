@@ -88,8 +88,9 @@ def reference_call(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[
         attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
     if normalize_domain(domain):
         owner._use_domain(domain, op_type)
-    node = graph.add_node(op_type, name=owner._node_name(name), domain=normalize_domain(domain),
-                          num_inputs=len(holders), num_outputs=count, attrs=attrs)
+    node = graph.add_node(op_type, name=owner._node_name(name, op_type),
+                          domain=normalize_domain(domain), num_inputs=len(holders),
+                          num_outputs=count, attrs=attrs)
     for i, holder in enumerate(holders):
         if holder is not None:
             graph._connect(holder._node, holder._index, node, i)

@@ -55,3 +55,31 @@ def test_rolled_back_names_are_given_again() -> None:
         graph.add_node("Relu")
         raise Boom
     assert graph.add_node("Relu").name == "Relu_2"
+
+
+def test_a_rename_is_undone_by_a_rollback() -> None:
+    """`_rename_node` (a rewrite handing a replaced node's name to its successor) is one
+    journal step: after a rollback the node has its name again, the old name finds it, the
+    new one nothing, and the model saves byte-identical (its NodeProto clean again)."""
+    graph = _loaded()
+    before = graph.to_onnx().SerializeToString()
+    node = graph.find_node_by_name("Relu")
+    with pytest.raises(Boom), graph.transaction():
+        graph._rename_node(node, "/block/Relu")
+        assert graph.find_node_by_name("/block/Relu") is node
+        assert graph.to_onnx().graph.node[0].name == "/block/Relu"
+        raise Boom
+    assert node.name == "Relu"
+    assert graph.find_node_by_name("Relu") is node
+    assert not graph.has_node("/block/Relu")
+    assert graph.to_onnx().SerializeToString() == before
+
+
+def test_a_named_constant_names_its_value_alike() -> None:
+    """`add_const(name=...)`: the constant's value (its ONNX initializer) has the node's
+    name, not `<name>:0`; made unique like any value name; unnamed ones keep `Const_N:0`."""
+    graph = _loaded()
+    assert graph.add_const([1.0], name="conv1.weight_folded").get_output_name(0) == (
+        "conv1.weight_folded")
+    assert graph.add_const([2.0], name="a").get_output_name(0) == "a_1"  # "a" is a value
+    assert graph.add_const([3.0]).get_output_name(0) == "Const:0"

@@ -865,3 +865,83 @@ def test_an_expression_replacement_with_too_many_outputs_fails_clearly(write) ->
     err = _compile_fails(write, source, load(_neg_neg()))
     assert "RewriteError" in err.message
     assert "the replacement has 2 output(s) but the region it replaces has 1" in err.message
+
+
+def _scoped_neg_neg(first: str = "/block/act/Neg", second: str = "/block/act/Neg_1"):
+    return model([helper.make_node("Neg", ["x"], ["n"], name=first),
+                  helper.make_node("Neg", ["n"], ["y"], name=second)], X, Y)
+
+
+def test_an_operator_named_as_a_node_it_replaces_takes_that_name(write) -> None:
+    """`name=` naming a matched node: the name is taken while the match is built, so the
+    node gets it once the matched nodes are gone (a folded Conv keeps its Conv's name),
+    also when the rewrite is undone by a later failure of the same pass (then not at all)."""
+    proto = _scoped_neg_neg()
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(body="""
+    def replacement(self, inputs):
+        return es.Identity(inputs[0], name="/block/act/Neg_1")"""))
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass() == {"P": 1}
+    (node,) = graph.nodes_of_type("Identity")
+    assert node.name == "/block/act/Neg_1"
+    assert graph.find_node_by_name("/block/act/Neg_1") is node
+    saved = graph.to_onnx()
+    assert [n.name for n in saved.graph.node] == ["/block/act/Neg_1"]
+    onnx.checker.check_model(saved, full_check=True)
+
+
+def test_an_asked_name_of_no_replaced_node_stays_unique(write) -> None:
+    """Only names of nodes the rewrite removes are handed over: a name held by a node that
+    stays (here the graph's other Relu) is not taken from it."""
+    proto = model([helper.make_node("Neg", ["x"], ["a"], name="n1"),
+                   helper.make_node("Neg", ["a"], ["b"], name="n2"),
+                   helper.make_node("Relu", ["b"], ["y"], name="keep")], X, Y)
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(body="""
+    def replacement(self, inputs):
+        return es.Identity(inputs[0], name="keep")"""))
+    graph = load(proto)
+    compile_graph(graph, pass_paths=[path])
+    assert graph.find_node_by_name("keep").type == "Relu"
+    (node,) = graph.nodes_of_type("Identity")
+    assert node.name == "keep_1"
+
+
+def test_a_taken_over_name_is_given_back_on_rollback(write) -> None:
+    """The rename is journaled: a pass failing after a rewrite that took a name over leaves
+    the graph as it was, names included (the helper compares the saved bytes)."""
+    proto = model([helper.make_node("Neg", ["x"], ["a"], name="/s/Neg"),
+                   helper.make_node("Neg", ["a"], ["b"], name="/s/Neg_1"),
+                   helper.make_node("Neg", ["b"], ["c"], name="/s/Neg_2"),
+                   helper.make_node("Neg", ["c"], ["y"], name="/s/Neg_3")], X, Y)
+    source = PATTERN_PASS.format(body="""
+    calls = 0
+
+    def replacement(self, inputs):
+        P.calls += 1
+        if P.calls == 2:
+            raise ValueError("second match")
+        return es.Identity(inputs[0], name="/s/Neg")""")
+    err = _compile_fails(write, source, load(proto))
+    assert "ValueError: second match" in err.message
+
+
+def test_unnamed_operators_are_named_in_the_scope_of_the_nodes_they_replace(write) -> None:
+    """Exporters name nodes by module path (`/block/act/Neg`): a replacement's unnamed
+    operators are named in the matched nodes' common scope (`/block/act/Identity`), so a fused
+    model still says where each operator came from; no common scope, no prefix."""
+    body = """
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])"""
+    path = write("plugin.py", HEADER + PATTERN_PASS.format(body=body))
+    cases = [(("/block/act/Neg", "/block/act/Neg_1"), "/block/act/Identity"),
+             (("/block/a/Neg", "/block/b/Neg"), "/block/Identity"),
+             (("/a/Neg", "/b/Neg"), "Identity"),  # only the root scope in common
+             (("n1", "/b/Neg"), "Identity")]  # a name that is not a path
+    for names, expected in cases:
+        proto = _scoped_neg_neg(*names)
+        graph = load(proto)
+        compile_graph(graph, pass_paths=[path])
+        (node,) = graph.nodes_of_type("Identity")
+        assert node.name == expected, names
+        assert_same_outputs(proto, graph)

@@ -17,7 +17,7 @@ from ge.errors import BuilderMixError, BuilderStateError, BuilderTypeError, Buil
 from ge.es.opset import normalize_opset_imports
 from ge.es.scopes import attr_scope, builder_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
-from ge.graph.graph import DATA, NET_OUTPUT, Graph
+from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, Format
@@ -82,6 +82,10 @@ class GraphBuilder:
         self._parent: GraphBuilder | None = None
         self._scope: Any = None  # the active `with builder:` block
         self._in_place = False  # builds into a graph it does not own (`_into`)
+        # In place only: the prefix of unnamed nodes' names, and the names asked for that
+        # were taken (given name -> asked name).
+        self._name_scope = ""
+        self._asked_names: dict[str, str] = {}
 
     @classmethod
     def _into(cls, graph: Graph, name: str) -> GraphBuilder:
@@ -97,16 +101,27 @@ class GraphBuilder:
         builder._parent = None
         builder._scope = None
         builder._in_place = True
+        builder._name_scope = ""
+        builder._asked_names = {}
         return builder
 
-    def _node_name(self, name: str | None) -> str | None:
+    def _node_name(self, name: str | None, op_type: str) -> str | None:
         """The name to give a node: as asked, except that a builder building into a graph
         it does not own makes it unique there (a replacement is built once per match, as a
-        copy in would have renamed it)."""
-        if name is None or not self._in_place:
+        copy in would have renamed it; the name asked is kept in `_asked_names` for the
+        rewrite to give once the node holding it is gone), and names an unnamed node in
+        its name scope (`<scope>/<op type>`) when it has one."""
+        if not self._in_place:
             return name
+        if name is None:
+            if not self._name_scope:
+                return None
+            name = self._name_scope + op_type
         assert self._graph is not None
-        return self._graph._naming.node_name(name)
+        unique = self._graph._naming.node_name(name)
+        if unique != name:
+            self._asked_names[unique] = name
+        return unique
 
     def _check_owned(self, op: str) -> None:
         if self._in_place:
@@ -263,7 +278,7 @@ class GraphBuilder:
         """A `Const` node of a Tensor or numpy value, keeping its dtype (extension)."""
         graph = self._live_graph("create_const")
         tensor = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
-        node = graph.add_const(tensor, name=self._node_name(name))
+        node = graph.add_const(tensor, name=self._node_name(name, CONST))
         return TensorHolder._make(self, node, 0)
 
     def _const(self, op: str, value: Any, shape: Sequence[int] | None, dtype: DataType,

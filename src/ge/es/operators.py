@@ -479,7 +479,7 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
             attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
     if plan.domain:
         owner._use_domain(domain, op_type)
-    node = graph.add_node(op_type, name=name if name is None else owner._node_name(name),
+    node = graph.add_node(op_type, name=owner._node_name(name, op_type),
                           domain=plan.domain, num_inputs=len(holders), num_outputs=count,
                           attrs=attrs)
     for i, holder in enumerate(holders):

@@ -546,9 +546,11 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         return node
 
     def add_const(self, value: Tensor | Any, *, name: str | None = None) -> Node:
-        """A `Const` node holding `value` (a `Tensor`, or data a `Tensor` accepts)."""
+        """A `Const` node holding `value` (a `Tensor`, or data a `Tensor` accepts). A named
+        constant's value (its ONNX initializer) has the node's name, made unique."""
         tensor = value if isinstance(value, Tensor) else Tensor(value)
-        node = self.add_node(CONST, name=name, num_outputs=1)
+        value_names = None if name is None else [self._naming.value_name(name)]
+        node = self.add_node(CONST, name=name, num_outputs=1, output_names=value_names)
         self._set_attr(node, "value", tensor)
         node._out_slots()[0] = tensor.get_tensor_desc()
         return node

@@ -41,6 +41,25 @@ class GraphNodeState:
         if journal.recording:
             journal.record((setattr, node, "_metadata", old))
 
+    def _rename_node(self: Graph, node: Node, name: str) -> None:
+        """Give `node` the free name `name` (checked by the caller) in one journal step: a
+        rewrite's new node taking the name of the node it replaced, once that one is gone."""
+        by_name = self._by_name
+        old, old_export = node._name, node._export_name
+        node._proto_dirty()
+        if by_name.get(old) is node:
+            del by_name[old]
+        by_name[name] = node
+        node._name, node._export_name = name, None
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record((GraphNodeState._undo_rename, self, node, old, old_export))
+
+    def _undo_rename(self: Graph, node: Node, old: str, old_export: str | None) -> None:
+        del self._by_name[node._name]
+        self._by_name[old] = node
+        node._name, node._export_name = old, old_export
+
     def _set_attr(self: Graph, node: Node, key: str, value: Any) -> None:
         if not isinstance(key, str) or not key:
             raise GraphTypeError("attribute name must be a non-empty str")

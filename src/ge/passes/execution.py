@@ -235,7 +235,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             name, body = expression
             try:
                 built = build_in_place(region.graph, name, body(instance, result, run.context),
-                                       region.inputs)
+                                       region.inputs, name_scope=region.name_scope())
             except TypeError as err:  # what it returned, if not raised in the hook itself
                 raise blame(err, instance.replacement) from None
             if isinstance(built, InPlace):
@@ -246,7 +246,8 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         result._invalidate()
     try:
         if in_place is not None:
-            apply_built_in_place(region, in_place.nodes, in_place.outputs, pass_name=pass_name)
+            apply_built_in_place(region, in_place.nodes, in_place.outputs, pass_name=pass_name,
+                                 asked_names=in_place.asked_names)
         else:
             apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault

@@ -92,10 +92,12 @@ class InPlace(NamedTuple):
 
     nodes: list[Node]
     outputs: list[tuple[Node, int]]
+    asked_names: dict[Node, str]  # new nodes that could not get the name asked for (yet)
 
 
 def build_in_place(graph: Graph, name: str, body: Callable[[Any], object],
-                   producers: list[tuple[Node, int]]) -> InPlace | Graph:
+                   producers: list[tuple[Node, int]], *, name_scope: str = ""
+                   ) -> InPlace | Graph:
     """Run an expression-style replacement `body(inputs)` with its operators built directly
     in `graph`, `inputs[i]` being boundary producer `producers[i]` itself.
 
@@ -106,6 +108,7 @@ def build_in_place(graph: Graph, name: str, body: Callable[[Any], object],
     """
     es = _es_api("expression-style replacements")
     builder = es.GraphBuilder._into(graph, name)
+    builder._name_scope = name_scope  # unnamed nodes: `<scope><op type>`
     made: dict[Node, None] = {}
 
     def listen(kind: ChangeKind, node: Any, index: int) -> None:
@@ -126,7 +129,9 @@ def build_in_place(graph: Graph, name: str, body: Callable[[Any], object],
         return result
     holders = _normalize_outputs(result, es, "replacement")
     outputs = [builder._holder(h, f"outputs[{i}]") for i, h in enumerate(holders)]
-    return InPlace(list(made), [(h._node, h._index) for h in outputs])
+    asked = builder._asked_names
+    return InPlace(list(made), [(h._node, h._index) for h in outputs],
+                   {n: asked[n._name] for n in made if n._name in asked} if asked else {})
 
 
 def synthesize_patterns(cls_name: str, methods: Sequence[tuple[str, Callable[..., Any]]]) -> Any:

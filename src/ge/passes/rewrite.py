@@ -15,7 +15,7 @@ they replace (`ge.origin_nodes`) as node metadata, which is saved with the model
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ge.errors import GeError, RewriteError
@@ -67,6 +67,21 @@ class Region:
                 if succ not in self.members:
                     found[succ] = None
         return list(found)
+
+    def name_scope(self) -> str:
+        """The scope its operators' names share, as exporters write them (`/enc/ln/Sub` and
+        `/enc/ln/Sqrt`: `/enc/ln/`), for naming what replaces them; "" when they share none."""
+        names = [n._name for n in self.nodes if n._type not in _CONSTANTS]
+        if not names or any("/" not in name for name in names):
+            return ""
+        scopes = [name.split("/")[:-1] for name in names]  # "/a/b/Sub" -> ["", "a", "b"]
+        shared = 0
+        for parts in zip(*scopes):
+            if any(part != parts[0] for part in parts):
+                break
+            shared += 1
+        common = scopes[0][:shared]
+        return "/".join(common) + "/" if any(common) else ""
 
     def outside_producers(self) -> list[Node]:
         found: dict[Node, None] = {p[0]: None for p in self.inputs}
@@ -179,16 +194,30 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
 
 
 def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Producer], *,
-                         pass_name: str = "") -> None:
+                         pass_name: str = "", asked_names: Mapping[Node, str] | None = None
+                         ) -> None:
     """Finish the rewrite of a replacement built directly in the region's graph (its nodes
     `made`, typed as they were built; see `ge.passes.expression.build_in_place`). An output
-    count other than the region's is a `RewriteError` (the pass fails, rolled back)."""
+    count other than the region's is a `RewriteError` (the pass fails, rolled back). A new
+    node asked to be named as a node of the region (`asked_names`) gets that name once the
+    region is gone: a folded Conv keeps the name of the Conv it replaces."""
     if len(outputs) != len(region.outputs):
         raise RewriteError(
             f"the replacement has {len(outputs)} output(s) but the region it replaces has "
             f"{len(region.outputs)}", nodes=[n.name for n in region.nodes])
     _fill_unknown_outputs(region, made, outputs, lambda node, index: not _output_known(node, index))
     _finish_rewrite(region, made, outputs, pass_name=pass_name)
+    if asked_names:
+        _take_over_names(region, asked_names)
+
+
+def _take_over_names(region: Region, asked_names: Mapping[Node, str]) -> None:
+    """Rename each new node to the name it asked for when a removed region node had it."""
+    graph = region.graph
+    removed = {n._name for n in region.nodes if n._graph is None}
+    for node, name in asked_names.items():
+        if name in removed and name not in graph._by_name and node._graph is graph:
+            graph._rename_node(node, name)
 
 
 def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequence[Producer],

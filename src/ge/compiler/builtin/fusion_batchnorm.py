@@ -65,12 +65,41 @@ class _Fold:
     """What `meet_requirements` decided for one match, for `replacement` to build.
 
     `weight` / `bias` are new constant values (None: reuse the input / no bias input),
-    `attrs` the attributes of the operator to build, `op` its type."""
+    `attrs` the attributes of the operator to build, `op` its type; `names` the names to
+    give: the operator the matched Conv's (or Gemm's), the constants their sources' with
+    `_folded` (so the fused model still says which module's weights they are)."""
 
     weight: Tensor | None
     bias: Tensor | None
     attrs: dict[str, Any] = field(default_factory=dict)
     op: str = "Conv"
+    names: _Names | None = None
+
+
+@dataclass
+class _Names:
+    node: str
+    weight: str
+    bias: str
+
+
+_FOLDED = "_folded"
+
+
+def _folded_name(node: Node, index: int) -> str:
+    """The name for a folded value that replaces input `index` of `node`: its value name
+    with `_folded` (once: a weight folded twice keeps one suffix)."""
+    producer = node.get_input_producer(index)
+    assert producer is not None  # the folds read constant inputs only
+    name = producer[0].get_output_name(producer[1])
+    return (name.removesuffix(_FOLDED) or "weight") + _FOLDED
+
+
+def _names(op: Node, bias_from: tuple[Node, int]) -> _Names:
+    """Names for folding into `op` (a Conv or Gemm): its own, its weight's (input 1), and
+    its bias's, from its bias input if it has one, else from `bias_from`."""
+    bias_source = (op, 2) if input_connected(op, 2) else bias_from
+    return _Names(op.name, _folded_name(op, 1), _folded_name(*bias_source))
 
 
 def _bn(x: TensorHolder, *params: TensorHolder) -> TensorHolder:
@@ -224,11 +253,15 @@ def _build_conv(inputs: PatternInputs, fold: _Fold) -> TensorHolder:
     W is unchanged)."""
     x = inputs[0]
     builder = x.get_owner_builder()
-    weight = inputs[1] if fold.weight is None else builder.create_const(fold.weight)
+    names = fold.names
+    assert names is not None
+    weight = inputs[1] if fold.weight is None else builder.create_const(
+        fold.weight, name=names.weight)
     make = ConvTranspose if fold.op == "ConvTranspose" else Conv
     if fold.bias is None:
-        return make(x, weight, **fold.attrs)
-    return make(x, weight, builder.create_const(fold.bias), **fold.attrs)
+        return make(x, weight, name=names.node, **fold.attrs)
+    return make(x, weight, builder.create_const(fold.bias, name=names.bias), name=names.node,
+                **fold.attrs)
 
 
 @builtin_pass(name="ConvBatchNormFusion", step="builtin_fusion", requires=("BatchNormalization",),
@@ -276,7 +309,8 @@ class ConvBatchNormFusion(PatternFusionPass):
         folded = _conv_fold(weight, bias, *affine, transposed_groups=_groups(conv))
         if folded is None or folded[1] is None:
             return False
-        self._fold = _Fold(folded[0], folded[1], _attrs(conv), conv.type)
+        self._fold = _Fold(folded[0], folded[1], _attrs(conv), conv.type,
+                           _names(conv, bias_from=(bn, 2)))
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
@@ -349,7 +383,8 @@ class ConvAddMulFusion(PatternFusionPass):
             folded = _conv_fold(weight, bias, None, vector)
         if folded is None:
             return False
-        self._fold = _Fold(folded[0], folded[1], _attrs(conv))
+        self._fold = _Fold(folded[0], folded[1], _attrs(conv),
+                           names=_names(conv, bias_from=(op, _other_input(op, conv))))
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
@@ -435,13 +470,15 @@ class GemmBatchNormFusion(PatternFusionPass):
         if new_weight is None or new_c is None:
             return False
         attrs["beta"] = 1.0
-        self._fold = _Fold(new_weight, new_c, attrs)
+        self._fold = _Fold(new_weight, new_c, attrs, names=_names(product, bias_from=(bn, 2)))
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
         fold = self._fold
         assert fold is not None and fold.weight is not None and fold.bias is not None
+        assert fold.names is not None
         builder = inputs[0].get_owner_builder()
-        return Gemm(inputs[0], builder.create_const(fold.weight),
-                    builder.create_const(fold.bias), **fold.attrs)
+        return Gemm(inputs[0], builder.create_const(fold.weight, name=fold.names.weight),
+                    builder.create_const(fold.bias, name=fold.names.bias), name=fold.names.node,
+                    **fold.attrs)
