@@ -1,17 +1,18 @@
 """`upgraded_opset`: a model converted to a newer standard opset by onnx's version converter,
 which is given the model without its weights.
 
-The converter takes a serialized `ModelProto`: the whole model, every weight included, went
-through protobuf (refused over 2 GiB) and was copied four or five times. It gets a
+The converter takes a serialized `ModelProto`: given the whole model, every weight went
+through protobuf (which refuses 2 GiB) and was copied four or five times. It gets a
 stand-in instead: each tensor of more than `STAND_IN_BYTES` (initializers and tensor
 attributes, in the root graph and in bodies) is replaced by a reference to external data
-naming it, with its name, element type and dims and no data. The converter carries such a
-reference through unchanged (onnx's adapters that read tensor values, all of which convert
-down, read small ones: axes, shapes, splits, which stay inline). The weights are then put
-back by that reference: an initializer's tensor is shared with the graph given (no copy), a
-tensor attribute's is copied back into the converted node. A reference the converter
-dropped, copied or changed cannot be put back unambiguously: the whole model is converted
-instead when protobuf can hold it, else `CompileInputError` (GE1203).
+naming it, with its name, element type and dims and no data, which the converter carries
+through unchanged. What reads tensor values there reads small ones, which stay inline: the
+shape inference it runs first (a Reshape's shape, a Slice's starts) and the adapters that
+turn inputs back into attributes (axes, splits; converting down, which ge does not). The
+weights are then put back by that reference: an initializer's tensor is shared with the
+graph given (no copy), a tensor attribute's is copied into the converted node. A reference
+the converter dropped, copied or changed cannot be put back unambiguously: the whole model
+is converted instead when protobuf can hold it, else `CompileInputError` (GE1203).
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ import onnx
 from onnx import AttributeProto, version_converter
 
 from ge.errors import CompileInputError, CompilerOptionError
-from ge.graph import Graph
+from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
-from ge.graph.graph import CONST
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
-from ge.graph.tensor import Tensor
 from ge.graph.types import data_type_to_onnx
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "upgraded_opset"]
@@ -75,9 +74,7 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
                 f"to {opset} without its weights, but {problem}, so ge cannot put them "
                 f"back; the whole model ({size / 2**30:.1f} GiB) is over protobuf's 2 GiB "
                 "limit and cannot be converted with them") from None
-    import ge.graph
-
-    return ge.graph.load(_convert(graph.to_onnx(), graph, current, opset))
+    return load(_convert(graph.to_onnx(), graph, current, opset))
 
 
 def _convert(model: onnx.ModelProto, graph: Graph, current: int, opset: int
