@@ -149,19 +149,20 @@ class _NotPutBack(Exception):
 class _StandIns:
     """The large tensors a model went to the converter without, to put back after it."""
 
-    # By stand-in index: a constant's tensor (shared back into the converted graph) or a
-    # copy of a tensor attribute (copied back into the converted node).
-    originals: list[Tensor | onnx.TensorProto] = field(default_factory=list)
     # By stand-in index: (name, element type, dims) the converter must give back.
     expected: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)
+    # By stand-in index: a constant's tensor, shared into the converted graph...
+    constants: dict[int, Tensor] = field(default_factory=dict)
+    # ... or a copy of another tensor (an attribute's), copied into the converted model.
+    copies: dict[int, onnx.TensorProto] = field(default_factory=dict)
     # Constant metadata the converter drops, by stand-in index.
     metadata: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     stood_in_bytes: int = 0
 
     def weightless(self, graph: Graph) -> onnx.ModelProto:
         """`graph` exported as `to_onnx()` does, with stand-ins for its large tensors: the
-        constants' tensors are never copied; a large tensor attribute (a `Constant`
-        operator's) is, once, to be put back."""
+        constants' tensors are not copied; a large tensor attribute (a `Constant`
+        operator's) is copied aside, to be put back."""
 
         def sink(tensor: Tensor, name: str) -> onnx.TensorProto | None:
             data_type = data_type_to_onnx(tensor.data_type)
@@ -192,8 +193,11 @@ class _StandIns:
 
     def _add(self, original: Tensor | onnx.TensorProto, name: str, data_type: int,
              dims: list[int], nbytes: int) -> onnx.TensorProto:
-        index = len(self.originals)
-        self.originals.append(original)
+        index = len(self.expected)
+        if isinstance(original, Tensor):
+            self.constants[index] = original
+        else:
+            self.copies[index] = original
         self.expected.append((name, data_type, tuple(dims)))
         self.stood_in_bytes += nbytes
         return _stand_in(name, data_type, dims, index)
@@ -206,31 +210,29 @@ class _StandIns:
             index = _index(tensor)
             if index is None:
                 continue
-            if index >= len(self.originals):
+            if index >= len(self.expected):
                 raise _NotPutBack(f"it gave back an unknown stand-in ({tensor.name!r})")
             name = self.expected[index][0]
             if index in found:
                 raise _NotPutBack(f"it copied the stand-in of tensor {name!r}")
             if (tensor.name, tensor.data_type, tuple(tensor.dims)) != self.expected[index]:
                 raise _NotPutBack(f"it changed the stand-in of tensor {name!r}")
-            if isinstance(self.originals[index], Tensor) and not initializer:
+            if index in self.constants and not initializer:
                 raise _NotPutBack(f"it moved initializer {name!r} into an attribute")
             found[index] = tensor
-        missing = [self.expected[i][0] for i in range(len(self.originals)) if i not in found]
+        missing = [self.expected[i][0] for i in range(len(self.expected)) if i not in found]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             raise _NotPutBack(f"it dropped the stand-in of tensor {missing[0]!r}{more}")
         with no_gc_pauses():
             for index, tensor in found.items():
-                original = self.originals[index]
-                if isinstance(original, onnx.TensorProto):
-                    tensor.CopyFrom(original)
+                if index in self.copies:  # each copy goes as soon as it is in place
+                    tensor.CopyFrom(self.copies.pop(index))
             result = model_to_graph(converted)
-        shared = self._share_constants(result)
-        expected = sum(isinstance(o, Tensor) for o in self.originals)
-        if shared != expected:
-            raise _NotPutBack(f"{expected - shared} stand-in initializer(s) did not come back "
-                              "as constants")
+        shared = self._share_constants(result) if self.constants else 0
+        if shared != len(self.constants):
+            raise _NotPutBack(f"{len(self.constants) - shared} stand-in initializer(s) did "
+                              "not come back as constants")
         return result
 
     def _share_constants(self, graph: Graph) -> int:
@@ -242,9 +244,9 @@ class _StandIns:
                 if not node.has_attr("value"):
                     continue
                 index = _index_of_constant(node.get_attr("value"))
-                if index is None:
+                if index is None or index not in self.constants:
                     continue
-                node.set_attr("value", self.originals[index])
+                node.set_attr("value", self.constants[index])
                 for key, value in self.metadata.get(index, ()):
                     node.set_metadata(key, value)
                 shared += 1
