@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import version_converter
 
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
@@ -37,6 +36,7 @@ from ge.errors import (
     VerificationError,
 )
 from ge.graph import Graph
+from ge.session.opset_upgrade import upgraded_opset
 from ge.session.runner import run_model
 from ge.session.verification import (
     VerificationReport,
@@ -122,32 +122,6 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
     raise CompileInputError(
         "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
         f"{type(model).__name__}")
-
-
-def upgraded_opset(graph: Graph, opset: int) -> Graph:
-    """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
-    (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
-    it is at `opset` already. `CompilerOptionError` (GE1202) for an opset below the model's
-    or beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
-    import ge.graph
-
-    newest = onnx.defs.onnx_opset_version()
-    current = graph.get_opset_version("") or 0
-    if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= newest:
-        raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
-                                  f"{onnx.__version__}), got {opset!r}")
-    if opset == current:
-        return graph
-    if opset < current:
-        raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
-                                  "only converts a model up")
-    try:
-        converted = version_converter.convert_version(graph.to_onnx(), opset)
-    except Exception as exc:  # the converter's errors are RuntimeErrors with its message
-        raise CompileInputError(
-            f"onnx's version converter cannot take graph {graph.name!r} from opset {current} "
-            f"to {opset}: {str(exc).strip()}") from exc
-    return ge.graph.load(converted)
 
 
 class _EachPassVerifier(PipelineObserver):
