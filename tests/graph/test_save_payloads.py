@@ -222,7 +222,7 @@ def test_a_file_over_the_protobuf_limit_is_refused_inline(tmp_path: Path,
     """Over the limit once its payloads are in: GE1104, nothing written (the small model
     proto itself serializes fine, so the size is checked on the file)."""
     graph = ge.graph.load(defaults_model())  # 16 KiB of weights, the file a little more
-    monkeypatch.setattr(model_io, "PROTOBUF_LIMIT", SIDE * SIDE * 4 + 64)
+    monkeypatch.setattr(model_io, "SERIALIZED_LIMIT", SIDE * SIDE * 4 + 64)
     with pytest.raises(ModelSaveError, match="larger than protobuf's 2 GB limit") as err:
         graph.save(tmp_path / "m.onnx", external_data=False)
     assert err.value.code == "GE1104"

@@ -47,6 +47,9 @@ __all__ = ["check_save_target", "load", "new_file_mode", "save_model", "write_ta
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
 _EXTERNAL_AUTO_THRESHOLD = PROTOBUF_LIMIT - 64 * 2**20
+#: The largest file `save` writes inline: what protobuf's serializer refuses above, checked
+#: on the file since the model proto it serializes holds placeholders (ge.graph.payloads).
+SERIALIZED_LIMIT = 2**31 - 1
 
 
 def _parse(data: bytes, where: str) -> onnx.ModelProto:
@@ -367,7 +370,7 @@ def _serialized(model: onnx.ModelProto, payloads: PayloadStore, target: Path) ->
     except (ValueError, EncodeError) as exc:  # the model proto alone is over the limit
         raise too_large from exc
     spliced = payloads.layout(data)
-    if spliced.size > PROTOBUF_LIMIT:
+    if spliced.size > SERIALIZED_LIMIT:
         raise too_large
     return spliced
 
