@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
 from ge.errors import ExternalDataError
+
+if TYPE_CHECKING:
+    from ge.graph.payloads import PayloadStore
 
 __all__ = ["ExternalDataWriter", "iter_tensors", "packed_bytes", "read_external_data",
            "write_external_data"]
@@ -191,10 +194,18 @@ def packed_bytes(array: np.ndarray) -> bytes | memoryview:
     return numpy_helper.from_array(array).raw_data
 
 
-def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter) -> None:
-    """Move every tensor of at least the writer's threshold into its data file (in place).
+def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter,
+                        payloads: PayloadStore | None = None) -> None:
+    """Move every tensor of at least the writer's threshold into its data file (in place);
+    a placeholder of `payloads` (see ge.graph.payloads) moves as the tensor it stands for.
 
     The model must be a private copy: its tensors are changed to point into the data file.
     """
     for tensor in iter_tensors(model):
-        writer.move(tensor)
+        index = payloads.index_of(tensor) if payloads is not None else None
+        if index is None:
+            writer.move(tensor)
+        elif payloads is not None and payloads.length(index) >= writer.size_threshold:
+            for field in _PAYLOAD_FIELDS:
+                tensor.ClearField(field)
+            writer.place(tensor, payloads.take(index))

@@ -38,6 +38,7 @@ from ge.graph.external_data import (
 from ge.graph.graph import CONST, Graph
 from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
+from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
@@ -46,6 +47,9 @@ __all__ = ["check_save_target", "load", "new_file_mode", "save_model", "write_ta
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
 _EXTERNAL_AUTO_THRESHOLD = PROTOBUF_LIMIT - 64 * 2**20
+#: The largest file `save` writes inline: what protobuf's serializer refuses above, checked
+#: on the file since the model proto it serializes holds placeholders (ge.graph.payloads).
+SERIALIZED_LIMIT = 2**31 - 1
 
 
 def _parse(data: bytes, where: str) -> onnx.ModelProto:
@@ -276,20 +280,8 @@ def _approx_nbytes(tensor: Tensor) -> int:
     source = tensor._source_proto()
     if source is None:
         return tensor.numpy().nbytes
-    itemsize = _ITEM_SIZES.get(source.data_type)
-    if itemsize is None:
-        return source.ByteSize()
-    return math.prod(source.dims) * itemsize
-
-
-#: Bytes per element of the ONNX element types of a fixed size (sub-byte types: rounded up).
-_ITEM_SIZES: dict[int, int] = {
-    onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2,
-    onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1,
-    onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2, onnx.TensorProto.INT32: 4,
-    onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
-    onnx.TensorProto.BOOL: 1, onnx.TensorProto.COMPLEX64: 8, onnx.TensorProto.COMPLEX128: 16,
-}
+    size = proto_nbytes(source)
+    return source.ByteSize() if size is None else size
 
 
 def _constant_bytes(graph: Graph) -> int:
@@ -349,12 +341,15 @@ def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
     return model
 
 
-def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path) -> None:
+def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
+                     payloads: PayloadStore) -> None:
     """Refuse to write a model onnx's full checker (strict shape inference included)
-    rejects: runtimes reject it too. `model` is changed (`_weightless`)."""
+    rejects: runtimes reject it too. `model` is changed (`_weightless`), and the payloads
+    of the placeholders it keeps are put back (inference reads constants' values)."""
     checked = _weightless(model)
     if checked is None:
         return
+    payloads.restore(checked)
     try:
         onnx.checker.check_model(checked, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
@@ -362,6 +357,22 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path) -> None
         raise GraphValidationError([ValidationProblem(
             "onnx-checker", (), f"onnx.checker rejects the model, nothing was written to "
             f"{target}: {first}", graph.name)]) from exc
+
+
+def _serialized(model: onnx.ModelProto, payloads: PayloadStore, target: Path) -> SplicedModel:
+    """The file of `model`, its placeholders filled from `payloads`; refused over protobuf's
+    2 GiB limit for one message (which readers enforce)."""
+    too_large = ModelSaveError(
+        f"cannot save to {target}: the model is larger than protobuf's 2 GB limit; save "
+        "with external_data=True", path=str(target))
+    try:
+        data = model.SerializeToString()
+    except (ValueError, EncodeError) as exc:  # the model proto alone is over the limit
+        raise too_large from exc
+    spliced = payloads.layout(data)
+    if spliced.size > SERIALIZED_LIMIT:
+        raise too_large
+    return spliced
 
 
 def save_model(
@@ -410,6 +421,9 @@ def save_model(
     data_target = folder / data_name  # beside the path given (a link's data: beside the link)
     temporaries: list[Path] = []
     wrote_data = False
+    # Large tensors left inline are written from the graph's bytes, not copied into the
+    # model proto and its serialization (see ge.graph.payloads).
+    payloads = PayloadStore()
     try:
         if external_data:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{data_name}.", suffix=".tmp")
@@ -419,27 +433,22 @@ def save_model(
                 writer = ExternalDataWriter(out, data_name, size_threshold)
                 # graph errors surface here, before anything is renamed into place
                 model = graph_to_model(graph, tensor_sink=_external_sink(writer),
-                                       value_info=value_info, lift_constants=lift_constants)
-                write_external_data(model, writer)  # tensors of attributes and subgraphs
+                                       value_info=value_info, lift_constants=lift_constants,
+                                       payloads=payloads)
+                # tensors of attributes and subgraphs
+                write_external_data(model, writer, payloads)
                 wrote_data = out.tell() > 0  # nothing over the threshold: no empty file
         else:
             with no_gc_pauses():  # graph errors surface before anything is written
                 model = graph_to_model(graph, value_info=value_info,
-                                       lift_constants=lift_constants)
-        try:
-            payload = model.SerializeToString()
-        except (ValueError, EncodeError) as exc:  # protobuf refuses messages over 2 GiB
-            raise ModelSaveError(
-                f"cannot save to {target}: the model is larger than protobuf's 2 GB limit; "
-                "save with external_data=True",
-                path=str(target),
-            ) from exc
+                                       lift_constants=lift_constants, payloads=payloads)
+        spliced = _serialized(model, payloads, target)
         if full_check:
-            _check_with_onnx(model, graph, target)  # the model goes: it was serialized
+            _check_with_onnx(model, graph, target, payloads)  # the model goes: serialized
         del model
         if in_place:  # a device or pipe: written through, nothing to rename
             with open(destination, "wb") as out:
-                out.write(payload)
+                payloads.write(out, spliced)
             return None
         model_folder = destination.parent if str(destination.parent) else Path(".")
         fd, tmp = tempfile.mkstemp(dir=model_folder, prefix=f".{destination.name}.",
@@ -447,7 +456,7 @@ def save_model(
         tmp_model = Path(tmp)
         temporaries.append(tmp_model)
         with os.fdopen(fd, "wb") as out:
-            out.write(payload)
+            payloads.write(out, spliced)
         os.chmod(tmp_model, new_file_mode(destination))  # mkstemp: 0600 whatever the umask
         if wrote_data:
             os.chmod(tmp_data, new_file_mode(data_target))

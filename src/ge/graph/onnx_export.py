@@ -22,6 +22,7 @@ from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
+from ge.graph.payloads import PayloadStore
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.value_info import named_value_info, value_info_from_desc
@@ -36,6 +37,9 @@ A = AttributeProto
 # (a context variable, so concurrent exports in other threads are not affected).
 TensorSink = Callable[[Tensor, str], "onnx.TensorProto | None"]
 _TENSOR_SINK: ContextVar[TensorSink | None] = ContextVar("ge_tensor_sink", default=None)
+# Where the large tensors `_TENSOR_SINK` leaves inline go while `save` writes a model: into a
+# `PayloadStore`, the model proto getting placeholders (`graph_to_model(payloads=...)`).
+_PAYLOADS: ContextVar[PayloadStore | None] = ContextVar("ge_payloads", default=None)
 # Whether intermediate values get a value_info (`graph_to_model(value_info=...)`).
 _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
@@ -61,7 +65,8 @@ def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
 
 def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
                    value_names: dict[tuple[Node, int], str] | None = None,
-                   value_info: bool = True, lift_constants: bool = False) -> onnx.ModelProto:
+                   value_info: bool = True, lift_constants: bool = False,
+                   payloads: PayloadStore | None = None) -> onnx.ModelProto:
     """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
 
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
@@ -74,8 +79,12 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `Constant` operators of the model as read as initializers (of the graph they are in),
     as constants made in the IR are; a model with ir_version < 4 keeps them as nodes (its
     initializers would have to be graph inputs).
+    `payloads`, when given, gets the large `raw_data` tensors the sink leaves inline
+    (initializers, `Constant` values, input defaults): the model holds placeholders for
+    them, and only `payloads.layout` and `payloads.write` make the real file of it.
     """
     token = _TENSOR_SINK.set(tensor_sink)
+    store = _PAYLOADS.set(payloads)
     typed = _VALUE_INFO.set(value_info)
     lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
     try:
@@ -84,6 +93,7 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     finally:
         _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
+        _PAYLOADS.reset(store)
         _TENSOR_SINK.reset(token)
     if value_names is not None:
         value_names.update(names.renames)
@@ -469,6 +479,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         names = _OutputNames(graph)
     renames = names.renames  # filled further by the subgraphs' plans, for their own values
     sink = _TENSOR_SINK.get()
+    store = _PAYLOADS.get()
     typed = _VALUE_INFO.get()
     lift = _LIFT_CONSTANTS.get()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
@@ -511,6 +522,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             if "value" in node._attrs:
                 tensor = node._stored_tensor("value")
                 sunk = sink(tensor, name) if sink is not None else None
+                if sunk is None and store is not None and store.takes(tensor):
+                    sunk = store.initializer(tensor, name)
                 initializer = sunk if sunk is not None else _tensor_proto(tensor, name)
                 if node._metadata:
                     initializer = _with_metadata(initializer, node._metadata)
@@ -519,6 +532,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
                 sparse.append(node._attr_value("sparse_value"))
             else:
                 raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
+        elif op_type == CONST and store is not None:
+            protos.append(store.constant(_node_proto(node, names), node))
         else:
             protos.append(_node_proto(node, names))
         descs = node._out_descs
@@ -529,7 +544,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
                 value_infos.append(_value_info(_value_name((node, i), renames), slot))
     gp.initializer.extend(initializers)
     if graph._input_defaults:
-        gp.initializer.extend(graph._input_defaults.values())
+        defaults = graph._input_defaults.values()
+        gp.initializer.extend(defaults if store is None else
+                              [store.default(t) for t in defaults])
     gp.sparse_initializer.extend(sparse)
     gp.node.extend(protos)
     gp.node.extend(identities)
