@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
 
@@ -28,7 +29,8 @@ from ge.graph.external_data import iter_tensors, packed_bytes
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 
-__all__ = ["MIN_SPLICED_BYTES", "PayloadStore", "SplicedModel", "compact", "proto_nbytes"]
+__all__ = ["MIN_SPLICED_BYTES", "PayloadStore", "SplicedModel", "compact", "payload_nbytes",
+           "proto_nbytes"]
 
 M = TypeVar("M", bound=Message)
 
@@ -53,11 +55,17 @@ ITEM_SIZES: dict[int, int] = {
 }
 
 
+def payload_nbytes(data_type: int, dims: Sequence[int]) -> int | None:
+    """Payload bytes of a tensor of ONNX element type `data_type` and `dims`; None for
+    element types of no fixed size in `ITEM_SIZES` (strings, and those it does not list)."""
+    itemsize = ITEM_SIZES.get(data_type)
+    return None if itemsize is None else math.prod(dims) * itemsize
+
+
 def proto_nbytes(proto: onnx.TensorProto) -> int | None:
     """Payload bytes of a tensor from its dims and element size, without reading the
     payload (a `bytes` field is copied when read); None for element types of no fixed size."""
-    itemsize = ITEM_SIZES.get(proto.data_type)
-    return None if itemsize is None else math.prod(proto.dims) * itemsize
+    return payload_nbytes(proto.data_type, proto.dims)
 
 
 def _varint(value: int) -> bytes:

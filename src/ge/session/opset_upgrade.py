@@ -17,7 +17,6 @@ is converted instead when protobuf can hold it, else `CompileInputError` (GE1203
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -29,6 +28,7 @@ from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
+from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "upgraded_opset"]
@@ -85,18 +85,6 @@ def _convert(model: onnx.ModelProto, graph: Graph, current: int, opset: int
         raise CompileInputError(
             f"onnx's version converter cannot take graph {graph.name!r} from opset {current} "
             f"to {opset}: {str(exc).strip()}") from exc
-
-
-def _payload_bytes(data_type: int, dims: list[int]) -> int | None:
-    """Bytes of a tensor's data from its type and dims (no decoding); None for strings and
-    element types of no fixed size, which stay inline."""
-    if data_type == onnx.TensorProto.STRING:
-        return None
-    try:
-        itemsize = onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
-    except (KeyError, ValueError, TypeError):
-        return None
-    return math.prod(dims) * itemsize
 
 
 def _stand_in(name: str, data_type: int, dims: list[int], index: int) -> onnx.TensorProto:
@@ -167,7 +155,7 @@ class _StandIns:
         def sink(tensor: Tensor, name: str) -> onnx.TensorProto | None:
             data_type = data_type_to_onnx(tensor.data_type)
             dims = tensor.shape
-            nbytes = _payload_bytes(data_type, dims)
+            nbytes = payload_nbytes(data_type, dims)
             if nbytes is None or nbytes <= STAND_IN_BYTES:
                 return None
             return self._add(tensor, name, data_type, dims, nbytes)
@@ -182,7 +170,7 @@ class _StandIns:
                     continue
                 if tensor.data_location == onnx.TensorProto.EXTERNAL:
                     continue  # data not in memory: it goes through as it is
-                nbytes = _payload_bytes(tensor.data_type, list(tensor.dims))
+                nbytes = payload_nbytes(tensor.data_type, list(tensor.dims))
                 if nbytes is None or nbytes <= STAND_IN_BYTES:
                     continue
                 original = onnx.TensorProto()
