@@ -393,11 +393,11 @@ class _NormFusion(PatternFusionPass):
 
 #: How a square is written: Pow(d, 2) or Mul(d, d).
 _SQUARES = ("pow", "mul")
-#: How a layer norm's variance is written: from a mean and a difference of its own, as
-#: torch.var(unbiased=False) exports it ("own"; "own_reshaped": its ReduceMean drops the axes
-#: and a Reshape puts them back, the dynamo export), or from the centred value it normalises
-#: ("shared"). The own forms square with Mul only, as torch.var does (fewer patterns to build).
-_VARIANCES = ("own_reshaped", "own", "shared")
+#: How a layer norm's variance is written: from the centred value it normalises ("shared"),
+#: or from a mean and a difference of its own, as torch.var(unbiased=False) exports it ("own";
+#: "own_reshaped": its ReduceMean drops the axes and a Reshape puts them back, the dynamo
+#: export). The own forms square with Mul only, as torch.var does (fewer patterns to build).
+_VARIANCES = ("shared", "own", "own_reshaped")
 
 
 def _layer_norm_pattern(pass_: _NormFusion, bias: bool, variance: str, form: str, square: str,
@@ -435,7 +435,9 @@ class LayerNormFusion(_NormFusion):
             return []  # no LayerNormalization to fuse into
         # Both ReduceMean styles (opset 17's axes attribute, 18's axes input), whatever the
         # scope says, so `find_matches` outside a compilation sees the model's style too.
-        # (with a bias first, the variance of its own first: the larger match wins)
+        # With a bias first: the larger match wins. The variance forms never match the same
+        # nodes (one Sub or two), so their order only decides what `ge passes explain` shows
+        # first: the common form.
         return [_layer_norm_pattern(self, bias, variance, form, square, style)
                 for bias, variance, form, square, style in itertools.product(
                     (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES,
