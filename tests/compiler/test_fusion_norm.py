@@ -5,7 +5,6 @@ vendored real models, and every one of them compiled with the fusions in the pip
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,21 @@ import onnx
 import onnx.version_converter
 import pytest
 from builtin_helpers import (
-    F,
     assert_sound,
     count_rewrites,
     histogram,
     init,
     load,
-    model,
     ort_run,
-    vi,
+)
+from norm_models import (
+    F16,
+    PRIMITIVES,
+    assert_unchanged,
+    feeds,
+    fused_node,
+    layer_norm,
+    rms_norm,
 )
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -30,7 +35,6 @@ from onnx.reference import ReferenceEvaluator
 import ge
 import ge.compiler.builtin
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
-from ge.graph import Graph
 from ge.passes import find_matches
 from model_paths import all_shared_models, shared_model
 
@@ -39,96 +43,11 @@ pytestmark = [
     pytest.mark.usefixtures("matching"),  # by the search and by match plans
 ]
 
-node = helper.make_node
-F16 = onnx.TensorProto.FLOAT16
-X_SHAPE = (2, 3, 4)
-PRIMITIVES = ("ReduceMean", "Sub", "Pow", "Sqrt", "Div", "Reciprocal")
-#: The values with X's shape (the others are reduced to [2, 3, 1]).
-FULL = {"x", "xc", "d", "p", "n", "nc", "y0"}
-
-
-def extra_vi(name: str, dtype: int) -> onnx.ValueInfoProto:
-    """An intermediate value as a second graph output (so it has a consumer outside)."""
-    return vi(name, dtype, X_SHAPE if name in FULL else (*X_SHAPE[:-1], 1))
-
-
-def feeds(shape: Sequence[int] = X_SHAPE, dtype: Any = np.float32, seed: int = 0
-          ) -> list[dict[str, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    return [{"x": (rng.standard_normal(shape) * 3 + 1).astype(dtype)}]
-
-
-def fused_node(graph: Graph, op_type: str) -> Any:
-    (found,) = [n for n in graph.get_direct_nodes() if n.type == op_type]
-    return found
-
-
-def assert_unchanged(pass_class: type, source: onnx.ModelProto) -> None:
-    graph = load(source)
-    before = histogram(graph)
-    assert count_rewrites(pass_class, graph) == 0
-    assert histogram(graph) == before
-
-
 # -- LayerNormFusion ------------------------------------------------------------------------
 
 
-def _reduce(name: str, data: str, out: str, axes: Sequence[int], opset: int,
-            inits: list[onnx.TensorProto], shared: bool) -> onnx.NodeProto:
-    if opset < 18:
-        return node("ReduceMean", [data], [out], name=name, axes=list(axes))
-    axes_name = "axes" if shared else f"{name}_axes"
-    if axes_name not in {t.name for t in inits}:
-        inits.append(init(axes_name, list(axes), np.int64))
-    return node("ReduceMean", [data, axes_name], [out], name=name)
-
-
-def layer_norm(opset: int = 17, *, form: str = "div", bias: bool = True,
-               axes: Sequence[int] = (-1,), axes2: Sequence[int] | None = None,
-               exponent: float = 2.0, eps_input: bool = False, swapped: bool = False,
-               gamma_shape: Sequence[int] = (4,), shared_axes: bool = True,
-               extra_output: str | None = None, x_shape: Sequence[int] = X_SHAPE,
-               dtype: int = F) -> onnx.ModelProto:
-    """Y = (X - mean) / sqrt(var + eps) * gamma + beta written out in primitives."""
-    np_type = np.float16 if dtype == F16 else np.float32
-    rng = np.random.default_rng(1)
-    inits: list[onnx.TensorProto] = [init("two", exponent, np_type),
-                                     init("gamma", rng.standard_normal(gamma_shape), np_type),
-                                     init("beta", rng.standard_normal(gamma_shape), np_type)]
-    inputs = [vi("x", dtype, x_shape)]
-    if eps_input:
-        inputs.append(vi("eps", dtype, ()))
-    else:
-        inits.append(init("eps", 1e-3, np_type))
-    nodes = [
-        _reduce("mean", "x", "m", axes, opset, inits, shared_axes),
-        node("Sub", ["x", "m"], ["d"], name="sub"),
-        node("Pow", ["d", "two"], ["p"], name="pow"),
-        _reduce("var", "p", "v", axes if axes2 is None else axes2, opset, inits,
-                shared_axes and axes2 is None),
-        node("Add", ["eps", "v"] if swapped else ["v", "eps"], ["ve"], name="add_eps"),
-        node("Sqrt", ["ve"], ["s"], name="sqrt"),
-    ]
-    if form == "div":
-        nodes.append(node("Div", ["d", "s"], ["n"], name="div"))
-    else:
-        nodes += [node("Reciprocal", ["s"], ["r"], name="reciprocal"),
-                  node("Mul", ["r", "d"] if swapped else ["d", "r"], ["n"], name="mul_r")]
-    out = "y" if not bias else "y0"
-    nodes.append(node("Mul", ["gamma", "n"] if swapped else ["n", "gamma"], [out], name="mul_g"))
-    if bias:
-        nodes.append(node("Add", ["beta", "y0"] if swapped else ["y0", "beta"], ["y"],
-                          name="add_b"))
-    else:
-        inits = [t for t in inits if t.name != "beta"]
-    outputs = [vi("y", dtype, np.broadcast_shapes(tuple(x_shape), tuple(gamma_shape)))]
-    if extra_output is not None:
-        outputs.append(extra_vi(extra_output, dtype))
-    return model(nodes, inputs, outputs, inits, opset=opset)
-
-
 @pytest.mark.parametrize("opset", [17, 18, 21])
-@pytest.mark.parametrize("form", ["div", "reciprocal"])
+@pytest.mark.parametrize("form", ["div", "reciprocal", "one_over"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_layer_norm_fuses_in_both_reduce_mean_styles(opset: int, form: str,
                                                      bias: bool) -> None:
@@ -245,50 +164,6 @@ def test_a_graph_output_inside_the_pattern_keeps_the_model_as_it_was() -> None:
 # -- RMSNormFusion --------------------------------------------------------------------------
 
 
-def rms_norm(opset: int = 23, *, form: str = "div", cast_in: bool = False,
-             cast_out: bool = False, dtype: int = F, exponent: float = 2.0,
-             eps_input: bool = False, axes: Sequence[int] = (-1,), cast_in_to: int = F,
-             extra_output: str | None = None, swapped: bool = False) -> onnx.ModelProto:
-    """Y = X / sqrt(mean(X^2) + eps) * weight, with T5's or Llama's casts around it."""
-    np_type = np.float16 if dtype == F16 else np.float32
-    inner = cast_in_to if cast_in else dtype
-    inner_type = np.float16 if inner == F16 else np.float32
-    rng = np.random.default_rng(2)
-    inits = [init("two", exponent, inner_type), init("one", 1.0, inner_type),
-             init("weight", rng.standard_normal(4), np_type)]
-    inputs = [vi("x", dtype, X_SHAPE)]
-    if eps_input:
-        inputs.append(vi("eps", inner, ()))
-    else:
-        inits.append(init("eps", 1e-6, inner_type))
-    nodes = []
-    data = "x"
-    if cast_in:
-        nodes.append(node("Cast", ["x"], ["xc"], name="cast_in", to=cast_in_to))
-        data = "xc"
-    nodes += [node("Pow", [data, "two"], ["p"], name="pow"),
-              _reduce("mean", "p", "ms", axes, opset, inits, True),
-              node("Add", ["eps", "ms"] if swapped else ["ms", "eps"], ["mse"], name="add_eps"),
-              node("Sqrt", ["mse"], ["s"], name="sqrt")]
-    if form == "div":
-        nodes.append(node("Div", [data, "s"], ["n"], name="div"))
-    else:
-        if form == "reciprocal":
-            nodes.append(node("Reciprocal", ["s"], ["r"], name="reciprocal"))
-        else:
-            nodes.append(node("Div", ["one", "s"], ["r"], name="one_over"))
-        nodes.append(node("Mul", ["r", data] if swapped else [data, "r"], ["n"], name="mul_r"))
-    if cast_out:
-        nodes.append(node("Cast", ["n"], ["nc"], name="cast_out", to=dtype))
-    scaled = "nc" if cast_out else "n"
-    nodes.append(node("Mul", ["weight", scaled] if swapped else [scaled, "weight"], ["y"],
-                      name="mul_w"))
-    inits = [t for t in inits if t.name != "one" or form == "one_over"]
-    outputs = [vi("y", dtype, X_SHAPE)]
-    if extra_output is not None:
-        outputs.append(extra_vi(extra_output, dtype))
-    return model(nodes, inputs, outputs, inits, opset=opset)
-
 
 def test_rms_normalization_is_in_onnx_and_onnxruntime_runs_it() -> None:
     assert onnx.defs.has("RMSNormalization")
@@ -300,8 +175,9 @@ def test_rms_normalization_is_in_onnx_and_onnxruntime_runs_it() -> None:
 
 @pytest.mark.parametrize("form", ["div", "reciprocal", "one_over"])
 @pytest.mark.parametrize("swapped", [False, True])
-def test_rms_norm_fuses_at_opset_23(form: str, swapped: bool) -> None:
-    source = rms_norm(23, form=form, swapped=swapped)
+@pytest.mark.parametrize("square", ["pow", "mul"])  # x.pow(2), x * x (torch.square)
+def test_rms_norm_fuses_at_opset_23(form: str, swapped: bool, square: str) -> None:
+    source = rms_norm(23, form=form, swapped=swapped, square=square)
     graph = load(source)
     assert count_rewrites(RMSNormFusion, graph) == 1
     ops = histogram(graph)
@@ -319,8 +195,9 @@ def test_rms_norm_fuses_at_opset_23(form: str, swapped: bool) -> None:
 
 
 @pytest.mark.parametrize("form", ["reciprocal", "one_over"])
-def test_rms_norm_with_t5s_cast_to_float(form: str) -> None:
-    source = rms_norm(23, form=form, cast_in=True)
+@pytest.mark.parametrize("square", ["pow", "mul"])
+def test_rms_norm_with_t5s_cast_to_float(form: str, square: str) -> None:
+    source = rms_norm(23, form=form, cast_in=True, square=square)
     graph = load(source)
     assert count_rewrites(RMSNormFusion, graph) == 1
     ops = histogram(graph)
@@ -328,8 +205,10 @@ def test_rms_norm_with_t5s_cast_to_float(form: str) -> None:
     assert_sound(graph, source, feeds(), exact=False)
 
 
-def test_rms_norm_with_llamas_casts_around_a_float16_input() -> None:
-    source = rms_norm(23, form="reciprocal", cast_in=True, cast_out=True, dtype=F16)
+@pytest.mark.parametrize("square", ["pow", "mul"])
+def test_rms_norm_with_llamas_casts_around_a_float16_input(square: str) -> None:
+    source = rms_norm(23, form="reciprocal", cast_in=True, cast_out=True, dtype=F16,
+                      square=square)
     graph = load(source)
     assert count_rewrites(RMSNormFusion, graph) == 1
     ops = histogram(graph)
@@ -355,6 +234,9 @@ def test_rms_norm_with_llamas_casts_around_a_float16_input() -> None:
     # a float32 X computed in float16 (and cast back): RMSNormalization would compute in
     # float32, not what the model computes
     {"cast_in": True, "cast_out": True, "cast_in_to": F16, "form": "reciprocal"},
+    {"square": "mul_other"},      # Mul(x, e): e is not x
+    {"square": "mul_other", "cast_in": True, "form": "one_over"},
+    {"square": "mul", "extra_output": "p"},  # the square is read outside the match
 ])
 def test_rms_norm_is_left_alone_when_a_condition_fails(case: dict[str, Any]) -> None:
     assert_unchanged(RMSNormFusion, rms_norm(23, **case))

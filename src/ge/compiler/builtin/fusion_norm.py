@@ -14,25 +14,32 @@ LayerNormFusion (opset >= 17)::
 
     mean = ReduceMean(X, axes)              d = Sub(X, mean)
     var  = ReduceMean(Pow(d, 2), axes)      n = Div(d, Sqrt(Add(var, eps)))
-                                              or Mul(d, Reciprocal(Sqrt(Add(var, eps))))
+        or ReduceMean(Mul(d, d), axes)        or Mul(d, Reciprocal(Sqrt(Add(var, eps))))
+        or torch.var(unbiased=False)'s        or Mul(d, Div(1, Sqrt(Add(var, eps))))
+           ReduceMean(Mul(e, e), axes), e = Sub(X, ReduceMean(X, axes)) computed again;
+           in the dynamo export with keepdims=0, then a Reshape to the kept shape
     Y    = Add(Mul(n, gamma), beta)         (or Y = Mul(n, gamma): no bias)
     ->  Y = LayerNormalization(X, gamma, beta, axis=-k, epsilon=eps)
+
+An unbiased variance (torch.var's default, scaled by N / (N - 1)) is another computation:
+its Mul and Div stand between the ReduceMean and the Add, so no pattern matches it.
 
 RMSNormFusion (opset >= 23, where ONNX has RMSNormalization)::
 
     Xc = X, or Cast(X, to=float)            (the cast of T5 and Llama exports)
-    r  = Sqrt(Add(ReduceMean(Pow(Xc, 2), axes), eps))
+    r  = Sqrt(Add(ReduceMean(Pow(Xc, 2) or Mul(Xc, Xc), axes), eps))
     n  = Div(Xc, r) or Mul(Xc, Reciprocal(r)) or Mul(Xc, Div(1, r))
     Y  = Mul(n, weight), or Mul(Cast(n, to=type of X), weight)
     ->  Y = RMSNormalization(X, weight, axis=-k, epsilon=eps, stash_type=1)
 
+A square written Mul(d, d) matches only when both inputs are the one value d.
 Conditions common to both: the reduced axes are the k >= 1 last axes of X (the same for
-both ReduceMeans), keepdims=1; X is float32, float16 or bfloat16 (the fused operators compute
-in float32, `stash_type=1`; double is left alone); the exponent is a constant 2, eps a
-constant scalar >= 0 (its value becomes `epsilon`); the scale (and bias) has X's type and
-broadcasts to the normalised dims without reaching the other axes (a constant is broadcast to
-exactly the normalised shape, a non-constant must have it already); the result has X's shape
-and type. See docs/fusions/norm_gelu.md.
+every ReduceMean), keepdims=1 (or 0 before a Reshape to the kept shape); X is float32,
+float16 or bfloat16 (the fused operators compute in float32, `stash_type=1`; double is left
+alone); the exponent is a constant 2, eps a constant scalar >= 0 (its value becomes
+`epsilon`); the scale (and bias) has X's type and broadcasts to the normalised dims without
+reaching the other axes (a constant is broadcast to exactly the normalised shape, a
+non-constant must have it already); the result has X's shape and type. See docs/fusions.md.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from ge.es.all import (
     Pow,
     Reciprocal,
     ReduceMean,
+    Reshape,
     RMSNormalization,
     Sqrt,
     Sub,
@@ -129,6 +137,14 @@ def _scope_opset() -> int:
     return current_opset_imports().get("", 0)
 
 
+def _squared(v: _Variant, data: TensorHolder, square: str) -> TensorHolder:
+    """`data` squared as written: Pow(data, 2), or Mul(data, data) with one value twice (the
+    matcher binds both inputs to the same producer, so Mul(d, e) with e != d never matches)."""
+    if square == "pow":
+        return Pow(data, v.const("exponent", 2.0))
+    return Mul(data, data)
+
+
 def _normalized(v: _Variant, centered: TensorHolder, rms: TensorHolder, form: str
                 ) -> TensorHolder:
     """`centered / rms` in one of its written forms: Div, Mul by Reciprocal, Mul by 1/x."""
@@ -183,9 +199,10 @@ def constant_scalar(node: Node) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _reduced_axes(node: Node) -> list[int] | None:
-    """The axes a ReduceMean with keepdims=1 reduces (as written), or None."""
-    if node.has_attr("keepdims") and int(node.get_attr("keepdims")) != 1:
+def _reduced_axes(node: Node, keepdims: bool = True) -> list[int] | None:
+    """The axes a ReduceMean reduces (as written), or None; with `keepdims`, only when it
+    keeps them (keepdims=1)."""
+    if keepdims and node.has_attr("keepdims") and int(node.get_attr("keepdims")) != 1:
         return None
     if node_opset(node) >= _AXES_INPUT_OPSET:
         if node.get_inputs_size() < 2:
@@ -269,10 +286,11 @@ class _Refused(Exception):
     `ge passes explain` shows it ("the pass says: ...")."""
 
 
-def _common(c: _Captures, reduces: tuple[str, ...]
+def _common(c: _Captures, reduces: tuple[str, ...], dropping: str | None = None
             ) -> tuple[list[int | str], DataType, int, float]:
-    """The checks both fusions make (the ReduceMeans of roles `reduces`): X's dims and type,
-    the result's, the axes, the constants; (X's dims, X's type, k, epsilon), else _Refused."""
+    """The checks both fusions make (the ReduceMeans of roles `reduces`, of which `dropping`
+    may have keepdims=0): X's dims and type, the result's, the axes, the constants;
+    (X's dims, X's type, k, epsilon), else _Refused."""
     x_dims, x_type = c.out_desc("x")
     if x_dims is None:
         raise _Refused("X's rank is unknown")
@@ -286,7 +304,9 @@ def _common(c: _Captures, reduces: tuple[str, ...]
     rank = len(x_dims)
     ks = []
     for role in reduces:
-        axes = _reduced_axes(c.node(role))
+        if role not in c:
+            continue  # this variant has no such ReduceMean
+        axes = _reduced_axes(c.node(role), keepdims=role != dropping)
         if axes is None:
             raise _Refused(f"ReduceMean {c.node(role).name!r} has no constant axes (or "
                            "keepdims=0)")
@@ -298,15 +318,25 @@ def _common(c: _Captures, reduces: tuple[str, ...]
         ks.append(k)
     if any(k != ks[0] for k in ks):
         raise _Refused("the ReduceMeans reduce different axes")
-    exponent = constant_scalar(c.node("exponent"))
-    if exponent != 2.0:
-        raise _Refused(f"the power is {exponent}, not 2")
+    if "exponent" in c:  # (a square written Mul(d, d) has none)
+        exponent = constant_scalar(c.node("exponent"))
+        if exponent != 2.0:
+            raise _Refused(f"the power is {exponent}, not 2")
     if "one" in c and constant_scalar(c.node("one")) != 1.0:
         raise _Refused("the numerator is not 1")
     eps = _epsilon(c)
     if eps is None:
         raise _Refused("epsilon is not a constant >= 0")
     return x_dims, x_type, ks[0], eps
+
+
+def _check_restored(c: _Captures, x_dims: list[int | str], k: int) -> None:
+    """The Reshape after the variance's ReduceMean gives it the shape keepdims=1 would: X's
+    leading dims (known, or the same symbols), then k ones; else _Refused."""
+    restored, _ = c.out_desc("var_reshaped")
+    kept = [*x_dims[:len(x_dims) - k], *[1] * k]
+    if restored != kept or any(isinstance(d, int) and d < 0 for d in kept):
+        raise _Refused(f"the variance is reshaped to {restored}, not to the kept shape {kept}")
 
 
 @dataclass(frozen=True)
@@ -361,6 +391,36 @@ class _NormFusion(PatternFusionPass):
         return True
 
 
+#: How a square is written: Pow(d, 2) or Mul(d, d).
+_SQUARES = ("pow", "mul")
+#: How a layer norm's variance is written: from the centred value it normalises ("shared"),
+#: or from a mean and a difference of its own, as torch.var(unbiased=False) exports it ("own";
+#: "own_reshaped": its ReduceMean drops the axes and a Reshape puts them back, the dynamo
+#: export). The own forms square with Mul only, as torch.var does (fewer patterns to build).
+_VARIANCES = ("shared", "own", "own_reshaped")
+
+
+def _layer_norm_pattern(pass_: _NormFusion, bias: bool, variance: str, form: str, square: str,
+                        style: int) -> Pattern:
+    name = (f"LayerNorm_{form}_{square}_{variance}{'_bias' if bias else ''}_"
+            f"{'axes_input' if style >= _AXES_INPUT_OPSET else 'axes_attr'}")
+    v = _Variant(name, style)
+    x, gamma = v.input("x"), v.input("scale")
+    beta = v.input("bias") if bias else None
+    centered = v.mark("centered", Sub(x, v.reduce_mean("mean", x)))
+    deviation = centered
+    if variance != "shared":  # the same difference again, computed for the variance
+        deviation = v.mark("var_centered", Sub(x, v.reduce_mean("var_mean", x)))
+    var = v.reduce_mean("var", _squared(v, deviation, square))
+    if variance == "own_reshaped":
+        var = v.mark("var_reshaped", Reshape(var, v.input("var_shape")))
+    rms = Sqrt(Add(var, v.const("eps", 1e-5)))
+    out = v.mark("scaled", Mul(_normalized(v, centered, rms, form), gamma))
+    if beta is not None:
+        out = Add(out, beta)
+    return v.build(v.mark("out", out), pass_)
+
+
 @builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
               also_in=("origin_graph_optimize",))
 class LayerNormFusion(_NormFusion):
@@ -375,27 +435,21 @@ class LayerNormFusion(_NormFusion):
             return []  # no LayerNormalization to fuse into
         # Both ReduceMean styles (opset 17's axes attribute, 18's axes input), whatever the
         # scope says, so `find_matches` outside a compilation sees the model's style too.
-        found = []
-        for bias, form, style in itertools.product((True, False), ("div", "reciprocal"),
-                                                   (LAYER_NORM_OPSET, _AXES_INPUT_OPSET)):
-            # (with a bias first: the larger match wins)
-            name = (f"LayerNorm_{form}{'_bias' if bias else ''}_"
-                    f"{'axes_input' if style >= _AXES_INPUT_OPSET else 'axes_attr'}")
-            v = _Variant(name, style)
-            x, gamma = v.input("x"), v.input("scale")
-            beta = v.input("bias") if bias else None
-            mean = v.reduce_mean("mean", x)
-            centered = v.mark("centered", Sub(x, mean))
-            var = v.reduce_mean("var", Pow(centered, v.const("exponent", 2.0)))
-            rms = Sqrt(Add(var, v.const("eps", 1e-5)))
-            out = v.mark("scaled", Mul(_normalized(v, centered, rms, form), gamma))
-            if beta is not None:
-                out = Add(out, beta)
-            found.append(v.build(v.mark("out", out), self))
-        return found
+        # With a bias first: the larger match wins. The variance forms never match the same
+        # nodes (one Sub or two), so their order only decides what `ge passes explain` shows
+        # first: the common form.
+        return [_layer_norm_pattern(self, bias, variance, form, square, style)
+                for bias, variance, form, square, style in itertools.product(
+                    (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES,
+                    (LAYER_NORM_OPSET, _AXES_INPUT_OPSET))
+                if variance == "shared" or square == "mul"]  # torch.var squares with Mul
 
     def _plan(self, c: _Captures) -> _Plan:
-        x_dims, x_type, k, eps = _common(c, ("mean", "var"))
+        reshaped = "var_reshaped" in c
+        x_dims, x_type, k, eps = _common(c, ("mean", "var_mean", "var"),
+                                         dropping="var" if reshaped else None)
+        if reshaped:
+            _check_restored(c, x_dims, k)
         scaled = c.node("scaled")
         scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
@@ -423,12 +477,15 @@ class LayerNormFusion(_NormFusion):
 _RMS_CASTS = ((True, True), (True, False), (False, False))
 
 
-def _rms_pattern(name: str, opset: int, cast_in: bool, cast_out: bool, form: str,
-                 pass_: _NormFusion) -> Pattern:
+def _rms_pattern(pass_: _NormFusion, opset: int, casts: tuple[bool, bool], form: str,
+                 square: str) -> Pattern:
+    cast_in, cast_out = casts
+    name = (f"RMSNorm_{form}_{square}{'_cast_in' if cast_in else ''}"
+            f"{'_cast_out' if cast_out else ''}")
     v = _Variant(name, opset)
     x, weight = v.input("x"), v.input("scale")
     data = v.mark("cast_in", Cast(x, to=DataType.DT_FLOAT)) if cast_in else x
-    mean_square = v.reduce_mean("mean_square", Pow(data, v.const("exponent", 2.0)))
+    mean_square = v.reduce_mean("mean_square", _squared(v, data, square))
     rms = Sqrt(Add(mean_square, v.const("eps", 1e-6)))
     normed = _normalized(v, data, rms, form)
     if cast_out:
@@ -453,13 +510,9 @@ class RMSNormFusion(_NormFusion):
         opset = _scope_opset()
         if opset < RMS_NORM_OPSET or not onnx.defs.has("RMSNormalization"):
             return []  # no RMSNormalization to fuse into
-        found = []
-        for cast_in, cast_out in _RMS_CASTS:  # the casts first: the larger match wins
-            for form in ("div", "reciprocal", "one_over"):
-                name = (f"RMSNorm_{form}{'_cast_in' if cast_in else ''}"
-                        f"{'_cast_out' if cast_out else ''}")
-                found.append(_rms_pattern(name, opset, cast_in, cast_out, form, self))
-        return found
+        # (the casts first: the larger match wins)
+        return [_rms_pattern(self, opset, *variant) for variant in itertools.product(
+            _RMS_CASTS, ("div", "reciprocal", "one_over"), _SQUARES)]
 
     def _plan(self, c: _Captures) -> _Plan:
         x_dims, x_type, k, eps = _common(c, ("mean_square",))
