@@ -50,19 +50,20 @@ def test_distilberts_gelus_are_counted_and_gone_at_20() -> None:
     assert opset_hints(ge.compile(DISTILBERT, opset=20).graph) == []
 
 
-def test_rms_norms_are_counted_from_18_and_fuse_when_converted() -> None:
-    """T5's RMS norms: at its own opset 17 ReduceMean takes axes as an attribute, which the
-    patterns built at 23 cannot match (no hint, no guess); converted to 18 they are counted."""
+def test_rms_norms_below_18_are_counted_in_their_form_and_fuse_when_converted() -> None:
+    """T5's RMS norms at its own opset 17, where ReduceMean takes its axes as an attribute:
+    counted in that form (the converter moves the axes into an input), and the count is
+    what `opset=23` fuses; the same from opset 18."""
     import onnx.version_converter
 
     t5 = onnx.load(shared_model("t5_encoder_tiny"))
-    assert [h.pass_name for h in opset_hints(ge.compile(t5).graph)] == []
-    at_18 = onnx.version_converter.convert_version(t5, 18)
-    assert opset_hints(ge.compile(at_18).graph) == [
-        OpsetHint("RMSNormFusion", "RMS norm", "RMSNormalization", 23, 5)]
-    converted = ge.compile(at_18, opset=23, verify=True)
+    expected = [OpsetHint("RMSNormFusion", "RMS norm", "RMSNormalization", 23, 5)]
+    assert opset_hints(ge.compile(t5).graph) == expected
+    converted = ge.compile(t5, opset=23, verify=True)
     assert converted.report.rewrites_by_pass().get("RMSNormFusion") == 5
     assert opset_hints(converted.graph) == []
+    at_18 = onnx.version_converter.convert_version(t5, 18)
+    assert opset_hints(ge.compile(at_18).graph) == expected
 
 
 def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
@@ -76,17 +77,19 @@ def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
 
 def test_the_llama_layers_silu_is_counted_for_24_only_when_swish_is_enabled() -> None:
     """SwishFusion is off by default (onnxruntime runs Swish slower than Mul(x, Sigmoid(x))):
-    no hint recommends it unless the compilation enables it."""
+    no hint recommends it unless the compilation enables it. (The block's two RMS norms, at
+    opset 17, are hinted for 23.)"""
     sys.path.insert(0, str(ROOT / "examples" / "models"))
     try:
         import make_fusion_models
     finally:
         sys.path.pop(0)
     model = make_fusion_models.build_model("llama_block")
-    assert opset_hints(ge.compile(model).graph) == []
+    rms = OpsetHint("RMSNormFusion", "RMS norm", "RMSNormalization", 23, 2)
+    assert opset_hints(ge.compile(model).graph) == [rms]
     enabled = ge.compile(model, enable=["SwishFusion"]).graph
     assert opset_hints(enabled, enabled=["SwishFusion"]) == [
-        OpsetHint("SwishFusion", "SiLU", "Swish", 24, 1)]
+        rms, OpsetHint("SwishFusion", "SiLU", "Swish", 24, 1)]
     assert opset_hints(ge.compile(model, opset=24, enable=["SwishFusion"]).graph,
                        enabled=["SwishFusion"]) == []
 

@@ -315,6 +315,7 @@ def find_matches(pass_or_class: Any, graph: Graph,
     rewriting: per pattern in order, candidates in the graph's order, `meet_requirements`
     and the cycle check applied, a node used by an earlier match not matched again. Matches
     that only an earlier rewrite would create are not found."""
+    from ge.es.opset import opset_scope
     from ge.passes.base import PatternFusionPass
 
     instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
@@ -327,7 +328,9 @@ def find_matches(pass_or_class: Any, graph: Graph,
     config = _config(instance)
     found: list[FoundMatch] = []
     taken: set[Node] = set()
-    for pattern in collect_patterns(instance):
+    with opset_scope(graph.root_graph().opset_imports):  # patterns built as a compile would
+        patterns = collect_patterns(instance)
+    for pattern in patterns:
         matcher = Matcher(compile_pattern(pattern, config), graph)
         op_type, domain = matcher.root_type
         for candidate in candidates(graph, [op_type], domain):

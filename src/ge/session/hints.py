@@ -5,9 +5,8 @@ Exports are often at opset 13 to 17, where `LayerNormalization` (17), `Gelu` (20
 primitives. The fusion passes themselves count what they would fuse at the newer opset
 (their patterns and checks, on the compiled graph with its opset import raised for the
 count only: the primitives have the same schemas there), so a hint names a real number,
-never a guess. RMS norms (`RMSNormalization`, 23) are counted from opset 18: ReduceMean
-takes its axes as an input from 18, so below that the patterns built at 23 cannot match
-(the model has to be converted with `opset=` first; no hint is given).
+never a guess. The norm fusions count in the model's ReduceMean form (its axes an
+attribute before opset 18, an input from 18), which the converter changes on the way.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ge.graph import Graph
+from ge.graph import CONST, Graph, Node
 
 __all__ = ["OpsetHint", "opset_hints"]
 
@@ -38,12 +37,10 @@ class OpsetHint:
 #: Below this the primitives' schemas differ from those at the targets (ReduceMean, Pow,
 #: Erf, ... changed at 13): not counted.
 _LOWEST = 13
-#: ReduceMean takes its axes as an input from here: the lowest opset RMS norms are counted at.
-_REDUCE_AXES_INPUT = 18
 
 
-def _targets() -> list[tuple[type, str, str, int, int]]:
-    """(pass, what it fuses, into which operator, from which opset, lowest opset counted)."""
+def _targets() -> list[tuple[type, str, str, int]]:
+    """(pass, what it fuses, into which operator, from which opset)."""
     from ge.compiler.builtin.fusion_gelu import GELU_OPSET, GeluFusion
     from ge.compiler.builtin.fusion_norm import (
         LAYER_NORM_OPSET,
@@ -53,11 +50,10 @@ def _targets() -> list[tuple[type, str, str, int, int]]:
     )
     from ge.compiler.builtin.fusion_swish import SWISH_OPSET, SwishFusion
 
-    return [(LayerNormFusion, "layer norm", "LayerNormalization", LAYER_NORM_OPSET, _LOWEST),
-            (GeluFusion, "GELU", "Gelu", GELU_OPSET, _LOWEST),
-            (RMSNormFusion, "RMS norm", "RMSNormalization", RMS_NORM_OPSET,
-             _REDUCE_AXES_INPUT),
-            (SwishFusion, "SiLU", "Swish", SWISH_OPSET, _LOWEST)]
+    return [(LayerNormFusion, "layer norm", "LayerNormalization", LAYER_NORM_OPSET),
+            (GeluFusion, "GELU", "Gelu", GELU_OPSET),
+            (RMSNormFusion, "RMS norm", "RMSNormalization", RMS_NORM_OPSET),
+            (SwishFusion, "SiLU", "Swish", SWISH_OPSET)]
 
 
 def opset_hints(graph: Graph, disabled: Iterable[str] = (),
@@ -65,7 +61,7 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
     """The fusions a newer standard opset would enable in `graph` (a compiled root graph),
     for the fusion passes that run: not in `disabled`, and if off by default, in `enabled`;
     nothing is changed."""
-    from ge.es.opset import opset_scope
+    from ge.compiler.builtin.fusion_norm import NormFusion
     from ge.passes.execution import find_matches
 
     imports = graph.root_graph().opset_imports
@@ -74,10 +70,11 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
     off = set(disabled)
     hints: list[OpsetHint] = []
     graphs = [graph, *graph.get_all_subgraphs()]
-    for pass_class, what, operator, opset, lowest in _targets():
+    taken: set[Node] = set()  # matched by a pass counted before (it runs first, too)
+    for pass_class, what, operator, opset in _targets():
         spec = pass_class.__ge_builtin__  # type: ignore[attr-defined]
         name = spec.name
-        if not lowest <= current < opset or name in off or (
+        if not _LOWEST <= current < opset or name in off or (
                 not spec.on_by_default and name not in enabled):
             continue
         if spec.requires and not any(g.nodes_of_type(t) for g in graphs
@@ -85,8 +82,16 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
             continue  # none of the operators every match contains: nothing to count
         imports[key] = opset  # for the count only: restored below
         try:
-            with opset_scope(imports):
-                count = len(find_matches(pass_class, graph))
+            instance = (pass_class(reduce_mean_opset=current)
+                        if issubclass(pass_class, NormFusion) else pass_class())
+            count = 0
+            for found in find_matches(instance, graph):
+                # A layer norm's inner part has an RMS norm's shape: LayerNormFusion takes it.
+                # (Constants are shared between matches: deduplication merges epsilons.)
+                operators = {n for n in found.nodes if n.type != CONST}
+                if taken.isdisjoint(operators):
+                    taken.update(operators)
+                    count += 1
         except Exception:  # a hint is never worth a failure
             count = 0
         finally:

@@ -75,7 +75,7 @@ from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilde
 from ge.passes.matcher import MatchResult
 from ge.passes.pattern import NodeIo, Pattern, PatternInputs, create_pattern
 
-__all__ = ["LayerNormFusion", "RMSNormFusion"]
+__all__ = ["LayerNormFusion", "NormFusion", "RMSNormFusion"]
 
 #: Element types the fused operators compute exactly as the primitives do (in float32).
 FUSIBLE_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16})
@@ -122,7 +122,7 @@ class _Variant:
             return self.mark(role, ReduceMean(data, self.input(f"{role}_axes")))
         return self.mark(role, ReduceMean(data, axes=[-1]))
 
-    def build(self, output: TensorHolder, pass_: _NormFusion) -> Pattern:
+    def build(self, output: TensorHolder, pass_: NormFusion) -> Pattern:
         """The pattern, with its captures in role order, recorded in `pass_`'s tables."""
         pattern = create_pattern(self.builder.build_and_reset([output]))
         roles = pass_._roles[self.name] = {}
@@ -204,16 +204,14 @@ def _reduced_axes(node: Node, keepdims: bool = True) -> list[int] | None:
     keeps them (keepdims=1)."""
     if keepdims and node.has_attr("keepdims") and int(node.get_attr("keepdims")) != 1:
         return None
-    if node_opset(node) >= _AXES_INPUT_OPSET:
-        if node.get_inputs_size() < 2:
-            return None
-        value = const_input(node, 1)
-        if value is None:
-            return None
-        return [int(a) for a in np.asarray(value.numpy()).reshape(-1)]
-    if not node.has_attr("axes"):
+    if node.has_attr("axes"):  # before opset 18 (the form decides, not the opset: see
+        return [int(a) for a in node.get_attr("axes")]  # reduce_mean_opset)
+    if node.get_inputs_size() < 2:
         return None
-    return [int(a) for a in node.get_attr("axes")]
+    value = const_input(node, 1)
+    if value is None:
+        return None
+    return [int(a) for a in np.asarray(value.numpy()).reshape(-1)]
 
 
 def trailing_axes(axes: list[int], rank: int) -> int | None:
@@ -353,14 +351,18 @@ def _parameter(builder: GraphBuilder, given: TensorHolder, affine: _Affine) -> T
     return given if affine.value is None else builder.create_const(affine.value)
 
 
-class _NormFusion(PatternFusionPass):
+class NormFusion(PatternFusionPass):
     """What both fusions share: the roles of each generated pattern, and the plan a match
     gets (computed by `meet_requirements`, computed again by `replacement`)."""
 
     MIN_OPSET = 0
 
-    def __init__(self) -> None:
+    def __init__(self, *, reduce_mean_opset: int | None = None) -> None:
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+        # The opset whose ReduceMean form the patterns take (axes an attribute before 18,
+        # an input from 18); None: the model's. The opset hints count an opset-17 model's
+        # norms at opset 23 in the model's form.
+        self.reduce_mean_opset = reduce_mean_opset
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
         # The last match meet_requirements accepted and its plan (None: it refused the last).
         self._decided: tuple[MatchResult, _Plan] | None = None
@@ -400,7 +402,7 @@ _SQUARES = ("pow", "mul")
 _VARIANCES = ("shared", "own", "own_reshaped")
 
 
-def _layer_norm_pattern(pass_: _NormFusion, bias: bool, variance: str, form: str, square: str,
+def _layer_norm_pattern(pass_: NormFusion, bias: bool, variance: str, form: str, square: str,
                         style: int) -> Pattern:
     name = (f"LayerNorm_{form}_{square}_{variance}{'_bias' if bias else ''}_"
             f"{'axes_input' if style >= _AXES_INPUT_OPSET else 'axes_attr'}")
@@ -423,7 +425,7 @@ def _layer_norm_pattern(pass_: _NormFusion, bias: bool, variance: str, form: str
 
 @builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
               also_in=("origin_graph_optimize",))
-class LayerNormFusion(_NormFusion):
+class LayerNormFusion(NormFusion):
     """Fuse a written-out layer normalisation into LayerNormalization (see the module
     docstring)."""
 
@@ -433,15 +435,13 @@ class LayerNormFusion(_NormFusion):
         opset = _scope_opset()
         if opset < LAYER_NORM_OPSET:
             return []  # no LayerNormalization to fuse into
-        # Both ReduceMean styles (opset 17's axes attribute, 18's axes input), whatever the
-        # scope says, so `find_matches` outside a compilation sees the model's style too.
         # With a bias first: the larger match wins. The variance forms never match the same
         # nodes (one Sub or two), so their order only decides what `ge passes explain` shows
         # first: the common form.
+        style = self.reduce_mean_opset or opset
         return [_layer_norm_pattern(self, bias, variance, form, square, style)
-                for bias, variance, form, square, style in itertools.product(
-                    (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES,
-                    (LAYER_NORM_OPSET, _AXES_INPUT_OPSET))
+                for bias, variance, form, square in itertools.product(
+                    (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES)
                 if variance == "shared" or square == "mul"]  # torch.var squares with Mul
 
     def _plan(self, c: _Captures) -> _Plan:
@@ -477,7 +477,7 @@ class LayerNormFusion(_NormFusion):
 _RMS_CASTS = ((True, True), (True, False), (False, False))
 
 
-def _rms_pattern(pass_: _NormFusion, opset: int, casts: tuple[bool, bool], form: str,
+def _rms_pattern(pass_: NormFusion, opset: int, casts: tuple[bool, bool], form: str,
                  square: str) -> Pattern:
     cast_in, cast_out = casts
     name = (f"RMSNorm_{form}_{square}{'_cast_in' if cast_in else ''}"
@@ -500,7 +500,7 @@ def _cast_to(node: Node) -> int | None:
 
 @builtin_pass(name="RMSNormFusion", step="builtin_fusion", requires=("ReduceMean",),
               also_in=("origin_graph_optimize",))
-class RMSNormFusion(_NormFusion):
+class RMSNormFusion(NormFusion):
     """Fuse a written-out RMS normalisation into RMSNormalization (see the module
     docstring)."""
 
@@ -511,7 +511,8 @@ class RMSNormFusion(_NormFusion):
         if opset < RMS_NORM_OPSET or not onnx.defs.has("RMSNormalization"):
             return []  # no RMSNormalization to fuse into
         # (the casts first: the larger match wins)
-        return [_rms_pattern(self, opset, *variant) for variant in itertools.product(
+        style = self.reduce_mean_opset or opset
+        return [_rms_pattern(self, style, *variant) for variant in itertools.product(
             _RMS_CASTS, ("div", "reciprocal", "one_over"), _SQUARES)]
 
     def _plan(self, c: _Captures) -> _Plan:
