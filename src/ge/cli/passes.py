@@ -132,7 +132,7 @@ def _pass_dict(entry: RegisteredPass) -> dict[str, object]:
         "descriptor_key": d.descriptor_key,
         "origin": entry.origin.as_dict(),
         "source": str(entry.origin),
-        "builtin": entry.origin.kind == "builtin",
+        "builtin": entry.builtin,
         "on_by_default": entry.on_by_default,
     }
 
@@ -160,7 +160,7 @@ def _print_tables(
         table.add_row(
             escape(d.pass_name), d.kind, entry.stage_label, escape(", ".join(d.op_types) or "-"),
             ("yes" if entry.on_by_default else "yes (off)")
-            if entry.origin.kind == "builtin" else "-", escape(str(entry.origin)),
+            if entry.builtin else "-", escape(str(entry.origin)),
         )
     con.print(table)
     if any(not entry.on_by_default for entry in entries):

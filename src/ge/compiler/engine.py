@@ -263,7 +263,7 @@ def _switched(registry: PassRegistry, path: str) -> tuple[frozenset[str], frozen
     it has no pass of are ignored, with a warning (a file written for Ascend names Ascend's
     passes)."""
     switch = read_fusion_switch(path)
-    builtin = [entry.name for entry in registry if entry.origin.kind == "builtin"]
+    builtin = [entry.name for entry in registry if entry.builtin]
     dormant = [entry.name for entry in registry if not entry.on_by_default]
     enable, disable, ignored = switch.apply(builtin, dormant, (e.name for e in registry))
     if ignored:
@@ -332,7 +332,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     disabled = passes_not_run(registry, disable, enable)
     for verb, names in (("disabling", disable), ("enabling", enable)):
         idle = sorted(name for name in set(names)
-                      if (entry := registry.get(name)) is not None and entry.step is not None)
+                      if (entry := registry.get(name)) is not None and entry.builtin)
         if idle and not builtin_passes:
             warnings.warn(CompileWarning(
                 f"{verb} built-in pass(es) {', '.join(idle)} does nothing: the built-in "

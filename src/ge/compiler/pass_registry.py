@@ -88,6 +88,11 @@ class RegisteredPass:
         return self.descriptor.pass_name
 
     @property
+    def builtin(self) -> bool:
+        """A pass of the compiler's own (it runs in an engine step), not a plugin's."""
+        return self.origin.kind == "builtin"
+
+    @property
     def stage(self) -> PassStage:
         return self.descriptor.stage
 
@@ -155,7 +160,7 @@ class PassRegistry:
 
     def for_stage(self, stage: PassStage) -> list[RegisteredPass]:
         """The passes of `stage` in GE's order: lexicographic by pass name."""
-        return sorted((p for p in self.passes() if p.step is None and p.stage is stage),
+        return sorted((p for p in self.passes() if not p.builtin and p.stage is stage),
                       key=lambda p: p.name)
 
     def for_step(self, step: str) -> list[RegisteredPass]:
