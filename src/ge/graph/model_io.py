@@ -43,7 +43,8 @@ from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["check_save_target", "load", "new_file_mode", "save_model", "write_target_problem"]
+__all__ = ["check_save_target", "constants_nbytes", "load", "new_file_mode", "save_model",
+           "write_target_problem"]
 
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -308,6 +309,12 @@ def _constant_bytes(graph: Graph) -> int:
             if node.has_attr("value"):
                 total += _approx_nbytes(node._stored_tensor("value"))
     return total
+
+
+def constants_nbytes(graph: Graph) -> int:
+    """Bytes held by the constants of `graph` and its subgraphs, counted without copying
+    them (what decides whether a model runs from a file, `ge.session.runner`)."""
+    return _constant_bytes(graph)
 
 
 def _external_sink(writer: ExternalDataWriter) -> TensorSink:
