@@ -36,13 +36,15 @@ from ge.graph.external_data import (
     write_external_data,
 )
 from ge.graph.graph import CONST, Graph
+from ge.graph.model_file import EXTERNAL_KEY, read_model_pieces
 from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["check_save_target", "load", "new_file_mode", "save_model", "write_target_problem"]
+__all__ = ["check_save_target", "constants_nbytes", "load", "new_file_mode", "save_model",
+           "write_target_problem"]
 
 # Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -61,6 +63,12 @@ def _parse(data: bytes, where: str) -> onnx.ModelProto:
             f"{where} is not a readable ONNX model (the file is truncated or not ONNX): {exc}",
             path=where,
         ) from None
+    _check_is_model(model, where)
+    return model
+
+
+def _check_is_model(model: onnx.ModelProto, where: str) -> None:
+    """Refuse a protobuf message that parsed but is no ONNX model (another message, empty)."""
     if not model.HasField("graph") or (model.ir_version >= 3 and not model.opset_import):
         missing = "graph" if not model.HasField("graph") else "opset_import"
         raise ModelLoadError(
@@ -68,10 +76,22 @@ def _parse(data: bytes, where: str) -> onnx.ModelProto:
             "not ONNX)",
             path=where,
         )
-    return model
 
 
-_EXTERNAL_KEY = b"location"
+def _parse_file(path: Path, where: str) -> tuple[onnx.ModelProto, bool]:
+    """The model in the file at `path` and whether it may hold external data references:
+    read a piece at a time (`read_model_pieces`), or, for a file that is not well-formed,
+    whole, so that the error says what is wrong."""
+    try:
+        pieces = read_model_pieces(path)
+        data = path.read_bytes() if pieces is None else b""
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
+    if pieces is None:
+        return _parse(data, where), EXTERNAL_KEY in data
+    model, may_have_external_data = pieces
+    _check_is_model(model, where)
+    return model, may_have_external_data
 
 
 def load(
@@ -94,7 +114,7 @@ def load(
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         model = _parse(data, "the model given as bytes")
-        may_have_external_data = _EXTERNAL_KEY in data
+        may_have_external_data = EXTERNAL_KEY in data
         where = "the model given as bytes"
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -103,12 +123,9 @@ def load(
             raise ModelNotFoundError(f"model file not found: {path}", path=where)
         if not path.is_file():
             raise ModelLoadError(f"{path} is not a file", path=where)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
-        model = _parse(data, where)
-        may_have_external_data = _EXTERNAL_KEY in data
+        # Not `path.read_bytes()`: its bytes and the parsed model would be two copies of
+        # the weights at once.
+        model, may_have_external_data = _parse_file(path, where)
         if base_dir is None:
             base_dir = path.parent
     else:
@@ -292,6 +309,12 @@ def _constant_bytes(graph: Graph) -> int:
             if node.has_attr("value"):
                 total += _approx_nbytes(node._stored_tensor("value"))
     return total
+
+
+def constants_nbytes(graph: Graph) -> int:
+    """Bytes held by the constants of `graph` and its subgraphs, counted without copying
+    them (what decides whether a model runs from a file, `ge.session.runner`)."""
+    return _constant_bytes(graph)
 
 
 def _external_sink(writer: ExternalDataWriter) -> TensorSink:

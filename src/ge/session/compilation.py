@@ -37,7 +37,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.session.opset_upgrade import upgraded_opset
-from ge.session.runner import run_model
+from ge.session.runner import exported_to_run, run_model
 from ge.session.verification import (
     VerificationReport,
     check_inputs,
@@ -196,6 +196,20 @@ def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.
     return arrays
 
 
+def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The outputs of the model as given (it is checked too) and the inputs they came from.
+    Nothing of the run outlives it: its session and export are gone before the passes run."""
+    with exported_to_run(given) as original:
+        feeds = _inputs_for(original.proto, inputs, seed=0)
+        try:
+            return run_model(original, feeds), feeds
+        except SessionError as err:  # nothing of ge's in it yet: say so
+            raise SessionError(
+                f"the original model (as given, before any pass) cannot be run for the "
+                f"verification: {err.message}", nodes=err.nodes) from err
+
+
 def compile(
     model: str | os.PathLike[str] | onnx.ModelProto | Graph,
     *,
@@ -249,14 +263,7 @@ def compile(
         feeds: dict[str, np.ndarray] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
         if mode != "none":
-            original = given.to_onnx()  # before any conversion: it is checked too
-            feeds = _inputs_for(original, inputs, seed=0)
-            try:
-                expected = run_model(original, feeds)
-            except SessionError as err:  # nothing of ge's in it yet: say so
-                raise SessionError(
-                    f"the original model (as given, before any pass) cannot be run for the "
-                    f"verification: {err.message}", nodes=err.nodes) from err
+            expected, feeds = _run_original(given, inputs)  # before any conversion
             random = random_output_reasons(given)
             if random:
                 _warn_not_compared(random)
@@ -269,9 +276,12 @@ def compile(
                                    on_pass_failure=on_pass_failure, observers=watchers)
             verification = None
             if expected is not None:
-                saved = graph.to_onnx(value_info=typed, lift_constants=True)  # as save writes
-                verification = compare_outputs(expected, run_model(saved, feeds), rtol=rtol,
-                                               atol=atol, not_compared=random)
+                # as save writes it; its weights are the graph's until it runs (a temporary
+                # file, not a second copy in a proto: see exported_to_run)
+                with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
+                    actual = run_model(saved, feeds)
+                verification = compare_outputs(expected, actual, rtol=rtol, atol=atol,
+                                               not_compared=random)
                 if not verification.ok:
                     raise VerificationError(
                         "the compiled model's outputs differ from the original's: "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,13 @@ from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 
 __all__ = [
+    "FILE_RUN_BYTES",
     "RUNTIME_DOMAINS",
+    "ExportedModel",
     "InputSpec",
     "ModelRunner",
     "checked_inputs",
+    "exported_to_run",
     "model_inputs",
     "model_name",
     "run_model",
@@ -49,6 +53,10 @@ Dim = int | str | None  # a static size, a symbolic name, or unknown
 RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
 # Protobuf cannot serialize 2 GB; above this the model goes to onnxruntime as a file.
 _INLINE_LIMIT = 2**31 - 64 * 2**20
+#: A Graph whose constants hold more bytes than this runs from a model file saved with
+#: external data into a temporary folder: exported to a proto and serialized, its weights
+#: would be held three times more (the proto, its bytes, onnxruntime's parse of them).
+FILE_RUN_BYTES = 64 * 2**20
 
 
 # -- a model's interface ----------------------------------------------------------------------
@@ -276,19 +284,78 @@ def _has_bfloat16_io(proto: onnx.ModelProto) -> bool:
                for v in (*proto.graph.input, *proto.graph.output))
 
 
+@dataclass(frozen=True)
+class ExportedModel:
+    """A Graph exported to run: `proto` is the whole model, or, when `path` is set, the
+    model without its weights, which are in the external data of the file at `path`."""
+
+    proto: onnx.ModelProto
+    path: Path | None = None
+
+
+def _export(graph: Graph, value_info: bool, lift_constants: bool
+            ) -> tuple[ExportedModel, tempfile.TemporaryDirectory[str] | None]:
+    """`graph` exported as `Graph.to_onnx` does: in memory when its constants are small,
+    else saved with external data into a temporary folder (returned: the caller removes it),
+    the weights written from the graph one tensor at a time (`Graph.save`)."""
+    from ge.graph.model_io import constants_nbytes
+
+    if graph.root_graph() is not graph or constants_nbytes(graph) <= FILE_RUN_BYTES:
+        return ExportedModel(graph.to_onnx(value_info=value_info,
+                                           lift_constants=lift_constants)), None
+    folder = tempfile.TemporaryDirectory(prefix="ge-session-", ignore_cleanup_errors=True)
+    try:
+        path = Path(folder.name) / "model.onnx"
+        graph.save(path, external_data=True, value_info=value_info,
+                   lift_constants=lift_constants)
+        interface = onnx.load(path, load_external_data=False)
+    except BaseException:
+        folder.cleanup()
+        raise
+    return ExportedModel(interface, path), folder
+
+
+@contextmanager
+def exported_to_run(graph: Graph, *, value_info: bool = True,
+                    lift_constants: bool = False) -> Iterator[ExportedModel]:
+    """`graph` exported to run (`run_model`, `ModelRunner`), as `Graph.to_onnx` exports it
+    with these options: a large one into a temporary folder, removed on exit, so that
+    running it holds one copy of the weights beside the graph's, onnxruntime's."""
+    exported, folder = _export(graph, value_info, lift_constants)
+    try:
+        yield exported
+    finally:
+        if folder is not None:
+            folder.cleanup()
+
+
 class ModelRunner:
     """A model prepared to run: checked interface, and an onnxruntime session (or a
     reference evaluator when it holds custom operators or bfloat16 inputs or outputs) built
-    once for many runs."""
+    once for many runs. A large Graph runs from a temporary file (`exported_to_run`)."""
 
-    def __init__(self, model: Model) -> None:
-        self.inputs = model_inputs(model)  # a Graph is read before export: nothing changes
-        self.name = model_name(model)
+    def __init__(self, model: Model | ExportedModel) -> None:
+        if isinstance(model, ExportedModel):  # checked as the proto it is, as a proto is
+            self.inputs, self.name = _proto_inputs(model.proto), model.proto.graph.name
+        else:  # a Graph is read before export: nothing changes
+            self.inputs, self.name = model_inputs(model), model_name(model)
+        folder: tempfile.TemporaryDirectory[str] | None = None
         try:
-            proto = model.to_onnx() if isinstance(model, Graph) else model
+            if isinstance(model, Graph):
+                exported, folder = _export(model, value_info=True, lift_constants=False)
+            else:
+                exported = model if isinstance(model, ExportedModel) else ExportedModel(model)
         except Exception as err:
             raise SessionError(
                 f"graph {self.name!r} cannot be exported to run: {_one_line(err)}") from err
+        try:
+            self._prepare(exported)
+        finally:  # what the backend needs of the file it has read
+            if folder is not None:
+                folder.cleanup()
+
+    def _prepare(self, exported: ExportedModel) -> None:
+        proto = exported.proto
         self.output_names = [o.name for o in proto.graph.output]
         customs = custom_ops_of(proto)
         # onnxruntime's Python API takes and gives no bfloat16 arrays (ml_dtypes'): such a
@@ -299,15 +366,19 @@ class ModelRunner:
         self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
         try:
             if reference:
+                whole = proto if exported.path is None else onnx.load(exported.path)
                 self._evaluator = ReferenceEvaluator(
-                    proto, new_ops=[_op_run_class(c) for c in customs])
+                    whole, new_ops=[_op_run_class(c) for c in customs])
+            elif exported.path is not None:
+                self._session = self._ort_session(str(exported.path))
             else:
                 self._session = self._ort_session(proto)
         except Exception as err:
             raise SessionError(f"{self.backend} cannot load graph {self.name!r}: "
                                f"{_one_line(err)}") from err
 
-    def _ort_session(self, proto: onnx.ModelProto) -> Any:
+    def _ort_session(self, model: onnx.ModelProto | str) -> Any:
+        """A session of `model`: a proto (sent as bytes below 2 GiB) or a file's path."""
         import onnxruntime as ort  # imported when first needed: `import ge.session` stays light
 
         options = ort.SessionOptions()
@@ -316,6 +387,9 @@ class ModelRunner:
         # onnxruntime's own coloured log line on stderr (which --json must keep clean).
         options.log_severity_level = 4
         providers = ["CPUExecutionProvider"]
+        if isinstance(model, str):
+            return ort.InferenceSession(model, options, providers=providers)
+        proto = model
         payload = serialized_or_none(proto)
         if payload is not None and len(payload) < _INLINE_LIMIT:
             return ort.InferenceSession(payload, options, providers=providers)
@@ -355,7 +429,8 @@ def serialized_or_none(proto: Any) -> bytes | None:
     return data
 
 
-def run_model(model: Model, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run_model(model: Model | ExportedModel,
+              inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run `model` once on `inputs` (checked first) and return its outputs by name, in order.
 
     Raises VerificationInputError for inputs that do not fit, SessionError when onnxruntime
