@@ -23,8 +23,10 @@ from ge.graph.model_file import read_model_pieces
 
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pieces of a few hundred bytes: the test models' graphs are read field by field."""
+    """Pieces of a few hundred bytes: the test models' graphs are read field by field, and
+    `load` reads every file in pieces, however small."""
     monkeypatch.setattr(model_file, "PIECE_BYTES", 256)
+    monkeypatch.setattr(model_file, "PIECEWISE_FROM_BYTES", 0)
 
 
 def _weights_model(count: int = 4, size: int = 64) -> onnx.ModelProto:

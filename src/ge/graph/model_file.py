@@ -19,8 +19,11 @@ from typing import BinaryIO
 import onnx
 from google.protobuf.message import DecodeError, Message
 
-__all__ = ["EXTERNAL_KEY", "PIECE_BYTES", "read_model_pieces"]
+__all__ = ["EXTERNAL_KEY", "PIECEWISE_FROM_BYTES", "PIECE_BYTES", "read_model_pieces"]
 
+#: Files smaller than this are read whole: the copy costs little, while walking a graph of
+#: many small fields (a 100k-node, 26 MB encoder: +0.27 s of a 1.1 s load) costs time.
+PIECEWISE_FROM_BYTES = 64 * 2**20
 #: Neighbouring fields are read and merged together up to this many bytes (fewer calls into
 #: protobuf); a larger field is a piece of its own.
 PIECE_BYTES = 8 * 2**20

@@ -27,6 +27,7 @@ from ge.errors import (
     ModelSaveError,
     ValidationProblem,
 )
+from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import (
     ExternalDataWriter,
@@ -80,10 +81,11 @@ def _check_is_model(model: onnx.ModelProto, where: str) -> None:
 
 def _parse_file(path: Path, where: str) -> tuple[onnx.ModelProto, bool]:
     """The model in the file at `path` and whether it may hold external data references:
-    read a piece at a time (`read_model_pieces`), or, for a file that is not well-formed,
-    whole, so that the error says what is wrong."""
+    a large file read a piece at a time (`read_model_pieces`); a small one, or one that is
+    not well-formed (so that the error says what is wrong), whole."""
     try:
-        pieces = read_model_pieces(path)
+        large = path.stat().st_size >= model_file.PIECEWISE_FROM_BYTES
+        pieces = read_model_pieces(path) if large else None
         data = path.read_bytes() if pieces is None else b""
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
@@ -301,20 +303,16 @@ def _approx_nbytes(tensor: Tensor) -> int:
     return source.ByteSize() if size is None else size
 
 
-def _constant_bytes(graph: Graph) -> int:
-    """Bytes held by the graph's constants, subgraphs included (to decide on external data)."""
+def constants_nbytes(graph: Graph) -> int:
+    """Bytes held by the constants of `graph` and its subgraphs, counted without copying
+    them (what decides on external data when saving, and on running from a file,
+    `ge.session.runner`)."""
     total = 0
     for g in [graph, *graph.get_all_subgraphs()]:
         for node in g.nodes_of_type(CONST):
             if node.has_attr("value"):
                 total += _approx_nbytes(node._stored_tensor("value"))
     return total
-
-
-def constants_nbytes(graph: Graph) -> int:
-    """Bytes held by the constants of `graph` and its subgraphs, counted without copying
-    them (what decides whether a model runs from a file, `ge.session.runner`)."""
-    return _constant_bytes(graph)
 
 
 def _external_sink(writer: ExternalDataWriter) -> TensorSink:
@@ -416,7 +414,7 @@ def save_model(
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
     if not external_data:  # None (decide) or False (refuse what cannot fit)
-        constant_bytes = _constant_bytes(graph)
+        constant_bytes = constants_nbytes(graph)
         if external_data is None:
             external_data = constant_bytes > _EXTERNAL_AUTO_THRESHOLD
         elif constant_bytes > PROTOBUF_LIMIT:
