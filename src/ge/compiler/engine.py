@@ -332,7 +332,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     disabled = passes_not_run(registry, disable, enable)
     for verb, names in (("disabling", disable), ("enabling", enable)):
         idle = sorted(name for name in set(names)
-                      if (entry := registry.get(name)) is not None and entry.builtin)
+                      if (entry := registry.get(name)) is not None and entry.step is not None)
         if idle and not builtin_passes:
             warnings.warn(CompileWarning(
                 f"{verb} built-in pass(es) {', '.join(idle)} does nothing: the built-in "

@@ -137,7 +137,7 @@ class Invocation:
 
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
-        if not entry.builtin:
+        if entry.step is None:
             made = (entry.name, stage)
             self.made_by_plugins.update(dict.fromkeys(changes.added, made))
             self.changed_by_plugins.update(

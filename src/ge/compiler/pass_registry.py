@@ -89,7 +89,8 @@ class RegisteredPass:
 
     @property
     def builtin(self) -> bool:
-        """A pass of the compiler's own (it runs in an engine step), not a plugin's."""
+        """A pass of the compiler's own, not a plugin's (most run in an engine step, `step`;
+        one may run at a plugin stage, its `step` None, as plugins do)."""
         return self.origin.kind == "builtin"
 
     @property
@@ -160,7 +161,7 @@ class PassRegistry:
 
     def for_stage(self, stage: PassStage) -> list[RegisteredPass]:
         """The passes of `stage` in GE's order: lexicographic by pass name."""
-        return sorted((p for p in self.passes() if not p.builtin and p.stage is stage),
+        return sorted((p for p in self.passes() if p.step is None and p.stage is stage),
                       key=lambda p: p.name)
 
     def for_step(self, step: str) -> list[RegisteredPass]:

@@ -116,7 +116,7 @@ def resolve_pass(pass_: PassLike, passes: PassSet | None = None
 
 
 def _runs_before_inference(entry: RegisteredPass) -> bool:
-    return not entry.builtin and entry.stage is PassStage.BEFORE_INFER_SHAPE
+    return entry.step is None and entry.stage is PassStage.BEFORE_INFER_SHAPE
 
 
 def _prepare(entry: RegisteredPass, model: ModelLike, options: Mapping[str, str],
