@@ -8,7 +8,7 @@ change a graph's output names; the predicates here say when a node is safe to re
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ __all__ = [
     "raw_item_size",
     "read_by_body",
     "rewirable",
+    "same_known_dims",
     "slice_arguments",
     "static_dims",
     "tensor_nbytes",
@@ -203,6 +204,19 @@ def static_dims(desc: TensorDesc) -> list[int] | None:
     if shape.is_unknown_rank() or shape.is_unknown_shape():
         return None
     return [int(d) for d in shape]
+
+
+def same_known_dims(a: Sequence[int | str], b: Sequence[int | str]) -> bool:
+    """Whether two shapes agree as far as sizes are known: the same rank, and at each axis
+    the same size, or no size on either side (symbols by any name: TorchScript declares a
+    graph output's dims as `Mul<output>_dim_0` where its input's are `batch`). A size on
+    one side only is a difference: a broadcast against a constant makes the size known."""
+    return len(a) == len(b) and all(
+        x == y or not (_is_size(x) or _is_size(y)) for x, y in zip(a, b, strict=True))
+
+
+def _is_size(dim: int | str) -> bool:
+    return isinstance(dim, int) and dim >= 0
 
 
 def known_dtype(desc: TensorDesc) -> DataType | None:

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, same_known_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Div, Erf, Gelu, Mul, Pow, Tanh
@@ -170,7 +170,8 @@ class GeluFusion(PatternFusionPass):
         if x_type not in GELU_TYPES or known_dtype(out_desc) != x_type:
             return None
         x_shape, out_shape = x_desc.get_shape(), out_desc.get_shape()
-        if x_shape.is_unknown_rank() or list(out_shape) != list(x_shape):
+        if x_shape.is_unknown_rank() or out_shape.is_unknown_rank() or not same_known_dims(
+                list(out_shape), list(x_shape)):
             return None  # a constant broadcast X to another shape
         if not all(_close(node(role), want) for role, want in _EXPECTED.items()
                    if role in roles):

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from ge.compiler.builtin._support import const_input, known_dtype
+from ge.compiler.builtin._support import const_input, known_dtype, same_known_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import (
@@ -296,7 +296,7 @@ def _common(c: _Captures, reduces: tuple[str, ...], dropping: str | None = None
         raise _Refused(f"X is {x_type.name if x_type is not None else 'of an unknown type'}, "
                        "not float16, bfloat16, float32 or float64")
     out_dims, out_type = c.out_desc("out")
-    if out_dims != x_dims or out_type != x_type:
+    if out_dims is None or not same_known_dims(out_dims, x_dims) or out_type != x_type:
         raise _Refused(f"the result is {out_dims} where X is {x_dims} (or another type): "
                        "a broadcast or a cast inside the match")
     rank = len(x_dims)
