@@ -66,10 +66,14 @@ def _kept_dims(new: TensorDesc, old: TensorDesc) -> list[int | str] | None:
     replaced by `old`'s dim there when that one is known (a number, or a name the exporter
     wrote: `seq`); None when nothing is replaced. An exporter's `[batch, seq, 768]` must not
     become `[batch, unk__2, 768]`: onnxruntime then cannot prove two values the same shape
-    and skips fusions (SkipLayerNormalization)."""
+    and skips fusions (SkipLayerNormalization). Where inference gives no rank at all (the
+    values of an If branch reading outer values, which onnx types without shapes), `old`'s
+    dims whole."""
     new_shape, old_shape = new.get_shape(), old.get_shape()
-    if new_shape.is_unknown_rank() or old_shape.is_unknown_rank():
+    if old_shape.is_unknown_rank():
         return None
+    if new_shape.is_unknown_rank():
+        return list(old_shape)
     new_dims, old_dims = list(new_shape), list(old_shape)
     if len(new_dims) != len(old_dims):
         return None
@@ -647,6 +651,21 @@ def infer_shapes(
         _infer_shapes(graph.root_graph(), known_values or {}, strict)
 
 
+def _shape_bodies(root: Graph) -> None:
+    """Infer again, node by node, the body values onnx left without a shape: its inference
+    gives an If branch's values a type only where they derive from outer values (an
+    exported `torch.cond`'s layer norms then had no rank, and no fusion checking shapes
+    fired in them)."""
+    unshaped = [n for body in root.get_all_subgraphs() for n in body.get_direct_nodes()
+                if any(n._output_dtype(i) == DataType.DT_UNDEFINED
+                       or n.get_output_desc(i).get_shape().is_unknown_rank()
+                       for i in range(n.get_outputs_size()))]
+    if unshaped:
+        from ge.ops.refinement import refine_output_descs  # (which builds on this module)
+
+        refine_output_descs(unshaped)
+
+
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
@@ -654,6 +673,7 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
         for k, desc in _loop_carried(loop, held).items():
             _write(loop, k, desc)
+    _shape_bodies(root)
     for _ in range(len(custom)):
         changed = False
         for node in custom:
