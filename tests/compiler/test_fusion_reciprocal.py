@@ -157,3 +157,15 @@ def test_not_when_the_one_is_an_input() -> None:
         [node("Div", ["one", "s"], ["inv"]), node("Mul", ["x", "inv"], ["y"])],
         [vi("x", F, [2, 3]), vi("s", F, [3]), vi("one", F, [])], [vi("y", F, [2, 3])])
     assert not run_pass(ReciprocalMulFusion, load(source))
+
+
+def test_the_division_takes_the_products_names() -> None:
+    """The Div is named as the Mul it replaces and produces its value under its name (here
+    an intermediate `p`, read by a Relu; a graph output's name was always kept)."""
+    source = one_over(extra=(node("Relu", ["y"], ["z"], name="relu"),),
+                      outputs=(vi("z", F, [2, 3]),))
+    graph = load(source)
+    assert run_pass(ReciprocalMulFusion, graph)
+    (div,) = [n for n in graph.nodes_of_type("Div") if n.name != "inv"]
+    assert div.name == "mul"
+    assert div.get_output_name(0) == "y"

@@ -83,3 +83,19 @@ def test_a_named_constant_names_its_value_alike() -> None:
         "conv1.weight_folded")
     assert graph.add_const([2.0], name="a").get_output_name(0) == "a_1"  # "a" is a value
     assert graph.add_const([3.0]).get_output_name(0) == "Const:0"
+
+
+def test_a_value_rename_is_undone_by_a_rollback() -> None:
+    """`_rename_value`: the value and its readers are written under the new name, and a
+    rollback gives the old one back everywhere (the model saves byte-identical)."""
+    graph = _loaded()
+    before = graph.to_onnx().SerializeToString()
+    first = graph.nodes_of_type("Relu")[0]
+    with pytest.raises(Boom), graph.transaction():
+        graph._rename_value(first, 0, "renamed")
+        saved = graph.to_onnx()
+        assert [list(n.input) for n in saved.graph.node] == [["x"], ["renamed"]]
+        onnx.checker.check_model(saved, full_check=True)
+        raise Boom
+    assert first.get_output_name(0) == "a"
+    assert graph.to_onnx().SerializeToString() == before

@@ -945,3 +945,35 @@ def test_unnamed_operators_are_named_in_the_scope_of_the_nodes_they_replace(writ
         (node,) = graph.nodes_of_type("Identity")
         assert node.name == expected, names
         assert_same_outputs(proto, graph)
+
+
+def test_a_new_output_takes_the_value_name_of_the_output_it_replaces(write) -> None:
+    """Neg(Neg(a)) -> Identity(a): the Identity produces what the second Neg did, under its
+    name `b` (the Relu reading it, saved, still reads `b`); undone with a failing pass."""
+    proto = model([helper.make_node("Relu", ["x"], ["a"], name="r0"),
+                   helper.make_node("Neg", ["a"], ["n"], name="n1"),
+                   helper.make_node("Neg", ["n"], ["b"], name="n2"),
+                   helper.make_node("Relu", ["b"], ["y"], name="r1")], X, Y)
+    body = """
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])"""
+    graph = load(proto)
+    compile_graph(graph, pass_paths=[write("plugin.py", HEADER + PATTERN_PASS.format(
+        body=body))])
+    (identity,) = graph.nodes_of_type("Identity")
+    assert identity.get_output_name(0) == "b"
+    saved = graph.to_onnx()
+    onnx.checker.check_model(saved, full_check=True)
+    assert [list(n.input) for n in saved.graph.node if n.name == "r1"] == [["b"]]
+    assert_same_outputs(proto, graph)
+    failing = PATTERN_PASS.format(body="""
+    def replacement(self, inputs):
+        P.calls = getattr(P, "calls", 0) + 1
+        if P.calls == 2:
+            raise ValueError("second match")
+        return es.Identity(inputs[0])""")
+    chain = model([helper.make_node("Neg", ["x"], ["a"], name="n1"),
+                   helper.make_node("Neg", ["a"], ["b"], name="n2"),
+                   helper.make_node("Neg", ["b"], ["c"], name="n3"),
+                   helper.make_node("Neg", ["c"], ["y"], name="n4")], X, Y)
+    _compile_fails(write, failing, load(chain))  # rolled back, names included (bytes)

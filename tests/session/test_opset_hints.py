@@ -119,3 +119,38 @@ def test_the_cli_hints_follow_the_fusion_switch_file(tmp_path: Path) -> None:
                                       f"ge.fusionSwitchFile={switch}"])
     assert result.exit_code == 0, result.stderr
     assert "hint:" not in result.stdout
+
+
+def _gelu_in_a_branch() -> onnx.ModelProto:
+    """y = If(c, then: Relu(GELU(x)) written in primitives, else: x), at opset 18."""
+    import numpy as np
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    gelu = [h.make_node("Div", ["x", "sqrt2"], ["d"]), h.make_node("Erf", ["d"], ["e"]),
+            h.make_node("Add", ["e", "one"], ["t"]), h.make_node("Mul", ["x", "t"], ["xt"]),
+            h.make_node("Mul", ["xt", "half"], ["g"]), h.make_node("Relu", ["g"], ["then_out"])]
+    out = [h.make_tensor_value_info(n, TP.FLOAT, ["n", 8]) for n in ("then_out", "else_out")]
+    then_g = h.make_graph(gelu, "then_g", [], [out[0]])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["else_out"])], "else_g", [], [out[1]])
+    inits = [nh.from_array(np.array(v, np.float32), n)
+             for n, v in (("sqrt2", 1.4142135), ("one", 1.0), ("half", 0.5))]
+    graph = h.make_graph(
+        [h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "main",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["n", 8]),
+         h.make_tensor_value_info("c", TP.BOOL, [])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["n", 8])], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_what_bodies_hold_is_counted_too() -> None:
+    """A GELU in an If branch: hinted as the main graph's would be, and fused at 20."""
+    model = _gelu_in_a_branch()
+    assert opset_hints(ge.compile(model).graph) == [
+        OpsetHint("GeluFusion", "GELU", "Gelu", 20, 1)]
+    converted = ge.compile(model, opset=20)
+    assert converted.report.rewrites_by_pass().get("GeluFusion") == 1
+    assert opset_hints(converted.graph) == []

@@ -114,8 +114,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import numpy as np
 
         import ge.graph
+        from ge.errors import SessionError
         from ge.session.runner import RUNTIME_DOMAINS, ModelRunner
-        from ge.session.verification import generate_inputs, load_inputs
+        from ge.session.verification import generate_inputs, generated_inputs_note, load_inputs
 
         if output is not None:
             check_output_folder(output, "the outputs")
@@ -131,7 +132,13 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         custom = [node for node in graph.get_all_nodes() if node.domain not in RUNTIME_DOMAINS]
         with _custom_op_plugins(custom, pass_paths):
             _check_custom_ops(graph, custom)
-            results = ModelRunner(graph).run(feeds)
+            try:
+                results = ModelRunner(graph).run(feeds)
+            except SessionError as err:
+                if inputs is not None:
+                    raise
+                raise SessionError(err.message + generated_inputs_note(graph, feeds),
+                                   nodes=err.nodes) from err
         if output is not None:
             buffer = io.BytesIO()
             np.savez(buffer, **results)  # type: ignore[arg-type]

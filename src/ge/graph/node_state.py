@@ -60,6 +60,27 @@ class GraphNodeState:
         self._by_name[old] = node
         node._name, node._export_name = old, old_export
 
+    def _rename_value(self: Graph, node: Node, index: int, name: str) -> None:
+        """Give output `index` of `node` the value name `name`, free in scope (checked by the
+        caller), in one journal step: a rewrite's new output taking the name of the output
+        it replaced. Its readers are written again on export (their protos name it)."""
+        old = node._out_names[index]
+        node._proto_dirty()
+        for consumer, _ in node._consumers[index] or ():
+            consumer._proto_dirty()
+        self._set_value_name(node, index, old, name)
+        journal = self._changed(False)
+        if journal.recording:
+            journal.record((GraphNodeState._set_value_name, self, node, index, name, old))
+
+    def _set_value_name(self: Graph, node: Node, index: int, old: str, name: str) -> None:
+        values = self._values
+        if old and values.get(old) == (node, index):
+            del values[old]
+        if name:
+            values[name] = (node, index)
+        node._out_names[index] = name
+
     def _set_attr(self: Graph, node: Node, key: str, value: Any) -> None:
         if not isinstance(key, str) or not key:
             raise GraphTypeError("attribute name must be a non-empty str")

@@ -251,6 +251,22 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
             graph.replace_all_uses(old, old_index, new, new_index, exclude=members.__contains__)
     _move_control_edges(region, made)
     _remove(region)
+    _take_over_value_names(region, made, outputs)
+
+
+def _take_over_value_names(region: Region, made: Sequence[Node],
+                           outputs: Sequence[Producer]) -> None:
+    """A new node's output that replaces a removed node's output takes its value name when
+    no value in scope has it now: a fused model keeps the names its exporter gave (the
+    Gemm of `Add(MatMul(a, b), c)` produces what the Add did, under the Add's name)."""
+    graph = region.graph
+    new_nodes = set(made)
+    for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
+        if old._graph is not None or new not in new_nodes or new._graph is not graph:
+            continue  # the old output stays (a constant read elsewhere), or passes through
+        name = old._out_names[old_index]
+        if name and name != new._out_names[new_index] and not graph._naming.value_taken(name):
+            graph._rename_value(new, new_index, name)
 
 
 def tag_origin(made: Iterable[Node], pass_name: str, replaced: Iterable[Node]) -> None:

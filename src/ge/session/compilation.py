@@ -43,6 +43,7 @@ from ge.session.verification import (
     check_inputs,
     compare_outputs,
     generate_inputs,
+    generated_inputs_note,
     load_inputs,
     random_output_reasons,
 )
@@ -207,7 +208,9 @@ def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[st
         except SessionError as err:  # nothing of ge's in it yet: say so
             raise SessionError(
                 f"the original model (as given, before any pass) cannot be run for the "
-                f"verification: {err.message}", nodes=err.nodes) from err
+                f"verification: {err.message}"
+                f"{generated_inputs_note(original.proto, feeds) if inputs is None else ''}",
+                nodes=err.nodes) from err
 
 
 def compile(

@@ -85,7 +85,7 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
             instance = (pass_class(reduce_mean_opset=current)
                         if issubclass(pass_class, NormFusion) else pass_class())
             count = 0
-            for found in find_matches(instance, graph):
+            for found in (f for g in graphs for f in find_matches(instance, g)):
                 # A layer norm's inner part has an RMS norm's shape: LayerNormFusion takes it.
                 # (Constants are shared between matches: deduplication merges epsilons.)
                 operators = {n for n in found.nodes if n.type != CONST}

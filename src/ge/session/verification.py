@@ -38,6 +38,7 @@ __all__ = [
     "check_inputs",
     "compare_outputs",
     "generate_inputs",
+    "generated_inputs_note",
     "load_inputs",
     "precision_floor",
     "random_output_reasons",
@@ -87,6 +88,18 @@ def check_inputs(inputs: Mapping[str, Any], model: ModelOrPath) -> None:
     """
     model = _model(model)
     checked_inputs(inputs, model_inputs(model), model_name(model))
+
+
+def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, np.ndarray]) -> str:
+    """What a failed run of generated inputs adds to its error: that they were generated,
+    their shapes, and how to give real ones (a symbolic dim of 2 is too short for the first
+    Conv of an audio model)."""
+    symbolic = any(isinstance(d, str) for spec in model_inputs(_model(model))
+                   for d in spec.dims or ())
+    shapes = ", ".join(f"{name} {list(array.shape)}" for name, array in feeds.items())
+    return (f"; the inputs were generated ({shapes}"
+            f"{', symbolic dims set to 2' if symbolic else ''}): give real ones with "
+            "--inputs FILE.npz (inputs=)")
 
 
 def generate_inputs(model: ModelOrPath, *, seed: int = 0,

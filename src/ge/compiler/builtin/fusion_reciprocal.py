@@ -12,7 +12,8 @@ quotient is rounded once instead of twice, so results may differ in the last bit
   another consumer, a graph output included).
 
 The Mul may read the reciprocal as either operand: the pass enables the matcher's
-commutative matching. The Div takes the Mul's place, so a graph output keeps its name.
+commutative matching. The Div takes the Mul's place, its node name and its output's value
+name.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ReciprocalMulFusion(PatternFusionPass):
     def __init__(self) -> None:
         # Mul is commutative: `Reciprocal(s) * x` matches the same pattern.
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
+        self._mul_name = ""  # the accepted match's Mul: the Div takes its name
 
     @pattern
     def mul_reciprocal(self, inputs: PatternInputs) -> TensorHolder:
@@ -74,8 +76,9 @@ class ReciprocalMulFusion(PatternFusionPass):
         if known_dtype(mul.get_output_desc(0)) not in FLOAT_TYPES:
             return False
         div = next((n for n in nodes if n.type == "Div"), None)
+        self._mul_name = mul.name
         return div is None or _is_one_over(div)
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
-        return Div(inputs[0], inputs[1])
+        return Div(inputs[0], inputs[1], name=self._mul_name)
