@@ -76,10 +76,10 @@ KEY_PHRASES: list[tuple[str, list[str]]] = [
     ("ge dump out.onnx | grep 'activation/Const\\b'",
      ["%/model/transformer/layer.0/ffn/activation/Const: float32[] = "
       "Const[value=Tensor(float32[] 0.7071)]()",
-      "%/model/transformer/layer.0/ffn/activation/Mul_2:0 = Mul(%/model/transformer/layer.0/"
-      "ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)",
-      "%/model/transformer/layer.1/ffn/activation/Mul_3:0 = Mul(%/model/transformer/layer.1/"
-      "ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)"]),
+      "%/model/transformer/layer.0/ffn/activation/Div_output_0 = Mul(%/model/transformer/"
+      "layer.0/ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)",
+      "%/model/transformer/layer.1/ffn/activation/Div_output_0 = Mul(%/model/transformer/"
+      "layer.1/ffn/lin1/MatMul_output_0, %/model/transformer/layer.0/ffn/activation/Const)"]),
     ("python -m pytest -q test_div_to_mul.py", ["2 passed"]),
 ]
 

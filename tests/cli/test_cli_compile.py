@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_helpers import run_ge
 from click.testing import CliRunner
 
 from ge.cli import cli
@@ -256,3 +257,24 @@ class BreakReshape(FusionBasePass):
     assert error["message"].startswith("after pass BreakReshape (graph g) the model cannot be "
                                        "run: onnxruntime failed to run graph")
     assert not out.exists() and stderr == ""
+
+
+def test_a_checker_refusal_says_when_the_input_fails_the_check_too(tmp_path: Path) -> None:
+    """A graph output typed without a shape field: onnxruntime runs it, onnx's full checker
+    refuses it, before any pass as after. GE1003 says the input fails too; nothing written."""
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    graph = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g",
+                         [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = tmp_path / "noshape.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), model)
+    out = tmp_path / "out.onnx"
+    code, _, err = run_ge("compile", str(model), "-o", str(out))
+    assert code != 0
+    assert err.startswith("ge: [GE1003] graph is invalid (1 problem(s)): graph g: onnx-checker: "
+                          f"onnx.checker rejects the model, nothing was written to {out}")
+    assert f"(the input model {model} fails this check too: it is not the compilation's " \
+           "doing)" in err
+    assert not out.exists()

@@ -318,6 +318,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             atol=atol, check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
+    result.source = result.source or Path(model)  # (given as the graph loaded from it)
     data_file = result.save(output, external_data=external_data,
                             overwrite_input=overwrite_input)
     before = recorder.before if recorder is not None else None

@@ -32,7 +32,9 @@ from ge.errors import (
     CompileInputError,
     CompilerOptionError,
     CompileWarning,
+    GraphValidationError,
     SessionError,
+    ValidationProblem,
     VerificationError,
 )
 from ge.graph import Graph
@@ -71,15 +73,39 @@ class CompileResult:
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False) -> Path | None:
         """Write the compiled model atomically (see `Graph.save`), never one onnx's full
-        checker rejects (`GraphValidationError`, nothing written). Returns the external data
-        file written beside it, or None."""
-        return self.graph.save(path, external_data=external_data,
-                               overwrite_input=overwrite_input, value_info=self.value_info,
-                               lift_constants=True, full_check=True)
+        checker rejects (`GraphValidationError`, nothing written; it says so when the input
+        model fails the checker too). Returns the external data file written beside it, or
+        None."""
+        try:
+            return self.graph.save(path, external_data=external_data,
+                                   overwrite_input=overwrite_input, value_info=self.value_info,
+                                   lift_constants=True, full_check=True)
+        except GraphValidationError as err:
+            raise _with_input_verdict(err, self.source) from err
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
         return self.graph.to_onnx(value_info=self.value_info, lift_constants=True)
+
+
+def _with_input_verdict(err: GraphValidationError, source: Path | None
+                        ) -> GraphValidationError:
+    """`err` (onnx's checker refused the compiled model), saying whether the input model
+    fails the checker too: then ge did not make it invalid (a graph output typed without a
+    shape, which onnxruntime runs)."""
+    if source is None or not any(p.kind == "onnx-checker" for p in err.problems):
+        return err
+    try:
+        onnx.checker.check_model(str(source), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return GraphValidationError([
+            ValidationProblem(p.kind, p.nodes, p.message + (
+                f" (the input model {source} fails this check too: it is not the compilation's "
+                "doing)" if p.kind == "onnx-checker" else ""), p.graph)
+            for p in err.problems])
+    except Exception:  # a verdict is never worth another error
+        return err
+    return err
 
 
 def _verify_mode(verify: bool | str) -> str:
