@@ -172,7 +172,7 @@ def test_a_pass_authors_failing_tests_read_well(tmp_path: Path) -> None:
         "before the pass:",
         "* %t1: float32[2,4] = MatMul(%x, %w1)  # mm1",
         "after the pass (2 node(s) made by FuseMatMulAdd):",
-        "* %Gemm_1:0: float32[2,4] = Gemm(%x, %w1, %b1)  # Gemm_1",
+        "* %y1: float32[2,4] = Gemm(%x, %w1, %b1)  # Gemm_1",  # (the Add's value)
         # the numeric difference, output by output, and the inputs used
         "AssertionError: models differ: 1 of 1 output(s) beyond tolerance (rtol=0.0001, "
         "atol=1e-05)",
