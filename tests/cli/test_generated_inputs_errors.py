@@ -1,7 +1,8 @@
 """A model the generated inputs cannot run (symbolic dims are 2: too short for an audio
 model's first Conv) fails `ge compile --verify` and `ge run` with GE1601 saying the inputs
-were generated, their shapes and how to give real ones; nothing is written. With real
-inputs the same commands work."""
+were generated, their shapes and how to give real ones or size them; nothing is written.
+With real inputs, or `--dims samples=400`, the same commands work; bad `--dims` are usage
+errors (no `=`, no int) or GE1602 (no such symbolic dim), before anything is written."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def _audio_front_end(folder: Path) -> tuple[Path, Path]:
     return path, inputs
 
 
-NOTE = ("the inputs were generated (x [2, 2], symbolic dims set to 2): give real ones with "
-        "--inputs FILE.npz (inputs=)")
+NOTE = ("the inputs were generated (x [2, 2], symbolic dims of 2 unless sized): give real "
+        "ones with --inputs FILE.npz (inputs=), or sizes with --dims NAME=SIZE (dims=)")
 
 
 def test_compile_verify_says_the_inputs_were_generated(tmp_path: Path) -> None:
@@ -60,3 +61,35 @@ def test_run_says_the_inputs_were_generated(tmp_path: Path) -> None:
     assert NOTE in err
     code, _, err = run_ge("run", str(path), "--inputs", str(inputs))
     assert code == 0, err
+
+
+def test_dims_size_the_generated_inputs(tmp_path: Path) -> None:
+    path, _ = _audio_front_end(tmp_path)
+    out = tmp_path / "out.onnx"
+    code, stdout, err = run_ge("compile", str(path), "-o", str(out), "--dims", "samples=400")
+    assert code == 0, err  # --dims implies --verify
+    assert "verification ok" in stdout
+    code, stdout, err = run_ge("run", str(path), "--dims", "samples=400", "--dims", "batch=3",
+                               "--json")
+    assert code == 0, err
+    import json
+    assert json.loads(stdout)["inputs"]["x"]["shape"] == [3, 400]
+
+
+def test_bad_dims_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path, inputs = _audio_front_end(tmp_path)
+    out = tmp_path / "out.onnx"
+    before = listing(tmp_path)
+    for bad in ("samples", "samples=x", "samples=-3"):
+        code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", bad)
+        assert code == 2 and "--dims" in err, (bad, err)
+    code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", "samples=4",
+                          "--inputs", str(inputs))
+    assert code == 2 and "not with --inputs" in err
+    code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", "sample=400")
+    assert code != 0
+    assert err.startswith("ge: [GE1602] dims 'sample': each must name a symbolic dim of graph "
+                          "'g' (batch, samples)")
+    code, _, err = run_ge("run", str(path), "--dims", "sample=400")
+    assert code != 0 and "[GE1602] dims 'sample'" in err
+    assert listing(tmp_path) == before

@@ -51,6 +51,18 @@ def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[st
     return options
 
 
+def parse_dims(pairs: Sequence[str]) -> dict[str, int]:
+    """`--dims NAME=SIZE` strings as sizes of symbolic dims (a usage error for anything
+    else: no `=`, or a size that is not an int >= 0)."""
+    dims: dict[str, int] = {}
+    for name, size in parse_options(pairs, "--dims").items():
+        if not size.isdigit():
+            raise click.BadParameter(f"{name}={size}: the size must be an int >= 0",
+                                     param_hint="--dims")
+        dims[name] = int(size)
+    return dims
+
+
 def _check_report_target(report: Path, model: Path, output: Path) -> None:
     check_output_folder(report, "the report")
     for other, what in ((model, "the model"), (output, "the output model")):
@@ -271,6 +283,7 @@ def _given(ctx: click.Context, *names: str) -> list[str]:
 def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
              pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
+             dims: dict[str, int] | None = None,
              dump_level: str | None, builtin: bool, disable: tuple[str, ...], check: str,
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
              value_info: str, html_path: Path | None = None,
@@ -283,7 +296,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
 
     check_tolerance(rtol, "--rtol")
     check_tolerance(atol, "--atol")
-    if tolerances_given and verify is None and inputs is None:
+    if tolerances_given and verify is None and inputs is None and not dims:
         flags = " and ".join(tolerances_given)
         raise CommandLineError(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
                                "--verify (or --inputs): without it nothing is compared")
@@ -302,7 +315,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     graph = ge.graph.load(model)
     check_save_target(graph, output, external_data=external_data,
                       overwrite_input=overwrite_input)
-    mode = verify or ("final" if inputs is not None else None)
+    mode = verify or ("final" if inputs is not None or dims else None)
     recorder = None
     if html_path is not None:
         from ge.cli import graph_diff
@@ -314,7 +327,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             observers = [*observers, recorder]
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
-                            enable=enable, verify=mode or False, inputs=inputs, rtol=rtol,
+                            enable=enable, verify=mode or False, inputs=inputs,
+                            dims=dims or None, rtol=rtol,
                             atol=atol, check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
@@ -372,6 +386,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
 @click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
               help="Inputs for verification (one array per input name); implies --verify. "
                    "Default: generated from the input types.")
+@click.option("--dims", "dim_pairs", multiple=True, metavar="NAME=SIZE",
+              help="Size of the symbolic dim NAME in the generated inputs (default 2; "
+                   "repeatable); implies --verify.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True,
               help="Relative tolerance of verification (>= 0); needs --verify.")
 @click.option("--atol", type=float, default=1e-5, show_default=True,
@@ -416,7 +433,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Print the report (or the error) as JSON on stdout.")
 def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
-                    rtol: float, atol: float, report_path: Path | None,
+                    dim_pairs: tuple[str, ...], rtol: float, atol: float, report_path: Path | None,
                     html_path: Path | None, dump: Path | None,
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
@@ -424,13 +441,18 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     opset: int | None, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
+    dims = parse_dims(dim_pairs)
+    if dims and inputs is not None:
+        raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
+                                 param_hint="--dims")
     given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
         _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
-                 options=options, verify=verify, inputs=inputs, rtol=rtol, atol=atol,
-                 dump=dump, dump_level=dump_level, builtin=not no_builtin, disable=disable,
-                 check=check, on_pass_failure=on_pass_failure, external_data=external_data,
-                 overwrite_input=overwrite_input, value_info=value_info,
+                 options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
+                 atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
+                 disable=disable, check=check, on_pass_failure=on_pass_failure,
+                 external_data=external_data, overwrite_input=overwrite_input,
+                 value_info=value_info,
                  html_path=html_path, tolerances_given=given, opset=opset, enable=enable)
 
 

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import click
 
+from ge.cli.compile import parse_dims
 from ge.cli.output import check_output_folder, command_output, console, same_file, write_atomically
 from ge.errors import CommandLineError
 
@@ -103,13 +104,20 @@ def _check_custom_ops(graph: Any, custom: list[Any]) -> None:
               metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated inputs.")
+@click.option("--dims", "dim_pairs", multiple=True, metavar="NAME=SIZE",
+              help="Size of the symbolic dim NAME in the generated inputs (default 2; "
+                   "repeatable).")
 @click.option("--pass-path", "pass_paths", multiple=True, metavar="PATH",
               help="Also load the plugins of PATH (a .py file or a folder; repeatable): "
                    "custom operators they register run with their kernels.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or error) as JSON.")
 def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int,
-                pass_paths: tuple[str, ...], as_json: bool) -> None:
+                dim_pairs: tuple[str, ...], pass_paths: tuple[str, ...], as_json: bool) -> None:
     """Run MODEL on inputs (given or generated) and show or save its outputs."""
+    dims = parse_dims(dim_pairs)
+    if dims and inputs is not None:
+        raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
+                                 param_hint="--dims")
     with command_output("ge", as_json=as_json) as out:
         import numpy as np
 
@@ -128,7 +136,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                                        "model", path=str(output))
         graph = ge.graph.load(model)
         feeds = (load_inputs(inputs, graph) if inputs is not None
-                 else generate_inputs(graph, seed=seed))
+                 else generate_inputs(graph, seed=seed, dims=dims))
         custom = [node for node in graph.get_all_nodes() if node.domain not in RUNTIME_DOMAINS]
         with _custom_op_plugins(custom, pass_paths):
             _check_custom_ops(graph, custom)

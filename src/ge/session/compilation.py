@@ -213,9 +213,10 @@ def _warn_not_compared(random: Mapping[str, str]) -> None:
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
-                | None, seed: int) -> dict[str, np.ndarray]:
+                | None, seed: int, dims: Mapping[str, int] | None = None
+                ) -> dict[str, np.ndarray]:
     if inputs is None:
-        return generate_inputs(original, seed=seed)
+        return generate_inputs(original, seed=seed, dims=dims)
     if isinstance(inputs, (str, os.PathLike)):
         return load_inputs(inputs, original)
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
@@ -223,12 +224,13 @@ def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.
     return arrays
 
 
-def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None
+def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None,
+                  dims: Mapping[str, int] | None
                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The outputs of the model as given (it is checked too) and the inputs they came from.
     Nothing of the run outlives it: its session and export are gone before the passes run."""
     with exported_to_run(given) as original:
-        feeds = _inputs_for(original.proto, inputs, seed=0)
+        feeds = _inputs_for(original.proto, inputs, seed=0, dims=dims)
         try:
             return run_model(original, feeds), feeds
         except SessionError as err:  # nothing of ge's in it yet: say so
@@ -249,6 +251,7 @@ def compile(
     enable: Iterable[str] = (),
     verify: bool | str = False,
     inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    dims: Mapping[str, int] | None = None,
     rtol: float = 1e-4,
     atol: float = 1e-5,
     check: str = "region",
@@ -263,7 +266,8 @@ def compile(
     pipeline, `pass_paths`, `options`, `disable`, `enable`, `check` and `on_pass_failure`.
 
     `verify` (True, "final" or "each-pass") runs the original and the compiled model on
-    `inputs` (a mapping, an `.npz` path, or generated from the input types) and raises
+    `inputs` (a mapping, an `.npz` path, or generated from the input types, a symbolic dim
+    of the size `dims` gives it by name, else 2: `generate_inputs`) and raises
     `VerificationError` when an output differs beyond `rtol`/`atol` (numbers >= 0, else
     `CompilerOptionError`, checked before anything runs). `dump` is a folder for
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
@@ -274,6 +278,9 @@ def compile(
     result's graph is the converted one) and verification compares with the model as given.
     """
     mode = _verify_mode(verify)
+    if dims and inputs is not None:
+        raise CompilerOptionError("dims= sizes the symbolic dims of generated inputs; with "
+                                  "inputs= given there are none to size")
     check_tolerance(rtol, "rtol")
     check_tolerance(atol, "atol")
     given, in_place, source = _as_graph(model)
@@ -292,7 +299,7 @@ def compile(
         feeds: dict[str, np.ndarray] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
         if mode != "none":
-            expected, feeds = _run_original(given, inputs)  # before any conversion
+            expected, feeds = _run_original(given, inputs, dims)  # before any conversion
             random = random_output_reasons(given)
             if random:
                 _warn_not_compared(random)

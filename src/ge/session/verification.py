@@ -98,8 +98,9 @@ def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, np.ndarray]) -
                    for d in spec.dims or ())
     shapes = ", ".join(f"{name} {list(array.shape)}" for name, array in feeds.items())
     return (f"; the inputs were generated ({shapes}"
-            f"{', symbolic dims set to 2' if symbolic else ''}): give real ones with "
-            "--inputs FILE.npz (inputs=)")
+            f"{', symbolic dims of 2 unless sized' if symbolic else ''}): give real ones with "
+            "--inputs FILE.npz (inputs=)"
+            + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
 
 
 def generate_inputs(model: ModelOrPath, *, seed: int = 0,
