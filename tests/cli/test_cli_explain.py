@@ -267,3 +267,28 @@ def test_the_layer_norm_refusal_says_why(tmp_path: Path) -> None:
     assert "meet_requirements returned False: the pass refuses this match (the pass says: " \
         "ReduceMean 'mean' reduces axes [1] of a rank-4 X: the fused operator normalises " \
         "the last axes only (a channels-first norm needs a Transpose around it))" in first
+
+
+@pytest.mark.builtin_passes
+def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -> None:
+    """A layer norm in an If branch: the main graph has none of the 24 patterns' anchors
+    (one line says so, naming them), the branch's match comes first after it, rewritten."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    try:
+        from test_body_shapes import _if_model
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "if_ln.onnx"
+    onnx.save(_if_model(False), path)
+    result = CliRunner().invoke(cli, ["passes", "explain", "LayerNormFusion", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    idle = [line for line in lines if line.startswith("graph main: ")]
+    assert len(idle) == 1 and idle == [lines[1]]
+    assert idle[0].startswith("graph main: no candidate for 24 pattern(s): it has no Add or "
+                              "Mul node (their anchors' op type): LayerNorm_div_pow_shared_")
+    assert not any("(graph main)" in line for line in lines)
+    assert lines[2].startswith("pattern LayerNorm_div_pow_shared_bias_axes_input (graph "
+                               "then_g): anchor") and lines[2].endswith("1 would be rewritten")

@@ -683,12 +683,35 @@ def _warn_unknown(match: Match, warnings: list[str], what: str) -> None:
 
 
 # -- text -------------------------------------------------------------------------------------
+def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> str:
+    if len(patterns) == 1:
+        e = patterns[0]
+        return f"pattern {e.pattern} (graph {graph}): {e.note}"
+    absent = sorted({_op(e.anchor_type, e.anchor_domain) for e in patterns})
+    return (f"graph {graph}: no candidate for {len(patterns)} pattern(s): it has no "
+            f"{' or '.join(absent)} node (their anchors' op type): "
+            f"{', '.join(e.pattern for e in patterns)}")
+
+
 def format_explanations(explanations: Sequence[PatternExplanation], *, top: int = 5,
                         indent: str = "  ") -> list[str]:
     """The explanations as indented lines: per pattern the rewrites, then the `top` closest
-    partial matches with their bindings and the check that failed."""
+    partial matches with their bindings and the check that failed. The patterns that have
+    no candidate in a graph (its anchor's op type is absent there) share one line, where the
+    first of them would be: a pass of many patterns does not bury the graphs they match in."""
     lines: list[str] = []
+    idle: dict[str, list[PatternExplanation]] = {}  # graph -> its patterns without candidates
     for e in explanations:
+        if e.error is None and not e.candidates and e.note and e.note.startswith(
+                "no candidate: graph"):
+            idle.setdefault(e.graph, []).append(e)
+    summarised: set[str] = set()
+    for e in explanations:
+        if e.graph in idle and e in idle[e.graph]:
+            if e.graph not in summarised:
+                summarised.add(e.graph)
+                lines.append(_no_candidates_line(e.graph, idle[e.graph]))
+            continue
         if e.error is not None:
             lines.append(f"pattern {e.pattern} (graph {e.graph}): invalid: {e.error}")
             continue
