@@ -977,3 +977,15 @@ def test_a_new_output_takes_the_value_name_of_the_output_it_replaces(write) -> N
                    helper.make_node("Neg", ["b"], ["c"], name="n3"),
                    helper.make_node("Neg", ["c"], ["y"], name="n4")], X, Y)
     _compile_fails(write, failing, load(chain))  # rolled back, names included (bytes)
+
+
+def test_a_decomposed_nodes_pieces_are_named_in_its_scope(write) -> None:
+    """Mul `/blk/act/Mul` decomposed into Mul(Abs(x), Abs(x)): the copied nodes are named in
+    its scope (`/blk/act/Abs`...), as an expression replacement's would be."""
+    path = write("plugin.py", HEADER + DECOMPOSE.format(name="D", op_types=["Mul"]))
+    proto = model([helper.make_node("Mul", ["x", "x"], ["y"], name="/blk/act/Mul")], X, Y)
+    graph = load(proto)
+    compile_graph(graph, pass_paths=[path])
+    names = sorted(n.name for n in graph.get_direct_nodes() if n.type in ("Mul", "Abs"))
+    assert len(names) == 3 and all(name.startswith("/blk/act/") for name in names), names
+    assert_same_outputs(proto, graph)

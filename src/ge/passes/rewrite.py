@@ -190,7 +190,21 @@ def apply_replacement(region: Region, replacement: object, *, pass_name: str = "
                           lambda node, index: node in untyped or not _known(
                               node.get_output_desc(index)))
     _finish_rewrite(region, copied.nodes, copied.outputs, pass_name=pass_name)
+    _scope_names(region, copied.nodes)
     return copied.nodes
+
+
+def _scope_names(region: Region, made: Sequence[Node]) -> None:
+    """Put the copied nodes' names in the scope the replaced operators shared (a grouped
+    Conv `/layer1/conv/Conv` decomposed: `/layer1/conv/Split`, `/layer1/conv/Conv_1`...),
+    as an expression replacement names its operators where it is built."""
+    scope = region.name_scope()
+    if not scope:
+        return
+    graph = region.graph
+    for node in made:
+        if node._graph is graph and not node._name.startswith(scope):
+            graph._rename_node(node, graph._naming.node_name(scope + node._name))
 
 
 def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Producer], *,
