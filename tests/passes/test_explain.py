@@ -518,3 +518,18 @@ def test_an_attribute_default_without_a_schema_is_a_warning(write) -> None:
     assert "target node 'target' has it unset" in cand.reason.message
     (warning,) = cand.warnings
     assert "the schema of my.ops.MyOp is not known" in warning
+
+
+def test_a_refusal_on_untyped_values_says_how_to_type_them(passes) -> None:
+    """explain() on a graph nobody typed (the Python API; the CLI infers first): a refusal
+    reading unknown descs is flagged, naming the values and ge.ops.infer_shapes."""
+    graph = load(model([helper.make_node("Neg", ["x"], ["n"], name="neg"),
+                        helper.make_node("Relu", ["n"], ["y"], name="relu")], X,
+                       [("y", [2, 4])]))
+    cand = _one(explain(passes["Refused"], graph), "relu")
+    assert cand.warnings and cand.warnings[0].startswith(
+        "meet_requirements returned False while shape or type information is missing "
+        "(output 0 of ")
+    assert cand.warnings[0].endswith(
+        "the check may not have been decidable (ge.ops.infer_shapes types a graph, as `ge "
+        "passes explain` does first; what stays unknown after it, inference could not type)")

@@ -678,8 +678,9 @@ def _warn_unknown(match: Match, warnings: list[str], what: str) -> None:
         listed = ", ".join(unknown[:_SHOWN_DESCS])
         more = f" and {len(unknown) - _SHOWN_DESCS} more" if len(unknown) > _SHOWN_DESCS else ""
         warnings.append(f"{what} while shape or type information is missing ({listed}{more} "
-                        "unknown): the check may not have been decidable; run shape inference "
-                        "first")
+                        "unknown): the check may not have been decidable (ge.ops.infer_shapes "
+                        "types a graph, as `ge passes explain` does first; what stays unknown "
+                        "after it, inference could not type)")
 
 
 # -- text -------------------------------------------------------------------------------------
