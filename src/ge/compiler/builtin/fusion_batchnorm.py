@@ -71,9 +71,9 @@ class _Fold:
 
     weight: Tensor | None
     bias: Tensor | None
+    names: _Names
     attrs: dict[str, Any] = field(default_factory=dict)
     op: str = "Conv"
-    names: _Names | None = None
 
 
 @dataclass
@@ -254,7 +254,6 @@ def _build_conv(inputs: PatternInputs, fold: _Fold) -> TensorHolder:
     x = inputs[0]
     builder = x.get_owner_builder()
     names = fold.names
-    assert names is not None
     weight = inputs[1] if fold.weight is None else builder.create_const(
         fold.weight, name=names.weight)
     make = ConvTranspose if fold.op == "ConvTranspose" else Conv
@@ -309,8 +308,8 @@ class ConvBatchNormFusion(PatternFusionPass):
         folded = _conv_fold(weight, bias, *affine, transposed_groups=_groups(conv))
         if folded is None or folded[1] is None:
             return False
-        self._fold = _Fold(folded[0], folded[1], _attrs(conv), conv.type,
-                           _names(conv, bias_from=(bn, 2)))
+        self._fold = _Fold(folded[0], folded[1], _names(conv, bias_from=(bn, 2)),
+                           _attrs(conv), conv.type)
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
@@ -383,8 +382,8 @@ class ConvAddMulFusion(PatternFusionPass):
             folded = _conv_fold(weight, bias, None, vector)
         if folded is None:
             return False
-        self._fold = _Fold(folded[0], folded[1], _attrs(conv),
-                           names=_names(conv, bias_from=(op, _other_input(op, conv))))
+        self._fold = _Fold(folded[0], folded[1],
+                           _names(conv, bias_from=(op, _other_input(op, conv))), _attrs(conv))
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
@@ -470,14 +469,13 @@ class GemmBatchNormFusion(PatternFusionPass):
         if new_weight is None or new_c is None:
             return False
         attrs["beta"] = 1.0
-        self._fold = _Fold(new_weight, new_c, attrs, names=_names(product, bias_from=(bn, 2)))
+        self._fold = _Fold(new_weight, new_c, _names(product, bias_from=(bn, 2)), attrs)
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
         fold = self._fold
         assert fold is not None and fold.weight is not None and fold.bias is not None
-        assert fold.names is not None
         builder = inputs[0].get_owner_builder()
         return Gemm(inputs[0], builder.create_const(fold.weight, name=fold.names.weight),
                     builder.create_const(fold.bias, name=fold.names.bias), name=fold.names.node,
