@@ -86,6 +86,8 @@ def test_bad_dims_are_refused_before_anything_is_written(tmp_path: Path) -> None
     code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", "samples=4",
                           "--inputs", str(inputs))
     assert code == 2 and "not with --inputs" in err
+    code, _, err = run_ge("run", str(path), "--dims", "samples=4", "--inputs", str(inputs))
+    assert code == 2 and "not with --inputs" in err
     code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", "sample=400")
     assert code != 0
     assert err.startswith("ge: [GE1602] dims 'sample': each must name a symbolic dim of graph "

@@ -51,9 +51,13 @@ def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[st
     return options
 
 
-def parse_dims(pairs: Sequence[str]) -> dict[str, int]:
-    """`--dims NAME=SIZE` strings as sizes of symbolic dims (a usage error for anything
-    else: no `=`, or a size that is not an int >= 0)."""
+def parse_dims(pairs: Sequence[str], inputs: Path | None) -> dict[str, int]:
+    """`--dims NAME=SIZE` strings as sizes of symbolic dims of generated inputs (a usage
+    error for anything else: no `=`, a size that is not an int >= 0, or `--inputs` given,
+    so nothing is generated)."""
+    if pairs and inputs is not None:
+        raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
+                                 param_hint="--dims")
     dims: dict[str, int] = {}
     for name, size in parse_options(pairs, "--dims").items():
         if not size.isdigit():
@@ -441,10 +445,7 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                     opset: int | None, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
-    dims = parse_dims(dim_pairs)
-    if dims and inputs is not None:
-        raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
-                                 param_hint="--dims")
+    dims = parse_dims(dim_pairs, inputs)
     given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
         _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
@@ -452,8 +453,8 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                  atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
                  disable=disable, check=check, on_pass_failure=on_pass_failure,
                  external_data=external_data, overwrite_input=overwrite_input,
-                 value_info=value_info,
-                 html_path=html_path, tolerances_given=given, opset=opset, enable=enable)
+                 value_info=value_info, html_path=html_path, tolerances_given=given,
+                 opset=opset, enable=enable)
 
 
 # -- ge dump ----------------------------------------------------------------------------------

@@ -114,10 +114,7 @@ def _check_custom_ops(graph: Any, custom: list[Any]) -> None:
 def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int,
                 dim_pairs: tuple[str, ...], pass_paths: tuple[str, ...], as_json: bool) -> None:
     """Run MODEL on inputs (given or generated) and show or save its outputs."""
-    dims = parse_dims(dim_pairs)
-    if dims and inputs is not None:
-        raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
-                                 param_hint="--dims")
+    dims = parse_dims(dim_pairs, inputs)
     with command_output("ge", as_json=as_json) as out:
         import numpy as np
 
