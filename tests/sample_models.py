@@ -1,12 +1,13 @@
-"""Small shared samples for tests in several folders: a model and the README's pass."""
+"""Small shared samples for tests in several folders: models and the README's pass."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -22,6 +23,22 @@ def double_negation_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def audio_front_end() -> onnx.ModelProto:
+    """y = Conv(Unsqueeze(x), w), kernel 10, stride 5, over x [batch, samples]: generated
+    inputs (symbolic dims of 2) are too short for it; 400 samples are not."""
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["x", "one"], ["x3"]),
+         helper.make_node("Conv", ["x3", "w"], ["y"], strides=[5])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "samples"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, "frames"])],
+        [numpy_helper.from_array(rng.standard_normal((8, 1, 10)).astype(np.float32), "w"),
+         numpy_helper.from_array(np.array([1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
 
 
 def readme_pass_source() -> str:

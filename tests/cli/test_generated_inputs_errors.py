@@ -11,27 +11,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 from cli_helpers import listing, run_ge
-from onnx import TensorProto as TP
-from onnx import helper as h
-from onnx import numpy_helper as nh
+
+from sample_models import audio_front_end
 
 
 def _audio_front_end(folder: Path) -> tuple[Path, Path]:
-    """y = Conv(Unsqueeze(x), w) with a kernel of 10 over x [batch, samples]; and real
-    inputs (400 samples)."""
-    rng = np.random.default_rng(0)
-    graph = h.make_graph(
-        [h.make_node("Unsqueeze", ["x", "one"], ["x3"]),
-         h.make_node("Conv", ["x3", "w"], ["y"], strides=[5])], "g",
-        [h.make_tensor_value_info("x", TP.FLOAT, ["batch", "samples"])],
-        [h.make_tensor_value_info("y", TP.FLOAT, ["batch", 8, "frames"])],
-        [nh.from_array(rng.standard_normal((8, 1, 10)).astype(np.float32), "w"),
-         nh.from_array(np.array([1], np.int64), "one")])
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
+    """The audio front end of `sample_models`, saved, and real inputs (400 samples)."""
     path, inputs = folder / "audio.onnx", folder / "audio_inputs.npz"
-    onnx.save(model, path)
-    np.savez(inputs, x=rng.standard_normal((1, 400)).astype(np.float32))
+    onnx.save(audio_front_end(), path)
+    np.savez(inputs, x=np.random.default_rng(0).standard_normal((1, 400)).astype(np.float32))
     return path, inputs
 
 

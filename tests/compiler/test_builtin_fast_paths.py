@@ -16,7 +16,7 @@ from ge.compiler.builtin import ConstantDeduplication, ConstantFolding, NoOpElim
 from ge.compiler.builtin._support import first_element, raw_bytes
 from ge.compiler.builtin.constant_folding import _may_fold
 from ge.compiler.builtin.noop import passthrough_input
-from ge.graph import Graph, Tensor
+from ge.graph import Graph, Node, Tensor
 from ge.graph.keys import value_key
 
 pytestmark = pytest.mark.builtin_passes
@@ -102,25 +102,25 @@ def test_dedup_merges_equal_constants_whatever_their_tensorproto_fields(dtype: A
     assert kept == [consts[0], consts[3]]
 
 
-def test_dedup_reads_each_weights_bytes_once_per_compilation(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reading a proto's raw bytes copies them: on BERT-base (437 MB of weights, all of
-    one of a few shapes) that was done once per run of the pass (0.52 s of a 0.86 s
-    compile). The samples are kept for the compilation (one pass instance): a second run
-    reads no weight again, and still merges what the first left (none) and nothing else."""
-    import ge.compiler.builtin.const_dedup as const_dedup
-
-    rng = np.random.default_rng(0)
+def _weights_read_by_outputs(arrays: dict[str, np.ndarray]) -> tuple[Graph, list[Node]]:
+    """A graph of one constant per array (read from its TensorProto, named by its key), each
+    read through an Identity by the graph's output."""
     graph = Graph("g")
     graph.model.opset_imports = {"": 17}
-    arrays = [rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3)]
-    consts = [graph.add_const(Tensor.from_proto(numpy_helper.from_array(a, f"w{i}")))
-              for i, a in enumerate([*arrays, arrays[0]])]  # w3 equals w0
+    consts = [graph.add_const(Tensor.from_proto(numpy_helper.from_array(a, name)))
+              for name, a in arrays.items()]
     out = graph.add_node("NetOutput", num_inputs=len(consts), num_outputs=0)
     for k, const in enumerate(consts):
         ident = graph.add_node("Identity", num_inputs=1)
         graph.add_data_edge(const, 0, ident, 0)
         graph.add_data_edge(ident, 0, out, k)
+    return graph, consts
+
+
+def _recorded_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the constants ConstantDeduplication reads the raw bytes of, in order."""
+    import ge.compiler.builtin.const_dedup as const_dedup
+
     reads: list[str] = []
 
     def counting(tensor: Tensor) -> bytes | None:
@@ -129,6 +129,20 @@ def test_dedup_reads_each_weights_bytes_once_per_compilation(
         return raw_bytes(tensor)
 
     monkeypatch.setattr(const_dedup, "raw_bytes", counting)
+    return reads
+
+
+def test_dedup_reads_each_weights_bytes_once_per_compilation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a proto's raw bytes copies them: on BERT-base (437 MB of weights, all of
+    one of a few shapes) that was done once per run of the pass (0.52 s of a 0.86 s
+    compile). The samples are kept for the compilation (one pass instance): a second run
+    reads no weight again, and still merges what the first left (none) and nothing else."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3)]
+    graph, consts = _weights_read_by_outputs(
+        {f"w{i}": a for i, a in enumerate([*arrays, arrays[0]])})  # w3 equals w0
+    reads = _recorded_reads(monkeypatch)
     dedup = ConstantDeduplication()
     from ge.passes.context import PassContext
 
@@ -148,29 +162,12 @@ def test_dedup_never_reads_a_weight_of_a_shape_of_its_own(
     """An embedding table (the only [8, 3] weight) cannot equal another constant: it is not
     read at all (reading copies it: BERT's compile peaked there). Two [4, 4] weights that
     are equal are read and merged, a third of that shape read and kept."""
-    import ge.compiler.builtin.const_dedup as const_dedup
-
     rng = np.random.default_rng(0)
-    graph = Graph("g")
-    graph.model.opset_imports = {"": 17}
     square = rng.standard_normal((4, 4)).astype(np.float32)
-    arrays = {"table": rng.standard_normal((8, 3)).astype(np.float32), "a": square,
-              "b": rng.standard_normal((4, 4)).astype(np.float32), "c": square.copy()}
-    consts = [graph.add_const(Tensor.from_proto(numpy_helper.from_array(a, name)))
-              for name, a in arrays.items()]
-    out = graph.add_node("NetOutput", num_inputs=len(consts), num_outputs=0)
-    for k, const in enumerate(consts):
-        ident = graph.add_node("Identity", num_inputs=1)
-        graph.add_data_edge(const, 0, ident, 0)
-        graph.add_data_edge(ident, 0, out, k)
-    reads: list[str] = []
-
-    def counting(tensor: Tensor) -> bytes | None:
-        proto = tensor._source_proto()
-        reads.append(proto.name if proto is not None else "")
-        return raw_bytes(tensor)
-
-    monkeypatch.setattr(const_dedup, "raw_bytes", counting)
+    graph, consts = _weights_read_by_outputs({
+        "table": rng.standard_normal((8, 3)).astype(np.float32), "a": square,
+        "b": rng.standard_normal((4, 4)).astype(np.float32), "c": square.copy()})
+    reads = _recorded_reads(monkeypatch)
     from ge.passes.context import PassContext
 
     ConstantDeduplication().run(graph, PassContext())
