@@ -57,7 +57,6 @@ class ReciprocalMulFusion(PatternFusionPass):
     def __init__(self) -> None:
         # Mul is commutative: `Reciprocal(s) * x` matches the same pattern.
         super().__init__(PatternMatcherConfigBuilder().enable_commutative_match().build())
-        self._mul_name = ""  # the accepted match's Mul: the Div takes its name
 
     @pattern
     def mul_reciprocal(self, inputs: PatternInputs) -> TensorHolder:
@@ -72,13 +71,17 @@ class ReciprocalMulFusion(PatternFusionPass):
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         nodes = match_result.get_matched_nodes()
-        mul = next(n for n in nodes if n.type == "Mul")
-        if known_dtype(mul.get_output_desc(0)) not in FLOAT_TYPES:
+        if known_dtype(_mul(match_result).get_output_desc(0)) not in FLOAT_TYPES:
             return False
         div = next((n for n in nodes if n.type == "Div"), None)
-        self._mul_name = mul.name
         return div is None or _is_one_over(div)
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
-            self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:
-        return Div(inputs[0], inputs[1], name=self._mul_name)
+            self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
+        """`X / S`, named as the Mul it replaces (the engine gives it that name once the
+        Mul is gone)."""
+        return Div(inputs[0], inputs[1], name=_mul(match_result).name)
+
+
+def _mul(match_result: MatchResult) -> Node:
+    return next(n for n in match_result.get_matched_nodes() if n.type == "Mul")
