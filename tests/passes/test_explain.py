@@ -20,9 +20,9 @@ from ge.passes.explain import (
     CandidateExplanation,
     PatternExplanation,
     explain,
-    format_explanations,
     infer_shapes_for_explain,
 )
+from ge.passes.explain_text import format_explanations
 
 HEADER = """
 import ge.es.all as es

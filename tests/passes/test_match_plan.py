@@ -23,7 +23,8 @@ import ge.passes.matcher as matcher_module
 from ge.graph import Graph, Node, Tensor
 from ge.passes import Pattern, PatternMatcherConfigBuilder
 from ge.passes.match_plan import PLAN_AFTER, plan_for
-from ge.passes.matcher import CompiledPattern, Match, Matcher, TracingMatcher, compile_pattern
+from ge.passes.matcher import CompiledPattern, Match, Matcher, compile_pattern
+from ge.passes.tracing import TracingMatcher
 
 #: (op type, inputs, outputs) of the random graphs.
 OPS = [("Relu", 1, 1), ("Neg", 1, 1), ("Add", 2, 1), ("Mul", 2, 1), ("Split", 1, 2),

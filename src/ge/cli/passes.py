@@ -301,12 +301,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], nod
     import ge.graph
     from ge.compiler.invocation import create_instance, run_error
     from ge.errors import CompileWarning
-    from ge.passes.explain import (
-        explain,
-        format_explanations,
-        infer_shapes_for_explain,
-        undecided,
-    )
+    from ge.passes.explain import explain, infer_shapes_for_explain
+    from ge.passes.explain_text import format_explanations, undecided
 
     with command_output("ge", as_json=as_json) as out:
         entry = _known_pass(pass_name, pass_paths)

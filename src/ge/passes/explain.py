@@ -20,7 +20,6 @@ are not seen. The graph is left as it was (a hook that changes it is rolled back
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,17 +31,15 @@ from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
 from ge.passes.matcher import (
     _DATA,
-    _UNSET,
     CONST_TYPES,
     CompiledPattern,
     Match,
     MatchResult,
     PatternNode,
-    Rejection,
-    TracingMatcher,
     compile_pattern,
 )
 from ge.passes.rewrite import Region
+from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
 
 __all__ = [
     "Binding",
@@ -50,9 +47,7 @@ __all__ = [
     "PatternExplanation",
     "Reason",
     "explain",
-    "format_explanations",
     "infer_shapes_for_explain",
-    "undecided",
 ]
 
 #: How many values of a constant a message shows.
@@ -681,76 +676,3 @@ def _warn_unknown(match: Match, warnings: list[str], what: str) -> None:
                         "unknown): the check may not have been decidable (ge.ops.infer_shapes "
                         "types a graph, as `ge passes explain` does first; what stays unknown "
                         "after it, inference could not type)")
-
-
-# -- text -------------------------------------------------------------------------------------
-def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> str:
-    if len(patterns) == 1:
-        e = patterns[0]
-        return f"pattern {e.pattern} (graph {graph}): {e.note}"
-    absent = sorted({_op(e.anchor_type, e.anchor_domain) for e in patterns})
-    return (f"graph {graph}: no candidate for {len(patterns)} pattern(s): it has no "
-            f"{' or '.join(absent)} node (their anchors' op type): "
-            f"{', '.join(e.pattern for e in patterns)}")
-
-
-def format_explanations(explanations: Sequence[PatternExplanation], *, top: int = 5,
-                        indent: str = "  ") -> list[str]:
-    """The explanations as indented lines: per pattern the rewrites, then the `top` closest
-    partial matches with their bindings and the check that failed. The patterns that have
-    no candidate in a graph (its anchor's op type is absent there) share one line, where the
-    first of them would be: a pass of many patterns does not bury the graphs they match in."""
-    lines: list[str] = []
-    idle: dict[str, list[PatternExplanation]] = {}  # graph -> its patterns without candidates
-    for e in explanations:
-        if e.error is None and not e.candidates and e.note and e.note.startswith(
-                "no candidate: graph"):
-            idle.setdefault(e.graph, []).append(e)
-    summarised: set[str] = set()
-    for e in explanations:
-        if e.graph in idle and e in idle[e.graph]:
-            if e.graph not in summarised:
-                summarised.add(e.graph)
-                lines.append(_no_candidates_line(e.graph, idle[e.graph]))
-            continue
-        if e.error is not None:
-            lines.append(f"pattern {e.pattern} (graph {e.graph}): invalid: {e.error}")
-            continue
-        rewrites, closest = e.rewrites, e.closest
-        lines.append(f"pattern {e.pattern} (graph {e.graph}): anchor {e.anchor!r} "
-                     f"({_op(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
-                     f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
-        if e.note:
-            lines.append(f"{indent}note: {e.note}")
-        for cand in rewrites[:top]:
-            lines.append(f"{indent}rewrite at {cand.candidate!r}{_role(cand)}: "
-                         f"{', '.join(cand.matched_nodes)}")
-        if len(rewrites) > top:
-            lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
-        if closest:
-            lines.append(f"{indent}closest partial matches (top {min(top, len(closest))} of "
-                         f"{len(closest)}):")
-        for rank, cand in enumerate(closest[:top], 1):
-            lines.append(f"{indent * 2}{rank}. {cand.candidate!r}{_role(cand)}: depth "
-                         f"{cand.depth}/{cand.size}: {cand.summary()}")
-            bound = [str(b) for b in cand.bindings]
-            if bound:
-                lines.append(f"{indent * 3}bound: {', '.join(bound)}")
-            lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
-    return lines
-
-
-def _role(cand: CandidateExplanation) -> str:
-    return " (binds the node as a non-anchor)" if cand.role == "non-anchor" else ""
-
-
-def undecided(explanations: Iterable[PatternExplanation]) -> list[str]:
-    """One line per pattern with checks that could not be decided (missing information)."""
-    lines = []
-    for e in explanations:
-        found = e.warnings
-        if found:
-            lines.append(f"pattern {e.pattern}: {len(found)} check(s) could not be decided "
-                         f"for lack of shape, type or schema information (first: {found[0]})")
-    return lines
-

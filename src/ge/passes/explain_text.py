@@ -1,0 +1,82 @@
+"""Explanations as text: the lines `ge passes explain` prints for the `PatternExplanation`s
+of `ge.passes.explain`, kept apart from how they are found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ge.passes.explain import CandidateExplanation, PatternExplanation, _op
+
+__all__ = ["format_explanations", "undecided"]
+
+
+def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> str:
+    if len(patterns) == 1:
+        e = patterns[0]
+        return f"pattern {e.pattern} (graph {graph}): {e.note}"
+    absent = sorted({_op(e.anchor_type, e.anchor_domain) for e in patterns})
+    return (f"graph {graph}: no candidate for {len(patterns)} pattern(s): it has no "
+            f"{' or '.join(absent)} node (their anchors' op type): "
+            f"{', '.join(e.pattern for e in patterns)}")
+
+
+def format_explanations(explanations: Sequence[PatternExplanation], *, top: int = 5,
+                        indent: str = "  ") -> list[str]:
+    """The explanations as indented lines: per pattern the rewrites, then the `top` closest
+    partial matches with their bindings and the check that failed. The patterns that have
+    no candidate in a graph (its anchor's op type is absent there) share one line, where the
+    first of them would be: a pass of many patterns does not bury the graphs they match in."""
+    lines: list[str] = []
+    idle: dict[str, list[PatternExplanation]] = {}  # graph -> its patterns without candidates
+    for e in explanations:
+        if e.error is None and not e.candidates and e.note and e.note.startswith(
+                "no candidate: graph"):
+            idle.setdefault(e.graph, []).append(e)
+    summarised: set[str] = set()
+    for e in explanations:
+        if e.graph in idle and e in idle[e.graph]:
+            if e.graph not in summarised:
+                summarised.add(e.graph)
+                lines.append(_no_candidates_line(e.graph, idle[e.graph]))
+            continue
+        if e.error is not None:
+            lines.append(f"pattern {e.pattern} (graph {e.graph}): invalid: {e.error}")
+            continue
+        rewrites, closest = e.rewrites, e.closest
+        lines.append(f"pattern {e.pattern} (graph {e.graph}): anchor {e.anchor!r} "
+                     f"({_op(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
+                     f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
+        if e.note:
+            lines.append(f"{indent}note: {e.note}")
+        for cand in rewrites[:top]:
+            lines.append(f"{indent}rewrite at {cand.candidate!r}{_role(cand)}: "
+                         f"{', '.join(cand.matched_nodes)}")
+        if len(rewrites) > top:
+            lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
+        if closest:
+            lines.append(f"{indent}closest partial matches (top {min(top, len(closest))} of "
+                         f"{len(closest)}):")
+        for rank, cand in enumerate(closest[:top], 1):
+            lines.append(f"{indent * 2}{rank}. {cand.candidate!r}{_role(cand)}: depth "
+                         f"{cand.depth}/{cand.size}: {cand.summary()}")
+            bound = [str(b) for b in cand.bindings]
+            if bound:
+                lines.append(f"{indent * 3}bound: {', '.join(bound)}")
+            lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+    return lines
+
+
+def _role(cand: CandidateExplanation) -> str:
+    return " (binds the node as a non-anchor)" if cand.role == "non-anchor" else ""
+
+
+def undecided(explanations: Iterable[PatternExplanation]) -> list[str]:
+    """One line per pattern with checks that could not be decided (missing information)."""
+    lines = []
+    for e in explanations:
+        found = e.warnings
+        if found:
+            lines.append(f"pattern {e.pattern}: {len(found)} check(s) could not be decided "
+                         f"for lack of shape, type or schema information (first: {found[0]})")
+    return lines
