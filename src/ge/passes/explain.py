@@ -19,16 +19,16 @@ are not seen. The graph is left as it was (a hook that changes it is rolled back
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ge.errors import GeError, PatternError
-from ge.graph import NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
+from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
+from ge.passes.explain_reasons import Reason, node_label, op_label, rejection_reason
 from ge.passes.matcher import (
     _DATA,
     CONST_TYPES,
@@ -39,7 +39,7 @@ from ge.passes.matcher import (
     compile_pattern,
 )
 from ge.passes.rewrite import Region
-from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
+from ge.passes.tracing import TracingMatcher
 
 __all__ = [
     "Binding",
@@ -50,8 +50,6 @@ __all__ = [
     "infer_shapes_for_explain",
 ]
 
-#: How many values of a constant a message shows.
-_SHOWN_VALUES = 4
 #: How many unknown descs a warning names.
 _SHOWN_DESCS = 3
 
@@ -73,25 +71,6 @@ class Binding:
     def as_dict(self) -> dict[str, Any]:
         return {"pattern_node": self.pattern_node, "pattern_type": self.pattern_type,
                 "target": self.target, "output": self.output}
-
-
-@dataclass(frozen=True)
-class Reason:
-    """Why a candidate is not rewritten: the kind of check (`kind`), a sentence saying it
-    (`message`), the pattern node and target node it compared, every target node it names
-    (`nodes`) and the values it compared (`details`, plain data)."""
-
-    kind: str
-    message: str
-    pattern_node: str | None = None
-    target_node: str | None = None
-    nodes: tuple[str, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "pattern_node": self.pattern_node,
-                "target_node": self.target_node, "nodes": list(self.nodes),
-                "details": self.details}
 
 
 @dataclass
@@ -273,8 +252,8 @@ def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation
     explanation.node = focus.name
     if explanation.error is None and (focus.type != explanation.anchor_type or normalize_domain(
             focus.domain) != explanation.anchor_domain):
-        anchor = _op(explanation.anchor_type, explanation.anchor_domain)
-        note = (f"{focus.name!r} ({_op(focus.type, focus.domain)}) is not a candidate: the "
+        anchor = op_label(explanation.anchor_type, explanation.anchor_domain)
+        note = (f"{focus.name!r} ({op_label(focus.type, focus.domain)}) is not a candidate: the "
                 f"pattern's anchor {explanation.anchor!r} is of op type {anchor}")
         if kept:
             note += f"; {len(kept)} candidate(s) bind it to another pattern node"
@@ -315,7 +294,7 @@ class _Explainer:
         found = candidates(self.graph, [root.type], root.domain)
         if not found:
             explanation.note = (f"no candidate: graph {self.graph.name!r} has no "
-                                f"{_op(root.type, root.domain)} node (the op type of the "
+                                f"{op_label(root.type, root.domain)} node (the op type of the "
                                 f"pattern's anchor {root.node.name!r})")
         for candidate in found:
             explanation.candidates.append(self._candidate(matcher, candidate))
@@ -341,7 +320,7 @@ class _Explainer:
             assert rejection is not None  # a failed search failed at some check
             explained.depth = rejection.depth
             explained.bindings = _bindings(compiled, rejection.bound, rejection.data)
-            explained.reason = _reason(matcher, rejection, explained.warnings)
+            explained.reason = rejection_reason(matcher, rejection, explained.warnings)
             if candidate in self.taken:  # the engine never gets here: the node is gone
                 explained.reason = self._overlap(candidate)
             return explained
@@ -358,7 +337,7 @@ class _Explainer:
 
     def _overlap(self, node: Node) -> Reason:
         pattern, candidate = self.taken[node]
-        return Reason("overlap", f"{_n(node)} is already part of the match of pattern "
+        return Reason("overlap", f"{node_label(node)} is already part of the match of pattern "
                       f"{pattern} at {candidate!r}, which is rewritten first", None, node.name,
                       (node.name, candidate), {"pattern": pattern, "candidate": candidate})
 
@@ -398,8 +377,9 @@ class _Explainer:
         cycle = _cycle(match.region())
         if cycle is not None:
             producer, consumer = cycle
-            via = (f"{_n(consumer)} both reads the match and feeds it" if consumer is producer
-                   else f"{_n(consumer)} reads the match and leads to {_n(producer)}, which "
+            reader = node_label(consumer)
+            via = (f"{reader} both reads the match and feeds it" if consumer is producer
+                   else f"{reader} reads the match and leads to {node_label(producer)}, which "
                    "feeds it")
             return Reason(
                 "cycle", f"the rewrite is skipped: it would create a cycle, as {via}",
@@ -454,203 +434,6 @@ def _bindings(compiled: CompiledPattern, bound: dict[PatternNode, Node],
         elif pnode in bound:
             found.append(Binding(pnode.node.name, pnode.type, bound[pnode].name))
     return found
-
-
-# -- telling a rejection --------------------------------------------------------------------
-def _op(op_type: str, domain: str = "") -> str:
-    domain = normalize_domain(domain)
-    return f"{domain}.{op_type}" if domain else op_type
-
-
-def _n(node: Node) -> str:
-    return f"{node.name!r} ({_op(node.type, node.domain)})"
-
-
-def _p(pnode: PatternNode) -> str:
-    if pnode.kind == _DATA:
-        return f"pattern input {pnode.node.name!r} (index {pnode.index})"
-    return f"pattern node {pnode.node.name!r} ({_op(pnode.type, pnode.domain)})"
-
-
-def _producer(producer: tuple[Node, int]) -> str:
-    return f"output {producer[1]} of {_n(producer[0])}"
-
-
-def _reason(matcher: TracingMatcher, r: Rejection, warnings: list[str]) -> Reason:
-    pnode, target, info = r.pnode, r.target, r.info
-    pname = pnode.node.name if pnode is not None else None
-    tname = target.name if target is not None else None
-    named = (tname,) if tname else ()
-    kind = r.kind
-    if kind == "op_type" and pnode is not None and target is not None:
-        want = "a constant" if info["expected"] == "a constant" else _op(
-            info["expected"], info.get("expected_domain", ""))
-        got = _op(info["found"], info.get("found_domain", target.domain))
-        return Reason(kind, f"op type: {_p(pnode)} wants {want}, target node {tname!r} is "
-                      f"{got}{_reached(r)}", pname, tname, named,
-                      {"expected": want, "found": got})
-    if kind == "input_count" and pnode is not None:
-        return Reason(kind, f"input count: {_p(pnode)} has {info['expected']} input(s), "
-                      f"target node {tname!r} has {info['found']} connected{_reached(r)}",
-                      pname, tname, named, {"expected": info["expected"],
-                                            "found": info["found"]})
-    if kind == "input_position" and pnode is not None:
-        return Reason(kind, f"input positions: {_p(pnode)} has inputs at {info['expected']}, "
-                      f"target node {tname!r} at {info['found']} (an absent optional input "
-                      f"must be absent in both){_reached(r)}", pname, tname, named,
-                      {"expected": info["expected"], "found": info["found"]})
-    if kind == "consumers" and pnode is not None:
-        return _consumers_reason(pnode, target, info)
-    if kind == "const_value" and pnode is not None:
-        want, got = _value(info["expected"]), _value(info["found"])
-        return Reason(kind, f"const value: pattern constant {pname!r} is {want}, target "
-                      f"constant {tname!r} is {got} (const-value match wants equal dtype, "
-                      f"shape and bytes){_reached(r)}", pname, tname, named,
-                      {"expected": want, "found": got})
-    if kind == "attribute" and pnode is not None and target is not None:
-        return _attribute_reason(matcher, pnode, target, info, warnings)
-    if kind == "subgraph" and pnode is not None:
-        return Reason(kind, f"target node {tname!r} owns a subgraph; {_p(pnode)} cannot "
-                      "stand for it", pname, tname, named)
-    if kind == "data_twice" and pnode is not None:
-        bound, producer = info["bound"], info["producer"]
-        consumer = info.get("consumer")
-        where = ""
-        if consumer is not None and consumer in r.bound:
-            where = (f" at an input of target node {r.bound[consumer].name!r} (pattern node "
-                     f"{consumer.node.name!r})")
-        return Reason(kind, f"pattern input used twice: {_p(pnode)} is bound to "
-                      f"{_producer(bound)}, but {_producer(producer)} is read{where}; one "
-                      "pattern input binds one producer", pname, producer[0].name,
-                      (bound[0].name, producer[0].name),
-                      {"bound": [bound[0].name, bound[1]],
-                       "found": [producer[0].name, producer[1]]})
-    if kind == "output_index" and pnode is not None:
-        return Reason(kind, f"output index: the pattern reads output {info['expected']} of "
-                      f"{_p(pnode)}, the target reads output {info['found']} of "
-                      f"{tname!r}", pname, tname, named,
-                      {"expected": info["expected"], "found": info["found"]})
-    if kind == "bound_elsewhere" and pnode is not None:
-        bound = info["bound"]
-        here = f", but here the target reads {_n(target)}" if target is not None else ""
-        return Reason(kind, f"{_p(pnode)} is already bound to {_n(bound)}{here}", pname,
-                      tname, (bound.name, *named))
-    if kind == "target_used" and pnode is not None:
-        other = info.get("by")
-        by = f" (to {_p(other)})" if other is not None else ""
-        return Reason(kind, f"target node {tname!r} is already bound{by}; it cannot also "
-                      f"stand for {_p(pnode)}", pname, tname, named)
-    if kind == "no_output_candidate" and pnode is not None:
-        return Reason(kind, f"no candidate for the pattern output of {_p(pnode)}: no "
-                      "consumer of the values already bound is of its op type", pname, None)
-    if kind == "input_inside" and pnode is not None:
-        return Reason(kind, f"{_p(pnode)} is bound to {tname!r}, a node of the match "
-                      "itself: a pattern input must come from outside the match", pname,
-                      tname, named)
-    return Reason(kind, f"the matcher refused target node {tname!r} for "
-                  f"{_p(pnode) if pnode is not None else 'the pattern'} (no check explains "
-                  "it)", pname, tname, named)
-
-
-def _reached(r: Rejection) -> str:
-    """Where the failing target was reached: an input of a bound node."""
-    if r.target is None or r.pnode is None:
-        return ""
-    for pnode, node in r.bound.items():
-        if any(source is r.pnode for source, _ in pnode.inputs):
-            for k, producer in enumerate(node._inputs):
-                if producer is not None and producer[0] is r.target:
-                    return f" (input {k} of {node.name!r})"
-    return ""
-
-
-def _consumers_reason(pnode: PatternNode, target: Node | None,
-                      info: dict[str, Any]) -> Reason:
-    tname = target.name if target is not None else None
-    output, expected, count = info["output"], info["expected"], info["found"]
-    readers: list[Node] = info["consumers"]
-    outside: list[Node] = info["outside"] or readers
-    details = {"output": output, "expected": expected, "found": count,
-               "consumers": [c.name for c in readers], "outside": [c.name for c in outside]}
-    if count > expected:
-        listed = ", ".join("the graph output" if c.type == NET_OUTPUT else _n(c)
-                           for c in outside)
-        role = "an intermediate" if output not in pnode.out_anchors else "an output"
-        return Reason(
-            "outside_consumer", f"outside consumer: output {output} of target node {tname!r} "
-            f"({_p(pnode)}, {role} of the pattern) is also read by {listed}, outside the "
-            f"match ({count} consumer(s), the pattern has {expected})", pnode.node.name,
-            tname, (*((tname,) if tname else ()), *(c.name for c in outside)), details)
-    return Reason(
-        "consumer_count", f"consumer count: output {output} of target node {tname!r} has "
-        f"{count} consumer(s), {_p(pnode)} has {expected} in the pattern", pnode.node.name,
-        tname, (tname,) if tname else (), details)
-
-
-def _attribute_reason(matcher: TracingMatcher, pnode: PatternNode, target: Node,
-                      info: dict[str, Any], warnings: list[str]) -> Reason:
-    name = info["name"]
-    want, got = info["expected"], info["found"]
-    if want is _UNSET or got is _UNSET:
-        missing = pnode.node if want is _UNSET else target
-        schema = _schema_known(missing)
-        if not schema:
-            warnings.append(
-                f"attribute {name!r} of {_n(target)}: {missing.name!r} does not set it and "
-                f"the schema of {_op(missing.type, missing.domain)} is not known, so its "
-                "default could not be filled in (the attributes may in fact be equal)")
-    return Reason("attribute", f"attribute {name!r}: {_p(pnode)} has {_attr(want)}, target "
-                  f"node {target.name!r} has {_attr(got)} (IR attribute match)",
-                  pnode.node.name, target.name, (target.name,),
-                  {"name": name, "expected": _plain(want), "found": _plain(got)})
-
-
-def _schema_known(node: Node) -> bool:
-    from ge.ops.onnx_node import node_opset
-    from ge.ops.schemas import get_op_spec
-
-    try:
-        get_op_spec(node.type, node_opset(node), node.domain)
-    except GeError:
-        return False
-    return True
-
-
-def _attr(value: Any) -> str:
-    if value is _UNSET:
-        return "it unset"
-    if isinstance(value, Tensor):
-        return _value(value)
-    return repr(_plain(value))
-
-
-def _plain(value: Any) -> Any:
-    """A value as plain JSON data."""
-    if value is _UNSET:
-        return None
-    if isinstance(value, Tensor):
-        return _value(value)
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    return str(value)
-
-
-def _value(tensor: Tensor | None) -> str:
-    """A constant abbreviated: dtype, shape and its first values."""
-    if tensor is None:
-        return "no constant value"
-    try:
-        array = tensor.numpy()
-    except Exception:
-        return f"{tensor.data_type.name} {list(tensor.shape)}"
-    flat = [v.item() if hasattr(v, "item") else v for v in array.reshape(-1)[:_SHOWN_VALUES]]
-    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat)
-    more = ", ..." if array.size > _SHOWN_VALUES else ""
-    return f"{array.dtype}{list(array.shape)} [{shown}{more}]"
 
 
 def _unknown(desc: TensorDesc) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ge.passes.explain import CandidateExplanation, PatternExplanation, _op
+from ge.passes.explain import CandidateExplanation, PatternExplanation
+from ge.passes.explain_reasons import op_label
 
 __all__ = ["format_explanations", "undecided"]
 
@@ -15,7 +16,7 @@ def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> s
     if len(patterns) == 1:
         e = patterns[0]
         return f"pattern {e.pattern} (graph {graph}): {e.note}"
-    absent = sorted({_op(e.anchor_type, e.anchor_domain) for e in patterns})
+    absent = sorted({op_label(e.anchor_type, e.anchor_domain) for e in patterns})
     return (f"graph {graph}: no candidate for {len(patterns)} pattern(s): it has no "
             f"{' or '.join(absent)} node (their anchors' op type): "
             f"{', '.join(e.pattern for e in patterns)}")
@@ -45,7 +46,7 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
             continue
         rewrites, closest = e.rewrites, e.closest
         lines.append(f"pattern {e.pattern} (graph {e.graph}): anchor {e.anchor!r} "
-                     f"({_op(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
+                     f"({op_label(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
                      f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
         if e.note:
             lines.append(f"{indent}note: {e.note}")

@@ -13,7 +13,7 @@ node, and a failing candidate (the common case in a sweep) costs a few compariso
 
 The plan yields the matches the search yields, in the same order, with the same bindings
 (`tests/passes/test_match_plan.py` checks that on random graphs). Patterns with several
-outputs and the tracing matcher of `ge.passes.explain` keep using the search. A plan is
+outputs and the tracing matcher (`ge.passes.tracing`) keep using the search. A plan is
 written only once a pattern has been tried on `PLAN_AFTER` candidates per pattern node in a
 compilation: writing and compiling one costs about as much as that many attempts, which a
 small graph never makes; after that a candidate costs 4-10 times less.

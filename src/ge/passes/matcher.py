@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ge.errors import GeError, PatternError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
@@ -31,8 +31,7 @@ from ge.passes.match_plan import PLAN_AFTER, Plan, plan_for
 from ge.passes.pattern import NodeIo, Pattern
 from ge.passes.rewrite import Region
 
-__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "Rejection", "TracingMatcher",
-           "compile_pattern"]
+__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern"]
 
 Producer = tuple[Node, int]
 CONST_TYPES = frozenset({CONST, "Constant"})
@@ -531,17 +530,3 @@ class MatchResult:
         if self._match is None:
             return "<MatchResult expired>"
         return f"<MatchResult {self._match.pattern.name!r} {len(self._match.bindings)} nodes>"
-
-
-# `ge.passes.matcher.TracingMatcher` and `Rejection` were documented here (docs/passes.md) and
-# stay importable from here; they live in `ge.passes.tracing`, which subclasses `Matcher`, so
-# they resolve on first use (importing them at load time would be circular).
-if TYPE_CHECKING:
-    from ge.passes.tracing import Rejection, TracingMatcher
-else:
-    def __getattr__(name: str) -> Any:
-        if name in ("Rejection", "TracingMatcher"):
-            from ge.passes import tracing
-
-            return getattr(tracing, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
