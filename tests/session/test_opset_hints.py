@@ -154,3 +154,40 @@ def test_what_bodies_hold_is_counted_too() -> None:
     converted = ge.compile(model, opset=20)
     assert converted.report.rewrites_by_pass().get("GeluFusion") == 1
     assert opset_hints(converted.graph) == []
+
+
+_LATE_DECOMPOSITION = '''
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+
+@register_decompose_pass(name="LateLayerNormDecomposition",
+                         stage=PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE,
+                         op_types=["LayerNormalization"])
+class LateLayerNormDecomposition(DecomposePass):
+    def replacement(self, node):
+        builder = GraphBuilder("decomposed")
+        x, scale, bias = builder.create_inputs(3)
+        d = x - es.ReduceMean(x, axes=[-1], keepdims=1)
+        var = es.ReduceMean(d * d, axes=[-1], keepdims=1)
+        return builder.build_and_reset([d / es.Sqrt(var + 1e-12) * scale + bias])
+'''
+
+
+def test_what_a_pass_made_after_the_fusions_is_not_hinted(tmp_path: Path) -> None:
+    """A plugin decomposing LayerNormalization after the fusions (a backend without it)
+    leaves norms written out that no fusion sees, at any opset: no hint for them (its
+    centred inner part had been hinted as 5 RMS norms that --opset 23 did not fuse)."""
+    plugin = tmp_path / "late.py"
+    plugin.write_text(_LATE_DECOMPOSITION)
+    out = tmp_path / "out.onnx"
+    result = CliRunner().invoke(cli, ["compile", str(DISTILBERT), "-o", str(out), "--json",
+                                      "--pass-path", str(plugin)])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["ops_after"].get("LayerNormalization", 0) == 0  # the plugin ran
+    assert [(h["pass_name"], h["count"]) for h in payload["hints"]] == [("GeluFusion", 2)]
+    # the same graph, counted as if nothing ran late: the norms would have been hinted
+    compiled = ge.compile(out, builtin_passes=False)
+    assert any(h.pass_name == "RMSNormFusion" for h in opset_hints(compiled.graph))

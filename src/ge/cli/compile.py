@@ -351,11 +351,14 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                      f"{len(result.report.records)} pass run(s)",
             before=before, after=graph_diff.snapshot(result.graph), passes=recorder.changes,
             labels=("Before", "After")))
+    from ge.passes.stage import PassStage
     from ge.session.hints import opset_hints
 
     # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
     ran = {record.pass_name for record in result.report.records}
-    hints = opset_hints(result.graph, _builtins_not_in(ran), ran) if builtin else []
+    late = {record.pass_name for record in result.report.records
+            if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
+    hints = opset_hints(result.graph, _builtins_not_in(ran), ran, late=late) if builtin else []
     payload = result_payload(result, model=model, output=output, warnings=out.warnings)
     payload["output_data"] = None if data_file is None else str(data_file)
     payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]

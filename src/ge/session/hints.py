@@ -57,12 +57,14 @@ def _targets() -> list[tuple[type, str, str, int]]:
 
 
 def opset_hints(graph: Graph, disabled: Iterable[str] = (),
-                enabled: Iterable[str] = ()) -> list[OpsetHint]:
+                enabled: Iterable[str] = (), *, late: Iterable[str] = ()) -> list[OpsetHint]:
     """The fusions a newer standard opset would enable in `graph` (a compiled root graph),
     for the fusion passes that run: not in `disabled`, and if off by default, in `enabled`;
-    nothing is changed."""
+    nothing is changed. `late` names the passes that ran after every fusion (at
+    AfterOriginGraphOptimize): what they made no fusion would see, so it is not counted."""
     from ge.compiler.builtin.fusion_norm import NormFusion
     from ge.passes.execution import find_matches
+    from ge.passes.rewrite import ORIGIN_PASS
 
     imports = graph.root_graph().opset_imports
     current = graph.get_opset_version("") or 0
@@ -71,6 +73,7 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
     hints: list[OpsetHint] = []
     graphs = [graph, *graph.get_all_subgraphs()]
     taken: set[Node] = set()  # matched by a pass counted before (it runs first, too)
+    after_fusions = set(late)
     for pass_class, what, operator, opset in _targets():
         spec = pass_class.__ge_builtin__  # type: ignore[attr-defined]
         name = spec.name
@@ -92,6 +95,9 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
                 # A layer norm's inner part has an RMS norm's shape: LayerNormFusion takes it.
                 # (Constants are shared between matches: deduplication merges epsilons.)
                 operators = {n for n in found.nodes if n.type != CONST}
+                if after_fusions and any(n.get_metadata().get(ORIGIN_PASS) in after_fusions
+                                         for n in operators):
+                    continue  # made after the fusions ran: --opset would not fuse it either
                 if taken.isdisjoint(operators):
                     taken.update(operators)
                     count += 1
