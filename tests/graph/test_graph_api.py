@@ -14,6 +14,7 @@ from builders import F32, add_data, add_op, add_output, attach_branch, chain, di
 import ge.graph
 from ge.errors import GraphError, GraphTypeError
 from ge.graph import DataType, DumpFormat, Format, Graph, Node, Tensor, TensorDesc
+from ge.graph.onnx_import import model_to_graph
 from model_paths import shared_model
 
 
@@ -861,6 +862,43 @@ def test_nodes_of_type_index_follows_changes() -> None:
     assert _names(cf.nodes_of_type("Relu")) == ["h"]
     assert _names(cf.get_subgraph("then").nodes_of_type("Relu")) == ["then_relu"]
 
+
+
+def test_nodes_of_type_is_kept_between_changes_and_follows_order_and_rollback() -> None:
+    """Asked again without a change, the answer is a new list (callers may change theirs)
+    with the same nodes; a node moved by an edge, a rolled-back removal and a loaded graph
+    whose order is established later each give the order as it is then."""
+    graph = Graph()
+    out = graph.add_node("NetOutput", name="out", num_inputs=1, num_outputs=0)
+    late = graph.add_node("Relu", name="late", num_inputs=1)
+    early = graph.add_node("Relu", name="early", num_inputs=1)
+    x = add_data(graph, 0, "x")
+    first = graph.nodes_of_type("Relu")
+    assert _names(first) == ["late", "early"]
+    first.clear()
+    assert _names(graph.nodes_of_type("Relu")) == ["late", "early"]
+    graph.add_data_edge(x, 0, early, 0)
+    graph.add_data_edge(early, 0, late, 0)  # late now reads early: it moves after it
+    graph.add_data_edge(late, 0, out, 0)
+    assert _names(graph.nodes_of_type("Relu")) == ["early", "late"]
+    try:
+        with graph.transaction():
+            graph.remove_node(early)
+            assert _names(graph.nodes_of_type("Relu")) == ["late"]
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    assert _names(graph.nodes_of_type("Relu")) == ["early", "late"]
+    # a loaded graph lists nodes as the file does until its order is established
+    proto = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["a"], ["b"], name="second"),
+         onnx.helper.make_node("Relu", ["x"], ["a"], name="first")], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+        [onnx.helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [1])]))
+    loaded = model_to_graph(proto)
+    assert _names(loaded.nodes_of_type("Relu")) == ["second", "first"]
+    loaded.topological_order()
+    assert _names(loaded.nodes_of_type("Relu")) == ["first", "second"]
 
 # -- topological order -------------------------------------------------------------------------
 

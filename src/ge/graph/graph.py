@@ -77,6 +77,9 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         self._journal = Journal()
         # (journal, structure version) the cached order was computed at, and the order.
         self._topo: tuple[tuple[Journal, int], list[Node]] | None = None
+        # `nodes_of_type` answers in order, kept like the order above: {(op type, domain):
+        # nodes} as of (journal, structure version), dropped with it.
+        self._typed: tuple[tuple[Journal, int], dict[tuple[str, str], list[Node]]] | None = None
         # A root's `get_all_nodes()` as of (mutation count, structure version), dropped at
         # the next mutation (reports and the scheduler count nodes after every step).
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
@@ -220,7 +223,7 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
             journal.structure_version += 1
             # Drop the cached node list now, not at the next query: it would keep every node
             # removed since alive (and the collector busy with them) until then.
-            self._topo = None
+            self._topo = self._typed = None
         return journal
 
     # -- change tracking ----------------------------------------------------------------
@@ -304,17 +307,30 @@ class Graph(GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
         return node in self._nodes
 
     def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
-        """Direct nodes of one operator, in the graph's order (an index look-up, no scan).
+        """Direct nodes of one operator, in the graph's order: a new list (the graph may be
+        changed while iterating it).
 
-        `domain` tells operators of the same name apart (`Gelu` of "" and of
-        "com.microsoft" are different operators); "" and "ai.onnx" are the same domain.
+        Found through the op-type index, never a scan of the graph; putting them in order
+        costs a sort of those k nodes the first time after a change of the graph's
+        structure (an added or removed node), a copy of k after that. `domain` tells
+        operators of the same name apart (`Gelu` of "" and of "com.microsoft" are
+        different operators); "" and "ai.onnx" are the same domain.
         """
         nodes = self._by_type.get(op_type)
         if not nodes:
             return []
-        wanted = _standard_domain(domain)
-        return sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
-                      key=order.label)
+        journal = self.root_graph()._journal
+        version = (journal, journal.structure_version)
+        typed = self._typed
+        if typed is None or typed[0] != version:
+            typed = self._typed = (version, {})
+        found = typed[1].get((op_type, domain))
+        if found is None:
+            wanted = _standard_domain(domain)
+            found = sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
+                           key=order.label)
+            typed[1][(op_type, domain)] = found
+        return list(found)
 
     def count_of_type(self, op_type: str) -> int:
         """How many direct nodes have op type `op_type`, in any domain (O(1))."""

@@ -308,12 +308,13 @@ def establish(graph: Graph) -> None:
         # (a body's outer read) that the order does not satisfy, so it is unknown again.
         journal.record(lambda: setattr(graph, "_order_ok", False))
     graph._order_ok = True
-    graph._topo = None
+    graph._topo = graph._typed = None
 
 
 def _relink(graph: Graph, labelled: list[tuple[Node, int]]) -> None:
     root = graph.root_graph()
-    graph._topo = root._all_nodes = root._all_subgraphs = None  # cached lists follow the links
+    # cached lists follow the links
+    graph._topo = graph._typed = root._all_nodes = root._all_subgraphs = None
     graph._head = graph._tail = None
     for node, label in labelled:
         link_after(graph, node, graph._tail, label)
