@@ -89,3 +89,43 @@ def test_the_filter_lets_through_the_root_nodes_within_its_depth(depth, allowed)
     landmarks = graph.nodes_of_type("Neg")
     found = LandmarkFilter(("Identity", ""), depth, landmarks)
     assert {n.name for n in graph.nodes_of_type("Identity") if found.allows(n)} == allowed
+
+
+def test_a_pass_invocation_keeps_what_a_landmark_lets_through_until_the_graph_changes(
+        monkeypatch) -> None:
+    """Patterns of one pass sharing their root and landmark (LayerNormFusion's 24 forms)
+    spread from the landmarks once while nothing is rewritten; after a change of the graph
+    they spread again and see it."""
+    from ge.passes import PatternMatcherConfig
+    from ge.passes.execution import collect_patterns
+    from ge.passes.matcher import compile_pattern
+
+    (compiled,) = [compile_pattern(p, PatternMatcherConfig())
+                   for p in collect_patterns(SwapNeg())]
+    graph = load(_chain(4))
+    spreads: list[str] = []
+    original = LandmarkFilter._spread
+
+    def counting(self, node):
+        spreads.append(node.name)
+        return original(self, node)
+
+    monkeypatch.setattr(LandmarkFilter, "_spread", counting)
+    kept: dict = {}
+    allowed = []
+    for _ in range(2):
+        found = LandmarkFilter.for_sweep(compiled, graph, 12, kept)
+        assert found is not None
+        allowed.append({n.name for n in graph.nodes_of_type("Identity") if found.allows(n)})
+    assert allowed == [{"id0"}, {"id0"}] and spreads == ["neg"]  # the second one kept
+    # move the Neg two steps down: x -> id0 -> id1 -> neg -> id2 -> ...
+    neg, id1, id2 = (graph.find_node_by_name(n) for n in ("neg", "id1", "id2"))
+    (data,) = graph.get_data_nodes()
+    graph.replace_all_uses(neg, 0, data, 0)
+    graph.remove_edge(data, 0, neg, 0)
+    graph.remove_edge(id1, 0, id2, 0)
+    graph.add_data_edge(id1, 0, neg, 0)
+    graph.add_data_edge(neg, 0, id2, 0)
+    found = LandmarkFilter.for_sweep(compiled, graph, 12, kept)
+    assert found is not None and spreads == ["neg", "neg"]  # spread again, in the new graph
+    assert {n.name for n in graph.nodes_of_type("Identity") if found.allows(n)} == {"id2"}

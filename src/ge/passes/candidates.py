@@ -38,8 +38,11 @@ def candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[
     """The direct nodes of `op_types` (and `domain`) in the graph's topological order."""
     if not graph._order_ok:
         graph.topological_order()  # establishes the maintained order of a loaded graph
+    types = list(dict.fromkeys(op_types))
+    if len(types) == 1:
+        return graph.nodes_of_type(types[0], domain)  # (in order already)
     found: list[Node] = []
-    for op_type in dict.fromkeys(op_types):
+    for op_type in types:
         found.extend(graph.nodes_of_type(op_type, domain))
     return sorted(found, key=graph_order.label)
 
@@ -83,10 +86,13 @@ class LandmarkFilter:
         self._pending: dict[Node, None] = dict.fromkeys(landmarks)
 
     @classmethod
-    def for_sweep(cls, pattern: CompiledPattern, graph: Graph,
-                  num_candidates: int) -> LandmarkFilter | None:
+    def for_sweep(cls, pattern: CompiledPattern, graph: Graph, num_candidates: int,
+                  kept: dict[tuple[object, ...], frozenset[Node] | None] | None = None
+                  ) -> LandmarkFilter | None:
         """The filter of a sweep of `pattern` over `graph`, or None when no landmark is rare
-        enough to be worth it."""
+        enough to be worth it. `kept` (one pass invocation's) keeps the nodes let through
+        per graph state, root and landmark: the patterns of one pass often share them (24
+        layer-norm forms), and a sweep that rewrote nothing leaves them as they were."""
         best: tuple[int, int, int, str, str] | None = None
         for (op_type, domain), depth in _upstream_distances(pattern).items():
             count = graph.count_of_type(op_type)  # (all domains: an upper bound, O(1))
@@ -99,9 +105,20 @@ class LandmarkFilter:
             return None
         _, _, depth, op_type, domain = best
         root = pattern.root
+        key = (graph, graph.mutation_count, root.type, root.domain, op_type, domain, depth)
+        if kept is not None and key in kept:
+            allowed = kept[key]
+            if allowed is None:
+                return None
+            found = cls((root.type, root.domain), depth, ())
+            found._allowed = set(allowed)  # (a sweep's rewrites add to its own)
+            return found
         found = cls((root.type, root.domain), depth, graph.nodes_of_type(op_type, domain))
         found._spread_pending()
-        return found if len(found._allowed) <= _KEEP * num_candidates else None
+        worth = len(found._allowed) <= _KEEP * num_candidates
+        if kept is not None:
+            kept[key] = frozenset(found._allowed) if worth else None
+        return found if worth else None
 
     def allows(self, node: Node) -> bool:
         """Whether `node` may match: a landmark is (or may have come) close enough upstream."""

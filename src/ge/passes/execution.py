@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,8 @@ class PassRun:
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
+    # The nodes each landmark filter let through, per graph state (`LandmarkFilter.for_sweep`).
+    landmarks: dict[tuple[object, ...], frozenset[Node] | None] = field(default_factory=dict)
 
 
 def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> object:
@@ -162,7 +164,7 @@ def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
     op_type, domain = matcher.root_type
     queue = deque(candidates(graph, [op_type], domain))
     cap = _REWRITES_PER_NODE_CAP * len(graph) + 1_000
-    landmarks = LandmarkFilter.for_sweep(matcher.pattern, graph, len(queue))
+    landmarks = LandmarkFilter.for_sweep(matcher.pattern, graph, len(queue), run.landmarks)
 
     def listen(kind: ChangeKind, node: Any, index: int) -> None:
         if kind is ChangeKind.NODE_ADDED and node._type == op_type and node._graph is graph:
