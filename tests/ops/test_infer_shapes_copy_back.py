@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ge.graph import load
 from ge.graph.value_info import desc_from_value_info
 from ge.ops import infer_shapes
-from ge.ops.inference import _Decoder, _Types
+from ge.ops.model_inference import _Decoder, _Types
 
 F = TensorProto.FLOAT
 

@@ -1,4 +1,5 @@
-"""Subgraphs of a `Graph`: listing the hierarchy below it, and orphan subgraphs.
+"""Subgraphs of a `Graph`: listing the hierarchy below it, orphan subgraphs, placing a body
+under its owner node and cutting a body's reads from a scope it leaves.
 
 A mixin of `Graph` (see graph.py), kept apart because it walks the hierarchy of graphs
 rather than the nodes and edges of one graph.
@@ -15,6 +16,7 @@ from ge.errors import GraphError, GraphTypeError
 
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
+    from ge.graph.node import Node
 
 __all__ = ["GraphSubgraphs"]
 
@@ -94,3 +96,17 @@ class GraphSubgraphs:
                 f"subgraph {name!r} is owned by a node; remove the node or its attribute instead"
             )
         raise GraphError(f"graph {self._name!r} has no subgraph named {name!r}")
+
+    # -- bodies in the hierarchy --------------------------------------------------------
+    def _enclose(self: Graph, sub: Graph, owner: Node) -> None:
+        """Make `sub` a body of `owner`, a node of this graph (see `_inner`)."""
+        sub._parent_node = owner
+        self._inner[sub] = None
+
+    def _drop_outer_edges(self: Graph) -> None:
+        """Disconnect inputs of this hierarchy whose producers live outside it."""
+        inside = {id(g) for g in [self, *self.get_all_subgraphs()]}
+        for node in self.get_all_nodes():
+            for i, producer in enumerate(node._inputs):
+                if producer is not None and id(producer[0]._graph) not in inside:
+                    node._graph._disconnect(node, i)  # type: ignore[union-attr]

@@ -3,7 +3,8 @@ shape/type inference and constant evaluation. See docs/ops.md.
 """
 
 from ge.ops.evaluation import evaluate_node, is_constant_foldable
-from ge.ops.inference import infer_node, infer_shapes, is_custom_node
+from ge.ops.inference import infer_node, is_custom_node
+from ge.ops.model_inference import infer_shapes
 from ge.ops.registry import (
     CustomOp,
     InferContext,

@@ -1,0 +1,383 @@
+"""Whole-model shape inference (`infer_shapes`): onnx's inference of the exported model,
+its results written back into the IR; kept apart from one node's inference (`inference`).
+
+`infer_shapes(graph)` types a whole graph, subgraphs included. It exports the graph once
+and runs `onnx.shape_inference.infer_shapes(data_prop=True)`, then writes the results back
+into the IR. One C++ pass over the model is both correct (ONNX's rules for If/Loop/Scan
+bodies, outer-scope values, symbolic dims and shape data propagation through
+Shape/Gather/Concat chains) and much faster than a Python loop over nodes. Custom operators,
+which onnx does not know, are typed by their registered functions between onnx passes
+until nothing changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import onnx
+from onnx import shape_inference
+
+from ge.errors import ShapeInferenceError
+from ge.graph.allocation import no_gc_pauses
+from ge.graph.graph import CONST, DATA, Graph
+from ge.graph.node import Node
+from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
+from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
+from ge.graph.value_info import desc_from_value_info
+from ge.ops.inference import _known, _loop_carried, _merged, _write, infer_node, is_custom_node
+from ge.ops.refinement import refine_output_descs
+
+__all__ = ["infer_shapes"]
+
+# (node, output index) -> the name the value was exported under, when not its IR name.
+ExportedNames = dict[tuple[Node, int], str]
+
+
+def _custom_output_names(graph: Graph, exported: ExportedNames) -> set[str]:
+    """The exported names of the custom operators' typed outputs (onnx cannot type them)."""
+    names: set[str] = set()
+    for node in graph.get_all_nodes():
+        if is_custom_node(node):
+            names.update(exported.get((node, i), n) for i, n in enumerate(node.get_output_names())
+                         if n and node.has_output_desc(i))
+    return names
+
+
+def _strip(gp: onnx.GraphProto, keep: set[str]) -> None:
+    """Drop what the IR said about inner values so stale descs cannot mask new results.
+
+    Graph outputs keep their declared types: they are the model's contract (and onnx merges
+    them with what it infers, as it does for a model as read).
+    """
+    kept = [vi for vi in gp.value_info if vi.name in keep]
+    del gp.value_info[:]
+    gp.value_info.extend(kept)
+    for node in gp.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _strip(attr.g, keep)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    _strip(sub, keep)
+
+
+class _Decoder:
+    """`desc_from_value_info`, decoding each distinct type once.
+
+    Most values of a large model share a handful of types (`float[1,8,16]`); the desc of
+    each value is a copy of its type's desc. Their source (what export reuses while a desc
+    says the same) is one detached, unnamed copy of the type's value info, shared: a
+    reference into the inferred model would keep all of it alive, about 440 MB beside a
+    200,000-node graph.
+    """
+
+    def __init__(self) -> None:
+        # serialized type -> its desc, or None when it is not a tensor of known element type
+        self._by_type: dict[bytes, TensorDesc | None] = {}
+
+    def typed(self, vi: onnx.ValueInfoProto) -> TensorDesc | None:
+        """The desc of `vi`'s type when it is a tensor of known element type (what
+        inference writes back), else None; each value gets its own copy of it."""
+        tp = vi.type
+        key = tp.SerializeToString()
+        try:
+            return self._by_type[key]
+        except KeyError:
+            typed = tp.WhichOneof("value") == "tensor_type" and bool(tp.tensor_type.elem_type)
+            template = None
+            if typed:
+                detached = onnx.ValueInfoProto()
+                detached.type.CopyFrom(tp)
+                template = desc_from_value_info(detached)
+            self._by_type[key] = template
+            return template
+
+
+class _Types:
+    """The typed value infos of one graph proto, by name: a graph output's type before an
+    inferred value info's before a graph input's (a name in several takes the first typed
+    one there). Each is checked only when it is looked up.
+    """
+
+    def __init__(self, gp: onnx.GraphProto, decoder: _Decoder) -> None:
+        self._decoder = decoder
+        self._lists = [gp.output, gp.value_info, gp.input]
+        self._maps: list[dict[str, onnx.ValueInfoProto]] = []
+        for vis in self._lists:
+            by_name = {vi.name: vi for vi in vis}
+            self._maps.append(by_name if len(by_name) == len(vis) else {})
+
+    def get(self, name: str) -> tuple[onnx.ValueInfoProto, TensorDesc] | None:
+        """The value info of `name` with the desc of its type (`_Decoder.typed`)."""
+        typed = self._decoder.typed
+        for vis, by_name in zip(self._lists, self._maps):
+            if by_name:
+                vi = by_name.get(name)
+                template = typed(vi) if vi is not None else None
+                if vi is not None and template is not None:
+                    return vi, template
+                continue
+            # a name listed twice (never made by onnx): the last typed one, as written
+            for vi in reversed(vis):
+                if vi.name == name:
+                    template = typed(vi)
+                    if template is not None:
+                        return vi, template
+        return None
+
+
+def _same_info(old: onnx.ValueInfoProto, new: onnx.ValueInfoProto) -> bool:
+    """Whether two value infos are equal messages: a slot holding `old` undecoded then
+    decodes and exports exactly as one holding `new`'s desc (`ge.graph.value_info`)."""
+    return old.name == new.name and old == new
+
+
+def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
+               decoder: _Decoder | None = None) -> None:
+    """Write the types onnx inferred in `gp` back into `graph`'s nodes (subgraphs too).
+
+    `exported` holds the names values were exported under when not their IR names (a new
+    producer of a graph output is written under the output's name).
+    """
+    if decoder is None:
+        decoder = _Decoder()
+    types = _Types(gp, decoder)
+    # Only nodes owning subgraphs need their exported proto back; index them on first need.
+    protos_by_output: dict[str, onnx.NodeProto] | None = None
+    protos_by_name: dict[str, onnx.NodeProto] = {}
+    # (node, output, desc) to write: fresh descs, handed to the graph in one step
+    inferred: list[tuple[Node, int, TensorDesc]] = []
+    for node in graph.get_direct_nodes():
+        if node.type == CONST and not node.domain:
+            continue
+        for i, name in enumerate(node.get_output_names()):
+            if exported and name:
+                name = exported.get((node, i), name)
+            found = types.get(name)
+            if found is None:
+                continue
+            vi, template = found
+            if not node.has_output_desc(i):  # nothing known: no format to keep
+                inferred.append((node, i, template.copy()))
+                continue
+            slot = node._out_slot(i)
+            if isinstance(slot, onnx.ValueInfoProto) and _same_info(slot, vi):
+                continue  # read from the model, still undecoded, and inference agrees
+            old = node.get_output_desc(i)
+            if node.type == DATA and _known(old):
+                continue  # a declared input type is the user's, not inference's
+            # the file's value_info, of a node as read: its dims stand where onnx has none
+            declared = node._clean and (isinstance(slot, onnx.ValueInfoProto)
+                                        or getattr(slot, "_source", None) is not None)
+            inferred.append((node, i, _merged(template.copy(), old, from_file=declared)))
+        subs = node.get_subgraphs()
+        if not subs:
+            continue
+        if protos_by_output is None:
+            protos_by_output = {p.output[0]: p for p in gp.node if len(p.output) and p.output[0]}
+            protos_by_name = {p.name: p for p in gp.node if p.name}
+        outs = node.get_output_names()
+        first = exported.get((node, 0), outs[0]) if outs and outs[0] else ""
+        proto = protos_by_output.get(first) if first else None
+        if proto is None:
+            proto = protos_by_name.get(node.name)
+        if proto is None:
+            continue
+        attrs = {a.name: a for a in proto.attribute}
+        for key in node.get_attr_names():
+            attr = attrs.get(key)
+            if attr is None:
+                continue
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _copy_back(node.get_attr(key), attr.g, exported, decoder)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
+                    _copy_back(sub, sub_proto, exported, decoder)
+    graph._take_output_descs(inferred)
+
+
+# onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
+_ONNX_NODE_NAME = re.compile(r"\(op_type:[^,]*, node name: ([^)]*)\)")
+
+
+def _nodes_named_in(message: str) -> list[str]:
+    """The node names onnx's inference error message mentions, in order, once each."""
+    return list(dict.fromkeys(m for m in _ONNX_NODE_NAME.findall(message) if m))
+
+
+#: Constants of more elements than this go to onnx's inference as typed graph inputs, not
+#: as initializers: inference needs only their type and shape (it reads the values of
+#: small ones, a Reshape's shape, a Slice's starts), and copying and serializing every
+#: weight of a large model twice over would cost more than the inference itself. Except
+#: 1-D ones: see `typed_only` in `_onnx_pass`.
+_VALUE_ELEMENTS = 1024
+
+
+def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
+               custom: bool) -> None:
+    """One run of onnx's inference over the exported model, its results written back;
+    `custom`: whether the model has custom operators (their typed outputs are kept)."""
+    exported: ExportedNames = {}
+    root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
+    stubs: set[str] = set()  # constants written without their data
+
+    def typed_only(tensor: Tensor, name: str) -> onnx.TensorProto | None:
+        if name not in root_constants or tensor.size <= _VALUE_ELEMENTS:
+            return None  # written with its data (a body's inputs are positional: kept too)
+        if len(tensor.shape) == 1:
+            # onnx's data propagation gives a 1-D graph input read by Gather one symbolic
+            # dim per element (~72 bytes each: 300 MB of weights took 5.6 GB); as an
+            # initializer it is not propagated at all
+            return None
+        stubs.add(name)
+        return onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
+                                dims=tensor.shape)
+
+    # Without custom operators no value info is kept: none is exported (the same as
+    # exporting them all and stripping them, without writing or walking them).
+    model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
+                           value_info=custom)
+    gp = model.graph
+    initializers_as_inputs(gp, stubs)
+    if custom:
+        _strip(gp, _custom_output_names(root, exported))
+    if known_values:
+        by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}
+        for data_name, tensor in known_values.items():
+            value_name = by_name.get(data_name)
+            if value_name is None:
+                raise ShapeInferenceError(f"known_values names {data_name!r}, not a Data node")
+            kept = [vi for vi in gp.input if vi.name != value_name]
+            del gp.input[:]
+            gp.input.extend(kept)
+            gp.initializer.append(tensor.to_proto(value_name))
+    # onnx's data propagation keys the values it propagates by name across the whole model:
+    # two sibling bodies defining the same name (legal) would read each other's values, and
+    # a Reshape in one branch would get the other's shape. Then types are inferred without it.
+    data_prop = not (root.get_all_subgraphs() and _names_repeat_across_graphs(gp))
+    # onnx serializes the model for its C++ side anyway: handing it the bytes lets the
+    # Python message go first (about 150 MB less at the peak for 200,000 nodes).
+    serialized = model.SerializeToString()
+    del model, gp
+    try:
+        inferred = _infer(serialized, strict, data_prop)
+    except Exception as err:
+        if not data_prop:
+            raise _inference_error(root, err) from err
+        # onnx's data propagation has faults of its own (1.23 rejects x[4] * Unsqueeze(v[3],
+        # -1), which broadcasts to [3, 4]): the model is judged without it.
+        try:
+            inferred = _infer(serialized, strict, False)
+        except Exception as plain:
+            raise _inference_error(root, plain) from plain
+    _copy_back(root, inferred.graph, exported)
+
+
+def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
+    return shape_inference.infer_shapes(
+        serialized, check_type=strict, strict_mode=strict, data_prop=data_prop)
+
+
+def _inference_error(root: Graph, err: Exception) -> ShapeInferenceError:
+    return ShapeInferenceError(
+        f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
+        nodes=_nodes_named_in(str(err)))
+
+
+def _names_repeat_across_graphs(graph: onnx.GraphProto) -> bool:
+    """Whether two graphs of a model (sibling bodies: a body may not reuse an outer name)
+    define a value of the same name."""
+    seen: set[str] = set()
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        names = {v.name for v in g.input}
+        names.update(t.name for t in g.initializer)
+        for node in g.node:
+            names.update(o for o in node.output if o)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    stack.append(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    stack.extend(attr.graphs)
+        if not names.isdisjoint(seen):
+            return True
+        seen.update(names)
+    return False
+
+
+def _first_error(message: str) -> str:
+    """onnx's message cut to the first node it rejects: the nodes after it fail only
+    because that one has no type, and listing each of them hides the cause."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = lines[0] if lines else message
+    prefix = "[ShapeInferenceError] Inference error(s): "
+    if first.startswith(prefix):
+        first = first[len(prefix):]
+    first = _ELEM_TYPES.sub(_name_elem_types, first)
+    later = len(_nodes_named_in(message)) - 1
+    if later > 0:
+        first += f" (and {later} node(s) after it could not be typed)"
+    return first
+
+
+#: onnx's "Inferred elem type differs from existing elem type: (1) vs (7)": element types
+#: by their numbers, which say nothing to whoever reads them.
+_ELEM_TYPES = re.compile(r"elem type differs from existing elem type: \((\d+)\) vs \((\d+)\)")
+
+
+def _name_elem_types(found: re.Match[str]) -> str:
+    inferred, declared = (elem_type_name(int(found.group(i))) for i in (1, 2))
+    return (f"elem type differs from existing elem type: ({found.group(1)}) vs "
+            f"({found.group(2)}): the node computes {inferred}, the model declares {declared} "
+            "for that value (a graph output's or a value_info's type)")
+
+
+def infer_shapes(
+    graph: Graph, *, known_values: Mapping[str, Tensor] | None = None, strict: bool = False
+) -> None:
+    """Infer the output descs of every node of `graph`'s model, subgraphs included, in place.
+
+    `known_values` maps `Data` node names to constant values that inference may use (a
+    replacement's boundary inputs fed by constants). With `strict=True`, onnx's type errors
+    become a `ShapeInferenceError`; otherwise nodes onnx cannot type keep their descs.
+    Declared graph-input descs are never changed.
+    """
+    with no_gc_pauses():  # a desc per node: a bulk rewrite of the graph
+        _infer_shapes(graph.root_graph(), known_values or {}, strict)
+
+
+def _shape_bodies(root: Graph) -> None:
+    """Infer again, node by node, the body values onnx left without a shape: its inference
+    gives an If branch's values a type only where they derive from outer values (an
+    exported `torch.cond`'s layer norms then had no rank, and no fusion checking shapes
+    fired in them)."""
+    unshaped = [n for body in root.get_all_subgraphs() for n in body.get_direct_nodes()
+                if any(n._output_dtype(i) == DataType.DT_UNDEFINED
+                       or n.get_output_desc(i).get_shape().is_unknown_rank()
+                       for i in range(n.get_outputs_size()))]
+    if unshaped:
+        refine_output_descs(unshaped)
+
+
+def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
+    custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
+    _onnx_pass(root, known_values, strict, bool(custom))
+    for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
+        held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
+        for k, desc in _loop_carried(loop, held).items():
+            _write(loop, k, desc)
+    _shape_bodies(root)
+    for _ in range(len(custom)):
+        changed = False
+        for node in custom:
+            if all(node.has_output_desc(i) for i in range(node.get_outputs_size())):
+                continue
+            if infer_node(node) is not None:
+                changed = True
+        if not changed:
+            break
+        _onnx_pass(root, known_values, strict, True)
