@@ -27,6 +27,7 @@ from ge.errors import CompileInputError, CompilerOptionError
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import graph_tensors
+from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
@@ -39,7 +40,7 @@ __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "upgraded_opset"]
 STAND_IN_BYTES = 4096
 #: The largest model (serialized bytes, roughly) converted whole when its stand-ins cannot
 #: be put back: protobuf's 2 GiB limit, less a margin for what the estimate leaves out.
-WHOLE_MODEL_LIMIT = 2**31 - 1 - 64 * 2**20
+WHOLE_MODEL_LIMIT = INLINE_MODEL_BYTES
 
 _MARKER = "ge-opset-stand-in/"  # the external data "location" of a stand-in, then its index
 
