@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import DISTILBERT, listing, run_ge
 from onnx import TensorProto, helper, numpy_helper
 
+from ge.graph.payloads import payload_nbytes
 from model_paths import shared_model
 
 
@@ -114,6 +115,39 @@ def test_inspect_lists_external_data(tmp_path: Path) -> None:
     (tmp_path / "ext.data").unlink()
     code, stdout, _ = run_ge("inspect", str(path))
     assert code == 0 and "MISSING" in stdout
+
+
+_SUB_BYTE = [name for name in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "FLOAT6E2M3")
+             if hasattr(TensorProto, name)]
+
+
+@pytest.mark.parametrize("type_name", _SUB_BYTE)
+def test_inspect_counts_a_sub_byte_tensor_in_its_packed_bytes(tmp_path: Path,
+                                                              type_name: str) -> None:
+    """5 int4 take 3 bytes whether in raw_data, packed two to a byte, or in int32_data (it
+    counted 5 there: numpy's int4 takes a byte); the same as `payload_nbytes` says and as
+    an external data file holds them."""
+    data_type = getattr(TensorProto, type_name)
+    values = np.array([1, 0, 1, 1, 0]).astype(helper.tensor_dtype_to_np_dtype(data_type))
+    raw = helper.make_tensor("raw", data_type, [5], values, raw=True)
+    typed = helper.make_tensor("typed", data_type, [5], values.tolist())
+    assert not typed.HasField("raw_data") and typed.int32_data
+    packed = len(raw.raw_data)  # 3 for 4 bits, 2 for 2 bits, 4 for 6 bits
+    assert packed == payload_nbytes(data_type, [5]) < 5
+    bytes_of = {}
+    for tensor in (raw, typed):
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+                                  [tensor])
+        for external in (False, True):
+            path = tmp_path / f"{tensor.name}{external}.onnx"
+            onnx.save(helper.make_model(graph), path, save_as_external_data=external,
+                      location=f"{path.name}.data", size_threshold=0)
+            code, stdout, _ = run_ge("inspect", str(path), "--json")
+            assert code == 0
+            bytes_of[tensor.name, external] = json.loads(stdout)["initializers"]["bytes"]
+    assert bytes_of == dict.fromkeys(bytes_of, packed)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

@@ -173,6 +173,21 @@ def test_compile_html_with_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
+def test_the_page_assets_are_package_data() -> None:
+    """The page's template, CSS and JavaScript are files in ge/cli/html read with
+    importlib.resources: pyproject.toml's package-data must name each, or an installed ge
+    writes no page."""
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["ge"]
+    package = ROOT / "src" / "ge"
+    assets = sorted(p.relative_to(package).as_posix() for p in (package / "cli/html").iterdir())
+    assert assets == ["cli/html/page.css", "cli/html/page.html", "cli/html/page.js"]
+    assert [a for a in assets if not any(fnmatch.fnmatch(a, p) for p in patterns)] == []
+
+
 def test_the_built_in_layout_places_layers_top_down() -> None:
     # a diamond and a skip edge: every edge goes down, boxes of a layer do not overlap
     sizes = [(80.0, 30.0)] * 5

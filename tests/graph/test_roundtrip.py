@@ -49,7 +49,7 @@ from onnx import numpy_helper as nh
 
 import ge.graph
 from ge.graph import CONST, DATA, NET_OUTPUT, UNKNOWN_DIM, Graph, Tensor
-from ge.graph.external_data import iter_tensors
+from ge.graph.external_data import graph_tensors, iter_tensors
 from ge.graph.types import data_type_to_onnx
 
 RUNNABLE = [c for c in CORPUS if c.runnable]
@@ -440,6 +440,34 @@ def _write_external(folder: Path, layout: str) -> Path:
 
 def _external_tensors(model: onnx.ModelProto) -> list[str]:
     return [t.name for t in iter_tensors(model) if t.data_location == TP.EXTERNAL]
+
+
+def test_graph_tensors_walks_every_tensor_with_its_kind() -> None:
+    """`graph_tensors` (the one walk behind `iter_tensors` and the opset converter's
+    stand-ins) yields initializers, sparse parts and tensor attributes, bodies included."""
+    def dense(name: str) -> TP:
+        return oh.make_tensor(name, TP.FLOAT, [1], [1.0])
+
+    def sparse(name: str) -> onnx.SparseTensorProto:
+        return oh.make_sparse_tensor(dense(f"{name}_v"),
+                                     oh.make_tensor(f"{name}_i", TP.INT64, [1], [0]), [2])
+
+    body = oh.make_graph([oh.make_node("Constant", [], ["bc"], sparse_value=sparse("bs"))],
+                         "body", [], [oh.make_tensor_value_info("bc", TP.FLOAT, [2])],
+                         initializer=[dense("bw")])
+    graph = oh.make_graph(
+        [oh.make_node("Constant", [], ["c"], value=dense("c")),
+         oh.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=body),
+         oh.make_node("Custom", [], ["z"], domain="custom", ts=[dense("t0"), dense("t1")])],
+        "g", [oh.make_tensor_value_info("cond", TP.BOOL, [])],
+        [oh.make_tensor_value_info("y", TP.FLOAT, [2])],
+        initializer=[dense("w")], sparse_initializer=[sparse("s")])
+    assert [(t.name, kind) for t, kind in graph_tensors(graph)] == [
+        ("w", "initializer"), ("s_v", "sparse"), ("s_i", "sparse"), ("c", "attribute"),
+        *[("bw", "initializer"), ("bs_v", "sparse"), ("bs_i", "sparse")] * 2,
+        ("t0", "attribute"), ("t1", "attribute")]
+    model = oh.make_model(graph)
+    assert [t.name for t in iter_tensors(model)] == [t.name for t, _ in graph_tensors(graph)]
 
 
 @pytest.mark.parametrize("layout", ["one-file", "per-tensor", "subfolder"])

@@ -216,6 +216,48 @@ def test_the_model_proto_holds_no_large_payload(tmp_path: Path, external: bool,
     assert found == [[]]
 
 
+def sub_byte_model() -> onnx.ModelProto:
+    """Large int4 (an odd count: the last byte half used) and float8 weights in raw_data,
+    and int4 in int32_data, each dequantized (opset 21)."""
+    rng = np.random.default_rng(8)
+    q = rng.integers(-8, 8, size=(65, 129))
+    int4 = oh.make_tensor("int4", TP.INT4, [65, 129], q.astype(ml_dtypes.int4), raw=True)
+    typed = oh.make_tensor("int4_typed", TP.INT4, [65, 129], q.reshape(-1).tolist())
+    f8 = oh.make_tensor("f8", TP.FLOAT8E4M3FN, [65, 129],
+                        rng.standard_normal((65, 129)).astype(ml_dtypes.float8_e4m3fn),
+                        raw=True)
+    scale = oh.make_tensor("s", TP.FLOAT, [], [0.5])
+    names = ["int4", "int4_typed", "f8"]
+    nodes = [oh.make_node("DequantizeLinear", [n, "s"], [f"{n}_y"], name=f"dq_{n}")
+             for n in names]
+    graph = oh.make_graph(nodes, "sub_byte", [], [_vi(f"{n}_y", shape=(65, 129))
+                                                  for n in names], [int4, typed, f8, scale])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("options", SAVES)
+def test_sub_byte_and_float8_weights_save_as_before(tmp_path: Path, options: dict,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`payload_nbytes` knows int4 (packed) and float8: their raw weights are written from
+    the graph's bytes too (placeholders), and the file is the same; the typed int4 stays
+    typed, in the proto."""
+    found: list[list[str]] = []
+    export = model_io.graph_to_model
+
+    def inspected(*args, **kwargs) -> onnx.ModelProto:
+        model = export(*args, **kwargs)
+        found.append(_large_payloads(model))
+        return model
+
+    graph = ge.graph.load(sub_byte_model())
+    assert sorted(_large_payloads(graph.to_onnx())) == ["f8", "int4"]
+    _assert_saves_as_before(graph, tmp_path, **options)
+    monkeypatch.setattr(model_io, "graph_to_model", inspected)
+    graph.save(tmp_path / "m.onnx", external_data=options.get("external", False),
+               overwrite_input=True)
+    assert found == [[]]
+
+
 def test_a_file_over_the_protobuf_limit_is_refused_inline(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:

@@ -210,6 +210,36 @@ def test_a_vendored_model_goes_to_the_converter_without_its_weights(
     assert sizes and sizes[0] < whole // 5
 
 
+def test_int4_and_float8_weights_are_stood_in_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`payload_nbytes` sizes int4 (packed, an odd count here) and float8: a large one goes
+    to the converter as a stand-in (it went whole), and comes back the same."""
+    import ml_dtypes
+
+    given: list[onnx.ModelProto] = []
+    convert = version_converter.convert_version
+
+    def recording(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+        given.append(model)
+        return convert(model, opset)
+
+    w4 = numpy_helper.from_array(RNG.integers(-8, 8, (65, 129)).astype(ml_dtypes.int4), "w4")
+    w8 = numpy_helper.from_array(
+        RNG.standard_normal((129, 64)).astype(ml_dtypes.float8_e4m3fn), "w8")
+    nodes = [helper.make_node("DequantizeLinear", ["w4", "s"], ["d4"]),
+             helper.make_node("DequantizeLinear", ["w8", "s"], ["d8"]),
+             helper.make_node("MatMul", ["x", "d4"], ["h"]),
+             helper.make_node("MatMul", ["h", "d8"], ["y"])]
+    model = _model(nodes, [_float("x", 2, 65)], [_float("y", 2, 64)],
+                   [w4, w8, numpy_helper.from_array(np.array(0.5, np.float32), "s")], 21)
+    assert len(w4.raw_data) > STAND_IN_BYTES
+    monkeypatch.setattr(version_converter, "convert_version", recording)
+    converted = _assert_same_conversion(ge.graph.load(model), 23)
+    assert [(t.name, t.data_location) for t in given[0].graph.initializer] == [
+        ("w4", TensorProto.EXTERNAL), ("w8", TensorProto.EXTERNAL), ("s", TensorProto.DEFAULT)]
+    assert_numerically_equal(model, converted, {"x": RNG.standard_normal((2, 65)).astype(
+        np.float32)}, rtol=0, atol=0)
+
+
 def test_a_large_initializer_keeps_its_doc_string_and_metadata() -> None:
     """The converter drops a tensor's doc string and metadata; a large one is not given to
     it, and keeps them."""

@@ -7,7 +7,6 @@ size and the external data files it refers to (and whether they exist).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,7 +61,11 @@ def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
 
 
 def _tensor_bytes(tensor: onnx.TensorProto) -> int:
-    from onnx import TensorProto, helper
+    """The bytes of a tensor's data as its file holds them: its external data or `raw_data`
+    length, and for a typed field the `raw_data` it stands for (int4: two to a byte)."""
+    from onnx import TensorProto
+
+    from ge.graph.payloads import payload_nbytes
 
     if tensor.data_location == TensorProto.EXTERNAL:
         info = {e.key: e.value for e in tensor.external_data}
@@ -72,14 +75,7 @@ def _tensor_bytes(tensor: onnx.TensorProto) -> int:
         return len(tensor.raw_data)
     if tensor.data_type == TensorProto.STRING:
         return sum(len(s) for s in tensor.string_data)
-    count = math.prod(tensor.dims)
-    try:
-        import numpy as np
-
-        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-    except (KeyError, TypeError, ValueError):
-        return 0
-    return int(count * itemsize)
+    return payload_nbytes(tensor.data_type, tensor.dims) or 0
 
 
 def _op_name(node: onnx.NodeProto) -> str:

@@ -3,15 +3,16 @@
 On load every external reference must resolve, after following symlinks, to a regular file
 inside the model's folder; `..`, absolute locations and links that escape are refused. On
 save, large tensors go into one data file beside the model, which is how models over
-protobuf's 2 GB limit are written.
+protobuf's 2 GB limit are written. The walk over a model's tensor protos that both need
+(`graph_tensors`, `iter_tensors`) is here too, for every other walk of them to share.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 import numpy as np
 import onnx
@@ -22,8 +23,8 @@ from ge.errors import ExternalDataError
 if TYPE_CHECKING:
     from ge.graph.payloads import PayloadStore
 
-__all__ = ["ExternalDataWriter", "iter_tensors", "packed_bytes", "read_external_data",
-           "write_external_data"]
+__all__ = ["ExternalDataWriter", "TensorKind", "graph_tensors", "iter_tensors", "packed_bytes",
+           "read_external_data", "write_external_data"]
 
 A = AttributeProto
 _ALIGNMENT = 4096  # offsets aligned so the data file can be memory-mapped
@@ -31,27 +32,37 @@ _PAYLOAD_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64
                    "double_data", "uint64_data")
 
 
-def _attr_tensors(attrs) -> Iterator[onnx.TensorProto]:
+#: What a tensor of `graph_tensors` is: a graph's initializer, a node's tensor attribute, or
+#: the values or indices of a sparse tensor (a sparse initializer's or a sparse attribute's).
+TensorKind = Literal["initializer", "attribute", "sparse"]
+
+
+def _attr_tensors(attrs: Iterable[onnx.AttributeProto]
+                  ) -> Iterator[tuple[onnx.TensorProto, TensorKind]]:
     for attr in attrs:
         if attr.type == A.TENSOR:
-            yield attr.t
+            yield attr.t, "attribute"
         elif attr.type == A.TENSORS:
-            yield from attr.tensors
+            for tensor in attr.tensors:
+                yield tensor, "attribute"
         elif attr.type == A.SPARSE_TENSOR:
-            yield attr.sparse_tensor.values
-            yield attr.sparse_tensor.indices
+            yield attr.sparse_tensor.values, "sparse"
+            yield attr.sparse_tensor.indices, "sparse"
         elif attr.type == A.GRAPH:
-            yield from _graph_tensors(attr.g)
+            yield from graph_tensors(attr.g)
         elif attr.type == A.GRAPHS:
             for g in attr.graphs:
-                yield from _graph_tensors(g)
+                yield from graph_tensors(g)
 
 
-def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
-    yield from graph.initializer
+def graph_tensors(graph: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, TensorKind]]:
+    """Every tensor of a graph and its bodies, in file order, with its kind: initializers,
+    then the sparse initializers' values and indices, then each node's tensor attributes."""
+    for tensor in graph.initializer:
+        yield tensor, "initializer"
     for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
+        yield sparse.values, "sparse"
+        yield sparse.indices, "sparse"
     for node in graph.node:
         if node.attribute:
             yield from _attr_tensors(node.attribute)
@@ -59,10 +70,12 @@ def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
 
 def iter_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
     """Every tensor of a model: initializers and tensor attributes, in subgraphs and functions."""
-    yield from _graph_tensors(model.graph)
+    for tensor, _ in graph_tensors(model.graph):
+        yield tensor
     for function in model.functions:
         for node in function.node:
-            yield from _attr_tensors(node.attribute)
+            for tensor, _ in _attr_tensors(node.attribute):
+                yield tensor
 
 
 def _entries(tensor: onnx.TensorProto) -> dict[str, str]:

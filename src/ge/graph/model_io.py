@@ -44,15 +44,21 @@ from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["check_save_target", "constants_nbytes", "load", "new_file_mode", "save_model",
-           "write_target_problem"]
+__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target", "constants_nbytes",
+           "load", "new_file_mode", "save_model", "write_target_problem"]
 
-# Serialized protobuf messages must stay below 2 GiB; keep a margin for the non-tensor parts.
-PROTOBUF_LIMIT = 2**31 - 1
-_EXTERNAL_AUTO_THRESHOLD = PROTOBUF_LIMIT - 64 * 2**20
+#: Protobuf's limit for one serialized message, so for a model without external data: a
+#: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
+PROTOBUF_MAX_BYTES = 2**31 - 1
+#: The largest model ge keeps in one message: the limit less 64 MiB, a margin for what a
+#: size estimate leaves out (a model's constants without its nodes and names). Over it, a
+#: save chooses external data, a run gives onnxruntime a file, --opset cannot convert whole.
+INLINE_MODEL_BYTES = PROTOBUF_MAX_BYTES - 64 * 2**20
+#: Constants of more bytes than this refuse a save without external data, up front.
+PROTOBUF_LIMIT = PROTOBUF_MAX_BYTES
 #: The largest file `save` writes inline: what protobuf's serializer refuses above, checked
 #: on the file since the model proto it serializes holds placeholders (ge.graph.payloads).
-SERIALIZED_LIMIT = 2**31 - 1
+SERIALIZED_LIMIT = PROTOBUF_MAX_BYTES
 
 
 def _parse(data: bytes, where: str) -> onnx.ModelProto:
@@ -416,7 +422,7 @@ def save_model(
     if not external_data:  # None (decide) or False (refuse what cannot fit)
         constant_bytes = constants_nbytes(graph)
         if external_data is None:
-            external_data = constant_bytes > _EXTERNAL_AUTO_THRESHOLD
+            external_data = constant_bytes > INLINE_MODEL_BYTES
         elif constant_bytes > PROTOBUF_LIMIT:
             raise ModelSaveError(  # refused before minutes of export and gigabytes of copies
                 f"cannot save to {target} without external data: its constants alone are "

@@ -45,21 +45,33 @@ _TENSOR = onnx.TensorProto.DESCRIPTOR
 _TENSOR_ATTR = onnx.AttributeProto.TENSOR
 _LENGTH_DELIMITED = 2
 
-#: Bytes per element of the ONNX element types of a fixed size (sub-byte types: rounded up).
-ITEM_SIZES: dict[int, int] = {
-    onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2,
-    onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1,
-    onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2, onnx.TensorProto.INT32: 4,
-    onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
-    onnx.TensorProto.BOOL: 1, onnx.TensorProto.COMPLEX64: 8, onnx.TensorProto.COMPLEX128: 16,
+
+def _bits(bits: int, *names: str) -> dict[int, int]:
+    """`bits` for each ONNX element type named; those the installed onnx lacks are left out."""
+    return {getattr(onnx.TensorProto, n): bits for n in names if hasattr(onnx.TensorProto, n)}
+
+
+#: Bits per element of the ONNX element types of a fixed size. Sub-byte types are packed
+#: in `raw_data` (two int4, four int2, four float6 to three bytes), the last byte padded.
+_ITEM_BITS: dict[int, int] = {
+    **_bits(2, "INT2", "UINT2"),
+    **_bits(4, "INT4", "UINT4", "FLOAT4E2M1"),
+    **_bits(6, "FLOAT6E2M3", "FLOAT6E3M2"),
+    **_bits(8, "INT8", "UINT8", "BOOL", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+            "FLOAT8E5M2FNUZ", "FLOAT8E8M0"),
+    **_bits(16, "INT16", "UINT16", "FLOAT16", "BFLOAT16"),
+    **_bits(32, "INT32", "UINT32", "FLOAT"),
+    **_bits(64, "INT64", "UINT64", "DOUBLE", "COMPLEX64"),
+    **_bits(128, "COMPLEX128"),
 }
 
 
 def payload_nbytes(data_type: int, dims: Sequence[int]) -> int | None:
-    """Payload bytes of a tensor of ONNX element type `data_type` and `dims`; None for
-    element types of no fixed size in `ITEM_SIZES` (strings, and those it does not list)."""
-    itemsize = ITEM_SIZES.get(data_type)
-    return None if itemsize is None else math.prod(dims) * itemsize
+    """Payload bytes of a tensor of ONNX element type `data_type` and `dims`: the length
+    of its `raw_data` (or external data), sub-byte types packed, whichever field holds it;
+    None for element types of no fixed size (strings, and those `_ITEM_BITS` lacks)."""
+    bits = _ITEM_BITS.get(data_type)
+    return None if bits is None else -(-math.prod(dims) * bits // 8)
 
 
 def proto_nbytes(proto: onnx.TensorProto) -> int | None:

@@ -21,11 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import onnx
-from onnx import AttributeProto, version_converter
+from onnx import version_converter
 
 from ge.errors import CompileInputError, CompilerOptionError
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.external_data import graph_tensors
+from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
@@ -38,10 +40,9 @@ __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "upgraded_opset"]
 STAND_IN_BYTES = 4096
 #: The largest model (serialized bytes, roughly) converted whole when its stand-ins cannot
 #: be put back: protobuf's 2 GiB limit, less a margin for what the estimate leaves out.
-WHOLE_MODEL_LIMIT = 2**31 - 1 - 64 * 2**20
+WHOLE_MODEL_LIMIT = INLINE_MODEL_BYTES
 
 _MARKER = "ge-opset-stand-in/"  # the external data "location" of a stand-in, then its index
-_A = AttributeProto
 
 
 def upgraded_opset(graph: Graph, opset: int) -> Graph:
@@ -110,22 +111,12 @@ def _index(tensor: onnx.TensorProto) -> int | None:
     return None
 
 
-def _tensors(gp: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, bool]]:
-    """Every dense tensor of a graph and its bodies, and whether it is an initializer."""
-    for tensor in gp.initializer:
-        yield tensor, True
-    for node in gp.node:
-        for attr in node.attribute:
-            if attr.type == _A.TENSOR:
-                yield attr.t, False
-            elif attr.type == _A.TENSORS:
-                for tensor in attr.tensors:
-                    yield tensor, False
-            elif attr.type == _A.GRAPH:
-                yield from _tensors(attr.g)
-            elif attr.type == _A.GRAPHS:
-                for body in attr.graphs:
-                    yield from _tensors(body)
+def _dense_tensors(gp: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, bool]]:
+    """Every dense tensor of a graph and its bodies, and whether it is an initializer (sparse
+    tensors are never stood in)."""
+    for tensor, kind in graph_tensors(gp):
+        if kind != "sparse":
+            yield tensor, kind == "initializer"
 
 
 class _NotPutBack(Exception):
@@ -162,7 +153,7 @@ class _StandIns:
 
         with no_gc_pauses():
             model = graph_to_model(graph, tensor_sink=sink)
-            for tensor, _ in _tensors(model.graph):
+            for tensor, _ in _dense_tensors(model.graph):
                 index = _index(tensor)
                 if index is not None:  # a constant's: keep the metadata written beside it
                     if len(tensor.metadata_props):
@@ -194,7 +185,7 @@ class _StandIns:
         """The converted graph with the original tensors in place of the stand-ins;
         `_NotPutBack` when a stand-in was dropped, copied or changed."""
         found: dict[int, onnx.TensorProto] = {}
-        for tensor, initializer in _tensors(converted.graph):
+        for tensor, initializer in _dense_tensors(converted.graph):
             index = _index(tensor)
             if index is None:
                 continue

@@ -27,6 +27,7 @@ from onnx.reference.op_run import OpRun
 from ge.errors import SessionError, VerificationInputError
 from ge.graph.attributes import decode_attr
 from ge.graph.graph import Graph
+from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.ops.evaluation import evaluate_node
@@ -51,8 +52,8 @@ Dim = int | str | None  # a static size, a symbolic name, or unknown
 #: Domains onnxruntime runs itself: a node of any other domain needs a custom operator
 #: registered with `ge.ops.register_op` (the model then runs in the reference evaluator).
 RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
-# Protobuf cannot serialize 2 GB; above this the model goes to onnxruntime as a file.
-_INLINE_LIMIT = 2**31 - 64 * 2**20
+# A model serialized to more bytes than this goes to onnxruntime as a file.
+_INLINE_LIMIT = INLINE_MODEL_BYTES
 #: A Graph whose constants hold more bytes than this runs from a model file saved with
 #: external data into a temporary folder: exported to a proto and serialized, its weights
 #: would be held three times more (the proto, its bytes, onnxruntime's parse of them).
@@ -391,7 +392,7 @@ class ModelRunner:
             return ort.InferenceSession(model, options, providers=providers)
         proto = model
         payload = serialized_or_none(proto)
-        if payload is not None and len(payload) < _INLINE_LIMIT:
+        if payload is not None and len(payload) <= _INLINE_LIMIT:
             return ort.InferenceSession(payload, options, providers=providers)
         del payload
         # Too large for one protobuf message: write it with external data and load the file.
