@@ -27,6 +27,7 @@ from ge.graph import DataType, Graph, TensorDesc
 from ge.passes import (
     FuseCheckResult,
     PassContext,
+    PatternFusionPass,
     SubgraphBoundary,
     SubgraphInput,
     SubgraphOutput,
@@ -34,6 +35,7 @@ from ge.passes import (
     can_fuse,
     create_replacement,
     infer_shape,
+    pattern,
     report_fuse,
 )
 from ge.passes.status import FAILED
@@ -395,6 +397,37 @@ def test_subgraph_rewriter_with_context_reports_the_fusion() -> None:
     assert context._fusions == 1
     assert {n.get_metadata().get("ge.origin_pass") for n in graph.nodes_of_type("Relu")} == {
         "MoveRelu"}
+
+
+
+def test_replacement_nodes_that_reach_no_output_are_not_copied_in() -> None:
+    """A leftover expression of a replacement's builder (computed, never returned) would
+    compute nothing the graph reads: dropped, in a copied-in replacement as in one built in
+    place, while a pattern holding such a node is refused (GE1501)."""
+    proto = _concat_relu()
+    graph = load(proto)
+    b = GraphBuilder("relus")
+    ins = b.create_inputs(2)
+    es.Neg(es.Abs(ins[0]))  # a leftover
+    replacement = b.build_and_reset([es.Concat(es.Relu(ins[0]), es.Relu(ins[1]), axis=1)])
+    assert op_counts(replacement)["Neg"] == 1
+    assert SubgraphRewriter.replace(_boundary(graph), replacement) == 0
+    assert op_counts(graph) == {"Relu": 2, "Concat": 1}
+    assert_same_outputs(proto, graph)
+
+    class LeftoverInPlace(PatternFusionPass):
+        @pattern
+        def relu_of_concat(self, inputs):
+            return es.Relu(es.Concat(inputs[0], inputs[1], axis=1))
+
+        def replacement(self, inputs):
+            es.Abs(inputs[1])  # a leftover
+            return es.Concat(es.Relu(inputs[0]), es.Relu(inputs[1]), axis=1)
+
+    graph = load(proto)
+    assert rewrite(LeftoverInPlace(), graph).rewrites == 1
+    assert op_counts(graph) == {"Relu": 2, "Concat": 1}
+    assert_same_outputs(proto, graph)
 
 
 def test_subgraph_rewriter_refuses_a_region_that_is_not_closed() -> None:

@@ -250,8 +250,11 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
                    pass_name: str = "") -> None:
     """The rewrite once the replacement's nodes `made` (typed) are in the region's graph
     and `outputs[j]` produces boundary output *j*: place and tag the new nodes, move the
-    outside consumers and control edges, remove the old nodes."""
+    outside consumers and control edges, remove the old nodes. New nodes from which no
+    output can be reached (a leftover expression of the replacement's builder) are
+    dropped: they would compute nothing the graph reads, as patterns may not hold them."""
     graph = region.graph
+    made = _reaching_outputs(graph, made, outputs)
     if made and region.nodes:
         # Where the region is, not at the end of the graph: its consumers then already come
         # after the new nodes, and moving its uses needs no reordering search. (Where that
@@ -266,6 +269,29 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
     _move_control_edges(region, made)
     _remove(region)
     _take_over_value_names(region, made, outputs)
+
+
+def _reaching_outputs(graph: Graph, made: list[Node], outputs: Sequence[Producer]
+                      ) -> list[Node]:
+    """`made` without (and the graph without) its nodes no output depends on."""
+    if len(made) == 1 and outputs and made[0] is outputs[0][0]:
+        return made  # (the usual replacement: one operator, the output)
+    if any(node.get_subgraphs() for node in made):
+        return made  # a body may read a new node's value: kept (DCE knows bodies)
+    new_nodes = set(made)
+    live: set[Node] = set()
+    stack = [node for node, _ in outputs if node in new_nodes]
+    while stack:
+        node = stack.pop()
+        if node in live:
+            continue
+        live.add(node)
+        stack.extend(p for p, _ in filter(None, node._inputs) if p in new_nodes)
+        stack.extend(p for p in node._ctrl_in or () if p in new_nodes)
+    if len(live) == len(made):
+        return made
+    graph.remove_nodes(n for n in made if n not in live)
+    return [n for n in made if n in live]
 
 
 def _take_over_value_names(region: Region, made: Sequence[Node],
