@@ -156,7 +156,8 @@ def _pass_table(report: CompileReport) -> Any:
         table.add_row(stage, escape(r.pass_name), r.kind or "-",
                       escape(_short_origin(r.origin)), escape(graph), outcome, counts,
                       nodes, _ms(sum(run.seconds for run in runs)))
-    table.caption = "M/R/F: pattern matches / rewrites applied / fusions reported (report_fuse)" + (
+    table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
+                     "fusions reported (report_fuse)") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
         "(GRAPH +N: N bodies; the JSON report lists every run)" if bodies else "")
     table.caption_justify = "left"
