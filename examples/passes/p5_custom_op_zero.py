@@ -18,7 +18,7 @@ import numpy as np
 from ge.es.all import Identity
 from ge.es.custom import operator
 from ge.graph import DataType, Shape, TensorDesc
-from ge.ops import get_custom_op, register_op
+from ge.ops import register_op
 from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
 
 DOMAIN = "ge.examples"
@@ -46,17 +46,18 @@ def _infer_add_custom(ctx):
                        x.get_data_type())]
 
 
-if get_custom_op("AddCustom", DOMAIN) is None:  # a reload after ge.finalize() keeps the op
-    register_op(
-        "AddCustom",
-        domain=DOMAIN,
-        inputs=["x", "y"],
-        outputs=["z"],
-        infer=_infer_add_custom,
-        kernel=lambda x, y: np.add(x, y).astype(x.dtype),
-        decomposition=lambda x, y: x + y,
-        doc="z = x + y with numpy broadcasting (the Ascend AddCustom sample kernel)",
-    )
+# The op belongs to this plugin: unregistered when the plugin is unloaded (after a
+# compilation of its pass path, at ge.finalize()), registered again when it loads again.
+register_op(
+    "AddCustom",
+    domain=DOMAIN,
+    inputs=["x", "y"],
+    outputs=["z"],
+    infer=_infer_add_custom,
+    kernel=lambda x, y: np.add(x, y).astype(x.dtype),
+    decomposition=lambda x, y: x + y,
+    doc="z = x + y with numpy broadcasting (the Ascend AddCustom sample kernel)",
+)
 AddCustom = operator("AddCustom", DOMAIN)
 
 

@@ -292,3 +292,97 @@ def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -
     assert not any("(graph main)" in line for line in lines)
     assert lines[2].startswith("pattern LayerNorm_div_pow_shared_bias_axes_input (graph "
                                "then_g): anchor") and lines[2].endswith("1 would be rewritten")
+
+
+# -- --option: the options the hooks read, as in ge compile -----------------------------------
+
+OPT_IN_RELU_NEG = """
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="OptInReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
+class OptInReluNeg(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result, context):
+        try:
+            wanted = context.get_option_value("test.relu_neg")
+        except RuntimeError:
+            context.set_error_message("test.relu_neg is not set")
+            return False
+        context.set_error_message(f"test.relu_neg is {wanted!r}")
+        return wanted == "fuse"
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+"""
+
+
+def _relu_neg_model(path: Path) -> Path:
+    nodes = [helper.make_node("Neg", ["x"], ["n"], name="neg"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_option_reaches_the_hooks_as_in_compile(write, tmp_path: Path) -> None:
+    plugin = write("plugins/opt_in.py", OPT_IN_RELU_NEG)
+    model = str(_relu_neg_model(tmp_path / "m.onnx"))
+    base = ("passes", "explain", "OptInReluNeg", model, "--pass-path", str(plugin))
+    code, out, err = _run(*base)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith("(graph g, opsets ai.onnx=17)")
+    assert lines[1].endswith("1 candidate(s), 0 would be rewritten")
+    assert ("meet_requirements returned False: the pass refuses this match (the pass says: "
+            "test.relu_neg is not set)") in out
+    code, out, err = _run(*base, "--option", "test.relu_neg=no", "--option", "other=1")
+    assert code == 0, err
+    assert out.splitlines()[0].endswith(
+        "(graph g, opsets ai.onnx=17), options test.relu_neg=no, other=1")
+    assert "(the pass says: test.relu_neg is 'no')" in out
+    code, out, err = _run(*base, "--option", "test.relu_neg=fuse")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].endswith("1 candidate(s), 1 would be rewritten")
+    assert "  rewrite at 'relu': neg, relu" in lines
+    code, out, err = _run(*base, "--option", "test.relu_neg=fuse", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["options"] == {"test.relu_neg": "fuse"}
+    assert len(payload["patterns"][0]["rewrites"]) == 1
+    assert json.loads(_run(*base, "--json")[1])["options"] == {}
+
+
+@pytest.mark.parametrize("pair", ["test.relu_neg", "=fuse"])
+def test_a_malformed_option_is_the_usage_error_of_compile(write, tmp_path: Path,
+                                                          pair: str) -> None:
+    plugin = write("plugins/opt_in.py", OPT_IN_RELU_NEG)
+    model = str(_relu_neg_model(tmp_path / "m.onnx"))
+    explained = CliRunner().invoke(cli, ["passes", "explain", "OptInReluNeg", model,
+                                         "--pass-path", str(plugin), "--option", pair])
+    compiled = CliRunner().invoke(cli, ["compile", model, "-o", str(tmp_path / "o.onnx"),
+                                        "--option", pair])
+    assert explained.exit_code == compiled.exit_code == 2
+    error = f"Error: Invalid value for --option: {pair!r} is not KEY=VALUE"
+    assert explained.stderr.splitlines()[-1] == compiled.stderr.splitlines()[-1] == error
+
+
+def test_an_option_value_compile_refuses_is_GE1202(write, tmp_path: Path) -> None:
+    plugin = write("plugins/opt_in.py", OPT_IN_RELU_NEG)
+    model = str(_relu_neg_model(tmp_path / "m.onnx"))
+    bad = "ge.constant_folding.size_limit=lots"
+    code, out, err = _run("passes", "explain", "OptInReluNeg", model, "--pass-path",
+                          str(plugin), "--option", bad)
+    _, _, compiled = _run("compile", model, "-o", str(tmp_path / "o.onnx"), "--option", bad)
+    assert code == 1 and out == ""
+    assert err == compiled == ("ge: [GE1202] option ge.constant_folding.size_limit must be a "
+                               "non-negative integer (bytes), got 'lots'\n")
+    code, out, _ = _run("passes", "explain", "OptInReluNeg", model, "--pass-path",
+                        str(plugin), "--option", bad, "--json")
+    assert code == 1 and json.loads(out)["code"] == "GE1202"

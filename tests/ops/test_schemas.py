@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from onnx import AttributeProto, defs
 
-from ge.errors import OpNotFoundError, OpRegisterError
+from ge.errors import OpNotFoundError, OpRegisterError, SourceLocation
 from ge.graph import TensorDesc
-from ge.ops import ParamOption, get_op_spec, register_op, standard_op_types, unregister_op
+from ge.ops import (
+    ParamOption,
+    get_custom_op,
+    get_op_spec,
+    register_op,
+    standard_op_types,
+    unregister_op,
+)
 
 
 def test_every_onnx_operator_has_a_spec_at_its_latest_opset() -> None:
@@ -46,17 +55,26 @@ def _infer(ctx):  # type: ignore[no-untyped-def]
 
 
 def test_custom_op_registered_twice_is_an_error() -> None:
+    first = sys._getframe().f_lineno + 1
     register_op("Twice", domain="test.schemas", inputs=["x"], outputs=["y"], infer=_infer,
                 kernel=lambda x: x)
     try:
         spec = get_op_spec("Twice", 1, "test.schemas")
         assert spec.custom and [p.name for p in spec.inputs] == ["x"]
+        registered = get_custom_op("Twice", "test.schemas")
+        assert registered is not None and registered.location == SourceLocation(__file__, first)
         with pytest.raises(OpRegisterError) as err:
+            second = sys._getframe().f_lineno + 1
             register_op("Twice", domain="test.schemas", inputs=["x"], outputs=["y"],
                         infer=_infer, kernel=lambda x: x)
         assert isinstance(err.value, ValueError)
         assert err.value.code == "GE1301"
-        assert "test.schemas::Twice is already registered" in str(err.value)
+        assert err.value.message == (
+            f"custom operator test.schemas::Twice is already registered by {__file__}:{first}; "
+            f"{__file__}:{second} registers it again (give one of them another op type or "
+            "domain, or unregister_op the first)")
+        assert err.value.location == SourceLocation(__file__, second)
+        assert get_custom_op("Twice", "test.schemas") is registered
     finally:
         unregister_op("Twice", "test.schemas")
     with pytest.raises(OpNotFoundError):

@@ -59,6 +59,23 @@ def test_context() -> None:
             context.get_option_value(key)  # type: ignore[arg-type]
 
 
+def test_get_option_value_default_is_returned_only_for_an_absent_option() -> None:
+    """The `ge` extension: `default` (keyword or positional) instead of GE's RuntimeError;
+    a given option wins over it, and any value, None or "" included, is a default."""
+    context = PassContext("MyPass", {"ge.key": "v", "empty": ""})
+    assert context.get_option_value("ge.key", "d") == "v"
+    assert context.get_option_value("ge.key", default="d") == "v"
+    assert context.get_option_value("empty", default="d") == ""  # given, though empty
+    assert context.get_option_value("missing", "d") == "d"
+    assert context.get_option_value("missing", default=None) is None
+    assert context.get_option_value("missing", default="") == ""
+    sentinel = object()
+    assert context.get_option_value("missing", sentinel) is sentinel
+    assert context.get_option_value(3, default="d") == "d"  # type: ignore[call-overload]
+    with pytest.raises(RuntimeError, match=r"^Failed to get option value for key: missing$"):
+        context.get_option_value("missing")  # without it: GE's behaviour
+
+
 def test_package_exports_exist() -> None:
     for name in ge.passes.__all__:
         assert getattr(ge.passes, name) is not None

@@ -221,12 +221,13 @@ def list_passes(
 
 
 # --- ge passes explain ---------------------------------------------------------------------
-def _known_pass(name: str, pass_paths: Sequence[str]) -> RegisteredPass:
-    """The pass `name` as `ge passes list` finds it (load failures become warnings)."""
+def _known_pass(name: str, pass_paths: Sequence[str], options: CompilerOptions) -> RegisteredPass:
+    """The pass `name` as `ge passes list` finds it with `options` (load failures become
+    warnings)."""
     from ge.errors import CommandLineError
     from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
 
-    entries, failures, _ = _collect(pass_paths, _options({}, ()))
+    entries, failures, _ = _collect(pass_paths, options)
     for err in failures:
         warnings.warn(PluginLoadWarning(f"a pass plugin failed to load: {err}"), stacklevel=2)
     by_name = {e.name: e for e in entries}
@@ -287,25 +288,32 @@ def _is_dump_before(file_name: str, stage: str) -> bool:
     type=click.Path(),
     help="A pass plugin file or directory to load besides ASCEND_GE_PY_PASS_PATH (repeatable).",
 )
+@click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
+              help="A compiler option, readable by the pass's hooks as in ge compile "
+                   "(repeatable).")
 @click.option("--node", "node", metavar="NAME", default=None,
               help="Explain this target node only (as the anchor, and where a closest match "
                    "binds it to another pattern node).")
 @click.option("--top", "top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many closest partial matches (and rewrites) to show per pattern.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], node: str | None,
-                    top: int, as_json: bool) -> None:
+def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
+                    option_pairs: tuple[str, ...], node: str | None, top: int,
+                    as_json: bool) -> None:
     """Explain why PASS's patterns do or do not match in MODEL: per pattern the closest
     partial matches, each with the first check that failed, and the matches it would
-    rewrite."""
+    rewrite. The hooks read the --option values, as in ge compile."""
     import ge.graph
     from ge.compiler.invocation import create_instance, run_error
     from ge.errors import CompileWarning
+    from ge.passes.context import PassContext
     from ge.passes.explain import explain, infer_shapes_for_explain
     from ge.passes.explain_text import format_explanations, undecided
 
+    values = parse_options(option_pairs)  # ge compile's parser: the same usage error
     with command_output("ge", as_json=as_json) as out:
-        entry = _known_pass(pass_name, pass_paths)
+        options = _options(values, ())  # checked as a compilation checks them (GE1202)
+        entry = _known_pass(pass_name, pass_paths, options)
         graph = ge.graph.load(model)
         if node is not None:
             _check_node(graph, node)
@@ -323,7 +331,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], nod
                 f"shapes or types may be wrong): {failed}"), stacklevel=1)
         instance = create_instance(entry, entry.stage_label)
         try:
-            found = explain(instance, graph, node)
+            found = explain(instance, graph, node,
+                            context=PassContext(entry.name, options.values))
         except GeError:
             raise
         except Exception as exc:
@@ -337,12 +346,15 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...], nod
                 "pass": entry.name, "kind": entry.descriptor.kind, "stage": entry.stage_label,
                 "source": str(entry.origin), "model": model, "graph": graph.name,
                 "opsets": dict(graph.opset_imports), "shape_inference": failed or "ok",
-                "node": node, "top": top, "patterns": [e.as_dict(top) for e in found],
+                "options": values, "node": node, "top": top,
+                "patterns": [e.as_dict(top) for e in found],
             })
             return
+        given = ", ".join(f"{k}={v}" for k, v in values.items())
         click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
                    f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
-                   + (f", node {node!r}" if node is not None else ""))
+                   + (f", node {node!r}" if node is not None else "")
+                   + (f", options {given}" if given else ""))
         if not found:
             click.echo(f"{entry.name} has no patterns for this model: patterns() returned none "
                        f"at opsets {opsets}")

@@ -93,9 +93,10 @@ class PathLease:
 
     `report` is what loading them gave (plugins, failures). The lease owns the plugins it
     loaded first (and shares, counted, those another lease of the same loader holds): the
-    last release unregisters them and drops their modules, so the next load executes the
-    files again. Plugins that were loaded before by someone else (the environment's, a
-    `ge.testing` set's) are used, never unloaded.
+    last release unregisters them (passes and the custom operators their import registered)
+    and drops their modules, so the next load executes the files again. Plugins that were
+    loaded before by someone else (the environment's, a `ge.testing` set's) are used, never
+    unloaded.
     """
 
     def __init__(self, loader: PluginLoader, report: PluginLoadReport,

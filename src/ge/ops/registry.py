@@ -4,18 +4,29 @@ A pass that introduces a fused operator registers it here, in its own domain, so
 can create it, shape inference can type its outputs and constant evaluation (and numeric
 verification) can run it: through a numpy `kernel`, or a `decomposition` into known
 operators built with the ES builder. The table is process-wide and thread-safe.
+
+Every operator records where it was registered (`CustomOp.where`, the caller's file and
+line, so that a second registration of the same name names both) and which module's import
+ran the call (`CustomOp.module`). The plugin loader captures the operators a plugin
+registers while it is imported (`capture_custom_ops`) and removes them when it unloads the
+plugin (`remove_custom_ops`): the plugin's modules are dropped then, so its next load
+executes the file again and registers them afresh.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
-from ge.errors import OpRegisterError
+from ge.errors import OpRegisterError, SourceLocation
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.schemas import (
     STANDARD_DOMAINS,
@@ -30,10 +41,13 @@ from ge.ops.schemas import (
 __all__ = [
     "CustomOp",
     "InferContext",
+    "capture_custom_ops",
     "custom_domains",
+    "ensure_custom_op",
     "get_custom_op",
     "list_custom_ops",
     "register_op",
+    "remove_custom_ops",
     "unregister_op",
 ]
 
@@ -66,18 +80,126 @@ class CustomOp:
 
     `kernel(*inputs: np.ndarray, **attrs) -> array | tuple of arrays`;
     `decomposition(*inputs: TensorHolder, **attrs) -> TensorHolder | tuple`, written with
-    `ge.es` operator functions.
+    `ge.es` operator functions. `location` is the user's file and line of the `register_op`
+    call (None when no caller outside `ge` made it; `where` gives it as text); `module` the
+    name of the module whose import ran that call (None when it was not made while a module
+    was being imported), which tells the plugin loader whether the operator lives as long
+    as a plugin or a library.
     """
 
     spec: OpSpec
     infer: InferFn
     kernel: KernelFn | None = None
     decomposition: DecompositionFn | None = None
-    where: str = field(default="", compare=False)
+    location: SourceLocation | None = field(default=None, compare=False)
+    module: str | None = field(default=None, compare=False)
+
+    @property
+    def where(self) -> str:
+        """`file:line` of the `register_op` call ("" when unknown)."""
+        return "" if self.location is None else str(self.location)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(domain, op type), the operator's name in the table."""
+        return self.spec.domain, self.spec.op_type
 
 
-_LOCK = threading.RLock()
-_TABLE: dict[tuple[str, str], CustomOp] = {}
+class _CustomOpTable:
+    """Registered operators by (domain, op type); safe across threads.
+
+    `capture()` collects, per thread, the operators registered inside it (the plugin loader
+    wraps a plugin's import in one), as `ge.passes.registry` does for passes.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._ops: dict[tuple[str, str], CustomOp] = {}
+        self._local = threading.local()
+
+    def add(self, op: CustomOp) -> None:
+        with self._lock:
+            previous = self._ops.get(op.key)
+            if previous is not None:
+                raise _duplicate_error(op, previous)
+            self._ops[op.key] = op
+        for captured in getattr(self._local, "captures", ()):
+            captured.append(op)
+
+    def ensure(self, op: CustomOp) -> None:
+        with self._lock:
+            if self._ops.get(op.key) is not op:
+                self.add(op)
+
+    def remove(self, ops: Iterable[CustomOp]) -> None:
+        with self._lock:
+            for op in ops:
+                if self._ops.get(op.key) is op:
+                    del self._ops[op.key]
+
+    def pop(self, key: tuple[str, str]) -> CustomOp | None:
+        with self._lock:
+            return self._ops.pop(key, None)
+
+    def get(self, key: tuple[str, str]) -> CustomOp | None:
+        with self._lock:
+            return self._ops.get(key)
+
+    def all(self) -> list[CustomOp]:
+        with self._lock:
+            return [self._ops[k] for k in sorted(self._ops)]
+
+    @contextmanager
+    def capture(self) -> Iterator[list[CustomOp]]:
+        stack: list[list[CustomOp]] = self._local.__dict__.setdefault("captures", [])
+        captured: list[CustomOp] = []
+        stack.append(captured)
+        try:
+            yield captured
+        finally:
+            for index in range(len(stack) - 1, -1, -1):  # by identity, as the pass registry
+                if stack[index] is captured:
+                    del stack[index]
+                    break
+
+
+def _duplicate_error(new: CustomOp, old: CustomOp) -> OpRegisterError:
+    """GE1301 naming both registrations of one operator, pointing at the second."""
+    domain, op_type = new.key
+    first = old.where or "an unknown caller"
+    second = new.where or "this call"
+    return OpRegisterError(
+        f"custom operator {domain}::{op_type} is already registered by {first}; {second} "
+        "registers it again (give one of them another op type or domain, or unregister_op "
+        "the first)",
+        location=new.location,
+    )
+
+
+_TABLE = _CustomOpTable()
+
+#: Frames of files under this folder are `ge`'s own, never the user's call site.
+_GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_internal(filename: str) -> bool:
+    return filename.startswith("<") or os.path.abspath(filename).startswith(_GE_ROOT + os.sep)
+
+
+def _registration_site(frame: FrameType | None) -> tuple[SourceLocation | None, str | None]:
+    """(the innermost caller outside `ge`, the module whose import is running the call: the
+    innermost module-body frame) walking out from `frame`."""
+    where: SourceLocation | None = None
+    module: str | None = None
+    while frame is not None and (where is None or module is None):
+        code = frame.f_code
+        if where is None and not _is_internal(code.co_filename):
+            where = SourceLocation(code.co_filename, frame.f_lineno)
+        if module is None and code.co_name == "<module>":
+            name = frame.f_globals.get("__name__")
+            module = name if isinstance(name, str) else None
+        frame = frame.f_back
+    return where, module
 
 
 def _param(item: str | ParamSpec, what: str) -> ParamSpec:
@@ -139,7 +261,12 @@ def register_op(
     attributes map names to an `AttrSpec`, a kind name ("int", "floats", ...; required) or
     `(kind name, default)`. A kernel or a decomposition is required so graphs holding the op
     can still be evaluated. Registering the same (domain, op_type) twice is an
-    `OpRegisterError`, as is a standard ONNX domain.
+    `OpRegisterError` naming both call sites, as is a standard ONNX domain.
+
+    An operator a pass plugin registers while it is imported belongs to that plugin: it is
+    unregistered when the plugin is unloaded (after the compilation of its `pass_paths`, at
+    `ge.finalize()`, when a `ge.testing` set closes), so the next load registers it again.
+    One registered by any other code stays until `unregister_op`.
     """
     if not isinstance(op_type, str) or not op_type.isidentifier():
         raise OpRegisterError(f"op_type must be an identifier str, got {op_type!r}")
@@ -169,41 +296,48 @@ def register_op(
     min_out, max_out = _arity(outs, "output")
     spec = OpSpec(domain, op_type, int(since_version), ins, outs, attrs, min_in, max_in,
                   min_out, max_out, doc=doc, custom=True)
-    op = CustomOp(spec, infer, kernel, decomposition, where=getattr(infer, "__module__", ""))
-    with _LOCK:
-        key = (domain, op_type)
-        if key in _TABLE:
-            raise OpRegisterError(
-                f"custom operator {domain}::{op_type} is already registered "
-                f"(by {_TABLE[key].where or 'unknown module'})"
-            )
-        _TABLE[key] = op
+    where, module = _registration_site(sys._getframe(1))
+    _TABLE.add(CustomOp(spec, infer, kernel, decomposition, location=where, module=module))
     return spec
 
 
 def unregister_op(op_type: str, domain: str) -> None:
     """Remove a custom operator (`OpRegisterError` when it is not registered)."""
-    with _LOCK:
-        try:
-            del _TABLE[(normalize_domain(domain), op_type)]
-        except KeyError:
-            raise OpRegisterError(
-                f"custom operator {domain}::{op_type} is not registered"
-            ) from None
+    if _TABLE.pop((normalize_domain(domain), op_type)) is None:
+        raise OpRegisterError(f"custom operator {domain}::{op_type} is not registered")
 
 
 def get_custom_op(op_type: str, domain: str) -> CustomOp | None:
     """The registered custom operator, or None."""
-    with _LOCK:
-        return _TABLE.get((normalize_domain(domain), op_type))
+    return _TABLE.get((normalize_domain(domain), op_type))
 
 
 def list_custom_ops() -> list[CustomOp]:
     """Every registered custom operator, ordered by (domain, op type)."""
-    with _LOCK:
-        return [_TABLE[k] for k in sorted(_TABLE)]
+    return _TABLE.all()
 
 
 def custom_domains() -> set[str]:
-    with _LOCK:
-        return {d for d, _ in _TABLE}
+    """The domains of the registered custom operators."""
+    return {op.spec.domain for op in _TABLE.all()}
+
+
+def capture_custom_ops() -> AbstractContextManager[list[CustomOp]]:
+    """Context manager collecting the operators this thread registers inside it.
+
+    The plugin loader wraps each plugin's import in one: what it collects is the plugin's
+    (rolled back if the import fails, removed when the plugin is unloaded).
+    """
+    return _TABLE.capture()
+
+
+def ensure_custom_op(op: CustomOp) -> None:
+    """Register `op` again if it was removed (a plugin loaded again without executing its
+    module); a no-op if it is registered, GE1301 naming both if another one took its name."""
+    _TABLE.ensure(op)
+
+
+def remove_custom_ops(ops: Iterable[CustomOp]) -> None:
+    """Unregister exactly these operators (another one registered under the same name
+    since stays)."""
+    _TABLE.remove(ops)

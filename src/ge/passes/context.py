@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final, TypeVar, overload
 
 __all__ = ["PassContext"]
+
+_T = TypeVar("_T")
+
+#: `get_option_value` called without `default` (GE's behaviour: an absent option raises);
+#: a private object, so that any value, None included, can be a default.
+_NO_DEFAULT: Final = object()
 
 
 class PassContext:
@@ -39,12 +46,28 @@ class PassContext:
         """Explain a failure; the text becomes the reason of the E13028 error."""
         self._error_message = str(message)
 
-    def get_option_value(self, key: str) -> str:
-        """The compilation option `key`, as a string (GE options are strings)."""
+    @overload
+    def get_option_value(self, key: str) -> str: ...
+
+    @overload
+    def get_option_value(self, key: str, default: _T) -> str | _T: ...
+
+    def get_option_value(self, key: str, default: object = _NO_DEFAULT) -> object:
+        """The compilation option `key`, as a string (GE options are strings).
+
+        An option the compilation was not given (or a `key` that is not a string) raises
+        `RuntimeError("Failed to get option value for key: <key>")`, as GE does (spec
+        §4.2): a pass that reads an option it may not get either catches it or passes
+        `default`. `default` (keyword or second positional argument) is a `ge` extension:
+        it is returned, as given, instead of raising when the option is absent; code using
+        it does not run on GE.
+        """
         value = self._options.get(key) if isinstance(key, str) else None
-        if value is None:
-            raise RuntimeError(f"Failed to get option value for key: {key}")
-        return value
+        if value is not None:
+            return value
+        if default is not _NO_DEFAULT:
+            return default
+        raise RuntimeError(f"Failed to get option value for key: {key}")
 
     def __repr__(self) -> str:
         return f"PassContext(pass_name={self._pass_name!r})"

@@ -23,7 +23,7 @@ from ge.passes.loader import (
     import_isolated,
     remember_plugin,
 )
-from ge.passes.registry import PassDescriptor, ensure_registered
+from ge.passes.registry import PassDescriptor
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -108,8 +108,7 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
     with LOAD_LOCK:
         cached = cached_plugin(key)
         if cached is not None:
-            for descriptor in cached.descriptors:
-                ensure_registered(descriptor)
+            cached.register_again()
             return cached
         target = f"entry point {ep.name} = {ep.value} ({dist_name} {version})"
         imported = import_isolated(lambda: _resolve(ep), target=target)
@@ -121,6 +120,7 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
             distribution=dist_name,
             version=version,
         )
-        plugin = LoadedPlugin(origin, imported.module, imported.descriptors)
+        plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
+                              custom_ops=imported.custom_ops)
         remember_plugin(key, plugin)
         return plugin

@@ -8,6 +8,13 @@ file reached twice (listed twice, via a symlink) is imported and registered once
 A plugin of a folder whose import reaches a helper module (`import _common`) that another
 plugin folder already imported from a different file fails with E13029 naming both files,
 as a package whose name is taken does (D8): it never silently gets the other folder's file.
+
+Custom operators (`ge.ops.register_op`) a plugin registers while it is imported belong to
+it like its passes: rolled back when the import fails, unregistered when the plugin is
+unloaded, so that loading it again (its file executed again) registers them afresh rather
+than failing with GE1301. Those a library registers at its own import (a module the plugin
+imported for the first time that is not the plugin's and stays imported) belong to the
+library: they stay registered as long as it stays imported.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 
 from ge.errors import GeError, PassRegisterError, PluginLoadError, PluginLoadErrors, SourceLocation
+from ge.ops.registry import CustomOp, capture_custom_ops, ensure_custom_op, remove_custom_ops
 from ge.passes.discovery import PluginSource
 from ge.passes.registry import (
     PassDescriptor,
@@ -74,13 +82,24 @@ class LoadedPlugin:
     """A plugin that imported cleanly: its module, the passes it registered, what it owns.
 
     `owned_modules` are the modules its import added from its own directory; unloading the
-    plugin removes them so that the next load executes the files again.
+    plugin removes them so that the next load executes the files again. `custom_ops` are
+    the custom operators its import registered (see the module docstring); unloading the
+    plugin unregisters them.
     """
 
     origin: PluginOrigin
     module: ModuleType | None
     descriptors: tuple[PassDescriptor, ...]
     owned_modules: tuple[str, ...] = ()
+    custom_ops: tuple[CustomOp, ...] = ()
+
+    def register_again(self) -> None:
+        """Register the plugin's passes and custom operators again where an unload or a
+        clear removed them (its modules are still imported, so nothing else would)."""
+        for descriptor in self.descriptors:
+            ensure_registered(descriptor)
+        for op in self.custom_ops:
+            ensure_custom_op(op)
 
 
 @dataclass
@@ -176,6 +195,7 @@ class Imported:
     module: ModuleType | None
     descriptors: tuple[PassDescriptor, ...]
     owned_modules: tuple[str, ...]
+    custom_ops: tuple[CustomOp, ...] = ()
 
 
 def import_isolated(
@@ -188,34 +208,47 @@ def import_isolated(
     """Run `run` (an import) so that a failure leaves no registration and no module behind.
 
     `run` returns the module and any already-registered descriptors it vouches for.
-    The plugin owns `own_module` and the other modules it added from inside `roots`.
+    The plugin owns `own_module` and the other modules it added from inside `roots`, and
+    the custom operators registered meanwhile, but those of a library (`_plugin_ops`).
     """
     count_before = len(sys.modules)
-    with capture_registrations() as captured:
+    with capture_registrations() as captured, capture_custom_ops() as ops:
         try:
             module, extra = run()
             for descriptor in extra:
                 ensure_registered(descriptor)
         except BaseException as exc:
             unregister_passes(captured)
-            _purge(_owned_new_modules(count_before, roots, own_module))
+            new = _new_module_names(count_before)
+            owned = _owned_modules(new, roots, own_module)
+            _purge(owned)
+            remove_custom_ops(_plugin_ops(ops, new, owned))
             if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
                 raise
             raise load_error(target, exc, roots) from exc
     descriptors = list(captured)
     descriptors += [d for d in extra if all(d is not c for c in captured)]
-    owned = _owned_new_modules(count_before, roots, own_module)
-    return Imported(module, tuple(descriptors), tuple(owned))
+    new = _new_module_names(count_before)
+    owned = _owned_modules(new, roots, own_module)
+    return Imported(module, tuple(descriptors), tuple(owned), tuple(_plugin_ops(ops, new, owned)))
 
 
-def _owned_new_modules(
-    count_before: int, roots: tuple[Path, ...], own_module: str | None
-) -> list[str]:
+def _owned_modules(new: list[str], roots: tuple[Path, ...], own_module: str | None) -> list[str]:
+    """Of the modules an import added (`new`), those the plugin owns."""
     owned = []
-    for name in _new_module_names(count_before):
+    for name in new:
         if name == own_module or _inside(getattr(sys.modules.get(name), "__file__", None), roots):
             owned.append(name)
     return owned
+
+
+def _plugin_ops(ops: list[CustomOp], new: list[str], owned: list[str]) -> list[CustomOp]:
+    """The custom operators a plugin's import registered that are the plugin's: all but
+    those registered by the body of a module the import added that the plugin does not own
+    and that stays imported (a library imported for the first time: importing it again
+    would not register them again, so they must stay as long as it does)."""
+    libraries = {name for name in new if name not in owned and name in sys.modules}
+    return [op for op in ops if op.module not in libraries]
 
 
 def descriptors_in_module(module: ModuleType) -> list[PassDescriptor]:
@@ -391,8 +424,7 @@ def load_source(source: PluginSource) -> LoadedPlugin:
         cached = _CACHE.get(key)
         if cached is not None:
             if sys.modules.get(source.module_name) is cached.module:
-                for descriptor in cached.descriptors:
-                    ensure_registered(descriptor)
+                cached.register_again()
                 return cached
             unload_plugins([cached])
         roots: tuple[Path, ...] = (source.path,)
@@ -423,7 +455,8 @@ def load_source(source: PluginSource) -> LoadedPlugin:
         own = None if adopted is not None else source.module_name
         with _guard_helpers(source, roots) as guard:
             imported = import_isolated(run, target=target, roots=roots, own_module=own)
-        plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules)
+        plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
+                              imported.custom_ops)
         _CACHE[key] = plugin
         return plugin
 
@@ -441,14 +474,17 @@ def remember_plugin(key: str, plugin: LoadedPlugin) -> None:
 
 
 def unload_plugins(plugins: Iterable[LoadedPlugin], *, forget_entry_points: bool = False) -> None:
-    """Unregister the plugins' passes; forget file plugins and remove the modules they own.
+    """Unregister the plugins' passes and custom operators; forget file plugins and remove
+    the modules they own.
 
     The next load of a file plugin executes it again. Entry points stay cached and imported
-    (they belong to installed distributions): loading one again re-registers its passes.
+    (they belong to installed distributions): loading one again re-registers its passes and
+    custom operators.
     """
     with LOAD_LOCK:
         for plugin in plugins:
             unregister_passes(plugin.descriptors)
+            remove_custom_ops(plugin.custom_ops)
             if plugin.origin.kind == "entry_point" and not forget_entry_points:
                 continue
             _purge(plugin.owned_modules)

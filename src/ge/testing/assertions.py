@@ -26,6 +26,7 @@ from ge.testing.running import (
     _apply,
     _prepare,
     as_graph,
+    checked_options,
     matches_in,
     resolve_pass,
 )
@@ -92,7 +93,7 @@ def assert_matches(pass_: PassLike, model: ModelLike, count: int, *,
     (with no match: where the pass looked)."""
     __tracebackhide__ = True
     entry, instance = resolve_pass(pass_, passes)
-    opts = dict(options or {})
+    opts = checked_options(options)
     graph, _ = _prepare(entry, model, opts, infer, in_place=False)
     found = matches_in(entry, instance, graph, opts, bodies)
     if len(found) == count:
@@ -119,7 +120,7 @@ def assert_rewrites(pass_: PassLike, model: ModelLike, count: int, *,
     graph before the pass and the nodes the pass made after it, each with its region."""
     __tracebackhide__ = True
     entry, instance = resolve_pass(pass_, passes)
-    opts = dict(options or {})
+    opts = checked_options(options)
     graph, typed = _prepare(entry, model, opts, infer, in_place=False)
     before = graph.clone()
     result = _apply(entry, instance, graph, opts, typed=typed, bodies=bodies, check=check)

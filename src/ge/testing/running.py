@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import onnx
 
 from ge.compiler.invocation import Invocation, create_instance, is_live, run_error
+from ge.compiler.options import parse_options
 from ge.compiler.pass_registry import PassOrigin, RegisteredPass, builtin_entries
 from ge.compiler.report import PassRunRecord
 from ge.compiler.steps import infer_shape
@@ -42,6 +43,7 @@ __all__ = [
     "PassLike",
     "apply_pass",
     "as_graph",
+    "checked_options",
     "find_matches",
     "is_typed",
     "resolve_pass",
@@ -53,6 +55,15 @@ ModelLike = Graph | onnx.ModelProto | str | os.PathLike[str] | bytes
 #: A pass as the helpers take it: a registered class, an instance of one, a name (with
 #: `passes=`), or a `RegisteredPass` / `PassDescriptor`.
 PassLike = type | FusionBasePass | str | RegisteredPass | PassDescriptor
+
+
+def checked_options(options: Mapping[str, str] | None) -> dict[str, str]:
+    """`options` checked as a compilation checks them, as a new dict: a mapping of `str` to
+    `str` whose values for the built-in passes' options are usable, else
+    `CompilerOptionError` (GE1202) before anything runs. A pass then reads them with
+    `context.get_option_value(key)` (or `get_option_value(key, default)`) exactly as in a
+    compilation given the same options."""
+    return dict(parse_options(options).values)
 
 
 def as_graph(model: ModelLike, *, copy: bool = True) -> Graph:
@@ -188,7 +199,7 @@ def apply_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = No
     """`run_pass`, returning the graph together with the engine's records of every
     invocation (matches, rewrites, fusions, changed)."""
     entry, instance = resolve_pass(pass_, passes)
-    opts = dict(options or {})
+    opts = checked_options(options)
     graph, typed = _prepare(entry, model, opts, infer, in_place)
     return _apply(entry, instance, graph, opts, typed=typed, bodies=bodies, check=check)
 
@@ -215,8 +226,9 @@ def run_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = None
     `pass_` is a pass class, an instance, or a name in `passes` (a `PassSet`). `model` is a
     path, a ModelProto or a Graph (copied unless `in_place`). A pass after
     `BeforeInferShape` gets an inferred model (`infer=None`: when some value has no type;
-    `True`/`False` force it). `options` are what `context.get_option_value` reads; `bodies`
-    runs it on the live subgraphs too; `check` is the engine's check after a changing pass
+    `True`/`False` force it). `options` are what `context.get_option_value` reads, checked
+    as `ge.compile` checks them (`checked_options`: GE1202 for a value that is not a str);
+    `bodies` runs it on the live subgraphs too; `check` is the engine's check after a changing pass
     ("region", "full", "none"). A failing pass raises `PassRunError` (E13028).
     """
     return apply_pass(pass_, model, passes=passes, options=options, in_place=in_place,
@@ -256,6 +268,6 @@ def find_matches(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = 
     (in a copy of the model) and `captured`. A hook that raises is the engine's
     `PassRunError`."""
     entry, instance = resolve_pass(pass_, passes)
-    opts = dict(options or {})
+    opts = checked_options(options)
     graph, _ = _prepare(entry, model, opts, infer, in_place=False)
     return matches_in(entry, instance, graph, opts, bodies)
