@@ -386,3 +386,50 @@ def test_an_option_value_compile_refuses_is_GE1202(write, tmp_path: Path) -> Non
     code, out, _ = _run("passes", "explain", "OptInReluNeg", model, "--pass-path",
                         str(plugin), "--option", bad, "--json")
     assert code == 1 and json.loads(out)["code"] == "GE1202"
+
+
+DANGLING = """
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="Dangling", stage=PassStage.AFTER_INFER_SHAPE)
+class Dangling(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    @pattern
+    def dangling(self, inputs):
+        es.Relu(inputs[1])  # leads to no output
+        return es.Abs(inputs[0])
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+"""
+
+
+def test_an_invalid_pattern_fails_the_command_after_the_explanation(write,
+                                                                    tmp_path: Path) -> None:
+    """The invalid pattern would fail the pass in a compilation: the text shows every
+    pattern, then the one-line GE1501 error and exit status 1; JSON is that error."""
+    plugin = write("plugins/dangling.py", DANGLING)
+    model = tmp_path / "m.onnx"
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="neg"),
+             helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, out, err = _run("passes", "explain", "Dangling", str(model), "--pass-path",
+                          str(plugin))
+    assert code == 1
+    assert "1 would be rewritten" in out  # the valid pattern is still explained
+    assert "Dangling_dangling_pattern (graph g): invalid:" in out
+    (line,) = err.strip().splitlines()
+    assert line == ("ge: [GE1501] Dangling: pattern 'Dangling_dangling_pattern' cannot be "
+                    "matched: input 'input_1' (Data) does not lead to an output")
+    code, out, _ = _run("passes", "explain", "Dangling", str(model), "--pass-path",
+                        str(plugin), "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["code"] == "GE1501" and data["message"] == line.removeprefix("ge: [GE1501] ")

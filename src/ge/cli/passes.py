@@ -305,7 +305,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     rewrite. The hooks read the --option values, as in ge compile."""
     import ge.graph
     from ge.compiler.invocation import create_instance, run_error
-    from ge.errors import CompileWarning
+    from ge.errors import CompileWarning, PatternError
     from ge.passes.context import PassContext
     from ge.passes.explain import explain, infer_shapes_for_explain
     from ge.passes.explain_text import format_explanations, undecided
@@ -340,6 +340,11 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                             f"{type(exc).__name__}: {exc}", exc) from exc
         for line in undecided(found):
             warnings.warn(CompileWarning(line), stacklevel=1)
+        # An invalid pattern fails the pass in a compilation: the command fails too (after
+        # the text has shown every pattern; JSON gives the error alone, as a compile would).
+        invalid = [e for e in found if e.error is not None]
+        failure = None if not invalid else PatternError(
+            f"{entry.name}: " + "; ".join(str(e.error) for e in invalid))
         opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in sorted(graph.opset_imports.items()))
         if as_json:
             out.result({
@@ -349,6 +354,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                 "options": values, "node": node, "top": top,
                 "patterns": [e.as_dict(top) for e in found],
             })
+            if failure is not None:
+                raise failure
             return
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
@@ -360,3 +367,5 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                        f"at opsets {opsets}")
         for line in format_explanations(found, top=top):
             click.echo(line)
+        if failure is not None:
+            raise failure
