@@ -373,6 +373,11 @@ class SessionError(GeError, RuntimeError):
     code = "GE1601"
 
 
+class MissingOperatorError(SessionError):
+    """A graph to run uses an operator of a custom domain that nothing loaded defines (no
+    registered custom operator, no function of the model): the plugin is missing."""
+
+
 class VerificationInputError(GeError, ValueError):
     """Inputs for running or verifying a model do not fit it (names, shapes or dtypes)."""
 
@@ -400,6 +405,7 @@ __all__ += [
     "CommandLineError",
     "CompileInputError",
     "CompileWarning",
+    "MissingOperatorError",
     "SessionError",
     "VerificationError",
     "VerificationInputError",

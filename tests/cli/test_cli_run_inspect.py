@@ -214,8 +214,9 @@ def test_run_loads_the_plugins_that_register_a_models_custom_operator(tmp_path: 
     error = json.loads(missing.stdout)
     assert error["code"] == "GE1601" and error["message"] == (
         "graph 'g' uses trial.ops::Twice, which no loaded plugin registers "
-        "(ge.ops.register_op with a kernel or a decomposition): give the plugin with "
-        "--pass-path or ASCEND_GE_PY_PASS_PATH")
+        "(ge.ops.register_op with a kernel or a decomposition) and no function of the model "
+        "defines: load the plugin that registers it (--pass-path or ASCEND_GE_PY_PASS_PATH; "
+        "in Python, pass_paths= or ge.testing.load_passes)")
     for result in (ge_run(env_path=str(tmp_path / "ops")),
                    ge_run("--pass-path", str(tmp_path / "ops" / "twice.py"))):
         assert result.returncode == 0, result.stdout + result.stderr

@@ -166,15 +166,14 @@ def test_a_custom_operator_runs_from_the_file_in_the_reference_evaluator(
 def test_a_model_onnxruntime_cannot_load_from_a_file_is_a_session_error(
         sessions: list[Any]) -> None:
     """Same error as from bytes, and the temporary folder is removed all the same."""
-    weight = numpy_helper.from_array(np.ones(64, np.float32), "w")
+    weight = numpy_helper.from_array(np.ones(64, np.int64), "w")  # float + int64: refused
     graph = helper.make_graph(
-        [helper.make_node("Unknown", ["x", "w"], ["y"], domain="not.registered")],
-        "unknown_op", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+        [helper.make_node("Add", ["x", "w"], ["y"], name="mixed")],
+        "mixed_types", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("not.registered", 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(SessionError) as info:
         run_model(ge.graph.load(model), {"x": np.zeros(64, np.float32)})
     assert info.value.code == "GE1601"
-    assert info.value.message.startswith("onnxruntime cannot load graph 'unknown_op': ")
+    assert info.value.message.startswith("onnxruntime cannot load graph 'mixed_types': ")
     assert "\n" not in info.value.message and len(sessions) == 1

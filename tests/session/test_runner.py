@@ -184,14 +184,15 @@ def test_a_failing_kernel_is_a_session_error_naming_the_graph_and_the_cause() ->
 
 
 def test_a_model_onnxruntime_cannot_load_is_a_session_error() -> None:
-    model = _model([helper.make_node("Unknown", ["x"], ["y"], domain="not.registered")],
-                   [_vi("x", [2])], [_vi("y", [2])], name="unknown_op")
-    model.opset_import.append(helper.make_opsetid("not.registered", 1))
+    """(An operator of a domain nothing defines is refused before: see below.)"""
+    model = _model([helper.make_node("Add", ["x", "n"], ["y"], name="mixed")],
+                   [_vi("x", [2]), _vi("n", [2], TensorProto.INT64)], [_vi("y", [2])],
+                   name="mixed_types")
     with pytest.raises(SessionError) as info:
-        run_model(model, {"x": np.zeros(2, np.float32)})
+        run_model(model, {"x": np.zeros(2, np.float32), "n": np.zeros(2, np.int64)})
     assert info.value.code == "GE1601"
-    assert info.value.message.startswith("onnxruntime cannot load graph 'unknown_op': ")
-    assert "Unknown" in info.value.message and "\n" not in info.value.message
+    assert info.value.message.startswith("onnxruntime cannot load graph 'mixed_types': ")
+    assert "mixed" in info.value.message and "\n" not in info.value.message
 
 
 def test_a_failure_while_running_is_a_session_error() -> None:
@@ -256,3 +257,39 @@ def test_a_bfloat16_model_runs_in_the_reference_evaluator() -> None:
     x = np.array([1.0, 2.5, -3.0], dtype=ml_dtypes.bfloat16)
     y = runner.run({"x": x})["y"]
     assert y.dtype == ml_dtypes.bfloat16 and y.astype(np.float32).tolist() == [2.0, 5.0, -6.0]
+
+
+def _twice_model(functions: bool) -> onnx.ModelProto:
+    """y = trial.fn::Twice(x): defined by a function of the model, or by nothing."""
+    graph = helper.make_graph([helper.make_node("Twice", ["x"], ["y"], domain="trial.fn")],
+                              "g", [_vi("x", [2])], [_vi("y", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("trial.fn", 1)])
+    if functions:
+        model.functions.append(helper.make_function(
+            "trial.fn", "Twice", ["x"], ["y"], [helper.make_node("Add", ["x", "x"], ["y"])],
+            [helper.make_opsetid("", 17)]))
+    return model
+
+
+def test_an_operator_a_function_of_the_model_defines_runs() -> None:
+    """A model-local function of a custom domain is onnxruntime's to run (`ge run` refused
+    it as a custom operator no plugin registers)."""
+    from ge.graph.onnx_import import model_to_graph
+
+    x = np.array([1.0, -2.0], dtype=np.float32)
+    for model in (_twice_model(functions=True), model_to_graph(_twice_model(functions=True))):
+        assert run_model(model, {"x": x})["y"].tolist() == [2.0, -4.0]
+
+
+def test_an_operator_nothing_defines_is_named_with_the_missing_plugin() -> None:
+    """Not onnxruntime's "not a registered function/op": the operator, and what to load."""
+    with pytest.raises(SessionError) as caught:
+        run_model(_twice_model(functions=False), {"x": np.zeros(2, np.float32)})
+    assert caught.value.code == "GE1601"
+    assert type(caught.value).__name__ == "MissingOperatorError"
+    assert caught.value.message == (
+        "graph 'g' uses trial.fn::Twice, which no loaded plugin registers (ge.ops.register_op "
+        "with a kernel or a decomposition) and no function of the model defines: load the "
+        "plugin that registers it (--pass-path or ASCEND_GE_PY_PASS_PATH; in Python, "
+        "pass_paths= or ge.testing.load_passes)")

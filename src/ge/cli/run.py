@@ -81,21 +81,6 @@ def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
     return compilation_passes(pass_paths=list(pass_paths) or None)
 
 
-def _check_custom_ops(graph: Any, custom: list[Any]) -> None:
-    """GE1601 naming the custom-domain operators (`custom`) no loaded plugin registers, and
-    where their kernels come from (rather than onnxruntime's "not a registered function/op")."""
-    from ge.errors import SessionError
-    from ge.ops.registry import get_custom_op
-
-    missing = sorted({f"{node.domain}::{node.type}" for node in custom
-                      if get_custom_op(node.type, node.domain) is None})
-    if missing:
-        raise SessionError(
-            f"graph {graph.name!r} uses {', '.join(missing)}, which no loaded plugin "
-            "registers (ge.ops.register_op with a kernel or a decomposition): give the "
-            "plugin with --pass-path or ASCEND_GE_PY_PASS_PATH")
-
-
 @click.command("run")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
@@ -119,7 +104,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import numpy as np
 
         import ge.graph
-        from ge.errors import SessionError
+        from ge.errors import MissingOperatorError, SessionError
         from ge.session.runner import RUNTIME_DOMAINS, ModelRunner
         from ge.session.verification import generate_inputs, generated_inputs_note, load_inputs
 
@@ -136,11 +121,10 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                  else generate_inputs(graph, seed=seed, dims=dims))
         custom = [node for node in graph.get_all_nodes() if node.domain not in RUNTIME_DOMAINS]
         with _custom_op_plugins(custom, pass_paths):
-            _check_custom_ops(graph, custom)
             try:
                 results = ModelRunner(graph).run(feeds)
             except SessionError as err:
-                if inputs is not None:
+                if inputs is not None or isinstance(err, MissingOperatorError):
                     raise
                 raise SessionError(err.message + generated_inputs_note(graph, feeds),
                                    nodes=err.nodes) from err

@@ -24,7 +24,7 @@ from onnx import AttributeProto, TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from ge.errors import SessionError, VerificationInputError
+from ge.errors import MissingOperatorError, SessionError, VerificationInputError
 from ge.graph.attributes import decode_attr
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
@@ -218,15 +218,27 @@ def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
 
 
 def custom_ops_of(model: onnx.ModelProto) -> list[CustomOp]:
-    """The registered custom operators `model` uses (subgraphs and functions included)."""
+    """The registered custom operators `model` uses (subgraphs and functions included);
+    `MissingOperatorError` when it uses an operator of another domain that neither
+    onnxruntime, a function of the model nor a registered custom operator defines."""
     found: dict[tuple[str, str], CustomOp] = {}
+    defined = {(f.domain, f.name) for f in model.functions}
+    missing: set[str] = set()
     nodes = [*_all_nodes(model.graph), *(n for f in model.functions for n in f.node)]
     for node in nodes:
         key = (node.domain, node.op_type)
-        if node.domain not in RUNTIME_DOMAINS and key not in found:
+        if node.domain not in RUNTIME_DOMAINS and key not in found and key not in defined:
             custom = get_custom_op(node.op_type, node.domain)
             if custom is not None:
                 found[key] = custom
+            else:
+                missing.add(f"{node.domain}::{node.op_type}")
+    if missing:
+        raise MissingOperatorError(
+            f"graph {model.graph.name!r} uses {', '.join(sorted(missing))}, which no loaded "
+            "plugin registers (ge.ops.register_op with a kernel or a decomposition) and no "
+            "function of the model defines: load the plugin that registers it (--pass-path "
+            "or ASCEND_GE_PY_PASS_PATH; in Python, pass_paths= or ge.testing.load_passes)")
     return list(found.values())
 
 
@@ -358,7 +370,7 @@ class ModelRunner:
     def _prepare(self, exported: ExportedModel) -> None:
         proto = exported.proto
         self.output_names = [o.name for o in proto.graph.output]
-        customs = custom_ops_of(proto)
+        customs = custom_ops_of(proto)  # (an operator nothing defines: refused here)
         # onnxruntime's Python API takes and gives no bfloat16 arrays (ml_dtypes'): such a
         # model runs in the reference evaluator, as one with custom operators does.
         reference = bool(customs) or _has_bfloat16_io(proto)
