@@ -29,7 +29,7 @@ from ge.passes.candidates import LandmarkFilter, candidates
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
-from ge.passes.hooks import expression_body
+from ge.passes.hooks import add_note, expression_body, note_of
 from ge.passes.matcher import (
     CONST_TYPES,
     CompiledPattern,
@@ -113,9 +113,16 @@ def _replacement_of(instance: PatternFusionPass, result: MatchResult, graph: Gra
                     run: PassRun) -> Graph:
     replacement = _reading(instance.replacement, graph, result, run.context)
     if not isinstance(replacement, Graph):
-        raise blame(TypeError(_not_a_graph("PatternFusionPass", replacement)),
-                    instance.replacement)
+        raise _blame_replacement(TypeError(_not_a_graph("PatternFusionPass", replacement)),
+                                 instance)
     return replacement
+
+
+def _blame_replacement(exc: BaseException, instance: PatternFusionPass) -> BaseException:
+    """`blame` the pattern pass's replacement for what it returned (or made), with its
+    class's note on how that replacement is called when its names suggest otherwise (the
+    hook's adapter notes what the hook itself raises)."""
+    return blame(add_note(exc, note_of(instance, "replacement")), instance.replacement)
 
 
 def _not_a_graph(kind: str, returned: object) -> str:
@@ -237,7 +244,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
                 built = build_in_place(region.graph, name, body(instance, result, run.context),
                                        region.inputs, name_scope=region.name_scope())
             except TypeError as err:  # what it returned, if not raised in the hook itself
-                raise blame(err, instance.replacement) from None
+                raise _blame_replacement(err, instance) from None
             if isinstance(built, InPlace):
                 in_place = built
             else:
@@ -251,7 +258,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         else:
             apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault
-        raise blame(err, instance.replacement) from None
+        raise _blame_replacement(err, instance) from None
     return True
 
 
