@@ -190,7 +190,7 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
         input_count = getattr(match_result, "_input_count", None)
         return build_expression_graph(replacement_name(cls_name),
                                       body(self, match_result, context), role="replacement",
-                                      presize=input_count() if callable(input_count) else 0)
+                                      presize=input_count() if callable(input_count) else None)
 
     adapted = _mark_adapted(adapter, func)
     # The engine builds the replacement where its match is instead (`build_in_place`).
