@@ -56,6 +56,11 @@ CASES = {
                     "Add", None),
     "expand_square.py": (_model([helper.make_node("Pow", ["x", "two"], ["y"])], {"two": 2.0}),
                          "Pow", "Mul"),
+    # scale and bias are one tensor: two replacement inputs for three node inputs
+    "decompose_layer_norm.py": (_model([helper.make_node("LayerNormalization",
+                                                         ["x", "s", "s"], ["y"])],
+                                       {"s": [0.5, -1.0, 2.0, 1.5]}),
+                                "LayerNormalization", "ReduceMean"),
 }
 
 

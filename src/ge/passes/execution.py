@@ -269,7 +269,40 @@ def decompose_region(node: Node) -> Region:
     assert graph is not None
     inputs = list(dict.fromkeys(p for p in node._inputs if p is not None))
     outputs = [(node, i) for i in range(node.get_outputs_size())]
-    return Region(graph, [node], inputs, outputs)
+    return Region(graph, [node], inputs, outputs, input_note=_decompose_input_note(node, inputs))
+
+
+def _numbered(positions: list[int]) -> str:
+    """Input positions as words: `input 2`, `inputs 1 and 2`, `inputs 0, 1 and 2`."""
+    if len(positions) == 1:
+        return f"input {positions[0]}"
+    return f"inputs {', '.join(map(str, positions[:-1]))} and {positions[-1]}"
+
+
+def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
+    """Why `node` has fewer boundary inputs than inputs, for a replacement written per input
+    position: the positions that read one value, the absent ones, and where each position
+    goes ("" when position i is boundary input i for every input)."""
+    slot = {producer: i for i, producer in enumerate(boundary)}
+    where = [None if p is None else slot[p] for p in node._inputs]
+    if where == list(range(len(where))):
+        return ""
+    shown = f"{node.name!r} ({node.type})"
+    reasons = []
+    for i, producer in enumerate(boundary):
+        positions = [k for k, s in enumerate(where) if s == i]
+        if len(positions) > 1:
+            source, index = producer
+            value = source.get_output_name(index) or f"output {index} of {source.name!r}"
+            reasons.append(f"{_numbered(positions)} of {shown} read the same value {value!r}, "
+                           "so they are one boundary input")
+    absent = [k for k, s in enumerate(where) if s is None]
+    if absent:
+        verb = "is" if len(absent) == 1 else "are"
+        reasons.append(f"{_numbered(absent)} of {shown} {verb} absent, so "
+                       f"{'it has' if len(absent) == 1 else 'they have'} no boundary input")
+    mapping = ", ".join(f"{k} -> {'none' if s is None else s}" for k, s in enumerate(where))
+    return f"{'; '.join(reasons)} (node input -> replacement input: {mapping})"
 
 
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
