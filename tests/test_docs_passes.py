@@ -46,10 +46,21 @@ CASES = {
                                    helper.make_node("Neg", ["n"], ["y"])], {}), "Neg", None),
     "fuse_matmul_add.py": (MATMUL_ADD, "MatMul", "Gemm"),
     "fuse_matmul_add_legacy.py": (MATMUL_ADD, "MatMul", "Gemm"),
+    # with_bias on the first MatMul (and its Add), without_bias on the second
+    "matmul_to_gemm.py": (_model([helper.make_node("MatMul", ["x", "w"], ["m"]),
+                                  helper.make_node("Add", ["m", "b"], ["a"]),
+                                  helper.make_node("MatMul", ["a", "v"], ["y"])],
+                                 {"w": np.eye(4) * 3, "b": [1, 2, 3, 4], "v": np.eye(4) / 2}),
+                          "MatMul", "Gemm"),
     "add_zero.py": (_model([helper.make_node("Add", ["x", "zero"], ["y"])], {"zero": 0.0}),
                     "Add", None),
     "expand_square.py": (_model([helper.make_node("Pow", ["x", "two"], ["y"])], {"two": 2.0}),
                          "Pow", "Mul"),
+    # scale and bias are one tensor: two replacement inputs for three node inputs
+    "decompose_layer_norm.py": (_model([helper.make_node("LayerNormalization",
+                                                         ["x", "s", "s"], ["y"])],
+                                       {"s": [0.5, -1.0, 2.0, 1.5]}),
+                                "LayerNormalization", "ReduceMean"),
 }
 
 

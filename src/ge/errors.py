@@ -246,11 +246,18 @@ class PluginLoadWarning(UserWarning):
     """A plugin failed to load and the compiler went on without it (continue-on-error)."""
 
 
+class PassDefinitionWarning(UserWarning):
+    """A pass class GE accepts whose definition is almost certainly not what its author
+    meant (a hook whose parameter names contradict how GE calls it). Given once per
+    process and definition, at class creation; the message holds the file and line."""
+
+
 # Extended here so that the original list above stays as it was.
 __all__ += [
     "CompilerOptionError",
     "CompilerStateError",
     "DuplicatePassNameError",
+    "PassDefinitionWarning",
     "PassRegisterTypeError",
     "PluginLoadErrors",
     "PluginLoadWarning",

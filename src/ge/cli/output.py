@@ -23,7 +23,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from ge.errors import CommandLineError, CompileWarning, GeError, PluginLoadWarning
+from ge.errors import (
+    CommandLineError,
+    CompileWarning,
+    GeError,
+    PassDefinitionWarning,
+    PluginLoadWarning,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,7 +46,7 @@ __all__ = [
 ]
 
 # Warnings of ge itself say everything in their text; where they were raised is internal.
-_GE_WARNINGS = (CompileWarning, PluginLoadWarning)
+_GE_WARNINGS = (CompileWarning, PassDefinitionWarning, PluginLoadWarning)
 
 
 def one_line(text: str) -> str:

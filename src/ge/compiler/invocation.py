@@ -26,6 +26,7 @@ from ge.ops.inference import infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
+from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_PATTERN_FUSION
 from ge.passes.source import blamed_location, traceback_location
@@ -295,7 +296,9 @@ def _describe(exc: BaseException) -> str:
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
               exc: BaseException | None = None, nodes: Iterable[str] = ()) -> PassRunError:
     """E13028 at the user's line: the innermost frame in the pass's own file, else its class;
-    with the nodes the failure names (a ge error raised in the pass, the check's problems)."""
+    with the nodes the failure names (a ge error raised in the pass, the check's problems).
+    A hook called otherwise than its parameter names suggest adds how it was called
+    (`ge.passes.hooks.signature_notes`)."""
     if isinstance(exc, GeError) and not nodes:
         nodes = exc.nodes
     defined_at = entry.descriptor.location
@@ -303,6 +306,9 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
     if exc is not None:
         location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
         location = location or blamed_location(exc)
+        note = hook_note(exc)
+        if note is not None:
+            reason = f"{reason.rstrip('.')}. {note}"
     return PassRunError(
         f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
         f"Reason: {reason.rstrip('.')}.",

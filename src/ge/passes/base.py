@@ -141,6 +141,11 @@ class PatternFusionPass(FusionBasePass):
             else:
                 adapted = hooks.adapt_legacy_hook("replacement", func, "match_result", where)
             cls.replacement = adapted  # type: ignore[method-assign]
+        # GE calls the hooks by their parameters' names; say how, where a name suggests
+        # otherwise (in the E13028 of a failing hook; a warning for the sure mistake).
+        hooks.set_signature_notes(cls)
+        if marked or "replacement" in own:
+            hooks.warn_misnamed_replacement(cls)
 
 
 class DecomposePass(FusionBasePass):

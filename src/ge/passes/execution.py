@@ -29,7 +29,7 @@ from ge.passes.candidates import LandmarkFilter, candidates
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
-from ge.passes.hooks import expression_body
+from ge.passes.hooks import add_note, expression_body, note_of
 from ge.passes.matcher import (
     CONST_TYPES,
     CompiledPattern,
@@ -115,9 +115,16 @@ def _replacement_of(instance: PatternFusionPass, result: MatchResult, graph: Gra
                     run: PassRun) -> Graph:
     replacement = _reading(instance.replacement, graph, result, run.context)
     if not isinstance(replacement, Graph):
-        raise blame(TypeError(_not_a_graph("PatternFusionPass", replacement)),
-                    instance.replacement)
+        raise _blame_replacement(TypeError(_not_a_graph("PatternFusionPass", replacement)),
+                                 instance)
     return replacement
+
+
+def _blame_replacement(exc: BaseException, instance: PatternFusionPass) -> BaseException:
+    """`blame` the pattern pass's replacement for what it returned (or made), with its
+    class's note on how that replacement is called when its names suggest otherwise (the
+    hook's adapter notes what the hook itself raises)."""
+    return blame(add_note(exc, note_of(instance, "replacement")), instance.replacement)
 
 
 def _not_a_graph(kind: str, returned: object) -> str:
@@ -239,7 +246,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
                 built = build_in_place(region.graph, name, body(instance, result, run.context),
                                        region.inputs, name_scope=region.name_scope())
             except TypeError as err:  # what it returned, if not raised in the hook itself
-                raise blame(err, instance.replacement) from None
+                raise _blame_replacement(err, instance) from None
             if isinstance(built, InPlace):
                 in_place = built
             else:
@@ -253,7 +260,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         else:
             apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault
-        raise blame(err, instance.replacement) from None
+        raise _blame_replacement(err, instance) from None
     return True
 
 
@@ -264,7 +271,40 @@ def decompose_region(node: Node) -> Region:
     assert graph is not None
     inputs = list(dict.fromkeys(p for p in node._inputs if p is not None))
     outputs = [(node, i) for i in range(node.get_outputs_size())]
-    return Region(graph, [node], inputs, outputs)
+    return Region(graph, [node], inputs, outputs, input_note=_decompose_input_note(node, inputs))
+
+
+def _numbered(positions: list[int]) -> str:
+    """Input positions as words: `input 2`, `inputs 1 and 2`, `inputs 0, 1 and 2`."""
+    if len(positions) == 1:
+        return f"input {positions[0]}"
+    return f"inputs {', '.join(map(str, positions[:-1]))} and {positions[-1]}"
+
+
+def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
+    """Why `node` has fewer boundary inputs than inputs, for a replacement written per input
+    position: the positions that read one value, the absent ones, and where each position
+    goes ("" when position i is boundary input i for every input)."""
+    slot = {producer: i for i, producer in enumerate(boundary)}
+    where = [None if p is None else slot[p] for p in node._inputs]
+    if where == list(range(len(where))):
+        return ""
+    shown = f"{node.name!r} ({node.type})"
+    reasons = []
+    for i, producer in enumerate(boundary):
+        positions = [k for k, s in enumerate(where) if s == i]
+        if len(positions) > 1:
+            source, index = producer
+            value = source.get_output_name(index) or f"output {index} of {source.name!r}"
+            reasons.append(f"{_numbered(positions)} of {shown} read the same value {value!r}, "
+                           "so they are one boundary input")
+    absent = [k for k, s in enumerate(where) if s is None]
+    if absent:
+        verb = "is" if len(absent) == 1 else "are"
+        reasons.append(f"{_numbered(absent)} of {shown} {verb} absent, so "
+                       f"{'it has' if len(absent) == 1 else 'they have'} no boundary input")
+    mapping = ", ".join(f"{k} -> {'none' if s is None else s}" for k, s in enumerate(where))
+    return f"{'; '.join(reasons)} (node input -> replacement input: {mapping})"
 
 
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:

@@ -69,17 +69,20 @@ def _normalize_outputs(result: object, es: SimpleNamespace, role: str) -> list[A
 
 
 def build_expression_graph(name: str, body: Callable[[Any], object], *, role: str,
-                           presize: int = 0) -> Any:
+                           presize: int | None = None) -> Any:
     """Run `body(inputs)` on a fresh builder named `name`; return its Graph.
 
     A Graph returned by `body` is used as is; otherwise its TensorHolder outputs are built.
-    `presize` inputs exist up front: a replacement takes one per boundary input of its
-    match, whether or not it reads them all (so `return inputs[1]` works on its own).
+    `presize` inputs exist up front and are all there are: a replacement takes one per
+    boundary input of its match, whether or not it reads them all (so `return inputs[1]`
+    works on its own), and `len(inputs)` is that number. None: created as indexed (a
+    replacement called without a match from the engine).
     """
     es = _es_api("expression-style replacements")
     builder = es.GraphBuilder(name)
     inputs = es.PatternInputs(builder)
-    inputs._presize(presize)
+    if presize is not None:
+        inputs._presize(presize)
     result = body(inputs)
     if isinstance(result, es.Graph):
         return result

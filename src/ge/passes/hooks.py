@@ -4,24 +4,44 @@ Authors may write `meet_requirements(self, match_result)` or add a context argum
 expression-style `replacement(self, inputs, ...)` builds its graph with the ES builder. The
 engine always calls the adapted hook as `hook(match_result, context)`; these functions
 check the author's signature once, at class creation, and return the adapter.
+
+GE decides how a hook is called by its parameters' *names* (a replacement is expression
+style iff its second parameter is `inputs`; its third is the context iff named `context`).
+That rule stays, but a name that contradicts it (`replacement(self, ins)` in a class of
+`@pattern` methods, `replacement(self, inputs, ctx)`) makes the hook receive something its
+author did not expect, and the failure then reads "'MatchResult' object is not
+subscriptable". `signature_notes` says, per class, how such a hook is called; the note is
+attached to what the hook raises (`add_note`) and ends up in the E13028 message. The one
+case that is a mistake whatever the hook does, a legacy replacement not named
+`match_result` in a class of `@pattern` methods, also warns once at class creation
+(`warn_misnamed_replacement`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ge.errors import PassRegisterTypeError, SourceLocation
+from ge.errors import PassDefinitionWarning, PassRegisterTypeError, SourceLocation
 
 __all__ = [
     "adapt_expression_replacement",
     "adapt_legacy_hook",
+    "add_note",
     "check_pattern_method",
     "expression_body",
+    "has_pattern_methods",
+    "hook_note",
     "is_expression_replacement",
+    "note_of",
     "replacement_name",
+    "set_signature_notes",
+    "signature_notes",
+    "warn_misnamed_replacement",
 ]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -57,6 +77,35 @@ def _mark_adapted(wrapper: Hook, func: Hook) -> Hook:
     return wrapper
 
 
+# --- notes on how a hook is called --------------------------------------------------------
+
+_NOTE_ATTR = "__ge_hook_note__"
+_NOTES_ATTR = "__ge_hook_notes__"
+
+
+def add_note(exc: BaseException, note: str | None) -> BaseException:
+    """Attach `note` (how the failing hook was called) to `exc` unless it has one already;
+    `ge.compiler.invocation.run_error` adds it to the E13028 reason. Returns `exc`."""
+    if note and getattr(exc, _NOTE_ATTR, None) is None:
+        try:
+            setattr(exc, _NOTE_ATTR, note)
+        except (AttributeError, TypeError):  # an exception type that takes no attributes
+            pass
+    return exc
+
+
+def hook_note(exc: BaseException) -> str | None:
+    """The note `add_note` attached to `exc`, if any."""
+    note = getattr(exc, _NOTE_ATTR, None)
+    return note if isinstance(note, str) else None
+
+
+def note_of(instance: object, hook_name: str) -> str | None:
+    """The note of `instance`'s class about how its hook `hook_name` is called, if any."""
+    notes = getattr(type(instance), _NOTES_ATTR, None)
+    return notes.get(hook_name) if isinstance(notes, dict) else None
+
+
 def adapt_legacy_hook(hook_name: str, func: object, value_name: str, where: SourceLocation) -> Hook:
     """Adapt `hook(self, value)` / `hook(self, value, context)` to `(self, value, context=None)`."""
     parts = _signature_parts(func)
@@ -70,11 +119,19 @@ def adapt_legacy_hook(hook_name: str, func: object, value_name: str, where: Sour
     if len(parts[0]) == 2:
 
         def adapter(self: Any, value: Any, context: Any = None) -> Any:
-            return func(self, value)
+            try:
+                return func(self, value)
+            except Exception as exc:
+                add_note(exc, note_of(self, hook_name))
+                raise
     else:
 
         def adapter(self: Any, value: Any, context: Any = None) -> Any:
-            return func(self, value, context)
+            try:
+                return func(self, value, context)
+            except Exception as exc:
+                add_note(exc, note_of(self, hook_name))
+                raise
 
     return _mark_adapted(adapter, func)
 
@@ -117,11 +174,15 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
         """The author's replacement as a function of its `inputs` alone."""
 
         def call(inputs: Any) -> Any:
-            if count == 2:
-                return func(self, inputs)
-            if count == 3:
-                return func(self, inputs, context if third_is_context else match_result)
-            return func(self, inputs, match_result, context)
+            try:
+                if count == 2:
+                    return func(self, inputs)
+                if count == 3:
+                    return func(self, inputs, context if third_is_context else match_result)
+                return func(self, inputs, match_result, context)
+            except Exception as exc:
+                add_note(exc, note_of(self, "replacement"))
+                raise
 
         return call
 
@@ -129,7 +190,7 @@ def adapt_expression_replacement(cls_name: str, func: object, where: SourceLocat
         input_count = getattr(match_result, "_input_count", None)
         return build_expression_graph(replacement_name(cls_name),
                                       body(self, match_result, context), role="replacement",
-                                      presize=input_count() if callable(input_count) else 0)
+                                      presize=input_count() if callable(input_count) else None)
 
     adapted = _mark_adapted(adapter, func)
     # The engine builds the replacement where its match is instead (`build_in_place`).
@@ -159,3 +220,121 @@ def check_pattern_method(func: object, where: SourceLocation) -> None:
             "@pattern methods only support method(self, inputs)",
             location=_defined_at(func, where),
         )
+
+
+# --- what the names say against how the hooks are called -----------------------------------
+
+
+def _parameter_names(hook: object) -> list[str] | None:
+    """The positional parameter names of the author's function behind an adapted hook;
+    None for a hook of ge's own (the base class defaults)."""
+    original = getattr(hook, "__ge_original_hook__", None)
+    parts = _signature_parts(original)
+    return None if parts is None else [p.name for p in parts[0]]
+
+
+def has_pattern_methods(cls: type) -> bool:
+    """Whether `cls`'s patterns are its (or a parent's) `@pattern` methods."""
+    return bool(getattr(getattr(cls, "patterns", None), "__ge_synthesized_from__", None))
+
+
+def _legacy_replacement_note(cls: type, names: list[str]) -> str | None:
+    shown = f"replacement({', '.join(names)})"
+    value = names[1]
+    returns = "it must return a ge.graph.Graph"
+    if value != "match_result":
+        return (f"{shown} is called as legacy replacement(self, match_result) because its "
+                f"second parameter is not named `inputs`: `{value}` receives the MatchResult "
+                f"and {returns}; name it `inputs` for the expression style (GE chooses the "
+                "style by this name)")
+    if has_pattern_methods(cls):
+        return (f"{shown} is GE's legacy style although {cls.__name__} has @pattern "
+                f"methods: it receives the MatchResult and {returns}, built with a "
+                "GraphBuilder of its own; write replacement(self, inputs) to build with es.* "
+                "on the matched inputs")
+    return None
+
+
+def _expression_replacement_note(names: list[str]) -> str | None:
+    if len(names) < 3 or names[2] in ("context", "match_result"):
+        return None
+    shown = f"replacement({', '.join(names)})"
+    third = names[2]
+    if len(names) == 3:
+        return (f"{shown} is called as replacement(self, inputs, match_result): its third "
+                f"parameter `{third}` receives the MatchResult, because only a third "
+                "parameter named `context` receives the pass context; name it `context` to "
+                "receive the pass context")
+    return (f"{shown} is called as replacement(self, inputs, match_result, context): its "
+            f"third parameter `{third}` receives the MatchResult")
+
+
+def _meet_requirements_note(names: list[str]) -> str | None:
+    if names[1] != "inputs":
+        return None
+    shown = f"meet_requirements({', '.join(names)})"
+    return (f"{shown} receives the MatchResult as `inputs`: meet_requirements has no "
+            "expression style (read the matched tensors with "
+            "match_result.get_captured_tensor(i))")
+
+
+def signature_notes(cls: type) -> dict[str, str]:
+    """How `cls`'s hooks are called where their parameter names suggest otherwise, by hook
+    name: the sentence an E13028 from that hook adds (`add_note`). Correct signatures get
+    none: `replacement(self, match_result[, context])` outside a class of `@pattern`
+    methods, `replacement(self, inputs[, context | match_result[, context]])`,
+    `meet_requirements(self, <any>[, <any>])` unless its second parameter is `inputs`."""
+    notes: dict[str, str] = {}
+    replacement = getattr(cls, "replacement", None)
+    names = _parameter_names(replacement)
+    if names is not None and len(names) >= 2:
+        note = (_expression_replacement_note(names) if expression_body(replacement) is not None
+                else _legacy_replacement_note(cls, names))
+        if note:
+            notes["replacement"] = note
+    names = _parameter_names(getattr(cls, "meet_requirements", None))
+    if names is not None and len(names) >= 2:
+        note = _meet_requirements_note(names)
+        if note:
+            notes["meet_requirements"] = note
+    return notes
+
+
+def set_signature_notes(cls: type) -> None:
+    """Record `signature_notes(cls)` on `cls` (every pattern pass class, inherited hooks
+    included: a subclass may add `@pattern` methods to its parent's replacement)."""
+    setattr(cls, _NOTES_ATTR, signature_notes(cls))
+
+
+#: (file, line, message) of the warnings given: each once per process, however often a
+#: plugin module is executed again (every compilation with `pass_paths` executes it anew).
+_WARNED: set[tuple[str, int, str]] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_misnamed_replacement(cls: type) -> None:
+    """A `PassDefinitionWarning` for the unambiguous mistake: a class with `@pattern`
+    methods whose `replacement`'s second parameter is named neither `inputs` (expression
+    style) nor `match_result` (legacy style), e.g. `replacement(self, ins)`. GE accepts it
+    (as legacy style), so it is a warning, given once per process, at the `def` line."""
+    replacement = getattr(cls, "replacement", None)
+    names = _parameter_names(replacement)
+    if (names is None or len(names) < 2 or names[1] in ("inputs", "match_result")
+            or expression_body(replacement) is not None or not has_pattern_methods(cls)):
+        return
+    original = replacement.__ge_original_hook__  # type: ignore[union-attr]
+    code = original.__code__
+    location = SourceLocation(code.co_filename, code.co_firstlineno)
+    message = (
+        f"{cls.__name__}.replacement({', '.join(names)}) is called as legacy "
+        f"replacement(self, match_result) although {cls.__name__} has @pattern methods: "
+        f"its second parameter is not named `inputs`, so `{names[1]}` receives the "
+        "MatchResult and it must return a ge.graph.Graph; name it `inputs` for the "
+        f"expression style, or `match_result` if the legacy style is meant (at {location})")
+    key = (code.co_filename, code.co_firstlineno, message)
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    warnings.warn_explicit(message, PassDefinitionWarning, code.co_filename,
+                           code.co_firstlineno)

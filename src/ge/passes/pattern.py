@@ -29,21 +29,27 @@ class NodeIo:
 
 
 class PatternInputs:
-    """The lazily created inputs of a pattern or replacement builder.
+    """The inputs of a pattern or replacement builder.
 
-    `inputs[i]` creates every missing input 0..i (scalar float `Data` nodes named
-    `input_<k>`); `inputs[a:b]` gives a list; iterating is refused because it has no end.
-    For an expression-style replacement the engine builds in place (`_of`), the inputs are
-    the matched tensors themselves, read-only, and there are exactly as many as the match
-    has boundary inputs.
+    In a `@pattern` method they are created as they are indexed: `inputs[i]` creates every
+    missing input 0..i (scalar float `Data` nodes named `input_<k>`) and `inputs[a:b]` gives
+    a list; the pattern has as many inputs as it reads, so they have no length and cannot
+    be iterated (there is no end), and `len(inputs)` says so.
+
+    In an expression-style `replacement` there are exactly as many as the match has boundary
+    inputs (its pattern's inputs), input *i* being what pattern input *i* matched: then
+    `len(inputs)` is that number and `inputs` can be iterated and unpacked
+    (`x, w, b = inputs`), and reading past the end fails the pass. Built where the match is
+    (`_of`, the engine's way), the inputs are the matched tensors themselves, read-only.
     """
 
-    __slots__ = ("_bound", "_builder", "_created")
+    __slots__ = ("_bound", "_builder", "_created", "_size")
 
     def __init__(self, builder: GraphBuilder) -> None:
         self._builder = builder
         self._created: list[TensorHolder] = []
         self._bound = False
+        self._size: int | None = None  # fixed in a replacement: its boundary inputs
 
     @classmethod
     def _of(cls, builder: GraphBuilder, producers: list[tuple[Node, int]]) -> PatternInputs:
@@ -55,15 +61,16 @@ class PatternInputs:
         inputs._created = [BoundTensorHolder._make(builder, node, index)
                            for node, index in producers]
         inputs._bound = True
+        inputs._size = len(producers)
         return inputs
 
     def _ensure(self, count: int) -> None:
-        if self._bound and count > len(self._created):
+        if self._size is not None and count > self._size:
             from ge.errors import RewriteError
 
             raise RewriteError(
                 f"replacement {self._builder.name!r} reads input {count - 1} but the region "
-                f"it replaces has {len(self._created)} input(s) (inputs[:{len(self._created)}])")
+                f"it replaces has {self._size} input(s) (inputs[:{self._size}])")
         while len(self._created) < count:
             self._created.append(self._builder.create_input(len(self._created)))
 
@@ -88,16 +95,34 @@ class PatternInputs:
             return self._created[start:key.stop]
         raise TypeError(f"pattern inputs are indexed by int or slice, got {type(key).__name__}")
 
+    def __len__(self) -> int:
+        if self._size is None:
+            raise TypeError(
+                "the inputs of a @pattern method have no length: they are created as they are "
+                "indexed, and the pattern has as many as it reads; use inputs[:N] (in a "
+                "replacement, len(inputs) is the number of boundary inputs)")
+        return self._size
+
+    def __bool__(self) -> bool:
+        # Truthiness must not go through __len__, which refuses in a @pattern method.
+        return self._size is None or self._size > 0
+
     def __iter__(self) -> Any:
-        raise TypeError("pattern inputs cannot be iterated; use inputs[:N]")
+        if self._size is None:
+            raise TypeError(
+                "the inputs of a @pattern method cannot be iterated: they are created as "
+                "they are indexed, so there is no end; use inputs[:N]")
+        return iter(self._created[:self._size])
 
     def created(self) -> list[TensorHolder]:
         """The inputs created so far, by index."""
         return list(self._created)
 
     def _presize(self, count: int) -> None:
-        """Create inputs 0..count-1 up front (replacements take one per boundary input)."""
+        """Create inputs 0..count-1 up front and make them all there are: a replacement
+        takes one per boundary input of its match."""
         self._ensure(count)
+        self._size = count
 
 
 class Pattern:

@@ -50,6 +50,9 @@ class Region:
     nodes: list[Node]  # removed by the rewrite (a constant still used elsewhere stays)
     inputs: list[Producer]  # boundary input i
     outputs: list[Producer]  # boundary output j
+    # Why there are fewer boundary inputs than an author may count (a decomposed node's
+    # inputs sharing a producer, or absent), said when a replacement's count differs.
+    input_note: str = ""
     members: set[Node] = field(init=False)  # the nodes, as a set
 
     def __post_init__(self) -> None:
@@ -155,9 +158,10 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
                            f"{type(replacement).__name__}")
     data = replacement.nodes_of_type(DATA)
     if len(data) != len(region.inputs):
+        note = f": {region.input_note}" if region.input_note else ""
         raise RewriteError(
             f"replacement {replacement.name!r} has {len(data)} input(s) but the region it "
-            f"replaces has {len(region.inputs)}; create one Data per boundary input "
+            f"replaces has {len(region.inputs)}{note}; create one Data per boundary input "
             f"(inputs[:{len(region.inputs)}])")
     outputs = replacement.get_net_output()
     count = outputs.get_inputs_size() if outputs is not None else 0
