@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -306,17 +305,12 @@ def set_signature_notes(cls: type) -> None:
     setattr(cls, _NOTES_ATTR, signature_notes(cls))
 
 
-#: (file, line, message) of the warnings given: each once per process, however often a
-#: plugin module is executed again (every compilation with `pass_paths` executes it anew).
-_WARNED: set[tuple[str, int, str]] = set()
-_WARNED_LOCK = threading.Lock()
-
-
 def warn_misnamed_replacement(cls: type) -> None:
     """A `PassDefinitionWarning` for the unambiguous mistake: a class with `@pattern`
     methods whose `replacement`'s second parameter is named neither `inputs` (expression
     style) nor `match_result` (legacy style), e.g. `replacement(self, ins)`. GE accepts it
-    (as legacy style), so it is a warning, given once per process, at the `def` line."""
+    (as legacy style), so it is a warning, at the `def` line: once per compilation, when it
+    loads the plugin (so each compilation's warnings are complete)."""
     replacement = getattr(cls, "replacement", None)
     names = _parameter_names(replacement)
     if (names is None or len(names) < 2 or names[1] in ("inputs", "match_result")
@@ -331,10 +325,5 @@ def warn_misnamed_replacement(cls: type) -> None:
         f"its second parameter is not named `inputs`, so `{names[1]}` receives the "
         "MatchResult and it must return a ge.graph.Graph; name it `inputs` for the "
         f"expression style, or `match_result` if the legacy style is meant (at {location})")
-    key = (code.co_filename, code.co_firstlineno, message)
-    with _WARNED_LOCK:
-        if key in _WARNED:
-            return
-        _WARNED.add(key)
     warnings.warn_explicit(message, PassDefinitionWarning, code.co_filename,
                            code.co_firstlineno)
