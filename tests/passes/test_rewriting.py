@@ -1014,11 +1014,15 @@ def test_a_new_output_takes_the_value_name_of_the_output_it_replaces(write) -> N
 
 def test_a_decomposed_nodes_pieces_are_named_in_its_scope(write) -> None:
     """Mul `/blk/act/Mul` decomposed into Mul(Abs(x), Abs(x)): the copied nodes are named in
-    its scope (`/blk/act/Abs`...), as an expression replacement's would be."""
+    its scope (`/blk/act/Abs`...), as an expression replacement's would be, and so are the
+    values named after them."""
     path = write("plugin.py", HEADER + DECOMPOSE.format(name="D", op_types=["Mul"]))
     proto = model([helper.make_node("Mul", ["x", "x"], ["y"], name="/blk/act/Mul")], X, Y)
     graph = load(proto)
-    compile_graph(graph, pass_paths=[path])
+    compile_graph(graph, pass_paths=[path], builtin_passes=False)
     names = sorted(n.name for n in graph.get_direct_nodes() if n.type in ("Mul", "Abs"))
     assert len(names) == 3 and all(name.startswith("/blk/act/") for name in names), names
+    # values named after their node move with it (`Abs:0` was left outside the scope)
+    values = [v for n in graph.get_direct_nodes() if n.type == "Abs" for v in n.get_output_names()]
+    assert len(values) == 2 and all(v.startswith("/blk/act/Abs") for v in values), values
     assert_same_outputs(proto, graph)

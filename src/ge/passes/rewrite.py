@@ -206,9 +206,17 @@ def _scope_names(region: Region, made: Sequence[Node]) -> None:
     if not scope:
         return
     graph = region.graph
+    naming = graph._naming
     for node in made:
         if node._graph is graph and not node._name.startswith(scope):
-            graph._rename_node(node, graph._naming.node_name(scope + node._name))
+            old = node._name
+            graph._rename_node(node, naming.node_name(scope + old))
+            # a value named after its node (`Const:0`, as the copy made it) moves with it
+            for index, value in enumerate(node._out_names):
+                if value.startswith(f"{old}:"):
+                    wanted = f"{node._name}{value[len(old):]}"
+                    if not naming.value_taken(wanted):
+                        graph._rename_value(node, index, wanted)
 
 
 def apply_built_in_place(region: Region, made: list[Node], outputs: Sequence[Producer], *,
