@@ -140,6 +140,41 @@ class SelfTerminate(FusionBasePass):
 '''
 
 
+SELF_INTERRUPT = SELF_TERMINATE.replace("SIGTERM", "SIGINT").replace(
+    "SelfTerminate", "SelfInterrupt").replace(
+    "        os.kill", "        signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                      "        os.kill")  # (a background job may start with SIGINT ignored)
+
+
+def test_ctrl_c_ends_a_command_with_130_and_one_line_writing_nothing(tmp_path: Path) -> None:
+    """Ctrl-C ends `ge` and `pyatc` as a shell reports it (130), with one line and no
+    traceback; it was click's "Aborted!" and status 1, pyatc's traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_helpers import SRC
+
+    plugin = tmp_path / "self_interrupt.py"
+    plugin.write_text(SELF_INTERRUPT)
+    out = tmp_path / "out"
+    out.mkdir()
+    for extra in ([], ["--json"]):
+        result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out / "m.onnx"),
+                             "--pass-path", str(plugin), "--report", str(out / "r.json"),
+                             *extra)
+        assert result.returncode == 130, result.stderr
+        assert result.stderr == "ge: interrupted; nothing was written\n", result.stderr
+        assert result.stdout == "" and list(out.iterdir()) == []
+    env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}
+    pyatc = subprocess.run([sys.executable, "-m", "ge.pyatc", "--model", str(DISTILBERT),
+                            "--framework", "5", "--output", str(out / "p")],
+                           capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert pyatc.returncode == 130
+    assert pyatc.stderr.endswith("pyatc: interrupted; nothing was written\n")
+    assert "Traceback" not in pyatc.stderr and list(out.iterdir()) == []
+
+
 def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) -> None:
     """SIGTERM (timeout, docker stop, a cancelled CI job) ends `ge` and `pyatc` with status
     143 and nothing written: not as the running pass's failure, and not leaving the temporary
@@ -158,6 +193,7 @@ def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) 
                          "--pass-path", str(plugin), "--report", str(out / "r.json"))
     assert result.returncode == 143, result.stderr
     assert "E13028" not in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.endswith("ge: terminated; nothing was written\n")
     assert list(out.iterdir()) == []
 
     env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}

@@ -106,6 +106,10 @@ def test_usage_errors_and_help(capsys: pytest.CaptureFixture) -> None:
     assert main("/usr/bin/pyatc", ["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: pyatc") and "--input_shape" in out and "--framework" in out
+    # atc's flags are exact: atc's `--mode=1` is not an abbreviation of `--model`
+    assert main(args=["--mode=1", "--framework=5"]) == 2
+    err = capsys.readouterr().err
+    assert "the following arguments are required: --model" in err
 
 
 def test_parse_input_shape() -> None:

@@ -162,7 +162,9 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
     """Run a command's body: warnings caught (and printed as lines at the end unless
     `show_warnings` is false), a GeError printed as one line or as JSON and turned into exit
     status 1 (re-raised when `debug`; by default the `--debug` flag of the `ge` group). With
-    `as_json` the body's own prints go to stderr: stdout is the JSON alone."""
+    `as_json` the body's own prints go to stderr: stdout is the JSON alone. Ctrl-C (SIGINT)
+    and SIGTERM end it as a shell would, with status 130 or 143 and one line saying so on
+    stderr (outputs are written atomically, so none was left half-written)."""
     out = CommandOutput(prog, as_json=as_json,
                         debug=_debugging() if debug is None else debug,
                         show_warnings=show_warnings)
@@ -179,6 +181,14 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         try:
             with body_stdout:
                 yield out
+        except KeyboardInterrupt as interrupt:
+            if out.debug:
+                raise
+            terminated = isinstance(interrupt, Terminated)
+            out.flush_warnings()
+            click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; nothing "
+                       "was written", err=True)
+            raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
@@ -274,8 +284,10 @@ class Terminated(KeyboardInterrupt):
     were, and no pass reports it as its own failure."""
 
 
-#: The exit status of a command ended by SIGTERM (128 + the signal's number, as a shell).
+#: The exit status of a command ended by SIGTERM or SIGINT (128 + the signal's number, as a
+#: shell reports it).
 TERMINATED_STATUS = 128 + signal.SIGTERM
+INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 @contextlib.contextmanager

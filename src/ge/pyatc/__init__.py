@@ -45,6 +45,7 @@ _UNSUPPORTED = (
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
+        allow_abbrev=False,  # atc's flags are exact: `--mode` is not a short `--model`
         description="Compile an ONNX model with ge (atc-style flags) and write PREFIX.onnx.",
         epilog="Errors print as one line `pyatc: [CODE] message` with exit status 1.")
     parser.add_argument("--model", required=True, metavar="PATH",
