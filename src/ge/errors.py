@@ -216,6 +216,11 @@ class PluginPathSuffixError(PluginLoadError, ValueError):
     """E13029: a file listed for pass plugins is not a `.py` file (GE raises ValueError)."""
 
 
+class PluginPathTypeError(PluginLoadError, TypeError):
+    """E13029: pass paths given as one string instead of a list of paths (its characters
+    would each be taken as a path, `/` the root folder among them)."""
+
+
 class PluginLoadErrors(PluginLoadError):
     """E13029: several plugins failed to load; `errors` holds each failure (E13029 or E13030)."""
 
@@ -263,6 +268,7 @@ __all__ += [
     "PluginLoadWarning",
     "PluginPathNotFoundError",
     "PluginPathSuffixError",
+    "PluginPathTypeError",
 ]
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import onnx
 import pytest
 from click.testing import CliRunner
+from onnx import TensorProto, helper
 
 import ge
 from ge.cli import cli
@@ -91,3 +93,39 @@ def test_the_compiler_still_refuses_a_missing_path(tmp_path: Path) -> None:
     with pytest.raises(PluginPathNotFoundError) as info:
         ge.compile(small_graph(), pass_paths=[tmp_path / "absent"])
     assert info.value.code == "E13029"
+
+
+def test_a_blank_pass_path_is_no_path_as_in_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--pass-path "$(PLUGINS)"` with the variable empty: no plugin, as an empty piece of
+    ASCEND_GE_PY_PASS_PATH (it resolved to the current folder and ran every file in it)."""
+    (tmp_path / "stray.py").write_text("raise SystemExit('a stray file was executed')\n")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out.onnx"
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+        opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, _, err = _run("compile", str(model), "-o", str(out), "--pass-path", "",
+                        "--pass-path", " ")
+    assert code == 0 and out.exists(), err
+    code, listed, _ = _run("passes", "list", "--pass-path", "", "--json")
+    assert code == 0 and json.loads(listed)["failures"] == []
+    assert ge.compile(small_graph(), pass_paths=[""]).report is not None
+
+
+def test_one_string_for_the_pass_paths_is_refused_before_loading_anything(
+        tmp_path: Path) -> None:
+    """A str's characters would each be a path (`/`, the root, among them)."""
+    from ge.errors import PluginPathTypeError
+
+    (tmp_path / "p.py").write_text("raise SystemExit('loaded')\n")
+    for given in (str(tmp_path), tmp_path):
+        with pytest.raises(PluginPathTypeError) as info:
+            ge.compile(small_graph(), pass_paths=given)  # type: ignore[arg-type]
+        assert info.value.code == "E13029" and isinstance(info.value, TypeError)
+        assert info.value.message == (
+            f"pass_paths must be a list of plugin files or folders, got the "
+            f"{type(given).__name__} {str(tmp_path)!r}: write [{str(tmp_path)!r}]")

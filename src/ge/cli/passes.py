@@ -36,7 +36,7 @@ from ge.compiler.plugin_loader import (
 from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import GeError, PluginLoadError, PluginLoadWarning
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
-from ge.passes.discovery import normalize_path_list, plugin_sources
+from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.loader import PluginLoadReport
 
 __all__ = ["passes"]
@@ -76,14 +76,14 @@ def _usable_paths(items: Iterable[str | os.PathLike[str]],
     `failures` instead (discovery would raise it before loading any other item), saying
     where it came from."""
     usable: list[Path] = []
-    for item in items:
+    for item in given_paths(items, "--pass-path"):
         try:
-            plugin_sources(Path(item))
+            plugin_sources(item)
         except PluginLoadError as err:
             err.message += f" ({source})"
             failures.append(err)
         else:
-            usable.append(Path(item))
+            usable.append(item)
     return usable
 
 

@@ -32,7 +32,7 @@ from ge.errors import (
     PluginPathSuffixError,
 )
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
-from ge.passes.discovery import normalize_path_list
+from ge.passes.discovery import given_paths, normalize_path_list
 from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
     entry_point_id,
@@ -249,7 +249,7 @@ class PluginLoader:
         not see them and may each hold a pass of the same name. A failure raises (nothing
         this call loaded stays loaded) unless `continue_on_plugin_error`, which warns.
         """
-        items = [Path(p) for p in paths]
+        items = given_paths(paths)
         with self._lock:
             known = {id(plugin) for plugin in loaded_plugins()}
             with capture_registrations() as registered:
@@ -290,7 +290,7 @@ class PluginLoader:
     # -- shared -----------------------------------------------------------------------------
     def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
               source: str = PASS_PATH_GIVEN) -> PluginLoadReport:
-        items = [Path(p) for p in paths]
+        items = given_paths(paths)
         with self._lock:
             report = _discover(items, source)
             new = [p for p in report.plugins if all(p is not q for q in self._plugins)]

@@ -22,6 +22,7 @@ from ge.passes.discovery import (
     DEFAULT_MODULE_PREFIX,
     DEFAULT_PLUGIN_KIND,
     PluginSource,
+    given_paths,
     normalize_path_list,
     plugin_sources,
 )
@@ -89,7 +90,7 @@ def discover_plugins(
     imported (E13029 that is also FileNotFoundError / ValueError). Plugins that fail to
     import are rolled back and listed in `report.failures`; the others stay loaded.
     """
-    items = [Path(p).resolve() for p in paths]
+    items = [item.resolve() for item in given_paths(paths)]
     planned = [
         (item, plugin_sources(item, module_prefix=module_prefix, plugin_kind=plugin_kind))
         for item in items

@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ge.errors import PluginPathNotFoundError, PluginPathSuffixError
+from ge.errors import PluginPathNotFoundError, PluginPathSuffixError, PluginPathTypeError
 
 __all__ = [
     "DEFAULT_MODULE_PREFIX",
     "DEFAULT_PLUGIN_KIND",
     "PluginSource",
+    "given_paths",
     "module_name_for",
     "normalize_path_list",
     "plugin_sources",
@@ -43,6 +45,19 @@ class PluginSource:
     path: Path
     module_name: str
     search_dir: Path | None = None
+
+
+def given_paths(paths: Iterable[str | os.PathLike[str]], what: str = "pass_paths"
+                ) -> list[Path]:
+    """Pass-path items given as a list (`pass_paths=`, `--pass-path`), as paths; blank
+    items are dropped, as in `ASCEND_GE_PY_PASS_PATH` (`--pass-path "$(PLUGINS)"` with the
+    variable empty loaded every file of the current folder). One string (or path) given
+    where a list belongs is a `PluginPathTypeError`: its characters would be the items."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise PluginPathTypeError(
+            f"{what} must be a list of plugin files or folders, got the "
+            f"{type(paths).__name__} {os.fsdecode(paths)!r}: write [{os.fsdecode(paths)!r}]")
+    return [Path(item) for item in paths if os.fsdecode(item).strip()]
 
 
 def normalize_path_list(value: str | None) -> list[Path]:
