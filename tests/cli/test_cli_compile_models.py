@@ -199,7 +199,8 @@ def test_a_failing_pass_under_skip_is_a_warning_line(model: Path, tmp_path: Path
 
 def test_a_verification_failure_in_json_has_the_comparison(model: Path, tmp_path: Path,
                                                            write) -> None:
-    """A pass that changes the numbers: GE1603, with the comparison, and no file."""
+    """A pass that changes the numbers: GE1603, with the comparison, and no model written;
+    the report is the failure (in place of one an earlier run left: a CI job uploads it)."""
     plugin = write("plugins/wrong.py", """
         from ge.graph import Tensor
         from ge.passes import FusionBasePass, PassStage, register_fusion_pass
@@ -216,14 +217,17 @@ def test_a_verification_failure_in_json_has_the_comparison(model: Path, tmp_path
         """)
     root = model.parent.parent
     before = listing(root)
+    report = tmp_path / "r.json"
+    report.write_text('{"verification": {"ok": true}}')  # an earlier run's
     code, stdout, _ = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"),
                              "--pass-path", str(plugin), "--verify", "--report",
-                             str(tmp_path / "r.json"), "--json")
+                             str(report), "--json")
     assert code == 1
     error = json.loads(stdout)
     assert error["code"] == "GE1603"
     assert error["verification"]["ok"] is False
-    assert listing(root) == before
+    assert json.loads(report.read_text()) == error
+    assert listing(root) == sorted([*before, str(report.relative_to(root))])
 
 
 @pytest.mark.parametrize(("mode", "typed"), [("all", True), ("none", False)])

@@ -25,7 +25,7 @@ from ge.cli.output import (
     same_file,
     write_json_atomically,
 )
-from ge.errors import CommandLineError
+from ge.errors import CommandLineError, GeError
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
@@ -452,13 +452,30 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
     dims = parse_dims(dim_pairs, inputs)
     given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
-        _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
-                 options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
-                 atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
-                 disable=disable, check=check, on_pass_failure=on_pass_failure,
-                 external_data=external_data, overwrite_input=overwrite_input,
-                 value_info=value_info, html_path=html_path, tolerances_given=given,
-                 opset=opset, enable=enable)
+        try:
+            _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
+                     options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
+                     atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
+                     disable=disable, check=check, on_pass_failure=on_pass_failure,
+                     external_data=external_data, overwrite_input=overwrite_input,
+                     value_info=value_info, html_path=html_path, tolerances_given=given,
+                     opset=opset, enable=enable)
+        except GeError as err:
+            if report_path is not None:
+                _write_failure_report(out, err, report_path, model, output)
+            raise
+
+
+def _write_failure_report(out: CommandOutput, err: GeError, report_path: Path, model: Path,
+                          output: Path) -> None:
+    """The report of a failed compilation: the error as `--json` prints it, in place of a
+    report an earlier run left (a CI job would upload that as this run's). Not when the
+    report's own target is what is wrong."""
+    try:
+        _check_report_target(report_path, model, output)
+        write_json_atomically(report_path, out.failure(err), "the report")
+    except (GeError, OSError):
+        return  # the compilation's own error is the one to report
 
 
 # -- ge dump ----------------------------------------------------------------------------------

@@ -109,13 +109,18 @@ class CommandOutput:
             echo_json({**self._payload, "warnings": self.warnings})
         self.flush_warnings()
 
+    def failure(self, err: GeError) -> dict[str, Any]:
+        """What `--json` prints for `err`: its details, the warnings so far, and the
+        verification report of a GE1603."""
+        data = {**err.details(), "warnings": self.warnings}
+        report = getattr(err, "report", None)
+        if report is not None and hasattr(report, "as_dict"):
+            data["verification"] = report.as_dict()
+        return data
+
     def _fail(self, err: GeError) -> None:
         if self.as_json:
-            data = {**err.details(), "warnings": self.warnings}
-            report = getattr(err, "report", None)
-            if report is not None and hasattr(report, "as_dict"):
-                data["verification"] = report.as_dict()
-            echo_json(data)
+            echo_json(self.failure(err))
         else:
             self.flush_warnings()
             click.echo(f"{self.prog}: {one_line(str(err))}", err=True)
