@@ -278,3 +278,30 @@ def test_a_checker_refusal_says_when_the_input_fails_the_check_too(tmp_path: Pat
     assert f"(the input model {model} fails this check too: it is not the compilation's " \
            "doing)" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("failing", ["report", "page"])
+def test_a_report_or_page_that_cannot_be_written_leaves_the_previous_model(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """The page and the report are written before the model is renamed into place: a full
+    disk while writing them fails the command (exit 1) with the previous model untouched (it
+    had been replaced before, and a Makefile took the failed target as up to date)."""
+    import ge.cli.compile
+    import ge.cli.html_page
+    from ge.errors import GeError
+
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"the previous model")
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise GeError("cannot write: No space left on device")
+
+    if failing == "report":
+        monkeypatch.setattr(ge.cli.compile, "write_json_atomically", full_disk)
+    else:
+        monkeypatch.setattr(ge.cli.html_page, "write_page", full_disk)
+    code, _, stderr = _run("compile", str(model), "-o", str(out), "--report",
+                           str(tmp_path / "r.json"), "--html", str(tmp_path / "page.html"))
+    assert code == 1 and "No space left on device" in stderr
+    assert out.read_bytes() == b"the previous model"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -444,7 +444,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              external_data_name: str | None = None, size_threshold: int = 1024,
              overwrite_input: bool = False, value_info: bool = True,
-             lift_constants: bool = False, full_check: bool = False) -> Path | None:
+             lift_constants: bool = False, full_check: bool = False,
+             before_commit: Callable[[Path | None], None] | None = None) -> Path | None:
         """Write the model to `path` (atomically: on failure nothing is left behind); returns
         the external data file written beside it, or None.
 
@@ -455,7 +456,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         `value_info` and `lift_constants` as in `to_onnx`. `full_check=True` runs
         `onnx.checker.check_model(full_check=True)` on what would be written and refuses a
         model it rejects (`GraphValidationError`, nothing written); models with external
-        data are not checked (their tensors are not in memory).
+        data are not checked (their tensors are not in memory). `before_commit(data_file)`
+        runs once the files are written and checked, before they are renamed into place (the
+        data file that will be, or None): a caller writes there what describes the model (a
+        report), so that its failure leaves the previous model where it was.
         """
         from ge.graph.model_io import save_model
 
@@ -463,7 +467,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
                           external_data_name=external_data_name,
                           size_threshold=size_threshold, overwrite_input=overwrite_input,
                           value_info=value_info, lift_constants=lift_constants,
-                          full_check=full_check)
+                          full_check=full_check, before_commit=before_commit)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

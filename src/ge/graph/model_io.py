@@ -14,6 +14,7 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -413,6 +414,7 @@ def save_model(
     value_info: bool = True,
     lift_constants: bool = False,
     full_check: bool = False,
+    before_commit: Callable[[Path | None], None] | None = None,
 ) -> Path | None:
     """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
     model (None: every tensor is inside it)."""
@@ -474,6 +476,8 @@ def save_model(
             _check_with_onnx(model, graph, target, payloads)  # the model goes: serialized
         del model
         if in_place:  # a device or pipe: written through, nothing to rename
+            if before_commit is not None:
+                before_commit(None)
             with open(destination, "wb") as out:
                 payloads.write(out, spliced)
             return None
@@ -487,6 +491,8 @@ def save_model(
         os.chmod(tmp_model, new_file_mode(destination))  # mkstemp: 0600 whatever the umask
         if wrote_data:
             os.chmod(tmp_data, new_file_mode(data_target))
+        if before_commit is not None:  # written and checked: only the renames are left
+            before_commit(data_target if wrote_data else None)
         _rename_into_place(tmp_model, destination, tmp_data if wrote_data else None,
                            data_target)
         # Renamed files are the user's now; an unused data file is dropped below.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,15 +71,17 @@ class CompileResult:
     value_info: bool = True  # whether `save` writes the types of intermediate values
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
-             overwrite_input: bool = False) -> Path | None:
-        """Write the compiled model atomically (see `Graph.save`), never one onnx's full
-        checker rejects (`GraphValidationError`, nothing written; it says so when the input
-        model fails the checker too). Returns the external data file written beside it, or
-        None."""
+             overwrite_input: bool = False,
+             before_commit: Callable[[Path | None], None] | None = None) -> Path | None:
+        """Write the compiled model atomically (see `Graph.save`, also for `before_commit`),
+        never one onnx's full checker rejects (`GraphValidationError`, nothing written; it
+        says so when the input model fails the checker too). Returns the external data file
+        written beside it, or None."""
         try:
             return self.graph.save(path, external_data=external_data,
                                    overwrite_input=overwrite_input, value_info=self.value_info,
-                                   lift_constants=True, full_check=True)
+                                   lift_constants=True, full_check=True,
+                                   before_commit=before_commit)
         except GraphValidationError as err:
             raise _with_input_verdict(err, self.source) from err
 
