@@ -10,9 +10,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_helpers import run_ge
+from cli_helpers import run_ge, run_process
 from click.testing import CliRunner
 
+import ge
 from ge.cli import cli
 from sample_models import double_negation_model, readme_pass_source
 
@@ -221,8 +222,34 @@ class Chatty(FusionBasePass):
                                 str(plugin), "--json")
     assert code == 0, stderr
     assert json.loads(stdout)["output"] == str(out)
+    assert json.loads(stdout)["ge_version"] == ge.__version__  # what wrote the report
     assert "hello from the pass" in stderr
 
+
+
+def test_what_a_pass_writes_to_descriptor_1_does_not_break_json(model: Path,
+                                                              tmp_path: Path) -> None:
+    """A subprocess (or native code) a plugin runs writes to the process's descriptor 1,
+    past Python's sys.stdout: with --json it goes to stderr too, stdout is the JSON."""
+    plugin = tmp_path / "tool.py"
+    plugin.write_text("""
+import subprocess
+import sys
+
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="RunsATool", stage=PassStage.BEFORE_INFER_SHAPE)
+class RunsATool(FusionBasePass):
+    def run(self, graph, context):
+        subprocess.run([sys.executable, "-c", "print('output of a tool')"], check=True)
+        return 1  # NOT_CHANGED
+""")
+    out = tmp_path / "out.onnx"
+    result = run_process("-m", "ge", "compile", str(model), "-o", str(out), "--pass-path",
+                         str(plugin), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"] == str(out)
+    assert "output of a tool" in result.stderr
 
 def test_each_pass_verification_names_the_pass_whose_model_cannot_run(tmp_path: Path) -> None:
     """A pass leaving a model onnxruntime cannot run: GE1601 names that pass and stage."""

@@ -98,9 +98,12 @@ def _overall_outcome(outcomes: list[str]) -> str:
 
 def result_payload(result: CompileResult, *, model: Path | str, output: Path | str | None,
                    warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """What `--report FILE` writes and `--json` prints: `report.as_dict()`, the model and
-    output paths, the verification (or None) and the warnings."""
-    data: dict[str, Any] = {"model": str(model),
+    """What `--report FILE` writes and `--json` prints: the ge version that wrote it,
+    `report.as_dict()`, the model and output paths, the verification (or None) and the
+    warnings."""
+    from ge import __version__
+
+    data: dict[str, Any] = {"ge_version": __version__, "model": str(model),
                             "output": None if output is None else str(output)}
     data.update(result.report.as_dict())
     outcomes: dict[tuple[str, str], list[str]] = {}

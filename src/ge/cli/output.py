@@ -162,6 +162,29 @@ def _debugging() -> bool:
 
 
 @contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Everything written to stdout goes to stderr for the block: Python's prints, and
+    (when stdout is a real file descriptor) what a subprocess or native code a plugin runs
+    writes to descriptor 1, so that `--json` leaves stdout to the JSON alone."""
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            out_fd, err_fd = sys.__stdout__.fileno(), sys.__stderr__.fileno()  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):  # not a descriptor (a test's buffer)
+            yield
+            return
+        sys.__stdout__.flush()  # type: ignore[union-attr]
+        saved = os.dup(out_fd)
+        try:
+            os.dup2(err_fd, out_fd)
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.__stdout__.flush()  # type: ignore[union-attr]
+            os.dup2(saved, out_fd)
+            os.close(saved)
+
+
+@contextlib.contextmanager
 def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | None = None,
                    show_warnings: bool = True) -> Iterator[CommandOutput]:
     """Run a command's body: warnings caught (and printed as lines at the end unless
@@ -181,8 +204,7 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         out._caught = caught
         # With --json, stdout carries the JSON alone: what the body prints (a pass's print())
         # goes to stderr.
-        body_stdout = (contextlib.redirect_stdout(sys.stderr) if as_json
-                       else contextlib.nullcontext())
+        body_stdout = (_stdout_to_stderr() if as_json else contextlib.nullcontext())
         try:
             with body_stdout:
                 yield out
