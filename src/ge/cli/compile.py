@@ -29,7 +29,7 @@ from ge.errors import CommandLineError
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
-    from ge.session.compilation import CompileResult
+    from ge.session.compilation import CompileResult, VerifyNames
     from ge.session.hints import OpsetHint
     from ge.session.verification import VerificationReport
 
@@ -285,6 +285,13 @@ def _given(ctx: click.Context, *names: str) -> list[str]:
             if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
 
 
+def _cli_verify_names() -> VerifyNames:
+    """`verification_mode`'s words for `ge compile`: its flags, and a usage error (GE1701)."""
+    from ge.session.compilation import VerifyNames
+
+    return VerifyNames("--verify", "--inputs", "--dims", CommandLineError)
+
+
 def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
              pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
@@ -297,14 +304,13 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
-    from ge.session.compilation import check_tolerance
+    from ge.session.compilation import check_tolerance, verification_mode
 
     check_tolerance(rtol, "--rtol")
     check_tolerance(atol, "--atol")
-    if tolerances_given and verify is None and inputs is None and not dims:
-        flags = " and ".join(tolerances_given)
-        raise CommandLineError(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
-                               "--verify (or --inputs): without it nothing is compared")
+    # ge.compile's rule, in the command line's words (the flags, GE1701)
+    mode = verification_mode(verify, inputs_given=inputs is not None, dims_given=bool(dims),
+                             tolerances_given=tolerances_given, names=_cli_verify_names())
     if dump_level is not None and dump is None:
         raise CommandLineError("--dump-level needs --dump DIR")
     if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
@@ -320,7 +326,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     graph = ge.graph.load(model)
     check_save_target(graph, output, external_data=external_data,
                       overwrite_input=overwrite_input)
-    mode = verify or ("final" if inputs is not None or dims else None)
     recorder = None
     if html_path is not None:
         from ge.cli import graph_diff
@@ -332,9 +337,10 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             observers = [*observers, recorder]
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
-                            enable=enable, verify=mode or False, inputs=inputs,
-                            dims=dims or None, rtol=rtol,
-                            atol=atol, check=check, on_pass_failure=on_pass_failure, dump=dump,
+                            enable=enable, verify=mode, inputs=inputs, dims=dims or None,
+                            rtol=rtol if "--rtol" in tolerances_given else None,
+                            atol=atol if "--atol" in tolerances_given else None,
+                            check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
     result.source = result.source or Path(model)  # (given as the graph loaded from it)

@@ -32,6 +32,7 @@ from ge.errors import (
     CompileInputError,
     CompilerOptionError,
     CompileWarning,
+    GeError,
     GraphValidationError,
     SessionError,
     ValidationProblem,
@@ -50,11 +51,14 @@ from ge.session.verification import (
     random_output_reasons,
 )
 
-__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile",
-           "upgraded_opset"]
+__all__ = ["API_VERIFY_NAMES", "DEFAULT_ATOL", "DEFAULT_RTOL", "VALUE_INFO_MODES",
+           "VERIFY_MODES", "CompileResult", "VerifyNames", "check_tolerance", "compile",
+           "upgraded_opset", "verification_mode"]
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
+#: The tolerances of verification when none are given (`ge.compile`, `ge compile`).
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-4, 1e-5
 #: Which intermediate value types the saved model carries: "auto" (all if the input model had
 #: any value_info, else none: an exporter's untyped model stays as lean), "all", "none".
 VALUE_INFO_MODES = ("auto", "all", "none")
@@ -109,7 +113,7 @@ def _with_input_verdict(err: GraphValidationError, source: Path | None
 
 
 def _verify_mode(verify: bool | str) -> str:
-    if verify is False or verify is None:
+    if verify is False:
         return "none"
     if verify is True:
         return "final"
@@ -117,6 +121,57 @@ def _verify_mode(verify: bool | str) -> str:
         return verify
     raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
                               f"got {verify!r}")
+
+
+@dataclass(frozen=True)
+class VerifyNames:
+    """How a caller of `verification_mode` spells the arguments in its errors, and the
+    error it raises: `ge.compile`'s keywords (`API_VERIFY_NAMES`), or `ge compile`'s flags
+    (with `CommandLineError`), so that one rule gives each its own words."""
+
+    verify: str  # what turns verification on: "verify=True", "--verify"
+    inputs: str
+    dims: str
+    error: type[GeError]
+
+
+#: `ge.compile`'s spelling: its keyword arguments, `CompilerOptionError` (GE1202).
+API_VERIFY_NAMES = VerifyNames("verify=True", "inputs=", "dims=", CompilerOptionError)
+
+
+def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_given: bool,
+                      tolerances_given: Sequence[str] = (),
+                      names: VerifyNames = API_VERIFY_NAMES) -> str:
+    """The verification a compilation runs ("none", "final" or "each-pass"): the one rule
+    `ge.compile` and `ge compile` share.
+
+    `verify` decides when given (not None); else verification inputs (`inputs_given`) or
+    sizes for generated ones (`dims_given`) ask for "final", as they serve nothing else.
+    Refused (`names.error`, in `names`' words): `verify` turned off explicitly (False,
+    "none") beside inputs or dims, which only verification reads; dims beside inputs
+    (there is nothing generated to size); a tolerance (`tolerances_given`, the names of
+    those given as the caller spells them) without verification, which would compare
+    nothing with it. So no argument is silently ignored."""
+    given = [what for what, there in ((names.inputs, inputs_given), (names.dims, dims_given))
+             if there]
+    if verify is None:
+        mode = "final" if given else "none"
+    else:
+        mode = _verify_mode(verify)
+        if mode == "none" and given:
+            raise names.error(
+                f"verify={verify!r} contradicts {' and '.join(given)}: they are only used to "
+                f"verify; leave verify out ({given[0]} alone implies verify='final') or "
+                f"leave {' and '.join(given)} out")
+    if inputs_given and dims_given:
+        raise names.error(f"{names.dims} sizes the symbolic dims of generated inputs; with "
+                          f"{names.inputs} given there are none to size")
+    if tolerances_given and mode == "none":
+        flags = " and ".join(tolerances_given)
+        raise names.error(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
+                          f"{names.verify} (or {names.inputs}): without it nothing is "
+                          "compared")
+    return mode
 
 
 def check_tolerance(value: object, name: str) -> None:
@@ -249,11 +304,11 @@ def compile(
     builtin_passes: bool = True,
     disable: Iterable[str] = (),
     enable: Iterable[str] = (),
-    verify: bool | str = False,
+    verify: bool | str | None = None,
     inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     dims: Mapping[str, int] | None = None,
-    rtol: float = 1e-4,
-    atol: float = 1e-5,
+    rtol: float | None = None,
+    atol: float | None = None,
     check: str = "region",
     on_pass_failure: str = "stop",
     dump: str | os.PathLike[str] | None = None,
@@ -269,7 +324,10 @@ def compile(
     `inputs` (a mapping, an `.npz` path, or generated from the input types, a symbolic dim
     of the size `dims` gives it by name, else 2: `generate_inputs`) and raises
     `VerificationError` when an output differs beyond `rtol`/`atol` (numbers >= 0, else
-    `CompilerOptionError`, checked before anything runs). `dump` is a folder for
+    `CompilerOptionError`, checked before anything runs; default `DEFAULT_RTOL`,
+    `DEFAULT_ATOL`). Left out, `verify` is "final" when `inputs` or `dims` are given (as
+    `ge compile --inputs` is) and off otherwise; `verify=False` beside them, or a tolerance
+    without verification, is `CompilerOptionError` (`verification_mode`). `dump` is a folder for
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
     `value_info` ("auto", "all", "none") decides whether `CompileResult.save` writes the
     types of intermediate values; "auto" writes them only if the input model had any.
@@ -277,12 +335,15 @@ def compile(
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
     """
-    mode = _verify_mode(verify)
-    if dims and inputs is not None:
-        raise CompilerOptionError("dims= sizes the symbolic dims of generated inputs; with "
-                                  "inputs= given there are none to size")
-    check_tolerance(rtol, "rtol")
-    check_tolerance(atol, "atol")
+    tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
+    if rtol is not None:
+        check_tolerance(rtol, "rtol")
+    if atol is not None:
+        check_tolerance(atol, "atol")
+    mode = verification_mode(verify, inputs_given=inputs is not None, dims_given=bool(dims),
+                             tolerances_given=tolerances)
+    rtol = DEFAULT_RTOL if rtol is None else rtol
+    atol = DEFAULT_ATOL if atol is None else atol
     given, in_place, source = _as_graph(model)
     graph = given if opset is None else upgraded_opset(given, opset)
     in_place = in_place and graph is given
