@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ge.compiler.arguments import described
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
@@ -31,6 +32,7 @@ from ge.compiler.scheduler import PipelineObserver
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
+    CompilerOptionTypeError,
     CompileWarning,
     GeError,
     GraphValidationError,
@@ -181,6 +183,22 @@ def check_tolerance(value: object, name: str) -> None:
             or math.isnan(value) or value < 0):
         shown = f"{value:g}" if isinstance(value, float) else repr(value)
         raise CompilerOptionError(f"{name} must be a number >= 0, got {shown}")
+
+
+def _check_inputs_argument(inputs: object) -> None:
+    """Refuse `inputs` of another type than a mapping of input names to arrays or the path
+    of an `.npz` file (a list of arrays was read with `.items()`: an AttributeError)."""
+    if inputs is None or isinstance(inputs, (str, os.PathLike)):
+        return
+    if not isinstance(inputs, Mapping):
+        raise CompilerOptionTypeError(
+            "inputs must be a mapping of input names to arrays ({'x': array, ...}) or the "
+            f"path of an .npz file, got {described(inputs)}")
+    names = [name for name in inputs if not isinstance(name, str)]
+    if names:
+        raise CompilerOptionTypeError(
+            f"inputs must map input names (str) to arrays, got {described(names[0])} as a "
+            "name")
 
 
 def _value_info_mode(mode: str, graph: Graph) -> bool:
@@ -335,6 +353,7 @@ def compile(
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
     """
+    _check_inputs_argument(inputs)
     tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
     if rtol is not None:
         check_tolerance(rtol, "rtol")
