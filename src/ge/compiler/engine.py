@@ -24,12 +24,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ge.compiler.arguments import name_list
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
-from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
+from ge.compiler.scheduler import (
+    EngineStep,
+    PipelineObserver,
+    Scheduler,
+    engine_steps,
+    observer_list,
+)
 from ge.errors import CompilerOptionError, CompilerStateError, CompileWarning, GeError
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
@@ -306,8 +313,14 @@ def compile_graph(
     `passes` are the passes of a compilation the caller opened with `compilation_passes`
     (and closes): `ge.compile` does, so that a plugin registering a custom operator is
     loaded before the original model is run; `options` and `pass_paths` went there then.
+    The arguments are checked before any plugin loads: `disable`, `enable` and `observers`
+    are lists, never one str (`CompilerOptionTypeError`, GE1202: see `ge.compiler.arguments`).
     """
     start = time.perf_counter()
+    disable = name_list(disable, "disable")
+    enable = name_list(enable, "enable")
+    observers = observer_list(observers)
+    engine_steps(steps)  # checked now, used by the scheduler
     if passes is not None:
         if options is not None or pass_paths is not None:
             raise CompilerOptionError("give compile_graph either passes= or options and "

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ge.compiler.arguments import described, item_list, mapping
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
 from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
@@ -31,7 +32,13 @@ from ge.compiler.steps import (
     final_validation,
     infer_shape,
 )
-from ge.errors import CompilerOptionError, CompileWarning, GeError, PassRunError
+from ge.errors import (
+    CompilerOptionError,
+    CompilerOptionTypeError,
+    CompileWarning,
+    GeError,
+    PassRunError,
+)
 from ge.ops.memo import InferenceMemo
 from ge.passes.stage import PassStage
 
@@ -46,6 +53,8 @@ __all__ = [
     "EngineStep",
     "PipelineObserver",
     "Scheduler",
+    "engine_steps",
+    "observer_list",
     "step_label",
 ]
 
@@ -106,13 +115,28 @@ class PipelineObserver:
         changes) does it here, once, not once per body."""
 
 
-def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
-    """The defaults with `steps` applied: a function replaces a step, None skips it."""
+def observer_list(observers: object) -> list[PipelineObserver]:
+    """`observers` as a list of `PipelineObserver`s (`CompilerOptionTypeError` for one alone,
+    or anything else: see `ge.compiler.arguments.item_list`)."""
+    return item_list(observers, "observers", PipelineObserver, "PipelineObserver objects")
+
+
+def engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
+    """The defaults with `steps` applied: a function replaces a step, None skips it.
+    `CompilerOptionError` (GE1202) for an unknown step name; `CompilerOptionTypeError` for
+    `steps` not a mapping, or a step neither a function nor None."""
     chosen: dict[str, EngineStep | None] = dict(DEFAULT_ENGINE_STEPS)
-    for name, step in (steps or {}).items():
+    if steps is None:
+        return chosen
+    for name, step in mapping(steps, "steps", "engine step names to functions").items():
         if name not in ENGINE_STEPS:
-            raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
-        chosen[name] = step
+            raise CompilerOptionError(
+                f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
+        if step is not None and not callable(step):
+            raise CompilerOptionTypeError(
+                f"steps[{name!r}] must be a function (graph, options) or None, got "
+                f"{described(step)}")
+        chosen[str(name)] = step
     return chosen
 
 
@@ -148,7 +172,7 @@ class Scheduler:
                 f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
         self._registry = registry
         self._options = dict(options)
-        self._steps = _engine_steps(steps)
+        self._steps = engine_steps(steps)
         self._disabled = frozenset(disabled)
         self._builtin = builtin
         self._skip_failures = on_pass_failure == "skip"

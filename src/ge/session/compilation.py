@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ge.compiler.arguments import described
+from ge.compiler.arguments import described, mapping, name_list
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
+from ge.compiler.options import parse_options
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
-from ge.compiler.scheduler import PipelineObserver
+from ge.compiler.scheduler import PipelineObserver, observer_list
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -41,6 +42,7 @@ from ge.errors import (
     VerificationError,
 )
 from ge.graph import Graph
+from ge.passes.discovery import given_paths
 from ge.session.opset_upgrade import upgraded_opset
 from ge.session.runner import exported_to_run, run_model
 from ge.session.verification import (
@@ -201,6 +203,20 @@ def _check_inputs_argument(inputs: object) -> None:
             "name")
 
 
+def _check_dims_argument(dims: object) -> None:
+    """Refuse `dims` that is not a mapping of symbolic dim names to sizes (`--dims`'s
+    "NAME=SIZE" is shown as the mapping it means)."""
+    name, sep, size = dims.partition("=") if isinstance(dims, str) else ("", "", "")
+    if sep and name and size.isdigit():
+        raise CompilerOptionTypeError(f"dims must be a mapping of symbolic dim names to sizes, "
+                                      f"got {described(dims)}: write {{{name!r}: {size}}}")
+    for key in mapping(dims, "dims", "symbolic dim names to sizes ({'batch': 4, ...})"):
+        if not isinstance(key, str):
+            raise CompilerOptionTypeError(
+                f"dims must map symbolic dim names (str) to sizes, got {described(key)} as a "
+                "name")
+
+
 def _value_info_mode(mode: str, graph: Graph) -> bool:
     if mode not in VALUE_INFO_MODES:
         raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
@@ -354,6 +370,15 @@ def compile(
     result's graph is the converted one) and verification compares with the model as given.
     """
     _check_inputs_argument(inputs)
+    if dims is not None:
+        _check_dims_argument(dims)
+    # the collections, before anything runs (`compilation_passes` reads options and
+    # pass_paths after the model is loaded and converted)
+    parse_options(options)
+    if pass_paths is not None:
+        given_paths(pass_paths)
+    disable, enable = name_list(disable, "disable"), name_list(enable, "enable")
+    watchers = observer_list(observers)
     tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
     if rtol is not None:
         check_tolerance(rtol, "rtol")
@@ -367,7 +392,6 @@ def compile(
     graph = given if opset is None else upgraded_opset(given, opset)
     in_place = in_place and graph is given
     typed = _value_info_mode(value_info, given)  # the model as given, not as converted
-    watchers = list(observers)
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
               else GraphDumper.from_environment())
     if dumper is not None:
