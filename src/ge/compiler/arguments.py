@@ -24,12 +24,12 @@ from typing import TypeVar
 
 from ge.errors import CompilerOptionTypeError
 
-__all__ = ["described", "item_list", "mapping", "name_list"]
+__all__ = ["described", "flag", "item_list", "mapping", "name_list", "text"]
 
 T = TypeVar("T")
 
 _REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxstring, _REPR.maxother = 200, 80  # a path in full; an object shortened
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 _LINE_BREAK = re.compile(r"\s*\n\s*")  # an array's repr spans lines; an error is one
 
@@ -76,4 +76,21 @@ def mapping(value: object, what: str, of: str) -> Mapping[object, object]:
     `CompilerOptionTypeError` naming what it got."""
     if not isinstance(value, Mapping):
         raise CompilerOptionTypeError(f"{what} must be a mapping of {of}, got {described(value)}")
+    return value
+
+
+def flag(value: object, what: str) -> bool:
+    """`value` when it is a bool; anything else (the str "false", which is true) is
+    `CompilerOptionTypeError` naming what it got."""
+    if not isinstance(value, bool):
+        raise CompilerOptionTypeError(f"{what} must be True or False, got {described(value)}")
+    return value
+
+
+def text(value: object, what: str, wanted: str) -> str:
+    """`value` when it is a str; else `CompilerOptionTypeError` saying it must be a str
+    (`wanted`: what it may be, in words) and what it got. The value itself is the caller's
+    to check (`CompilerOptionError`)."""
+    if not isinstance(value, str):
+        raise CompilerOptionTypeError(f"{what} must be a str ({wanted}), got {described(value)}")
     return value

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.compiler.arguments import described, item_list, mapping
+from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
 from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
@@ -53,6 +53,7 @@ __all__ = [
     "EngineStep",
     "PipelineObserver",
     "Scheduler",
+    "check_modes",
     "engine_steps",
     "observer_list",
     "step_label",
@@ -115,6 +116,16 @@ class PipelineObserver:
         changes) does it here, once, not once per body."""
 
 
+def check_modes(check: object, on_pass_failure: object) -> None:
+    """Refuse a `check` or `on_pass_failure` the scheduler does not have: of another type
+    than str (`CompilerOptionTypeError`, naming it) or another value (`CompilerOptionError`)."""
+    if text(check, "check", f"one of {CHECK_MODES}") not in CHECK_MODES:
+        raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
+    if text(on_pass_failure, "on_pass_failure", "'stop' or 'skip'") not in ("stop", "skip"):
+        raise CompilerOptionError(
+            f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
+
+
 def observer_list(observers: object) -> list[PipelineObserver]:
     """`observers` as a list of `PipelineObserver`s (`CompilerOptionTypeError` for one alone,
     or anything else: see `ge.compiler.arguments.item_list`)."""
@@ -165,11 +176,7 @@ class Scheduler:
         """`steps` replaces engine steps by name (None skips one). `disabled` names passes
         not to run; `builtin=False` runs no built-in pass. `check` is "region" (the nodes a
         pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip"."""
-        if check not in CHECK_MODES:
-            raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
-        if on_pass_failure not in ("stop", "skip"):
-            raise CompilerOptionError(
-                f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
+        check_modes(check, on_pass_failure)
         self._registry = registry
         self._options = dict(options)
         self._steps = engine_steps(steps)

@@ -13,6 +13,7 @@ that changed it and names the first one whose outputs differ beyond the toleranc
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,13 +24,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ge.compiler.arguments import described, mapping, name_list
+from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
-from ge.compiler.scheduler import PipelineObserver, observer_list
+from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -43,7 +44,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.passes.discovery import given_paths
-from ge.session.opset_upgrade import upgraded_opset
+from ge.session.opset_upgrade import check_opset, upgraded_opset
 from ge.session.runner import exported_to_run, run_model
 from ge.session.verification import (
     VerificationReport,
@@ -123,8 +124,10 @@ def _verify_mode(verify: bool | str) -> str:
         return "final"
     if isinstance(verify, str) and verify in VERIFY_MODES:
         return verify
-    raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
-                              f"got {verify!r}")
+    wanted = f"verify must be True, False or one of {VERIFY_MODES}"
+    if not isinstance(verify, str):  # 1 and "1" are not the same mistake
+        raise CompilerOptionTypeError(f"{wanted}, got {described(verify)}")
+    raise CompilerOptionError(f"{wanted}, got {verify!r}")
 
 
 @dataclass(frozen=True)
@@ -179,11 +182,14 @@ def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_giv
 
 
 def check_tolerance(value: object, name: str) -> None:
-    """Refuse a verification tolerance that is not a number >= 0 (negative, NaN, a bool or
-    not a number): `CompilerOptionError` (GE1202) naming it as `name` (`rtol`, `--rtol`)."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or math.isnan(value) or value < 0):
-        shown = f"{value:g}" if isinstance(value, float) else repr(value)
+    """Refuse a verification tolerance that is not a number >= 0, naming it as `name`
+    (`rtol`, `--rtol`): `CompilerOptionTypeError` (GE1202) for one that is not a number (a
+    str, a bool), naming its type; `CompilerOptionError` for a negative one or NaN."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise CompilerOptionTypeError(f"{name} must be a number, got {described(value)}")
+    number = float(value)
+    if math.isnan(number) or number < 0:
+        shown = f"{number:g}" if isinstance(value, (float, np.floating)) else repr(value)
         raise CompilerOptionError(f"{name} must be a number >= 0, got {shown}")
 
 
@@ -206,20 +212,41 @@ def _check_inputs_argument(inputs: object) -> None:
 def _check_dims_argument(dims: object) -> None:
     """Refuse `dims` that is not a mapping of symbolic dim names to sizes (`--dims`'s
     "NAME=SIZE" is shown as the mapping it means)."""
-    name, sep, size = dims.partition("=") if isinstance(dims, str) else ("", "", "")
-    if sep and name and size.isdigit():
+    name, sep, number = dims.partition("=") if isinstance(dims, str) else ("", "", "")
+    if sep and name and number.isdigit():
         raise CompilerOptionTypeError(f"dims must be a mapping of symbolic dim names to sizes, "
-                                      f"got {described(dims)}: write {{{name!r}: {size}}}")
-    for key in mapping(dims, "dims", "symbolic dim names to sizes ({'batch': 4, ...})"):
+                                      f"got {described(dims)}: write {{{name!r}: {number}}}")
+    for key, size in mapping(dims, "dims",
+                             "symbolic dim names to sizes ({'batch': 4, ...})").items():
         if not isinstance(key, str):
             raise CompilerOptionTypeError(
                 f"dims must map symbolic dim names (str) to sizes, got {described(key)} as a "
                 "name")
+        if isinstance(size, bool) or not isinstance(size, int):
+            hint = f": write {size}" if isinstance(size, str) and size.isdigit() else ""
+            raise CompilerOptionTypeError(
+                f"dims must map symbolic dim names to sizes (int), got {described(size)} for "
+                f"{key!r}{hint}")
+
+
+def _check_value_info(mode: object) -> None:
+    if text(mode, "value_info", f"one of {VALUE_INFO_MODES}") not in VALUE_INFO_MODES:
+        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
+
+
+def _check_dump_arguments(dump: object, dump_level: object) -> None:
+    if dump is not None and not isinstance(dump, (str, os.PathLike)):
+        raise CompilerOptionTypeError(
+            f"dump must be the path of a folder (a str or os.PathLike), got {described(dump)}")
+    if dump_level is not None and not isinstance(dump_level, str):
+        hint = f": write '{dump_level}'" if isinstance(dump_level, int) else ""
+        raise CompilerOptionTypeError(
+            "dump_level must be a str (as DUMP_GRAPH_LEVEL: '1' to '4' or '|'-separated "
+            f"names), got {described(dump_level)}{hint}")
 
 
 def _value_info_mode(mode: str, graph: Graph) -> bool:
-    if mode not in VALUE_INFO_MODES:
-        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
+    _check_value_info(mode)
     if mode == "auto":
         return graph.root_graph().model.typed_values
     return mode == "all"
@@ -237,7 +264,7 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         return ge.graph.load(model), False, Path(model)
     raise CompileInputError(
         "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
-        f"{type(model).__name__}")
+        f"{described(model)}")
 
 
 class _EachPassVerifier(PipelineObserver):
@@ -368,6 +395,10 @@ def compile(
     `opset` converts the model to that standard-domain opset first (`upgraded_opset`), so
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
+
+    Every argument is checked before anything is loaded or run: one of the wrong type (a
+    str where a list of names or an int belongs, "false" for False) is
+    `CompilerOptionTypeError` (GE1202, a `TypeError`) naming the type it got.
     """
     _check_inputs_argument(inputs)
     if dims is not None:
@@ -379,6 +410,13 @@ def compile(
         given_paths(pass_paths)
     disable, enable = name_list(disable, "disable"), name_list(enable, "enable")
     watchers = observer_list(observers)
+    # the single values: each of its type (a str where an int belongs, "false" for False)
+    flag(builtin_passes, "builtin_passes")
+    check_modes(check, on_pass_failure)
+    _check_value_info(value_info)
+    _check_dump_arguments(dump, dump_level)
+    if opset is not None:
+        check_opset(opset)
     tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
     if rtol is not None:
         check_tolerance(rtol, "rtol")
@@ -386,8 +424,8 @@ def compile(
         check_tolerance(atol, "atol")
     mode = verification_mode(verify, inputs_given=inputs is not None, dims_given=bool(dims),
                              tolerances_given=tolerances)
-    rtol = DEFAULT_RTOL if rtol is None else rtol
-    atol = DEFAULT_ATOL if atol is None else atol
+    rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
+    atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
     graph = given if opset is None else upgraded_opset(given, opset)
     in_place = in_place and graph is given
