@@ -1,4 +1,5 @@
-"""`ge.compile(rtol=..., atol=...)`: a tolerance is a number >= 0; anything else is
+"""`ge.compile(rtol=..., atol=...)`: a tolerance is a finite number >= 0 (with inf
+verification passed anything); anything else is
 `CompilerOptionError` (GE1202, as `ge compile --rtol -1` is; `CompilerOptionTypeError`
 naming the type for one that is not a number), refused before anything runs or is
 written."""
@@ -19,9 +20,13 @@ MODEL = shared_model("gelu_mlp_opset20")
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
-    ("rtol", -1, "rtol must be a number >= 0, got -1"),
-    ("atol", -1e-3, "atol must be a number >= 0, got -0.001"),
-    ("rtol", math.nan, "rtol must be a number >= 0, got nan"),
+    ("rtol", -1, "rtol must be a finite number >= 0, got -1"),
+    ("atol", -1e-3, "atol must be a finite number >= 0, got -0.001"),
+    ("rtol", math.nan, "rtol must be a finite number >= 0, got nan"),
+    ("rtol", math.inf, "rtol must be a finite number >= 0, got inf"),
+    ("atol", math.inf, "atol must be a finite number >= 0, got inf"),
+    ("atol", -math.inf, "atol must be a finite number >= 0, got -inf"),
+    ("atol", np.float32("nan"), "atol must be a finite number >= 0, got nan"),
     ("atol", True, "atol must be a number, got the bool True"),
     ("rtol", "0.1", "rtol must be a number, got the str '0.1'")])
 @pytest.mark.parametrize("verify", [True, False])
@@ -40,7 +45,7 @@ def test_a_bad_tolerance_is_a_compiler_option_error(tmp_path: Path, name: str, v
 def test_a_graph_is_left_as_it_was(tmp_path: Path) -> None:
     graph = ge.graph.load(MODEL)
     before = graph.to_onnx().SerializeToString()
-    with pytest.raises(CompilerOptionError, match="rtol must be a number >= 0, got -1"):
+    with pytest.raises(CompilerOptionError, match="rtol must be a finite number >= 0, got -1"):
         ge.compile(graph, verify=True, rtol=-1)
     assert graph.to_onnx().SerializeToString() == before
 

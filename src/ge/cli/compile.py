@@ -404,9 +404,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Size of the symbolic dim NAME in the generated inputs (default 2; "
                    "repeatable); implies --verify.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True,
-              help="Relative tolerance of verification (>= 0); needs --verify.")
+              help="Relative tolerance of verification (a finite number >= 0); needs "
+                   "--verify.")
 @click.option("--atol", type=float, default=1e-5, show_default=True,
-              help="Absolute tolerance of verification (>= 0); needs --verify.")
+              help="Absolute tolerance of verification (a finite number >= 0); needs "
+                   "--verify.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,

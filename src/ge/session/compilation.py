@@ -182,15 +182,17 @@ def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_giv
 
 
 def check_tolerance(value: object, name: str) -> None:
-    """Refuse a verification tolerance that is not a number >= 0, naming it as `name`
+    """Refuse a verification tolerance that is not a finite number >= 0, naming it as `name`
     (`rtol`, `--rtol`): `CompilerOptionTypeError` (GE1202) for one that is not a number (a
-    str, a bool), naming its type; `CompilerOptionError` for a negative one or NaN."""
+    str, a bool), naming its type; `CompilerOptionError` for a negative one, NaN or an
+    infinity (with inf every difference is within it, so verification would pass anything;
+    with NaN none is, or every one, as the comparison is written)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise CompilerOptionTypeError(f"{name} must be a number, got {described(value)}")
     number = float(value)
-    if math.isnan(number) or number < 0:
+    if not math.isfinite(number) or number < 0:
         shown = f"{number:g}" if isinstance(value, (float, np.floating)) else repr(value)
-        raise CompilerOptionError(f"{name} must be a number >= 0, got {shown}")
+        raise CompilerOptionError(f"{name} must be a finite number >= 0, got {shown}")
 
 
 def _check_inputs_argument(inputs: object) -> None:
@@ -384,8 +386,8 @@ def compile(
     `verify` (True, "final" or "each-pass") runs the original and the compiled model on
     `inputs` (a mapping, an `.npz` path, or generated from the input types, a symbolic dim
     of the size `dims` gives it by name, else 2: `generate_inputs`) and raises
-    `VerificationError` when an output differs beyond `rtol`/`atol` (numbers >= 0, else
-    `CompilerOptionError`, checked before anything runs; default `DEFAULT_RTOL`,
+    `VerificationError` when an output differs beyond `rtol`/`atol` (finite numbers >= 0,
+    else `CompilerOptionError`, checked before anything runs; default `DEFAULT_RTOL`,
     `DEFAULT_ATOL`). Left out, `verify` is "final" when `inputs` or `dims` are given (as
     `ge compile --inputs` is) and off otherwise; `verify=False` beside them, or a tolerance
     without verification, is `CompilerOptionError` (`verification_mode`). `dump` is a folder for
