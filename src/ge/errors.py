@@ -247,6 +247,11 @@ class CompilerOptionError(GeError, ValueError):
     code = "GE1202"
 
 
+class CompilerOptionTypeError(CompilerOptionError, TypeError):
+    """GE1202: an argument of the compilation of the wrong type (`opset='20'`, one str where
+    a list of pass names belongs); its message names the type it got."""
+
+
 class PluginLoadWarning(UserWarning):
     """A plugin failed to load and the compiler went on without it (continue-on-error)."""
 
@@ -260,6 +265,7 @@ class PassDefinitionWarning(UserWarning):
 # Extended here so that the original list above stays as it was.
 __all__ += [
     "CompilerOptionError",
+    "CompilerOptionTypeError",
     "CompilerStateError",
     "DuplicatePassNameError",
     "PassDefinitionWarning",

@@ -1,7 +1,7 @@
 """`ge compile`'s verification flags on a vendored real model: an optional-value flag
 (`--verify`, `--check`) takes the next word as its value, and says how to write it when
 that word is not one; `--rtol` and `--atol` need `--verify` (or `--inputs`) and must be
-numbers >= 0; the report's per-pass `node_delta` is signed (a decomposition adds nodes).
+finite numbers >= 0; the report's per-pass `node_delta` is signed (a decomposition adds nodes).
 Every refusal writes nothing."""
 
 from __future__ import annotations
@@ -137,11 +137,14 @@ def test_a_tolerance_with_inputs_alone_is_used(model: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("flag", "value", "shown"), [
-    ("--rtol", "-1", "-1"), ("--atol", "-0.5", "-0.5"), ("--rtol", "nan", "nan")])
+    ("--rtol", "-1", "-1"), ("--atol", "-0.5", "-0.5"), ("--rtol", "nan", "nan"),
+    ("--rtol", "inf", "inf"), ("--atol", "inf", "inf"), ("--atol", "nan", "nan"),
+    ("--atol", "-inf", "-inf"), ("--rtol", "1e999", "inf")])
 @pytest.mark.parametrize("as_json", [False, True])
-def test_a_negative_or_nan_tolerance_is_a_bad_option_value(
+def test_a_negative_or_non_finite_tolerance_is_a_bad_option_value(
         model: Path, tmp_path: Path, flag: str, value: str, shown: str, as_json: bool) -> None:
-    message = f"{flag} must be a number >= 0, got {shown}"
+    # With inf (or nan, as the comparison is written) verification passed anything.
+    message = f"{flag} must be a finite number >= 0, got {shown}"
     args = (str(model), "-o", str(tmp_path / "out.onnx"), "--verify", flag, value)
     if not as_json:
         stderr = _refused(tmp_path, *args)

@@ -125,10 +125,14 @@ def test_the_testing_helpers_pass_options_as_a_compilation_does(opt_in) -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({OPTION: True}, f"options must map str to str; got '{OPTION}': bool"),
-    ({OPTION: 1}, f"options must map str to str; got '{OPTION}': int"),
-    (f"{OPTION}=on", "options must be a mapping of str to str, got str"),
-    ([(OPTION, "on")], "options must be a mapping of str to str, got list"),
+    ({OPTION: True}, f"options must map str to str, got the bool True for '{OPTION}': "
+                     "write 'true'"),
+    ({OPTION: 1}, f"options must map str to str, got the int 1 for '{OPTION}': write '1'"),
+    ({1: "on"}, "options must map str to str, got the int 1 as a key"),
+    (f"{OPTION}=on", f"options must be a mapping of str to str, got the str '{OPTION}=on': "
+                     f"write {{'{OPTION}': 'on'}}"),
+    ([(OPTION, "on")], "options must be a mapping of str to str, got the list "
+                       f"[('{OPTION}', 'on')]"),
     ({"ge.constant_folding.size_limit": "lots"},
      "option ge.constant_folding.size_limit must be a non-negative integer (bytes), "
      "got 'lots'"),

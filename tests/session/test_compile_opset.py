@@ -61,7 +61,9 @@ def test_a_graph_given_is_left_as_it_was() -> None:
     (16, "opset 16 is below the model's (17); ge only converts a model up"),
     (999, f"opset must be an ONNX opset from 1 to {onnx.defs.onnx_opset_version()} (onnx "
           f"{onnx.__version__}), got 999"),
-    (True, "opset must be an ONNX opset from 1 to"),
+    (True, "opset must be an int, got the bool True"),
+    ("20", "opset must be an int, got the str '20': write 20"),
+    (20.0, "opset must be an int, got the float 20.0"),
 ])
 def test_a_bad_opset_is_a_compiler_option_error(opset: object, message: str) -> None:
     graph = ge.graph.load(DISTILBERT)

@@ -227,8 +227,13 @@ def test_tolerance_is_absolute_plus_relative_to_the_expected_value() -> None:
     beyond = compare_outputs(expected, {"y": np.array([1000.5, 0.0], np.float32)})
     assert not beyond.ok and beyond.outputs[0].mismatches == 1
     assert compare_outputs(expected, {"y": np.array([1000.5, 0.0], np.float32)}, rtol=1e-3).ok
-    with pytest.raises(VerificationInputError, match="rtol must be a number >= 0"):
+    with pytest.raises(VerificationInputError, match="rtol must be a finite number >= 0"):
         compare_outputs(expected, expected, rtol=-1)
+    for tolerance in (math.inf, math.nan):  # inf passed anything
+        with pytest.raises(VerificationInputError,
+                           match=f"atol must be a finite number >= 0, got {tolerance}"):
+            compare_outputs(expected, {"y": np.array([0.0, 1e30], np.float32)}, atol=tolerance)
+    assert compare_outputs(expected, within, rtol=np.float32(1e-4)).ok  # a numpy scalar
 
 
 def test_nan_in_the_same_places_is_equal_and_elsewhere_a_failure() -> None:

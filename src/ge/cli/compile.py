@@ -29,7 +29,7 @@ from ge.errors import CommandLineError, GeError
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
-    from ge.session.compilation import CompileResult
+    from ge.session.compilation import CompileResult, VerifyNames
     from ge.session.hints import OpsetHint
     from ge.session.verification import VerificationReport
 
@@ -288,6 +288,13 @@ def _given(ctx: click.Context, *names: str) -> list[str]:
             if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
 
 
+def _cli_verify_names() -> VerifyNames:
+    """`verification_mode`'s words for `ge compile`: its flags, and a usage error (GE1701)."""
+    from ge.session.compilation import VerifyNames
+
+    return VerifyNames("--verify", "--inputs", "--dims", CommandLineError)
+
+
 def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
              pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
@@ -300,14 +307,13 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
-    from ge.session.compilation import check_tolerance
+    from ge.session.compilation import check_tolerance, verification_mode
 
     check_tolerance(rtol, "--rtol")
     check_tolerance(atol, "--atol")
-    if tolerances_given and verify is None and inputs is None and not dims:
-        flags = " and ".join(tolerances_given)
-        raise CommandLineError(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
-                               "--verify (or --inputs): without it nothing is compared")
+    # ge.compile's rule, in the command line's words (the flags, GE1701)
+    mode = verification_mode(verify, inputs_given=inputs is not None, dims_given=bool(dims),
+                             tolerances_given=tolerances_given, names=_cli_verify_names())
     if dump_level is not None and dump is None:
         raise CommandLineError("--dump-level needs --dump DIR")
     if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
@@ -323,7 +329,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     graph = ge.graph.load(model)
     check_save_target(graph, output, external_data=external_data,
                       overwrite_input=overwrite_input)
-    mode = verify or ("final" if inputs is not None or dims else None)
     recorder = None
     if html_path is not None:
         from ge.cli import graph_diff
@@ -335,9 +340,10 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             observers = [*observers, recorder]
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
-                            enable=enable, verify=mode or False, inputs=inputs,
-                            dims=dims or None, rtol=rtol,
-                            atol=atol, check=check, on_pass_failure=on_pass_failure, dump=dump,
+                            enable=enable, verify=mode, inputs=inputs, dims=dims or None,
+                            rtol=rtol if "--rtol" in tolerances_given else None,
+                            atol=atol if "--atol" in tolerances_given else None,
+                            check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset)
     result.source = result.source or Path(model)  # (given as the graph loaded from it)
@@ -410,9 +416,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
               help="Size of the symbolic dim NAME in the generated inputs (default 2; "
                    "repeatable); implies --verify.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True,
-              help="Relative tolerance of verification (>= 0); needs --verify.")
+              help="Relative tolerance of verification (a finite number >= 0); needs "
+                   "--verify.")
 @click.option("--atol", type=float, default=1e-5, show_default=True,
-              help="Absolute tolerance of verification (>= 0); needs --verify.")
+              help="Absolute tolerance of verification (a finite number >= 0); needs "
+                   "--verify.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ge.compiler.arguments import described
 from ge.compiler.scheduler import PIPELINE, PipelineObserver
-from ge.errors import CommandLineError, CompilerOptionError, GeError
+from ge.errors import CommandLineError, CompilerOptionError, CompilerOptionTypeError, GeError
 from ge.graph.types import DumpFormat
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class GraphDumper(PipelineObserver):
 
     def __init__(self, directory: str | os.PathLike[str], *, level: str = "2",
                  with_onnx: bool = True, source: str | None = None) -> None:
+        if not isinstance(level, str):  # `.strip()` of an int: an AttributeError
+            raise CompilerOptionTypeError(
+                "dump level must be a str ('1' to '4' or '|'-separated names), got "
+                f"{described(level)}")
         level = level.strip() or "2"
         if not level or ("|" not in level and level.isdigit() and level not in _LEVELS):
             raise CompilerOptionError(

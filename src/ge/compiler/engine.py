@@ -24,13 +24,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ge.compiler.arguments import described, flag, name_list
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
-from ge.compiler.scheduler import EngineStep, PipelineObserver, Scheduler
-from ge.errors import CompilerOptionError, CompilerStateError, CompileWarning, GeError
+from ge.compiler.scheduler import (
+    EngineStep,
+    PipelineObserver,
+    Scheduler,
+    check_modes,
+    engine_steps,
+    observer_list,
+)
+from ge.errors import (
+    CompileInputError,
+    CompilerOptionError,
+    CompilerStateError,
+    CompileWarning,
+    GeError,
+)
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
 
@@ -306,8 +320,23 @@ def compile_graph(
     `passes` are the passes of a compilation the caller opened with `compilation_passes`
     (and closes): `ge.compile` does, so that a plugin registering a custom operator is
     loaded before the original model is run; `options` and `pass_paths` went there then.
+    The arguments are checked before any plugin loads: `disable`, `enable` and `observers`
+    are lists, never one str, and each argument is of its type (`CompilerOptionTypeError`,
+    GE1202: see `ge.compiler.arguments`); `graph` must be a `Graph` (`CompileInputError`).
     """
     start = time.perf_counter()
+    from ge.graph import Graph
+
+    if not isinstance(graph, Graph):
+        raise CompileInputError(
+            f"compile_graph compiles a ge.graph.Graph in place, got {described(graph)}: load "
+            "it with ge.graph.load, or call ge.compile (it takes paths and ModelProtos)")
+    disable = name_list(disable, "disable")
+    enable = name_list(enable, "enable")
+    observers = observer_list(observers)
+    engine_steps(steps)  # checked now, used by the scheduler
+    flag(builtin_passes, "builtin_passes")
+    check_modes(check, on_pass_failure)
     if passes is not None:
         if options is not None or pass_paths is not None:
             raise CompilerOptionError("give compile_graph either passes= or options and "

@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ge.errors import CompilerOptionError
+from ge.compiler.arguments import described
+from ge.errors import CompilerOptionError, CompilerOptionTypeError
 
 __all__ = [
     "OPTION_CONSTANT_FOLDING_SIZE_LIMIT",
@@ -86,15 +87,21 @@ def parse_options(options: Mapping[str, str] | None) -> CompilerOptions:
     if options is None:
         return CompilerOptions()
     if not isinstance(options, Mapping):
-        raise CompilerOptionError(
-            f"options must be a mapping of str to str, got {type(options).__name__}"
-        )
+        key, sep, value = options.partition("=") if isinstance(options, str) else ("", "", "")
+        hint = f": write {{{key!r}: {value!r}}}" if sep and key else ""
+        raise CompilerOptionTypeError(
+            f"options must be a mapping of str to str, got {described(options)}{hint}")
     values: dict[str, str] = {}
     for key, value in options.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise CompilerOptionError(
-                f"options must map str to str; got {key!r}: {type(value).__name__}"
-            )
+        if not isinstance(key, str):
+            raise CompilerOptionTypeError(
+                f"options must map str to str, got {described(key)} as a key")
+        if not isinstance(value, str):
+            written = (str(value).lower() if isinstance(value, bool)
+                       else str(value) if isinstance(value, (int, float)) else None)
+            raise CompilerOptionTypeError(
+                f"options must map str to str, got {described(value)} for {key!r}"
+                + ("" if written is None else f": write {written!r}"))
         values[key] = value
     for key, read in _BUILTIN_PASS_OPTIONS.items():
         if key in values:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
 from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
@@ -31,7 +32,13 @@ from ge.compiler.steps import (
     final_validation,
     infer_shape,
 )
-from ge.errors import CompilerOptionError, CompileWarning, GeError, PassRunError
+from ge.errors import (
+    CompilerOptionError,
+    CompilerOptionTypeError,
+    CompileWarning,
+    GeError,
+    PassRunError,
+)
 from ge.ops.memo import InferenceMemo
 from ge.passes.stage import PassStage
 
@@ -46,6 +53,9 @@ __all__ = [
     "EngineStep",
     "PipelineObserver",
     "Scheduler",
+    "check_modes",
+    "engine_steps",
+    "observer_list",
     "step_label",
 ]
 
@@ -106,13 +116,38 @@ class PipelineObserver:
         changes) does it here, once, not once per body."""
 
 
-def _engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
-    """The defaults with `steps` applied: a function replaces a step, None skips it."""
+def check_modes(check: object, on_pass_failure: object) -> None:
+    """Refuse a `check` or `on_pass_failure` the scheduler does not have: of another type
+    than str (`CompilerOptionTypeError`, naming it) or another value (`CompilerOptionError`)."""
+    if text(check, "check", f"one of {CHECK_MODES}") not in CHECK_MODES:
+        raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
+    if text(on_pass_failure, "on_pass_failure", "'stop' or 'skip'") not in ("stop", "skip"):
+        raise CompilerOptionError(
+            f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
+
+
+def observer_list(observers: object) -> list[PipelineObserver]:
+    """`observers` as a list of `PipelineObserver`s (`CompilerOptionTypeError` for one alone,
+    or anything else: see `ge.compiler.arguments.item_list`)."""
+    return item_list(observers, "observers", PipelineObserver, "PipelineObserver objects")
+
+
+def engine_steps(steps: Mapping[str, EngineStep | None] | None) -> dict[str, EngineStep | None]:
+    """The defaults with `steps` applied: a function replaces a step, None skips it.
+    `CompilerOptionError` (GE1202) for an unknown step name; `CompilerOptionTypeError` for
+    `steps` not a mapping, or a step neither a function nor None."""
     chosen: dict[str, EngineStep | None] = dict(DEFAULT_ENGINE_STEPS)
-    for name, step in (steps or {}).items():
+    if steps is None:
+        return chosen
+    for name, step in mapping(steps, "steps", "engine step names to functions").items():
         if name not in ENGINE_STEPS:
-            raise ValueError(f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
-        chosen[name] = step
+            raise CompilerOptionError(
+                f"unknown engine step {name!r}; expected one of {ENGINE_STEPS}")
+        if step is not None and not callable(step):
+            raise CompilerOptionTypeError(
+                f"steps[{name!r}] must be a function (graph, options) or None, got "
+                f"{described(step)}")
+        chosen[str(name)] = step
     return chosen
 
 
@@ -141,14 +176,10 @@ class Scheduler:
         """`steps` replaces engine steps by name (None skips one). `disabled` names passes
         not to run; `builtin=False` runs no built-in pass. `check` is "region" (the nodes a
         pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip"."""
-        if check not in CHECK_MODES:
-            raise CompilerOptionError(f"check must be one of {CHECK_MODES}, got {check!r}")
-        if on_pass_failure not in ("stop", "skip"):
-            raise CompilerOptionError(
-                f"on_pass_failure must be 'stop' or 'skip', got {on_pass_failure!r}")
+        check_modes(check, on_pass_failure)
         self._registry = registry
         self._options = dict(options)
-        self._steps = _engine_steps(steps)
+        self._steps = engine_steps(steps)
         self._disabled = frozenset(disabled)
         self._builtin = builtin
         self._skip_failures = on_pass_failure == "skip"

@@ -52,12 +52,21 @@ def given_paths(paths: Iterable[str | os.PathLike[str]], what: str = "pass_paths
     """Pass-path items given as a list (`pass_paths=`, `--pass-path`), as paths; blank
     items are dropped, as in `ASCEND_GE_PY_PASS_PATH` (`--pass-path "$(PLUGINS)"` with the
     variable empty loaded every file of the current folder). One string (or path) given
-    where a list belongs is a `PluginPathTypeError`: its characters would be the items."""
+    where a list belongs is a `PluginPathTypeError`: its characters would be the items; so is
+    anything else that is not a list of paths (the rule of `ge.compiler.arguments`)."""
+    wanted = f"{what} must be a list of plugin files or folders"
     if isinstance(paths, (str, bytes, os.PathLike)):
         raise PluginPathTypeError(
-            f"{what} must be a list of plugin files or folders, got the "
-            f"{type(paths).__name__} {os.fsdecode(paths)!r}: write [{os.fsdecode(paths)!r}]")
-    return [Path(item) for item in paths if os.fsdecode(item).strip()]
+            f"{wanted}, got the {type(paths).__name__} {os.fsdecode(paths)!r}: write "
+            f"[{os.fsdecode(paths)!r}]")
+    if not isinstance(paths, Iterable):
+        raise PluginPathTypeError(f"{wanted}, got the {type(paths).__name__} {paths!r}")
+    items = list(paths)
+    for item in items:
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise PluginPathTypeError(
+                f"{wanted}, got the {type(item).__name__} {item!r} among them")
+    return [Path(os.fsdecode(item)) for item in items if os.fsdecode(item).strip()]
 
 
 def normalize_path_list(value: str | None) -> list[Path]:

@@ -13,6 +13,7 @@ that changed it and names the first one whose outputs differ beyond the toleranc
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,22 +24,27 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
+from ge.compiler.options import parse_options
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
-from ge.compiler.scheduler import PipelineObserver
+from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
+    CompilerOptionTypeError,
     CompileWarning,
+    GeError,
     GraphValidationError,
     SessionError,
     ValidationProblem,
     VerificationError,
 )
 from ge.graph import Graph
-from ge.session.opset_upgrade import upgraded_opset
+from ge.passes.discovery import given_paths
+from ge.session.opset_upgrade import check_opset, upgraded_opset
 from ge.session.runner import exported_to_run, run_model
 from ge.session.verification import (
     VerificationReport,
@@ -50,11 +56,14 @@ from ge.session.verification import (
     random_output_reasons,
 )
 
-__all__ = ["VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "check_tolerance", "compile",
-           "upgraded_opset"]
+__all__ = ["API_VERIFY_NAMES", "DEFAULT_ATOL", "DEFAULT_RTOL", "VALUE_INFO_MODES",
+           "VERIFY_MODES", "CompileResult", "VerifyNames", "check_tolerance", "compile",
+           "upgraded_opset", "verification_mode"]
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
+#: The tolerances of verification when none are given (`ge.compile`, `ge compile`).
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-4, 1e-5
 #: Which intermediate value types the saved model carries: "auto" (all if the input model had
 #: any value_info, else none: an exporter's untyped model stays as lean), "all", "none".
 VALUE_INFO_MODES = ("auto", "all", "none")
@@ -111,28 +120,137 @@ def _with_input_verdict(err: GraphValidationError, source: Path | None
 
 
 def _verify_mode(verify: bool | str) -> str:
-    if verify is False or verify is None:
+    if verify is False:
         return "none"
     if verify is True:
         return "final"
     if isinstance(verify, str) and verify in VERIFY_MODES:
         return verify
-    raise CompilerOptionError(f"verify must be True, False or one of {VERIFY_MODES}, "
-                              f"got {verify!r}")
+    wanted = f"verify must be True, False or one of {VERIFY_MODES}"
+    if not isinstance(verify, str):  # 1 and "1" are not the same mistake
+        raise CompilerOptionTypeError(f"{wanted}, got {described(verify)}")
+    raise CompilerOptionError(f"{wanted}, got {verify!r}")
+
+
+@dataclass(frozen=True)
+class VerifyNames:
+    """How a caller of `verification_mode` spells the arguments in its errors, and the
+    error it raises: `ge.compile`'s keywords (`API_VERIFY_NAMES`), or `ge compile`'s flags
+    (with `CommandLineError`), so that one rule gives each its own words."""
+
+    verify: str  # what turns verification on: "verify=True", "--verify"
+    inputs: str
+    dims: str
+    error: type[GeError]
+
+
+#: `ge.compile`'s spelling: its keyword arguments, `CompilerOptionError` (GE1202).
+API_VERIFY_NAMES = VerifyNames("verify=True", "inputs=", "dims=", CompilerOptionError)
+
+
+def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_given: bool,
+                      tolerances_given: Sequence[str] = (),
+                      names: VerifyNames = API_VERIFY_NAMES) -> str:
+    """The verification a compilation runs ("none", "final" or "each-pass"): the one rule
+    `ge.compile` and `ge compile` share.
+
+    `verify` decides when given (not None); else verification inputs (`inputs_given`) or
+    sizes for generated ones (`dims_given`) ask for "final", as they serve nothing else.
+    Refused (`names.error`, in `names`' words): `verify` turned off explicitly (False,
+    "none") beside inputs or dims, which only verification reads; dims beside inputs
+    (there is nothing generated to size); a tolerance (`tolerances_given`, the names of
+    those given as the caller spells them) without verification, which would compare
+    nothing with it. So no argument is silently ignored."""
+    given = [what for what, there in ((names.inputs, inputs_given), (names.dims, dims_given))
+             if there]
+    if verify is None:
+        mode = "final" if given else "none"
+    else:
+        mode = _verify_mode(verify)
+        if mode == "none" and given:
+            raise names.error(
+                f"verify={verify!r} contradicts {' and '.join(given)}: they are only used to "
+                f"verify; leave verify out ({given[0]} alone implies verify='final') or "
+                f"leave {' and '.join(given)} out")
+    if inputs_given and dims_given:
+        raise names.error(f"{names.dims} sizes the symbolic dims of generated inputs; with "
+                          f"{names.inputs} given there are none to size")
+    if tolerances_given and mode == "none":
+        flags = " and ".join(tolerances_given)
+        raise names.error(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
+                          f"{names.verify} (or {names.inputs}): without it nothing is "
+                          "compared")
+    return mode
 
 
 def check_tolerance(value: object, name: str) -> None:
-    """Refuse a verification tolerance that is not a number >= 0 (negative, NaN, a bool or
-    not a number): `CompilerOptionError` (GE1202) naming it as `name` (`rtol`, `--rtol`)."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or math.isnan(value) or value < 0):
-        shown = f"{value:g}" if isinstance(value, float) else repr(value)
-        raise CompilerOptionError(f"{name} must be a number >= 0, got {shown}")
+    """Refuse a verification tolerance that is not a finite number >= 0, naming it as `name`
+    (`rtol`, `--rtol`): `CompilerOptionTypeError` (GE1202) for one that is not a number (a
+    str, a bool), naming its type; `CompilerOptionError` for a negative one, NaN or an
+    infinity (with inf every difference is within it, so verification would pass anything;
+    with NaN none is, or every one, as the comparison is written)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise CompilerOptionTypeError(f"{name} must be a number, got {described(value)}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        shown = f"{number:g}" if isinstance(value, (float, np.floating)) else repr(value)
+        raise CompilerOptionError(f"{name} must be a finite number >= 0, got {shown}")
+
+
+def _check_inputs_argument(inputs: object) -> None:
+    """Refuse `inputs` of another type than a mapping of input names to arrays or the path
+    of an `.npz` file (a list of arrays was read with `.items()`: an AttributeError)."""
+    if inputs is None or isinstance(inputs, (str, os.PathLike)):
+        return
+    if not isinstance(inputs, Mapping):
+        raise CompilerOptionTypeError(
+            "inputs must be a mapping of input names to arrays ({'x': array, ...}) or the "
+            f"path of an .npz file, got {described(inputs)}")
+    names = [name for name in inputs if not isinstance(name, str)]
+    if names:
+        raise CompilerOptionTypeError(
+            f"inputs must map input names (str) to arrays, got {described(names[0])} as a "
+            "name")
+
+
+def _check_dims_argument(dims: object) -> None:
+    """Refuse `dims` that is not a mapping of symbolic dim names to sizes (`--dims`'s
+    "NAME=SIZE" is shown as the mapping it means)."""
+    name, sep, number = dims.partition("=") if isinstance(dims, str) else ("", "", "")
+    if sep and name and number.isdigit():
+        raise CompilerOptionTypeError(f"dims must be a mapping of symbolic dim names to sizes, "
+                                      f"got {described(dims)}: write {{{name!r}: {number}}}")
+    for key, size in mapping(dims, "dims",
+                             "symbolic dim names to sizes ({'batch': 4, ...})").items():
+        if not isinstance(key, str):
+            raise CompilerOptionTypeError(
+                f"dims must map symbolic dim names (str) to sizes, got {described(key)} as a "
+                "name")
+        if isinstance(size, bool) or not isinstance(size, int):
+            hint = f": write {size}" if isinstance(size, str) and size.isdigit() else ""
+            raise CompilerOptionTypeError(
+                f"dims must map symbolic dim names to sizes (int), got {described(size)} for "
+                f"{key!r}{hint}")
+
+
+def _check_value_info(mode: object) -> None:
+    if text(mode, "value_info", f"one of {VALUE_INFO_MODES}") not in VALUE_INFO_MODES:
+        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
+
+
+def _check_dump_arguments(dump: object, dump_level: object) -> None:
+    if dump is not None and not isinstance(dump, (str, os.PathLike)):
+        raise CompilerOptionTypeError(
+            f"dump must be the path of a folder (a str or os.PathLike), got {described(dump)}")
+    if dump_level is not None and not isinstance(dump_level, str):
+        hint = f": write '{dump_level}'" if isinstance(dump_level, int) else ""
+        raise CompilerOptionTypeError(
+            "dump_level must be a str (as DUMP_GRAPH_LEVEL: '1' to '4' or '|'-separated "
+            f"names), got {described(dump_level)}{hint}")
 
 
 def _value_info_mode(mode: str, graph: Graph) -> bool:
-    if mode not in VALUE_INFO_MODES:
-        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
+    _check_value_info(mode)
     if mode == "auto":
         return graph.root_graph().model.typed_values
     return mode == "all"
@@ -150,7 +268,7 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         return ge.graph.load(model), False, Path(model)
     raise CompileInputError(
         "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
-        f"{type(model).__name__}")
+        f"{described(model)}")
 
 
 class _EachPassVerifier(PipelineObserver):
@@ -251,11 +369,11 @@ def compile(
     builtin_passes: bool = True,
     disable: Iterable[str] = (),
     enable: Iterable[str] = (),
-    verify: bool | str = False,
+    verify: bool | str | None = None,
     inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     dims: Mapping[str, int] | None = None,
-    rtol: float = 1e-4,
-    atol: float = 1e-5,
+    rtol: float | None = None,
+    atol: float | None = None,
     check: str = "region",
     on_pass_failure: str = "stop",
     dump: str | os.PathLike[str] | None = None,
@@ -270,26 +388,52 @@ def compile(
     `verify` (True, "final" or "each-pass") runs the original and the compiled model on
     `inputs` (a mapping, an `.npz` path, or generated from the input types, a symbolic dim
     of the size `dims` gives it by name, else 2: `generate_inputs`) and raises
-    `VerificationError` when an output differs beyond `rtol`/`atol` (numbers >= 0, else
-    `CompilerOptionError`, checked before anything runs). `dump` is a folder for
+    `VerificationError` when an output differs beyond `rtol`/`atol` (finite numbers >= 0,
+    else `CompilerOptionError`, checked before anything runs; default `DEFAULT_RTOL`,
+    `DEFAULT_ATOL`). Left out, `verify` is "final" when `inputs` or `dims` are given (as
+    `ge compile --inputs` is) and off otherwise; `verify=False` beside them, or a tolerance
+    without verification, is `CompilerOptionError` (`verification_mode`). `dump` is a folder for
     graph dumps (`dump_level` as `DUMP_GRAPH_LEVEL`); without it `DUMP_GE_GRAPH` decides.
     `value_info` ("auto", "all", "none") decides whether `CompileResult.save` writes the
     types of intermediate values; "auto" writes them only if the input model had any.
     `opset` converts the model to that standard-domain opset first (`upgraded_opset`), so
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
+
+    Every argument is checked before anything is loaded or run: one of the wrong type (a
+    str where a list of names or an int belongs, "false" for False) is
+    `CompilerOptionTypeError` (GE1202, a `TypeError`) naming the type it got.
     """
-    mode = _verify_mode(verify)
-    if dims and inputs is not None:
-        raise CompilerOptionError("dims= sizes the symbolic dims of generated inputs; with "
-                                  "inputs= given there are none to size")
-    check_tolerance(rtol, "rtol")
-    check_tolerance(atol, "atol")
+    _check_inputs_argument(inputs)
+    if dims is not None:
+        _check_dims_argument(dims)
+    # the collections, before anything runs (`compilation_passes` reads options and
+    # pass_paths after the model is loaded and converted)
+    parse_options(options)
+    if pass_paths is not None:
+        given_paths(pass_paths)
+    disable, enable = name_list(disable, "disable"), name_list(enable, "enable")
+    watchers = observer_list(observers)
+    # the single values: each of its type (a str where an int belongs, "false" for False)
+    flag(builtin_passes, "builtin_passes")
+    check_modes(check, on_pass_failure)
+    _check_value_info(value_info)
+    _check_dump_arguments(dump, dump_level)
+    if opset is not None:
+        check_opset(opset)
+    tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
+    if rtol is not None:
+        check_tolerance(rtol, "rtol")
+    if atol is not None:
+        check_tolerance(atol, "atol")
+    mode = verification_mode(verify, inputs_given=inputs is not None, dims_given=bool(dims),
+                             tolerances_given=tolerances)
+    rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
+    atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
     graph = given if opset is None else upgraded_opset(given, opset)
     in_place = in_place and graph is given
     typed = _value_info_mode(value_info, given)  # the model as given, not as converted
-    watchers = list(observers)
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
               else GraphDumper.from_environment())
     if dumper is not None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import version_converter
 
-from ge.errors import CompileInputError, CompilerOptionError
+from ge.compiler.arguments import described
+from ge.errors import CompileInputError, CompilerOptionError, CompilerOptionTypeError
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import graph_tensors
@@ -33,7 +34,7 @@ from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
 
-__all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "upgraded_opset"]
+__all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "upgraded_opset"]
 
 #: Tensors of more payload bytes than this go to the converter as stand-ins; smaller ones
 #: (shapes, axes, scalars: what shape inference and adapters read) stay inline.
@@ -45,17 +46,27 @@ WHOLE_MODEL_LIMIT = INLINE_MODEL_BYTES
 _MARKER = "ge-opset-stand-in/"  # the external data "location" of a stand-in, then its index
 
 
+def check_opset(opset: object) -> None:
+    """Refuse an `opset` that is not an int (`CompilerOptionTypeError`, GE1202, naming its
+    type: "20" and True are not opsets) or no opset of the installed onnx
+    (`CompilerOptionError`); the model's own opset is `upgraded_opset`'s to compare."""
+    newest = onnx.defs.onnx_opset_version()
+    if isinstance(opset, bool) or not isinstance(opset, int):
+        hint = f": write {opset}" if isinstance(opset, str) and opset.isdigit() else ""
+        raise CompilerOptionTypeError(f"opset must be an int, got {described(opset)}{hint}")
+    if not 1 <= opset <= newest:
+        raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
+                                  f"{onnx.__version__}), got {opset!r}")
+
+
 def upgraded_opset(graph: Graph, opset: int) -> Graph:
     """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
     (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
     it is at `opset` already. Large tensors bypass the converter (see the module) and are
     shared with `graph`. `CompilerOptionError` (GE1202) for an opset below the model's or
     beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
-    newest = onnx.defs.onnx_opset_version()
+    check_opset(opset)
     current = graph.get_opset_version("") or 0
-    if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= newest:
-        raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
-                                  f"{onnx.__version__}), got {opset!r}")
     if opset == current:
         return graph
     if opset < current:

@@ -9,6 +9,7 @@ semantics; NaN equals NaN), giving a `VerificationReport`.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import zipfile
 import zlib
@@ -433,10 +434,12 @@ def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.
     are NaN (or the same infinity); a float16/bfloat16 output is held to at least its type's
     precision (`precision_floor`). A missing output, an extra one, a different shape or a
     different dtype fails the output. `not_compared` names outputs left out, with why
-    (`random_output_reasons`): they count as ok, `compared` False."""
-    for tol, what in ((rtol, "rtol"), (atol, "atol")):
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-            raise VerificationInputError(f"{what} must be a number >= 0, got {tol!r}")
+    (`random_output_reasons`): they count as ok, `compared` False. A tolerance that is not
+    a finite number >= 0 is `VerificationInputError`."""
+    for tol, what in ((rtol, "rtol"), (atol, "atol")):  # inf would pass anything
+        if (isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real)
+                or not math.isfinite(tol) or tol < 0):
+            raise VerificationInputError(f"{what} must be a finite number >= 0, got {tol!r}")
     skip = not_compared or {}
     outputs = []
     for name, value in expected.items():
