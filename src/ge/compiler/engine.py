@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options
 from ge.compiler.pass_registry import PassRegistry
@@ -330,6 +331,10 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
         disable = set(disable) | (switched_off - set(enable))
         enable = set(enable) | (switched_on - set(disable))
     disabled = passes_not_run(registry, disable, enable)
+    observers = list(observers)
+    for observer in observers:  # a dump level naming no step nor pass would dump nothing
+        if isinstance(observer, GraphDumper):
+            observer.check_level_names(entry.name for entry in registry)
     for verb, names in (("disabling", disable), ("enabling", enable)):
         idle = sorted(name for name in set(names)
                       if (entry := registry.get(name)) is not None and entry.step is not None)
