@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
-from ge.compiler.options import CompilerOptions, parse_options
+from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
@@ -325,6 +325,8 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   disable: Iterable[str], enable: Iterable[str], check: str,
                   on_pass_failure: str, observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
+    for text in unknown_ge_options(passes.options.values):  # a typo of one, most likely
+        warnings.warn(CompileWarning(text), stacklevel=3)
     switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
     if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
         switched_on, switched_off = _switched(registry, switch_file)
