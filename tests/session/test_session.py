@@ -61,9 +61,9 @@ C = np.array([1.0, 2.0, 3.0], np.float32)
 
 
 def test_add_run_compile_run_remove(compiler: None) -> None:
-    session = Session({"ge.exec.example": "1"})
+    session = Session({"app.exec.example": "1"})  # (not ge.: reserved for ge's own)
     graph = ge.graph.load(double_negation_model())
-    session.add_graph(7, graph, options={"ge.graph.example": "2"})
+    session.add_graph(7, graph, options={"app.graph.example": "2"})
     assert session.get_graph_ids() == [7] and session.get_graph(7) is graph
     assert session.is_graph_need_rebuild(7) and session.get_compiled_graph_summary(7) is None
     x = np.array([-1.0, 0.5, 2.0], np.float32)

@@ -24,7 +24,11 @@ from rich.table import Table
 
 from ge.cli.compile import parse_options
 from ge.cli.output import command_output, console
-from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
+from ge.compiler.options import (
+    OPTION_DISABLE_PLUGIN_AUTOLOAD,
+    CompilerOptions,
+    unknown_ge_options,
+)
 from ge.compiler.options import parse_options as compiler_options
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
 from ge.compiler.plugin_loader import (
@@ -34,7 +38,7 @@ from ge.compiler.plugin_loader import (
     autoload_disabled,
 )
 from ge.compiler.scheduler import PIPELINE, step_label
-from ge.errors import GeError, PluginLoadError, PluginLoadWarning
+from ge.errors import CompileWarning, GeError, PluginLoadError, PluginLoadWarning
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.loader import PluginLoadReport
@@ -48,7 +52,12 @@ def passes() -> None:
 
 
 def _options(values: Mapping[str, str], disabled: Sequence[str]) -> CompilerOptions:
+    """`--option` values checked as a compilation checks them, with a warning for each key
+    of ge's namespace that ge does not know (as `ge compile` gives), plugin failures
+    continued from (a listing shows them) and `disabled` entry points left out."""
     parsed = compiler_options(dict(values))
+    for text in unknown_ge_options(parsed.values):
+        warnings.warn(CompileWarning(text), stacklevel=2)
     return dataclasses.replace(parsed, continue_on_plugin_error=True,
                                disabled_plugins=parsed.disabled_plugins | frozenset(disabled))
 

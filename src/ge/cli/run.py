@@ -11,7 +11,6 @@ atomically.
 
 from __future__ import annotations
 
-import io
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
@@ -52,11 +51,21 @@ def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
     data: dict[str, Any] = {"dtype": dtype, "shape": list(arr.shape), "size": int(arr.size),
                             "values": [_plain(v) for v in flat[:shown]]}
     if arr.size and arr.dtype.kind in "biuf":
+        # reduced in the array's own type (the mean summed in float64), as floats: a
+        # float64 copy of a large output took more memory than the output itself
         with np.errstate(all="ignore"):
-            numbers = flat.astype(np.float64)
-            data.update(min=_plain(np.min(numbers)), max=_plain(np.max(numbers)),
-                        mean=_plain(np.mean(numbers)))
+            data.update(min=_plain(float(np.min(flat))), max=_plain(float(np.max(flat))),
+                        mean=_plain(float(np.mean(flat, dtype=np.float64))))
     return data
+
+
+def _interface(array: Any) -> dict[str, Any]:
+    """dtype and shape of an array (what the JSON result says of each input)."""
+    import numpy as np
+
+    arr = np.asarray(array)
+    return {"dtype": "string" if arr.dtype.kind in "OSU" else arr.dtype.name,
+            "shape": list(arr.shape)}
 
 
 def _values_text(summary: dict[str, Any]) -> str:
@@ -129,11 +138,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                 raise SessionError(err.message + generated_inputs_note(graph, feeds),
                                    nodes=err.nodes) from err
         if output is not None:
-            buffer = io.BytesIO()
-            np.savez(buffer, **results)  # type: ignore[arg-type]
-
-            def write(stream: IO[bytes]) -> None:
-                stream.write(buffer.getvalue())
+            def write(stream: IO[bytes]) -> None:  # straight to the file: no copy in memory
+                np.savez(stream, **results)  # type: ignore[arg-type]
 
             write_atomically(output, write, "the outputs")
         inputs_from = str(inputs) if inputs is not None else f"generated (seed {seed})"
@@ -141,8 +147,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         payload: dict[str, Any] = {
             "model": str(model),
             "inputs_from": inputs_from,
-            "inputs": {name: {k: v for k, v in array_summary(a).items()
-                              if k in ("dtype", "shape")} for name, a in feeds.items()},
+            "inputs": {name: _interface(a) for name, a in feeds.items()},
             "outputs": outputs,
             "output_file": None if output is None else str(output),
         }

@@ -7,6 +7,11 @@ graph after every pass that changed it; 2 (the default) the input and every step
 final graph; 4 only the input; or `|`-separated substrings of step and pass names. Files are
 named `ge_<seq>_<step>[_<pass>]` so that they sort in pipeline order.
 
+A substring that is part of no step's name ("Input" included) nor of any pass's of the
+compilation (built-in or plugin: checked once the plugins are loaded, `check_level_names`)
+is a `CompilerOptionError` (GE1202) listing what a level may be, not a compilation that
+dumps nothing: `--dump-level abc` (a typo) dumped nothing and said nothing.
+
 The folder is checked when the dumper is made, before anything is compiled: an existing
 file in its place, a path through a file, or a folder that cannot be created or written is
 a `CommandLineError` (GE1701, the code of every unusable dump target), not an OSError from
@@ -21,12 +26,12 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ge.compiler.arguments import described
-from ge.compiler.scheduler import PIPELINE, PipelineObserver
+from ge.compiler.scheduler import PIPELINE, PipelineObserver, step_label
 from ge.errors import CommandLineError, CompilerOptionError, CompilerOptionTypeError, GeError
 from ge.graph.types import DumpFormat
 
@@ -34,14 +39,18 @@ if TYPE_CHECKING:
     from ge.compiler.report import PassRunRecord
     from ge.graph import Graph
 
-__all__ = ["ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH", "GraphDumper",
-           "check_dump_target", "dump_target_problem"]
+__all__ = ["DUMP_STEP_NAMES", "ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH",
+           "GraphDumper", "check_dump_target", "dump_target_problem"]
 
 ENV_DUMP_GE_GRAPH = "DUMP_GE_GRAPH"
 ENV_DUMP_GRAPH_PATH = "DUMP_GRAPH_PATH"
 ENV_DUMP_GRAPH_LEVEL = "DUMP_GRAPH_LEVEL"
 
 _LEVELS = ("1", "2", "3", "4")
+_LEVEL_MEANINGS = ("1 (the input, every step, and every pass that changed the graph), 2 (the "
+                   "input and every step), 3 (the final graph), 4 (the input)")
+#: The names of what level 1 and 2 dump besides the passes, in pipeline order.
+DUMP_STEP_NAMES = ("Input", *(step_label(step) for step in PIPELINE))
 
 
 def _probe(directory: Path, missing: list[Path]) -> str | None:
@@ -104,11 +113,15 @@ class GraphDumper(PipelineObserver):
 
     Making one checks the level (CompilerOptionError, GE1202) and then the folder
     (`check_dump_target`, GE1701), so that a dump that could not be written is refused
-    before the compilation starts; `source` names where the folder came from in that error.
+    before the compilation starts; `source` names where the folder came from in that error,
+    `level_source` where the level came from (an environment variable). The names of a level
+    are checked against the compilation's passes with `check_level_names` once its plugins
+    are loaded.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, level: str = "2",
-                 with_onnx: bool = True, source: str | None = None) -> None:
+                 with_onnx: bool = True, source: str | None = None,
+                 level_source: str | None = None) -> None:
         if not isinstance(level, str):  # `.strip()` of an int: an AttributeError
             raise CompilerOptionTypeError(
                 "dump level must be a str ('1' to '4' or '|'-separated names), got "
@@ -117,13 +130,43 @@ class GraphDumper(PipelineObserver):
         if not level or ("|" not in level and level.isdigit() and level not in _LEVELS):
             raise CompilerOptionError(
                 f"dump level must be 1, 2, 3, 4 or '|'-separated names, got {level!r}")
+        # (a name never holds a blank: "InferShape | MyPass" means what it says)
+        names = [] if level in _LEVELS else [p.strip() for p in level.split("|") if p.strip()]
+        self._what = f"{level_source} {level!r}" if level_source else f"dump level {level!r}"
+        if level not in _LEVELS and not names:
+            raise CompilerOptionError(
+                f"{self._what} names nothing: a level is {_LEVEL_MEANINGS}, or '|'-separated "
+                f"parts of the names of steps ({', '.join(DUMP_STEP_NAMES)}) and passes")
         check_dump_target(directory, source=source)
         self.directory = Path(directory)
         self.level = level
         self.with_onnx = with_onnx
         self.written: list[Path] = []
-        self._names = [] if level in _LEVELS else [p for p in level.split("|") if p]
+        self._names = names
         self._seq = 0
+
+    def check_level_names(self, pass_names: Iterable[str]) -> None:
+        """Refuse (CompilerOptionError, GE1202) a level naming something that is part of
+        no step's name nor of any of `pass_names` (the compilation's passes, plugins
+        included): it would dump nothing. The error lists what a level may be, with the
+        closest name to each unknown one."""
+        passes = sorted(set(pass_names))
+        names = [*DUMP_STEP_NAMES, *passes]
+        unknown = [part for part in self._names if not any(part in name for name in names)]
+        if not unknown:
+            return
+        import difflib
+
+        guesses = []
+        for part in unknown:
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            guesses.append(f"{part!r} (did you mean {close[0]}?)" if close else repr(part))
+        raise CompilerOptionError(
+            f"{self._what}: {', '.join(guesses)} {'is' if len(unknown) == 1 else 'are'} part "
+            "of no step or pass name, so nothing would be dumped for "
+            f"{'it' if len(unknown) == 1 else 'them'}; a level is {_LEVEL_MEANINGS}, or "
+            "'|'-separated parts of these names: steps "
+            f"{', '.join(DUMP_STEP_NAMES)}; passes {', '.join(passes) or 'none'}")
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> GraphDumper | None:
@@ -136,7 +179,8 @@ class GraphDumper(PipelineObserver):
             raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3, got {mode!r}")
         path = env.get(ENV_DUMP_GRAPH_PATH)
         return cls(path or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
-                   source=ENV_DUMP_GRAPH_PATH if path else None)
+                   source=ENV_DUMP_GRAPH_PATH if path else None,
+                   level_source=ENV_DUMP_GRAPH_LEVEL)
 
     def _wanted(self, name: str) -> bool:
         return any(part in name for part in self._names)

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ge.compiler.arguments import described, flag, name_list
+from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
-from ge.compiler.options import CompilerOptions, parse_options
+from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
 from ge.compiler.report import CompileReport, op_histogram
@@ -353,12 +354,18 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   disable: Iterable[str], enable: Iterable[str], check: str,
                   on_pass_failure: str, observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
+    for text in unknown_ge_options(passes.options.values):  # a typo of one, most likely
+        warnings.warn(CompileWarning(text), stacklevel=3)
     switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
     if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
         switched_on, switched_off = _switched(registry, switch_file)
         disable = set(disable) | (switched_off - set(enable))
         enable = set(enable) | (switched_on - set(disable))
     disabled = passes_not_run(registry, disable, enable)
+    observers = list(observers)
+    for observer in observers:  # a dump level naming no step nor pass would dump nothing
+        if isinstance(observer, GraphDumper):
+            observer.check_level_names(entry.name for entry in registry)
     for verb, names in (("disabling", disable), ("enabling", enable)):
         idle = sorted(name for name in set(names)
                       if (entry := registry.get(name)) is not None and entry.step is not None)

@@ -18,12 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ge.compiler.options import OPTION_FUSION_SWITCH_FILE
 from ge.errors import CompilerOptionError
 
 __all__ = ["OPTION_FUSION_SWITCH_FILE", "FusionSwitch", "read_fusion_switch"]
 
-#: The option naming the file, as GE names it.
-OPTION_FUSION_SWITCH_FILE = "ge.fusionSwitchFile"
 _SECTIONS = ("GraphFusion", "UBFusion")
 _ALL = "ALL"
 

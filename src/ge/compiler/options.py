@@ -4,10 +4,17 @@ Options are `str -> str` as in GE; passes read them with `PassContext.get_option
 The values of options the built-in passes read are checked here too, when the options are
 parsed: a bad one is a CompilerOptionError (GE1202) before anything runs, not a failure of
 the pass that reads it in the middle of the pipeline.
+
+Passes may read any option, so an unknown key is no error; but the `ge.` prefix is reserved
+for ge's own options (`GE_OPTIONS`), and a key there that ge does not know is a typo of one
+of them (`ge.optimise.max_rounds`) or an option ge does not have: `unknown_ge_options`
+names each with the closest known key, for a `CompileWarning` once per compilation (a typo
+did nothing, silently).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,13 +23,18 @@ from ge.compiler.arguments import described
 from ge.errors import CompilerOptionError, CompilerOptionTypeError
 
 __all__ = [
+    "GE_OPTIONS",
+    "GE_OPTION_PREFIX",
     "OPTION_CONSTANT_FOLDING_SIZE_LIMIT",
     "OPTION_CONTINUE_ON_PLUGIN_ERROR",
     "OPTION_DISABLED_PLUGINS",
     "OPTION_DISABLE_PLUGIN_AUTOLOAD",
+    "OPTION_FUSION_SWITCH_FILE",
+    "OPTION_MAX_ROUNDS",
     "CompilerOptions",
     "parse_options",
     "size_limit_value",
+    "unknown_ge_options",
 ]
 
 #: "true": a plugin that fails to load is skipped with a warning instead of failing (D9).
@@ -35,6 +47,18 @@ OPTION_DISABLE_PLUGIN_AUTOLOAD = "ge.passes.disable_plugin_autoload"
 
 #: The bytes a folded output of `ConstantFolding` may have (a decimal integer string).
 OPTION_CONSTANT_FOLDING_SIZE_LIMIT = "ge.constant_folding.size_limit"
+#: Rounds the origin-graph optimisation may take to reach its fixed point (`Scheduler`).
+OPTION_MAX_ROUNDS = "ge.optimize.max_rounds"
+#: GE's fusion switch file turning passes on and off by name (`ge.compiler.fusion_switch`).
+OPTION_FUSION_SWITCH_FILE = "ge.fusionSwitchFile"
+
+#: The prefix of ge's own options: reserved for them (a plugin's options take their own).
+GE_OPTION_PREFIX = "ge."
+#: Every option ge reads: the plugin-loading ones, those of the built-in pipeline and passes.
+GE_OPTIONS = frozenset({
+    OPTION_CONTINUE_ON_PLUGIN_ERROR, OPTION_DISABLED_PLUGINS, OPTION_DISABLE_PLUGIN_AUTOLOAD,
+    OPTION_CONSTANT_FOLDING_SIZE_LIMIT, OPTION_MAX_ROUNDS, OPTION_FUSION_SWITCH_FILE,
+})
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -117,3 +141,21 @@ def parse_options(options: Mapping[str, str] | None) -> CompilerOptions:
             OPTION_DISABLE_PLUGIN_AUTOLOAD, values.get(OPTION_DISABLE_PLUGIN_AUTOLOAD, "")
         ),
     )
+
+
+def unknown_ge_options(values: Mapping[str, str]) -> list[str]:
+    """One warning text for each key of `values` under the `ge.` prefix that is not one of
+    `GE_OPTIONS` but close to one (difflib): most likely a typo of an option that would have
+    changed something. A key close to none is left alone: GE's own options
+    (`ge.exec.deviceId`, `ge.graphRunMode`), which code ported from GE passes, mean nothing
+    to ge and are not mistakes."""
+    texts = []
+    for key in sorted(k for k in values if k.startswith(GE_OPTION_PREFIX) and k not in GE_OPTIONS):
+        close = difflib.get_close_matches(key, sorted(GE_OPTIONS), n=1, cutoff=0.6)
+        if close:
+            texts.append(
+                f"option {key} is not one of ge's options (did you mean {close[0]}?): ge "
+                "ignores it, only passes reading it see it; the prefix "
+                f"{GE_OPTION_PREFIX!r} is reserved for ge's and GE's own options (a plugin's "
+                "options take a prefix of their own)")
+    return texts

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
+from ge.compiler.options import OPTION_MAX_ROUNDS
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
 from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
 from ge.compiler.steps import (
@@ -81,9 +82,7 @@ DEFAULT_ENGINE_STEPS: Mapping[str, EngineStep] = MappingProxyType({
     "final_validation": final_validation,
 })
 
-#: Rounds the origin-graph optimisation may take to reach its fixed point.
-OPTION_MAX_ROUNDS = "ge.optimize.max_rounds"
-_DEFAULT_MAX_ROUNDS = 8
+_DEFAULT_MAX_ROUNDS = 8  # rounds unless OPTION_MAX_ROUNDS says otherwise
 
 _STEP_LABELS = {"infer_shape": INFER_SHAPE_STAGE, "final_validation": FINAL_VALIDATION_STAGE,
                 **BUILTIN_STEPS}

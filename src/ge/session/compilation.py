@@ -441,6 +441,8 @@ def compile(
     # The plugins are loaded first: one may register the custom operator (and its kernel)
     # that the original model needs to run.
     with compilation_passes(options, pass_paths) as passes:
+        if dumper is not None:  # a level's names, against the passes the plugins brought
+            dumper.check_level_names(entry.name for entry in passes.registry)
         expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
         feeds: dict[str, np.ndarray] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in

@@ -418,18 +418,28 @@ class ModelRunner:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The outputs by graph output name, in the graph's output order."""
         arrays = checked_inputs(inputs, self.inputs, self.name)
-        # (not np.ascontiguousarray: it makes a 0-d input 1-d)
-        feeds = {k: np.asarray(v, order="C") for k, v in arrays.items()}
         try:
+            # (not np.ascontiguousarray: it makes a 0-d input 1-d)
+            feeds = {k: np.asarray(v, order="C") for k, v in arrays.items()}
             if self.backend == "reference":
                 with self._lock:
                     results = self._evaluator.run(None, feeds)
             else:
                 results = self._session.run(None, feeds)
-        except Exception as err:
+        except Exception as err:  # MemoryError included: one line, not a traceback
+            if _out_of_memory(err):
+                raise SessionError(
+                    f"{self.backend} ran out of memory running graph {self.name!r} "
+                    f"({_one_line(err)}): smaller inputs need less") from err
             raise SessionError(f"{self.backend} failed to run graph {self.name!r}: "
                                f"{_one_line(err)}") from err
         return dict(zip(self.output_names, results))
+
+
+def _out_of_memory(err: Exception) -> bool:
+    """Whether running failed for want of memory: numpy's MemoryError, or onnxruntime's
+    allocator failing (its error is a generic `Fail` saying so)."""
+    return isinstance(err, MemoryError) or "Failed to allocate memory" in str(err)
 
 
 def serialized_or_none(proto: Any) -> bytes | None:

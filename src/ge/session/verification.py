@@ -4,6 +4,14 @@ Inputs are made (`generate_inputs`), read (`load_inputs`) and checked (`check_in
 against a model's interface without running it. `verify` runs an original and a compiled
 model on the same inputs and compares their outputs element by element (`numpy.isclose`
 semantics; NaN equals NaN), giving a `VerificationReport`.
+
+Memory: generated inputs are refused before anything is allocated when they would take more
+than `generated_inputs_limit()` bytes (4 GiB unless `GE_MAX_GENERATED_INPUT_BYTES` says
+otherwise; a verification holds the inputs and both runs' outputs, several times that).
+They are drawn block by block into arrays of their own type, and outputs are compared block
+by block: neither holds a second copy of the data (a copy of each input made by casting it
+to its own type, and five float64 arrays of each output's size made by the comparison, took
+a verification of a Relu to twenty times its inputs' size).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import numbers
 import os
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +30,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ge.errors import GraphTypeError, VerificationError, VerificationInputError
+from ge.errors import (
+    CompilerOptionError,
+    GraphTypeError,
+    VerificationError,
+    VerificationInputError,
+)
 from ge.graph.graph import Graph
+from ge.graph.types import elem_type_name
 from ge.session.runner import (
     InputSpec,
     Model,
@@ -34,11 +48,14 @@ from ge.session.runner import (
 )
 
 __all__ = [
+    "ENV_MAX_GENERATED_INPUT_BYTES",
+    "MAX_GENERATED_INPUT_BYTES",
     "OutputComparison",
     "VerificationReport",
     "check_inputs",
     "compare_outputs",
     "generate_inputs",
+    "generated_inputs_limit",
     "generated_inputs_note",
     "load_inputs",
     "precision_floor",
@@ -61,6 +78,17 @@ _INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "
                "INT4", "UINT4", "INT2", "UINT2")
 _INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at least 4 rows
 _DEFAULT_DIM = 2  # the size of a symbolic or unknown dim nobody named
+
+#: The bytes generated inputs may take together by default. A verification holds them, the
+#: original's outputs and the compiled model's, plus what onnxruntime allocates while
+#: running: several times the inputs' size, so a fixed size that fits a common machine
+#: rather than a share of this one's memory (the same command behaves the same everywhere).
+MAX_GENERATED_INPUT_BYTES = 4 * 2**30
+#: The environment variable replacing `MAX_GENERATED_INPUT_BYTES` (a number of bytes).
+ENV_MAX_GENERATED_INPUT_BYTES = "GE_MAX_GENERATED_INPUT_BYTES"
+#: How many elements are drawn, or compared, at a time: the temporary arrays of a block
+#: (float64 differences, int64 draws) stay a few MB whatever the arrays' size.
+_BLOCK = 2**16
 
 
 #: A model as the functions here take it: a Graph, a ModelProto or the path of a model file.
@@ -104,6 +132,70 @@ def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, np.ndarray]) -
             + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
 
 
+def generated_inputs_limit(environ: Mapping[str, str] | None = None) -> int:
+    """The bytes generated inputs may take together: `GE_MAX_GENERATED_INPUT_BYTES` (a
+    whole number of bytes; CompilerOptionError, GE1202, for anything else) or
+    `MAX_GENERATED_INPUT_BYTES` (4 GiB) when it is unset or empty."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_MAX_GENERATED_INPUT_BYTES, "").strip()
+    if not raw:
+        return MAX_GENERATED_INPUT_BYTES
+    if not raw.isdigit():
+        raise CompilerOptionError(
+            f"{ENV_MAX_GENERATED_INPUT_BYTES} must be a whole number of bytes (e.g. "
+            f"{8 * 2**30} for 8 GiB), got {raw!r}")
+    return int(raw)
+
+
+def _bytes_text(count: int) -> str:
+    """A byte count for a message: `1.09 TiB`, `512 bytes`."""
+    size = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            return f"{count} bytes" if unit == "bytes" else f"{size:.3g} {unit}"
+        size /= 1024
+    return f"{size:.3g} PiB"
+
+
+def _element_bytes(spec: InputSpec) -> int:
+    """The bytes one generated element of `spec` takes (a string: the object reference,
+    the four words being shared)."""
+    if spec.elem_type in (TensorProto.STRING, TensorProto.BOOL):
+        return 8 if spec.elem_type == TensorProto.STRING else 1
+    try:
+        return int(np.dtype(helper.tensor_dtype_to_np_dtype(spec.elem_type)).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return 0  # a type that cannot be generated: refused when its turn comes
+
+
+def _check_size(shapes: Mapping[str, tuple[int, ...]], specs: Mapping[str, InputSpec],
+                graph: str) -> None:
+    """Refuse (VerificationInputError, GE1602) inputs that would take more than the limit,
+    naming each with its type, shape and bytes, largest first; nothing is allocated yet."""
+    sizes = {name: math.prod(shape) * _element_bytes(specs[name])
+             for name, shape in shapes.items()}
+    total, limit = sum(sizes.values()), generated_inputs_limit()
+    if total <= limit:
+        return
+    order = sorted(sizes, key=lambda n: -sizes[n])
+    shown = ", ".join(f"{name!r} {_dtype_name(specs[name])} {list(shapes[name])} "
+                      f"{_bytes_text(sizes[name])}" for name in order[:4])
+    more = f" and {len(order) - 4} more" if len(order) > 4 else ""
+    symbolic = any(isinstance(d, str) for spec in specs.values() for d in spec.dims or ())
+    raise VerificationInputError(
+        f"the generated inputs of graph {graph!r} would take {_bytes_text(total)}"
+        f"{f' ({total} bytes)' if total >= 1024 else ''}, over the limit of "
+        f"{_bytes_text(limit)} ({ENV_MAX_GENERATED_INPUT_BYTES}): {shown}{more}; give "
+        + ("smaller sizes with --dims NAME=SIZE (dims=) or " if symbolic else "")
+        + "real inputs with --inputs FILE.npz (inputs=), or raise the limit with "
+        f"{ENV_MAX_GENERATED_INPUT_BYTES}=BYTES if the machine has several times that in "
+        "memory (the inputs, and the outputs of each run)")
+
+
+def _dtype_name(spec: InputSpec) -> str:
+    return elem_type_name(spec.elem_type) if spec.elem_type else "any type"
+
+
 def generate_inputs(model: ModelOrPath, *, seed: int = 0,
                     dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Random inputs for every input of `model` (a Graph, a ModelProto or the path of a
@@ -114,9 +206,14 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     strings are drawn from four short words. A symbolic dim takes its size from `dims`
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
+
+    Inputs that would take more than `generated_inputs_limit()` bytes together are refused
+    before anything is allocated (VerificationInputError, GE1602, naming them), and running
+    out of memory while drawing them is that error too, not a MemoryError.
     """
     model = _model(model)
     specs = model_inputs(model)
+    graph = model_name(model)
     sizes = dict(dims or {})
     symbols = {d for s in specs for d in s.dims or () if isinstance(d, str)}
     bad = sorted(k for k, v in sizes.items()
@@ -124,20 +221,49 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     if bad:
         raise VerificationInputError(
             f"dims {', '.join(repr(k) for k in bad)}: each must name a symbolic dim of graph "
-            f"{model_name(model)!r} ({', '.join(sorted(symbols)) or 'it has none'}) and be an "
+            f"{graph!r} ({', '.join(sorted(symbols)) or 'it has none'}) and be an "
             f"int >= 0, got {sizes}")
-    out: dict[str, np.ndarray] = {}
-    for spec in specs:
-        if spec.optional:
-            continue
+    shapes: dict[str, tuple[int, ...]] = {}
+    required = {spec.name: spec for spec in specs if not spec.optional}
+    for spec in required.values():
         if spec.dims is None or not spec.elem_type:
             raise VerificationInputError(
-                f"input {spec.name!r} of graph {model_name(model)!r} is {spec.describe()}: "
+                f"input {spec.name!r} of graph {graph!r} is {spec.describe()}: "
                 "cannot generate a value for it; give the inputs explicitly")
-        shape = tuple(sizes.get(d, _DEFAULT_DIM) if isinstance(d, str)
-                      else (_DEFAULT_DIM if d is None else d) for d in spec.dims)
-        rng = np.random.default_rng([seed % 2**64, zlib.crc32(spec.name.encode())])
-        out[spec.name] = _random(rng, spec, shape)
+        shapes[spec.name] = tuple(sizes.get(d, _DEFAULT_DIM) if isinstance(d, str)
+                                  else (_DEFAULT_DIM if d is None else d) for d in spec.dims)
+    _check_size(shapes, required, graph)
+    out: dict[str, np.ndarray] = {}
+    for name, shape in shapes.items():
+        spec = required[name]
+        rng = np.random.default_rng([seed % 2**64, zlib.crc32(name.encode())])
+        try:
+            out[name] = _random(rng, spec, shape)
+        except MemoryError:
+            out.clear()  # (what was drawn is given back before the error travels)
+            raise VerificationInputError(
+                f"out of memory generating input {name!r} of graph {graph!r} "
+                f"({_dtype_name(spec)} {list(shape)}, "
+                f"{_bytes_text(math.prod(shape) * _element_bytes(spec))}): give smaller "
+                "sizes with --dims NAME=SIZE (dims=) or real inputs with --inputs FILE.npz "
+                "(inputs=)") from None
+    return out
+
+
+def _fill(flat: np.ndarray, draw: Callable[[int], Any]) -> None:
+    """Fill the 1-d array (or view) `flat` block by block with `draw(count)`, cast on
+    assignment: the same values as one `draw` of every element (a generator's stream does
+    not depend on how the draws are split), without a whole temporary array of the draw's
+    type (int64, float64) beside the result."""
+    for start in range(0, flat.size, _BLOCK):
+        stop = min(start + _BLOCK, flat.size)
+        flat[start:stop] = draw(stop - start)
+
+
+def _filled(shape: tuple[int, ...], dtype: Any, draw: Callable[[int], Any]) -> np.ndarray:
+    """A new array of `shape` and `dtype` filled by `_fill`."""
+    out = np.empty(shape, dtype=dtype)
+    _fill(out.reshape(-1), draw)  # a view: `out` is contiguous
     return out
 
 
@@ -145,16 +271,20 @@ def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -
     elem = spec.elem_type
     if elem == TensorProto.STRING:
         words = np.array(["a", "bb", "ccc", "dddd"], dtype=object)
-        return words[rng.integers(0, len(words), size=shape)]
+        return _filled(shape, object, lambda n: words[rng.integers(0, len(words), size=n)])
     if elem == TensorProto.BOOL:
-        return rng.random(shape) < 0.5
+        return _filled(shape, bool, lambda n: rng.random(n) < 0.5)
     dtype = helper.tensor_dtype_to_np_dtype(elem)
     if elem in _FLOATS:
-        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+        return _filled(shape, dtype, lambda n: rng.standard_normal(n, dtype=np.float32))
     if elem in _COMPLEX:
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+        out = np.empty(shape, dtype=dtype)
+        flat = out.reshape(-1)
+        _fill(flat.real, rng.standard_normal)  # every real part first, then every imaginary
+        _fill(flat.imag, rng.standard_normal)
+        return out
     if elem in _INTS:
-        return rng.integers(0, _INT_HIGH, size=shape).astype(dtype)
+        return _filled(shape, dtype, lambda n: rng.integers(0, _INT_HIGH, size=n))
     raise VerificationInputError(
         f"input {spec.name!r}: cannot generate values of type {spec.describe()}")
 
@@ -289,9 +419,19 @@ def precision_floor(expected: np.ndarray, rtol: float, atol: float) -> tuple[flo
     eps = _PRECISION.get(_dtype_of(expected))
     if eps is None or expected.size == 0:
         return rtol, atol
-    finite = np.abs(expected[np.isfinite(expected)]).astype(np.float64)
-    scale = float(finite.max()) if finite.size else 0.0
+    scale = 0.0
+    for block in _blocks(expected):  # (no whole copy of the output)
+        finite = np.abs(block[np.isfinite(block)])
+        if finite.size:
+            scale = max(scale, float(finite.max()))
     return max(rtol, eps), max(atol, eps * scale)
+
+
+def _blocks(array: np.ndarray) -> Iterator[np.ndarray]:
+    """`array`'s elements in order, `_BLOCK` at a time (views of a contiguous array)."""
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, _BLOCK):
+        yield flat[start:start + _BLOCK]
 
 
 def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
@@ -326,8 +466,8 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
                                 reason=f"shape {list(a.shape)} instead of {list(e.shape)}")
     if dtypes[0] != "string":
         rtol, atol = precision_floor(e, rtol, atol)
-    diff, rel, bad, excess = _differences(e, a, rtol, atol)
-    mismatches = int(np.count_nonzero(bad))
+    scan = _scan(e, a, rtol, atol)
+    mismatches = scan.mismatches
     reasons = [f"{mismatches} of {e.size} elements beyond tolerance"] if mismatches else []
     if dtypes[0] != dtypes[1]:
         reasons.append(f"dtype {dtypes[1]} instead of {dtypes[0]}")
@@ -336,12 +476,48 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
                                 rtol=rtol, atol=atol)
     # where it fails most (a failing element, not merely the largest difference), else the
     # largest difference
-    flat = int(np.argmax(np.where(bad, excess, -math.inf))) if mismatches else \
-        int(np.argmax(diff))
+    flat = scan.worst if mismatches else scan.largest
     index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
-    return OutputComparison(name, not reasons, *shapes, *dtypes, float(diff.max()),
-                            float(rel.max()), index, e[index], a[index], mismatches, e.size,
-                            "; ".join(reasons), rtol, atol)
+    return OutputComparison(name, not reasons, *shapes, *dtypes, scan.max_abs, scan.max_rel,
+                            index, e[index], a[index], mismatches, e.size, "; ".join(reasons),
+                            rtol, atol)
+
+
+@dataclass
+class _Scan:
+    """What `_compare` needs of two outputs' elements, gathered block by block: the count
+    beyond tolerance, the largest absolute and relative differences, and the flat indices
+    of the largest difference and of the element furthest beyond tolerance (the first such
+    element on ties, as `numpy.argmax` of the whole would give)."""
+
+    mismatches: int = 0
+    max_abs: float = -math.inf
+    max_rel: float = -math.inf
+    largest: int = 0
+    worst: int = 0
+    worst_excess: float = -math.inf
+
+
+def _scan(e: np.ndarray, a: np.ndarray, rtol: float, atol: float) -> _Scan:
+    """`_Scan` of `e` and `a` (same shape) a block at a time: `_differences` computes five
+    float64 arrays the size of its operands, which on whole outputs took twenty times an
+    output's size of float32."""
+    scan = _Scan()
+    start = 0
+    for eb, ab in zip(_blocks(e), _blocks(a)):
+        diff, rel, bad, excess = _differences(eb, ab, rtol, atol)
+        count = int(np.count_nonzero(bad))
+        scan.mismatches += count
+        at = int(np.argmax(diff))
+        if diff[at] > scan.max_abs:
+            scan.max_abs, scan.largest = float(diff[at]), start + at
+        scan.max_rel = max(scan.max_rel, float(rel.max()))
+        if count:
+            at = int(np.argmax(np.where(bad, excess, -math.inf)))
+            if excess[at] > scan.worst_excess:
+                scan.worst_excess, scan.worst = float(excess[at]), start + at
+        start += eb.size
+    return scan
 
 
 def _severity(out: OutputComparison) -> tuple[bool, float]:
