@@ -132,3 +132,12 @@ def test_compile_graph_checks_a_dumper_it_is_given(tmp_path: Path) -> None:
     with pytest.raises(CompilerOptionError, match="dump level 'abc': 'abc' is part of no"):
         compile_graph(graph, observers=iter([dumper]))
     assert graph.mutation_count == count and not (tmp_path / "d").exists()
+
+
+def test_a_dump_level_without_a_dump_folder_is_refused() -> None:
+    """As the CLI's --dump-level without --dump: nothing would be dumped."""
+    with pytest.raises(CompilerOptionError) as info:
+        ge.compile(small_graph(), dump_level="1")
+    assert info.value.code == "GE1202"
+    assert info.value.message == ("dump_level='1' needs dump=FOLDER: without it nothing is "
+                                  "dumped (the CLI's --dump-level needs --dump)")

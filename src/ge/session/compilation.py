@@ -247,6 +247,9 @@ def _check_dump_arguments(dump: object, dump_level: object) -> None:
         raise CompilerOptionTypeError(
             "dump_level must be a str (as DUMP_GRAPH_LEVEL: '1' to '4' or '|'-separated "
             f"names), got {described(dump_level)}{hint}")
+    if dump_level is not None and dump is None:
+        raise CompilerOptionError(f"dump_level={dump_level!r} needs dump=FOLDER: without it "
+                                  "nothing is dumped (the CLI's --dump-level needs --dump)")
 
 
 def _value_info_mode(mode: str, graph: Graph) -> bool:
