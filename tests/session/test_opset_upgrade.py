@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper, version_converter
 
 import ge.graph
 import ge.session.opset_upgrade as opset_upgrade
-from ge.errors import CompileInputError
+from ge.errors import CompileInputError, CompileWarning
 from ge.graph import Graph
 from ge.session.opset_upgrade import STAND_IN_BYTES, upgraded_opset
 from ge.testing import assert_numerically_equal
@@ -301,12 +301,18 @@ def _tampering_converter(tamper: Callable[[onnx.ModelProto], None], calls: list[
 @pytest.mark.parametrize("what", sorted(TAMPERINGS))
 def test_stand_ins_not_given_back_fall_back_to_the_whole_model(
         what: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    tamper, make, _ = TAMPERINGS[what]
+    tamper, make, message = TAMPERINGS[what]
     calls: list[int] = []
     monkeypatch.setattr(version_converter, "convert_version", _tampering_converter(tamper, calls))
     graph = ge.graph.load(make())
-    converted = upgraded_opset(graph, 18)
+    with pytest.warns(CompileWarning) as warned:  # (it holds the weights twice: said)
+        converted = upgraded_opset(graph, 18)
     assert calls[0] > 0 and calls[1:] == [0]  # stand-ins first, then the whole model
+    (warning,) = [str(w.message) for w in warned]
+    assert warning.startswith("onnx's version converter took graph 'g' from opset ")
+    assert f"without its weights, but {message}; converting the whole model (" in warning
+    assert warning.endswith("MiB) with its weights instead, which holds them twice while "
+                            "it runs")
     monkeypatch.undo()
     assert (converted.to_onnx().SerializeToString()
             == _whole_model_conversion(graph, 18).to_onnx().SerializeToString())

@@ -17,6 +17,7 @@ is converted instead when protobuf can hold it, else `CompileInputError` (GE1203
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,7 +25,12 @@ import onnx
 from onnx import version_converter
 
 from ge.compiler.arguments import described
-from ge.errors import CompileInputError, CompilerOptionError, CompilerOptionTypeError
+from ge.errors import (
+    CompileInputError,
+    CompilerOptionError,
+    CompilerOptionTypeError,
+    CompileWarning,
+)
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import graph_tensors
@@ -86,6 +92,11 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
                 f"to {opset} without its weights, but {problem}, so ge cannot put them "
                 f"back; the whole model ({size / 2**30:.1f} GiB) is over protobuf's 2 GiB "
                 "limit and cannot be converted with them") from None
+        warnings.warn(CompileWarning(
+            f"onnx's version converter took graph {graph.name!r} from opset {current} to "
+            f"{opset} without its weights, but {problem}; converting the whole model "
+            f"({size / 2**20:.0f} MiB) with its weights instead, which holds them twice "
+            "while it runs"), stacklevel=2)
     return load(_convert(graph.to_onnx(), graph, current, opset))
 
 
