@@ -28,6 +28,7 @@ from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
+from ge.compiler.steps import check_operators_known
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -228,7 +229,11 @@ def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[st
                   dims: Mapping[str, int] | None
                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The outputs of the model as given (it is checked too) and the inputs they came from.
-    Nothing of the run outlives it: its session and export are gone before the passes run."""
+    Nothing of the run outlives it: its session and export are gone before the passes run.
+    What the compilation's shape inference refuses before any inference (an opset or an
+    operator onnx does not know) is refused first, with the same error: onnxruntime would
+    refuse it too, in its own words, and the diagnosis would depend on verifying."""
+    check_operators_known(given)
     with exported_to_run(given) as original:
         feeds = _inputs_for(original.proto, inputs, seed=0, dims=dims)
         try:
