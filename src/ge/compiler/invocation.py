@@ -261,10 +261,11 @@ def _full_problems(root: Graph, typed: bool, changes: ChangeSet) -> list[Validat
     """The problems of the whole model after a pass (`check="full"`), attributes only where
     the pass set them (those of the input model are the final validation's to report)."""
     problems = find_problems(root, attributes_of=changes.attributes_set)
-    if typed:
-        nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
-        problems += [p for p in find_node_problems(nodes, typed=True)
-                     if p.kind in ("untyped", "type")]
+    if not typed:  # before shape inference: nothing to check shapes against
+        return problems
+    nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
+    problems += [p for p in find_node_problems(nodes, typed=True)
+                 if p.kind in ("untyped", "type")]
     return problems or _shape_problems(nodes, changes)
 
 
