@@ -19,6 +19,10 @@ from ge.cli import cli
 from ge.errors import GraphValidationError, PassRunError
 from ge.testing import isolated_plugin_state
 
+# The built-in passes run: constant folding rewires the node with the bad attribute, dead
+# code elimination removes one.
+pytestmark = pytest.mark.builtin_passes
+
 VERDICT = ("(the input model{where} has this problem too: it is not the compilation's doing; "
            "fix it in the model, or in the exporter that wrote it)")
 BOGUS = ("Relu node 'relu' has attribute 'bogus', which Relu (opset 17) does not define; "
@@ -161,3 +165,53 @@ def test_a_verdict_that_cannot_be_made_leaves_the_error_as_it_was(
         ge.compile(source)
     assert caught.value.stage == "FinalValidation"
     assert str(caught.value).endswith(f"{BOGUS} {ADVICE} (stage FinalValidation)")
+
+
+def test_verification_does_not_change_the_diagnosis_of_an_invalid_input(
+        tmp_path: Path) -> None:
+    """With --verify the original is run first, and onnxruntime refused the bad attribute in
+    its own words (GE1601, with advice about generated inputs): ge finds the model invalid
+    itself, so the compilation runs and says it as it does without --verify."""
+    source = tmp_path / "model.onnx"
+    onnx.save(_bad_attribute_model(), source)
+    out = tmp_path / "out.onnx"
+    plain = _compile_cli(str(source), "-o", str(out))
+    verified = _compile_cli(str(source), "-o", str(out), "--verify")
+    each_pass = _compile_cli(str(source), "-o", str(out), "--verify=each-pass")
+    assert plain[0] == 1 and plain[2] == _final_error(
+        f"{BOGUS} {VERDICT.format(where=f' {source}')}")
+    assert verified == plain and each_pass == plain
+    errors = []
+    for verify in (False, True):
+        with pytest.raises(GraphValidationError) as caught:
+            ge.compile(source, verify=verify)
+        errors.append((caught.value.code, caught.value.stage, caught.value.message))
+    assert errors[0] == errors[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_an_invalid_input_the_compilation_repairs_still_fails_verification(
+        tmp_path: Path) -> None:
+    """The bad node is dead: the compilation removes it and succeeds, but the original
+    cannot be run to verify against: that is the error (GE1601), after the compilation,
+    and the graph given is given back unchanged."""
+    model = _bad_attribute_model()
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["dead"], name="dead", bogus=1))
+    del model.graph.node[0].attribute[:]
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    out = tmp_path / "out.onnx"
+    code, _, _ = _compile_cli(str(source), "-o", str(out))
+    assert code == 0 and out.exists()
+    out.unlink()
+    code, _, stderr = _compile_cli(str(source), "-o", str(out), "--verify")
+    assert code == 1 and stderr.startswith(
+        "ge: [GE1601] the original model (as given, before any pass) cannot be run for the "
+        "verification: onnxruntime cannot load graph 'g': ")
+    assert "Unrecognized attribute: bogus" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    graph = ge.graph.load(source)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(ge.errors.SessionError):
+        ge.compile(graph, verify=True)
+    assert graph.to_onnx().SerializeToString() == before

@@ -353,18 +353,31 @@ def compile(
         expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
         feeds: dict[str, np.ndarray] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
+        unrunnable: SessionError | None = None  # the original's failure, told after compiling
         if mode != "none":
-            expected, feeds = _run_original(given, inputs, dims)  # before any conversion
-            random = random_output_reasons(given)
-            if random:
-                _warn_not_compared(random)
-            if mode == "each-pass":
-                watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random))
+            try:
+                expected, feeds = _run_original(given, inputs, dims)  # before any conversion
+            except SessionError as err:
+                if not given.find_problems():
+                    raise
+                unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
+            else:
+                random = random_output_reasons(given)
+                if random:
+                    _warn_not_compared(random)
+                if mode == "each-pass":
+                    watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random))
 
         def run() -> CompileResult:
             report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
                                    disable=disable, enable=enable, check=check,
                                    on_pass_failure=on_pass_failure, observers=watchers)
+            if unrunnable is not None:
+                # ge finds the model as given invalid, which onnxruntime refused to run in
+                # its own words: the compilation said it in ge's, as without verification
+                # (the input's own problem, GE1003); it did not fail, so the run's failure
+                # is the error
+                raise unrunnable
             verification = None
             if expected is not None:
                 # as save writes it; its weights are the graph's until it runs (a temporary
