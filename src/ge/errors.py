@@ -107,16 +107,24 @@ class GraphTypeError(GeError, TypeError):
 
 @dataclass(frozen=True)
 class ValidationProblem:
-    """One broken IR invariant: its kind, the nodes involved and a sentence saying what."""
+    """One broken IR invariant: its kind, the nodes involved, a sentence saying what, and
+    what to do about it when a compilation (a pass) made it: `advice`, kept apart from the
+    message so that a problem the input model already had is not told to a pass author."""
 
     kind: str  # "dangling-edge", "cycle", "duplicate-name", "arity", "structure"
     nodes: tuple[str, ...]
     message: str
     graph: str = ""
+    advice: str = ""
+
+    @property
+    def text(self) -> str:
+        """The message with its advice, as the problem is shown."""
+        return f"{self.message} ({self.advice})" if self.advice else self.message
 
     def __str__(self) -> str:
         where = f"graph {self.graph}: " if self.graph else ""
-        return f"{where}{self.kind}: {self.message}"
+        return f"{where}{self.kind}: {self.text}"
 
 
 class GraphValidationError(GraphError):

@@ -332,3 +332,35 @@ def test_a_report_or_page_that_cannot_be_written_leaves_the_previous_model(
     assert code == 1 and "No space left on device" in stderr
     assert out.read_bytes() == b"the previous model"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["existing", "missing"])
+def test_an_output_ending_with_a_separator_is_refused_before_any_work(
+        model: Path, existing: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o out/` names a folder: an existing one was refused ("it is a folder") but a
+    missing one became a file named `out` (the separator dropped). Both are GE1104 now,
+    before the model is read (a missing model is not what is reported), nothing written;
+    `Graph.save` and `CompileResult.save` refuse it the same way."""
+    import ge
+    from ge.errors import ModelSaveError
+
+    monkeypatch.chdir(model.parent)
+    if existing:
+        (model.parent / "out").mkdir()
+    before = _listing(model.parent)
+    message = ("cannot save to out/: it names a folder (it ends with a path separator); give "
+               "a file name, such as out/model.onnx")
+    for source in (model.name, "missing.onnx"):
+        code, _, stderr = _run("compile", source, "-o", "out/")
+        assert (code, stderr) == (1, f"ge: [GE1104] {message}\n")
+        code, stdout, _ = _run("compile", source, "-o", "out/", "--json")
+        assert code == 1 and json.loads(stdout)["message"] == message
+        assert json.loads(stdout)["code"] == "GE1104"
+    assert _listing(model.parent) == before
+
+    result = ge.compile(model)
+    for save in (result.save, result.graph.save):
+        with pytest.raises(ModelSaveError) as caught:
+            save("out/")
+        assert (caught.value.code, caught.value.message) == ("GE1104", message)
+    assert _listing(model.parent) == before

@@ -67,3 +67,35 @@ def test_a_changed_static_dim_is_named(tmp_path: Path, capsys: pytest.CaptureFix
     assert err == f"pyatc: [GE1701] --input_shape: {message}\n"
     assert "static shape" not in err
     assert listing(tmp_path) == ["in.onnx"]
+
+
+@pytest.mark.parametrize(("prefix", "why", "example"), [
+    ("out/", "ends with a path separator", "out/model"),  # wrote the hidden file out/.onnx
+    ("absent/", "ends with a path separator", "absent/model"),
+    ("out", "is an existing folder", "out/model"),
+    ("", "names no file", "model"),  # wrote .onnx
+    (".onnx", "names no file", "model"),
+    ("out/.onnx", "names no file", "out/model"),
+    (".", "names a folder", "./model"),
+])
+def test_an_output_prefix_naming_no_file_is_refused_before_any_work(
+        prefix: str, why: str, example: str, tmp_path: Path, capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before the model is even read: a missing model is not what is reported."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    for model in (str(DISTILBERT), "missing.onnx"):
+        assert main(args=[f"--model={model}", "--framework=5", f"--output={prefix}"]) == 1
+        assert capsys.readouterr().err == (
+            f"pyatc: [GE1701] --output={prefix} {why}: pyatc writes the compiled model to "
+            f"PREFIX.onnx; give a file prefix such as {example} (writes {example}.onnx)\n")
+    assert listing(tmp_path) == ["out"]
+
+
+def test_a_file_prefix_in_a_folder_is_written(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    assert main(args=[f"--model={DISTILBERT}", "--output=out/model"]) == 0
+    assert "wrote out/model.onnx" in capsys.readouterr().out
+    assert listing(tmp_path) == ["out", "out/model.onnx"]

@@ -224,6 +224,31 @@ def test_the_full_check_lists_every_problem(write) -> None:
     assert "graph output 0 (input 0 of" in info.value.message
 
 
+REWIRES_BEFORE_INFERENCE = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="AddIdentity", stage="BeforeInferShape")
+class AddIdentity(FusionBasePass):
+    def run(self, graph, context):
+        output = graph.get_net_output()
+        producer, index = output.get_input_producer(0)
+        identity = graph.add_node("Identity", name="added_identity", num_inputs=1)
+        graph.remove_edge(producer, index, output, 0)
+        graph.add_data_edge(producer, index, identity, 0)
+        graph.add_data_edge(identity, 0, output, 0)
+        return True
+"""
+
+
+def test_the_full_check_of_a_sound_pass_before_shape_inference_passes(write) -> None:
+    """It failed the pass with an UnboundLocalError: the shape check after it read the node
+    list made only once shapes are inferred."""
+    path = write("rewires.py", REWIRES_BEFORE_INFERENCE)
+    graph = small_graph()
+    compile_graph(graph, pass_paths=[path], check="full")
+    assert graph.find_node_by_name("added_identity") is not None
+
+
 def test_a_compilation_can_be_given_its_own_engine_steps(write) -> None:
     calls: list[str] = []
     steps = {"infer_shape": lambda g, o: calls.append("infer"),

@@ -382,3 +382,34 @@ def test_the_full_check_also_runs_when_the_weights_go_to_a_data_file(tmp_path: P
     data = good.save(out, external_data=True)
     assert data is not None and data.exists()
     onnx.checker.check_model(str(out), full_check=True)
+
+
+@pytest.mark.parametrize(("op_type", "opset"), [
+    ("Relu", onnx.defs.onnx_opset_version() + 1),  # an opset onnx does not know
+    ("FooBar", 17),  # no such operator in the standard domain
+    ("Gelu", 17),  # an operator of a later opset
+], ids=["opset", "unknown-op", "too-new-op"])
+def test_verification_does_not_change_the_diagnosis_of_what_onnx_does_not_know(
+        op_type: str, opset: int, tmp_path: Path) -> None:
+    """The original is run for the verification before the passes; onnxruntime refused such
+    a model with its own C++ message (GE1601), where compiling without --verify gives ge's
+    (GE1305). ge's check comes first: both paths give the same error, and write nothing."""
+    source = tmp_path / "model.onnx"
+    onnx.save(_model_with(op_type, opset), source)
+    out = tmp_path / "out.onnx"
+    plain = _compile_cli(source, out)
+    verified = _compile_cli(source, out, "--verify")
+    each_pass = _compile_cli(source, out, "--verify=each-pass")
+    assert plain[0] == 1 and plain[1].startswith("ge: [GE1305] ")
+    assert verified == plain and each_pass == plain
+    assert "ONNXRuntimeError" not in verified[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+    errors = []
+    for verify in (False, True):
+        with pytest.raises(ShapeInferenceError) as caught:
+            ge.compile(source, verify=verify)
+        errors.append((caught.value.code, caught.value.stage, caught.value.message,
+                       caught.value.nodes))
+    assert errors[0] == errors[1] and errors[0][:2] == ("GE1305", "InferShape")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]

@@ -288,6 +288,75 @@ def test_external_data_symlink_escaping(external: Path) -> None:
                 external.parent.parent)
 
 
+def _hub_cache_snapshot(tmp_path: Path) -> Path:
+    """A model laid out as the Hugging Face hub cache lays it out: the snapshot's files are
+    symbolic links into ../../blobs, named by their hashes. Returns the model's path."""
+    repo = tmp_path / "models--org--model"
+    snapshot, blobs = repo / "snapshots" / "0123abcd", repo / "blobs"
+    snapshot.mkdir(parents=True)
+    blobs.mkdir()
+    onnx.save_model(model_with_external_data(), snapshot / "model.onnx",
+                    save_as_external_data=True, location="model.onnx_data",
+                    size_threshold=256)
+    for name, blob in (("model.onnx", "9f86d081"), ("model.onnx_data", "60303ae2")):
+        (snapshot / name).rename(blobs / blob)
+        (snapshot / name).symlink_to(Path("..", "..", "blobs", blob))
+    return snapshot / "model.onnx"
+
+
+def test_a_hub_cache_snapshot_is_refused_saying_what_to_do(tmp_path: Path) -> None:
+    """onnx.load refuses the data file linked out of the folder, and so does ge (the folder
+    is the boundary of what a model may make ge read); the error says how to get a folder
+    every tool reads, and that advice works."""
+    import shutil
+
+    model = _hub_cache_snapshot(tmp_path)
+    snapshot = model.parent.resolve()
+    blob = (snapshot.parent.parent / "blobs" / "60303ae2").resolve()
+    err = _load_fails(model, ExternalDataError, "GE1103", "", tmp_path)
+    assert err.message == (
+        f"tensor 'w1': external data location 'model.onnx_data' resolves to {blob}, outside "
+        f"the model's folder {snapshot}; refusing to read it: 'model.onnx_data' is, or "
+        "passes through, a symbolic link out of the folder (as in a Hugging Face cache, "
+        "whose snapshot files link into ../../blobs), which onnx refuses too; copy the "
+        f"folder with its links dereferenced, cp -rL {snapshot} NEW_FOLDER, and load the "
+        "model from NEW_FOLDER")
+    assert err.path == str(blob)
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.load(model)
+
+    copy = tmp_path / "copy"
+    shutil.copytree(snapshot, copy, symlinks=False)  # what cp -rL does
+    assert not any(p.is_symlink() for p in copy.iterdir())
+    loaded = ge.graph.load(copy / "model.onnx").to_onnx()
+    read = onnx.load(copy / "model.onnx")  # onnx reads it too
+    assert {t.name: t.raw_data for t in loaded.graph.initializer} == {
+        t.name: t.raw_data for t in read.graph.initializer}
+
+
+def test_a_hub_cache_snapshot_compiled_writes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    model = _hub_cache_snapshot(tmp_path)
+    out = tmp_path / "out.onnx"
+    before = _snapshot(tmp_path)
+    result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(out)])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("ge: [GE1103] tensor 'w1': external data location ")
+    assert "cp -rL " in result.stderr and "Traceback" not in result.stderr
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_location_leading_out_itself_gets_no_link_advice(external: Path) -> None:
+    """`..` in the location: nothing is a link, copying the folder would not help."""
+    _point_to(external, location="../outside/weights.bin")
+    err = _load_fails(external, ExternalDataError, "GE1103", "outside the model's folder",
+                      external.parent.parent)
+    assert err.message.endswith("; refusing to read it")
+
+
 def test_external_data_symlinked_folder_escaping(external: Path) -> None:
     """A location through a symlinked folder that leads outside is refused."""
     (external.parent / "data").symlink_to(external.parent.parent / "outside")

@@ -237,7 +237,8 @@ def test_large_constants_reach_onnx_inference_as_typed_inputs(monkeypatch) -> No
 def test_a_large_1d_constant_reaches_onnx_inference_as_an_initializer(monkeypatch) -> None:
     """Not as a typed input: onnx's data propagation gives a 1-D graph input read by Gather
     one symbolic dim per element (a trial: 300 MB of 1-D weights took 15.7 s and 5.6 GB in
-    InferShape; as initializers 3.6 s and 1.5 GB)."""
+    InferShape; as initializers 3.6 s and 1.5 GB). Nor with its data: an initializer of
+    float values is not propagated, so onnx is handed its type and shape only."""
     from onnx import TensorProto, helper, numpy_helper
 
     table = np.arange(4096, dtype=np.float32)  # 1-D, over the 1,024-element threshold
@@ -251,9 +252,158 @@ def test_a_large_1d_constant_reaches_onnx_inference_as_an_initializer(monkeypatc
     infer_shapes(graph)
     handed = onnx.load_from_string(seen[0])
     assert [t.name for t in handed.graph.initializer] == ["t"]
+    (stub,) = handed.graph.initializer
+    assert list(stub.dims) == [4096] and not stub.raw_data and not stub.float_data
+    assert handed.ByteSize() < table.nbytes // 10
     assert [vi.name for vi in handed.graph.input] == ["idx"]
     gather = graph.nodes_of_type("Gather")[0]
     assert gather.get_output_desc(0).get_shape().get_dims() == ["N"]
+
+
+def _big_1d_model(n: int, *, int_table: bool = False) -> onnx.ModelProto:
+    """The trial's model over 2 GiB, at any size: x[n] * w0[n] * w1[n] * w2[n], the three
+    1-D weights (and x) of n elements; with `int_table`, y also reads an int64 table of n
+    elements through Gather (whose values onnx's data propagation reads)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.full(n, k + 1, np.float32), f"w{k}")
+               for k in range(3)]
+    nodes = [helper.make_node("Mul", ["x", "w0"], ["a"]),
+             helper.make_node("Mul", ["a", "w1"], ["b"]),
+             helper.make_node("Mul", ["b", "w2"], ["y"])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])]
+    if int_table:
+        weights.append(numpy_helper.from_array(np.arange(n, dtype=np.int64), "table"))
+        nodes.append(helper.make_node("Gather", ["table", "idx"], ["z"]))
+        inputs.append(helper.make_tensor_value_info("idx", TensorProto.INT64, [3]))
+        outputs.append(helper.make_tensor_value_info("z", TensorProto.INT64, None))
+    return helper.make_model(helper.make_graph(nodes, "big", inputs, outputs, weights),
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _refusing_large_protos(monkeypatch, limit: int) -> list[tuple[bytes, dict]]:
+    """onnx's `infer_shapes` as if protobuf could not hold a model of more than `limit`
+    bytes (its 2 GiB: "EncodeError: Failed to serialize proto"); the models handed to it
+    and the options, in order."""
+    from onnx import shape_inference
+
+    seen: list[tuple[bytes, dict]] = []
+    real = shape_inference.infer_shapes
+
+    def limited(model, *args, **kwargs):
+        seen.append((model, kwargs))
+        if len(model) > limit:
+            raise ValueError("Failed to serialize proto")
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "infer_shapes", limited)
+    return seen
+
+
+def test_1d_weights_over_the_proto_limit_are_typed_without_their_data(monkeypatch) -> None:
+    """A trial: three 700 MB 1-D weights failed shape inference ("EncodeError: Failed to
+    serialize proto") at 7.2 GB of memory, where the same data as 2-D weights worked: 1-D
+    constants went to onnx with their data. Here the limit is lowered (the constant's
+    limit, and protobuf's, as if it were 8 KiB): none of the 16 KiB weights is handed over,
+    and every value is typed."""
+    from ge.ops import inference
+
+    monkeypatch.setattr(inference, "VALUE_ELEMENTS", 16)
+    seen = _refusing_large_protos(monkeypatch, 8 * 1024)
+    graph = load(_big_1d_model(4096))
+    infer_shapes(graph, strict=True)
+    ((serialized, _options),) = seen
+    handed = onnx.load_from_string(serialized)
+    assert sorted(t.name for t in handed.graph.initializer) == ["w0", "w1", "w2"]
+    assert all(not t.raw_data and not t.float_data for t in handed.graph.initializer)
+    assert len(serialized) < 1024
+    for node in graph.nodes_of_type("Mul"):
+        desc = node.get_output_desc(0)
+        assert (desc.get_data_type(), desc.get_shape().get_dims()) == (DataType.DT_FLOAT, [4096])
+
+
+def test_the_default_limit_keeps_only_small_constants_data(monkeypatch) -> None:
+    """With the default limit: the 1-D weights of 1,025 elements go without their data,
+    a constant of 1,024 with it (a shape tensor's values are what inference reads)."""
+    from ge.ops import inference
+
+    seen = _spy_on_onnx_inference(monkeypatch)
+    graph = load(_big_1d_model(inference.VALUE_ELEMENTS + 1))
+    infer_shapes(graph)
+    assert all(not t.raw_data for t in onnx.load_from_string(seen[0]).graph.initializer)
+    seen.clear()
+    infer_shapes(load(_big_1d_model(inference.VALUE_ELEMENTS)))
+    assert all(t.raw_data for t in onnx.load_from_string(seen[0]).graph.initializer)
+
+
+def test_a_large_1d_int_constant_goes_as_a_typed_input(monkeypatch) -> None:
+    """onnx's data propagation reads an int32/int64 initializer's values (through Gather
+    here) and fails on one without data: such a constant goes as a typed graph input, its
+    values unknown, and inference runs once, with data propagation."""
+    from ge.ops import inference
+
+    monkeypatch.setattr(inference, "VALUE_ELEMENTS", 16)
+    seen = _refusing_large_protos(monkeypatch, 8 * 1024)
+    graph = load(_big_1d_model(64, int_table=True))
+    infer_shapes(graph, strict=True)
+    ((serialized, options),) = seen
+    assert options["data_prop"] is True
+    handed = onnx.load_from_string(serialized)
+    assert "table" in [vi.name for vi in handed.graph.input]
+    assert "table" not in [t.name for t in handed.graph.initializer]
+    (gather,) = graph.nodes_of_type("Gather")
+    desc = gather.get_output_desc(0)
+    assert (desc.get_data_type(), desc.get_shape().get_dims()) == (DataType.DT_INT64, [3])
+
+
+@pytest.mark.parametrize("long_one", ["input", "constant"])
+def test_a_long_1d_value_turns_data_propagation_off(long_one: str, monkeypatch) -> None:
+    """onnx's data propagation represents a 1-D value it has no data for (a graph input,
+    a value computed from a constant) by one unknown dim per element: the trial's graph
+    input of 183 million elements took over 20 GB. A model holding a 1-D graph input or
+    constant longer than the limit is typed without it; a shorter one keeps it."""
+    from ge.ops import model_inference
+
+    monkeypatch.setattr(model_inference, "_DATA_PROP_ELEMENTS", 100)
+    seen = _refusing_large_protos(monkeypatch, 1 << 20)
+    proto = _big_1d_model(64)
+    infer_shapes(load(proto), strict=True)
+    assert seen[-1][1]["data_prop"] is True
+    if long_one == "input":
+        proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 101
+        proto.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 101
+        for node in proto.graph.node:  # x * x * x * x: the weights stay 64 long, unread
+            node.input[1] = "x"
+    else:
+        from onnx import numpy_helper
+
+        proto.graph.initializer.append(numpy_helper.from_array(np.ones(101, np.float32), "c"))
+    graph = load(proto)
+    infer_shapes(graph, strict=True)
+    assert seen[-1][1]["data_prop"] is False
+    assert graph.nodes_of_type("Mul")[0].get_output_desc(0).get_data_type() == DataType.DT_FLOAT
+
+
+def test_one_nodes_inference_is_not_handed_a_large_constant(monkeypatch) -> None:
+    """`infer_node` (after every rewrite, in the check after a pass) handed onnx every
+    constant input with its data: a copy of the weight for each node inferred."""
+    from onnx import shape_inference
+
+    from ge.ops import inference
+
+    handed: list[set[str]] = []
+    real = shape_inference.infer_node_outputs
+
+    def spy(schema, node, types, data, *args, **kwargs):
+        handed.append(set(data))
+        return real(schema, node, types, data, *args, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "infer_node_outputs", spy)
+    graph = load(_big_1d_model(inference.VALUE_ELEMENTS + 1))
+    mul = graph.nodes_of_type("Mul")[0]
+    assert [d.get_shape().get_dims() for d in infer_node(mul)] == [[1025]]
+    assert handed == [set()]
 
 
 def test_a_rolled_back_inference_leaves_every_desc_as_it_was(tmp_path: Path) -> None:
@@ -327,3 +477,21 @@ def test_a_model_onnx_rejects_without_data_propagation_is_still_refused() -> Non
     assert caught.value.code == "GE1305"
     assert "mul" in caught.value.nodes
     assert "Incompatible dimensions" in str(caught.value)
+
+
+def test_the_trials_model_compiles_under_a_lowered_proto_limit(monkeypatch, tmp_path: Path
+                                                               ) -> None:
+    """End to end, as `ge compile` ran it (GE1305 "EncodeError: Failed to serialize proto",
+    stage InferShape): compiled, verified and saved, no inference handed a weight."""
+    import ge
+    from ge.ops import inference
+
+    monkeypatch.setattr(inference, "VALUE_ELEMENTS", 16)
+    seen = _refusing_large_protos(monkeypatch, 8 * 1024)
+    source = tmp_path / "big.onnx"
+    onnx.save(_big_1d_model(4096), source)
+    result = ge.compile(source, verify=True)
+    assert seen and all(len(model) < 8 * 1024 for model, _ in seen)
+    assert result.verification is not None and result.verification.ok
+    result.save(tmp_path / "out.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.onnx", "out.onnx"]

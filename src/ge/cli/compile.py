@@ -396,9 +396,22 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote page {html_path}")
 
 
+def _output_file(text: str) -> Path:
+    """OUT as a path; GE1104 before any work when it ends with a path separator ("out/"
+    names a folder: as a Path it would have been written as a file "out")."""
+    from ge.errors import ModelSaveError
+    from ge.graph.model_io import folder_spelling_problem
+
+    problem = folder_spelling_problem(text)
+    if problem is not None:
+        raise ModelSaveError(f"cannot save to {text}: {problem}, such as {text}model.onnx",
+                             path=text)
+    return Path(text)
+
+
 @click.command("compile")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+@click.option("-o", "--output", required=True, type=click.Path(),  # (str: "out/" kept)
               help="Where to write the compiled model (written only on success).")
 @click.option("--pass-path", "pass_paths", multiple=True, metavar="PATH",
               help="A pass plugin file or folder for this compilation (repeatable).")
@@ -459,7 +472,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                    "that fusions into newer operators apply (Gelu: 20, RMSNormalization: 23).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report (or the error) as JSON on stdout.")
-def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
+def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
                     dim_pairs: tuple[str, ...], rtol: float, atol: float, report_path: Path | None,
                     html_path: Path | None, dump: Path | None,
@@ -473,7 +486,8 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
     given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
         try:
-            _compile(out, model, output, report_path=report_path, pass_paths=pass_paths,
+            _compile(out, model, _output_file(output), report_path=report_path,
+                     pass_paths=pass_paths,
                      options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
                      atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
                      disable=disable, check=check, on_pass_failure=on_pass_failure,
@@ -482,7 +496,7 @@ def compile_command(model: Path, output: Path, pass_paths: tuple[str, ...],
                      opset=opset, enable=enable)
         except GeError as err:
             if report_path is not None:
-                _write_failure_report(out, err, report_path, model, output)
+                _write_failure_report(out, err, report_path, model, Path(output))
             raise
 
 

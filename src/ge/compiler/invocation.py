@@ -21,7 +21,7 @@ from ge.compiler.report import PassRunRecord, operator_count
 from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
-from ge.graph.validation import find_node_problems, find_problems
+from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
@@ -100,10 +100,12 @@ class Invocation:
                     touched = _in_model(changes.live_with_readers(), root)
                     if self.typed:
                         _type_new_values(touched)
-                    problems = (_full_problems(root, self.typed) if self.check == "full"
-                                else find_node_problems(touched, typed=self.typed))
+                    problems = (_full_problems(root, self.typed, changes)
+                                if self.check == "full"
+                                else find_node_problems(touched, typed=self.typed,
+                                                        attributes_of=changes.attributes_set))
                     if self.typed and not problems:
-                        problems = _shape_problems(touched)
+                        problems = _shape_problems(touched, changes)
                     if problems:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
@@ -234,13 +236,20 @@ def _type_new_values(nodes: list[Node]) -> None:
         infer_node(node, quiet=True)
 
 
-def _shape_problems(nodes: list[Node]) -> list[ValidationProblem]:
+def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
+                    ) -> list[ValidationProblem]:
     """The touched nodes whose outputs their inputs can no longer give (`shape_conflict`):
-    a model written with them is one onnx.checker and runtimes reject."""
+    a model written with them is one onnx.checker and runtimes reject. With `changes`, a
+    node holding an attribute its schema rejects that the pass did not set is passed over:
+    onnx's inference refuses it for that attribute (the input model's, reported by the
+    final validation as such), not for what the pass did."""
     problems = []
     for node in nodes:
         graph = node.owner_graph
         if graph is None:
+            continue
+        if (changes is not None and not changes.attributes_set(node)
+                and attribute_problems(node)):
             continue
         reason = shape_conflict(node)
         if reason is not None:
@@ -248,13 +257,16 @@ def _shape_problems(nodes: list[Node]) -> list[ValidationProblem]:
     return problems
 
 
-def _full_problems(root: Graph, typed: bool) -> list[ValidationProblem]:
-    problems = find_problems(root)
-    if typed:
-        nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
-        problems += [p for p in find_node_problems(nodes, typed=True)
-                     if p.kind in ("untyped", "type")]
-    return problems or _shape_problems(nodes)
+def _full_problems(root: Graph, typed: bool, changes: ChangeSet) -> list[ValidationProblem]:
+    """The problems of the whole model after a pass (`check="full"`), attributes only where
+    the pass set them (those of the input model are the final validation's to report)."""
+    problems = find_problems(root, attributes_of=changes.attributes_set)
+    if not typed:  # before shape inference: nothing to check shapes against
+        return problems
+    nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
+    problems += [p for p in find_node_problems(nodes, typed=True)
+                 if p.kind in ("untyped", "type")]
+    return problems or _shape_problems(nodes, changes)
 
 
 _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplicate-name": 4}
@@ -264,7 +276,7 @@ def _describe_problems(problems: list[ValidationProblem]) -> str:
     """The first problems, the most fundamental first (an untyped value is often the
     consequence of a cut edge or a cycle)."""
     problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
-    shown = "; ".join(f"{p.kind}: {p.message}" + (f" (graph {p.graph})" if p.graph else "")
+    shown = "; ".join(f"{p.kind}: {p.text}" + (f" (graph {p.graph})" if p.graph else "")
                       for p in problems[:_MAX_LISTED_PROBLEMS])
     more = len(problems) - _MAX_LISTED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""

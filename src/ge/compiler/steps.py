@@ -28,7 +28,8 @@ from ge.graph.validation import unknown_operators
 if TYPE_CHECKING:
     from ge.graph import Graph
 
-__all__ = ["FINAL_VALIDATION_STAGE", "INFER_SHAPE_STAGE", "final_validation", "infer_shape"]
+__all__ = ["FINAL_VALIDATION_STAGE", "INFER_SHAPE_STAGE", "check_operators_known",
+           "final_validation", "infer_shape"]
 
 #: The `stage` of the errors the default engine steps raise.
 INFER_SHAPE_STAGE = "InferShape"
@@ -49,17 +50,28 @@ def _check_opset_known(graph: Graph) -> None:
             "model", stage=INFER_SHAPE_STAGE)
 
 
-def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
-    """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
-    from ge.ops import infer_shapes
-
-    _check_opset_known(graph.root_graph())
-    unknown = unknown_operators(graph.root_graph())
+def check_operators_known(graph: Graph) -> None:
+    """GE1305 (stage InferShape) for a model whose operators onnx cannot know: a standard
+    opset newer than onnx's, or an operator of ONNX's own domains that ONNX does not define
+    at the model's opset (and no function of the model defines). Shape inference checks this
+    first; `ge.compile` also checks it before running the original model for verification,
+    which onnxruntime would refuse with a C++ message: the diagnosis of such a model is
+    ge's, the same with and without verification."""
+    root = graph.root_graph()
+    _check_opset_known(root)
+    unknown = unknown_operators(root)
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
         raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {unknown[0].message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
+
+
+def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
+    """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
+    from ge.ops import infer_shapes
+
+    check_operators_known(graph)
     try:
         with graph.transaction():
             infer_shapes(graph.root_graph(), strict=True)

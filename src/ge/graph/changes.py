@@ -14,7 +14,7 @@ __all__ = ["ChangeSet"]
 class ChangeSet:
     """Nodes touched while `Graph.track_changes()` was open, each once, in change order."""
 
-    __slots__ = ("added", "removed", "retyped", "touched")
+    __slots__ = ("added", "reattributed", "removed", "retyped", "touched")
 
     def __init__(self) -> None:
         self.added: dict[Node, None] = {}
@@ -24,6 +24,8 @@ class ChangeSet:
         self.touched: dict[Node, None] = {}
         # Nodes whose output desc was set: their consumers read another type or shape.
         self.retyped: dict[Node, None] = {}
+        # Nodes whose attributes were set or removed (what they hold is the change's doing).
+        self.reattributed: dict[Node, None] = {}
 
     def _record(self, kind: ChangeKind, node: Node, index: int) -> None:
         if kind is ChangeKind.NODE_ADDED:
@@ -38,10 +40,17 @@ class ChangeSet:
             self.touched[node] = None
             if kind is ChangeKind.OUTPUT_DESC_CHANGED:
                 self.retyped[node] = None
+            elif kind is ChangeKind.ATTR_CHANGED:
+                self.reattributed[node] = None
 
     def live(self) -> list[Node]:
         """The touched nodes still in a graph (what a rewriter re-examines)."""
         return [n for n in self.touched if n._graph is not None]
+
+    def attributes_set(self, node: Node) -> bool:
+        """Whether the attributes `node` holds are the changes' doing: it was added, or an
+        attribute of it set or removed (a node only rewired or retyped holds what it held)."""
+        return node in self.added or node in self.reattributed
 
     def live_with_readers(self) -> list[Node]:
         """`live()` and the consumers of every node whose output desc was set: a value whose

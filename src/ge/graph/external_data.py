@@ -10,6 +10,7 @@ protobuf's 2 GB limit are written. The walk over a model's tensor protos that bo
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
@@ -82,6 +83,22 @@ def _entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {e.key: e.value for e in tensor.external_data}
 
 
+def _linked_out_hint(base: Path, location: str) -> str:
+    """What to do when `location`, inside the model's folder `base` as written, leads out of
+    it through a symbolic link: the layout of a Hugging Face cache snapshot, whose files
+    link into ../../blobs. Links stay refused (onnx.load refuses them too: the folder is
+    the boundary of what a model file may make a program read), and a copy of the folder
+    with its links dereferenced is a folder onnx, onnxruntime and ge all read ("" when the
+    location itself leads out: `..`)."""
+    written = Path(os.path.normpath(base / location))
+    if written != base and base not in written.parents:
+        return ""
+    return (f": {location!r} is, or passes through, a symbolic link out of the folder (as in "
+            "a Hugging Face cache, whose snapshot files link into ../../blobs), which onnx "
+            "refuses too; copy the folder with its links dereferenced, "
+            f"cp -rL {shlex.quote(str(base))} NEW_FOLDER, and load the model from NEW_FOLDER")
+
+
 def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
     if not location:
         raise ExternalDataError(f"tensor {tensor_name!r} has external data without a location")
@@ -96,7 +113,8 @@ def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
     if target != base and base not in target.parents:
         raise ExternalDataError(
             f"tensor {tensor_name!r}: external data location {location!r} resolves to {target}, "
-            f"outside the model's folder {base}; refusing to read it",
+            f"outside the model's folder {base}; refusing to read it"
+            f"{_linked_out_hint(base, location)}",
             path=str(target),
         )
     if not target.is_file():

@@ -46,7 +46,8 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target", "constants_nbytes",
-           "load", "new_file_mode", "save_model", "write_target_problem"]
+           "folder_spelling_problem", "load", "new_file_mode", "save_model",
+           "write_target_problem"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -227,6 +228,24 @@ def write_target_problem(target: Path) -> str | None:
     return None
 
 
+def folder_spelling_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why `path`, as given, cannot name a file to write: it ends with a path separator
+    ("out/"), so it names a folder, which `Path` hides by dropping the separator (the file
+    would have been written as "out"); None otherwise."""
+    text = os.fspath(path)
+    if isinstance(text, str) and text.endswith(tuple(filter(None, ("/", os.sep, os.altsep)))):
+        return "it names a folder (it ends with a path separator); give a file name"
+    return None
+
+
+def _check_target_spelling(path: str | os.PathLike[str]) -> None:
+    problem = folder_spelling_problem(path)
+    if problem is not None:
+        text = os.fspath(path)
+        raise ModelSaveError(f"cannot save to {text}: {problem}, such as {text}model.onnx",
+                             path=text)
+
+
 def _check_target_path(target: Path) -> None:
     problem = write_target_problem(target)
     if problem is not None:
@@ -246,7 +265,9 @@ def check_save_target(
     its external data. `ge compile` asks before compiling; `save` asks again.
 
     The data file is checked only when `external_data` is True (None decides at save time).
+    A path ending with a separator ("out/") names a folder: refused too.
     """
+    _check_target_spelling(path)
     target = Path(path)
     _check_target_path(target)
     if overwrite_input:
@@ -418,6 +439,7 @@ def save_model(
 ) -> Path | None:
     """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
     model (None: every tensor is inside it)."""
+    _check_target_spelling(path)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)

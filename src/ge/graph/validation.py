@@ -16,7 +16,7 @@ a stale output type included).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 import onnx
@@ -29,7 +29,7 @@ from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["find_node_problems", "find_problems", "unknown_operators"]
+__all__ = ["attribute_problems", "find_node_problems", "find_problems", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -56,8 +56,11 @@ def _attribute_rules(op_type: str, domain: str, version: int
     return types, required
 
 
-def find_problems(graph: Graph) -> list[ValidationProblem]:
-    """All broken invariants of `graph` and of every subgraph below it."""
+def find_problems(graph: Graph, *, attributes_of: Callable[[Node], bool] | None = None
+                  ) -> list[ValidationProblem]:
+    """All broken invariants of `graph` and of every subgraph below it; with
+    `attributes_of`, the attributes of only the nodes it is true for are checked (see
+    `find_node_problems`)."""
     problems: list[ValidationProblem] = []
     # Orders not known yet (a loaded graph, a body just attached) are established first, so
     # graphs, nodes and problems are listed in the established order, the same on every call.
@@ -68,13 +71,18 @@ def find_problems(graph: Graph) -> list[ValidationProblem]:
             except GraphError:
                 pass  # reported by _check_graph
     for g in [graph, *graph.get_all_subgraphs()]:
-        _check_graph(g, problems)
+        _check_graph(g, problems, attributes_of)
     return problems
 
 
-def find_node_problems(nodes: Iterable[Node], *, typed: bool = False) -> list[ValidationProblem]:
+def find_node_problems(nodes: Iterable[Node], *, typed: bool = False,
+                       attributes_of: Callable[[Node], bool] | None = None
+                       ) -> list[ValidationProblem]:
     """The broken invariants at `nodes` (the region a pass changed): their edges, arity, and
-    cycles in their graphs; with `typed`, also outputs that have no known dtype.
+    cycles in their graphs; with `typed`, also outputs that have no known dtype. With
+    `attributes_of`, the attributes of only the nodes it is true for are checked (those a
+    pass set: a node it merely rewired holds the attributes it held, and an attribute the
+    input model gave it is not the pass's doing).
 
     Cheaper than `find_problems` on a large graph: only the cycle check sees every node (and
     the topological order it computes is the one the next pass needs anyway).
@@ -89,7 +97,7 @@ def find_node_problems(nodes: Iterable[Node], *, typed: bool = False) -> list[Va
         if enclosing is None:
             enclosing = graphs[g] = list(g._ancestors())
         _check_edges(g, node, enclosing, problems)
-        _check_arity(g, node, problems)
+        _check_arity(g, node, problems, attributes_of is None or attributes_of(node))
         if typed and node._type not in (NET_OUTPUT, DATA):
             _check_typed(g, node, problems)
             _check_types(g, node, problems)
@@ -191,12 +199,13 @@ def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, .
 
 
 def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],
-         message: str) -> None:
+         message: str, advice: str = "") -> None:
     names = tuple(n if isinstance(n, str) else n._name for n in nodes)
-    problems.append(ValidationProblem(kind, names, message, graph.name))
+    problems.append(ValidationProblem(kind, names, message, graph.name, advice))
 
 
-def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
+def _check_graph(g: Graph, problems: list[ValidationProblem],
+                 attributes_of: Callable[[Node], bool] | None = None) -> None:
     enclosing = list(g._ancestors())
     # The order is established first (as any query does), so the problems come in the same
     # order whether or not the order was known yet; a cycle is reported last.
@@ -227,7 +236,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem]) -> None:
             if value:
                 defined[value] += 1
         _check_edges(g, node, enclosing, problems)
-        _check_arity(g, node, problems)
+        _check_arity(g, node, problems, attributes_of is None or attributes_of(node))
     for value, count in defined.items():
         if count > 1:
             _add(problems, g, "duplicate-name", [value],
@@ -298,7 +307,8 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
                  f"node of graph {g.name!r}")
 
 
-def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> None:
+def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
+                 attributes: bool = True) -> None:
     n_in, n_out = len(node._inputs), len(node._out_names)
     op = node._type
     if op in (DATA, CONST):
@@ -344,7 +354,8 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
             _add(problems, g, "arity", [node],
                  f"required input {j} ({formal.name}) of {op} node {node._name!r} is not "
                  "connected")
-    _check_attributes(g, node, version, problems)
+    if attributes:
+        _check_attributes(g, node, version, problems)
 
 
 #: Domains whose operators are ONNX's own: one without a schema there is no operator at all.
@@ -394,6 +405,19 @@ def _unknown_op(node: Node, version: int) -> str:
             "the model")
 
 
+def attribute_problems(node: Node) -> list[ValidationProblem]:
+    """The `attribute` problems of `node` alone: attributes its ONNX schema does not define
+    or types otherwise, required ones missing (none for a node without a schema)."""
+    problems: list[ValidationProblem] = []
+    g = node._graph
+    if g is None or node._type in (DATA, CONST, NET_OUTPUT):
+        return problems
+    version = g.get_opset_version(node._domain)
+    if version is not None and _schema(node._type, node._domain, version) is not None:
+        _check_attributes(g, node, version, problems)
+    return problems
+
+
 def _check_attributes(g: Graph, node: Node, version: int,
                       problems: list[ValidationProblem]) -> None:
     """The node's attributes against its schema: names, types, the required ones."""
@@ -405,8 +429,8 @@ def _check_attributes(g: Graph, node: Node, version: int,
         if expected is None:
             _add(problems, g, "attribute", [node],
                  f"{op} node {node._name!r} has attribute {name!r}, which {op} (opset "
-                 f"{version}) does not define; ONNX runtimes reject it (keep private data in "
-                 "node metadata: Node.set_metadata)")
+                 f"{version}) does not define; ONNX runtimes reject it",
+                 "keep private data in node metadata: Node.set_metadata")
         elif kind != expected:
             _add(problems, g, "attribute", [node],
                  f"attribute {name!r} of {op} node {node._name!r} is {kind_name(kind)}; "

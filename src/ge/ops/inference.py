@@ -35,7 +35,14 @@ from ge.ops.onnx_node import (
 from ge.ops.registry import InferContext, get_custom_op
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["infer_node", "is_custom_node", "shape_conflict"]
+__all__ = ["VALUE_ELEMENTS", "infer_node", "is_custom_node", "shape_conflict"]
+
+#: Constants of more elements than this go to onnx's inference by type and shape only,
+#: without their data, here and in whole-model inference (`model_inference`): onnx reads
+#: the values of small ones only (a Reshape's shape, a Slice's starts, the shape data it
+#: propagates), and copying a weight into a proto for it would cost more than the
+#: inference (one of protobuf's 2 GiB or more could not be handed over at all).
+VALUE_ELEMENTS = 1024
 
 
 def is_custom_node(node: Node) -> bool:
@@ -220,7 +227,7 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
         if tp is not None:
             types[name] = tp
         value = const_value(node, i)
-        if value is not None:
+        if value is not None and value.size <= VALUE_ELEMENTS:
             data[name] = value.to_proto(name)
     for name, (src, index) in outer_inputs(node).items():
         tp = type_proto(src.get_output_desc(index))

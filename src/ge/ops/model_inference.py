@@ -27,6 +27,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info
+from ge.ops import inference as node_inference
 from ge.ops.inference import _known, _loop_carried, _merged, _write, infer_node, is_custom_node
 from ge.ops.refinement import refine_output_descs
 
@@ -208,12 +209,17 @@ def _nodes_named_in(message: str) -> list[str]:
     return list(dict.fromkeys(m for m in _ONNX_NODE_NAME.findall(message) if m))
 
 
-#: Constants of more elements than this go to onnx's inference as typed graph inputs, not
-#: as initializers: inference needs only their type and shape (it reads the values of
-#: small ones, a Reshape's shape, a Slice's starts), and copying and serializing every
-#: weight of a large model twice over would cost more than the inference itself. Except
-#: 1-D ones: see `typed_only` in `_onnx_pass`.
-_VALUE_ELEMENTS = 1024
+#: onnx's data propagation represents the value of a 1-D tensor it has no data for (a
+#: graph input, a value computed from a constant) as one unknown dim per element, about
+#: 140 bytes each, for every operator it propagates through (Gather, Mul, Concat, Cast...):
+#: a model holding a 1-D graph input or constant of more elements than this is typed
+#: without data propagation (700 MB of 1-D weights and a graph input of their length took
+#: more than 20 GB with it). Shape data, what it is for, is never that long.
+_DATA_PROP_ELEMENTS = 1 << 20
+
+#: The element types whose 1-D initializers onnx's data propagation reads the values of
+#: (and fails on when they are missing).
+_PROPAGATED_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
 
 
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
@@ -222,24 +228,32 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     `custom`: whether the model has custom operators (their typed outputs are kept)."""
     exported: ExportedNames = {}
     root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
-    stubs: set[str] = set()  # constants written without their data
+    stubs: set[str] = set()  # constants of the root graph written as typed graph inputs
+    long_1d: list[str] = []  # constants too long for onnx's data propagation
 
     def typed_only(tensor: Tensor, name: str) -> onnx.TensorProto | None:
-        if name not in root_constants or tensor.size <= _VALUE_ELEMENTS:
-            return None  # written with its data (a body's inputs are positional: kept too)
-        if len(tensor.shape) == 1:
-            # onnx's data propagation gives a 1-D graph input read by Gather one symbolic
-            # dim per element (~72 bytes each: 300 MB of weights took 5.6 GB); as an
-            # initializer it is not propagated at all
-            return None
-        stubs.add(name)
-        return onnx.TensorProto(name=name, data_type=data_type_to_onnx(tensor.data_type),
-                                dims=tensor.shape)
+        """A constant of more than `VALUE_ELEMENTS` elements without its data: a typed
+        graph input (`stubs`) in the root graph, else an initializer without data. A 1-D
+        float (or other non-int32/int64) one stays an initializer: onnx's data propagation
+        gives a 1-D graph input read by Gather one unknown dim per element (300 MB of
+        weights took 5.6 GB), and it reads an initializer only when it is int32 or int64,
+        which, without data, it fails on: those are typed inputs. A body's inputs are
+        positional: its constants stay initializers."""
+        shape = tensor.shape
+        if len(shape) == 1 and tensor.size > _DATA_PROP_ELEMENTS:
+            long_1d.append(name)
+        if tensor.size <= node_inference.VALUE_ELEMENTS:  # (read when called: one limit)
+            return None  # written with its data
+        elem_type = data_type_to_onnx(tensor.data_type)
+        if name in root_constants and (len(shape) != 1 or elem_type in _PROPAGATED_TYPES):
+            stubs.add(name)
+        return onnx.TensorProto(name=name, data_type=elem_type, dims=shape)
 
     # Without custom operators no value info is kept: none is exported (the same as
-    # exporting them all and stripping them, without writing or walking them).
+    # exporting them all and stripping them, without writing or walking them). `Constant`
+    # operators are lifted into initializers: so their values too go through `typed_only`.
     model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
-                           value_info=custom)
+                           value_info=custom, lift_constants=True)
     gp = model.graph
     initializers_as_inputs(gp, stubs)
     if custom:
@@ -257,7 +271,8 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     # onnx's data propagation keys the values it propagates by name across the whole model:
     # two sibling bodies defining the same name (legal) would read each other's values, and
     # a Reshape in one branch would get the other's shape. Then types are inferred without it.
-    data_prop = not (root.get_all_subgraphs() and _names_repeat_across_graphs(gp))
+    data_prop = not (long_1d or _long_1d_input(gp)
+                     or (root.get_all_subgraphs() and _names_repeat_across_graphs(gp)))
     # onnx serializes the model for its C++ side anyway: handing it the bytes lets the
     # Python message go first (about 150 MB less at the peak for 200,000 nodes).
     serialized = model.SerializeToString()
@@ -274,6 +289,17 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         except Exception as plain:
             raise _inference_error(root, plain) from plain
     _copy_back(root, inferred.graph, exported)
+
+
+def _long_1d_input(gp: onnx.GraphProto) -> bool:
+    """Whether a graph input of `gp` is 1-D of more than `_DATA_PROP_ELEMENTS` elements."""
+    for vi in gp.input:
+        if not vi.type.HasField("tensor_type"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) == 1 and dims[0].dim_value > _DATA_PROP_ELEMENTS:
+            return True
+    return False
 
 
 def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:

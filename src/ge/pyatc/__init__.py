@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -177,6 +178,32 @@ def _check_output(graph: object, model: Path, output: Path) -> None:
             path=str(output)) from err
 
 
+def _check_output_prefix(prefix: str) -> None:
+    """Refuse (CommandLineError, GE1701, before any work) an --output prefix that names no
+    file: one ending with a path separator (`--output=out/` wrote the hidden file
+    `out/.onnx`), an existing folder, `.` or `..`, or nothing (`--output=`, `out/.onnx`)."""
+    from ge.errors import CommandLineError
+
+    separators = tuple(filter(None, ("/", os.sep, os.altsep)))
+    name = prefix
+    for separator in separators:
+        name = name.rsplit(separator, 1)[-1]  # the last part, as written
+    stem = name.removesuffix(".onnx")
+    if stem in ("", ".", ".."):
+        folder = prefix[:len(prefix) - len(name)] + (stem if stem else "")
+        why = ("ends with a path separator" if not name and prefix
+               else "names a folder" if stem else "names no file")
+    elif Path(prefix).is_dir():
+        folder, why = prefix, "is an existing folder"
+    else:
+        return
+    example = (folder if not folder or folder.endswith(separators) else folder + os.sep) + \
+        "model"
+    raise CommandLineError(
+        f"--output={prefix} {why}: pyatc writes the compiled model to PREFIX.onnx; give a "
+        f"file prefix such as {example} (writes {example}.onnx)")
+
+
 @contextmanager
 def _logging(level: int | None) -> Iterator[None]:
     """Log records of `ge` on stderr at `level` (none for None) while compiling."""
@@ -206,6 +233,8 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     for flag, why in _UNSUPPORTED:
         if getattr(ns, flag) is not None:
             raise CommandLineError(f"--{flag} is not supported: {why}")
+    if ns.output is not None:
+        _check_output_prefix(str(ns.output))
     shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
     import ge
     import ge.graph

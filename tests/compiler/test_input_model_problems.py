@@ -1,0 +1,217 @@
+"""A problem the input model already has is not reported as the compilation's: the final
+validation's GE1003 says the input has it too (without the advice meant for a pass author),
+and the check after a pass does not blame a pass that only rewired the node holding it.
+A problem a pass made keeps its advice. Nothing is written either way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+from ge.cli import cli
+from ge.errors import GraphValidationError, PassRunError
+from ge.testing import isolated_plugin_state
+
+# The built-in passes run: constant folding rewires the node with the bad attribute, dead
+# code elimination removes one.
+pytestmark = pytest.mark.builtin_passes
+
+VERDICT = ("(the input model{where} has this problem too: it is not the compilation's doing; "
+           "fix it in the model, or in the exporter that wrote it)")
+BOGUS = ("Relu node 'relu' has attribute 'bogus', which Relu (opset 17) does not define; "
+         "ONNX runtimes reject it")
+ADVICE = "(keep private data in node metadata: Node.set_metadata)"
+
+# A pass that sets an attribute Relu does not define; with `--check none` only the final
+# validation sees it.
+TAG_RELU = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="TagRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class TagRelu(FusionBasePass):
+    def run(self, graph, context):
+        for relu in graph.nodes_of_type("Relu"):
+            relu.set_attr("tagged", 1)
+        return True
+'''
+
+
+@pytest.fixture(autouse=True)
+def _isolated():
+    with isolated_plugin_state():
+        yield
+
+
+def _bad_attribute_model(*, folded_before: bool = False) -> onnx.ModelProto:
+    """x -> Relu(bogus=3) -> y; with `folded_before`, the Relu reads x + (c1 + c2), which
+    constant folding rewires (the Relu's input is retyped: the check after the pass looks
+    at it)."""
+    nodes = [helper.make_node("Relu", ["a" if folded_before else "x"], ["y"], name="relu",
+                              bogus=3)]
+    weights = []
+    if folded_before:
+        nodes[:0] = [helper.make_node("Add", ["c1", "c2"], ["c"], name="fold"),
+                     helper.make_node("Add", ["x", "c"], ["a"], name="add")]
+        weights = [numpy_helper.from_array(np.ones(2, np.float32), n) for n in ("c1", "c2")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _compile_cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["compile", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _final_error(problem: str) -> str:
+    return (f"ge: [GE1003] graph is invalid (1 problem(s)): graph g: attribute: {problem} "
+            "(stage FinalValidation)\n")
+
+
+@pytest.mark.parametrize("folded_before", [False, True], ids=["untouched", "rewired"])
+@pytest.mark.parametrize("check", ["region", "full"])
+def test_the_input_models_own_bad_attribute_is_said_to_be_the_inputs(
+        folded_before: bool, check: str, tmp_path: Path) -> None:
+    source = tmp_path / "model.onnx"
+    onnx.save(_bad_attribute_model(folded_before=folded_before), source)
+    out = tmp_path / "out.onnx"
+    code, _, stderr = _compile_cli(str(source), "-o", str(out), "--check", check)
+    assert code == 1
+    assert stderr == _final_error(f"{BOGUS} {VERDICT.format(where=f' {source}')}")
+    assert "set_metadata" not in stderr and "E13028" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+    code, stdout, _ = _compile_cli(str(source), "-o", str(out), "--check", check, "--json")
+    data = json.loads(stdout)
+    assert code == 1 and (data["code"], data["stage"]) == ("GE1003", "FinalValidation")
+    assert data["nodes"] == ["relu"] and "has this problem too" in data["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_every_way_of_giving_the_model_gets_the_verdict(tmp_path: Path) -> None:
+    """A path (loaded again, without its weights), a proto, a Graph loaded from a file
+    (compiled in place: given back unchanged), a Graph made in memory (no file to name)."""
+    model = _bad_attribute_model(folded_before=True)
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    loaded = ge.graph.load(source)
+    before = loaded.to_onnx().SerializeToString()
+    built = ge.graph.load(model.SerializeToString())
+    cases = [(source, f" {source}"), (model, ""), (loaded, f" {source.resolve()}"),
+             (built, "")]
+    for given, where in cases:
+        with pytest.raises(GraphValidationError) as caught:
+            ge.compile(given, check="region")
+        err = caught.value
+        assert (err.code, err.stage, err.nodes) == ("GE1003", "FinalValidation", ("relu",))
+        (problem,) = err.problems
+        assert problem.message == f"{BOGUS} {VERDICT.format(where=where)}"
+        assert problem.advice == "" and "set_metadata" not in str(err)
+    assert loaded.to_onnx().SerializeToString() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_a_problem_a_pass_made_keeps_its_advice(tmp_path: Path) -> None:
+    """With the check after each pass off, the final validation finds what the pass did:
+    no verdict there, the advice for the pass's author; the input's own problem beside it
+    gets the verdict."""
+    plugin = tmp_path / "tag_relu.py"
+    plugin.write_text(TAG_RELU)
+    good = _bad_attribute_model()
+    del good.graph.node[0].attribute[:]
+    cases = [(good, []), (_bad_attribute_model(), [f"{BOGUS} {VERDICT.format(where='')}"])]
+    for model, input_problems in cases:
+        with pytest.raises(GraphValidationError) as caught:
+            ge.compile(model, pass_paths=[plugin], check="none")
+        texts = [p.text for p in caught.value.problems]
+        made = ("Relu node 'relu' has attribute 'tagged', which Relu (opset 17) does not "
+                f"define; ONNX runtimes reject it {ADVICE}")
+        assert sorted(texts) == sorted([made, *input_problems])
+        assert caught.value.stage == "FinalValidation"
+
+
+def test_a_pass_setting_a_bad_attribute_on_a_bad_node_is_still_blamed(tmp_path: Path
+                                                                      ) -> None:
+    """The check after a pass skips only the attributes of nodes it did not set any of."""
+    plugin = tmp_path / "tag_relu.py"
+    plugin.write_text(TAG_RELU)
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(_bad_attribute_model(), pass_paths=[plugin])
+    assert caught.value.code == "E13028" and caught.value.pass_name == "TagRelu"
+    assert f"'tagged', which Relu (opset 17) does not define; ONNX runtimes reject it " \
+           f"{ADVICE}" in str(caught.value)
+
+
+def test_a_verdict_that_cannot_be_made_leaves_the_error_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "model.onnx"
+    onnx.save(_bad_attribute_model(), source)
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise OSError("gone")
+
+    monkeypatch.setattr(onnx, "load", unreadable)  # the path is loaded again with onnx.load
+    with pytest.raises(GraphValidationError) as caught:
+        ge.compile(source)
+    assert caught.value.stage == "FinalValidation"
+    assert str(caught.value).endswith(f"{BOGUS} {ADVICE} (stage FinalValidation)")
+
+
+def test_verification_does_not_change_the_diagnosis_of_an_invalid_input(
+        tmp_path: Path) -> None:
+    """With --verify the original is run first, and onnxruntime refused the bad attribute in
+    its own words (GE1601, with advice about generated inputs): ge finds the model invalid
+    itself, so the compilation runs and says it as it does without --verify."""
+    source = tmp_path / "model.onnx"
+    onnx.save(_bad_attribute_model(), source)
+    out = tmp_path / "out.onnx"
+    plain = _compile_cli(str(source), "-o", str(out))
+    verified = _compile_cli(str(source), "-o", str(out), "--verify")
+    each_pass = _compile_cli(str(source), "-o", str(out), "--verify=each-pass")
+    assert plain[0] == 1 and plain[2] == _final_error(
+        f"{BOGUS} {VERDICT.format(where=f' {source}')}")
+    assert verified == plain and each_pass == plain
+    errors = []
+    for verify in (False, True):
+        with pytest.raises(GraphValidationError) as caught:
+            ge.compile(source, verify=verify)
+        errors.append((caught.value.code, caught.value.stage, caught.value.message))
+    assert errors[0] == errors[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_an_invalid_input_the_compilation_repairs_still_fails_verification(
+        tmp_path: Path) -> None:
+    """The bad node is dead: the compilation removes it and succeeds, but the original
+    cannot be run to verify against: that is the error (GE1601), after the compilation,
+    and the graph given is given back unchanged."""
+    model = _bad_attribute_model()
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["dead"], name="dead", bogus=1))
+    del model.graph.node[0].attribute[:]
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    out = tmp_path / "out.onnx"
+    code, _, _ = _compile_cli(str(source), "-o", str(out))
+    assert code == 0 and out.exists()
+    out.unlink()
+    code, _, stderr = _compile_cli(str(source), "-o", str(out), "--verify")
+    assert code == 1 and stderr.startswith(
+        "ge: [GE1601] the original model (as given, before any pass) cannot be run for the "
+        "verification: onnxruntime cannot load graph 'g': ")
+    assert "Unrecognized attribute: bogus" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    graph = ge.graph.load(source)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(ge.errors.SessionError):
+        ge.compile(graph, verify=True)
+    assert graph.to_onnx().SerializeToString() == before
