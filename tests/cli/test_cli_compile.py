@@ -364,3 +364,22 @@ def test_an_output_ending_with_a_separator_is_refused_before_any_work(
             save("out/")
         assert (caught.value.code, caught.value.message) == ("GE1104", message)
     assert _listing(model.parent) == before
+
+
+@pytest.mark.parametrize(("command", "flag", "metavar"), [
+    ("compile", "--report", "FILE"), ("compile", "--html", "FILE"), ("run", "--output", "FILE.npz"),
+    ("diff", "--html", "FILE")])
+def test_a_file_option_ending_with_a_separator_is_bad_usage(
+        model: Path, monkeypatch: pytest.MonkeyPatch, command: str, flag: str,
+        metavar: str) -> None:
+    """`--report out/` names a folder; as a Path it lost the separator and a file named `out`
+    was written. A usage error (exit 2) now, before any work."""
+    monkeypatch.chdir(model.parent)
+    before = _listing(model.parent)
+    args = {"compile": ["compile", model.name, "-o", "o.onnx"], "run": ["run", model.name],
+            "diff": ["diff", model.name, model.name]}[command]
+    result = CliRunner().invoke(cli, [*args, flag, "out/"])
+    assert result.exit_code == 2
+    assert (f"Invalid value for '{flag}': 'out/' names a folder (it ends with a path "
+            f"separator); give a file name, such as out/{metavar}") in result.stderr
+    assert _listing(model.parent) == before

@@ -22,6 +22,7 @@ from ge.cli.output import (
     check_output_folder,
     command_output,
     console,
+    file_target,
     same_file,
     write_json_atomically,
 )
@@ -434,9 +435,11 @@ def _output_file(text: str) -> Path:
 @click.option("--atol", type=float, default=1e-5, show_default=True,
               help="Absolute tolerance of verification (a finite number >= 0); needs "
                    "--verify.")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
+@click.option("--report", "report_path", type=click.Path(), callback=file_target,
+              default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
-@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+@click.option("--html", "html_path", type=click.Path(), callback=file_target,
+              default=None,
               metavar="FILE",
               help="Write one self-contained HTML page: the graph before and after, the "
                    "changes, and every pass that changed it.")

@@ -13,7 +13,13 @@ from typing import Any
 
 import click
 
-from ge.cli.output import CommandOutput, check_output_folder, command_output, same_file
+from ge.cli.output import (
+    CommandOutput,
+    check_output_folder,
+    command_output,
+    file_target,
+    same_file,
+)
 from ge.errors import CommandLineError
 
 __all__ = ["diff_command"]
@@ -103,7 +109,7 @@ def _print(payload: dict[str, Any]) -> None:
 @click.command("diff")
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
-@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+@click.option("--html", "html_path", type=click.Path(), callback=file_target, default=None,
               metavar="FILE",
               help="Write one self-contained HTML page with both graphs and the changes.")
 @click.option("--json", "as_json", is_flag=True,

@@ -237,6 +237,22 @@ def console(*, stderr: bool = False) -> Console:
     return Console(file=stream, soft_wrap=False, width=width, highlight=False)
 
 
+def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A click callback for an option naming a file to write (`--report`, `--html`, `ge run
+    --output`; the option's type a plain `click.Path()`, which keeps what was typed): the file
+    as a Path. One ending with a path separator names a folder, which a Path would hide by
+    dropping the separator (a file named like the folder was written): a usage error."""
+    from ge.graph.model_io import folder_spelling_problem
+
+    if value is None:
+        return None
+    problem = folder_spelling_problem(value)
+    if problem is not None:
+        raise click.BadParameter(f"{value!r} {problem.removeprefix('it ')}, such as "
+                                 f"{value}{param.metavar or 'FILE'}", ctx=ctx, param=param)
+    return Path(value)
+
+
 def check_output_folder(path: Path, what: str) -> None:
     """Refuse (CommandLineError) to write `what` to `path` when its folder does not exist or
     it is a folder, before any work is done."""

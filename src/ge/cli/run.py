@@ -18,7 +18,14 @@ from typing import IO, Any
 import click
 
 from ge.cli.compile import parse_dims
-from ge.cli.output import check_output_folder, command_output, console, same_file, write_atomically
+from ge.cli.output import (
+    check_output_folder,
+    command_output,
+    console,
+    file_target,
+    same_file,
+    write_atomically,
+)
 from ge.errors import CommandLineError
 
 __all__ = ["array_summary", "run_command"]
@@ -94,7 +101,7 @@ def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
               help="The inputs, one array per input name (default: generated).")
-@click.option("--output", "output", type=click.Path(path_type=Path), default=None,
+@click.option("--output", "output", type=click.Path(), callback=file_target, default=None,
               metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated inputs.")
