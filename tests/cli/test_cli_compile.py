@@ -348,7 +348,7 @@ def test_an_output_ending_with_a_separator_is_refused_before_any_work(
     if existing:
         (model.parent / "out").mkdir()
     before = _listing(model.parent)
-    message = ("cannot save to out/: it names a folder (it ends with a path separator); give "
+    message = ("cannot save to 'out/': it names a folder (it ends with a path separator); give "
                "a file name, such as out/model.onnx")
     for source in (model.name, "missing.onnx"):
         code, _, stderr = _run("compile", source, "-o", "out/")
@@ -380,6 +380,26 @@ def test_a_file_option_ending_with_a_separator_is_bad_usage(
             "diff": ["diff", model.name, model.name]}[command]
     result = CliRunner().invoke(cli, [*args, flag, "out/"])
     assert result.exit_code == 2
-    assert (f"Invalid value for '{flag}': 'out/' names a folder (it ends with a path "
+    assert (f"Invalid value for '{flag}': 'out/': it names a folder (it ends with a path "
             f"separator); give a file name, such as out/{metavar}") in result.stderr
+    assert _listing(model.parent) == before
+
+
+def test_an_empty_output_names_no_file(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o ""` (an empty Makefile variable) was reported as "cannot save to .: it is a
+    folder"; it names no file, and says so (GE1104); `--report ""` is bad usage."""
+    import ge
+    from ge.errors import ModelSaveError
+
+    monkeypatch.chdir(model.parent)
+    before = _listing(model.parent)
+    message = ("cannot save to '': no file is named (the path is empty); give a file name, "
+               "such as model.onnx")
+    code, _, stderr = _run("compile", model.name, "-o", "")
+    assert (code, stderr) == (1, f"ge: [GE1104] {message}\n")
+    with pytest.raises(ModelSaveError) as caught:
+        ge.compile(model).save("")
+    assert caught.value.message == message
+    result = CliRunner().invoke(cli, ["compile", model.name, "-o", "o.onnx", "--report", ""])
+    assert result.exit_code == 2 and "'': no file is named (the path is empty)" in result.stderr
     assert _listing(model.parent) == before

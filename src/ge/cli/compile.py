@@ -405,7 +405,7 @@ def _output_file(text: str) -> Path:
 
     problem = folder_spelling_problem(text)
     if problem is not None:
-        raise ModelSaveError(f"cannot save to {text}: {problem}, such as {text}model.onnx",
+        raise ModelSaveError(f"cannot save to {text!r}: {problem}, such as {text}model.onnx",
                              path=text)
     return Path(text)
 

@@ -248,7 +248,7 @@ def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -
         return None
     problem = folder_spelling_problem(value)
     if problem is not None:
-        raise click.BadParameter(f"{value!r} {problem.removeprefix('it ')}, such as "
+        raise click.BadParameter(f"{value!r}: {problem}, such as "
                                  f"{value}{param.metavar or 'FILE'}", ctx=ctx, param=param)
     return Path(value)
 

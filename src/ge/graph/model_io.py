@@ -229,10 +229,13 @@ def write_target_problem(target: Path) -> str | None:
 
 
 def folder_spelling_problem(path: str | os.PathLike[str]) -> str | None:
-    """Why `path`, as given, cannot name a file to write: it ends with a path separator
-    ("out/"), so it names a folder, which `Path` hides by dropping the separator (the file
-    would have been written as "out"); None otherwise."""
+    """Why `path`, as given, cannot name a file to write: it is empty (a `Path` of it is the
+    current folder), or it ends with a path separator ("out/"), so it names a folder, which
+    `Path` hides by dropping the separator (the file would have been written as "out");
+    None otherwise."""
     text = os.fspath(path)
+    if isinstance(text, str) and not text.strip():
+        return "no file is named (the path is empty); give a file name"
     if isinstance(text, str) and text.endswith(tuple(filter(None, ("/", os.sep, os.altsep)))):
         return "it names a folder (it ends with a path separator); give a file name"
     return None
@@ -242,7 +245,7 @@ def _check_target_spelling(path: str | os.PathLike[str]) -> None:
     problem = folder_spelling_problem(path)
     if problem is not None:
         text = os.fspath(path)
-        raise ModelSaveError(f"cannot save to {text}: {problem}, such as {text}model.onnx",
+        raise ModelSaveError(f"cannot save to {text!r}: {problem}, such as {text}model.onnx",
                              path=text)
 
 
