@@ -95,6 +95,20 @@ def install_distribution(site: Path, dist: str, plugins: Mapping[str, str],
     return package
 
 
+#: A plugin pass (AfterInferShape) putting a Neg after the first Relu of `small_graph`: a
+#: pass that changes the graph, for the tests of dumps.
+ADDS_NEG = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="AddsNeg", stage="AfterInferShape")
+class AddsNeg(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        neg = graph.add_node("Neg", name="neg", num_inputs=1)
+        graph.replace_all_uses(relu, 0, neg, 0)
+        graph.add_data_edge(relu, 0, neg, 0)
+"""
+
 def small_graph(name: str = "g") -> Graph:
     """Data (float [2, 3]) -> Relu -> Relu -> NetOutput, built with the graph API."""
     graph = Graph(name)

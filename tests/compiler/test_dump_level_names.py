@@ -15,19 +15,7 @@ from ge.compiler import compile_graph
 from ge.compiler.dumping import DUMP_STEP_NAMES, GraphDumper
 from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import CompilerOptionError
-from plugin_fixtures import small_graph
-
-ADDS_NEG = """
-from ge.passes import FusionBasePass, register_fusion_pass
-
-@register_fusion_pass(name="AddsNeg", stage="AfterInferShape")
-class AddsNeg(FusionBasePass):
-    def run(self, graph, context):
-        relu = graph.nodes_of_type("Relu")[0]
-        neg = graph.add_node("Neg", name="neg", num_inputs=1)
-        graph.replace_all_uses(relu, 0, neg, 0)
-        graph.add_data_edge(relu, 0, neg, 0)
-"""
+from plugin_fixtures import ADDS_NEG, small_graph
 
 LEVELS = ("a level is 1 (the input, every step, and every pass that changed the graph), 2 "
           "(the input and every step), 3 (the final graph), 4 (the input), or '|'-separated "

@@ -12,21 +12,9 @@ import ge
 import ge.graph
 from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import CompilerOptionError
-from plugin_fixtures import small_graph
+from plugin_fixtures import ADDS_NEG, small_graph
 
 STEPS = [step_label(s) for s in PIPELINE]
-
-ADDS_NEG = """
-from ge.passes import FusionBasePass, register_fusion_pass
-
-@register_fusion_pass(name="AddsNeg", stage="AfterInferShape")
-class AddsNeg(FusionBasePass):
-    def run(self, graph, context):
-        relu = graph.nodes_of_type("Relu")[0]
-        neg = graph.add_node("Neg", name="neg", num_inputs=1)
-        graph.replace_all_uses(relu, 0, neg, 0)
-        graph.add_data_edge(relu, 0, neg, 0)
-"""
 
 
 def stems(folder: Path, suffix: str) -> list[str]:
