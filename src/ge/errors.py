@@ -422,6 +422,13 @@ class VerificationError(GeError, RuntimeError):
         self.report = report
 
 
+class OutOfMemoryError(GeError, MemoryError):
+    """A command ran out of memory where ge has no more precise error (loading or compiling
+    a model too large for the machine): one line instead of a traceback; nothing written."""
+
+    code = "GE1801"
+
+
 class CommandLineError(GeError, ValueError):
     """A command-line argument the command cannot use (e.g. `pyatc --framework=3`)."""
 
@@ -433,6 +440,7 @@ __all__ += [
     "CompileInputError",
     "CompileWarning",
     "MissingOperatorError",
+    "OutOfMemoryError",
     "SessionError",
     "VerificationError",
     "VerificationInputError",

@@ -403,3 +403,26 @@ def test_an_empty_output_names_no_file(model: Path, monkeypatch: pytest.MonkeyPa
     result = CliRunner().invoke(cli, ["compile", model.name, "-o", "o.onnx", "--report", ""])
     assert result.exit_code == 2 and "'': no file is named (the path is empty)" in result.stderr
     assert _listing(model.parent) == before
+
+
+def test_running_out_of_memory_is_one_line(model: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model too large for the machine (MemoryError while loading or compiling, where ge has
+    no more precise error) was a traceback; it is one line (GE1801), JSON with --json, and
+    nothing is written."""
+    import ge.graph
+
+    def too_large(*args: object, **kwargs: object) -> None:
+        raise MemoryError()
+
+    monkeypatch.setattr(ge.graph, "load", too_large)
+    out = tmp_path / "out.onnx"
+    message = ("out of memory: the command needed more memory than this machine could give; "
+               "nothing was written (ge --debug shows where)")
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out))
+    assert (code, stdout, stderr) == (1, "", f"ge: [GE1801] {message}\n")
+    code, stdout, _ = _run("compile", str(model), "-o", str(out), "--json")
+    assert code == 1
+    assert (json.loads(stdout)["code"], json.loads(stdout)["type"]) == ("GE1801",
+                                                                        "OutOfMemoryError")
+    assert not out.exists()

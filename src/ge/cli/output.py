@@ -27,6 +27,7 @@ from ge.errors import (
     CommandLineError,
     CompileWarning,
     GeError,
+    OutOfMemoryError,
     PassDefinitionWarning,
     PluginLoadWarning,
 )
@@ -192,7 +193,8 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
     status 1 (re-raised when `debug`; by default the `--debug` flag of the `ge` group). With
     `as_json` the body's own prints go to stderr: stdout is the JSON alone. Ctrl-C (SIGINT)
     and SIGTERM end it as a shell would, with status 130 or 143 and one line saying so on
-    stderr (outputs are written atomically, so none was left half-written)."""
+    stderr (outputs are written atomically, so none was left half-written). Running out of
+    memory where ge has no more precise error is one line too (`OutOfMemoryError`, GE1801)."""
     out = CommandOutput(prog, as_json=as_json,
                         debug=_debugging() if debug is None else debug,
                         show_warnings=show_warnings)
@@ -221,6 +223,15 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                 out.flush_warnings()
                 raise
             out._fail(err)
+            raise SystemExit(1) from None
+        except MemoryError as exc:
+            if out.debug:
+                raise
+            detail = f" ({exc})" if str(exc) else ""
+            where = " (ge --debug shows where)" if prog == "ge" else ""
+            out._fail(OutOfMemoryError(
+                f"out of memory{detail}: the command needed more memory than this machine "
+                f"could give; nothing was written{where}"))
             raise SystemExit(1) from None
         out._finish()
 
