@@ -21,6 +21,7 @@ from onnx import TensorProto, helper
 
 import ge
 import ge.graph
+import ge.session.comparison as comparison
 import ge.session.verification as verification
 from ge.errors import CompilerOptionError, SessionError, VerificationInputError
 from ge.session import compare_outputs, generate_inputs
@@ -197,7 +198,7 @@ def _one_shot(spec_type: int, shape: tuple[int, ...], seed: int, name: str) -> n
 
 
 def test_blocks_give_the_values_of_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(verification, "_BLOCK", 7)  # many blocks, one cut mid-row
+    monkeypatch.setattr(verification, "BLOCK_ELEMENTS", 7)  # many blocks, one cut mid-row
     types = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16, T.INT8, T.INT64, T.UINT16, T.BOOL,
              T.COMPLEX64)
     model = _model(*((f"v{t}", t, ["N", 5]) for t in types))
@@ -230,7 +231,7 @@ def test_blocks_give_the_verdict_of_the_whole(monkeypatch: pytest.MonkeyPatch) -
         expected[6, 0] = 0 if dtype == np.int32 else np.inf
         cases.append((expected, actual))
     whole = [_compared(e, a) for e, a in cases]
-    monkeypatch.setattr(verification, "_BLOCK", 4)
+    monkeypatch.setattr(comparison, "BLOCK_ELEMENTS", 4)
     assert [_compared(e, a) for e, a in cases] == whole
     assert whole[0]["worst_index"] == [5, 8] and whole[0]["mismatches"] == 3
 
