@@ -110,14 +110,25 @@ def _with_input_verdict(err: GraphValidationError, source: Path | None
     try:
         onnx.checker.check_model(str(source), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-        return GraphValidationError([
-            ValidationProblem(p.kind, p.nodes, p.message + (
-                f" (the input model {source} fails this check too: it is not the compilation's "
-                "doing)" if p.kind == "onnx-checker" else ""), p.graph)
-            for p in err.problems])
+        return _with_verdict(
+            err, lambda p: p.kind == "onnx-checker",
+            f" (the input model {source} fails this check too: it is not the compilation's "
+            "doing)")
     except Exception:  # a verdict is never worth another error
         return err
     return err
+
+
+def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProblem], bool],
+                  verdict: str) -> GraphValidationError:
+    """`err` with `verdict` (that the input model has the problem too) added to each of its
+    problems `concerned` is true of, without the advice meant for a pass that made one; its
+    stage, pass and location kept."""
+    new = GraphValidationError([
+        ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph) if concerned(p) else p
+        for p in err.problems])
+    new.stage, new.pass_name, new.location = err.stage, err.pass_name, err.location
+    return new
 
 
 def _input_graph(model: str | os.PathLike[str] | onnx.ModelProto | Graph, given: Graph,
@@ -161,13 +172,10 @@ def _with_input_problems(err: GraphValidationError, input_graph: Graph,
                  if role == "model file"]
         source = files[0] if files else None
     model = "the input model" + (f" {source}" if source is not None else "")
-    verdict = (f" ({model} has this problem too: it is not the compilation's doing; fix it "
-               "in the model, or in the exporter that wrote it)")
-    new = GraphValidationError([
-        ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph)
-        if key(p) in before else p for p in err.problems])
-    new.stage, new.pass_name, new.location = err.stage, err.pass_name, err.location
-    return new
+    return _with_verdict(
+        err, lambda p: key(p) in before,
+        f" ({model} has this problem too: it is not the compilation's doing; fix it in the "
+        "model, or in the exporter that wrote it)")
 
 
 def _verify_mode(verify: bool | str) -> str:
