@@ -400,13 +400,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
 def _output_file(text: str) -> Path:
     """OUT as a path; GE1104 before any work when it ends with a path separator ("out/"
     names a folder: as a Path it would have been written as a file "out")."""
-    from ge.errors import ModelSaveError
-    from ge.graph.model_io import folder_spelling_problem
+    from ge.graph.model_io import check_target_spelling
 
-    problem = folder_spelling_problem(text)
-    if problem is not None:
-        raise ModelSaveError(f"cannot save to {text!r}: {problem}, such as {text}model.onnx",
-                             path=text)
+    check_target_spelling(text)
     return Path(text)
 
 

@@ -45,9 +45,9 @@ from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target", "constants_nbytes",
-           "folder_spelling_problem", "load", "new_file_mode", "save_model",
-           "write_target_problem"]
+__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target",
+           "check_target_spelling", "constants_nbytes", "folder_spelling_problem", "load",
+           "new_file_mode", "save_model", "write_target_problem"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -241,7 +241,9 @@ def folder_spelling_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def _check_target_spelling(path: str | os.PathLike[str]) -> None:
+def check_target_spelling(path: str | os.PathLike[str]) -> None:
+    """Refuse (ModelSaveError, GE1104) a path that names no file (`folder_spelling_problem`),
+    before a `Path` of it hides that."""
     problem = folder_spelling_problem(path)
     if problem is not None:
         text = os.fspath(path)
@@ -270,7 +272,7 @@ def check_save_target(
     The data file is checked only when `external_data` is True (None decides at save time).
     A path ending with a separator ("out/") names a folder: refused too.
     """
-    _check_target_spelling(path)
+    check_target_spelling(path)
     target = Path(path)
     _check_target_path(target)
     if overwrite_input:
@@ -442,7 +444,7 @@ def save_model(
 ) -> Path | None:
     """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
     model (None: every tensor is inside it)."""
-    _check_target_spelling(path)
+    check_target_spelling(path)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
