@@ -266,8 +266,9 @@ class PluginLoadWarning(UserWarning):
 
 class PassDefinitionWarning(UserWarning):
     """A pass class GE accepts whose definition is almost certainly not what its author
-    meant (a hook whose parameter names contradict how GE calls it). Given once per
-    process and definition, at class creation; the message holds the file and line."""
+    meant (a hook whose parameter names contradict how GE calls it). Given at class
+    creation, so once per compilation that loads the plugin; the message holds the file
+    and line."""
 
 
 # Extended here so that the original list above stays as it was.

@@ -53,9 +53,8 @@ def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
     import numpy as np
 
     arr = np.asarray(array)
-    dtype = "string" if arr.dtype.kind in "OSU" else arr.dtype.name
     flat = arr.reshape(-1)
-    data: dict[str, Any] = {"dtype": dtype, "shape": list(arr.shape), "size": int(arr.size),
+    data: dict[str, Any] = {**_interface(arr), "size": int(arr.size),
                             "values": [_plain(v) for v in flat[:shown]]}
     if arr.size and arr.dtype.kind in "biuf":
         # reduced in the array's own type (the mean summed in float64), as floats: a

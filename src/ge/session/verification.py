@@ -21,7 +21,7 @@ import math
 import os
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +125,17 @@ def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, np.ndarray]) -
     """What a failed run of generated inputs adds to its error: that they were generated,
     their shapes, and how to give real ones (a symbolic dim of 2 is too short for the first
     Conv of an audio model)."""
-    symbolic = any(isinstance(d, str) for spec in model_inputs(_model(model))
-                   for d in spec.dims or ())
+    symbolic = _has_symbolic_dims(model_inputs(_model(model)))
     shapes = ", ".join(f"{name} {list(array.shape)}" for name, array in feeds.items())
     return (f"; the inputs were generated ({shapes}"
             f"{', symbolic dims of 2 unless sized' if symbolic else ''}): give real ones with "
             "--inputs FILE.npz (inputs=)"
             + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
+
+
+def _has_symbolic_dims(specs: Iterable[InputSpec]) -> bool:
+    """Whether an input has a dim named, not sized (what `--dims NAME=SIZE` sizes)."""
+    return any(isinstance(d, str) for spec in specs for d in spec.dims or ())
 
 
 def generated_inputs_limit(environ: Mapping[str, str] | None = None) -> int:
@@ -183,7 +187,7 @@ def _check_size(shapes: Mapping[str, tuple[int, ...]], specs: Mapping[str, Input
     shown = ", ".join(f"{name!r} {_dtype_name(specs[name])} {list(shapes[name])} "
                       f"{_bytes_text(sizes[name])}" for name in order[:4])
     more = f" and {len(order) - 4} more" if len(order) > 4 else ""
-    symbolic = any(isinstance(d, str) for spec in specs.values() for d in spec.dims or ())
+    symbolic = _has_symbolic_dims(specs.values())
     raise VerificationInputError(
         f"the generated inputs of graph {graph!r} would take {_bytes_text(total)}"
         f"{f' ({total} bytes)' if total >= 1024 else ''}, over the limit of "
