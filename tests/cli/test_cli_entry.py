@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import DISTILBERT, run_ge, run_process
+from cli_helpers import DISTILBERT, SRC, run_ge, run_process
 
 import ge
 from ge.cli.progress import CompileProgress, compile_progress, progress_wanted
@@ -146,15 +149,16 @@ SELF_INTERRUPT = SELF_TERMINATE.replace("SIGTERM", "SIGINT").replace(
                       "        os.kill")  # (a background job may start with SIGINT ignored)
 
 
+def _pyatc_with_plugin(plugin: Path, prefix: Path) -> subprocess.CompletedProcess[str]:
+    """`pyatc` compiling DistilBERT to `prefix`.onnx with `plugin` on ASCEND_GE_PY_PASS_PATH."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}
+    return subprocess.run([sys.executable, "-m", "ge.pyatc", "--model", str(DISTILBERT),
+                           "--framework", "5", "--output", str(prefix)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+
 def test_ctrl_c_ends_a_command_with_130_and_one_line_writing_nothing(tmp_path: Path) -> None:
     """Ctrl-C ends `ge` and `pyatc` as a shell reports it (130), with one line and no
     traceback; it was click's "Aborted!" and status 1, pyatc's traceback."""
-    import os
-    import subprocess
-    import sys
-
-    from cli_helpers import SRC
-
     plugin = tmp_path / "self_interrupt.py"
     plugin.write_text(SELF_INTERRUPT)
     out = tmp_path / "out"
@@ -166,10 +170,7 @@ def test_ctrl_c_ends_a_command_with_130_and_one_line_writing_nothing(tmp_path: P
         assert result.returncode == 130, result.stderr
         assert result.stderr == "ge: interrupted; nothing was written\n", result.stderr
         assert result.stdout == "" and list(out.iterdir()) == []
-    env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}
-    pyatc = subprocess.run([sys.executable, "-m", "ge.pyatc", "--model", str(DISTILBERT),
-                            "--framework", "5", "--output", str(out / "p")],
-                           capture_output=True, text=True, env=env, timeout=300, check=False)
+    pyatc = _pyatc_with_plugin(plugin, out / "p")
     assert pyatc.returncode == 130
     assert pyatc.stderr.endswith("pyatc: interrupted; nothing was written\n")
     assert "Traceback" not in pyatc.stderr and list(out.iterdir()) == []
@@ -179,12 +180,6 @@ def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) 
     """SIGTERM (timeout, docker stop, a cancelled CI job) ends `ge` and `pyatc` with status
     143 and nothing written: not as the running pass's failure, and not leaving the temporary
     files of a save in progress."""
-    import os
-    import subprocess
-    import sys
-
-    from cli_helpers import SRC
-
     plugin = tmp_path / "self_terminate.py"
     plugin.write_text(SELF_TERMINATE)
     out = tmp_path / "out"
@@ -196,10 +191,7 @@ def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) 
     assert result.stderr.endswith("ge: terminated; nothing was written\n")
     assert list(out.iterdir()) == []
 
-    env = {**os.environ, "PYTHONPATH": str(SRC), "ASCEND_GE_PY_PASS_PATH": str(plugin)}
-    pyatc = subprocess.run([sys.executable, "-m", "ge.pyatc", "--model", str(DISTILBERT),
-                            "--framework", "5", "--output", str(out / "p")],
-                           capture_output=True, text=True, env=env, timeout=300, check=False)
+    pyatc = _pyatc_with_plugin(plugin, out / "p")
     assert pyatc.returncode == 143
     assert pyatc.stderr.endswith("pyatc: terminated; nothing was written\n")
     assert list(out.iterdir()) == []
