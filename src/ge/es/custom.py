@@ -2,7 +2,8 @@
 
 `from ge.es.custom import AddCustom` works once `AddCustom` is registered with
 `ge.ops.register_op` (in any one domain); `operator(op_type, domain)` names the domain
-explicitly when several domains define the same op type.
+explicitly when several domains define the same op type, and also gives the operators
+onnxruntime defines beyond ONNX (`operator("SkipLayerNormalization", "com.microsoft")`).
 """
 
 from __future__ import annotations
@@ -13,15 +14,20 @@ from typing import Any
 from ge.errors import OpNotFoundError
 from ge.es.operators import make_operator
 from ge.ops.registry import get_custom_op, list_custom_ops
+from ge.ops.runtime_ops import runtime_op_spec
 from ge.ops.schemas import normalize_domain
 
 __all__ = ["operator"]
 
 
 def operator(op_type: str, domain: str) -> Callable[..., Any]:
-    """The ES function of custom operator `domain::op_type` (`OpNotFoundError` if unknown)."""
-    if get_custom_op(op_type, domain) is None:
-        raise OpNotFoundError(f"custom operator {domain}::{op_type} is not registered")
+    """The ES function of custom operator `domain::op_type`, registered or one onnxruntime
+    defines (`operator("FusedMatMul", "com.microsoft")`); `OpNotFoundError` if unknown."""
+    if get_custom_op(op_type, domain) is None and (
+            runtime_op_spec(op_type, domain, 2**31 - 1) is None):
+        raise OpNotFoundError(
+            f"custom operator {domain}::{op_type} is not registered (and onnxruntime "
+            "defines no such operator)")
     return make_operator(op_type, normalize_domain(domain), __name__)
 
 

@@ -22,6 +22,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, Format
 from ge.ops.registry import get_custom_op
+from ge.ops.runtime_ops import runtime_op_spec
 from ge.ops.schemas import STANDARD_DOMAINS, latest_opset, normalize_domain
 
 __all__ = ["GraphBuilder", "InputType", "attr_scope", "control_dependency_scope"]
@@ -183,11 +184,13 @@ class GraphBuilder:
         imports = self._live_graph("use_domain").opset_imports  # the model's (root's)
         if domain in imports:
             return
-        custom = get_custom_op(op_type, domain)
-        if domain in self._opsets or custom is None:
+        if domain in self._opsets:
             imports[domain] = self.opset_version(domain)
-        else:
-            imports[domain] = custom.spec.since_version
+            return
+        custom = get_custom_op(op_type, domain)
+        spec = (custom.spec if custom is not None
+                else runtime_op_spec(op_type, domain, self.opset_version(domain)))
+        imports[domain] = spec.since_version if spec is not None else self.opset_version(domain)
 
     def _check_alive(self, op: str) -> None:
         if self._graph is None:

@@ -26,6 +26,7 @@ from ge.ops.onnx_node import (
     STRUCTURAL,
     const_value,
     input_value_name,
+    node_opset,
     node_proto,
     node_spec,
     opset_imports_of,
@@ -33,6 +34,7 @@ from ge.ops.onnx_node import (
     type_proto,
 )
 from ge.ops.registry import InferContext, get_custom_op
+from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_spec, runtime_version
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = ["VALUE_ELEMENTS", "infer_node", "is_custom_node", "shape_conflict"]
@@ -108,13 +110,15 @@ def _write(node: Node, index: int, desc: TensorDesc) -> None:
 def _infer_custom(node: Node) -> list[TensorDesc]:
     custom = get_custom_op(node.type, node.domain)
     if custom is None:
-        contrib = (" (an onnxruntime contrib operator, which onnx has no schema for: compile "
-                   "the model as exported, before onnxruntime's optimiser wrote it, or "
-                   "register it)" if node.domain == "com.microsoft" else "")
+        if runtime_op_spec(node.type, node.domain, node_opset(node)) is not None:
+            for i, desc in enumerate(infer_runtime_node(node)):
+                if desc is not None:
+                    _write(node, i, desc)
+            return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
         raise ShapeInferenceError(
             f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
-            f"registered{contrib}; a plugin registers it with ge.ops.register_op (its shape "
-            "inference, and a kernel or a decomposition to run it)",
+            f"registered{_runtime_note(node)}; a plugin registers it with ge.ops.register_op "
+            "(its shape inference, and a kernel or a decomposition to run it)",
             nodes=[node.name],
         )
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
@@ -141,6 +145,18 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
     for i in range(node.get_outputs_size()):
         _write(node, i, result[i])
     return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def _runtime_note(node: Node) -> str:
+    """What onnxruntime says of an unregistered operator of one of its domains."""
+    domain = normalize_domain(node.domain)
+    if domain not in runtime_domains():
+        return ""
+    version = runtime_version()
+    if runtime_op_spec(node.type, domain, 2**31 - 1) is None:
+        return f" (onnxruntime {version} defines no operator {node.type} in {domain!r} either)"
+    return (f" (onnxruntime {version} defines {domain}::{node.type} only from a later version "
+            f"of domain {domain!r} than the model's {node_opset(node)})")
 
 
 def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:

@@ -389,6 +389,14 @@ def _shape_bodies(root: Graph) -> None:
         refine_output_descs(unshaped)
 
 
+#: Custom operators are typed by their own functions once onnx's whole-model inference has
+#: typed their inputs, which then runs again to carry their outputs on. A chain of hundreds
+#: of them (an onnxruntime-optimised transformer has a few per layer) would re-run it once
+#: per link: after this many rounds the rest of the chain is typed node by node
+#: (`refine_output_descs`), and one more whole-model run settles it.
+_WHOLE_MODEL_ROUNDS = 4
+
+
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
@@ -397,7 +405,7 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         for k, desc in _loop_carried(loop, held).items():
             _write(loop, k, desc)
     _shape_bodies(root)
-    for _ in range(len(custom)):
+    for rounds in range(1, len(custom) + 1):
         changed = False
         for node in custom:
             if all(node.has_output_desc(i) for i in range(node.get_outputs_size())):
@@ -406,4 +414,7 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
                 changed = True
         if not changed:
             break
+        if rounds >= _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
+            refine_output_descs({consumer: None for node in custom
+                                 for consumer in node.get_out_data_nodes()})
         _onnx_pass(root, known_values, strict, True)

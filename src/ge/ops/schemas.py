@@ -214,7 +214,8 @@ def _standard_spec(op_type: str, opset: int, domain: str) -> OpSpec:
 
 
 def get_op_spec(op_type: str, opset: int, domain: str = "") -> OpSpec:
-    """The schema of `op_type` at `opset` of `domain`: ONNX's or a registered custom one.
+    """The schema of `op_type` at `opset` of `domain`: ONNX's, a registered custom one's, or
+    onnxruntime's for the operators of its own domains (`ge.ops.runtime_ops`).
 
     Raises `OpNotFoundError` when the operator does not exist at that opset.
     """
@@ -224,6 +225,11 @@ def get_op_spec(op_type: str, opset: int, domain: str = "") -> OpSpec:
 
         custom = get_custom_op(op_type, domain)
         if custom is None:
+            from ge.ops.runtime_ops import runtime_op_spec
+
+            runtime = runtime_op_spec(op_type, domain, opset)
+            if runtime is not None:
+                return runtime  # an operator onnxruntime defines beyond ONNX
             raise OpNotFoundError(
                 f"operator {op_type} of domain {domain!r} is not registered "
                 "(register it with ge.ops.register_op)"

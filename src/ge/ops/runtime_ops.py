@@ -1,0 +1,240 @@
+"""Operators onnxruntime defines beyond ONNX: its contrib domains, `com.microsoft` first.
+
+Models meet them often: onnxruntime's quantizer writes `QLinearAdd` or `QGemm` in its
+QOperator format, its offline optimiser and transformers optimiser write `FusedMatMul`,
+`SkipLayerNormalization` or `Attention`, onnxruntime-genai writes `GroupQueryAttention`
+and `MatMulNBits`. onnx has no schema for them, but onnxruntime, a dependency of ge that
+runs them, has: ge takes each one's signature from onnxruntime's schema registry
+(`runtime_op_spec`) and its output types from onnxruntime's own shape inference, asked
+through a session of the one node (`infer_runtime_node`). Nothing about them is written by
+hand, and a registered custom operator of the same name (`ge.ops.register_op`) comes first.
+
+A one-node session costs a few milliseconds; nodes of the same signature (operator,
+attributes, input types, small constant inputs) are asked once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import onnx
+from onnx import helper
+
+from ge.errors import ShapeInferenceError
+from ge.graph.node import Node
+from ge.graph.tensor_desc import TensorDesc
+from ge.graph.value_info import desc_from_value_info
+from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
+from ge.ops.schemas import (
+    STANDARD_DOMAINS,
+    AttrSpec,
+    OpSpec,
+    ParamOption,
+    ParamSpec,
+    normalize_domain,
+)
+
+__all__ = ["infer_runtime_node", "runtime_domains", "runtime_op_spec", "runtime_version"]
+
+#: Constant inputs of at most this many elements go to onnxruntime with their values (a
+#: shape or axes an output's shape may depend on); larger ones by type and shape only.
+_VALUE_ELEMENTS = 1024
+#: The IR version of the one-node models: one every onnxruntime ge supports reads.
+_PROBE_IR_VERSION = 10
+
+_OPTIONS = {"Single": ParamOption.SINGLE, "Optional": ParamOption.OPTIONAL,
+            "Variadic": ParamOption.VARIADIC}
+
+
+@functools.lru_cache(maxsize=1)
+def _schemas() -> Mapping[tuple[str, str], tuple[Any, ...]]:
+    """onnxruntime's schemas of the domains ONNX does not define, by (domain, op type),
+    each operator's versions oldest first (read once: they are what the installed
+    onnxruntime is)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    found: dict[tuple[str, str], list[Any]] = {}
+    for schema in ort_state.get_all_operator_schema():
+        domain = normalize_domain(schema.domain)
+        if domain in STANDARD_DOMAINS:
+            continue
+        found.setdefault((domain, schema.name), []).append(schema)
+    return {key: tuple(sorted(versions, key=lambda s: s.since_version))
+            for key, versions in found.items()}
+
+
+def runtime_version() -> str:
+    """The version of the installed onnxruntime (for messages)."""
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
+def runtime_domains() -> frozenset[str]:
+    """The operator domains onnxruntime defines beyond ONNX's (`com.microsoft`, ...)."""
+    return frozenset(domain for domain, _ in _schemas())
+
+
+def _schema_at(op_type: str, domain: str, opset: int) -> Any | None:
+    versions = _schemas().get((normalize_domain(domain), op_type), ())
+    at = [s for s in versions if s.since_version <= opset]
+    return at[-1] if at else None
+
+
+def _params(formals: Any) -> tuple[ParamSpec, ...]:
+    return tuple(ParamSpec(p.name, _OPTIONS[p.option.name], p.typeStr) for p in formals)
+
+
+@functools.lru_cache(maxsize=1024)
+def runtime_op_spec(op_type: str, domain: str, opset: int) -> OpSpec | None:
+    """The signature onnxruntime gives `domain::op_type` at `opset` of its domain, or None
+    when onnxruntime defines no such operator (or only from a later version)."""
+    schema = _schema_at(op_type, domain, opset)
+    if schema is None or schema.deprecated:
+        return None
+    attributes = {name: AttrSpec(name, int(attr.type.value), bool(attr.required), None)
+                  for name, attr in schema.attributes.items()}
+    return OpSpec(
+        domain=normalize_domain(schema.domain),
+        op_type=schema.name,
+        since_version=schema.since_version,
+        inputs=_params(schema.inputs),
+        outputs=_params(schema.outputs),
+        attributes=attributes,
+        min_input=schema.min_input,
+        max_input=schema.max_input,
+        min_output=schema.min_output,
+        max_output=schema.max_output,
+        doc=(schema.doc or "").strip(),
+        custom=True,
+    )
+
+
+def infer_runtime_node(node: Node) -> list[TensorDesc | None]:
+    """The output descs onnxruntime's shape inference gives `node`, an operator of one of
+    its domains, from its input descs and small constant inputs (None for an output it
+    leaves untyped). `ShapeInferenceError` when onnxruntime refuses the node."""
+    probe, names = _probe_model(node)
+    try:
+        inferred = _inferred_outputs(probe.SerializeToString())
+        unsure = [k for k, (elem, dims) in enumerate(inferred) if elem is not None and not dims]
+        if unsure:  # onnxruntime lists a scalar and a value of unknown rank alike
+            _ask_ranks(probe, unsure)
+            inferred = _inferred_outputs(probe.SerializeToString())[: len(inferred)]
+    except _RuntimeRefusal as refusal:
+        raise ShapeInferenceError(
+            f"node {node.name!r} ({node.domain}::{node.type}): onnxruntime "
+            f"{runtime_version()} cannot type it from its inputs: {refusal}",
+            nodes=[node.name]) from None
+    typed = dict(zip(names, inferred))
+    outputs: list[TensorDesc | None] = []
+    for k in range(node.get_outputs_size()):
+        elem_type, dims = typed.get(k, (None, []))
+        if elem_type is None:
+            outputs.append(None)
+            continue
+        vi = helper.make_tensor_value_info("v", elem_type, None if dims is None else dims)
+        outputs.append(desc_from_value_info(vi))
+    return outputs
+
+
+def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int]]:
+    """A model of the node alone, with names of its own (so nodes of one signature make
+    the same bytes): each connected input a graph input of its type, or an initializer
+    when it is a small constant; each output declared without a type. Also the node's
+    output indices in the order the model declares them."""
+    proto = node_proto(node)
+    proto.name = ""
+    inputs: list[onnx.ValueInfoProto] = []
+    initializers: list[onnx.TensorProto] = []
+    for i, value_name in enumerate(proto.input):
+        if not value_name:
+            continue
+        name = f"in{i}"
+        proto.input[i] = name
+        value = const_value(node, i)
+        if value is not None and value.size <= _VALUE_ELEMENTS:
+            initializers.append(value.to_proto(name))
+            continue
+        tp = type_proto(node.get_input_desc(i))
+        vi = onnx.ValueInfoProto()
+        vi.name = name
+        if tp is not None:
+            vi.type.CopyFrom(tp)
+        inputs.append(vi)
+    outputs, names = [], []
+    for k, value_name in enumerate(proto.output):
+        if value_name:
+            proto.output[k] = f"out{k}"
+            outputs.append(helper.make_value_info(f"out{k}", onnx.TypeProto()))
+            names.append(k)
+    graph = helper.make_graph([proto], "probe", inputs, outputs, initializer=initializers)
+    model = helper.make_model(graph, opset_imports=opset_imports_of(node),
+                              ir_version=_PROBE_IR_VERSION)
+    return model, names
+
+
+def _ask_ranks(probe: onnx.ModelProto, positions: list[int]) -> None:
+    """Add to `probe` the `Shape` of each of these declared outputs as an output of its
+    own, whose length is the rank (0 for a scalar, unknown for an unknown rank)."""
+    graph = probe.graph
+    for k in positions:
+        name = graph.output[k].name
+        graph.node.append(helper.make_node("Shape", [name], [f"{name}_rank"]))
+        graph.output.append(helper.make_value_info(f"{name}_rank", onnx.TypeProto()))
+
+
+def _refusal_text(text: str) -> str:
+    """onnxruntime's message about a one-node model in the node's terms: without its
+    "[ONNXRuntimeError] : 10 : INVALID_GRAPH : ... failed:" preamble, the probe's value
+    names (`in0`) said as input and output positions."""
+    text = text.strip().splitlines()[0] if text.strip() else ""
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = text.split("failed:", 1)[-1]
+    text = text.replace("This is an invalid model. ", "").replace(" in node ()", "")
+    text = re.sub(r"\bin(\d+)\b", r"input \1", text)
+    return re.sub(r"\bout(\d+)\b", r"output \1", text).strip()
+
+
+class _RuntimeRefusal(Exception):
+    """onnxruntime would not create a session of the one-node model (its message)."""
+
+
+_ORT_TYPE_PREFIX = "tensor("
+
+
+@functools.lru_cache(maxsize=4096)
+def _inferred_outputs(model_bytes: bytes
+                      ) -> tuple[tuple[int | None, list[Any] | None], ...]:
+    """(ONNX element type or None, dims) of each declared output of a one-node model, as
+    onnxruntime's graph resolution types them."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own exception types
+        raise _RuntimeRefusal(_refusal_text(str(err)) or type(err).__name__) from None
+    found: list[tuple[int | None, list[Any] | None]] = []
+    declared = session.get_outputs()
+    ranks = {o.name[: -len("_rank")]: o.shape for o in declared if o.name.endswith("_rank")}
+    for output in declared:
+        if output.name.endswith("_rank"):
+            continue
+        kind = output.type or ""
+        if not (kind.startswith(_ORT_TYPE_PREFIX) and kind.endswith(")")):
+            found.append((None, []))  # a sequence, map or optional: left untyped
+            continue
+        elem_type = getattr(onnx.TensorProto, kind[len(_ORT_TYPE_PREFIX):-1].upper(), None)
+        dims: list[Any] | None = [d if isinstance(d, (int, str)) else None
+                                  for d in (output.shape or [])]
+        rank = ranks.get(output.name)
+        if not dims and rank is not None and not (rank and isinstance(rank[0], int)):
+            dims = None  # its Shape has no known length: the rank is unknown
+        found.append((elem_type if isinstance(elem_type, int) else None, dims))
+    return tuple(found)

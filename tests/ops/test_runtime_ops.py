@@ -1,0 +1,248 @@
+"""Operators onnxruntime defines beyond ONNX (com.microsoft): ge knows their signatures from
+onnxruntime's schema registry and types their outputs with onnxruntime's inference, so
+models holding them (onnxruntime's quantizer and optimisers write them) compile, verify and
+save; pass authors build them with `ge.es.custom.operator`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+from ge.errors import OpNotFoundError, ShapeInferenceError
+from ge.es import GraphBuilder
+from ge.es.custom import operator
+from ge.graph.tensor_desc import TensorDesc
+from ge.ops import get_op_spec, model_inference
+from ge.ops.runtime_ops import runtime_domains, runtime_op_spec
+
+MS = "com.microsoft"
+RNG = np.random.default_rng(0)
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto],
+           initializers: Sequence[onnx.TensorProto] = ()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid(MS, 1)])
+
+
+def _weights(name: str, *shape: int) -> onnx.TensorProto:
+    return numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32) * 0.1, name)
+
+
+def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _descs(graph: ge.graph.Graph, op_type: str) -> list[TensorDesc]:
+    return [n.get_output_desc(i) for n in graph.get_all_nodes() if n.type == op_type
+            for i in range(n.get_outputs_size()) if n.get_output_name(i)]
+
+
+def test_signatures_come_from_onnxruntime() -> None:
+    spec = runtime_op_spec("FusedMatMul", MS, 1)
+    assert spec is not None and spec.custom
+    assert [p.name for p in spec.inputs] == ["A", "B"]
+    assert {"alpha", "transA", "transB"} <= set(spec.attributes)
+    assert get_op_spec("SkipLayerNormalization", 1, MS).max_output == 4
+    assert runtime_op_spec("FusedMatMull", MS, 1) is None
+    assert MS in runtime_domains() and "" not in runtime_domains()
+
+
+def test_outputs_are_typed_by_onnxruntime_with_symbolic_dims() -> None:
+    """FusedMatMul's product and SkipLayerNormalization's first and last outputs (the two
+    in between absent) keep the input's `batch`."""
+    nodes = [
+        helper.make_node("FusedMatMul", ["x", "w"], ["p"], domain=MS, transB=1, alpha=0.5),
+        helper.make_node("SkipLayerNormalization", ["p", "x", "gamma", "beta"],
+                         ["y", "", "", "sum"], domain=MS, epsilon=1e-5),
+        helper.make_node("Add", ["y", "sum"], ["out"]),
+    ]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 8, 16])],
+                   [_weights("w", 16, 16), _weights("gamma", 16), _weights("beta", 16)])
+    result = ge.compile(model, verify=True)
+    assert result.verification is not None and result.verification.ok
+    assert _descs(result.graph, "FusedMatMul") == [TensorDesc(["batch", 8, 16])]
+    assert _descs(result.graph, "SkipLayerNormalization") == [TensorDesc(["batch", 8, 16])] * 2
+    saved = result.to_onnx()
+    onnx.checker.check_model(saved, full_check=True)
+    assert [n.op_type for n in saved.graph.node if n.domain == MS] == [
+        "FusedMatMul", "SkipLayerNormalization"]
+
+
+def test_a_scalar_and_an_unknown_rank_are_told_apart() -> None:
+    """onnxruntime lists both as shape []: their Shape's length settles which."""
+    scalar = _model(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain=MS),
+         helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.1]),
+         helper.make_tensor("z", TensorProto.UINT8, [], [3])])
+    assert _descs(ge.compile(scalar).graph, "QuantizeLinear") == [
+        TensorDesc([], data_type=ge.graph.DataType.DT_UINT8)]
+    unknown = _model(
+        [helper.make_node("ExpandDims", ["x", "axis"], ["e"], domain=MS),
+         helper.make_node("Relu", ["e"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("axis", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    (desc,) = _descs(ge.compile(unknown).graph, "ExpandDims")
+    assert desc.get_shape().is_unknown_rank()
+    assert desc.data_type == ge.graph.DataType.DT_FLOAT
+
+
+def test_a_node_onnxruntime_refuses_is_ge1305_and_nothing_is_written(tmp_path: Path) -> None:
+    """FusedMatMul of int32 values, a type its schema does not allow."""
+    model = _model(
+        [helper.make_node("FusedMatMul", ["x", "x"], ["p"], domain=MS, name="fmm"),
+         helper.make_node("Cast", ["p"], ["y"], to=TensorProto.FLOAT)],
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(source)
+    err = caught.value
+    assert err.code == "GE1305" and err.stage == "InferShape"
+    assert err.message == (
+        f"node 'fmm' (com.microsoft::FusedMatMul): onnxruntime {onnxruntime.__version__} "
+        "cannot type it from its inputs: Type Error: Type 'tensor(int32)' of input parameter "
+        "(input 0) of operator (FusedMatMul) is invalid.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_a_long_chain_is_typed_node_by_node_past_the_whole_model_rounds() -> None:
+    """More links than `_WHOLE_MODEL_ROUNDS`: the rest of the chain is typed node by node,
+    every value keeps `batch`, and the compiled model computes what the original does."""
+    links = model_inference._WHOLE_MODEL_ROUNDS * 3
+    nodes, weights, previous = [], [], "x"
+    for i in range(links):
+        weights += [_weights(f"w{i}", 16, 16), _weights(f"b{i}", 16)]
+        nodes += [helper.make_node("MatMul", [previous, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("BiasGelu", [f"m{i}", f"b{i}"], [f"g{i}"], domain=MS),
+                  helper.make_node("Relu", [f"g{i}"], [f"r{i}"])]
+        previous = f"r{i}"
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                   [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["batch", 16])],
+                   weights)
+    result = ge.compile(model, verify=True, dims={"batch": 3})
+    assert result.verification is not None and result.verification.ok
+    for op_type in ("MatMul", "BiasGelu", "Relu"):
+        assert _descs(result.graph, op_type) == [TensorDesc(["batch", 16])] * links
+
+
+def test_a_model_onnxruntime_optimised_compiles(tmp_path: Path, shared_models: Path) -> None:
+    """vit_tiny as onnxruntime's extended offline optimisation writes it (FusedMatMul, Gelu,
+    SkipLayerNormalization of com.microsoft): compiled, verified, saved, reloadable."""
+    optimised = tmp_path / "vit_ort.onnx"
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(optimised)
+    onnxruntime.InferenceSession(str(shared_models / "vit_tiny.onnx"), options,
+                                 providers=["CPUExecutionProvider"])
+    contrib = {n.op_type for n in onnx.load(optimised).graph.node if n.domain == MS}
+    assert {"FusedMatMul", "SkipLayerNormalization"} <= contrib
+    result = ge.compile(optimised, verify=True)
+    assert result.verification is not None and result.verification.ok
+    out = tmp_path / "out.onnx"
+    result.save(out)
+    onnx.checker.check_model(str(out), full_check=True)
+    feeds = {"pixel_values": RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+    expected = _run(onnx.load(shared_models / "vit_tiny.onnx"), feeds)[0]
+    np.testing.assert_allclose(_run(onnx.load(out), feeds)[0], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_quantized_to_qlinear_operators_compiles(tmp_path: Path,
+                                                         shared_models: Path) -> None:
+    """onnxruntime's quantizer in its QOperator format writes QLinearAdd, QLinearMul and
+    QLinearGlobalAveragePool of com.microsoft beside ONNX's QLinearConv."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter([{"input": RNG.standard_normal((1, 3, 32, 32)).astype(
+                np.float32)} for _ in range(4)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    quantized = tmp_path / "mobilenet_qop.onnx"
+    quantize_static(str(shared_models / "mobilenet_like.onnx"), str(quantized), Calibration(),
+                    quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8)
+    contrib = {n.op_type for n in onnx.load(quantized).graph.node if n.domain == MS}
+    assert contrib, "the quantizer wrote no com.microsoft operator"
+    result = ge.compile(quantized, verify=True)
+    assert result.verification is not None and result.verification.ok
+    saved = result.to_onnx()
+    assert {n.op_type for n in saved.graph.node if n.domain == MS} == contrib
+    onnx.checker.check_model(saved, full_check=True)
+
+
+def test_es_builds_an_operator_onnxruntime_defines() -> None:
+    builder = GraphBuilder("g")
+    x = builder.create_input(0, name="x", shape=["n", 8, 16])
+    w = builder.create_input(1, name="w", shape=[16, 16])
+    fused = operator("FusedMatMul", MS)
+    graph = builder.build_and_reset([fused(x, w, alpha=0.5, transB=1)])
+    assert graph.opset_imports[MS] == 1
+    assert _descs(graph, "FusedMatMul") == [TensorDesc(["n", 8, 16])]
+    xs = RNG.standard_normal((2, 8, 16)).astype(np.float32)
+    ws = RNG.standard_normal((16, 16)).astype(np.float32)
+    (got,) = _run(graph.to_onnx(), {"x": xs, "w": ws})
+    np.testing.assert_allclose(got, 0.5 * xs @ ws.T, rtol=1e-5, atol=1e-5)
+
+
+def test_es_refuses_an_operator_nobody_defines() -> None:
+    with pytest.raises(OpNotFoundError) as caught:
+        operator("FusedMatMull", MS)
+    assert caught.value.code == "GE1302"
+    assert caught.value.message == (
+        "custom operator com.microsoft::FusedMatMull is not registered (and onnxruntime "
+        "defines no such operator)")
+
+
+def _docs_plugin() -> str:
+    """The plugin of docs/ops.md that fuses into com.microsoft::FusedMatMul."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ops.md").read_text()
+    blocks = [b for b in text.split("```python\n")[1:]
+              if b.startswith("# plugin: fuse_transposed_matmul.py")]
+    assert len(blocks) == 1
+    return blocks[0].split("```")[0]
+
+
+def test_the_docs_plugin_fuses_into_an_onnxruntime_operator(tmp_path: Path) -> None:
+    plugin = tmp_path / "fuse_transposed_matmul.py"
+    plugin.write_text(_docs_plugin())
+    model = _model(
+        [helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+         helper.make_node("MatMul", ["x", "wt"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [_weights("w", 8, 16)])
+    result = ge.compile(model, pass_paths=[plugin], verify=True, builtin_passes=False)
+    assert result.verification is not None and result.verification.ok
+    assert result.report.rewrites_by_pass().get("FuseTransposedMatMul") == 1
+    saved = result.to_onnx()
+    assert [(n.domain, n.op_type) for n in saved.graph.node] == [(MS, "FusedMatMul")]
+    assert {o.domain: o.version for o in saved.opset_import}[MS] == 1
+    xs = RNG.standard_normal((3, 16)).astype(np.float32)
+    w = numpy_helper.to_array(next(t for t in saved.graph.initializer))
+    np.testing.assert_allclose(_run(saved, {"x": xs})[0], xs @ w.T, rtol=1e-5, atol=1e-5)
