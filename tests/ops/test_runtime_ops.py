@@ -246,3 +246,29 @@ def test_the_docs_plugin_fuses_into_an_onnxruntime_operator(tmp_path: Path) -> N
     xs = RNG.standard_normal((3, 16)).astype(np.float32)
     w = numpy_helper.to_array(next(t for t in saved.graph.initializer))
     np.testing.assert_allclose(_run(saved, {"x": xs})[0], xs @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_with_onnxruntime_layout_operators_compiles_and_runs(
+        tmp_path: Path, shared_models: Path) -> None:
+    """At ORT_ENABLE_ALL onnxruntime writes operators of com.microsoft.nchwc (ReorderInput,
+    its blocked Conv): typed, verified (onnxruntime runs them itself, no plugin asked for)
+    and run by `ge run`."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    optimised = tmp_path / "mobilenet_all.onnx"
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.optimized_model_filepath = str(optimised)
+    options.log_severity_level = 3
+    onnxruntime.InferenceSession(str(shared_models / "mobilenet_like_bn.onnx"), options,
+                                 providers=["CPUExecutionProvider"])
+    domains = {n.domain for n in onnx.load(optimised).graph.node}
+    if "com.microsoft.nchwc" not in domains:
+        pytest.skip("this CPU's onnxruntime writes no NCHWc operators")
+    result = ge.compile(optimised, verify=True)
+    assert result.verification is not None and result.verification.ok
+    ran = CliRunner().invoke(cli, ["run", str(optimised), "--output", str(tmp_path / "o.npz")])
+    assert ran.exit_code == 0, ran.output
+    assert np.load(tmp_path / "o.npz")["output"].shape == (1, 10)

@@ -120,7 +120,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
 
         import ge.graph
         from ge.errors import MissingOperatorError, SessionError
-        from ge.session.runner import RUNTIME_DOMAINS, ModelRunner
+        from ge.session.runner import ModelRunner, runs_in_onnxruntime
         from ge.session.verification import generate_inputs, generated_inputs_note, load_inputs
 
         if output is not None:
@@ -134,7 +134,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         graph = ge.graph.load(model)
         feeds = (load_inputs(inputs, graph) if inputs is not None
                  else generate_inputs(graph, seed=seed, dims=dims))
-        custom = [node for node in graph.get_all_nodes() if node.domain not in RUNTIME_DOMAINS]
+        custom = [node for node in graph.get_all_nodes()
+                  if not runs_in_onnxruntime(node.domain)]
         with _custom_op_plugins(custom, pass_paths):
             try:
                 results = ModelRunner(graph).run(feeds)

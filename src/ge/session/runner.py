@@ -32,10 +32,10 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
+from ge.ops.runtime_ops import runtime_domains
 
 __all__ = [
     "FILE_RUN_BYTES",
-    "RUNTIME_DOMAINS",
     "ExportedModel",
     "InputSpec",
     "ModelRunner",
@@ -44,14 +44,24 @@ __all__ = [
     "model_inputs",
     "model_name",
     "run_model",
+    "runs_in_onnxruntime",
 ]
 
 Model = Graph | onnx.ModelProto
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
-#: Domains onnxruntime runs itself: a node of any other domain needs a custom operator
-#: registered with `ge.ops.register_op` (the model then runs in the reference evaluator).
-RUNTIME_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
+
+
+def runs_in_onnxruntime(domain: str) -> bool:
+    """Whether onnxruntime runs the operators of `domain` itself (ONNX's own domains and
+    onnxruntime's, `com.microsoft` ...): a node of any other domain needs a custom operator
+    registered with a kernel or a decomposition."""
+    return domain in _ONNX_DOMAINS or domain in runtime_domains()
+
+
+_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+
+
 # A model serialized to more bytes than this goes to onnxruntime as a file.
 _INLINE_LIMIT = INLINE_MODEL_BYTES
 #: A Graph whose constants hold more bytes than this runs from a model file saved with
@@ -227,7 +237,7 @@ def custom_ops_of(model: onnx.ModelProto) -> list[CustomOp]:
     nodes = [*_all_nodes(model.graph), *(n for f in model.functions for n in f.node)]
     for node in nodes:
         key = (node.domain, node.op_type)
-        if node.domain not in RUNTIME_DOMAINS and key not in found and key not in defined:
+        if key not in found and key not in defined and not runs_in_onnxruntime(node.domain):
             custom = get_custom_op(node.op_type, node.domain)
             if custom is not None:
                 found[key] = custom
