@@ -37,8 +37,10 @@ from fuzz_layout import (
     g_unsqueeze,
 )
 from fuzz_ops import (
+    MS,
     g_batchnorm,
     g_binary,
+    g_contrib,
     g_conv,
     g_gelu,
     g_gemm,
@@ -177,9 +179,22 @@ GENERATORS: dict[str, tuple[float, int, Generator]] = {
     "ArgMax": (0.7, 13, g_argmax),
     "Shape": (0.8, 13, g_shape),
     "Gather": (0.7, 13, g_gather),
+    "Contrib": (1.0, 13, g_contrib),
     "If": (2.5, 13, g_if),
     "Loop": (2.0, 13, g_loop),
 }
+
+
+def _uses_domain(graph: onnx.GraphProto, domain: str) -> bool:
+    """Whether a node of `domain` is in `graph` or in a body inside it."""
+    for node in graph.node:
+        if node.domain == domain:
+            return True
+        for attr in node.attribute:
+            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            if any(_uses_domain(body, domain) for body in bodies):
+                return True
+    return False
 
 
 #: Generators that make sense on constants only (ConstExpr runs them on the constant pool).
@@ -288,8 +303,11 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
         feeds[init.name] = np.asarray(b.rng.random(tuple(init.dims)) < 0.5)
         b.tags["input:overridable-condition"] += 1
     opsets = [helper.make_opsetid("", opset)]
+    ir_version = helper.find_min_ir_version_for(opsets)
+    if _uses_domain(graph, MS):
+        opsets.append(helper.make_opsetid(MS, 1))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="ge-fuzz",
-                              ir_version=helper.find_min_ir_version_for(opsets))
+                              ir_version=ir_version)
     if b.chance(0.3):  # a typed model: ge keeps value_info then
         model = onnx.shape_inference.infer_shapes(model)
         b.tags["model:value_info"] += 1

@@ -1,6 +1,7 @@
 """Generators of the fuzzer's models: elementwise operators, linear algebra (MatMul, Gemm,
 Conv, BatchNormalization) and normalisations (reductions, Softmax, LayerNorm and Gelu in
-primitives), often in a fusable form or a near miss that must not fuse."""
+primitives), often in a fusable form or a near miss that must not fuse; and operators of
+onnxruntime's com.microsoft domain, which ge types through onnxruntime."""
 
 from __future__ import annotations
 
@@ -512,4 +513,50 @@ def g_rmsnorm(b: Builder) -> bool:
     if out_type == half:
         b.outputs.append(y)
     b.tags["RMSNorm:pattern"] += 1
+    return True
+
+
+# -- onnxruntime's own operators ------------------------------------------------------------
+MS = "com.microsoft"
+
+
+def g_contrib(b: Builder) -> bool:
+    """An operator of com.microsoft (ge types it by asking onnxruntime): FusedMatMul with
+    transposes and alpha, BiasGelu, FastGelu, QuickGelu, com.microsoft Gelu, or
+    SkipLayerNormalization with its optional outputs present or absent."""
+    kind = b.choice(["FusedMatMul", "BiasGelu", "FastGelu", "QuickGelu", "Gelu",
+                     "SkipLayerNormalization"])
+    ranks = {"FusedMatMul": (2, 3, 4), "SkipLayerNormalization": (2, 3)}.get(kind, (1, 2, 3, 4))
+    x = b.pick(ok=lambda v: v.rank in ranks and v.numel <= 96)
+    if x is None:
+        return False
+    last = x.shape[-1]
+    b.tags[f"contrib:{kind}"] += 1
+    if kind == "FusedMatMul":
+        trans_a, trans_b = bool(b.chance(0.3)), bool(b.chance(0.5))
+        rows, k = (x.shape[-1], x.shape[-2]) if trans_a else (x.shape[-2], x.shape[-1])
+        n = int(b.rng.integers(1, 6))
+        w = b.const(b.randn((n, k) if trans_b else (k, n), 1 / math.sqrt(k)))
+        alpha = float(b.choice([1.0, 0.5, 0.125]))
+        b.op(kind, [x, w], (*x.shape[:-2], rows, n), domain=MS, alpha=alpha,
+             transA=int(trans_a), transB=int(trans_b))
+    elif kind in ("BiasGelu", "FastGelu"):
+        bias = b.const(b.randn((last,)))
+        b.op(kind, [x, bias] if kind == "BiasGelu" or b.chance(0.7) else [x], x.shape, domain=MS)
+    elif kind == "QuickGelu":
+        b.op(kind, [x], x.shape, domain=MS, alpha=float(b.choice([1.702, 1.0])))
+    elif kind == "Gelu":
+        b.op(kind, [x], x.shape, domain=MS)
+    else:
+        skip = b.pick(ok=lambda v: v.shape == x.shape and v is not x) or b.const(b.randn(x.shape))
+        gamma, beta = b.const(b.randn((last,))), b.const(b.randn((last,)))
+        with_sum = b.chance(0.5)
+        outs = [(FLOAT, x.shape), (FLOAT, ()), (FLOAT, ()), (FLOAT, x.shape)]
+        results = b.emit(kind, [x, skip, gamma, beta], outs, pool=False, domain=MS,
+                         epsilon=1e-5)
+        node = b.nodes[-1]
+        del node.output[4 if with_sum else 1:]  # the mean and inverse std dev: absent
+        if with_sum:
+            node.output[1] = node.output[2] = ""
+        b.values.extend(results[0:1] + (results[3:4] if with_sum else []))
     return True
