@@ -233,3 +233,32 @@ def test_inspect_shows_symbolic_dims(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
     code, out, _ = run_ge("inspect", str(model))
     assert code == 0 and out.count("[batch, 3]") == 2
+
+
+def test_run_describes_a_sequence_of_maps_as_such(tmp_path: Path) -> None:
+    """ZipMap (ai.onnx.ml) gives a list of {class: probability}: shown as sequence(map) of
+    its length, not as a string array."""
+    ml = "ai.onnx.ml"
+    classifier = helper.make_node(
+        "LinearClassifier", ["x"], ["label", "probabilities"], domain=ml,
+        classlabels_ints=[0, 1, 2], coefficients=[0.1 * i for i in range(12)],
+        intercepts=[0.1, 0.2, 0.3], post_transform="SOFTMAX")
+    zipmap = helper.make_node("ZipMap", ["probabilities"], ["classes"], domain=ml,
+                              classlabels_int64s=[0, 1, 2])
+    maps = onnx.TypeProto()
+    maps.sequence_type.elem_type.map_type.key_type = TensorProto.INT64
+    maps.sequence_type.elem_type.map_type.value_type.tensor_type.elem_type = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [classifier, zipmap], "classifier",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]),
+         helper.make_value_info("classes", maps)])
+    model = tmp_path / "classifier.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15),
+                                                      helper.make_opsetid(ml, 3)]), model)
+    code, stdout, stderr = run_ge("run", str(model), "--json")
+    assert code == 0, stderr
+    outputs = json.loads(stdout)["outputs"]
+    assert (outputs["classes"]["dtype"], outputs["classes"]["shape"]) == ("sequence(map)", [2])
+    assert (outputs["label"]["dtype"], outputs["label"]["shape"]) == ("int64", [2])
+    assert len(outputs["classes"]["values"]) == 2

@@ -66,10 +66,17 @@ def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
 
 
 def _interface(array: Any) -> dict[str, Any]:
-    """dtype and shape of an array (what the JSON result says of each input)."""
+    """dtype and shape of an array (what the JSON result says of each input); a sequence
+    output (onnxruntime gives a list: of maps for ZipMap) is `sequence(map)` or
+    `sequence(tensor)` of its length."""
     import numpy as np
 
-    arr = np.asarray(array)
+    arr = np.asarray(array) if not isinstance(array, list) else None
+    if arr is None or (arr.dtype == object and arr.ndim == 1 and arr.size
+                       and isinstance(arr[0], (dict, list, np.ndarray))):
+        items = list(array)
+        inner = "map" if items and isinstance(items[0], dict) else "tensor"
+        return {"dtype": f"sequence({inner})", "shape": [len(items)]}
     return {"dtype": "string" if arr.dtype.kind in "OSU" else arr.dtype.name,
             "shape": list(arr.shape)}
 
