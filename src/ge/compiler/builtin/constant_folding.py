@@ -11,7 +11,8 @@ refined (`ge.ops.refinement`): inference ran before folding, so a shape computed
 constants left their dims unknown, which the passes after this one would read. Folding
 never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
-larger than the constants it is computed from.
+larger than the constants it is computed from. A `DequantizeLinear` is never folded: in a
+quantized model it is how a weight is stored (`_STORAGE_OPS`).
 
 Speed on large models: the walk first asks the one cheap question most nodes fail (is
 every input a `Const`?) and only then the others; evaluation goes through the pass
@@ -91,6 +92,15 @@ _STANDARDIZING_OPS = frozenset({
 #: NaN win (ReduceMax of [3, nan, -1] is nan, ArgMax 1) where onnxruntime skips it unless it
 #: comes first (3, 0); the ONNX spec says nothing. Not folded over a NaN.
 _EXTREME_OPS = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin"})
+
+
+#: How a model stores its weights, not a computation to do once: a `DequantizeLinear` of a
+#: constant is a quantized model's weight (its QDQ format: int8, int4, uint16 ... with a
+#: scale). Folded, the weight would be stored in float (4x the bytes of int8, 8x of int4)
+#: and the quantized operators onnxruntime makes of DequantizeLinear -> op -> QuantizeLinear
+#: would compute in float, slower and with other results. Never folded (onnxruntime's own
+#: constant folding leaves them too).
+_STORAGE_OPS = frozenset({"DequantizeLinear"})
 
 
 def size_limit(context: PassContext) -> int:
@@ -321,7 +331,7 @@ class _Folder:
 
     def values(self, node: Node) -> dict[int, Tensor] | None:
         """The values of `node`'s used outputs if it should be folded, else None."""
-        if not is_operator(node) or is_random(node):
+        if not is_operator(node) or is_random(node) or node.type in _STORAGE_OPS:
             return None
         if node.get_subgraphs() or node.get_in_control_nodes() or node.get_out_control_nodes():
             return None
