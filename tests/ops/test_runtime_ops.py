@@ -118,7 +118,7 @@ def test_a_node_onnxruntime_refuses_is_ge1305_and_nothing_is_written(tmp_path: P
     assert err.code == "GE1305" and err.stage == "InferShape"
     assert err.message == (
         f"node 'fmm' (com.microsoft::FusedMatMul): onnxruntime {onnxruntime.__version__} "
-        "cannot type it from its inputs: Type Error: Type 'tensor(int32)' of input parameter "
+        "refuses it: Type Error: Type 'tensor(int32)' of input parameter "
         "(input 0) of operator (FusedMatMul) is invalid.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
 
@@ -272,3 +272,33 @@ def test_a_model_with_onnxruntime_layout_operators_compiles_and_runs(
     ran = CliRunner().invoke(cli, ["run", str(optimised), "--output", str(tmp_path / "o.npz")])
     assert ran.exit_code == 0, ran.output
     assert np.load(tmp_path / "o.npz")["output"].shape == (1, 10)
+
+
+@pytest.mark.parametrize(("node", "declared", "message"), [
+    (helper.make_node("FusedMatmul", ["x", "w"], ["y"], domain=MS, name="fm"), [2, 4],
+     "node 'fm': custom operator com.microsoft::FusedMatmul is not registered (onnxruntime "
+     f"{onnxruntime.__version__} defines no operator FusedMatmul in 'com.microsoft' either); "
+     "a plugin registers it with ge.ops.register_op (its shape inference, and a kernel or a "
+     "decomposition to run it)"),
+    (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS, name="fm", alpah=2.0),
+     [2, 4], f"node 'fm' (com.microsoft::FusedMatMul): onnxruntime {onnxruntime.__version__} "
+     "refuses it: Unrecognized attribute: alpah for operator FusedMatMul"),
+    (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS, name="fm"), [2, 5],
+     "node 'fm' (com.microsoft::FusedMatMul): the model declares output 0 as "
+     "TensorDesc(float32[2,5]), onnxruntime "
+     f"{onnxruntime.__version__} infers TensorDesc(float32[2,4]) from its inputs"),
+], ids=["misspelled", "attribute", "declared-shape"])
+def test_a_node_whose_outputs_the_model_declares_is_checked_too(
+        node: onnx.NodeProto, declared: list[int], message: str, tmp_path: Path) -> None:
+    """A graph output's type is declared, so inference need not run for its producer: the
+    node is still checked against onnxruntime (onnxruntime would not load the model)."""
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, declared)],
+                   [_weights("w", 4, 4)])
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(source)
+    assert (caught.value.code, caught.value.stage) == ("GE1305", "InferShape")
+    assert caught.value.message == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]

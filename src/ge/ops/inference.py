@@ -37,7 +37,14 @@ from ge.ops.registry import InferContext, get_custom_op
 from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_spec, runtime_version
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["VALUE_ELEMENTS", "infer_node", "is_custom_node", "shape_conflict"]
+__all__ = [
+    "VALUE_ELEMENTS",
+    "check_declared_runtime_node",
+    "infer_node",
+    "is_custom_node",
+    "is_runtime_domain_node",
+    "shape_conflict",
+]
 
 #: Constants of more elements than this go to onnx's inference by type and shape only,
 #: without their data, here and in whole-model inference (`model_inference`): onnx reads
@@ -115,12 +122,7 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
                 if desc is not None:
                     _write(node, i, desc)
             return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
-        raise ShapeInferenceError(
-            f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
-            f"registered{_runtime_note(node)}; a plugin registers it with ge.ops.register_op "
-            "(its shape inference, and a kernel or a decomposition to run it)",
-            nodes=[node.name],
-        )
+        raise _unregistered(node)
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
     attrs.update({key: node.get_attr(key) for key in node.get_attr_names()})
     size = node.get_inputs_size()
@@ -145,6 +147,42 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
     for i in range(node.get_outputs_size()):
         _write(node, i, result[i])
     return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def _unregistered(node: Node) -> ShapeInferenceError:
+    """GE1305 for a custom-domain node nothing defines (no registered operator, and not one
+    of onnxruntime's)."""
+    return ShapeInferenceError(
+        f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
+        f"registered{_runtime_note(node)}; a plugin registers it with ge.ops.register_op "
+        "(its shape inference, and a kernel or a decomposition to run it)",
+        nodes=[node.name],
+    )
+
+
+def check_declared_runtime_node(node: Node) -> None:
+    """Check a node of one of onnxruntime's domains whose output types the model declares,
+    so that inference did not need to run for it: GE1305 when onnxruntime does not define
+    the operator, refuses the node with its inputs, or infers output types that contradict
+    the declared ones (onnxruntime would not load the model). A custom operator registered
+    under that name is the plugin's to judge."""
+    if get_custom_op(node.type, node.domain) is not None:
+        return
+    if runtime_op_spec(node.type, node.domain, node_opset(node)) is None:
+        raise _unregistered(node)
+    for i, desc in enumerate(infer_runtime_node(node)):
+        held = node._held_output_desc(i) if desc is not None else None
+        if held is not None and _contradicts(held, desc):  # type: ignore[arg-type]
+            raise ShapeInferenceError(
+                f"node {node.name!r} ({node.domain}::{node.type}): the model declares "
+                f"output {i} as {held!r}, onnxruntime {runtime_version()} infers {desc!r} "
+                "from its inputs", nodes=[node.name])
+
+
+def is_runtime_domain_node(node: Node) -> bool:
+    """Whether `node` is of one of onnxruntime's own domains (`com.microsoft` ...)."""
+    domain = normalize_domain(node.domain)
+    return domain not in STANDARD_DOMAINS and domain in runtime_domains()
 
 
 def _runtime_note(node: Node) -> str:

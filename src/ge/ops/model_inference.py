@@ -28,7 +28,16 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info
 from ge.ops import inference as node_inference
-from ge.ops.inference import _known, _loop_carried, _merged, _write, infer_node, is_custom_node
+from ge.ops.inference import (
+    _known,
+    _loop_carried,
+    _merged,
+    _write,
+    check_declared_runtime_node,
+    infer_node,
+    is_custom_node,
+    is_runtime_domain_node,
+)
 from ge.ops.refinement import refine_output_descs
 
 __all__ = ["infer_shapes"]
@@ -405,6 +414,10 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         for k, desc in _loop_carried(loop, held).items():
             _write(loop, k, desc)
     _shape_bodies(root)
+    # onnxruntime's operators whose types the file declares: inference skips them, so they
+    # are checked against onnxruntime once their inputs are typed (below)
+    declared = [n for n in custom if strict and is_runtime_domain_node(n)
+                and all(n.has_output_desc(i) for i in range(n.get_outputs_size()))]
     for rounds in range(1, len(custom) + 1):
         changed = False
         for node in custom:
@@ -418,3 +431,5 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
             refine_output_descs({consumer: None for node in custom
                                  for consumer in node.get_out_data_nodes()})
         _onnx_pass(root, known_values, strict, True)
+    for node in declared:
+        check_declared_runtime_node(node)

@@ -127,7 +127,7 @@ def infer_runtime_node(node: Node) -> list[TensorDesc | None]:
     except _RuntimeRefusal as refusal:
         raise ShapeInferenceError(
             f"node {node.name!r} ({node.domain}::{node.type}): onnxruntime "
-            f"{runtime_version()} cannot type it from its inputs: {refusal}",
+            f"{runtime_version()} refuses it: {refusal}",
             nodes=[node.name]) from None
     typed = dict(zip(names, inferred))
     outputs: list[TensorDesc | None] = []
@@ -195,6 +195,7 @@ def _refusal_text(text: str) -> str:
     text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
     text = text.split("failed:", 1)[-1]
     text = text.replace("This is an invalid model. ", "").replace(" in node ()", "")
+    text = text.split(" , Error ", 1)[-1]  # (after its restatement of the node's signature)
     text = re.sub(r"\bin(\d+)\b", r"input \1", text)
     return re.sub(r"\bout(\d+)\b", r"output \1", text).strip()
 
