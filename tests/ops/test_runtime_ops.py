@@ -302,3 +302,29 @@ def test_a_node_whose_outputs_the_model_declares_is_checked_too(
     assert (caught.value.code, caught.value.stage) == ("GE1305", "InferShape")
     assert caught.value.message == message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_an_operator_onnxruntime_writes_in_the_onnx_domain_is_explained(
+        tmp_path: Path, shared_models: Path) -> None:
+    """onnxruntime's optimiser writes SimplifiedLayerNormalization (T5's RMS norms) in the
+    ONNX domain, where ONNX has no such operator: onnx.checker rejects the model, so ge,
+    which writes no model it rejects, refuses it, saying where the operator comes from."""
+    optimised = tmp_path / "t5_ort.onnx"
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(optimised)
+    onnxruntime.InferenceSession(str(shared_models / "t5_encoder_tiny.onnx"), options,
+                                 providers=["CPUExecutionProvider"])
+    rms = [n for n in onnx.load(optimised).graph.node
+           if n.op_type == "SimplifiedLayerNormalization" and not n.domain]
+    assert rms
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(optimised, verify=True)
+    assert caught.value.code == "GE1305"
+    assert caught.value.message == (
+        f"graph 'main_graph': SimplifiedLayerNormalization node {rms[0].name!r}: onnxruntime "
+        "defines SimplifiedLayerNormalization in domain 'ai.onnx' at opset 17, ONNX does not "
+        "(onnxruntime's optimiser wrote it: the model was saved from an onnxruntime session); "
+        "onnx.checker rejects the model, and ge writes no model it rejects: compile the model "
+        f"as it was before onnxruntime optimised it (and {len(rms) - 1} more)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t5_ort.onnx"]

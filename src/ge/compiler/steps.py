@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ge.errors import GeError, GraphValidationError, ShapeInferenceError
+from ge.errors import GeError, GraphValidationError, ShapeInferenceError, ValidationProblem
 from ge.graph.validation import unknown_operators
 
 if TYPE_CHECKING:
@@ -62,9 +62,36 @@ def check_operators_known(graph: Graph) -> None:
     unknown = unknown_operators(root)
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-        raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {unknown[0].message}{more}",
+        message = _written_by_onnxruntime(root, unknown[0]) or unknown[0].message
+        raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
+
+
+def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | None:
+    """What to say of an operator ONNX lacks that onnxruntime defines in ONNX's own domain
+    (its optimiser writes `SimplifiedLayerNormalization` there): onnxruntime runs the model,
+    but onnx.checker rejects it, so ge, which never writes such a model, cannot compile it."""
+    from ge.ops.runtime_ops import runtime_defines_in_onnx_domain
+
+    for g in (root, *root.get_all_subgraphs()):
+        if g.name != problem.graph:
+            continue
+        for name in problem.nodes:
+            if not g.has_node(name):
+                continue
+            node = g.find_node_by_name(name)
+            version = g.get_opset_version(node.domain)
+            if version is None or not runtime_defines_in_onnx_domain(
+                    node.type, node.domain, version):
+                continue
+            return (f"{node.type} node {node.name!r}: onnxruntime defines {node.type} in "
+                    f"domain {node.domain or 'ai.onnx'!r} at opset {version}, ONNX does not "
+                    "(onnxruntime's optimiser wrote it: the model was saved from an "
+                    "onnxruntime session); onnx.checker rejects the model, and ge writes no "
+                    "model it rejects: compile the model as it was before onnxruntime "
+                    "optimised it")
+    return None
 
 
 def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:

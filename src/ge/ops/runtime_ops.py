@@ -37,7 +37,13 @@ from ge.ops.schemas import (
     normalize_domain,
 )
 
-__all__ = ["infer_runtime_node", "runtime_domains", "runtime_op_spec", "runtime_version"]
+__all__ = [
+    "infer_runtime_node",
+    "runtime_defines_in_onnx_domain",
+    "runtime_domains",
+    "runtime_op_spec",
+    "runtime_version",
+]
 
 #: Constant inputs of at most this many elements go to onnxruntime with their values (a
 #: shape or axes an output's shape may depend on); larger ones by type and shape only.
@@ -64,6 +70,28 @@ def _schemas() -> Mapping[tuple[str, str], tuple[Any, ...]]:
         found.setdefault((domain, schema.name), []).append(schema)
     return {key: tuple(sorted(versions, key=lambda s: s.since_version))
             for key, versions in found.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _onnx_domain_versions() -> Mapping[tuple[str, str], tuple[int, ...]]:
+    """The versions of each operator onnxruntime registers in ONNX's own domains, by
+    (domain, op type): those beyond ONNX's are its own (`SimplifiedLayerNormalization`,
+    a `LayerNormalization` from version 1)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    found: dict[tuple[str, str], list[int]] = {}
+    for schema in ort_state.get_all_operator_schema():
+        domain = normalize_domain(schema.domain)
+        if domain in STANDARD_DOMAINS:
+            found.setdefault((domain, schema.name), []).append(schema.since_version)
+    return {key: tuple(sorted(versions)) for key, versions in found.items()}
+
+
+def runtime_defines_in_onnx_domain(op_type: str, domain: str, opset: int) -> bool:
+    """Whether onnxruntime defines `op_type` in ONNX's own `domain` at `opset` (its
+    optimiser writes such nodes, which ONNX and onnx.checker do not know)."""
+    versions = _onnx_domain_versions().get((normalize_domain(domain), op_type), ())
+    return any(v <= opset for v in versions)
 
 
 def runtime_version() -> str:
