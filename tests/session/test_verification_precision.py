@@ -184,3 +184,42 @@ def test_an_original_that_cannot_run_is_named_as_the_original(tmp_path: Path) ->
     run = CliRunner().invoke(cli, ["compile", str(source), "-o", str(target), "--verify"])
     assert run.exit_code == 1 and "the original model (as given" in run.stderr
     assert not target.exists()
+
+
+def _fp16_inside(channels: int = 32) -> onnx.ModelProto:
+    """`_conv_bn_fp16` between Casts: float32 in and out, computed in float16 (a model
+    converted with keep_io_types=True), beside a float32 output that never is."""
+    inner = _conv_bn_fp16(channels)
+    nodes = [helper.make_node("Cast", ["x32"], ["x"], to=F16), *inner.graph.node,
+             helper.make_node("Cast", ["y"], ["y32"], to=TensorProto.FLOAT),
+             helper.make_node("Relu", ["x32"], ["plain"])]
+    graph = helper.make_graph(
+        nodes, "fp16_inside",
+        [helper.make_tensor_value_info("x32", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [helper.make_tensor_value_info("y32", TensorProto.FLOAT, [1, channels, 16, 16]),
+         helper.make_tensor_value_info("plain", TensorProto.FLOAT, [1, 16, 16, 16])],
+        list(inner.graph.initializer))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_float32_output_computed_in_float16_is_held_to_float16s_precision() -> None:
+    """Trial Q: a float16 model with float32 inputs and outputs failed verification (GE1603)
+    by one float16 rounding its float32 output carries, held to float32's 1e-5."""
+    from ge.session.verification import narrow_float_outputs
+
+    model = _fp16_inside()
+    assert narrow_float_outputs(model) == {"y32": "float16"}
+    result = ge.compile(model, verify=True)
+    assert result.report.rewrites_by_pass() == {"ConvBatchNormFusion": 1}
+    report = result.verification
+    assert report is not None and report.ok
+    y32, plain = report.outputs
+    assert y32.max_abs_diff > 1e-5 and (y32.computed_in, y32.rtol) == ("float16", 2.0 ** -10)
+    assert (plain.computed_in, plain.rtol, plain.atol) == (None, 1e-4, 1e-5)
+    assert report.summary().endswith("(rtol=0.0001, atol=1e-05; float16 at its precision)")
+    # a real error in such an output still fails, and says what it was held to
+    wrong = compare_outputs({"y": np.array([9.88, 1.0], np.float32)},
+                            {"y": np.array([9.98, 1.0], np.float32)},
+                            computed_in={"y": "float16"})
+    assert not wrong.ok
+    assert "(computed in float16: held to rtol=0.000977, atol=0.00965)" in wrong.summary()

@@ -82,6 +82,7 @@ class OutputComparison:
     rtol: float | None = None
     atol: float | None = None
     compared: bool = True  # False: depends on a random operator; `reason` names it
+    computed_in: str | None = None  # the 16-bit float a wider output was computed in
 
     @property
     def shape_equal(self) -> bool:
@@ -112,9 +113,10 @@ class OutputComparison:
             text += (f", {where} at index {list(self.worst_index)} (expected "
                      f"{_short(self.expected_value)}, got {_short(self.actual_value)})")
         text += f"{sep} {self.mismatches} of {self.size} elements beyond tolerance"
-        if self.expected_dtype in _PRECISION and self.rtol is not None:
-            text += (f" ({self.expected_dtype}: held to rtol={self.rtol:.3g}, "
-                     f"atol={self.atol:.3g})")
+        narrow = (self.expected_dtype if self.expected_dtype in _PRECISION
+                  else f"computed in {self.computed_in}" if self.computed_in else None)
+        if narrow and self.rtol is not None:
+            text += f" ({narrow}: held to rtol={self.rtol:.3g}, atol={self.atol:.3g})"
         if not self.dtype_equal:
             text += f"{sep} dtype {self.actual_dtype} instead of {self.expected_dtype}"
         return text
@@ -126,12 +128,15 @@ class OutputComparison:
 _PRECISION = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 
 
-def precision_floor(expected: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
+def precision_floor(expected: np.ndarray, rtol: float, atol: float,
+                    computed_in: str | None = None) -> tuple[float, float]:
     """The tolerance an output of `expected`'s dtype is held to: `rtol`/`atol` as given for
     float32 and wider, and for float16/bfloat16 at least the type's spacing of 1.0 as `rtol`
     and that spacing times the output's largest finite magnitude as `atol` (rounding errors
-    accumulate at the scale of the values summed, not of each element)."""
-    eps = _PRECISION.get(_dtype_of(expected))
+    accumulate at the scale of the values summed, not of each element). `computed_in` names
+    the 16-bit type a wider output was computed in (a float16 model with float32 inputs and
+    outputs): it is held to that type's precision too."""
+    eps = _PRECISION.get(_dtype_of(expected)) or _PRECISION.get(computed_in or "")
     if eps is None or expected.size == 0:
         return rtol, atol
     scale = 0.0
@@ -172,7 +177,8 @@ def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
             np.where(np.isnan(excess), math.inf, excess))
 
 
-def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> OutputComparison:
+def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float,
+             computed_in: str | None = None) -> OutputComparison:
     e, a = np.asarray(expected), np.asarray(actual)
     shapes, dtypes = (tuple(e.shape), tuple(a.shape)), (_dtype_of(e), _dtype_of(a))
     if e.shape != a.shape:
@@ -180,7 +186,7 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
                                 mismatches=max(e.size, a.size), size=e.size,
                                 reason=f"shape {list(a.shape)} instead of {list(e.shape)}")
     if dtypes[0] != "string":
-        rtol, atol = precision_floor(e, rtol, atol)
+        rtol, atol = precision_floor(e, rtol, atol, computed_in)
     scan = _scan(e, a, rtol, atol)
     mismatches = scan.mismatches
     reasons = [f"{mismatches} of {e.size} elements beyond tolerance"] if mismatches else []
@@ -188,14 +194,14 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
         reasons.append(f"dtype {dtypes[1]} instead of {dtypes[0]}")
     if e.size == 0:
         return OutputComparison(name, not reasons, *shapes, *dtypes, reason="; ".join(reasons),
-                                rtol=rtol, atol=atol)
+                                rtol=rtol, atol=atol, computed_in=computed_in)
     # where it fails most (a failing element, not merely the largest difference), else the
     # largest difference
     flat = scan.worst if mismatches else scan.largest
     index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
     return OutputComparison(name, not reasons, *shapes, *dtypes, scan.max_abs, scan.max_rel,
                             index, e[index], a[index], mismatches, e.size, "; ".join(reasons),
-                            rtol, atol)
+                            rtol, atol, computed_in=computed_in)
 
 
 @dataclass
@@ -261,7 +267,16 @@ class VerificationReport:
         return max(self.outputs, key=_severity, default=None)
 
     def tolerance(self) -> str:
-        return f"rtol={self.rtol:g}, atol={self.atol:g}"
+        """The tolerance asked for, and that 16-bit float outputs were held to their type's
+        precision when some were (each output's own is in the table)."""
+        text = f"rtol={self.rtol:g}, atol={self.atol:g}"
+        raised = sorted({out.computed_in or str(out.expected_dtype) for out in self.outputs
+                         if out.compared and out.rtol is not None and (
+                             out.expected_dtype in _PRECISION or out.computed_in)
+                         and (out.rtol > self.rtol or (out.atol or 0) > self.atol)})
+        if raised:
+            text += f"; {' and '.join(raised)} at its precision"
+        return text
 
     @property
     def not_compared(self) -> list[OutputComparison]:
@@ -303,13 +318,16 @@ class VerificationReport:
 
 def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray], *,
                     rtol: float = 1e-4, atol: float = 1e-5,
-                    not_compared: Mapping[str, str] | None = None) -> VerificationReport:
+                    not_compared: Mapping[str, str] | None = None,
+                    computed_in: Mapping[str, str] | None = None) -> VerificationReport:
     """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
     are NaN (or the same infinity); a float16/bfloat16 output is held to at least its type's
     precision (`precision_floor`). A missing output, an extra one, a different shape or a
     different dtype fails the output. `not_compared` names outputs left out, with why
-    (`random_output_reasons`): they count as ok, `compared` False. A tolerance that is not
-    a finite number >= 0 is `VerificationInputError`."""
+    (`random_output_reasons`): they count as ok, `compared` False. `computed_in` names the
+    16-bit float type wider outputs were computed in (`narrow_float_outputs`): they are held
+    to its precision. A tolerance that is not a finite number >= 0 is
+    `VerificationInputError`."""
     for tol, what in ((rtol, "rtol"), (atol, "atol")):  # inf would pass anything
         if (isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real)
                 or not math.isfinite(tol) or tol < 0):
@@ -323,7 +341,8 @@ def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.
                 name, True, tuple(e.shape), tuple(a.shape), _dtype_of(e), _dtype_of(a),
                 size=int(e.size), reason=skip[name], compared=False))
         elif name in actual:
-            outputs.append(_compare(name, value, actual[name], rtol, atol))
+            outputs.append(_compare(name, value, actual[name], rtol, atol,
+                                    (computed_in or {}).get(name)))
         else:
             e = np.asarray(value)
             outputs.append(OutputComparison(

@@ -54,6 +54,7 @@ from ge.session.verification import (
     generate_inputs,
     generated_inputs_note,
     load_inputs,
+    narrow_float_outputs,
     random_output_reasons,
 )
 
@@ -339,9 +340,10 @@ class _EachPassVerifier(PipelineObserver):
     a thousand If nodes take minutes)."""
 
     def __init__(self, expected: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
-                 rtol: float, atol: float, not_compared: Mapping[str, str]) -> None:
+                 rtol: float, atol: float, not_compared: Mapping[str, str],
+                 computed_in: Mapping[str, str]) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
-        self.not_compared = not_compared
+        self.not_compared, self.computed_in = not_compared, computed_in
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         changed = [r for r in records if r.changed]
@@ -358,7 +360,7 @@ class _EachPassVerifier(PipelineObserver):
                 f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
                 nodes=err.nodes, location=record.location) from err
         report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
-                                 not_compared=self.not_compared)
+                                 not_compared=self.not_compared, computed_in=self.computed_in)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
@@ -512,6 +514,7 @@ def compile(
         expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
         feeds: dict[str, np.ndarray] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
+        narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
         unrunnable: SessionError | None = None  # the original's failure, told after compiling
         if mode != "none":
             try:
@@ -521,11 +524,12 @@ def compile(
                     raise
                 unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
             else:
-                random = random_output_reasons(given)
+                random, narrow = random_output_reasons(given), narrow_float_outputs(given)
                 if random:
                     _warn_not_compared(random)
                 if mode == "each-pass":
-                    watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random))
+                    watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random,
+                                                      narrow))
 
         def run() -> CompileResult:
             report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
@@ -544,7 +548,7 @@ def compile(
                 with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
                     actual = run_model(saved, feeds)
                 verification = compare_outputs(expected, actual, rtol=rtol, atol=atol,
-                                               not_compared=random)
+                                               not_compared=random, computed_in=narrow)
                 if not verification.ok:
                     raise VerificationError(
                         "the compiled model's outputs differ from the original's: "

@@ -35,7 +35,7 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph.graph import Graph
-from ge.graph.types import elem_type_name
+from ge.graph.types import DataType, elem_type_name
 from ge.session.comparison import (  # (the comparison's public names are this module's too)
     BLOCK_ELEMENTS,
     OutputComparison,
@@ -63,6 +63,7 @@ __all__ = [
     "generated_inputs_limit",
     "generated_inputs_note",
     "load_inputs",
+    "narrow_float_outputs",
     "precision_floor",
     "random_output_reasons",
     "reference_outputs",
@@ -343,6 +344,39 @@ def random_output_reasons(model: ModelOrPath) -> dict[str, str]:
     return reasons
 
 
+#: The 16-bit float types, coarsest first, by the name `compare_outputs` takes.
+_NARROW_FLOATS = {DataType.DT_BF16: "bfloat16", DataType.DT_FLOAT16: "float16"}
+
+
+def narrow_float_outputs(model: ModelOrPath) -> dict[str, str]:
+    """The outputs of `model` (its root graph) computed from a float16 or bfloat16 value,
+    each with that type (the coarser when both): a float16 model with float32 inputs and
+    outputs rounds in float16, so its outputs are compared at that type's precision."""
+    import ge.graph
+
+    model = _model(model)
+    graph = model if isinstance(model, Graph) else ge.graph.load(model)
+    narrow: dict[int, set[DataType]] = {}
+    for node in graph.topological_order():
+        found = {dt for i in range(node.get_outputs_size())
+                 if (dt := node._output_dtype(i)) in _NARROW_FLOATS}
+        producers = [node.get_input_producer(i) for i in range(node.get_inputs_size())]
+        for producer in [*producers, *node.get_outer_inputs()]:
+            if producer is not None:
+                found |= narrow.get(id(producer[0]), set())
+        if found:
+            narrow[id(node)] = found
+    net_output = graph.get_net_output()
+    outputs: dict[str, str] = {}
+    for i in range(net_output.get_inputs_size() if net_output is not None else 0):
+        producer = net_output.get_input_producer(i)  # type: ignore[union-attr]
+        types = narrow.get(id(producer[0])) if producer is not None else None
+        if producer is not None and types:
+            coarsest = next(t for t in _NARROW_FLOATS if t in types)
+            outputs[producer[0].get_output_name(producer[1])] = _NARROW_FLOATS[coarsest]
+    return outputs
+
+
 # -- running and comparing --------------------------------------------------------------------
 
 
@@ -364,4 +398,5 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     expected = run_model(original, feeds)
     actual = run_model(compiled, feeds)
     return compare_outputs(expected, actual, rtol=rtol, atol=atol,
-                           not_compared=random_output_reasons(original))
+                           not_compared=random_output_reasons(original),
+                           computed_in=narrow_float_outputs(original))
