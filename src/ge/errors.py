@@ -401,6 +401,11 @@ class SessionError(GeError, RuntimeError):
     code = "GE1601"
 
 
+class RuntimeLoadError(SessionError):
+    """The runtime would not load a graph (before any input reached it): no input would
+    make it run."""
+
+
 class MissingOperatorError(SessionError):
     """A graph to run uses an operator of a custom domain that nothing loaded defines (no
     registered custom operator, no function of the model): the plugin is missing."""
@@ -442,6 +447,7 @@ __all__ += [
     "CompileWarning",
     "MissingOperatorError",
     "OutOfMemoryError",
+    "RuntimeLoadError",
     "SessionError",
     "VerificationError",
     "VerificationInputError",

@@ -328,3 +328,34 @@ def test_an_operator_onnxruntime_writes_in_the_onnx_domain_is_explained(
         "onnx.checker rejects the model, and ge writes no model it rejects: compile the model "
         f"as it was before onnxruntime optimised it (and {len(rms) - 1} more)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t5_ort.onnx"]
+
+
+def test_a_model_onnxruntime_cannot_load_is_not_blamed_on_generated_inputs(
+        tmp_path: Path) -> None:
+    """A float32 bias in a float16 BiasGelu: onnxruntime refuses to load the model, which no
+    input could change, so neither `--verify` nor `ge run` suggests giving real inputs."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+    from ge.errors import RuntimeLoadError, SessionError
+
+    model = _model(
+        [helper.make_node("BiasGelu", ["x", "b"], ["y"], domain=MS, name="bg")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 4])],
+        [_weights("b", 4)])
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    with pytest.raises(SessionError) as caught:
+        ge.compile(source, verify=True)
+    assert caught.value.code == "GE1601"
+    assert isinstance(caught.value.__cause__, RuntimeLoadError)
+    assert caught.value.message.startswith(
+        "the original model (as given, before any pass) cannot be run for the verification: "
+        "onnxruntime cannot load graph 'g': ")
+    assert "generated" not in caught.value.message
+    ran = CliRunner().invoke(cli, ["run", str(source)])
+    assert ran.exit_code == 1
+    assert ran.stderr.startswith("ge: [GE1601] onnxruntime cannot load graph 'g': ")
+    assert "generated" not in ran.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]

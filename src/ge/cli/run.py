@@ -126,7 +126,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import numpy as np
 
         import ge.graph
-        from ge.errors import MissingOperatorError, SessionError
+        from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
         from ge.session.runner import ModelRunner, runs_in_onnxruntime
         from ge.session.verification import generate_inputs, generated_inputs_note, load_inputs
 
@@ -147,7 +147,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
             try:
                 results = ModelRunner(graph).run(feeds)
             except SessionError as err:
-                if inputs is not None or isinstance(err, MissingOperatorError):
+                if inputs is not None or isinstance(err, (MissingOperatorError,
+                                                          RuntimeLoadError)):
                     raise
                 raise SessionError(err.message + generated_inputs_note(graph, feeds),
                                    nodes=err.nodes) from err

@@ -39,6 +39,7 @@ from ge.errors import (
     CompileWarning,
     GeError,
     GraphValidationError,
+    RuntimeLoadError,
     SessionError,
     ValidationProblem,
     VerificationError,
@@ -408,6 +409,12 @@ def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.
     return arrays
 
 
+def _inputs_may_matter(err: SessionError, inputs: object) -> bool:
+    """Whether a failed run of generated inputs might run with real ones: not when the
+    runtime would not load the model at all."""
+    return inputs is None and not isinstance(err, RuntimeLoadError)
+
+
 def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None,
                   dims: Mapping[str, int] | None
                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -422,11 +429,11 @@ def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[st
         try:
             return run_model(original, feeds), feeds
         except SessionError as err:  # nothing of ge's in it yet: say so
+            note = (generated_inputs_note(original.proto, feeds)
+                    if _inputs_may_matter(err, inputs) else "")
             raise SessionError(
                 f"the original model (as given, before any pass) cannot be run for the "
-                f"verification: {err.message}"
-                f"{generated_inputs_note(original.proto, feeds) if inputs is None else ''}",
-                nodes=err.nodes) from err
+                f"verification: {err.message}{note}", nodes=err.nodes) from err
 
 
 def compile(

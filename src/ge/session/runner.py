@@ -24,7 +24,12 @@ from onnx import AttributeProto, TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from ge.errors import MissingOperatorError, SessionError, VerificationInputError
+from ge.errors import (
+    MissingOperatorError,
+    RuntimeLoadError,
+    SessionError,
+    VerificationInputError,
+)
 from ge.graph.attributes import decode_attr
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
@@ -397,8 +402,8 @@ class ModelRunner:
             else:
                 self._session = self._ort_session(proto)
         except Exception as err:
-            raise SessionError(f"{self.backend} cannot load graph {self.name!r}: "
-                               f"{_one_line(err)}") from err
+            raise RuntimeLoadError(f"{self.backend} cannot load graph {self.name!r}: "
+                                   f"{_one_line(err)}") from err
 
     def _ort_session(self, model: onnx.ModelProto | str) -> Any:
         """A session of `model`: a proto (sent as bytes below 2 GiB) or a file's path."""
