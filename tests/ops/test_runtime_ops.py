@@ -5,6 +5,7 @@ save; pass authors build them with `ge.es.custom.operator`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -359,3 +360,30 @@ def test_a_model_onnxruntime_cannot_load_is_not_blamed_on_generated_inputs(
     assert ran.stderr.startswith("ge: [GE1601] onnxruntime cannot load graph 'g': ")
     assert "generated" not in ran.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_reports_and_diffs_tell_an_onnxruntime_operator_from_onnxs(tmp_path: Path) -> None:
+    """ONNX's Gelu and com.microsoft's Gelu are two operators: the compile report counts
+    them apart (as `ge inspect` writes them), and `ge diff` sees a swap of one for the other."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    def gelus(second_domain: str) -> onnx.ModelProto:
+        model = _model([helper.make_node("Gelu", ["x"], ["a"], name="first"),
+                        helper.make_node("Gelu", ["a"], ["y"], domain=second_domain,
+                                         name="second")],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+        model.opset_import[0].version = 20
+        return model
+
+    result = ge.compile(gelus(MS))
+    assert result.report.ops_before == {"Gelu": 1, "com.microsoft.Gelu": 1}
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(gelus(MS), a)
+    onnx.save(gelus(""), b)
+    diffed = CliRunner().invoke(cli, ["diff", str(a), str(b), "--json"])
+    assert diffed.exit_code == 0, diffed.output
+    data = json.loads(diffed.stdout)
+    assert (data["ops_a"], data["ops_b"]) == ({"Gelu": 1, "com.microsoft.Gelu": 1}, {"Gelu": 2})

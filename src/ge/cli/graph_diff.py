@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ge.compiler.report import PassRunRecord
+from ge.compiler.report import PassRunRecord, op_label
 from ge.compiler.scheduler import PipelineObserver
 from ge.graph import Graph
 from ge.graph.node import Node
@@ -144,8 +144,9 @@ def snapshot(graph: Graph) -> GraphSnapshot:
         origin = [n for n in meta.get("ge.origin_nodes", "").split(",") if n]
         if graph_name != root:
             origin = [f"{graph_name}::{n}" for n in origin]
-        nodes[key] = NodeRecord(key, node.name, node.type, graph_name, inputs, outputs, attrs,
-                                (node.type, tuple(producers), tuple(sorted(compared))),
+        label = op_label(node)
+        nodes[key] = NodeRecord(key, node.name, label, graph_name, inputs, outputs, attrs,
+                                (label, tuple(producers), tuple(sorted(compared))),
                                 meta.get("ge.origin_pass"), origin)
     return GraphSnapshot(root, nodes, subgraphs)
 
@@ -178,7 +179,7 @@ def _names(graph: Graph) -> dict[str, tuple[str, tuple[str, ...]]]:
         producers = tuple(f"{node_key(p[0], root)}:{p[1]}" if p is not None else ""
                           for p in (node.get_input_producer(i)
                                     for i in range(node.get_inputs_size())))
-        out[node_key(node, root)] = (node.type, producers)
+        out[node_key(node, root)] = (op_label(node), producers)
     return out
 
 

@@ -16,9 +16,10 @@ from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
     from ge.graph import Graph
+    from ge.graph.node import Node
 
 __all__ = ["CompileReport", "FixedPointRecord", "PassRunRecord", "StepRecord", "op_histogram",
-           "operator_count"]
+           "op_label", "operator_count"]
 
 
 def operator_count(graph: Graph) -> int:
@@ -87,10 +88,20 @@ class FixedPointRecord:
                 "still_changing": list(self.still_changing)}
 
 
+def op_label(node: Node) -> str:
+    """The operator of `node` as reports and diffs name it: its op type, prefixed by its
+    domain outside ONNX's own (`com.microsoft.Gelu` is not ONNX's `Gelu`), as `ge inspect`
+    writes it."""
+    domain = node.domain
+    return node.type if domain in ("", "ai.onnx") else f"{domain}.{node.type}"
+
+
 def op_histogram(graph: Graph) -> dict[str, int]:
-    """Operator counts of the whole model (subgraphs included), most frequent first;
-    structural nodes (Data, NetOutput) are left out, constants counted as `Const`."""
-    counts = Counter(n.type for n in graph.get_all_nodes() if n.type not in (DATA, NET_OUTPUT))
+    """Operator counts of the whole model (subgraphs included), most frequent first, by
+    `op_label`; structural nodes (Data, NetOutput) are left out, constants counted as
+    `Const`."""
+    counts = Counter(op_label(n) for n in graph.get_all_nodes()
+                     if n.type not in (DATA, NET_OUTPUT))
     return dict(counts.most_common())
 
 
