@@ -406,6 +406,13 @@ def _shape_bodies(root: Graph) -> None:
 _WHOLE_MODEL_ROUNDS = 4
 
 
+def _typed(node: Node) -> bool:
+    """Whether every output `node` gives (an absent optional one, named "", is not given)
+    has a desc."""
+    return all(node.has_output_desc(i) for i in range(node.get_outputs_size())
+               if node.get_output_name(i))
+
+
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
@@ -416,12 +423,11 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
     _shape_bodies(root)
     # onnxruntime's operators whose types the file declares: inference skips them, so they
     # are checked against onnxruntime once their inputs are typed (below)
-    declared = [n for n in custom if strict and is_runtime_domain_node(n)
-                and all(n.has_output_desc(i) for i in range(n.get_outputs_size()))]
+    declared = [n for n in custom if strict and is_runtime_domain_node(n) and _typed(n)]
     for rounds in range(1, len(custom) + 1):
         changed = False
         for node in custom:
-            if all(node.has_output_desc(i) for i in range(node.get_outputs_size())):
+            if _typed(node):
                 continue
             if infer_node(node) is not None:
                 changed = True

@@ -145,7 +145,7 @@ def infer_runtime_node(node: Node) -> list[TensorDesc | None]:
     """The output descs onnxruntime's shape inference gives `node`, an operator of one of
     its domains, from its input descs and small constant inputs (None for an output it
     leaves untyped). `ShapeInferenceError` when onnxruntime refuses the node."""
-    probe, names = _probe_model(node)
+    probe, names, symbols = _probe_model(node)
     try:
         inferred = _inferred_outputs(probe.SerializeToString())
         unsure = [k for k, (elem, dims) in enumerate(inferred) if elem is not None and not dims]
@@ -164,20 +164,25 @@ def infer_runtime_node(node: Node) -> list[TensorDesc | None]:
         if elem_type is None:
             outputs.append(None)
             continue
-        vi = helper.make_tensor_value_info("v", elem_type, None if dims is None else dims)
+        if dims is not None:
+            dims = [symbols.get(d, d) if isinstance(d, str) else d for d in dims]
+        vi = helper.make_tensor_value_info("v", elem_type, dims)
         outputs.append(desc_from_value_info(vi))
     return outputs
 
 
-def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int]]:
+def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int], dict[str, str]]:
     """A model of the node alone, with names of its own (so nodes of one signature make
-    the same bytes): each connected input a graph input of its type, or an initializer
-    when it is a small constant; each output declared without a type. Also the node's
-    output indices in the order the model declares them."""
+    the same bytes, whatever their values and symbolic dims are called: an exporter's
+    `batch`, onnx's `unk__12` per layer): each connected input a graph input of its type,
+    or an initializer when it is a small constant; each output declared without a type.
+    Also the node's output indices in the order the model declares them, and the symbolic
+    dims' own names by the probe's (`d0`, `d1` ...)."""
     proto = node_proto(node)
     proto.name = ""
     inputs: list[onnx.ValueInfoProto] = []
     initializers: list[onnx.TensorProto] = []
+    renamed: dict[str, str] = {}  # a symbolic dim's name -> the probe's
     for i, value_name in enumerate(proto.input):
         if not value_name:
             continue
@@ -192,6 +197,10 @@ def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int]]:
         vi.name = name
         if tp is not None:
             vi.type.CopyFrom(tp)
+            for dim in vi.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param"):
+                    own = renamed.setdefault(dim.dim_param, f"d{len(renamed)}")
+                    dim.dim_param = own
         inputs.append(vi)
     outputs, names = [], []
     for k, value_name in enumerate(proto.output):
@@ -202,7 +211,7 @@ def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int]]:
     graph = helper.make_graph([proto], "probe", inputs, outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=opset_imports_of(node),
                               ir_version=_PROBE_IR_VERSION)
-    return model, names
+    return model, names, {own: name for name, own in renamed.items()}
 
 
 def _ask_ranks(probe: onnx.ModelProto, positions: list[int]) -> None:
