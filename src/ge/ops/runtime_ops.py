@@ -45,9 +45,6 @@ __all__ = [
     "runtime_version",
 ]
 
-#: Constant inputs of at most this many elements go to onnxruntime with their values (a
-#: shape or axes an output's shape may depend on); larger ones by type and shape only.
-_VALUE_ELEMENTS = 1024
 #: The IR version of the one-node models: one every onnxruntime ge supports reads.
 _PROBE_IR_VERSION = 10
 
@@ -56,42 +53,28 @@ _OPTIONS = {"Single": ParamOption.SINGLE, "Optional": ParamOption.OPTIONAL,
 
 
 @functools.lru_cache(maxsize=1)
-def _schemas() -> Mapping[tuple[str, str], tuple[Any, ...]]:
-    """onnxruntime's schemas of the domains ONNX does not define, by (domain, op type),
-    each operator's versions oldest first (read once: they are what the installed
-    onnxruntime is)."""
+def _registry() -> Mapping[tuple[str, str], tuple[Any, ...]]:
+    """onnxruntime's operator schemas by (domain, op type), each operator's versions
+    oldest first (read once: they are what the installed onnxruntime is)."""
     from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 
     found: dict[tuple[str, str], list[Any]] = {}
     for schema in ort_state.get_all_operator_schema():
-        domain = normalize_domain(schema.domain)
-        if domain in STANDARD_DOMAINS:
-            continue
-        found.setdefault((domain, schema.name), []).append(schema)
+        found.setdefault((normalize_domain(schema.domain), schema.name), []).append(schema)
     return {key: tuple(sorted(versions, key=lambda s: s.since_version))
             for key, versions in found.items()}
 
 
-@functools.lru_cache(maxsize=1)
-def _onnx_domain_versions() -> Mapping[tuple[str, str], tuple[int, ...]]:
-    """The versions of each operator onnxruntime registers in ONNX's own domains, by
-    (domain, op type): those beyond ONNX's are its own (`SimplifiedLayerNormalization`,
-    a `LayerNormalization` from version 1)."""
-    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
-
-    found: dict[tuple[str, str], list[int]] = {}
-    for schema in ort_state.get_all_operator_schema():
-        domain = normalize_domain(schema.domain)
-        if domain in STANDARD_DOMAINS:
-            found.setdefault((domain, schema.name), []).append(schema.since_version)
-    return {key: tuple(sorted(versions)) for key, versions in found.items()}
+def _versions(op_type: str, domain: str) -> tuple[Any, ...]:
+    return _registry().get((normalize_domain(domain), op_type), ())
 
 
 def runtime_defines_in_onnx_domain(op_type: str, domain: str, opset: int) -> bool:
     """Whether onnxruntime defines `op_type` in ONNX's own `domain` at `opset` (its
     optimiser writes such nodes, which ONNX and onnx.checker do not know)."""
-    versions = _onnx_domain_versions().get((normalize_domain(domain), op_type), ())
-    return any(v <= opset for v in versions)
+    domain = normalize_domain(domain)
+    return domain in STANDARD_DOMAINS and any(
+        s.since_version <= opset for s in _versions(op_type, domain))
 
 
 def runtime_version() -> str:
@@ -103,12 +86,14 @@ def runtime_version() -> str:
 
 def runtime_domains() -> frozenset[str]:
     """The operator domains onnxruntime defines beyond ONNX's (`com.microsoft`, ...)."""
-    return frozenset(domain for domain, _ in _schemas())
+    return frozenset(domain for domain, _ in _registry() if domain not in STANDARD_DOMAINS)
 
 
 def _schema_at(op_type: str, domain: str, opset: int) -> Any | None:
-    versions = _schemas().get((normalize_domain(domain), op_type), ())
-    at = [s for s in versions if s.since_version <= opset]
+    """onnxruntime's schema of an operator of one of its own domains at `opset`."""
+    if normalize_domain(domain) in STANDARD_DOMAINS:
+        return None  # (ONNX's, from onnx.defs)
+    at = [s for s in _versions(op_type, domain) if s.since_version <= opset]
     return at[-1] if at else None
 
 
@@ -178,6 +163,8 @@ def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int], dict[str, str]
     or an initializer when it is a small constant; each output declared without a type.
     Also the node's output indices in the order the model declares them, and the symbolic
     dims' own names by the probe's (`d0`, `d1` ...)."""
+    from ge.ops import inference as node_inference  # (which imports this module)
+
     proto = node_proto(node)
     proto.name = ""
     inputs: list[onnx.ValueInfoProto] = []
@@ -189,7 +176,9 @@ def _probe_model(node: Node) -> tuple[onnx.ModelProto, list[int], dict[str, str]
         name = f"in{i}"
         proto.input[i] = name
         value = const_value(node, i)
-        if value is not None and value.size <= _VALUE_ELEMENTS:
+        # small constants with their values (a shape an output's may depend on), as onnx's
+        # inference gets them; larger ones by type and shape only
+        if value is not None and value.size <= node_inference.VALUE_ELEMENTS:
             initializers.append(value.to_proto(name))
             continue
         tp = type_proto(node.get_input_desc(i))
