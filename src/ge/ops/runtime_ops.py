@@ -35,6 +35,7 @@ from ge.ops.schemas import (
     ParamOption,
     ParamSpec,
     normalize_domain,
+    spec_of,
 )
 
 __all__ = [
@@ -110,20 +111,8 @@ def runtime_op_spec(op_type: str, domain: str, opset: int) -> OpSpec | None:
         return None
     attributes = {name: AttrSpec(name, int(attr.type.value), bool(attr.required), None)
                   for name, attr in schema.attributes.items()}
-    return OpSpec(
-        domain=normalize_domain(schema.domain),
-        op_type=schema.name,
-        since_version=schema.since_version,
-        inputs=_params(schema.inputs),
-        outputs=_params(schema.outputs),
-        attributes=attributes,
-        min_input=schema.min_input,
-        max_input=schema.max_input,
-        min_output=schema.min_output,
-        max_output=schema.max_output,
-        doc=(schema.doc or "").strip(),
-        custom=True,
-    )
+    return spec_of(schema, _params(schema.inputs), _params(schema.outputs), attributes,
+                   custom=True)
 
 
 def infer_runtime_node(node: Node) -> list[TensorDesc | None]:

@@ -173,18 +173,29 @@ def _spec_from_schema(schema: defs.OpSchema) -> OpSpec:
         name: AttrSpec(name, int(a.type), bool(a.required), _default_of(a))  # type: ignore[call-overload]
         for name, a in schema.attributes.items()
     }
+    return spec_of(schema, params(schema.inputs), params(schema.outputs), attributes,
+                   schema=schema)
+
+
+def spec_of(source: Any, inputs: tuple[ParamSpec, ...], outputs: tuple[ParamSpec, ...],
+            attributes: Mapping[str, AttrSpec], *, schema: defs.OpSchema | None = None,
+            custom: bool = False) -> OpSpec:
+    """An `OpSpec` of a schema object, onnx's or onnxruntime's (which names the fields of
+    its formal parameters otherwise: the caller reads those), for its name, domain,
+    version, arities and doc; `schema` is kept when it is onnx's (its inference runs it)."""
     return OpSpec(
-        domain=schema.domain,
-        op_type=schema.name,
-        since_version=schema.since_version,
-        inputs=params(schema.inputs),
-        outputs=params(schema.outputs),
+        domain=normalize_domain(source.domain),
+        op_type=source.name,
+        since_version=source.since_version,
+        inputs=inputs,
+        outputs=outputs,
         attributes=attributes,
-        min_input=schema.min_input,
-        max_input=schema.max_input,
-        min_output=schema.min_output,
-        max_output=schema.max_output,
-        doc=(schema.doc or "").strip(),
+        min_input=source.min_input,
+        max_input=source.max_input,
+        min_output=source.min_output,
+        max_output=source.max_output,
+        doc=(source.doc or "").strip(),
+        custom=custom,
         schema=schema,
     )
 
