@@ -38,7 +38,7 @@ the files and levels alternating, the order reversed every other round), `--runs
 runtime doing no graph work of its own). The child times the session's creation from the
 file ("session ms"), makes 3 warm-up runs (the first one's outputs are compared with the
 original's), then calls `session.run(None, feeds)` in batches of at least `BATCH_SECONDS`
-(10 ms) until `--budget` seconds (default 0.4) have passed, at least 3 batches; a batch's
+(10 ms) until `--budget` seconds (default 0.3) have passed, at least 3 batches; a batch's
 time divided by its runs is one sample. The tables show min and median per run over the
 samples of all the children of that file and level, in ms, and the ratios of both to the
 original's and to ort-extended's at the same level (min to min, median to median). The
@@ -85,7 +85,7 @@ VENDORED = ("vit_tiny", "distilbert_tiny", "distilbert_tiny_dynamo", "t5_encoder
             "mobilenet_like", "mobilenet_like_bn", "gelu_mlp_opset20")
 OPSET = 20  # bench_fusions.OPSET, the encoder's second opset
 ENCODERS = ("encoder", f"encoder_opset{OPSET}")
-DEFAULT_NODES, DEFAULT_RUNS, DEFAULT_BUDGET = 10_000, 3, 0.4
+DEFAULT_NODES, DEFAULT_RUNS, DEFAULT_BUDGET = 10_000, 3, 0.3
 QUICK_MODELS, QUICK_RUNS, QUICK_BUDGET = ("distilbert_tiny",), 1, 0.1
 DEFAULT_DIM = 2
 WARMUP, BATCH_SECONDS, MIN_BATCHES = 3, 0.010, 3
@@ -181,20 +181,20 @@ def compare(actual: dict[str, np.ndarray],
 
 
 # -- inputs ----------------------------------------------------------------------------------
-def input_specs(path: Path, dims: dict[str, int]) -> list[tuple[str, tuple[int, ...], np.dtype,
-                                                                str]]:
-    """(name, shape, dtype, note) of each graph input: from the .json sidecar beside the
-    model if there is one, else from the model's input types."""
+def input_specs(path: Path, dims: dict[str, int],
+                sidecar: bool) -> list[tuple[str, tuple[int, ...], np.dtype, str]]:
+    """(name, shape, dtype, note) of each graph input: from the .json sidecar beside a
+    vendored model, else from the model's input types."""
     def size(dim: int | str | None) -> int:
         return dim if isinstance(dim, int) and dim > 0 else dims.get(str(dim), DEFAULT_DIM)
 
     import onnx
     from onnx import helper
 
-    sidecar = path.with_suffix(".json")
-    if sidecar.exists():
+    if sidecar:
+        inputs = json.loads(path.with_suffix(".json").read_text())["inputs"]
         return [(i["name"], tuple(size(d) for d in i["shape"]), np.dtype(i["dtype"]),
-                 i.get("note", "")) for i in json.loads(sidecar.read_text())["inputs"]]
+                 i.get("note", "")) for i in inputs]
     model = onnx.load(path, load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
     specs = []
@@ -210,10 +210,11 @@ def input_specs(path: Path, dims: dict[str, int]) -> list[tuple[str, tuple[int, 
     return specs
 
 
-def make_feeds(path: Path, dims: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+def make_feeds(path: Path, dims: dict[str, int], sidecar: bool,
+               seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
-    for name, shape, dtype, note in input_specs(path, dims):
+    for name, shape, dtype, note in input_specs(path, dims, sidecar):
         if np.issubdtype(dtype, np.floating):
             feeds[name] = rng.standard_normal(shape).astype(dtype)
         elif dtype == np.bool_:
@@ -447,6 +448,9 @@ def main() -> int:
         labels = {m.label for m in models}
         for spec in args.model:
             path, npz = parse_model(spec)
+            for given in (path, npz):
+                if given is not None and not given.is_file():
+                    parser.error(f"--model {spec}: no file {given}")
             label = path.stem
             while label in labels:
                 label += "_"
@@ -458,7 +462,8 @@ def main() -> int:
             models.append(model)
         for model in models:
             if not model.feeds:
-                model.feeds = make_feeds(model.source, dims)
+                model.feeds = make_feeds(model.source, dims,
+                                         sidecar=model.source.parent == MODELS)
         # the files, two processes at a time, the slowest (largest sources) first
         jobs = sorted(((m, s) for m in models for s in FILES),
                       key=lambda job: -job[0].source.stat().st_size)
