@@ -14,7 +14,7 @@ Models (the default set):
   integer inputs whose name contains "mask" all ones, other integers in [0, 4), bools
   random; a symbolic dim takes its `--dim NAME=SIZE` value, any other unknown dim 2.
 `--only NAME` (repeatable) keeps some of the default models: a vendored model's name,
-"encoder" or "encoder_opset20".
+"encoder" or "encoder_opset20"; `--no-defaults` keeps none of them (only `--model`'s).
 
 Files compared for each model, made once per invocation before any timing, in a temporary
 folder, by bench_fusions' `child_nodes` (one fresh process each, two at a time; their
@@ -49,12 +49,13 @@ shown, and a mismatch is marked, not hidden.
 
 There is no goal: the tables show ratios, and a summary line per model says which file ran
 fastest at each level. The exit status is 1 when ge fails to write a model or its output
-differs from the original's. With the defaults a run takes about 5 minutes on 2 shared
-cores, most of it onnxscript optimising the two encoders (about 1.5 minutes, in parallel).
+differs from the original's. With the defaults a run takes about 4 minutes on 2 shared
+cores (222-271 s measured), of which 1.5-2 minutes are onnxscript optimising the two
+encoders (both at once); `--quick` takes about 6 s.
 
 Run: `make bench` or `.venv/bin/python benchmarks/bench_inference.py [--runs R]
-[--budget S] [--nodes N] [--only NAME]... [--model PATH[:INPUTS.npz]]... [--dim NAME=SIZE]...
-[--quick]`.
+[--budget S] [--nodes N] [--only NAME]... [--model PATH[:INPUTS.npz]]... [--no-defaults]
+[--dim NAME=SIZE]... [--quick]`.
 """
 
 from __future__ import annotations
@@ -351,23 +352,25 @@ def print_model(model: Model, runs: int) -> bool:
         elif got is not None and got["mismatch"]:
             print(f"{FILE_NAMES[side]} at {level} on {model.label}: {got['mismatch']} "
                   f"(max abs diff {got['diff']})")
+    return "ge" in model.files and all(
+        table[("ge", level)] is not None and table[("ge", level)]["ok"] for level in LEVELS)
+
+
+def summary(model: Model) -> str:
+    """One line: ge's ratios to the original and to ort-extended at each level (min /
+    median), and the file with the fastest median run at each level."""
+    table = {(s, lv): stats(model, s, lv) for s in FILES for lv in LEVELS}
     parts = []
+    for peer in ("original", "ort-extended"):
+        parts.append(f"ge ÷ {peer} " + ", ".join(
+            f"{level} {ratio(table[('ge', level)], table[(peer, level)])}" for level in LEVELS))
+    fastest = []
     for level in LEVELS:
         timed = {s: table[(s, level)] for s in FILES if table[(s, level)] is not None}
-        if not timed:
-            continue
-        fastest = min(timed, key=lambda s: timed[s]["run"][1])
-        ge = timed.get("ge")
-        part = f"{level}: fastest {fastest}"
-        if ge is not None:
-            versus = ", ".join(f"{ge['run'][1] / timed[s]['run'][1]:.2f}x {s}"
-                               for s in ("original", "ort-extended", "onnxscript") if s in timed)
-            part += f", ge's median run {ge['run'][1] * 1e3:.3f} ms = {versus}"
-        parts.append(part)
-    print(f"{model.label}: " + "; ".join(parts))
-    ge_ok = "ge" in model.files and all(
-        table[("ge", level)] is not None and table[("ge", level)]["ok"] for level in LEVELS)
-    return ge_ok
+        if timed:
+            fastest.append(f"{level} {min(timed, key=lambda s: timed[s]['run'][1])}")
+    return (f"{model.label}: " + "; ".join(parts)
+            + f"; fastest median: {', '.join(fastest) or 'n/a'}")
 
 
 def parse_model(spec: str) -> tuple[Path, Path | None]:
@@ -403,6 +406,8 @@ def main() -> int:
                              f"{', '.join(ENCODERS)}")
     parser.add_argument("--model", action="append", default=[], metavar="PATH[:INPUTS.npz]",
                         help="add a model file, with its inputs from an .npz (repeatable)")
+    parser.add_argument("--no-defaults", action="store_true",
+                        help="time the --model files only, none of the default models")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
                         help=f"size of a symbolic dim of an added model's inputs (default "
                              f"{DEFAULT_DIM})")
@@ -428,8 +433,10 @@ def main() -> int:
     unknown = set(args.only) - set(VENDORED) - set(ENCODERS)
     if unknown:
         parser.error(f"--only takes {', '.join(VENDORED + ENCODERS)}; not {sorted(unknown)}")
-    chosen = args.only or (list(QUICK_MODELS) if args.quick and not args.model
-                           else [] if args.quick else [*VENDORED, *ENCODERS])
+    if args.no_defaults and (args.only or not args.model):
+        parser.error("--no-defaults takes --model and no --only")
+    chosen = args.only or ([] if args.no_defaults or (args.quick and args.model)
+                           else list(QUICK_MODELS) if args.quick else [*VENDORED, *ENCODERS])
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -482,6 +489,10 @@ def main() -> int:
                 status = 1
             elif not print_model(model, runs):
                 status = 1
+        print("Summary (ratios min / median):")
+        for model in models:
+            if "original" in model.files:
+                print("  " + summary(model))
     print(f"wall time: {time.perf_counter() - began:.0f} s")
     return status
 
