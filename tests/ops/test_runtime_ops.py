@@ -410,3 +410,54 @@ def test_absent_optional_outputs_do_not_keep_inference_going(
     assert len(runs) <= model_inference._WHOLE_MODEL_ROUNDS + 2, len(runs)
     assert _descs(result.graph, "SkipLayerNormalization")[-1] == TensorDesc(["b", 16])
     assert result.report.ops_after == {"com.microsoft.SkipLayerNormalization": links, "Const": 2}
+
+
+def test_a_decoder_block_as_onnxruntime_genai_writes_it_compiles_and_verifies() -> None:
+    """SkipSimplifiedLayerNormalization (its mean and inv_std_var absent), the Q/K/V
+    projections and GroupQueryAttention with a KV cache and rotary embedding, as
+    onnxruntime-genai's model builder writes a Llama layer: typed by onnxruntime (the
+    cache's `total` length kept), verified on real inputs."""
+    heads, kv_heads, head, hidden = 4, 2, 16, 64
+    nodes = [
+        helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "g1"],
+                         ["n1", "", "", "res1"], domain=MS, epsilon=1e-6),
+        helper.make_node("MatMul", ["n1", "wq"], ["q"]),
+        helper.make_node("MatMul", ["n1", "wk"], ["k"]),
+        helper.make_node("MatMul", ["n1", "wv"], ["v"]),
+        helper.make_node("GroupQueryAttention",
+                         ["q", "k", "v", "past_key", "past_value", "seqlens_k",
+                          "total_sequence_length", "cos", "sin"],
+                         ["attn", "present_key", "present_value"], domain=MS,
+                         num_heads=heads, kv_num_heads=kv_heads, do_rotary=1),
+        helper.make_node("MatMul", ["attn", "wo"], ["o"]),
+        helper.make_node("SkipSimplifiedLayerNormalization", ["o", "res1", "g2"],
+                         ["y", "", "", "res2"], domain=MS, epsilon=1e-6),
+    ]
+    cache = ["batch", kv_heads, "past", head]
+    present = ["batch", kv_heads, "total", head]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden]),
+         helper.make_tensor_value_info("skip", TensorProto.FLOAT, ["batch", "seq", hidden]),
+         helper.make_tensor_value_info("past_key", TensorProto.FLOAT, cache),
+         helper.make_tensor_value_info("past_value", TensorProto.FLOAT, cache),
+         helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["batch"]),
+         helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", hidden]),
+         helper.make_tensor_value_info("present_key", TensorProto.FLOAT, present),
+         helper.make_tensor_value_info("present_value", TensorProto.FLOAT, present)],
+        [_weights("g1", hidden), _weights("g2", hidden), _weights("wq", hidden, heads * head),
+         _weights("wk", hidden, kv_heads * head), _weights("wv", hidden, kv_heads * head),
+         _weights("wo", heads * head, hidden), _weights("cos", 64, head // 2),
+         _weights("sin", 64, head // 2)])
+    inputs = {"x": RNG.standard_normal((1, 3, hidden)).astype(np.float32),
+              "skip": RNG.standard_normal((1, 3, hidden)).astype(np.float32),
+              "past_key": np.zeros((1, kv_heads, 5, head), np.float32),
+              "past_value": np.zeros((1, kv_heads, 5, head), np.float32),
+              "seqlens_k": np.array([7], np.int32),
+              "total_sequence_length": np.array(8, np.int32)}
+    result = ge.compile(model, inputs=inputs)
+    assert result.verification is not None and result.verification.ok
+    attention = [n for n in result.graph.get_all_nodes() if n.type == "GroupQueryAttention"]
+    assert [attention[0].get_output_desc(i) for i in range(3)] == [
+        TensorDesc(["batch", "seq", heads * head]), TensorDesc(present), TensorDesc(present)]
