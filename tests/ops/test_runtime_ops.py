@@ -461,3 +461,53 @@ def test_a_decoder_block_as_onnxruntime_genai_writes_it_compiles_and_verifies() 
     attention = [n for n in result.graph.get_all_nodes() if n.type == "GroupQueryAttention"]
     assert [attention[0].get_output_desc(i) for i in range(3)] == [
         TensorDesc(["batch", "seq", heads * head]), TensorDesc(present), TensorDesc(present)]
+
+
+UNFUSE_PLUGIN = '''
+import ge.es.all as es
+from ge.es.custom import operator
+from ge.passes import (
+    PassStage,
+    PatternFusionPass,
+    PatternMatcherConfigBuilder,
+    pattern,
+    register_fusion_pass,
+)
+
+FusedMatMul = operator("FusedMatMul", "com.microsoft")
+
+
+@register_fusion_pass(name="PlainFusedMatMul", stage=PassStage.AFTER_INFER_SHAPE)
+class PlainFusedMatMul(PatternFusionPass):
+    """A FusedMatMul that does nothing MatMul does not (alpha 1, no transposes) -> MatMul."""
+
+    def __init__(self):
+        super().__init__(PatternMatcherConfigBuilder().enable_ir_attr_match().build())
+
+    @pattern
+    def plain(self, inputs):
+        return FusedMatMul(inputs[0], inputs[1], alpha=1.0, transA=0, transB=0)
+
+    def replacement(self, inputs):
+        return es.MatMul(inputs[0], inputs[1])
+'''
+
+
+def test_a_pattern_of_an_onnxruntime_operator_matches_its_default_attributes(
+        tmp_path: Path) -> None:
+    """With IR attribute matching, attributes a node leaves unset take the defaults of
+    onnxruntime's schema, so a pattern spelling them out matches it (and not a node with
+    another value)."""
+    plugin = tmp_path / "plain_fused_matmul.py"
+    plugin.write_text(UNFUSE_PLUGIN)
+    nodes = [helper.make_node("FusedMatMul", ["x", "w"], ["a"], domain=MS, name="unset"),
+             helper.make_node("FusedMatMul", ["a", "w"], ["y"], domain=MS, name="scaled",
+                              alpha=0.5)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                   [_weights("w", 4, 4)])
+    result = ge.compile(model, pass_paths=[plugin], verify=True, builtin_passes=False)
+    assert result.verification is not None and result.verification.ok
+    assert result.report.rewrites_by_pass() == {"PlainFusedMatMul": 1}
+    assert [(n.domain, n.op_type) for n in result.to_onnx().graph.node] == [
+        ("", "MatMul"), (MS, "FusedMatMul")]

@@ -98,6 +98,20 @@ def _schema_at(op_type: str, domain: str, opset: int) -> Any | None:
     return at[-1] if at else None
 
 
+def _default_of(attr: Any) -> Any:
+    """An attribute's default value, or None: onnxruntime's binding keeps it as the bytes
+    of an AttributeProto, in a field it does not make public (read if present)."""
+    raw = getattr(attr, "_default_value", None)
+    if not isinstance(raw, bytes) or not raw:
+        return None
+    proto = onnx.AttributeProto()
+    try:
+        proto.ParseFromString(raw)
+    except Exception:  # (another binding's format: no default then)
+        return None
+    return helper.get_attribute_value(proto) if proto.name else None
+
+
 def _params(formals: Any) -> tuple[ParamSpec, ...]:
     return tuple(ParamSpec(p.name, _OPTIONS[p.option.name], p.typeStr) for p in formals)
 
@@ -109,7 +123,8 @@ def runtime_op_spec(op_type: str, domain: str, opset: int) -> OpSpec | None:
     schema = _schema_at(op_type, domain, opset)
     if schema is None or schema.deprecated:
         return None
-    attributes = {name: AttrSpec(name, int(attr.type.value), bool(attr.required), None)
+    attributes = {name: AttrSpec(name, int(attr.type.value), bool(attr.required),
+                                 _default_of(attr))
                   for name, attr in schema.attributes.items()}
     return spec_of(schema, _params(schema.inputs), _params(schema.outputs), attributes,
                    custom=True)
