@@ -511,3 +511,125 @@ def test_a_pattern_of_an_onnxruntime_operator_matches_its_default_attributes(
     assert result.report.rewrites_by_pass() == {"PlainFusedMatMul": 1}
     assert [(n.domain, n.op_type) for n in result.to_onnx().graph.node] == [
         ("", "MatMul"), (MS, "FusedMatMul")]
+
+
+BIAS_GELU_PLUGIN = '''
+import ge.es.all as es
+from ge.es.custom import operator
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+BiasGelu = operator("BiasGelu", "com.microsoft")
+
+
+@register_fusion_pass(name="OrtBiasGelu", stage=PassStage.AFTER_INFER_SHAPE)
+class OrtBiasGelu(PatternFusionPass):
+    @pattern
+    def erf_gelu(self, inputs):
+        h = es.MatMul(inputs[0], inputs[1]) + inputs[2]
+        return h * (es.Erf(h / 1.4142135) + 1.0) * 0.5
+
+    def replacement(self, inputs):
+        x, w, b = inputs
+        return BiasGelu({first}, {second})
+'''
+
+
+def _mlp(gelu_is_output: bool) -> onnx.ModelProto:
+    """x[2, 4, 8] -> MatMul -> + bias -> erf GELU (-> MatMul down_proj)."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Add", ["m", "bias"], ["h"]),
+             helper.make_node("Div", ["h", "c1"], ["d"]),
+             helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]),
+             helper.make_node("Mul", ["h", "e1"], ["p"]),
+             helper.make_node("Mul", ["p", "half"], ["g"], name="gelu_out")]
+    if not gelu_is_output:
+        nodes.append(helper.make_node("MatMul", ["g", "w2"], ["y"], name="down_proj"))
+    out = ("g", [2, 4, 16]) if gelu_is_output else ("y", [2, 4, 8])
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8])],
+                  [helper.make_tensor_value_info(out[0], TensorProto.FLOAT, out[1])],
+                  [_weights("w", 8, 16), _weights("bias", 16), _weights("w2", 16, 8),
+                   numpy_helper.from_array(np.array(1.4142135, np.float32), "c1"),
+                   numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+                   numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+
+
+@pytest.mark.parametrize("gelu_is_output", [False, True], ids=["inner", "graph-output"])
+def test_a_replacement_typed_otherwise_than_what_it_replaces_is_refused_there(
+        gelu_is_output: bool, tmp_path: Path) -> None:
+    """BiasGelu(bias, x) (inputs swapped) gives [16] where the GELU gave [2, 4, 16]: the
+    pass fails naming both, at the replacement, rather than at the MatMul reading it (or
+    not at all, when the GELU is a graph output)."""
+    plugin = tmp_path / "bias_gelu.py"
+    plugin.write_text(BIAS_GELU_PLUGIN.format(first="b", second="es.MatMul(x, w)"))
+    source = tmp_path / "mlp.onnx"
+    onnx.save(_mlp(gelu_is_output), source)
+    with pytest.raises(ge.errors.PassRunError) as caught:
+        ge.compile(source, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.code == "E13028" and caught.value.pass_name == "OrtBiasGelu"
+    assert ("RewriteError: [GE1502] output 0 of the replacement (BiasGelu node 'BiasGelu') "
+            "is TensorDesc(float32[16]) where the output it replaces (Mul node 'gelu_out') "
+            "is TensorDesc(float32[2,4,16]): the nodes reading it expect the latter"
+            ) in caught.value.message
+    assert str(caught.value.location).startswith(str(plugin))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bias_gelu.py", "mlp.onnx"]
+    # written the right way round, it fuses and verifies
+    plugin.write_text(BIAS_GELU_PLUGIN.format(first="es.MatMul(x, w)", second="b"))
+    result = ge.compile(source, pass_paths=[plugin], builtin_passes=False, verify=True)
+    assert result.report.rewrites_by_pass() == {"OrtBiasGelu": 1}
+    assert result.verification is not None and result.verification.ok
+
+
+def test_a_replacement_onnxruntime_refuses_fails_the_pass(tmp_path: Path) -> None:
+    """FusedMatMul(q, k, transB=1) for q[1,3,12,16] @ Transpose(k[1,12,3,16], perm=[0,2,3,1])
+    (attention's scores): transB swaps the last two axes only, so onnxruntime refuses the
+    node. The check after the pass asks onnxruntime and fails the pass at the plugin."""
+    plugin = tmp_path / "scores.py"
+    plugin.write_text('''
+import ge.es.all as es
+from ge.es.custom import operator
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+FusedMatMul = operator("FusedMatMul", "com.microsoft")
+
+
+@register_fusion_pass(name="ScoresToFusedMatMul", stage=PassStage.AFTER_INFER_SHAPE)
+class ScoresToFusedMatMul(PatternFusionPass):
+    @pattern
+    def transposed(self, inputs):
+        return es.MatMul(inputs[0], es.Transpose(inputs[1], perm=[0, 2, 3, 1]))
+
+    def replacement(self, inputs):
+        return FusedMatMul(inputs[0], inputs[1], transB=1)
+''')
+    model = _model([helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+                    helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                    helper.make_node("Relu", ["s"], ["y"])],
+                   [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 3, 12, 16]),
+                    helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 12, 3, 16])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 12, 12])])
+    source = tmp_path / "scores.onnx"
+    onnx.save(model, source)
+    with pytest.raises(ge.errors.PassRunError) as caught:
+        ge.compile(source, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.code == "E13028"
+    assert ("node 'FusedMatMul' (com.microsoft::FusedMatMul): onnxruntime "
+            f"{onnxruntime.__version__} refuses it: [ShapeInferenceError] Incompatible "
+            "dimensions") in caught.value.message
+    assert str(caught.value.location).startswith(str(plugin))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.onnx", "scores.py"]
+
+
+def test_the_docs_plugin_leaves_attentions_transpose_alone(tmp_path: Path) -> None:
+    """With IR attribute matching, the docs' `perm=[1, 0]` does not match attention's
+    `Transpose(k, perm=[0, 2, 3, 1])` (which FusedMatMul's transB cannot express)."""
+    plugin = tmp_path / "fuse_transposed_matmul.py"
+    plugin.write_text(_docs_plugin())
+    model = _model([helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+                    helper.make_node("MatMul", ["q", "kt"], ["y"])],
+                   [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 3, 12, 16]),
+                    helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 12, 3, 16])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 12, 12])])
+    result = ge.compile(model, pass_paths=[plugin], builtin_passes=False, verify=True)
+    assert result.report.rewrites_by_pass() == {}
+    assert result.verification is not None and result.verification.ok

@@ -10,7 +10,7 @@ node holds still follow from its inputs. Whole-model inference (`infer_shapes`) 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import onnx
 from onnx import shape_inference
@@ -40,6 +40,7 @@ from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 __all__ = [
     "VALUE_ELEMENTS",
     "check_declared_runtime_node",
+    "descs_contradict",
     "infer_node",
     "is_custom_node",
     "is_runtime_domain_node",
@@ -345,6 +346,11 @@ def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, Te
     return found
 
 
+def descs_contradict(held: TensorDesc, inferred: TensorDesc) -> bool:
+    """Whether two descs of one value cannot both be right (`_contradicts`)."""
+    return _contradicts(held, inferred)
+
+
 def _contradicts(held: TensorDesc, inferred: TensorDesc) -> bool:
     """Whether two descs of one value cannot both be right: different known element types,
     ranks, or sizes of a dim (symbolic and unknown dims agree with anything)."""
@@ -367,12 +373,22 @@ def shape_conflict(node: Node) -> str | None:
     node with its present inputs (a rank-4 input where Gemm takes rank 2), or infers an
     output that contradicts the desc the node holds (an attribute changed what it
     computes). The check after a pass (`ge.compiler`) asks it of the nodes the pass touched.
-    Standard-domain operators without subgraphs only; nothing is written."""
-    if node._type in STRUCTURAL or is_custom_node(node) or node.get_subgraphs():
+    Standard-domain operators and onnxruntime's (asked of onnxruntime) without subgraphs;
+    nothing is written."""
+    if node._type in STRUCTURAL or node.get_subgraphs():
         return None
+    if is_custom_node(node):
+        if not is_runtime_domain_node(node) or get_custom_op(node.type, node.domain) is not None:
+            return None  # a registered operator's descs are its inference function's
+        if any(node.get_input_producer(i) is not None and not _known(node.get_input_desc(i))
+               for i in range(node.get_inputs_size())):
+            return None
+        outputs: Callable[[Node], list[TensorDesc | None] | None] = infer_runtime_node
+    else:
+        outputs = _onnx_outputs
     memo = active_memo()
     try:
-        inferred = _onnx_outputs(node) if memo is None else memo.pure(node, _onnx_outputs)
+        inferred = outputs(node) if memo is None else memo.pure(node, outputs)
     except ShapeInferenceError as err:
         return err.message
     for i, desc in enumerate(inferred or ()):

@@ -226,6 +226,7 @@ def _refusal_text(text: str) -> str:
     text = text.split("failed:", 1)[-1]
     text = text.replace("This is an invalid model. ", "").replace(" in node ()", "")
     text = text.split(" , Error ", 1)[-1]  # (after its restatement of the node's signature)
+    text = re.sub(r"^Node \(\) Op \(\w+\) ", "", text)
     text = re.sub(r"\bin(\d+)\b", r"input \1", text)
     return re.sub(r"\bout(\d+)\b", r"output \1", text).strip()
 

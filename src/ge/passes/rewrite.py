@@ -22,6 +22,7 @@ from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 from ge.graph.types import DataType
+from ge.ops.inference import descs_contradict
 
 __all__ = [
     "ORIGIN_NODES",
@@ -266,6 +267,7 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
     output can be reached (a leftover expression of the replacement's builder) are
     dropped: they would compute nothing the graph reads, as patterns may not hold them."""
     graph = region.graph
+    _check_output_descs(region, outputs)
     made = _reaching_outputs(graph, made, outputs)
     if made and region.nodes:
         # Where the region is, not at the end of the graph: its consumers then already come
@@ -281,6 +283,25 @@ def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer
     _move_control_edges(region, made)
     _remove(region)
     _take_over_value_names(region, made, outputs)
+
+
+def _check_output_descs(region: Region, outputs: Sequence[Producer]) -> None:
+    """A `RewriteError` when an output of the replacement is typed otherwise than the
+    output it takes the place of (another element type, rank or static size): its readers
+    were made for the old one, so the fault is the replacement's, said here rather than
+    found later at a reader."""
+    for j, ((old, old_index), (new, new_index)) in enumerate(
+            zip(region.outputs, outputs, strict=True)):
+        if (old, old_index) == (new, new_index) or not (
+                _output_known(old, old_index) and _output_known(new, new_index)):
+            continue
+        before, after = old.get_output_desc(old_index), new.get_output_desc(new_index)
+        if descs_contradict(before, after):
+            raise RewriteError(
+                f"output {j} of the replacement ({new.type} node {new.name!r}) is "
+                f"{after!r} where the output it replaces ({old.type} node {old.name!r}) is "
+                f"{before!r}: the nodes reading it expect the latter",
+                nodes=[old.name])
 
 
 def _reaching_outputs(graph: Graph, made: list[Node], outputs: Sequence[Producer]
