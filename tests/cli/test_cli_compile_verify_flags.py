@@ -92,6 +92,8 @@ def test_verify_takes_its_mode_as_the_next_word(model: Path, tmp_path: Path, wri
         final = _refused(tmp_path, *args, "--pass-path", wrong)
         assert final.startswith("ge: [GE1603] the compiled model's outputs differ from the "
                                 "original's: FAILED"), (args, final)
+        assert ('(verify="each-pass", --verify each-pass, names the pass that changed them)'
+                in final), final
 
 
 def test_a_plain_check_after_the_model_is_full(model: Path, tmp_path: Path) -> None:

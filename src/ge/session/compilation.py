@@ -557,9 +557,12 @@ def compile(
                 verification = compare_outputs(expected, actual, rtol=rtol, atol=atol,
                                                not_compared=random, computed_in=narrow)
                 if not verification.ok:
+                    changed = report.passes_that_changed()
+                    which = (" (verify=\"each-pass\", --verify each-pass, names the pass "
+                             "that changed them)" if changed else "")
                     raise VerificationError(
                         "the compiled model's outputs differ from the original's: "
-                        f"{verification.summary()}", report=verification)
+                        f"{verification.summary()}{which}", report=verification)
                 if inputs is None:
                     _warn_unexercised_bodies(report)
             return CompileResult(graph, report, verification, source, typed)
