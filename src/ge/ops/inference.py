@@ -19,7 +19,7 @@ from ge.errors import ShapeInferenceError
 from ge.graph.graph import Graph
 from ge.graph.node import Node
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
-from ge.graph.types import DataType
+from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info
 from ge.ops.memo import active_memo
 from ge.ops.onnx_node import (
@@ -44,6 +44,7 @@ __all__ = [
     "infer_node",
     "is_custom_node",
     "is_runtime_domain_node",
+    "proto_contradicts",
     "shape_conflict",
 ]
 
@@ -344,6 +345,27 @@ def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, Te
         found[k] = TensorDesc([a if a == b else UNKNOWN_DIM for a, b in zip(dims, next_dims)],
                               data_type=dtype)
     return found
+
+
+def proto_contradicts(held: onnx.ValueInfoProto, desc: TensorDesc) -> bool:
+    """`descs_contradict` of a value info not decoded into a desc yet and a desc, read from
+    the proto as it is (decoding it would cost more than the question: a rewrite asks it of
+    every output it replaces)."""
+    if held.type.WhichOneof("value") != "tensor_type":
+        return False
+    tensor = held.type.tensor_type
+    dtype = desc._data_type
+    if tensor.elem_type and dtype != DataType.DT_UNDEFINED and (
+            data_type_to_onnx(dtype) != tensor.elem_type):
+        return True
+    shape = desc._shape
+    if not tensor.HasField("shape") or shape.is_unknown_rank():
+        return False
+    dims = tensor.shape.dim
+    if len(dims) != len(shape):
+        return True
+    return any(d.HasField("dim_value") and isinstance(x, int) and x >= 0 and d.dim_value != x
+               for d, x in zip(dims, shape))
 
 
 def descs_contradict(held: TensorDesc, inferred: TensorDesc) -> bool:

@@ -22,7 +22,7 @@ from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 from ge.graph.types import DataType
-from ge.ops.inference import descs_contradict
+from ge.ops.inference import descs_contradict, proto_contradicts
 
 __all__ = [
     "ORIGIN_NODES",
@@ -292,11 +292,16 @@ def _check_output_descs(region: Region, outputs: Sequence[Producer]) -> None:
     found later at a reader."""
     for j, ((old, old_index), (new, new_index)) in enumerate(
             zip(region.outputs, outputs, strict=True)):
-        if (old, old_index) == (new, new_index) or not (
-                _output_known(old, old_index) and _output_known(new, new_index)):
+        if old is new and old_index == new_index:
             continue
-        before, after = old.get_output_desc(old_index), new.get_output_desc(new_index)
-        if descs_contradict(before, after):
+        after = new._held_output_desc(new_index)
+        held = old._out_descs[old_index] if old._out_descs is not None else None
+        if after is None or held is None or held is after:
+            continue
+        if not isinstance(held, TensorDesc) and not proto_contradicts(held, after):
+            continue  # (a value info not decoded yet, read as it is: cheaper than decoding)
+        before = old._held_output_desc(old_index)
+        if before is not None and descs_contradict(before, after):
             raise RewriteError(
                 f"output {j} of the replacement ({new.type} node {new.name!r}) is "
                 f"{after!r} where the output it replaces ({old.type} node {old.name!r}) is "
