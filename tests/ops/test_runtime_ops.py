@@ -588,13 +588,22 @@ def test_a_replacement_onnxruntime_refuses_fails_the_pass(tmp_path: Path) -> Non
     plugin.write_text('''
 import ge.es.all as es
 from ge.es.custom import operator
-from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+from ge.passes import (
+    PassStage,
+    PatternFusionPass,
+    PatternMatcherConfigBuilder,
+    pattern,
+    register_fusion_pass,
+)
 
 FusedMatMul = operator("FusedMatMul", "com.microsoft")
 
 
 @register_fusion_pass(name="ScoresToFusedMatMul", stage=PassStage.AFTER_INFER_SHAPE)
 class ScoresToFusedMatMul(PatternFusionPass):
+    def __init__(self):
+        super().__init__(PatternMatcherConfigBuilder().enable_ir_attr_match().build())
+
     @pattern
     def transposed(self, inputs):
         return es.MatMul(inputs[0], es.Transpose(inputs[1], perm=[0, 2, 3, 1]))

@@ -16,15 +16,17 @@ counts): nothing here is process-global.
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import PatternError, RewriteError
+from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import Graph, Node
 from ge.graph.journal import ChangeKind
+from ge.ops.onnx_node import node_spec
 from ge.passes.candidates import LandmarkFilter, candidates
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
@@ -152,10 +154,54 @@ def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[Compil
         if kept is not None and kept[0] is instance:
             return kept[1]
     config = _config(instance)
-    compiled = [_compiled(pattern, config, instance) for pattern in collect_patterns(instance)]
+    patterns = collect_patterns(instance)
+    compiled = [_compiled(pattern, config, instance) for pattern in patterns]
+    if not config.is_enable_ir_attr_match():
+        for pattern in patterns:
+            warn_uncompared_attributes(instance, pattern)
     if memo is not None:
         memo[id(instance)] = (instance, compiled)
     return compiled
+
+
+def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) -> None:
+    """A `PassDefinitionWarning` for a plugin's pattern that sets attributes on its operators
+    while attribute matching is off (GE's default): they are not compared, so the pattern
+    matches whatever those attributes are (`Transpose(x, perm=[1, 0])` matches every
+    Transpose). At the `@pattern` method's line, once per compilation (patterns are built
+    once per compilation). The built-in passes, which check attributes in their
+    `meet_requirements`, are left out."""
+    if type(instance).__module__.split(".")[0] == "ge":
+        return
+    set_attrs = sorted({f"{node.type}({', '.join(names)})"
+                        for node in pattern.get_graph().get_direct_nodes()
+                        if (names := _optional_attributes_set(node))})
+    if not set_attrs:
+        return
+    source = pattern._source
+    func = getattr(source, "__ge_original_hook__", None) or getattr(source, "__func__", source)
+    code = getattr(func, "__code__", None)
+    where = (code.co_filename, code.co_firstlineno) if code is not None else ("<pattern>", 0)
+    warnings.warn_explicit(
+        f"pattern {pattern.name!r} of {type(instance).__name__} sets attributes of "
+        f"{', '.join(set_attrs)}, which are not compared: the matcher compares attributes "
+        "only with PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so "
+        "the pattern matches those operators whatever their attributes are; enable it, or "
+        f"check them in meet_requirements (at {where[0]}:{where[1]})",
+        PassDefinitionWarning, *where)
+
+
+def _optional_attributes_set(node: Node) -> list[str]:
+    """The optional attributes a pattern's operator node sets (a required one, Concat's
+    `axis`, must be given to build the node at all: setting it says nothing)."""
+    if node.type in ("Data", "Const", "NetOutput") or not node.get_attr_names():
+        return []
+    try:
+        spec = node_spec(node)
+    except GeError:  # an operator without a schema: every attribute counts
+        return sorted(node.get_attr_names())
+    return sorted(name for name in node.get_attr_names()
+                  if not (name in spec.attributes and spec.attributes[name].required))
 
 
 def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
