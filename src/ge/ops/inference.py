@@ -172,19 +172,18 @@ def check_declared_runtime_node(node: Node) -> None:
         return
     if runtime_op_spec(node.type, node.domain, node_opset(node)) is None:
         raise _unregistered(node)
-    for i, desc in enumerate(infer_runtime_node(node)):
-        held = node._held_output_desc(i) if desc is not None else None
-        if held is not None and _contradicts(held, desc):  # type: ignore[arg-type]
-            raise ShapeInferenceError(
-                f"node {node.name!r} ({node.domain}::{node.type}): the model declares "
-                f"output {i} as {held!r}, onnxruntime {runtime_version()} infers {desc!r} "
-                "from its inputs", nodes=[node.name])
+    found = _contradicted_output(node, infer_runtime_node(node))
+    if found is not None:
+        i, held, desc = found
+        raise ShapeInferenceError(
+            f"node {node.name!r} ({node.domain}::{node.type}): the model declares "
+            f"output {i} as {held!r}, onnxruntime {runtime_version()} infers {desc!r} "
+            "from its inputs", nodes=[node.name])
 
 
 def is_runtime_domain_node(node: Node) -> bool:
     """Whether `node` is of one of onnxruntime's own domains (`com.microsoft` ...)."""
-    domain = normalize_domain(node.domain)
-    return domain not in STANDARD_DOMAINS and domain in runtime_domains()
+    return normalize_domain(node.domain) in runtime_domains()
 
 
 def _runtime_note(node: Node) -> str:
@@ -249,12 +248,16 @@ def _write_new(node: Node, index: int, desc: TensorDesc) -> None:
         _write(node, index, desc)
 
 
+def _inputs_typed(node: Node) -> bool:
+    """Whether every connected input of `node` has a known element type (inference waits
+    until they have)."""
+    return all(node.get_input_producer(i) is None or _known(node.get_input_desc(i))
+               for i in range(node.get_inputs_size()))
+
+
 def _infer_node(node: Node) -> list[TensorDesc] | None:
     if is_custom_node(node):
-        for i in range(node.get_inputs_size()):
-            if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
-                return None
-        return _infer_custom(node)
+        return _infer_custom(node) if _inputs_typed(node) else None
     inferred = _onnx_outputs(node)
     if inferred is None:
         return None
@@ -268,9 +271,8 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
     """What onnx infers for the outputs of a standard-domain node from its input descs and
     constant inputs (None for an output it cannot type), nothing written; None when an
     input's type is not known. `ShapeInferenceError` when onnx rejects the node."""
-    for i in range(node.get_inputs_size()):
-        if node.get_input_producer(i) is not None and not _known(node.get_input_desc(i)):
-            return None
+    if not _inputs_typed(node):
+        return None
     spec = node_spec(node)
     proto = node_proto(node)
     types: dict[str, onnx.TypeProto] = {}
@@ -369,11 +371,6 @@ def proto_contradicts(held: onnx.ValueInfoProto, desc: TensorDesc) -> bool:
 
 
 def descs_contradict(held: TensorDesc, inferred: TensorDesc) -> bool:
-    """Whether two descs of one value cannot both be right (`_contradicts`)."""
-    return _contradicts(held, inferred)
-
-
-def _contradicts(held: TensorDesc, inferred: TensorDesc) -> bool:
     """Whether two descs of one value cannot both be right: different known element types,
     ranks, or sizes of a dim (symbolic and unknown dims agree with anything)."""
     if DataType.DT_UNDEFINED not in (held._data_type, inferred._data_type) and (
@@ -402,8 +399,7 @@ def shape_conflict(node: Node) -> str | None:
     if is_custom_node(node):
         if not is_runtime_domain_node(node) or get_custom_op(node.type, node.domain) is not None:
             return None  # a registered operator's descs are its inference function's
-        if any(node.get_input_producer(i) is not None and not _known(node.get_input_desc(i))
-               for i in range(node.get_inputs_size())):
+        if not _inputs_typed(node):
             return None
         outputs: Callable[[Node], list[TensorDesc | None] | None] = infer_runtime_node
     else:
@@ -413,9 +409,20 @@ def shape_conflict(node: Node) -> str | None:
         inferred = outputs(node) if memo is None else memo.pure(node, outputs)
     except ShapeInferenceError as err:
         return err.message
-    for i, desc in enumerate(inferred or ()):
+    found = _contradicted_output(node, inferred or ())
+    if found is None:
+        return None
+    i, held, desc = found
+    return (f"output {i} of {node.type} node {node.name!r} is {held!r} in the graph, "
+            f"but its inputs and attributes now give {desc!r}")
+
+
+def _contradicted_output(node: Node, inferred: Sequence[TensorDesc | None]
+                         ) -> tuple[int, TensorDesc, TensorDesc] | None:
+    """The first output whose desc `node` holds contradicts the inferred one, as (index,
+    held, inferred), or None."""
+    for i, desc in enumerate(inferred):
         held = node._held_output_desc(i) if desc is not None else None
-        if held is not None and _contradicts(held, desc):  # type: ignore[arg-type]
-            return (f"output {i} of {node.type} node {node.name!r} is {held!r} in the graph, "
-                    f"but its inputs and attributes now give {desc!r}")
+        if held is not None and desc is not None and descs_contradict(held, desc):
+            return i, held, desc
     return None

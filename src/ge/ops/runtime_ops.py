@@ -85,8 +85,10 @@ def runtime_version() -> str:
     return str(onnxruntime.__version__)
 
 
+@functools.lru_cache(maxsize=1)
 def runtime_domains() -> frozenset[str]:
-    """The operator domains onnxruntime defines beyond ONNX's (`com.microsoft`, ...)."""
+    """The operator domains onnxruntime defines beyond ONNX's (`com.microsoft`, ...); asked
+    of every custom-domain node, so made once."""
     return frozenset(domain for domain, _ in _registry() if domain not in STANDARD_DOMAINS)
 
 
