@@ -463,7 +463,8 @@ def test_a_decoder_block_as_onnxruntime_genai_writes_it_compiles_and_verifies() 
         TensorDesc(["batch", "seq", heads * head]), TensorDesc(present), TensorDesc(present)]
 
 
-UNFUSE_PLUGIN = '''
+#: The imports of a plugin fusing into or out of FusedMatMul, with attributes compared.
+FUSED_MATMUL_PLUGIN = '''
 import ge.es.all as es
 from ge.es.custom import operator
 from ge.passes import (
@@ -475,7 +476,9 @@ from ge.passes import (
 )
 
 FusedMatMul = operator("FusedMatMul", "com.microsoft")
+'''
 
+UNFUSE_PLUGIN = FUSED_MATMUL_PLUGIN + '''
 
 @register_fusion_pass(name="PlainFusedMatMul", stage=PassStage.AFTER_INFER_SHAPE)
 class PlainFusedMatMul(PatternFusionPass):
@@ -585,19 +588,7 @@ def test_a_replacement_onnxruntime_refuses_fails_the_pass(tmp_path: Path) -> Non
     (attention's scores): transB swaps the last two axes only, so onnxruntime refuses the
     node. The check after the pass asks onnxruntime and fails the pass at the plugin."""
     plugin = tmp_path / "scores.py"
-    plugin.write_text('''
-import ge.es.all as es
-from ge.es.custom import operator
-from ge.passes import (
-    PassStage,
-    PatternFusionPass,
-    PatternMatcherConfigBuilder,
-    pattern,
-    register_fusion_pass,
-)
-
-FusedMatMul = operator("FusedMatMul", "com.microsoft")
-
+    plugin.write_text(FUSED_MATMUL_PLUGIN + '''
 
 @register_fusion_pass(name="ScoresToFusedMatMul", stage=PassStage.AFTER_INFER_SHAPE)
 class ScoresToFusedMatMul(PatternFusionPass):

@@ -79,7 +79,9 @@ def _tensor_bytes(tensor: onnx.TensorProto) -> int:
 
 
 def _op_name(node: onnx.NodeProto) -> str:
-    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    from ge.compiler.report import qualified_op
+
+    return qualified_op(node.op_type, node.domain)
 
 
 def model_summary(path: Path) -> dict[str, Any]:

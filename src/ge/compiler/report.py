@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ge.graph.node import Node
 
 __all__ = ["CompileReport", "FixedPointRecord", "PassRunRecord", "StepRecord", "op_histogram",
-           "op_label", "operator_count"]
+           "op_label", "operator_count", "qualified_op"]
 
 
 def operator_count(graph: Graph) -> int:
@@ -89,11 +89,14 @@ class FixedPointRecord:
 
 
 def op_label(node: Node) -> str:
-    """The operator of `node` as reports and diffs name it: its op type, prefixed by its
-    domain outside ONNX's own (`com.microsoft.Gelu` is not ONNX's `Gelu`), as `ge inspect`
-    writes it."""
-    domain = node.domain
-    return node.type if domain in ("", "ai.onnx") else f"{domain}.{node.type}"
+    """The operator of `node` as reports, diffs and `ge inspect` name it (`qualified_op`)."""
+    return qualified_op(node.type, node.domain)
+
+
+def qualified_op(op_type: str, domain: str) -> str:
+    """An op type, prefixed by its domain outside ONNX's own: `com.microsoft.Gelu` is not
+    ONNX's `Gelu`."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
 
 
 def op_histogram(graph: Graph) -> dict[str, int]:

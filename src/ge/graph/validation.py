@@ -29,7 +29,8 @@ from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["attribute_problems", "find_node_problems", "find_problems", "unknown_operators"]
+__all__ = ["ONNX_DOMAINS", "attribute_problems", "find_node_problems", "find_problems",
+           "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -359,7 +360,8 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
 
 
 #: Domains whose operators are ONNX's own: one without a schema there is no operator at all.
-_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+#: The domains ONNX itself defines operators in.
+ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
 
 
 def unknown_operators(graph: Graph) -> list[ValidationProblem]:
@@ -368,7 +370,7 @@ def unknown_operators(graph: Graph) -> list[ValidationProblem]:
     problems: list[ValidationProblem] = []
     for g in [graph, *graph.get_all_subgraphs()]:
         for node in g.get_direct_nodes():
-            if node._domain not in _ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
+            if node._domain not in ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
                 continue  # (only ONNX's own domains can hold one: cheap to skip the rest)
             version = g.get_opset_version(node._domain)
             if version is not None and _schema(node._type, node._domain, version) is None:
@@ -380,7 +382,7 @@ def _check_unknown(g: Graph, node: Node, version: int,
                    problems: list[ValidationProblem]) -> None:
     """`unknown-op` for a node without a schema at `version`, when its domain is ONNX's own
     and the model defines no function of that name."""
-    if node._domain in _ONNX_DOMAINS and not _local_function(g, node):
+    if node._domain in ONNX_DOMAINS and not _local_function(g, node):
         _add(problems, g, "unknown-op", [node], _unknown_op(node, version))
 
 

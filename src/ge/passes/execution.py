@@ -47,7 +47,7 @@ from ge.passes.registry import (
     PASS_KIND_PATTERN_FUSION,
 )
 from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
-from ge.passes.source import blame
+from ge.passes.source import blame, definition_location, hook_location
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -171,24 +171,21 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
     Transpose). At the `@pattern` method's line, once per compilation (patterns are built
     once per compilation). The built-in passes, which check attributes in their
     `meet_requirements`, are left out."""
-    if type(instance).__module__.split(".")[0] == "ge":
+    if "__ge_builtin__" in type(instance).__dict__:
         return
     set_attrs = sorted({f"{node.type}({', '.join(names)})"
                         for node in pattern.get_graph().get_direct_nodes()
                         if (names := _optional_attributes_set(node))})
     if not set_attrs:
         return
-    source = pattern._source
-    func = getattr(source, "__ge_original_hook__", None) or getattr(source, "__func__", source)
-    code = getattr(func, "__code__", None)
-    where = (code.co_filename, code.co_firstlineno) if code is not None else ("<pattern>", 0)
+    where = hook_location(pattern._source) or definition_location(type(instance))
     warnings.warn_explicit(
         f"pattern {pattern.name!r} of {type(instance).__name__} sets attributes of "
         f"{', '.join(set_attrs)}, which are not compared: the matcher compares attributes "
         "only with PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so "
         "the pattern matches those operators whatever their attributes are; enable it, or "
-        f"check them in meet_requirements (at {where[0]}:{where[1]})",
-        PassDefinitionWarning, *where)
+        f"check them in meet_requirements (at {where})",
+        PassDefinitionWarning, where.file, where.line or 0)
 
 
 def _optional_attributes_set(node: Node) -> list[str]:

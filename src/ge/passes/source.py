@@ -19,6 +19,7 @@ __all__ = [
     "blamed_location",
     "caller_location",
     "definition_location",
+    "hook_location",
     "is_internal_file",
     "traceback_location",
     "user_stacklevel",
@@ -65,15 +66,23 @@ def definition_location(cls: type) -> SourceLocation:
     return SourceLocation(filename, None)
 
 
+def hook_location(hook: object) -> SourceLocation | None:
+    """The user's `def` line of a hook (its first decorator's; the original function of an
+    adapted hook), or None for a hook of ge's own (a synthesized `patterns()`)."""
+    func = getattr(hook, "__ge_original_hook__", None) or getattr(hook, "__func__", hook)
+    code = getattr(func, "__code__", None)
+    if code is None or is_internal_file(code.co_filename):
+        return None
+    return SourceLocation(code.co_filename, code.co_firstlineno)
+
+
 def blame(exc: BaseException, hook: object) -> BaseException:
     """Mark `exc`, raised by ge about what `hook` returned, as that hook's fault: the E13028
     it becomes points at the hook's `def` (its first decorator's) line rather than at the
     pass's class statement. Hooks of ge's own (a synthesized `patterns()`) are not marked."""
-    func = getattr(hook, "__ge_original_hook__", None) or getattr(hook, "__func__", hook)
-    code = getattr(func, "__code__", None)
-    if code is not None and not is_internal_file(code.co_filename):
-        exc.__ge_location__ = SourceLocation(  # type: ignore[attr-defined]
-            code.co_filename, code.co_firstlineno)
+    location = hook_location(hook)
+    if location is not None:
+        exc.__ge_location__ = location  # type: ignore[attr-defined]
     return exc
 
 

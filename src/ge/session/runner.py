@@ -35,6 +35,7 @@ from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
+from ge.graph.validation import ONNX_DOMAINS
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_ops import runtime_domains
@@ -56,15 +57,11 @@ Model = Graph | onnx.ModelProto
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
 
-
 def runs_in_onnxruntime(domain: str) -> bool:
     """Whether onnxruntime runs the operators of `domain` itself (ONNX's own domains and
     onnxruntime's, `com.microsoft` ...): a node of any other domain needs a custom operator
     registered with a kernel or a decomposition."""
-    return domain in _ONNX_DOMAINS or domain in runtime_domains()
-
-
-_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+    return domain in ONNX_DOMAINS or domain in runtime_domains()
 
 
 # A model serialized to more bytes than this goes to onnxruntime as a file.
