@@ -16,7 +16,7 @@ The plan yields the matches the search yields, in the same order, with the same 
 outputs and the tracing matcher (`ge.passes.tracing`) keep using the search. A plan is
 written only once a pattern has been tried on `PLAN_AFTER` candidates per pattern node in a
 compilation: writing and compiling one costs about as much as that many attempts, which a
-small graph never makes; after that a candidate costs 4-10 times less.
+small graph never makes; after that a candidate costs 3-5 times less.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ Plan = Callable[["Matcher", "Node"], "Iterator[Match]"]
 #: Candidates a pattern is tried on, in one compilation, before its plan is written: this
 #: many per pattern node, about where writing one pays for itself (the ski-rental rule:
 #: never more than twice the better choice's cost). Measured on the 10k-node encoder's
-#: fusion patterns: compiling a plan takes 0.7-2.3 ms (about 0.13 ms per pattern node); a
-#: candidate costs the search 7.6-17 us and the plan 0.7-3.3 us; break-even at 7-22
-#: candidates per pattern node.
+#: fusion patterns: writing a plan takes about 0.09-0.14 ms per pattern node; a candidate
+#: that fails costs the search 2.4-3.6 us and the plan 0.6-1.0 us (break-even at 50-60
+#: candidates per pattern node), one that matches costs the search several times more
+#: (break-even 7-22). 16 errs towards writing plans early: 16 and 48 compile the encoder
+#: in the same time.
 PLAN_AFTER = 16
 
 

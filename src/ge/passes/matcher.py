@@ -237,6 +237,10 @@ class Matcher:
     #: observes the search step by step, as `TracingMatcher`, turns it off).
     uses_plans = True
 
+    #: Whether `_pairs` refuses a producer of another operator before calling `_node` (a
+    #: subclass recording every check `_node` makes turns it off).
+    _operator_first = True
+
     def __init__(self, pattern: CompiledPattern, graph: Graph) -> None:
         self.pattern = pattern
         self.graph = graph
@@ -300,7 +304,9 @@ class Matcher:
             if self._const_value and pnode.value is not None:
                 return _same_value(pnode.value, target)
             return True
-        if target._type != pnode.type or normalize_domain(target._domain) != pnode.domain:
+        domain = target._domain
+        if target._type != pnode.type or (domain != pnode.domain
+                                          and normalize_domain(domain) != pnode.domain):
             return False
         if target._graph is not self.graph:
             return False  # an enclosing graph's node, read by a body: not the body's to rewrite
@@ -342,7 +348,13 @@ class Matcher:
             return
         if producer[1] != out:
             return
-        for _ in self._node(s, pnode, producer[0]):
+        target = producer[0]
+        # the operator check of `_accepts`, before a generator is made for `_node`: most
+        # failing candidates fail here (a node already bound has the right operator too)
+        if self._operator_first and (target._type != pnode.type if pnode.kind != _CONST
+                                     else target._type not in CONST_TYPES):
+            return
+        for _ in self._node(s, pnode, target):
             yield from self._pairs(s, wanted, given, k + 1)
 
     # -- further outputs ------------------------------------------------------------------
@@ -437,6 +449,9 @@ def _outputs_ok(consumers: Sequence[Any], counts: tuple[int, ...],
 def _arrangements(connected: list[Any]) -> list[list[Any]]:
     """The input orders a commutative node is tried in, each once (equal inputs make the
     same arrangement again): every permutation, in `itertools.permutations` order."""
+    if len(connected) == 2:  # the binary Add/Mul of nearly every commutative match
+        first, second = connected
+        return [connected] if first == second else [connected, [second, first]]
     seen: set[tuple[int, ...]] = set()
     found: list[list[Any]] = []
     for order in itertools.permutations(range(len(connected))):

@@ -55,6 +55,7 @@ class TracingMatcher(Matcher):
     """
 
     uses_plans = False  # it records the search's own steps
+    _operator_first = False  # every operator check goes through `_node`
 
     def __init__(self, pattern: CompiledPattern, graph: Graph) -> None:
         super().__init__(pattern, graph)
