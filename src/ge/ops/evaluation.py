@@ -5,6 +5,10 @@ of every opset, no session to build); custom operators run their numpy kernel, o
 decomposition (built by `ge.es`, which installs the builder hook at import) in the same
 evaluator.
 
+A node of an operator version the reference evaluator does not compute as written (Softmax
+before opset 13, see `ge.ops.reference_versions`) is refused with a
+`ConstantEvaluationError`: its values would be those of another version.
+
 `evaluate_node` builds that evaluator for each call, with the inputs as initializers.
 Building it takes most of the time of a small evaluation (~60 us of ~70), so a caller
 evaluating many nodes (constant folding) uses a `NodeEvaluator`: it keeps one evaluator
@@ -40,6 +44,7 @@ from ge.ops.onnx_node import (
     opset_imports_of,
     outer_inputs,
 )
+from ge.ops.reference_versions import version_gap
 from ge.ops.registry import CustomOp, get_custom_op
 
 __all__ = ["NodeEvaluator", "Signature", "evaluate_node", "is_constant_foldable",
@@ -81,6 +86,15 @@ def is_constant_foldable(node: Node) -> bool:
     return all(src.type == "Const" for src, _ in outer_inputs(node).values())
 
 
+def _check_version(node: Node) -> None:
+    """Refuse a node of an operator version the reference evaluator does not compute as
+    written (`ge.ops.reference_versions`): its values would be another version's."""
+    gap = version_gap(node)
+    if gap is not None:
+        raise ConstantEvaluationError(f"node {node.name!r} ({node.type}) is not evaluated: {gap}",
+                                      nodes=[node.name])
+
+
 def _run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str) -> list[Any]:
     try:
         return list(ReferenceEvaluator(model).run(None, feeds))
@@ -120,6 +134,7 @@ def evaluate_node(node: Node) -> list[Tensor]:
     values = _inputs(node)
     if is_custom_node(node):
         return _evaluate_custom(node, values)
+    _check_version(node)
     proto = node_proto(node)
     initializers = []
     for i, value in enumerate(values):
@@ -211,6 +226,7 @@ class NodeEvaluator:
         already (None for absent inputs)."""
         if is_custom_node(node) or node.get_subgraphs():
             return evaluate_node(node)
+        _check_version(node)
         values = _inputs(node) if inputs is None else list(inputs)
         if signature is None:
             signature = self.signature(node)
