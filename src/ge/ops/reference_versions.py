@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 import onnx
 import onnx.defs
@@ -112,8 +113,8 @@ def _differences(written: onnx.defs.OpSchema, implemented: onnx.defs.OpSchema) -
     return found
 
 
-def _formals(formals: list[onnx.defs.OpSchema.FormalParameter]) -> list[tuple[str, int]]:
-    return [(f.name, int(f.option)) for f in formals]
+def _formals(formals: Sequence[onnx.defs.OpSchema.FormalParameter]) -> list[tuple[str, str]]:
+    return [(f.name, str(f.option)) for f in formals]
 
 
 def _attributes(schema: onnx.defs.OpSchema) -> dict[str, tuple[bytes, bool]]:
