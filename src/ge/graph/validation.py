@@ -28,6 +28,7 @@ from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
+from ge.graph.value_info import holds_non_tensor
 
 __all__ = ["ONNX_DOMAINS", "attribute_problems", "find_node_problems", "find_problems",
            "unknown_operators"]
@@ -112,7 +113,9 @@ def find_node_problems(nodes: Iterable[Node], *, typed: bool = False,
 
 def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> None:
     for k, name in enumerate(node._out_names):
-        if name and node.get_output_desc(k).data_type == DataType.DT_UNDEFINED:
+        desc = node.get_output_desc(k) if name else None
+        if desc is not None and desc.data_type == DataType.DT_UNDEFINED and (
+                not holds_non_tensor(desc)):  # (a sequence's type is known, as its source)
             _add(problems, g, "untyped", [node],
                  f"output {k} ({name!r}) of {node._type} node {node._name!r} has no known dtype")
 

@@ -12,7 +12,12 @@ import onnx
 from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc, _trusted
 from ge.graph.types import DataType, Format, data_type_from_onnx, data_type_to_onnx
 
-__all__ = ["desc_from_value_info", "named_value_info", "value_info_from_desc"]
+__all__ = ["NON_TENSOR_KINDS", "desc_from_value_info", "holds_non_tensor", "named_value_info",
+           "value_info_from_desc"]
+
+#: The kinds of ONNX type that are not a tensor: the IR types tensors only, and a value of
+#: one of these has an unknown desc that keeps its ONNX type as its source.
+NON_TENSOR_KINDS = frozenset({"sequence_type", "optional_type", "map_type", "sparse_tensor_type"})
 
 
 def _shape_of(tensor_type: onnx.TypeProto.Tensor) -> Shape:
@@ -46,6 +51,13 @@ def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
     desc._source = vi
     desc._source_key = desc._key()
     return desc
+
+
+def holds_non_tensor(desc: TensorDesc) -> bool:
+    """Whether `desc` is that of a value typed as a sequence, optional, map or sparse tensor
+    (its type is known, though not a tensor's: no element type to ask of it)."""
+    source = desc._source
+    return source is not None and source.type.WhichOneof("value") in NON_TENSOR_KINDS
 
 
 def named_value_info(vi: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:

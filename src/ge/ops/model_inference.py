@@ -26,7 +26,7 @@ from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
-from ge.graph.value_info import desc_from_value_info
+from ge.graph.value_info import NON_TENSOR_KINDS, desc_from_value_info
 from ge.ops import inference as node_inference
 from ge.ops.inference import (
     _known,
@@ -96,9 +96,10 @@ class _Decoder:
         try:
             return self._by_type[key]
         except KeyError:
-            typed = tp.WhichOneof("value") == "tensor_type" and bool(tp.tensor_type.elem_type)
+            kind = tp.WhichOneof("value")
+            typed = kind == "tensor_type" and bool(tp.tensor_type.elem_type)
             template = None
-            if typed:
+            if typed or kind in NON_TENSOR_KINDS:  # (a sequence: unknown, its type the source)
                 detached = onnx.ValueInfoProto()
                 detached.type.CopyFrom(tp)
                 template = desc_from_value_info(detached)
