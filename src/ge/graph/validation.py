@@ -399,15 +399,26 @@ def _local_function(g: Graph, node: Node) -> bool:
 def _unknown_op(node: Node, version: int) -> str:
     """Why ONNX has no operator for `node` at the model's opset."""
     domain = node._domain or "ai.onnx"
-    try:
-        since = defs.get_schema(node._type, node._domain).since_version
-    except defs.SchemaError:
+    since = _first_versions().get((node._domain, node._type))
+    if since is None:
         return (f"{node._type} node {node._name!r}: ONNX has no operator {node._type} in "
                 f"domain {domain!r} (onnx {_ONNX_VERSION}); onnx.checker and runtimes reject "
                 "the model (a custom operator needs a domain of its own)")
     return (f"{node._type} node {node._name!r}: {domain} {node._type} exists from opset "
             f"{since}, the model imports opset {version}; onnx.checker and runtimes reject "
             "the model")
+
+
+@lru_cache(maxsize=1)
+def _first_versions() -> dict[tuple[str, str], int]:
+    """(domain, op type) -> the opset an ONNX operator first appears in (its oldest schema:
+    `get_schema` without a version gives the newest, Einsum's 28 where it came in 12)."""
+    first: dict[tuple[str, str], int] = {}
+    for schema in defs.get_all_schemas_with_history():
+        key = ("" if schema.domain == "ai.onnx" else schema.domain, schema.name)
+        if key not in first or schema.since_version < first[key]:
+            first[key] = schema.since_version
+    return first
 
 
 def attribute_problems(node: Node) -> list[ValidationProblem]:
