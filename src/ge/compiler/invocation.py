@@ -321,9 +321,16 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         note = hook_note(exc)
         if note is not None:
             reason = f"{reason.rstrip('.')}. {note}"
+    if entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
+        what = "built-in pass"
+        advice = (f" This is a bug in ge: please report it with the model; "
+                  f"disable={entry.name!r} (--disable {entry.name}) or on_pass_failure="
+                  "'skip' (--on-pass-failure skip) compiles without it.")
+    else:
+        what, advice = "custom fusion pass", ""
     return PassRunError(
-        f"Failed to run custom fusion pass {entry.name}. Return code: {return_code}. "
-        f"Reason: {reason.rstrip('.')}.",
+        f"Failed to run {what} {entry.name}. Return code: {return_code}. "
+        f"Reason: {reason.rstrip('.')}.{advice}",
         pass_name=entry.name,
         stage=stage,
         location=location or defined_at,
