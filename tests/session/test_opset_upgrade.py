@@ -335,3 +335,26 @@ def test_stand_ins_not_given_back_of_a_model_over_the_limit_are_ge1203(
     assert f"to 18 without its weights, but {message}, so ge cannot put them back; the " \
            "whole model (0.0 GiB) is over protobuf's 2 GiB limit" in str(caught.value)
     assert graph.to_onnx().SerializeToString() == before
+
+
+def test_a_model_without_an_onnx_opset_is_left_as_it_is() -> None:
+    """An XGBoost model of onnxmltools imports ai.onnx.ml alone: the converter asserted
+    "invalid version" on opset 0 (GE1203); there is nothing to convert (trial E)."""
+    tree = helper.make_node(
+        "TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1,
+        nodes_featureids=[0], nodes_modes=["LEAF"], nodes_nodeids=[0], nodes_treeids=[0],
+        nodes_values=[0.0], nodes_falsenodeids=[0], nodes_truenodeids=[0],
+        target_ids=[0], target_nodeids=[0], target_treeids=[0], target_weights=[1.5])
+    model = helper.make_model(
+        helper.make_graph([tree], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                      [2, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])]),
+        opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    graph = ge.graph.load(model)
+    with pytest.warns(CompileWarning) as caught:
+        assert upgraded_opset(graph, 20) is graph
+    assert [str(w.message) for w in caught] == [
+        "opset 20 left graph 'g' as it is: the model imports no ONNX opset (only ai.onnx.ml "
+        "3), so it has no ONNX operator to convert"]
+    assert graph.opset_imports == {"ai.onnx.ml": 3}

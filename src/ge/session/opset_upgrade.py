@@ -75,6 +75,14 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     current = graph.get_opset_version("") or 0
     if opset == current:
         return graph
+    if not current:  # (an XGBoost model of onnxmltools: ai.onnx.ml alone)
+        others = ", ".join(f"{domain} {version}" for domain, version
+                           in sorted(graph.opset_imports.items()) if domain)
+        warnings.warn(CompileWarning(
+            f"opset {opset} left graph {graph.name!r} as it is: the model imports no ONNX "
+            f"opset (only {others or 'none'}), so it has no ONNX operator to convert"),
+            stacklevel=2)
+        return graph
     if opset < current:
         raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
                                   "only converts a model up")
