@@ -154,7 +154,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                                    nodes=err.nodes) from err
         if output is not None:
             def write(stream: IO[bytes]) -> None:  # straight to the file: no copy in memory
-                np.savez(stream, **results)  # type: ignore[arg-type]
+                np.savez(stream, **results)
 
             write_atomically(output, write, "the outputs")
         inputs_from = str(inputs) if inputs is not None else f"generated (seed {seed})"

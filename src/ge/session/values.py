@@ -1,12 +1,16 @@
 """Values that are not tensors (sequences, maps, optionals) as `ge.session` holds them.
 
-onnxruntime gives them as plain Python values, and so does `ge.session`: a tensor is a
-numpy array; a sequence a `list` of its elements; a map a `dict` (int or str keys; its
-values Python numbers or str, as onnxruntime gives a ZipMap's probabilities); an optional
-its element, or `None` when empty.
+onnxruntime takes and gives them as plain Python values, and so does `ge.session`
+everywhere: inputs given, generated or read from an `.npz`, outputs run, compared and
+written. A tensor is a numpy array; a sequence a `list` of its elements; a map a `dict`
+(int or str keys; its values Python numbers or str, as onnxruntime gives a ZipMap's
+probabilities); an optional its element, or `None` when empty.
 
-`value_label` names the type of a value run (`seq(map(int64, float))`); `paired_leaves`
-walks two values in step, as the comparison does.
+`ValueType` is the ONNX type of a graph input, with its text in ONNX's notation
+(`seq(tensor(float) [2])`, `map(string, tensor(float))`); `fitted_value` checks a given
+value against it (converting ge Tensors, numpy scalars, tuples); `value_label` names the
+type of a value run (`seq(map(int64, float))`); `paired_leaves` walks two values in step,
+as the comparison does.
 """
 
 from __future__ import annotations
@@ -16,10 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 __all__ = [
+    "MAP",
+    "OPTIONAL",
+    "SEQUENCE",
+    "SPARSE",
+    "TENSOR",
+    "UNKNOWN",
     "Difference",
+    "ValueType",
+    "fitted_value",
     "is_nested",
     "leaf_count",
     "onnx_elem_name",
@@ -27,10 +40,15 @@ __all__ = [
     "paired_leaves",
     "path_text",
     "value_label",
+    "value_text",
 ]
 
+Dim = int | str | None  # a static size, a symbolic name, or unknown
 #: A step into a nested value: a sequence's position or a map's key.
 Key = int | str
+
+TENSOR, SEQUENCE, MAP, OPTIONAL, SPARSE, UNKNOWN = (
+    "tensor", "sequence", "map", "optional", "sparse_tensor", "unknown")
 
 
 def onnx_elem_name(elem_type: int) -> str:
@@ -41,6 +59,201 @@ def onnx_elem_name(elem_type: int) -> str:
         return str(TensorProto.DataType.Name(elem_type)).lower()
     except ValueError:
         return str(elem_type)
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """The ONNX type of a value: a tensor (`elem_type`, `dims`), a sequence or an optional
+    of `element`, a map from `elem_type` keys to `element` values, a sparse tensor, or
+    unknown (a TypeProto with nothing set)."""
+
+    kind: str
+    elem_type: int = 0  # a tensor's element type; a map's key type
+    dims: tuple[Dim, ...] | None = None  # a tensor's dims (None: unknown rank)
+    element: ValueType | None = None  # a sequence's or optional's element; a map's value
+
+    @classmethod
+    def from_proto(cls, proto: onnx.TypeProto) -> ValueType:
+        which = proto.WhichOneof("value")
+        if which in ("tensor_type", "sparse_tensor_type"):
+            tensor = getattr(proto, which)
+            dims = None
+            if tensor.HasField("shape"):
+                dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                             for d in tensor.shape.dim)
+            return cls(TENSOR if which == "tensor_type" else SPARSE, tensor.elem_type, dims)
+        if which in ("sequence_type", "optional_type"):
+            inner = getattr(proto, which)
+            element = (cls.from_proto(inner.elem_type) if inner.HasField("elem_type")
+                       else cls(UNKNOWN))
+            return cls(SEQUENCE if which == "sequence_type" else OPTIONAL, element=element)
+        if which == "map_type":
+            value = (cls.from_proto(proto.map_type.value_type)
+                     if proto.map_type.HasField("value_type") else cls(UNKNOWN))
+            return cls(MAP, proto.map_type.key_type, element=value)
+        return cls(UNKNOWN)
+
+    def text(self) -> str:
+        """ONNX's notation, with a tensor's dims when known: `seq(tensor(float) [2])`."""
+        if self.kind in (TENSOR, SPARSE):
+            dims = "" if self.dims is None else (
+                f" [{', '.join('?' if d is None else str(d) for d in self.dims)}]")
+            return f"{self.kind}({onnx_elem_name(self.elem_type)}){dims}"
+        inner = self.element.text() if self.element is not None else "?"
+        if self.kind == SEQUENCE:
+            return f"seq({inner})"
+        if self.kind == OPTIONAL:
+            return f"optional({inner})"
+        if self.kind == MAP:
+            return f"map({onnx_elem_name(self.elem_type)}, {inner})"
+        return "an unknown type"
+
+    def what_to_give(self) -> str:
+        """How a value of this type is given in Python: `a list of arrays`, `a dict`."""
+        if self.kind == SEQUENCE:
+            element = self.element
+            if element is not None and element.kind == TENSOR:
+                return "a list of numpy arrays"
+            return f"a list (of {element.what_to_give() if element else 'values'})"
+        if self.kind == MAP:
+            return "a dict"
+        if self.kind == OPTIONAL:
+            inner = self.element.what_to_give() if self.element is not None else "a value"
+            return f"None or {inner}"
+        return "a numpy array"
+
+
+# -- checking a value given for a type ------------------------------------------------------
+
+
+def _np_dtype(elem_type: int) -> np.dtype[Any] | None:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _array_text(array: np.ndarray) -> str:
+    dtype = "string" if array.dtype.kind in "OSU" else array.dtype.name
+    return f"{dtype} [{', '.join(str(d) for d in array.shape)}]"
+
+
+def value_text(value: Any) -> str:
+    """A value given, for a message: `float32 [2, 3]`, `list of 2`, `None`, `str`."""
+    if isinstance(value, np.ndarray):
+        return _array_text(value)
+    if isinstance(value, (list, tuple, dict)):
+        return f"{type(value).__name__} of {len(value)}"
+    return "None" if value is None else type(value).__name__
+
+
+def _tensor_problem(array: np.ndarray, vtype: ValueType) -> bool:
+    """Whether `array` does not fit the tensor type `vtype` (its element type, its rank and
+    static dims; symbolic dims are not held to one size inside a sequence)."""
+    if vtype.elem_type == TensorProto.STRING:
+        wrong = array.dtype.kind not in "OSU"
+    else:
+        want = _np_dtype(vtype.elem_type) if vtype.elem_type else None
+        wrong = want is not None and array.dtype != want
+    if vtype.dims is not None:
+        wrong = wrong or array.ndim != len(vtype.dims) or any(
+            isinstance(d, int) and d != n for d, n in zip(vtype.dims, array.shape))
+    return wrong
+
+
+def _as_array(value: Any) -> Any:
+    """A tensor inside a sequence or optional as an array: ge Tensors and numpy scalars
+    converted; lists of numbers become arrays (a ragged one stays a list: refused)."""
+    from ge.graph.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        return value.numpy()
+    if isinstance(value, (np.generic, list, tuple)):
+        try:
+            return np.asarray(value)
+        except ValueError:  # ragged: "inhomogeneous shape"
+            return value
+    return value
+
+
+def _scalar(value: Any) -> Any:
+    """A map value as onnxruntime gives it: a Python number or str (numpy scalars and 0-d
+    arrays converted)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+_KINDS_OF = {"f": (float, int), "c": (complex, float, int), "i": (int,), "u": (int,),
+             "b": (bool,)}
+
+
+def _scalar_fits(value: Any, elem_type: int) -> bool:
+    if elem_type == TensorProto.STRING:
+        return isinstance(value, str)
+    dtype = _np_dtype(elem_type)
+    if dtype is None:
+        return True  # a type numpy cannot hold: onnxruntime will judge
+    kinds = _KINDS_OF.get(dtype.kind, ())
+    return isinstance(value, kinds) and (dtype.kind == "b" or not isinstance(value, bool))
+
+
+def fitted_value(value: Any, vtype: ValueType, path: tuple[Key, ...] = ()
+                 ) -> tuple[Any, str | None]:
+    """`value` given for a value of type `vtype` as onnxruntime takes it (ge Tensors and
+    numpy scalars converted, tuples as lists), and what is wrong with it (None when it
+    fits): `element [1]: expected tensor(float) [2], got float64 [3]`."""
+    where = f"element {path_text(path)}: " if path else ""
+
+    def wrong(got: Any) -> str:
+        return f"{where}expected {vtype.text()}, got {value_text(got)}"
+
+    if vtype.kind == OPTIONAL:
+        if value is None:
+            return None, None
+        element = vtype.element or ValueType(UNKNOWN)
+        fitted, problem = fitted_value(value, element, path)
+        if problem and element.kind == TENSOR:  # said of the optional, not of its element
+            problem = wrong(fitted) + f" ({vtype.what_to_give()})"
+        return fitted, problem
+    if vtype.kind == SEQUENCE:
+        if not isinstance(value, (list, tuple)):
+            return value, wrong(value) + f" ({vtype.what_to_give()})"
+        items, element = [], vtype.element or ValueType(UNKNOWN)
+        for i, item in enumerate(value):
+            fitted, problem = fitted_value(item, element, (*path, i))
+            if problem:
+                return value, problem
+            items.append(fitted)
+        return items, None
+    if vtype.kind == MAP:
+        if not isinstance(value, dict):
+            return value, wrong(value) + " (a dict)"
+        out, element = {}, vtype.element or ValueType(UNKNOWN)
+        scalar = element.kind == TENSOR and not element.dims
+        for key, item in value.items():
+            key = _scalar(key)
+            if not _scalar_fits(key, vtype.elem_type):
+                return value, (f"{where}expected {vtype.text()}, got the key {key!r} "
+                               f"({type(key).__name__})")
+            if scalar:
+                item = _scalar(item)
+                if not _scalar_fits(item, element.elem_type):
+                    return value, (f"{where}expected {vtype.text()}, got {item!r} "
+                                   f"({type(item).__name__}) for the key {key!r}")
+                out[key] = item
+                continue
+            fitted, problem = fitted_value(item, element, (*path, key))
+            if problem:
+                return value, problem
+            out[key] = fitted
+        return out, None
+    if vtype.kind == TENSOR:
+        array = _as_array(value)
+        if not isinstance(array, np.ndarray):
+            return value, wrong(array)
+        return array, (wrong(array) if _tensor_problem(array, vtype) else None)
+    return value, None  # sparse or unknown: onnxruntime will judge
 
 
 # -- naming and walking values run ----------------------------------------------------------
