@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -43,6 +42,7 @@ from ge.session.comparison import (  # (the comparison's public names are this m
     compare_outputs,
     precision_floor,
 )
+from ge.session.npz import read_npz
 from ge.session.runner import (
     InputSpec,
     Model,
@@ -426,11 +426,13 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
     raise VerificationInputError(f"input {name!r}: cannot generate values of type {what}")
 
 
-def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, np.ndarray]:
-    """Inputs read from an `.npz` file (one array per input name), checked against `model`
-    (a `Graph`, a ModelProto, or the path of a model file, loaded with `ge.graph.load`).
+def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, Any]:
+    """Inputs read from an `.npz` file (one array per input name; sequences, maps and
+    optionals as `ge.session.npz` describes), checked against `model` (a `Graph`, a
+    ModelProto, or the path of a model file, loaded with `ge.graph.load`).
 
-    A `.npy` file is accepted for a model with exactly one required input.
+    A `.npy` file is accepted for a model with exactly one required input. Neither is read
+    with pickle: an object array is refused, saying to save strings with a str dtype.
     """
     model = _model(model)
     path = Path(path)
@@ -443,15 +445,18 @@ def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, n
         raise VerificationInputError(
             f"{path}: a .npy file holds one array, graph {model_name(model)!r} has "
             f"{len(required)} required inputs; use an .npz file keyed by input name")
-    try:
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-        else:
-            arrays = {required[0]: np.load(path, allow_pickle=False)}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise VerificationInputError(f"cannot read inputs from {path}: {err}") from err
-    return checked_inputs(arrays, specs, model_name(model))
+    if path.suffix == ".npz":
+        values = read_npz(path, "inputs")
+    else:
+        try:
+            values = {required[0]: np.load(path, allow_pickle=False)}
+        except (OSError, ValueError, EOFError) as err:
+            hint = (": an object array (dtype=object) is stored pickled, which ge does not "
+                    "load; save strings with a str dtype (array.astype(str))"
+                    if "allow_pickle" in str(err) else "")
+            raise VerificationInputError(
+                f"cannot read inputs from {path}: {err}{hint}") from err
+    return checked_inputs(values, specs, model_name(model))
 
 
 # -- which outputs are compared -------------------------------------------------------------
