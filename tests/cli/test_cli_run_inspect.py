@@ -236,8 +236,9 @@ def test_inspect_shows_symbolic_dims(tmp_path: Path) -> None:
 
 
 def test_run_describes_a_sequence_of_maps_as_such(tmp_path: Path) -> None:
-    """ZipMap (ai.onnx.ml) gives a list of {class: probability}: shown as sequence(map) of
-    its length, not as a string array."""
+    """ZipMap (ai.onnx.ml) gives a list of {class: probability}: shown as its type,
+    seq(map(int64, float)), of its length, not as a string array; its values are the maps
+    and min, max and mean those of the probabilities."""
     ml = "ai.onnx.ml"
     classifier = helper.make_node(
         "LinearClassifier", ["x"], ["label", "probabilities"], domain=ml,
@@ -259,6 +260,10 @@ def test_run_describes_a_sequence_of_maps_as_such(tmp_path: Path) -> None:
     code, stdout, stderr = run_ge("run", str(model), "--json")
     assert code == 0, stderr
     outputs = json.loads(stdout)["outputs"]
-    assert (outputs["classes"]["dtype"], outputs["classes"]["shape"]) == ("sequence(map)", [2])
+    classes = outputs["classes"]
+    assert (classes["dtype"], classes["shape"]) == ("seq(map(int64, float))", [2])
     assert (outputs["label"]["dtype"], outputs["label"]["shape"]) == ("int64", [2])
-    assert len(outputs["classes"]["values"]) == 2
+    assert len(classes["values"]) == 2
+    assert [sorted(row) for row in classes["values"]] == [["0", "1", "2"]] * 2  # (JSON keys)
+    assert sum(classes["values"][0].values()) == pytest.approx(1.0, abs=1e-6)
+    assert 0 <= classes["min"] <= classes["mean"] <= classes["max"] <= 1

@@ -146,7 +146,7 @@ def test_each_kind_of_bad_input_is_named_with_what_was_expected_and_given() -> N
         "symbolic dim": ({**good, "h": np.zeros(3, np.float16)},
                          "input 'h': dim 'batch' is 3, but input 'x' gave it size 2"),
         "not an array": ({**good, "ids": [0, 1, 2]},
-                         "input 'ids': expected int64 [3], got list"),
+                         "input 'ids': expected int64 [3], got list of 3"),
     }
     for what, (inputs, expected) in cases.items():
         assert _problems(inputs) == f"inputs do not fit graph 'typed': {expected}", what

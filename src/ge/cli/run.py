@@ -6,11 +6,13 @@ A model with operators of a custom domain loads the pass plugins first, as `ge c
 does (`ASCEND_GE_PY_PASS_PATH`, installed plugins, `--pass-path`), so that the operators
 they register with `ge.ops.register_op` have their kernels. Inputs not given are generated
 from the input types (`--seed`). `--output FILE.npz` is checked before running and written
-atomically.
+atomically: arrays, and sequences, maps and optionals as `ge.session.npz` writes them
+(readable by `--inputs`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
@@ -49,9 +51,14 @@ def _plain(value: Any) -> Any:
 
 
 def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
-    """dtype, shape, the first `shown` values and (numeric arrays) min, max and mean."""
+    """dtype, shape, the first `shown` values and (numeric arrays) min, max and mean; for a
+    sequence, map or optional (a list, a dict, None), `_nested_summary`."""
     import numpy as np
 
+    from ge.session.values import is_nested
+
+    if is_nested(array):
+        return _nested_summary(array, shown)
     arr = np.asarray(array)
     flat = arr.reshape(-1)
     data: dict[str, Any] = {**_interface(arr), "size": int(arr.size),
@@ -65,24 +72,85 @@ def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
     return data
 
 
-def _interface(array: Any) -> dict[str, Any]:
-    """dtype and shape of an array (what the JSON result says of each input); a sequence
-    output (onnxruntime gives a list: of maps for ZipMap) is `sequence(map)` or
-    `sequence(tensor)` of its length."""
+def _nested_summary(value: Any, shown: int) -> dict[str, Any]:
+    """A sequence, map or optional: its type (`seq(map(int64, float))`), its length as
+    shape and size, its first `shown` items (a map's as [key, value] pairs; a tensor in it
+    as its values when it has at most `shown`, else as `dtype [shape]`), and min, max and
+    mean of the numbers in it."""
+    items = ([] if value is None else [[k, v] for k, v in value.items()]
+             if isinstance(value, dict) else list(value))
+    data: dict[str, Any] = {**_interface(value), "size": len(items),
+                            "values": [_plain_item(v, shown) for v in items[:shown]]}
+    low, high, total, count = float("inf"), float("-inf"), 0.0, 0
+    for numbers in _numbers(value):
+        if numbers.size:
+            low, high = min(low, float(numbers.min())), max(high, float(numbers.max()))
+            total, count = total + float(numbers.sum(dtype="float64")), count + numbers.size
+    if count:
+        data.update(min=_plain(low), max=_plain(high), mean=_plain(total / count))
+    return data
+
+
+def _numbers(value: Any) -> Iterator[Any]:
+    """The numbers inside a nested value, as 1-d arrays: each numeric tensor, then the
+    Python numbers of its maps all together."""
     import numpy as np
 
-    arr = np.asarray(array) if not isinstance(array, list) else None
-    if arr is None or (arr.dtype == object and arr.ndim == 1 and arr.size
-                       and isinstance(arr[0], (dict, list, np.ndarray))):
-        items = list(array)
-        inner = "map" if items and isinstance(items[0], dict) else "tensor"
-        return {"dtype": f"sequence({inner})", "shape": [len(items)]}
+    scalars: list[float] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif isinstance(item, np.ndarray):
+            if item.dtype.kind in "biuf":
+                yield item.reshape(-1)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            scalars.append(item)
+    if scalars:
+        yield np.asarray(scalars, dtype=np.float64)
+
+
+def _plain_item(value: Any, shown: int) -> Any:
+    """An item of a nested value as JSON-ready data (see `_nested_summary`)."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {_plain(k): _plain_item(v, shown) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_item(v, shown) for v in value]
+    if isinstance(value, np.ndarray):
+        if value.size > shown:
+            return f"{_interface(value)['dtype']} {list(value.shape)}"
+        return _plain_item(value.tolist(), shown)
+    return _plain(value)
+
+
+def _interface(array: Any) -> dict[str, Any]:
+    """dtype and shape of an array (what the JSON result says of each input); a sequence or
+    map (onnxruntime gives a list: of maps for ZipMap) is its type in ONNX's notation
+    (`seq(map(int64, float))`: `ge.session.values.value_label`) and its length as the
+    shape, an empty optional `None` with no shape."""
+    import numpy as np
+
+    from ge.session.values import is_nested, outer_shape, value_label
+
+    if is_nested(array):
+        shape = outer_shape(array)
+        return {"dtype": value_label(array), "shape": None if shape is None else list(shape)}
+    arr = np.asarray(array)
     return {"dtype": "string" if arr.dtype.kind in "OSU" else arr.dtype.name,
             "shape": list(arr.shape)}
 
 
 def _values_text(summary: dict[str, Any]) -> str:
     def one(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{one(k)}: {one(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(one(x) for x in v) + "]"
         return f"{v:.6g}" if isinstance(v, float) else str(v)
 
     text = ", ".join(one(v) for v in summary["values"])
@@ -108,7 +176,8 @@ def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
 @click.option("--inputs", type=click.Path(path_type=Path), default=None, metavar="FILE.npz",
               help="The inputs, one array per input name (default: generated).")
 @click.option("--output", "output", type=click.Path(), callback=file_target, default=None,
-              metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically).")
+              metavar="FILE.npz", help="Write the outputs to FILE.npz (atomically; "
+                                       "sequences and maps as --inputs reads them).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated inputs.")
 @click.option("--dims", "dim_pairs", multiple=True, metavar="NAME=SIZE",
@@ -123,8 +192,6 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
     """Run MODEL on inputs (given or generated) and show or save its outputs."""
     dims = parse_dims(dim_pairs, inputs)
     with command_output("ge", as_json=as_json) as out:
-        import numpy as np
-
         import ge.graph
         from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
         from ge.session.runner import ModelRunner, runs_in_onnxruntime
@@ -153,8 +220,10 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                 raise SessionError(err.message + generated_inputs_note(graph, feeds),
                                    nodes=err.nodes) from err
         if output is not None:
+            from ge.session.npz import write_npz
+
             def write(stream: IO[bytes]) -> None:  # straight to the file: no copy in memory
-                np.savez(stream, **results)  # type: ignore[arg-type]
+                write_npz(stream, results)
 
             write_atomically(output, write, "the outputs")
         inputs_from = str(inputs) if inputs is not None else f"generated (seed {seed})"

@@ -3,7 +3,9 @@
 `Session` is GE's session API over onnxruntime; `run_model` runs one model (onnxruntime,
 or onnx's reference evaluator for models holding custom operators with numpy kernels);
 `generate_inputs` / `load_inputs` / `check_inputs` give and check inputs; `compare_outputs`
-and `verify` compare two runs in a `VerificationReport`. `compilation` holds `ge.compile`
+and `verify` compare two runs in a `VerificationReport`. Sequences, maps and optionals are
+the Python values onnxruntime takes and gives (list, dict, None: `values`), in `.npz` files
+as `npz` writes them. `compilation` holds `ge.compile`
 (compile with `ge.compiler`, then verify here). This package imports the compiler, never
 the other way round; the compiler is imported when a compilation starts, not with the
 package.

@@ -1,6 +1,9 @@
 """Comparing two runs' outputs: element by element, `numpy.isclose` semantics (NaN equals
 NaN), a float16/bfloat16 output held to at least its type's precision, block by block so that
-no copy of an output is made; the verdict as a `VerificationReport`.
+no copy of an output is made; the verdict as a `VerificationReport`. A sequence, map or
+optional output (`ge.session.values`: a list, a dict, None) is walked: its structure must be
+the same (lengths, keys, None where None), its tensors and map values are compared as
+tensors are, and a failure names the element (`[3][1]`: the fourth map's key 1).
 
 `verify` and `ge.compile(verify=...)` (in `ge.session.verification`) run the models; this is
 what they compare with, also usable on outputs computed elsewhere (`compare_outputs`).
@@ -11,12 +14,22 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ge.errors import VerificationError, VerificationInputError
+from ge.session.values import (
+    Difference,
+    Key,
+    is_nested,
+    leaf_count,
+    outer_shape,
+    paired_leaves,
+    path_text,
+    value_label,
+)
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -63,6 +76,11 @@ class OutputComparison:
     is largest (with the two values there). NaN equals NaN. `rtol`/`atol` are the tolerance
     this output was held to: the report's, raised for a 16-bit float output to what its
     type can hold (`precision_floor`).
+
+    For a sequence, map or optional output, the shapes are its length (None for None), the
+    dtypes its type (`seq(map(int64, float))`: `value_label`), `size` counts the elements
+    of its tensors and map values, and `worst_path` is where in it `worst_index` is (a
+    position or key per level: `(3, 1)` for `[3][1]`); None for a tensor output.
     """
 
     name: str
@@ -83,6 +101,7 @@ class OutputComparison:
     atol: float | None = None
     compared: bool = True  # False: depends on a random operator; `reason` names it
     computed_in: str | None = None  # the 16-bit float a wider output was computed in
+    worst_path: tuple[Key, ...] | None = None  # where, inside a sequence or map output
 
     @property
     def shape_equal(self) -> bool:
@@ -95,7 +114,7 @@ class OutputComparison:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON; non-finite floats are written as 'inf', '-inf' or 'nan'."""
         data = {k: _plain(v) for k, v in vars(self).items()}
-        for key in ("expected_shape", "actual_shape", "worst_index"):
+        for key in ("expected_shape", "actual_shape", "worst_index", "worst_path"):
             value = getattr(self, key)
             data[key] = None if value is None else list(value)
         return data
@@ -110,7 +129,10 @@ class OutputComparison:
             text += f", max rel diff {self.max_rel_diff:.3g}"
         if self.max_abs_diff and self.worst_index is not None:
             where = "worst" if self.mismatches else "largest"
-            text += (f", {where} at index {list(self.worst_index)} (expected "
+            at = f"index {list(self.worst_index)}"
+            if self.worst_path is not None:  # inside a sequence or map
+                at = path_text(self.worst_path) + (f" {at}" if self.worst_index else "")
+            text += (f", {where} at {at} (expected "
                      f"{_short(self.expected_value)}, got {_short(self.actual_value)})")
         text += f"{sep} {self.mismatches} of {self.size} elements beyond tolerance"
         narrow = (self.expected_dtype if self.expected_dtype in _PRECISION
@@ -179,6 +201,8 @@ def _differences(e: np.ndarray, a: np.ndarray, rtol: float,
 
 def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float,
              computed_in: str | None = None) -> OutputComparison:
+    if is_nested(expected) or is_nested(actual):
+        return _compare_nested(name, expected, actual, rtol, atol, computed_in)
     e, a = np.asarray(expected), np.asarray(actual)
     shapes, dtypes = (tuple(e.shape), tuple(a.shape)), (_dtype_of(e), _dtype_of(a))
     if e.shape != a.shape:
@@ -239,6 +263,107 @@ def _scan(e: np.ndarray, a: np.ndarray, rtol: float, atol: float) -> _Scan:
                 scan.worst_excess, scan.worst = float(excess[at]), start + at
         start += eb.size
     return scan
+
+
+@dataclass
+class _Place:
+    """An element of a nested output: where it is (`path` inside it, `index` in the tensor
+    there), its two values, and how far off it is (the difference, or its excess over the
+    tolerance)."""
+
+    amount: float
+    path: tuple[Key, ...]
+    index: tuple[int, ...]
+    expected: Any
+    actual: Any
+
+
+@dataclass
+class _NestedScan:
+    """What `_compare_nested` gathers over the tensors and map values of an output: the
+    count beyond tolerance, the largest differences and where they are, the differences of
+    structure, and the widest tolerance a 16-bit float tensor in it was held to."""
+
+    rtol: float
+    atol: float
+    mismatches: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    largest: _Place | None = None
+    worst: _Place | None = None
+
+    def add(self, e: np.ndarray, a: np.ndarray, rtol: float, atol: float,
+            place: Any) -> None:
+        """Compare `e` and `a` (same shape); `place(flat index)` is its (path, index)."""
+        self.rtol, self.atol = max(self.rtol, rtol), max(self.atol, atol)
+        if e.size == 0:
+            return
+        scan = _scan(e, a, rtol, atol)
+        self.mismatches += scan.mismatches
+        self.max_rel = max(self.max_rel, scan.max_rel)
+        if self.largest is None or scan.max_abs > self.largest.amount:
+            self.largest = self._place(scan.max_abs, scan.largest, e, a, place)
+        if scan.mismatches and (self.worst is None or scan.worst_excess > self.worst.amount):
+            self.worst = self._place(scan.worst_excess, scan.worst, e, a, place)
+        self.max_abs = max(self.max_abs, scan.max_abs)
+
+    @staticmethod
+    def _place(amount: float, flat: int, e: np.ndarray, a: np.ndarray, place: Any) -> _Place:
+        path, index = place(flat)
+        return _Place(amount, path, index, e.reshape(-1)[flat], a.reshape(-1)[flat])
+
+
+def _compare_nested(name: str, expected: Any, actual: Any, rtol: float, atol: float,
+                    computed_in: str | None) -> OutputComparison:
+    """`_compare` of a sequence, map or optional output (or of one against a tensor): its
+    structure first (`paired_leaves`), then each tensor in it as a tensor output is
+    compared, the map values (Python numbers) all together."""
+    shapes = outer_shape(expected), outer_shape(actual)
+    dtypes = value_label(expected), value_label(actual)
+    size = leaf_count(expected)
+    scan = _NestedScan(rtol, atol)
+    differences: list[Difference] = []
+    scalars: list[tuple[tuple[Key, ...], Any, Any]] = []  # map values, compared at once
+    for pair in paired_leaves(expected, actual):
+        if isinstance(pair, Difference):
+            differences.append(pair)
+            continue
+        path, e_leaf, a_leaf = pair
+        if not isinstance(e_leaf, np.ndarray) and not isinstance(a_leaf, np.ndarray):
+            scalars.append(pair)
+            continue
+        e, a = np.asarray(e_leaf), np.asarray(a_leaf)
+        if e.shape != a.shape:
+            differences.append(Difference(
+                path, f"shape {list(a.shape)} instead of {list(e.shape)}", max(e.size, 1)))
+            continue
+        if _dtype_of(e) != _dtype_of(a):
+            differences.append(Difference(
+                path, f"dtype {_dtype_of(a)} instead of {_dtype_of(e)}", 0))
+        held = (rtol, atol) if _dtype_of(e) == "string" else precision_floor(
+            e, rtol, atol, computed_in)
+        scan.add(e, a, *held, lambda flat, p=path, s=e.shape: (
+            p, tuple(int(i) for i in np.unravel_index(flat, s))))
+    if scalars:
+        scan.add(np.asarray([s[1] for s in scalars]), np.asarray([s[2] for s in scalars]),
+                 rtol, atol, lambda flat: (scalars[flat][0], ()))
+    mismatches = scan.mismatches + sum(d.elements for d in differences)
+    reasons = [d.describe() for d in differences[:3]]
+    if len(differences) > 3:
+        reasons.append(f"{len(differences) - 3} more difference(s) of structure")
+    if scan.mismatches:
+        reasons.append(f"{scan.mismatches} of {size} elements beyond tolerance")
+    out = OutputComparison(name, not mismatches, *shapes, *dtypes, mismatches=mismatches,
+                           size=size, reason="; ".join(reasons), rtol=scan.rtol,
+                           atol=scan.atol, computed_in=computed_in)
+    if differences:  # no element to point at: the reason says what differs
+        return replace(out, ok=False, max_abs_diff=math.inf, max_rel_diff=math.inf)
+    place = scan.worst if scan.mismatches else scan.largest
+    if place is None:  # nothing to compare (empty sequences, None and None)
+        return out
+    return replace(out, max_abs_diff=scan.max_abs, max_rel_diff=scan.max_rel,
+                   worst_index=place.index, expected_value=place.expected,
+                   actual_value=place.actual, worst_path=place.path)
 
 
 def _severity(out: OutputComparison) -> tuple[bool, float]:
@@ -316,14 +441,16 @@ class VerificationReport:
                                 report=self)
 
 
-def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray], *,
+def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
                     rtol: float = 1e-4, atol: float = 1e-5,
                     not_compared: Mapping[str, str] | None = None,
                     computed_in: Mapping[str, str] | None = None) -> VerificationReport:
     """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
     are NaN (or the same infinity); a float16/bfloat16 output is held to at least its type's
     precision (`precision_floor`). A missing output, an extra one, a different shape or a
-    different dtype fails the output. `not_compared` names outputs left out, with why
+    different dtype fails the output. A sequence, map or optional output (a list, a dict,
+    None) must have the same structure (lengths, keys, None or not) and its tensors and map
+    values are compared element by element likewise. `not_compared` names outputs left out, with why
     (`random_output_reasons`): they count as ok, `compared` False. `computed_in` names the
     16-bit float type wider outputs were computed in (`narrow_float_outputs`): they are held
     to its precision. A tolerance that is not a finite number >= 0 is
@@ -336,22 +463,22 @@ def compare_outputs(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.
     outputs = []
     for name, value in expected.items():
         if name in skip and name in actual:
-            e, a = np.asarray(value), np.asarray(actual[name])
+            other = actual[name]
             outputs.append(OutputComparison(
-                name, True, tuple(e.shape), tuple(a.shape), _dtype_of(e), _dtype_of(a),
-                size=int(e.size), reason=skip[name], compared=False))
+                name, True, outer_shape(value), outer_shape(other), value_label(value),
+                value_label(other), size=leaf_count(value), reason=skip[name],
+                compared=False))
         elif name in actual:
             outputs.append(_compare(name, value, actual[name], rtol, atol,
                                     (computed_in or {}).get(name)))
         else:
-            e = np.asarray(value)
             outputs.append(OutputComparison(
-                name, False, tuple(e.shape), None, _dtype_of(e), None, math.inf, math.inf,
-                size=int(e.size), mismatches=int(e.size), reason="missing from the outputs"))
+                name, False, outer_shape(value), None, value_label(value), None, math.inf,
+                math.inf, size=leaf_count(value), mismatches=leaf_count(value),
+                reason="missing from the outputs"))
     for name, value in actual.items():
         if name not in expected:
-            a = np.asarray(value)
             outputs.append(OutputComparison(
-                name, False, None, tuple(a.shape), None, _dtype_of(a), math.inf, math.inf,
-                reason="not an output of the expected model"))
+                name, False, None, outer_shape(value), None, value_label(value), math.inf,
+                math.inf, reason="not an output of the expected model"))
     return VerificationReport(outputs, float(rtol), float(atol))

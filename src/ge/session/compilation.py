@@ -43,11 +43,12 @@ from ge.errors import (
     SessionError,
     ValidationProblem,
     VerificationError,
+    VerificationInputError,
 )
 from ge.graph import Graph
 from ge.passes.discovery import given_paths
 from ge.session.opset_upgrade import check_opset, upgraded_opset
-from ge.session.runner import exported_to_run, run_model
+from ge.session.runner import InputSpec, exported_to_run, model_inputs, run_model
 from ge.session.verification import (
     VerificationReport,
     check_inputs,
@@ -340,7 +341,7 @@ class _EachPassVerifier(PipelineObserver):
     per pass, after it ran on the root graph and every body (once per body made a model of
     a thousand If nodes take minutes)."""
 
-    def __init__(self, expected: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
+    def __init__(self, expected: Mapping[str, Any], inputs: Mapping[str, Any],
                  rtol: float, atol: float, not_compared: Mapping[str, str],
                  computed_in: Mapping[str, str]) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
@@ -398,15 +399,31 @@ def _warn_not_compared(random: Mapping[str, str]) -> None:
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
-                | None, seed: int, dims: Mapping[str, int] | None = None
-                ) -> dict[str, np.ndarray]:
+                | None, seed: int, dims: Mapping[str, int] | None = None) -> dict[str, Any]:
     if inputs is None:
         return generate_inputs(original, seed=seed, dims=dims)
     if isinstance(inputs, (str, os.PathLike)):
         return load_inputs(inputs, original)
-    arrays = {name: np.asarray(value) for name, value in inputs.items()}
-    check_inputs(arrays, original)
-    return arrays
+    # only tensor inputs are made arrays: a list of arrays is a sequence, not one tensor
+    specs = {spec.name: spec for spec in model_inputs(original)}
+    values = {name: value if name in specs and specs[name].nested is not None
+              else _as_array(value, specs.get(name), original.graph.name)
+              for name, value in inputs.items()}
+    check_inputs(values, original)
+    return values
+
+
+def _as_array(value: Any, spec: InputSpec | None, graph: str) -> Any:
+    """`value` given for a tensor input as an array; a ragged list is GE1602."""
+    try:
+        return np.asarray(value)
+    except ValueError:
+        if spec is None:  # not an input: check_inputs says so
+            return value
+        raise VerificationInputError(
+            f"inputs do not fit graph {graph!r}: input {spec.name!r}: expected "
+            f"{spec.describe()}, got a {type(value).__name__} of items of different shapes "
+            "(ragged), which is no array") from None
 
 
 def _inputs_may_matter(err: SessionError, inputs: object) -> bool:
@@ -417,7 +434,7 @@ def _inputs_may_matter(err: SessionError, inputs: object) -> bool:
 
 def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None,
                   dims: Mapping[str, int] | None
-                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The outputs of the model as given (it is checked too) and the inputs they came from.
     Nothing of the run outlives it: its session and export are gone before the passes run.
     What the compilation's shape inference refuses before any inference (an opset or an
@@ -518,8 +535,8 @@ def compile(
     with compilation_passes(options, pass_paths) as passes:
         if dumper is not None:  # a level's names, against the passes the plugins brought
             dumper.check_level_names(entry.name for entry in passes.registry)
-        expected: dict[str, np.ndarray] | None = None  # the original's outputs, run once
-        feeds: dict[str, np.ndarray] = {}
+        expected: dict[str, Any] | None = None  # the original's outputs, run once
+        feeds: dict[str, Any] = {}
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
         narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
         unrunnable: SessionError | None = None  # the original's failure, told after compiling

@@ -36,9 +36,11 @@ from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.validation import ONNX_DOMAINS
+from ge.graph.value_info import holds_non_tensor
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_ops import runtime_domains
+from ge.session.values import ValueType, fitted_value, value_text
 
 __all__ = [
     "FILE_RUN_BYTES",
@@ -75,23 +77,24 @@ FILE_RUN_BYTES = 64 * 2**20
 # -- a model's interface ----------------------------------------------------------------------
 
 
-def _array_text(array: np.ndarray) -> str:
-    dtype = "string" if array.dtype.kind in "OSU" else array.dtype.name
-    return f"{dtype} [{', '.join(str(d) for d in array.shape)}]"
-
-
 @dataclass(frozen=True)
 class InputSpec:
     """One graph input: name, ONNX element type (0 = unknown), dims (None = unknown rank);
-    `optional` inputs have a default value (an initializer of the same name)."""
+    `optional` inputs have a default value (an initializer of the same name). `nested` is
+    the type of an input that is not a tensor (a sequence, map, optional or sparse tensor:
+    `ge.session.values`), None for a tensor; its `elem_type` is then 0 and its `dims`
+    None."""
 
     name: str
     elem_type: int
     dims: tuple[Dim, ...] | None
     optional: bool = False
+    nested: ValueType | None = None
 
     def describe(self) -> str:
-        """E.g. `float32 [batch, 16]` (`?` for an unknown dim)."""
+        """E.g. `float32 [batch, 16]` (`?` for an unknown dim), `seq(tensor(float) [2])`."""
+        if self.nested is not None:
+            return self.nested.text()
         dtype = elem_type_name(self.elem_type) if self.elem_type else "any type"
         if self.dims is None:
             return f"{dtype} (any shape)"
@@ -108,6 +111,10 @@ def _graph_inputs(graph: Graph) -> list[InputSpec]:
         shape = desc.shape
         dims = None if shape.is_unknown_rank() else tuple(
             d if isinstance(d, str) else (None if d < 0 else d) for d in shape)
+        if holds_non_tensor(desc):  # its ONNX type is kept on the desc
+            specs.append(InputSpec(name, 0, None, name in defaults,
+                                   ValueType.from_proto(desc._source.type)))
+            continue
         dtype = desc.data_type
         elem = 0 if dtype == DataType.DT_UNDEFINED else data_type_to_onnx(dtype)
         specs.append(InputSpec(name, elem, dims, name in defaults))
@@ -118,6 +125,10 @@ def _proto_inputs(model: onnx.ModelProto) -> list[InputSpec]:
     defaults = {t.name for t in model.graph.initializer}
     specs = []
     for vi in model.graph.input:
+        if vi.type.WhichOneof("value") not in (None, "tensor_type"):
+            specs.append(InputSpec(vi.name, 0, None, vi.name in defaults,
+                                   ValueType.from_proto(vi.type)))
+            continue
         tensor = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         elem, dims = 0, None
         if tensor is not None:
@@ -147,9 +158,9 @@ def model_name(model: Model) -> str:
 
 
 def _problem(spec: InputSpec, value: Any, symbols: dict[str, tuple[str, int]]) -> str | None:
-    """What is wrong with `value` as input `spec`, or None."""
+    """What is wrong with `value` as input `spec` (a tensor), or None."""
     if not isinstance(value, np.ndarray):
-        return f"input {spec.name!r}: expected {spec.describe()}, got {type(value).__name__}"
+        return f"input {spec.name!r}: expected {spec.describe()}, got {value_text(value)}"
     wrong = False
     if spec.elem_type:
         if spec.elem_type == TensorProto.STRING:
@@ -167,7 +178,7 @@ def _problem(spec: InputSpec, value: Any, symbols: dict[str, tuple[str, int]]) -
                 if isinstance(want, int) and want != got:
                     wrong = True
     if wrong:
-        return f"input {spec.name!r}: expected {spec.describe()}, got {_array_text(value)}"
+        return f"input {spec.name!r}: expected {spec.describe()}, got {value_text(value)}"
     if spec.dims is not None:
         for want, got in zip(spec.dims, value.shape):
             if isinstance(want, str):
@@ -187,8 +198,10 @@ def _as_arrays(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def checked_inputs(inputs: Mapping[str, Any], specs: list[InputSpec],
-                   graph_name: str) -> dict[str, np.ndarray]:
-    """`inputs` as arrays (ge Tensors converted) after `check_inputs`' checks."""
+                   graph_name: str) -> dict[str, Any]:
+    """`inputs` as arrays (ge Tensors converted), or for a sequence, map or optional input
+    as the Python value onnxruntime takes (`ge.session.values.fitted_value`), after
+    `check_inputs`' checks."""
     arrays = _as_arrays(inputs)
     problems: list[str] = []
     symbols: dict[str, tuple[str, int]] = {}
@@ -197,6 +210,11 @@ def checked_inputs(inputs: Mapping[str, Any], specs: list[InputSpec],
         if spec.name not in arrays:
             if not spec.optional:
                 problems.append(f"input {spec.name!r}: missing (expected {spec.describe()})")
+            continue
+        if spec.nested is not None:
+            arrays[spec.name], problem = fitted_value(arrays[spec.name], spec.nested)
+            if problem:
+                problems.append(f"input {spec.name!r}: {problem}")
             continue
         problem = _problem(spec, arrays[spec.name], symbols)
         if problem:
@@ -427,12 +445,15 @@ class ModelRunner:
         onnx.save_model(copy, path, save_as_external_data=True, location="model.onnx.data")
         return ort.InferenceSession(str(path), options, providers=providers)
 
-    def run(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """The outputs by graph output name, in the graph's output order."""
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The outputs by graph output name, in the graph's output order: arrays, and the
+        Python values of sequences, maps and optionals (`ge.session.values`)."""
         arrays = checked_inputs(inputs, self.inputs, self.name)
         try:
-            # (not np.ascontiguousarray: it makes a 0-d input 1-d)
-            feeds = {k: np.asarray(v, order="C") for k, v in arrays.items()}
+            # (not np.ascontiguousarray: it makes a 0-d input 1-d); a sequence, map or
+            # optional goes as the Python value it is
+            feeds = {k: np.asarray(v, order="C") if isinstance(v, np.ndarray) else v
+                     for k, v in arrays.items()}
             if self.backend == "reference":
                 with self._lock:
                     results = self._evaluator.run(None, feeds)
@@ -465,7 +486,7 @@ def serialized_or_none(proto: Any) -> bytes | None:
 
 
 def run_model(model: Model | ExportedModel,
-              inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+              inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Run `model` once on `inputs` (checked first) and return its outputs by name, in order.
 
     Raises VerificationInputError for inputs that do not fit, SessionError when onnxruntime

@@ -24,6 +24,7 @@ from ge.errors import GraphTypeError, SessionError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.tensor import Tensor
 from ge.session.runner import ModelRunner
+from ge.session.values import is_nested
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport
@@ -169,9 +170,11 @@ class Session:
                 entry.runner_version = version
             return entry.runner
 
-    def run_graph(self, graph_id: int, inputs: Inputs) -> list[Tensor]:
+    def run_graph(self, graph_id: int, inputs: Inputs) -> list[Any]:
         """Run the graph on `inputs` and return its outputs as `ge.graph.Tensor`s, in the
-        graph's output order (like GE; `Tensor.numpy()` gives the arrays).
+        graph's output order (like GE; `Tensor.numpy()` gives the arrays); a sequence, map
+        or optional output is given as its Python value (a list, a dict, None:
+        `ge.session.values`), as `run_model` gives it.
 
         `inputs` is a list in graph-input order (`Data` index), or a mapping by input name;
         the values are `Tensor`s or numpy arrays. Bad inputs raise VerificationInputError,
@@ -193,4 +196,5 @@ class Session:
                 f"inputs must be a list or a dict of Tensors or numpy arrays, "
                 f"got {type(inputs).__name__}")
         outputs = runner.run(feeds)
-        return [Tensor(np.asarray(value)) for value in outputs.values()]
+        return [value if is_nested(value) else Tensor(np.asarray(value))
+                for value in outputs.values()]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -43,6 +42,7 @@ from ge.session.comparison import (  # (the comparison's public names are this m
     compare_outputs,
     precision_floor,
 )
+from ge.session.npz import read_npz
 from ge.session.runner import (
     InputSpec,
     Model,
@@ -50,6 +50,18 @@ from ge.session.runner import (
     model_inputs,
     model_name,
     run_model,
+)
+from ge.session.values import (
+    MAP,
+    OPTIONAL,
+    SEQUENCE,
+    SPARSE,
+    TENSOR,
+    UNKNOWN,
+    ValueType,
+    is_nested,
+    onnx_elem_name,
+    value_label,
 )
 
 __all__ = [
@@ -122,21 +134,38 @@ def check_inputs(inputs: Mapping[str, Any], model: ModelOrPath) -> None:
     checked_inputs(inputs, model_inputs(model), model_name(model))
 
 
-def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, np.ndarray]) -> str:
+def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, Any]) -> str:
     """What a failed run of generated inputs adds to its error: that they were generated,
     their shapes, and how to give real ones (a symbolic dim of 2 is too short for the first
     Conv of an audio model)."""
     symbolic = _has_symbolic_dims(model_inputs(_model(model)))
-    shapes = ", ".join(f"{name} {list(array.shape)}" for name, array in feeds.items())
+    shapes = ", ".join(f"{name} {_generated_shape(value)}" for name, value in feeds.items())
     return (f"; the inputs were generated ({shapes}"
             f"{', symbolic dims of 2 unless sized' if symbolic else ''}): give real ones with "
             "--inputs FILE.npz (inputs=)"
             + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
 
 
+def _generated_shape(value: Any) -> str:
+    """A generated input's shape for a message; a sequence's or map's type and length."""
+    if is_nested(value):
+        return f"{value_label(value)} of {len(value) if value is not None else 0}"
+    return str(list(np.shape(value)))
+
+
 def _has_symbolic_dims(specs: Iterable[InputSpec]) -> bool:
     """Whether an input has a dim named, not sized (what `--dims NAME=SIZE` sizes)."""
-    return any(isinstance(d, str) for spec in specs for d in spec.dims or ())
+    return any(_symbols(spec) for spec in specs)
+
+
+def _symbols(spec: InputSpec) -> set[str]:
+    """The symbolic dims of an input, those of the tensors in a sequence or optional too."""
+    found = {d for d in spec.dims or () if isinstance(d, str)}
+    vtype = spec.nested
+    while vtype is not None:
+        found |= {d for d in vtype.dims or () if isinstance(d, str)}
+        vtype = vtype.element
+    return found
 
 
 def generated_inputs_limit(environ: Mapping[str, str] | None = None) -> int:
@@ -164,28 +193,30 @@ def _bytes_text(count: int) -> str:
     return f"{size:.3g} PiB"
 
 
-def _element_bytes(spec: InputSpec) -> int:
-    """The bytes one generated element of `spec` takes (a string: the object reference,
-    the four words being shared)."""
-    if spec.elem_type in (TensorProto.STRING, TensorProto.BOOL):
-        return 8 if spec.elem_type == TensorProto.STRING else 1
+def _element_bytes(elem_type: int) -> int:
+    """The bytes one generated element of `elem_type` takes (a string: the object
+    reference, the four words being shared)."""
+    if elem_type in (TensorProto.STRING, TensorProto.BOOL):
+        return 8 if elem_type == TensorProto.STRING else 1
     try:
-        return int(np.dtype(helper.tensor_dtype_to_np_dtype(spec.elem_type)).itemsize)
+        return int(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize)
     except (KeyError, TypeError, ValueError):
         return 0  # a type that cannot be generated: refused when its turn comes
 
 
 def _check_size(shapes: Mapping[str, tuple[int, ...]], specs: Mapping[str, InputSpec],
-                graph: str) -> None:
+                graph: str, nested: Mapping[str, int]) -> None:
     """Refuse (VerificationInputError, GE1602) inputs that would take more than the limit,
-    naming each with its type, shape and bytes, largest first; nothing is allocated yet."""
-    sizes = {name: math.prod(shape) * _element_bytes(specs[name])
+    naming each with its type, shape and bytes, largest first; nothing is allocated yet.
+    `nested` gives the bytes of the sequences, maps and optionals."""
+    sizes = {name: math.prod(shape) * _element_bytes(specs[name].elem_type)
              for name, shape in shapes.items()}
+    sizes.update(nested)
     total, limit = sum(sizes.values()), generated_inputs_limit()
     if total <= limit:
         return
     order = sorted(sizes, key=lambda n: -sizes[n])
-    shown = ", ".join(f"{name!r} {_dtype_name(specs[name])} {list(shapes[name])} "
+    shown = ", ".join(f"{name!r} {_shown_type(specs[name], shapes.get(name))} "
                       f"{_bytes_text(sizes[name])}" for name in order[:4])
     more = f" and {len(order) - 4} more" if len(order) > 4 else ""
     symbolic = _has_symbolic_dims(specs.values())
@@ -203,8 +234,87 @@ def _dtype_name(spec: InputSpec) -> str:
     return elem_type_name(spec.elem_type) if spec.elem_type else "any type"
 
 
+def _shown_type(spec: InputSpec, shape: tuple[int, ...] | None) -> str:
+    """An input's type and generated shape (a sequence, map or optional: its type)."""
+    return spec.describe() if shape is None else f"{_dtype_name(spec)} {list(shape)}"
+
+
+# -- generating sequences, maps and optionals ---------------------------------------------------
+
+#: How many tensors a generated sequence holds.
+SEQUENCE_LENGTH = 2
+#: The keys of a generated map, by key kind: all of them, in this order.
+_MAP_KEYS: dict[str, list[Any]] = {"int": [0, 1, 2, 3], "string": ["a", "bb", "ccc", "dddd"]}
+_WORDS = ["a", "bb", "ccc", "dddd"]
+
+
+def _map_keys(key_type: int) -> list[Any] | None:
+    if key_type == TensorProto.STRING:
+        return _MAP_KEYS["string"]
+    return _MAP_KEYS["int"] if key_type in _INTS else None
+
+
+def _not_generated(vtype: ValueType) -> str | None:
+    """Why a value of `vtype` (inside a sequence, map or optional) cannot be generated, or
+    None when it can: a tensor needs its element type and rank, a map int or string keys
+    and number or string values."""
+    if vtype.kind == TENSOR:
+        if not vtype.elem_type:
+            return "its tensors' element type is unknown"
+        if vtype.dims is None:
+            return "its tensors' rank is unknown"
+        return None
+    if vtype.kind in (SEQUENCE, OPTIONAL):
+        return _not_generated(vtype.element) if vtype.element else "its element type is unknown"
+    if vtype.kind == MAP:
+        value = vtype.element
+        if _map_keys(vtype.elem_type) is None:
+            return f"ge generates int and string keys, not {onnx_elem_name(vtype.elem_type)}"
+        if value is None or value.kind != TENSOR or value.dims or not value.elem_type:
+            return (f"ge generates maps of numbers or strings, not of "
+                    f"{value.text() if value else 'an unknown type'}")
+        return None
+    return f"ge does not generate {'sparse tensors' if vtype.kind == SPARSE else 'it'}"
+
+
+def _nested_bytes(vtype: ValueType, sizes: Mapping[str, int]) -> int:
+    """The bytes a generated value of `vtype` takes (a map's keys and values: 16 each)."""
+    if vtype.kind == TENSOR:
+        return math.prod(_shape(vtype.dims or (), sizes)) * _element_bytes(vtype.elem_type)
+    element = vtype.element or ValueType(UNKNOWN)
+    if vtype.kind == SEQUENCE:
+        return SEQUENCE_LENGTH * _nested_bytes(element, sizes)
+    if vtype.kind == MAP:
+        return 16 * len(_map_keys(vtype.elem_type) or ())
+    return _nested_bytes(element, sizes)  # an optional: its element
+
+
+def _shape(dims: tuple[int | str | None, ...], sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """Generated sizes: a symbolic dim from `sizes`, else 2, an unknown one 2."""
+    return tuple(sizes.get(d, _DEFAULT_DIM) if isinstance(d, str)
+                 else (_DEFAULT_DIM if d is None else d) for d in dims)
+
+
+def _random_value(rng: np.random.Generator, vtype: ValueType, sizes: Mapping[str, int],
+                  name: str) -> Any:
+    """A value of `vtype` as onnxruntime takes it: a sequence of `SEQUENCE_LENGTH` tensors
+    (or values), an optional's element (not None: it is what computes something), a map of
+    every key of `_MAP_KEYS` to a number or string drawn as tensors' elements are."""
+    element = vtype.element or ValueType(UNKNOWN)
+    if vtype.kind == TENSOR:
+        return _random(rng, vtype.elem_type, _shape(vtype.dims or (), sizes), name,
+                       vtype.text())
+    if vtype.kind == SEQUENCE:
+        return [_random_value(rng, element, sizes, name) for _ in range(SEQUENCE_LENGTH)]
+    if vtype.kind == MAP:
+        keys = _map_keys(vtype.elem_type) or []
+        values = _random(rng, element.elem_type, (len(keys),), name, vtype.text())
+        return dict(zip(keys, values.tolist()))
+    return _random_value(rng, element, sizes, name)  # an optional: its element
+
+
 def generate_inputs(model: ModelOrPath, *, seed: int = 0,
-                    dims: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+                    dims: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Random inputs for every input of `model` (a Graph, a ModelProto or the path of a
     model file) without a default, the same for a seed.
 
@@ -214,6 +324,12 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
 
+    A sequence input is a list of `SEQUENCE_LENGTH` (2) values of its element type, an
+    optional input a value of its element (never None), a map input a dict of every key of
+    four (0..3, or the four words) to values drawn likewise. One of an element type or rank
+    unknown, a map of other values than numbers or strings, or a sparse tensor is refused
+    (VerificationInputError naming its type and why).
+
     Inputs that would take more than `generated_inputs_limit()` bytes together are refused
     before anything is allocated (VerificationInputError, GE1602, naming them), and running
     out of memory while drawing them is that error too, not a MemoryError.
@@ -222,7 +338,7 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     specs = model_inputs(model)
     graph = model_name(model)
     sizes = dict(dims or {})
-    symbols = {d for s in specs for d in s.dims or () if isinstance(d, str)}
+    symbols = {d for s in specs for d in _symbols(s)}
     bad = sorted(k for k, v in sizes.items()
                  if k not in symbols or not isinstance(v, int) or isinstance(v, bool) or v < 0)
     if bad:
@@ -231,27 +347,40 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
             f"{graph!r} ({', '.join(sorted(symbols)) or 'it has none'}) and be an "
             f"int >= 0, got {sizes}")
     shapes: dict[str, tuple[int, ...]] = {}
+    nested: dict[str, int] = {}  # the bytes of each sequence, map and optional
     required = {spec.name: spec for spec in specs if not spec.optional}
     for spec in required.values():
+        if spec.nested is not None:
+            why = _not_generated(spec.nested)
+            if why:
+                raise VerificationInputError(
+                    f"input {spec.name!r} of graph {graph!r} is {spec.describe()}: cannot "
+                    f"generate a value for it ({why}); give the inputs explicitly, "
+                    f"{spec.nested.what_to_give()} for {spec.name!r} (inputs=; in an .npz "
+                    "file for --inputs, as docs/session.md says)")
+            nested[spec.name] = _nested_bytes(spec.nested, sizes)
+            continue
         if spec.dims is None or not spec.elem_type:
             raise VerificationInputError(
                 f"input {spec.name!r} of graph {graph!r} is {spec.describe()}: "
                 "cannot generate a value for it; give the inputs explicitly")
-        shapes[spec.name] = tuple(sizes.get(d, _DEFAULT_DIM) if isinstance(d, str)
-                                  else (_DEFAULT_DIM if d is None else d) for d in spec.dims)
-    _check_size(shapes, required, graph)
-    out: dict[str, np.ndarray] = {}
-    for name, shape in shapes.items():
-        spec = required[name]
+        shapes[spec.name] = _shape(spec.dims, sizes)
+    _check_size(shapes, required, graph, nested)
+    out: dict[str, Any] = {}
+    for name, spec in required.items():
         rng = np.random.default_rng([seed % 2**64, zlib.crc32(name.encode())])
+        shape = shapes.get(name)
         try:
-            out[name] = _random(rng, spec, shape)
+            out[name] = (_random_value(rng, spec.nested, sizes, name)
+                         if spec.nested is not None
+                         else _random(rng, spec.elem_type, shapes[name], name, spec.describe()))
         except MemoryError:
             out.clear()  # (what was drawn is given back before the error travels)
+            count = (nested[name] if shape is None
+                     else math.prod(shape) * _element_bytes(spec.elem_type))
             raise VerificationInputError(
                 f"out of memory generating input {name!r} of graph {graph!r} "
-                f"({_dtype_name(spec)} {list(shape)}, "
-                f"{_bytes_text(math.prod(shape) * _element_bytes(spec))}): give smaller "
+                f"({_shown_type(spec, shape)}, {_bytes_text(count)}): give smaller "
                 "sizes with --dims NAME=SIZE (dims=) or real inputs with --inputs FILE.npz "
                 "(inputs=)") from None
     return out
@@ -274,10 +403,12 @@ def _filled(shape: tuple[int, ...], dtype: Any, draw: Callable[[int], Any]) -> n
     return out
 
 
-def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
-    elem = spec.elem_type
+def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: str,
+            what: str) -> np.ndarray:
+    """An array of element type `elem` drawn from `rng` (`name` and its type `what` say
+    what it is for, should the type be one ge does not draw)."""
     if elem == TensorProto.STRING:
-        words = np.array(["a", "bb", "ccc", "dddd"], dtype=object)
+        words = np.array(_WORDS, dtype=object)
         return _filled(shape, object, lambda n: words[rng.integers(0, len(words), size=n)])
     if elem == TensorProto.BOOL:
         return _filled(shape, bool, lambda n: rng.random(n) < 0.5)
@@ -292,15 +423,16 @@ def _random(rng: np.random.Generator, spec: InputSpec, shape: tuple[int, ...]) -
         return out
     if elem in _INTS:
         return _filled(shape, dtype, lambda n: rng.integers(0, _INT_HIGH, size=n))
-    raise VerificationInputError(
-        f"input {spec.name!r}: cannot generate values of type {spec.describe()}")
+    raise VerificationInputError(f"input {name!r}: cannot generate values of type {what}")
 
 
-def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, np.ndarray]:
-    """Inputs read from an `.npz` file (one array per input name), checked against `model`
-    (a `Graph`, a ModelProto, or the path of a model file, loaded with `ge.graph.load`).
+def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, Any]:
+    """Inputs read from an `.npz` file (one array per input name; sequences, maps and
+    optionals as `ge.session.npz` describes), checked against `model` (a `Graph`, a
+    ModelProto, or the path of a model file, loaded with `ge.graph.load`).
 
-    A `.npy` file is accepted for a model with exactly one required input.
+    A `.npy` file is accepted for a model with exactly one required input. Neither is read
+    with pickle: an object array is refused, saying to save strings with a str dtype.
     """
     model = _model(model)
     path = Path(path)
@@ -313,15 +445,18 @@ def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, n
         raise VerificationInputError(
             f"{path}: a .npy file holds one array, graph {model_name(model)!r} has "
             f"{len(required)} required inputs; use an .npz file keyed by input name")
-    try:
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-        else:
-            arrays = {required[0]: np.load(path, allow_pickle=False)}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise VerificationInputError(f"cannot read inputs from {path}: {err}") from err
-    return checked_inputs(arrays, specs, model_name(model))
+    if path.suffix == ".npz":
+        values = read_npz(path, "inputs")
+    else:
+        try:
+            values = {required[0]: np.load(path, allow_pickle=False)}
+        except (OSError, ValueError, EOFError) as err:
+            hint = (": an object array (dtype=object) is stored pickled, which ge does not "
+                    "load; save strings with a str dtype (array.astype(str))"
+                    if "allow_pickle" in str(err) else "")
+            raise VerificationInputError(
+                f"cannot read inputs from {path}: {err}{hint}") from err
+    return checked_inputs(values, specs, model_name(model))
 
 
 # -- which outputs are compared -------------------------------------------------------------
@@ -380,14 +515,13 @@ def narrow_float_outputs(model: ModelOrPath) -> dict[str, str]:
 # -- running and comparing --------------------------------------------------------------------
 
 
-def reference_outputs(model: ModelOrPath,
-                      inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_outputs(model: ModelOrPath, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The outputs to compare later runs against (`run_model`; the model is not changed)."""
     return run_model(_model(model), inputs)
 
 
 def verify(original: ModelOrPath, compiled: ModelOrPath, *,
-           inputs: Mapping[str, np.ndarray] | None = None, rtol: float = 1e-4,
+           inputs: Mapping[str, Any] | None = None, rtol: float = 1e-4,
            atol: float = 1e-5, seed: int = 0,
            dims: Mapping[str, int] | None = None) -> VerificationReport:
     """Run both models (each may be the path of a model file) on the same inputs (generated

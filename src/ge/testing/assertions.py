@@ -165,8 +165,14 @@ def _difference(out: OutputComparison) -> str:
 
 
 def _input_text(feeds: Mapping[str, Any]) -> str:
+    from ge.session.values import is_nested, value_label
+
     parts = []
     for name, value in feeds.items():
+        if is_nested(value):  # a sequence, map or optional: its type and length
+            count = f" of {len(value)}" if value is not None else ""
+            parts.append(f"{name} {value_label(value)}{count}")
+            continue
         array = np.asarray(value)
         parts.append(f"{name} {array.dtype}{list(array.shape)}")
     return ", ".join(parts) or "none"
@@ -179,7 +185,9 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
     """Assert that two models (paths, ModelProtos or Graphs) compute the same outputs on
     the same inputs (generated from `expected`'s input types unless given): every element
     within `atol + rtol * |expected|` (float16 outputs: at least their precision), NaN equal
-    to NaN; outputs of random operators are not compared. Returns the `VerificationReport`;
+    to NaN; outputs of random operators are not compared. A sequence, map or optional
+    output must have the same structure (lengths, keys, None), its tensors and map values
+    compared likewise (`ge.session.comparison`). Returns the `VerificationReport`;
     the failure lists each differing output with its largest absolute and relative
     difference and where it is."""
     __tracebackhide__ = True
