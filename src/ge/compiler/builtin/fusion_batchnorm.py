@@ -12,7 +12,9 @@ operator disappears:
   channel `g * C_out / group + j` at `W[i, j]` for the rows `i` of group `g`;
 * `ConvAddMulFusion`: `Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)` and
   `Conv(X, W[, B]) + a` → `Conv(X, W, B + a)` (B created when absent), for constants `s`
-  and `a` of shape `[C, 1, ...]`, `[1, C, 1, ...]` or one element;
+  and `a` of shape `[C, 1, ...]`, `[1, C, 1, ...]` or one element; the same for
+  `ConvTranspose` (its output channels laid out in W as above): so a BatchNormalization
+  that an exporter decomposed (tf2onnx: Keras' after Conv2D and Conv2DTranspose) folds;
 * `GemmBatchNormFusion`: `BatchNormalization(Gemm(A, B[, C]))` or
   `BatchNormalization(MatMul(A, B))` on a 2-D `[N, C]` value → `Gemm(A, B', C')`, B's
   output columns (rows with `transB=1`) scaled by f and `C' = (beta * C - mean) * f + bias`
@@ -331,14 +333,16 @@ def _per_channel(value: Tensor, rank: int, channels: int) -> np.ndarray | None:
     return np.broadcast_to(_as_float64(value).reshape(-1), (channels,)).copy()
 
 
-@builtin_pass(name="ConvAddMulFusion", step="builtin_fusion", requires=("Conv",),
+@builtin_pass(name="ConvAddMulFusion", step="builtin_fusion", requires=("Conv", "ConvTranspose"),
               also_in=("origin_graph_optimize",))
 class ConvAddMulFusion(PatternFusionPass):
     """`Conv(X, W[, B]) * s` → `Conv(X, W * s, B * s)`; `Conv(X, W[, B]) + a` →
-    `Conv(X, W, B + a)`; for constants varying over the channel axis only.
+    `Conv(X, W, B + a)`; for constants varying over the channel axis only; the same for
+    `ConvTranspose`, whose output channels are W's axis 1 within each group of rows.
 
-    The Mul patterns come first, so `Conv * s + a` (a decomposed BatchNormalization) folds
-    entirely in one run; in `(Conv + a) * s` only the Add folds."""
+    The Mul patterns come first, so `Conv * s + a` (a decomposed BatchNormalization, as
+    tf2onnx writes Keras' after Conv2D and Conv2DTranspose) folds entirely in one run; in
+    `(Conv + a) * s` only the Add folds."""
 
     def __init__(self) -> None:
         # Mul and Add are commutative: `s * Conv(...)` matches too.
@@ -354,6 +358,14 @@ class ConvAddMulFusion(PatternFusionPass):
         return Conv(inputs[0], inputs[1], inputs[2]) * inputs[3]
 
     @pattern
+    def conv_transpose_mul(self, inputs: PatternInputs) -> TensorHolder:
+        return ConvTranspose(inputs[0], inputs[1]) * inputs[2]
+
+    @pattern
+    def conv_transpose_bias_mul(self, inputs: PatternInputs) -> TensorHolder:
+        return ConvTranspose(inputs[0], inputs[1], inputs[2]) * inputs[3]
+
+    @pattern
     def conv_add(self, inputs: PatternInputs) -> TensorHolder:
         return Conv(inputs[0], inputs[1]) + inputs[2]
 
@@ -361,10 +373,19 @@ class ConvAddMulFusion(PatternFusionPass):
     def conv_bias_add(self, inputs: PatternInputs) -> TensorHolder:
         return Conv(inputs[0], inputs[1], inputs[2]) + inputs[3]
 
+    @pattern
+    def conv_transpose_add(self, inputs: PatternInputs) -> TensorHolder:
+        return ConvTranspose(inputs[0], inputs[1]) + inputs[2]
+
+    @pattern
+    def conv_transpose_bias_add(self, inputs: PatternInputs) -> TensorHolder:
+        return ConvTranspose(inputs[0], inputs[1], inputs[2]) + inputs[3]
+
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         self._fold = None
-        conv = _find(match_result, "Conv")
+        conv = next(n for n in match_result.get_matched_nodes()
+                    if n.type in ("Conv", "ConvTranspose"))
         op = next(n for n in match_result.get_matched_nodes() if n.type in ("Mul", "Add"))
         weights = _conv_weights(conv)
         if weights is None:
@@ -377,13 +398,14 @@ class ConvAddMulFusion(PatternFusionPass):
         if vector is None:
             return False
         if op.type == "Mul":
-            folded = _conv_fold(weight, bias, vector, None)
+            folded = _conv_fold(weight, bias, vector, None, transposed_groups=_groups(conv))
         else:
             folded = _conv_fold(weight, bias, None, vector)
         if folded is None:
             return False
         self._fold = _Fold(folded[0], folded[1],
-                           _names(conv, bias_from=(op, _other_input(op, conv))), _attrs(conv))
+                           _names(conv, bias_from=(op, _other_input(op, conv))), _attrs(conv),
+                           conv.type)
         return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
@@ -480,3 +502,4 @@ class GemmBatchNormFusion(PatternFusionPass):
         return Gemm(inputs[0], builder.create_const(fold.weight, name=fold.names.weight),
                     builder.create_const(fold.bias, name=fold.names.bias), name=fold.names.node,
                     **fold.attrs)
+
