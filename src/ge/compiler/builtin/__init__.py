@@ -19,6 +19,7 @@ from ge.compiler.builtin.dead_code import DeadCodeElimination
 from ge.compiler.builtin.fusion_batchnorm import (
     ConvAddMulFusion,
     ConvBatchNormFusion,
+    GemmAddMulFusion,
     GemmBatchNormFusion,
 )
 from ge.compiler.builtin.fusion_chains import (
@@ -45,6 +46,7 @@ __all__ = [
     "ConvBatchNormFusion",
     "DeadCodeElimination",
     "GeluFusion",
+    "GemmAddMulFusion",
     "GemmBatchNormFusion",
     "LayerNormFusion",
     "MatMulAddFusion",
@@ -74,6 +76,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     SliceSplitFusion,
     ConvBatchNormFusion,
     ConvAddMulFusion,
+    GemmAddMulFusion,  # before MatMulAddFusion: a 2-D MatMul + Add left by a fold is a Gemm
     MatMulAddFusion,
     GemmBatchNormFusion,
     LayerNormFusion,
