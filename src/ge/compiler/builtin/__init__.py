@@ -31,6 +31,7 @@ from ge.compiler.builtin.fusion_chains import (
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
+from ge.compiler.builtin.fusion_pad import PadConvFusion
 from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.fusion_split import SliceSplitFusion
 from ge.compiler.builtin.fusion_swish import SwishFusion
@@ -51,6 +52,7 @@ __all__ = [
     "LayerNormFusion",
     "MatMulAddFusion",
     "NoOpElimination",
+    "PadConvFusion",
     "RMSNormFusion",
     "ReciprocalMulFusion",
     "ReshapeChainSimplification",
@@ -76,6 +78,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     SliceSplitFusion,
     ConvBatchNormFusion,
     ConvAddMulFusion,
+    PadConvFusion,
     GemmAddMulFusion,  # before MatMulAddFusion: a 2-D MatMul + Add left by a fold is a Gemm
     MatMulAddFusion,
     GemmBatchNormFusion,
