@@ -287,3 +287,30 @@ def test_the_compiler_folds_a_3d_dense_batch_norm() -> None:
     assert result.verification is not None and result.verification.ok
     assert set(result.report.ops_after) - {"Const"} == {"MatMul", "Add"}
     assert result.report.ops_after["Add"] == 1
+
+
+def test_an_output_of_unknown_rank_takes_constants_of_rank_one_or_less(tmp_path: Path) -> None:
+    """After a Keras Flatten exported at opset 13, onnx's inference gives the MatMul's input
+    no rank: `[N]`, `[1]` and scalar constants still vary over the features only (the
+    output has at least one axis, the features last); `[1, N]` might grow a 1-D output."""
+    def flattened(shape: Sequence[int]) -> onnx.ModelProto:
+        source = dense_then([("Mul", shape, False), ("Add", None, False)], x_shape=(2, K))
+        source.graph.node.insert(0, node("Reshape", ["x_in", "target"], ["x"], name="flatten"))
+        source.graph.input[0].CopyFrom(vi("x_in", F, [2, 4, K // 4]))
+        source.graph.input.append(vi("target", onnx.TensorProto.INT64, ["n"]))
+        source.graph.output[0].CopyFrom(vi("y", F, ["rows", N]))
+        onnx.checker.check_model(source, full_check=True)
+        return source
+
+    feeds = [{"x_in": RNG.standard_normal((2, 4, K // 4)).astype(np.float32),
+              "target": np.array([2, K], np.int64)}]
+    for shape in ([N], [1], []):
+        source = flattened(shape)
+        graph = load(source)
+        (matmul,) = graph.nodes_of_type("MatMul")
+        assert matmul.get_output_desc(0).get_shape().is_unknown_rank()
+        assert run_pass(GemmAddMulFusion, graph)
+        assert operators(graph) == {"Reshape": 1, "MatMul": 1, "Add": 1}
+        assert_fused(graph, source, tmp_path, feeds, tol=TOL)
+    graph = load(flattened([1, N]))
+    assert not run_pass(GemmAddMulFusion, graph)

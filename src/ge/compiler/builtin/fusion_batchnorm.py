@@ -561,23 +561,26 @@ class _Linear:
 
 
 def _linear_features(product: Node) -> tuple[Tensor, int, int] | None:
-    """`(W, output features, output rank)` of a MatMul (any rank of A) or Gemm whose B is a
-    2-D floating-point constant, with an output of known rank; for a Gemm, an element type
-    Gemm accepts at the model's opset."""
+    """`(W, output features, rank)` of a MatMul (any rank of A) or Gemm whose B is a 2-D
+    floating-point constant (for a Gemm, of an element type Gemm accepts at the model's
+    opset). `rank` is what the per-feature constants are checked against: the output's
+    rank; 2 for a Gemm; 1 for a MatMul whose output rank inference did not find (after a
+    Keras Flatten exported at opset 13 or below, onnx's inference gives the Reshape to a
+    computed shape no rank): its output has at least one axis, the features last, so a
+    constant of rank 1 or 0 varies over them only."""
     weight = _float_const(product, 1)
     if weight is None or len(weight.shape) != 2:
         return None
     out = dims_of(product.get_output_desc(0))
-    if out is None or not out:
-        return None
     if product.type == "MatMul":
-        return weight, int(weight.shape[1]), len(out)
+        return None if out == [] else (weight, int(weight.shape[1]), 1 if out is None
+                                       else len(out))
     dtype = weight.data_type
     if dtype not in gemm_dtypes(node_opset(product)) or (
             product.get_output_desc(0).data_type != dtype):
         return None
     trans_b = product.has_attr("transB") and int(product.get_attr("transB")) != 0
-    return weight, int(weight.shape[0 if trans_b else 1]), len(out)
+    return weight, int(weight.shape[0 if trans_b else 1]), 2
 
 
 def _per_feature_input(node: Node, index: int, like: Tensor, rank: int,
