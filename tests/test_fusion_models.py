@@ -67,6 +67,9 @@ def test_the_models_hold_the_patterns_they_are_named_for() -> None:
         "Add") == 2
     assert ops["conv_bn"].count("BatchNormalization") == 2
     assert ops["gemm_bn"].count("Gemm") == 2 and "BatchNormalization" in ops["gemm_bn"]
+    assert {"Pad", "ConvTranspose", "MatMul"} <= set(ops["keras_bn_pad"])
+    assert ops["keras_bn_pad"].count("Mul") == 3 and "BatchNormalization" not in ops[
+        "keras_bn_pad"]
     assert "LayerNormalization" not in ops["attention_layernorm"]
     assert ops["attention_layernorm"].count("ReduceMean") == 4
     assert {"Erf", "Tanh"} <= set(ops["gelu_erf_tanh"]) and "Gelu" not in ops["gelu_erf_tanh"]

@@ -199,12 +199,12 @@ def g_matmul(b: Builder, bias: bool) -> bool:
     y = b.op("MatMul", [a, w], out)
     if not bias and len(out) == 2 and b.chance(0.3):  # GemmBatchNormFusion from a MatMul
         batch_norm(b, y, out[1])
+    choices = [(out[-1],), (1, out[-1]), out, ()] if out else [()]
+    if len(out) == 2:
+        choices.append((out[0], 1))
+    if len(out) >= 2:
+        choices.append((1, 1, out[-1]))
     if bias and out:
-        choices = [(out[-1],), (1, out[-1]), out, ()]
-        if len(out) == 2:
-            choices.append((out[0], 1))
-        if len(out) >= 2:
-            choices.append((1, 1, out[-1]))
         c_shape = b.choice(choices)
         c = b.const(b.randn(c_shape)) if b.chance(0.85) else b.pick(
             ok=lambda v: v.shape == c_shape) or b.const(b.randn(c_shape))
@@ -212,6 +212,10 @@ def g_matmul(b: Builder, bias: bool) -> bool:
         y = b.op("Add", [y, c] if b.chance(0.7) else [c, y], shape)
         if len(shape) == 2 and b.chance(0.25):
             batch_norm(b, y, shape[1])
+            return True
+    if out and b.chance(0.3):  # Dense + BatchNormalization as tf2onnx writes it
+        b.tags["MatMul:mul-add"] += 1
+        affine_steps(b, y, choices)
     return True
 
 
@@ -245,6 +249,8 @@ def g_gemm(b: Builder) -> bool:
     y = b.op("Gemm", inputs, (m, n), **attrs)
     if b.chance(0.35):
         batch_norm(b, y, n)
+    elif b.chance(0.3):  # per feature (GemmAddMulFusion) or not quite
+        affine_steps(b, y, [(n,), (1, n), (), (m, 1), (m, n), (1, 1, n)])
     return True
 
 
@@ -268,21 +274,74 @@ def g_batchnorm(b: Builder) -> bool:
     return True
 
 
+def affine_steps(b: Builder, y: Value, shapes: list[tuple[int, ...]]) -> Value:
+    """Mul and Add of `y` by constants, in an order a decomposed BatchNormalization takes
+    (or not quite), each constant of a shape from `shapes` (per channel or per feature, or
+    not: a near miss) and on either side."""
+    for op in b.choice([["Mul", "Add"], ["Add", "Mul"], ["Mul"], ["Add"], ["Mul", "Mul"]]):
+        c_shape = b.choice(shapes)
+        shape = broadcast(y.shape, c_shape)
+        if shape is None:
+            continue
+        scale = b.const(b.randn(c_shape))
+        y = b.op(op, [y, scale] if b.chance(0.7) else [scale, y], shape)
+    return y
+
+
+def conv_input_pad(b: Builder, x: Value) -> Value:
+    """Sometimes a Pad before a Conv, as tf2onnx writes Keras' ZeroPadding2D and the "same"
+    padding of a strided convolution: zeros on the spatial axes (PadConvFusion), at opset 18
+    with axes too; or a near miss: another value, reflect mode, a padded channel."""
+    if not b.chance(0.3):
+        return x
+    rank = x.rank
+    kind = b.choice(["zeros", "zeros", "zeros", "value", "reflect", "channel"])
+    pads = [0] * (2 * rank)
+    for a in range(2, rank):
+        pads[a], pads[rank + a] = int(b.rng.integers(0, 3)), int(b.rng.integers(0, 3))
+    if kind == "channel":
+        pads[1] = 1
+    elif kind == "reflect":
+        pads = [min(p, x.shape[i % rank] - 1) for i, p in enumerate(pads)]
+    shape = [d + pads[i] + pads[rank + i] for i, d in enumerate(x.shape)]
+    inputs: list[Value | str] = [x, b.ints(pads)]
+    if kind == "value" or b.chance(0.3):
+        inputs.append(b.scalar(1.5 if kind == "value" else 0.0))
+    if b.opset >= 18 and kind != "channel" and b.chance(0.4):  # the spatial axes only
+        axes = list(range(2, rank))
+        if b.chance(0.5):
+            axes = [a - rank for a in axes]
+        inputs[1] = b.ints(pads[2:rank] + pads[rank + 2:])
+        inputs += [""] * (3 - len(inputs)) + [b.ints(axes)]
+    b.tags[f"Conv:pad-{kind}"] += 1
+    return b.op("Pad", inputs, shape, **({"mode": "reflect"} if kind == "reflect" else {}))
+
+
 def g_conv(b: Builder) -> bool:
-    """Conv (grouped, padded, strided, with or without bias), then a BatchNormalization or
-    Mul/Add by constants that vary per channel or not (ConvBatchNorm/ConvAddMul fusions)."""
+    """Conv (grouped, padded, strided, with or without bias, sometimes after a Pad) or
+    ConvTranspose, then a BatchNormalization or Mul/Add by constants that vary per channel
+    or not (the ConvBatchNorm, ConvAddMul and PadConv fusions)."""
     x = b.pick(ok=lambda v: v.rank in (3, 4) and v.numel <= 160)
     if x is None:
         return False
+    transposed = b.chance(0.2)
+    if not transposed:
+        x = conv_input_pad(b, x)
     c, spatial = x.shape[1], x.shape[2:]
     group = c if c > 1 and b.chance(0.25) else 1
     m = c * int(b.rng.integers(1, 3)) if group > 1 else int(b.rng.integers(1, 5))
     k = int(b.rng.integers(1, min(3, min(spatial)) + 1))
     pad = int(b.rng.integers(0, k)) if k > 1 else 0
     stride = int(b.choice([1, 1, 2]))
-    out = [(d + 2 * pad - k) // stride + 1 for d in spatial]
     rank = len(spatial)
-    w = b.const(b.randn((m, c // group, *[k] * rank), 1 / math.sqrt(k * k * c)))
+    scale = 1 / math.sqrt(k * k * c)
+    if transposed:  # W is [C_in, M / group, k...]; a pad crops: at most (k - 1) / 2 of it
+        pad = min(pad, (k - 1) // 2)
+        out = [(d - 1) * stride - 2 * pad + k for d in spatial]
+        w = b.const(b.randn((c, m // group, *[k] * rank), scale))
+    else:
+        out = [(d + 2 * pad - k) // stride + 1 for d in spatial]
+        w = b.const(b.randn((m, c // group, *[k] * rank), scale))
     inputs: list[Value | str] = [x, w]
     if b.chance(0.5):
         inputs.append(b.const(b.randn((m,))))
@@ -295,19 +354,13 @@ def g_conv(b: Builder) -> bool:
         attrs["group"] = group
     if b.chance(0.5):
         attrs["kernel_shape"] = [k] * rank
-    y = b.op("Conv", inputs, (x.shape[0], m, *out), **attrs)
+    y = b.op("ConvTranspose" if transposed else "Conv", inputs, (x.shape[0], m, *out), **attrs)
     after = b.rng.random()
     if after < 0.5:
         batch_norm(b, y, m)
     elif after < 0.8:  # per-channel (or not quite) Mul / Add: ConvAddMulFusion
-        for op in b.choice([["Mul", "Add"], ["Add", "Mul"], ["Mul"], ["Add"], ["Mul", "Mul"]]):
-            c_shape = b.choice([(m, *[1] * rank), (1, m, *[1] * rank), (), (1,), (m,),
-                                (out[-1],), (1, 1, *out), (2, m, *[1] * rank)])
-            shape = broadcast(y.shape, c_shape)
-            if shape is None:
-                continue
-            scale = b.const(b.randn(c_shape))
-            y = b.op(op, [y, scale] if b.chance(0.7) else [scale, y], shape)
+        affine_steps(b, y, [(m, *[1] * rank), (1, m, *[1] * rank), (), (1,), (m,), (out[-1],),
+                            (1, 1, *out), (2, m, *[1] * rank)])
     return True
 
 

@@ -13,6 +13,7 @@ which models this onnx/onnxruntime cannot build or run, and why.
 | `conv_bn` | Conv + BatchNormalization blocks, with and without Conv bias (opset 17) |
 | `conv_mul_add` | Conv followed by Mul and Add of per-channel constants (opset 17) |
 | `gemm_bn` | Gemm (transB) + BatchNormalization on [N, C] (opset 17) |
+| `keras_bn_pad` | tf2onnx's Keras: Pad + Conv; BN as Mul + Add after Conv, ConvTranspose, Dense |
 | `attention_layernorm` | attention, LayerNormalization in primitives (opset 17) |
 | `gelu_erf_tanh` | GELU in its Erf form and its Tanh form after Linear layers, opset 20 |
 | `rmsnorm` | RMSNorm in primitives (Pow, ReduceMean, Add, Sqrt, Div, Mul), opset 23 |
@@ -45,6 +46,7 @@ MODELS: dict[str, str] = {
     "conv_bn": "Conv + BatchNormalization blocks",
     "conv_mul_add": "Conv + Mul/Add by per-channel constants",
     "gemm_bn": "Gemm + BatchNormalization",
+    "keras_bn_pad": "Keras (tf2onnx): Pad + Conv, BN as Mul/Add after Conv, ConvTranspose, Dense",
     "attention_layernorm": "attention block, LayerNormalization in primitives (opset 17)",
     "gelu_erf_tanh": "GELU in Erf and Tanh forms (opset 20)",
     "rmsnorm": "RMSNorm in primitives (opset 23)",
@@ -146,6 +148,29 @@ def _gemm_bn(b: _Builder) -> onnx.ModelProto:
     g2 = b.op("Gemm", [h, b.weight(32, 8)], "gemm")
     out = b.batch_norm(g2, 8)
     return b.model("gemm_bn", [("x", [4, 16])], out, [4, 8], 17)
+
+
+def _keras_bn(b: _Builder, x: str, channels: int, shape: tuple[int, ...]) -> str:
+    """Keras' BatchNormalization in inference as tf2onnx writes it: Mul and Add by folded
+    per-channel constants (`shape`: `[C, 1, 1]` after a convolution, `[C]` after Dense)."""
+    scaled = b.op("Mul", [x, b.positive(*shape, hint="bn.mul")], "bn.mul")
+    return b.op("Add", [scaled, b.weight(*shape, hint="bn.sub")], "bn.add")
+
+
+def _keras_bn_pad(b: _Builder) -> onnx.ModelProto:
+    # ZeroPadding2D / "same" padding of a stride-2 Conv: a Pad of the bottom and right edges
+    padded = b.op("Pad", ["x", b.const([0, 0, 0, 0, 0, 0, 1, 1], "pads", np.int64)], "pad")
+    c1 = b.op("Conv", [padded, b.weight(8, 3, 3, 3)], "conv", kernel_shape=[3, 3],
+              strides=[2, 2])
+    h = b.op("Relu", [_keras_bn(b, c1, 8, (8, 1, 1))])
+    up = b.op("ConvTranspose", [h, b.weight(8, 4, 2, 2), b.weight(4, hint="deconv.bias")],
+              "deconv", kernel_shape=[2, 2], strides=[2, 2])
+    h = b.op("Relu", [_keras_bn(b, up, 4, (4, 1, 1))])
+    pooled = b.op("Flatten", [b.op("GlobalAveragePool", [h])])
+    dense = b.op("Add", [b.op("MatMul", [pooled, b.weight(4, 6)], "dense.mm"),
+                         b.weight(6, hint="dense.bias")], "dense.add")
+    out = _keras_bn(b, dense, 6, (6,))
+    return b.model("keras_bn_pad", [("x", [2, 3, 16, 16])], out, [2, 6], 17)
 
 
 def _layer_norm_primitives(b: _Builder, x: str, dim: int) -> str:
@@ -371,6 +396,7 @@ _BUILDERS: dict[str, Callable[[_Builder], onnx.ModelProto]] = {
     "conv_bn": _conv_bn,
     "conv_mul_add": _conv_mul_add,
     "gemm_bn": _gemm_bn,
+    "keras_bn_pad": _keras_bn_pad,
     "attention_layernorm": _attention_layernorm,
     "gelu_erf_tanh": _gelu_erf_tanh,
     "rmsnorm": _rmsnorm,

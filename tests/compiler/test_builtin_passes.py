@@ -78,13 +78,13 @@ def test_the_passes_are_builtin_passes_in_run_order() -> None:
         "TransposeChainSimplification", "ReshapeChainSimplification", "NoOpElimination",
         "ConstantDeduplication", "CommonSubexpressionElimination", "SliceSplitFusion",
         # the fusions run in every round too, before dead-code elimination
-        "ConvBatchNormFusion", "ConvAddMulFusion", "MatMulAddFusion", "GemmBatchNormFusion",
-        "LayerNormFusion", "RMSNormFusion", "GeluFusion", "SwishFusion",
-        "ReciprocalMulFusion", "DeadCodeElimination"]
+        "ConvBatchNormFusion", "ConvAddMulFusion", "PadConvFusion", "GemmAddMulFusion",
+        "MatMulAddFusion", "GemmBatchNormFusion", "LayerNormFusion", "RMSNormFusion",
+        "GeluFusion", "SwishFusion", "ReciprocalMulFusion", "DeadCodeElimination"]
     assert [e.name for e in registry.for_step("builtin_fusion")] == [
-        "ConvBatchNormFusion", "ConvAddMulFusion", "MatMulAddFusion", "GemmBatchNormFusion",
-        "LayerNormFusion", "RMSNormFusion", "GeluFusion", "SwishFusion",
-        "ReciprocalMulFusion"]
+        "ConvBatchNormFusion", "ConvAddMulFusion", "PadConvFusion", "GemmAddMulFusion",
+        "MatMulAddFusion", "GemmBatchNormFusion", "LayerNormFusion", "RMSNormFusion",
+        "GeluFusion", "SwishFusion", "ReciprocalMulFusion"]
     assert [cls for cls in ORIGIN_PASSES if cls in ALL] == [CF, NOOP, DEDUP, CSE, DCE]
     assert all(issubclass(cls, FusionBasePass) for cls in ORIGIN_PASSES)
 

@@ -19,6 +19,7 @@ from ge.compiler.builtin.dead_code import DeadCodeElimination
 from ge.compiler.builtin.fusion_batchnorm import (
     ConvAddMulFusion,
     ConvBatchNormFusion,
+    GemmAddMulFusion,
     GemmBatchNormFusion,
 )
 from ge.compiler.builtin.fusion_chains import (
@@ -30,6 +31,7 @@ from ge.compiler.builtin.fusion_chains import (
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
+from ge.compiler.builtin.fusion_pad import PadConvFusion
 from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.fusion_split import SliceSplitFusion
 from ge.compiler.builtin.fusion_swish import SwishFusion
@@ -45,10 +47,12 @@ __all__ = [
     "ConvBatchNormFusion",
     "DeadCodeElimination",
     "GeluFusion",
+    "GemmAddMulFusion",
     "GemmBatchNormFusion",
     "LayerNormFusion",
     "MatMulAddFusion",
     "NoOpElimination",
+    "PadConvFusion",
     "RMSNormFusion",
     "ReciprocalMulFusion",
     "ReshapeChainSimplification",
@@ -74,6 +78,8 @@ BUILTIN_PASSES: tuple[type, ...] = (
     SliceSplitFusion,
     ConvBatchNormFusion,
     ConvAddMulFusion,
+    PadConvFusion,
+    GemmAddMulFusion,  # before MatMulAddFusion: a 2-D MatMul + Add left by a fold is a Gemm
     MatMulAddFusion,
     GemmBatchNormFusion,
     LayerNormFusion,
