@@ -150,6 +150,85 @@ def layer_norm(opset: int = 17, *, form: str = "div", bias: bool = True,
     return model(nodes, inputs, outputs, inits, opset=opset)
 
 
+#: The values of the Keras form with X's shape (the others are reduced to [..., 1]).
+KERAS_FULL = {"x", "d", "d2", "inv", "xi", "nm_inv", "b2", "y"}
+
+
+def keras_layer_norm(opset: int = 17, *, pool: bool = False, offset: str = "neg_bias",
+                     swapped: bool = False, x_shape: Sequence[int | str] = ("N", 5, 16),
+                     axes: Sequence[int] = (-1,), gamma_shape: Sequence[int] | None = None,
+                     eps_input: bool = False, eps: float = 1e-6,
+                     extra_output: str | None = None, dtype: int = F) -> onnx.ModelProto:
+    """Keras' LayerNormalization as tf2onnx writes it (names and constants as in its
+    exports: gamma and beta [1, 1, D], a scalar eps, ReduceMean with
+    noop_with_empty_axes=1 from opset 18): the mean a ReduceMean over `axes`, or (`pool`)
+    a GlobalAveragePool; var = the same mean of Mul(d, d); inv = Reciprocal(Sqrt(var +
+    eps)) * gamma; Y = X * inv + `offset`: "neg_bias" -mean * inv + beta (Keras 3),
+    "sub_bias" beta - mean * inv (tf.nn.batch_normalization), "neg" -mean * inv (no
+    beta); near misses "sub_reversed" (mean * inv - beta) and "no_neg" (mean * inv +
+    beta). `swapped` swaps the operands of every Add and Mul."""
+    np_type = helper.tensor_dtype_to_np_dtype(dtype)
+    rank, depth = len(x_shape), x_shape[-1]
+    assert isinstance(depth, int)
+    shape = tuple(gamma_shape) if gamma_shape is not None else (*[1] * (rank - 1), depth)
+    rng = np.random.default_rng(3)
+    inits = [init("gamma", rng.uniform(0.5, 1.5, shape), np_type),
+             init("beta", rng.standard_normal(shape), np_type)]
+    inputs = [vi("x", dtype, x_shape)]
+    if eps_input:
+        inputs.append(vi("eps", dtype, ()))
+    else:
+        inits.append(init("eps", eps, np_type))
+
+    def ordered(a: str, b: str) -> list[str]:
+        return [b, a] if swapped else [a, b]
+
+    def mean(name: str, data: str, out: str) -> onnx.NodeProto:
+        if pool:
+            return node("GlobalAveragePool", [data], [out], name=name)
+        if opset < 18:
+            return node("ReduceMean", [data], [out], name=name, axes=list(axes), keepdims=1)
+        if "axes" not in {t.name for t in inits}:
+            inits.append(init("axes", list(axes), np.int64))
+        return node("ReduceMean", [data, "axes"], [out], name=name, keepdims=1,
+                    noop_with_empty_axes=1)
+
+    nodes = [mean("moments/mean", "x", "m"),
+             node("Sub", ["x", "m"], ["d"], name="moments/SquaredDifference"),
+             node("Mul", ["d", "d"], ["d2"], name="moments/SquaredDifference__1"),
+             mean("moments/variance", "d2", "v"),
+             node("Add", ordered("v", "eps"), ["ve"], name="add"),
+             node("Sqrt", ["ve"], ["s"], name="Rsqrt"),
+             node("Reciprocal", ["s"], ["rs"], name="Rsqrt__2"),
+             node("Mul", ordered("rs", "gamma"), ["inv"], name="mul"),
+             node("Mul", ordered("x", "inv"), ["xi"], name="mul_2")]
+    if offset in ("neg_bias", "neg"):
+        nodes += [node("Neg", ["m"], ["nm"], name="Neg"),
+                  node("Mul", ordered("nm", "inv"), ["nm_inv"], name="mul_1")]
+        shift = "nm_inv"
+    else:  # "sub_bias", "sub_reversed", "no_neg": mean * inv first
+        nodes.append(node("Mul", ordered("m", "inv"), ["nm_inv"], name="mul_1"))
+    if offset == "sub_bias":
+        nodes.append(node("Sub", ["beta", "nm_inv"], ["b2"], name="sub"))
+    elif offset == "sub_reversed":
+        nodes.append(node("Sub", ["nm_inv", "beta"], ["b2"], name="sub"))
+    elif offset != "neg":  # "neg_bias", "no_neg"
+        nodes.append(node("Add", ordered("nm_inv", "beta"), ["b2"], name="add_1"))
+    if offset != "neg":
+        shift = "b2"
+    else:
+        inits = [t for t in inits if t.name != "beta"]
+    nodes.append(node("Add", ordered("xi", shift), ["y"], name="add_2"))
+    static = all(isinstance(d, int) for d in x_shape)  # (a gamma may add axes)
+    outputs = [vi("y", dtype, np.broadcast_shapes(tuple(x_shape), shape) if static  # type: ignore[arg-type]
+                  else x_shape)]
+    if extra_output is not None:
+        kept = tuple(x_shape) if extra_output in KERAS_FULL else (
+            *x_shape[:2], *[1] * (rank - 2)) if pool else (*x_shape[:-1], 1)
+        outputs.append(vi(extra_output, dtype, kept))
+    return model(nodes, inputs, outputs, inits, opset=opset)
+
+
 def rms_norm(opset: int = 23, *, form: str = "div", cast_in: bool = False,
              cast_out: bool = False, dtype: int = F, exponent: float = 2.0,
              eps_input: bool = False, axes: Sequence[int] = (-1,), cast_in_to: int = F,

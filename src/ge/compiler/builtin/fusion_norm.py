@@ -21,6 +21,16 @@ LayerNormFusion (opset >= 17)::
     Y    = Add(Mul(n, gamma), beta)         (or Y = Mul(n, gamma): no bias)
     ->  Y = LayerNormalization(X, gamma, beta, axis=-k, epsilon=eps)
 
+Keras' LayerNormalization as tf2onnx writes it (`moments`, then `X * inv + offset`)::
+
+    mean = ReduceMean(X, axes), or GlobalAveragePool(X) on a rank-3 X (tf2onnx's form of a
+           ReduceMean over the axes after axis 1, while axes is an attribute)
+    d    = Sub(X, mean)                     var = the same mean of Mul(d, d)
+    inv  = Mul(Reciprocal(Sqrt(Add(var, eps))), gamma)
+    Y    = Add(Mul(X, inv), Add(Mul(Neg(mean), inv), beta))      (Keras 3)
+        or Add(Mul(X, inv), Sub(beta, Mul(mean, inv)))           (tf.keras 2, unfused path)
+        or Add(Mul(X, inv), Mul(Neg(mean), inv))                 (no beta)
+
 An unbiased variance (torch.var's default, scaled by N / (N - 1)) is another computation:
 its Mul and Div stand between the ReduceMean and the Add, so no pattern matches it.
 
@@ -58,8 +68,10 @@ from ge.es.all import (
     Add,
     Cast,
     Div,
+    GlobalAveragePool,
     LayerNormalization,
     Mul,
+    Neg,
     Pow,
     Reciprocal,
     ReduceMean,
@@ -121,6 +133,13 @@ class _Variant:
         if self.opset >= _AXES_INPUT_OPSET:
             return self.mark(role, ReduceMean(data, self.input(f"{role}_axes")))
         return self.mark(role, ReduceMean(data, axes=[-1]))
+
+    def mean(self, role: str, data: TensorHolder, pool: bool) -> TensorHolder:
+        """ReduceMean, or (`pool`) GlobalAveragePool, which averages the axes after axis 1:
+        tf2onnx writes it for a ReduceMean over exactly those (the rank is checked later)."""
+        if pool:
+            return self.mark(role, GlobalAveragePool(data))
+        return self.reduce_mean(role, data)
 
     def build(self, output: TensorHolder, pass_: NormFusion) -> Pattern:
         """The pattern, with its captures in role order, recorded in `pass_`'s tables."""
@@ -304,6 +323,13 @@ def _common(c: _Captures, reduces: tuple[str, ...], dropping: str | None = None
     for role in reduces:
         if role not in c:
             continue  # this variant has no such ReduceMean
+        if c.node(role).type == "GlobalAveragePool":
+            if rank != 3:  # (it averages every axis after axis 1)
+                raise _Refused(f"GlobalAveragePool {c.node(role).name!r} averages a rank-"
+                               f"{rank} X: taken for a rank-3 X only, where it averages the "
+                               "last axis")
+            ks.append(1)
+            continue
         axes = _reduced_axes(c.node(role), keepdims=role != dropping)
         if axes is None:
             raise _Refused(f"ReduceMean {c.node(role).name!r} has no constant axes (or "
@@ -423,8 +449,34 @@ def _layer_norm_pattern(pass_: NormFusion, bias: bool, variance: str, form: str,
     return v.build(v.mark("out", out), pass_)
 
 
-@builtin_pass(name="LayerNormFusion", step="builtin_fusion", requires=("ReduceMean",),
-              also_in=("origin_graph_optimize",))
+#: How tf2onnx writes the offset of a Keras LayerNormalization, `Y = X * inv + offset`:
+#: Keras 3's `-mean * inv + beta`, tf.nn.batch_normalization's `beta - mean * inv` (tf.keras
+#: 2 off its fused path), both `-mean * inv` without beta (center=False, or a zero beta that
+#: TensorFlow's constant folding took away).
+_TF_OFFSETS = ("neg_bias", "sub_bias", "neg")
+
+
+def _tf_layer_norm_pattern(pass_: NormFusion, offset: str, pool: bool, style: int) -> Pattern:
+    suffix = "pool" if pool else ("axes_input" if style >= _AXES_INPUT_OPSET else "axes_attr")
+    v = _Variant(f"LayerNorm_tf_{offset}_{suffix}", style)
+    x, gamma = v.input("x"), v.input("scale")
+    beta = v.input("bias") if offset != "neg" else None
+    mean = v.mean("mean", x, pool)
+    centered = v.mark("centered", Sub(x, mean))
+    var = v.mean("var", Mul(centered, centered), pool)
+    rms = Sqrt(Add(var, v.const("eps", 1e-5)))
+    inv = v.mark("scaled", Mul(v.mark("inverse", Reciprocal(rms)), gamma))
+    if beta is None:
+        shift = Mul(Neg(mean), inv)
+    elif offset == "sub_bias":
+        shift = v.mark("biased", Sub(beta, Mul(mean, inv)))
+    else:
+        shift = v.mark("biased", Add(Mul(Neg(mean), inv), beta))
+    return v.build(v.mark("out", Add(Mul(x, inv), shift)), pass_)
+
+
+@builtin_pass(name="LayerNormFusion", step="builtin_fusion",
+              requires=("ReduceMean", "GlobalAveragePool"), also_in=("origin_graph_optimize",))
 class LayerNormFusion(NormFusion):
     """Fuse a written-out layer normalisation into LayerNormalization (see the module
     docstring)."""
@@ -436,13 +488,17 @@ class LayerNormFusion(NormFusion):
         if opset < LAYER_NORM_OPSET:
             return []  # no LayerNormalization to fuse into
         # With a bias first: the larger match wins. The variance forms never match the same
-        # nodes (one Sub or two), so their order only decides what `ge passes explain` shows
-        # first: the common form.
+        # nodes (one Sub or two), nor do tf2onnx's forms those of the others (their centred
+        # value is read by its square only), so their order only decides what `ge passes
+        # explain` shows first: the common form. The GlobalAveragePool forms at every
+        # opset: a tf2onnx export converted to a newer opset keeps its GlobalAveragePools.
         style = self.reduce_mean_opset or opset
-        return [_layer_norm_pattern(self, bias, variance, form, square, style)
-                for bias, variance, form, square in itertools.product(
-                    (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES)
-                if variance == "shared" or square == "mul"]  # torch.var squares with Mul
+        return [*(_layer_norm_pattern(self, bias, variance, form, square, style)
+                  for bias, variance, form, square in itertools.product(
+                      (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES)
+                  if variance == "shared" or square == "mul"),  # torch.var squares with Mul
+                *(_tf_layer_norm_pattern(self, offset, pool, style)
+                  for offset, pool in itertools.product(_TF_OFFSETS, (False, True)))]
 
     def _plan(self, c: _Captures) -> _Plan:
         reshaped = "var_reshaped" in c
@@ -455,7 +511,7 @@ class LayerNormFusion(NormFusion):
                         x_dims, x_type, k)
         bias = None
         if "bias" in c:
-            add = c.node("out")
+            add = c.node("biased" if "biased" in c else "out")
             bias = _affine(add, _param_index(add, c.io("bias")), c.io("bias"), x_dims, x_type, k)
         return _Plan(-k, eps, scale, bias)
 
