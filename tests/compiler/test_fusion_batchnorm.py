@@ -30,7 +30,7 @@ from onnx import helper
 
 import ge
 import ge.compiler.builtin
-from ge.compiler.builtin.fusion_batchnorm import (
+from ge.compiler.builtin.fusion_conv_affine import (
     ConvAddMulFusion,
     ConvBatchNormFusion,
     GemmBatchNormFusion,

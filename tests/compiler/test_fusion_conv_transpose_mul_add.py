@@ -18,7 +18,7 @@ from builtin_helpers import F, assert_fused, histogram, init, load, model, run_p
 from onnx import helper, numpy_helper
 
 import ge
-from ge.compiler.builtin.fusion_batchnorm import ConvAddMulFusion
+from ge.compiler.builtin.fusion_conv_affine import ConvAddMulFusion
 
 pytestmark = [
     pytest.mark.builtin_passes,  # these tests are about a built-in pass

@@ -20,7 +20,7 @@ from onnx import helper
 
 import ge
 from ge.compiler.builtin import BUILTIN_PASSES
-from ge.compiler.builtin.fusion_batchnorm import GemmAddMulFusion
+from ge.compiler.builtin.fusion_conv_affine import GemmAddMulFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
 
 pytestmark = [

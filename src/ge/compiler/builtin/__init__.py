@@ -16,17 +16,17 @@ from ge.compiler.builtin.const_dedup import ConstantDeduplication
 from ge.compiler.builtin.constant_folding import ConstantFolding
 from ge.compiler.builtin.cse import CommonSubexpressionElimination
 from ge.compiler.builtin.dead_code import DeadCodeElimination
-from ge.compiler.builtin.fusion_batchnorm import (
-    ConvAddMulFusion,
-    ConvBatchNormFusion,
-    GemmAddMulFusion,
-    GemmBatchNormFusion,
-)
 from ge.compiler.builtin.fusion_chains import (
     CastChainSimplification,
     ReshapeChainSimplification,
     SqueezeUnsqueezeCancellation,
     TransposeChainSimplification,
+)
+from ge.compiler.builtin.fusion_conv_affine import (
+    ConvAddMulFusion,
+    ConvBatchNormFusion,
+    GemmAddMulFusion,
+    GemmBatchNormFusion,
 )
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
