@@ -30,12 +30,9 @@ from onnx import helper
 
 import ge
 import ge.compiler.builtin
-from ge.compiler.builtin.fusion_conv_affine import (
-    ConvAddMulFusion,
-    ConvBatchNormFusion,
-    GemmBatchNormFusion,
-)
+from ge.compiler.builtin.fusion_conv_affine import ConvAddMulFusion, ConvBatchNormFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
+from ge.compiler.builtin.fusion_linear_affine import GemmBatchNormFusion
 from model_paths import all_shared_models, shared_model
 
 pytestmark = [

@@ -20,8 +20,8 @@ from onnx import helper
 
 import ge
 from ge.compiler.builtin import BUILTIN_PASSES
-from ge.compiler.builtin.fusion_conv_affine import GemmAddMulFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
+from ge.compiler.builtin.fusion_linear_affine import GemmAddMulFusion
 
 pytestmark = [
     pytest.mark.builtin_passes,  # these tests are about a built-in pass

@@ -22,14 +22,10 @@ from ge.compiler.builtin.fusion_chains import (
     SqueezeUnsqueezeCancellation,
     TransposeChainSimplification,
 )
-from ge.compiler.builtin.fusion_conv_affine import (
-    ConvAddMulFusion,
-    ConvBatchNormFusion,
-    GemmAddMulFusion,
-    GemmBatchNormFusion,
-)
+from ge.compiler.builtin.fusion_conv_affine import ConvAddMulFusion, ConvBatchNormFusion
 from ge.compiler.builtin.fusion_gelu import GeluFusion
 from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
+from ge.compiler.builtin.fusion_linear_affine import GemmAddMulFusion, GemmBatchNormFusion
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
 from ge.compiler.builtin.fusion_pad import PadConvFusion
 from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
