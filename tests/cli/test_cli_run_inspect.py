@@ -84,8 +84,28 @@ def test_inspect_shows_the_model() -> None:
         "count": len(proto.graph.initializer),
         "bytes": sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)}
     assert data["inputs"][0] == {"name": "input_ids", "dtype": "int64", "shape": [1, 12],
-                                 "has_default": False}
-    assert data["outputs"] == [{"name": "output", "dtype": "float32", "shape": [1, 12, 48]}]
+                                 "kind": "tensor", "has_default": False}
+    assert data["outputs"] == [{"name": "output", "dtype": "float32", "shape": [1, 12, 48],
+                                "kind": "tensor"}]
+
+
+def test_inspect_names_the_type_of_a_map_or_sequence(tmp_path: Path) -> None:
+    """A map input was shown as dtype "map" of "(any shape)" (trial E): its ONNX type now,
+    and no shape."""
+    from nested_value_models import dict_vectorizer, sequence_identity
+
+    for model, name, text, kind in [
+            (dict_vectorizer(), "d", "map(string, tensor(float))", "map"),
+            (sequence_identity(), "x", "seq(tensor(float) [2])", "sequence")]:
+        path = tmp_path / f"{kind}.onnx"
+        onnx.save(model, path)
+        code, stdout, stderr = run_ge("inspect", str(path), "--json")
+        assert code == 0, stderr
+        assert json.loads(stdout)["inputs"][0] == {
+            "name": name, "dtype": text, "shape": None, "kind": kind, "has_default": False}
+        code, stdout, _ = run_ge("inspect", str(path))
+        row = next(line for line in stdout.splitlines() if f" {name} " in line)
+        assert text in row and "(any shape)" not in row and " - " in row
 
 
 def test_inspect_counts_subgraphs() -> None:

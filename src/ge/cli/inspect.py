@@ -39,12 +39,17 @@ def _type_text(type_proto: onnx.TypeProto) -> tuple[str, list[Any] | None]:
         return elem, dims
     if which is None:
         return "?", None
-    return which.removesuffix("_type"), None
+    from ge.session.values import ValueType
+
+    return ValueType.from_proto(type_proto).text(), None  # seq(map(int64, float))
 
 
 def _value(vi: onnx.ValueInfoProto) -> dict[str, Any]:
     elem, dims = _type_text(vi.type)
-    return {"name": vi.name, "dtype": elem, "shape": dims}
+    which = vi.type.WhichOneof("value")
+    kind = "tensor" if which in (None, "tensor_type", "sparse_tensor_type") else (
+        which.removesuffix("_type"))
+    return {"name": vi.name, "dtype": elem, "shape": dims, "kind": kind}
 
 
 def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
@@ -143,7 +148,12 @@ def model_summary(path: Path) -> dict[str, Any]:
     }
 
 
-def _shape_text(shape: list[Any] | None) -> str:
+def _shape_text(value: dict[str, Any]) -> str:
+    """A tensor's dims, "(any shape)" for an unknown rank; "-" for a sequence, map or
+    optional, whose type (in the dtype column) says what it holds."""
+    shape = value["shape"]
+    if value["kind"] != "tensor":
+        return "-"
     return "(any shape)" if shape is None else f"[{', '.join(map(str, shape))}]"
 
 
@@ -172,11 +182,11 @@ def _print(summary: dict[str, Any]) -> None:
         io_table.add_column(column)
     for value in summary["inputs"]:
         kind = "input (default)" if value["has_default"] else "input"
-        io_table.add_row(kind, escape(value["name"]), value["dtype"],
-                         escape(_shape_text(value["shape"])))
+        io_table.add_row(kind, escape(value["name"]), escape(value["dtype"]),
+                         escape(_shape_text(value)))
     for value in summary["outputs"]:
-        io_table.add_row("output", escape(value["name"]), value["dtype"],
-                         escape(_shape_text(value["shape"])))
+        io_table.add_row("output", escape(value["name"]), escape(value["dtype"]),
+                         escape(_shape_text(value)))
     con.print(io_table)
     nodes = f"{summary['nodes']} node(s)"
     if summary["subgraphs"]:
