@@ -93,7 +93,7 @@ def test_the_filter_lets_through_the_root_nodes_within_its_depth(depth, allowed)
 
 def test_a_pass_invocation_keeps_what_a_landmark_lets_through_until_the_graph_changes(
         monkeypatch) -> None:
-    """Patterns of one pass sharing their root and landmark (LayerNormFusion's 24 forms)
+    """Patterns of one pass sharing their root and landmark (LayerNormFusion's written-out forms)
     spread from the landmarks once while nothing is rewritten; after a change of the graph
     they spread again and see it."""
     from ge.passes import PatternMatcherConfig
