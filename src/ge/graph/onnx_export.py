@@ -45,6 +45,8 @@ _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
 # (`graph_to_model(lift_constants=...)`).
 _LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
+# Every Const as a `Constant` operator (a model of ir_version < 4: see `_as_initializer`).
+_CONSTANTS_AS_NODES: ContextVar[bool] = ContextVar("ge_constants_as_nodes", default=False)
 
 
 def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
@@ -77,8 +79,8 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `value_info=False` writes no value_info for intermediate values (inputs and outputs
     keep their types), in every graph of the model. `lift_constants=True` writes the
     `Constant` operators of the model as read as initializers (of the graph they are in),
-    as constants made in the IR are; a model with ir_version < 4 keeps them as nodes (its
-    initializers would have to be graph inputs).
+    as constants made in the IR are; a model with ir_version < 4 writes every constant as a
+    `Constant` operator (its initializers would have to be graph inputs).
     `payloads`, when given, gets the large `raw_data` tensors the sink leaves inline
     (initializers, `Constant` values, input defaults): the model holds placeholders for
     them, and only `payloads.layout` and `payloads.write` make the real file of it.
@@ -86,11 +88,14 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     token = _TENSOR_SINK.set(tensor_sink)
     store = _PAYLOADS.set(payloads)
     typed = _VALUE_INFO.set(value_info)
-    lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
+    old_ir = graph.root_graph().model.ir_version < 4
+    lift = _LIFT_CONSTANTS.set(lift_constants and not old_ir)
+    as_nodes = _CONSTANTS_AS_NODES.set(old_ir)
     try:
         names = _OutputNames(graph)
         model = _graph_to_model(graph, names)
     finally:
+        _CONSTANTS_AS_NODES.reset(as_nodes)
         _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
         _PAYLOADS.reset(store)
@@ -345,7 +350,11 @@ def _liftable(node: Node) -> bool:
 
 def _as_initializer(node: Node, lift: bool) -> bool:
     """Whether a `Const` node is written as an initializer (not as a `Constant` operator):
-    one made in the IR, or a liftable `Constant` when constants are lifted."""
+    one made in the IR, or a liftable `Constant` when constants are lifted; none in a model
+    of ir_version < 4, where an initializer must also be a graph input (an overridable
+    default, not a constant: a value a pass folded would then be an input of the model)."""
+    if _CONSTANTS_AS_NODES.get():
+        return False
     return not _constant_origin(node) or (lift and _liftable(node))
 
 
