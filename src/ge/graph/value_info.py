@@ -78,7 +78,8 @@ def value_info_from_desc(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     vi = onnx.ValueInfoProto()
     vi.name = name
     if source is not None:
-        vi.doc_string = source.doc_string
+        if source.HasField("doc_string"):  # (proto2: setting "" would write an empty field)
+            vi.doc_string = source.doc_string
         vi.metadata_props.extend(source.metadata_props)
     tt = vi.type.tensor_type
     tt.elem_type = data_type_to_onnx(desc.data_type)
