@@ -128,3 +128,24 @@ def test_a_body_reading_a_removed_value_is_cut_and_restored() -> None:
     assert then_relu.get_input_producer(0) == (a, 0) and _edges(graph) == before
     graph.remove_nodes([when, cond])
     assert [c.name for c, _ in a.get_out_data_nodes_and_port_indexes(0)] == ["b"]
+
+
+def test_rollback_keeps_a_consumer_removed_while_it_was_last() -> None:
+    """x read by a, b, c, d: removing d then b in one `remove_nodes` takes d out while it
+    is last (no order restorer recorded), then b, whose restorer was made from a table
+    already without d, and on rollback dropped d's edge again (the producer side of x -> d
+    was missing; found by the random-rewrite property test)."""
+    graph = Graph("g")
+    x = add_data(graph, 0, "x")
+    readers = [add_op(graph, "Neg", x, name=name) for name in ("a", "b", "c", "d")]
+    add_output(graph, *readers)
+    before = graph.to_onnx().SerializeToString()
+    edges = _edges(graph)
+    with pytest.raises(Boom), graph.transaction():
+        graph.remove_nodes([readers[3], readers[1]])
+        raise Boom
+    graph.validate()
+    assert [(c.name, i) for c, i in x.get_out_data_nodes_and_port_indexes(0)] == [
+        ("a", 0), ("b", 0), ("c", 0), ("d", 0)]
+    assert _edges(graph) == edges
+    assert graph.to_onnx().SerializeToString() == before

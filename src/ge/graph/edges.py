@@ -38,13 +38,18 @@ def _check_index(value: Any, what: str) -> int:
 
 
 def _order_restorer(table: dict[Any, Any]) -> Callable[[], None]:
-    """An undo step that puts `table`'s keys back in their present order (values as they are)."""
+    """An undo step that puts `table`'s keys back in their present order (values as they are).
+
+    A key the table holds when it runs but did not hold now goes after them: one removed
+    earlier in the transaction while it was last (which records no restorer), whose re-adding
+    a batch undo step (`Graph.remove_nodes`) made before this one runs."""
     keys = list(table)
 
     def restore() -> None:
         values = dict(table)
         table.clear()
-        table.update((key, values[key]) for key in keys)
+        table.update((key, values.pop(key)) for key in keys if key in values)
+        table.update(values)
 
     return restore
 

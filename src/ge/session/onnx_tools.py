@@ -1,0 +1,293 @@
+"""Two of onnx's model-to-model tools, given the model without its weights: the version
+converter (`upgraded_opset`, `--opset`) and the function inliner (`inlined_functions`,
+`--inline-functions`).
+
+Both take a serialized `ModelProto`: given the whole model, every weight went through
+protobuf (which refuses 2 GiB) and was copied four or five times. They get a stand-in
+instead: each tensor of more than `STAND_IN_BYTES` (initializers and tensor attributes, in
+the root graph and in bodies) is replaced by a reference to external data naming it, with
+its name, element type and dims and no data, which the tools carry through unchanged. What
+reads tensor values there reads small ones, which stay inline: the shape inference the
+converter runs first (a Reshape's shape, a Slice's starts) and the adapters that turn
+inputs back into attributes (axes, splits; converting down, which ge does not). The
+weights are then put back by that reference: an initializer's tensor is shared with the
+graph given (no copy), a tensor attribute's is copied into the converted node. A reference
+a tool dropped, copied or changed cannot be put back unambiguously: the whole model goes
+through the tool instead when protobuf can hold it, else `CompileInputError` (GE1203).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import inliner, version_converter
+
+from ge.compiler.arguments import described
+from ge.errors import (
+    CompileInputError,
+    CompilerOptionError,
+    CompilerOptionTypeError,
+    CompileWarning,
+)
+from ge.graph import CONST, Graph, Tensor, load
+from ge.graph.allocation import no_gc_pauses
+from ge.graph.external_data import graph_tensors
+from ge.graph.model_io import INLINE_MODEL_BYTES
+from ge.graph.onnx_export import graph_to_model
+from ge.graph.onnx_import import model_to_graph
+from ge.graph.payloads import payload_nbytes
+from ge.graph.types import data_type_to_onnx
+
+__all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "inlined_functions",
+           "upgraded_opset"]
+
+#: Tensors of more payload bytes than this go to the converter as stand-ins; smaller ones
+#: (shapes, axes, scalars: what shape inference and adapters read) stay inline.
+STAND_IN_BYTES = 4096
+#: The largest model (serialized bytes, roughly) converted whole when its stand-ins cannot
+#: be put back: protobuf's 2 GiB limit, less a margin for what the estimate leaves out.
+WHOLE_MODEL_LIMIT = INLINE_MODEL_BYTES
+
+_MARKER = "ge-opset-stand-in/"  # the external data "location" of a stand-in, then its index
+
+
+def check_opset(opset: object) -> None:
+    """Refuse an `opset` that is not an int (`CompilerOptionTypeError`, GE1202, naming its
+    type: "20" and True are not opsets) or no opset of the installed onnx
+    (`CompilerOptionError`); the model's own opset is `upgraded_opset`'s to compare."""
+    newest = onnx.defs.onnx_opset_version()
+    if isinstance(opset, bool) or not isinstance(opset, int):
+        hint = f": write {opset}" if isinstance(opset, str) and opset.isdigit() else ""
+        raise CompilerOptionTypeError(f"opset must be an int, got {described(opset)}{hint}")
+    if not 1 <= opset <= newest:
+        raise CompilerOptionError(f"opset must be an ONNX opset from 1 to {newest} (onnx "
+                                  f"{onnx.__version__}), got {opset!r}")
+
+
+def upgraded_opset(graph: Graph, opset: int) -> Graph:
+    """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
+    (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
+    it is at `opset` already. Large tensors bypass the converter (see the module) and are
+    shared with `graph`. `CompilerOptionError` (GE1202) for an opset below the model's or
+    beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
+    check_opset(opset)
+    current = graph.get_opset_version("") or 0
+    if opset == current:
+        return graph
+    if not current:  # (an XGBoost model of onnxmltools: ai.onnx.ml alone)
+        others = ", ".join(f"{domain} {version}" for domain, version
+                           in sorted(graph.opset_imports.items()) if domain)
+        warnings.warn(CompileWarning(
+            f"opset {opset} left graph {graph.name!r} as it is: the model imports no ONNX "
+            f"opset (only {others or 'none'}), so it has no ONNX operator to convert"),
+            stacklevel=2)
+        return graph
+    if opset < current:
+        raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
+                                  "only converts a model up")
+
+    def convert(model: onnx.ModelProto) -> onnx.ModelProto:
+        return version_converter.convert_version(model, opset)
+
+    return _through(graph, convert, "version converter",
+                    f"take graph {graph.name!r} from opset {current} to {opset}")
+
+
+def inlined_functions(graph: Graph) -> Graph:
+    """A copy of `graph` with every call of a model-local function replaced by the
+    function's body (onnx's inliner, as onnxruntime does when it loads a model), so the
+    passes see what the functions compute; `graph` itself when it defines none. Large
+    tensors bypass the inliner (see the module). `CompileInputError` (GE1203) when the
+    inliner cannot inline them."""
+    if not graph.root_graph().model.functions:
+        return graph
+
+    def inline(model: onnx.ModelProto) -> onnx.ModelProto:
+        return inliner.inline_local_functions(model)
+
+    return _through(graph, inline, "function inliner",
+                    f"inline the local functions of graph {graph.name!r}")
+
+
+def _through(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], name: str,
+             what: str) -> Graph:
+    """`graph` after onnx's `tool` (its `name`, and `what` it does, for the messages), the
+    tool given the model without its weights, which are put back after it."""
+    stand_ins = _StandIns()
+    model = stand_ins.weightless(graph)
+    size = model.ByteSize() + stand_ins.stood_in_bytes  # the whole model's, roughly
+    converted = _run(tool, model, name, what)
+    del model  # the tool's copy is the one used from now on
+    try:
+        return stand_ins.put_back(converted)
+    except _NotPutBack as problem:
+        if size > WHOLE_MODEL_LIMIT:
+            raise CompileInputError(
+                f"onnx's {name} could {what} without its weights, but {problem}, so ge "
+                f"cannot put them back; the whole model ({size / 2**30:.1f} GiB) is over "
+                "protobuf's 2 GiB limit and cannot go through it with them") from None
+        warnings.warn(CompileWarning(
+            f"onnx's {name} could {what} without its weights, but {problem}; giving it the "
+            f"whole model ({size / 2**20:.0f} MiB) with its weights instead, which holds "
+            "them twice while it runs"), stacklevel=3)
+    return load(_run(tool, graph.to_onnx(), name, what))
+
+
+def _run(tool: Callable[[onnx.ModelProto], onnx.ModelProto], model: onnx.ModelProto,
+         name: str, what: str) -> onnx.ModelProto:
+    try:
+        return tool(model)
+    except Exception as exc:  # the tools' errors are RuntimeErrors with their message
+        raise CompileInputError(f"onnx's {name} cannot {what}: {str(exc).strip()}") from exc
+
+
+def _stand_in(name: str, data_type: int, dims: list[int], index: int) -> onnx.TensorProto:
+    """A tensor without data that refers to external data `_MARKER<index>`."""
+    proto = onnx.TensorProto()
+    proto.name = name
+    proto.data_type = data_type
+    proto.dims.extend(dims)
+    proto.data_location = onnx.TensorProto.EXTERNAL
+    entry = proto.external_data.add()
+    entry.key, entry.value = "location", f"{_MARKER}{index}"
+    return proto
+
+
+def _index(tensor: onnx.TensorProto) -> int | None:
+    """The index of a stand-in, None for any other tensor."""
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    for entry in tensor.external_data:
+        if entry.key == "location" and entry.value.startswith(_MARKER):
+            number = entry.value[len(_MARKER):]
+            return int(number) if number.isdigit() else None
+    return None
+
+
+def _dense_tensors(gp: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, bool]]:
+    """Every dense tensor of a graph and its bodies, and whether it is an initializer (sparse
+    tensors are never stood in)."""
+    for tensor, kind in graph_tensors(gp):
+        if kind != "sparse":
+            yield tensor, kind == "initializer"
+
+
+class _NotPutBack(Exception):
+    """The converter did not give every stand-in back once and unchanged (the message says
+    what it did)."""
+
+
+@dataclass
+class _StandIns:
+    """The large tensors a model went to the converter without, to put back after it."""
+
+    # By stand-in index: (name, element type, dims) the converter must give back.
+    expected: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)
+    # By stand-in index: a constant's tensor, shared into the converted graph...
+    constants: dict[int, Tensor] = field(default_factory=dict)
+    # ... or a copy of another tensor (an attribute's), copied into the converted model.
+    copies: dict[int, onnx.TensorProto] = field(default_factory=dict)
+    # Constant metadata the converter drops, by stand-in index.
+    metadata: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    stood_in_bytes: int = 0
+
+    def weightless(self, graph: Graph) -> onnx.ModelProto:
+        """`graph` exported as `to_onnx()` does, with stand-ins for its large tensors: the
+        constants' tensors are not copied; a large tensor attribute (a `Constant`
+        operator's) is copied aside, to be put back."""
+
+        def sink(tensor: Tensor, name: str) -> onnx.TensorProto | None:
+            data_type = data_type_to_onnx(tensor.data_type)
+            dims = tensor.shape
+            nbytes = payload_nbytes(data_type, dims)
+            if nbytes is None or nbytes <= STAND_IN_BYTES:
+                return None
+            return self._add(tensor, name, data_type, dims, nbytes)
+
+        with no_gc_pauses():
+            model = graph_to_model(graph, tensor_sink=sink)
+            for tensor, _ in _dense_tensors(model.graph):
+                index = _index(tensor)
+                if index is not None:  # a constant's: keep the metadata written beside it
+                    if len(tensor.metadata_props):
+                        self.metadata[index] = [(p.key, p.value) for p in tensor.metadata_props]
+                    continue
+                if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                    continue  # data not in memory: it goes through as it is
+                nbytes = payload_nbytes(tensor.data_type, list(tensor.dims))
+                if nbytes is None or nbytes <= STAND_IN_BYTES:
+                    continue
+                original = onnx.TensorProto()
+                original.CopyFrom(tensor)
+                tensor.CopyFrom(self._add(original, tensor.name, tensor.data_type,
+                                          list(tensor.dims), nbytes))
+        return model
+
+    def _add(self, original: Tensor | onnx.TensorProto, name: str, data_type: int,
+             dims: list[int], nbytes: int) -> onnx.TensorProto:
+        index = len(self.expected)
+        if isinstance(original, Tensor):
+            self.constants[index] = original
+        else:
+            self.copies[index] = original
+        self.expected.append((name, data_type, tuple(dims)))
+        self.stood_in_bytes += nbytes
+        return _stand_in(name, data_type, dims, index)
+
+    def put_back(self, converted: onnx.ModelProto) -> Graph:
+        """The converted graph with the original tensors in place of the stand-ins;
+        `_NotPutBack` when a stand-in was dropped, copied or changed."""
+        found: dict[int, onnx.TensorProto] = {}
+        for tensor, initializer in _dense_tensors(converted.graph):
+            index = _index(tensor)
+            if index is None:
+                continue
+            if index >= len(self.expected):
+                raise _NotPutBack(f"it gave back an unknown stand-in ({tensor.name!r})")
+            name = self.expected[index][0]
+            if index in found:
+                raise _NotPutBack(f"it copied the stand-in of tensor {name!r}")
+            if (tensor.name, tensor.data_type, tuple(tensor.dims)) != self.expected[index]:
+                raise _NotPutBack(f"it changed the stand-in of tensor {name!r}")
+            if index in self.constants and not initializer:
+                raise _NotPutBack(f"it moved initializer {name!r} into an attribute")
+            found[index] = tensor
+        missing = [self.expected[i][0] for i in range(len(self.expected)) if i not in found]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise _NotPutBack(f"it dropped the stand-in of tensor {missing[0]!r}{more}")
+        with no_gc_pauses():
+            for index, tensor in found.items():
+                if index in self.copies:  # each copy goes as soon as it is in place
+                    tensor.CopyFrom(self.copies.pop(index))
+            result = model_to_graph(converted)
+        shared = self._share_constants(result) if self.constants else 0
+        if shared != len(self.constants):
+            raise _NotPutBack(f"{len(self.constants) - shared} stand-in initializer(s) did "
+                              "not come back as constants")
+        return result
+
+    def _share_constants(self, graph: Graph) -> int:
+        """Give each stand-in constant of the converted graph its original tensor (shared,
+        not copied) and metadata; how many there were."""
+        shared = 0
+        for body in [graph, *graph.get_all_subgraphs()]:
+            for node in body.nodes_of_type(CONST):
+                if not node.has_attr("value"):
+                    continue
+                index = _index_of_constant(node.get_attr("value"))
+                if index is None or index not in self.constants:
+                    continue
+                node.set_attr("value", self.constants[index])
+                for key, value in self.metadata.get(index, ()):
+                    node.set_metadata(key, value)
+                shared += 1
+        return shared
+
+
+def _index_of_constant(tensor: Tensor) -> int | None:
+    source = tensor._source_proto()  # the stand-in read from the converted model
+    return _index(source) if source is not None else None
