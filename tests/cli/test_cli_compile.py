@@ -426,3 +426,26 @@ def test_running_out_of_memory_is_one_line(model: Path, tmp_path: Path,
     assert (json.loads(stdout)["code"], json.loads(stdout)["type"]) == ("GE1801",
                                                                         "OutOfMemoryError")
     assert not out.exists()
+
+
+def test_inline_functions_flag(tmp_path: Path) -> None:
+    """`--inline-functions` replaces each call of a model-local function by its body."""
+    from onnx import TensorProto, helper
+
+    body = [helper.make_node("Neg", ["X"], ["n"]), helper.make_node("Neg", ["n"], ["Y"])]
+    twice = helper.make_function("local", "twice", ["X"], ["Y"], body,
+                                 [helper.make_opsetid("", 17)])
+    graph = helper.make_graph(
+        [helper.make_node("twice", ["x"], ["y"], domain="local")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, functions=[twice], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]), source)
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), "--inline-functions",
+                                  "--json")
+    assert code == 0, stderr
+    saved = onnx.load(out)
+    assert not saved.functions and [n.op_type for n in saved.graph.node] == ["Neg", "Neg"]
+    assert json.loads(stdout)["ops_before"] == {"Neg": 2}

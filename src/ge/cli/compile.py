@@ -304,7 +304,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
              value_info: str, html_path: Path | None = None,
              tolerances_given: Sequence[str] = (), opset: int | None = None,
-             enable: tuple[str, ...] = ()) -> None:
+             enable: tuple[str, ...] = (), inline_functions: bool = False) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -346,7 +346,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             atol=atol if "--atol" in tolerances_given else None,
                             check=check, on_pass_failure=on_pass_failure, dump=dump,
                             dump_level=dump_level, observers=observers,
-                            value_info=value_info, opset=opset)
+                            value_info=value_info, opset=opset,
+                            inline_functions=inline_functions)
     result.source = result.source or Path(model)  # (given as the graph loaded from it)
     from ge.passes.stage import PassStage
     from ge.session.hints import opset_hints
@@ -469,6 +470,9 @@ def _output_file(text: str) -> Path:
 @click.option("--opset", type=int, default=None, metavar="N",
               help="Convert MODEL to standard opset N first (onnx's version converter), so "
                    "that fusions into newer operators apply (Gelu: 20, RMSNormalization: 23).")
+@click.option("--inline-functions", is_flag=True,
+              help="Replace every call of a function MODEL defines by its body first, so "
+                   "the passes see what it computes (onnx's inliner).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report (or the error) as JSON on stdout.")
 def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
@@ -478,7 +482,7 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
                     external_data: bool | None, overwrite_input: bool, value_info: str,
-                    opset: int | None, as_json: bool) -> None:
+                    opset: int | None, inline_functions: bool, as_json: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     dims = parse_dims(dim_pairs, inputs)
@@ -492,7 +496,7 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                      disable=disable, check=check, on_pass_failure=on_pass_failure,
                      external_data=external_data, overwrite_input=overwrite_input,
                      value_info=value_info, html_path=html_path, tolerances_given=given,
-                     opset=opset, enable=enable)
+                     opset=opset, enable=enable, inline_functions=inline_functions)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output))

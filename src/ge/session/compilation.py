@@ -47,7 +47,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.passes.discovery import given_paths
-from ge.session.opset_upgrade import check_opset, upgraded_opset
+from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset
 from ge.session.runner import InputSpec, exported_to_run, model_inputs, run_model
 from ge.session.verification import (
     VerificationReport,
@@ -473,6 +473,7 @@ def compile(
     observers: Iterable[PipelineObserver] = (),
     value_info: str = "auto",
     opset: int | None = None,
+    inline_functions: bool = False,
 ) -> CompileResult:
     """Compile `model` with the built-in and plugin passes; see `compile_graph` for the
     pipeline, `pass_paths`, `options`, `disable`, `enable`, `check` and `on_pass_failure`.
@@ -491,6 +492,8 @@ def compile(
     `opset` converts the model to that standard-domain opset first (`upgraded_opset`), so
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
+    `inline_functions` first replaces every call of a model-local function by its body
+    (`inlined_functions`): the passes otherwise see a call, not what it computes.
 
     Every argument is checked before anything is loaded or run: one of the wrong type (a
     str where a list of names or an int belongs, "false" for False) is
@@ -513,6 +516,7 @@ def compile(
     _check_dump_arguments(dump, dump_level)
     if opset is not None:
         check_opset(opset)
+    flag(inline_functions, "inline_functions")
     tolerances = [name for name, value in (("rtol", rtol), ("atol", atol)) if value is not None]
     if rtol is not None:
         check_tolerance(rtol, "rtol")
@@ -523,7 +527,8 @@ def compile(
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
     atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
-    graph = given if opset is None else upgraded_opset(given, opset)
+    graph = inlined_functions(given) if inline_functions else given
+    graph = graph if opset is None else upgraded_opset(graph, opset)
     in_place = in_place and graph is given
     typed = _value_info_mode(value_info, given)  # the model as given, not as converted
     dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
