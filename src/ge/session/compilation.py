@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,34 +27,32 @@ from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
-from ge.compiler.pass_registry import BUILTIN_ORIGIN
-from ge.compiler.report import CompileReport, PassRunRecord
+from ge.compiler.report import CompileReport
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
-from ge.compiler.steps import FINAL_VALIDATION_STAGE, check_operators_known
+from ge.compiler.steps import FINAL_VALIDATION_STAGE
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
     CompilerOptionTypeError,
-    CompileWarning,
     GeError,
     GraphValidationError,
-    RuntimeLoadError,
     SessionError,
     ValidationProblem,
     VerificationError,
-    VerificationInputError,
 )
 from ge.graph import Graph
 from ge.passes.discovery import given_paths
+from ge.session.compile_verification import (
+    EachPassVerifier,
+    run_original,
+    warn_not_compared,
+    warn_unexercised_bodies,
+)
 from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset
-from ge.session.runner import InputSpec, exported_to_run, model_inputs, run_model
+from ge.session.runner import exported_to_run, run_model
 from ge.session.verification import (
     VerificationReport,
-    check_inputs,
     compare_outputs,
-    generate_inputs,
-    generated_inputs_note,
-    load_inputs,
     narrow_float_outputs,
     random_output_reasons,
 )
@@ -336,123 +333,6 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         f"{described(model)}")
 
 
-class _EachPassVerifier(PipelineObserver):
-    """After every pass that changed the graph, run it and compare with the original: once
-    per pass, after it ran on the root graph and every body (once per body made a model of
-    a thousand If nodes take minutes)."""
-
-    def __init__(self, expected: Mapping[str, Any], inputs: Mapping[str, Any],
-                 rtol: float, atol: float, not_compared: Mapping[str, str],
-                 computed_in: Mapping[str, str]) -> None:
-        self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
-        self.not_compared, self.computed_in = not_compared, computed_in
-
-    def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
-        changed = [r for r in records if r.changed]
-        if not changed:
-            return
-        record = changed[0]
-        where = record.graph_name if len(changed) == 1 else (
-            f"{record.graph_name} and {len(changed) - 1} more")
-        try:
-            actual = run_model(graph, self.inputs)
-        except SessionError as err:  # the pass left a model the runtime cannot load or run
-            raise SessionError(
-                f"after pass {record.pass_name} (graph {where}) the model cannot "
-                f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
-                nodes=err.nodes, location=record.location) from err
-        report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
-                                 not_compared=self.not_compared, computed_in=self.computed_in)
-        if not report.ok:
-            raise VerificationError(
-                f"the outputs differ from the original's after pass {record.pass_name} "
-                f"(graph {where}): {report.summary()}",
-                pass_name=record.pass_name, stage=record.stage, report=report,
-                location=record.location)
-
-
-def _warn_unexercised_bodies(report: CompileReport) -> None:
-    """Generated inputs take one path through an If (or a Loop's trip count): a plugin pass
-    that changed a body may not have been run by the verification; say so, naming them."""
-    root = report.graph.name
-    changed = sorted({(r.pass_name, r.graph_name) for r in report.records  # plugins only
-                      if r.changed and r.graph_name != root and r.origin != BUILTIN_ORIGIN})
-    if changed:
-        where = ", ".join(f"{name} in body {graph!r}" for name, graph in changed[:3])
-        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-        warnings.warn(CompileWarning(
-            f"verification ran generated inputs, which take one path through If and Loop "
-            f"nodes; passes changed their bodies ({where}{more}): give inputs that run "
-            "every branch (--inputs FILE.npz, inputs=) to check them"), stacklevel=3)
-
-
-def _warn_not_compared(random: Mapping[str, str]) -> None:
-    """Outputs that depend on a random operator cannot be verified: say which, and why."""
-    names = list(random)
-    shown = ", ".join(repr(n) for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else "")
-    first = random[names[0]].removeprefix("not compared: depends on ")
-    warnings.warn(CompileWarning(
-        f"verification does not compare output(s) {shown}: they depend on {first}, so two "
-        "runs of the original differ there; export the model in eval mode (model.eval()) "
-        "to verify them"), stacklevel=4)
-
-
-def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]
-                | None, seed: int, dims: Mapping[str, int] | None = None) -> dict[str, Any]:
-    if inputs is None:
-        return generate_inputs(original, seed=seed, dims=dims)
-    if isinstance(inputs, (str, os.PathLike)):
-        return load_inputs(inputs, original)
-    # only tensor inputs are made arrays: a list of arrays is a sequence, not one tensor
-    specs = {spec.name: spec for spec in model_inputs(original)}
-    values = {name: value if name in specs and specs[name].nested is not None
-              else _as_array(value, specs.get(name), original.graph.name)
-              for name, value in inputs.items()}
-    check_inputs(values, original)
-    return values
-
-
-def _as_array(value: Any, spec: InputSpec | None, graph: str) -> Any:
-    """`value` given for a tensor input as an array; a ragged list is GE1602."""
-    try:
-        return np.asarray(value)
-    except ValueError:
-        if spec is None:  # not an input: check_inputs says so
-            return value
-        raise VerificationInputError(
-            f"inputs do not fit graph {graph!r}: input {spec.name!r}: expected "
-            f"{spec.describe()}, got a {type(value).__name__} of items of different shapes "
-            "(ragged), which is no array") from None
-
-
-def _inputs_may_matter(err: SessionError, inputs: object) -> bool:
-    """Whether a failed run of generated inputs might run with real ones: not when the
-    runtime would not load the model at all."""
-    return inputs is None and not isinstance(err, RuntimeLoadError)
-
-
-def _run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None,
-                  dims: Mapping[str, int] | None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The outputs of the model as given (it is checked too) and the inputs they came from.
-    Nothing of the run outlives it: its session and export are gone before the passes run.
-    What the compilation's shape inference refuses before any inference (an opset or an
-    operator onnx does not know) is refused first, with the same error: onnxruntime would
-    refuse it too, in its own words, and the diagnosis would depend on verifying."""
-    check_operators_known(given)
-    with exported_to_run(given) as original:
-        feeds = _inputs_for(original.proto, inputs, seed=0, dims=dims)
-        try:
-            return run_model(original, feeds), feeds
-        except SessionError as err:  # nothing of ge's in it yet: say so
-            note = (generated_inputs_note(original.proto, feeds)
-                    if _inputs_may_matter(err, inputs) else "")
-            raise SessionError(
-                f"the original model (as given, before any pass) cannot be run for the "
-                f"verification: {err.message}{note}", nodes=err.nodes) from err
-
-
 def compile(
     model: str | os.PathLike[str] | onnx.ModelProto | Graph,
     *,
@@ -547,7 +427,7 @@ def compile(
         unrunnable: SessionError | None = None  # the original's failure, told after compiling
         if mode != "none":
             try:
-                expected, feeds = _run_original(given, inputs, dims)  # before any conversion
+                expected, feeds = run_original(given, inputs, dims)  # before any conversion
             except SessionError as err:
                 if not given.find_problems():
                     raise
@@ -555,9 +435,9 @@ def compile(
             else:
                 random, narrow = random_output_reasons(given), narrow_float_outputs(given)
                 if random:
-                    _warn_not_compared(random)
+                    warn_not_compared(random)
                 if mode == "each-pass":
-                    watchers.append(_EachPassVerifier(expected, feeds, rtol, atol, random,
+                    watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
                                                       narrow))
 
         def run() -> CompileResult:
@@ -586,7 +466,7 @@ def compile(
                         "the compiled model's outputs differ from the original's: "
                         f"{verification.summary()}{which}", report=verification)
                 if inputs is None:
-                    _warn_unexercised_bodies(report)
+                    warn_unexercised_bodies(report)
             return CompileResult(graph, report, verification, source, typed)
 
         try:
