@@ -449,3 +449,13 @@ def test_inline_functions_flag(tmp_path: Path) -> None:
     saved = onnx.load(out)
     assert not saved.functions and [n.op_type for n in saved.graph.node] == ["Neg", "Neg"]
     assert json.loads(stdout)["ops_before"] == {"Neg": 2}
+    assert json.loads(stdout)["hints"] == []  # nothing left to inline
+    # without the flag, a hint says what it would do
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out))
+    assert code == 0, stderr
+    text = ("1 call(s) of model-local function(s) local.twice compiled as calls, their "
+            "bodies not optimised (--inline-functions inlines them)")
+    assert f"hint: {text}" in stdout
+    code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--json")
+    assert json.loads(stdout)["hints"] == [
+        {"functions": ["local.twice"], "count": 1, "text": text}]

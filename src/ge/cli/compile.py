@@ -31,7 +31,7 @@ from ge.errors import CommandLineError, GeError
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
     from ge.session.compilation import CompileResult, VerifyNames
-    from ge.session.hints import OpsetHint
+    from ge.session.hints import FunctionHint, OpsetHint
     from ge.session.verification import VerificationReport
 
 __all__ = ["compile_command", "dump_command", "parse_options",
@@ -236,7 +236,8 @@ def _verification_table(verification: VerificationReport) -> Any:
 
 
 def print_compile_result(result: CompileResult, *, output: Path | None,
-                         hints: Sequence[OpsetHint] = (), data_file: Path | None = None
+                         hints: Sequence[OpsetHint | FunctionHint] = (),
+                         data_file: Path | None = None
                          ) -> None:
     """The text report: pass runs, operator changes, totals, hints, verification."""
     from rich.markup import escape
@@ -350,13 +351,15 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             inline_functions=inline_functions)
     result.source = result.source or Path(model)  # (given as the graph loaded from it)
     from ge.passes.stage import PassStage
-    from ge.session.hints import opset_hints
+    from ge.session.hints import function_hints, opset_hints
 
     # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
     ran = {record.pass_name for record in result.report.records}
     late = {record.pass_name for record in result.report.records
             if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
-    hints = opset_hints(result.graph, _builtins_not_in(ran), ran, late=late) if builtin else []
+    hints: list[OpsetHint | FunctionHint] = [
+        *(opset_hints(result.graph, _builtins_not_in(ran), ran, late=late) if builtin else []),
+        *function_hints(result.graph)]
     described: list[dict[str, Any]] = []
 
     def describe(data_file: Path | None) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ge.graph import CONST, Graph, Node
 
-__all__ = ["OpsetHint", "opset_hints"]
+__all__ = ["FunctionHint", "OpsetHint", "function_hints", "opset_hints"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +108,31 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
         if count:
             hints.append(OpsetHint(name, what, operator, opset, count))
     return hints
+
+
+@dataclass(frozen=True)
+class FunctionHint:
+    """`count` calls of model-local `functions` ("domain.name"): each is one node to the
+    passes, which never see its body unless `--inline-functions` inlines it first."""
+
+    functions: tuple[str, ...]
+    count: int
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.functions[:3]) + (
+            f" and {len(self.functions) - 3} more" if len(self.functions) > 3 else "")
+        return (f"{self.count} call(s) of model-local function(s) {shown} compiled as calls, "
+                "their bodies not optimised (--inline-functions inlines them)")
+
+
+def function_hints(graph: Graph) -> list[FunctionHint]:
+    """A hint when `graph` (a compiled root graph) calls functions its model defines."""
+    defined = {(f.domain, f.name) for f in graph.root_graph().model.functions}
+    if not defined:
+        return []
+    calls = [node for g in (graph, *graph.get_all_subgraphs()) for node in g.get_direct_nodes()
+             if (node.domain, node.type) in defined]
+    if not calls:
+        return []
+    names = tuple(sorted({f"{n.domain}.{n.type}" if n.domain else n.type for n in calls}))
+    return [FunctionHint(names, len(calls))]
