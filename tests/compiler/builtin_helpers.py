@@ -52,6 +52,34 @@ def model(nodes: Iterable[onnx.NodeProto], inputs: Iterable[onnx.ValueInfoProto]
     return made
 
 
+#: A per-channel step after an operator: (Mul or Add, the constant's shape, None for the
+#: default one; whether the constant is the first operand).
+AffineStep = tuple[str, Sequence[int] | None, bool]
+
+
+def affine_steps(steps: Sequence[AffineStep], *, default_shape: Sequence[int],
+                 inputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto],
+                 operand_input: bool, rng: np.random.Generator, prefix: str = ""
+                 ) -> list[onnx.NodeProto]:
+    """The nodes applying `steps` in turn to value t0 (t1, t2, ...; the last result is y),
+    each constant an initializer drawn from `rng` (a Mul's in [0.5, 2), an Add's normal)
+    added to `inits`, or with `operand_input` a graph input added to `inputs`; node names
+    `prefix` + "mul0", "add1"...; the decomposed BatchNormalization of tf2onnx's Keras."""
+    nodes = []
+    for k, (op, shape, first) in enumerate(steps):
+        name = f"k{k}"
+        dims = list(default_shape) if shape is None else list(shape)
+        if operand_input:
+            inputs.append(vi(name, F, dims))
+        else:
+            value = rng.uniform(0.5, 2.0, dims) if op == "Mul" else rng.standard_normal(dims)
+            inits.append(init(name, value))
+        args = [name, f"t{k}"] if first else [f"t{k}", name]
+        nodes.append(helper.make_node(op, args, [f"t{k + 1}"], name=f"{prefix}{op.lower()}{k}"))
+    nodes[-1].output[0] = "y"
+    return nodes
+
+
 def load(source: onnx.ModelProto | Path, *, infer: bool = True) -> Graph:
     """The IR of a model, with inferred descs unless `infer=False`."""
     graph = ge.graph.load(source)

@@ -14,7 +14,17 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from builtin_helpers import F, assert_fused, histogram, init, load, model, run_pass, vi
+from builtin_helpers import (
+    F,
+    affine_steps,
+    assert_fused,
+    histogram,
+    init,
+    load,
+    model,
+    run_pass,
+    vi,
+)
 from onnx import helper, numpy_helper
 
 import ge
@@ -52,17 +62,8 @@ def deconv_then(ops: Sequence[tuple[str, Sequence[int] | None, bool]], *, group:
         conv_in.append("cb")
     nodes = [node("ConvTranspose", conv_in, ["t0"], name="deconv", group=group,
                   strides=[2, 2], kernel_shape=[2, 2])]
-    for k, (op, shape, first) in enumerate(ops):
-        name = f"k{k}"
-        shape = [cout, 1, 1] if shape is None else list(shape)
-        if operand_input:
-            inputs.append(vi(name, F, shape))
-        else:
-            value = RNG.uniform(0.5, 2.0, shape) if op == "Mul" else RNG.standard_normal(shape)
-            inits.append(init(name, value))
-        args = [name, f"t{k}"] if first else [f"t{k}", name]
-        nodes.append(node(op, args, [f"t{k + 1}"], name=f"{op.lower()}{k}"))
-    nodes[-1].output[0] = "y"
+    nodes += affine_steps(ops, default_shape=[cout, 1, 1], inputs=inputs, inits=inits,
+                          operand_input=operand_input, rng=RNG)
     y_shape = [2, cout, 2 * SIZE, 2 * SIZE] if y_shape is None else list(y_shape)
     return model(nodes, inputs, [vi("y", F, y_shape), *outputs], inits)
 

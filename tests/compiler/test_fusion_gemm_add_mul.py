@@ -15,7 +15,17 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from builtin_helpers import F, assert_fused, histogram, init, load, model, run_pass, vi
+from builtin_helpers import (
+    F,
+    affine_steps,
+    assert_fused,
+    histogram,
+    init,
+    load,
+    model,
+    run_pass,
+    vi,
+)
 from onnx import helper
 
 import ge
@@ -66,19 +76,8 @@ def dense_then(ops: Sequence[Step], *, x_shape: Sequence[int] = (4, K), bias: bo
 
 def _steps(ops: Sequence[Step], inputs: list[onnx.ValueInfoProto],
            inits: list[onnx.TensorProto], operand_input: bool) -> list[onnx.NodeProto]:
-    nodes = []
-    for k, (op, shape, first) in enumerate(ops):
-        name = f"k{k}"
-        shape = [N] if shape is None else list(shape)
-        if operand_input:
-            inputs.append(vi(name, F, shape))
-        else:
-            value = RNG.uniform(0.5, 2.0, shape) if op == "Mul" else RNG.standard_normal(shape)
-            inits.append(init(name, value))
-        args = [name, f"t{k}"] if first else [f"t{k}", name]
-        nodes.append(node(op, args, [f"t{k + 1}"], name=f"bn/{op.lower()}{k}"))
-    nodes[-1].output[0] = "y"
-    return nodes
+    return affine_steps(ops, default_shape=[N], inputs=inputs, inits=inits,
+                        operand_input=operand_input, rng=RNG, prefix="bn/")
 
 
 def gemm_then(ops: Sequence[Step], *, c_shape: Sequence[int] | None = (N,), trans_a: int = 0,
