@@ -12,8 +12,8 @@ import onnx
 from ge.graph.tensor_desc import UNKNOWN_DIM, Shape, TensorDesc, _trusted
 from ge.graph.types import DataType, Format, data_type_from_onnx, data_type_to_onnx
 
-__all__ = ["NON_TENSOR_KINDS", "desc_from_value_info", "holds_non_tensor", "named_value_info",
-           "value_info_from_desc"]
+__all__ = ["NON_TENSOR_KINDS", "desc_from_value_info", "holds_non_tensor", "is_known_type",
+           "named_value_info", "value_info_from_desc"]
 
 #: The kinds of ONNX type that are not a tensor: the IR types tensors only, and a value of
 #: one of these has an unknown desc that keeps its ONNX type as its source.
@@ -51,6 +51,13 @@ def desc_from_value_info(vi: onnx.ValueInfoProto) -> TensorDesc:
     desc._source = vi
     desc._source_key = desc._key()
     return desc
+
+
+def is_known_type(tp: onnx.TypeProto) -> bool:
+    """Whether an inferred type says something a desc can hold: a tensor of known element
+    type, or a sequence, map, optional or sparse tensor (kept as the desc's source)."""
+    kind = tp.WhichOneof("value")
+    return (kind == "tensor_type" and bool(tp.tensor_type.elem_type)) or kind in NON_TENSOR_KINDS
 
 
 def holds_non_tensor(desc: TensorDesc) -> bool:

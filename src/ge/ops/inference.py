@@ -20,7 +20,7 @@ from ge.graph.graph import Graph
 from ge.graph.node import Node
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
-from ge.graph.value_info import NON_TENSOR_KINDS, desc_from_value_info
+from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops.memo import active_memo
 from ge.ops.onnx_node import (
     STRUCTURAL,
@@ -308,9 +308,7 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
     outputs: list[TensorDesc | None] = []
     for out_name in node.get_output_names():
         tp = inferred.get(out_name) if out_name else None
-        kind = tp.WhichOneof("value") if tp is not None else None
-        if tp is None or not ((kind == "tensor_type" and tp.tensor_type.elem_type)
-                              or kind in NON_TENSOR_KINDS):
+        if tp is None or not is_known_type(tp):
             outputs.append(None)
             continue
         outputs.append(desc_from_value_info(onnx.helper.make_value_info(out_name, tp)))

@@ -26,7 +26,7 @@ from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
-from ge.graph.value_info import NON_TENSOR_KINDS, desc_from_value_info
+from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
 from ge.ops.inference import (
     _known,
@@ -85,21 +85,19 @@ class _Decoder:
     """
 
     def __init__(self) -> None:
-        # serialized type -> its desc, or None when it is not a tensor of known element type
+        # serialized type -> its desc, or None when it says nothing (`is_known_type`)
         self._by_type: dict[bytes, TensorDesc | None] = {}
 
     def typed(self, vi: onnx.ValueInfoProto) -> TensorDesc | None:
-        """The desc of `vi`'s type when it is a tensor of known element type (what
-        inference writes back), else None; each value gets its own copy of it."""
+        """The desc of `vi`'s type when it says something (`is_known_type`: what inference
+        writes back), else None; each value gets its own copy of it."""
         tp = vi.type
         key = tp.SerializeToString()
         try:
             return self._by_type[key]
         except KeyError:
-            kind = tp.WhichOneof("value")
-            typed = kind == "tensor_type" and bool(tp.tensor_type.elem_type)
             template = None
-            if typed or kind in NON_TENSOR_KINDS:  # (a sequence: unknown, its type the source)
+            if is_known_type(tp):  # (a sequence: an unknown desc, its type the source)
                 detached = onnx.ValueInfoProto()
                 detached.type.CopyFrom(tp)
                 template = desc_from_value_info(detached)
