@@ -45,8 +45,6 @@ _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
 # (`graph_to_model(lift_constants=...)`).
 _LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
-# Every Const as a `Constant` operator (a model of ir_version < 4: see `_as_initializer`).
-_CONSTANTS_AS_NODES: ContextVar[bool] = ContextVar("ge_constants_as_nodes", default=False)
 
 
 def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
@@ -88,14 +86,11 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     token = _TENSOR_SINK.set(tensor_sink)
     store = _PAYLOADS.set(payloads)
     typed = _VALUE_INFO.set(value_info)
-    old_ir = graph.root_graph().model.ir_version < 4
-    lift = _LIFT_CONSTANTS.set(lift_constants and not old_ir)
-    as_nodes = _CONSTANTS_AS_NODES.set(old_ir)
+    lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
     try:
         names = _OutputNames(graph)
         model = _graph_to_model(graph, names)
     finally:
-        _CONSTANTS_AS_NODES.reset(as_nodes)
         _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
         _PAYLOADS.reset(store)
@@ -348,14 +343,12 @@ def _liftable(node: Node) -> bool:
     return "value" in node._attrs
 
 
-def _as_initializer(node: Node, lift: bool) -> bool:
+def _as_initializer(node: Node, lift: bool, old_ir: bool) -> bool:
     """Whether a `Const` node is written as an initializer (not as a `Constant` operator):
     one made in the IR, or a liftable `Constant` when constants are lifted; none in a model
-    of ir_version < 4, where an initializer must also be a graph input (an overridable
-    default, not a constant: a value a pass folded would then be an input of the model)."""
-    if _CONSTANTS_AS_NODES.get():
-        return False
-    return not _constant_origin(node) or (lift and _liftable(node))
+    of ir_version < 4 (`old_ir`), where an initializer must also be a graph input (an
+    overridable default, not a constant: a value a pass folded would be a model input)."""
+    return not old_ir and (not _constant_origin(node) or (lift and _liftable(node)))
 
 
 def _untyped(vi: onnx.ValueInfoProto) -> bool:
@@ -491,6 +484,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
     store = _PAYLOADS.get()
     typed = _VALUE_INFO.get()
     lift = _LIFT_CONSTANTS.get()
+    old_ir = graph.root_graph().model.ir_version < 4
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
@@ -526,7 +520,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         op_type = node._type
         if op_type in (DATA, NET_OUTPUT):
             continue
-        if op_type == CONST and _as_initializer(node, lift):
+        if op_type == CONST and _as_initializer(node, lift, old_ir):
             name = _value_name((node, 0), renames)
             if "value" in node._attrs:
                 tensor = node._stored_tensor("value")
@@ -572,7 +566,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
                 slot = node._out_slot(producer[1])
             output = _value_info(output_names[i], slot)
             if (_untyped(output) and node._graph is graph and node._type == CONST
-                    and output_names[i] == names.name(producer) and _as_initializer(node, lift)):
+                    and output_names[i] == names.name(producer)
+                    and _as_initializer(node, lift, old_ir)):
                 output = _typed_like_initializer(output, node)
             outputs.append(output)
         gp.output.extend(outputs)
