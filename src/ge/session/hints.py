@@ -130,8 +130,7 @@ def function_hints(graph: Graph) -> list[FunctionHint]:
     defined = {(f.domain, f.name) for f in graph.root_graph().model.functions}
     if not defined:
         return []
-    calls = [node for g in (graph, *graph.get_all_subgraphs()) for node in g.get_direct_nodes()
-             if (node.domain, node.type) in defined]
+    calls = [node for node in graph.get_all_nodes() if (node.domain, node.type) in defined]
     if not calls:
         return []
     names = tuple(sorted({f"{n.domain}.{n.type}" if n.domain else n.type for n in calls}))
