@@ -31,7 +31,7 @@ from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
 __all__ = ["ONNX_DOMAINS", "attribute_problems", "find_node_problems", "find_problems",
-           "unknown_operators"]
+           "first_opset", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -399,7 +399,7 @@ def _local_function(g: Graph, node: Node) -> bool:
 def _unknown_op(node: Node, version: int) -> str:
     """Why ONNX has no operator for `node` at the model's opset."""
     domain = node._domain or "ai.onnx"
-    since = _first_versions().get((node._domain, node._type))
+    since = first_opset(node._type, node._domain)
     if since is None:
         return (f"{node._type} node {node._name!r}: ONNX has no operator {node._type} in "
                 f"domain {domain!r} (onnx {_ONNX_VERSION}); onnx.checker and runtimes reject "
@@ -409,10 +409,16 @@ def _unknown_op(node: Node, version: int) -> str:
             "the model")
 
 
+def first_opset(op_type: str, domain: str = "") -> int | None:
+    """The opset an operator of ONNX's domains first appears in (its oldest schema:
+    `get_schema` without a version gives the newest, Einsum's 28 where it came in 12);
+    None when onnx defines no such operator."""
+    return _first_versions().get(("" if domain == "ai.onnx" else domain, op_type))
+
+
 @lru_cache(maxsize=1)
 def _first_versions() -> dict[tuple[str, str], int]:
-    """(domain, op type) -> the opset an ONNX operator first appears in (its oldest schema:
-    `get_schema` without a version gives the newest, Einsum's 28 where it came in 12)."""
+    """(domain, op type) -> `first_opset`, for every operator onnx defines."""
     first: dict[tuple[str, str], int] = {}
     for schema in defs.get_all_schemas_with_history():
         key = ("" if schema.domain == "ai.onnx" else schema.domain, schema.name)

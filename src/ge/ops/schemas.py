@@ -17,6 +17,7 @@ import onnx
 from onnx import AttributeProto, defs, helper
 
 from ge.errors import OpNotFoundError
+from ge.graph.validation import first_opset
 
 __all__ = [
     "STANDARD_DOMAINS",
@@ -206,11 +207,8 @@ def _standard_spec(op_type: str, opset: int, domain: str) -> OpSpec:
         schema = defs.get_schema(op_type, opset, domain)
     except defs.SchemaError:
         where = f"domain {domain!r}" if domain else "the ONNX domain"
-        if defs.has(op_type, domain):
-            first = min(
-                s.since_version for s in defs.get_all_schemas_with_history()
-                if s.name == op_type and s.domain == domain
-            )
+        first = first_opset(op_type, domain)
+        if first is not None:
             raise OpNotFoundError(
                 f"operator {op_type} of {where} is not defined at opset {opset}; "
                 f"it first appears at opset {first}"
