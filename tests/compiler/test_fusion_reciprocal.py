@@ -30,7 +30,8 @@ RNG = np.random.default_rng(0)
 def one_over(*, form: str = "one", one: object = 1.0, one_shape: tuple[int, ...] = (),
              s_shape: tuple[int, ...] = (3,), mul_first: bool = False, elem: int = F,
              extra: tuple[onnx.NodeProto, ...] = (),
-             outputs: tuple[onnx.ValueInfoProto, ...] = ()) -> onnx.ModelProto:
+             outputs: tuple[onnx.ValueInfoProto, ...] = (),
+             mul_name: str = "mul") -> onnx.ModelProto:
     """y = x * inverse(s), x [2, 3] an input, s a positive input of `s_shape`; `inverse` is
     Reciprocal (form "reciprocal") or Div(one, s) with `one` a constant of `one_shape`."""
     dtype = helper.tensor_dtype_to_np_dtype(elem)
@@ -42,7 +43,7 @@ def one_over(*, form: str = "one", one: object = 1.0, one_shape: tuple[int, ...]
         inits.append(init("one", np.full(one_shape, one), dtype))
         inverse = node("Div", ["one", "s"], ["inv"], name="inv")
         inverse_shape = tuple(np.broadcast_shapes(one_shape, s_shape))
-    product = node("Mul", ["inv", "x"] if mul_first else ["x", "inv"], ["y"], name="mul")
+    product = node("Mul", ["inv", "x"] if mul_first else ["x", "inv"], ["y"], name=mul_name)
     out_shape = list(np.broadcast_shapes((2, 3), inverse_shape))
     return model([inverse, product, *extra], [vi("x", elem, [2, 3]), vi("s", elem, s_shape)],
                  [vi("y", elem, out_shape), *outputs], inits)
@@ -168,4 +169,25 @@ def test_the_division_takes_the_products_names() -> None:
     assert run_pass(ReciprocalMulFusion, graph)
     (div,) = [n for n in graph.nodes_of_type("Div") if n.name != "inv"]
     assert div.name == "mul"
+    assert div.get_output_name(0) == "y"
+
+
+@pytest.mark.parametrize(("mul_name", "taken", "div_name"), [
+    ("/ln/Mul_1", "relu", "/ln/Div_1"),  # the exporter's scope kept, the operator swapped
+    ("/ln/Mul", "relu", "/ln/Div"),      # the name of the Div(1, s) the fusion removed
+    ("/ln/Mul_1", "/ln/Div_1", "/ln/Div_1_1"),  # taken by the Relu: made unique
+    ("Mul_7", "relu", "Div_7"),
+    ("/ln/Multiply", "relu", "/ln/Multiply"),  # not the operator's name: kept
+])
+def test_the_division_is_not_named_as_a_product(mul_name: str, taken: str,
+                                                div_name: str) -> None:
+    """A Mul whose name spells its operator gives the Div its name with Div for Mul (a Div
+    named `.../Mul` misleads whoever reads the model); a name taken stays unique."""
+    source = one_over(mul_name=mul_name, extra=(node("Relu", ["y"], ["z"], name=taken),),
+                      outputs=(vi("z", F, [2, 3]),))
+    source.graph.node[0].name = "/ln/Div"  # the Div(1, s) the fusion removes
+    graph = load(source)
+    assert run_pass(ReciprocalMulFusion, graph)
+    (div,) = graph.nodes_of_type("Div")
+    assert div.name == div_name
     assert div.get_output_name(0) == "y"

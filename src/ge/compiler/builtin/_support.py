@@ -30,6 +30,7 @@ __all__ = [
     "raw_bytes",
     "raw_item_size",
     "read_by_body",
+    "retyped_name",
     "rewirable",
     "same_known_dims",
     "slice_arguments",
@@ -241,3 +242,16 @@ def unique_node_name(graph: Graph, base: str) -> str:
     while graph.has_node(f"{base}_{k}"):
         k += 1
     return f"{base}_{k}"
+
+
+def retyped_name(name: str, old_type: str, new_type: str) -> str:
+    """`name` of an `old_type` node as its `new_type` replacement should carry it: the
+    exporter's scope kept and the operator in its last part swapped (`/ln/Mul_1` ->
+    `/ln/Div_1`), so a name never says the wrong operator; other names are kept as given."""
+    scope, slash, last = name.rpartition("/")
+    if not last.startswith(old_type):
+        return name
+    rest = last[len(old_type):]
+    if rest and not (rest[0] == "_" or rest[0].isdigit()):
+        return name  # `Multiply`, not `Mul` + a counter
+    return f"{scope}{slash}{new_type}{rest}"

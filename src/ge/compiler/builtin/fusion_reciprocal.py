@@ -12,15 +12,16 @@ quotient is rounded once instead of twice, so results may differ in the last bit
   another consumer, a graph output included).
 
 The Mul may read the reciprocal as either operand: the pass enables the matcher's
-commutative matching. The Div takes the Mul's place, its node name and its output's value
-name.
+commutative matching. The Div takes the Mul's place and its output's value name, and the
+Mul's node name with the operator in it swapped (`/ln/Mul_1` becomes `/ln/Div_1`; a name
+that does not spell the operator is kept as it is).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, retyped_name
 from ge.compiler.builtin.fusion_gemm import broadcasts_to, dims_of, value_desc
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
@@ -78,9 +79,9 @@ class ReciprocalMulFusion(PatternFusionPass):
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
-        """`X / S`, named as the Mul it replaces (the engine gives it that name once the
-        Mul is gone)."""
-        return Div(inputs[0], inputs[1], name=_mul(match_result).name)
+        """`X / S`, named as the Mul it replaces with Div for Mul (the engine gives it the
+        Mul's own name, when that does not spell the operator, once the Mul is gone)."""
+        return Div(inputs[0], inputs[1], name=retyped_name(_mul(match_result).name, "Mul", "Div"))
 
 
 def _mul(match_result: MatchResult) -> Node:
