@@ -158,7 +158,8 @@ def keras_layer_norm(opset: int = 17, *, pool: bool = False, offset: str = "neg_
                      swapped: bool = False, x_shape: Sequence[int | str] = ("N", 5, 16),
                      axes: Sequence[int] = (-1,), gamma_shape: Sequence[int] | None = None,
                      eps_input: bool = False, eps: float = 1e-6,
-                     extra_output: str | None = None, dtype: int = F) -> onnx.ModelProto:
+                     extra_output: str | None = None, dtype: int = F,
+                     divided: bool = False) -> onnx.ModelProto:
     """Keras' LayerNormalization as tf2onnx writes it (names and constants as in its
     exports: gamma and beta [1, 1, D], a scalar eps, ReduceMean with
     noop_with_empty_axes=1 from opset 18): the mean a ReduceMean over `axes`, or (`pool`)
@@ -166,7 +167,8 @@ def keras_layer_norm(opset: int = 17, *, pool: bool = False, offset: str = "neg_
     eps)) * gamma; Y = X * inv + `offset`: "neg_bias" -mean * inv + beta (Keras 3),
     "sub_bias" beta - mean * inv (tf.nn.batch_normalization), "neg" -mean * inv (no
     beta); near misses "sub_reversed" (mean * inv - beta) and "no_neg" (mean * inv +
-    beta). `swapped` swaps the operands of every Add and Mul."""
+    beta). `swapped` swaps the operands of every Add and Mul; `divided` writes inv as
+    Div(gamma, Sqrt(var + eps)), as ReciprocalMulFusion leaves it."""
     np_type = helper.tensor_dtype_to_np_dtype(dtype)
     rank, depth = len(x_shape), x_shape[-1]
     assert isinstance(depth, int)
@@ -199,8 +201,9 @@ def keras_layer_norm(opset: int = 17, *, pool: bool = False, offset: str = "neg_
              mean("moments/variance", "d2", "v"),
              node("Add", ordered("v", "eps"), ["ve"], name="add"),
              node("Sqrt", ["ve"], ["s"], name="Rsqrt"),
-             node("Reciprocal", ["s"], ["rs"], name="Rsqrt__2"),
-             node("Mul", ordered("rs", "gamma"), ["inv"], name="mul"),
+             *([node("Div", ["gamma", "s"], ["inv"], name="mul")] if divided else
+               [node("Reciprocal", ["s"], ["rs"], name="Rsqrt__2"),
+                node("Mul", ordered("rs", "gamma"), ["inv"], name="mul")]),
              node("Mul", ordered("x", "inv"), ["xi"], name="mul_2")]
     if offset in ("neg_bias", "neg"):
         nodes += [node("Neg", ["m"], ["nm"], name="Neg"),

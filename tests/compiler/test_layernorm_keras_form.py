@@ -27,7 +27,7 @@ pytestmark = [
 
 #: The operators of the written-out form (none may stay after the fusion).
 KERAS_PRIMITIVES = {"ReduceMean", "GlobalAveragePool", "Sub", "Mul", "Add", "Sqrt",
-                    "Reciprocal", "Neg"}
+                    "Reciprocal", "Neg", "Div"}
 OFFSETS = ["neg_bias", "sub_bias", "neg"]
 
 
@@ -85,6 +85,28 @@ def refusals(source: onnx.ModelProto) -> list[str]:
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_the_keras_form_with_reduce_mean_fuses(opset: int, offset: str) -> None:
     assert_keras_fused(keras_layer_norm(opset, offset=offset), bias=offset != "neg")
+
+
+@pytest.mark.parametrize("pool", [False, True])
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_the_keras_form_with_the_scale_divided_fuses(offset: str, pool: bool) -> None:
+    """inv = gamma / sqrt(var + eps), as ReciprocalMulFusion leaves Keras' product."""
+    assert_keras_fused(keras_layer_norm(18, offset=offset, pool=pool, divided=True),
+                       bias=offset != "neg")
+
+
+def test_a_keras_norm_fusing_only_after_folding_still_fuses() -> None:
+    """gamma behind a Cast: the first round's LayerNormFusion cannot read it, and
+    ReciprocalMulFusion turns its product into a Div; the norm fuses in the second round,
+    after ConstantFolding (it stayed unfused when only the product form was known)."""
+    source = keras_layer_norm(17)
+    for consumer in source.graph.node:
+        consumer.input[:] = ["gamma_c" if x == "gamma" else x for x in consumer.input]
+    source.graph.node.insert(0, onnx.helper.make_node("Cast", ["gamma"], ["gamma_c"], to=1))
+    result = ge.compile(source)
+    ops = histogram(result.graph)
+    assert ops.get("LayerNormalization") == 1 and not KERAS_PRIMITIVES & set(ops), ops
+    assert_same_outputs(result.graph.to_onnx(), source)
 
 
 @pytest.mark.parametrize("opset", [17, 18, 21])

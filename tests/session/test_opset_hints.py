@@ -75,6 +75,24 @@ def test_layer_norms_below_17_are_counted_and_fuse_when_converted() -> None:
     assert opset_hints(converted.graph) == []
 
 
+def test_a_keras_layer_norm_below_17_is_counted_and_fuses_when_converted() -> None:
+    """tf2onnx's form, whose `Reciprocal(s) * gamma` ReciprocalMulFusion turns into a Div
+    before the hints are counted: the count knows that form too."""
+    sys.path.insert(0, str(ROOT / "tests" / "compiler"))
+    try:
+        from norm_models import keras_layer_norm
+    finally:
+        sys.path.pop(0)
+    model = keras_layer_norm(16)
+    compiled = ge.compile(model)
+    assert compiled.report.rewrites_by_pass().get("ReciprocalMulFusion") == 1
+    assert opset_hints(compiled.graph) == [
+        OpsetHint("LayerNormFusion", "layer norm", "LayerNormalization", 17, 1)]
+    converted = ge.compile(model, opset=17, verify=True)
+    assert converted.report.rewrites_by_pass().get("LayerNormFusion") == 1
+    assert opset_hints(converted.graph) == []
+
+
 def test_the_llama_layers_silu_is_counted_for_24_only_when_swish_is_enabled() -> None:
     """SwishFusion is off by default (onnxruntime runs Swish slower than Mul(x, Sigmoid(x))):
     no hint recommends it unless the compilation enables it. (The block's two RMS norms, at

@@ -27,6 +27,8 @@ Keras' LayerNormalization as tf2onnx writes it (`moments`, then `X * inv + offse
            ReduceMean over the axes after axis 1, while axes is an attribute)
     d    = Sub(X, mean)                     var = the same mean of Mul(d, d)
     inv  = Mul(Reciprocal(Sqrt(Add(var, eps))), gamma)
+        or Div(gamma, Sqrt(Add(var, eps)))   (what ReciprocalMulFusion makes of the above,
+                                              when the norm fuses only in a later round)
     Y    = Add(Mul(X, inv), Add(Mul(Neg(mean), inv), beta))      (Keras 3)
         or Add(Mul(X, inv), Sub(beta, Mul(mean, inv)))           (tf.keras 2, unfused path)
         or Add(Mul(X, inv), Mul(Neg(mean), inv))                 (no beta)
@@ -254,9 +256,9 @@ class _Affine:
 
 def _affine(node: Node, index: int, param: NodeIo, x_dims: list[int | str],
             x_type: DataType, k: int) -> _Affine:
-    """The scale/bias read by input `index` of `node` (a Mul or Add of the match), when it
+    """The scale/bias read by input `index` of `node` (a Mul, Div or Add of the match), when it
     has X's type and broadcasts over the k normalised axes only; else _Refused."""
-    what = f"the {'scale' if node.type == 'Mul' else 'bias'} of {node.name!r}"
+    what = f"the {'scale' if node.type in ('Mul', 'Div') else 'bias'} of {node.name!r}"
     desc = param.node.get_output_desc(param.index)
     if known_dtype(desc) != x_type:
         raise _Refused(f"{what} is not of X's type")
@@ -456,16 +458,20 @@ def _layer_norm_pattern(pass_: NormFusion, bias: bool, variance: str, form: str,
 _TF_OFFSETS = ("neg_bias", "sub_bias", "neg")
 
 
-def _tf_layer_norm_pattern(pass_: NormFusion, offset: str, pool: bool, style: int) -> Pattern:
+def _tf_layer_norm_pattern(pass_: NormFusion, offset: str, pool: bool, divided: bool,
+                           style: int) -> Pattern:
     suffix = "pool" if pool else ("axes_input" if style >= _AXES_INPUT_OPSET else "axes_attr")
-    v = _Variant(f"LayerNorm_tf_{offset}_{suffix}", style)
+    v = _Variant(f"LayerNorm_tf_{offset}_{suffix}{'_div' if divided else ''}", style)
     x, gamma = v.input("x"), v.input("scale")
     beta = v.input("bias") if offset != "neg" else None
     mean = v.mean("mean", x, pool)
     centered = v.mark("centered", Sub(x, mean))
     var = v.mean("var", Mul(centered, centered), pool)
     rms = Sqrt(Add(var, v.const("eps", 1e-5)))
-    inv = v.mark("scaled", Mul(v.mark("inverse", Reciprocal(rms)), gamma))
+    if divided:
+        inv = v.mark("scaled", Div(gamma, rms))
+    else:
+        inv = v.mark("scaled", Mul(v.mark("inverse", Reciprocal(rms)), gamma))
     if beta is None:
         shift = Mul(Neg(mean), inv)
     elif offset == "sub_bias":
@@ -497,8 +503,9 @@ class LayerNormFusion(NormFusion):
                   for bias, variance, form, square in itertools.product(
                       (True, False), _VARIANCES, ("div", "reciprocal", "one_over"), _SQUARES)
                   if variance == "shared" or square == "mul"),  # torch.var squares with Mul
-                *(_tf_layer_norm_pattern(self, offset, pool, style)
-                  for offset, pool in itertools.product(_TF_OFFSETS, (False, True)))]
+                *(_tf_layer_norm_pattern(self, offset, pool, divided, style)
+                  for offset, pool, divided in itertools.product(
+                      _TF_OFFSETS, (False, True), (False, True)))]
 
     def _plan(self, c: _Captures) -> _Plan:
         reshaped = "var_reshaped" in c
