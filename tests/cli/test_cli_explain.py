@@ -271,7 +271,7 @@ def test_the_layer_norm_refusal_says_why(tmp_path: Path) -> None:
 
 @pytest.mark.builtin_passes
 def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -> None:
-    """A layer norm in an If branch: the main graph has none of the 30 patterns' anchors
+    """A layer norm in an If branch: the main graph has none of the 36 patterns' anchors
     (one line says so, naming them), the branch's match comes first after it, rewritten."""
     import sys
 
@@ -287,7 +287,7 @@ def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -
     lines = result.stdout.splitlines()
     idle = [line for line in lines if line.startswith("graph main: ")]
     assert len(idle) == 1 and idle == [lines[1]]
-    assert idle[0].startswith("graph main: no candidate for 30 pattern(s): it has no Add or "
+    assert idle[0].startswith("graph main: no candidate for 36 pattern(s): it has no Add or "
                               "Mul node (their anchors' op type): LayerNorm_div_pow_shared_")
     assert not any("(graph main)" in line for line in lines)
     assert lines[2].startswith("pattern LayerNorm_div_pow_shared_bias_axes_input (graph "
