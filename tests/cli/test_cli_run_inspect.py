@@ -84,7 +84,7 @@ def test_inspect_shows_the_model() -> None:
         "count": len(proto.graph.initializer),
         "bytes": sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)}
     assert data["inputs"][0] == {"name": "input_ids", "dtype": "int64", "shape": [1, 12],
-                                 "kind": "tensor", "has_default": False}
+                                 "kind": "tensor", "has_default": False, "constant": False}
     assert data["outputs"] == [{"name": "output", "dtype": "float32", "shape": [1, 12, 48],
                                 "kind": "tensor"}]
 
@@ -102,7 +102,8 @@ def test_inspect_names_the_type_of_a_map_or_sequence(tmp_path: Path) -> None:
         code, stdout, stderr = run_ge("inspect", str(path), "--json")
         assert code == 0, stderr
         assert json.loads(stdout)["inputs"][0] == {
-            "name": name, "dtype": text, "shape": None, "kind": kind, "has_default": False}
+            "name": name, "dtype": text, "shape": None, "kind": kind, "has_default": False,
+            "constant": False}
         code, stdout, _ = run_ge("inspect", str(path))
         row = next(line for line in stdout.splitlines() if f" {name} " in line)
         assert text in row and "(any shape)" not in row and " - " in row

@@ -133,7 +133,10 @@ def model_summary(path: Path) -> dict[str, Any]:
         "model_version": model.model_version,
         "graph": graph.name,
         "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
-        "inputs": [{**_value(vi), "has_default": vi.name in initializer_names}
+        "inputs": [{**_value(vi), "has_default": vi.name in initializer_names,
+                    # ir_version < 4: every initializer is listed as an input, and is a
+                    # constant (onnxruntime neither lists nor accepts it; ge reads it so)
+                    "constant": model.ir_version < 4 and vi.name in initializer_names}
                    for vi in graph.input],
         "outputs": [_value(vi) for vi in graph.output],
         "nodes": len(graph.node),
@@ -181,7 +184,8 @@ def _print(summary: dict[str, Any]) -> None:
     for column in ("Kind", "Name", "Dtype", "Shape"):
         io_table.add_column(column)
     for value in summary["inputs"]:
-        kind = "input (default)" if value["has_default"] else "input"
+        kind = ("constant (initializer)" if value["constant"] else
+                "input (default)" if value["has_default"] else "input")
         io_table.add_row(kind, escape(value["name"]), escape(value["dtype"]),
                          escape(_shape_text(value)))
     for value in summary["outputs"]:

@@ -32,6 +32,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new._attrs = dict(graph._attrs)
     new._onnx_extras = graph._onnx_extras
     new._input_defaults = dict(graph._input_defaults)
+    new._initializer_inputs = dict(graph._initializer_inputs)
     new._stray_value_info = list(graph._stray_value_info)
     new._value_info_order = graph._value_info_order
     new._output_names = list(graph._output_names)

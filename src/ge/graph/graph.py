@@ -107,9 +107,14 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
         # quantization_annotation (kept verbatim for save).
         self._onnx_extras: onnx.GraphProto | None = None
-        # Initializers that give graph inputs a default value (IR < 4), and value infos
+        # Initializers that give graph inputs a default value (IR >= 4), and value infos
         # naming no value of the graph: both written back as they were read.
         self._input_defaults: dict[str, onnx.TensorProto] = {}
+        # Graph inputs that an initializer makes constants (IR < 4: read as Const nodes), by
+        # value name: how many real inputs came before each, its position among the inputs
+        # and its value info as read; saving writes each one still held by a Const back as
+        # input and initializer.
+        self._initializer_inputs: dict[str, tuple[int, int, onnx.ValueInfoProto]] = {}
         self._stray_value_info: list[onnx.ValueInfoProto] = []
         # The position of each value_info in the file read, when that order is not the one
         # saving writes (the values' order in the node list, then the stray ones): saving

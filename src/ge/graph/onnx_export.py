@@ -25,6 +25,7 @@ from ge.graph.node import Node
 from ge.graph.payloads import PayloadStore
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
+from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
 __all__ = ["graph_to_model", "initializers_as_inputs"]
@@ -77,8 +78,9 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `value_info=False` writes no value_info for intermediate values (inputs and outputs
     keep their types), in every graph of the model. `lift_constants=True` writes the
     `Constant` operators of the model as read as initializers (of the graph they are in),
-    as constants made in the IR are; a model with ir_version < 4 writes every constant as a
-    `Constant` operator (its initializers would have to be graph inputs).
+    as constants made in the IR are; a model with ir_version < 4 writes every new constant
+    as a `Constant` operator (its initializers would have to be graph inputs), and the
+    constants it read from initializers listed as inputs back as inputs and initializers.
     `payloads`, when given, gets the large `raw_data` tensors the sink leaves inline
     (initializers, `Constant` values, input defaults): the model holds placeholders for
     them, and only `payloads.layout` and `payloads.write` make the real file of it.
@@ -343,11 +345,43 @@ def _liftable(node: Node) -> bool:
     return "value" in node._attrs
 
 
+def _input_info(read: onnx.ValueInfoProto, name: str, tensor: Tensor) -> onnx.ValueInfoProto:
+    """The graph input of a constant that a model of ir_version < 4 listed as an input:
+    its value info as read (renamed with the value) while it still fits the value, else
+    one made from the value."""
+    tt = read.type.tensor_type
+    dims = list(tensor.shape)
+    elem = data_type_to_onnx(tensor.data_type)
+    if (read.type.HasField("tensor_type") and tt.elem_type == elem
+            and tt.HasField("shape")
+            and [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim] == dims):
+        return read if read.name == name else named_value_info(read, name)
+    return onnx.helper.make_tensor_value_info(name, elem, dims)
+
+
+def _merged_inputs(inputs: list[onnx.ValueInfoProto],
+                   constants: list[tuple[int, int, onnx.ValueInfoProto]]
+                   ) -> list[onnx.ValueInfoProto]:
+    """The real inputs with the constants' inputs (ir_version < 4) back among them, in
+    their order as read (`(real inputs before it, position, info)`), each after as many
+    real inputs as preceded it."""
+    if not constants:
+        return inputs
+    merged: list[onnx.ValueInfoProto] = []
+    taken = 0
+    for before, _, info in sorted(constants, key=lambda item: item[1]):
+        merged.extend(inputs[taken:before])
+        taken = max(taken, before)
+        merged.append(info)
+    merged.extend(inputs[taken:])
+    return merged
+
+
 def _as_initializer(node: Node, lift: bool, old_ir: bool) -> bool:
     """Whether a `Const` node is written as an initializer (not as a `Constant` operator):
     one made in the IR, or a liftable `Constant` when constants are lifted; none in a model
-    of ir_version < 4 (`old_ir`), where an initializer must also be a graph input (an
-    overridable default, not a constant: a value a pass folded would be a model input)."""
+    of ir_version < 4 (`old_ir`), where an initializer must also be a graph input (except
+    those read so, which `write_graph` writes back as they were)."""
     return not old_ir and (not _constant_origin(node) or (lift and _liftable(node)))
 
 
@@ -510,7 +544,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         gp.quantization_annotation.extend(extras.quantization_annotation)
 
     data_nodes = graph.get_data_nodes()
-    gp.input.extend([_value_info(n._out_names[0], n._out_slot(0)) for n in data_nodes])
+    inputs = [_value_info(n._out_names[0], n._out_slot(0)) for n in data_nodes]
+    constant_inputs = graph._initializer_inputs if old_ir else {}
+    kept_inputs: list[tuple[int, int, onnx.ValueInfoProto]] = []
 
     initializers: list[onnx.TensorProto] = []
     sparse: list[onnx.SparseTensorProto] = []
@@ -520,8 +556,13 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         op_type = node._type
         if op_type in (DATA, NET_OUTPUT):
             continue
-        if op_type == CONST and _as_initializer(node, lift, old_ir):
+        as_input = op_type == CONST and constant_inputs.get(node._out_names[0])
+        if op_type == CONST and (as_input or _as_initializer(node, lift, old_ir)):
             name = _value_name((node, 0), renames)
+            if as_input and "value" in node._attrs:
+                before, position, read = as_input
+                kept_inputs.append((before, position,
+                                    _input_info(read, name, node._stored_tensor("value"))))
             if "value" in node._attrs:
                 tensor = node._stored_tensor("value")
                 sunk = sink(tensor, name) if sink is not None else None
@@ -545,6 +586,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
                 value_infos.append(_value_info(_value_name((node, i), renames), slot))
+    gp.input.extend(_merged_inputs(inputs, kept_inputs))
     gp.initializer.extend(initializers)
     if graph._input_defaults:
         defaults = graph._input_defaults.values()

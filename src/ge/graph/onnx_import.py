@@ -48,7 +48,8 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
             "nothing can check it, and runtimes refuse it")
     graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
-    graph.model.typed_values = _read_graph(graph, model.graph)
+    graph.model.typed_values = _read_graph(graph, model.graph,
+                                           constant_inputs=model.ir_version < 4)
     return graph
 
 
@@ -134,9 +135,16 @@ def _add(graph: Graph, node: Node) -> None:
     graph._index_node(node)
 
 
-def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
+def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = False) -> bool:
     """Read `gp` into `graph`; whether it or one of its subgraphs declares the type of an
-    intermediate value (a value_info)."""
+    intermediate value (a value_info).
+
+    `constant_inputs` (the graph of a model of ir_version < 4, where every initializer must
+    also be a graph input): an input that an initializer gives a value is that constant,
+    as onnxruntime reads it (it neither lists nor accepts such an input), not an input to
+    feed; it becomes a `Const` node, and saving writes it back as input and initializer
+    (`Graph._initializer_inputs`). From ir_version 4 such an input is an input whose
+    initializer is only its default (`Graph._input_defaults`)."""
     new_node = graph._new_node
     naming = graph._naming
     # Nodes are listed in file order. ONNX requires a topological one, but files do not
@@ -151,9 +159,15 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
         graph._onnx_extras = extras
 
     defaults: dict[str, onnx.TensorProto] = {}
-    for index, vi in enumerate(gp.input):
+    initialized = {t.name for t in gp.initializer} if constant_inputs else set()
+    index = 0
+    for position, vi in enumerate(gp.input):
+        if vi.name in initialized:  # a constant (ir_version < 4): made with the initializers
+            graph._initializer_inputs[vi.name] = (index, position, vi)
+            continue
         node = new_node(DATA, naming.onnx_node_name(vi.name, DATA), "", 0, [vi.name],
                         {"index": (A.INT, index)}, None)
+        index += 1
         node._out_slots()[0] = vi
         if node._name != vi.name:
             node._export_name = vi.name
@@ -162,7 +176,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto) -> bool:
         if tensor.data_type == onnx.TensorProto.STRING:
             _check_strings(tensor.string_data,
                            f"graph {graph._name!r}: initializer {tensor.name!r}")
-        if tensor.name in graph._values:  # an input with a default value (IR < 4)
+        if tensor.name in graph._values:  # an input with a default value (IR >= 4)
             defaults[tensor.name] = tensor
             continue
         node = new_node(CONST, naming.onnx_node_name(tensor.name, CONST), "", 0, [tensor.name],

@@ -174,7 +174,7 @@ class PayloadStore:
         return compact(proto)
 
     def default(self, default: onnx.TensorProto) -> onnx.TensorProto:
-        """An input's default value (IR < 4) as written, a large one with a placeholder."""
+        """An input's default value (IR >= 4) as written, a large one with a placeholder."""
         if not self.takes_proto(default):
             return default
         placeholder = self._register(default)

@@ -102,7 +102,7 @@ class InputSpec:
 
 
 def _graph_inputs(graph: Graph) -> list[InputSpec]:
-    # Initializers giving inputs a default (IR < 4) are kept aside by the importer.
+    # Initializers giving inputs a default (IR >= 4) are kept aside by the importer.
     defaults = getattr(graph, "_input_defaults", {})
     specs = []
     for node in graph.get_data_nodes():
