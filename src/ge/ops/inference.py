@@ -22,6 +22,7 @@ from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops.memo import active_memo
+from ge.ops.ml_shapes import infer_ml_node, typed_by_ml_rule
 from ge.ops.onnx_node import (
     STRUCTURAL,
     const_value,
@@ -46,6 +47,7 @@ __all__ = [
     "is_runtime_domain_node",
     "proto_contradicts",
     "shape_conflict",
+    "typed_by_ge",
 ]
 
 #: Constants of more elements than this go to onnx's inference by type and shape only,
@@ -59,6 +61,14 @@ VALUE_ELEMENTS = 1024
 def is_custom_node(node: Node) -> bool:
     """True for an operator of a non-standard domain (typed by its registered function)."""
     return normalize_domain(node.domain) not in STANDARD_DOMAINS
+
+
+def typed_by_ge(node: Node) -> bool:
+    """Whether onnx's inference leaves `node`'s outputs to ge: a custom operator (typed by
+    its registered function or onnxruntime) or an `ai.onnx.ml` operator without an onnx
+    inference function (`ge.ops.ml_shapes`). Whole-model inference types these between
+    its onnx passes."""
+    return is_custom_node(node) or typed_by_ml_rule(node)
 
 
 def _known(desc: TensorDesc) -> bool:
@@ -258,13 +268,19 @@ def _inputs_typed(node: Node) -> bool:
 def _infer_node(node: Node) -> list[TensorDesc] | None:
     if is_custom_node(node):
         return _infer_custom(node) if _inputs_typed(node) else None
-    inferred = _onnx_outputs(node)
+    inferred = _ml_outputs(node) if typed_by_ml_rule(node) else _onnx_outputs(node)
     if inferred is None:
         return None
     for i, desc in enumerate(inferred):
         if desc is not None:
             _write(node, i, desc)
     return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def _ml_outputs(node: Node) -> list[TensorDesc | None] | None:
+    """`ge.ops.ml_shapes`' output descs of an `ai.onnx.ml` node onnx cannot type; None when
+    an input's type is not known."""
+    return infer_ml_node(node) if _inputs_typed(node) else None
 
 
 def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
@@ -403,7 +419,7 @@ def shape_conflict(node: Node) -> str | None:
             return None
         outputs: Callable[[Node], list[TensorDesc | None] | None] = infer_runtime_node
     else:
-        outputs = _onnx_outputs
+        outputs = _ml_outputs if typed_by_ml_rule(node) else _onnx_outputs
     memo = active_memo()
     try:
         inferred = outputs(node) if memo is None else memo.pure(node, outputs)

@@ -7,7 +7,8 @@ into the IR. One C++ pass over the model is both correct (ONNX's rules for If/Lo
 bodies, outer-scope values, symbolic dims and shape data propagation through
 Shape/Gather/Concat chains) and much faster than a Python loop over nodes. Custom operators,
 which onnx does not know, are typed by their registered functions between onnx passes
-until nothing changes.
+until nothing changes, and so are the `ai.onnx.ml` operators onnx has no inference
+function for (`ge.ops.ml_shapes`).
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from ge.ops.inference import (
     _write,
     check_declared_runtime_node,
     infer_node,
-    is_custom_node,
     is_runtime_domain_node,
+    typed_by_ge,
 )
+from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
 
 __all__ = ["infer_shapes"]
@@ -47,10 +49,11 @@ ExportedNames = dict[tuple[Node, int], str]
 
 
 def _custom_output_names(graph: Graph, exported: ExportedNames) -> set[str]:
-    """The exported names of the custom operators' typed outputs (onnx cannot type them)."""
+    """The exported names of the typed outputs of the operators onnx cannot type (custom
+    ones, and `ai.onnx.ml` ones without an inference function)."""
     names: set[str] = set()
     for node in graph.get_all_nodes():
-        if is_custom_node(node):
+        if typed_by_ge(node):
             names.update(exported.get((node, i), n) for i, n in enumerate(node.get_output_names())
                          if n and node.has_output_desc(i))
     return names
@@ -412,8 +415,19 @@ def _typed(node: Node) -> bool:
                if node.get_output_name(i))
 
 
+def _settled(node: Node) -> bool:
+    """Whether a node typed by ge needs no inference: every output typed, and for an
+    `ai.onnx.ml` one with a known rank (strict inference gives its outputs an element type
+    only)."""
+    if not _typed(node):
+        return False
+    return not typed_by_ml_rule(node) or not any(
+        node.get_output_desc(i).get_shape().is_unknown_rank()
+        for i in range(node.get_outputs_size()) if node.get_output_name(i))
+
+
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
-    custom = [n for n in root.get_all_nodes() if n.domain and is_custom_node(n)]
+    custom = [n for n in root.get_all_nodes() if n.domain and typed_by_ge(n)]
     _onnx_pass(root, known_values, strict, bool(custom))
     for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
@@ -426,7 +440,7 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
     for rounds in range(1, len(custom) + 1):
         changed = False
         for node in custom:
-            if _typed(node):
+            if _settled(node):
                 continue
             if infer_node(node) is not None:
                 changed = True
