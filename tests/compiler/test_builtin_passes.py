@@ -770,6 +770,60 @@ def test_noop_elimination_keeps(nodes, inits, in_shape) -> None:
     assert graph.find_node_by_name("op") is not None
 
 
+_SYMBOLIC = ["B", "S", 4]  # x of the symbolic no-op tests: batch and sequence any size
+
+
+@pytest.mark.parametrize(("nodes", "inits", "removed"), [
+    ([node("Add", ["x", "k"], ["y"], name="op")], [init("k", 0.0)], True),
+    ([node("Add", ["x", "k"], ["y"], name="op")], [init("k", np.zeros((1, 1, 4)))], True),
+    ([node("Mul", ["x", "k"], ["y"], name="op")], [init("k", [1.0])], True),
+    ([node("Pow", ["x", "k"], ["y"], name="op")], [init("k", 1.0)], True),
+    (_RESHAPE_SAME, [init("shp", [0, 0, 4], np.int64)], True),
+    (_RESHAPE_SAME, [init("shp", [0, 0, -1], np.int64)], True),
+    (_RESHAPE_SAME, [init("shp", [0, -1, 4], np.int64)], True),
+    ([node("Expand", ["x", "shp"], ["y"], name="op")], [init("shp", [1], np.int64)], True),
+    ([node("Expand", ["x", "shp"], ["y"], name="op")], [init("shp", [1, 1, 4], np.int64)],
+     True),
+    ([node("Slice", ["x", "b", "e", "a"], ["y"], name="op")],
+     [init("b", [0, 0], np.int64), init("e", [2**63 - 1, 2**31 - 1], np.int64),
+      init("a", [0, 1], np.int64)], True),
+    ([node("Slice", ["x", "b", "e", "a"], ["y"], name="op")],
+     [init("b", [-2**62], np.int64), init("e", [2**62], np.int64), init("a", [1], np.int64)],
+     True),
+    ([node("Transpose", ["x"], ["y"], name="op", perm=[0, 1, 2])], [], True),
+    # kept: each changes the value at some size
+    ([node("Add", ["x", "k"], ["y"], name="op")], [init("k", np.zeros((3, 1, 1)))], False),
+    ([node("Expand", ["x", "shp"], ["y"], name="op")], [init("shp", [3, 1, 1], np.int64)],
+     False),
+    (_RESHAPE_SAME, [init("shp", [0, -1, 2], np.int64)], False),
+    (_RESHAPE_SAME, [init("shp", [-1, 0, 4], np.int64)], True),  # B*S*4 / (S*4) is B
+    ([node("Slice", ["x", "b", "e", "a"], ["y"], name="op")],
+     [init("b", [0], np.int64), init("e", [1000], np.int64), init("a", [1], np.int64)], False),
+    ([node("Slice", ["x", "b", "e", "a"], ["y"], name="op")],
+     [init("b", [-3], np.int64), init("e", [2**62], np.int64), init("a", [1], np.int64)], False),
+    ([node("Squeeze", ["x"], ["y"], name="op")], [], False),  # S may be 1
+    ([node("Flatten", ["x"], ["y"], name="op", axis=1)], [], False),
+], ids=["add-scalar0", "add0-114", "mul1", "pow1", "reshape-004", "reshape-00m1",
+        "reshape-0m14", "expand-1", "expand-114", "slice-to-end", "slice-from-far",
+        "transpose-identity", "add0-grows", "expand-grows", "reshape-other", "reshape-m104",
+        "slice-to-1000", "slice-last-3", "squeeze-maybe-1", "flatten-rank3"])
+def test_symbolic_dims_prove_noops_that_hold_at_every_size(nodes, inits, removed) -> None:
+    """x [B, S, 4] (dynamic export): an operator that changes nothing at any B and S (where
+    the original runs) goes; one that changes something at some size stays. Checked in
+    onnxruntime at several sizes, 1 among them."""
+    last = nodes[-1].output[0]
+    rank = 2 if nodes[-1].op_type == "Flatten" else 3  # (a Squeeze's: 3 unless S is 1)
+    original = model([node("Relu", ["in"], ["x"], name="relu"), *nodes],
+                     [vi("in", shape=_SYMBOLIC)], [vi(last, F, [f"o{k}" for k in range(rank)])],
+                     inits)
+    graph = load(original)
+    assert run_pass(NOOP, graph) == removed
+    assert graph.has_node("op") != removed
+    for b, s in ((1, 1), (3, 5), (3, 1), (1, 7)):  # (B 1 or 3: where the kept ones run)
+        assert_sound(graph, original, [{"in": np.random.default_rng(b).standard_normal(
+            (b, s, 4)).astype(np.float32)}])
+
+
 @pytest.mark.parametrize(("op", "args"), [
     ("Expand", [init("shp", [1, 3], np.int64)]),
     ("Reshape", [init("shp", [2, -1], np.int64)]),
@@ -838,11 +892,13 @@ def test_noop_elimination_does_not_guess_unknown_descs() -> None:
     assert run_pass(NOOP, graph)
     assert set(histogram(graph)) == {"Data", "Const", "Relu", "Cast", "Reshape", "Add",
                                      "Transpose", "NetOutput"}
-    inferred = load(original)  # symbolic "n": the Cast goes (dtype known), the rest stays
+    # symbolic "n": the Cast goes (dtype known), Reshape [-1, 3] and Add of [1, 3] zeros do
+    # the same at every n, and the Transpose (no perm: reversed) stays
+    inferred = load(original)
     assert run_pass(NOOP, inferred)
-    assert set(histogram(inferred)) == {"Data", "Const", "Relu", "Reshape", "Add",
-                                        "Transpose", "NetOutput"}
-    assert_sound(inferred, original, x_feeds())
+    assert set(histogram(inferred)) == {"Data", "Const", "Relu", "Transpose", "NetOutput"}
+    for n in (1, 2, 5):
+        assert_sound(inferred, original, x_feeds((n, 3)))
 
 
 def test_an_identity_read_by_a_body_stays() -> None:

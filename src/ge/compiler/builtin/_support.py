@@ -35,6 +35,7 @@ __all__ = [
     "same_known_dims",
     "slice_arguments",
     "static_dims",
+    "symbolic_dims",
     "tensor_nbytes",
     "unique_node_name",
     "used_outputs",
@@ -205,6 +206,20 @@ def static_dims(desc: TensorDesc) -> list[int] | None:
     if shape.is_unknown_rank() or shape.is_unknown_shape():
         return None
     return [int(d) for d in shape]
+
+
+def symbolic_dims(desc: TensorDesc) -> list[int | str] | None:
+    """The dims of a shape whose every dim is a size or a named symbol, or None (unknown
+    rank, or a dim with neither). One name is one size throughout a model (ONNX's rule for
+    dim_param, which onnx's inference follows: `unk__3` names one size it made up), so two
+    such shapes are the same shape at every size when their dims are equal."""
+    shape = desc.get_shape()
+    if shape.is_unknown_rank():
+        return None
+    dims = list(shape)
+    if any(not isinstance(d, str) and d < 0 for d in dims):
+        return None
+    return dims
 
 
 def same_known_dims(a: Sequence[int | str], b: Sequence[int | str]) -> bool:

@@ -15,6 +15,14 @@ desc prove it (or, for a non-constant argument, the output's desc says nothing c
 node whose dtype or shape is not known is kept. The input's desc is the one to trust: an
 output desc inferred before constant folding may still have unknown dims.
 
+Symbolic dims (`[batch, seq, 768]`, the usual export) prove as much as sizes where the
+operator does the same at every size: an Add of a scalar zero, a Reshape to `[0, 0, 768]`
+or `[0, 0, -1]`, an Expand to `[1]`, a Slice from 0 to the end (an end of at least
+2^31 - 1, what exporters write for "to the end"), a Flatten of a 2-D value at axis 1, and
+a Reshape, Expand or Slice whose output desc has the input's dims, names and all (one name
+is one size throughout a model). A Squeeze without axes stays unless every dim is a known
+size other than 1: a symbol may be 1.
+
 Signed zeros: Add(x, +0.0) is removed although IEEE 754 gives +0.0 for x = -0.0 (an equal
 value; only a 1/x or atan2 downstream sees the sign). Strictly only x + (-0.0) and
 x - (+0.0) give -0.0 back, but exports write +0.0, and the vendored ViT and the dynamo
@@ -37,9 +45,10 @@ from ge.compiler.builtin._support import (
     rewirable,
     slice_arguments,
     static_dims,
+    symbolic_dims,
 )
 from ge.compiler.pass_registry import builtin_pass
-from ge.graph import Graph, Node, Tensor, TensorDesc
+from ge.graph import Graph, Node, Tensor
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.ops.randomness import dropout_in_inference
@@ -90,21 +99,21 @@ def _cast_like(node: Node) -> int | None:
     return 0 if known_dtype(node.get_input_desc(1)) == dtype else None
 
 
-def _unchanged_dims(node: Node) -> list[int] | None:
-    """The static dims of input 0 when output 0 has the same static dims and the same
-    known element type (per the descs), else None."""
+def _unchanged_dims(node: Node) -> list[int | str] | None:
+    """The dims of input 0 when output 0 has the same dims (sizes or named symbols) and the
+    same known element type (per the descs), else None."""
     in_desc, out_desc = node.get_input_desc(0), node.get_output_desc(0)
-    dims = static_dims(in_desc)
-    if dims is None or static_dims(out_desc) != dims:
+    dims = symbolic_dims(in_desc)
+    if dims is None or symbolic_dims(out_desc) != dims:
         return None
     dtype = known_dtype(in_desc)
     return dims if dtype is not None and known_dtype(out_desc) == dtype else None
 
 
 def _reshape(node: Node) -> int | None:
-    """Reshape to the static shape the input already has: what a constant target shape
-    makes of the input's dims, else what the descs say."""
-    dims = static_dims(node.get_input_desc(0))
+    """Reshape to the shape the input already has: what a constant target shape makes of
+    the input's dims, else what the descs say."""
+    dims = symbolic_dims(node.get_input_desc(0))
     target = const_input(node, 1) if node.get_inputs_size() > 1 else None
     if target is not None and dims is not None:
         return 0 if _reshaped(dims, target, node) == dims else None
@@ -112,14 +121,15 @@ def _reshape(node: Node) -> int | None:
 
 
 def _flatten(node: Node) -> int | None:
-    """Flatten of a 2-D value to the shape it already has ([a, b] with axis 1, or [1, b]
-    with axis 0)."""
-    dims = static_dims(node.get_input_desc(0))
-    if dims is None:
+    """Flatten of a 2-D value to the shape it already has ([a, b] with axis 1, [1, b] with
+    axis 0, [a, 1] with axis 2)."""
+    dims = symbolic_dims(node.get_input_desc(0))
+    if dims is None or len(dims) != 2:
         return None
     axis = int(node.get_attr("axis")) if node.has_attr("axis") else 1
     axis = axis + len(dims) if axis < 0 else axis
-    return 0 if [math.prod(dims[:axis]), math.prod(dims[axis:])] == dims else None
+    return 0 if axis == 1 or (axis == 0 and dims[0] == 1) or (
+        axis == 2 and dims[1] == 1) else None
 
 
 def _squeeze(node: Node) -> int | None:
@@ -133,22 +143,26 @@ def _squeeze(node: Node) -> int | None:
 def _expand(node: Node) -> int | None:
     """Expand to a shape the input already has: a constant shape broadcast with the
     input's dims gives them back, else the descs say so."""
-    dims = static_dims(node.get_input_desc(0))
+    dims = symbolic_dims(node.get_input_desc(0))
     target = const_ints(node, 1)
     if target is not None and dims is not None:
-        try:
-            same = list(np.broadcast_shapes(tuple(dims), tuple(target))) == dims
-        except ValueError:
-            return None
-        return 0 if same else None
+        return 0 if _broadcasts_into(target, dims) else None
     return 0 if _unchanged_dims(node) is not None else None
+
+
+def _broadcasts_into(shape: list[int], dims: list[int | str]) -> bool:
+    """Whether broadcasting `dims` with `shape` gives `dims` at every size: no more axes,
+    and each of `shape`'s 1 or the (known) size it meets."""
+    if len(shape) > len(dims):
+        return False
+    return all(n == 1 or n == d for n, d in zip(shape, dims[len(dims) - len(shape):]))
 
 
 def _slice(node: Node) -> int | None:
     """Slice whose every range is whole, with steps of one: computed from constant
     arguments and the input's dims, else the descs say the shape is unchanged and the
     steps are constant ones."""
-    dims = static_dims(node.get_input_desc(0))
+    dims = symbolic_dims(node.get_input_desc(0))
     arguments = slice_arguments(node) if dims is not None else None
     if arguments is None:
         steps = const_ints(node, 4) if input_connected(node, 4) else [1]
@@ -163,9 +177,18 @@ def _slice(node: Node) -> int | None:
     for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
         if not -len(dims) <= axis < len(dims) or step != 1:
             return None
-        if len(range(dims[axis])[start:end]) != dims[axis]:  # ONNX clamps as Python does
+        dim = dims[axis]
+        if isinstance(dim, str):  # any size: from the first element to the end
+            if not (start == 0 or start <= -_WHOLE) or end < _WHOLE:
+                return None
+        elif len(range(dim)[start:end]) != dim:  # ONNX clamps as Python does
             return None
     return 0
+
+
+#: A Slice bound at least this far out takes a symbolic axis to its end (or from its
+#: start): what exporters write for an open end (PyTorch INT64_MAX, others INT32_MAX).
+_WHOLE = 2**31 - 1
 
 
 def _pad(node: Node) -> int | None:
@@ -193,16 +216,26 @@ def _split(node: Node) -> int | None:
     return 0 if node.get_outputs_size() == 1 else None
 
 
-def _reshaped(dims: list[int], target: Tensor, node: Node) -> list[int] | None:
+def _reshaped(dims: list[int | str], target: Tensor, node: Node) -> list[int | str] | None:
     """The shape Reshape makes of `dims` with a constant target shape (0 copies a dim
-    unless `allowzero`, one -1 takes what is left), or None when it cannot tell."""
+    unless `allowzero`, one -1 takes what is left), or None when it cannot tell. With
+    symbolic dims a -1 is resolved only where every other axis keeps its dim: it then
+    takes the one left (unless another is 0, which leaves it undefined)."""
     wanted = [int(v) for v in np.asarray(target.numpy()).reshape(-1)]
     allow_zero = node.has_attr("allowzero") and bool(node.get_attr("allowzero"))
-    resolved = [dims[k] if w == 0 and not allow_zero and k < len(dims) else w
-                for k, w in enumerate(wanted)]
+    resolved: list[int | str] = [dims[k] if w == 0 and not allow_zero and k < len(dims) else w
+                                 for k, w in enumerate(wanted)]
+    if resolved.count(-1) == 1 and any(isinstance(d, str) for d in dims):
+        free = resolved.index(-1)
+        others = [k for k in range(len(dims)) if k != free]
+        if len(resolved) != len(dims) or any(resolved[k] != dims[k] or dims[k] == 0
+                                              for k in others):
+            return None
+        resolved[free] = dims[free]
+        return resolved
     if resolved.count(-1) == 1:
-        rest = math.prod(w for w in resolved if w != -1)
-        total = math.prod(dims)
+        rest = math.prod(int(w) for w in resolved if w != -1)
+        total = math.prod(int(d) for d in dims)
         if rest <= 0 or total % rest:
             return None
         resolved[resolved.index(-1)] = total // rest
@@ -222,11 +255,10 @@ def _transpose(node: Node) -> int | None:
 
 def _neutral_operand(node: Node) -> int | None:
     """Add/Sub of zeros, Mul/Div by ones, Pow by one: the other input's index when the
-    constant has its dtype and that input already has the output's static shape."""
+    constant has its dtype and broadcasts into that input's dims (sizes or symbols)."""
     if node.get_inputs_size() != 2:
         return None
     neutral, const_sides = _NEUTRAL[node.type]
-    out_desc: TensorDesc | None = None
     for side in const_sides:
         value = const_input(node, side)  # the usual answer, found first: no constant
         data = 1 - side
@@ -246,16 +278,15 @@ def _neutral_operand(node: Node) -> int | None:
                 continue
         except (TypeError, ValueError):
             continue
-        if out_desc is None:
-            out_desc = node.get_output_desc(0)
-        out_dims = static_dims(out_desc)
-        if out_dims is None:
-            return None
         data_desc = node.get_input_desc(data)
+        dims = symbolic_dims(data_desc)
+        if dims is None:
+            return None
         dtype = known_dtype(data_desc)
-        if dtype is None or value.data_type != dtype or known_dtype(out_desc) != dtype:
+        if dtype is None or value.data_type != dtype or (
+                known_dtype(node.get_output_desc(0)) != dtype):
             continue
-        if static_dims(data_desc) != out_dims:
+        if not _broadcasts_into(list(value.shape), dims):
             continue  # the constant broadcasts the data to a larger shape
         return data
     return None
