@@ -4,6 +4,7 @@ output names and onnxruntime results survive, on small models and on the vendore
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from builtin_helpers import (
 )
 from onnx import helper
 
+import ge
 from ge.compiler.builtin import (
     BUILTIN_PASSES,
     CommonSubexpressionElimination,
@@ -216,6 +218,47 @@ def test_constant_folding_refines_the_descs_its_constants_decide() -> None:
     assert run_pass(NOOP, graph)
     assert "Expand" not in histogram(graph)
     assert_sound(graph, original, x_feeds([1, 3]))
+
+
+def _reshape_chain(blocks: int) -> onnx.ModelProto:
+    """`blocks` Reshapes in a row, each to a shape computed from the Shape of the one
+    before through a Cast to float and a Floor (as Swin's window arithmetic does), which
+    onnx's data propagation does not follow: each Reshape's dims are known only once the
+    shape before it is folded."""
+    nodes = []
+    h = "x"
+    for i in range(blocks):
+        nodes += [node("Shape", [h], [f"s{i}"], name=f"shape{i}"),
+                  node("Gather", [f"s{i}", "i1"], [f"g{i}"], name=f"gather{i}", axis=0),
+                  node("Cast", [f"g{i}"], [f"f{i}"], name=f"tofloat{i}", to=F),
+                  node("Unsqueeze", [f"f{i}", "axis0"], [f"u{i}"], name=f"unsqueeze{i}"),
+                  node("Floor", [f"u{i}"], [f"fl{i}"], name=f"floor{i}"),
+                  node("Cast", [f"fl{i}"], [f"c{i}"], name=f"toint{i}", to=I64),
+                  node("Concat", ["one", f"c{i}", "rest"], [f"t{i}"], name=f"concat{i}",
+                       axis=0),
+                  node("Relu", [h], [f"r{i}"], name=f"relu{i}"),
+                  node("Reshape", [f"r{i}", f"t{i}"], [f"h{i}"], name=f"reshape{i}")]
+        h = f"h{i}"
+    return model(nodes, [vi("x", shape=[1, 8, 4])], [vi(h, shape=["a", "b", "c"])],
+                 [init("one", [1], np.int64), init("rest", [-1], np.int64),
+                  init("i1", 1, np.int64), init("axis0", [0], np.int64)])
+
+
+def test_constant_folding_refines_at_once_so_a_chain_folds_in_one_round() -> None:
+    """Twelve Reshapes whose shapes each follow from the one before fold in one run of
+    ConstantFolding (the descs after each fold refined before the next Shape is reached):
+    refined at the end of the run, one block folded per round, and a deep Swin ran out of
+    the 8 rounds (trial F: 26 rounds needed for 24 blocks)."""
+    original = _reshape_chain(12)
+    graph = load(original)
+    assert run_pass(CF, graph)
+    assert "Shape" not in histogram(graph) and "Floor" not in histogram(graph)
+    assert_sound(graph, original, x_feeds([1, 8, 4]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "did not reach a fixed point"
+        result = ge.compile(original, verify=True)
+    point = result.report.fixed_point
+    assert point is not None and point.converged and point.rounds <= 2
 
 
 @pytest.mark.parametrize(("op", "attrs", "shape", "expected"), [

@@ -259,7 +259,9 @@ class Scheduler:
             warnings.warn(CompileWarning(
                 f"origin-graph optimisation did not reach a fixed point in {self._max_rounds} "
                 f"rounds ({OPTION_MAX_ROUNDS}); still changing the graph: "
-                f"{', '.join(changing)}"), stacklevel=2)
+                f"{', '.join(changing)}; the model is correct but may be less optimised "
+                f"than it could be (--option {OPTION_MAX_ROUNDS}=N allows more rounds)"),
+                stacklevel=2)
         self._invocation.round = 0
 
     def _run_everywhere(self, entry: RegisteredPass, graph: Graph,

@@ -454,15 +454,23 @@ class ConstantFolding(FusionBasePass):
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         folder = _Folder(size_limit(context), self._evaluator, self._non_tensor)
         changed = False
-        readers: list[Node] = []  # of the new constants
+        later: list[Node] = []  # readers of new constants that may fold themselves
         for node in graph.topological_order():
             if not _may_fold(node):
                 continue
             values = folder.values(node)
-            if values is not None:
-                readers.extend(_replace(graph, node, values))
-                changed = True
-        # What the new constants decide downstream (a shape, a mask's dims), for the passes
-        # after this one: the descs were inferred before folding.
-        refine_output_descs(readers)  # (skips readers folded since, and constants)
+            if values is None:
+                continue
+            changed = True
+            # What the new constants decide downstream (a Reshape's dims, a mask's), at
+            # once: the descs were inferred before folding, and a Shape further down this
+            # order folds only from static dims. (Refined at the end, a deep Swin folded
+            # one block's window arithmetic per round and ran out of rounds.) A reader
+            # that may fold itself is refined through its constant instead, if it folds.
+            now: list[Node] = []
+            for reader in _replace(graph, node, values):
+                (later if _may_fold(reader) else now).append(reader)
+            if now:
+                refine_output_descs(now)
+        refine_output_descs(later)  # (skips readers folded since, and constants)
         return SUCCESS if changed else NOT_CHANGED
