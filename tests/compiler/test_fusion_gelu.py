@@ -80,7 +80,24 @@ def gelu_tanh(opset: int = 20, *, ordering: str = "half_first", cube: str = "pow
               swapped: bool = False, coef: float = 0.044715,
               scale: float = SQRT_2_OVER_PI, exponent: float = 3.0,
               extra_output: str | None = None) -> onnx.ModelProto:
-    """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) written out."""
+    """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) written out; `cube`
+    "factored" writes the argument as BLOOM does, sqrt(2/pi) * x * (1 + 0.044715 * x * x)
+    (`extra_output` "x3" then names its x * 0.044715 * x)."""
+    if cube == "factored":
+        nodes = [node("Mul", ["coef", "x"] if swapped else ["x", "coef"], ["cx"], name="cx"),
+                 node("Mul", ["x", "cx"] if swapped else ["cx", "x"], ["x3"], name="cx2"),
+                 node("Add", ["one_in", "x3"] if swapped else ["x3", "one_in"], ["inner"],
+                      name="inner"),
+                 node("Mul", ["k", "x"] if swapped else ["x", "k"], ["kx"], name="kx"),
+                 node("Mul", ["inner", "kx"] if swapped else ["kx", "inner"], ["ki"],
+                      name="k"),
+                 node("Tanh", ["ki"], ["th"], name="tanh"),
+                 node("Add", ["one", "th"] if swapped else ["th", "one"], ["t"],
+                      name="add_one"),
+                 *_product(ordering, "t", swapped)]
+        return _model(nodes, [init("coef", coef), init("k", scale), init("one", 1.0),
+                              init("one_in", 1.0 if exponent == 3.0 else exponent),
+                              init("half", 0.5)], opset, extra_output)
     if cube == "pow":
         cubed = [node("Pow", ["x", "three"], ["x3"], name="pow")]
     else:
@@ -140,7 +157,7 @@ def test_the_erf_form_becomes_exact_gelu(ordering: str, scaling: str, swapped: b
 
 
 @pytest.mark.parametrize("ordering", ORDERINGS)
-@pytest.mark.parametrize("cube", ["pow", "mul"])
+@pytest.mark.parametrize("cube", ["pow", "mul", "factored"])
 @pytest.mark.parametrize("swapped", [False, True])
 def test_the_tanh_form_becomes_tanh_gelu(ordering: str, cube: str, swapped: bool) -> None:
     _assert_fused(gelu_tanh(ordering=ordering, cube=cube, swapped=swapped), "tanh")
@@ -195,6 +212,10 @@ def test_the_erf_form_is_left_alone_when_a_condition_fails(case: dict[str, Any])
     {"exponent": 2.0},             # not a cube
     {"extra_output": "th"},
     {"extra_output": "x3", "cube": "mul"},
+    {"coef": 0.05, "cube": "factored"},
+    {"scale": 0.8, "cube": "factored"},
+    {"exponent": 2.0, "cube": "factored"},  # (1 + ...) written 2 + ...
+    {"extra_output": "x3", "cube": "factored"},
 ])
 def test_the_tanh_form_is_left_alone_when_a_condition_fails(case: dict[str, Any]) -> None:
     assert_unchanged(gelu_tanh(**case))

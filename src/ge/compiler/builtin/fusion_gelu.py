@@ -10,6 +10,8 @@ A `PatternFusionPass` of the `builtin_fusion` step, with commutative matching (`
             ->  Y = Gelu(X, approximate="none")
     tanh:   c = Pow(X, 3)  or  Mul(Mul(X, X), X)
             t = Tanh(Mul(0.7978846, Add(X, Mul(0.044715, c))))
+              or Tanh(Mul(Mul(X, 0.7978846), Add(Mul(Mul(X, 0.044715), X), 1)))
+                                              (factored: BLOOM's and Falcon's bloom_gelu)
             Y = the same three orderings of 0.5 * X * Add(t, 1)
             ->  Y = Gelu(X, approximate="tanh")
 
@@ -53,6 +55,7 @@ _EXPECTED = {
     "three": 3.0,
     "coef": 0.044715,
     "sqrt_2_over_pi": math.sqrt(2.0 / math.pi),
+    "one_inner": 1.0,  # the factored tanh form's 1 + 0.044715 * x * x
 }
 
 #: Where the 0.5 goes: (X*0.5)*t, (X*t)*0.5, X*(0.5*t).
@@ -125,9 +128,13 @@ def _tanh_pattern(opset: int, cube: str, ordering: str,
                   roles: dict[str, dict[str, int]]) -> Pattern:
     v = _Variant(f"GeluTanh_{cube}_{ordering}", opset)
     x = v.x
-    cubed = Pow(x, v.const("three")) if cube == "pow" else Mul(Mul(x, x), x)
-    inner = Add(x, Mul(v.const("coef"), cubed))
-    term = Add(Tanh(Mul(v.const("sqrt_2_over_pi"), inner)), v.const("one"))
+    if cube == "factored":  # sqrt(2/pi) * x * (1 + 0.044715 * x * x), as BLOOM writes it
+        squared = Mul(Mul(x, v.const("coef")), x)
+        argument = Mul(Mul(x, v.const("sqrt_2_over_pi")), Add(squared, v.const("one_inner")))
+    else:
+        cubed = Pow(x, v.const("three")) if cube == "pow" else Mul(Mul(x, x), x)
+        argument = Mul(v.const("sqrt_2_over_pi"), Add(x, Mul(v.const("coef"), cubed)))
+    term = Add(Tanh(argument), v.const("one"))
     return v.build(v.product(ordering, term), roles)
 
 
@@ -150,7 +157,7 @@ class GeluFusion(PatternFusionPass):
         for ordering in _ORDERINGS:
             for scaling in ("div", "mul"):
                 found.append(_erf_pattern(opset, scaling, ordering, self._roles))
-            for cube in ("pow", "mul"):
+            for cube in ("pow", "mul", "factored"):
                 found.append(_tanh_pattern(opset, cube, ordering, self._roles))
         return found
 
