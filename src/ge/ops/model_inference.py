@@ -59,6 +59,25 @@ def _custom_output_names(graph: Graph, exported: ExportedNames) -> set[str]:
     return names
 
 
+def _relax_outputs(gp: onnx.GraphProto) -> None:
+    """Hand the graph's outputs to onnx with their rank but not their dims, so that what it
+    infers for them follows from the inputs alone. onnx otherwise takes a declared dim
+    over an inferred one, and an export that declares an output read inside the graph with
+    its traced size (`[1, 5, 4]` where the inputs are `[batch, seq, 4]`: dynamic axes
+    given for the inputs only) had that size folded into the graph (a `Size` of it became
+    20 at every size). Dims inference cannot name still come from the file (`_merged`);
+    the declared types are written back unchanged, and the compiler warns about a
+    declared size its inputs contradict."""
+    for vi in gp.output:
+        if not vi.type.HasField("tensor_type"):
+            continue
+        shape = vi.type.tensor_type
+        if not shape.HasField("shape"):
+            continue
+        for dim in shape.shape.dim:
+            dim.Clear()
+
+
 def _strip(gp: onnx.GraphProto, keep: set[str]) -> None:
     """Drop what the IR said about inner values so stale descs cannot mask new results.
 
@@ -267,6 +286,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
                            value_info=custom, lift_constants=True)
     gp = model.graph
     initializers_as_inputs(gp, stubs)
+    _relax_outputs(gp)
     if custom:
         _strip(gp, _custom_output_names(root, exported))
     if known_values:
@@ -300,6 +320,31 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         except Exception as plain:
             raise _inference_error(root, plain) from plain
     _copy_back(root, inferred.graph, exported)
+    _fill_from_declared_outputs(root)
+
+
+def _fill_from_declared_outputs(root: Graph) -> None:
+    """Give each graph output's producer the dims the model declares for the output where
+    inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
+    outputs without their dims (`_relax_outputs`)."""
+    net_output = root.get_net_output()
+    if net_output is None:
+        return
+    declared_descs = net_output._in_descs  # (None where the output declares no type)
+    if declared_descs is None:
+        return
+    for i in range(net_output.get_inputs_size()):
+        producer = net_output.get_input_producer(i)
+        if producer is None or declared_descs[i] is None:
+            continue
+        node, index = producer
+        if node.type in (CONST, DATA) or not node.has_output_desc(index):
+            continue
+        declared = net_output.get_input_desc(i)
+        held = node.get_output_desc(index)
+        filled = _merged(held, declared, from_file=True)
+        if filled is not held:
+            _write(node, index, filled)
 
 
 def _long_1d_input(gp: onnx.GraphProto) -> bool:

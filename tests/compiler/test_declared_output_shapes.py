@@ -1,0 +1,76 @@
+"""A graph output declared with sizes its inputs contradict (`[1, 5, 4]` for a value the
+`[batch, seq, 4]` inputs make `[batch, seq, 4]`: an export given dynamic axes for its
+inputs only) is inferred from the inputs: onnx took the declared sizes over its own, and
+a `Size` of the output read inside the graph was folded to 20 at every size (trial S).
+The compiler warns, and writes the declared type back as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+from ge.errors import CompileWarning
+
+pytestmark = pytest.mark.builtin_passes  # ConstantFolding would fold the Size
+
+F = TensorProto.FLOAT
+
+
+def _traced_output(declared: list[int | str]) -> onnx.ModelProto:
+    """x [B, S, 4] -> Relu -> hid (a graph output declared `declared`) -> mean = sum / Size."""
+    nodes = [helper.make_node("Relu", ["x"], ["hid"], name="relu"),
+             helper.make_node("ReduceSum", ["hid"], ["tot"], name="sum", keepdims=0),
+             helper.make_node("Size", ["hid"], ["count"], name="size"),
+             helper.make_node("Cast", ["count"], ["countf"], name="cast", to=F),
+             helper.make_node("Div", ["tot", "countf"], ["mean"], name="mean")]
+    graph = helper.make_graph(
+        nodes, "traced", [helper.make_tensor_value_info("x", F, ["B", "S", 4])],
+        [helper.make_tensor_value_info("hid", F, declared),
+         helper.make_tensor_value_info("mean", F, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _mean(model: onnx.ModelProto, batch: int, seq: int) -> float:
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # (the declared [1, 5, 4] is contradicted: a warning)
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+    x = np.ones((batch, seq, 4), np.float32)
+    return float(session.run(["mean"], {"x": x})[0])
+
+
+def test_an_output_declared_with_traced_sizes_is_inferred_from_the_inputs(
+        tmp_path: Path) -> None:
+    source = _traced_output([1, 5, 4])
+    with pytest.warns(CompileWarning, match=r"graph output 'hid' is declared \[1, 5, 4\] but "
+                                            r"its inputs give \[B, S, 4\]: the passes take "
+                                            r"\[B, S, 4\]"):
+        result = ge.compile(source, verify=True, dims={"B": 1, "S": 5})
+    out = tmp_path / "out.onnx"
+    result.save(out)
+    saved = onnx.load(out)
+    assert "Size" in {n.op_type for n in saved.graph.node}  # not folded to 20
+    assert saved.graph.output[0].type == source.graph.output[0].type  # written back
+    for batch, seq in ((1, 5), (3, 7), (2, 1)):
+        assert _mean(saved, batch, seq) == _mean(source, batch, seq) == 1.0
+
+
+@pytest.mark.parametrize("declared", [["B", "S", 4], ["batch", "seq", 4], ["B", None, 4]])
+def test_outputs_declared_consistently_say_nothing(declared: list[int | str]) -> None:
+    """Other symbols (TorchScript names outputs' dims its own way) and unknown dims are no
+    contradiction; an unknown dim inference names stays named."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        result = ge.compile(_traced_output(declared))
+    relu = result.graph.find_node_by_name("relu")
+    assert list(relu.get_output_desc(0).get_shape()) == ["B", "S", 4]
