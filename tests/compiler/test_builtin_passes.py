@@ -337,6 +337,30 @@ def test_gather_of_static_dims_of_a_shape_folds(indices, start, expected) -> Non
     assert_sound(graph, original, x_feeds([3, 8]))
 
 
+@pytest.mark.parametrize(("channels", "group", "per_group"), [(4, 4, 1), (4, 2, 2), (6, 3, 1)])
+def test_a_grouped_conv_transpose_is_left_to_the_runtime(channels, group, per_group) -> None:
+    """onnx's reference evaluator computes a grouped ConvTranspose wrongly (or fails): a
+    constant one stays for onnxruntime to compute; group 1 folds."""
+    rng = np.random.default_rng(0)
+    inits = [init("xc", rng.standard_normal((2, channels, 5))),
+             init("w", rng.standard_normal((channels, per_group, 3)))]
+    original = model([node("ConvTranspose", ["xc", "w"], ["c"], name="deconv", group=group),
+                      node("Add", ["c", "x"], ["y"], name="add")],
+                     [vi("x", shape=[2, group * per_group, 7])],
+                     [vi("y", shape=[2, group * per_group, 7])], inits)
+    graph = load(original)
+    assert not run_pass(CF, graph)
+    assert "ConvTranspose" in histogram(graph)
+    assert_sound(graph, original, x_feeds([2, group * per_group, 7]))
+    ungrouped = model([node("ConvTranspose", ["xc", "w"], ["c"], name="deconv"),
+                       node("Add", ["c", "x"], ["y"], name="add")],
+                      [vi("x", shape=[2, per_group, 7])], [vi("y", shape=[2, per_group, 7])],
+                      inits)
+    graph = load(ungrouped)
+    assert run_pass(CF, graph)
+    assert_sound(graph, ungrouped, x_feeds([2, per_group, 7]), exact=False)
+
+
 def test_nondeterministic_nodes_are_not_folded() -> None:
     original = model(
         [node("RandomUniform", [], ["u"], name="ru", shape=[2, 3]),
