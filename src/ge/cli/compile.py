@@ -41,26 +41,42 @@ __all__ = ["compile_command", "dump_command", "parse_options",
 _TOP_OPS = 12
 
 
-def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[str, str]:
-    """`KEY=VALUE` strings as a mapping (a usage error for anything else)."""
+def _pairs(pairs: Sequence[str], param_hint: str, what: str, value_name: str,
+           *, last: bool = False) -> dict[str, str]:
+    """`what=value_name` strings as a mapping, split at the first `=` (at the last with `last`);
+    a usage error for a string without `=` or `what`, and for a `what` given twice: the
+    command line holds one value of each, and two are a mistake (which one did the user
+    mean?), not an override."""
     options: dict[str, str] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
+        key, sep, value = pair.rpartition("=") if last else pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=param_hint)
+            raise click.BadParameter(f"{pair!r} is not {what}={value_name}", param_hint=param_hint)
+        if key in options:
+            raise click.BadParameter(
+                f"{key!r} given twice ({key}={options[key]} and {pair}): give each {what} "
+                "once", param_hint=param_hint)
         options[key] = value
     return options
 
 
+def parse_options(pairs: Sequence[str], param_hint: str = "--option") -> dict[str, str]:
+    """`KEY=VALUE` strings as a mapping, split at the first `=` (a value may hold one: a
+    path); a usage error for anything else, and for a KEY given twice."""
+    return _pairs(pairs, param_hint, "KEY", "VALUE")
+
+
 def parse_dims(pairs: Sequence[str], inputs: Path | None) -> dict[str, int]:
-    """`--dims NAME=SIZE` strings as sizes of symbolic dims of generated inputs (a usage
-    error for anything else: no `=`, a size that is not an int >= 0, or `--inputs` given,
-    so nothing is generated)."""
+    """`--dims NAME=SIZE` strings as sizes of symbolic dims of generated inputs, split at
+    the last `=`: a size never holds one, a dim's name may (ONNX allows any `dim_param`,
+    `a=b`). A usage error for anything else: no `=`, a size that is not an int >= 0, a
+    NAME given twice (two sizes for one dim), or `--inputs` given, so nothing is
+    generated."""
     if pairs and inputs is not None:
         raise click.BadParameter("sizes the dims of generated inputs: not with --inputs",
                                  param_hint="--dims")
     dims: dict[str, int] = {}
-    for name, size in parse_options(pairs, "--dims").items():
+    for name, size in _pairs(pairs, "--dims", "NAME", "SIZE", last=True).items():
         if not size.isdigit():
             raise click.BadParameter(f"{name}={size}: the size must be an int >= 0",
                                      param_hint="--dims")
