@@ -83,3 +83,24 @@ def test_bad_dims_are_refused_before_anything_is_written(tmp_path: Path) -> None
     code, _, err = run_ge("run", str(path), "--dims", "sample=400")
     assert code != 0 and "[GE1602] dims 'sample'" in err
     assert listing(tmp_path) == before
+
+
+def test_dims_of_unnamed_dynamic_dims_say_only_inputs_set_them(tmp_path: Path) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [None, None, 4])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [None, None, 4])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])],
+                                   "unknown_dims", [x], [y])
+    path = tmp_path / "unknown_dims.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
+              path)
+    before = listing(tmp_path)
+    error = ("dims 'B': graph 'unknown_dims' has no named (symbolic) dim to size; the dynamic "
+             "dims of its input 'x' (float32 [?, ?, 4]) are unnamed ('?'): they are generated "
+             "as 2 and can only be set by giving the inputs (--inputs FILE.npz, inputs=)")
+    code, _, err = run_ge("compile", str(path), "-o", str(tmp_path / "out.onnx"),
+                          "--dims", "B=3")
+    assert code == 1 and err == f"ge: [GE1602] {error}\n"
+    code, _, err = run_ge("run", str(path), "--dims", "B=3", "--output",
+                          str(tmp_path / "out.npz"))
+    assert code == 1 and err == f"ge: [GE1602] {error}\n"
+    assert listing(tmp_path) == before

@@ -44,8 +44,7 @@ def test_dims_size_the_tensors_of_a_sequence() -> None:
     assert run_model(sequence_concat(), {"x": x})["y"].shape == (10,)
     with pytest.raises(VerificationInputError) as info:
         generate_inputs(sequence_concat(), dims={"m": 5})
-    assert info.value.message == ("dims 'm': each must name a symbolic dim of graph 'g' (n) "
-                                  "and be an int >= 0, got {'m': 5}")
+    assert info.value.message == "dims 'm': each must name a symbolic dim of graph 'g' (n)"
 
 
 def test_a_map_input_is_four_keys_to_numbers() -> None:

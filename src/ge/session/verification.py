@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,39 @@ def _symbols(spec: InputSpec) -> set[str]:
         found |= {d for d in vtype.dims or () if isinstance(d, str)}
         vtype = vtype.element
     return found
+
+
+def _has_unnamed(spec: InputSpec) -> bool:
+    """Whether an input (or a tensor in its sequence or optional) has a dynamic dim with no
+    name: neither a size nor a `dim_param`."""
+    found = any(d is None for d in spec.dims or ())
+    vtype = spec.nested
+    while vtype is not None and not found:
+        found = any(d is None for d in vtype.dims or ())
+        vtype = vtype.element
+    return found
+
+
+def _unknown_dims(names: list[str], specs: Sequence[InputSpec], symbols: set[str],
+                  graph: str) -> str:
+    """Why `names`, given as dims, size nothing: the symbolic dims there are, and the
+    inputs whose dynamic dims have no name, which no name can size (they are generated as
+    `_DEFAULT_DIM`; only given inputs set them)."""
+    given = ", ".join(repr(k) for k in names)
+    text = (f"dims {given}: each must name a symbolic dim of graph {graph!r} "
+            f"({', '.join(sorted(symbols))})" if symbols
+            else f"dims {given}: graph {graph!r} has no named (symbolic) dim to size")
+    unnamed = [spec for spec in specs if _has_unnamed(spec)]
+    if unnamed:
+        shown = ", ".join(f"{spec.name!r} ({spec.describe()})" for spec in unnamed[:3]) + (
+            f" and {len(unnamed) - 3} more" if len(unnamed) > 3 else "")
+        inputs = "input" if len(unnamed) == 1 else "inputs"
+        text += (f"; the dynamic dims of its {inputs} {shown} are unnamed ('?'): they are "
+                 f"generated as {_DEFAULT_DIM} and can only be set by giving the inputs "
+                 "(--inputs FILE.npz, inputs=)")
+    elif not symbols:
+        text += " (its inputs' dims are all static)"
+    return text
 
 
 def generated_inputs_limit(environ: Mapping[str, str] | None = None) -> int:
@@ -339,13 +372,15 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     graph = model_name(model)
     sizes = dict(dims or {})
     symbols = {d for s in specs for d in _symbols(s)}
+    unknown = sorted(k for k in sizes if k not in symbols)
+    if unknown:
+        raise VerificationInputError(_unknown_dims(unknown, specs, symbols, graph))
     bad = sorted(k for k, v in sizes.items()
-                 if k not in symbols or not isinstance(v, int) or isinstance(v, bool) or v < 0)
+                 if not isinstance(v, int) or isinstance(v, bool) or v < 0)
     if bad:
         raise VerificationInputError(
-            f"dims {', '.join(repr(k) for k in bad)}: each must name a symbolic dim of graph "
-            f"{graph!r} ({', '.join(sorted(symbols)) or 'it has none'}) and be an "
-            f"int >= 0, got {sizes}")
+            f"dims {', '.join(repr(k) for k in bad)}: each size must be an int >= 0, got "
+            f"{sizes}")
     shapes: dict[str, tuple[int, ...]] = {}
     nested: dict[str, int] = {}  # the bytes of each sequence, map and optional
     required = {spec.name: spec for spec in specs if not spec.optional}
