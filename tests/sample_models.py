@@ -41,6 +41,45 @@ def audio_front_end() -> onnx.ModelProto:
     return model
 
 
+#: A wrong plugin (for `tiny_outputs_model`): its MatMul becomes a Gemm scaling by 1.5.
+SCALE_MATMUL_BUG = '''
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="ScaleMatMulBug", stage=PassStage.AFTER_INFER_SHAPE)
+class ScaleMatMulBug(PatternFusionPass):
+    @pattern
+    def matmul(self, inputs):
+        return es.MatMul(inputs[0], inputs[1])
+
+    def replacement(self, inputs):
+        return es.Gemm(inputs[0], inputs[1], alpha=1.5)
+'''
+
+
+def tiny_outputs_model(scale: float = 1e-9) -> onnx.ModelProto:
+    """x float [2, 4] through a MatMul by weights of about `scale` (`tiny`), and outputs of
+    every other kind: a Relu (`plain`), zeros (`zeros`: x times 0), an int64 Cast (`ints`)
+    and a bool Greater (`mask`)."""
+    weights = (np.random.default_rng(0).standard_normal((4, 3)) * scale).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["tiny"]),
+             helper.make_node("Relu", ["x"], ["plain"]),
+             helper.make_node("Mul", ["x", "zero"], ["zeros"]),
+             helper.make_node("Cast", ["x"], ["ints"], to=TensorProto.INT64),
+             helper.make_node("Greater", ["x", "zero"], ["mask"])]
+    outputs = [helper.make_tensor_value_info("tiny", TensorProto.FLOAT, [2, 3]),
+               helper.make_tensor_value_info("plain", TensorProto.FLOAT, [2, 4]),
+               helper.make_tensor_value_info("zeros", TensorProto.FLOAT, [2, 4]),
+               helper.make_tensor_value_info("ints", TensorProto.INT64, [2, 4]),
+               helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 4])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])], outputs,
+        [numpy_helper.from_array(weights, "w"),
+         numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def readme_pass_source() -> str:
     """The pass the README prints (FoldDoubleNeg), exactly as a user would copy it."""
     found = re.search(r"# my_passes/fold_double_neg.py\n(.*?)```", README.read_text(), re.S)

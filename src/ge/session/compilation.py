@@ -46,6 +46,7 @@ from ge.session.compile_verification import (
     EachPassVerifier,
     run_original,
     warn_not_compared,
+    warn_tiny_outputs,
     warn_unexercised_bodies,
 )
 from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset
@@ -436,6 +437,7 @@ def compile(
                 random, narrow = random_output_reasons(given), narrow_float_outputs(given)
                 if random:
                     warn_not_compared(random)
+                warn_tiny_outputs(expected, rtol, atol, random)
                 if mode == "each-pass":
                     watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
                                                       narrow))

@@ -1,0 +1,63 @@
+"""Verification of outputs smaller than atol: a randomly initialised classifier's logits are
+about 1e-14, so `|actual - expected| <= atol + rtol * |expected|` held for any values of
+that size and a plugin scaling them by 1.5 "verified ok" (trial F, efficientnet_b0). The
+compilation now warns (`CompileWarning`, naming the output, its largest magnitude and
+atol, suggesting a smaller atol) without failing; outputs of ordinary size, all-zero ones
+and integer or bool ones say nothing."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import ge
+from ge.errors import CompileWarning, VerificationError
+from ge.session import generate_inputs, run_model
+from ge.session.compile_verification import tiny_outputs
+from sample_models import SCALE_MATMUL_BUG, tiny_outputs_model
+
+
+def _largest_tiny(model: onnx.ModelProto) -> float:
+    """The largest magnitude of `tiny` on the generated inputs."""
+    return float(np.abs(run_model(model, generate_inputs(model))["tiny"]).max())
+
+
+def test_an_output_below_atol_is_named_with_a_warning_and_still_verifies(
+        tmp_path: Path) -> None:
+    plugin = tmp_path / "scale.py"
+    plugin.write_text(SCALE_MATMUL_BUG)
+    model = tiny_outputs_model()
+    largest = _largest_tiny(model)
+    assert 0 < largest < 1e-5
+    with pytest.warns(CompileWarning) as caught:
+        result = ge.compile(model, pass_paths=[plugin], verify=True)
+    (warning,) = [str(w.message) for w in caught if "checks nothing" in str(w.message)]
+    assert warning == (
+        f"verification checks nothing of output 'tiny' (largest magnitude {largest:.3g}): "
+        "every value of it in the original's run is below atol=1e-05, which alone accepts "
+        "any values that small (the output scaled by 1.5, or zeros, would pass); give a "
+        f"smaller --atol (atol=), such as {largest * 1e-4:.1g} (rtol times the largest "
+        "magnitude)")
+    assert result.verification is not None and result.verification.ok  # not a failure
+    assert result.report.passes_that_changed()  # the wrong plugin did run
+    with pytest.raises(VerificationError, match="output 'tiny'"):  # the suggested atol
+        ge.compile(model, pass_paths=[plugin], verify=True, atol=largest * 1e-4)
+
+
+def test_ordinary_zero_integer_and_bool_outputs_say_nothing() -> None:
+    model = tiny_outputs_model(scale=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        result = ge.compile(model, verify=True)
+    assert result.verification is not None and result.verification.ok
+    expected = run_model(model, generate_inputs(model))
+    assert not np.any(expected["zeros"]) and np.any(expected["ints"])  # as meant
+    assert tiny_outputs(expected, 1e-5, {}) == {}
+    tiny = run_model(tiny_outputs_model(), generate_inputs(model))
+    assert list(tiny_outputs(tiny, 1e-5, {})) == ["tiny"]
+    assert tiny_outputs(tiny, 1e-10, {}) == {}  # an atol below them checks them
+    assert tiny_outputs(tiny, 1e-5, {"tiny": "not compared: random"}) == {}
