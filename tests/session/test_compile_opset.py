@@ -126,3 +126,40 @@ def test_an_untyped_model_stays_untyped_when_converted(tmp_path: Path) -> None:
     typed = ge.compile(model, opset=20, builtin_passes=False, value_info="all")
     typed.save(tmp_path / "typed.onnx")
     assert len(onnx.load(tmp_path / "typed.onnx").graph.value_info) == 2
+
+
+def _output_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    return {output.name: output.type for output in model.graph.output}
+
+
+def _dynamic_distilbert() -> onnx.ModelProto:
+    """The vendored DistilBERT (exported with batch 1, seq 12) with its inputs and output
+    declared [batch, seq(, 48)], as a dynamic export declares them; shape inference still
+    proves seq 12 from the constants the export baked in."""
+    model = onnx.load(DISTILBERT)
+    for value in [*model.graph.input, *model.graph.output]:
+        for dim, name in zip(value.type.tensor_type.shape.dim, ("batch", "seq")):
+            dim.Clear()
+            dim.dim_param = name
+    del model.graph.value_info[:]
+    return model
+
+
+def test_converted_outputs_keep_their_declared_types(tmp_path: Path) -> None:
+    """The converter's shape inference rewrote declared output dims: `[batch, seq, 48]`
+    became `[batch, 12, 48]` and an unnamed dim `unk__0` (trial S); graph outputs keep the
+    types the model declares, converted or not."""
+    unnamed = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]),
+         helper.make_node("Reshape", ["x", "shape"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["M", 4])],
+        [helper.make_tensor("shape", TensorProto.INT64, [2], [2, 4])])
+    small = helper.make_model(unnamed, opset_imports=[helper.make_opsetid("", 17)])
+    for name, model in (("small", small), ("distilbert", _dynamic_distilbert())):
+        out = tmp_path / f"{name}.onnx"
+        ge.compile(model, opset=20).save(out)
+        saved = onnx.load(out)
+        assert saved.opset_import[0].version == 20, name
+        assert _output_types(saved) == _output_types(model), name

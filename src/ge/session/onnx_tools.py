@@ -90,10 +90,46 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
                                   "only converts a model up")
 
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
-        return version_converter.convert_version(model, opset)
+        converted = version_converter.convert_version(model, opset)
+        _keep_output_types(model.graph, converted.graph)
+        return converted
 
     return _through(graph, convert, "version converter",
                     f"take graph {graph.name!r} from opset {current} to {opset}")
+
+
+def _without_shapes(value_type: onnx.TypeProto) -> onnx.TypeProto:
+    """A copy of `value_type` with no shape anywhere in it: its element types alone."""
+    bare = onnx.TypeProto()
+    bare.CopyFrom(value_type)
+    inner: onnx.TypeProto | None = bare
+    while inner is not None:
+        kind = inner.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            getattr(inner, kind).ClearField("shape")
+            inner = None
+        elif kind in ("sequence_type", "optional_type"):
+            inner = getattr(inner, kind).elem_type
+        elif kind == "map_type":
+            inner = inner.map_type.value_type
+        else:
+            inner = None
+    return bare
+
+
+def _keep_output_types(source: onnx.GraphProto, converted: onnx.GraphProto) -> None:
+    """Give each output of the converted root graph the type the source declared, when it
+    has the same name and element types. The converter runs shape inference, which
+    rewrites the declared output shapes: an unnamed dim became `unk__0`, a symbolic one
+    the size inference proved from the example the model was exported with (`[batch, seq,
+    48]` became `[batch, 12, 48]`). ge keeps the graph outputs' declared types (what
+    callers bind to), `--opset` included; a type the conversion changed is left as it is."""
+    declared = {output.name: output.type for output in source.output}
+    for output in converted.output:
+        given = declared.get(output.name)
+        if given is not None and given != output.type and (
+                _without_shapes(given) == _without_shapes(output.type)):
+            output.type.CopyFrom(given)
 
 
 def inlined_functions(graph: Graph) -> Graph:
