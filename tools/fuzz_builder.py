@@ -38,6 +38,10 @@ class Value:
     #: rewrites (reassociation, folding with other kernels) cannot change it by an ulp;
     #: only such values feed discontinuous operations (Floor, comparisons, casts to int)
     exact: bool = True
+    #: in a symbolic model (`fuzz_symbolic`), the dims as declared: ints, a symbol's name
+    #: ("B"), or an expression of symbols ("2*S"); `shape` is then their largest size.
+    #: None: the value's shape is static.
+    dims: tuple[int | str, ...] | None = None
 
     @property
     def rank(self) -> int:
@@ -56,6 +60,9 @@ class FuzzModel:
     inputs: dict[str, np.ndarray]
     opset: int
     tags: Counter[str] = field(default_factory=Counter)
+    #: a symbolic model's inputs at each assignment of sizes to its symbols, labelled
+    #: ("B=2,S=5"); `inputs` are the first; empty for a static model
+    sizes: list[tuple[str, dict[str, np.ndarray]]] = field(default_factory=list)
 
 
 class Builder:
@@ -78,6 +85,11 @@ class Builder:
         self.scopes: list[str] = []  # the control-flow bodies being built ("If", "Loop")
         self.outputs: list[Value] = []  # values that must be graph outputs
         self.unshaped: set[str] = set()  # values whose shape is not static: never read
+        #: the values with symbolic dims (`fuzz_symbolic`'s generators read them, no other);
+        #: their names are in `unshaped` too
+        self.sym_values: list[Value] = []
+        self.symbols: list[str] = []  # the dim_param names of a symbolic model's inputs
+        self.unranked: set[str] = set()  # values whose rank depends on the sizes: outputs only
         #: results of Reciprocal and Div: a Mul by one may become a Div (ReciprocalMulFusion),
         #: rounded once instead of twice, so that Mul's result is not exact
         self.inverses: set[str] = set()

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from functools import partial
 
+import fuzz_symbolic
 import numpy as np
 import onnx
 from fuzz_builder import BOOL, FLOAT, INT64, OPSETS, Builder, FuzzModel, Generator, Value, broadcast
@@ -213,11 +214,18 @@ def _input_shape(b: Builder) -> tuple[int, ...]:
             return shape
 
 
-def _pick_outputs(b: Builder) -> list[tuple[str, int, Sequence[int | None]]]:
+Dims = Sequence[int | str | None] | None
+
+
+def _pick_outputs(b: Builder) -> list[tuple[str, int, Dims]]:
     """The graph outputs: the last value, some intermediate ones, and the odd cases (an
     input, a constant, the same value twice, an output repeated)."""
-    produced = [v for v in b.values if v not in b.inputs] or b.values
+    pool = [*b.values, *b.sym_values]
+    produced = [v for v in pool if v not in b.inputs] or pool
     chosen = [produced[-1], *b.outputs]
+    static = [v for v in b.values if v not in b.inputs]
+    if b.sym_values and static and b.chance(0.7):  # what the static generators built too
+        chosen.append(static[-1])
     for _ in range(int(b.rng.integers(0, 3))):
         chosen.append(b.choice(produced))
     if b.chance(0.08):
@@ -227,43 +235,71 @@ def _pick_outputs(b: Builder) -> list[tuple[str, int, Sequence[int | None]]]:
         chosen.append(b.choice(b.consts))
         b.tags["output:is-constant"] += 1
     unique = list(dict.fromkeys(v.name for v in chosen))
-    by_name = {v.name: v for v in [*b.values, *b.consts]}
-    outs = [(n, by_name[n].dtype, by_name[n].shape) for n in unique]
+    by_name = {v.name: v for v in [*b.values, *b.consts, *b.sym_values, *b.outputs]}
+    outs = [(n, by_name[n].dtype, fuzz_symbolic.declared(b, by_name[n])) for n in unique]
     if b.chance(0.1):  # the same value under a second name
         v = by_name[unique[0]]
         copy = b.op("Identity", [v], v.shape, v.dtype, pool=False)
-        outs.append((copy.name, v.dtype, v.shape))
+        outs.append((copy.name, v.dtype, fuzz_symbolic.declared(b, v)))
         b.tags["output:identity-copy"] += 1
     if b.chance(0.05):
         outs.append(outs[0])
         b.tags["output:repeated-name"] += 1
-    loose: list[tuple[str, int, Sequence[int | None]]] = [
-        (n, t, [None] * len(s) if b.chance(0.15) else s) for n, t, s in outs]
+    loose: list[tuple[str, int, Dims]] = [
+        (n, t, [None] * len(s) if s is not None and b.chance(0.15) else s) for n, t, s in outs]
     b.tags["output:unknown-dims"] += sum(s != o[2] for (_, _, s), o in zip(loose, outs))
+    b.tags["output:unknown-rank"] += sum(s is None for _, _, s in loose)
     control_tags(b, [n for n, _, _ in outs])
     return loose
 
 
-def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
-    """The model of `seed` (numpy `default_rng(seed)`), drawing only from `ops` if given."""
+#: In the "mixed" mode, one seed in this many is symbolic (`is_symbolic`).
+SYMBOLIC_EVERY = 8
+#: How the seeds' models declare their input dims: static, symbolic, or some of each.
+DIMS_MODES = ("mixed", "static", "symbolic")
+
+
+def is_symbolic(seed: int, ops: set[str] | None = None, dims: str = "mixed") -> bool:
+    """Whether the model of `seed` has symbolic dims: in the "mixed" mode one seed in
+    `SYMBOLIC_EVERY` (the others build the same static models as before there was a
+    symbolic mode), every seed if `ops` names symbolic generators only, none if it names
+    none."""
+    if dims != "mixed":
+        return dims == "symbolic"
+    if ops is not None and not ops & set(fuzz_symbolic.SYMBOLIC):
+        return False
+    if ops is not None and not ops & set(GENERATORS):
+        return True
+    return seed % SYMBOLIC_EVERY == SYMBOLIC_EVERY - 1
+
+
+def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> FuzzModel:
+    """The model of `seed` (numpy `default_rng(seed)`), drawing only from `ops` if given;
+    with symbolic input dims if told (see `fuzz_symbolic`)."""
     rng = np.random.default_rng(seed)
-    wanted = set(GENERATORS) if ops is None else ops & set(GENERATORS)
-    allowed = [o for o in OPSETS if any(GENERATORS[k][1] <= o for k in wanted)]
+    known = {**GENERATORS, **(fuzz_symbolic.SYMBOLIC if symbolic else {})}
+    wanted = set(known) if ops is None else ops & set(known)
+    allowed = [o for o in OPSETS if any(known[k][1] <= o for k in wanted)]
     if not allowed:
         raise ValueError(f"no generator among {sorted(ops or ())}")
     opset = int(rng.choice(allowed))  # an opset where some of `ops` exist (Gelu: 20 only)
     b = Builder(rng, opset)
     table = {k: g for k, g in GENERATORS.items() if g[1] <= opset and k in wanted}
-    names = list(table)
+    sym_table = {k: g for k, g in known.items()
+                 if k in fuzz_symbolic.SYMBOLIC and g[1] <= opset and k in wanted}
+    drawn = {**table, **sym_table}
+    names = list(drawn)
     b.foldable = [k for k in names if k in FOLDABLE]
     # control-flow bodies draw from the chosen generators, from all when only If/Loop are
     body = {k: g for k, g in table.items() if k not in CONTROL} or {
         k: g for k, g in GENERATORS.items() if g[1] <= opset and k not in CONTROL}
     b.generators = {k: (w, gen) for k, (w, _, gen) in {**body, **{
         k: g for k, g in table.items() if k in CONTROL}}.items()}
-    weights = np.array([table[k][0] for k in names])
+    weights = np.array([drawn[k][0] for k in names])
     feeds: dict[str, np.ndarray] = {}
-    for i in range(int(rng.integers(1, 3))):
+    if symbolic:
+        fuzz_symbolic.make_inputs(b)
+    for i in range(0 if symbolic else int(rng.integers(1, 3))):
         shape = _input_shape(b) if i == 0 or b.chance(0.5) else b.bshape(b.inputs[0].shape)
         value = Value(f"x{i}", FLOAT, shape)
         b.inputs.append(value)
@@ -279,12 +315,12 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
         if len(b.nodes) >= target:
             break
         name = names[int(rng.choice(len(names), p=weights / weights.sum()))]
-        if table[name][2](b):
+        if drawn[name][2](b):
             b.tags[f"gen:{name}"] += 1
     outputs = _pick_outputs(b)
     graph = helper.make_graph(
         b.nodes, f"fuzz_{seed}",
-        [helper.make_tensor_value_info(v.name, v.dtype, v.shape) for v in b.inputs],
+        [fuzz_symbolic.input_info(b, v) for v in b.inputs],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=b.initializers)
     used = reads(b.nodes)  # bodies' outer reads included
@@ -311,4 +347,11 @@ def build(seed: int, ops: set[str] | None = None) -> FuzzModel:
     if b.chance(0.3):  # a typed model: ge keeps value_info then
         model = onnx.shape_inference.infer_shapes(model)
         b.tags["model:value_info"] += 1
-    return FuzzModel(model, feeds, opset, b.tags)
+    sizes = []
+    if symbolic:  # the inputs at each size, from their own generator (the model is built)
+        sized = np.random.default_rng([seed, 1])
+        sizes = [(label, {**feeds, **fuzz_symbolic.feeds_at(b, env, sized)})
+                 for label, env in fuzz_symbolic.assignments(b, sized)]
+        feeds = sizes[0][1]
+        b.tags["model:symbolic"] += 1
+    return FuzzModel(model, feeds, opset, b.tags, sizes)
