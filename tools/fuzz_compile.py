@@ -3,10 +3,15 @@ pass, must save, pass the strict checker, load back, keep their outputs and comp
 values in onnxruntime as the original.
 
     .venv/bin/python tools/fuzz_compile.py --seeds 0:500 [--ops Add,Mul] [--keep DIR] [--jobs N]
+        [--dims mixed|static|symbolic]  # symbolic input dims: on 1 seed in 8 (mixed), all, none
         [--minimise]  # with --keep: also DIR/seed_N.min.onnx + .npz, cut down to the finding
         [--stats]     # the op and form histogram of the seeds' models, nothing compiled
 
 A model that onnxruntime cannot load or run in its original form is skipped, not a finding.
+A model with symbolic dims (`tools/fuzz_symbolic.py`) is compiled once and run at several
+sizes of its symbols: a size where the original fails to run is skipped, one where the
+compiled model fails, computes other values or shapes, or outputs a shape contradicting
+its declared dims, is a finding (its message says at which sizes).
 The models come from `tools/fuzz_models.py` (one per seed, deterministic); `fuzz_seed(seed)`
 and `check_model(model, feeds)` are what tests call."""
 
@@ -22,7 +27,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,14 +46,17 @@ if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_models
+import fuzz_symbolic
 
+#: The generator names --ops accepts: the static ones, then the symbolic ones.
+KNOWN_OPS = [*fuzz_models.GENERATORS, *fuzz_symbolic.SYMBOLIC]
 RTOL = ATOL = 1e-4
 #: Narrow float outputs: one rounding flip of a value cast to them is an ulp (float16's is
 #: 2^-11 relative, about 5e-4 near 1), more than RTOL: two ulps allowed.
 NARROW_TOL = {np.dtype(np.float16): 2e-3}
 #: The checks, in the order they run; a finding's kind is the first that failed.
 KINDS = ("generator", "ge-error", "crash", "save", "checker", "reload", "outputs",
-         "ort-compiled", "numerics", "timeout")
+         "ort-compiled", "numerics", "shapes", "timeout")
 CompileFn = Callable[[str], Any]  # path -> something with .save(path)
 
 
@@ -65,6 +73,8 @@ class FuzzOutcome:
     model: onnx.ModelProto | None = field(default=None, repr=False, compare=False)
     #: the passes that changed the graph (from the compile report, when there is one)
     changed: tuple[str, ...] = ()
+    #: a symbolic model's finding: the label of the sizes it showed at ("B=1,S=1")
+    at: str = ""
 
 
 def _session(model: onnx.ModelProto | str) -> ort.InferenceSession:
@@ -119,32 +129,71 @@ def _compile_with_every_builtin(path: str) -> Any:
     return ge.compile(path, enable=off)
 
 
+def declared_mismatch(model: onnx.ModelProto, outputs: list[np.ndarray]) -> str:
+    """'' when each output's shape fits the dims its graph output declares (a number must
+    match, a symbol is the same size in every output), else the first contradiction."""
+    bound: dict[str, int] = {}
+    for info, value in zip(model.graph.output, outputs):
+        if not info.type.tensor_type.HasField("shape"):
+            continue
+        dims = info.type.tensor_type.shape.dim
+        shape = np.shape(value)
+        if len(dims) != len(shape):
+            return f"output {info.name}: rank {len(shape)}, declared {len(dims)}"
+        for dim, n in zip(dims, shape):
+            if dim.HasField("dim_value") and dim.dim_value != n:
+                return f"output {info.name}: shape {list(shape)}, declared dim {dim.dim_value}"
+            if dim.HasField("dim_param") and bound.setdefault(dim.dim_param, n) != n:
+                return (f"output {info.name}: shape {list(shape)}, declared {dim.dim_param}"
+                        f" = {bound[dim.dim_param]} elsewhere")
+    return ""
+
+
 def fuzz_seed(seed: int, ops: set[str] | None = None,
-              compile_fn: CompileFn | None = None) -> FuzzOutcome:
+              compile_fn: CompileFn | None = None, dims: str = "mixed") -> FuzzOutcome:
     """Build the model of `seed`, compile it (`ge.compile` unless `compile_fn` is given: a
-    function of a model path returning something with `.save(path)`) and check the result."""
+    function of a model path returning something with `.save(path)`) and check the result;
+    `dims` says which seeds' models have symbolic dims (`fuzz_models.is_symbolic`)."""
     try:
-        fm = fuzz_models.build(seed, ops)
+        fm = fuzz_models.build(seed, ops, fuzz_models.is_symbolic(seed, ops, dims))
     except Exception as err:  # a fuzzer bug: reported, never hidden
         return FuzzOutcome(seed, "finding", "generator", _short(err))
-    return check_model(fm.model, fm.inputs, seed, compile_fn)
+    return check_model(fm.model, fm.inputs, seed, compile_fn, fm.sizes)
 
 
 def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int = -1,
-                compile_fn: CompileFn | None = None) -> FuzzOutcome:
-    """Compile `model` and run every check on it with `feeds` (see `fuzz_seed`)."""
+                compile_fn: CompileFn | None = None,
+                sizes: Sequence[tuple[str, dict[str, np.ndarray]]] = ()) -> FuzzOutcome:
+    """Compile `model` and run every check on it with `feeds` (see `fuzz_seed`), or with
+    each of the labelled inputs of `sizes` (a symbolic model's, the first in place of
+    `feeds`): sizes where the original does not run are skipped."""
+    runs = list(sizes) or [("", feeds)]
 
-    def finding(kind: str, message: str, notes: tuple[str, ...] = ()) -> FuzzOutcome:
-        return FuzzOutcome(seed, "finding", kind, message, notes, model)
+    def finding(kind: str, message: str, notes: tuple[str, ...] = (), at: str = ""
+                ) -> FuzzOutcome:
+        where = f"at {at}: " if at else ""
+        return FuzzOutcome(seed, "finding", kind, where + message, notes, model, at=at)
 
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as err:  # the generator made an invalid model
         return FuzzOutcome(seed, "skipped", "invalid-original", _short(err), model=model)
+    expected: list[tuple[str, dict[str, np.ndarray], list[np.ndarray]]] = []
     try:
-        expected = run_ort(model, feeds)
+        session = _session(model)
+        out_names = [o.name for o in session.get_outputs()]
+        for i, (label, inputs) in enumerate(runs):
+            try:
+                expected.append((label, inputs, session.run(out_names, inputs)))
+            except Exception:
+                if i == 0:  # the first size must run: the others may not (a Slice to 0)
+                    raise
     except Exception as err:
         return FuzzOutcome(seed, "skipped", "ort-original", _short(err), model=model)
+    for label, _, values in expected:
+        mismatch = declared_mismatch(model, values)
+        if mismatch:  # the generator declared a wrong output shape
+            return finding("generator", mismatch, at=label)
     names = [o.name for o in model.graph.output]
     if compile_fn is None:  # looked up now: a test may patch ge.compile
         compile_fn = _compile_with_every_builtin
@@ -172,16 +221,27 @@ def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int 
             ge.graph.load(compiled)
         except Exception as err:
             return finding("reload", _short(err), notes)
-        got = [o.name for o in onnx.load(compiled).graph.output]
+        compiled_model = onnx.load(compiled)
+        got = [o.name for o in compiled_model.graph.output]
         if got != names:
             return finding("outputs", f"outputs {got}, expected {names}", notes)
+        actual: list[list[np.ndarray]] = []
+        running = expected[0][0]  # the sizes being run (a failure is reported at them)
         try:
-            actual = run_ort(compiled, feeds)
+            session = _session(compiled)
+            for label, inputs, _ in expected:
+                running = label
+                actual.append(session.run(out_names, inputs))
         except Exception as err:
-            return finding("ort-compiled", _short(err), notes)
-    diff = compare(expected, actual, names)
-    if diff:
-        return finding("numerics", diff, notes)
+            return finding("ort-compiled", _short(err), notes, running)
+    for (label, _, want), got_values in zip(expected, actual):
+        diff = compare(want, got_values, names)
+        if diff:
+            return finding("numerics", diff, notes, label)
+    for (label, _, _), got_values in zip(expected, actual):
+        mismatch = declared_mismatch(compiled_model, got_values)
+        if mismatch:
+            return finding("shapes", mismatch, notes, label)
     report = getattr(result, "report", None)
     changed = tuple(dict.fromkeys(r.pass_name for r in getattr(report, "records", ())
                                   if r.changed))
@@ -349,19 +409,23 @@ def _where(err: BaseException) -> str:
     return f"{Path(code.co_filename).name}:{code.co_name}"
 
 
-def _fuzz_args(args: tuple[int, set[str] | None, float]) -> FuzzOutcome:
+def _build(seed: int, ops: set[str] | None, dims: str) -> fuzz_models.FuzzModel:
+    return fuzz_models.build(seed, ops, fuzz_models.is_symbolic(seed, ops, dims))
+
+
+def _fuzz_args(args: tuple[int, set[str] | None, float, str]) -> FuzzOutcome:
     """`fuzz_seed`, stopped after `timeout` seconds (a hang in ge is a finding; one in native
     code is only noticed when it returns)."""
-    seed, ops, timeout = args
+    seed, ops, timeout, dims = args
     if not timeout or not hasattr(signal, "setitimer"):
-        return fuzz_seed(seed, ops)
+        return fuzz_seed(seed, ops, dims=dims)
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return fuzz_seed(seed, ops)
+        return fuzz_seed(seed, ops, dims=dims)
     except SeedTimeout as err:
         where = _where(err)
-        model = None if where.startswith("fuzz_") else fuzz_models.build(seed, ops).model
+        model = None if where.startswith("fuzz_") else _build(seed, ops, dims).model
         return FuzzOutcome(seed, "finding", "timeout", f"over {timeout:g} s, in {where}",
                            model=model)
     finally:
@@ -369,11 +433,11 @@ def _fuzz_args(args: tuple[int, set[str] | None, float]) -> FuzzOutcome:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: float = 0
-              ) -> Iterable[FuzzOutcome]:
+def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: float = 0,
+              dims: str = "mixed") -> Iterable[FuzzOutcome]:
     """The outcome of every seed, in seed order, over `jobs` processes; a seed running over
     `timeout` seconds (if given) is a "timeout" finding."""
-    work = [(s, ops, timeout) for s in seeds]
+    work = [(s, ops, timeout, dims) for s in seeds]
     if jobs <= 1:
         yield from map(_fuzz_args, work)
         return
@@ -382,13 +446,14 @@ def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: fl
         yield from pool.imap(_fuzz_args, work, chunksize=8)
 
 
-def op_histogram(seeds: Iterable[int], ops: set[str] | None) -> tuple[Counter[str], Counter[str]]:
+def op_histogram(seeds: Iterable[int], ops: set[str] | None, dims: str = "mixed"
+                 ) -> tuple[Counter[str], Counter[str]]:
     """How often each op type (nodes of the built models, bodies included) and each
     generator form occurs."""
     types: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     for seed in seeds:
-        fm = fuzz_models.build(seed, ops)
+        fm = _build(seed, ops, dims)
         types.update(n.op_type for n in _all_nodes(fm.model.graph.node))
         types["<node in a body>"] += sum(1 for _ in _all_nodes(fm.model.graph.node)) - len(
             fm.model.graph.node)
@@ -398,9 +463,18 @@ def op_histogram(seeds: Iterable[int], ops: set[str] | None) -> tuple[Counter[st
     return types, tags
 
 
-def _keep_minimised(outcome: FuzzOutcome, ops: set[str] | None, folder: Path) -> None:
-    fm = fuzz_models.build(outcome.seed, ops)
-    model, feeds = minimise(fm.model, fm.inputs, outcome.kind)
+def _finding_inputs(outcome: FuzzOutcome, ops: set[str] | None, dims: str
+                    ) -> dict[str, np.ndarray]:
+    """The inputs `outcome`'s finding showed with (a symbolic model's: at its sizes)."""
+    fm = _build(outcome.seed, ops, dims)
+    return dict(fm.sizes).get(outcome.at, fm.inputs)
+
+
+def _keep_minimised(outcome: FuzzOutcome, ops: set[str] | None, folder: Path, dims: str
+                    ) -> None:
+    """Minimise at the sizes the finding showed at (its symbols stay symbolic)."""
+    fm = _build(outcome.seed, ops, dims)
+    model, feeds = minimise(fm.model, _finding_inputs(outcome, ops, dims), outcome.kind)
     onnx.save(model, folder / f"seed_{outcome.seed}.min.onnx")
     np.savez(folder / f"seed_{outcome.seed}.min.npz", **feeds)  # type: ignore[arg-type]
     print(f"  minimised to {len(model.graph.node)} nodes: seed_{outcome.seed}.min.onnx")
@@ -411,12 +485,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0:500", help="A:B (B excluded) or one seed")
     parser.add_argument("--ops", help="comma-separated generator names (op types, LayerNorm, "
-                        f"Gelu, ...): {', '.join(fuzz_models.GENERATORS)}")
+                        f"Gelu, ...): {', '.join(KNOWN_OPS)}")
     parser.add_argument("--keep", type=Path, help="write each finding's model as DIR/seed_N.onnx")
     parser.add_argument("--minimise", action="store_true",
                         help="with --keep, also write each finding minimised: seed_N.min.onnx "
                         "and its inputs, seed_N.min.npz")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--dims", choices=fuzz_models.DIMS_MODES, default="mixed",
+                        help="symbolic input dims (run at several sizes): on one seed in "
+                        f"{fuzz_models.SYMBOLIC_EVERY} (mixed), on none, on every seed")
     parser.add_argument("--stats", action="store_true",
                         help="print the op and form histogram of the seeds' models and exit")
     parser.add_argument("--timeout", type=float, default=120,
@@ -425,11 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     ops = set(args.ops.split(",")) if args.ops else None
-    if ops and ops - set(fuzz_models.GENERATORS):
-        parser.error(f"unknown --ops {sorted(ops - set(fuzz_models.GENERATORS))}; known: "
-                     f"{', '.join(fuzz_models.GENERATORS)}")
+    if ops and ops - set(KNOWN_OPS):
+        parser.error(f"unknown --ops {sorted(ops - set(KNOWN_OPS))}; known: "
+                     f"{', '.join(KNOWN_OPS)}")
     if args.stats:
-        types, tags = op_histogram(seeds, ops)
+        types, tags = op_histogram(seeds, ops, args.dims)
         for title, counts in (("op type", types), ("form", tags)):
             print(f"{title:<32} count")
             for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -442,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: Counter[tuple[str, str]] = Counter()
     warned = 0
     start = time.perf_counter()
-    for outcome in run_seeds(seeds, ops, args.jobs, args.timeout):
+    for outcome in run_seeds(seeds, ops, args.jobs, args.timeout, args.dims):
         status[outcome.status] += 1
         warned += bool(outcome.warnings)
         if outcome.status != "ok":
@@ -452,8 +529,11 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             if args.keep and outcome.model is not None and outcome.status == "finding":
                 onnx.save(outcome.model, args.keep / f"seed_{outcome.seed}.onnx")
+                if outcome.at:  # the inputs at the sizes it showed at
+                    np.savez(args.keep / f"seed_{outcome.seed}.npz",  # type: ignore[arg-type]
+                             **_finding_inputs(outcome, ops, args.dims))
                 if args.minimise and outcome.kind != "timeout":  # (it would hang again)
-                    _keep_minimised(outcome, ops, args.keep)
+                    _keep_minimised(outcome, ops, args.keep, args.dims)
     seconds = time.perf_counter() - start
     print(f"\nseeds {len(seeds)} in {seconds:.1f} s ({len(seeds) / max(seconds, 1e-9):.1f}/s)")
     print(f"{'ok':<24} {status['ok']}")
