@@ -380,7 +380,11 @@ def s_reshape(b: Builder) -> bool:
             b.tags["sym:Reshape-dim-product"] += 1
     if 0 in entries and -1 in entries:
         b.tags["sym:Reshape-0-and-minus-1"] += 1
-    sop(b, "Reshape", [x, shape_vector(b, entries)], out)
+    attrs = {}
+    if 0 not in entries and b.opset >= 14 and b.chance(0.2):  # (a 0 would be a dim of 0)
+        attrs["allowzero"] = 1
+        b.tags["sym:Reshape-allowzero"] += 1
+    sop(b, "Reshape", [x, shape_vector(b, entries)], out, **attrs)
     return True
 
 
@@ -393,8 +397,9 @@ def s_expand(b: Builder) -> bool:
     xd = dims_of(x)
     form = b.choice(["ones", "own", "to-shape", "to-shape", "grow"])
     b.tags[f"sym:Expand-{form}"] += 1
-    if form == "ones":
-        sop(b, "Expand", [x, b.ints([1] * int(b.rng.integers(1, x.rank + 1)))], xd)
+    if form == "ones":  # one more 1 than x has dims: a near miss (it grows the rank)
+        n = int(b.rng.integers(1, x.rank + 2))
+        sop(b, "Expand", [x, b.ints([1] * n)], (1,) * (n - x.rank) + tuple(xd))
     elif form == "own":
         sop(b, "Expand", [x, shape_of(b, x)], xd)
     elif form == "to-shape":
@@ -538,16 +543,21 @@ def s_slice(b: Builder) -> bool:
     a = int(b.rng.integers(x.rank))
     d = xd[a]
     if isinstance(d, str):
-        form = b.choice(["to-max", "to-max", "to-dim", "reverse", "from-min", "from-1"])
+        form = b.choice(["to-max", "to-max", "to-int32-max", "to-dim", "reverse", "from-min",
+                         "from-1", "to-minus-1", "step-2"])
         b.tags[f"sym:Slice-{form}"] += 1
         if form == "to-dim":
             start, end, step = b.ints([0]), dim_piece(b, x, a), 1
         else:
-            lo, hi, step = {"to-max": (0, INT_MAX, 1), "reverse": (-1, INT_MIN, -1),
-                            "from-min": (INT_MIN, INT_MAX, 1), "from-1": (1, INT_MAX, 1)}[form]
+            lo, hi, step = {"to-max": (0, INT_MAX, 1), "to-int32-max": (0, 2**31 - 1, 1),
+                            "reverse": (-1, INT_MIN, -1), "from-min": (INT_MIN, INT_MAX, 1),
+                            "from-1": (1, INT_MAX, 1), "to-minus-1": (0, -1, 1),
+                            "step-2": (0, INT_MAX, 2)}[form]
             start, end = b.ints([lo]), b.ints([hi])
-        if form == "from-1":
+        if form in ("from-1", "to-minus-1"):  # near misses: 0 at a size of 1
             xd[a] = f"{_atom(d)}-1"
+        elif form == "step-2":
+            xd[a] = f"({_atom(d)}+1)//2"
     else:
         lo = int(b.rng.integers(0, d))
         hi = int(b.choice([INT_MAX, d, int(b.rng.integers(lo + 1, d + 1))]))
@@ -663,9 +673,10 @@ def s_flatten(b: Builder) -> bool:
 def s_duplicate(b: Builder) -> bool:
     """A copy of a node that reads or makes a symbolic value (CSE material: equal at every
     size), its result combined with the original's."""
+    symbolic = {v.name for v in b.sym_values}  # (not `unshaped`: an If's may be any shape)
     nodes = [n for n in b.nodes if len(n.output) == 1 and n.output[0] in b.by_name
-             and n.output[0] not in b.unranked
-             and (any(i in b.unshaped for i in n.input) or n.output[0] in b.unshaped)]
+             and (n.output[0] in symbolic
+                  or (any(i in symbolic for i in n.input) and n.output[0] not in b.unshaped))]
     if not nodes:
         return False
     node = b.choice(nodes)
