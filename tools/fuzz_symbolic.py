@@ -138,10 +138,15 @@ def add(b: Builder, v: Value, dims: Sequence[Dim]) -> Value:
 
 
 def sop(b: Builder, op: str, inputs: Sequence[Value | str], dims: Sequence[Dim],
-        dtype: int = FLOAT, **attrs: object) -> Value:
-    """One node whose output has `dims`, pooled by them."""
+        dtype: int = FLOAT, pool: bool = True, **attrs: object) -> Value:
+    """One node whose output has `dims`, pooled by them unless told (a pattern's
+    intermediate values: nothing else may read them, or it would not fuse)."""
     v = b.emit(op, inputs, [(dtype, max_shape(dims))], pool=False, **attrs)[0]
-    return add(b, v, dims)
+    if pool:
+        return add(b, v, dims)
+    v.dims, v.shape = tuple(dims), max_shape(dims)
+    b.unshaped.add(v.name)
+    return v
 
 
 def dims_of(v: Value) -> tuple[Dim, ...]:
@@ -244,6 +249,11 @@ def dim_piece(b: Builder, x: Value, i: int) -> Value:
     form = b.choice(["gather", "scalar", "slice", "attr"])
     if form == "attr" and b.opset >= 15:
         b.tags["sym:dim-Shape-start-end"] += 1
+        if j == src.rank - 1 and b.chance(0.5):  # Shape(start=-1): the last dim
+            return b.op("Shape", [src], (1,), INT64, pool=False, start=-1)
+        if j < src.rank - 1 and b.chance(0.3):  # negative bounds
+            return b.op("Shape", [src], (1,), INT64, pool=False, start=j - src.rank,
+                        end=j + 1 - src.rank)
         return b.op("Shape", [src], (1,), INT64, pool=False, start=j, end=j + 1)
     s = shape_of(b, src)
     if form == "scalar":
@@ -368,7 +378,7 @@ def s_reshape(b: Builder) -> bool:
             entries.append(-1)
         elif g == [p] and b.chance(0.5):
             entries.append(0)
-        elif isinstance(out[p], int):
+        elif isinstance(out[p], int) and (len(g) != 1 or b.chance(0.7)):
             entries.append(int(out[p]))
         elif len(g) == 1:
             entries.append(dim_piece(b, x, g[0]))
@@ -411,8 +421,9 @@ def s_expand(b: Builder) -> bool:
         n = int(b.choice([1, 2]))
         if not fits((n, *xd)):
             return False
-        entries: list[Value | int] = [n, *[dim_piece(b, x, i) if isinstance(d, str) else d
-                                           for i, d in enumerate(xd)]]
+        entries: list[Value | int] = [n, *[
+            dim_piece(b, x, i) if isinstance(d, str) or b.chance(0.3) else d
+            for i, d in enumerate(xd)]]  # a static dim read by Shape folds: the rest not
         sop(b, "Expand", [x, shape_vector(b, entries)], (n, *xd))
     return True
 
@@ -573,11 +584,79 @@ def s_slice(b: Builder) -> bool:
 
 
 def s_transpose(b: Builder) -> bool:
+    """Transpose by a random perm, sometimes followed by its inverse."""
     x = pick(b, ok=lambda v: v.rank >= 2)
     if x is None:
         return False
     perm = [int(p) for p in b.rng.permutation(x.rank)]
-    sop(b, "Transpose", [x], [dims_of(x)[p] for p in perm], perm=perm)
+    y = sop(b, "Transpose", [x], [dims_of(x)[p] for p in perm], perm=perm)
+    if b.chance(0.25):
+        sop(b, "Transpose", [y], dims_of(x), perm=[int(p) for p in np.argsort(perm)])
+        b.tags["sym:Transpose-inverse-pair"] += 1
+    return True
+
+
+def s_norm(b: Builder) -> bool:
+    """LayerNorm or RMSNorm written in primitives over the static last dims of a value with
+    symbolic leading dims (LayerNormFusion, RMSNormFusion), the means kept (keepdims=1) or
+    dropped and restored by a Reshape to the kept shape (the dynamo export's form)."""
+    x = pick(b, ok=lambda v: v.rank >= 2 and isinstance(dims_of(v)[-1], int))
+    if x is None:
+        return False
+    xd = dims_of(x)
+    k = 1
+    while k < x.rank - 1 and isinstance(xd[-k - 1], int) and b.chance(0.3):
+        k += 1
+    if all(isinstance(d, int) for d in xd[:-k]):
+        return False
+    axes = list(range(x.rank - k, x.rank)) if b.chance(0.5) else list(range(-k, 0))
+    kept = (*xd[:-k], *[1] * k)
+    dropped = b.chance(0.3)
+
+    def mean(v: Value) -> Value:
+        extra, attrs = b.axes_arg("ReduceMean", axes, 18)
+        if not dropped:
+            return sop(b, "ReduceMean", [v, *extra], kept, pool=False, **attrs)
+        m = sop(b, "ReduceMean", [v, *extra], xd[:-k], pool=False, keepdims=0, **attrs)
+        target: list[Value | int] = [0] * (x.rank - k) + [1] * k
+        if b.chance(0.5):  # the kept shape read from X
+            lead = b.op("Slice", [shape_of(b, x), b.ints([0]), b.ints([x.rank - k])],
+                        (x.rank - k,), INT64, pool=False)
+            target = [lead, *[1] * k]
+        return sop(b, "Reshape", [m, shape_vector(b, target)], kept, pool=False)
+
+    def square(v: Value) -> Value:
+        if b.chance(0.5):
+            return sop(b, "Pow", [v, b.scalar(2.0)], dims_of(v), pool=False)
+        return sop(b, "Mul", [v, v], dims_of(v), pool=False)
+
+    rms = b.opset >= 23 and b.chance(0.4)
+    d = x if rms else sop(b, "Sub", [x, mean(x)], xd, pool=False)
+    var = mean(square(d))
+    r = sop(b, "Sqrt", [sop(b, "Add", [var, b.scalar(1e-5)], kept, pool=False)], kept,
+            pool=False)
+    if b.chance(0.5):
+        n = sop(b, "Div", [d, r], xd, pool=False)
+    else:
+        n = sop(b, "Mul", [d, sop(b, "Reciprocal", [r], kept, pool=False)], xd, pool=False)
+    norm_shape = tuple(int(e) for e in xd[-k:])
+    y = sop(b, "Mul", [n, b.const(b.randn(norm_shape, 0.5) + 1)], xd, pool=rms)
+    if not rms:
+        sop(b, "Add", [y, b.const(b.randn(norm_shape, 0.1))], xd)
+    b.tags[f"sym:{'RMSNorm' if rms else 'LayerNorm'}{'-dropped-means' if dropped else ''}"] += 1
+    return True
+
+
+def s_gelu(b: Builder) -> bool:
+    """x * 0.5 * (1 + Erf(x / sqrt(2))) on a symbolic value (GeluFusion)."""
+    x = pick(b)
+    if x is None:
+        return False
+    xd = dims_of(x)
+    e = sop(b, "Erf", [sop(b, "Div", [x, b.scalar(1.4142135)], xd, pool=False)], xd,
+            pool=False)
+    h = sop(b, "Mul", [x, b.scalar(0.5)], xd, pool=False)
+    sop(b, "Mul", [h, sop(b, "Add", [e, b.scalar(1.0)], xd, pool=False)], xd)
     return True
 
 
@@ -610,7 +689,11 @@ def s_matmul(b: Builder) -> bool:
         out = (*xd[:-1], e)
         if not fits(out):
             return False
-        y = sop(b, "MatMul", [x, b.const(b.randn((xd[-1], e), 0.5))], out)
+        bias = b.chance(0.4)
+        y = sop(b, "MatMul", [x, b.const(b.randn((xd[-1], e), 0.5))], out, pool=not bias)
+        if bias:  # MatMulAddFusion material (a Gemm only where x is 2-D)
+            b.tags["sym:MatMul-bias"] += 1
+            y = sop(b, "Add", [y, b.const(b.randn((e,) if b.chance(0.7) else (1, e)))], out)
     else:
         perm = [*range(x.rank - 2), x.rank - 1, x.rank - 2]
         t = sop(b, "Transpose", [x], [xd[p] for p in perm], perm=perm)
@@ -715,4 +798,6 @@ SYMBOLIC: dict[str, tuple[float, int, Generator]] = {
     "SymGather": (1.0, 13, s_gather),
     "SymFlatten": (0.7, 13, s_flatten),
     "SymDuplicate": (1.5, 13, s_duplicate),
+    "SymNorm": (1.5, 13, s_norm),
+    "SymGelu": (0.7, 13, s_gelu),
 }
