@@ -59,6 +59,57 @@ def test_the_models_have_control_flow_and_opset_23() -> None:
     assert not forms - {k for k, n in tags.items() if n}, sorted(forms - set(tags))
 
 
+def test_symbolic_seeds_declare_symbols_and_run_at_several_sizes() -> None:
+    """One seed in 8 (of the range above too) has inputs with named symbolic dims, is run
+    at several sizes (each symbol at 1 among them), and builds shape computations."""
+    symbolic = [s for s in range(0, 40) if fuzz.fuzz_models.is_symbolic(s)]
+    assert symbolic == [7, 15, 23, 31, 39]
+    params: set[str] = set()
+    for seed in symbolic:
+        fm = fuzz.fuzz_models.build(seed, symbolic=True)
+        dims = [d for i in fm.model.graph.input for d in i.type.tensor_type.shape.dim]
+        assert any(not d.HasField("dim_value") for d in dims), seed  # named or not
+        params |= {d.dim_param for d in dims if d.dim_param}
+        labels = [label for label, _ in fm.sizes]
+        assert len(labels) == 5 and any(label.endswith("=1") for label in labels), labels
+        assert fm.inputs is fm.sizes[0][1]
+    assert params, "no named symbol"
+    _, tags = fuzz.op_histogram(range(0, 200), None, "symbolic")
+    forms = {"sym:Reshape-0-and-minus-1", "sym:Expand-ones", "sym:Slice-to-max",
+             "sym:Squeeze-all", "sym:Range-of-dim", "sym:input-same-dims", "sym:LayerNorm",
+             "sym:Add-neutral", "sym:Reshape-dim-product"}
+    assert not forms - set(tags), sorted(forms - set(tags))
+
+
+class _Specialised:
+    """A compilation of the model with its symbolic dims fixed at 2, saved with the
+    symbolic inputs back: right at size 2 only."""
+
+    def __init__(self, path: str, tmp: Path) -> None:
+        model = onnx.load(path)
+        inputs = [onnx.ValueInfoProto.FromString(i.SerializeToString())
+                  for i in model.graph.input]
+        for info in model.graph.input:
+            for dim in info.type.tensor_type.shape.dim:
+                if not dim.HasField("dim_value"):
+                    dim.dim_value = 2
+        onnx.save(model, tmp / "static.onnx")
+        self.model = ge.compile(str(tmp / "static.onnx")).to_onnx()
+        del self.model.graph.input[:]
+        self.model.graph.input.extend(inputs)
+
+    def save(self, path: str) -> None:
+        onnx.save(self.model, path)
+
+
+def test_a_compilation_right_at_one_size_only_is_a_finding(tmp_path: Path) -> None:
+    outcomes = [fuzz.fuzz_seed(seed, compile_fn=lambda p: _Specialised(p, tmp_path),
+                               dims="symbolic") for seed in range(6)]
+    found = [o for o in outcomes if o.status == "finding"]
+    assert found and {o.kind for o in found} <= {"ort-compiled", "numerics", "shapes"}, outcomes
+    assert all(o.at and o.message.startswith(f"at {o.at}: ") for o in found)
+
+
 class _AddTurnedIntoSub:
     """A compilation result whose saved model computes its first Add as a Sub."""
 
