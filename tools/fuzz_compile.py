@@ -8,7 +8,7 @@ values in onnxruntime as the original.
         [--stats]     # the op and form histogram of the seeds' models, nothing compiled
 
 A model that onnxruntime cannot load or run in its original form is skipped, not a finding.
-A model with symbolic dims (`tools/fuzz_symbolic.py`) is compiled once and run at several
+A model with symbolic dims (`tools/fuzz_dims.py`, `tools/fuzz_symbolic.py`) is compiled once and run at several
 sizes of its symbols: a size where the original fails to run is skipped, one where the
 compiled model fails, computes other values or shapes, or outputs a shape contradicting
 its declared dims, is a finding (its message says at which sizes).

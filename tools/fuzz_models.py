@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from functools import partial
 
+import fuzz_dims
 import fuzz_symbolic
 import numpy as np
 import onnx
@@ -236,11 +237,11 @@ def _pick_outputs(b: Builder) -> list[tuple[str, int, Dims]]:
         b.tags["output:is-constant"] += 1
     unique = list(dict.fromkeys(v.name for v in chosen))
     by_name = {v.name: v for v in [*b.values, *b.consts, *b.sym_values, *b.outputs]}
-    outs = [(n, by_name[n].dtype, fuzz_symbolic.declared(b, by_name[n])) for n in unique]
+    outs = [(n, by_name[n].dtype, fuzz_dims.declared(b, by_name[n])) for n in unique]
     if b.chance(0.1):  # the same value under a second name
         v = by_name[unique[0]]
         copy = b.op("Identity", [v], v.shape, v.dtype, pool=False)
-        outs.append((copy.name, v.dtype, fuzz_symbolic.declared(b, v)))
+        outs.append((copy.name, v.dtype, fuzz_dims.declared(b, v)))
         b.tags["output:identity-copy"] += 1
     if b.chance(0.05):
         outs.append(outs[0])
@@ -298,7 +299,7 @@ def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> Fuz
     weights = np.array([drawn[k][0] for k in names])
     feeds: dict[str, np.ndarray] = {}
     if symbolic:
-        fuzz_symbolic.make_inputs(b)
+        fuzz_dims.make_inputs(b)
     for i in range(0 if symbolic else int(rng.integers(1, 3))):
         shape = _input_shape(b) if i == 0 or b.chance(0.5) else b.bshape(b.inputs[0].shape)
         value = Value(f"x{i}", FLOAT, shape)
@@ -320,7 +321,7 @@ def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> Fuz
     outputs = _pick_outputs(b)
     graph = helper.make_graph(
         b.nodes, f"fuzz_{seed}",
-        [fuzz_symbolic.input_info(b, v) for v in b.inputs],
+        [fuzz_dims.input_info(b, v) for v in b.inputs],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=b.initializers)
     used = reads(b.nodes)  # bodies' outer reads included
@@ -350,8 +351,8 @@ def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> Fuz
     sizes = []
     if symbolic:  # the inputs at each size, from their own generator (the model is built)
         sized = np.random.default_rng([seed, 1])
-        sizes = [(label, {**feeds, **fuzz_symbolic.feeds_at(b, env, sized)})
-                 for label, env in fuzz_symbolic.assignments(b, sized)]
+        sizes = [(label, {**feeds, **fuzz_dims.feeds_at(b, env, sized)})
+                 for label, env in fuzz_dims.assignments(b, sized)]
         feeds = sizes[0][1]
         b.tags["model:symbolic"] += 1
     return FuzzModel(model, feeds, opset, b.tags, sizes)
