@@ -8,10 +8,10 @@ values in onnxruntime as the original.
         [--stats]     # the op and form histogram of the seeds' models, nothing compiled
 
 A model that onnxruntime cannot load or run in its original form is skipped, not a finding.
-A model with symbolic dims (`tools/fuzz_dims.py`, `tools/fuzz_symbolic.py`) is compiled once and run at several
-sizes of its symbols: a size where the original fails to run is skipped, one where the
-compiled model fails, computes other values or shapes, or outputs a shape contradicting
-its declared dims, is a finding (its message says at which sizes).
+A model with symbolic dims (`tools/fuzz_dims.py`, `tools/fuzz_symbolic.py`) is compiled
+once and run at several sizes of its symbols: a size where the original fails to run is
+skipped, one where the compiled model fails, computes other values or shapes, or outputs a
+shape contradicting its declared dims, is a finding (its message says at which sizes).
 The models come from `tools/fuzz_models.py` (one per seed, deterministic); `fuzz_seed(seed)`
 and `check_model(model, feeds)` are what tests call."""
 
