@@ -17,7 +17,7 @@ import pytest
 import ge
 from ge.errors import CompileWarning, VerificationError
 from ge.session import generate_inputs, run_model
-from ge.session.compile_verification import tiny_outputs
+from ge.session.comparison import tiny_outputs
 from sample_models import SCALE_MATMUL_BUG, tiny_outputs_model
 
 
@@ -61,3 +61,13 @@ def test_ordinary_zero_integer_and_bool_outputs_say_nothing() -> None:
     assert list(tiny_outputs(tiny, 1e-5, {})) == ["tiny"]
     assert tiny_outputs(tiny, 1e-10, {}) == {}  # an atol below them checks them
     assert tiny_outputs(tiny, 1e-5, {"tiny": "not compared: random"}) == {}
+
+
+def test_verify_says_so_too() -> None:
+    """`ge.session.verify` (two models compared without compiling) warns alike."""
+    from ge.session import verify
+
+    model = tiny_outputs_model()
+    with pytest.warns(CompileWarning, match=r"verification checks nothing of output 'tiny'"):
+        report = verify(model, model)
+    assert report.ok

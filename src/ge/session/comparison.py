@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ge.errors import VerificationError, VerificationInputError
+from ge.errors import CompileWarning, VerificationError, VerificationInputError
 from ge.session.values import (
     Difference,
     Key,
@@ -37,6 +38,8 @@ __all__ = [
     "VerificationReport",
     "compare_outputs",
     "precision_floor",
+    "tiny_outputs",
+    "warn_tiny_outputs",
 ]
 
 #: How many elements are compared (and, in `ge.session.verification`, drawn) at a time: the
@@ -482,3 +485,63 @@ def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
                 name, False, None, outer_shape(value), None, value_label(value), math.inf,
                 math.inf, reason="not an output of the expected model"))
     return VerificationReport(outputs, float(rtol), float(atol))
+
+
+def _largest_magnitude(value: np.ndarray) -> float:
+    """The largest magnitude of `value`'s finite elements (inf when one is infinite, 0 when
+    none is nonzero), a block at a time: no copy of the whole output."""
+    flat = value.reshape(-1)
+    largest = 0.0
+    for start in range(0, flat.size, BLOCK_ELEMENTS):
+        block = np.abs(flat[start:start + BLOCK_ELEMENTS])
+        if np.isinf(block).any():
+            return float("inf")
+        finite = block[~np.isnan(block)]
+        if finite.size:
+            largest = max(largest, float(finite.max()))
+    return largest
+
+
+def tiny_outputs(expected: Mapping[str, Any], atol: float,
+                 not_compared: Mapping[str, str]) -> dict[str, float]:
+    """The float (or complex) tensor outputs whose every value, in the original's run, is
+    below `atol` in magnitude while some is not zero, each with its largest magnitude: for
+    them `|actual - expected| <= atol + rtol * |expected|` holds for any actual values of
+    that size (a randomly initialised classifier's logits of 1e-14 scaled by 1.5 pass
+    atol 1e-5), so the comparison checks nothing. An output that is all zeros is left out:
+    zero is what masks and unused heads are by design, and atol then still bounds how far
+    from exact zeros the compiled model may go; integer, bool and string outputs are
+    compared exactly whatever atol is; sequences, maps and optionals are not looked into;
+    outputs not compared (random operators) are left out."""
+    tiny: dict[str, float] = {}
+    for name, value in expected.items():
+        if name in not_compared or not isinstance(value, np.ndarray):
+            continue
+        if value.dtype.kind not in "fc":
+            continue
+        largest = _largest_magnitude(value)
+        if 0 < largest < atol:
+            tiny[name] = largest
+    return tiny
+
+
+def warn_tiny_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
+                      not_compared: Mapping[str, str]) -> None:
+    """Say which outputs `atol` alone accepts whatever the compiled model gives of their
+    size (`tiny_outputs`), how large they are, and an atol that would check them. Only a
+    warning: the compilation may be right, the verification merely cannot tell."""
+    tiny = tiny_outputs(expected, atol, not_compared)
+    if not tiny:
+        return
+    names = list(tiny)
+    shown = ", ".join(f"{n!r} (largest magnitude {tiny[n]:.3g})" for n in names[:3]) + (
+        f" and {len(names) - 3} more" if len(names) > 3 else "")
+    several = len(names) > 1
+    smallest = min(tiny.values())
+    suggested = smallest * (rtol or 1e-4)
+    warnings.warn(CompileWarning(
+        f"verification checks nothing of output{'s' if several else ''} {shown}: every "
+        f"value of {'them' if several else 'it'} in the original's run is below "
+        f"atol={atol:g}, which alone accepts any values that small (the output scaled by "
+        f"1.5, or zeros, would pass); give a smaller --atol (atol=), such as {suggested:.1g} "
+        f"(rtol times the{' smallest' if several else ''} largest magnitude)"), stacklevel=3)

@@ -42,11 +42,11 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.passes.discovery import given_paths
+from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
     EachPassVerifier,
     run_original,
     warn_not_compared,
-    warn_tiny_outputs,
     warn_unexercised_bodies,
 )
 from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset

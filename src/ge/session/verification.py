@@ -41,6 +41,7 @@ from ge.session.comparison import (  # (the comparison's public names are this m
     VerificationReport,
     compare_outputs,
     precision_floor,
+    warn_tiny_outputs,
 )
 from ge.session.npz import read_npz
 from ge.session.runner import (
@@ -566,6 +567,7 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
     expected = run_model(original, feeds)
     actual = run_model(compiled, feeds)
-    return compare_outputs(expected, actual, rtol=rtol, atol=atol,
-                           not_compared=random_output_reasons(original),
+    not_compared = random_output_reasons(original)
+    warn_tiny_outputs(expected, rtol, atol, not_compared)  # (as `ge.compile` does)
+    return compare_outputs(expected, actual, rtol=rtol, atol=atol, not_compared=not_compared,
                            computed_in=narrow_float_outputs(original))
