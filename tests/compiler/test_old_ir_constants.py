@@ -40,8 +40,11 @@ def _ir3_model() -> onnx.ModelProto:
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    """The output for `x`, the model's one input as onnxruntime reads it (at IR 3 the
+    initializers listed as inputs are constants, not inputs)."""
     session = onnxruntime.InferenceSession(model.SerializeToString(),
                                            providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["x"]
     return session.run(None, {"x": x})[0]
 
 
@@ -95,13 +98,6 @@ def _ir3_conv_bn(weights_first: bool = True) -> onnx.ModelProto:
     return model
 
 
-def _run_x(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    session = onnxruntime.InferenceSession(model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
-    assert [i.name for i in session.get_inputs()] == ["x"]  # onnxruntime's reading of IR 3
-    return session.run(None, {"x": x})[0]
-
-
 def test_the_weights_an_ir3_model_lists_as_inputs_are_constants(tmp_path: Path) -> None:
     """As onnxruntime reads IR 3 (its initializers are constants, not inputs to feed): the
     BatchNormalization folds into the Conv (trial E: it stayed, as if the weights could
@@ -119,7 +115,7 @@ def test_the_weights_an_ir3_model_lists_as_inputs_are_constants(tmp_path: Path) 
     assert [i.name for i in saved.graph.input] == ["x"]
     assert [n.op_type for n in saved.graph.node] == ["Constant", "Constant", "Conv", "Relu"]
     x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
-    np.testing.assert_allclose(_run_x(saved, x), _run_x(model, x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_run(saved, x), _run(model, x), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("weights_first", [True, False])
