@@ -323,6 +323,30 @@ def test_a_reshape_with_0_in_the_second_shape_is_left_alone() -> None:
     _unchanged(RESHAPE, _reshapes([6, 4], [0, 2, 2], allowzero=0))
 
 
+@pytest.mark.parametrize(("s1", "s2", "kept"), [
+    ([0, 0, 2, 2], [0, 0, 4], None),      # heads split and merged again: X itself
+    ([0, 0, 2, 2], [0, 0, -1], None),
+    ([0, 0, 2, 2], [0, -1], "second"),    # the 0 keeps B, as X's first dim: Reshape(X, s2)
+    ([0, 0, 4, 1], [0, 0, 2, 2], "second"),
+    ([-1, 0, 4], [0, 0, 4], None),        # the -1 is B: every other axis keeps its dim
+])
+def test_a_0_in_the_second_shape_that_keeps_a_dim_of_x_collapses(s1, s2, kept) -> None:
+    """X [B, S, 4] (a dynamic export): a 0 of the second shape copies a dim the
+    intermediate has from X at that axis, so Reshape(X, s2) does the same at every size."""
+    original = _reshapes(s1, s2, shape=("B", "S", 4))
+    for b, s in ((1, 1), (2, 3), (3, 5)):
+        graph = _rewrites(RESHAPE, original, _feeds([b, s, 4]))
+        assert [n.name for n in graph.nodes_of_type("Reshape")] == ([kept] if kept else [])
+
+
+@pytest.mark.parametrize(("s1", "s2"), [
+    ([0, 4, -1], [0, 0, 4]),  # the second 0 copies the intermediate's 4, not X's S
+    ([-1, 4], [0, 0]),        # the first copies B * S, not X's B
+])
+def test_a_0_in_the_second_shape_that_may_not_keep_x_dims_is_left_alone(s1, s2) -> None:
+    _unchanged(RESHAPE, _reshapes(s1, s2, shape=("B", "S", 4)))
+
+
 def test_allowzero_makes_a_0_in_the_second_shape_literal() -> None:
     original = _reshapes([3, 0], [0, 3, 1], shape=(0, 3), allowzero=1)
     graph = _rewrites(RESHAPE, original, _feeds([0, 3]))

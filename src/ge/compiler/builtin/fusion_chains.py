@@ -39,10 +39,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
 from onnx import TensorProto
 
-from ge.compiler.builtin._support import const_ints, known_dtype, rewirable, static_dims
+from ge.compiler.builtin._support import (
+    allow_zero,
+    const_ints,
+    known_dtype,
+    reshaped_dims,
+    rewirable,
+    symbolic_dims,
+)
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.types import data_type_to_onnx
@@ -201,8 +207,10 @@ class TransposeChainSimplification(_ChainSimplification):
 
 @builtin_pass(name="ReshapeChainSimplification", step="origin_graph_optimize")
 class ReshapeChainSimplification(_ChainSimplification):
-    """Reshape(Reshape(X, s1), s2) → Reshape(X, s2) for a constant s2 without 0 entries
-    (unless `allowzero`); X itself when s2 gives X's own static shape."""
+    """Reshape(Reshape(X, s1), s2) → Reshape(X, s2) for a constant s2 whose 0 entries (a
+    dim kept, unless `allowzero`) keep the same dim of X as of the intermediate value (X
+    [B, S, 768] → [B, S, 12, 64] → [0, 0, 768]); X itself when s2 gives X's own shape,
+    sizes or symbols."""
 
     first_types = second_types = frozenset({"Reshape"})
 
@@ -210,25 +218,29 @@ class ReshapeChainSimplification(_ChainSimplification):
         target = const_ints(second, 1)
         if target is None or target.count(-1) > 1:
             return None  # not constant (or not valid)
-        allow_zero = second.has_attr("allowzero") and bool(second.get_attr("allowzero"))
-        if 0 in target and not allow_zero:
-            return None  # 0 copies a dim of the intermediate, which X may not have
-        # The result depends only on the element count, the same for X and the intermediate.
-        dims = static_dims(first.get_input_desc(0))
-        if dims is not None and _resolved(target, dims) == dims:
+        zero_is_size = allow_zero(second)
+        dims = symbolic_dims(first.get_input_desc(0))
+        if 0 in target and not zero_is_size:
+            # 0 copies a dim of the intermediate: Reshape(X, s2) copies X's instead
+            kept = _intermediate_dims(first, dims)
+            if dims is None or kept is None or any(
+                    k >= len(dims) or k >= len(kept) or kept[k] != dims[k]
+                    for k, t in enumerate(target) if t == 0):
+                return None
+        # Otherwise the result depends only on the element count, the same for X and the
+        # intermediate.
+        if dims is not None and reshaped_dims(dims, target, zero_is_size) == dims:
             return IDENTITY
         return REWIRE
 
 
-def _resolved(target: list[int], dims: list[int]) -> list[int] | None:
-    """The shape a Reshape (without 0 entries) makes of `dims`: the -1 takes what is left."""
-    if -1 not in target:
-        return target
-    rest = int(np.prod([t for t in target if t != -1], dtype=np.int64))
-    total = int(np.prod(dims, dtype=np.int64))
-    if rest <= 0 or total % rest:
-        return None
-    return [total // rest if t == -1 else t for t in target]
+def _intermediate_dims(first: Node, dims: list[int | str] | None) -> list[int | str] | None:
+    """The dims of the first Reshape's output: what its constant shape makes of X's dims,
+    else its desc's (sizes and named symbols only)."""
+    target = const_ints(first, 1)
+    if target is not None and dims is not None:
+        return reshaped_dims(dims, target, allow_zero(first))
+    return symbolic_dims(first.get_output_desc(0))
 
 
 # -- Cast ---------------------------------------------------------------------------------

@@ -31,24 +31,25 @@ DistilBERT would keep their no-op Adds.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ge.compiler.builtin._support import (
+    allow_zero,
     const_input,
     const_ints,
     first_element,
     input_connected,
     known_dtype,
+    reshaped_dims,
     rewirable,
     slice_arguments,
     static_dims,
     symbolic_dims,
 )
 from ge.compiler.pass_registry import builtin_pass
-from ge.graph import Graph, Node, Tensor
+from ge.graph import Graph, Node
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.ops.randomness import dropout_in_inference
@@ -114,9 +115,9 @@ def _reshape(node: Node) -> int | None:
     """Reshape to the shape the input already has: what a constant target shape makes of
     the input's dims, else what the descs say."""
     dims = symbolic_dims(node.get_input_desc(0))
-    target = const_input(node, 1) if node.get_inputs_size() > 1 else None
+    target = const_ints(node, 1) if node.get_inputs_size() > 1 else None
     if target is not None and dims is not None:
-        return 0 if _reshaped(dims, target, node) == dims else None
+        return 0 if reshaped_dims(dims, target, allow_zero(node)) == dims else None
     return 0 if _unchanged_dims(node) is not None else None
 
 
@@ -214,32 +215,6 @@ def _single_input(node: Node) -> int | None:
 def _split(node: Node) -> int | None:
     """Split into one output (which then is the whole input)."""
     return 0 if node.get_outputs_size() == 1 else None
-
-
-def _reshaped(dims: list[int | str], target: Tensor, node: Node) -> list[int | str] | None:
-    """The shape Reshape makes of `dims` with a constant target shape (0 copies a dim
-    unless `allowzero`, one -1 takes what is left), or None when it cannot tell. With
-    symbolic dims a -1 is resolved only where every other axis keeps its dim: it then
-    takes the one left (unless another is 0, which leaves it undefined)."""
-    wanted = [int(v) for v in np.asarray(target.numpy()).reshape(-1)]
-    allow_zero = node.has_attr("allowzero") and bool(node.get_attr("allowzero"))
-    resolved: list[int | str] = [dims[k] if w == 0 and not allow_zero and k < len(dims) else w
-                                 for k, w in enumerate(wanted)]
-    if resolved.count(-1) == 1 and any(isinstance(d, str) for d in dims):
-        free = resolved.index(-1)
-        others = [k for k in range(len(dims)) if k != free]
-        if len(resolved) != len(dims) or any(resolved[k] != dims[k] or dims[k] == 0
-                                              for k in others):
-            return None
-        resolved[free] = dims[free]
-        return resolved
-    if resolved.count(-1) == 1:
-        rest = math.prod(int(w) for w in resolved if w != -1)
-        total = math.prod(int(d) for d in dims)
-        if rest <= 0 or total % rest:
-            return None
-        resolved[resolved.index(-1)] = total // rest
-    return resolved
 
 
 def _transpose(node: Node) -> int | None:
