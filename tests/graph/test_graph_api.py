@@ -681,9 +681,10 @@ def test_descs_are_copies_and_update_writes_them() -> None:
     desc.set_shape([7])
     assert x.get_output_desc(0).shape == [2, 3]
     # An input without its own desc shows the producer's output desc.
-    assert n0.get_input_desc(0) == F32
+    assert n0.get_input_desc(0) == F32 and not n0.has_input_desc(0)
     mine = TensorDesc([2, 3], Format.FORMAT_NCHW, DataType.DT_FLOAT16)
     n0.update_input_desc(0, mine)
+    assert n0.has_input_desc(0)
     mine.set_shape([1])
     assert n0.get_input_desc(0).format is Format.FORMAT_NCHW
     assert n0.get_input_desc(0).shape == [2, 3]
@@ -709,6 +710,8 @@ def test_desc_defaults_and_errors() -> None:
         a.update_output_desc(1, TensorDesc())
     with pytest.raises(RuntimeError):
         a.get_input_desc(1)
+    with pytest.raises(RuntimeError):
+        a.has_input_desc(1)
 
 
 # -- subgraphs ---------------------------------------------------------------------------------

@@ -124,13 +124,12 @@ def contradicted_outputs(graph: Graph) -> list[tuple[str, list[Dim], list[Dim]]]
     with dynamic axes given for its inputs only). A made-up or unknown dim is no
     contradiction."""
     net_output = graph.get_net_output()
-    declared_descs = net_output._in_descs if net_output is not None else None
-    if net_output is None or declared_descs is None:
+    if net_output is None:
         return []
     found = []
     for i in range(net_output.get_inputs_size()):
         producer = net_output.get_input_producer(i)
-        if producer is None or declared_descs[i] is None:
+        if producer is None or not net_output.has_input_desc(i):
             continue
         declared = net_output.get_input_desc(i).get_shape()
         inferred = producer[0].get_output_desc(producer[1]).get_shape()

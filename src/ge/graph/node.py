@@ -456,6 +456,13 @@ class Node:
             return producer[0].get_output_desc(producer[1])
         return TensorDesc.unknown()
 
+    def has_input_desc(self, index: int) -> bool:
+        """True when input `index` has a desc of its own (a graph output's declared type on
+        the NetOutput), not only its producer's output desc."""
+        self._check_in(index)
+        descs = self._in_descs
+        return descs is not None and descs[index] is not None
+
     def update_input_desc(self, index: int, tensor_desc: TensorDesc) -> None:
         self._owner()._set_desc(self, True, self._check_in(index), tensor_desc)
 

@@ -330,13 +330,10 @@ def _fill_from_declared_outputs(root: Graph) -> None:
     net_output = root.get_net_output()
     if net_output is None:
         return
-    declared_descs = net_output._in_descs  # (None where the output declares no type)
-    if declared_descs is None:
-        return
     for i in range(net_output.get_inputs_size()):
         producer = net_output.get_input_producer(i)
-        if producer is None or declared_descs[i] is None:
-            continue
+        if producer is None or not net_output.has_input_desc(i):
+            continue  # (no declared type)
         node, index = producer
         if node.type in (CONST, DATA) or not node.has_output_desc(index):
             continue
