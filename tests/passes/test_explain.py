@@ -157,6 +157,21 @@ class Raises(PatternFusionPass):
         return es.Relu(inputs[0])
 
 
+@register_fusion_pass(name="EightWide", stage=PassStage.AFTER_INFER_SHAPE)
+class EightWide(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):  # a dim may be a symbol: a TypeError
+        tensor = match_result.get_captured_tensor(0)
+        last = list(tensor.node.get_output_desc(tensor.index).get_shape())[-1]
+        return last % 8 == 0
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
 @register_fusion_pass(name="NeedsRank2", stage=PassStage.AFTER_INFER_SHAPE)
 class NeedsRank2(PatternFusionPass):
     @pattern
@@ -357,7 +372,25 @@ def test_meet_requirements_false_and_raising(passes) -> None:
         "a missing return?)")
     cand = _one(explain(passes["Raises"], graph), "relu")
     assert cand.reason is not None and cand.reason.kind == "meet_requirements_raised"
-    assert cand.reason.message == "meet_requirements raised ValueError: no rank here"
+    assert cand.reason.message == ("meet_requirements raised ValueError: no rank here; its "
+                                   "inputs: input_0 float[2, 4]")
+
+
+def test_a_hook_raising_a_type_error_on_symbolic_dims_is_told_why(passes) -> None:
+    """`dim % 8` on a symbol (a str) raises: the message shows the inputs and says a dim may
+    be a symbol; with sizes the same hook works."""
+    nodes = [helper.make_node("Neg", ["x"], ["n"], name="neg"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    graph = _graph(nodes, [("y", ["batch", "hidden"])], inputs=[("x", ["batch", "hidden"])])
+    cand = _one(explain(passes["EightWide"], graph), "relu")
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements_raised"
+    assert cand.reason.message.startswith("meet_requirements raised TypeError: ")
+    assert cand.reason.message.endswith(
+        "; its inputs: input_0 float[batch, hidden] (a dim may be a symbol, a str such as "
+        "'batch', where the hook expects an int: see docs/graph.md on dims)")
+    sized = _graph(nodes, [("y", [2, 16])], inputs=[("x", [2, 16])])
+    cand = _one(explain(passes["EightWide"], sized), "relu")
+    assert cand.reason is None and cand.rewritten
 
 
 def test_a_rewrite_that_would_create_a_cycle_is_skipped(passes) -> None:

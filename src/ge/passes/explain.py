@@ -356,8 +356,15 @@ class _Explainer:
         except Exception as exc:
             _warn_unknown(match, warnings, "meet_requirements raised")
             what = f"{type(exc).__name__}: {exc}"
-            return Reason("meet_requirements_raised", f"meet_requirements raised {what}",
-                          None, anchor.name, (anchor.name,), {"exception": what})
+            inputs = _boundary(match)
+            message = f"meet_requirements raised {what}"
+            if inputs:
+                message += f"; its inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())}"
+            if _symbolic_dims(match) and isinstance(exc, TypeError):
+                message += (" (a dim may be a symbol, a str such as 'batch', where the hook "
+                            "expects an int: see docs/graph.md on dims)")
+            return Reason("meet_requirements_raised", message, None, anchor.name,
+                          (anchor.name,), {"exception": what, "inputs": inputs})
         finally:
             result._invalidate()
         if not accepted:
@@ -386,6 +393,15 @@ class _Explainer:
                 None, anchor.name, (consumer.name, producer.name),
                 {"consumer": consumer.name, "producer": producer.name})
         return None
+
+
+def _symbolic_dims(match: Match) -> bool:
+    """Whether a value bound to a pattern input has a symbolic (named) dim."""
+    for node, out in match.inputs:
+        shape = node.get_output_desc(out).get_shape()
+        if not shape.is_unknown_rank() and any(isinstance(d, str) for d in shape):
+            return True
+    return False
 
 
 def _boundary(match: Match) -> dict[str, str]:
