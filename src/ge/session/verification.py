@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,25 +159,25 @@ def _has_symbolic_dims(specs: Iterable[InputSpec]) -> bool:
     return any(_symbols(spec) for spec in specs)
 
 
-def _symbols(spec: InputSpec) -> set[str]:
-    """The symbolic dims of an input, those of the tensors in a sequence or optional too."""
-    found = {d for d in spec.dims or () if isinstance(d, str)}
+def _dims(spec: InputSpec) -> Iterator[int | str | None]:
+    """Every dim of an input, those of the tensors in a sequence or optional too (None for
+    a dynamic dim without a name)."""
+    yield from spec.dims or ()
     vtype = spec.nested
     while vtype is not None:
-        found |= {d for d in vtype.dims or () if isinstance(d, str)}
+        yield from vtype.dims or ()
         vtype = vtype.element
-    return found
+
+
+def _symbols(spec: InputSpec) -> set[str]:
+    """The symbolic dims of an input, those of the tensors in a sequence or optional too."""
+    return {d for d in _dims(spec) if isinstance(d, str)}
 
 
 def _has_unnamed(spec: InputSpec) -> bool:
     """Whether an input (or a tensor in its sequence or optional) has a dynamic dim with no
     name: neither a size nor a `dim_param`."""
-    found = any(d is None for d in spec.dims or ())
-    vtype = spec.nested
-    while vtype is not None and not found:
-        found = any(d is None for d in vtype.dims or ())
-        vtype = vtype.element
-    return found
+    return any(d is None for d in _dims(spec))
 
 
 def _unknown_dims(names: list[str], specs: Sequence[InputSpec], symbols: set[str],
