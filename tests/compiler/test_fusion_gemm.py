@@ -28,7 +28,8 @@ from onnx import helper, numpy_helper
 
 import ge
 import ge.compiler.builtin
-from ge.compiler.builtin.fusion_gemm import MatMulAddFusion, broadcasts_to, gemm_dtypes
+from ge.compiler.builtin._support import broadcasts_to
+from ge.compiler.builtin.fusion_gemm import MatMulAddFusion, gemm_dtypes
 from ge.graph import DataType
 from model_paths import all_shared_models
 

@@ -21,8 +21,10 @@ from ge.ops.onnx_node import const_value, node_opset
 __all__ = [
     "FLOAT_TYPES",
     "allow_zero",
+    "broadcasts_to",
     "const_input",
     "const_ints",
+    "dims_of",
     "feeds_net_output",
     "first_element",
     "input_connected",
@@ -42,6 +44,7 @@ __all__ = [
     "tensor_nbytes",
     "unique_node_name",
     "used_outputs",
+    "value_desc",
 ]
 
 _STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
@@ -256,6 +259,38 @@ def symbolic_dims(desc: TensorDesc) -> list[int | str] | None:
     if any(not isinstance(d, str) and d < 0 for d in dims):
         return None
     return dims
+
+
+def dims_of(desc: TensorDesc) -> list[int | str] | None:
+    """The dims of a desc of known rank (ints, symbolic names, -1 for unknown), or None."""
+    shape = desc.get_shape()
+    if shape.is_unknown_rank():
+        return None
+    return list(shape.get_dims())
+
+
+def _same_dim(a: int | str, b: int | str) -> bool:
+    """Whether two dims are provably equal: equal known sizes or the same symbol."""
+    if isinstance(a, int) and a < 0:
+        return False
+    return a == b
+
+
+def broadcasts_to(dims: Sequence[int | str], target: Sequence[int | str]) -> bool:
+    """Whether a tensor of `dims` broadcasts to `target` without changing it (ONNX's
+    unidirectional broadcast): no higher rank, every dim 1 or equal to the target's."""
+    if len(dims) > len(target):
+        return False
+    offset = len(target) - len(dims)
+    return all(d == 1 or _same_dim(d, target[offset + i]) for i, d in enumerate(dims))
+
+
+def value_desc(node: Node, index: int) -> TensorDesc:
+    """The desc of the value read by input `index` of `node` (its producer's output desc)."""
+    producer = node.get_input_producer(index)
+    if producer is None:
+        return node.get_input_desc(index)
+    return producer[0].get_output_desc(producer[1])
 
 
 def same_known_dims(a: Sequence[int | str], b: Sequence[int | str]) -> bool:

@@ -38,8 +38,7 @@ from ge.compiler.builtin._affine import (
     other_input,
     per_axis,
 )
-from ge.compiler.builtin._support import input_connected
-from ge.compiler.builtin.fusion_gemm import dims_of
+from ge.compiler.builtin._support import dims_of, input_connected
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Conv, ConvTranspose

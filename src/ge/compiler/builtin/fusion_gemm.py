@@ -17,26 +17,23 @@ The Add may read the MatMul as either operand (`bias + A @ B`): the pass enables
 matcher's commutative matching. The rewrite gives the Gemm the Add's consumers, and a graph
 output keeps its name.
 
-The helpers (`gemm_dtypes`, `dims_of`, `value_desc`) are shared with the batch-norm fusions.
+`gemm_dtypes` is shared with the fusions folding into Gemm (`fusion_linear_affine`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
+from ge.compiler.builtin._support import broadcasts_to, dims_of
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Gemm, MatMul
-from ge.graph import DataType, Node, TensorDesc
+from ge.graph import DataType
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, pattern
 from ge.passes.config import PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
 from ge.passes.pattern import PatternInputs
 
-__all__ = ["MatMulAddFusion", "broadcasts_to", "dims_of", "gemm_dtypes", "value_desc"]
-
-Dim = int | str
+__all__ = ["MatMulAddFusion", "gemm_dtypes"]
 
 #: Gemm's floating-point element types by the opset that introduced them (Gemm-7 onwards).
 _GEMM_FLOATS = (DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE)
@@ -50,38 +47,6 @@ def gemm_dtypes(opset: int) -> frozenset[DataType]:
     if opset < 13:
         return frozenset(_GEMM_FLOATS)
     return frozenset((*_GEMM_FLOATS, DataType.DT_BF16))
-
-
-def dims_of(desc: TensorDesc) -> list[Dim] | None:
-    """The dims of a desc of known rank (ints, symbolic names, -1 for unknown), or None."""
-    shape = desc.get_shape()
-    if shape.is_unknown_rank():
-        return None
-    return list(shape.get_dims())
-
-
-def _same_dim(a: Dim, b: Dim) -> bool:
-    """Whether two dims are provably equal: equal known sizes or the same symbol."""
-    if isinstance(a, int) and a < 0:
-        return False
-    return a == b
-
-
-def broadcasts_to(dims: Sequence[Dim], target: Sequence[Dim]) -> bool:
-    """Whether a tensor of `dims` broadcasts to `target` without changing it (ONNX's
-    unidirectional broadcast): no higher rank, every dim 1 or equal to the target's."""
-    if len(dims) > len(target):
-        return False
-    offset = len(target) - len(dims)
-    return all(d == 1 or _same_dim(d, target[offset + i]) for i, d in enumerate(dims))
-
-
-def value_desc(node: Node, index: int) -> TensorDesc:
-    """The desc of the value read by input `index` of `node` (its producer's output desc)."""
-    producer = node.get_input_producer(index)
-    if producer is None:
-        return node.get_input_desc(index)
-    return producer[0].get_output_desc(producer[1])
 
 
 @builtin_pass(name="MatMulAddFusion", step="builtin_fusion", requires=("MatMul",),

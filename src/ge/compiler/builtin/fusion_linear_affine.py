@@ -43,8 +43,8 @@ from ge.compiler.builtin._affine import (
     other_input,
     per_axis,
 )
-from ge.compiler.builtin._support import input_connected
-from ge.compiler.builtin.fusion_gemm import dims_of, gemm_dtypes, value_desc
+from ge.compiler.builtin._support import dims_of, input_connected, value_desc
+from ge.compiler.builtin.fusion_gemm import gemm_dtypes
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Gemm, MatMul

@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.compiler.builtin._support import const_input, const_ints, input_connected
-from ge.compiler.builtin.fusion_gemm import dims_of
+from ge.compiler.builtin._support import const_input, const_ints, dims_of, input_connected
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.ops.onnx_node import node_opset

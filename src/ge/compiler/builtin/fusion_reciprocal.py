@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, retyped_name
-from ge.compiler.builtin.fusion_gemm import broadcasts_to, dims_of, value_desc
+from ge.compiler.builtin._support import (
+    FLOAT_TYPES,
+    broadcasts_to,
+    dims_of,
+    known_dtype,
+    retyped_name,
+    value_desc,
+)
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Div, Mul, Reciprocal

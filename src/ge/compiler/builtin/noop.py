@@ -37,6 +37,7 @@ import numpy as np
 
 from ge.compiler.builtin._support import (
     allow_zero,
+    broadcasts_to,
     const_input,
     const_ints,
     first_element,
@@ -147,16 +148,8 @@ def _expand(node: Node) -> int | None:
     dims = symbolic_dims(node.get_input_desc(0))
     target = const_ints(node, 1)
     if target is not None and dims is not None:
-        return 0 if _broadcasts_into(target, dims) else None
+        return 0 if broadcasts_to(target, dims) else None
     return 0 if _unchanged_dims(node) is not None else None
-
-
-def _broadcasts_into(shape: list[int], dims: list[int | str]) -> bool:
-    """Whether broadcasting `dims` with `shape` gives `dims` at every size: no more axes,
-    and each of `shape`'s 1 or the (known) size it meets."""
-    if len(shape) > len(dims):
-        return False
-    return all(n == 1 or n == d for n, d in zip(shape, dims[len(dims) - len(shape):]))
 
 
 def _slice(node: Node) -> int | None:
@@ -261,7 +254,7 @@ def _neutral_operand(node: Node) -> int | None:
         if dtype is None or value.data_type != dtype or (
                 known_dtype(node.get_output_desc(0)) != dtype):
             continue
-        if not _broadcasts_into(list(value.shape), dims):
+        if not broadcasts_to(list(value.shape), dims):
             continue  # the constant broadcasts the data to a larger shape
         return data
     return None
