@@ -117,44 +117,13 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
         ) from exc
 
 
-def contradicted_outputs(graph: Graph) -> list[tuple[str, list[Dim], list[Dim]]]:
-    """The graph outputs whose declared dims contradict what inference gives from the
-    inputs: (name, declared, inferred) where a declared size meets another size or a
-    symbol of the inputs (`[1, 5, 4]` declared for a `[batch, seq, 4]` value: an export
-    with dynamic axes given for its inputs only). A made-up or unknown dim is no
-    contradiction."""
-    net_output = graph.get_net_output()
-    if net_output is None:
-        return []
-    found = []
-    for i in range(net_output.get_inputs_size()):
-        producer = net_output.get_input_producer(i)
-        if producer is None or not net_output.has_input_desc(i):
-            continue
-        declared = net_output.get_input_desc(i).get_shape()
-        inferred = producer[0].get_output_desc(producer[1]).get_shape()
-        if declared.is_unknown_rank() or inferred.is_unknown_rank():
-            continue
-        said, got = list(declared), list(inferred)
-        if len(said) != len(got):
-            continue
-        if any(isinstance(d, int) and d >= 0 and d != g and not _made_up(g)
-               for d, g in zip(said, got)):
-            found.append((producer[0].get_output_name(producer[1]), said, got))
-    return found
-
-
-def _made_up(dim: Dim) -> bool:
-    return (isinstance(dim, int) and dim < 0) or (isinstance(dim, str)
-                                                   and dim.startswith("unk__"))
-
-
 def warn_contradicted_outputs(graph: Graph) -> None:
     """A `CompileWarning` per graph output whose declared dims its inputs contradict:
     the passes take the inferred dims, and the output keeps its declared type."""
     import warnings
 
     from ge.errors import CompileWarning
+    from ge.ops.model_inference import contradicted_outputs
 
     for name, said, got in contradicted_outputs(graph):
         warnings.warn(CompileWarning(

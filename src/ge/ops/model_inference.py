@@ -14,7 +14,7 @@ function for (`ge.ops.ml_shapes`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import onnx
 from onnx import shape_inference
@@ -25,11 +25,12 @@ from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node
 from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
-from ge.graph.tensor_desc import TensorDesc
+from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
 from ge.ops.inference import (
+    _fresh_symbol,
     _known,
     _loop_carried,
     _merged,
@@ -42,7 +43,7 @@ from ge.ops.inference import (
 from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
 
-__all__ = ["infer_shapes"]
+__all__ = ["contradicted_outputs", "infer_shapes"]
 
 # (node, output index) -> the name the value was exported under, when not its IR name.
 ExportedNames = dict[tuple[Node, int], str]
@@ -323,25 +324,48 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     _fill_from_declared_outputs(root)
 
 
-def _fill_from_declared_outputs(root: Graph) -> None:
-    """Give each graph output's producer the dims the model declares for the output where
-    inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
-    outputs without their dims (`_relax_outputs`)."""
+def _declared_outputs(root: Graph) -> Iterator[tuple[Node, int, TensorDesc]]:
+    """(producer, output index, declared desc) of each graph output whose type the model
+    declares (the NetOutput's own input desc)."""
     net_output = root.get_net_output()
     if net_output is None:
         return
     for i in range(net_output.get_inputs_size()):
         producer = net_output.get_input_producer(i)
-        if producer is None or not net_output.has_input_desc(i):
-            continue  # (no declared type)
-        node, index = producer
+        if producer is not None and net_output.has_input_desc(i):
+            yield producer[0], producer[1], net_output.get_input_desc(i)
+
+
+def _fill_from_declared_outputs(root: Graph) -> None:
+    """Give each graph output's producer the dims the model declares for the output where
+    inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
+    outputs without their dims (`_relax_outputs`)."""
+    for node, index, declared in _declared_outputs(root):
         if node.type in (CONST, DATA) or not node.has_output_desc(index):
             continue
-        declared = net_output.get_input_desc(i)
         held = node.get_output_desc(index)
         filled = _merged(held, declared, from_file=True)
         if filled is not held:
             _write(node, index, filled)
+
+
+def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim]]]:
+    """The graph outputs whose declared dims contradict what inference gives from the
+    inputs: (name, declared, inferred) where a declared size meets another size or a
+    symbol of the inputs (`[1, 5, 4]` declared for a `[batch, seq, 4]` value: an export
+    with dynamic axes given for its inputs only). A dim inference made up (`unk__N`) or
+    left unknown is no contradiction."""
+    found = []
+    for node, index, declared in _declared_outputs(root):
+        said_shape, got_shape = declared.get_shape(), node.get_output_desc(index).get_shape()
+        if said_shape.is_unknown_rank() or got_shape.is_unknown_rank():
+            continue
+        said, got = list(said_shape), list(got_shape)
+        if len(said) == len(got) and any(
+                isinstance(d, int) and d >= 0 and d != g and not _fresh_symbol(g)
+                and g != -1 for d, g in zip(said, got)):
+            found.append((node.get_output_name(index), said, got))
+    return found
 
 
 def _long_1d_input(gp: onnx.GraphProto) -> bool:
