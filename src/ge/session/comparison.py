@@ -164,12 +164,18 @@ def precision_floor(expected: np.ndarray, rtol: float, atol: float,
     eps = _PRECISION.get(_dtype_of(expected)) or _PRECISION.get(computed_in or "")
     if eps is None or expected.size == 0:
         return rtol, atol
-    scale = 0.0
-    for block in _blocks(expected):  # (no whole copy of the output)
+    return max(rtol, eps), max(atol, eps * _largest_finite(expected))
+
+
+def _largest_finite(array: np.ndarray) -> float:
+    """The largest magnitude of `array`'s finite elements (0 when none is), a block at a
+    time: no copy of the whole output."""
+    largest = 0.0
+    for block in _blocks(array):
         finite = np.abs(block[np.isfinite(block)])
         if finite.size:
-            scale = max(scale, float(finite.max()))
-    return max(rtol, eps), max(atol, eps * scale)
+            largest = max(largest, float(finite.max()))
+    return largest
 
 
 def _blocks(array: np.ndarray) -> Iterator[np.ndarray]:
@@ -487,21 +493,6 @@ def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
     return VerificationReport(outputs, float(rtol), float(atol))
 
 
-def _largest_magnitude(value: np.ndarray) -> float:
-    """The largest magnitude of `value`'s finite elements (inf when one is infinite, 0 when
-    none is nonzero), a block at a time: no copy of the whole output."""
-    flat = value.reshape(-1)
-    largest = 0.0
-    for start in range(0, flat.size, BLOCK_ELEMENTS):
-        block = np.abs(flat[start:start + BLOCK_ELEMENTS])
-        if np.isinf(block).any():
-            return float("inf")
-        finite = block[~np.isnan(block)]
-        if finite.size:
-            largest = max(largest, float(finite.max()))
-    return largest
-
-
 def tiny_outputs(expected: Mapping[str, Any], atol: float,
                  not_compared: Mapping[str, str]) -> dict[str, float]:
     """The float (or complex) tensor outputs whose every value, in the original's run, is
@@ -519,8 +510,8 @@ def tiny_outputs(expected: Mapping[str, Any], atol: float,
             continue
         if value.dtype.kind not in "fc":
             continue
-        largest = _largest_magnitude(value)
-        if 0 < largest < atol:
+        largest = _largest_finite(value)
+        if 0 < largest < atol and not any(np.isinf(b).any() for b in _blocks(value)):
             tiny[name] = largest
     return tiny
 
