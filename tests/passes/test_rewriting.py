@@ -430,6 +430,88 @@ def test_replacement_nodes_that_reach_no_output_are_not_copied_in() -> None:
     assert_same_outputs(proto, graph)
 
 
+FLATTEN_GEMM = """
+import numpy as np
+from ge.passes import (FusionBasePass, PassStage, SubgraphBoundary, SubgraphInput,
+                       SubgraphOutput, SubgraphRewriter)
+
+
+@register_fusion_pass(name="FlattenGemm", stage=PassStage.AFTER_INFER_SHAPE)
+class FlattenGemm(FusionBasePass):
+    \"\"\"MatMul(x, W) + b over [batch, seq, K] as a Gemm of x reshaped to [-1, K], reshaped
+    back to Concat(Shape(x)[:-1], [N]): right at every size, its dims unknown to one node's
+    inference.\"\"\"
+
+    def run(self, graph, context):
+        for matmul in list(graph.nodes_of_type("MatMul")):
+            (add, port), = matmul.get_out_data_nodes_and_port_indexes(0)
+            k, n = matmul.get_input_desc(1).get_shape().get_dims()
+            builder = GraphBuilder("flatten_gemm")
+            x, w, b = builder.create_inputs(3)
+            gemm = es.Gemm(es.Reshape(x, np.array([-1, k], np.int64)), w, b)
+            lead = es.Slice(es.Shape(x), np.array([0], np.int64), np.array([-1], np.int64))
+            shape = es.Concat([lead, np.array([n], np.int64)], axis=0)
+            boundary = SubgraphBoundary()
+            for i, (node, index) in enumerate([(matmul, 0), (matmul, 1), (add, 1 - port)]):
+                boundary.add_input(i, SubgraphInput([(node, index)]))
+            boundary.add_output(0, SubgraphOutput(add, 0))
+            SubgraphRewriter.replace(boundary, builder.build_and_reset([es.Reshape(gemm, shape)]),
+                                     context=context)
+        return True
+"""
+
+
+def _linear_then_layer_norm() -> onnx.ModelProto:
+    """[batch, seq, 8] -> MatMul + Add -> a LayerNorm written out over the last axis."""
+    rng = np.random.default_rng(3)
+    make = helper.make_node
+    nodes = [make("MatMul", ["x", "w"], ["mm"], name="matmul"),
+             make("Add", ["mm", "b"], ["h"], name="add"),
+             make("ReduceMean", ["h"], ["m"], name="mean", axes=[-1]),
+             make("Sub", ["h", "m"], ["d"], name="sub"),
+             make("Mul", ["d", "d"], ["d2"], name="square"),
+             make("ReduceMean", ["d2"], ["v"], name="var", axes=[-1]),
+             make("Add", ["v", "eps"], ["ve"], name="add_eps"),
+             make("Sqrt", ["ve"], ["s"], name="sqrt"),
+             make("Div", ["d", "s"], ["n"], name="div"),
+             make("Mul", ["n", "gamma"], ["ng"], name="mul_gamma"),
+             make("Add", ["ng", "beta"], ["y"], name="add_beta")]
+    inits = [const(name, rng.standard_normal(shape))
+             for name, shape in (("w", (8, 6)), ("b", 6), ("gamma", 6), ("beta", 6))]
+    inits.append(const("eps", 1e-5))
+    float32 = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", float32, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("y", float32, ["batch", "seq", 6])], inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(proto)
+    return proto
+
+
+@pytest.mark.builtin_passes
+def test_a_replacements_output_keeps_the_dims_of_the_value_it_replaces(write) -> None:
+    """A replacement output whose dims one node's inference cannot settle (a Reshape to a
+    shape computed at run time) takes them from the output it replaces, so a later pass
+    still matches there: the LayerNorm after the rewritten linear layer fuses."""
+    proto = _linear_then_layer_norm()
+    path = write("plugin.py", HEADER + FLATTEN_GEMM)
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[path])
+    assert report.rewrites_by_pass()["FlattenGemm"] == 1
+    counts = op_counts(graph)
+    assert counts["Gemm"] == 1 and counts["LayerNormalization"] == 1, counts
+    (reshape,) = [n for n in graph.nodes_of_type("Reshape")
+                  if n.get_in_data_nodes_and_port_indexes(0)[0].type == "Gemm"]
+    assert reshape.get_output_desc(0).get_shape().get_dims() == ["batch", "seq", 6]
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    for batch, seq in ((1, 1), (3, 5)):
+        feeds = {"x": np.random.default_rng(batch).standard_normal((batch, seq, 8)).astype(
+            np.float32)}
+        (want,), (got,) = outputs_of(proto, feeds), outputs_of(exported, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_subgraph_rewriter_refuses_a_region_that_is_not_closed() -> None:
     graph = load(_concat_relu())
     relu = graph.find_node_by_name("relu")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
+from ge.graph.tensor_desc import Shape
 from ge.graph.types import DataType
 from ge.ops.inference import descs_contradict, proto_contradicts
 
@@ -250,13 +251,43 @@ def _take_over_names(region: Region, asked_names: Mapping[Node, str]) -> None:
 def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequence[Producer],
                           unknown: Callable[[Node, int], bool]) -> None:
     """A new node's boundary output whose type inference could not settle (`unknown`)
-    takes the desc of the output it replaces (pass-throughs and constants are typed)."""
+    takes the desc of the output it replaces (pass-throughs and constants are typed), and
+    one whose dims it could not settle takes them from that output: the readers were
+    typed with those, and a later pass must see them to match there."""
     new_nodes = set(made)
     for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
-        if new._type in _CONSTANTS or new not in new_nodes:
+        if new._type in _CONSTANTS or new not in new_nodes or not old.has_output_desc(old_index):
             continue
-        if unknown(new, new_index) and old.has_output_desc(old_index):
+        if unknown(new, new_index):
             new.update_output_desc(new_index, old.get_output_desc(old_index))
+        else:
+            _fill_unknown_dims(new, new_index, old.get_output_desc(old_index))
+
+
+def _fill_unknown_dims(node: Node, index: int, replaced: TensorDesc) -> None:
+    """Fill the unknown dims (or rank) of `node`'s output `index` from `replaced`, the desc
+    of the value it takes the place of, when both are of one element type and rank. One
+    node's inference cannot follow a shape computed at run time: the Reshape of `x` to
+    `Concat(Shape(x)[:-1], [N])` is `[-1, -1, -1]` to it, where whole-model inference, with
+    data propagation, said `[batch, seq, N]` of the value it replaces."""
+    held = node._held_output_desc(index)
+    if held is None or held._data_type != replaced._data_type:
+        return
+    shape = held._shape
+    if not any(isinstance(d, int) and d < 0 for d in shape):
+        return  # (the usual case: every dim known)
+    before = replaced._shape
+    if shape.is_unknown_rank():
+        dims = list(before)
+    elif before.is_unknown_rank() or len(before) != len(shape):
+        return
+    else:
+        dims = [was if isinstance(now, int) and now < 0 else now
+                for now, was in zip(shape, before, strict=True)]
+    if dims != list(shape):
+        desc = held.copy()
+        desc.shape = desc.origin_shape = Shape(dims)
+        node.update_output_desc(index, desc)
 
 
 def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer], *,
