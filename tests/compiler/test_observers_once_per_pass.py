@@ -12,8 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ge
-import ge.session.compilation as compilation
-import ge.session.compile_verification as compile_verification
+from ge.session.runner import ModelRunner
 
 BODIES = 4
 
@@ -63,14 +62,13 @@ def test_each_pass_verification_runs_the_model_once_per_pass(
     plugin = tmp_path / "scale_inside.py"
     plugin.write_text(DOUBLE_RELU)
     runs: list[int] = []
-    real = compilation.run_model
+    real = ModelRunner.run
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         runs.append(1)
         return real(*args, **kwargs)
 
-    for module in (compilation, compile_verification):  # the final run; the others
-        monkeypatch.setattr(module, "run_model", counted)
+    monkeypatch.setattr(ModelRunner, "run", counted)  # every run of every model
     inputs = {"x": np.array([-1.0, 0.5, 2.0], np.float32), "cond": np.array(True)}
     result = ge.compile(model, pass_paths=[plugin], builtin_passes=False, inputs=inputs,
                         verify="each-pass")

@@ -22,15 +22,15 @@ from onnx import TensorProto, helper
 import ge
 import ge.graph
 import ge.session.comparison as comparison
-import ge.session.verification as verification
+import ge.session.inputs as input_generation
 from ge.errors import CompilerOptionError, SessionError, VerificationInputError
 from ge.session import compare_outputs, generate_inputs
-from ge.session.runner import ModelRunner
-from ge.session.verification import (
+from ge.session.inputs import (
     ENV_MAX_GENERATED_INPUT_BYTES,
     MAX_GENERATED_INPUT_BYTES,
     generated_inputs_limit,
 )
+from ge.session.runner import ModelRunner
 
 T = TensorProto
 
@@ -147,7 +147,7 @@ def test_out_of_memory_while_generating_is_a_ge_error(monkeypatch: pytest.Monkey
     def no_memory(*args: Any) -> np.ndarray:
         raise MemoryError("Unable to allocate 3.35 GiB")
 
-    monkeypatch.setattr(verification, "_filled", no_memory)
+    monkeypatch.setattr(input_generation, "_filled", no_memory)
     with pytest.raises(VerificationInputError) as info:
         generate_inputs(_model(), dims={"N": 300_000_000})
     assert info.value.code == "GE1602"
@@ -198,7 +198,7 @@ def _one_shot(spec_type: int, shape: tuple[int, ...], seed: int, name: str) -> n
 
 
 def test_blocks_give_the_values_of_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(verification, "BLOCK_ELEMENTS", 7)  # many blocks, one cut mid-row
+    monkeypatch.setattr(input_generation, "BLOCK_ELEMENTS", 7)  # many blocks, one cut mid-row
     types = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16, T.INT8, T.INT64, T.UINT16, T.BOOL,
              T.COMPLEX64)
     model = _model(*((f"v{t}", t, ["N", 5]) for t in types))

@@ -194,8 +194,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
     with command_output("ge", as_json=as_json) as out:
         import ge.graph
         from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
+        from ge.session.inputs import generate_inputs, generated_inputs_note, load_inputs
         from ge.session.runner import ModelRunner, runs_in_onnxruntime
-        from ge.session.verification import generate_inputs, generated_inputs_note, load_inputs
 
         if output is not None:
             check_output_folder(output, "the outputs")

@@ -15,7 +15,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,11 +38,12 @@ __all__ = [
     "VerificationReport",
     "compare_outputs",
     "precision_floor",
+    "sizes_text",
     "tiny_outputs",
     "warn_tiny_outputs",
 ]
 
-#: How many elements are compared (and, in `ge.session.verification`, drawn) at a time: the
+#: How many elements are compared (and, in `ge.session.inputs`, drawn) at a time: the
 #: temporary arrays of a block (float64 differences, int64 draws) stay a few MB whatever the
 #: arrays' size.
 BLOCK_ELEMENTS = 2**16
@@ -387,6 +388,11 @@ class VerificationReport:
     outputs: list[OutputComparison]
     rtol: float = 1e-4
     atol: float = 1e-5
+    #: The sizes of the symbolic dims the inputs were generated at, set for the check at
+    #: other sizes than the defaults (`ge.session.verification.other_sizes`).
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    #: The other sizes at which the outputs matched too ({} when not checked there).
+    also_at: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -427,15 +433,23 @@ class VerificationReport:
         if self.ok:
             compared = len(self.outputs) - len(skipped)
             diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst and compared else ""
-            return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}")
+            also = f"; also at {sizes_text(self.also_at)}" if self.also_at else ""
+            return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}"
+                    f"{also}")
         assert worst is not None
-        return (f"FAILED: {len(self.failures)} of {len(self.outputs)} output(s) differ "
+        where = f" at {sizes_text(self.sizes)}" if self.sizes else ""
+        return (f"FAILED{where}: {len(self.failures)} of {len(self.outputs)} output(s) differ "
                 f"({self.tolerance()}); worst {worst.describe()}{left_out}")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (`ge verify --json`, compile reports)."""
-        return {"ok": self.ok, "rtol": self.rtol, "atol": self.atol,
-                "outputs": [out.as_dict() for out in self.outputs]}
+        data: dict[str, Any] = {"ok": self.ok, "rtol": self.rtol, "atol": self.atol,
+                                "outputs": [out.as_dict() for out in self.outputs]}
+        if self.sizes:
+            data["sizes"] = dict(self.sizes)
+        if self.also_at:
+            data["also_at"] = dict(self.also_at)
+        return data
 
     def raise_if_failed(self, what: str) -> None:
         """Raise VerificationError naming `what`, the worst output, its diff and the tolerance
@@ -446,8 +460,14 @@ class VerificationReport:
         assert worst is not None
         others = len(self.failures) - 1
         more = f"; {others} more output(s) differ" if others else ""
-        raise VerificationError(f"{what}: {worst.describe()} ({self.tolerance()}){more}",
+        where = f" at {sizes_text(self.sizes)}" if self.sizes else ""
+        raise VerificationError(f"{what}{where}: {worst.describe()} ({self.tolerance()}){more}",
                                 report=self)
+
+
+def sizes_text(sizes: Mapping[str, int]) -> str:
+    """Sizes of symbolic dims for a message: `batch=3, seq=5`."""
+    return ", ".join(f"{name}={size}" for name, size in sizes.items())
 
 
 def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,

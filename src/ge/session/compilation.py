@@ -50,9 +50,11 @@ from ge.session.compile_verification import (
     warn_unexercised_bodies,
 )
 from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset
-from ge.session.runner import exported_to_run, run_model
+from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
+    SizedRun,
     VerificationReport,
+    compare_at_other_sizes,
     compare_outputs,
     narrow_float_outputs,
     random_output_reasons,
@@ -334,6 +336,12 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         f"{described(model)}")
 
 
+def _each_pass_hint(report: CompileReport) -> str:
+    """What names the pass that made the compiled model differ, when a pass changed it."""
+    return (" (verify=\"each-pass\", --verify each-pass, names the pass that changed them)"
+            if report.passes_that_changed() else "")
+
+
 def compile(
     model: str | os.PathLike[str] | onnx.ModelProto | Graph,
     *,
@@ -426,9 +434,11 @@ def compile(
         random: dict[str, str] = {}  # outputs two runs of the original may differ in
         narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
         unrunnable: SessionError | None = None  # the original's failure, told after compiling
+        resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
         if mode != "none":
             try:
-                expected, feeds = run_original(given, inputs, dims)  # before any conversion
+                # before any conversion
+                expected, feeds, resized = run_original(given, inputs, dims)
             except SessionError as err:
                 if not given.find_problems():
                     raise
@@ -440,7 +450,7 @@ def compile(
                 warn_tiny_outputs(expected, rtol, atol, random)
                 if mode == "each-pass":
                     watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
-                                                      narrow))
+                                                      narrow, resized))
 
         def run() -> CompileResult:
             report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
@@ -457,15 +467,24 @@ def compile(
                 # as save writes it; its weights are the graph's until it runs (a temporary
                 # file, not a second copy in a proto: see exported_to_run)
                 with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
-                    actual = run_model(saved, feeds)
-                verification = compare_outputs(expected, actual, rtol=rtol, atol=atol,
-                                               not_compared=random, computed_in=narrow)
+                    runner = ModelRunner(saved)
+                    verification = compare_outputs(expected, runner.run(feeds), rtol=rtol,
+                                                   atol=atol, not_compared=random,
+                                                   computed_in=narrow)
+                    if verification.ok and resized is not None:
+                        try:
+                            verification = compare_at_other_sizes(
+                                verification, resized, runner, not_compared=random,
+                                computed_in=narrow)
+                        except SessionError as err:
+                            raise SessionError(f"{err.message}{_each_pass_hint(report)}",
+                                               nodes=err.nodes) from err
                 if not verification.ok:
-                    changed = report.passes_that_changed()
-                    which = (" (verify=\"each-pass\", --verify each-pass, names the pass "
-                             "that changed them)" if changed else "")
+                    which = _each_pass_hint(report)
+                    where = (" at other sizes of the symbolic dims than those generated "
+                             "first" if verification.sizes else "")
                     raise VerificationError(
-                        "the compiled model's outputs differ from the original's: "
+                        f"the compiled model's outputs differ from the original's{where}: "
                         f"{verification.summary()}{which}", report=verification)
                 if inputs is None:
                     warn_unexercised_bodies(report)

@@ -24,13 +24,16 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph import Graph
-from ge.session.runner import InputSpec, exported_to_run, model_inputs, run_model
+from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
 from ge.session.verification import (
+    SizedRun,
     check_inputs,
+    compare_at_other_sizes,
     compare_outputs,
     generate_inputs,
     generated_inputs_note,
     load_inputs,
+    run_at_other_sizes,
 )
 
 __all__ = ["EachPassVerifier", "run_original", "warn_not_compared", "warn_unexercised_bodies"]
@@ -39,13 +42,14 @@ __all__ = ["EachPassVerifier", "run_original", "warn_not_compared", "warn_unexer
 class EachPassVerifier(PipelineObserver):
     """After every pass that changed the graph, run it and compare with the original: once
     per pass, after it ran on the root graph and every body (once per body made a model of
-    a thousand If nodes take minutes)."""
+    a thousand If nodes take minutes); at other sizes of the symbolic dims too when the
+    original ran there (`resized`)."""
 
     def __init__(self, expected: Mapping[str, Any], inputs: Mapping[str, Any],
                  rtol: float, atol: float, not_compared: Mapping[str, str],
-                 computed_in: Mapping[str, str]) -> None:
+                 computed_in: Mapping[str, str], resized: SizedRun | None = None) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
-        self.not_compared, self.computed_in = not_compared, computed_in
+        self.not_compared, self.computed_in, self.resized = not_compared, computed_in, resized
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         changed = [r for r in records if r.changed]
@@ -55,14 +59,20 @@ class EachPassVerifier(PipelineObserver):
         where = record.graph_name if len(changed) == 1 else (
             f"{record.graph_name} and {len(changed) - 1} more")
         try:
-            actual = run_model(graph, self.inputs)
+            runner = ModelRunner(graph)
+            actual = runner.run(self.inputs)
+            report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
+                                     not_compared=self.not_compared,
+                                     computed_in=self.computed_in)
+            if report.ok and self.resized is not None:
+                report = compare_at_other_sizes(report, self.resized, runner,
+                                                not_compared=self.not_compared,
+                                                computed_in=self.computed_in)
         except SessionError as err:  # the pass left a model the runtime cannot load or run
             raise SessionError(
                 f"after pass {record.pass_name} (graph {where}) the model cannot "
                 f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
                 nodes=err.nodes, location=record.location) from err
-        report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
-                                 not_compared=self.not_compared, computed_in=self.computed_in)
         if not report.ok:
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
@@ -133,21 +143,27 @@ def _inputs_may_matter(err: SessionError, inputs: object) -> bool:
 
 
 def run_original(given: Graph, inputs: Mapping[str, Any] | str | os.PathLike[str] | None,
-                  dims: Mapping[str, int] | None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The outputs of the model as given (it is checked too) and the inputs they came from.
-    Nothing of the run outlives it: its session and export are gone before the passes run.
-    What the compilation's shape inference refuses before any inference (an opset or an
-    operator onnx does not know) is refused first, with the same error: onnxruntime would
-    refuse it too, in its own words, and the diagnosis would depend on verifying."""
+                 dims: Mapping[str, int] | None
+                 ) -> tuple[dict[str, Any], dict[str, Any], SizedRun | None]:
+    """The outputs of the model as given (it is checked too), the inputs they came from,
+    and, for generated inputs, its run at other sizes of the symbolic dims (None when there
+    is none: `ge.session.verification.run_at_other_sizes`). Nothing of the runs outlives
+    them: their session and export are gone before the passes run. What the compilation's
+    shape inference refuses before any inference (an opset or an operator onnx does not
+    know) is refused first, with the same error: onnxruntime would refuse it too, in its
+    own words, and the diagnosis would depend on verifying."""
     check_operators_known(given)
     with exported_to_run(given) as original:
         feeds = _inputs_for(original.proto, inputs, seed=0, dims=dims)
         try:
-            return run_model(original, feeds), feeds
+            runner = ModelRunner(original)
+            expected = runner.run(feeds)
         except SessionError as err:  # nothing of ge's in it yet: say so
             note = (generated_inputs_note(original.proto, feeds)
                     if _inputs_may_matter(err, inputs) else "")
             raise SessionError(
                 f"the original model (as given, before any pass) cannot be run for the "
                 f"verification: {err.message}{note}", nodes=err.nodes) from err
+        resized = None if inputs is not None else run_at_other_sizes(original, dims,
+                                                                      runner=runner)
+        return expected, feeds, resized

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +51,7 @@ __all__ = [
     "exported_to_run",
     "model_inputs",
     "model_name",
+    "model_outputs",
     "run_model",
     "runs_in_onnxruntime",
 ]
@@ -148,6 +149,35 @@ def model_inputs(model: Model) -> list[InputSpec]:
         return _proto_inputs(model)
     raise TypeError(f"model must be a ge.graph.Graph or an onnx.ModelProto, "
                     f"got {type(model).__name__}")
+
+
+def _dims_of(shape: Iterable[Dim]) -> tuple[Dim, ...]:
+    return tuple(d if isinstance(d, str) else (None if d is None or d < 0 else d)
+                 for d in shape)
+
+
+def model_outputs(model: Model) -> dict[str, tuple[Dim, ...]]:
+    """The dims each tensor output of `model` declares, by name (a dim: a size, a symbol,
+    or None), leaving out the outputs declared without a shape."""
+    if isinstance(model, onnx.ModelProto):
+        declared = {}
+        for vi in model.graph.output:
+            tensor = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+            if tensor is not None and tensor.HasField("shape"):
+                declared[vi.name] = _dims_of(d.dim_value if d.HasField("dim_value")
+                                             else (d.dim_param or None)
+                                             for d in tensor.shape.dim)
+        return declared
+    net_output = model.get_net_output()
+    declared = {}
+    for i in range(net_output.get_inputs_size() if net_output is not None else 0):
+        producer = net_output.get_input_producer(i)  # type: ignore[union-attr]
+        if producer is None or not net_output.has_input_desc(i):  # type: ignore[union-attr]
+            continue
+        desc = net_output.get_input_desc(i)  # type: ignore[union-attr]
+        if not desc.shape.is_unknown_rank() and not holds_non_tensor(desc):
+            declared[producer[0].get_output_name(producer[1])] = _dims_of(desc.shape)
+    return declared
 
 
 def model_name(model: Model) -> str:

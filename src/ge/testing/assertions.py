@@ -183,7 +183,8 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
                              atol: float = 1e-5, *, seed: int = 0,
                              dims: Mapping[str, int] | None = None) -> VerificationReport:
     """Assert that two models (paths, ModelProtos or Graphs) compute the same outputs on
-    the same inputs (generated from `expected`'s input types unless given): every element
+    the same inputs (generated from `expected`'s input types unless given, and then tried at
+    other sizes of its symbolic dims too, as `ge.session.verify` does): every element
     within `atol + rtol * |expected|` (float16 outputs: at least their precision), NaN equal
     to NaN; outputs of random operators are not compared. A sequence, map or optional
     output must have the same structure (lengths, keys, None), its tensors and map values
@@ -192,14 +193,18 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
     difference and where it is."""
     __tracebackhide__ = True
     from ge.session import generate_inputs, verify
+    from ge.session.comparison import sizes_text
 
     reference, candidate = _model(expected), _model(actual)
-    feeds = (generate_inputs(reference, seed=seed, dims=dims) if inputs is None
-             else dict(inputs))
-    report = verify(reference, candidate, inputs=feeds, rtol=rtol, atol=atol)
+    report = verify(reference, candidate, inputs=inputs, rtol=rtol, atol=atol, seed=seed,
+                    dims=dims)
     if report.ok:
         return report
-    source = f"generated with seed {seed}" if inputs is None else "given"
+    # the inputs of the failing run: generated again, the same for a seed and sizes
+    feeds = (generate_inputs(reference, seed=seed, dims=report.sizes or dims)
+             if inputs is None else dict(inputs))
+    source = "given" if inputs is not None else f"generated with seed {seed}" + (
+        f" at {sizes_text(report.sizes)}" if report.sizes else "")
     lines = [f"models differ: {len(report.failures)} of {len(report.outputs)} output(s) beyond "
              f"tolerance ({report.tolerance()})",
              *[_difference(out) for out in report.failures],
