@@ -72,3 +72,76 @@ def test_a_decomposition_a_builtin_fusion_puts_back_is_reported(tmp_path: Path) 
         warnings.simplefilter("error", CompileWarning)
         result = ge.compile(model, pass_paths=[late], verify=True)
     assert "LayerNormalization" not in {n.type for n in result.graph.get_direct_nodes()}
+
+
+SLICES = '''\
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, register_decompose_pass
+
+
+@register_decompose_pass(name="SplitToSlices", stage="AfterInferShape", op_types=["Split"])
+class SplitToSlices(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("slices")
+        (x,) = b.create_inputs(1)
+        return b.build_and_reset([es.Slice(x, [2 * i], [2 * i + 2], [0]) for i in range(3)])
+'''
+
+IDENTITY = '''\
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, register_decompose_pass
+
+
+@register_decompose_pass(name="ReluThroughIdentity", stage="AfterInferShape",
+                         op_types=["Relu"])
+class ReluThroughIdentity(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("relu")
+        (x,) = b.create_inputs(1)
+        return b.build_and_reset([es.Identity(es.Relu(x))])
+'''
+
+
+@pytest.mark.builtin_passes
+def test_a_fusion_written_as_a_graph_walk_undoing_a_plugin_is_reported(tmp_path: Path) -> None:
+    """Trial G: SliceSplitFusion (a FusionBasePass, not a pattern pass) put a plugin's
+    Slices back into a Split and nothing said so."""
+    graph = helper.make_graph(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", axis=0,
+                          num_outputs=3)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "abc"])
+    model = tmp_path / "split.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), model)
+    plugin = tmp_path / "slices.py"
+    plugin.write_text(SLICES)
+    with pytest.warns(CompileWarning) as caught:
+        result = ge.compile(model, pass_paths=[plugin], verify=True)
+    (warning,) = [w for w in caught if "its work was undone" in str(w.message)]
+    assert str(warning.message).startswith(
+        "built-in SliceSplitFusion replaced 3 node(s) that pass SplitToSlices made at "
+        "AfterInferShape: its work was undone.")
+    assert result.report.rewrites_by_pass().get("SplitToSlices") == 1
+
+
+@pytest.mark.builtin_passes
+def test_cleaning_up_after_a_plugin_is_not_undoing_it(tmp_path: Path) -> None:
+    """A built-in that only removes what a plugin made (the Identity it left, by
+    NoOpElimination) says nothing: the plugin's Relu stays."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Neg", ["r"], ["y"], name="neg")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    plugin = tmp_path / "identity.py"
+    plugin.write_text(IDENTITY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        result = ge.compile(model, pass_paths=[plugin], verify=True)
+    assert result.report.rewrites_by_pass().get("ReluThroughIdentity") == 1
+    assert [n.type for n in result.graph.get_direct_nodes()
+            if n.type not in ("Data", "Const", "NetOutput")] == ["Relu", "Neg"]

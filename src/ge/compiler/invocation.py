@@ -20,6 +20,7 @@ from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, operator_count
 from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
 from ge.es.opset import opset_scope
+from ge.graph import CONST
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import infer_node, shape_conflict
@@ -28,7 +29,6 @@ from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
-from ge.passes.registry import PASS_KIND_PATTERN_FUSION
 from ge.passes.source import blamed_location, traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
@@ -139,13 +139,17 @@ class Invocation:
         )
 
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
-        """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
+        """Remember the nodes a plugin pass made; count those a built-in pass rewrote into
+        operators of its own (a fusion, of any kind: SliceSplitFusion turning a plugin's
+        Slices back into a Split too). A built-in that only removes or folds them (dead
+        code, a common subexpression, constants) is not counted: that is cleanup, not a
+        rewrite the plugin's result must survive."""
         if entry.step is None:
             made = (entry.name, stage)
             self.made_by_plugins.update(dict.fromkeys(changes.added, made))
             self.changed_by_plugins.update(
                 dict.fromkeys(changes.live(), (entry.name, stage, entry.origin.location)))
-        elif self.made_by_plugins and entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
+        elif self.made_by_plugins and any(node._type != CONST for node in changes.added):
             for node in changes.removed:
                 maker = self.made_by_plugins.pop(node, None)
                 if maker is not None:
