@@ -582,6 +582,62 @@ def test_infer_shape_infers_again_what_the_builder_guessed_from_placeholders() -
     assert out.get_output_desc(0).get_data_type() == DataType.DT_FLOAT
 
 
+GROUPED_CONV = """
+from ge.graph import DataType, Format, TensorDesc
+from ge.passes import infer_shape
+
+
+@register_decompose_pass(name="SplitGroupedConv", stage="AfterInferShape", op_types=["Conv"])
+class SplitGroupedConv(DecomposePass):
+    \"\"\"GE's sample P6 as GE writes it: placeholder descs on each new Conv, then
+    infer_shape over the whole replacement.\"\"\"
+
+    def meet_requirements(self, node):
+        return node.get_attr("group") != 1
+
+    def replacement(self, node):
+        groups = node.get_attr("group")
+        builder = GraphBuilder("replacement")
+        x, w, b = builder.create_inputs(3)
+        outputs = []
+        for xs, ws, bs in zip(es.Split(x, axis=1, num_outputs=groups),
+                              es.Split(w, axis=0, num_outputs=groups),
+                              es.Split(b, axis=0, num_outputs=groups)):
+            conv = es.Conv(xs, ws, bs, kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=1)
+            placeholder = TensorDesc([], Format.FORMAT_NCHW, DataType.DT_FLOAT)
+            snapshot = conv._get_node_snapshot()
+            snapshot.update_input_desc(0, placeholder)
+            snapshot.update_input_desc(1, placeholder)
+            snapshot.update_output_desc(0, placeholder)
+            outputs.append(conv)
+        replacement = builder.build_and_reset([es.Concat(outputs, axis=1)])
+        infer_shape(replacement, node)
+        return replacement
+"""
+
+
+def test_infer_shape_drops_the_placeholder_input_descs_ge_samples_set(write) -> None:
+    """Trial G: GE's grouped-conv sample sets `TensorDesc([])` on each new Conv's inputs
+    before `infer_shape`, which re-infers the whole replacement in GE; ge's kept those
+    input descs, and the check after the pass failed on them (E13028)."""
+    rng = np.random.default_rng(0)
+    proto = helper.make_model(helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", group=2,
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 6, 6])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 6, 6])],
+        [const("w", rng.standard_normal((4, 2, 3, 3))), const("b", rng.standard_normal(4))]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[write("plugin.py", HEADER + GROUPED_CONV)])
+    assert report.rewrites_by_pass() == {"SplitGroupedConv": 1}
+    assert op_counts(graph) == {"Split": 3, "Conv": 2, "Concat": 1}
+    for conv in graph.nodes_of_type("Conv"):
+        assert not conv.has_input_desc(0) and not conv.has_input_desc(1)
+        assert conv.get_output_desc(0).get_shape().get_dims() == [1, 2, 6, 6]
+    assert_same_outputs(proto, graph)
+
+
 def test_a_copied_node_reading_untyped_values_keeps_no_placeholder_desc(write) -> None:
     path = write("plugin.py", HEADER + """
 from ge.graph import DataType

@@ -223,7 +223,10 @@ def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundar
     """Type `replacement` in place from what it replaces: boundary input *i*'s producer desc
     goes to replacement Data *i* (constant producers lend their value), then the whole
     replacement is inferred. The descs its operators had (the builder's, computed from its
-    placeholder inputs) are inferred again, not merged with."""
+    placeholder inputs) are inferred again, not merged with, and a desc set on an operator's
+    input is dropped, so that it is its producer's again: GE's infer_shape re-infers the
+    whole replacement that way, and its samples set placeholder input descs before calling
+    it (a Conv's inputs `TensorDesc([], NCHW, DT_FLOAT)`)."""
     from ge.ops import infer_shapes
 
     if not isinstance(replacement, Graph):
@@ -246,7 +249,7 @@ def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundar
                     known[data.name] = value
         for node in replacement.get_all_nodes():
             if node.type not in (DATA, CONST, NET_OUTPUT):
-                forget_output_descs(node)
+                forget_output_descs(node, inputs=True)
         infer_shapes(replacement, known_values=known, strict=True)
     except Exception as err:
         suffix = f", source_name={source_name}" if source_name else ""

@@ -408,14 +408,14 @@ def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
     return untyped
 
 
-def forget_output_descs(node: Node) -> None:
-    """Make every output desc of `node` unknown (journaled)."""
-    if node._out_descs is None:
-        return
+def forget_output_descs(node: Node, *, inputs: bool = False) -> None:
+    """Make every output desc of `node` unknown (journaled); with `inputs`, also drop the
+    descs its inputs hold of their own, so that they are their producers' again."""
     graph = node._owner()
-    for index, slot in enumerate(node._out_descs):
-        if slot is not None:
-            graph._set_desc(node, False, index, None)
+    for is_input, slots in ((False, node._out_descs), (True, node._in_descs if inputs else None)):
+        for index, slot in enumerate(slots or ()):
+            if slot is not None:
+                graph._set_desc(node, is_input, index, None)
 
 
 def _known(desc: TensorDesc) -> bool:
