@@ -215,3 +215,45 @@ def test_registry_is_thread_safe() -> None:
     for thread in threads:
         thread.join()
     assert sorted(_names()) == sorted(cls.__name__ for cls in classes)
+
+
+@pytest.mark.parametrize(("op_type", "why"), [
+    ("Conv2D", "that is an Ascend operator, and ge's graphs hold ONNX operators: GE's Conv2D "
+               "is ONNX's 'Conv'; write op_types=['Conv']"),
+    ("BatchMatMulV2", "that is an Ascend operator, and ge's graphs hold ONNX operators: GE's "
+                      "BatchMatMulV2 is ONNX's 'MatMul'; write op_types=['MatMul']"),
+    ("relu", "ONNX's operator is spelt 'Relu'; write op_types=['Relu']"),
+])
+def test_an_op_type_no_node_can_have_is_a_definition_warning(op_type: str, why: str) -> None:
+    """Trial G: `op_types=["Conv2D"]` (GE's sample vocabulary) registered a pass that never
+    ran, silently; the warning points at the decorator's line and names the ONNX type."""
+    import inspect
+
+    from ge.errors import PassDefinitionWarning
+
+    with pytest.warns(PassDefinitionWarning) as caught:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        @register_decompose_pass(name="Ported", stage=STAGE, op_types=["Add", op_type])
+        class Ported(DecomposePass):
+            def replacement(self, node):
+                return None
+
+    (warning,) = caught
+    assert str(warning.message) == (
+        f"pass Ported: op_types names {op_type!r}, which no node has: {why} "
+        f"(at {__file__}:{line})")
+    assert (warning.filename, warning.lineno) == (__file__, line)
+    assert _names() == ["Ported"]  # registered all the same: a warning, not an error
+
+
+def test_onnx_and_custom_op_types_register_without_a_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        @register_decompose_pass(name="Fine", stage=STAGE,
+                                 op_types=["Gemm", "LayerNormalization", "AddCustom"])
+        class Fine(DecomposePass):
+            def replacement(self, node):
+                return None

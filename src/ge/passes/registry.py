@@ -216,7 +216,52 @@ def _check_op_types(op_types: object, name: str, where: SourceLocation | None) -
         raise PassRegisterTypeError(
             f"{api} op_types must contain non-empty strings", pass_name=name, location=where
         )
+    for item in items:
+        _warn_foreign_op_type(item, name, where)
     return items
+
+
+#: Operator names of Ascend's vocabulary that GE's samples use, with the ONNX operator a ge
+#: graph holds in their place (the project's decision D1): no node is ever of these types.
+ASCEND_OP_TYPES: Final = {
+    "Conv2D": "Conv", "Conv3D": "Conv", "Conv2DTranspose": "ConvTranspose",
+    "MatMulV2": "MatMul", "BatchMatMul": "MatMul", "BatchMatMulV2": "MatMul",
+    "GEMM": "Gemm", "ConcatV2": "Concat", "ConcatD": "Concat", "ConcatV2D": "Concat",
+    "SplitD": "Split", "SplitV": "Split", "SplitVD": "Split", "TensorMove": "Identity",
+    "RealDiv": "Div", "BiasAdd": "Add",
+}
+
+
+def _warn_foreign_op_type(op_type: str, name: str, where: SourceLocation | None) -> None:
+    """A `PassDefinitionWarning` for an op type no node of a ge graph has although an ONNX
+    operator of another spelling exists: an Ascend name (`Conv2D` for `Conv`) or ONNX's in
+    another case (`relu`). The pass would silently never run. Any other name may be a
+    custom operator's, so it is left alone."""
+    import warnings
+
+    import onnx.defs
+
+    from ge.errors import PassDefinitionWarning
+
+    if onnx.defs.has(op_type):
+        return
+    onnx_name = ASCEND_OP_TYPES.get(op_type)
+    if onnx_name is None:
+        by_case = {schema.name.lower(): schema.name for schema in onnx.defs.get_all_schemas()
+                   if schema.domain in ("", "ai.onnx")}
+        onnx_name = by_case.get(op_type.lower())
+        if onnx_name is None:
+            return
+        why = f"ONNX's operator is spelt {onnx_name!r}"
+    else:
+        why = (f"that is an Ascend operator, and ge's graphs hold ONNX operators: "
+               f"GE's {op_type} is ONNX's {onnx_name!r}")
+    at = f" (at {where})" if where is not None else ""
+    warnings.warn_explicit(
+        f"pass {name}: op_types names {op_type!r}, which no node has: {why}; write "
+        f"op_types=[{onnx_name!r}]{at}", PassDefinitionWarning,
+        where.file if where is not None else "<unknown>",
+        (where.line or 0) if where is not None else 0)
 
 
 def _default_kind(cls: type) -> str:
