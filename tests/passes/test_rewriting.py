@@ -270,6 +270,31 @@ def test_decompose_takes_one_input_per_distinct_producer(write) -> None:
     assert_same_outputs(proto, graph)
 
 
+def test_decompose_counts_every_node_asked_about_as_a_match(write) -> None:
+    """M counts the matches found, refused ones too (as a pattern pass's): of the two Gelus
+    of the exported MLP, meet_requirements refuses the tanh one, so 2 matches, 1 rewrite."""
+    from model_paths import shared_model
+
+    source = """
+@register_decompose_pass(name="D", stage="AfterOriginGraphOptimize", op_types=["Gelu"])
+class D(DecomposePass):
+    def meet_requirements(self, node):
+        return node.get_attr("approximate") == "none"
+
+    def replacement(self, node):
+        b = GraphBuilder("gelu")
+        x = b.create_input(0)
+        return b.build_and_reset([x * 0.5 * (es.Erf(x / 1.4142135623730951) + 1.0)])
+"""
+    graph = ge.graph.load(shared_model("gelu_mlp_opset20"))
+    report = compile_graph(graph, pass_paths=[write("plugin.py", HEADER + source)])
+    (record,) = [r for r in report.records if r.pass_name == "D"]
+    assert (record.matches, record.rewrites) == (2, 1)
+    (kept,) = graph.nodes_of_type("Gelu")
+    assert kept.get_attr("approximate") == "tanh"
+    assert len(graph.nodes_of_type("Erf")) == 1
+
+
 def test_decompose_op_types_belong_to_the_registration(write) -> None:
     source = HEADER + """
 class Twice(DecomposePass):

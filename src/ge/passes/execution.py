@@ -351,13 +351,17 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 
 
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
+    """Every node of the pass's op types, in the graph's order: `meet_requirements`, then
+    `replacement` and the rewrite. Each node asked about is a match (`run.matches`), whether
+    `meet_requirements` accepts it or not, as a pattern pass counts its matches: the report's
+    M column is the matches found, R the rewrites made."""
     changed = False
     for node in candidates(graph, run.op_types):
         if node._graph is not graph:
             continue
+        run.matches += 1
         if not bool(_reading(instance.meet_requirements, graph, node, run.context)):
             continue
-        run.matches += 1
         replacement = _reading(instance.replacement, graph, node, run.context)
         if not isinstance(replacement, Graph):
             raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
