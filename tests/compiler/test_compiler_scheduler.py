@@ -12,7 +12,7 @@ from ge.compiler import compile_graph
 from ge.errors import PassRunError
 from ge.graph import Graph
 from ge.passes import NOT_CHANGED
-from ge.passes.status import RunOutcome
+from ge.passes.status import ACCEPTED_RESULTS, FAILED, RunOutcome
 from model_paths import shared_model
 from plugin_fixtures import small_graph
 
@@ -36,7 +36,7 @@ def structure(graph: Graph) -> list[tuple[str, str, list[tuple[str, int] | None]
 
 
 RESULT_PASS = """
-from ge.passes import FusionBasePass, register_fusion_pass, NOT_CHANGED
+from ge.passes import FusionBasePass, register_fusion_pass, FAILED, NOT_CHANGED, SUCCESS
 from plugin_fixtures import insert_identity
 @register_fusion_pass(name="ResultPass", stage="BeforeInferShape")
 class ResultPass(FusionBasePass):
@@ -52,6 +52,7 @@ class ResultPass(FusionBasePass):
         ("None", RunOutcome.SUCCESS),
         ("True", RunOutcome.SUCCESS),
         ("0", RunOutcome.SUCCESS),
+        ("SUCCESS", RunOutcome.SUCCESS),
         ("NOT_CHANGED", RunOutcome.NOT_CHANGED),
     ],
 )
@@ -75,7 +76,12 @@ def test_successful_results_keep_the_change(write, result: str, outcome: RunOutc
     ("result", "code", "reason"),
     [
         ("False", "False", "run() returned False"),
-        ("7", "7", "run() returned status 7"),
+        ("7", "7", "run() returned status 7; " + ACCEPTED_RESULTS),
+        # GE C++'s GRAPH_NOT_CHANGED, returned by a port: named, with what to return
+        ("1343242304", "1343242304", "run() returned status 1343242304, which is GE C++'s "
+         "GRAPH_NOT_CHANGED (graph/ge_error_codes.h): return ge.passes.NOT_CHANGED instead; "
+         + ACCEPTED_RESULTS),
+        ("FAILED", str(FAILED), f"run() returned FAILED ({FAILED})"),
         ("'done'", "FAILED", "python pass returned unsupported type: str"),
         ("[1]", "FAILED", "python pass returned unsupported type: list"),
     ],
