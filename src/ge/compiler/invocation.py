@@ -12,13 +12,20 @@ check.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, operator_count
-from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
+from ge.errors import (
+    GeError,
+    PassDefinitionWarning,
+    PassRunError,
+    SourceLocation,
+    ValidationProblem,
+)
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
@@ -29,7 +36,7 @@ from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_PATTERN_FUSION
-from ge.passes.source import blamed_location, traceback_location
+from ge.passes.source import blamed_location, hook_location, traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
@@ -75,6 +82,9 @@ class Invocation:
     # an error of a later engine step to name the pass behind it (`blame_plugin`).
     changed_by_plugins: dict[Node, tuple[str, str, SourceLocation | None]] = field(
         default_factory=dict)
+    # The passes told that their run() returned NOT_CHANGED after changing the graph (once
+    # per pass and compilation, not once per body and round).
+    warned_not_changed: set[str] = field(default_factory=set)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -120,12 +130,21 @@ class Invocation:
             if not _is_pass_failure(exc):
                 raise
             raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
+        changed = root.mutation_count != before
+        nodes_after = operator_count(target)
+        outcome = status.outcome
+        if outcome is RunOutcome.NOT_CHANGED and changed:
+            # The graph says otherwise: the run changed it (and was checked as a change).
+            outcome = RunOutcome.SUCCESS
+            if not entry.builtin:
+                self._warn_not_changed(entry, instance, target, changes, nodes_before,
+                                       nodes_after)
         return PassRunRecord(
             pass_name=entry.name,
             stage=stage,
             graph_name=target.name,
-            outcome=status.outcome,
-            changed=root.mutation_count != before,
+            outcome=outcome,
+            changed=changed,
             seconds=time.perf_counter() - start,
             matches=run.matches,
             rewrites=run.rewrites,
@@ -134,9 +153,29 @@ class Invocation:
             origin=str(entry.origin),
             location=entry.origin.location,
             nodes_before=nodes_before,
-            nodes_after=operator_count(target),
+            nodes_after=nodes_after,
             round=self.round,
         )
+
+    def _warn_not_changed(self, entry: RegisteredPass, instance: Any, target: Graph,
+                          changes: ChangeSet, nodes_before: int, nodes_after: int) -> None:
+        """A `PassDefinitionWarning` for a `run()` that returned NOT_CHANGED after changing
+        the graph, at its `def` line, once per pass and compilation: the run is recorded as
+        the change it was (the report, the HTML page and per-pass verification count on
+        outcomes telling the truth), and the author learns that the return value is wrong."""
+        if entry.name in self.warned_not_changed:
+            return
+        self.warned_not_changed.add(entry.name)
+        where = (hook_location(getattr(instance, "run", None))
+                 or entry.descriptor.location)
+        counts = (f"nodes {nodes_before} -> {nodes_after}" if nodes_before != nodes_after
+                  else f"nodes {nodes_after}")
+        warnings.warn_explicit(
+            f"pass {entry.name} returned NOT_CHANGED from run() but changed graph "
+            f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
+            "as changed; return True, None or SUCCESS when run() changes the graph, "
+            f"NOT_CHANGED only when it leaves the graph as it was (at {where})",
+            PassDefinitionWarning, where.file, where.line or 0)
 
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in fusion replaced."""
@@ -183,6 +222,19 @@ class Invocation:
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
             round=self.round, rolled_back=rolled_back)
+
+
+def _changed_nodes(changes: ChangeSet, shown: int = 3) -> str:
+    """What a pass changed, by node: `removed 'relu'; changed 'sig'` (the first `shown`
+    names of each kind and how many more)."""
+    parts = []
+    for verb, nodes in (("added", list(changes.added)), ("removed", list(changes.removed)),
+                        ("changed", [n for n in changes.live() if n not in changes.added])):
+        if nodes:
+            names = ", ".join(repr(n.name) for n in nodes[:shown])
+            more = f" and {len(nodes) - shown} more" if len(nodes) > shown else ""
+            parts.append(f"{verb} {names}{more}")
+    return "; ".join(parts) or "its nodes' metadata or descs"
 
 
 def is_live(sub: Graph, root: Graph) -> bool:
