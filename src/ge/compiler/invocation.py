@@ -32,6 +32,7 @@ from ge.graph.validation import attribute_problems, find_node_problems, find_pro
 from ge.ops.inference import infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
+from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
@@ -129,7 +130,11 @@ class Invocation:
         except BaseException as exc:
             if not _is_pass_failure(exc):
                 raise
-            raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
+            reason = _describe(exc)
+            hint = symbolic_dim_hint(exc, _graph_symbols(root))
+            if hint is not None:
+                reason += f" ({hint})"
+            raise run_error(entry, stage, "FAILED", reason, exc) from exc
         changed = root.mutation_count != before
         nodes_after = operator_count(target)
         outcome = status.outcome
@@ -222,6 +227,13 @@ class Invocation:
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
             round=self.round, rolled_back=rolled_back)
+
+
+def _graph_symbols(root: Graph) -> set[str]:
+    """The symbolic dims of the values of `root` and its bodies (as the pass found them:
+    asked after the rollback), for the hint on an exception about a str dim."""
+    return shape_symbols(node.get_output_desc(i).get_shape() for node in root.get_all_nodes()
+                         for i in range(node.get_outputs_size()))
 
 
 def _changed_nodes(changes: ChangeSet, shown: int = 3) -> str:
