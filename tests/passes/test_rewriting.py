@@ -82,7 +82,15 @@ class P(PatternFusionPass):
      "ValueError: bad check", 13),
     # a bad result is blamed on the hook's def line (not the class statement)
     ("    def replacement(self, inputs):\n        return 42\n",
-     "Expression-style replacement must return a TensorHolder", 12),
+     "Expression-style replacement must return a TensorHolder or a non-empty list/tuple of "
+     "TensorHolder, got int.", 12),
+    # None is GE users' way to say "skip": the message says how to leave a match alone
+    ("    def replacement(self, inputs):\n        return None\n",
+     "Reason: TypeError: Expression-style replacement must return a TensorHolder or a "
+     "non-empty list/tuple of TensorHolder, got None: a replacement cannot skip its match; "
+     "to leave a match alone, return False from meet_requirements(self, match_result), "
+     "which is asked first (its MatchResult gives the matched tensors: "
+     "match_result.get_captured_tensor(i)).", 12),
     ("    def replacement(self, match_result):\n        return 42\n",
      "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
@@ -92,8 +100,9 @@ class P(PatternFusionPass):
      "RewriteError: [GE1502] the replacement has 2 output(s) but the region it replaces has 1",
      12),
     ("    def replacement(self, match_result):\n        pass\n",
-     "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?)",
-     12),
+     "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?); "
+     "a replacement cannot skip its match: to leave a match alone, return False from "
+     "meet_requirements, which is asked first.", 12),
     # hooks asked about the graph may only read it: an edit would be neither checked as a
     # rewrite nor counted (the pass reported not_changed and wrote another model)
     ("    def meet_requirements(self, match_result):\n"
@@ -326,6 +335,24 @@ class D(DecomposePass):
     assert "TypeError: DecomposePass.replacement must return ge.graph.Graph, got str" in (
         err.message)
     assert err.location is not None and err.location.line == 9  # the hook's def line
+
+
+def test_decompose_replacement_returning_none_says_how_to_skip_a_node(write) -> None:
+    source = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])
+class D(DecomposePass):
+    def replacement(self, node):
+        if node.name == "n1":
+            return None
+        b = GraphBuilder("neg")
+        return b.build_and_reset([es.Neg(b.create_input(0))])
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert err.message.endswith(
+        "Reason: TypeError: DecomposePass.replacement must return ge.graph.Graph, got None (a "
+        "missing return?); a replacement cannot skip its node: to leave a node alone, return "
+        "False from meet_requirements, which is asked first.")
+    assert err.location is not None and err.location.line == 9
 
 
 def test_a_pattern_that_cannot_match_is_blamed_on_its_method(write) -> None:

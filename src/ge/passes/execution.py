@@ -130,8 +130,14 @@ def _blame_replacement(exc: BaseException, instance: PatternFusionPass) -> BaseE
 
 
 def _not_a_graph(kind: str, returned: object) -> str:
-    got = "None (a missing return?)" if returned is None else type(returned).__name__
-    return f"{kind}.replacement must return ge.graph.Graph, got {got}"
+    """Why a replacement's result is refused; None may be a missing return or an attempt to
+    skip (GE has no such return: meet_requirements decides, before replacement is asked)."""
+    if returned is not None:
+        return f"{kind}.replacement must return ge.graph.Graph, got {type(returned).__name__}"
+    what = "node" if kind == "DecomposePass" else "match"
+    return (f"{kind}.replacement must return ge.graph.Graph, got None (a missing return?); "
+            f"a replacement cannot skip its {what}: to leave a {what} alone, return False "
+            "from meet_requirements, which is asked first")
 
 
 def _compiled(pattern: Pattern, config: PatternMatcherConfig, instance: PatternFusionPass
