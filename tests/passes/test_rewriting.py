@@ -594,6 +594,73 @@ def test_boundary_slots_and_anchors_are_checked() -> None:
     assert output.set_output(relu, 0) == FAILED  # set once
 
 
+def test_a_producer_given_as_a_subgraph_input_pair_is_explained(caplog) -> None:
+    """G2 written from GE's API docs, `(node, out_index)`: the pair (x's Data, 0) names no
+    input. Built in the constructor it raises saying what a pair is and naming the readers,
+    with nothing logged; through add_input (GE's status call) it is FAILED, logged once, and
+    the boundary left without an anchor says why when the rewriter uses it."""
+    import logging
+
+    graph = load(_concat_relu())
+    concat, relu = graph.find_node_by_name("concat"), graph.find_node_by_name("relu")
+    x, _ = concat.get_in_data_nodes_and_port_indexes(0)
+    readers = ("A SubgraphInput pair is (node, input_index): a node inside the region and "
+               "the index of its input that reads the boundary value, not a producer and its "
+               "output index (GE's API docs call the index out_index; GE reads it as an "
+               "input index, and so does ge); output 0 of 'x' is read by input 0 of "
+               "'concat': pass the pair of each reader inside the region, (node 'concat', 0)")
+    caplog.set_level(logging.DEBUG, logger="ge")
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(x, 0)])
+    assert str(info.value) == (
+        f"SubgraphInput cannot take ('x', 0): node 'x' has no input 0 (it has none). {readers}")
+    assert caplog.records == []  # the exception is the report
+    slot = SubgraphInput()
+    assert slot.add_input(x, 0) == FAILED
+    assert [r.getMessage() for r in caplog.records] == [
+        f"SubgraphInput.add_input: node 'x' has no input 0 (it has none). {readers}"]
+    boundary = SubgraphBoundary()
+    assert boundary.add_input(0, slot) == 0
+    assert boundary.add_input(1, SubgraphInput([(concat, 1)])) == 0
+    assert boundary.add_output(0, SubgraphOutput(relu, 0)) == 0
+    before = graph.to_onnx().SerializeToString()
+    context = PassContext("P")
+    with pytest.raises(RuntimeError, match="SubgraphRewriter::Replace with context failed"):
+        SubgraphRewriter.replace(boundary, _relu_then_concat(), context=context)
+    assert context.get_error_message() == (
+        "boundary input 0 has no anchor: SubgraphInput.add_input refused a pair: node 'x' has "
+        f"no input 0 (it has none). {readers}")
+    assert graph.to_onnx().SerializeToString() == before
+
+
+def test_an_unconnected_input_pair_suggests_what_to_pass(caplog) -> None:
+    """An input index that exists but reads nothing gets the same explanation; a node whose
+    output is not read gets the general fix."""
+    graph = load(_concat_relu())
+    relu = graph.find_node_by_name("relu")
+    graph.remove_edge(*relu.get_in_data_nodes_and_port_indexes(0), relu, 0)
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(relu, 0)])
+    assert str(info.value).startswith(
+        "SubgraphInput cannot take ('relu', 0): input 0 of node 'relu' is not connected. A "
+        "SubgraphInput pair is (node, input_index): a node inside the region")
+    assert str(info.value).endswith(
+        "; output 0 of 'relu' is read by input 0 of 'NetOutput': pass the pair of each "
+        "reader inside the region, (node 'NetOutput', 0)")
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(relu, 3)])
+    assert str(info.value).endswith(
+        "node 'relu' has no input 3 (it has 1 input(s)). A SubgraphInput pair is (node, "
+        "input_index): a node inside the region and the index of its input that reads the "
+        "boundary value, not a producer and its output index (GE's API docs call the index "
+        "out_index; GE reads it as an input index, and so does ge); pass (consumer, i) for "
+        "each node of the region whose input i reads the value: "
+        "consumer.get_in_data_nodes_and_port_indexes(i) is its producer")
+    with pytest.raises(RuntimeError, match=r"^SubgraphOutput cannot take output 4 of 'relu'$"):
+        SubgraphOutput(relu, 4)
+    assert caplog.records == []
+
+
 # -- infer_shape, create_replacement ------------------------------------------------------------
 def test_infer_shape_takes_descs_from_each_source_kind() -> None:
     proto = _concat_relu()
