@@ -29,7 +29,7 @@ from ge.errors import (
 from ge.es.opset import opset_scope
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
-from ge.ops.inference import infer_node, shape_conflict
+from ge.ops.inference import STALE_DESC_ADVICE, infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
@@ -315,9 +315,11 @@ def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
         if (changes is not None and not changes.attributes_set(node)
                 and attribute_problems(node)):
             continue
-        reason = shape_conflict(node)
-        if reason is not None:
-            problems.append(ValidationProblem("shape", (node.name,), reason, graph.name))
+        conflict = shape_conflict(node)
+        if conflict is not None:
+            problems.append(ValidationProblem(
+                "shape", (node.name,), conflict.message, graph.name,
+                STALE_DESC_ADVICE if conflict.stale else ""))
     return problems
 
 
@@ -338,10 +340,16 @@ _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplic
 
 def _describe_problems(problems: list[ValidationProblem]) -> str:
     """The first problems, the most fundamental first (an untyped value is often the
-    consequence of a cut edge or a cycle)."""
+    consequence of a cut edge or a cycle); an advice several of them share is given once,
+    with the first."""
     problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
-    shown = "; ".join(f"{p.kind}: {p.text}" + (f" (graph {p.graph})" if p.graph else "")
-                      for p in problems[:_MAX_LISTED_PROBLEMS])
+    given: set[str] = set()
+    texts = []
+    for p in problems[:_MAX_LISTED_PROBLEMS]:
+        text = p.message if p.advice in given else p.text
+        given.add(p.advice)
+        texts.append(f"{p.kind}: {text}" + (f" (graph {p.graph})" if p.graph else ""))
+    shown = "; ".join(texts)
     more = len(problems) - _MAX_LISTED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""
     return f"the pass left the graph invalid: {shown}{suffix}"
