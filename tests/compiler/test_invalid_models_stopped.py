@@ -501,11 +501,11 @@ def test_two_stale_nodes_are_named_and_the_advice_given_once(tmp_path: Path) -> 
         "Failed to run custom fusion pass DropTransposePair. Return code: FAILED. Reason: the "
         "pass left the graph invalid: shape: output 0 of Relu node 'relu' is "
         "TensorDesc(float32[B,8,8,4]) in the graph, but its inputs and attributes now give "
-        "TensorDesc(float32[B,4,8,8]) (a node keeps its output descs until inferred again: "
+        "TensorDesc(float32[B,4,8,8]) (graph tr); shape: output 0 of Sigmoid node 'sig' is "
+        "TensorDesc(float32[B,4,8,8]) in the graph, but its inputs and attributes now give "
+        "TensorDesc(float32[B,8,8,4]) (a node keeps its output descs until inferred again: "
         "after changing a node's inputs or attributes, call ge.ops.infer_node(node) on it "
-        "and then on the nodes that read it, in graph order) (graph tr); shape: output 0 of "
-        "Sigmoid node 'sig' is TensorDesc(float32[B,4,8,8]) in the graph, but its inputs and "
-        "attributes now give TensorDesc(float32[B,8,8,4]) (graph tr).")
+        "and then on the nodes that read it, in graph order) (graph tr).")
     assert caught.value.nodes == ("relu", "sig")
     assert graph.to_onnx().SerializeToString() == before
     plugin.write_text(DROP_TRANSPOSE_PAIR.replace("REINFER_NODES", "True"))

@@ -341,15 +341,13 @@ _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplic
 def _describe_problems(problems: list[ValidationProblem]) -> str:
     """The first problems, the most fundamental first (an untyped value is often the
     consequence of a cut edge or a cycle); an advice several of them share is given once,
-    with the first."""
+    with the last of them (it reads as a note on all of them)."""
     problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
-    given: set[str] = set()
-    texts = []
-    for p in problems[:_MAX_LISTED_PROBLEMS]:
-        text = p.message if p.advice in given else p.text
-        given.add(p.advice)
-        texts.append(f"{p.kind}: {text}" + (f" (graph {p.graph})" if p.graph else ""))
-    shown = "; ".join(texts)
+    listed = problems[:_MAX_LISTED_PROBLEMS]
+    last_with = {p.advice: i for i, p in enumerate(listed)}
+    shown = "; ".join(
+        f"{p.kind}: {p.text if last_with[p.advice] == i else p.message}"
+        + (f" (graph {p.graph})" if p.graph else "") for i, p in enumerate(listed))
     more = len(problems) - _MAX_LISTED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""
     return f"the pass left the graph invalid: {shown}{suffix}"
