@@ -129,6 +129,25 @@ class Bad(FusionBasePass):
         graph.add_data_edge(cast, 0, relu, 0)
 """, 4, "the pass left the graph invalid: type: output 0 of Relu node 'relu' is "
        "tensor(float) but input 0 is tensor(int64); Relu wants both of type T"),
+    # GE's API docs name SubgraphInput's pair (node, out_index); it is a node inside the
+    # region and its input index (D4): a producer's pair is refused, saying so, and naming
+    # the pairs of that output's readers (and no log line precedes the error)
+    "gives_subgraph_input_a_producer_and_its_output": ("""\
+from ge.passes import SubgraphBoundary, SubgraphInput
+
+
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        add = graph.nodes_of_type("Add")[0]
+        producer, out_index = add.get_in_data_nodes_and_port_indexes(0)
+        SubgraphBoundary().add_input(0, SubgraphInput([(producer, out_index)]))
+""", 11, "Reason: RuntimeError: SubgraphInput cannot take ('x', 0): node 'x' has no input 0 "
+       "(it has none). A SubgraphInput pair is (node, input_index): a node inside the region "
+       "and the index of its input that reads the boundary value, not a producer and its "
+       "output index (GE's API docs call the index out_index; GE reads it as an input "
+       "index, and so does ge); output 0 of 'x' is read by input 0 of 'add': pass the pair "
+       "of each reader inside the region, (node 'add', 0). (pass Bad"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

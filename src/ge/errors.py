@@ -265,10 +265,11 @@ class PluginLoadWarning(UserWarning):
 
 
 class PassDefinitionWarning(UserWarning):
-    """A pass class GE accepts whose definition is almost certainly not what its author
-    meant (a hook whose parameter names contradict how GE calls it). Given at class
-    creation, so once per compilation that loads the plugin; the message holds the file
-    and line."""
+    """A pass GE accepts whose code is almost certainly not what its author meant: a hook
+    whose parameter names contradict how GE calls it (given at class creation, so once per
+    compilation that loads the plugin), a pattern setting attributes that are not compared
+    (when it is built), a `run()` returning NOT_CHANGED after changing the graph (when it
+    returns, once per pass and compilation). The message holds the file and line."""
 
 
 # Extended here so that the original list above stays as it was.

@@ -206,6 +206,38 @@ def test_a_pipe_as_output_and_report_is_written_through(model: Path, tmp_path: P
     assert json.loads(received["report_pipe"])["output"] == str(out)
 
 
+def test_a_pass_returning_not_changed_after_a_change_is_a_changed_row_and_a_warning(
+        model: Path, tmp_path: Path) -> None:
+    """`ge compile`: the row of a run() that removed a node and returned NOT_CHANGED says
+    success and nodes 3→2, and a `ge: warning:` line names the pass and its def line; the
+    model written is the changed one."""
+    plugin = tmp_path / "liar.py"
+    plugin.write_text("""\
+from ge.passes import NOT_CHANGED, FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="Liar", stage=PassStage.BEFORE_INFER_SHAPE)
+class Liar(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        graph.replace_all_uses(relu, 0, *relu.get_in_data_nodes_and_port_indexes(0))
+        graph.remove_node(relu)
+        return NOT_CHANGED
+""")
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
+                                str(plugin))
+    assert code == 0, stderr
+    (row,) = [line for line in stdout.splitlines() if " Liar " in line]
+    cells = [cell.strip() for cell in row.split("│")]
+    assert cells[6:9] == ["success", "-", "3→2"]
+    assert stderr.splitlines() == [
+        f"ge: warning: pass Liar returned NOT_CHANGED from run() but changed graph "
+        f"'g' (nodes 3 -> 2; removed 'relu'; changed 'NetOutput'): ge records the run as "
+        f"changed; return True, None or SUCCESS when run() changes the graph, NOT_CHANGED "
+        f"only when it leaves the graph as it was (at {plugin}:5)"]
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["Neg", "Neg"]
+
+
 def test_a_pass_printing_does_not_break_json(model: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "chatty.py"
     plugin.write_text("""

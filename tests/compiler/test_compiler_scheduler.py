@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,10 +10,10 @@ import pytest
 
 import ge.graph
 from ge.compiler import compile_graph
-from ge.errors import PassRunError
+from ge.errors import PassDefinitionWarning, PassRunError
 from ge.graph import Graph
 from ge.passes import NOT_CHANGED
-from ge.passes.status import RunOutcome
+from ge.passes.status import ACCEPTED_RESULTS, FAILED, RunOutcome
 from model_paths import shared_model
 from plugin_fixtures import small_graph
 
@@ -36,7 +37,7 @@ def structure(graph: Graph) -> list[tuple[str, str, list[tuple[str, int] | None]
 
 
 RESULT_PASS = """
-from ge.passes import FusionBasePass, register_fusion_pass, NOT_CHANGED
+from ge.passes import FusionBasePass, register_fusion_pass, FAILED, NOT_CHANGED, SUCCESS
 from plugin_fixtures import insert_identity
 @register_fusion_pass(name="ResultPass", stage="BeforeInferShape")
 class ResultPass(FusionBasePass):
@@ -52,13 +53,18 @@ class ResultPass(FusionBasePass):
         ("None", RunOutcome.SUCCESS),
         ("True", RunOutcome.SUCCESS),
         ("0", RunOutcome.SUCCESS),
-        ("NOT_CHANGED", RunOutcome.NOT_CHANGED),
+        ("SUCCESS", RunOutcome.SUCCESS),
+        ("NOT_CHANGED", RunOutcome.SUCCESS),  # the graph changed: recorded so (and warned)
     ],
 )
 def test_successful_results_keep_the_change(write, result: str, outcome: RunOutcome) -> None:
     path = write("result_pass.py", RESULT_PASS.format(result=result))
     graph = small_graph()
-    report = compile_graph(graph, pass_paths=[path])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = compile_graph(graph, pass_paths=[path])
+    told = [w for w in caught if issubclass(w.category, PassDefinitionWarning)]
+    assert len(told) == (result == "NOT_CHANGED")  # it did change the graph
     (record,) = report.records
     assert (record.pass_name, record.stage, record.graph_name) == (
         "ResultPass",
@@ -71,11 +77,58 @@ def test_successful_results_keep_the_change(write, result: str, outcome: RunOutc
     assert report.passes_that_changed() == ["ResultPass"]
 
 
+LIAR = """
+from ge.passes import NOT_CHANGED, FusionBasePass, register_fusion_pass
+
+
+@register_fusion_pass(name="Liar", stage="AfterInferShape")
+class Liar(FusionBasePass):
+    def run(self, graph, context):
+        for node in graph.nodes_of_type("Relu") + graph.nodes_of_type("Tanh"):
+            source, index = node.get_in_data_nodes_and_port_indexes(0)
+            graph.replace_all_uses(node, 0, source, index)
+            graph.remove_node(node)
+        return NOT_CHANGED
+"""
+
+
+def test_not_changed_after_changing_the_graph_is_a_change_and_a_warning(write) -> None:
+    """A run() returning NOT_CHANGED after removing nodes (in both If branches of the
+    exported model) is recorded as the change it was, and warned about once, at its def
+    line; where it changed nothing (the main graph) it stays not_changed."""
+    path = write("liar.py", LIAR)
+    graph = ge.graph.load(CONTROL_FLOW)
+    with pytest.warns(PassDefinitionWarning) as caught:
+        report = compile_graph(graph, pass_paths=[path])
+    outcomes = {r.graph_name: (r.outcome, r.changed, r.nodes_before, r.nodes_after)
+                for r in report.records if r.pass_name == "Liar"}
+    assert outcomes == {
+        "main_graph": (RunOutcome.NOT_CHANGED, False, 11, 11),
+        "sub_graph": (RunOutcome.SUCCESS, True, 3, 2),
+        "sub_graph1": (RunOutcome.SUCCESS, True, 3, 2),
+        "sub_graph2": (RunOutcome.NOT_CHANGED, False, 7, 7),
+    }
+    assert "Liar" in report.passes_that_changed()
+    assert not [n for n in graph.get_all_nodes() if n.type in ("Relu", "Tanh")]
+    (warning,) = [w for w in caught if issubclass(w.category, PassDefinitionWarning)]
+    assert str(warning.message) == (
+        "pass Liar returned NOT_CHANGED from run() but changed graph 'sub_graph' (nodes 3 "
+        "-> 2; removed '/Relu'; changed '/Mul'): ge records the run as changed; return "
+        "True, None or SUCCESS when run() changes the graph, NOT_CHANGED only when it "
+        f"leaves the graph as it was (at {path}:7)")
+    assert (warning.filename, warning.lineno) == (str(path), 7)
+
+
 @pytest.mark.parametrize(
     ("result", "code", "reason"),
     [
         ("False", "False", "run() returned False"),
-        ("7", "7", "run() returned status 7"),
+        ("7", "7", "run() returned status 7; " + ACCEPTED_RESULTS),
+        # GE C++'s GRAPH_NOT_CHANGED, returned by a port: named, with what to return
+        ("1343242304", "1343242304", "run() returned status 1343242304, which is GE C++'s "
+         "GRAPH_NOT_CHANGED (graph/ge_error_codes.h): return ge.passes.NOT_CHANGED instead; "
+         + ACCEPTED_RESULTS),
+        ("FAILED", str(FAILED), f"run() returned FAILED ({FAILED})"),
         ("'done'", "FAILED", "python pass returned unsupported type: str"),
         ("[1]", "FAILED", "python pass returned unsupported type: list"),
     ],
@@ -337,10 +390,24 @@ def test_options_reach_the_pass_context(write) -> None:
         compile_graph(small_graph(), pass_paths=[path])
 
 
-def test_not_changed_constant_is_reported_as_not_changed(write) -> None:
-    path = write("nc.py", RESULT_PASS.format(result="NOT_CHANGED"))
-    (record,) = compile_graph(small_graph(), pass_paths=[path]).records
-    assert record.outcome is RunOutcome.NOT_CHANGED
+def test_not_changed_constant_is_reported_as_not_changed(write, recwarn) -> None:
+    """NOT_CHANGED from a run() that only read the graph is what it says: not_changed,
+    and no warning."""
+    path = write("nc.py", """
+        from ge.passes import NOT_CHANGED, FusionBasePass, register_fusion_pass
+
+        @register_fusion_pass(name="Reader", stage="BeforeInferShape")
+        class Reader(FusionBasePass):
+            def run(self, graph, context):
+                self.seen = len(graph.nodes_of_type("Relu"))
+                return NOT_CHANGED
+        """)
+    graph = small_graph()
+    before = structure(graph)
+    (record,) = compile_graph(graph, pass_paths=[path]).records
+    assert record.outcome is RunOutcome.NOT_CHANGED and record.changed is False
+    assert structure(graph) == before
+    assert not recwarn.list
     assert NOT_CHANGED == 1
 
 

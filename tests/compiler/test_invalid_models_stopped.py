@@ -148,6 +148,7 @@ def test_a_pass_breaking_a_nodes_shapes_fails_as_that_pass(
     assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass ")
     assert "the pass left the graph invalid: shape: node '/fc/Gemm' (Gemm" in stderr
     assert reason in stderr
+    assert "infer_node" not in stderr  # inferring it again cannot help: onnx rejects it
     assert f"stage AfterInferShape, at {plugin}:{line})" in stderr
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
 
@@ -418,3 +419,96 @@ def test_verification_does_not_change_the_diagnosis_of_what_onnx_does_not_know(
                        caught.value.nodes))
     assert errors[0] == errors[1] and errors[0][:2] == ("GE1305", "InferShape")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+# GE's G3 sample at AfterInferShape: the Transpose pair around two elementwise operators is
+# removed, and the nodes between keep the NHWC descs they were inferred with.
+DROP_TRANSPOSE_PAIR = '''\
+import ge.ops
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="DropTransposePair", stage=PassStage.AFTER_INFER_SHAPE)
+class DropTransposePair(FusionBasePass):
+    def run(self, graph, context):
+        for t in list(graph.nodes_of_type("Transpose")):
+            src, index = t.get_in_data_nodes_and_port_indexes(0)
+            graph.replace_all_uses(t, 0, src, index)
+            graph.remove_node(t)
+        if REINFER_NODES:
+            for node in graph.topological_order():
+                if node.type in ("Relu", "Sigmoid"):
+                    ge.ops.infer_node(node)
+        return True
+'''
+
+
+def _transpose_pair(path: Path, *, sigmoid_after: bool = False) -> Path:
+    """x [B, 4, 8, 8] -> Transpose to NHWC -> Relu -> Sigmoid -> Transpose back -> y; with
+    `sigmoid_after`, the Sigmoid after the second Transpose."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 4, 8, 8])
+    make = helper.make_node
+    nodes = [make("Transpose", ["x"], ["t1"], name="t_nhwc", perm=[0, 2, 3, 1]),
+             make("Relu", ["t1"], ["r"], name="relu")]
+    if sigmoid_after:
+        nodes += [make("Transpose", ["r"], ["t2"], name="t_nchw", perm=[0, 3, 1, 2]),
+                  make("Sigmoid", ["t2"], ["y"], name="sig")]
+    else:
+        nodes += [make("Sigmoid", ["r"], ["s"], name="sig"),
+                  make("Transpose", ["s"], ["y"], name="t_nchw", perm=[0, 3, 1, 2])]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "tr", [x], [y]),
+                                opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_stale_desc_left_by_a_pass_says_to_infer_the_node_again(tmp_path: Path) -> None:
+    """The E13028 of a pass that rewired a node without inferring it again names the stale
+    node and says what to do: ge.ops.infer_node on it, then on its readers (the Sigmoid,
+    stale once the Relu is inferred). Doing that, the same pass compiles and verifies."""
+    model = _transpose_pair(tmp_path / "tr.onnx")
+    original = model.read_bytes()
+    plugin = _plugin(tmp_path, "drop", DROP_TRANSPOSE_PAIR.replace("REINFER_NODES", "False"))
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(model, out, "--pass-path", str(plugin))
+    assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr == (
+        "ge: [E13028] Failed to run custom fusion pass DropTransposePair. Return code: "
+        "FAILED. Reason: the pass left the graph invalid: shape: output 0 of Relu node 'relu' "
+        "is TensorDesc(float32[B,8,8,4]) in the graph, but its inputs and attributes now "
+        "give TensorDesc(float32[B,4,8,8]) (a node keeps its output descs until inferred "
+        "again: after changing a node's inputs or attributes, call ge.ops.infer_node(node) "
+        "on it and then on the nodes that read it, in graph order) (graph tr). (pass "
+        f"DropTransposePair, stage AfterInferShape, at {plugin}:6)\n")
+    assert not out.exists() and model.read_bytes() == original
+
+    plugin.write_text(DROP_TRANSPOSE_PAIR.replace("REINFER_NODES", "True"))
+    code, stderr = _compile_cli(model, out, "--pass-path", str(plugin), "--verify")
+    assert code == 0, stderr
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["Relu", "Sigmoid"]
+
+
+def test_two_stale_nodes_are_named_and_the_advice_given_once(tmp_path: Path) -> None:
+    """The Sigmoid after the pair reads the Relu, which keeps its NHWC desc: both are stale,
+    each is named, and what to do is said once."""
+    model = _transpose_pair(tmp_path / "tr.onnx", sigmoid_after=True)
+    plugin = _plugin(tmp_path, "drop", DROP_TRANSPOSE_PAIR.replace("REINFER_NODES", "False"))
+    graph = ge.graph.load(model)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(graph, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.message == (
+        "Failed to run custom fusion pass DropTransposePair. Return code: FAILED. Reason: the "
+        "pass left the graph invalid: shape: output 0 of Relu node 'relu' is "
+        "TensorDesc(float32[B,8,8,4]) in the graph, but its inputs and attributes now give "
+        "TensorDesc(float32[B,4,8,8]) (graph tr); shape: output 0 of Sigmoid node 'sig' is "
+        "TensorDesc(float32[B,4,8,8]) in the graph, but its inputs and attributes now give "
+        "TensorDesc(float32[B,8,8,4]) (a node keeps its output descs until inferred again: "
+        "after changing a node's inputs or attributes, call ge.ops.infer_node(node) on it "
+        "and then on the nodes that read it, in graph order) (graph tr).")
+    assert caught.value.nodes == ("relu", "sig")
+    assert graph.to_onnx().SerializeToString() == before
+    plugin.write_text(DROP_TRANSPOSE_PAIR.replace("REINFER_NODES", "True"))
+    ge.compile(graph, pass_paths=[plugin], builtin_passes=False, verify=True)
+    assert [n.type for n in graph.get_direct_nodes() if n.type not in ("Data", "NetOutput")
+            ] == ["Relu", "Sigmoid"]

@@ -34,6 +34,26 @@ def test_other_types_fail_with_the_unsupported_type_message(value: object, type_
     assert status.reason == f"python pass returned unsupported type: {type_name}"
 
 
+def test_statuses_are_exported_with_ges_names_and_values() -> None:
+    """`from ge.passes import SUCCESS` works as `NOT_CHANGED` did: GE's C++ names, GE's
+    values, the ones `run()` results are read by."""
+    from ge.passes import FAILED, NOT_CHANGED, SUCCESS
+
+    assert (SUCCESS, NOT_CHANGED, FAILED) == (0, 1, 0xFFFFFFFF)
+    assert {"SUCCESS", "NOT_CHANGED", "FAILED"} <= set(ge.passes.__all__)
+    assert interpret_run_result(SUCCESS).outcome is RunOutcome.SUCCESS
+    assert interpret_run_result(FAILED).failed
+
+
+def test_a_refused_status_says_which_ge_accepts() -> None:
+    """Any other int fails, and the reason lists what ge reads, names and numbers."""
+    status = interpret_run_result(7)
+    assert status.reason == (
+        "run() returned status 7; ge reads None, True and SUCCESS (0) as success, "
+        "NOT_CHANGED (1) as success without a change, False, FAILED (4294967295) and any "
+        "other int as failure (SUCCESS, NOT_CHANGED and FAILED are in ge.passes)")
+
+
 def test_stage_values_are_ges() -> None:
     assert [s.value for s in PassStage] == [
         "BeforeInferShape",

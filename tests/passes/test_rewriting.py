@@ -82,7 +82,15 @@ class P(PatternFusionPass):
      "ValueError: bad check", 13),
     # a bad result is blamed on the hook's def line (not the class statement)
     ("    def replacement(self, inputs):\n        return 42\n",
-     "Expression-style replacement must return a TensorHolder", 12),
+     "Expression-style replacement must return a TensorHolder or a non-empty list/tuple of "
+     "TensorHolder, got int.", 12),
+    # None is GE users' way to say "skip": the message says how to leave a match alone
+    ("    def replacement(self, inputs):\n        return None\n",
+     "Reason: TypeError: Expression-style replacement must return a TensorHolder or a "
+     "non-empty list/tuple of TensorHolder, got None: a replacement cannot skip its match; "
+     "to leave a match alone, return False from meet_requirements(self, match_result), "
+     "which is asked first (its MatchResult gives the matched tensors: "
+     "match_result.get_captured_tensor(i)).", 12),
     ("    def replacement(self, match_result):\n        return 42\n",
      "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
@@ -92,8 +100,9 @@ class P(PatternFusionPass):
      "RewriteError: [GE1502] the replacement has 2 output(s) but the region it replaces has 1",
      12),
     ("    def replacement(self, match_result):\n        pass\n",
-     "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?)",
-     12),
+     "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?); "
+     "a replacement cannot skip its match: to leave a match alone, return False from "
+     "meet_requirements, which is asked first.", 12),
     # hooks asked about the graph may only read it: an edit would be neither checked as a
     # rewrite nor counted (the pass reported not_changed and wrote another model)
     ("    def meet_requirements(self, match_result):\n"
@@ -270,6 +279,31 @@ def test_decompose_takes_one_input_per_distinct_producer(write) -> None:
     assert_same_outputs(proto, graph)
 
 
+def test_decompose_counts_every_node_asked_about_as_a_match(write) -> None:
+    """M counts the matches found, refused ones too (as a pattern pass's): of the two Gelus
+    of the exported MLP, meet_requirements refuses the tanh one, so 2 matches, 1 rewrite."""
+    from model_paths import shared_model
+
+    source = """
+@register_decompose_pass(name="D", stage="AfterOriginGraphOptimize", op_types=["Gelu"])
+class D(DecomposePass):
+    def meet_requirements(self, node):
+        return node.get_attr("approximate") == "none"
+
+    def replacement(self, node):
+        b = GraphBuilder("gelu")
+        x = b.create_input(0)
+        return b.build_and_reset([x * 0.5 * (es.Erf(x / 1.4142135623730951) + 1.0)])
+"""
+    graph = ge.graph.load(shared_model("gelu_mlp_opset20"))
+    report = compile_graph(graph, pass_paths=[write("plugin.py", HEADER + source)])
+    (record,) = [r for r in report.records if r.pass_name == "D"]
+    assert (record.matches, record.rewrites) == (2, 1)
+    (kept,) = graph.nodes_of_type("Gelu")
+    assert kept.get_attr("approximate") == "tanh"
+    assert len(graph.nodes_of_type("Erf")) == 1
+
+
 def test_decompose_op_types_belong_to_the_registration(write) -> None:
     source = HEADER + """
 class Twice(DecomposePass):
@@ -301,6 +335,24 @@ class D(DecomposePass):
     assert "TypeError: DecomposePass.replacement must return ge.graph.Graph, got str" in (
         err.message)
     assert err.location is not None and err.location.line == 9  # the hook's def line
+
+
+def test_decompose_replacement_returning_none_says_how_to_skip_a_node(write) -> None:
+    source = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])
+class D(DecomposePass):
+    def replacement(self, node):
+        if node.name == "n1":
+            return None
+        b = GraphBuilder("neg")
+        return b.build_and_reset([es.Neg(b.create_input(0))])
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert err.message.endswith(
+        "Reason: TypeError: DecomposePass.replacement must return ge.graph.Graph, got None (a "
+        "missing return?); a replacement cannot skip its node: to leave a node alone, return "
+        "False from meet_requirements, which is asked first.")
+    assert err.location is not None and err.location.line == 9
 
 
 def test_a_pattern_that_cannot_match_is_blamed_on_its_method(write) -> None:
@@ -540,6 +592,73 @@ def test_boundary_slots_and_anchors_are_checked() -> None:
         SubgraphInput([concat])
     output = SubgraphOutput(relu, 0)
     assert output.set_output(relu, 0) == FAILED  # set once
+
+
+def test_a_producer_given_as_a_subgraph_input_pair_is_explained(caplog) -> None:
+    """G2 written from GE's API docs, `(node, out_index)`: the pair (x's Data, 0) names no
+    input. Built in the constructor it raises saying what a pair is and naming the readers,
+    with nothing logged; through add_input (GE's status call) it is FAILED, logged once, and
+    the boundary left without an anchor says why when the rewriter uses it."""
+    import logging
+
+    graph = load(_concat_relu())
+    concat, relu = graph.find_node_by_name("concat"), graph.find_node_by_name("relu")
+    x, _ = concat.get_in_data_nodes_and_port_indexes(0)
+    readers = ("A SubgraphInput pair is (node, input_index): a node inside the region and "
+               "the index of its input that reads the boundary value, not a producer and its "
+               "output index (GE's API docs call the index out_index; GE reads it as an "
+               "input index, and so does ge); output 0 of 'x' is read by input 0 of "
+               "'concat': pass the pair of each reader inside the region, (node 'concat', 0)")
+    caplog.set_level(logging.DEBUG, logger="ge")
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(x, 0)])
+    assert str(info.value) == (
+        f"SubgraphInput cannot take ('x', 0): node 'x' has no input 0 (it has none). {readers}")
+    assert caplog.records == []  # the exception is the report
+    slot = SubgraphInput()
+    assert slot.add_input(x, 0) == FAILED
+    assert [r.getMessage() for r in caplog.records] == [
+        f"SubgraphInput.add_input: node 'x' has no input 0 (it has none). {readers}"]
+    boundary = SubgraphBoundary()
+    assert boundary.add_input(0, slot) == 0
+    assert boundary.add_input(1, SubgraphInput([(concat, 1)])) == 0
+    assert boundary.add_output(0, SubgraphOutput(relu, 0)) == 0
+    before = graph.to_onnx().SerializeToString()
+    context = PassContext("P")
+    with pytest.raises(RuntimeError, match="SubgraphRewriter::Replace with context failed"):
+        SubgraphRewriter.replace(boundary, _relu_then_concat(), context=context)
+    assert context.get_error_message() == (
+        "boundary input 0 has no anchor: SubgraphInput.add_input refused a pair: node 'x' has "
+        f"no input 0 (it has none). {readers}")
+    assert graph.to_onnx().SerializeToString() == before
+
+
+def test_an_unconnected_input_pair_suggests_what_to_pass(caplog) -> None:
+    """An input index that exists but reads nothing gets the same explanation; a node whose
+    output is not read gets the general fix."""
+    graph = load(_concat_relu())
+    relu = graph.find_node_by_name("relu")
+    graph.remove_edge(*relu.get_in_data_nodes_and_port_indexes(0), relu, 0)
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(relu, 0)])
+    assert str(info.value).startswith(
+        "SubgraphInput cannot take ('relu', 0): input 0 of node 'relu' is not connected. A "
+        "SubgraphInput pair is (node, input_index): a node inside the region")
+    assert str(info.value).endswith(
+        "; output 0 of 'relu' is read by input 0 of 'NetOutput': pass the pair of each "
+        "reader inside the region, (node 'NetOutput', 0)")
+    with pytest.raises(RuntimeError) as info:
+        SubgraphInput([(relu, 3)])
+    assert str(info.value).endswith(
+        "node 'relu' has no input 3 (it has 1 input(s)). A SubgraphInput pair is (node, "
+        "input_index): a node inside the region and the index of its input that reads the "
+        "boundary value, not a producer and its output index (GE's API docs call the index "
+        "out_index; GE reads it as an input index, and so does ge); pass (consumer, i) for "
+        "each node of the region whose input i reads the value: "
+        "consumer.get_in_data_nodes_and_port_indexes(i) is its producer")
+    with pytest.raises(RuntimeError, match=r"^SubgraphOutput cannot take output 4 of 'relu'$"):
+        SubgraphOutput(relu, 4)
+    assert caplog.records == []
 
 
 # -- infer_shape, create_replacement ------------------------------------------------------------

@@ -12,24 +12,32 @@ check.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, operator_count
-from ge.errors import GeError, PassRunError, SourceLocation, ValidationProblem
+from ge.errors import (
+    GeError,
+    PassDefinitionWarning,
+    PassRunError,
+    SourceLocation,
+    ValidationProblem,
+)
 from ge.es.opset import opset_scope
 from ge.graph import CONST
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
-from ge.ops.inference import infer_node, shape_conflict
+from ge.ops.inference import STALE_DESC_ADVICE, infer_node, shape_conflict
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
+from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
-from ge.passes.source import blamed_location, traceback_location
+from ge.passes.source import blamed_location, hook_location, traceback_location
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
@@ -75,6 +83,9 @@ class Invocation:
     # an error of a later engine step to name the pass behind it (`blame_plugin`).
     changed_by_plugins: dict[Node, tuple[str, str, SourceLocation | None]] = field(
         default_factory=dict)
+    # The passes told that their run() returned NOT_CHANGED after changing the graph (once
+    # per pass and compilation, not once per body and round).
+    warned_not_changed: set[str] = field(default_factory=set)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -119,13 +130,26 @@ class Invocation:
         except BaseException as exc:
             if not _is_pass_failure(exc):
                 raise
-            raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
+            reason = _describe(exc)
+            hint = symbolic_dim_hint(exc, _graph_symbols(root))
+            if hint is not None:
+                reason += f" ({hint})"
+            raise run_error(entry, stage, "FAILED", reason, exc) from exc
+        changed = root.mutation_count != before
+        nodes_after = operator_count(target)
+        outcome = status.outcome
+        if outcome is RunOutcome.NOT_CHANGED and changed:
+            # The graph says otherwise: the run changed it (and was checked as a change).
+            outcome = RunOutcome.SUCCESS
+            if not entry.builtin:
+                self._warn_not_changed(entry, instance, target, changes, nodes_before,
+                                       nodes_after)
         return PassRunRecord(
             pass_name=entry.name,
             stage=stage,
             graph_name=target.name,
-            outcome=status.outcome,
-            changed=root.mutation_count != before,
+            outcome=outcome,
+            changed=changed,
             seconds=time.perf_counter() - start,
             matches=run.matches,
             rewrites=run.rewrites,
@@ -134,9 +158,29 @@ class Invocation:
             origin=str(entry.origin),
             location=entry.origin.location,
             nodes_before=nodes_before,
-            nodes_after=operator_count(target),
+            nodes_after=nodes_after,
             round=self.round,
         )
+
+    def _warn_not_changed(self, entry: RegisteredPass, instance: Any, target: Graph,
+                          changes: ChangeSet, nodes_before: int, nodes_after: int) -> None:
+        """A `PassDefinitionWarning` for a `run()` that returned NOT_CHANGED after changing
+        the graph, at its `def` line, once per pass and compilation: the run is recorded as
+        the change it was (the report, the HTML page and per-pass verification count on
+        outcomes telling the truth), and the author learns that the return value is wrong."""
+        if entry.name in self.warned_not_changed:
+            return
+        self.warned_not_changed.add(entry.name)
+        where = (hook_location(getattr(instance, "run", None))
+                 or entry.descriptor.location)
+        counts = (f"nodes {nodes_before} -> {nodes_after}" if nodes_before != nodes_after
+                  else f"nodes {nodes_after}")
+        warnings.warn_explicit(
+            f"pass {entry.name} returned NOT_CHANGED from run() but changed graph "
+            f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
+            "as changed; return True, None or SUCCESS when run() changes the graph, "
+            f"NOT_CHANGED only when it leaves the graph as it was (at {where})",
+            PassDefinitionWarning, where.file, where.line or 0)
 
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in pass rewrote into
@@ -187,6 +231,26 @@ class Invocation:
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
             round=self.round, rolled_back=rolled_back)
+
+
+def _graph_symbols(root: Graph) -> set[str]:
+    """The symbolic dims of the values of `root` and its bodies (as the pass found them:
+    asked after the rollback), for the hint on an exception about a str dim."""
+    return shape_symbols(node.get_output_desc(i).get_shape() for node in root.get_all_nodes()
+                         for i in range(node.get_outputs_size()))
+
+
+def _changed_nodes(changes: ChangeSet, shown: int = 3) -> str:
+    """What a pass changed, by node: `removed 'relu'; changed 'sig'` (the first `shown`
+    names of each kind and how many more)."""
+    parts = []
+    for verb, nodes in (("added", list(changes.added)), ("removed", list(changes.removed)),
+                        ("changed", [n for n in changes.live() if n not in changes.added])):
+        if nodes:
+            names = ", ".join(repr(n.name) for n in nodes[:shown])
+            more = f" and {len(nodes) - shown} more" if len(nodes) > shown else ""
+            parts.append(f"{verb} {names}{more}")
+    return "; ".join(parts) or "its nodes' metadata or descs"
 
 
 def is_live(sub: Graph, root: Graph) -> bool:
@@ -255,9 +319,11 @@ def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
         if (changes is not None and not changes.attributes_set(node)
                 and attribute_problems(node)):
             continue
-        reason = shape_conflict(node)
-        if reason is not None:
-            problems.append(ValidationProblem("shape", (node.name,), reason, graph.name))
+        conflict = shape_conflict(node)
+        if conflict is not None:
+            problems.append(ValidationProblem(
+                "shape", (node.name,), conflict.message, graph.name,
+                STALE_DESC_ADVICE if conflict.stale else ""))
     return problems
 
 
@@ -278,10 +344,14 @@ _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplic
 
 def _describe_problems(problems: list[ValidationProblem]) -> str:
     """The first problems, the most fundamental first (an untyped value is often the
-    consequence of a cut edge or a cycle)."""
+    consequence of a cut edge or a cycle); an advice several of them share is given once,
+    with the last of them (it reads as a note on all of them)."""
     problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
-    shown = "; ".join(f"{p.kind}: {p.text}" + (f" (graph {p.graph})" if p.graph else "")
-                      for p in problems[:_MAX_LISTED_PROBLEMS])
+    listed = problems[:_MAX_LISTED_PROBLEMS]
+    last_with = {p.advice: i for i, p in enumerate(listed)}
+    shown = "; ".join(
+        f"{p.kind}: {p.text if last_with[p.advice] == i else p.message}"
+        + (f" (graph {p.graph})" if p.graph else "") for i, p in enumerate(listed))
     more = len(problems) - _MAX_LISTED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""
     return f"the pass left the graph invalid: {shown}{suffix}"

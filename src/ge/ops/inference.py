@@ -11,6 +11,7 @@ node holds still follow from its inputs. Whole-model inference (`infer_shapes`) 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import onnx
 from onnx import shape_inference
@@ -39,7 +40,9 @@ from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_s
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = [
+    "STALE_DESC_ADVICE",
     "VALUE_ELEMENTS",
+    "ShapeConflict",
     "check_declared_runtime_node",
     "descs_contradict",
     "infer_node",
@@ -56,6 +59,12 @@ __all__ = [
 #: propagates), and copying a weight into a proto for it would cost more than the
 #: inference (one of protobuf's 2 GiB or more could not be handed over at all).
 VALUE_ELEMENTS = 1024
+
+#: What to do about a node whose output descs its changed inputs or attributes contradict
+#: (`shape_conflict`): the pass that changed them infers it again.
+STALE_DESC_ADVICE = ("a node keeps its output descs until inferred again: after changing a "
+                     "node's inputs or attributes, call ge.ops.infer_node(node) on it and "
+                     "then on the nodes that read it, in graph order")
 
 
 def is_custom_node(node: Node) -> bool:
@@ -403,13 +412,22 @@ def descs_contradict(held: TensorDesc, inferred: TensorDesc) -> bool:
                for x, y in zip(a, b))
 
 
-def shape_conflict(node: Node) -> str | None:
+class ShapeConflict(NamedTuple):
+    """Why a node's output descs cannot be what its inputs give (`shape_conflict`).
+    `stale`: the node holds descs its inputs or attributes now contradict, which inferring
+    it again fixes (`STALE_DESC_ADVICE`); else onnx rejects the node as it is wired."""
+
+    message: str
+    stale: bool
+
+
+def shape_conflict(node: Node) -> ShapeConflict | None:
     """Why `node`'s output descs cannot be what its inputs give, or None: onnx rejects the
     node with its present inputs (a rank-4 input where Gemm takes rank 2), or infers an
-    output that contradicts the desc the node holds (an attribute changed what it
-    computes). The check after a pass (`ge.compiler`) asks it of the nodes the pass touched.
-    Standard-domain operators and onnxruntime's (asked of onnxruntime) without subgraphs;
-    nothing is written."""
+    output that contradicts the desc the node holds (`stale`: an input or an attribute
+    changed what it computes). The check after a pass (`ge.compiler`) asks it of the nodes
+    the pass touched. Standard-domain operators and onnxruntime's (asked of onnxruntime)
+    without subgraphs; nothing is written."""
     if node._type in STRUCTURAL or node.get_subgraphs():
         return None
     if is_custom_node(node):
@@ -424,13 +442,14 @@ def shape_conflict(node: Node) -> str | None:
     try:
         inferred = outputs(node) if memo is None else memo.pure(node, outputs)
     except ShapeInferenceError as err:
-        return err.message
+        return ShapeConflict(err.message, stale=False)
     found = _contradicted_output(node, inferred or ())
     if found is None:
         return None
     i, held, desc = found
-    return (f"output {i} of {node.type} node {node.name!r} is {held!r} in the graph, "
-            f"but its inputs and attributes now give {desc!r}")
+    return ShapeConflict(f"output {i} of {node.type} node {node.name!r} is {held!r} in the "
+                         f"graph, but its inputs and attributes now give {desc!r}", stale=True)
+
 
 
 def _contradicted_output(node: Node, inferred: Sequence[TensorDesc | None]

@@ -2,10 +2,11 @@
 
 Base classes, the registering decorators, the registry look-ups, stages and the context;
 patterns, match results and the matcher's configuration; replacements, boundaries and the
-subgraph rewriter; fuse inspection. Only `pattern` and the base classes are imported
-eagerly; the rest resolve on first use (module `__getattr__`, as GE does), so a pass module
-that only registers a FusionBasePass loads nothing else. Discovery of pass plugins lives in
-`ge.passes.bootstrap`.
+subgraph rewriter; fuse inspection; the statuses `run()` may return (`SUCCESS`,
+`NOT_CHANGED`, `FAILED`: GE's C++ names, an extension of GE's Python package). Only
+`pattern`, the base classes and the statuses are imported eagerly; the rest resolve on
+first use (module `__getattr__`, as GE does), so a pass module that only registers a
+FusionBasePass loads nothing else. Discovery of pass plugins lives in `ge.passes.bootstrap`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ge.passes.registry import (
     register_fusion_pass,
 )
 from ge.passes.stage import PassStage
-from ge.passes.status import NOT_CHANGED
+from ge.passes.status import FAILED, NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
     from ge.passes.config import PatternMatcherConfig, PatternMatcherConfigBuilder
@@ -79,7 +80,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "FAILED",
     "NOT_CHANGED",
+    "SUCCESS",
     "DecomposePass",
     "FoundMatch",
     "FuseCheckResult",

@@ -130,8 +130,14 @@ def _blame_replacement(exc: BaseException, instance: PatternFusionPass) -> BaseE
 
 
 def _not_a_graph(kind: str, returned: object) -> str:
-    got = "None (a missing return?)" if returned is None else type(returned).__name__
-    return f"{kind}.replacement must return ge.graph.Graph, got {got}"
+    """Why a replacement's result is refused; None may be a missing return or an attempt to
+    skip (GE has no such return: meet_requirements decides, before replacement is asked)."""
+    if returned is not None:
+        return f"{kind}.replacement must return ge.graph.Graph, got {type(returned).__name__}"
+    what = "node" if kind == "DecomposePass" else "match"
+    return (f"{kind}.replacement must return ge.graph.Graph, got None (a missing return?); "
+            f"a replacement cannot skip its {what}: to leave a {what} alone, return False "
+            "from meet_requirements, which is asked first")
 
 
 def _compiled(pattern: Pattern, config: PatternMatcherConfig, instance: PatternFusionPass
@@ -351,13 +357,17 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 
 
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
+    """Every node of the pass's op types, in the graph's order: `meet_requirements`, then
+    `replacement` and the rewrite. Each node asked about is a match (`run.matches`), whether
+    `meet_requirements` accepts it or not, as a pattern pass counts its matches: the report's
+    M column is the matches found, R the rewrites made."""
     changed = False
     for node in candidates(graph, run.op_types):
         if node._graph is not graph:
             continue
+        run.matches += 1
         if not bool(_reading(instance.meet_requirements, graph, node, run.context)):
             continue
-        run.matches += 1
         replacement = _reading(instance.replacement, graph, node, run.context)
         if not isinstance(replacement, Graph):
             raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),

@@ -61,11 +61,24 @@ def _normalize_outputs(result: object, es: SimpleNamespace, role: str) -> list[A
         or not all(isinstance(o, es.TensorHolder) for o in outputs)
     ):
         noun = "patterns" if role == "pattern" else "replacement"
-        raise TypeError(
-            f"Expression-style {noun} must return a TensorHolder or a non-empty list/tuple "
-            "of TensorHolder"
-        )
+        message = (f"Expression-style {noun} must return a TensorHolder or a non-empty "
+                   "list/tuple of TensorHolder")
+        if role != "pattern":
+            message += _replacement_returned(result)
+        raise TypeError(message)
     return outputs
+
+
+def _replacement_returned(result: object) -> str:
+    """What an expression-style replacement returned instead of its outputs; for None, the
+    way to leave a match alone (GE has no "skip" return: a replacement is only asked once
+    meet_requirements accepted the match, and must then replace it)."""
+    if result is None:
+        return (", got None: a replacement cannot skip its match; to leave a match alone, "
+                "return False from meet_requirements(self, match_result), which is asked "
+                "first (its MatchResult gives the matched tensors: "
+                "match_result.get_captured_tensor(i))")
+    return f", got {type(result).__name__}"
 
 
 def build_expression_graph(name: str, body: Callable[[Any], object], *, role: str,

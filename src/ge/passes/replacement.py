@@ -35,6 +35,28 @@ def create_replacement(graph: Graph) -> Graph:
     return graph
 
 
+#: What a SubgraphInput pair is (D4), for a pair that names no input to read from.
+_INPUT_PAIR = ("A SubgraphInput pair is (node, input_index): a node inside the region and "
+               "the index of its input that reads the boundary value, not a producer and "
+               "its output index (GE's API docs call the index out_index; GE reads it as an "
+               "input index, and so does ge)")
+
+
+def _readers_of(node: Node, index: int) -> str:
+    """For a pair that may be `(producer, out_index)`: the pairs naming the readers of that
+    output ("; output 0 of 'a' is read by input 0 of 'concat': ... (node 'concat', 0)"), or a
+    sentence on what to pass."""
+    if 0 <= index < node.get_outputs_size():
+        readers = node.get_out_data_nodes_and_port_indexes(index)
+        if readers:
+            named = ", ".join(f"input {i} of {reader.name!r}" for reader, i in readers)
+            pairs = ", ".join(f"(node {reader.name!r}, {i})" for reader, i in readers)
+            return (f"; output {index} of {node.name!r} is read by {named}: pass the pair "
+                    f"of each reader inside the region, {pairs}")
+    return ("; pass (consumer, i) for each node of the region whose input i reads the "
+            "value: consumer.get_in_data_nodes_and_port_indexes(i) is its producer")
+
+
 def _failed(reason: str) -> int:
     _log.warning("%s", reason)
     return FAILED
@@ -44,32 +66,55 @@ class SubgraphInput:
     """One logical input of a region: consumer input anchors `(node, input_index)` inside
     it, all fed by one producer output (D4)."""
 
-    __slots__ = ("_anchors",)
+    __slots__ = ("_anchors", "_refused")
 
     def __init__(self, node_inputs: Iterable[tuple[Node, int]] | None = None) -> None:
+        """Each pair is added as `add_input` adds it; a pair it refuses raises RuntimeError
+        saying why (and nothing is logged: the exception is the report)."""
         self._anchors: list[tuple[Node, int]] = []
+        self._refused: str | None = None  # why add_input last refused a pair
         for item in node_inputs if node_inputs is not None else ():
             if not isinstance(item, tuple) or len(item) != 2:
                 raise RuntimeError("SubgraphInput expects iterable of (node, index)")
-            if self.add_input(*item) != SUCCESS:
-                raise RuntimeError(f"SubgraphInput cannot take input {item[1]} of "
-                                   f"{getattr(item[0], 'name', item[0])!r}")
+            node, index = item
+            reason = self._refusal(node, index)
+            if reason is not None:
+                raise RuntimeError(f"SubgraphInput cannot take ({getattr(node, 'name', node)!r}"
+                                   f", {index!r}): {reason}")
+            self._anchors.append((node, index))
 
     def add_input(self, node: Node, input_index: int) -> int:
-        """Add the consumer anchor `input_index` of `node`; 0 on success."""
-        if not isinstance(node, Node) or isinstance(input_index, bool) or not isinstance(
-                input_index, int):
-            return _failed("SubgraphInput.add_input takes a Node and an input index")
-        if not 0 <= input_index < node.get_inputs_size():
-            return _failed(f"node {node.name!r} has no input {input_index}")
-        producer = node.get_input_producer(input_index)
-        if producer is None:
-            return _failed(f"input {input_index} of node {node.name!r} is not connected")
-        if self._anchors and self.producer() != producer:
-            return _failed(f"input {input_index} of node {node.name!r} is fed by another "
-                           "producer than the anchors already in this SubgraphInput")
+        """Add the consumer anchor `input_index` of `node`; 0 on success, else FAILED with
+        the reason logged to "ge.passes" (GE's status-returning call)."""
+        reason = self._refusal(node, input_index)
+        if reason is not None:
+            self._refused = reason  # for the error of a boundary left without an anchor
+            return _failed(f"SubgraphInput.add_input: {reason}")
         self._anchors.append((node, input_index))
         return SUCCESS
+
+    def _refusal(self, node: object, input_index: object) -> str | None:
+        """Why `(node, input_index)` cannot be an anchor of this input, or None. A pair that
+        names no connected input is most likely GE's documented `(node, out_index)`, a
+        producer and its output: the reason says what the pair is and which pairs would
+        name that producer's readers."""
+        if not isinstance(node, Node) or isinstance(input_index, bool) or not isinstance(
+                input_index, int):
+            return "it takes a Node and an input index"
+        if not 0 <= input_index < node.get_inputs_size():
+            count = node.get_inputs_size()
+            has = f"it has {count} input(s)" if count else "it has none"
+            return (f"node {node.name!r} has no input {input_index} ({has}). "
+                    f"{_INPUT_PAIR}{_readers_of(node, input_index)}")
+        producer = node.get_input_producer(input_index)
+        if producer is None:
+            return (f"input {input_index} of node {node.name!r} is not connected. "
+                    f"{_INPUT_PAIR}{_readers_of(node, input_index)}")
+        if self._anchors and self.producer() != producer:
+            return (f"input {input_index} of node {node.name!r} is fed by another producer "
+                    "than the anchors already in this SubgraphInput (one SubgraphInput is "
+                    "one value: its pairs are the inputs that read it)")
+        return None
 
     def anchors(self) -> list[tuple[Node, int]]:
         return list(self._anchors)
@@ -88,22 +133,33 @@ class SubgraphOutput:
     __slots__ = ("_anchor",)
 
     def __init__(self, node: Node | None = None, out_index: int = 0) -> None:
+        """With `node`: set as `set_output` sets it; one it refuses raises RuntimeError
+        (and nothing is logged: the exception is the report)."""
         self._anchor: Producer | None = None
-        if node is not None and self.set_output(node, out_index) != SUCCESS:
-            raise RuntimeError(f"SubgraphOutput cannot take output {out_index} of "
-                               f"{getattr(node, 'name', node)!r}")
+        if node is not None:
+            if not _is_output(node, out_index):
+                raise RuntimeError(f"SubgraphOutput cannot take output {out_index} of "
+                                   f"{getattr(node, 'name', node)!r}")
+            self._anchor = (node, out_index)
 
     def set_output(self, node: Node, out_index: int) -> int:
+        """Set the producer anchor; 0 on success, else FAILED with the reason logged to
+        "ge.passes" (GE's status-returning call)."""
         if self._anchor is not None:
             return _failed("SubgraphOutput is already set")
-        if not isinstance(node, Node) or isinstance(out_index, bool) or not isinstance(
-                out_index, int) or not 0 <= out_index < node.get_outputs_size():
+        if not _is_output(node, out_index):
             return _failed(f"SubgraphOutput.set_output: no output {out_index!r} of {node!r}")
         self._anchor = (node, out_index)
         return SUCCESS
 
     def anchor(self) -> Producer | None:
         return self._anchor
+
+
+def _is_output(node: object, out_index: object) -> bool:
+    """Whether `(node, out_index)` names an output of a node."""
+    return (isinstance(node, Node) and isinstance(out_index, int)
+            and not isinstance(out_index, bool) and 0 <= out_index < node.get_outputs_size())
 
 
 class SubgraphBoundary:
@@ -144,7 +200,9 @@ class SubgraphBoundary:
         for i, item in enumerate(self._slots(self._inputs, "input")):
             producer = item.producer()
             if producer is None:
-                raise GeError(f"boundary input {i} has no anchor")
+                refused = item._refused
+                why = f": SubgraphInput.add_input refused a pair: {refused}" if refused else ""
+                raise GeError(f"boundary input {i} has no anchor{why}")
             found.append(producer)
         return found
 
@@ -162,6 +220,7 @@ class SubgraphBoundary:
         if graph is None:
             raise GeError(f"boundary output node {outputs[0][0].name!r} is not in a graph")
         inputs = self._slots(self._inputs, "input")
+        producers = self.producers()  # first: an input without an anchor says why
         nodes = closed_region(graph, outputs, [i.anchors() for i in inputs])
         members = set(nodes)
         for i, item in enumerate(inputs):
@@ -169,7 +228,7 @@ class SubgraphBoundary:
                 if node not in members:
                     raise GeError(f"boundary input {i} names input {index} of {node.name!r}, "
                                   "which is not in the region")
-        return Region(graph, nodes, self.producers(), outputs)
+        return Region(graph, nodes, producers, outputs)
 
 
 class SubgraphRewriter:
