@@ -208,3 +208,27 @@ def test_a_pass_that_cannot_be_created_is_E13028(write) -> None:
     assert err == ("ge: [E13028] Failed to run custom fusion pass BrokenGelu. Return code: "
                    "FAILED. Reason: could not create the pass: RuntimeError: no config. (pass "
                    f"BrokenGelu, stage AfterInferShape, at {at})\n")
+
+
+def test_the_example_of_docs_passes_md_is_what_the_command_prints(tmp_path: Path) -> None:
+    """docs/passes.md shows `my_passes/gelu.py` and the explanation of it (its paths under
+    /home/me): written with its header line, the pass explains as printed."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "passes.md").read_text()
+    (source,) = re.findall(r"```python\n(# my_passes/gelu\.py\n.*?)```", doc, re.S)
+    (printed,) = re.findall(r"```console\n\$ ge passes explain DecomposeGelu (.*?)\n(.*?)```",
+                            doc, re.S)
+    command, output = printed
+    plugin = tmp_path / "my_passes" / "gelu.py"
+    plugin.parent.mkdir()
+    plugin.write_text(source)
+    model = tmp_path / "gelu_mlp_opset20.onnx"
+    model.write_bytes(Path(GELU_MLP).read_bytes())
+    assert command == "gelu_mlp_opset20.onnx --pass-path my_passes/gelu.py"
+    code, out, err = run_ge("passes", "explain", "DecomposeGelu", str(model), "--pass-path",
+                            str(plugin))
+    assert code == 0 and err == ""
+    expected = output.replace("/home/me/my_passes/gelu.py", str(plugin)).replace(
+        " on gelu_mlp_opset20.onnx ", f" on {model} ")
+    assert out == expected
