@@ -683,6 +683,13 @@ def test_a_before_infer_shape_refusal_on_untyped_values_says_a_compilation_sees_
         "untyped too (only the types and shapes the model file declares are known then); a "
         "hook that reads them belongs at AfterInferShape")
     assert testing_find_matches(passes["EarlyFloatOnly"], proto) == []
+    # told another stage (a class registered at two), the warning is that stage's
+    cand = _one(explain(passes["EarlyFloatOnly"], ge.graph.load(proto),
+                        stage="AfterInferShape"), "relu")
+    (warning,) = cand.warnings
+    assert warning.endswith("unknown): the check may not have been decidable "
+                            "(ge.ops.infer_shapes types a graph, as `ge passes explain` does "
+                            "first; what stays unknown after it, inference could not type)")
     inferred = ge.graph.load(proto)
     assert infer_shapes_for_explain(inferred) is None
     assert _one(explain(passes["EarlyFloatOnly"], inferred), "relu").rewritten

@@ -205,6 +205,12 @@ def test_a_before_infer_shape_pass_refuses_on_the_model_as_loaded_and_says_why(p
                            "type or schema information was missing (first: meet_requirements "
                            "returned False while")
     assert apply_pass(passes["EarlyGelu"], GELU_MLP).rewrites == 0
+    (told,) = explain_decompose(passes["EarlyGelu"], _gelu_mlp(infer=False),
+                                stage="AfterInferShape")
+    assert told.refused[0].warnings[0].endswith("the check may not have been decidable "
+                                                "(ge.ops.infer_shapes types a graph, as `ge "
+                                                "passes explain` does first; what stays "
+                                                "unknown after it, inference could not type)")
 
 
 def test_a_raising_hook_is_named_at_its_line_with_the_symbolic_dim_hint(passes) -> None:

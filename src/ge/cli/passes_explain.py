@@ -134,9 +134,11 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
         try:
             if decompose:
                 decomposed = explain_decompose(instance, graph, node, context=context,
-                                               op_types=list(entry.descriptor.op_types))
+                                               op_types=list(entry.descriptor.op_types),
+                                               stage=entry.stage_label)
             else:
-                patterns = explain(instance, graph, node, context=context)
+                patterns = explain(instance, graph, node, context=context,
+                                   stage=entry.stage_label)
         except GeError:
             raise
         except Exception as exc:

@@ -51,6 +51,7 @@ from ge.passes.matcher import (
     compile_pattern,
 )
 from ge.passes.rewrite import Region
+from ge.passes.stage import PassStage
 from ge.passes.tracing import TracingMatcher
 
 __all__ = [
@@ -183,8 +184,8 @@ def infer_shapes_for_explain(graph: Graph) -> str | None:
 
 
 def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
-            context: PassContext | None = None,
-            subgraphs: bool = True) -> list[PatternExplanation]:
+            context: PassContext | None = None, subgraphs: bool = True,
+            stage: PassStage | str | None = None) -> list[PatternExplanation]:
     """Explain what a `PatternFusionPass` matches in `graph` (and, with `subgraphs`, in its
     live subgraphs, where the engine runs it too): one `PatternExplanation` per pattern and
     graph, in the engine's order.
@@ -197,7 +198,8 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     The graph is explained as given: a pass registered after `BeforeInferShape` sees it
     typed in a compilation (`explain_stage.prepare_graph` infers it as the CLI does); a
     refusal made on untyped values carries a warning, which for a `BeforeInferShape` pass
-    says that a compilation gives it those values untyped too.
+    says that a compilation gives it those values untyped too. `stage` is the pass's stage
+    (default: the one its class is registered at).
     """
     from ge.es.opset import opset_scope
     from ge.passes.base import DecomposePass, PatternFusionPass
@@ -224,8 +226,9 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     before = root.mutation_count
     try:
         with root.transaction(), opset_scope(root.opset_imports):
+            before_inference = runs_before_inference(type(instance), stage)
             for target in graphs:
-                found += _Explainer(instance, target, context).run()
+                found += _Explainer(instance, target, context, before_inference).run()
             if root.mutation_count != before:
                 raise _Rollback
     except _Rollback:
@@ -282,11 +285,12 @@ def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation
 class _Explainer:
     """One pass on one graph: every pattern, every candidate."""
 
-    def __init__(self, instance: Any, graph: Graph, context: PassContext) -> None:
+    def __init__(self, instance: Any, graph: Graph, context: PassContext,
+                 before_inference: bool) -> None:
         self.instance = instance
         self.graph = graph
         self.context = context
-        self.before_inference = runs_before_inference(type(instance))
+        self.before_inference = before_inference
         self.taken: dict[Node, tuple[str, str]] = {}  # node -> (pattern, candidate) taking it
 
     def run(self) -> list[PatternExplanation]:

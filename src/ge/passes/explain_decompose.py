@@ -31,6 +31,7 @@ from ge.passes.explain_hooks import (
     runs_before_inference,
 )
 from ge.passes.explain_reasons import op_label
+from ge.passes.stage import PassStage
 
 __all__ = ["DecomposeExplanation", "explain_decompose"]
 
@@ -86,7 +87,8 @@ def _candidate_dict(cand: CandidateExplanation) -> dict[str, Any]:
 
 def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
                       context: PassContext | None = None, subgraphs: bool = True,
-                      op_types: list[str] | None = None) -> list[DecomposeExplanation]:
+                      op_types: list[str] | None = None,
+                      stage: PassStage | str | None = None) -> list[DecomposeExplanation]:
     """Explain what a `DecomposePass` decomposes in `graph` (and, with `subgraphs`, in its
     live subgraphs, where the engine runs it too): one `DecomposeExplanation` per graph.
 
@@ -94,6 +96,7 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
     registered with). With `node` (a name or a node), only that node is explained, in its
     graph; `GraphError` when no such node exists. The graph is explained as given: a pass
     after `BeforeInferShape` expects it typed (`ge.passes.explain_stage.prepare_graph`).
+    `stage` is the pass's stage, which words the warnings (default: its registration's).
     """
     from ge.es.opset import opset_scope
     from ge.passes.base import DecomposePass, PatternFusionPass
@@ -118,7 +121,7 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
     elif subgraphs:
         graphs += [g for g in graph.get_all_subgraphs() if not g.is_orphan()]
     context = context or PassContext(type(instance).__name__)
-    before_inference = runs_before_inference(type(instance))
+    before_inference = runs_before_inference(type(instance), stage)
     root = graph.root_graph()
     found: list[DecomposeExplanation] = []
     before = root.mutation_count

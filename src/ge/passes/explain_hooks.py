@@ -163,12 +163,15 @@ def _unknown(desc: TensorDesc) -> bool:
     return desc.data_type == DataType.DT_UNDEFINED or desc.get_shape().is_unknown_rank()
 
 
-def runs_before_inference(pass_class: type) -> bool:
-    """Whether `pass_class` is registered at `BeforeInferShape` (by its own decorator; a
-    built-in pass never is): a compilation runs it on the model as loaded."""
+def runs_before_inference(pass_class: type, stage: object = None) -> bool:
+    """Whether the pass runs at `BeforeInferShape`, on the model as loaded: `stage` (a
+    `PassStage` or its value; the CLI knows the registration it explains), else the stage
+    `pass_class` is registered at by its own decorator (a built-in pass never is)."""
     from ge.passes.registry import PassDescriptor
     from ge.passes.stage import PassStage
 
+    if stage is not None:
+        return str(stage) == PassStage.BEFORE_INFER_SHAPE.value
     descriptor = pass_class.__dict__.get("__ge_pass_descriptor__")
     return (isinstance(descriptor, PassDescriptor) and descriptor.cls is pass_class
             and descriptor.stage is PassStage.BEFORE_INFER_SHAPE)
