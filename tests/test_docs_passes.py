@@ -29,13 +29,13 @@ def _blocks() -> dict[str, str]:
     return found
 
 
-def _model(nodes, initializers) -> onnx.ModelProto:
+def _model(nodes, initializers, opset: int = 17) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         [numpy_helper.from_array(np.asarray(v, dtype=np.float32), k)
          for k, v in initializers.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 MATMUL_ADD = _model([helper.make_node("MatMul", ["x", "w"], ["m"]),
@@ -61,6 +61,9 @@ CASES = {
                                                          ["x", "s", "s"], ["y"])],
                                        {"s": [0.5, -1.0, 2.0, 1.5]}),
                                 "LayerNormalization", "ReduceMean"),
+    # the erf Gelu (Gelu is standard from opset 20)
+    "gelu.py": (_model([helper.make_node("Gelu", ["x"], ["y"], approximate="none")], {},
+                       opset=20), "Gelu", "Erf"),
 }
 
 

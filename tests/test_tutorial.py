@@ -58,7 +58,8 @@ KEY_PHRASES: list[tuple[str, list[str]]] = [
      ["│ DivByConstToMul │ pattern_fusion │ AfterInferShape │ - │ - │",
       "my_passes/div_to_mul.py:9 │"]),
     ("ge passes explain DivByConstToMul distilbert_tiny.onnx",
-     ["anchor 'Div' (Div), 3 pattern node(s); 2 candidate(s), 0 would be rewritten",
+     ["matched against the model after shape inference: the pass's stage",
+      "anchor 'Div' (Div), 3 pattern node(s); 2 candidate(s), 0 would be rewritten",
       "'/model/transformer/layer.0/ffn/activation/Div': depth 1/3: op type: pattern node "
       "'Const' (Const) wants a constant, target node '/model/transformer/layer.0/ffn/lin1/Add'"
       " is Add (input 0 of '/model/transformer/layer.0/ffn/activation/Div')"]),

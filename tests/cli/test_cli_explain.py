@@ -33,14 +33,6 @@ class ReluNeg(PatternFusionPass):
         return es.Relu(inputs[0])
 """
 
-DECOMPOSE = """
-from ge.passes import DecomposePass, PassStage, register_decompose_pass
-
-@register_decompose_pass(name="SplitConv", stage=PassStage.AFTER_INFER_SHAPE, op_types=["Conv"])
-class SplitConv(DecomposePass):
-    def replacement(self, node):
-        raise NotImplementedError
-"""
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -169,17 +161,13 @@ def test_a_fusion_base_pass_cannot_be_explained() -> None:
     code, _, err = _run("passes", "explain", "ConstantFolding", VIT)
     assert code == 1
     assert err == ("ge: [GE1701] pass 'ConstantFolding' is a FusionBasePass (fusion_base), not "
-                   "a pattern pass: its run() finds what it changes itself, so it cannot be "
-                   "explained\n")
-
-
-def test_a_decompose_pass_names_its_op_types(write) -> None:
-    plugin = write("plugins/decompose.py", DECOMPOSE)
-    code, _, err = _run("passes", "explain", "SplitConv", VIT, "--pass-path", str(plugin))
+                   "a pattern or decompose pass: its run() finds what it changes itself, so it "
+                   "cannot be explained\n")
+    code, out, _ = _run("passes", "explain", "ConstantFolding", VIT, "--json")
     assert code == 1
-    assert err.startswith("ge: [GE1701] pass 'SplitConv' is a decompose pass, not a pattern "
-                          "pass")
-    assert "(Conv)" in err and len(err.splitlines()) == 1
+    data = json.loads(out)
+    assert data["code"] == "GE1701" and data["message"].startswith(
+        "pass 'ConstantFolding' is a FusionBasePass (fusion_base), not a pattern or decompose")
 
 
 @pytest.mark.builtin_passes
@@ -286,12 +274,13 @@ def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     idle = [line for line in lines if line.startswith("graph main: ")]
-    assert len(idle) == 1 and idle == [lines[1]]
+    assert lines[1] == "matched against the model after shape inference: the pass's stage"
+    assert len(idle) == 1 and idle == [lines[2]]
     assert idle[0].startswith("graph main: no candidate for 36 pattern(s): it has no Add or "
                               "Mul node (their anchors' op type): LayerNorm_div_pow_shared_")
     assert not any("(graph main)" in line for line in lines)
-    assert lines[2].startswith("pattern LayerNorm_div_pow_shared_bias_axes_input (graph "
-                               "then_g): anchor") and lines[2].endswith("1 would be rewritten")
+    assert lines[3].startswith("pattern LayerNorm_div_pow_shared_bias_axes_input (graph "
+                               "then_g): anchor") and lines[3].endswith("1 would be rewritten")
 
 
 # -- --option: the options the hooks read, as in ge compile -----------------------------------
@@ -338,9 +327,11 @@ def test_option_reaches_the_hooks_as_in_compile(write, tmp_path: Path) -> None:
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].endswith("(graph g, opsets ai.onnx=17)")
-    assert lines[1].endswith("1 candidate(s), 0 would be rewritten")
-    assert ("meet_requirements returned False: the pass refuses this match (the pass says: "
-            "test.relu_neg is not set)") in out
+    assert lines[1] == "matched against the model after shape inference: the pass's stage"
+    assert lines[2].endswith("1 candidate(s), 0 would be rewritten")
+    refused_at = f"{plugin}:{OPT_IN_RELU_NEG.splitlines().index('            return False') + 1}"
+    assert (f"meet_requirements returned False (at {refused_at}): the pass refuses this match "
+            "(the pass says: test.relu_neg is not set)") in out
     code, out, err = _run(*base, "--option", "test.relu_neg=no", "--option", "other=1")
     assert code == 0, err
     assert out.splitlines()[0].endswith(
@@ -349,7 +340,7 @@ def test_option_reaches_the_hooks_as_in_compile(write, tmp_path: Path) -> None:
     code, out, err = _run(*base, "--option", "test.relu_neg=fuse")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[1].endswith("1 candidate(s), 1 would be rewritten")
+    assert lines[2].endswith("1 candidate(s), 1 would be rewritten")
     assert "  rewrite at 'relu': neg, relu" in lines
     code, out, err = _run(*base, "--option", "test.relu_neg=fuse", "--json")
     assert code == 0, err

@@ -26,6 +26,7 @@ from ge.passes.explain_text import format_explanations
 
 HEADER = """
 import ge.es.all as es
+from ge.graph import DataType
 from ge.passes import (PassStage, PatternFusionPass, PatternMatcherConfigBuilder, pattern,
                        register_fusion_pass)
 """
@@ -157,6 +158,39 @@ class Raises(PatternFusionPass):
         return es.Relu(inputs[0])
 
 
+@register_fusion_pass(name="TwoRefusals", stage=PassStage.AFTER_INFER_SHAPE)
+class TwoRefusals(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        tensor = match_result.get_captured_tensor(0)
+        shape = tensor.node.get_output_desc(tensor.index).get_shape()
+        if shape.get_dim_num() != 2:
+            return False
+        if shape.get_dims()[1] == 4:
+            return False  # the second refusal
+        return True
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
+@register_fusion_pass(name="EarlyFloatOnly", stage=PassStage.BEFORE_INFER_SHAPE)
+class EarlyFloatOnly(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        relu = match_result.get_captured_tensor(1).node
+        return relu.get_input_desc(0).get_data_type() == DataType.DT_FLOAT
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+
+
 @register_fusion_pass(name="EightWide", stage=PassStage.AFTER_INFER_SHAPE)
 class EightWide(PatternFusionPass):
     @pattern
@@ -234,6 +268,17 @@ def _one(explanations: list[PatternExplanation], candidate: str) -> CandidateExp
     found = [c for c in pattern.candidates if c.candidate == candidate]
     assert len(found) == 1, [c.candidate for c in pattern.candidates]
     return found[0]
+
+
+def _line(cls: type, text: str) -> str:
+    """`file:line` of the first line holding `text` in the plugin file defining `cls`."""
+    import inspect
+
+    path = inspect.getsourcefile(cls)
+    assert path is not None
+    with open(path) as f:
+        number = next(i for i, line in enumerate(f, 1) if text in line)
+    return f"{path}:{number}"
 
 
 def _graph(nodes, outputs, inits=(), inputs=X):
@@ -367,13 +412,58 @@ def test_meet_requirements_false_and_raising(passes) -> None:
     assert cand.matched_nodes == ["neg", "relu"] and cand.warnings == []
     cand = _one(explain(passes["ForgotReturn"], graph), "relu")
     assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    fell_off = _line(passes["ForgotReturn"], "match_result.get_matched_nodes()")
     assert cand.reason.message.startswith(
-        "meet_requirements returned None: the pass refuses this match (None counts as False: "
-        "a missing return?)")
+        f"meet_requirements returned None (at {fell_off}): the pass refuses this match (None "
+        "counts as False: a missing return?)")
     cand = _one(explain(passes["Raises"], graph), "relu")
     assert cand.reason is not None and cand.reason.kind == "meet_requirements_raised"
-    assert cand.reason.message == ("meet_requirements raised ValueError: no rank here; its "
-                                   "inputs: input_0 float[2, 4]")
+    raised = _line(passes["Raises"], 'raise ValueError("no rank here")')
+    assert cand.reason.message == (f"meet_requirements raised ValueError: no rank here (at "
+                                   f"{raised}); its inputs: input_0 float[2, 4]")
+    assert cand.reason.details["location"] == raised
+
+
+def test_a_refusal_names_the_return_statement_that_refused(passes) -> None:
+    """A hook with several `return False` says which one answered; one that accepts after a
+    refusal elsewhere is rewritten. The user's profiler, if one runs, is left alone (and
+    the refusal then names no line)."""
+    import sys
+
+    graph = _graph([helper.make_node("Neg", ["x"], ["n"], name="neg"),
+                    helper.make_node("Relu", ["n"], ["y"], name="relu")], [("y", [2, 4])])
+    cand = _one(explain(passes["TwoRefusals"], graph), "relu")
+    second = _line(passes["TwoRefusals"], "return False  # the second refusal")
+    assert cand.reason is not None
+    assert cand.reason.message.startswith(
+        f"meet_requirements returned False (at {second}): the pass refuses this match")
+    assert cand.reason.details["location"] == second
+    calls: list[str] = []
+
+    def profiler(frame, event, arg):
+        calls.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        cand = _one(explain(passes["TwoRefusals"], graph), "relu")
+    finally:
+        sys.setprofile(None)
+    assert calls  # still installed while explain ran
+    assert cand.reason is not None and cand.reason.details["location"] is None
+    assert cand.reason.message.startswith(
+        "meet_requirements returned False: the pass refuses this match")
+    # a built-in pass's hook is ge's own code: no location
+    from ge.compiler.builtin.fusion_gemm import MatMulAddFusion
+
+    three_d = _graph([helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+                      helper.make_node("Add", ["mm", "b"], ["y"], name="add")],
+                     [("y", [1, 2, 4])], [const("w", np.eye(4)), const("b", [0.5, 1, 2, 3])],
+                     inputs=[("x", [1, 2, 4])])
+    (pattern,) = explain(MatMulAddFusion, three_d)
+    (cand,) = pattern.candidates
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    assert cand.reason.details["location"] is None
+    assert cand.reason.message.startswith("meet_requirements returned False: the pass refuses")
 
 
 def test_a_hook_raising_a_type_error_on_symbolic_dims_is_told_why(passes) -> None:
@@ -566,3 +656,44 @@ def test_a_refusal_on_untyped_values_says_how_to_type_them(passes) -> None:
     assert cand.warnings[0].endswith(
         "the check may not have been decidable (ge.ops.infer_shapes types a graph, as `ge "
         "passes explain` does first; what stays unknown after it, inference could not type)")
+
+
+def test_a_before_infer_shape_refusal_on_untyped_values_says_a_compilation_sees_them_so(
+        passes) -> None:
+    """A BeforeInferShape pass reading a dtype nobody has inferred yet refuses in a
+    compilation too: explained on the model as loaded, the refusal's warning says so (and
+    not that the check was undecidable); ge.testing.find_matches, which runs the pass on the
+    model as loaded, agrees. Inferred first, the same hook would accept: what explain
+    wrongly showed before it followed the pass's stage."""
+    from ge.testing import find_matches as testing_find_matches
+
+    nodes = [helper.make_node("Neg", ["x"], ["n"], name="neg"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    proto = helper.make_model(  # no value_info: 'n' is untyped until inference
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 4])],
+                          [helper.make_tensor_value_info("y", F32, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    cand = _one(explain(passes["EarlyFloatOnly"], ge.graph.load(proto)), "relu")
+    assert cand.reason is not None and cand.reason.kind == "meet_requirements"
+    (warning,) = cand.warnings
+    assert warning == (
+        "meet_requirements returned False while shape or type information is missing "
+        "(output 0 of 'neg', input 0 of 'relu', output 0 of 'relu' unknown): the pass runs at "
+        "BeforeInferShape, before shape inference, so a compilation gives it these values "
+        "untyped too (only the types and shapes the model file declares are known then); a "
+        "hook that reads them belongs at AfterInferShape")
+    assert testing_find_matches(passes["EarlyFloatOnly"], proto) == []
+    # told another stage (a class registered at two), the warning is that stage's
+    cand = _one(explain(passes["EarlyFloatOnly"], ge.graph.load(proto),
+                        stage="AfterInferShape"), "relu")
+    (warning,) = cand.warnings
+    assert warning.endswith("unknown): the check may not have been decidable "
+                            "(ge.ops.infer_shapes types a graph, as `ge passes explain` does "
+                            "first; what stays unknown after it, inference could not type)")
+    inferred = ge.graph.load(proto)
+    assert infer_shapes_for_explain(inferred) is None
+    assert _one(explain(passes["EarlyFloatOnly"], inferred), "relu").rewritten
+    # the model's value_info types 'n' as loaded: a compilation's pass reads it there too
+    declared = ge.graph.load(onnx.shape_inference.infer_shapes(proto))
+    assert _one(explain(passes["EarlyFloatOnly"], declared), "relu").rewritten
+    assert len(testing_find_matches(passes["EarlyFloatOnly"], declared)) == 1

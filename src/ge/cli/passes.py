@@ -7,13 +7,14 @@ are marked. Every plugin is tried (continue-on-error), and the exit status is 1 
 A path that does not exist (or a file not ending in `.py`) is listed as one more failure
 beside the plugins that did load: the compiler refuses such a path before importing
 anything (spec D6), but a listing is where one goes to find out what is wrong.
+
+`ge passes explain` (`ge.cli.passes_explain`) finds its pass the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -229,152 +230,7 @@ def list_passes(
         ctx.exit(1)
 
 
-# --- ge passes explain ---------------------------------------------------------------------
-def _known_pass(name: str, pass_paths: Sequence[str], options: CompilerOptions) -> RegisteredPass:
-    """The pass `name` as `ge passes list` finds it with `options` (load failures become
-    warnings)."""
-    from ge.errors import CommandLineError
-    from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
+# `ge passes explain` lives in its own module; importing it adds it to the group.
+from ge.cli.passes_explain import explain_command  # noqa: E402
 
-    entries, failures, _ = _collect(pass_paths, options)
-    for err in failures:
-        warnings.warn(PluginLoadWarning(f"a pass plugin failed to load: {err}"), stacklevel=2)
-    by_name = {e.name: e for e in entries}
-    entry = by_name.get(name)
-    if entry is None:
-        failed = f" ({len(failures)} plugin(s) failed to load)" if failures else ""
-        known = ", ".join(sorted(by_name)) or "none"
-        raise CommandLineError(f"unknown pass {name!r}{failed}; known passes: {known}")
-    kind = entry.descriptor.kind
-    if kind == PASS_KIND_DECOMPOSE:
-        op_types = ", ".join(entry.descriptor.op_types)
-        raise CommandLineError(
-            f"pass {name!r} is a decompose pass, not a pattern pass: it has no pattern to "
-            f"explain; every node of its op types ({op_types}) is offered to its "
-            "meet_requirements")
-    if kind != PASS_KIND_PATTERN_FUSION:
-        raise CommandLineError(
-            f"pass {name!r} is a FusionBasePass ({kind}), not a pattern pass: its run() finds "
-            "what it changes itself, so it cannot be explained")
-    return entry
-
-
-def _check_node(graph: object, node: str) -> None:
-    import difflib
-
-    from ge.errors import CommandLineError
-    from ge.graph import Graph
-
-    assert isinstance(graph, Graph)
-    graphs = [graph, *(g for g in graph.get_all_subgraphs() if not g.is_orphan())]
-    if any(g.has_node(node) for g in graphs):
-        return
-    names = [n.name for g in graphs for n in g.get_direct_nodes()]
-    close = [n for n in names if node in n][:3] or difflib.get_close_matches(node, names, n=3)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise CommandLineError(f"graph {graph.name!r} has no node named {node!r}{hint}",
-                           nodes=[node])
-
-
-#: Stages the built-in steps run before, and the dump of the step just before each.
-_DUMP_BEFORE = {"AfterBuiltinFusionPass": "BuiltinFusion",
-                "AfterOriginGraphOptimize": "OriginGraphOptimize"}
-_AFTER_BUILTINS = frozenset(_DUMP_BEFORE)
-
-
-def _is_dump_before(file_name: str, stage: str) -> bool:
-    """Whether `file_name` is a `--dump` of the graph the pass's stage starts from."""
-    return re.fullmatch(rf"ge_\d+_{re.escape(stage)}\.onnx", file_name) is not None
-
-
-@passes.command("explain")
-@click.argument("pass_name", metavar="PASS")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option(
-    "--pass-path",
-    "pass_paths",
-    multiple=True,
-    type=click.Path(),
-    help="A pass plugin file or directory to load besides ASCEND_GE_PY_PASS_PATH (repeatable).",
-)
-@click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
-              help="A compiler option, readable by the pass's hooks as in ge compile "
-                   "(repeatable).")
-@click.option("--node", "node", metavar="NAME", default=None,
-              help="Explain this target node only (as the anchor, and where a closest match "
-                   "binds it to another pattern node).")
-@click.option("--top", "top", type=click.IntRange(min=1), default=5, show_default=True,
-              help="How many closest partial matches (and rewrites) to show per pattern.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
-                    option_pairs: tuple[str, ...], node: str | None, top: int,
-                    as_json: bool) -> None:
-    """Explain why PASS's patterns do or do not match in MODEL: per pattern the closest
-    partial matches, each with the first check that failed, and the matches it would
-    rewrite. The hooks read the --option values, as in ge compile."""
-    import ge.graph
-    from ge.compiler.invocation import create_instance, run_error
-    from ge.errors import CompileWarning, PatternError
-    from ge.passes.context import PassContext
-    from ge.passes.explain import explain, infer_shapes_for_explain
-    from ge.passes.explain_text import format_explanations, undecided
-
-    values = parse_options(option_pairs)  # ge compile's parser: the same usage error
-    with command_output("ge", as_json=as_json) as out:
-        options = _options(values, ())  # checked as a compilation checks them (GE1202)
-        entry = _known_pass(pass_name, pass_paths, options)
-        graph = ge.graph.load(model)
-        if node is not None:
-            _check_node(graph, node)
-        failed = infer_shapes_for_explain(graph)
-        if entry.stage_label in _AFTER_BUILTINS and not _is_dump_before(
-                Path(model).name, _DUMP_BEFORE[entry.stage_label]):
-            warnings.warn(CompileWarning(
-                f"{entry.name} runs at {entry.stage_label}, after the built-in passes changed "
-                "the graph; this explains MODEL as shape inference leaves it. To explain what "
-                f"the pass sees: ge compile MODEL -o OUT --dump DIR, then ge passes explain "
-                f"{entry.name} DIR/ge_*_{_DUMP_BEFORE[entry.stage_label]}.onnx"), stacklevel=1)
-        if failed is not None:
-            warnings.warn(CompileWarning(
-                f"shape inference failed, explaining the untyped graph (checks reading "
-                f"shapes or types may be wrong): {failed}"), stacklevel=1)
-        instance = create_instance(entry, entry.stage_label)
-        try:
-            found = explain(instance, graph, node,
-                            context=PassContext(entry.name, options.values))
-        except GeError:
-            raise
-        except Exception as exc:
-            raise run_error(entry, entry.stage_label, "FAILED",
-                            f"{type(exc).__name__}: {exc}", exc) from exc
-        for line in undecided(found):
-            warnings.warn(CompileWarning(line), stacklevel=1)
-        # An invalid pattern fails the pass in a compilation: the command fails too (after
-        # the text has shown every pattern; JSON gives the error alone, as a compile would).
-        invalid = [e for e in found if e.error is not None]
-        failure = None if not invalid else PatternError(
-            f"{entry.name}: " + "; ".join(str(e.error) for e in invalid))
-        opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in sorted(graph.opset_imports.items()))
-        if as_json:
-            out.result({
-                "pass": entry.name, "kind": entry.descriptor.kind, "stage": entry.stage_label,
-                "source": str(entry.origin), "model": model, "graph": graph.name,
-                "opsets": dict(graph.opset_imports), "shape_inference": failed or "ok",
-                "options": values, "node": node, "top": top,
-                "patterns": [e.as_dict(top) for e in found],
-            })
-            if failure is not None:
-                raise failure
-            return
-        given = ", ".join(f"{k}={v}" for k, v in values.items())
-        click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
-                   f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
-                   + (f", node {node!r}" if node is not None else "")
-                   + (f", options {given}" if given else ""))
-        if not found:
-            click.echo(f"{entry.name} has no patterns for this model: patterns() returned none "
-                       f"at opsets {opsets}")
-        for line in format_explanations(found, top=top):
-            click.echo(line)
-        if failure is not None:
-            raise failure
+passes.add_command(explain_command, "explain")

@@ -14,7 +14,10 @@ carries a warning.
 
 Like `find_matches`, a node used by an earlier accepted match (of this pattern or an
 earlier one) is not matched again, and matches that only an earlier rewrite would create
-are not seen. The graph is left as it was (a hook that changes it is rolled back).
+are not seen. The graph is explained as given and left as it was (a hook that changes it
+is rolled back); `ge.passes.explain_stage.prepare_graph` brings a loaded model into the
+state the pass's stage sees (inferred, unless the stage is `BeforeInferShape`), as
+`ge passes explain` does. A decompose pass is explained by `ge.passes.explain_decompose`.
 """
 
 from __future__ import annotations
@@ -23,11 +26,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge.errors import GeError, PatternError
-from ge.graph import DataType, Graph, Node, TensorDesc
+from ge.graph import Graph, Node
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
+from ge.passes.explain_hooks import (
+    answer_summary,
+    ask,
+    describe_desc,
+    has_symbolic_dims,
+    missing_descs_warning,
+    refusal,
+    runs_before_inference,
+)
 from ge.passes.explain_reasons import Reason, node_label, op_label, rejection_reason
 from ge.passes.matcher import (
     _DATA,
@@ -39,6 +51,7 @@ from ge.passes.matcher import (
     compile_pattern,
 )
 from ge.passes.rewrite import Region
+from ge.passes.stage import PassStage
 from ge.passes.tracing import TracingMatcher
 
 __all__ = [
@@ -49,10 +62,6 @@ __all__ = [
     "explain",
     "infer_shapes_for_explain",
 ]
-
-#: How many unknown descs a warning names.
-_SHOWN_DESCS = 3
-
 
 @dataclass(frozen=True)
 class Binding:
@@ -175,8 +184,8 @@ def infer_shapes_for_explain(graph: Graph) -> str | None:
 
 
 def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
-            context: PassContext | None = None,
-            subgraphs: bool = True) -> list[PatternExplanation]:
+            context: PassContext | None = None, subgraphs: bool = True,
+            stage: PassStage | str | None = None) -> list[PatternExplanation]:
     """Explain what a `PatternFusionPass` matches in `graph` (and, with `subgraphs`, in its
     live subgraphs, where the engine runs it too): one `PatternExplanation` per pattern and
     graph, in the engine's order.
@@ -185,14 +194,22 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     candidates are those anchored at the node and those whose closest partial match (or
     match) binds it to another pattern node (`role` "non-anchor"); a note says when the node
     is not of the anchor's op type. `GraphError` when no such node exists.
+
+    The graph is explained as given: a pass registered after `BeforeInferShape` sees it
+    typed in a compilation (`explain_stage.prepare_graph` infers it as the CLI does); a
+    refusal made on untyped values carries a warning, which for a `BeforeInferShape` pass
+    says that a compilation gives it those values untyped too. `stage` is the pass's stage
+    (default: the one its class is registered at).
     """
     from ge.es.opset import opset_scope
-    from ge.passes.base import PatternFusionPass
+    from ge.passes.base import DecomposePass, PatternFusionPass
 
     instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
     if not isinstance(instance, PatternFusionPass):
+        hint = (" (explain a DecomposePass with ge.passes.explain_decompose."
+                "explain_decompose)" if isinstance(instance, DecomposePass) else "")
         raise TypeError("explain takes a PatternFusionPass subclass or instance, got "
-                        f"{type(instance).__name__}")
+                        f"{type(instance).__name__}{hint}")
     if not isinstance(graph, Graph):
         raise TypeError(f"explain takes a ge.graph.Graph, got {type(graph).__name__}")
     focus = _find_node(graph, node, subgraphs) if node is not None else None
@@ -209,8 +226,9 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     before = root.mutation_count
     try:
         with root.transaction(), opset_scope(root.opset_imports):
+            before_inference = runs_before_inference(type(instance), stage)
             for target in graphs:
-                found += _Explainer(instance, target, context).run()
+                found += _Explainer(instance, target, context, before_inference).run()
             if root.mutation_count != before:
                 raise _Rollback
     except _Rollback:
@@ -267,10 +285,12 @@ def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation
 class _Explainer:
     """One pass on one graph: every pattern, every candidate."""
 
-    def __init__(self, instance: Any, graph: Graph, context: PassContext) -> None:
+    def __init__(self, instance: Any, graph: Graph, context: PassContext,
+                 before_inference: bool) -> None:
         self.instance = instance
         self.graph = graph
         self.context = context
+        self.before_inference = before_inference
         self.taken: dict[Node, tuple[str, str]] = {}  # node -> (pattern, candidate) taking it
 
     def run(self) -> list[PatternExplanation]:
@@ -351,36 +371,18 @@ class _Explainer:
         result = MatchResult(match)
         self.context.set_error_message("")
         try:
-            verdict = self.instance.meet_requirements(result, self.context)
-            accepted = bool(verdict)
-        except Exception as exc:
-            _warn_unknown(match, warnings, "meet_requirements raised")
-            what = f"{type(exc).__name__}: {exc}"
-            inputs = _boundary(match)
-            message = f"meet_requirements raised {what}"
-            if inputs:
-                message += f"; its inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())}"
-            if _symbolic_dims(match) and isinstance(exc, TypeError):
-                message += (" (a dim may be a symbol, a str such as 'batch', where the hook "
-                            "expects an int: see docs/graph.md on dims)")
-            return Reason("meet_requirements_raised", message, None, anchor.name,
-                          (anchor.name,), {"exception": what, "inputs": inputs})
+            answer = ask(self.instance.meet_requirements, (result, self.context),
+                         type(self.instance))
         finally:
             result._invalidate()
-        if not accepted:
-            returned = f"returned {verdict!r}"[:80]
-            _warn_unknown(match, warnings, f"meet_requirements {returned}")
-            said = self.context.get_error_message()
-            inputs = _boundary(match)
-            message = f"meet_requirements {returned}: the pass refuses this match"
-            if verdict is None:
-                message += " (None counts as False: a missing return?)"
-            if said:
-                message += f" (the pass says: {said})"
-            if inputs:
-                message += f"; its inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())}"
-            return Reason("meet_requirements", message, None, anchor.name, (anchor.name,),
-                          {"inputs": inputs, "error_message": said or None})
+        if not answer.accepted:
+            warning = missing_descs_warning(
+                (n for n in match.nodes if n.type not in CONST_TYPES), answer_summary(answer),
+                before_inference=self.before_inference)
+            if warning is not None:
+                warnings.append(warning)
+            return refusal(answer, "match", _boundary(match), self.context.get_error_message(),
+                           symbolic=has_symbolic_dims(match.inputs), anchor=anchor.name)
         cycle = _cycle(match.region())
         if cycle is not None:
             producer, consumer = cycle
@@ -395,34 +397,14 @@ class _Explainer:
         return None
 
 
-def _symbolic_dims(match: Match) -> bool:
-    """Whether a value bound to a pattern input has a symbolic (named) dim."""
-    for node, out in match.inputs:
-        shape = node.get_output_desc(out).get_shape()
-        if not shape.is_unknown_rank() and any(isinstance(d, str) for d in shape):
-            return True
-    return False
-
-
 def _boundary(match: Match) -> dict[str, str]:
     """Each pattern input with the type and shape of the value bound to it (what a
     `meet_requirements` usually looks at)."""
     found = {}
     for pnode in match.pattern.inputs:
         node, out = match.inputs[pnode.index]
-        found[pnode.node.name] = _desc(node.get_output_desc(out))
+        found[pnode.node.name] = describe_desc(node.get_output_desc(out))
     return found
-
-
-def _desc(desc: TensorDesc) -> str:
-    dtype = desc.data_type
-    name = "unknown type" if dtype == DataType.DT_UNDEFINED else dtype.name.removeprefix(
-        "DT_").lower()
-    shape = desc.get_shape()
-    if shape.is_unknown_rank():
-        return f"{name}[unknown rank]"
-    dims = ", ".join("?" if isinstance(d, int) and d < 0 else str(d) for d in shape.get_dims())
-    return f"{name}[{dims}]"
 
 
 def _cycle(region: Region) -> tuple[Node, Node] | None:
@@ -450,28 +432,3 @@ def _bindings(compiled: CompiledPattern, bound: dict[PatternNode, Node],
         elif pnode in bound:
             found.append(Binding(pnode.node.name, pnode.type, bound[pnode].name))
     return found
-
-
-def _unknown(desc: TensorDesc) -> bool:
-    return desc.data_type == DataType.DT_UNDEFINED or desc.get_shape().is_unknown_rank()
-
-
-def _warn_unknown(match: Match, warnings: list[str], what: str) -> None:
-    """A warning when a hook may have decided on descs nobody knows (untyped values)."""
-    unknown: list[str] = []
-    for node in match.nodes:
-        if node.type in CONST_TYPES:
-            continue
-        for i in range(node.get_inputs_size()):
-            producer = node.get_input_producer(i)
-            if producer is not None and _unknown(producer[0].get_output_desc(producer[1])):
-                unknown.append(f"input {i} of {node.name!r}")
-        unknown += [f"output {k} of {node.name!r}" for k in range(node.get_outputs_size())
-                    if _unknown(node.get_output_desc(k))]
-    if unknown:
-        listed = ", ".join(unknown[:_SHOWN_DESCS])
-        more = f" and {len(unknown) - _SHOWN_DESCS} more" if len(unknown) > _SHOWN_DESCS else ""
-        warnings.append(f"{what} while shape or type information is missing ({listed}{more} "
-                        "unknown): the check may not have been decidable (ge.ops.infer_shapes "
-                        "types a graph, as `ge passes explain` does first; what stays unknown "
-                        "after it, inference could not type)")

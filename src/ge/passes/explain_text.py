@@ -1,5 +1,8 @@
 """Explanations as text: the lines `ge passes explain` prints for the `PatternExplanation`s
-of `ge.passes.explain`, kept apart from how they are found.
+of `ge.passes.explain` and the `DecomposeExplanation`s of `ge.passes.explain_decompose`,
+kept apart from how they are found. Both read alike: a line per pattern (or per graph of a
+decompose pass) with its candidates and rewrites, the rewrites, then the candidates not
+rewritten, numbered, each with the reason and its warnings.
 """
 
 from __future__ import annotations
@@ -7,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ge.passes.explain import CandidateExplanation, PatternExplanation
+from ge.passes.explain_decompose import DecomposeExplanation
 from ge.passes.explain_reasons import op_label
 
-__all__ = ["format_explanations", "undecided"]
+__all__ = ["format_decompositions", "format_explanations", "undecided"]
 
 
 def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> str:
@@ -72,12 +76,48 @@ def _role(cand: CandidateExplanation) -> str:
     return " (binds the node as a non-anchor)" if cand.role == "non-anchor" else ""
 
 
-def undecided(explanations: Iterable[PatternExplanation]) -> list[str]:
-    """One line per pattern with checks that could not be decided (missing information)."""
+def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: int = 5,
+                          indent: str = "  ") -> list[str]:
+    """A decompose pass's explanations as indented lines, in the style of
+    `format_explanations`: per graph the nodes of its op types and how many would be
+    rewritten, the `top` rewrites, then the `top` refused nodes with what
+    `meet_requirements` returned or raised and their warnings."""
+    lines: list[str] = []
+    for e in explanations:
+        types = ", ".join(op_label(t) for t in e.op_types)
+        head = f"op types {types} (graph {e.graph})"
+        if not e.candidates and e.node is None:
+            lines.append(f"{head}: {e.note}")
+            continue
+        rewrites, refused = e.rewrites, e.refused
+        lines.append(f"{head}: {len(e.candidates)} candidate(s), {len(rewrites)} would be "
+                     "rewritten")
+        if e.note:
+            lines.append(f"{indent}note: {e.note}")
+        for cand in rewrites[:top]:
+            lines.append(f"{indent}rewrite at {cand.candidate!r} "
+                         f"({op_label(cand.candidate_type)})")
+        if len(rewrites) > top:
+            lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
+        if refused:
+            lines.append(f"{indent}refused (top {min(top, len(refused))} of {len(refused)}):")
+        for rank, cand in enumerate(refused[:top], 1):
+            lines.append(f"{indent * 2}{rank}. {cand.candidate!r} "
+                         f"({op_label(cand.candidate_type)}): {cand.summary()}")
+            lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+    return lines
+
+
+def undecided(explanations: Iterable[PatternExplanation | DecomposeExplanation]) -> list[str]:
+    """One line per pattern (or graph of a decompose pass) with checks made while shape,
+    type or schema information was missing; the first warning says what is missing and
+    why."""
     lines = []
     for e in explanations:
         found = e.warnings
         if found:
-            lines.append(f"pattern {e.pattern}: {len(found)} check(s) could not be decided "
-                         f"for lack of shape, type or schema information (first: {found[0]})")
+            what = (f"pattern {e.pattern}" if isinstance(e, PatternExplanation)
+                    else f"op types {', '.join(e.op_types)} (graph {e.graph})")
+            lines.append(f"{what}: {len(found)} check(s) made while shape, type or schema "
+                         f"information was missing (first: {found[0]})")
     return lines

@@ -1,0 +1,193 @@
+"""What a `DecomposePass` would decompose, and why not the rest.
+
+A decompose pass has no pattern: the engine offers every node of its op types, in the
+graph's order, to its `meet_requirements` and replaces each node accepted with what its
+`replacement` builds (`ge.passes.execution`). `explain_decompose(pass_or_class, graph)`
+asks `meet_requirements` about the same nodes in the same order, without rewriting, and
+tells for each one whether it would be rewritten or what the hook returned or raised, at
+the user's line that did it, with the types and shapes of the node's inputs (what such a
+hook usually reads); a refusal made while some of them are unknown carries a warning
+saying why they are unknown at the pass's stage. `replacement` is not called (as
+`ge.passes.explain` does not call a pattern pass's), so a replacement that would fail is
+not seen here. The graph is left as it was (a hook that changes it is rolled back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ge.graph import Graph, Node
+from ge.passes.candidates import candidates
+from ge.passes.context import PassContext
+from ge.passes.explain import CandidateExplanation, _find_node, _Rollback
+from ge.passes.explain_hooks import (
+    answer_summary,
+    ask,
+    describe_desc,
+    has_symbolic_dims,
+    missing_descs_warning,
+    refusal,
+    runs_before_inference,
+)
+from ge.passes.explain_reasons import op_label
+from ge.passes.stage import PassStage
+
+__all__ = ["DecomposeExplanation", "explain_decompose"]
+
+
+@dataclass
+class DecomposeExplanation:
+    """What a decompose pass does on one graph: every node of its op types (the
+    candidates, in the graph's order), each rewritten (`reason` None) or refused by
+    `meet_requirements` (`reason`); and a note (no candidate, the node asked about is of
+    another op type)."""
+
+    graph: str
+    op_types: list[str]
+    candidates: list[CandidateExplanation] = field(default_factory=list)
+    note: str | None = None
+    node: str | None = None  # the target node asked about (`explain_decompose(..., node=)`)
+
+    @property
+    def rewrites(self) -> list[CandidateExplanation]:
+        """The nodes the engine would decompose, in the graph's order."""
+        return [c for c in self.candidates if c.rewritten]
+
+    @property
+    def refused(self) -> list[CandidateExplanation]:
+        """The nodes `meet_requirements` refused (or raised on), in the graph's order."""
+        return [c for c in self.candidates if not c.rewritten]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for c in self.candidates for w in c.warnings]
+
+    def as_dict(self, top: int | None = None) -> dict[str, Any]:
+        rewrites, refused = self.rewrites, self.refused
+        return {
+            "graph": self.graph, "op_types": list(self.op_types), "node": self.node,
+            "candidates": len(self.candidates),
+            "rewrites": [_candidate_dict(c) for c in (rewrites if top is None
+                                                       else rewrites[:top])],
+            "rewrite_count": len(rewrites),
+            "refused": [_candidate_dict(c) for c in (refused if top is None else refused[:top])],
+            "not_rewritten": len(refused), "note": self.note,
+        }
+
+
+def _candidate_dict(cand: CandidateExplanation) -> dict[str, Any]:
+    """A candidate node as JSON: the keys of a pattern candidate that mean something for a
+    single node (no depth, no bindings)."""
+    return {"graph": cand.graph, "candidate": cand.candidate, "type": cand.candidate_type,
+            "rewritten": cand.rewritten,
+            "reason": None if cand.reason is None else cand.reason.as_dict(),
+            "warnings": list(cand.warnings)}
+
+
+def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
+                      context: PassContext | None = None, subgraphs: bool = True,
+                      op_types: list[str] | None = None,
+                      stage: PassStage | str | None = None) -> list[DecomposeExplanation]:
+    """Explain what a `DecomposePass` decomposes in `graph` (and, with `subgraphs`, in its
+    live subgraphs, where the engine runs it too): one `DecomposeExplanation` per graph.
+
+    `op_types` are the op types the engine offers (default: those the pass class was
+    registered with). With `node` (a name or a node), only that node is explained, in its
+    graph; `GraphError` when no such node exists. The graph is explained as given: a pass
+    after `BeforeInferShape` expects it typed (`ge.passes.explain_stage.prepare_graph`).
+    `stage` is the pass's stage, which words the warnings (default: its registration's).
+    """
+    from ge.es.opset import opset_scope
+    from ge.passes.base import DecomposePass, PatternFusionPass
+
+    instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
+    if not isinstance(instance, DecomposePass):
+        hint = (" (explain a PatternFusionPass with ge.passes.explain.explain)"
+                if isinstance(instance, PatternFusionPass) else "")
+        raise TypeError("explain_decompose takes a DecomposePass subclass or instance, got "
+                        f"{type(instance).__name__}{hint}")
+    if not isinstance(graph, Graph):
+        raise TypeError(f"explain_decompose takes a ge.graph.Graph, got {type(graph).__name__}")
+    types = list(op_types if op_types is not None else (type(instance).op_types or ()))
+    if not types:
+        raise TypeError(f"{type(instance).__name__} has no op types: register it with "
+                        "@register_decompose_pass(..., op_types=[...]) or give op_types=")
+    focus = _find_node(graph, node, subgraphs) if node is not None else None
+    graphs = [graph]
+    if focus is not None:
+        assert focus.owner_graph is not None
+        graphs = [focus.owner_graph]
+    elif subgraphs:
+        graphs += [g for g in graph.get_all_subgraphs() if not g.is_orphan()]
+    context = context or PassContext(type(instance).__name__)
+    before_inference = runs_before_inference(type(instance), stage)
+    root = graph.root_graph()
+    found: list[DecomposeExplanation] = []
+    before = root.mutation_count
+    try:
+        with root.transaction(), opset_scope(root.opset_imports):
+            for target in graphs:
+                found.append(_explain_graph(instance, target, types, context,
+                                            before_inference, focus))
+            if root.mutation_count != before:
+                raise _Rollback
+    except _Rollback:
+        pass
+    return found
+
+
+def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: PassContext,
+                   before_inference: bool, focus: Node | None) -> DecomposeExplanation:
+    explanation = DecomposeExplanation(graph.name, op_types)
+    offered = candidates(graph, op_types)
+    wanted = " or ".join(op_label(t) for t in op_types)
+    if focus is not None:
+        explanation.node = focus.name
+        if focus not in offered:
+            explanation.note = (f"{focus.name!r} ({op_label(focus.type, focus.domain)}) is not "
+                                f"a candidate: the pass decomposes {wanted} nodes")
+        offered = [focus] if focus in offered else []
+    elif not offered:
+        explanation.note = (f"no candidate: graph {graph.name!r} has no {wanted} node (the "
+                            "pass's op types)")
+    for node in offered:
+        explanation.candidates.append(_candidate(instance, graph, node, context,
+                                                 before_inference))
+    return explanation
+
+
+def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,
+               before_inference: bool) -> CandidateExplanation:
+    """One node as the engine's decompose loop sees it: `meet_requirements(node, context)`."""
+    explained = CandidateExplanation(graph.name, node.name, node.type, 1, 1, [], None,
+                                     matched_nodes=[node.name])
+    context.set_error_message("")
+    answer = ask(instance.meet_requirements, (node, context), type(instance))
+    if answer.accepted:
+        return explained
+    warning = missing_descs_warning([node], answer_summary(answer),
+                                    before_inference=before_inference)
+    if warning is not None:
+        explained.warnings.append(warning)
+    inputs = _inputs(node)
+    explained.reason = refusal(answer, "node", inputs, context.get_error_message(),
+                               symbolic=has_symbolic_dims(_producers(node).values()),
+                               anchor=node.name)
+    return explained
+
+
+def _producers(node: Node) -> dict[int, tuple[Node, int]]:
+    """The producer of each connected input of `node`, by input position."""
+    found = {}
+    for i in range(node.get_inputs_size()):
+        producer = node.get_input_producer(i)
+        if producer is not None:
+            found[i] = producer
+    return found
+
+
+def _inputs(node: Node) -> dict[str, str]:
+    """Each connected input of `node` (`input_<position>`) with its type and shape."""
+    return {f"input_{i}": describe_desc(source.get_output_desc(index))
+            for i, (source, index) in _producers(node).items()}
