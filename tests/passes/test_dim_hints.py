@@ -146,6 +146,8 @@ class Own(FusionBasePass):
     (TypeError("unsupported operand type(s) for %: 'str' and 'int'"), {"N"}, True),
     (TypeError('can only concatenate str (not "int") to str'), {"N"}, True),
     (TypeError("must be real number, not str"), {"N"}, True),
+    # `'hidden' % 8` formats a string: the docs' own example of arithmetic on a symbol
+    (TypeError("not all arguments converted during string formatting"), {"hidden"}, True),
     (TypeError("create_const_int64: 'batch' is not a int"), {"batch"}, True),
     (ValueError("invalid literal for int() with base 10: 'batch'"), {"batch"}, True),
     # no symbol in the graph: a str operand is the pass's own business

@@ -23,8 +23,10 @@ SYMBOLIC_DIM_HINT = ("a dim may be a symbol, a str such as 'batch', where the ho
 
 # What Python says when a str meets int arithmetic or comparison: `'>' not supported
 # between instances of 'str' and 'int'`, `unsupported operand type(s) for %: 'str' and
-# 'int'`, `can only concatenate str (not "int") to str`, `must be real number, not str`.
-_STR_OPERAND = re.compile(r"'str'|\bstr \(not\b|\bnot str\b")
+# 'int'`, `can only concatenate str (not "int") to str`, `must be real number, not str`,
+# and `'hidden' % 8`, which formats: `not all arguments converted during string formatting`.
+_STR_OPERAND = re.compile(r"'str'|\bstr \(not\b|\bnot str\b|"
+                          r"^not all arguments converted during string formatting$")
 
 
 def shape_symbols(shapes: Iterable[Shape]) -> set[str]:

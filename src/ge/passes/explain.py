@@ -35,10 +35,10 @@ from ge.passes.explain_hooks import (
     answer_summary,
     ask,
     describe_desc,
-    has_symbolic_dims,
     missing_descs_warning,
     refusal,
     runs_before_inference,
+    value_symbols,
 )
 from ge.passes.explain_reasons import Reason, node_label, op_label, rejection_reason
 from ge.passes.matcher import (
@@ -382,7 +382,7 @@ class _Explainer:
             if warning is not None:
                 warnings.append(warning)
             return refusal(answer, "match", _boundary(match), self.context.get_error_message(),
-                           symbolic=has_symbolic_dims(match.inputs), anchor=anchor.name)
+                           symbols=value_symbols(match.inputs), anchor=anchor.name)
         cycle = _cycle(match.region())
         if cycle is not None:
             producer, consumer = cycle

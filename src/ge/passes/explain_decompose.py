@@ -25,10 +25,10 @@ from ge.passes.explain_hooks import (
     answer_summary,
     ask,
     describe_desc,
-    has_symbolic_dims,
     missing_descs_warning,
     refusal,
     runs_before_inference,
+    value_symbols,
 )
 from ge.passes.explain_reasons import op_label
 from ge.passes.stage import PassStage
@@ -172,7 +172,7 @@ def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,
         explained.warnings.append(warning)
     inputs = _inputs(node)
     explained.reason = refusal(answer, "node", inputs, context.get_error_message(),
-                               symbolic=has_symbolic_dims(_producers(node).values()),
+                               symbols=value_symbols(_producers(node).values()),
                                anchor=node.name)
     return explained
 

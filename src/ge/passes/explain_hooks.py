@@ -23,6 +23,7 @@ from typing import Any
 
 from ge.errors import SourceLocation
 from ge.graph import DataType, Node, TensorDesc
+from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.explain_reasons import Reason
 from ge.passes.source import definition_location, is_internal_file, traceback_location
 
@@ -31,10 +32,10 @@ __all__ = [
     "answer_summary",
     "ask",
     "describe_desc",
-    "has_symbolic_dims",
     "missing_descs_warning",
     "refusal",
     "runs_before_inference",
+    "value_symbols",
 ]
 
 #: How many unknown descs a warning names.
@@ -102,12 +103,13 @@ def _raised_at(exc: BaseException, pass_class: type) -> SourceLocation | None:
 
 
 def refusal(answer: HookAnswer, what: str, inputs: Mapping[str, str], said: str, *,
-            symbolic: bool, anchor: str) -> Reason:
+            symbols: Iterable[str], anchor: str) -> Reason:
     """The `Reason` of a hook that refused or raised: what it returned (None counting as
     False, probably a missing return) or raised, where, what the pass said with
     `context.set_error_message`, and `inputs` (name -> type and shape) of `what` it was
-    asked about ("match" or "node"). `symbolic`: a value has a named dim, which a hook
-    raising TypeError may have taken for an int."""
+    asked about ("match" or "node"). `symbols`: the named dims of those values, which a
+    hook raising may have taken for ints (`ge.passes.dim_hints`, as the compilation's
+    error says it)."""
     at = f" (at {answer.location})" if answer.location is not None else ""
     listed = f"; its inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())}" if (
         inputs) else ""
@@ -115,9 +117,9 @@ def refusal(answer: HookAnswer, what: str, inputs: Mapping[str, str], said: str,
     if answer.error is not None:
         raised = f"{type(answer.error).__name__}: {answer.error}"
         message = f"meet_requirements raised {raised}{at}{listed}"
-        if symbolic and isinstance(answer.error, TypeError):
-            message += (" (a dim may be a symbol, a str such as 'batch', where the hook "
-                        "expects an int: see docs/graph.md on dims)")
+        hint = symbolic_dim_hint(answer.error, symbols)
+        if hint is not None:
+            message += f" ({hint})"
         return Reason("meet_requirements_raised", message, None, anchor, (anchor,),
                       {"exception": raised, "inputs": dict(inputs), "location": location})
     returned = f"returned {answer.value!r}"[:_SHOWN_RETURN]
@@ -150,13 +152,9 @@ def describe_desc(desc: TensorDesc) -> str:
     return f"{name}[{dims}]"
 
 
-def has_symbolic_dims(values: Iterable[tuple[Node, int]]) -> bool:
-    """Whether one of `values` (producer, output) has a symbolic (named) dim."""
-    for node, out in values:
-        shape = node.get_output_desc(out).get_shape()
-        if not shape.is_unknown_rank() and any(isinstance(d, str) for d in shape):
-            return True
-    return False
+def value_symbols(values: Iterable[tuple[Node, int]]) -> set[str]:
+    """The symbolic (named) dims of `values` (producer, output)."""
+    return shape_symbols(node.get_output_desc(out).get_shape() for node, out in values)
 
 
 def _unknown(desc: TensorDesc) -> bool:
