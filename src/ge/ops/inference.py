@@ -2,7 +2,9 @@
 
 `infer_node(node)` types one node's outputs from its input descs, handing constant inputs
 (producers that are `Const` nodes) to onnx so data-dependent shapes such as Reshape's
-resolve; custom operators are typed by their registered functions. The ES builder calls it
+resolve, and filling what a shape computed at run time decides (`ge.ops.shape_values`:
+a Reshape to `Concat(Shape(x)[:-1], [64])` is `[batch, seq, 64]`, not `[-1, -1, -1]`);
+custom operators are typed by their registered functions. The ES builder calls it
 (`infer_new_node`) on every node it creates, and `shape_conflict` asks whether the descs a
 node holds still follow from its inputs. Whole-model inference (`infer_shapes`) is in
 `model_inference`, which builds on this module.
@@ -38,6 +40,7 @@ from ge.ops.onnx_node import (
 from ge.ops.registry import InferContext, get_custom_op
 from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_spec, runtime_version
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
+from ge.ops.shape_values import SHAPED_BY_VALUE, refine_from_shape_values
 
 __all__ = [
     "STALE_DESC_ADVICE",
@@ -232,13 +235,18 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     memo = active_memo()
     if memo is not None:
-        return memo.infer(node, _infer_node, _write_new, quiet=quiet)
-    if not quiet:
-        return _infer_node(node)
-    try:
-        return _infer_node(node)
-    except ShapeInferenceError:
-        return None
+        inferred = memo.infer(node, _infer_node, _write_new, quiet=quiet)
+    elif not quiet:
+        inferred = _infer_node(node)
+    else:
+        try:
+            inferred = _infer_node(node)
+        except ShapeInferenceError:
+            return None
+    if inferred is not None and node._type in SHAPED_BY_VALUE and refine_from_shape_values(
+            node):
+        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+    return inferred
 
 
 def infer_new_node(node: Node) -> None:
@@ -249,11 +257,13 @@ def infer_new_node(node: Node) -> None:
     memo = active_memo()
     if memo is not None:
         memo.infer(node, _infer_node, _write_new, quiet=True, copies=False)
-        return
-    try:
-        _infer_node(node)
-    except ShapeInferenceError:
-        pass
+    else:
+        try:
+            _infer_node(node)
+        except ShapeInferenceError:
+            return
+    if node._type in SHAPED_BY_VALUE:
+        refine_from_shape_values(node)
 
 
 def _write_new(node: Node, index: int, desc: TensorDesc) -> None:

@@ -267,9 +267,9 @@ def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequenc
 def _fill_unknown_dims(node: Node, index: int, replaced: TensorDesc) -> None:
     """Fill the unknown dims (or rank) of `node`'s output `index` from `replaced`, the desc
     of the value it takes the place of, when both are of one element type and rank. One
-    node's inference cannot follow a shape computed at run time: the Reshape of `x` to
-    `Concat(Shape(x)[:-1], [N])` is `[-1, -1, -1]` to it, where whole-model inference, with
-    data propagation, said `[batch, seq, N]` of the value it replaces."""
+    node's inference follows shapes computed at run time only so far
+    (`ge.ops.shape_values`: not through arithmetic on them), where whole-model inference,
+    with onnx's data propagation, named the dims of the value it replaces."""
     held = node._held_output_desc(index)
     if held is None or held._data_type != replaced._data_type:
         return
