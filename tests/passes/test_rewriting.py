@@ -564,6 +564,62 @@ def test_a_replacements_output_keeps_the_dims_of_the_value_it_replaces(write) ->
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+BY_HAND = """
+import numpy as np
+from ge.ops import infer_node
+from ge.passes import FusionBasePass, PassStage
+
+
+@register_fusion_pass(name="ReshapeByHand", stage=PassStage.AFTER_INFER_SHAPE)
+class ReshapeByHand(FusionBasePass):
+    \"\"\"Puts `Reshape(h, Concat(Shape(h)[:-1], [N]))` after the linear layer's Add with
+    the graph API, typing each new node with infer_node as GE's passes do.\"\"\"
+
+    def run(self, graph, context):
+        add = graph.find_node_by_name("add")
+        n = add.get_output_desc(0).get_shape().get_dims()[-1]
+        def node(op_type, inputs, **attrs):
+            made = graph.add_node(op_type, num_inputs=len(inputs), attrs=attrs or None)
+            for i, (src, index) in enumerate(inputs):
+                graph.add_data_edge(src, index, made, i)
+            infer_node(made)
+            return made
+        const = lambda values: graph.add_const(np.array(values, np.int64))
+        shape = node("Shape", [(add, 0)])
+        lead = node("Slice", [(shape, 0), (const([0]), 0), (const([-1]), 0)])
+        target = node("Concat", [(lead, 0), (const([n]), 0)], axis=0)
+        reshape = node("Reshape", [(add, 0), (target, 0)])
+        graph.replace_all_uses(add, 0, reshape, 0, exclude={shape, reshape})
+        return True
+"""
+
+
+@pytest.mark.builtin_passes
+def test_a_reshape_made_by_hand_to_a_computed_shape_keeps_its_dims(write) -> None:
+    """One node's inference follows the shape computation (`ge.ops.shape_values`), so a
+    pass editing the graph by hand leaves `[batch, seq, 6]`, not `[-1, -1, -1]`: the
+    LayerNorm after it still fuses, and NoOpElimination proves the Reshape keeps the shape
+    it reads (from those symbolic dims) and removes it."""
+    proto = _linear_then_layer_norm()
+    graph = load(proto)
+    path = write("plugin.py", HEADER + BY_HAND)
+    report = compile_graph(graph, pass_paths=[path], disable=["NoOpElimination"])
+    assert [r.changed for r in report.records if r.pass_name == "ReshapeByHand"] == [True]
+    (reshape,) = graph.nodes_of_type("Reshape")
+    assert reshape.get_output_desc(0).get_shape().get_dims() == ["batch", "seq", 6]
+    assert op_counts(graph)["LayerNormalization"] == 1, op_counts(graph)
+    graph = load(proto)
+    compile_graph(graph, pass_paths=[path])
+    assert "Reshape" not in op_counts(graph) and op_counts(graph)["LayerNormalization"] == 1
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    for batch, seq in ((1, 1), (3, 5)):
+        feeds = {"x": np.random.default_rng(seq).standard_normal((batch, seq, 8)).astype(
+            np.float32)}
+        (want,), (got,) = outputs_of(proto, feeds), outputs_of(exported, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_subgraph_rewriter_refuses_a_region_that_is_not_closed() -> None:
     graph = load(_concat_relu())
     relu = graph.find_node_by_name("relu")
