@@ -1,8 +1,8 @@
 """One node's inference follows shapes computed at run time (`ge.ops.shape_values`): a
 Reshape, Expand or ConstantOfShape whose shape input is built from `Shape`, `Gather`,
-`Slice`, `Concat`, `Unsqueeze`... gets the dims whole-model inference would give it, so a
-pass that builds one leaves later passes the dims they match on (trial P: a LayerNorm
-after such a Reshape stopped fusing)."""
+`Slice`, `Concat`, `Unsqueeze`, arithmetic on sizes... gets the dims whole-model inference
+would give it, so a pass that builds one leaves later passes the dims they match on
+(trial P: a LayerNorm after such a Reshape stopped fusing)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,17 @@ def _built() -> ge.graph.Graph:
         es.Reshape(x, es.Concat([first, np.array([-1], I64)], axis=0), name="rest"),
         es.Expand(np.ones((1, 1, 8), np.float32), shape, name="wide"),
         es.ConstantOfShape(es.Concat([seq, np.array([3], I64)], axis=0), name="filled"),
-        # arithmetic is not followed
+        # sizes computed, a symbol plus 0 kept: [batch, seq, 8]
         es.Reshape(x, es.Add(shape, np.array([0, 0, 0], I64)), name="summed"),
+        # heads: the static hidden size over 4, [batch, seq, 2, 4]
+        es.Reshape(x, es.Concat([es.Slice(shape, np.array([0], I64), np.array([2], I64)),
+                                 es.Div(es.Slice(shape, np.array([2], I64),
+                                                 np.array([3], I64)), np.array([4], I64)),
+                                 np.array([4], I64)], axis=0), name="heads"),
+        # batch * seq is no dim of its own: [-1, 8]
+        es.Reshape(x, es.Concat([es.Mul(first, es.Slice(shape, np.array([1], I64),
+                                                         np.array([2], I64))),
+                                 np.array([8], I64)], axis=0), name="rows"),
     ]
     return b.build_and_reset(outputs)
 
@@ -55,14 +64,15 @@ def test_a_computed_shape_gives_the_dims_whole_model_inference_would() -> None:
     assert _dims(graph, "kept") == ["batch", "seq", 2, 4]
     assert _dims(graph, "wide") == ["batch", "seq", 8]
     assert _dims(graph, "filled") == ["seq", 3]
+    assert _dims(graph, "summed") == ["batch", "seq", 8]
+    assert _dims(graph, "heads") == ["batch", "seq", 2, 4]
 
 
 def test_what_cannot_be_told_stays_unknown() -> None:
     graph = _built()
     assert _dims(graph, "rest") == ["batch", -1]  # seq * 8 is no dim of its own
-    assert _dims(graph, "summed") == [-1, -1, -1]
-    summed = graph.find_node_by_name("summed")
-    assert shape_value(summed, 1) is None
+    assert _dims(graph, "rows") == [-1, 8]
+    assert shape_value(graph.find_node_by_name("rows"), 1) == [None, 8]
 
 
 def test_the_dims_agree_with_onnxruntime_at_two_sizes() -> None:

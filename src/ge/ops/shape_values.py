@@ -6,7 +6,8 @@ inference follows such chains (onnx's data propagation) and names the result's d
 gives `[-1, -1, -1]`; a pass that builds such a Reshape then leaves later passes without
 the dims they match on. `shape_value` evaluates the small integer tensor an input reads as
 a list of dims (a size, a symbol, or None where it is not known) by walking back through
-`Shape`, `Gather`, `Slice`, `Concat`, `Unsqueeze`, `Squeeze`, `Cast` and `Identity` to
+`Shape`, `Gather`, `Slice`, `Concat`, `Unsqueeze`, `Squeeze`, `Cast`, `Identity` and the
+arithmetic of `Mul`, `Add`, `Sub` and `Div` (on sizes; a symbol only times 1 or plus 0) to
 constants and the descs of shaped values; `refine_from_shape_values` uses it to fill the
 unknown output dims of a `Reshape`, `Expand` or `ConstantOfShape` (`ge.ops.inference`
 calls it after each inference of one).
@@ -102,6 +103,8 @@ def _output_value(node: Node, out: int, depth: int) -> _Value | None:
                 return None
             dims += part.dims
         return _Value(dims)
+    if op in _ARITHMETIC:
+        return _arithmetic(node, op, depth)
     if op == "Gather":
         return _gather(node, depth)
     if op == "Slice":
@@ -153,6 +156,50 @@ def _gather(node: Node, depth: int) -> _Value | None:
             return None
         picked.append(data.dims[k])
     return _Value(picked, scalar=index.scalar)
+
+
+def _int_div(a: int, b: int) -> int | None:
+    """ONNX's Div of integers: the quotient truncated toward zero (None dividing by 0)."""
+    if b == 0:
+        return None
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b > 0) else -quotient
+
+
+def _combined(op: str, a: Dim, b: Dim) -> Dim:
+    """One element of `a op b`: sizes computed; a symbol kept only where the other
+    operand leaves it as it is (times or over 1, plus or minus 0); else None."""
+    if isinstance(a, int) and isinstance(b, int):
+        if op == "Div":
+            return _int_div(a, b)
+        return a * b if op == "Mul" else a + b if op == "Add" else a - b
+    keeps_a = (b == 1 and op in ("Mul", "Div")) or (b == 0 and op in ("Add", "Sub"))
+    if isinstance(a, str) and keeps_a:
+        return a
+    keeps_b = (a == 1 and op == "Mul") or (a == 0 and op == "Add")
+    if isinstance(b, str) and keeps_b:
+        return b
+    return None
+
+
+def _arithmetic(node: Node, op: str, depth: int) -> _Value | None:
+    """`Mul`, `Add`, `Sub` or `Div` of two shape values (one of them a scalar or one
+    element, broadcast): a head count's `hidden / 8` where the hidden size is static."""
+    a, b = _input_value(node, 0, depth), _input_value(node, 1, depth)
+    if a is None or b is None:
+        return None
+    if len(a.dims) != len(b.dims):
+        if len(a.dims) == 1:
+            a = _Value(a.dims * len(b.dims), a.scalar)
+        elif len(b.dims) == 1:
+            b = _Value(b.dims * len(a.dims), b.scalar)
+        else:
+            return None
+    return _Value([_combined(op, x, y) for x, y in zip(a.dims, b.dims, strict=True)],
+                  scalar=a.scalar and b.scalar)
+
+
+_ARITHMETIC = frozenset({"Mul", "Add", "Sub", "Div"})
 
 
 def _slice(node: Node, depth: int) -> _Value | None:
