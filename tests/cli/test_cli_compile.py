@@ -491,3 +491,37 @@ def test_inline_functions_flag(tmp_path: Path) -> None:
     code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--json")
     assert json.loads(stdout)["hints"] == [
         {"functions": ["local.twice"], "count": 1, "text": text}]
+
+
+REFUSED_CALL = """
+from ge.passes import FusionBasePass, PassStage, SubgraphInput, register_fusion_pass
+
+@register_fusion_pass(name="AsksTooMuch", stage=PassStage.BEFORE_INFER_SHAPE)
+class AsksTooMuch(FusionBasePass):
+    def run(self, graph, context):
+        (relu,) = graph.nodes_of_type("Relu")
+        SubgraphInput().add_input(relu, 7)  # returns FAILED and logs why, as GE does
+        return True
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_refused_pass_api_call_is_a_warning_line_not_a_bare_log_line(
+        model: Path, write, as_json: bool) -> None:
+    """Trial G: a status-returning call of the pass API (`SubgraphInput.add_input` of an
+    input the node lacks) logged its reason to the `ge.passes` logger, which `ge` left
+    without a handler: Python printed it bare on stderr, also under --json."""
+    plugin = write("passes/asks.py", REFUSED_CALL)
+    out = model.parent / "out.onnx"
+    result = run_process("-m", "ge", "compile", str(model), "-o", str(out), "--no-builtin",
+                         "--pass-path", str(plugin), *(["--json"] if as_json else []))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "has no input 7" in line]
+    want = "node 'relu' has no input 7"
+    if as_json:
+        assert lines == []  # stderr stays clean: the warning is in the JSON
+        (warning,) = [w for w in json.loads(result.stdout)["warnings"]
+                      if want in w["message"]]
+        assert warning["category"] == "PassDefinitionWarning"
+    else:
+        assert len(lines) == 1 and lines[0].startswith("ge: warning: ") and want in lines[0]

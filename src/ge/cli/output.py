@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -48,6 +49,32 @@ __all__ = [
 
 # Warnings of ge itself say everything in their text; where they were raised is internal.
 _GE_WARNINGS = (CompileWarning, PassDefinitionWarning, PluginLoadWarning)
+
+
+class _LogAsWarnings(logging.Handler):
+    """Records of ge's loggers as `PassDefinitionWarning`s: a status-returning pass API
+    that refuses a call logs why, as GE does (`SubgraphInput.add_input` of an input the
+    node lacks), and a command prints it as its other warnings (`ge: warning: ...`, in
+    `--json`'s warnings), not as a bare stderr line without a handler."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        warnings.warn(PassDefinitionWarning(record.getMessage()), stacklevel=2)
+
+
+@contextlib.contextmanager
+def _logs_as_warnings() -> Iterator[None]:
+    """While a `ge` command runs, `ge`'s log records of warning level and above are
+    warnings (`_LogAsWarnings`); what the logger was is restored after."""
+    logger = logging.getLogger("ge")
+    handler = _LogAsWarnings(logging.WARNING)
+    saved = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = saved
 
 
 def one_line(text: str) -> str:
@@ -207,8 +234,10 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         # With --json, stdout carries the JSON alone: what the body prints (a pass's print())
         # goes to stderr.
         body_stdout = (_stdout_to_stderr() if as_json else contextlib.nullcontext())
+        # pyatc logs ge's records itself (--log); the ge command makes them warnings
+        logs = _logs_as_warnings() if prog == "ge" else contextlib.nullcontext()
         try:
-            with body_stdout:
+            with body_stdout, logs:
                 yield out
         except KeyboardInterrupt as interrupt:
             if out.debug:
