@@ -215,7 +215,14 @@ def test_a_large_graph_still_gives_a_page_quickly(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 60
     assert f"more than {html_page.MAX_DRAWN}" in text
     assert text.count('class="node ') <= 2 * html_page.MAX_DRAWN
-    assert '"n3599"' in text  # every node is in the data the search reads
+    data = json.loads(re.search(r'<script type="application/json" id="ge-data">(.*?)</script>',
+                                text, re.S).group(1))
+    # every node is in the data the search reads (name, type); only those drawn have their
+    # inputs and outputs (trial H: a 213k-node model made a 148 MB page, 143 MB of it data)
+    assert set(data["b"]) == set(snap.nodes) and data["b"]["n3599"][:2] == ["n3599", "Relu"]
+    drawn = set(re.findall(r'<g class="node [^"]*" data-key="([^"]+)"', text))
+    assert drawn and all(data["b"][k][3] for k in drawn if k.startswith("n"))
+    assert all(data["b"][k][3:6] == [[], [], {}] for k in snap.nodes if k not in drawn)
 
 
 def test_diff_text_json_and_html(tmp_path: Path, builtin_engine: None) -> None:

@@ -344,18 +344,21 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                        (report_path, "the report")))
     from ge.graph.model_io import check_save_target
 
-    graph = ge.graph.load(model)
-    check_save_target(graph, output, external_data=external_data,
-                      overwrite_input=overwrite_input)
-    recorder = None
-    if html_path is not None:
-        from ge.cli import graph_diff
+    with compile_progress(str(model)) as progress:
+        progress.phase("loading")
+        graph = ge.graph.load(model)
+        check_save_target(graph, output, external_data=external_data,
+                          overwrite_input=overwrite_input)
+        recorder = None
+        if html_path is not None:
+            from ge.cli import graph_diff
 
-        # Its `before` is the graph the pipeline starts from (converted, with --opset).
-        recorder = graph_diff.PassChangeRecorder(graph)
-    with compile_progress(str(model)) as observers:
-        if recorder is not None:
-            observers = [*observers, recorder]
+            # Its `before` is the graph the pipeline starts from (converted, with --opset).
+            recorder = graph_diff.PassChangeRecorder(graph)
+        observers = progress.observers if recorder is None else [*progress.observers,
+                                                                   recorder]
+        progress.phase("running the model as given for --verify" if mode != "none"
+                       else "starting")
         result = ge.compile(graph, pass_paths=list(pass_paths) or None,
                             options=options or None, builtin_passes=builtin, disable=disable,
                             enable=enable, verify=mode, inputs=inputs, dims=dims or None,
@@ -365,46 +368,50 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                             dump_level=dump_level, observers=observers,
                             value_info=value_info, opset=opset,
                             inline_functions=inline_functions)
-    result.source = result.source or Path(model)  # (given as the graph loaded from it)
-    from ge.passes.stage import PassStage
-    from ge.session.hints import function_hints, opset_hints
+        result.source = result.source or Path(model)  # (given as the graph loaded from it)
+        from ge.passes.stage import PassStage
+        from ge.session.hints import function_hints, opset_hints
 
-    # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
-    ran = {record.pass_name for record in result.report.records}
-    late = {record.pass_name for record in result.report.records
-            if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
-    hints: list[OpsetHint | FunctionHint] = [
-        *(opset_hints(result.graph, _builtins_not_in(ran), ran, late=late) if builtin else []),
-        *function_hints(result.graph)]
-    described: list[dict[str, Any]] = []
+        # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
+        ran = {record.pass_name for record in result.report.records}
+        late = {record.pass_name for record in result.report.records
+                if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
+        hints: list[OpsetHint | FunctionHint] = [
+            *(opset_hints(result.graph, _builtins_not_in(ran), ran, late=late)
+              if builtin else []),
+            *function_hints(result.graph)]
+        described: list[dict[str, Any]] = []
 
-    def describe(data_file: Path | None) -> None:
-        """The page and the report of the model about to be renamed into place: written
-        before it, so that a failure to write them (a full disk) leaves the previous model
-        where it was, as every other failure does."""
-        before = recorder.before if recorder is not None else None
-        if html_path is not None and before is not None and recorder is not None:
-            from ge.cli import graph_diff, html_page
+        def describe(data_file: Path | None) -> None:
+            """The page and the report of the model about to be renamed into place: written
+            before it, so that a failure to write them (a full disk) leaves the previous
+            model where it was, as every other failure does."""
+            before = recorder.before if recorder is not None else None
+            if html_path is not None and before is not None and recorder is not None:
+                from ge.cli import graph_diff, html_page
 
-            report = result.report
-            nodes = f"{sum(report.ops_before.values())} → {sum(report.ops_after.values())}"
-            html_page.write_page(html_path, html_page.render_page(
-                title=f"ge compile {model.name}",
-                subtitle=f"{model} → {output}; operators {nodes}; "
-                         f"{len(result.report.records)} pass run(s)",
-                before=before, after=graph_diff.snapshot(result.graph),
-                passes=recorder.changes, labels=("Before", "After")))
-        payload = result_payload(result, model=model, output=output, warnings=out.warnings)
-        payload["output_data"] = None if data_file is None else str(data_file)
-        payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
-        if html_path is not None:
-            payload["html"] = str(html_path)
-        if report_path is not None:
-            write_json_atomically(report_path, payload, "the report")
-        described.append(payload)
+                progress.phase(f"writing {html_path}")
+                report = result.report
+                nodes = f"{sum(report.ops_before.values())} → {sum(report.ops_after.values())}"
+                html_page.write_page(html_path, html_page.render_page(
+                    title=f"ge compile {model.name}",
+                    subtitle=f"{model} → {output}; operators {nodes}; "
+                             f"{len(result.report.records)} pass run(s)",
+                    before=before, after=graph_diff.snapshot(result.graph),
+                    passes=recorder.changes, labels=("Before", "After")))
+            payload = result_payload(result, model=model, output=output,
+                                     warnings=out.warnings)
+            payload["output_data"] = None if data_file is None else str(data_file)
+            payload["hints"] = [dataclasses.asdict(h) | {"text": str(h)} for h in hints]
+            if html_path is not None:
+                payload["html"] = str(html_path)
+            if report_path is not None:
+                write_json_atomically(report_path, payload, "the report")
+            described.append(payload)
 
-    data_file = result.save(output, external_data=external_data,
-                            overwrite_input=overwrite_input, before_commit=describe)
+        progress.phase(f"writing {output}")
+        data_file = result.save(output, external_data=external_data,
+                                overwrite_input=overwrite_input, before_commit=describe)
     (payload,) = described
     if out.as_json:
         del payload["warnings"]  # added (complete) when the command ends

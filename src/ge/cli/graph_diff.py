@@ -91,6 +91,12 @@ class NodeRecord:
         return [self.name, self.type, self.graph, self.inputs, self.outputs, self.attrs,
                 self.origin_pass, self.origin_nodes]
 
+    def brief_json(self) -> list[Any]:
+        """`as_json` without inputs, outputs and attributes (a node the page does not draw
+        of a large graph: found by name and type)."""
+        return [self.name, self.type, self.graph, [], [], {}, self.origin_pass,
+                self.origin_nodes]
+
 
 @dataclass
 class GraphSnapshot:

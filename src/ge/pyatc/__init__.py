@@ -253,10 +253,10 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         log.info("input shapes set: %s", shapes)
     if output is not None:
         _check_output(graph, model, output)  # refused before compiling, not after
-    with compile_progress(str(model)) as observers:
+    with compile_progress(str(model)) as progress:
         options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
                    if ns.fusion_switch_file is not None else None)
-        result = ge.compile(graph, observers=observers, options=options)
+        result = ge.compile(graph, observers=progress.observers, options=options)
     if shapes:
         _refine_output_shapes(result.graph)
     report = result.report
