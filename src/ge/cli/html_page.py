@@ -14,8 +14,8 @@ What changed is worked out by `ge.cli.graph_diff` (nodes matched by name). The d
 comes from `ge.cli.layout` (graphviz dot when on PATH, else a built-in layered layout).
 Graphs of more than `MAX_DRAWN` nodes are not drawn whole: constants are left out first,
 then only the changed nodes and their neighbours are drawn; every node stays in the search
-(by name and type; the page holds the inputs, outputs and attributes of the nodes drawn or
-changed only, or a large model's page would be mostly data nobody sees).
+(by name and type; the page holds the inputs, outputs and attributes of the nodes drawn
+only, or a large model's page would be mostly data nobody sees).
 This module renders what changes from page to page; the page's static template, CSS and
 JavaScript are package data files in ge/cli/html (page.html, page.css, page.js).
 """
@@ -103,23 +103,23 @@ def _select(snap: GraphSnapshot, interesting: set[str],
     drawn = [k for k in no_consts if k in chosen][:cap]
     return drawn, (f"{len(keys)} nodes, more than {cap}: drawing {len(drawn)} (the changed "
                    "nodes and their neighbours, no constants); search finds every node (by "
-                   "name and type: the page holds the details of those drawn or changed)")
+                   "name and type: the page holds the details of those drawn)")
 
 
 def _fmt(v: float) -> str:
     return f"{v:.1f}".removesuffix(".0")
 
 
-def _records(snap: GraphSnapshot, drawn: set[str], states: Mapping[str, list[str]]
-             ) -> dict[str, list[Any]]:
+def _records(snap: GraphSnapshot, drawn: set[str]) -> dict[str, list[Any]]:
     """The page's data of each node: all of it (inputs, outputs, attributes) for a graph
-    drawn whole, and for a larger one only for the nodes drawn or changed; the others keep
-    their name, type and origin, which is what the search reads (a 213k-node model made a
-    148 MB page of 143 MB data for 6,000 nodes drawn)."""
+    drawn whole, and for a larger one only for the nodes drawn; the others keep their name,
+    type and origin, which is what the search and the lists of changes read (a 213k-node
+    model made a 148 MB page of 143 MB data for 6,000 nodes drawn; keeping the changed
+    nodes' details too still left 27 of 32 MB on a 53k-node one, where a fusion pass
+    removes half the nodes)."""
     if len(snap.nodes) <= MAX_DRAWN:
         return {k: r.as_json() for k, r in snap.nodes.items()}
-    return {k: r.as_json() if k in drawn or states.get(k) else r.brief_json()
-            for k, r in snap.nodes.items()}
+    return {k: r.as_json() if k in drawn else r.brief_json() for k, r in snap.nodes.items()}
 
 
 def _svg(snap: GraphSnapshot, side: str, states: Mapping[str, list[str]],
@@ -325,8 +325,8 @@ def render_page(*, title: str, subtitle: str, before: GraphSnapshot, after: Grap
     svg_a, engine_a, drawn_a = _svg(after, "a", states_a, edge_set(before), engine, notes)
     used = engine_b if engine_b == engine_a else f"{engine_b}/{engine_a}"
     data = {
-        "b": _records(before, set(drawn_b), states_b),
-        "a": _records(after, set(drawn_a), states_a),
+        "b": _records(before, set(drawn_b)),
+        "a": _records(after, set(drawn_a)),
         "passes": [p.as_json() for p in passes or ()],
         "changes": {"removed": diff.removed, "added": diff.added,
                     "changed": diff.changed, "matched": sorted(diff.matched)},
