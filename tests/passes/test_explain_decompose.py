@@ -115,6 +115,12 @@ def passes(write) -> dict[str, type]:
     return {d.pass_name: d.cls for p in report.plugins for d in p.descriptors}
 
 
+def _before(location: str) -> str:
+    """The `file:line` of the line before `location` (a hook's `def`, above its body)."""
+    path, line = location.rsplit(":", 1)
+    return f"{path}:{int(line) - 1}"
+
+
 def _line(cls: type, text: str) -> str:
     """`file:line` of the first line holding `text` in the plugin file defining `cls`."""
     path = inspect.getsourcefile(cls)
@@ -301,11 +307,22 @@ def test_every_live_subgraph_is_explained_as_the_engine_runs_it(passes) -> None:
     assert inner.graph == "then_g" and [c.candidate for c in inner.rewrites] == ["inner"]
 
 
-def test_a_hook_that_changes_the_graph_is_rolled_back(passes) -> None:
+def test_a_hook_that_changes_the_graph_is_refused_as_a_compilation_fails_it(passes) -> None:
+    """A meet_requirements that writes to the graph fails the pass in a compilation
+    (RewriteError, E13028); the explanation says the same at the hook's line and undoes the
+    change."""
     graph = ge.graph.load(_relu_neg())
     before = graph.mutation_count
+    defined = _before(_line(passes["Scribbles"], 'set_attr("seen", 1)'))
     (explained,) = explain_decompose(passes["Scribbles"], graph)
-    assert [c.candidate for c in explained.rewrites] == ["relu"]
+    assert explained.rewrites == []
+    (refused,) = explained.refused
+    assert refused.reason is not None and refused.reason.kind == "meet_requirements_raised"
+    assert refused.reason.message.startswith(
+        "meet_requirements raised RewriteError: [GE1502] meet_requirements changed graph 'g'; "
+        "it may "
+        "only read the graph (the engine makes the change from what replacement returns) (at "
+        f"{defined}")
     assert not graph.find_node_by_name("relu").has_attr("seen")
     assert graph.mutation_count == before
 

@@ -59,6 +59,7 @@ __all__ = [
     "PassRun",
     "collect_patterns",
     "find_matches",
+    "read_only_call",
     "run_pass",
 ]
 
@@ -115,7 +116,7 @@ def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
 
 def _replacement_of(instance: PatternFusionPass, result: MatchResult, graph: Graph,
                     run: PassRun) -> Graph:
-    replacement = _reading(instance.replacement, graph, result, run.context)
+    replacement = read_only_call(instance.replacement, graph, result, run.context)
     if not isinstance(replacement, Graph):
         raise _blame_replacement(TypeError(_not_a_graph("PatternFusionPass", replacement)),
                                  instance)
@@ -262,10 +263,11 @@ def _rewrite_first(matcher: Matcher, candidate: Node, instance: PatternFusionPas
     return False
 
 
-def _reading(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
+def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
     """Call a hook that is asked about the graph and may only read it (`meet_requirements`,
     a `replacement` building a graph of its own): a change it makes would be neither checked
-    as a rewrite nor counted in the pass's outcome, so it fails the pass at the hook's line."""
+    as a rewrite nor counted in the pass's outcome, so it fails the pass at the hook's line
+    (`ge passes explain` asks hooks through it too, to say the same)."""
     before = graph.mutation_count
     value = hook(*args)
     if graph.mutation_count != before:
@@ -281,7 +283,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     pass_name = run.context.get_pass_name()
     in_place: InPlace | None = None
     try:
-        if not bool(_reading(instance.meet_requirements, match.graph, result, run.context)):
+        if not bool(read_only_call(instance.meet_requirements, match.graph, result, run.context)):
             return False
         region = match.region()
         if would_create_cycle(region):
@@ -366,9 +368,9 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         if node._graph is not graph:
             continue
         run.matches += 1
-        if not bool(_reading(instance.meet_requirements, graph, node, run.context)):
+        if not bool(read_only_call(instance.meet_requirements, graph, node, run.context)):
             continue
-        replacement = _reading(instance.replacement, graph, node, run.context)
+        replacement = read_only_call(instance.replacement, graph, node, run.context)
         if not isinstance(replacement, Graph):
             raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
                         instance.replacement)

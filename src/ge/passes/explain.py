@@ -372,7 +372,7 @@ class _Explainer:
         self.context.set_error_message("")
         try:
             answer = ask(self.instance.meet_requirements, (result, self.context),
-                         type(self.instance))
+                         type(self.instance), match.graph)
         finally:
             result._invalidate()
         if not answer.accepted:

@@ -163,7 +163,7 @@ def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,
     explained = CandidateExplanation(graph.name, node.name, node.type, 1, 1, [], None,
                                      matched_nodes=[node.name])
     context.set_error_message("")
-    answer = ask(instance.meet_requirements, (node, context), type(instance))
+    answer = ask(instance.meet_requirements, (node, context), type(instance), graph)
     if answer.accepted:
         return explained
     warning = missing_descs_warning([node], answer_summary(answer),

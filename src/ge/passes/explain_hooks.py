@@ -22,10 +22,16 @@ from types import CodeType, FrameType
 from typing import Any
 
 from ge.errors import SourceLocation
-from ge.graph import DataType, Node, TensorDesc
+from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
+from ge.passes.execution import read_only_call
 from ge.passes.explain_reasons import Reason
-from ge.passes.source import definition_location, is_internal_file, traceback_location
+from ge.passes.source import (
+    blamed_location,
+    definition_location,
+    is_internal_file,
+    traceback_location,
+)
 
 __all__ = [
     "HookAnswer",
@@ -64,9 +70,13 @@ def _code_of(hook: Callable[..., Any]) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
-def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type) -> HookAnswer:
+def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
+        graph: Graph | None = None) -> HookAnswer:
     """Call `hook(*args)` and keep its answer with the user's line that gave it; an
-    exception (of the hook, or of `bool()` on what it returned) is kept, never raised."""
+    exception (of the hook, or of `bool()` on what it returned) is kept, never raised.
+    With `graph`, a hook that changes it fails as in a compilation (the engine's
+    `RewriteError`: a hook asked about the graph may only read it); the explanation undoes
+    the change."""
     code = _code_of(hook)
     returned_at: list[int] = []
     # Only when no profiler runs: one installed by the user (cProfile) is not replaced.
@@ -80,10 +90,11 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type) -> Hook
     if follow:
         sys.setprofile(profile)
     try:
-        value = hook(*args)
+        value = hook(*args) if graph is None else read_only_call(hook, graph, *args)
         accepted = bool(value)
     except Exception as exc:
-        return HookAnswer(error=exc, location=_raised_at(exc, pass_class))
+        location = blamed_location(exc) or _raised_at(exc, pass_class)
+        return HookAnswer(error=exc, location=location)
     finally:
         if follow:
             sys.setprofile(None)
