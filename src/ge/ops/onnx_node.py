@@ -1,4 +1,5 @@
-"""One IR node seen as ONNX: its `NodeProto`, input value names, constant inputs, opsets.
+"""One IR node seen as ONNX: its `NodeProto`, input value names, constant inputs (their
+values, small integer ones as lists, a Slice's arguments), opsets.
 
 Shared by per-node inference and constant evaluation, which both hand a single node to
 onnx (its inference functions, its reference evaluator).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import AttributeProto, helper
 
@@ -21,13 +23,16 @@ from ge.ops.schemas import OpSpec, get_op_spec, latest_opset, normalize_domain
 
 __all__ = [
     "STRUCTURAL",
+    "const_ints",
     "const_value",
     "encode_attribute",
+    "input_connected",
     "input_value_name",
     "node_opset",
     "node_proto",
     "node_spec",
     "outer_inputs",
+    "slice_arguments",
     "type_proto",
 ]
 
@@ -121,3 +126,39 @@ def opset_imports_of(node: Node) -> list[onnx.OperatorSetIdProto]:
     if domain not in imports:
         imports[domain] = node_opset(node)
     return [helper.make_opsetid(d, v) for d, v in imports.items()]
+
+
+def input_connected(node: Node, index: int) -> bool:
+    """Whether input `index` exists and is connected (an optional input may be neither)."""
+    return node.get_inputs_size() > index and node.get_input_producer(index) is not None
+
+
+def const_ints(node: Node, index: int) -> list[int] | None:
+    """The values of a constant integer input of at most one dimension (a shape, axes,
+    pads, repeats), or None when it is absent, not constant or not that."""
+    value = const_value(node, index) if node.get_inputs_size() > index else None
+    if value is None:
+        return None
+    array = np.asarray(value.numpy())
+    if array.dtype.kind not in "iu" or array.ndim > 1:
+        return None
+    return [int(v) for v in array.reshape(-1)]
+
+
+def slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None,
+                                          list[int]] | None:
+    """(starts, ends, axes or None for all, steps) of a Slice when constant, else None."""
+    if node_opset(node) < 10:
+        if not (node.has_attr("starts") and node.has_attr("ends")):
+            return None
+        starts = [int(v) for v in node.get_attr("starts")]
+        ends = [int(v) for v in node.get_attr("ends")]
+        axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
+        return starts, ends, axes, [1] * len(starts)
+    first, last = const_ints(node, 1), const_ints(node, 2)
+    has_axes = input_connected(node, 3)
+    axes = const_ints(node, 3) if has_axes else None
+    steps = const_ints(node, 4) if input_connected(node, 4) else [1] * len(first or ())
+    if first is None or last is None or (has_axes and axes is None) or steps is None:
+        return None
+    return first, last, axes, steps

@@ -23,11 +23,11 @@ import numpy as np
 
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
-from ge.graph.tensor_desc import Shape
+from ge.graph.tensor_desc import Shape, TensorDesc
 from ge.graph.types import DataType
-from ge.ops.onnx_node import const_value
+from ge.ops.onnx_node import const_ints, const_value, slice_arguments
 
-__all__ = ["SHAPED_BY_VALUE", "refine_from_shape_values", "shape_value"]
+__all__ = ["SHAPED_BY_VALUE", "fill_unknown_dims", "refine_from_shape_values", "shape_value"]
 
 Dim = int | str | None  # a size, a symbol, or not known
 
@@ -71,12 +71,6 @@ def _small_ints(tensor: object) -> _Value | None:
     return _Value([int(v) for v in array.reshape(-1)], scalar=array.ndim == 0)
 
 
-def _ints(node: Node, index: int) -> list[int] | None:
-    """A constant integer input as a list (a 0-D one as one element), else None."""
-    value = _small_ints(const_value(node, index))
-    return None if value is None else [int(d) for d in value.dims]  # type: ignore[arg-type]
-
-
 def _attr(node: Node, name: str, default: Any = None) -> Any:
     """An attribute of `node`, or `default` when it has none."""
     return node.get_attr(name) if node.has_attr(name) else default
@@ -113,11 +107,10 @@ def _output_value(node: Node, out: int, depth: int) -> _Value | None:
         source = _input_value(node, 0, depth)
         if source is None:
             return None
+        axes = const_ints(node, 1) if node.get_inputs_size() > 1 else _attr(node, "axes")
         if op == "Unsqueeze":  # a scalar made [v]: the usual step before a Concat
-            axes = _ints(node, 1) if node.get_inputs_size() > 1 else _attr(node, "axes")
             return _Value(list(source.dims)) if source.scalar and list(axes or ()) in (
                 [0], [-1]) else None
-        axes = _ints(node, 1) if node.get_inputs_size() > 1 else _attr(node, "axes")
         if not source.scalar and len(source.dims) == 1 and list(axes or [0]) in ([0], [-1]):
             return _Value(list(source.dims), scalar=True)
         return None
@@ -127,13 +120,9 @@ def _output_value(node: Node, out: int, depth: int) -> _Value | None:
 def _shape_of(node: Node) -> _Value | None:
     """`Shape(x)`: x's dims (a size, a symbol; None for an unknown one), `start`/`end`
     applied as Python slices are."""
-    producer = node.get_input_producer(0)
-    if producer is None:
+    dims = _input_dims(node, 0)
+    if dims is None:
         return None
-    shape = producer[0].get_output_desc(producer[1]).get_shape()
-    if shape.is_unknown_rank():
-        return None
-    dims: list[Dim] = [d if isinstance(d, str) or d >= 0 else None for d in shape]
     start, end = _attr(node, "start", 0), _attr(node, "end", None)
     return _Value(dims[start:end])
 
@@ -204,20 +193,13 @@ _ARITHMETIC = frozenset({"Mul", "Add", "Sub", "Div"})
 
 def _slice(node: Node, depth: int) -> _Value | None:
     data = _input_value(node, 0, depth)
-    if data is None or data.scalar:
+    arguments = slice_arguments(node)
+    if data is None or data.scalar or arguments is None:
         return None
-    if node.get_inputs_size() >= 3:  # opset >= 10: starts, ends, axes, steps as inputs
-        starts, ends = _ints(node, 1), _ints(node, 2)
-        axes = _ints(node, 3) if node.get_inputs_size() > 3 and node.get_input_producer(
-            3) is not None else [0]
-        steps = _ints(node, 4) if node.get_inputs_size() > 4 and node.get_input_producer(
-            4) is not None else [1]
-    else:
-        starts, ends = _attr(node, "starts"), _attr(node, "ends")
-        axes, steps = _attr(node, "axes", [0]), [1]
-    if not (starts and ends and axes and steps) or len(starts) != 1 or len(ends) != 1:
+    starts, ends, axes, steps = arguments
+    if len(starts) != 1 or len(ends) != 1 or (axes or [0]) not in ([0], [-1]):
         return None
-    if list(axes) not in ([0], [-1]) or len(steps) != 1 or steps[0] == 0:
+    if len(steps) != 1 or steps[0] == 0:
         return None
     size = len(data.dims)
     start, stop, step = slice(starts[0], ends[0], steps[0]).indices(size)
@@ -234,27 +216,42 @@ def refine_from_shape_values(node: Node) -> bool:
     something was filled."""
     if node.domain or node.type not in _REFINED or node.get_outputs_size() != 1:
         return False
-    held = node._held_output_desc(0)
+    if _unfilled(node, 0) is None:
+        return False  # (the usual case: nothing left to fill; no walk)
+    computed = _REFINED[node.type](node)
+    return computed is not None and fill_unknown_dims(node, 0, computed)
+
+
+def _unfilled(node: Node, index: int) -> TensorDesc | None:
+    """The desc output `index` of `node` holds when it is typed with a dim (or its rank)
+    unknown, else None."""
+    held = node._held_output_desc(index)
     if held is None or held._data_type == DataType.DT_UNDEFINED:
+        return None
+    return held if any(isinstance(d, int) and d < 0 for d in held._shape) else None
+
+
+def fill_unknown_dims(node: Node, index: int, dims: Sequence[Dim]) -> bool:
+    """Fill the unknown dims of output `index` of `node` (or its unknown rank) from `dims`
+    (None: not known there either); a known dim never changes, nor a desc of another rank.
+    Returns whether something was filled. Shared by the shape values here and by the
+    rewriter, which fills a replacement's output from the value it replaces."""
+    held = _unfilled(node, index)
+    if held is None:
         return False
     shape = held._shape
-    if not any(isinstance(d, int) and d < 0 for d in shape):
-        return False  # (the usual case: nothing left to fill)
-    computed = _REFINED[node.type](node)
-    if computed is None:
-        return False
-    if shape.is_unknown_rank():  # the shape value's length is the rank
-        dims: list[int | str] = [-1 if d is None else d for d in computed]
-    elif len(computed) != len(shape):
+    if shape.is_unknown_rank():  # `dims` gives the rank
+        filled: list[int | str] = [-1 if d is None else d for d in dims]
+    elif len(dims) != len(shape):
         return False
     else:
-        dims = [now if not (isinstance(now, int) and now < 0) or new is None else new
-                for now, new in zip(shape, computed, strict=True)]
-    if dims == list(shape):
+        filled = [now if not (isinstance(now, int) and now < 0) or new is None else new
+                  for now, new in zip(shape, dims, strict=True)]
+    if filled == list(shape):
         return False
     desc = held.copy()
-    desc.shape = desc.origin_shape = Shape(dims)
-    node.update_output_desc(0, desc)
+    desc.shape = desc.origin_shape = Shape(filled)
+    node.update_output_desc(index, desc)
     return True
 
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
-from ge.graph.tensor_desc import Shape
 from ge.graph.types import DataType
 from ge.ops.inference import descs_contradict, proto_contradicts
+from ge.ops.shape_values import fill_unknown_dims
 
 __all__ = [
     "ORIGIN_NODES",
@@ -268,26 +268,15 @@ def _fill_unknown_dims(node: Node, index: int, replaced: TensorDesc) -> None:
     """Fill the unknown dims (or rank) of `node`'s output `index` from `replaced`, the desc
     of the value it takes the place of, when both are of one element type and rank. One
     node's inference follows shapes computed at run time only so far
-    (`ge.ops.shape_values`: not through arithmetic on them), where whole-model inference,
-    with onnx's data propagation, named the dims of the value it replaces."""
+    (`ge.ops.shape_values`: no symbolic expression such as `batch * seq`), where
+    whole-model inference, with onnx's data propagation, named the dims of the value it
+    replaces."""
     held = node._held_output_desc(index)
-    if held is None or held._data_type != replaced._data_type:
-        return
-    shape = held._shape
-    if not any(isinstance(d, int) and d < 0 for d in shape):
-        return  # (the usual case: every dim known)
     before = replaced._shape
-    if shape.is_unknown_rank():
-        dims = list(before)
-    elif before.is_unknown_rank() or len(before) != len(shape):
+    if held is None or held._data_type != replaced._data_type or before.is_unknown_rank():
         return
-    else:
-        dims = [was if isinstance(now, int) and now < 0 else now
-                for now, was in zip(shape, before, strict=True)]
-    if dims != list(shape):
-        desc = held.copy()
-        desc.shape = desc.origin_shape = Shape(dims)
-        node.update_output_desc(index, desc)
+    fill_unknown_dims(node, index, [None if isinstance(d, int) and d < 0 else d
+                                    for d in before])
 
 
 def _finish_rewrite(region: Region, made: list[Node], outputs: Sequence[Producer], *,

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
-from ge.ops.onnx_node import const_value, node_opset
+from ge.ops.onnx_node import const_ints, const_value, input_connected, slice_arguments
 
 __all__ = [
     "FLOAT_TYPES",
@@ -121,23 +121,6 @@ def rewirable(node: Node) -> bool:
 const_input = const_value
 
 
-def input_connected(node: Node, index: int) -> bool:
-    """Whether input `index` exists and is connected (an optional input may be neither)."""
-    return node.get_inputs_size() > index and node.get_input_producer(index) is not None
-
-
-def const_ints(node: Node, index: int) -> list[int] | None:
-    """The values of a constant integer input of at most one dimension (a shape, axes,
-    pads, repeats), or None when it is absent, not constant or not that."""
-    value = const_input(node, index) if node.get_inputs_size() > index else None
-    if value is None:
-        return None
-    array = np.asarray(value.numpy())
-    if array.dtype.kind not in "iu" or array.ndim > 1:
-        return None
-    return [int(v) for v in array.reshape(-1)]
-
-
 def allow_zero(node: Node) -> bool:
     """Whether a Reshape's 0 is a size (`allowzero`=1) rather than "keep this dim"."""
     return node.has_attr("allowzero") and bool(node.get_attr("allowzero"))
@@ -169,25 +152,6 @@ def reshaped_dims(dims: Sequence[int | str], target: Sequence[int], zero_is_size
             return None
         resolved[resolved.index(-1)] = total // rest
     return resolved
-
-
-def slice_arguments(node: Node) -> tuple[list[int], list[int], list[int] | None,
-                                          list[int]] | None:
-    """(starts, ends, axes or None for all, steps) of a Slice when constant, else None."""
-    if node_opset(node) < 10:
-        if not (node.has_attr("starts") and node.has_attr("ends")):
-            return None
-        starts = [int(v) for v in node.get_attr("starts")]
-        ends = [int(v) for v in node.get_attr("ends")]
-        axes = [int(v) for v in node.get_attr("axes")] if node.has_attr("axes") else None
-        return starts, ends, axes, [1] * len(starts)
-    first, last = const_ints(node, 1), const_ints(node, 2)
-    has_axes = input_connected(node, 3)
-    axes = const_ints(node, 3) if has_axes else None
-    steps = const_ints(node, 4) if input_connected(node, 4) else [1] * len(first or ())
-    if first is None or last is None or (has_axes and axes is None) or steps is None:
-        return None
-    return first, last, axes, steps
 
 
 #: Element types whose raw bytes in a TensorProto are the bytes numpy's decoded array holds
