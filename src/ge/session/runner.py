@@ -110,8 +110,7 @@ def _graph_inputs(graph: Graph) -> list[InputSpec]:
         name = node.get_output_names()[0]
         desc = node.get_output_desc(0)
         shape = desc.shape
-        dims = None if shape.is_unknown_rank() else tuple(
-            d if isinstance(d, str) else (None if d < 0 else d) for d in shape)
+        dims = None if shape.is_unknown_rank() else _dims_of(shape)
         if holds_non_tensor(desc):  # its ONNX type is kept on the desc
             specs.append(InputSpec(name, 0, None, name in defaults,
                                    ValueType.from_proto(desc._source.type)))
@@ -135,8 +134,7 @@ def _proto_inputs(model: onnx.ModelProto) -> list[InputSpec]:
         if tensor is not None:
             elem = tensor.elem_type
             if tensor.HasField("shape"):
-                dims = tuple(d.dim_value if d.HasField("dim_value")
-                             else (d.dim_param or None) for d in tensor.shape.dim)
+                dims = _proto_dims(tensor)
         specs.append(InputSpec(vi.name, elem, dims, vi.name in defaults))
     return specs
 
@@ -152,8 +150,15 @@ def model_inputs(model: Model) -> list[InputSpec]:
 
 
 def _dims_of(shape: Iterable[Dim]) -> tuple[Dim, ...]:
+    """A desc's dims as `InputSpec` holds them: an unknown one (-1) as None."""
     return tuple(d if isinstance(d, str) else (None if d is None or d < 0 else d)
                  for d in shape)
+
+
+def _proto_dims(tensor: onnx.TypeProto.Tensor) -> tuple[Dim, ...]:
+    """A tensor type's declared dims: a size, a symbol, or None (neither)."""
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                 for d in tensor.shape.dim)
 
 
 def model_outputs(model: Model) -> dict[str, tuple[Dim, ...]]:
@@ -164,9 +169,7 @@ def model_outputs(model: Model) -> dict[str, tuple[Dim, ...]]:
         for vi in model.graph.output:
             tensor = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
             if tensor is not None and tensor.HasField("shape"):
-                declared[vi.name] = _dims_of(d.dim_value if d.HasField("dim_value")
-                                             else (d.dim_param or None)
-                                             for d in tensor.shape.dim)
+                declared[vi.name] = _proto_dims(tensor)
         return declared
     net_output = model.get_net_output()
     declared = {}
