@@ -22,6 +22,8 @@ state the pass's stage sees (inferred, unless the stage is `BeforeInferShape`), 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,7 +203,6 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     says that a compilation gives it those values untyped too. `stage` is the pass's stage
     (default: the one its class is registered at).
     """
-    from ge.es.opset import opset_scope
     from ge.passes.base import DecomposePass, PatternFusionPass
 
     instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
@@ -212,34 +213,52 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
                         f"{type(instance).__name__}{hint}")
     if not isinstance(graph, Graph):
         raise TypeError(f"explain takes a ge.graph.Graph, got {type(graph).__name__}")
-    focus = _find_node(graph, node, subgraphs) if node is not None else None
-    graphs = [graph]
-    if focus is not None:
-        owner = focus.owner_graph
-        assert owner is not None
-        graphs = [owner]
-    elif subgraphs:
-        graphs += [g for g in graph.get_all_subgraphs() if not g.is_orphan()]
+    focus, graphs = explained_graphs(graph, node, subgraphs)
     context = context or PassContext(type(instance).__name__)
-    root = graph.root_graph()
     found: list[PatternExplanation] = []
-    before = root.mutation_count
-    try:
-        with root.transaction(), opset_scope(root.opset_imports):
-            before_inference = runs_before_inference(type(instance), stage)
-            for target in graphs:
-                found += _Explainer(instance, target, context, before_inference).run()
-            if root.mutation_count != before:
-                raise _Rollback
-    except _Rollback:
-        pass
+    before_inference = runs_before_inference(type(instance), stage)
+    with changes_undone(graph):
+        for target in graphs:
+            found += _Explainer(instance, target, context, before_inference).run()
     if focus is not None:
         found = [_focused(e, focus) for e in found]
     return found
 
 
+def explained_graphs(graph: Graph, node: str | Node | None, subgraphs: bool
+                     ) -> tuple[Node | None, list[Graph]]:
+    """The node asked about (None when none is) and the graphs to explain: its graph, or
+    `graph` and, with `subgraphs`, its live bodies, as the engine runs a pass on them."""
+    focus = _find_node(graph, node, subgraphs) if node is not None else None
+    if focus is not None:
+        owner = focus.owner_graph
+        assert owner is not None
+        return focus, [owner]
+    if subgraphs:
+        return None, [graph, *(g for g in graph.get_all_subgraphs() if not g.is_orphan())]
+    return None, [graph]
+
+
 class _Rollback(Exception):
     """Leaves the transaction so that a hook that changed the graph is undone."""
+
+
+@contextmanager
+def changes_undone(graph: Graph) -> Iterator[None]:
+    """Run the body (an explanation asking a pass's hooks) at the model's opsets, inside a
+    transaction of the root graph that is rolled back when the body changed the graph: a
+    hook may write to it, which the explanation reports and does not keep."""
+    from ge.es.opset import opset_scope
+
+    root = graph.root_graph()
+    before = root.mutation_count
+    try:
+        with root.transaction(), opset_scope(root.opset_imports):
+            yield
+            if root.mutation_count != before:
+                raise _Rollback
+    except _Rollback:
+        pass
 
 
 def _find_node(graph: Graph, node: str | Node, subgraphs: bool) -> Node:

@@ -20,7 +20,7 @@ from typing import Any
 from ge.graph import Graph, Node
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
-from ge.passes.explain import CandidateExplanation, _find_node, _Rollback
+from ge.passes.explain import CandidateExplanation, changes_undone, explained_graphs
 from ge.passes.explain_hooks import (
     answer_summary,
     ask,
@@ -98,7 +98,6 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
     after `BeforeInferShape` expects it typed (`ge.passes.explain_stage.prepare_graph`).
     `stage` is the pass's stage, which words the warnings (default: its registration's).
     """
-    from ge.es.opset import opset_scope
     from ge.passes.base import DecomposePass, PatternFusionPass
 
     instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
@@ -113,27 +112,14 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
     if not types:
         raise TypeError(f"{type(instance).__name__} has no op types: register it with "
                         "@register_decompose_pass(..., op_types=[...]) or give op_types=")
-    focus = _find_node(graph, node, subgraphs) if node is not None else None
-    graphs = [graph]
-    if focus is not None:
-        assert focus.owner_graph is not None
-        graphs = [focus.owner_graph]
-    elif subgraphs:
-        graphs += [g for g in graph.get_all_subgraphs() if not g.is_orphan()]
+    focus, graphs = explained_graphs(graph, node, subgraphs)
     context = context or PassContext(type(instance).__name__)
     before_inference = runs_before_inference(type(instance), stage)
-    root = graph.root_graph()
     found: list[DecomposeExplanation] = []
-    before = root.mutation_count
-    try:
-        with root.transaction(), opset_scope(root.opset_imports):
-            for target in graphs:
-                found.append(_explain_graph(instance, target, types, context,
-                                            before_inference, focus))
-            if root.mutation_count != before:
-                raise _Rollback
-    except _Rollback:
-        pass
+    with changes_undone(graph):
+        for target in graphs:
+            found.append(_explain_graph(instance, target, types, context, before_inference,
+                                        focus))
     return found
 
 
