@@ -72,16 +72,19 @@ def test_progress_only_on_a_terminal() -> None:
         progress.phase("loading")  # shows nothing, and says nothing of it
 
 
+class _Status:
+    """A rich status line's stand-in: the texts it was given, in order."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def update(self, text: Any) -> None:
+        self.texts.append(str(text))
+
+
 @pytest.mark.builtin_passes
 def test_the_progress_observer_follows_steps_and_passes() -> None:
-    class Status:
-        def __init__(self) -> None:
-            self.texts: list[str] = []
-
-        def update(self, text: Any) -> None:
-            self.texts.append(str(text))
-
-    status = Status()
+    status = _Status()
     ge.compile(DISTILBERT, observers=[CompileProgress(status, "m.onnx")])
     assert status.texts[0] == "compiling m.onnx: step 1/8 BeforeInferShape"
     assert any("last ConstantFolding on main_graph" in t for t in status.texts)
@@ -97,14 +100,7 @@ def test_the_progress_covers_loading_and_writing(tmp_path: Path,
 
     import ge.cli.progress as progress_module
 
-    class Status:
-        def __init__(self) -> None:
-            self.texts: list[str] = []
-
-        def update(self, text: Any) -> None:
-            self.texts.append(str(text))
-
-    status = Status()
+    status = _Status()
 
     @contextlib.contextmanager
     def shown(model: str, *, enabled: bool | None = None):  # type: ignore[no-untyped-def]

@@ -540,6 +540,18 @@ def _linear_then_layer_norm() -> onnx.ModelProto:
     return proto
 
 
+def _assert_same_at_two_sizes(proto: onnx.ModelProto, graph: Graph) -> None:
+    """`graph`, saved, passes onnx's full check and computes what `proto` (an
+    `_linear_then_layer_norm`) does at two sizes of its symbolic dims (onnxruntime, 1e-4)."""
+    exported = graph.to_onnx()
+    onnx.checker.check_model(exported, full_check=True)
+    for batch, seq in ((1, 1), (3, 5)):
+        feeds = {"x": np.random.default_rng(seq).standard_normal((batch, seq, 8)).astype(
+            np.float32)}
+        (want,), (got,) = outputs_of(proto, feeds), outputs_of(exported, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.builtin_passes
 def test_a_replacements_output_keeps_the_dims_of_the_value_it_replaces(write) -> None:
     """A replacement output whose dims one node's inference cannot settle (a Reshape to a
@@ -555,13 +567,7 @@ def test_a_replacements_output_keeps_the_dims_of_the_value_it_replaces(write) ->
     (reshape,) = [n for n in graph.nodes_of_type("Reshape")
                   if n.get_in_data_nodes_and_port_indexes(0)[0].type == "Gemm"]
     assert reshape.get_output_desc(0).get_shape().get_dims() == ["batch", "seq", 6]
-    exported = graph.to_onnx()
-    onnx.checker.check_model(exported, full_check=True)
-    for batch, seq in ((1, 1), (3, 5)):
-        feeds = {"x": np.random.default_rng(batch).standard_normal((batch, seq, 8)).astype(
-            np.float32)}
-        (want,), (got,) = outputs_of(proto, feeds), outputs_of(exported, feeds)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    _assert_same_at_two_sizes(proto, graph)
 
 
 BY_HAND = """
@@ -611,13 +617,7 @@ def test_a_reshape_made_by_hand_to_a_computed_shape_keeps_its_dims(write) -> Non
     graph = load(proto)
     compile_graph(graph, pass_paths=[path])
     assert "Reshape" not in op_counts(graph) and op_counts(graph)["LayerNormalization"] == 1
-    exported = graph.to_onnx()
-    onnx.checker.check_model(exported, full_check=True)
-    for batch, seq in ((1, 1), (3, 5)):
-        feeds = {"x": np.random.default_rng(seq).standard_normal((batch, seq, 8)).astype(
-            np.float32)}
-        (want,), (got,) = outputs_of(proto, feeds), outputs_of(exported, feeds)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    _assert_same_at_two_sizes(proto, graph)
 
 
 def test_subgraph_rewriter_refuses_a_region_that_is_not_closed() -> None:
