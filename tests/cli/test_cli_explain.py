@@ -123,6 +123,37 @@ def test_a_plugin_pass_from_pass_path(write, tmp_path: Path) -> None:
             "'abs' is Abs (input 0 of 'relu')") in out.splitlines()
 
 
+def test_listing_and_explaining_in_process_leave_no_plugin_registered(
+        write, tmp_path: Path) -> None:
+    """An embedder (or a test) explains one plugin file, then lists and explains another
+    with the same pass name, then compiles: each command unloads what it loaded."""
+    from ge.passes.registry import get_registered_passes
+
+    first = write("one/relu_neg.py", RELU_NEG)
+    second = write("two/relu_neg.py", RELU_NEG.replace("es.Relu(inputs[0])\n",
+                                                       "es.Neg(inputs[0])\n"))
+    model = tmp_path / "m.onnx"
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["y"])]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    for plugin in (first, second):
+        code, out, err = _run("passes", "explain", "ReluNeg", str(model), "--pass-path",
+                              str(plugin))
+        assert code == 0, err
+        assert f"ReluNeg (pattern_fusion, AfterInferShape, {plugin}:" in out
+        code, out, err = _run("passes", "list", "--pass-path", str(plugin), "--json")
+        assert code == 0, err
+        (listed,) = [p for p in json.loads(out)["passes"] if p["name"] == "ReluNeg"]
+        assert listed["origin"]["file"] == str(plugin)
+        assert get_registered_passes() == []
+    code, _, err = _run("compile", str(model), "-o", str(tmp_path / "out.onnx"),
+                        "--pass-path", str(second))
+    assert code == 0, err
+    assert [n.op_type for n in onnx.load(tmp_path / "out.onnx").graph.node] == ["Neg"]
+
+
 def test_failed_shape_inference_is_a_warning_and_the_explanation_goes_on(
         write, tmp_path: Path) -> None:
     plugin = write("plugins/relu_neg.py", RELU_NEG)

@@ -274,6 +274,23 @@ def test_one_node_asked_about(passes) -> None:
         explain_decompose(passes["GeluErfOnly"], graph, node="nope")
 
 
+def test_an_operator_of_the_name_in_another_domain_is_named_in_the_note(passes) -> None:
+    """`Relu` names ONNX's Relu; the graph's is another domain's, which op_types names
+    with its domain."""
+    proto = _relu_neg()
+    proto.graph.node[0].domain = "my.ops"
+    proto.opset_import.append(helper.make_opsetid("my.ops", 1))
+    graph = ge.graph.load(proto)
+    (explained,) = explain_decompose(passes["EveryRelu"], graph)
+    assert explained.candidates == []
+    assert explained.note == (
+        "no candidate: graph 'g' has no Relu node (the pass's op types); it has 'my.ops.Relu' "
+        "node(s), an operator of that name in another domain, which op_types names as "
+        "'my.ops.Relu'")
+    (explained,) = explain_decompose(passes["EveryRelu"], graph, op_types=["my.ops.Relu"])
+    assert [c.candidate for c in explained.rewrites] == ["relu"]
+
+
 def _if_model() -> onnx.ModelProto:
     """y = If(c, then: Relu(x) 'inner', else: x) + Relu(x) 'outer'."""
     vi = helper.make_tensor_value_info

@@ -145,6 +145,9 @@ def test_explicit_kind_must_match_the_class() -> None:
         ([], ValueError, "register_decompose_pass requires at least one op type"),
         (["Conv", 1], TypeError, "register_decompose_pass op_types must contain non-empty"),
         (["Conv", ""], TypeError, "register_decompose_pass op_types must contain non-empty"),
+        (["com.microsoft."], ValueError,
+         r"op type 'com.microsoft.' is neither an operator's name nor 'domain.OpType'"),
+        ([".Gelu"], ValueError, r"op type '.Gelu' is neither an operator's name nor"),
     ],
 )
 def test_decompose_op_types_are_checked_when_the_factory_is_called(

@@ -324,6 +324,76 @@ register_decompose_pass(name="OnRelu", stage="BeforeInferShape", op_types=["Relu
     assert by_name == {"OnNeg": 1, "OnRelu": 1}
 
 
+GELU_DECOMPOSE = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types={op_types})
+class D(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("gelu")
+        x = b.create_input(0)
+        return b.build_and_reset([x * 0.5 * (es.Erf(x / 1.4142135623730951) + 1.0)])
+"""
+
+
+def _two_gelus() -> onnx.ModelProto:
+    """ONNX's Gelu (opset 20) feeding onnxruntime's com.microsoft Gelu: one name, two
+    operators."""
+    nodes = [helper.make_node("Gelu", ["x"], ["a"], name="onnx_gelu"),
+             helper.make_node("Gelu", ["a"], ["y"], name="ms_gelu", domain="com.microsoft")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [2, 4])],
+                              [helper.make_tensor_value_info("y", 1, [2, 4])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    proto.ir_version = 9
+    return proto
+
+
+@pytest.mark.parametrize(("op_types", "decomposed", "kept"), [
+    (["Gelu"], "onnx_gelu", ("Gelu", "com.microsoft")),  # ONNX's operator of that name
+    (["ai.onnx.Gelu"], "onnx_gelu", ("Gelu", "com.microsoft")),
+    (["com.microsoft.Gelu"], "ms_gelu", ("Gelu", "")),  # that domain's only
+])
+def test_decompose_op_types_name_onnx_operators_or_a_domain_s(
+        write, op_types: list[str], decomposed: str, kept: tuple[str, str]) -> None:
+    proto = _two_gelus()
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[write("plugin.py", HEADER + GELU_DECOMPOSE.format(
+        op_types=op_types))])
+    (record,) = [r for r in report.records if r.pass_name == "D"]
+    assert (record.matches, record.rewrites) == (1, 1)
+    assert not graph.has_node(decomposed)
+    (left,) = graph.nodes_of_type("Gelu", None)
+    assert (left.type, left.domain) == kept
+    assert len(graph.nodes_of_type("Erf")) == 1
+    assert_same_outputs(proto, graph)
+
+
+def test_decompose_of_a_custom_operator_finds_it_in_its_domain(write) -> None:
+    """GE's samples name a custom operator by its name alone (`AddCustom`); ONNX has no
+    operator of that name, so the pass is offered it in whatever domain the model puts it."""
+    source = HEADER + """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["AddCustom"])
+class D(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("add")
+        x, y = b.create_inputs(2)
+        return b.build_and_reset([es.Add(x, y)])
+"""
+    nodes = [helper.make_node("AddCustom", ["x", "z"], ["s"], name="custom", domain="my.ops"),
+             helper.make_node("Relu", ["s"], ["y"])]
+    graph_proto = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, 1, [2, 4]) for n in ("x", "z")],
+        [helper.make_tensor_value_info("y", 1, [2, 4])])
+    proto = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17),
+                                                          helper.make_opsetid("my.ops", 1)])
+    graph = load(proto)
+    report = compile_graph(graph, pass_paths=[write("plugin.py", source)])
+    (record,) = [r for r in report.records if r.pass_name == "D"]
+    assert record.rewrites == 1 and not graph.nodes_of_type("AddCustom", None)
+    x, z = np.random.default_rng(0).standard_normal([2, 2, 4]).astype(np.float32)
+    (got,) = outputs_of(graph.to_onnx(), {"x": x, "z": z})
+    np.testing.assert_allclose(got, np.maximum(x + z, 0), rtol=1e-6)
+
+
 def test_decompose_replacement_must_be_a_graph(write) -> None:
     source = """
 @register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])

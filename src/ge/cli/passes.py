@@ -8,41 +8,27 @@ A path that does not exist (or a file not ending in `.py`) is listed as one more
 beside the plugins that did load: the compiler refuses such a path before importing
 anything (spec D6), but a listing is where one goes to find out what is wrong.
 
-`ge passes explain` (`ge.cli.passes_explain`) finds its pass the same way.
+The plugins are loaded by `ge.cli.listed_passes`, with which `ge passes explain`
+(`ge.cli.passes_explain`) finds its pass the same way.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from ge.cli.compile import parse_options
+from ge.cli.listed_passes import listing_options, loaded_passes, pass_path_option
 from ge.cli.output import command_output, console
-from ge.compiler.options import (
-    OPTION_DISABLE_PLUGIN_AUTOLOAD,
-    CompilerOptions,
-    unknown_ge_options,
-)
-from ge.compiler.options import parse_options as compiler_options
-from ge.compiler.pass_registry import PassRegistry, RegisteredPass
-from ge.compiler.plugin_loader import (
-    ENV_DISABLE_PLUGIN_AUTOLOAD,
-    PASS_PATH_IN_ENV,
-    PluginLoader,
-    autoload_disabled,
-)
+from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
+from ge.compiler.pass_registry import RegisteredPass
+from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, autoload_disabled
 from ge.compiler.scheduler import PIPELINE, step_label
-from ge.errors import CompileWarning, GeError, PluginLoadError, PluginLoadWarning
-from ge.passes.bootstrap import ENV_PY_PASS_PATH
-from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
-from ge.passes.loader import PluginLoadReport
+from ge.errors import GeError
 
 __all__ = ["passes"]
 
@@ -50,17 +36,6 @@ __all__ = ["passes"]
 @click.group()
 def passes() -> None:
     """Inspect the passes the compiler would run."""
-
-
-def _options(values: Mapping[str, str], disabled: Sequence[str]) -> CompilerOptions:
-    """`--option` values checked as a compilation checks them, with a warning for each key
-    of ge's namespace that ge does not know (as `ge compile` gives), plugin failures
-    continued from (a listing shows them) and `disabled` entry points left out."""
-    parsed = compiler_options(dict(values))
-    for text in unknown_ge_options(parsed.values):
-        warnings.warn(CompileWarning(text), stacklevel=2)
-    return dataclasses.replace(parsed, continue_on_plugin_error=True,
-                               disabled_plugins=parsed.disabled_plugins | frozenset(disabled))
 
 
 def _autoload(options: CompilerOptions) -> dict[str, object]:
@@ -78,57 +53,6 @@ def _autoload_line(autoload: Mapping[str, object]) -> str:
                 f"(set {ENV_DISABLE_PLUGIN_AUTOLOAD}=1 to turn off)")
     return ("Entry points (group ge.passes.plugins): not loaded, disabled by "
             f"{autoload['disabled_by']}")
-
-
-def _usable_paths(items: Iterable[str | os.PathLike[str]],
-                  failures: list[GeError], source: str) -> list[Path]:
-    """The pass-path items discovery can load; each missing path or non-`.py` file goes to
-    `failures` instead (discovery would raise it before loading any other item), saying
-    where it came from."""
-    usable: list[Path] = []
-    for item in given_paths(items, "--pass-path"):
-        try:
-            plugin_sources(item)
-        except PluginLoadError as err:
-            err.message += f" ({source})"
-            failures.append(err)
-        else:
-            usable.append(item)
-    return usable
-
-
-def _collect(
-    pass_paths: Sequence[str], options: CompilerOptions
-) -> tuple[list[RegisteredPass], list[GeError], list[str]]:
-    """The passes that loaded, every load failure (bad paths included), the disabled
-    entry points."""
-    bad_env: list[GeError] = []
-    env_paths = _usable_paths(normalize_path_list(os.environ.get(ENV_PY_PASS_PATH, "")),
-                              bad_env, PASS_PATH_IN_ENV)
-    loader = PluginLoader({**os.environ,
-                           ENV_PY_PASS_PATH: os.pathsep.join(str(p) for p in env_paths)})
-    with warnings.catch_warnings():  # failures are listed, not warned about
-        warnings.simplefilter("ignore", PluginLoadWarning)
-        batches: list[tuple[list[GeError], PluginLoadReport]] = [
-            (bad_env, loader.load_from_environment(options))]
-        if pass_paths:
-            bad_flags: list[GeError] = []
-            usable = _usable_paths(pass_paths, bad_flags, "given with --pass-path")
-            batches.append((bad_flags, loader.load_paths(usable, options) if usable
-                            else PluginLoadReport()))
-    registry = PassRegistry.with_builtins()
-    failures: list[GeError] = []
-    disabled_found: list[str] = []
-    for bad_paths, report in batches:
-        failures += bad_paths
-        failures += [f for f in report.failures if all(f is not g for g in failures)]
-        disabled_found += [d for d in report.disabled if d not in disabled_found]
-        for plugin in report.plugins:
-            try:
-                registry.add_plugin(plugin)
-            except GeError as err:
-                failures.append(err)
-    return registry.passes(), failures, disabled_found
 
 
 def _pass_dict(entry: RegisteredPass) -> dict[str, object]:
@@ -189,13 +113,7 @@ def _print_tables(
 
 
 @passes.command("list")
-@click.option(
-    "--pass-path",
-    "pass_paths",
-    multiple=True,
-    type=click.Path(),
-    help="A pass plugin file or directory to load besides ASCEND_GE_PY_PASS_PATH (repeatable).",
-)
+@pass_path_option
 @click.option(
     "--disable",
     "disabled",
@@ -214,19 +132,19 @@ def list_passes(
     """List every pass with its kind, stage, op types and origin; exit 1 if a plugin failed."""
     values = parse_options(option_pairs)
     with command_output("ge", as_json=as_json) as out:
-        options = _options(values, disabled)
+        options = listing_options(values, disabled)
         autoload = _autoload(options)
-        entries, failures, disabled_found = _collect(pass_paths, options)
-        if as_json:
-            out.result({
-                "passes": [_pass_dict(e) for e in entries],
-                "failures": [_failure_dict(f) for f in failures],
-                "disabled": disabled_found,
-                "entry_points": autoload,
-            })
-        else:
-            _print_tables(entries, failures, disabled_found, autoload)
-    if failures:
+        with loaded_passes(pass_paths, options) as found:
+            if as_json:
+                out.result({
+                    "passes": [_pass_dict(e) for e in found.entries],
+                    "failures": [_failure_dict(f) for f in found.failures],
+                    "disabled": found.disabled,
+                    "entry_points": autoload,
+                })
+            else:
+                _print_tables(found.entries, found.failures, found.disabled, autoload)
+    if found.failures:
         ctx.exit(1)
 
 

@@ -18,23 +18,21 @@ from typing import Any
 import click
 
 from ge.cli.compile import parse_options
+from ge.cli.listed_passes import FoundPasses, listing_options, loaded_passes, pass_path_option
 from ge.cli.output import command_output
-from ge.compiler.options import CompilerOptions
 from ge.compiler.pass_registry import RegisteredPass
 from ge.errors import CompileWarning, GeError, PluginLoadWarning
 
 __all__ = ["explain_command"]
 
 
-def _known_pass(name: str, pass_paths: Sequence[str], options: CompilerOptions
-                ) -> tuple[RegisteredPass, list[RegisteredPass]]:
-    """The pass `name` as `ge passes list` finds it with `options` (load failures become
-    warnings), and every pass found (to tell which run before it)."""
-    from ge.cli.passes import _collect
+def _known_pass(name: str, found: FoundPasses) -> RegisteredPass:
+    """The pass `name` among those `ge passes list` finds (load failures become
+    warnings)."""
     from ge.errors import CommandLineError
     from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
 
-    entries, failures, _ = _collect(pass_paths, options)
+    entries, failures = found.entries, found.failures
     for err in failures:
         warnings.warn(PluginLoadWarning(f"a pass plugin failed to load: {err}"), stacklevel=2)
     by_name = {e.name: e for e in entries}
@@ -48,7 +46,7 @@ def _known_pass(name: str, pass_paths: Sequence[str], options: CompilerOptions
         raise CommandLineError(
             f"pass {name!r} is a FusionBasePass ({kind}), not a pattern or decompose pass: "
             "its run() finds what it changes itself, so it cannot be explained")
-    return entry, entries
+    return entry
 
 
 def _check_node(graph: object, node: str) -> None:
@@ -79,13 +77,7 @@ def _earlier(entry: RegisteredPass, entries: Sequence[RegisteredPass]) -> list[s
 @click.command("explain")
 @click.argument("pass_name", metavar="PASS")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option(
-    "--pass-path",
-    "pass_paths",
-    multiple=True,
-    type=click.Path(),
-    help="A pass plugin file or directory to load besides ASCEND_GE_PY_PASS_PATH (repeatable).",
-)
+@pass_path_option
 @click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="A compiler option, readable by the pass's hooks as in ge compile "
                    "(repeatable).")
@@ -104,7 +96,6 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     matches it would rewrite; for a decompose pass, each node of its op types and what
     meet_requirements answered. The hooks read the --option values, as in ge compile."""
     import ge.graph
-    from ge.cli.passes import _options
     from ge.compiler.invocation import create_instance, run_error
     from ge.errors import PatternError
     from ge.passes.context import PassContext
@@ -116,72 +107,75 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
 
     values = parse_options(option_pairs)  # ge compile's parser: the same usage error
     with command_output("ge", as_json=as_json) as out:
-        options = _options(values, ())  # checked as a compilation checks them (GE1202)
-        entry, entries = _known_pass(pass_name, pass_paths, options)
-        graph = ge.graph.load(model)
-        if node is not None:
-            _check_node(graph, node)
-        state = prepare_graph(graph, entry.stage_label, pass_name=entry.name, model_file=model)
-        earlier = earlier_passes_warning(entry.name, entry.stage_label,
-                                         _earlier(entry, entries), model)
-        for text in [*state.warnings, *([earlier] if earlier is not None else [])]:
-            warnings.warn(CompileWarning(text), stacklevel=1)
-        decompose = entry.descriptor.kind == PASS_KIND_DECOMPOSE
-        instance = create_instance(entry, entry.stage_label)
-        context = PassContext(entry.name, options.values)
-        patterns: list[PatternExplanation] = []
-        decomposed: list[DecomposeExplanation] = []
-        try:
+        options = listing_options(values, ())  # checked as a compilation checks them (GE1202)
+        with loaded_passes(pass_paths, options) as found:
+            entry = _known_pass(pass_name, found)
+            entries = found.entries
+            graph = ge.graph.load(model)
+            if node is not None:
+                _check_node(graph, node)
+            state = prepare_graph(graph, entry.stage_label, pass_name=entry.name, model_file=model)
+            earlier = earlier_passes_warning(entry.name, entry.stage_label,
+                                             _earlier(entry, entries), model)
+            for text in [*state.warnings, *([earlier] if earlier is not None else [])]:
+                warnings.warn(CompileWarning(text), stacklevel=1)
+            decompose = entry.descriptor.kind == PASS_KIND_DECOMPOSE
+            instance = create_instance(entry, entry.stage_label)
+            context = PassContext(entry.name, options.values)
+            patterns: list[PatternExplanation] = []
+            decomposed: list[DecomposeExplanation] = []
+            try:
+                if decompose:
+                    decomposed = explain_decompose(instance, graph, node, context=context,
+                                                   op_types=list(entry.descriptor.op_types),
+                                                   stage=entry.stage_label)
+                else:
+                    patterns = explain(instance, graph, node, context=context,
+                                       stage=entry.stage_label)
+            except GeError:
+                raise
+            except Exception as exc:
+                raise run_error(entry, entry.stage_label, "FAILED",
+                                f"{type(exc).__name__}: {exc}", exc) from exc
+            for line in undecided([*patterns, *decomposed]):
+                warnings.warn(CompileWarning(line), stacklevel=1)
+            # An invalid pattern fails the pass in a compilation: the command fails too (after
+            # the text has shown every pattern; JSON gives the error alone, as a compile would).
+            invalid = [e for e in patterns if e.error is not None]
+            failure = None if not invalid else PatternError(
+                f"{entry.name}: " + "; ".join(str(e.error) for e in invalid))
+            opsets = ", ".join(f"{d or 'ai.onnx'}={v}"
+                               for d, v in sorted(graph.opset_imports.items()))
+            if as_json:
+                result: dict[str, Any] = {
+                    "pass": entry.name, "kind": entry.descriptor.kind, "stage": entry.stage_label,
+                    "source": str(entry.origin), "model": model, "graph": graph.name,
+                    "opsets": dict(graph.opset_imports), "shape_inference": state.shape_inference,
+                    "state": state.description, "options": values, "node": node, "top": top,
+                }
+                if decompose:
+                    result["op_types"] = list(entry.descriptor.op_types)
+                    result["graphs"] = [e.as_dict(top) for e in decomposed]
+                else:
+                    result["patterns"] = [e.as_dict(top) for e in patterns]
+                out.result(result)
+                if failure is not None:
+                    raise failure
+                return
+            given = ", ".join(f"{k}={v}" for k, v in values.items())
+            click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
+                       f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
+                       + (f", node {node!r}" if node is not None else "")
+                       + (f", options {given}" if given else ""))
+            click.echo(f"matched against the model {state.description}")
             if decompose:
-                decomposed = explain_decompose(instance, graph, node, context=context,
-                                               op_types=list(entry.descriptor.op_types),
-                                               stage=entry.stage_label)
+                lines = format_decompositions(decomposed, top=top)
             else:
-                patterns = explain(instance, graph, node, context=context,
-                                   stage=entry.stage_label)
-        except GeError:
-            raise
-        except Exception as exc:
-            raise run_error(entry, entry.stage_label, "FAILED",
-                            f"{type(exc).__name__}: {exc}", exc) from exc
-        for line in undecided([*patterns, *decomposed]):
-            warnings.warn(CompileWarning(line), stacklevel=1)
-        # An invalid pattern fails the pass in a compilation: the command fails too (after
-        # the text has shown every pattern; JSON gives the error alone, as a compile would).
-        invalid = [e for e in patterns if e.error is not None]
-        failure = None if not invalid else PatternError(
-            f"{entry.name}: " + "; ".join(str(e.error) for e in invalid))
-        opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in sorted(graph.opset_imports.items()))
-        if as_json:
-            result: dict[str, Any] = {
-                "pass": entry.name, "kind": entry.descriptor.kind, "stage": entry.stage_label,
-                "source": str(entry.origin), "model": model, "graph": graph.name,
-                "opsets": dict(graph.opset_imports), "shape_inference": state.shape_inference,
-                "state": state.description, "options": values, "node": node, "top": top,
-            }
-            if decompose:
-                result["op_types"] = list(entry.descriptor.op_types)
-                result["graphs"] = [e.as_dict(top) for e in decomposed]
-            else:
-                result["patterns"] = [e.as_dict(top) for e in patterns]
-            out.result(result)
+                if not patterns:
+                    click.echo(f"{entry.name} has no patterns for this model: patterns() returned "
+                               f"none at opsets {opsets}")
+                lines = format_explanations(patterns, top=top)
+            for line in lines:
+                click.echo(line)
             if failure is not None:
                 raise failure
-            return
-        given = ", ".join(f"{k}={v}" for k, v in values.items())
-        click.echo(f"{entry.name} ({entry.descriptor.kind}, {entry.stage_label}, "
-                   f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
-                   + (f", node {node!r}" if node is not None else "")
-                   + (f", options {given}" if given else ""))
-        click.echo(f"matched against the model {state.description}")
-        if decompose:
-            lines = format_decompositions(decomposed, top=top)
-        else:
-            if not patterns:
-                click.echo(f"{entry.name} has no patterns for this model: patterns() returned "
-                           f"none at opsets {opsets}")
-            lines = format_explanations(patterns, top=top)
-        for line in lines:
-            click.echo(line)
-        if failure is not None:
-            raise failure

@@ -77,7 +77,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._topo: tuple[tuple[Journal, int], list[Node]] | None = None
         # `nodes_of_type` answers in order, kept like the order above: {(op type, domain):
         # nodes} as of (journal, structure version), dropped with it.
-        self._typed: tuple[tuple[Journal, int], dict[tuple[str, str], list[Node]]] | None = None
+        self._typed: tuple[tuple[Journal, int],
+                           dict[tuple[str, str | None], list[Node]]] | None = None
         # A root's `get_all_nodes()` as of (mutation count, structure version), dropped at
         # the next mutation (reports and the scheduler count nodes after every step).
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
@@ -309,7 +310,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
     def __contains__(self, node: object) -> bool:
         return node in self._nodes
 
-    def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
+    def nodes_of_type(self, op_type: str, domain: str | None = "") -> list[Node]:
         """Direct nodes of one operator, in the graph's order: a new list (the graph may be
         changed while iterating it).
 
@@ -317,7 +318,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         costs a sort of those k nodes the first time after a change of the graph's
         structure (an added or removed node), a copy of k after that. `domain` tells
         operators of the same name apart (`Gelu` of "" and of "com.microsoft" are
-        different operators); "" and "ai.onnx" are the same domain.
+        different operators); "" and "ai.onnx" are the same domain, and None is every
+        domain.
         """
         nodes = self._by_type.get(op_type)
         if not nodes:
@@ -329,9 +331,12 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             typed = self._typed = (version, {})
         found = typed[1].get((op_type, domain))
         if found is None:
-            wanted = _standard_domain(domain)
-            found = sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
-                           key=order.label)
+            if domain is None:
+                found = sorted(nodes, key=order.label)
+            else:
+                wanted = _standard_domain(domain)
+                found = sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
+                               key=order.label)
             typed[1][(op_type, domain)] = found
         return list(found)
 

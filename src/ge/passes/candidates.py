@@ -20,12 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ge.graph import Graph, Node
+from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 from ge.graph import order as graph_order
 from ge.ops.schemas import normalize_domain
 from ge.passes.matcher import CompiledPattern, PatternNode
 
-__all__ = ["LandmarkFilter", "candidates"]
+__all__ = ["LandmarkFilter", "Operator", "candidates", "is_of", "named_operators"]
+
+#: An operator as a sweep looks for it: op type and domain ("" for ONNX's; None for the
+#: op type in every domain).
+Operator = tuple[str, str | None]
 
 #: A landmark is tried when its score (its nodes, doubled per step to the root) is below
 #: this many times the candidates, and kept when it lets through at most `_KEEP` of them:
@@ -34,17 +38,45 @@ _WORTHWHILE = 8
 _KEEP = 0.5
 
 
-def candidates(graph: Graph, op_types: Iterable[str], domain: str = "") -> list[Node]:
-    """The direct nodes of `op_types` (and `domain`) in the graph's topological order."""
+def candidates(graph: Graph, operators: Iterable[Operator]) -> list[Node]:
+    """The direct nodes of `operators` in the graph's topological order."""
     if not graph._order_ok:
         graph.topological_order()  # establishes the maintained order of a loaded graph
-    types = list(dict.fromkeys(op_types))
-    if len(types) == 1:
-        return graph.nodes_of_type(types[0], domain)  # (in order already)
-    found: list[Node] = []
-    for op_type in types:
-        found.extend(graph.nodes_of_type(op_type, domain))
+    wanted = list(dict.fromkeys(operators))
+    if len(wanted) == 1:
+        return graph.nodes_of_type(*wanted[0])  # (in order already)
+    found = {node: None for op in wanted for node in graph.nodes_of_type(*op)}
     return sorted(found, key=graph_order.label)
+
+
+def named_operators(op_types: Iterable[str]) -> list[Operator]:
+    """The operators a decompose pass's op types name. `Type` is ONNX's operator when ONNX
+    has one of that name (`Gelu`: not `com.microsoft`'s Gelu, whose attributes and
+    versions differ) and otherwise the custom operator of that name in whatever domain
+    the model puts it (`AddCustom`, as GE's samples name it); `domain.Type` is that
+    domain's operator only (`com.microsoft.Gelu`, as reports and `ge inspect` label it)."""
+    import onnx.defs
+
+    found: list[Operator] = []
+    for op_type in op_types:
+        domain, _, name = op_type.rpartition(".")
+        if domain:
+            found.append((name, normalize_domain(domain)))
+        elif onnx.defs.has(op_type) or op_type in _STRUCTURAL:
+            found.append((op_type, ""))
+        else:
+            found.append((op_type, None))
+    return found
+
+
+def is_of(node: Node, operators: Iterable[Operator]) -> bool:
+    """Whether `node` is of one of `operators`."""
+    return any(node._type == op_type and (domain is None or normalize_domain(node._domain)
+                                          == domain) for op_type, domain in operators)
+
+
+#: ge's own node types (graph inputs, constants, the graph's outputs), ONNX's domain.
+_STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
 
 
 def _upstream_distances(pattern: CompiledPattern) -> dict[tuple[str, str], int]:

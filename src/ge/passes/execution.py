@@ -27,7 +27,7 @@ from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import Graph, Node
 from ge.graph.journal import ChangeKind
 from ge.ops.onnx_node import node_spec
-from ge.passes.candidates import LandmarkFilter, candidates
+from ge.passes.candidates import LandmarkFilter, candidates, named_operators
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
@@ -218,8 +218,8 @@ def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int
 def _sweep(matcher: Matcher, instance: PatternFusionPass, run: PassRun) -> int:
     """One greedy sweep of one pattern; returns the number of rewrites."""
     graph = matcher.graph
-    op_type, domain = matcher.root_type
-    queue = deque(candidates(graph, [op_type], domain))
+    op_type = matcher.root_type[0]  # (new nodes of another domain do not match the root)
+    queue = deque(candidates(graph, [matcher.root_type]))
     cap = _REWRITES_PER_NODE_CAP * len(graph) + 1_000
     landmarks = LandmarkFilter.for_sweep(matcher.pattern, graph, len(queue), run.landmarks)
 
@@ -364,7 +364,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
     `meet_requirements` accepts it or not, as a pattern pass counts its matches: the report's
     M column is the matches found, R the rewrites made."""
     changed = False
-    for node in candidates(graph, run.op_types):
+    for node in candidates(graph, named_operators(run.op_types)):
         if node._graph is not graph:
             continue
         run.matches += 1
@@ -429,8 +429,7 @@ def find_matches(pass_or_class: Any, graph: Graph,
         patterns = collect_patterns(instance)
     for pattern in patterns:
         matcher = Matcher(compile_pattern(pattern, config), graph)
-        op_type, domain = matcher.root_type
-        for candidate in candidates(graph, [op_type], domain):
+        for candidate in candidates(graph, [matcher.root_type]):
             if candidate in taken:
                 continue
             for match in matcher.matches_at(candidate):  # as the sweep: first accepted

@@ -330,7 +330,7 @@ class _Explainer:
         root = compiled.root
         explanation = PatternExplanation(compiled.name, self.graph.name, root.node.name,
                                          root.type, root.domain, size=len(compiled.nodes))
-        found = candidates(self.graph, [root.type], root.domain)
+        found = candidates(self.graph, [(root.type, root.domain)])
         if not found:
             explanation.note = (f"no candidate: graph {self.graph.name!r} has no "
                                 f"{op_label(root.type, root.domain)} node (the op type of the "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge.graph import Graph, Node
-from ge.passes.candidates import candidates
+from ge.passes.candidates import Operator, candidates, named_operators
 from ge.passes.context import PassContext
 from ge.passes.explain import CandidateExplanation, changes_undone, explained_graphs
 from ge.passes.explain_hooks import (
@@ -126,7 +126,8 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
 def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: PassContext,
                    before_inference: bool, focus: Node | None) -> DecomposeExplanation:
     explanation = DecomposeExplanation(graph.name, op_types)
-    offered = candidates(graph, op_types)
+    operators = named_operators(op_types)
+    offered = candidates(graph, operators)
     wanted = " or ".join(op_label(t) for t in op_types)
     if focus is not None:
         explanation.node = focus.name
@@ -136,11 +137,23 @@ def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: Pa
         offered = [focus] if focus in offered else []
     elif not offered:
         explanation.note = (f"no candidate: graph {graph.name!r} has no {wanted} node (the "
-                            "pass's op types)")
+                            "pass's op types)" + _other_domains(graph, operators))
     for node in offered:
         explanation.candidates.append(_candidate(instance, graph, node, context,
                                                  before_inference))
     return explanation
+
+
+def _other_domains(graph: Graph, operators: list[Operator]) -> str:
+    """Where the graph has an operator of one of the names in another domain than the
+    one named (`com.microsoft`'s Gelu for `Gelu`, ONNX's): how op_types names it."""
+    others = sorted({op_label(n.type, n.domain) for op_type, domain in operators
+                     if domain is not None for n in graph.nodes_of_type(op_type, None)})
+    if not others:
+        return ""
+    names = ", ".join(repr(o) for o in others)
+    return (f"; it has {names} node(s), an operator of that name in another domain, which "
+            f"op_types names as {names}")
 
 
 def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,

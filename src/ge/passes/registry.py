@@ -8,6 +8,7 @@ line; a duplicate name names both definitions.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -217,7 +218,13 @@ def _check_op_types(op_types: object, name: str, where: SourceLocation | None) -
             f"{api} op_types must contain non-empty strings", pass_name=name, location=where
         )
     for item in items:
-        _warn_foreign_op_type(item, name, where)
+        domain, dot, op_type = item.rpartition(".")
+        if dot and not (domain and op_type):
+            raise PassRegisterError(
+                f"{api} op type {item!r} is neither an operator's name nor 'domain.OpType' "
+                "(a domain, a dot, the operator's name)", pass_name=name, location=where)
+        if not dot:
+            _warn_foreign_op_type(item, name, where)
     return items
 
 
@@ -230,6 +237,16 @@ ASCEND_OP_TYPES: Final = {
     "SplitD": "Split", "SplitV": "Split", "SplitVD": "Split", "TensorMove": "Identity",
     "RealDiv": "Div", "BiasAdd": "Add",
 }
+
+
+@functools.cache
+def _onnx_names_by_case() -> dict[str, str]:
+    """ONNX's operator names by their lower-case spelling (read once: onnx's schemas do
+    not change in a process)."""
+    import onnx.defs
+
+    return {schema.name.lower(): schema.name for schema in onnx.defs.get_all_schemas()
+            if schema.domain in ("", "ai.onnx")}
 
 
 def _warn_foreign_op_type(op_type: str, name: str, where: SourceLocation | None) -> None:
@@ -247,9 +264,7 @@ def _warn_foreign_op_type(op_type: str, name: str, where: SourceLocation | None)
         return
     onnx_name = ASCEND_OP_TYPES.get(op_type)
     if onnx_name is None:
-        by_case = {schema.name.lower(): schema.name for schema in onnx.defs.get_all_schemas()
-                   if schema.domain in ("", "ai.onnx")}
-        onnx_name = by_case.get(op_type.lower())
+        onnx_name = _onnx_names_by_case().get(op_type.lower())
         if onnx_name is None:
             return
         why = f"ONNX's operator is spelt {onnx_name!r}"

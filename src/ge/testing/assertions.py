@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ge.graph import Graph, Node
+from ge.passes.candidates import Operator, is_of, named_operators
 from ge.passes.execution import FoundMatch, collect_patterns
 from ge.passes.matcher import Matcher, compile_pattern
 from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
@@ -63,9 +64,9 @@ def _candidates(entry: RegisteredPass, instance: FusionBasePass | None, graph: G
                 ) -> list[Node]:
     """Where the pass would look: nodes of its patterns' first output types, or of a
     decompose pass's op types (best effort: nothing if the patterns cannot be built)."""
-    types: list[tuple[str, str]] = []
+    types: list[Operator] = []
     if entry.descriptor.kind == PASS_KIND_DECOMPOSE:
-        types = [(t, "") for t in entry.descriptor.op_types]
+        types = named_operators(entry.descriptor.op_types)
     elif entry.descriptor.kind == PASS_KIND_PATTERN_FUSION:
         try:
             from ge.es.opset import opset_scope
@@ -81,7 +82,7 @@ def _candidates(entry: RegisteredPass, instance: FusionBasePass | None, graph: G
                     types.append(Matcher(compile_pattern(pattern, config), graph).root_type)
         except Exception:
             types = []
-    return [n for n in graph.get_all_nodes() if (n.type, n.domain) in set(types)]
+    return [n for n in graph.get_all_nodes() if is_of(n, types)]
 
 
 def assert_matches(pass_: PassLike, model: ModelLike, count: int, *,
