@@ -54,8 +54,7 @@ from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
     SizedRun,
     VerificationReport,
-    compare_at_other_sizes,
-    compare_outputs,
+    compare_run,
     narrow_float_outputs,
     random_output_reasons,
 )
@@ -467,18 +466,13 @@ def compile(
                 # as save writes it; its weights are the graph's until it runs (a temporary
                 # file, not a second copy in a proto: see exported_to_run)
                 with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
-                    runner = ModelRunner(saved)
-                    verification = compare_outputs(expected, runner.run(feeds), rtol=rtol,
-                                                   atol=atol, not_compared=random,
-                                                   computed_in=narrow)
-                    if verification.ok and resized is not None:
-                        try:
-                            verification = compare_at_other_sizes(
-                                verification, resized, runner, not_compared=random,
-                                computed_in=narrow)
-                        except SessionError as err:
-                            raise SessionError(f"{err.message}{_each_pass_hint(report)}",
-                                               nodes=err.nodes) from err
+                    try:
+                        verification = compare_run(
+                            ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
+                            not_compared=random, computed_in=narrow, resized=resized)
+                    except SessionError as err:
+                        raise SessionError(f"{err.message}{_each_pass_hint(report)}",
+                                           nodes=err.nodes) from err
                 if not verification.ok:
                     which = _each_pass_hint(report)
                     where = (" at other sizes of the symbolic dims than those generated "

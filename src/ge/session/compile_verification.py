@@ -28,8 +28,7 @@ from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inp
 from ge.session.verification import (
     SizedRun,
     check_inputs,
-    compare_at_other_sizes,
-    compare_outputs,
+    compare_run,
     generate_inputs,
     generated_inputs_note,
     load_inputs,
@@ -59,15 +58,10 @@ class EachPassVerifier(PipelineObserver):
         where = record.graph_name if len(changed) == 1 else (
             f"{record.graph_name} and {len(changed) - 1} more")
         try:
-            runner = ModelRunner(graph)
-            actual = runner.run(self.inputs)
-            report = compare_outputs(self.expected, actual, rtol=self.rtol, atol=self.atol,
-                                     not_compared=self.not_compared,
-                                     computed_in=self.computed_in)
-            if report.ok and self.resized is not None:
-                report = compare_at_other_sizes(report, self.resized, runner,
-                                                not_compared=self.not_compared,
-                                                computed_in=self.computed_in)
+            report = compare_run(ModelRunner(graph), self.expected, self.inputs,
+                                 rtol=self.rtol, atol=self.atol,
+                                 not_compared=self.not_compared,
+                                 computed_in=self.computed_in, resized=self.resized)
         except SessionError as err:  # the pass left a model the runtime cannot load or run
             raise SessionError(
                 f"after pass {record.pass_name} (graph {where}) the model cannot "

@@ -53,6 +53,7 @@ __all__ = [
     "check_inputs",
     "compare_at_other_sizes",
     "compare_outputs",
+    "compare_run",
     "generate_inputs",
     "generated_inputs_limit",
     "generated_inputs_note",
@@ -139,21 +140,31 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     those `sizes`; when the outputs match there too, the report's `also_at` says where."""
     original, compiled = as_model(original, "original"), as_model(compiled, "compiled")
     feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
-    first, second = ModelRunner(original), ModelRunner(compiled)
+    first = ModelRunner(original)
     expected = first.run(feeds)
-    actual = second.run(feeds)
     not_compared = random_output_reasons(original)
-    computed_in = narrow_float_outputs(original)
     warn_tiny_outputs(expected, rtol, atol, not_compared)  # (as `ge.compile` does)
-    report = compare_outputs(expected, actual, rtol=rtol, atol=atol,
+    resized = None if inputs is not None else run_at_other_sizes(original, dims, seed=seed,
+                                                                  runner=first)
+    return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
+                       not_compared=not_compared, computed_in=narrow_float_outputs(original),
+                       resized=resized)
+
+
+def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mapping[str, Any], *,
+                rtol: float, atol: float, not_compared: Mapping[str, str] | None = None,
+                computed_in: Mapping[str, str] | None = None,
+                resized: SizedRun | None = None) -> VerificationReport:
+    """The compiled model (`runner`) run on `inputs` and compared with the original's
+    `expected` outputs; when they match and the original also ran at other sizes
+    (`resized`), compared there too (`compare_at_other_sizes`). What `verify`, the check
+    of `ge.compile` and its each-pass check share; a run that fails is SessionError."""
+    report = compare_outputs(expected, runner.run(inputs), rtol=rtol, atol=atol,
                              not_compared=not_compared, computed_in=computed_in)
-    if inputs is not None or not report.ok:
-        return report
-    run = run_at_other_sizes(original, dims, seed=seed, runner=first)
-    if run is None:
-        return report
-    return compare_at_other_sizes(report, run, second, not_compared=not_compared,
-                                  computed_in=computed_in)
+    if report.ok and resized is not None:
+        report = compare_at_other_sizes(report, resized, runner, not_compared=not_compared,
+                                        computed_in=computed_in)
+    return report
 
 
 # -- checking again at other sizes ------------------------------------------------------------
