@@ -27,7 +27,8 @@ from ge.graph.tensor_desc import Shape, TensorDesc
 from ge.graph.types import DataType
 from ge.ops.onnx_node import const_ints, const_value, slice_arguments
 
-__all__ = ["SHAPED_BY_VALUE", "fill_unknown_dims", "refine_from_shape_values", "shape_value"]
+__all__ = ["SHAPED_BY_VALUE", "fill_unknown_dims", "refine_from_shape_values", "shape_value",
+           "unfilled_desc"]
 
 Dim = int | str | None  # a size, a symbol, or not known
 
@@ -216,15 +217,15 @@ def refine_from_shape_values(node: Node) -> bool:
     something was filled."""
     if node.domain or node.type not in _REFINED or node.get_outputs_size() != 1:
         return False
-    if _unfilled(node, 0) is None:
+    if unfilled_desc(node, 0) is None:
         return False  # (the usual case: nothing left to fill; no walk)
     computed = _REFINED[node.type](node)
     return computed is not None and fill_unknown_dims(node, 0, computed)
 
 
-def _unfilled(node: Node, index: int) -> TensorDesc | None:
+def unfilled_desc(node: Node, index: int) -> TensorDesc | None:
     """The desc output `index` of `node` holds when it is typed with a dim (or its rank)
-    unknown, else None."""
+    unknown, else None (nothing to fill)."""
     held = node._held_output_desc(index)
     if held is None or held._data_type == DataType.DT_UNDEFINED:
         return None
@@ -236,7 +237,7 @@ def fill_unknown_dims(node: Node, index: int, dims: Sequence[Dim]) -> bool:
     (None: not known there either); a known dim never changes, nor a desc of another rank.
     Returns whether something was filled. Shared by the shape values here and by the
     rewriter, which fills a replacement's output from the value it replaces."""
-    held = _unfilled(node, index)
+    held = unfilled_desc(node, index)
     if held is None:
         return False
     shape = held._shape

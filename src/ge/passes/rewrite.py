@@ -23,7 +23,7 @@ from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 from ge.graph.types import DataType
 from ge.ops.inference import descs_contradict, proto_contradicts
-from ge.ops.shape_values import fill_unknown_dims
+from ge.ops.shape_values import fill_unknown_dims, unfilled_desc
 
 __all__ = [
     "ORIGIN_NODES",
@@ -260,7 +260,7 @@ def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequenc
             continue
         if unknown(new, new_index):
             new.update_output_desc(new_index, old.get_output_desc(old_index))
-        else:
+        elif unfilled_desc(new, new_index) is not None:  # (usually every dim is known)
             _fill_unknown_dims(new, new_index, old.get_output_desc(old_index))
 
 
