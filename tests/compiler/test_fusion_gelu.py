@@ -79,14 +79,16 @@ def gelu_erf(opset: int = 20, *, ordering: str = "half_first", scaling: str = "d
 def gelu_tanh(opset: int = 20, *, ordering: str = "half_first", cube: str = "pow",
               swapped: bool = False, coef: float = 0.044715,
               scale: float = SQRT_2_OVER_PI, exponent: float = 3.0,
-              extra_output: str | None = None) -> onnx.ModelProto:
+              extra_output: str | None = None, shared_one: bool = False) -> onnx.ModelProto:
     """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) written out; `cube`
     "factored" writes the argument as BLOOM does, sqrt(2/pi) * x * (1 + 0.044715 * x * x)
-    (`extra_output` "x3" then names its x * 0.044715 * x)."""
+    (`extra_output` "x3" then names its x * 0.044715 * x; `shared_one`: its two 1s are one
+    initializer, as ConstantDeduplication leaves them)."""
     if cube == "factored":
+        one_in = "one" if shared_one else "one_in"
         nodes = [node("Mul", ["coef", "x"] if swapped else ["x", "coef"], ["cx"], name="cx"),
                  node("Mul", ["x", "cx"] if swapped else ["cx", "x"], ["x3"], name="cx2"),
-                 node("Add", ["one_in", "x3"] if swapped else ["x3", "one_in"], ["inner"],
+                 node("Add", [one_in, "x3"] if swapped else ["x3", one_in], ["inner"],
                       name="inner"),
                  node("Mul", ["k", "x"] if swapped else ["x", "k"], ["kx"], name="kx"),
                  node("Mul", ["inner", "kx"] if swapped else ["kx", "inner"], ["ki"],
@@ -95,9 +97,10 @@ def gelu_tanh(opset: int = 20, *, ordering: str = "half_first", cube: str = "pow
                  node("Add", ["one", "th"] if swapped else ["th", "one"], ["t"],
                       name="add_one"),
                  *_product(ordering, "t", swapped)]
-        return _model(nodes, [init("coef", coef), init("k", scale), init("one", 1.0),
-                              init("one_in", 1.0 if exponent == 3.0 else exponent),
-                              init("half", 0.5)], opset, extra_output)
+        inits = [init("coef", coef), init("k", scale), init("one", 1.0), init("half", 0.5)]
+        if not shared_one:
+            inits.append(init("one_in", 1.0 if exponent == 3.0 else exponent))
+        return _model(nodes, inits, opset, extra_output)
     if cube == "pow":
         cubed = [node("Pow", ["x", "three"], ["x3"], name="pow")]
     else:
@@ -161,6 +164,16 @@ def test_the_erf_form_becomes_exact_gelu(ordering: str, scaling: str, swapped: b
 @pytest.mark.parametrize("swapped", [False, True])
 def test_the_tanh_form_becomes_tanh_gelu(ordering: str, cube: str, swapped: bool) -> None:
     _assert_fused(gelu_tanh(ordering=ordering, cube=cube, swapped=swapped), "tanh")
+
+
+@pytest.mark.parametrize("ordering", ORDERINGS)
+@pytest.mark.parametrize("swapped", [False, True])
+def test_one_constant_read_as_both_ones_of_the_factored_form(ordering: str,
+                                                             swapped: bool) -> None:
+    """BLOOM's GELU after ConstantDeduplication: one 1.0 initializer is read by both Adds,
+    so two pattern constants bind the same constant; it stays while it is read elsewhere."""
+    _assert_fused(gelu_tanh(cube="factored", ordering=ordering, swapped=swapped,
+                            shared_one=True), "tanh")
 
 
 def test_constants_are_compared_with_a_tolerance() -> None:

@@ -206,6 +206,35 @@ def test_a_pattern_constant_matches_any_constant_without_const_value_match() -> 
     assert len(find_matches(AddAnyConstant, graph)) == 1
 
 
+class ScaleThenShift(PatternFusionPass):
+    """(x * c1 + c2) with two pattern constants, and c1's value read again as an input."""
+
+    def __init__(self) -> None:
+        super().__init__(PatternMatcherConfigBuilder().enable_const_value_match().build())
+
+    @pattern
+    def scale_shift(self, inputs):
+        return es.Mul(inputs[0], 2.0) + 2.0
+
+    def replacement(self, inputs):
+        return es.Mul(inputs[0] + 1.0, 2.0)
+
+
+def test_two_pattern_constants_may_bind_one_constant() -> None:
+    """One 2.0 initializer read by the Mul and the Add (as ConstantDeduplication leaves
+    them) matches the pattern's two 2.0 constants; the constant stays while read."""
+    proto = model([helper.make_node("Mul", ["x", "two"], ["m"]),
+                   helper.make_node("Add", ["m", "two"], ["a"]),
+                   helper.make_node("Sub", ["a", "two"], ["y"])],
+                  X, Y, [const("two", 2.0, np.float32)])
+    graph = load(proto)
+    (match,) = find_matches(ScaleThenShift, graph)
+    assert [n.type for n in match.nodes].count("Const") == 1  # bound twice, listed once
+    rewrite(ScaleThenShift(), graph)
+    assert op_counts(graph) == {"Add": 1, "Mul": 1, "Sub": 1}
+    assert_same_outputs(proto, graph)
+
+
 class AddZeroExact(PatternFusionPass):
     def __init__(self) -> None:
         super().__init__(PatternMatcherConfigBuilder().enable_const_value_match().build())

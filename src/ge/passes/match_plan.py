@@ -74,13 +74,12 @@ class _Writer:
 
     def node(self, pnode: PatternNode, var: str) -> None:
         """Checks of the first visit of `pnode` at the target in `var`: accepted alone, not
-        bound to another pattern node (only one of the same operator can be that node),
-        then its inputs."""
+        bound to another pattern node (only one of the same operator can be that node; a
+        constant may stand for several pattern constants), then its inputs."""
         self.accepts(pnode, var)
         const = pnode.kind == self._const_kind
-        others = [v for p, v in self.bound.items() if (
-            p.kind == self._const_kind if const else (p.type, p.domain) == (pnode.type,
-                                                                          pnode.domain))]
+        others = [] if const else [v for p, v in self.bound.items()
+                                   if (p.type, p.domain) == (pnode.type, pnode.domain)]
         if others:
             self._emit(1, f"if {' or '.join(f'{var} is {v}' for v in others)}: {self.fail}")
         self.bound[pnode] = var
@@ -166,7 +165,7 @@ class _Writer:
         pattern, fail = self.pattern, self.fail
         if any(p not in self.data for p in pattern.inputs):
             return False  # an input the walk from the root does not reach: the search's job
-        bound = list(self.bound.values())
+        bound = [v for p, v in self.bound.items() if p.kind != self._const_kind]
         for pnode in pattern.inputs:
             producer = self.data[pnode]
             for var in bound:

@@ -4,7 +4,8 @@ A pattern is compiled once per run (`CompiledPattern`: validity checks of §6.1,
 inputs, the consumer counts and which outputs leave the pattern). `Matcher.match_at(node)`
 then tries one candidate for the pattern's first output: it matches backwards from there,
 binding pattern `Data` nodes to any producer output (one Data used twice binds one
-producer), pattern constants to constants, other nodes by op type (and attributes or
+producer), pattern constants to constants (two of them may bind one constant: it is a
+value), other nodes by op type (and attributes or
 constant values when the config asks), inputs positionally with equal counts. Commutative
 operators, when enabled, try their input orders by backtracking. Further pattern outputs are
 found among the consumers of values already bound. A binding is accepted only when the
@@ -204,8 +205,9 @@ class Match:
 
     @property
     def nodes(self) -> list[Node]:
-        """The matched target nodes (pattern inputs excluded), in the graph's order."""
-        return sorted(self.bindings.values(), key=graph_order.label)
+        """The matched target nodes (pattern inputs excluded), each once (a constant may
+        stand for two pattern constants), in the graph's order."""
+        return sorted(set(self.bindings.values()), key=graph_order.label)
 
     def region(self) -> Region:
         """What a rewrite of this match replaces."""
@@ -282,6 +284,17 @@ class Matcher:
         if bound is not None:
             if bound is target:
                 yield
+            return
+        if pnode.kind == _CONST:
+            # A constant is a value, not a computation: two pattern constants may bind one
+            # constant (one 1.0 read twice, as after ConstantDeduplication), and it is not
+            # a node of the match a pattern input must stay out of.
+            if self._accepts(pnode, target):
+                s.bound[pnode] = target
+                try:
+                    yield
+                finally:
+                    del s.bound[pnode]
             return
         if target in s.used or not self._accepts(pnode, target):
             return
