@@ -339,8 +339,8 @@ class WrongThenBranch(PatternFusionPass):
 @pytest.mark.builtin_passes
 def test_generated_inputs_warn_when_a_plugin_changed_a_body(tmp_path: Path) -> None:
     """Trial: a wrong rewrite in an If's then-branch verified 'ok' on generated inputs that
-    took the else-branch. The compilation says which bodies plugins changed; inputs that
-    take that branch catch it."""
+    took the else-branch. The compilation says which changed body the inputs did not run;
+    inputs that take that branch catch it."""
     import warnings
 
     import ge
@@ -351,11 +351,11 @@ def test_generated_inputs_warn_when_a_plugin_changed_a_body(tmp_path: Path) -> N
     model = shared_model("control_flow")
     with pytest.warns(CompileWarning) as caught:
         ge.compile(model, pass_paths=[plugin], verify=True)
-    (warning,) = [w for w in caught if "generated inputs" in str(w.message)]
+    (warning,) = [w for w in caught if "did not run" in str(w.message)]
     assert str(warning.message) == (
-        "verification ran generated inputs, which take one path through If and Loop nodes; "
-        "passes changed their bodies (WrongThenBranch in body 'sub_graph'): give inputs "
-        "that run every branch (--inputs FILE.npz, inputs=) to check them")
+        "the verification's generated inputs did not run body 'sub_graph' of If '/If' "
+        "(changed by WrongThenBranch), so it did not check what the passes changed there: "
+        "give inputs that run it (--inputs FILE.npz, inputs=)")
     positive = {name: np.abs(value) + 1 for name, value in
                 generate_inputs(onnx.load(model)).items()}
     with pytest.raises(VerificationError):

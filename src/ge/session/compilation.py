@@ -480,8 +480,9 @@ def compile(
                     raise VerificationError(
                         f"the compiled model's outputs differ from the original's{where}: "
                         f"{verification.summary()}{which}", report=verification)
-                if inputs is None:
-                    warn_unexercised_bodies(report)
+                runs = [feeds, *([resized.inputs] if resized is not None
+                                 and verification.also_at else [])]
+                warn_unexercised_bodies(report, graph, runs, generated=inputs is None)
             return CompileResult(graph, report, verification, source, typed)
 
         try:

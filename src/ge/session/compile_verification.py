@@ -24,6 +24,7 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph import Graph
+from ge.session.body_coverage import BodyCoverage, body_coverage
 from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
 from ge.session.verification import (
     SizedRun,
@@ -75,19 +76,42 @@ class EachPassVerifier(PipelineObserver):
                 location=record.location)
 
 
-def warn_unexercised_bodies(report: CompileReport) -> None:
-    """Generated inputs take one path through an If (or a Loop's trip count): a plugin pass
-    that changed a body may not have been run by the verification; say so, naming them."""
+def warn_unexercised_bodies(report: CompileReport, graph: Graph,
+                            runs: Sequence[Mapping[str, Any]], *, generated: bool) -> None:
+    """A run takes one path through an If (and runs a Loop's body only as its trip count
+    allows): a plugin pass that changed a body the verification's inputs `runs` did not run
+    was not checked by it; say so, naming them (`ge.session.body_coverage`). Where ge cannot
+    tell (a body of a body, a Scan's), generated inputs get the warning too; given ones
+    were chosen by the user."""
     root = report.graph.name
-    changed = sorted({(r.pass_name, r.graph_name) for r in report.records  # plugins only
-                      if r.changed and r.graph_name != root and r.origin != BUILTIN_ORIGIN})
-    if changed:
-        where = ", ".join(f"{name} in body {graph!r}" for name, graph in changed[:3])
-        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    changed: dict[str, list[str]] = {}  # body -> the plugin passes that changed it
+    for r in report.records:
+        if r.changed and r.graph_name != root and r.origin != BUILTIN_ORIGIN:
+            names = changed.setdefault(r.graph_name, [])
+            if r.pass_name not in names:
+                names.append(r.pass_name)
+    if not changed:
+        return
+    coverage = body_coverage(graph, list(changed), runs)
+    advice = "give inputs that run it (--inputs FILE.npz, inputs=)"
+    if coverage.not_run:
+        warnings.warn(CompileWarning(
+            f"the verification's {'generated' if generated else 'given'} inputs did not run "
+            f"{_bodies(coverage.not_run, coverage, changed)}, so it did not check what the "
+            f"passes changed there: {advice}"), stacklevel=3)
+    if coverage.undecided and generated:
         warnings.warn(CompileWarning(
             f"verification ran generated inputs, which take one path through If and Loop "
-            f"nodes; passes changed their bodies ({where}{more}): give inputs that run "
-            "every branch (--inputs FILE.npz, inputs=) to check them"), stacklevel=3)
+            f"nodes, and ge cannot tell whether they ran "
+            f"{_bodies(coverage.undecided, coverage, changed)}: {advice}"), stacklevel=3)
+
+
+def _bodies(names: Sequence[str], coverage: BodyCoverage,
+            changed: Mapping[str, Sequence[str]]) -> str:
+    """At most three bodies with the passes that changed them, and how many more."""
+    shown = ", ".join(f"{coverage.described[n]} (changed by {', '.join(changed[n])})"
+                      for n in names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def warn_not_compared(random: Mapping[str, str]) -> None:

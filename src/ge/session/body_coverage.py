@@ -1,0 +1,130 @@
+"""Which If branches and Loop bodies the verification's inputs ran, for the coverage warning.
+
+A run takes one path through each If and runs a Loop's body only when its trip count and
+condition let it, so a pass that changed a body is only checked by the verification when
+the inputs ran that body. For an If or Loop of the root graph ge can tell: the value that
+decides (the If's condition, the Loop's trip count and first condition) is a constant, an
+input of the run, or computed, and then read by one more run of the compiled model with
+those values as extra outputs (made only when a pass changed such a body). A body of a body,
+and a Scan's, is left undecided: which of its iterations ran is not a value of the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ge.errors import GeError
+from ge.graph import CONST, DATA, Graph, Node, Tensor
+from ge.session.runner import ModelRunner, exported_to_run
+
+__all__ = ["BodyCoverage", "body_coverage"]
+
+
+@dataclass(frozen=True)
+class BodyCoverage:
+    """Of the bodies asked about: those no run took (`not_run`) and those ge cannot tell
+    about (`undecided`), by name; `described` says what each is ("body 'name' of If
+    'node'")."""
+
+    not_run: list[str]
+    undecided: list[str]
+    described: dict[str, str]
+
+
+def body_coverage(graph: Graph, bodies: Sequence[str],
+                  runs: Sequence[Mapping[str, Any]]) -> BodyCoverage:
+    """Which of the subgraphs `bodies` (by name) of the compiled `graph` the inputs `runs`
+    (the verification's, each a feed dict) ran."""
+    subgraphs = {sub.name: sub for sub in graph.get_all_subgraphs()}
+    asked = [(name, subgraphs.get(name)) for name in bodies]
+    owners = {name: sub.parent_node for name, sub in asked
+              if sub is not None and sub.parent_graph is graph and sub.parent_node is not None}
+    deciders: dict[str, tuple[Node, int]] = {}  # value name -> its producer
+    for node in owners.values():
+        for producer in _deciding_inputs(node):
+            if producer is not None:
+                deciders[producer[0].get_output_name(producer[1])] = producer
+    values = [_read(graph, deciders, run) for run in runs] if deciders else []
+    coverage = BodyCoverage([], [], {})
+    for name, sub in asked:
+        parent = sub.parent_node if sub is not None else None
+        coverage.described[name] = (f"body {name!r}" if parent is None
+                                    else f"body {name!r} of {parent.type} {parent.name!r}")
+        owner = owners.get(name)
+        ran = None if owner is None or sub is None else _ran(sub, owner, values)
+        if ran is None:
+            coverage.undecided.append(name)
+        elif not ran:
+            coverage.not_run.append(name)
+    return coverage
+
+
+def _deciding_inputs(owner: Node) -> list[tuple[Node, int] | None]:
+    """The producers of the inputs that decide whether a body of `owner` runs: an If's
+    condition; a Loop's trip count and condition (absent: None)."""
+    count = {"If": 1, "Loop": 2}.get(owner.type, 0)
+    return [owner.get_input_producer(i) if i < owner.get_inputs_size() else None
+            for i in range(count)]
+
+
+def _ran(body: Graph, owner: Node, runs: Sequence[Mapping[str, Any] | None]) -> bool | None:
+    """Whether some run took `body` of `owner` (a root-graph node), None when it cannot be
+    told."""
+    if owner.type not in ("If", "Loop") or not runs:
+        return None
+    producers = _deciding_inputs(owner)
+    names = [None if p is None else p[0].get_output_name(p[1]) for p in producers]
+    for values in runs:
+        if values is None or any(n is not None and n not in values for n in names):
+            return None
+        given = [None if n is None else np.asarray(values[n]).reshape(-1) for n in names]
+        if any(v is not None and v.size == 0 for v in given):
+            return None  # (an empty condition: the model would not run)
+        if owner.type == "If":
+            assert given[0] is not None
+            branch = "then_branch" if bool(given[0][0]) else "else_branch"
+            if owner.get_attr(branch) is body:
+                return True
+        else:  # a Loop runs its body when its trip count (if any) and condition allow
+            trips, condition = given
+            if (trips is None or int(trips[0]) > 0) and (condition is None
+                                                          or bool(condition[0])):
+                return True
+    return False
+
+
+def _read(graph: Graph, deciders: Mapping[str, tuple[Node, int]],
+          feeds: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The values of `deciders` in a run on `feeds`: constants and inputs as they are, the
+    rest from a run of `graph` giving them as extra outputs (None when it fails)."""
+    found: dict[str, Any] = {}
+    computed: list[str] = []
+    for name, (node, _) in deciders.items():
+        if node.type == CONST and node.has_attr("value"):
+            value = node.get_attr("value")
+            if isinstance(value, Tensor):
+                found[name] = value.numpy()
+                continue
+        if node.type == DATA and name in feeds:
+            found[name] = feeds[name]
+        else:
+            computed.append(name)
+    if not computed:
+        return found
+    try:
+        with exported_to_run(graph) as exported:
+            outputs = exported.proto.graph.output
+            outputs.extend(onnx.ValueInfoProto(name=name) for name in computed
+                           if name not in {o.name for o in outputs})
+            if exported.path is not None:  # the file the runner reads (its weights beside it)
+                onnx.save(exported.proto, exported.path)
+            found.update({name: value for name, value in ModelRunner(exported).run(feeds).items()
+                          if name in computed})
+    except GeError:
+        return None  # a warning is never worth another error: the bodies stay undecided
+    return found

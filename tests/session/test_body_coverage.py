@@ -1,0 +1,139 @@
+"""The coverage warning of verification: a plugin pass changed an If branch or a Loop body,
+and the verification's inputs (given or generated) did not run it, so what it changed was
+not checked. ge tells for the root graph's If and Loop nodes (`ge.session.body_coverage`);
+inside a body it cannot, and says so for generated inputs only."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+from ge.errors import CompileWarning
+from ge.session.body_coverage import body_coverage
+from model_paths import shared_model
+
+pytestmark = pytest.mark.builtin_passes
+
+# Relu(h) * 2 -> Relu(h * 2): right, so verification passes wherever the branch runs
+RIGHT_THEN = '''\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="ScaleIntoRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class ScaleIntoRelu(PatternFusionPass):
+    @pattern
+    def relu_scale(self, inputs):
+        return es.Relu(inputs[0]) * 2.0
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0] * 2.0)
+'''
+
+# Sin(h) -> Neg(Neg(Sin(h))) in the Loop's body: right too
+SIN_IN_LOOP = '''\
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+
+@register_decompose_pass(name="NegatedSin", stage=PassStage.BEFORE_INFER_SHAPE,
+                         op_types=["Sin"])
+class NegatedSin(DecomposePass):
+    def replacement(self, node):
+        b = GraphBuilder("sin")
+        return b.build_and_reset([es.Neg(es.Neg(es.Sin(b.create_input(0))))])
+'''
+
+
+def _plugin(tmp_path: Path, source: str) -> Path:
+    path = tmp_path / "plugin.py"
+    path.write_text(source)
+    return path
+
+
+def _control_flow_inputs(total_sign: float, trips: int) -> dict[str, np.ndarray]:
+    """control_flow's inputs: its If takes the then branch when sum(x) > 0, its Loop runs
+    `trips` times."""
+    x = np.abs(np.random.default_rng(0).standard_normal((2, 8))).astype(np.float32) + 0.1
+    return {"x": x * np.float32(total_sign), "n": np.array(trips, np.int64)}
+
+
+def _compile_warnings(model: object, plugin: Path, **kwargs: object) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ge.compile(model, pass_paths=[plugin], verify=True, **kwargs)  # type: ignore[arg-type]
+    return [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
+
+
+def test_given_inputs_that_skip_a_changed_branch_are_warned_about(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, RIGHT_THEN)
+    model = shared_model("control_flow")
+    assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(-1, 2)) == [
+        "the verification's given inputs did not run body 'sub_graph' of If '/If' (changed "
+        "by ScaleIntoRelu), so it did not check what the passes changed there: give inputs "
+        "that run it (--inputs FILE.npz, inputs=)"]
+    assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 2)) == []
+
+
+def test_a_loop_body_runs_when_its_trip_count_lets_it(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, SIN_IN_LOOP)
+    model = shared_model("control_flow")
+    assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 0)) == [
+        "the verification's given inputs did not run body 'sub_graph2' of Loop '/Loop' "
+        "(changed by NegatedSin), so it did not check what the passes changed there: give "
+        "inputs that run it (--inputs FILE.npz, inputs=)"]
+    assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 3)) == []
+
+
+def _nested_if() -> onnx.ModelProto:
+    """y = If(c1, then: If(c2, then: Relu(x) * 2, else: -x), else: x): the inner branches
+    are bodies of a body."""
+    vi = helper.make_tensor_value_info
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    inner_then = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["t"])],
+        "inner_then", [], [vi("t", TensorProto.FLOAT, [3])], [two])
+    inner_else = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "inner_else", [],
+                                   [vi("e", TensorProto.FLOAT, [3])])
+    outer_then = helper.make_graph(
+        [helper.make_node("If", ["c2"], ["i"], name="inner", then_branch=inner_then,
+                          else_branch=inner_else)],
+        "outer_then", [], [vi("i", TensorProto.FLOAT, [3])])
+    outer_else = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "outer_else",
+                                   [], [vi("o", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c1"], ["y"], name="outer", then_branch=outer_then,
+                          else_branch=outer_else)], "nested",
+        [vi("c1", TensorProto.BOOL, []), vi("c2", TensorProto.BOOL, []),
+         vi("x", TensorProto.FLOAT, [3])], [vi("y", TensorProto.FLOAT, [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_body_of_a_body_is_undecided_and_warned_about_for_generated_inputs(
+        tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, RIGHT_THEN)
+    assert _compile_warnings(_nested_if(), plugin) == [
+        "verification ran generated inputs, which take one path through If and Loop nodes, "
+        "and ge cannot tell whether they ran body 'inner_then' of If 'inner' (changed by "
+        "ScaleIntoRelu): give inputs that run it (--inputs FILE.npz, inputs=)"]
+    given = {"c1": np.array(True), "c2": np.array(False),
+             "x": np.array([1.0, -2.0, 3.0], np.float32)}
+    assert _compile_warnings(_nested_if(), plugin, inputs=given) == []
+
+
+def test_coverage_reads_constants_inputs_and_computed_values() -> None:
+    """control_flow's If condition is computed (a Cast of a comparison), its Loop's trip
+    count an input: one run of the graph with the condition as an extra output tells."""
+    graph = ge.graph.load(shared_model("control_flow"))
+    runs = [_control_flow_inputs(-1, 0), _control_flow_inputs(-1, 4)]
+    coverage = body_coverage(graph, ["sub_graph", "sub_graph1", "sub_graph2", "nope"], runs)
+    assert coverage.not_run == ["sub_graph"]  # then: sum(x) > 0 in neither run
+    assert coverage.undecided == ["nope"]
+    assert coverage.described["sub_graph2"] == "body 'sub_graph2' of Loop '/Loop'"
