@@ -207,6 +207,34 @@ def test_ctrl_c_ends_a_command_with_130_and_one_line_writing_nothing(tmp_path: P
     assert "Traceback" not in pyatc.stderr and list(out.iterdir()) == []
 
 
+@pytest.mark.parametrize(("signal_name", "status", "word"), [
+    ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_interrupt_before_the_command_starts_its_work_ends_it_the_same(
+        tmp_path: Path, signal_name: str, status: int, word: str, debug: bool) -> None:
+    """In the first moments of a command (while it imports what it needs, before its output
+    handling) Ctrl-C or SIGTERM gave click's "Aborted!" and status 1 (audit): now the
+    status and line of a later interrupt; with --debug, the traceback before them."""
+    out = tmp_path / "out"
+    out.mkdir()
+    early = (
+        "import os, signal\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "import ge.cli.compile as command\n"
+        "def interrupt(pairs):\n"
+        f"    os.kill(os.getpid(), signal.{signal_name})\n"
+        "command.parse_options = interrupt\n"
+        "import ge.cli\n"
+        f"ge.cli.main([*{['--debug'] if debug else []!r}, 'compile', {str(DISTILBERT)!r},\n"
+        f"             '-o', {str(out / 'm.onnx')!r}])\n")
+    result = run_process("-c", early)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.endswith(f"ge: {word}; nothing was written\n"), result.stderr
+    assert "Aborted!" not in result.stderr
+    assert ("Traceback" in result.stderr) is debug
+    assert list(out.iterdir()) == []
+
+
 def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) -> None:
     """SIGTERM (timeout, docker stop, a cancelled CI job) ends `ge` and `pyatc` with status
     143 and nothing written: not as the running pass's failure, and not leaving the temporary

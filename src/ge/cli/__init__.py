@@ -76,6 +76,17 @@ class _GeGroup(click.Group):
 
             click.echo(f"ge: {one_line(str(err))}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt as interrupt:
+            # Before a command's output handling began (while it imports what it needs), or
+            # re-raised by it under --debug: ended as the command would, not as click's
+            # "Aborted!" with status 1, which a script cannot tell from a failure.
+            from ge.cli.output import end_interrupted
+
+            if ctx.find_root().params.get("debug"):
+                import traceback
+
+                traceback.print_exc()
+            end_interrupted("ge", interrupt)
 
 
 @click.group(cls=_GeGroup)

@@ -20,7 +20,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -242,11 +242,8 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         except KeyboardInterrupt as interrupt:
             if out.debug:
                 raise
-            terminated = isinstance(interrupt, Terminated)
             out.flush_warnings()
-            click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; nothing "
-                       "was written", err=True)
-            raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
+            end_interrupted(prog, interrupt)
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
@@ -371,6 +368,16 @@ class Terminated(KeyboardInterrupt):
 #: shell reports it).
 TERMINATED_STATUS = 128 + signal.SIGTERM
 INTERRUPTED_STATUS = 128 + signal.SIGINT
+
+
+def end_interrupted(prog: str, interrupt: KeyboardInterrupt) -> NoReturn:
+    """End a command stopped by Ctrl-C (SIGINT) or SIGTERM (`Terminated`) as a shell would:
+    one line saying so on stderr and status 130 or 143 (outputs are written atomically, so
+    none was left half-written)."""
+    terminated = isinstance(interrupt, Terminated)
+    click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; nothing was "
+               "written", err=True)
+    raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
 
 
 @contextlib.contextmanager
