@@ -119,9 +119,10 @@ def test_a_word_that_is_not_a_mode_is_a_bad_value_with_a_hint(
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--rtol", "0.1"), "--rtol needs --verify (or --inputs)"),
-    (("--atol", "1e-3"), "--atol needs --verify (or --inputs)"),
-    (("--atol", "1e-3", "--rtol", "1e-4"), "--rtol and --atol need --verify (or --inputs)"),
+    (("--rtol", "0.1"), "--rtol needs --verify (or --inputs or --dims)"),
+    (("--atol", "1e-3"), "--atol needs --verify (or --inputs or --dims)"),
+    (("--atol", "1e-3", "--rtol", "1e-4"),
+     "--rtol and --atol need --verify (or --inputs or --dims)"),
 ])
 def test_a_tolerance_without_verify_is_refused(model: Path, tmp_path: Path,
                                                args: tuple[str, ...], message: str) -> None:

@@ -313,6 +313,19 @@ def test_shared_models_compile_and_compute_the_same(model: Path) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_steps_count_nodes_as_the_report_does() -> None:
+    """A step's nodes_before/after count operators (constants too, subgraphs included) but
+    not Data and NetOutput, as the report's own counts do (audit: steps counted those too,
+    163 beside the report's 160)."""
+    graph = ge.graph.load(shared_model("control_flow"))
+    report = compile_graph(graph, builtin_passes=False)
+    first, last = report.steps[0], report.steps[-1]
+    assert first.nodes_before == sum(report.ops_before.values())
+    assert last.nodes_after == sum(report.ops_after.values())
+    everything = len(graph.get_all_nodes())
+    assert first.nodes_before < everything  # (the bodies' Data and NetOutput nodes too)
+
+
 def test_constants_keep_their_values_through_inference() -> None:
     graph = Graph("consts")
     data = _typed_data(graph, 0, [2, 3])

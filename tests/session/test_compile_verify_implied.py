@@ -59,11 +59,11 @@ def test_the_default_tolerances_are_those_of_the_cli() -> None:
     ({"verify": "none", "dims": {"batch": 3}},
      "verify='none' contradicts dims=: they are only used to verify; leave verify out "
      "(dims= alone implies verify='final') or leave dims= out"),
-    ({"rtol": 0.1}, "rtol needs verify=True (or inputs=): without it nothing is compared"),
+    ({"rtol": 0.1}, "rtol needs verify=True (or inputs= or dims=): without it nothing is compared"),
     ({"atol": 0.0, "verify": False},
-     "atol needs verify=True (or inputs=): without it nothing is compared"),
+     "atol needs verify=True (or inputs= or dims=): without it nothing is compared"),
     ({"rtol": 1e-3, "atol": 1e-3},
-     "rtol and atol need verify=True (or inputs=): without it nothing is compared"),
+     "rtol and atol need verify=True (or inputs= or dims=): without it nothing is compared"),
 ])
 def test_an_argument_verification_would_ignore_is_refused(
         tmp_path: Path, arguments: dict[str, object], message: str) -> None:
@@ -90,4 +90,4 @@ def test_the_cli_shares_the_rule_in_its_own_words() -> None:
         verification_mode(None, inputs_given=False, dims_given=False,
                           tolerances_given=["--rtol"], names=cli)
     assert (info.value.code, info.value.message) == (
-        "GE1701", "--rtol needs --verify (or --inputs): without it nothing is compared")
+        "GE1701", "--rtol needs --verify (or --inputs or --dims): without it nothing is compared")

@@ -66,7 +66,7 @@ class StepRecord:
 
     name: str
     seconds: float
-    nodes_before: int  # every node of the model, subgraphs included
+    nodes_before: int  # the model's operators, subgraphs included (`operator_count`)
     nodes_after: int
 
     def as_dict(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.options import OPTION_MAX_ROUNDS
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
-from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord
+from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, operator_count
 from ge.compiler.steps import (
     FINAL_VALIDATION_STAGE,
     INFER_SHAPE_STAGE,
@@ -314,7 +314,9 @@ class Scheduler:
 
 
 def _count(graph: Graph) -> int:
-    return len(graph.get_all_nodes())
+    """The model's operators, subgraphs included, as the report counts nodes
+    (`operator_count`: constants counted, `Data` and `NetOutput` not)."""
+    return sum(operator_count(g) for g in (graph, *_subgraphs(graph)))
 
 
 def _subgraphs(root: Graph) -> list[Graph]:

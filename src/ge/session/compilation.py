@@ -239,8 +239,8 @@ def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_giv
     if tolerances_given and mode == "none":
         flags = " and ".join(tolerances_given)
         raise names.error(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
-                          f"{names.verify} (or {names.inputs}): without it nothing is "
-                          "compared")
+                          f"{names.verify} (or {names.inputs} or {names.dims}): without it "
+                          "nothing is compared")
     return mode
 
 
