@@ -81,3 +81,63 @@ def test_bad_dump_settings_are_option_errors_before_anything_runs(
     assert info.value.code == "GE1202" and info.value.message == message
     assert graph.mutation_count == count
     assert not (tmp_path / "never").exists()
+
+
+def _conv_bn(path: Path) -> Path:
+    """x [1, 64, 8, 8] -> Conv (a 147 KiB weight) -> BatchNormalization -> Relu -> y."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+             for name, shape in (("w", (64, 64, 3, 3)), ("scale", (64,)), ("bias", (64,)),
+                                 ("mean", (64,)))]
+    inits.append(numpy_helper.from_array(rng.random(64).astype(np.float32) + 0.5, "var"))
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"],
+                              ["b"]),
+             helper.make_node("Relu", ["b"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_bn", [vi("x", onnx.TensorProto.FLOAT, [1, 64, 8, 8])],
+                              [vi("y", onnx.TensorProto.FLOAT, [1, 64, 8, 8])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_onnx_dumps_share_one_weights_file(tmp_path: Path) -> None:
+    """Each weight is written once for all of a compilation's dumps (a copy per dump made
+    --dump write about twelve times the model): the dumps point into one `ge_weights_*`
+    file beside them, each loads (onnx, with its checker, and ge) and runs as the graph it
+    is; a second compilation into the folder gets a file of its own, so the first's dumps
+    that it does not overwrite still load."""
+    import numpy as np
+
+    from ge.session import run_model
+
+    source = _conv_bn(tmp_path / "conv_bn.onnx")  # the BatchNorm is folded into the Conv
+    weights_bytes = sum(t.ByteSize() for t in onnx.load(source).graph.initializer)
+    ge.compile(source, dump=tmp_path / "d", dump_level="1")
+    (shared,) = (tmp_path / "d").glob("ge_weights_*.data")
+    dumps = sorted((tmp_path / "d").glob("*.onnx"))
+    assert len(dumps) >= 9
+    # the weight and the folded one, each once: not a copy per dump
+    assert shared.stat().st_size < 2.2 * weights_bytes
+    assert all(p.stat().st_size < weights_bytes / 20 for p in dumps)
+    inputs = {"x": np.random.default_rng(1).standard_normal((1, 64, 8, 8), dtype=np.float32)}
+    expected = run_model(onnx.load(source), inputs)["y"]
+    for dump in (dumps[0], dumps[-1]):
+        model = onnx.load(dump, load_external_data=False)
+        locations = {e.value for t in model.graph.initializer for e in t.external_data
+                     if e.key == "location"}
+        assert locations == {shared.name}
+        onnx.checker.check_model(str(dump), full_check=True)
+        got = run_model(ge.graph.load(dump), inputs)["y"]
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    ge.compile(source, dump=tmp_path / "d", dump_level="3")  # overwrites no dump of the first
+    assert len(list((tmp_path / "d").glob("ge_weights_*.data"))) == 2
+    assert ge.graph.load(dumps[0]).nodes_of_type("BatchNormalization")
+
+
+def test_a_model_without_large_tensors_leaves_no_weights_file(tmp_path: Path) -> None:
+    ge.compile(small_graph(), dump=tmp_path / "d")
+    assert not list((tmp_path / "d").glob("ge_weights_*"))

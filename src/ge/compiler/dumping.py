@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 from ge.compiler.arguments import described
 from ge.compiler.scheduler import PIPELINE, PipelineObserver, step_label
 from ge.errors import CommandLineError, CompilerOptionError, CompilerOptionTypeError, GeError
+from ge.graph.external_data import SharedExternalData
+from ge.graph.model_io import new_file_mode, save_model
 from ge.graph.types import DumpFormat
 
 if TYPE_CHECKING:
@@ -144,6 +146,7 @@ class GraphDumper(PipelineObserver):
         self.written: list[Path] = []
         self._names = names
         self._seq = 0
+        self._shared: SharedExternalData | None = None
 
     def check_level_names(self, pass_names: Iterable[str]) -> None:
         """Refuse (CompilerOptionError, GE1202) a level naming something that is part of
@@ -226,11 +229,30 @@ class GraphDumper(PipelineObserver):
         self.written.append(text)
         if self.with_onnx:
             target = self.directory / f"{stem}.onnx"
+            weights = self._weights()
             try:
-                graph.save(target)
+                save_model(graph, target, shared_data=weights)
             except GeError as err:  # an intermediate graph ONNX cannot hold: say so beside it
                 note = self.directory / f"{stem}.onnx.skipped.txt"
                 note.write_text(f"not written as ONNX: {err}\n", encoding="utf-8")
                 self.written.append(note)
             else:
                 self.written.append(target)
+            if weights.path.exists() and weights.path.stat().st_size == 0:
+                weights.path.unlink()  # no tensor large enough to go there (yet)
+            elif weights.path.exists() and weights.path not in self.written:
+                self.written.append(weights.path)
+
+    def _weights(self) -> SharedExternalData:
+        """The one data file the ONNX dumps of this compilation share: each weight is
+        written there once (a copy per dump made `--dump` about twelve times the model),
+        named for this compilation, so that the dumps of an earlier one in the folder keep
+        theirs."""
+        if self._shared is None:
+            fd, name = tempfile.mkstemp(dir=self.directory, prefix="ge_weights_",
+                                        suffix=".data")
+            os.close(fd)
+            path = Path(name)
+            os.chmod(path, new_file_mode(path))  # (mkstemp: 0600 whatever the umask)
+            self._shared = SharedExternalData(path)
+        return self._shared

@@ -9,9 +9,11 @@ protobuf's 2 GB limit are written. The walk over a model's tensor protos that bo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
@@ -24,8 +26,8 @@ from ge.errors import ExternalDataError
 if TYPE_CHECKING:
     from ge.graph.payloads import PayloadStore
 
-__all__ = ["ExternalDataWriter", "TensorKind", "graph_tensors", "iter_tensors", "packed_bytes",
-           "read_external_data", "write_external_data"]
+__all__ = ["ExternalDataWriter", "SharedExternalData", "TensorKind", "graph_tensors",
+           "iter_tensors", "packed_bytes", "read_external_data", "write_external_data"]
 
 A = AttributeProto
 _ALIGNMENT = 4096  # offsets aligned so the data file can be memory-mapped
@@ -183,15 +185,22 @@ class ExternalDataWriter:
 
     def place(self, tensor: onnx.TensorProto, payload: bytes | memoryview) -> None:
         """Write `payload` (aligned) and make `tensor` (without payload) refer to it."""
+        self._refer(tensor, self._append(payload), memoryview(payload).nbytes)
+
+    def _append(self, payload: bytes | memoryview) -> int:
+        """Write `payload` at the next aligned offset of the file; returns that offset."""
         offset = self.out.tell()
         pad = (-offset) % _ALIGNMENT
         if pad:
             self.out.write(b"\0" * pad)
             offset += pad
         self.out.write(payload)
+        return offset
+
+    def _refer(self, tensor: onnx.TensorProto, offset: int, length: int) -> None:
         tensor.data_location = onnx.TensorProto.EXTERNAL
         for key, value in (("location", self.location), ("offset", str(offset)),
-                           ("length", str(memoryview(payload).nbytes))):
+                           ("length", str(length))):
             entry = tensor.external_data.add()
             entry.key, entry.value = key, value
 
@@ -223,6 +232,37 @@ def packed_bytes(array: np.ndarray) -> bytes | memoryview:
     if np.little_endian and dtype.isnative and dtype.char in _BUFFER_TYPECODES:
         return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")  # type: ignore[arg-type]
     return numpy_helper.from_array(array).raw_data
+
+
+class SharedExternalData(ExternalDataWriter):
+    """One data file that several models written into its folder point into, each payload
+    stored once: the graph dumps of a compilation, whose weights mostly stay the same from
+    one dump to the next (a copy per dump made `--dump` write about twelve times the
+    model). A payload is known again by its digest (BLAKE2b of its bytes, with its length);
+    the file is opened for each model (`writing()`), so no handle outlives a save."""
+
+    def __init__(self, path: Path, size_threshold: int = 1024) -> None:
+        super().__init__(None, path.name, size_threshold)  # type: ignore[arg-type]
+        self.path = path
+        self._written: dict[bytes, tuple[int, int]] = {}  # digest -> (offset, length)
+
+    @contextmanager
+    def writing(self) -> Iterator[SharedExternalData]:
+        """The file open for appending while one model is written."""
+        with open(self.path, "ab") as out:
+            self.out = out
+            try:
+                yield self
+            finally:
+                self.out = None  # type: ignore[assignment]
+
+    def place(self, tensor: onnx.TensorProto, payload: bytes | memoryview) -> None:
+        view = memoryview(payload)
+        digest = hashlib.blake2b(view, digest_size=16).digest()
+        found = self._written.get(digest)
+        if found is None or found[1] != view.nbytes:
+            found = self._written[digest] = (self._append(payload), view.nbytes)
+        self._refer(tensor, *found)
 
 
 def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter,

@@ -32,6 +32,7 @@ from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.external_data import (
     ExternalDataWriter,
+    SharedExternalData,
     iter_tensors,
     packed_bytes,
     read_external_data,
@@ -441,14 +442,22 @@ def save_model(
     lift_constants: bool = False,
     full_check: bool = False,
     before_commit: Callable[[Path | None], None] | None = None,
+    shared_data: SharedExternalData | None = None,
 ) -> Path | None:
     """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
-    model (None: every tensor is inside it)."""
+    model (None: every tensor is inside it). With `shared_data` (a data file in the same
+    folder, as the graph dumps of a compilation share one) the large tensors go there, each
+    payload once, and that file is not replaced: only the model is written atomically."""
     check_target_spelling(path)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
-    if not external_data:  # None (decide) or False (refuse what cannot fit)
+    if shared_data is not None:
+        if shared_data.path.parent.resolve() != folder.resolve():
+            raise ModelSaveError(f"cannot save to {target}: its shared data file "
+                                 f"{shared_data.path} is in another folder", path=str(target))
+        external_data = False  # (not a data file of its own)
+    elif not external_data:  # None (decide) or False (refuse what cannot fit)
         constant_bytes = constants_nbytes(graph)
         if external_data is None:
             external_data = constant_bytes > INLINE_MODEL_BYTES
@@ -481,7 +490,13 @@ def save_model(
     # model proto and its serialization (see ge.graph.payloads).
     payloads = PayloadStore()
     try:
-        if external_data:
+        if shared_data is not None:
+            with shared_data.writing(), no_gc_pauses():
+                model = graph_to_model(graph, tensor_sink=_external_sink(shared_data),
+                                       value_info=value_info, lift_constants=lift_constants,
+                                       payloads=payloads)
+                write_external_data(model, shared_data, payloads)
+        elif external_data:
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{data_name}.", suffix=".tmp")
             tmp_data = Path(tmp)
             temporaries.append(tmp_data)
@@ -524,6 +539,8 @@ def save_model(
                            data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]
+        if shared_data is not None:
+            return shared_data.path
         return data_target if wrote_data else None
     except OSError as exc:
         raise ModelSaveError(
