@@ -235,6 +235,27 @@ def test_an_interrupt_before_the_command_starts_its_work_ends_it_the_same(
     assert list(out.iterdir()) == []
 
 
+def test_an_interrupt_after_the_outputs_are_in_place_names_them(tmp_path: Path) -> None:
+    """SIGTERM as the command ends (its files renamed into place, the summary not printed
+    yet) said "nothing was written" while everything had been (audit): it names them."""
+    out = tmp_path / "out"
+    out.mkdir()
+    late = (
+        "import os, signal\n"
+        "import ge.cli.compile as command\n"
+        "def terminate(*args, **kwargs):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "command.print_compile_result = terminate\n"
+        "import ge.cli\n"
+        f"ge.cli.main(['compile', {str(DISTILBERT)!r}, '-o', {str(out / 'm.onnx')!r},\n"
+        f"             '--report', {str(out / 'r.json')!r}])\n")
+    result = run_process("-c", late)
+    assert result.returncode == 143, result.stderr
+    assert result.stderr.endswith(
+        f"ge: terminated; {out / 'r.json'}, {out / 'm.onnx'} had been written\n"), result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["m.onnx", "r.json"]
+
+
 def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) -> None:
     """SIGTERM (timeout, docker stop, a cancelled CI job) ends `ge` and `pyatc` with status
     143 and nothing written: not as the running pass's failure, and not leaving the temporary

@@ -190,6 +190,11 @@ def test_load_inputs_reads_and_checks_npz_files(tmp_path: Path) -> None:
     (tmp_path / "inputs.txt").write_text("1 2 3")
     with pytest.raises(VerificationInputError, match=r"must be an \.npz file"):
         load_inputs(tmp_path / "inputs.txt", model)
+    (tmp_path / "text.npz").write_text("1 2 3")  # numpy took it for a pickle (audit)
+    with pytest.raises(VerificationInputError) as info:
+        load_inputs(tmp_path / "text.npz", model)
+    assert info.value.code == "GE1602" and info.value.message.endswith(
+        "text.npz: it is not an .npz file (a zip archive of arrays, as np.savez writes it)")
     single = tmp_path / "x.npy"
     np.save(single, np.ones((2, 3), np.float32))
     one_input = helper.make_model(helper.make_graph(

@@ -10,8 +10,11 @@ compiling. Errors are one line with their code (JSON with `--json`); warnings ar
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,14 +22,15 @@ import click
 
 from ge.cli.output import (
     CommandOutput,
+    check_not_read,
     check_output_folder,
     command_output,
     console,
     file_target,
-    same_file,
+    files_read,
     write_json_atomically,
 )
-from ge.errors import CommandLineError, GeError
+from ge.errors import CommandLineError, CompileWarning, GeError
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
@@ -84,21 +88,25 @@ def parse_dims(pairs: Sequence[str], inputs: Path | None) -> dict[str, int]:
     return dims
 
 
-def _check_report_target(report: Path, model: Path, output: Path) -> None:
+def _check_report_target(report: Path, model: Path, output: Path,
+                         read: Sequence[tuple[Path | None, str]] = ()) -> None:
+    """Refuse a report target that cannot be written or names another file in use: MODEL,
+    OUT or the external data file OUT may get, or a file the command reads (`read`)."""
     check_output_folder(report, "the report")
-    for other, what in ((model, "the model"), (output, "the output model")):
-        if same_file(report, other):
-            raise CommandLineError(f"cannot write the report to {report}: it is {what}",
-                                   path=str(report))
+    check_not_read(report, "the report", [*_model_files(model, output), *read])
 
 
 def _check_html_target(page: Path, others: Sequence[tuple[Path | None, str]]) -> None:
     """Refuse an HTML page target that cannot be written or names another file in use."""
     check_output_folder(page, "the HTML page")
-    for other, what in others:
-        if other is not None and same_file(page, other):
-            raise CommandLineError(f"cannot write the HTML page to {page}: it is {what}",
-                                   path=str(page))
+    check_not_read(page, "the HTML page", others)
+
+
+def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
+    """MODEL, OUT and OUT's external data file (`OUT.data`, which --external-data or a
+    large model writes), as what a report or page must not replace."""
+    return [(model, "the model"), (output, "the output model"),
+            (output.with_name(f"{output.name}.data"), "the output model's external data file")]
 
 
 # -- the report as data and as text -----------------------------------------------------------
@@ -337,11 +345,13 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
         raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
                                "existing folder", path=str(dump))
+    read = files_read(inputs=inputs, pass_paths=pass_paths)
+    check_not_read(output, "the output model", read)
     if report_path is not None:
-        _check_report_target(report_path, model, output)
+        _check_report_target(report_path, model, output, read)
     if html_path is not None:
-        _check_html_target(html_path, ((model, "the model"), (output, "the output model"),
-                                       (report_path, "the report")))
+        _check_html_target(html_path, [*_model_files(model, output),
+                                       (report_path, "the report"), *read])
     from ge.graph.model_io import check_save_target
 
     with compile_progress(str(model)) as progress:
@@ -359,15 +369,17 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                                                    recorder]
         progress.phase("running the model as given for --verify" if mode != "none"
                        else "starting")
-        result = ge.compile(graph, pass_paths=list(pass_paths) or None,
-                            options=options or None, builtin_passes=builtin, disable=disable,
-                            enable=enable, verify=mode, inputs=inputs, dims=dims or None,
-                            rtol=rtol if "--rtol" in tolerances_given else None,
-                            atol=atol if "--atol" in tolerances_given else None,
-                            check=check, on_pass_failure=on_pass_failure, dump=dump,
-                            dump_level=dump_level, observers=observers,
-                            value_info=value_info, opset=opset,
-                            inline_functions=inline_functions)
+        with _working_directory_kept():
+            result = ge.compile(
+                graph, pass_paths=list(pass_paths) or None, options=options or None,
+                builtin_passes=builtin, disable=disable, enable=enable, verify=mode,
+                inputs=None if inputs is None else inputs.absolute(), dims=dims or None,
+                rtol=rtol if "--rtol" in tolerances_given else None,
+                atol=atol if "--atol" in tolerances_given else None,
+                check=check, on_pass_failure=on_pass_failure,
+                dump=None if dump is None else dump.absolute(), dump_level=dump_level,
+                observers=observers, value_info=value_info, opset=opset,
+                inline_functions=inline_functions)
         result.source = result.source or Path(model)  # (given as the graph loaded from it)
         from ge.passes.stage import PassStage
         from ge.session.hints import function_hints, opset_hints
@@ -399,6 +411,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                              f"{len(result.report.records)} pass run(s)",
                     before=before, after=graph_diff.snapshot(result.graph),
                     passes=recorder.changes, labels=("Before", "After")))
+                out.wrote(html_path)
             payload = result_payload(result, model=model, output=output,
                                      warnings=out.warnings)
             payload["output_data"] = None if data_file is None else str(data_file)
@@ -407,11 +420,14 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 payload["html"] = str(html_path)
             if report_path is not None:
                 write_json_atomically(report_path, payload, "the report")
+                out.wrote(report_path)
             described.append(payload)
 
         progress.phase(f"writing {output}")
         data_file = result.save(output, external_data=external_data,
                                 overwrite_input=overwrite_input, before_commit=describe)
+        out.wrote(output)
+        out.wrote(data_file)
     (payload,) = described
     if out.as_json:
         del payload["warnings"]  # added (complete) when the command ends
@@ -422,6 +438,23 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
             click.echo(f"wrote page {html_path}")
+
+
+@contextlib.contextmanager
+def _working_directory_kept() -> Iterator[None]:
+    """Give back the working directory a pass plugin changed (at import or in a hook): the
+    paths of the command line are relative to the one it started in (the output was
+    refused as 'not an existing folder' after the whole compilation). A warning says so."""
+    start = os.getcwd()
+    try:
+        yield
+    finally:
+        now = os.getcwd()
+        if now != start:
+            os.chdir(start)
+            warnings.warn(CompileWarning(
+                f"a pass plugin changed the working directory (to {now}); ge changed it back "
+                f"to {start}, where the command's paths are"), stacklevel=2)
 
 
 def _output_file(text: str) -> Path:
@@ -525,17 +558,18 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                      opset=opset, enable=enable, inline_functions=inline_functions)
         except GeError as err:
             if report_path is not None:
-                _write_failure_report(out, err, report_path, model, Path(output))
+                _write_failure_report(out, err, report_path, model, Path(output),
+                                      files_read(inputs=inputs, pass_paths=pass_paths))
             raise
 
 
 def _write_failure_report(out: CommandOutput, err: GeError, report_path: Path, model: Path,
-                          output: Path) -> None:
+                          output: Path, read: Sequence[tuple[Path | None, str]]) -> None:
     """The report of a failed compilation: the error as `--json` prints it, in place of a
     report an earlier run left (a CI job would upload that as this run's). Not when the
-    report's own target is what is wrong."""
+    report's own target is what is wrong (a file in use, `read` among them)."""
     try:
-        _check_report_target(report_path, model, output)
+        _check_report_target(report_path, model, output, read)
         write_json_atomically(report_path, out.failure(err), "the report")
     except (GeError, OSError):
         return  # the compilation's own error is the one to report

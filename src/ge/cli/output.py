@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandOutput",
+    "check_not_read",
     "check_output_folder",
     "command_output",
     "console",
+    "files_read",
     "one_line",
     "same_file",
     "write_atomically",
@@ -114,6 +116,13 @@ class CommandOutput:
         self._caught: list[warnings.WarningMessage] = []
         self._shown = 0
         self._payload: dict[str, Any] | None = None
+        # The files the command put in place so far (`wrote`): an interrupt after them says so.
+        self.written: list[Path] = []
+
+    def wrote(self, path: Path | None) -> None:
+        """Record a file the command has put in place (renamed into place: complete)."""
+        if path is not None:
+            self.written.append(path)
 
     @property
     def warnings(self) -> list[dict[str, Any]]:
@@ -243,7 +252,7 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
             if out.debug:
                 raise
             out.flush_warnings()
-            end_interrupted(prog, interrupt)
+            end_interrupted(prog, interrupt, out.written)
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
@@ -298,6 +307,40 @@ def check_output_folder(path: Path, what: str) -> None:
     problem = write_target_problem(path)
     if problem is not None:
         raise CommandLineError(f"cannot write {what} to {path}: {problem}", path=str(path))
+
+
+def files_read(*, inputs: Path | None = None, pass_paths: Sequence[str | os.PathLike[str]] = ()
+               ) -> list[tuple[Path, str]]:
+    """The files besides MODEL a command reads, with what each is: the `--inputs` file and
+    the pass plugins it loads (`--pass-path` items and `ASCEND_GE_PY_PASS_PATH`'s, a
+    folder's plugin files). An output naming one would replace it (`check_not_read`); a
+    path that names nothing is left to the loader's own error."""
+    from ge.errors import GeError
+    from ge.passes.bootstrap import ENV_PY_PASS_PATH
+    from ge.passes.discovery import normalize_path_list, plugin_sources
+
+    found: list[tuple[Path, str]] = []
+    if inputs is not None:
+        found.append((Path(inputs), "the --inputs file"))
+    items = [Path(item) for item in pass_paths if str(item).strip()]
+    items += normalize_path_list(os.environ.get(ENV_PY_PASS_PATH, ""))
+    for item in items:
+        try:
+            sources = plugin_sources(item)
+        except GeError:
+            continue
+        found += [(source.path, f"the pass plugin {source.path}") for source in sources]
+    return found
+
+
+def check_not_read(target: Path, what: str, read: Sequence[tuple[Path | None, str]]) -> None:
+    """Refuse (CommandLineError, GE1701) to write `what` to `target` when it is a file the
+    command reads (`read`: path and what it is), before anything is done: writing it would
+    lose that file (an --inputs file replaced by the outputs, a plugin by the model)."""
+    for other, role in read:
+        if other is not None and same_file(target, other):
+            raise CommandLineError(f"cannot write {what} to {target}: it is {role}",
+                                   path=str(target))
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -370,13 +413,16 @@ TERMINATED_STATUS = 128 + signal.SIGTERM
 INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
-def end_interrupted(prog: str, interrupt: KeyboardInterrupt) -> NoReturn:
+def end_interrupted(prog: str, interrupt: KeyboardInterrupt,
+                    written: Sequence[Path] = ()) -> NoReturn:
     """End a command stopped by Ctrl-C (SIGINT) or SIGTERM (`Terminated`) as a shell would:
-    one line saying so on stderr and status 130 or 143 (outputs are written atomically, so
-    none was left half-written)."""
+    one line saying so on stderr and status 130 or 143. Outputs are written atomically, so
+    none was left half-written; those already in place when it came (`written`: the signal
+    arrived as the command was ending) are named, not denied."""
     terminated = isinstance(interrupt, Terminated)
-    click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; nothing was "
-               "written", err=True)
+    what = ("nothing was written" if not written
+            else f"{', '.join(str(p) for p in written)} had been written")
+    click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; {what}", err=True)
     raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
 
 

@@ -21,11 +21,12 @@ import click
 
 from ge.cli.compile import parse_dims
 from ge.cli.output import (
+    check_not_read,
     check_output_folder,
     command_output,
     console,
     file_target,
-    same_file,
+    files_read,
     write_atomically,
 )
 from ge.errors import CommandLineError
@@ -202,9 +203,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
             if output.suffix != ".npz":
                 raise CommandLineError(f"cannot write the outputs to {output}: the file "
                                        "name must end in .npz", path=str(output))
-            if same_file(output, model):
-                raise CommandLineError(f"cannot write the outputs to {output}: it is the "
-                                       "model", path=str(output))
+            check_not_read(output, "the outputs", [
+                (model, "the model"), *files_read(inputs=inputs, pass_paths=pass_paths)])
         graph = ge.graph.load(model)
         feeds = (load_inputs(inputs, graph) if inputs is not None
                  else generate_inputs(graph, seed=seed, dims=dims))

@@ -27,7 +27,7 @@ from ge.errors import (
     ValidationProblem,
 )
 from ge.es.opset import opset_scope
-from ge.graph import CONST
+from ge.graph import CONST, NET_OUTPUT
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import STALE_DESC_ADVICE, infer_node, shape_conflict
@@ -117,6 +117,8 @@ class Invocation:
                                                         attributes_of=changes.attributes_set))
                     if self.typed and not problems:
                         problems = _shape_problems(touched, changes)
+                    if not problems:  # (a stale desc explains a wrong output type better)
+                        problems = _output_problems(root, target, touched)
                     if problems:
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
@@ -302,6 +304,60 @@ def _type_new_values(nodes: list[Node]) -> None:
     untyped.sort(key=lambda n: position[n.owner_graph].get(n, 0))  # type: ignore[index]
     for node in untyped:
         infer_node(node, quiet=True)
+
+
+def _output_problems(root: Graph, target: Graph, touched: list[Node]
+                     ) -> list[ValidationProblem]:
+    """What a pass did to a graph's outputs that the node checks do not see: a graph left
+    without its one NetOutput (removed, not only disconnected), and an output rewired to a
+    value of another element type or static shape than the graph declares for it (a model
+    the checker rejects, blamed on ge's own Identity at save time)."""
+    problems = []
+    graphs = dict.fromkeys([root, target, *(n.owner_graph for n in touched)])
+    for graph in graphs:
+        if graph is None or not is_live(graph, root):
+            continue
+        count = graph.count_of_type(NET_OUTPUT)
+        if count != 1:
+            problems.append(ValidationProblem(
+                "structure", (), f"graph {graph.name!r} has {count} NetOutput nodes after "
+                "the pass, not one: it removed the node that gives the graph's outputs",
+                graph.name, "rewire the NetOutput's inputs instead (graph.replace_all_uses)"))
+    for node in touched:
+        if node.type != NET_OUTPUT or node.owner_graph is None:
+            continue
+        for index in range(node.get_inputs_size()):
+            problem = _declared_output_problem(node, index)
+            if problem is not None:
+                problems.append(ValidationProblem("type", (node.name,), problem,
+                                                  node.owner_graph.name))
+    return problems
+
+
+def _declared_output_problem(net_output: Node, index: int) -> str | None:
+    """Why output `index` of a graph no longer reads a value of its declared element type
+    and static dims, or None."""
+    from ge.graph.types import DataType
+
+    producer = net_output.get_input_producer(index)
+    if producer is None or not net_output.has_input_desc(index):
+        return None
+    declared = net_output.get_input_desc(index)
+    given = producer[0].get_output_desc(producer[1])
+    unknown = DataType.DT_UNDEFINED
+    name = producer[0].get_output_name(producer[1])
+    if declared.data_type not in (unknown, given.data_type) and given.data_type != unknown:
+        return (f"graph output {index} is declared {declared.data_type.name} but the pass "
+                f"made it read {name!r} of {producer[0].name!r}, a {given.data_type.name}")
+    want, got = declared.get_shape(), given.get_shape()
+    if want.is_unknown_rank() or got.is_unknown_rank():
+        return None
+    if len(want) != len(got) or any(
+            isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0 and a != b
+            for a, b in zip(want, got)):
+        return (f"graph output {index} is declared {list(want)} but the pass made it read "
+                f"{name!r} of {producer[0].name!r}, shaped {list(got)}")
+    return None
 
 
 def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None

@@ -49,7 +49,7 @@ def body_coverage(graph: Graph, bodies: Sequence[str],
         for producer in _deciding_inputs(node):
             if producer is not None:
                 deciders[producer[0].get_output_name(producer[1])] = producer
-    values = [_read(graph, deciders, run) for run in runs] if deciders else []
+    values = _read(graph, deciders, runs) if deciders else []
     coverage = BodyCoverage([], [], {})
     for name, sub in asked:
         parent = sub.parent_node if sub is not None else None
@@ -99,32 +99,37 @@ def _ran(body: Graph, owner: Node, runs: Sequence[Mapping[str, Any] | None]) -> 
 
 
 def _read(graph: Graph, deciders: Mapping[str, tuple[Node, int]],
-          feeds: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The values of `deciders` in a run on `feeds`: constants and inputs as they are, the
-    rest from a run of `graph` giving them as extra outputs (None when it fails)."""
-    found: dict[str, Any] = {}
-    computed: list[str] = []
-    for name, (node, _) in deciders.items():
-        if node.type == CONST and node.has_attr("value"):
-            value = node.get_attr("value")
+          runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | None]:
+    """The values of `deciders` in each run (its feeds): constants and inputs as they are,
+    the rest from runs of `graph` giving them as extra outputs (exported once; a run that
+    fails gives None)."""
+    found: list[dict[str, Any]] = []
+    computed: set[str] = set()
+    for feeds in runs:
+        values: dict[str, Any] = {}
+        for name, (node, _) in deciders.items():
+            value = node.get_attr("value") if node.type == CONST and node.has_attr("value") \
+                else None
             if isinstance(value, Tensor):
-                found[name] = value.numpy()
-                continue
-        if node.type == DATA and name in feeds:
-            found[name] = feeds[name]
-        else:
-            computed.append(name)
+                values[name] = value.numpy()
+            elif node.type == DATA and name in feeds:
+                values[name] = feeds[name]
+            else:
+                computed.add(name)
+        found.append(values)
     if not computed:
-        return found
+        return list(found)
     try:
         with exported_to_run(graph) as exported:
             outputs = exported.proto.graph.output
-            outputs.extend(onnx.ValueInfoProto(name=name) for name in computed
-                           if name not in {o.name for o in outputs})
+            declared = {o.name for o in outputs}
+            outputs.extend(onnx.ValueInfoProto(name=n) for n in sorted(computed - declared))
             if exported.path is not None:  # the file the runner reads (its weights beside it)
                 onnx.save(exported.proto, exported.path)
-            found.update({name: value for name, value in ModelRunner(exported).run(feeds).items()
-                          if name in computed})
+            runner = ModelRunner(exported)
+            for read, feeds in zip(found, runs, strict=True):
+                read.update({name: value for name, value in runner.run(feeds).items()
+                             if name in computed})
     except GeError:
-        return None  # a warning is never worth another error: the bodies stay undecided
-    return found
+        return [None] * len(runs)  # a warning is never worth another error: undecided
+    return list(found)

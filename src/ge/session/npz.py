@@ -54,6 +54,12 @@ def read_npz(path: str | os.PathLike[str], what: str = "values") -> dict[str, An
     path = Path(path)
     arrays: dict[str, np.ndarray] = {}
     pickled: list[str] = []
+    if path.is_file() and not zipfile.is_zipfile(path):
+        # (numpy's own answer, about pickled data and allow_pickle=, misleads: it is not an
+        # .npz at all, and ge never loads pickles)
+        raise VerificationInputError(
+            f"cannot read {what} from {path}: it is not an .npz file (a zip archive of "
+            "arrays, as np.savez writes it)")
     try:
         with np.load(path, allow_pickle=False) as data:
             for name in data.files:

@@ -1,0 +1,63 @@
+"""A pass that breaks a graph's outputs is blamed (E13028, its name and file:line) when it
+returns, in ge.compile and ge compile alike, and the caller's graph is given back unchanged:
+an error-path audit found a removed NetOutput reported only by the final validation (GE1003,
+no pass), and an output rewired to a value of another type or shape not caught at all (the
+checker rejected the written model, blaming ge's own Identity)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ge
+import ge.graph
+from ge.errors import PassRunError
+from model_paths import shared_model
+
+HEADER = "from ge.passes import FusionBasePass, PassStage, register_fusion_pass\n\n"
+
+REMOVE_OUTPUT = HEADER + '''
+@register_fusion_pass(name="RemoveOutput", stage=PassStage.AFTER_INFER_SHAPE)
+class RemoveOutput(FusionBasePass):
+    def run(self, graph, context):
+        graph.remove_node(graph.get_net_output())
+        return True
+'''
+
+# DistilBERT's output is float [1, 12, 48]: its int64 input_ids, or a Softmax [1, 3, 12, 12]
+OUTPUT_TO = HEADER + '''
+@register_fusion_pass(name="RewireOutput", stage=PassStage.AFTER_INFER_SHAPE)
+class RewireOutput(FusionBasePass):
+    def run(self, graph, context):
+        out = graph.get_net_output()
+        producer, index = out.get_in_data_nodes_and_port_indexes(0)
+        new = {new}
+        graph.remove_edge(producer, index, out, 0)
+        graph.add_data_edge(new, 0, out, 0)
+        return True
+'''
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    (REMOVE_OUTPUT, "graph 'main_graph' has 0 NetOutput nodes after the pass, not one: it "
+                    "removed the node that gives the graph's outputs"),
+    (OUTPUT_TO.format(new="graph.get_data_nodes()[0]"),
+     "graph output 0 is declared DT_FLOAT but the pass made it read 'input_ids' of "
+     "'input_ids', a DT_INT64"),
+    (OUTPUT_TO.format(new="graph.nodes_of_type('Softmax')[0]"),
+     "graph output 0 is declared [1, 12, 48] but the pass made it read"),
+])
+def test_a_pass_breaking_the_graph_outputs_is_blamed(tmp_path: Path, source: str,
+                                                     message: str) -> None:
+    plugin = tmp_path / "breaks_outputs.py"
+    plugin.write_text(source)
+    graph = ge.graph.load(shared_model("distilbert_tiny"))
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(PassRunError) as info:
+        ge.compile(graph, pass_paths=[plugin])
+    err = info.value
+    assert err.code == "E13028" and err.stage == "AfterInferShape"
+    assert err.location is not None and err.location.file == str(plugin)
+    assert message in err.message
+    assert graph.to_onnx().SerializeToString() == before  # given back unchanged
