@@ -61,3 +61,36 @@ def test_a_pass_breaking_the_graph_outputs_is_blamed(tmp_path: Path, source: str
     assert err.location is not None and err.location.file == str(plugin)
     assert message in err.message
     assert graph.to_onnx().SerializeToString() == before  # given back unchanged
+
+
+MAKE_CYCLE = HEADER + '''
+@register_fusion_pass(name="MakeCycle", stage=PassStage.AFTER_INFER_SHAPE)
+class MakeCycle(FusionBasePass):
+    def run(self, graph, context):
+        first = graph.nodes_of_type("Add")[0]
+        reader = first.get_out_data_nodes()[0]
+        producer, index = first.get_in_data_nodes_and_port_indexes(0)
+        graph.remove_edge(producer, index, first, 0)
+        graph.add_data_edge(reader, 0, first, 0)
+        return True
+'''
+
+
+@pytest.mark.builtin_passes  # (the built-in pass that meets the cycle)
+def test_with_the_checks_off_a_built_in_failing_later_is_not_called_a_bug(
+        tmp_path: Path) -> None:
+    """check="none": the plugin's cycle is found by the next built-in pass, whose error
+    said "This is a bug in ge" (audit); it says the checks were off instead."""
+    plugin = tmp_path / "cycle.py"
+    plugin.write_text(MAKE_CYCLE)
+    with pytest.raises(PassRunError) as checked:
+        ge.compile(shared_model("distilbert_tiny"), pass_paths=[plugin])
+    assert checked.value.pass_name == "MakeCycle" and "cycle" in checked.value.message
+    with pytest.raises(PassRunError) as unchecked:
+        ge.compile(ge.graph.load(shared_model("distilbert_tiny")), pass_paths=[plugin],
+                   check="none")
+    message = unchecked.value.message
+    assert "built-in pass" in message and "This is a bug in ge" not in message
+    assert message.endswith("The checks after each pass were off (check='none', --check none), "
+                            "so a pass that ran before it may have left the graph invalid: "
+                            "compile with the checks on to find that pass.")

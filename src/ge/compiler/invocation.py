@@ -136,7 +136,8 @@ class Invocation:
             hint = symbolic_dim_hint(exc, _graph_symbols(root))
             if hint is not None:
                 reason += f" ({hint})"
-            raise run_error(entry, stage, "FAILED", reason, exc) from exc
+            raise run_error(entry, stage, "FAILED", reason, exc,
+                            unchecked=self.check == "none") from exc
         changed = root.mutation_count != before
         nodes_after = operator_count(target)
         outcome = status.outcome
@@ -436,7 +437,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
-              exc: BaseException | None = None, nodes: Iterable[str] = ()) -> PassRunError:
+              exc: BaseException | None = None, nodes: Iterable[str] = (), *,
+              unchecked: bool = False) -> PassRunError:
     """E13028 at the user's line: the innermost frame in the pass's own file, else its class;
     with the nodes the failure names (a ge error raised in the pass, the check's problems).
     A hook called otherwise than its parameter names suggest adds how it was called
@@ -451,7 +453,12 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         note = hook_note(exc)
         if note is not None:
             reason = f"{reason.rstrip('.')}. {note}"
-    if entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
+    if entry.builtin and unchecked:  # the graph it got may be what was broken
+        what = "built-in pass"
+        advice = (" The checks after each pass were off (check='none', --check none), so a "
+                  "pass that ran before it may have left the graph invalid: compile with the "
+                  "checks on to find that pass.")
+    elif entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
         what = "built-in pass"
         advice = (f" This is a bug in ge: please report it with the model; "
                   f"disable={entry.name!r} (--disable {entry.name}) or on_pass_failure="
