@@ -79,6 +79,12 @@ def test_debug_shows_the_traceback(model: Path, write) -> None:
                                       str(plugin)])
     assert result.exit_code == 1
     assert result.exc_info is not None and result.exc_info[0].__name__ == "PassRunError"
+    # with --json too, stdout still has the error as JSON (it had nothing: audit)
+    result = CliRunner().invoke(cli, ["--debug", "compile", str(model), "-o",
+                                      str(model.parent / "out.onnx"), "--pass-path",
+                                      str(plugin), "--json"])
+    assert result.exit_code == 1 and result.exc_info is not None
+    assert json.loads(result.stdout)["code"] == "E13028"
 
 
 def test_a_missing_model_is_named_with_its_code(tmp_path: Path) -> None:

@@ -256,6 +256,8 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
+                if out.as_json:  # stdout keeps its JSON; the traceback goes to stderr
+                    out._fail(err)
                 raise
             out._fail(err)
             raise SystemExit(1) from None
