@@ -160,6 +160,28 @@ def test_a_callable_entry_point_must_return_registered_pass_classes(
     assert get_registered_passes() == []
 
 
+def test_an_entry_point_naming_nothing_is_not_located_in_importlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing module or attribute fails inside importlib: the error names the entry
+    point and its distribution, and points at no line of importlib's (audit)."""
+    site = tmp_path / "gonesite"
+    make_distribution(
+        site, "geplug-gone", "1.0",
+        {"no_module": "geplug_gone.nope", "no_attribute": "geplug_gone:missing"},
+        {"geplug_gone/__init__.py": ""},
+    )
+    monkeypatch.syspath_prepend(str(site))
+    report = discover_plugins(entry_points=True)
+    by_entry = {f.message.split(" entry point ")[1].split(" = ")[0]: f for f in report.failures}
+    assert sorted(by_entry) == ["no_attribute", "no_module"]
+    for name, failure in by_entry.items():
+        assert failure.code == "E13029" and "(geplug-gone 1.0)" in failure.message, name
+        assert failure.location is None, failure.location
+    assert "ModuleNotFoundError: No module named 'geplug_gone.nope'" in (
+        by_entry["no_module"].message)
+
+
 def _ge_env(site: Path, plugin_dir: Path) -> dict[str, str]:
     env = {**os.environ, ENV_PY_PASS_PATH: str(plugin_dir)}
     env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)

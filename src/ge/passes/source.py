@@ -6,6 +6,7 @@ Errors name the user's file and line, never a line of `ge` itself; these helpers
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Iterable
@@ -26,14 +27,19 @@ __all__ = [
 ]
 
 _GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The standard library's import machinery (`importlib` and `importlib.metadata`).
+_IMPORTLIB_ROOT = os.path.dirname(os.path.abspath(importlib.__file__))
 
 
 @functools.lru_cache(maxsize=1024)
 def is_internal_file(filename: str) -> bool:
-    """True for frames of `ge` itself and of the import machinery (never the user's code)."""
+    """True for frames of `ge` itself and of the import machinery (never the user's code):
+    frozen modules and the standard library's `importlib` (an entry point's missing module
+    or attribute fails there, and is the entry point's to name, not a line of importlib)."""
     if filename.startswith("<"):
         return True
-    return os.path.abspath(filename).startswith(_GE_ROOT + os.sep)
+    path = os.path.abspath(filename)
+    return path.startswith(_GE_ROOT + os.sep) or path.startswith(_IMPORTLIB_ROOT + os.sep)
 
 
 def user_stacklevel() -> int:
