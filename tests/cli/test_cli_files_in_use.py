@@ -14,21 +14,7 @@ import pytest
 from cli_helpers import DISTILBERT, run_ge
 
 from ge.session import generate_inputs
-
-PLUGIN = '''\
-import ge.es.all as es
-from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
-
-
-@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
-class ReluNeg(PatternFusionPass):
-    @pattern
-    def relu_neg(self, inputs):
-        return es.Relu(es.Neg(inputs[0]))
-
-    def replacement(self, inputs):
-        return es.Relu(inputs[0])
-'''
+from plugin_fixtures import ADDS_NEG
 
 
 def _digest(path: Path) -> str:
@@ -41,7 +27,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     inputs = tmp_path / "in.npz"
     np.savez(inputs, **generate_inputs(str(DISTILBERT)))
     plugin = tmp_path / "plugin.py"
-    plugin.write_text(PLUGIN)
+    plugin.write_text(ADDS_NEG)
     return {"inputs": inputs, "plugin": plugin}
 
 

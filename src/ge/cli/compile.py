@@ -322,6 +322,7 @@ def _cli_verify_names() -> VerifyNames:
 
 
 def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path | None,
+             read: Sequence[tuple[Path | None, str]],
              pass_paths: tuple[str, ...], options: dict[str, str], verify: str | None,
              inputs: Path | None, rtol: float, atol: float, dump: Path | None,
              dims: dict[str, int] | None = None,
@@ -345,7 +346,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
         raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
                                "existing folder", path=str(dump))
-    read = files_read(inputs=inputs, pass_paths=pass_paths)
     check_not_read(output, "the output model", read)
     if report_path is not None:
         _check_report_target(report_path, model, output, read)
@@ -547,8 +547,9 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
     dims = parse_dims(dim_pairs, inputs)
     given = _given(click.get_current_context(), "rtol", "atol")
     with command_output("ge", as_json=as_json) as out:
+        read = files_read(inputs=inputs, pass_paths=pass_paths)  # what no output may replace
         try:
-            _compile(out, model, _output_file(output), report_path=report_path,
+            _compile(out, model, _output_file(output), report_path=report_path, read=read,
                      pass_paths=pass_paths,
                      options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
                      atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
@@ -558,8 +559,7 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                      opset=opset, enable=enable, inline_functions=inline_functions)
         except GeError as err:
             if report_path is not None:
-                _write_failure_report(out, err, report_path, model, Path(output),
-                                      files_read(inputs=inputs, pass_paths=pass_paths))
+                _write_failure_report(out, err, report_path, model, Path(output), read)
             raise
 
 

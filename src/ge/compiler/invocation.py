@@ -27,10 +27,15 @@ from ge.errors import (
     ValidationProblem,
 )
 from ge.es.opset import opset_scope
-from ge.graph import CONST, NET_OUTPUT
+from ge.graph import CONST, NET_OUTPUT, DataType
 from ge.graph.allocation import no_full_collections
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
-from ge.ops.inference import STALE_DESC_ADVICE, infer_node, shape_conflict
+from ge.ops.inference import (
+    STALE_DESC_ADVICE,
+    descs_contradict,
+    infer_node,
+    shape_conflict,
+)
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
@@ -287,8 +292,6 @@ def _in_model(nodes: list[Node], root: Graph) -> list[Node]:
 def _type_new_values(nodes: list[Node]) -> None:
     """Infer the outputs a pass left untyped (a node added with `add_node`), in graph order,
     so that only values inference cannot type are reported."""
-    from ge.graph.types import DataType
-
     untyped = [n for n in nodes if any(
         name and n.get_output_desc(k).data_type == DataType.DT_UNDEFINED
         for k, name in enumerate(n.get_output_names()))]
@@ -337,28 +340,23 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node]
 
 def _declared_output_problem(net_output: Node, index: int) -> str | None:
     """Why output `index` of a graph no longer reads a value of its declared element type
-    and static dims, or None."""
-    from ge.graph.types import DataType
-
+    and static dims (`descs_contradict`, as a rewrite compares an output with the one it
+    replaces), or None."""
     producer = net_output.get_input_producer(index)
     if producer is None or not net_output.has_input_desc(index):
         return None
     declared = net_output.get_input_desc(index)
     given = producer[0].get_output_desc(producer[1])
-    unknown = DataType.DT_UNDEFINED
-    name = producer[0].get_output_name(producer[1])
-    if declared.data_type not in (unknown, given.data_type) and given.data_type != unknown:
-        return (f"graph output {index} is declared {declared.data_type.name} but the pass "
-                f"made it read {name!r} of {producer[0].name!r}, a {given.data_type.name}")
-    want, got = declared.get_shape(), given.get_shape()
-    if want.is_unknown_rank() or got.is_unknown_rank():
+    if not descs_contradict(declared, given):
         return None
-    if len(want) != len(got) or any(
-            isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0 and a != b
-            for a, b in zip(want, got)):
-        return (f"graph output {index} is declared {list(want)} but the pass made it read "
-                f"{name!r} of {producer[0].name!r}, shaped {list(got)}")
-    return None
+    read = (f"the pass made it read {producer[0].get_output_name(producer[1])!r} of "
+            f"{producer[0].name!r}")
+    if DataType.DT_UNDEFINED not in (declared.data_type, given.data_type) and (
+            declared.data_type != given.data_type):
+        return (f"graph output {index} is declared {declared.data_type.name} but {read}, "
+                f"a {given.data_type.name}")
+    return (f"graph output {index} is declared {list(declared.get_shape())} but {read}, "
+            f"shaped {list(given.get_shape())}")
 
 
 def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
