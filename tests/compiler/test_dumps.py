@@ -138,6 +138,31 @@ def test_the_onnx_dumps_share_one_weights_file(tmp_path: Path) -> None:
     assert ge.graph.load(dumps[0]).nodes_of_type("BatchNormalization")
 
 
+def test_a_weight_that_stays_is_hashed_once_for_all_dumps(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weight kept from one dump to the next is known again by the object holding it (its
+    source proto, a folded array), not read out and hashed again for each dump: the bytes
+    hashed over all dumps are about the bytes stored, not the dumps times the model."""
+    import hashlib
+
+    import ge.graph.external_data as external_data
+
+    hashed: list[int] = []
+    blake2b = hashlib.blake2b
+
+    def counting(data: memoryview, **kwargs: object) -> object:
+        hashed.append(memoryview(data).nbytes)
+        return blake2b(data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(external_data.hashlib, "blake2b", counting)
+    source = _conv_bn(tmp_path / "conv_bn.onnx")
+    weights_bytes = sum(t.ByteSize() for t in onnx.load(source).graph.initializer)
+    ge.compile(source, dump=tmp_path / "d", dump_level="1")
+    (shared,) = (tmp_path / "d").glob("ge_weights_*.data")
+    assert len(list((tmp_path / "d").glob("*.onnx"))) >= 9
+    assert sum(hashed) <= shared.stat().st_size < 2.2 * weights_bytes
+
+
 def test_a_model_without_large_tensors_leaves_no_weights_file(tmp_path: Path) -> None:
     ge.compile(small_graph(), dump=tmp_path / "d")
     assert not list((tmp_path / "d").glob("ge_weights_*"))

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-from collections.abc import Iterable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
@@ -187,6 +188,13 @@ class ExternalDataWriter:
         """Write `payload` (aligned) and make `tensor` (without payload) refer to it."""
         self._refer(tensor, self._append(payload), memoryview(payload).nbytes)
 
+    def place_from(self, tensor: onnx.TensorProto, origin: object,
+                   payload_of: Callable[[], bytes | memoryview]) -> None:
+        """`place` the payload `payload_of()` gives, which is the data of `origin` (an
+        unchanging object: a source proto, a read-only array). A writer that may have
+        written that data before (`SharedExternalData`) is spared reading and hashing it."""
+        self.place(tensor, payload_of())
+
     def _append(self, payload: bytes | memoryview) -> int:
         """Write `payload` at the next aligned offset of the file; returns that offset."""
         offset = self.out.tell()
@@ -238,13 +246,20 @@ class SharedExternalData(ExternalDataWriter):
     """One data file that several models written into its folder point into, each payload
     stored once: the graph dumps of a compilation, whose weights mostly stay the same from
     one dump to the next (a copy per dump made `--dump` write about twelve times the
-    model). A payload is known again by its digest (BLAKE2b of its bytes, with its length);
-    the file is opened for each model (`writing()`), so no handle outlives a save."""
+    model). A payload is known again by its digest (BLAKE2b of its bytes, with its length),
+    and a payload placed from an origin object (`place_from`) by that object, so a weight
+    that stays from one dump to the next is neither copied out of its proto nor hashed
+    again (about 1 ms per MiB each). The file is opened for each model (`writing()`), so no
+    handle outlives a save."""
 
     def __init__(self, path: Path, size_threshold: int = 1024) -> None:
         super().__init__(None, path.name, size_threshold)  # type: ignore[arg-type]
         self.path = path
         self._written: dict[bytes, tuple[int, int]] = {}  # digest -> (offset, length)
+        # id(origin) -> (the origin, or a weak reference to it; offset; length). An origin
+        # is held so that its id is not reused: protos (no weak references) strongly,
+        # which costs nothing while the graph holds them and at most their sizes after.
+        self._by_origin: dict[int, tuple[object, int, int]] = {}
 
     @contextmanager
     def writing(self) -> Iterator[SharedExternalData]:
@@ -257,12 +272,32 @@ class SharedExternalData(ExternalDataWriter):
                 self.out = None  # type: ignore[assignment]
 
     def place(self, tensor: onnx.TensorProto, payload: bytes | memoryview) -> None:
+        self._refer(tensor, *self._stored(payload))
+
+    def place_from(self, tensor: onnx.TensorProto, origin: object,
+                   payload_of: Callable[[], bytes | memoryview]) -> None:
+        known = self._by_origin.get(id(origin))
+        if known is not None:
+            held, offset, length = known
+            if (held() if isinstance(held, weakref.ref) else held) is origin:
+                self._refer(tensor, offset, length)
+                return
+        offset, length = self._stored(payload_of())
+        try:
+            held = weakref.ref(origin)
+        except TypeError:  # a proto
+            held = origin
+        self._by_origin[id(origin)] = (held, offset, length)
+        self._refer(tensor, offset, length)
+
+    def _stored(self, payload: bytes | memoryview) -> tuple[int, int]:
+        """(offset, length) of `payload` in the file, appending it if not there yet."""
         view = memoryview(payload)
         digest = hashlib.blake2b(view, digest_size=16).digest()
         found = self._written.get(digest)
         if found is None or found[1] != view.nbytes:
             found = self._written[digest] = (self._append(payload), view.nbytes)
-        self._refer(tensor, *found)
+        return found
 
 
 def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter,

@@ -366,11 +366,12 @@ def _external_sink(writer: ExternalDataWriter) -> TensorSink:
             if source.HasField("doc_string"):  # not an empty one where it had none
                 meta.doc_string = source.doc_string
             meta.metadata_props.extend(source.metadata_props)
-        if source is not None and source.HasField("raw_data"):
-            payload: bytes | memoryview = source.raw_data
+        if source is not None:  # (raw_data copies out of the proto: asked only if needed)
+            writer.place_from(meta, source, lambda: source.raw_data
+                              if source.HasField("raw_data") else packed_bytes(tensor.numpy()))
         else:
-            payload = packed_bytes(tensor.numpy())
-        writer.place(meta, payload)
+            array = tensor.numpy()
+            writer.place_from(meta, array, lambda: packed_bytes(array))
         return meta
 
     return sink
