@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ge._text import first_and_more
 from ge.compiler.report import PassRunRecord, op_label
 from ge.compiler.scheduler import PipelineObserver
 from ge.graph import Graph
@@ -210,8 +211,7 @@ class PassChangeRecorder(PipelineObserver):
         if not changed:
             return
         record = changed[0]
-        where = record.graph_name if len(changed) == 1 else (
-            f"{record.graph_name} and {len(changed) - 1} more")
+        where = first_and_more([r.graph_name for r in changed], 1)
         current = _names(graph)
         last = self._last
         removed = [(k, t) for k, (t, _) in last.items() if k not in current]

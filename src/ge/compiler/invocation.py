@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ge._text import first_and_more
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, operator_count
 from ge.errors import (
@@ -255,9 +256,7 @@ def _changed_nodes(changes: ChangeSet, shown: int = 3) -> str:
     for verb, nodes in (("added", list(changes.added)), ("removed", list(changes.removed)),
                         ("changed", [n for n in changes.live() if n not in changes.added])):
         if nodes:
-            names = ", ".join(repr(n.name) for n in nodes[:shown])
-            more = f" and {len(nodes) - shown} more" if len(nodes) > shown else ""
-            parts.append(f"{verb} {names}{more}")
+            parts.append(f"{verb} {first_and_more([repr(n.name) for n in nodes], shown)}")
     return "; ".join(parts) or "its nodes' metadata or descs"
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
+from ge._text import first_and_more
 from ge.errors import SourceLocation
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
@@ -202,9 +203,8 @@ def missing_descs_warning(nodes: Iterable[Node], what: str, *,
                     if _unknown(node.get_output_desc(k))]
     if not unknown:
         return None
-    listed = ", ".join(unknown[:_SHOWN_DESCS])
-    more = f" and {len(unknown) - _SHOWN_DESCS} more" if len(unknown) > _SHOWN_DESCS else ""
-    start = (f"{what} while shape or type information is missing ({listed}{more} unknown): ")
+    listed = first_and_more(unknown, _SHOWN_DESCS)
+    start = f"{what} while shape or type information is missing ({listed} unknown): "
     if before_inference:
         return start + ("the pass runs at BeforeInferShape, before shape inference, so a "
                         "compilation gives it these values untyped too (only the types and "

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ge._text import first_and_more
 from ge.errors import CompileWarning, VerificationError, VerificationInputError
 from ge.session.values import (
     Difference,
@@ -545,8 +546,7 @@ def warn_tiny_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
     if not tiny:
         return
     names = list(tiny)
-    shown = ", ".join(f"{n!r} (largest magnitude {tiny[n]:.3g})" for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = first_and_more([f"{n!r} (largest magnitude {tiny[n]:.3g})" for n in names])
     several = len(names) > 1
     smallest = min(tiny.values())
     suggested = smallest * (rtol or 1e-4)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ge._text import first_and_more
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
@@ -56,8 +57,7 @@ class EachPassVerifier(PipelineObserver):
         if not changed:
             return
         record = changed[0]
-        where = record.graph_name if len(changed) == 1 else (
-            f"{record.graph_name} and {len(changed) - 1} more")
+        where = first_and_more([r.graph_name for r in changed], 1)
         try:
             report = compare_run(ModelRunner(graph), self.expected, self.inputs,
                                  rtol=self.rtol, atol=self.atol,
@@ -109,16 +109,14 @@ def warn_unexercised_bodies(report: CompileReport, graph: Graph,
 def _bodies(names: Sequence[str], coverage: BodyCoverage,
             changed: Mapping[str, Sequence[str]]) -> str:
     """At most three bodies with the passes that changed them, and how many more."""
-    shown = ", ".join(f"{coverage.described[n]} (changed by {', '.join(changed[n])})"
-                      for n in names[:3])
-    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return first_and_more([f"{coverage.described[n]} (changed by {', '.join(changed[n])})"
+                           for n in names])
 
 
 def warn_not_compared(random: Mapping[str, str]) -> None:
     """Outputs that depend on a random operator cannot be verified: say which, and why."""
     names = list(random)
-    shown = ", ".join(repr(n) for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = first_and_more([repr(n) for n in names])
     first = random[names[0]].removeprefix("not compared: depends on ")
     warnings.warn(CompileWarning(
         f"verification does not compare output(s) {shown}: they depend on {first}, so two "

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ge._text import first_and_more
 from ge.graph import CONST, Graph, Node
 
 __all__ = ["FunctionHint", "OpsetHint", "function_hints", "opset_hints"]
@@ -119,8 +120,7 @@ class FunctionHint:
     count: int
 
     def __str__(self) -> str:
-        shown = ", ".join(self.functions[:3]) + (
-            f" and {len(self.functions) - 3} more" if len(self.functions) > 3 else "")
+        shown = first_and_more(self.functions)
         return (f"{self.count} call(s) of model-local function(s) {shown} compiled as calls, "
                 "their bodies not optimised (--inline-functions inlines them)")
 

@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from ge._text import first_and_more
 from ge.errors import CompilerOptionError, GraphTypeError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.types import elem_type_name
@@ -174,8 +175,7 @@ def _unknown_dims(names: list[str], specs: Sequence[InputSpec], symbols: set[str
             else f"dims {given}: graph {graph!r} has no named (symbolic) dim to size")
     unnamed = [spec for spec in specs if _has_unnamed(spec)]
     if unnamed:
-        shown = ", ".join(f"{spec.name!r} ({spec.describe()})" for spec in unnamed[:3]) + (
-            f" and {len(unnamed) - 3} more" if len(unnamed) > 3 else "")
+        shown = first_and_more([f"{spec.name!r} ({spec.describe()})" for spec in unnamed])
         inputs = "input" if len(unnamed) == 1 else "inputs"
         text += (f"; the dynamic dims of its {inputs} {shown} are unnamed ('?'): they are "
                  f"generated as {DEFAULT_DIM} and can only be set by giving the inputs "
@@ -233,14 +233,13 @@ def _check_size(shapes: Mapping[str, tuple[int, ...]], specs: Mapping[str, Input
     if total <= limit:
         return
     order = sorted(sizes, key=lambda n: -sizes[n])
-    shown = ", ".join(f"{name!r} {_shown_type(specs[name], shapes.get(name))} "
-                      f"{_bytes_text(sizes[name])}" for name in order[:4])
-    more = f" and {len(order) - 4} more" if len(order) > 4 else ""
+    shown = first_and_more([f"{name!r} {_shown_type(specs[name], shapes.get(name))} "
+                            f"{_bytes_text(sizes[name])}" for name in order], 4)
     symbolic = _has_symbolic_dims(specs.values())
     raise VerificationInputError(
         f"the generated inputs of graph {graph!r} would take {_bytes_text(total)}"
         f"{f' ({total} bytes)' if total >= 1024 else ''}, over the limit of "
-        f"{_bytes_text(limit)} ({ENV_MAX_GENERATED_INPUT_BYTES}): {shown}{more}; give "
+        f"{_bytes_text(limit)} ({ENV_MAX_GENERATED_INPUT_BYTES}): {shown}; give "
         + ("smaller sizes with --dims NAME=SIZE (dims=) or " if symbolic else "")
         + "real inputs with --inputs FILE.npz (inputs=), or raise the limit with "
         f"{ENV_MAX_GENERATED_INPUT_BYTES}=BYTES if the machine has several times that in "

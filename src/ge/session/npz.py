@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ge._text import first_and_more
 from ge.errors import VerificationInputError
 from ge.session.values import Key, is_nested, path_text
 
@@ -36,8 +37,7 @@ class _Malformed(Exception):
 
 
 def _object_arrays_text(path: Path, names: list[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = first_and_more([repr(n) for n in names])
     which = "is an object array" if len(names) == 1 else "are object arrays"
     return (f"{shown} {which} (dtype=object), which numpy stores pickled and ge does not "
             "load (a pickle can run code): save strings with a str dtype, "

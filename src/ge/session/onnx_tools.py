@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import inliner, version_converter
 
+from ge._text import first_and_more
 from ge.compiler.arguments import described
 from ge.errors import (
     CompileInputError,
@@ -293,8 +294,8 @@ class _StandIns:
             found[index] = tensor
         missing = [self.expected[i][0] for i in range(len(self.expected)) if i not in found]
         if missing:
-            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise _NotPutBack(f"it dropped the stand-in of tensor {missing[0]!r}{more}")
+            raise _NotPutBack("it dropped the stand-in of tensor "
+                              + first_and_more([repr(name) for name in missing], 1))
         with no_gc_pauses():
             for index, tensor in found.items():
                 if index in self.copies:  # each copy goes as soon as it is in place

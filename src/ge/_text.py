@@ -1,0 +1,18 @@
+"""Text for messages that every layer writes the same way (imports nothing of `ge`).
+
+A message that lists what may be many things names the first few and counts the rest:
+`'a', 'b', 'c' and 2 more`; one function writes that, so every message reads alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["first_and_more"]
+
+
+def first_and_more(items: Sequence[str], shown: int = 3) -> str:
+    """The first `shown` of `items` (already formatted) joined by ", ", followed by
+    " and N more" when N more are left out: `'a', 'b', 'c' and 2 more`."""
+    text = ", ".join(items[:shown])
+    return text + f" and {len(items) - shown} more" if len(items) > shown else text
