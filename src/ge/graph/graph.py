@@ -33,6 +33,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph import order
 from ge.graph.allocation import no_full_collections
 from ge.graph.changes import ChangeSet
+from ge.graph.domains import normalize_domain
 from ge.graph.edges import GraphEdges
 from ge.graph.journal import ChangeListener, Journal
 from ge.graph.model_info import ModelInfo
@@ -52,10 +53,6 @@ __all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph"]
 DATA = "Data"
 CONST = "Const"
 NET_OUTPUT = "NetOutput"
-
-
-def _standard_domain(domain: str) -> str:
-    return "" if domain == "ai.onnx" else domain
 
 
 class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
@@ -334,8 +331,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             if domain is None:
                 found = sorted(nodes, key=order.label)
             else:
-                wanted = _standard_domain(domain)
-                found = sorted((n for n in nodes if _standard_domain(n._domain) == wanted),
+                wanted = normalize_domain(domain)
+                found = sorted((n for n in nodes if normalize_domain(n._domain) == wanted),
                                key=order.label)
             typed[1][(op_type, domain)] = found
         return list(found)

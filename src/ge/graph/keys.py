@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
+from ge.graph.domains import normalize_domain
 from ge.graph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -59,5 +60,5 @@ def node_key(node: Node) -> Hashable | None:
         if kind in GRAPH_KINDS:
             return None
         attrs.append((name, kind, hashable_value(value)))
-    domain = "" if node._domain == "ai.onnx" else node._domain
-    return (domain, node._type, tuple(attrs), tuple(node._inputs), len(node._out_names))
+    return (normalize_domain(node._domain), node._type, tuple(attrs), tuple(node._inputs),
+            len(node._out_names))

@@ -24,6 +24,7 @@ from onnx import TensorProto, defs
 
 from ge.errors import GraphError, ValidationProblem
 from ge.graph.attributes import kind_name
+from ge.graph.domains import normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -413,7 +414,7 @@ def first_opset(op_type: str, domain: str = "") -> int | None:
     """The opset an operator of ONNX's domains first appears in (its oldest schema:
     `get_schema` without a version gives the newest, Einsum's 28 where it came in 12);
     None when onnx defines no such operator."""
-    return _first_versions().get(("" if domain == "ai.onnx" else domain, op_type))
+    return _first_versions().get((normalize_domain(domain), op_type))
 
 
 @lru_cache(maxsize=1)
@@ -421,7 +422,7 @@ def _first_versions() -> dict[tuple[str, str], int]:
     """(domain, op type) -> `first_opset`, for every operator onnx defines."""
     first: dict[tuple[str, str], int] = {}
     for schema in defs.get_all_schemas_with_history():
-        key = ("" if schema.domain == "ai.onnx" else schema.domain, schema.name)
+        key = (normalize_domain(schema.domain), schema.name)
         if key not in first or schema.since_version < first[key]:
             first[key] = schema.since_version
     return first

@@ -17,6 +17,7 @@ import onnx
 from onnx import AttributeProto, defs, helper
 
 from ge.errors import OpNotFoundError
+from ge.graph.domains import normalize_domain
 from ge.graph.validation import first_opset
 
 __all__ = [
@@ -132,11 +133,6 @@ class OpSpec:
         ins = ", ".join(p.name + marks[p.option] for p in self.inputs)
         outs = ", ".join(p.name + marks[p.option] for p in self.outputs)
         return f"{self.op_type}({ins}) -> {outs}"
-
-
-def normalize_domain(domain: str) -> str:
-    """The canonical spelling of a domain ("ai.onnx" is the standard domain "")."""
-    return "" if domain == "ai.onnx" else domain
 
 
 def latest_opset(domain: str = "") -> int:
