@@ -329,6 +329,7 @@ def test_a_reshape_with_0_in_the_second_shape_is_left_alone() -> None:
     ([0, 0, 2, 2], [0, -1], "second"),    # the 0 keeps B, as X's first dim: Reshape(X, s2)
     ([0, 0, 4, 1], [0, 0, 2, 2], "second"),
     ([-1, 0, 4], [0, 0, 4], None),        # the -1 is B: every other axis keeps its dim
+    ([-1, 0, 2, 2], [0, 0, 4], None),     # the -1 is B: the others' S, 2, 2 cancel S, 4
 ])
 def test_a_0_in_the_second_shape_that_keeps_a_dim_of_x_collapses(s1, s2, kept) -> None:
     """X [B, S, 4] (a dynamic export): a 0 of the second shape copies a dim the

@@ -15,7 +15,6 @@ calls it after each inference of one).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,11 +25,10 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Shape, TensorDesc
 from ge.graph.types import DataType
 from ge.ops.onnx_node import const_ints, const_value, slice_arguments
+from ge.ops.reshape import Dim, allow_zero, reshaped_dims
 
 __all__ = ["SHAPED_BY_VALUE", "fill_unknown_dims", "refine_from_shape_values", "shape_value",
            "unfilled_desc"]
-
-Dim = int | str | None  # a size, a symbol, or not known
 
 #: How many producers a walk goes back through: shape computations are short, and a walk
 #: that finds nothing must stay cheap (it runs on every inference of these operators).
@@ -267,47 +265,11 @@ def _input_dims(node: Node, index: int) -> list[Dim] | None:
 
 
 def _reshaped(node: Node) -> list[Dim] | None:
-    """Reshape's output dims: each target element, 0 copying the input's dim (unless
-    `allowzero`), -1 the size the others leave when it can be told."""
+    """Reshape's output dims, from its input's and the value of its shape input."""
     target = shape_value(node, 1)
     if target is None:
         return None
-    dims = _input_dims(node, 0)
-    allow_zero = _attr(node, "allowzero", 0) == 1
-    out: list[Dim] = []
-    for i, t in enumerate(target):
-        if t == 0 and not allow_zero:
-            out.append(dims[i] if dims is not None and i < len(dims) else None)
-        else:
-            out.append(t)
-    if out.count(-1) == 1:
-        k = out.index(-1)
-        out[k] = _remaining(dims, out[:k] + out[k + 1:])
-    if any(isinstance(d, int) and d < 0 for d in out):
-        return None
-    return out
-
-
-def _remaining(dims: Sequence[Dim] | None, others: Sequence[Dim]) -> Dim:
-    """The dim `-1` stands for: the input's element count over the others', when the
-    symbols cancel and the sizes divide; None when that cannot be told."""
-    if dims is None or None in dims or None in others:
-        return None
-    symbols = [d for d in dims if isinstance(d, str)]
-    for d in others:
-        if isinstance(d, str):
-            if d not in symbols:
-                return None
-            symbols.remove(d)
-    sizes = math.prod(d for d in dims if isinstance(d, int))
-    divisor = math.prod(d for d in others if isinstance(d, int))
-    if divisor == 0 or sizes % divisor:
-        return None
-    if not symbols:
-        return sizes // divisor
-    if len(symbols) == 1 and sizes == divisor:
-        return symbols[0]
-    return None
+    return reshaped_dims(_input_dims(node, 0), target, allow_zero(node))
 
 
 def _expanded(node: Node) -> list[Dim] | None:

@@ -7,7 +7,6 @@ change a graph's output names; the predicates here say when a node is safe to re
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -17,6 +16,7 @@ import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
 from ge.ops.onnx_node import const_ints, const_value, input_connected, slice_arguments
+from ge.ops.reshape import allow_zero, reshaped_dims
 
 __all__ = [
     "FLOAT_TYPES",
@@ -119,39 +119,6 @@ def rewirable(node: Node) -> bool:
 
 #: The value of input `index` when a `Const` node (of any enclosing graph) produces it.
 const_input = const_value
-
-
-def allow_zero(node: Node) -> bool:
-    """Whether a Reshape's 0 is a size (`allowzero`=1) rather than "keep this dim"."""
-    return node.has_attr("allowzero") and bool(node.get_attr("allowzero"))
-
-
-def reshaped_dims(dims: Sequence[int | str], target: Sequence[int], zero_is_size: bool
-                  ) -> list[int | str] | None:
-    """The dims a Reshape to the constant `target` makes of `dims` (sizes or named
-    symbols): a 0 copies the dim there (unless `zero_is_size`), one -1 takes what is left;
-    None when that cannot be told. With a symbol among `dims` a -1 is resolved only where
-    every other axis keeps its dim (it then takes the one left, unless another is 0, which
-    leaves it undefined); with sizes only, by the element count."""
-    resolved: list[int | str] = [dims[k] if w == 0 and not zero_is_size and k < len(dims)
-                                 else w for k, w in enumerate(target)]
-    if resolved.count(-1) > 1:
-        return None
-    if resolved.count(-1) == 1 and any(isinstance(d, str) for d in dims):
-        free = resolved.index(-1)
-        others = [k for k in range(len(dims)) if k != free]
-        if len(resolved) != len(dims) or any(resolved[k] != dims[k] or dims[k] == 0
-                                              for k in others):
-            return None
-        resolved[free] = dims[free]
-        return resolved
-    if resolved.count(-1) == 1:
-        rest = math.prod(int(w) for w in resolved if w != -1)
-        total = math.prod(int(d) for d in dims)
-        if rest <= 0 or total % rest:
-            return None
-        resolved[resolved.index(-1)] = total // rest
-    return resolved
 
 
 #: Element types whose raw bytes in a TensorProto are the bytes numpy's decoded array holds

@@ -53,6 +53,7 @@ from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
+from ge.ops.reshape import Dim
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext, report_fuse
 from ge.passes.status import SUCCESS, StatusLike
 
@@ -234,9 +235,9 @@ class ReshapeChainSimplification(_ChainSimplification):
         return REWIRE
 
 
-def _intermediate_dims(first: Node, dims: list[int | str] | None) -> list[int | str] | None:
-    """The dims of the first Reshape's output: what its constant shape makes of X's dims,
-    else its desc's (sizes and named symbols only)."""
+def _intermediate_dims(first: Node, dims: list[int | str] | None) -> Sequence[Dim] | None:
+    """The dims of the first Reshape's output: what its constant shape makes of X's dims
+    (None at an axis that cannot be told), else its desc's (sizes and named symbols only)."""
     target = const_ints(first, 1)
     if target is not None and dims is not None:
         return reshaped_dims(dims, target, allow_zero(first))
