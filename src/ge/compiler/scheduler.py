@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
+from ge.compiler.opset_imports import drop_emptied_opset_imports, unused_opset_imports
 from ge.compiler.options import OPTION_MAX_ROUNDS
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
 from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, operator_count
@@ -191,8 +192,13 @@ class Scheduler:
         self.fixed_point: FixedPointRecord | None = None
 
     def run(self, graph: Graph) -> list[PassRunRecord]:
-        """Run every pipeline step on `graph` in place; stops at the first failure."""
+        """Run every pipeline step on `graph` in place; stops at the first failure. Before
+        final validation, the opset imports of the domains the passes emptied are dropped
+        (`ge.compiler.opset_imports`)."""
+        unused = unused_opset_imports(graph)  # the input's own: kept
         for index, step in enumerate(PIPELINE):
+            if step == "final_validation":
+                drop_emptied_opset_imports(graph, unused)
             label = step_label(step)
             for observer in self._observers:
                 observer.step_started(index, label, graph)
