@@ -3,6 +3,8 @@ structurally and with onnxruntime where numerics apply."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -461,6 +463,28 @@ def test_match_results_expire_after_the_hook() -> None:
     rewrite(instance, graph)
     with pytest.raises(RuntimeError, match="MatchResult handle has expired"):
         instance.kept.get_matched_nodes()
+
+
+@pytest.mark.parametrize(("index", "problem"), [
+    (2, "capture index 2 is out of range"),
+    (-1, r"capture index -1 is negative \(indexes count from 0, not from the end\)"),
+    ("0", "a capture index is an int, not str"),
+])
+def test_a_capture_index_that_names_no_capture_says_what_the_captures_are(
+        index: object, problem: str) -> None:
+    """GE's words first, then the index asked for and the pattern's captures in order."""
+    class Ask(NegNeg):
+        def meet_requirements(self, match_result):
+            match_result.get_captured_tensor(index)
+
+    graph = load(model([helper.make_node("Neg", ["x"], ["n"]),
+                        helper.make_node("Neg", ["n"], ["y"])], X, Y))
+    with pytest.raises(RuntimeError) as caught:
+        rewrite(Ask(), graph)
+    assert re.fullmatch(
+        f"Failed to get captured tensor from MatchResult: {problem}; pattern "
+        r"'NegNeg_twice_pattern' has 2 capture\(s\), 0\.\.1 in capture order "
+        r"\(0: input 0; 1: Neg 'Neg_1' output 0\)", str(caught.value))
 
 
 def test_matched_nodes_are_in_topological_order_constants_included() -> None:

@@ -511,6 +511,25 @@ def _same_value(value: Tensor, target: Node) -> bool:
             and value.tobytes() == other.tobytes())
 
 
+def _capture_problem(pattern: CompiledPattern, index: object) -> str:
+    """Why `index` names no capture of `pattern`, with what the captures are."""
+    count = len(pattern.captures)
+    if not isinstance(index, int) or isinstance(index, bool):
+        asked = f"a capture index is an int, not {type(index).__name__}"
+    elif index < 0:
+        asked = f"capture index {index} is negative (indexes count from 0, not from the end)"
+    else:
+        asked = f"capture index {index} is out of range"
+    if count == 0:
+        return f"{asked}; pattern {pattern.name!r} captures nothing"
+    described = [(f"input {pnode.index}" if pnode.kind == _DATA else
+                  f"{pnode.type} {pnode.node.name!r} output {out}")
+                 for pnode, out in pattern.captures]
+    listing = "; ".join(f"{i}: {what}" for i, what in enumerate(described))
+    return (f"{asked}; pattern {pattern.name!r} has {count} capture(s), 0..{count - 1} in "
+            f"capture order ({listing})")
+
+
 class MatchResult:
     """One match as a pass's hooks see it; valid only during the hook call (GE's borrow)."""
 
@@ -535,7 +554,8 @@ class MatchResult:
         match = self._live()
         if (isinstance(capture_index, bool) or not isinstance(capture_index, int)
                 or not 0 <= capture_index < len(match.pattern.captures)):
-            raise RuntimeError("Failed to get captured tensor from MatchResult")
+            raise RuntimeError("Failed to get captured tensor from MatchResult: "
+                               f"{_capture_problem(match.pattern, capture_index)}")
         return match.captured(capture_index)
 
     def get_pattern_graph_name(self) -> str:
