@@ -26,3 +26,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(compilation, name)
     raise AttributeError(f"module 'ge' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazily resolved names too, so that `dir(ge)` and tab completion offer them."""
+    return sorted(set(globals()) | set(__all__))

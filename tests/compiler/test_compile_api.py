@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -106,6 +108,34 @@ def test_skip_rolls_the_failing_pass_back_warns_and_goes_on(write) -> None:
     assert record.rolled_back is not None and "ValueError: boom" in record.rolled_back
     assert "left_behind" not in names(result.graph)
     assert result.report.by_pass()[0]["rolled_back"] == 1
+
+
+def test_a_compilations_warnings_point_at_the_users_call_and_come_each_time(write) -> None:
+    """Under Python's default filters (shown once per line), a notebook cell compiling
+    again must warn again, and the warning names the user's `ge.compile` line, not ge's."""
+    plugin = write("raising.py", RAISING)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for _ in range(2):
+            line = sys._getframe().f_lineno + 1
+            ge.compile(small_graph(), pass_paths=[plugin], on_pass_failure="skip")
+    skipped = [w for w in caught if "rolled back and skipped" in str(w.message)]
+    assert len(skipped) == 2
+    assert {(w.filename, w.lineno) for w in skipped} == {(__file__, line)}
+
+
+def test_the_result_and_report_read_as_one_line() -> None:
+    """What a notebook shows for them: the summary line `ge compile` ends with, not the
+    whole graph."""
+    result = ge.compile(relu_model(), verify=True)
+    summary = result.report.summary()
+    assert re.fullmatch(r"nodes 1 → 1 \(\+0\); \d+ pass run\(s\), 0 pass\(es\) changed the "
+                        r"graph; \d+\.\d ms", summary), summary
+    assert repr(result.report) == f"<CompileReport of graph 'relu_graph': {summary}>"
+    assert repr(result) == (f"<CompileResult: {summary}; verification "
+                            f"{result.verification.summary()}>")
+    assert {"compile", "initialize", "finalize", "CompileResult"} <= set(dir(ge))
 
 
 def test_bad_choices_are_option_errors() -> None:

@@ -270,15 +270,7 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     con = console()
     con.print(_pass_table(report))
     con.print(_ops_table(report.ops_before, report.ops_after))
-    before, after = sum(report.ops_before.values()), sum(report.ops_after.values())
-    changed = report.passes_that_changed()
-    line = (f"nodes {before} → {after} ({after - before:+d}); {len(report.records)} pass "
-            f"run(s), {len(changed)} pass(es) changed the graph")
-    if report.fixed_point is not None:
-        fp = report.fixed_point
-        line += (f"; origin-graph optimisation: {fp.rounds} round(s)"
-                 + ("" if fp.converged else ", no fixed point"))
-    con.print(f"{line}; {_ms(report.seconds)} ms")
+    con.print(report.summary())
     for skipped in report.skipped_plugins:
         con.print(f"skipped plugin: {escape(str(skipped))}")
     for hint in hints:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,6 +47,7 @@ from ge.errors import (
 )
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import PluginLoadReport
+from ge.passes.source import warn_user
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -282,9 +282,9 @@ def _switched(registry: PassRegistry, path: str) -> tuple[frozenset[str], frozen
     dormant = [entry.name for entry in registry if not entry.on_by_default]
     enable, disable, ignored = switch.apply(builtin, dormant, (e.name for e in registry))
     if ignored:
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"fusion switch file {path} names pass(es) ge does not have, ignored: "
-            f"{', '.join(ignored)}"), stacklevel=4)
+            f"{', '.join(ignored)}"))
     return enable, disable
 
 
@@ -355,7 +355,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                   on_pass_failure: str, observers: Iterable[PipelineObserver]) -> CompileReport:
     registry = passes.registry
     for text in unknown_ge_options(passes.options.values):  # a typo of one, most likely
-        warnings.warn(CompileWarning(text), stacklevel=3)
+        warn_user(CompileWarning(text))
     switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
     if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
         switched_on, switched_off = _switched(registry, switch_file)
@@ -370,9 +370,9 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
         idle = sorted(name for name in set(names)
                       if (entry := registry.get(name)) is not None and entry.step is not None)
         if idle and not builtin_passes:
-            warnings.warn(CompileWarning(
+            warn_user(CompileWarning(
                 f"{verb} built-in pass(es) {', '.join(idle)} does nothing: the built-in "
-                "passes are off (builtin_passes=False, --no-builtin)"), stacklevel=3)
+                "passes are off (builtin_passes=False, --no-builtin)"))
     scheduler = Scheduler(registry, passes.options.values, steps,
                           disabled=disabled,
                           builtin=builtin_passes, check=check,

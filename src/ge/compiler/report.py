@@ -158,8 +158,23 @@ class CompileReport:
             row["seconds"] += r.seconds
         return list(rows.values())
 
+    def summary(self) -> str:
+        """One line, as `ge compile` ends its table: `nodes 145 → 84 (-61); 50 pass run(s),
+        5 pass(es) changed the graph; origin-graph optimisation: 2 round(s); 54.7 ms`."""
+        before, after = sum(self.ops_before.values()), sum(self.ops_after.values())
+        line = (f"nodes {before} → {after} ({after - before:+d}); {len(self.records)} pass "
+                f"run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
+        if self.fixed_point is not None:
+            line += (f"; origin-graph optimisation: {self.fixed_point.rounds} round(s)"
+                     + ("" if self.fixed_point.converged else ", no fixed point"))
+        return f"{line}; {self.seconds * 1000:.1f} ms"
+
+    def __repr__(self) -> str:
+        return f"<CompileReport of graph {self.graph.name!r}: {self.summary()}>"
+
     def as_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (what `--report FILE` writes)."""
+        """The report as JSON-ready data: the core of what `--report FILE` writes (which
+        adds the paths, the verification, the hints and the warnings)."""
         return {
             "graph": self.graph.name,
             "seconds": self.seconds,

@@ -17,7 +17,6 @@ rolled back, a `CompileWarning` says so, and the compilation goes on.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -42,6 +41,7 @@ from ge.errors import (
     PassRunError,
 )
 from ge.ops.memo import InferenceMemo
+from ge.passes.source import warn_user
 from ge.passes.stage import PassStage
 
 if TYPE_CHECKING:
@@ -229,12 +229,12 @@ class Scheduler:
     def _warn_undone(self) -> None:
         """Tell a plugin whose nodes a built-in fusion replaced (a decomposition re-fused)."""
         for (builtin, plugin, stage), count in self._invocation.undone.items():
-            warnings.warn(CompileWarning(
+            warn_user(CompileWarning(
                 f"built-in {builtin} replaced {count} node(s) that pass {plugin} made at "
                 f"{stage}: its work was undone. A pass whose result must stay (a "
                 "decomposition for a backend lacking an operator) belongs at "
                 f"AfterOriginGraphOptimize, after the built-in passes; or disable {builtin} "
-                f"(--disable {builtin})"), stacklevel=3)
+                f"(--disable {builtin})"))
 
     def run_stage(self, graph: Graph, stage: PassStage) -> None:
         """Every enabled pass of `stage`, by name; each on the root graph, then every subgraph."""
@@ -262,12 +262,11 @@ class Scheduler:
                 break
         else:
             self.fixed_point = FixedPointRecord(self._max_rounds, False, tuple(changing))
-            warnings.warn(CompileWarning(
+            warn_user(CompileWarning(
                 f"origin-graph optimisation did not reach a fixed point in {self._max_rounds} "
                 f"rounds ({OPTION_MAX_ROUNDS}); still changing the graph: "
                 f"{', '.join(changing)}; the model is correct but may be less optimised "
-                f"than it could be (--option {OPTION_MAX_ROUNDS}=N allows more rounds)"),
-                stacklevel=2)
+                f"than it could be (--option {OPTION_MAX_ROUNDS}=N allows more rounds)"))
         self._invocation.round = 0
 
     def _run_everywhere(self, entry: RegisteredPass, graph: Graph,
@@ -308,8 +307,8 @@ class Scheduler:
                        root: Graph, stage: str | None = None) -> None:
         if not self._skip_failures:
             raise err
-        warnings.warn(CompileWarning(f"pass {entry.name} rolled back and skipped "
-                                     f"(on_pass_failure=skip): {err}"), stacklevel=2)
+        warn_user(CompileWarning(f"pass {entry.name} rolled back and skipped "
+                                 f"(on_pass_failure=skip): {err}"))
         self._record(self._invocation.idle_record(entry, target, stage or entry.stage_label,
                                                   rolled_back=err.message), root)
 

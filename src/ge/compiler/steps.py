@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from ge.errors import GeError, GraphValidationError, ShapeInferenceError, ValidationProblem
 from ge.graph.tensor_desc import Dim
 from ge.graph.validation import unknown_operators
+from ge.passes.source import warn_user
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -120,17 +121,16 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
 def warn_contradicted_outputs(graph: Graph) -> None:
     """A `CompileWarning` per graph output whose declared dims its inputs contradict:
     the passes take the inferred dims, and the output keeps its declared type."""
-    import warnings
 
     from ge.errors import CompileWarning
     from ge.ops.model_inference import contradicted_outputs
 
     for name, said, got in contradicted_outputs(graph):
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"graph output {name!r} is declared {_dims_text(said)} but its inputs give "
             f"{_dims_text(got)}: the passes take {_dims_text(got)} (the declared type is "
             "written back as it is; onnxruntime warns when a run contradicts it). Export "
-            "the output with dynamic axes too"), stacklevel=2)
+            "the output with dynamic axes too"))
 
 
 def _dims_text(dims: list[Dim]) -> str:

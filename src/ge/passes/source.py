@@ -9,6 +9,7 @@ import functools
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -24,6 +25,7 @@ __all__ = [
     "is_internal_file",
     "traceback_location",
     "user_stacklevel",
+    "warn_user",
 ]
 
 _GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +62,15 @@ def caller_location() -> SourceLocation | None:
             return SourceLocation(filename, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+def warn_user(warning: Warning, location: SourceLocation | None = None) -> None:
+    """Issue `warning` at `location`, else at the user's line that called into `ge`, each
+    time (not once per line, Python's default): a compilation's warnings are about that
+    compilation, and a notebook cell run again must show them again."""
+    where = location or caller_location()
+    filename, line = (where.file, where.line or 0) if where is not None else ("ge", 0)
+    warnings.warn_explicit(warning, type(warning), filename, line)
 
 
 def definition_location(cls: type) -> SourceLocation:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 
 from ge._text import first_and_more
 from ge.errors import CompileWarning, VerificationError, VerificationInputError
+from ge.passes.source import warn_user
 from ge.session.values import (
     Difference,
     Key,
@@ -550,9 +550,9 @@ def warn_tiny_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
     several = len(names) > 1
     smallest = min(tiny.values())
     suggested = smallest * (rtol or 1e-4)
-    warnings.warn(CompileWarning(
+    warn_user(CompileWarning(
         f"verification checks nothing of output{'s' if several else ''} {shown}: every "
         f"value of {'them' if several else 'it'} in the original's run is below "
         f"atol={atol:g}, which alone accepts any values that small (the output scaled by "
         f"1.5, or zeros, would pass); give a smaller --atol (atol=), such as {suggested:.1g} "
-        f"(rtol times the{' smallest' if several else ''} largest magnitude)"), stacklevel=3)
+        f"(rtol times the{' smallest' if several else ''} largest magnitude)"))

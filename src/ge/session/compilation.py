@@ -82,6 +82,12 @@ class CompileResult:
     source: Path | None = None  # the file the model was loaded from, if any
     value_info: bool = True  # whether `save` writes the types of intermediate values
 
+    def __repr__(self) -> str:
+        verified = ("" if self.verification is None
+                    else f"; verification {self.verification.summary()}")
+        source = "" if self.source is None else f" from {str(self.source)!r}"
+        return f"<CompileResult{source}: {self.report.summary()}{verified}>"
+
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False,
              before_commit: Callable[[Path | None], None] | None = None) -> Path | None:

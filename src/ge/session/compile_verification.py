@@ -5,7 +5,6 @@ and the warnings about what generated inputs or random operators leave unchecked
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph import Graph
+from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
 from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
 from ge.session.verification import (
@@ -95,15 +95,15 @@ def warn_unexercised_bodies(report: CompileReport, graph: Graph,
     coverage = body_coverage(graph, list(changed), runs)
     advice = "give inputs that run it (--inputs FILE.npz, inputs=)"
     if coverage.not_run:
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"the verification's {'generated' if generated else 'given'} inputs did not run "
             f"{_bodies(coverage.not_run, coverage, changed)}, so it did not check what the "
-            f"passes changed there: {advice}"), stacklevel=3)
+            f"passes changed there: {advice}"))
     if coverage.undecided and generated:
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"verification ran generated inputs, which take one path through If and Loop "
             f"nodes, and ge cannot tell whether they ran "
-            f"{_bodies(coverage.undecided, coverage, changed)}: {advice}"), stacklevel=3)
+            f"{_bodies(coverage.undecided, coverage, changed)}: {advice}"))
 
 
 def _bodies(names: Sequence[str], coverage: BodyCoverage,
@@ -118,10 +118,10 @@ def warn_not_compared(random: Mapping[str, str]) -> None:
     names = list(random)
     shown = first_and_more([repr(n) for n in names])
     first = random[names[0]].removeprefix("not compared: depends on ")
-    warnings.warn(CompileWarning(
+    warn_user(CompileWarning(
         f"verification does not compare output(s) {shown}: they depend on {first}, so two "
         "runs of the original differ there; export the model in eval mode (model.eval()) "
-        "to verify them"), stacklevel=4)
+        "to verify them"))
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]

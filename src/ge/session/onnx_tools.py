@@ -18,7 +18,6 @@ through the tool instead when protobuf can hold it, else `CompileInputError` (GE
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +40,7 @@ from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
+from ge.passes.source import warn_user
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "inlined_functions",
            "upgraded_opset"]
@@ -81,10 +81,9 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     if not current:  # (an XGBoost model of onnxmltools: ai.onnx.ml alone)
         others = ", ".join(f"{domain} {version}" for domain, version
                            in sorted(graph.opset_imports.items()) if domain)
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"opset {opset} left graph {graph.name!r} as it is: the model imports no ONNX "
-            f"opset (only {others or 'none'}), so it has no ONNX operator to convert"),
-            stacklevel=2)
+            f"opset (only {others or 'none'}), so it has no ONNX operator to convert"))
         return graph
     if opset < current:
         raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
@@ -166,10 +165,10 @@ def _through(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], n
                 f"onnx's {name} could {what} without its weights, but {problem}, so ge "
                 f"cannot put them back; the whole model ({size / 2**30:.1f} GiB) is over "
                 "protobuf's 2 GiB limit and cannot go through it with them") from None
-        warnings.warn(CompileWarning(
+        warn_user(CompileWarning(
             f"onnx's {name} could {what} without its weights, but {problem}; giving it the "
             f"whole model ({size / 2**20:.0f} MiB) with its weights instead, which holds "
-            "them twice while it runs"), stacklevel=3)
+            "them twice while it runs"))
     return load(_run(tool, graph.to_onnx(), name, what))
 
 
