@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import onnx
@@ -28,7 +29,7 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["graph_to_model", "initializers_as_inputs"]
+__all__ = ["NodeNamesMadeUnique", "graph_to_model", "initializers_as_inputs", "unique_node_names"]
 
 A = AttributeProto
 
@@ -385,6 +386,75 @@ def _as_initializer(node: Node, lift: bool, old_ir: bool) -> bool:
     return not old_ir and (not _constant_origin(node) or (lift and _liftable(node)))
 
 
+@dataclass(frozen=True)
+class NodeNamesMadeUnique:
+    """Nodes of graph `graph` that export wrote as `name` (in ONNX, a node's name) and the
+    names it writes for them now (`unique_node_names`), in the graph's order."""
+
+    graph: str
+    name: str
+    names: tuple[str, ...]
+
+
+def _written_as_node(node: Node, lift: bool, old_ir: bool) -> bool:
+    """Whether export writes `node` as an ONNX node (named): not a graph input or output,
+    nor a `Const` written as an initializer (`lift` as `graph_to_model(lift_constants=)`)."""
+    if node._type in (DATA, NET_OUTPUT):
+        return False
+    return node._type != CONST or not _as_initializer(node, lift, old_ir)
+
+
+def unique_node_names(graph: Graph, *, lift_constants: bool = False
+                      ) -> list[NodeNamesMadeUnique]:
+    """Make export write a different name for every named node of each graph of the model
+    (the root graph and every subgraph): ONNX allows two nodes of a graph the same name,
+    onnxruntime refuses to load such a model ("two nodes with same node name").
+
+    Loading keeps each node's name as read for export (lossless) beside its unique IR
+    name; here a node whose written name another node of its graph writes too gets its IR
+    name written instead (a journaled rename, undone with a transaction), except one of
+    them: the node whose IR name it is, else the first in the graph's order. A name a
+    renamed node now takes can be the name another node was read with ("a", "a", "a_1":
+    the second becomes "a_1"), which then gets its IR name too. Nodes without a name keep
+    none (onnxruntime accepts any number of those). `lift_constants` as in `to_onnx`:
+    `Constant` operators written as initializers have no name to clash.
+
+    Returns what changed, per graph and name read: empty when the names were unique."""
+    lift = lift_constants and graph.root_graph().model.ir_version >= 4
+    old_ir = graph.root_graph().model.ir_version < 4
+    changed: list[NodeNamesMadeUnique] = []
+    for g in [graph, *graph.get_all_subgraphs()]:
+        nodes = [n for n in g._listed() if _written_as_node(n, lift, old_ir)]
+        before = {id(n): _written_name(n) for n in nodes}
+        while True:
+            holders: dict[str, list[Node]] = {}
+            for node in nodes:
+                name = _written_name(node)
+                if name:
+                    holders.setdefault(name, []).append(node)
+            clashes = [same for same in holders.values() if len(same) > 1]
+            if not clashes:
+                break
+            for same in clashes:
+                keeper = next((n for n in same if _written_name(n) == n._name), same[0])
+                for node in same:
+                    if node is not keeper and _written_name(node) != node._name:
+                        g._rename_node(node, node._name)  # writes its IR name from now on
+        read: dict[str, list[Node]] = {}
+        for node in nodes:
+            read.setdefault(before[id(node)], []).append(node)
+        changed.extend(
+            NodeNamesMadeUnique(g._name, name, tuple(_written_name(n) for n in same))
+            for name, same in read.items()
+            if any(_written_name(n) != name for n in same))
+    return changed
+
+
+def _written_name(node: Node) -> str:
+    """The name export writes for `node`: the name it was read with, else its IR name."""
+    return node._export_name if node._export_name is not None else node._name
+
+
 def _untyped(vi: onnx.ValueInfoProto) -> bool:
     """Whether a value info declares no type (or a tensor of undefined element type)."""
     which = vi.type.WhichOneof("value")
@@ -462,7 +532,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             _write_attrs(proto, node, None, names)
         proto.input.extend(inputs)
         proto.output.extend(outputs)
-    name = node._export_name if node._export_name is not None else node._name
+    name = _written_name(node)
     if proto.name != name:
         proto.name = name
     if node._metadata:

@@ -12,9 +12,11 @@ that changed it and names the first one whose outputs differ beyond the toleranc
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ from ge.errors import (
     CompileInputError,
     CompilerOptionError,
     CompilerOptionTypeError,
+    CompileWarning,
     GeError,
     GraphValidationError,
     SessionError,
@@ -41,6 +44,7 @@ from ge.errors import (
     VerificationError,
 )
 from ge.graph import Graph
+from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
 from ge.passes.discovery import given_paths
 from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
@@ -341,6 +345,24 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
         f"{described(model)}")
 
 
+def _warn_duplicate_node_names(changed: Iterable[NodeNamesMadeUnique]) -> None:
+    """A `CompileWarning` per node name of the input model that the compiled model writes
+    differently (`unique_node_names`): ONNX allows two nodes of a graph one name, but
+    onnxruntime refuses such a model, the compiled one included, if it kept them."""
+    for item in changed:
+        names = ", ".join(repr(name) for name in item.names)
+        if len(item.names) > 1:
+            warnings.warn(CompileWarning(
+                f"graph {item.graph!r} has {len(item.names)} nodes named {item.name!r}, "
+                "which onnxruntime refuses (two nodes with same node name): the compiled "
+                f"model names them {names}"), stacklevel=3)
+        else:  # its name is now one of those given to a node of a duplicate name
+            warnings.warn(CompileWarning(
+                f"graph {item.graph!r}: the compiled model names node {item.name!r} "
+                f"{names}, as another node of a duplicate name is named {item.name!r} now "
+                "(onnxruntime refuses two nodes with same node name)"), stacklevel=3)
+
+
 def _each_pass_hint(report: CompileReport) -> str:
     """What names the pass that made the compiled model differ, when a pass changed it."""
     return (" (verify=\"each-pass\", --verify each-pass, names the pass that changed them)"
@@ -421,87 +443,91 @@ def compile(
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
     atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
-    graph = inlined_functions(given) if inline_functions else given
-    graph = graph if opset is None else upgraded_opset(graph, opset)
-    in_place = in_place and graph is given
-    typed = _value_info_mode(value_info, given)  # the model as given, not as converted
-    dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
-              else GraphDumper.from_environment())
-    if dumper is not None:
-        watchers.append(dumper)
-    # The plugins are loaded first: one may register the custom operator (and its kernel)
-    # that the original model needs to run.
-    with compilation_passes(options, pass_paths) as passes:
-        if dumper is not None:  # a level's names, against the passes the plugins brought
-            dumper.check_level_names(entry.name for entry in passes.registry)
-        expected: dict[str, Any] | None = None  # the original's outputs, run once
-        feeds: dict[str, Any] = {}
-        random: dict[str, str] = {}  # outputs two runs of the original may differ in
-        narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
-        unrunnable: SessionError | None = None  # the original's failure, told after compiling
-        resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
-        if mode != "none":
+    # A Graph given is compiled in place: a failure gives it back with its names as given
+    # too (the other changes are undone by the transaction around the passes, inside).
+    with given.transaction() if in_place else contextlib.nullcontext():
+        _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
+        graph = inlined_functions(given) if inline_functions else given
+        graph = graph if opset is None else upgraded_opset(graph, opset)
+        in_place = in_place and graph is given
+        typed = _value_info_mode(value_info, given)  # the model as given, not as converted
+        dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
+                  else GraphDumper.from_environment())
+        if dumper is not None:
+            watchers.append(dumper)
+        # The plugins are loaded first: one may register the custom operator (and its kernel)
+        # that the original model needs to run.
+        with compilation_passes(options, pass_paths) as passes:
+            if dumper is not None:  # a level's names, against the passes the plugins brought
+                dumper.check_level_names(entry.name for entry in passes.registry)
+            expected: dict[str, Any] | None = None  # the original's outputs, run once
+            feeds: dict[str, Any] = {}
+            random: dict[str, str] = {}  # outputs two runs of the original may differ in
+            narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
+            unrunnable: SessionError | None = None  # the original's failure, told after compiling
+            resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
+            if mode != "none":
+                try:
+                    # before any conversion
+                    expected, feeds, resized = run_original(given, inputs, dims)
+                except SessionError as err:
+                    if not given.find_problems():
+                        raise
+                    unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
+                else:
+                    random, narrow = random_output_reasons(given), narrow_float_outputs(given)
+                    if random:
+                        warn_not_compared(random)
+                    warn_tiny_outputs(expected, rtol, atol, random)
+                    if mode == "each-pass":
+                        watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
+                                                          narrow, resized))
+
+            def run() -> CompileResult:
+                report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
+                                       disable=disable, enable=enable, check=check,
+                                       on_pass_failure=on_pass_failure, observers=watchers)
+                if unrunnable is not None:
+                    # ge finds the model as given invalid, which onnxruntime refused to run in
+                    # its own words: the compilation said it in ge's, as without verification
+                    # (the input's own problem, GE1003); it did not fail, so the run's failure
+                    # is the error
+                    raise unrunnable
+                verification = None
+                if expected is not None:
+                    # as save writes it; its weights are the graph's until it runs (a temporary
+                    # file, not a second copy in a proto: see exported_to_run)
+                    with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
+                        try:
+                            verification = compare_run(
+                                ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
+                                not_compared=random, computed_in=narrow, resized=resized)
+                        except SessionError as err:
+                            raise SessionError(f"{err.message}{_each_pass_hint(report)}",
+                                               nodes=err.nodes) from err
+                    if not verification.ok:
+                        which = _each_pass_hint(report)
+                        where = (" at other sizes of the symbolic dims than those generated "
+                                 "first" if verification.sizes else "")
+                        raise VerificationError(
+                            f"the compiled model's outputs differ from the original's{where}: "
+                            f"{verification.summary()}{which}", report=verification)
+                    runs = [feeds, *([resized.inputs] if resized is not None
+                                     and verification.also_at else [])]
+                    warn_unexercised_bodies(report, graph, runs, generated=inputs is None)
+                return CompileResult(graph, report, verification, source, typed)
+
             try:
-                # before any conversion
-                expected, feeds, resized = run_original(given, inputs, dims)
-            except SessionError as err:
-                if not given.find_problems():
+                if not in_place:
+                    return run()
+                with graph.transaction():  # a failure gives the caller's graph back unchanged
+                    return run()
+            except GraphValidationError as err:
+                if err.stage != FINAL_VALIDATION_STAGE:
                     raise
-                unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
-            else:
-                random, narrow = random_output_reasons(given), narrow_float_outputs(given)
-                if random:
-                    warn_not_compared(random)
-                warn_tiny_outputs(expected, rtol, atol, random)
-                if mode == "each-pass":
-                    watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
-                                                      narrow, resized))
-
-        def run() -> CompileResult:
-            report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
-                                   disable=disable, enable=enable, check=check,
-                                   on_pass_failure=on_pass_failure, observers=watchers)
-            if unrunnable is not None:
-                # ge finds the model as given invalid, which onnxruntime refused to run in
-                # its own words: the compilation said it in ge's, as without verification
-                # (the input's own problem, GE1003); it did not fail, so the run's failure
-                # is the error
-                raise unrunnable
-            verification = None
-            if expected is not None:
-                # as save writes it; its weights are the graph's until it runs (a temporary
-                # file, not a second copy in a proto: see exported_to_run)
-                with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
-                    try:
-                        verification = compare_run(
-                            ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
-                            not_compared=random, computed_in=narrow, resized=resized)
-                    except SessionError as err:
-                        raise SessionError(f"{err.message}{_each_pass_hint(report)}",
-                                           nodes=err.nodes) from err
-                if not verification.ok:
-                    which = _each_pass_hint(report)
-                    where = (" at other sizes of the symbolic dims than those generated "
-                             "first" if verification.sizes else "")
-                    raise VerificationError(
-                        f"the compiled model's outputs differ from the original's{where}: "
-                        f"{verification.summary()}{which}", report=verification)
-                runs = [feeds, *([resized.inputs] if resized is not None
-                                 and verification.also_at else [])]
-                warn_unexercised_bodies(report, graph, runs, generated=inputs is None)
-            return CompileResult(graph, report, verification, source, typed)
-
-        try:
-            if not in_place:
-                return run()
-            with graph.transaction():  # a failure gives the caller's graph back unchanged
-                return run()
-        except GraphValidationError as err:
-            if err.stage != FINAL_VALIDATION_STAGE:
-                raise
-            unchanged = in_place or graph is not given
-            try:
-                input_graph = _input_graph(model, given, unchanged)
-            except Exception:  # a verdict is never worth another error
-                raise err from None
-            raise _with_input_problems(err, input_graph, source) from err
+                unchanged = in_place or graph is not given
+                try:
+                    input_graph = _input_graph(model, given, unchanged)
+                except Exception:  # a verdict is never worth another error
+                    raise err from None
+                raise _with_input_problems(err, input_graph, source) from err
