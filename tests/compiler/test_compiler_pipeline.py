@@ -193,10 +193,12 @@ def test_without_checks_final_validation_still_catches_it_as_ge1003(write) -> No
     assert err.stage == "FinalValidation"
     assert err.nodes == ("dangling_identity",)
     assert [p.kind for p in err.problems] == ["arity"]
-    # the plugin pass that last changed the node is named, with its line
+    # the plugin pass that last changed the node is named, with its line, and is the
+    # error's pass (what --json reports)
+    assert err.pass_name == "Dangling"
     assert str(err).endswith(
         "; node 'dangling_identity' was last changed by pass Dangling (AfterOriginGraphOptimize)"
-        f" (stage FinalValidation, at {path}:5)")
+        f" (pass Dangling, stage FinalValidation, at {path}:5)")
 
 
 BREAKS_TWICE = """

@@ -215,3 +215,70 @@ def test_an_invalid_input_the_compilation_repairs_still_fails_verification(
     with pytest.raises(ge.errors.SessionError):
         ge.compile(graph, verify=True)
     assert graph.to_onnx().SerializeToString() == before
+
+
+# A pass that changes the Relu (wires its input anew) without making it invalid.
+REWIRE_RELU = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="RewireRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class RewireRelu(FusionBasePass):
+    def run(self, graph, context):
+        for relu in graph.nodes_of_type("Relu"):
+            source, index = relu.get_in_data_nodes_and_port_indexes(0)
+            graph.remove_edge(source, index, relu, 0)
+            graph.add_data_edge(source, index, relu, 0)
+        return True
+'''
+
+
+def test_the_json_error_names_the_pass_the_final_validation_blames(tmp_path: Path) -> None:
+    """A problem a pass made, found by the final validation (the check after each pass
+    off): the message says which pass last changed the node, and --json's pass_name and
+    location say it too (pass_name was null); the stage is the step that failed."""
+    plugin = tmp_path / "tag_relu.py"
+    plugin.write_text(TAG_RELU)
+    good = _bad_attribute_model()
+    del good.graph.node[0].attribute[:]
+    source, out = tmp_path / "model.onnx", tmp_path / "out.onnx"
+    onnx.save(good, source)
+    code, stdout, _ = _compile_cli(str(source), "-o", str(out), "--pass-path", str(plugin),
+                                   "--check", "none", "--json")
+    data = json.loads(stdout)
+    assert code == 1 and (data["code"], data["stage"]) == ("GE1003", "FinalValidation")
+    assert data["message"].endswith(
+        "; node 'relu' was last changed by pass TagRelu (AfterInferShape)")
+    assert (data["pass_name"], data["location"]) == ("TagRelu", f"{plugin}:5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "tag_relu.py"]
+
+
+def test_a_pass_is_not_blamed_for_a_problem_the_input_had(tmp_path: Path) -> None:
+    """A pass that only changed the node holding the input's own problem made none: the
+    verdict says so, and no pass is named (message, pass_name, location)."""
+    plugin = tmp_path / "rewire_relu.py"
+    plugin.write_text(REWIRE_RELU)
+    source, out = tmp_path / "model.onnx", tmp_path / "out.onnx"
+    onnx.save(_bad_attribute_model(), source)
+    code, stdout, _ = _compile_cli(str(source), "-o", str(out), "--pass-path", str(plugin),
+                                   "--check", "none", "--json")
+    data = json.loads(stdout)
+    assert code == 1 and (data["code"], data["stage"]) == ("GE1003", "FinalValidation")
+    assert data["message"].endswith(VERDICT.format(where=f" {source}"))
+    assert "RewireRelu" not in data["message"]
+    assert (data["pass_name"], data["location"]) == (None, None)
+
+
+def test_a_pass_that_made_a_problem_beside_the_inputs_is_still_blamed(tmp_path: Path
+                                                                      ) -> None:
+    """The input's problem gets the verdict, the one the pass made keeps its advice, and
+    the pass stays named: in the message as without the verdict, as pass_name."""
+    plugin = tmp_path / "tag_relu.py"
+    plugin.write_text(TAG_RELU)
+    with pytest.raises(GraphValidationError) as caught:
+        ge.compile(_bad_attribute_model(), pass_paths=[plugin], check="none")
+    err = caught.value
+    assert err.message.endswith("; node 'relu' was last changed by pass TagRelu "
+                                "(AfterInferShape)")
+    assert VERDICT.format(where="") in err.message
+    assert (err.pass_name, str(err.location)) == ("TagRelu", f"{plugin}:5")

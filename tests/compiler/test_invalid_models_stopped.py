@@ -5,6 +5,7 @@ stops the compilation before any pass (GE1305, stage InferShape). Nothing is wri
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import onnx
@@ -271,7 +272,26 @@ def test_shape_inference_refusing_a_node_names_the_pass_that_changed_it(tmp_path
     assert stderr.endswith(
         "; node '/model/transformer/layer.0/attention/q_lin/MatMul' was last changed by pass "
         "SwapMatMul "
-        f"(BeforeInferShape) (stage InferShape, at {plugin}:5)\n")
+        f"(BeforeInferShape) (pass SwapMatMul, stage InferShape, at {plugin}:5)\n")
+    assert not out.exists()
+
+
+def test_the_json_error_names_the_pass_its_message_blames(tmp_path: Path) -> None:
+    """--json: the pass the message says last changed the node is the error's pass_name
+    (it was null); the stage is the step that failed, the location the pass's."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    plugin = _plugin(tmp_path, "swap", SWAP_MATMUL)
+    out = tmp_path / "out.onnx"
+    result = CliRunner().invoke(cli, ["compile", str(shared_model("distilbert_tiny")), "-o",
+                                      str(out), "--pass-path", str(plugin), "--json"])
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert "was last changed by pass SwapMatMul (BeforeInferShape)" in error["message"]
+    assert (error["code"], error["pass_name"], error["stage"], error["location"]) == (
+        "GE1305", "SwapMatMul", "InferShape", f"{plugin}:5")
     assert not out.exists()
 
 

@@ -213,8 +213,10 @@ class Invocation:
                 self.changed_by_plugins.pop(node, None)
 
     def blame_plugin(self, err: GeError) -> None:
-        """Add to an engine step's error about nodes (shape inference refusing one) the
-        plugin pass that last changed the first of them, and its location."""
+        """Add to an engine step's error about nodes (shape inference refusing one, GE1305;
+        the final validation, GE1003) the plugin pass that last changed the first of them:
+        in its message, as its `pass_name` (what `--json` reports) and its location. Its
+        stage stays the step's, where it failed (the message names the pass's)."""
         if not self.changed_by_plugins or not err.nodes:
             return
         by_name = {node.name: who for node, who in self.changed_by_plugins.items()
@@ -225,6 +227,8 @@ class Invocation:
                 pass_name, stage, location = who
                 err.message += (f"; node {name!r} was last changed by pass {pass_name} "
                                 f"({stage})")
+                if err.pass_name is None:
+                    err.pass_name = pass_name
                 if err.location is None:
                     err.location = location
                 return

@@ -135,11 +135,18 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
                   verdict: str) -> GraphValidationError:
     """`err` with `verdict` (that the input model has the problem too) added to each of its
     problems `concerned` is true of, without the advice meant for a pass that made one; its
-    stage, pass and location kept."""
+    stage kept. The plugin pass the error blames (`Invocation.blame_plugin`: a sentence
+    after the problems, its pass and location) stays when a problem is not the input's,
+    and goes when every one is: then no pass made any."""
     new = GraphValidationError([
         ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph) if concerned(p) else p
         for p in err.problems])
-    new.stage, new.pass_name, new.location = err.stage, err.pass_name, err.location
+    new.stage = err.stage
+    if not all(concerned(p) for p in err.problems):
+        listed = GraphValidationError(err.problems).message  # the message before the blame
+        if err.message.startswith(listed):
+            new.message += err.message[len(listed):]
+        new.pass_name, new.location = err.pass_name, err.location
     return new
 
 
