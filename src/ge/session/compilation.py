@@ -49,6 +49,7 @@ from ge.passes.discovery import given_paths
 from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
     EachPassVerifier,
+    LastChanges,
     run_original,
     warn_not_compared,
     warn_unexercised_bodies,
@@ -370,10 +371,31 @@ def _warn_duplicate_node_names(changed: Iterable[NodeNamesMadeUnique]) -> None:
                 "(onnxruntime refuses two nodes with same node name)"), stacklevel=3)
 
 
-def _each_pass_hint(report: CompileReport) -> str:
-    """What names the pass that made the compiled model differ, when a pass changed it."""
-    return (" (verify=\"each-pass\", --verify each-pass, names the pass that changed them)"
+def _each_pass_hint(report: CompileReport, names: str = "the pass that changed them") -> str:
+    """What names the pass that made the compiled model differ (or fail), when a pass
+    changed it."""
+    return (f" (verify=\"each-pass\", --verify each-pass, names {names})"
             if report.passes_that_changed() else "")
+
+
+def _compiled_unrunnable(err: SessionError, report: CompileReport,
+                         changes: LastChanges) -> SessionError:
+    """GE1601 (of `err`'s class) for the compiled model that onnxruntime (or the reference
+    evaluator) cannot load or run while the original runs: saying that it is the compiled
+    model (the runtime's words name a graph, which both have), and the pass that last
+    changed the node the runtime names (its pass, stage and location), else how to find
+    it."""
+    message = err.message
+    if not message.startswith("the compiled model"):  # (at other sizes: it says so)
+        message = f"the compiled model cannot be run (the original runs): {message}"
+    blamed = changes.blame(err.nodes)
+    kind = type(err)  # (RuntimeLoadError: no input would make it run)
+    if blamed is None:
+        return kind(message + _each_pass_hint(report, "the pass after which it cannot"),
+                    nodes=err.nodes)
+    sentence, record = blamed
+    return kind(message + sentence, pass_name=record.pass_name, stage=record.stage,
+                location=record.location, nodes=err.nodes)
 
 
 def compile(
@@ -473,6 +495,7 @@ def compile(
             narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
             unrunnable: SessionError | None = None  # the original's failure, told after compiling
             resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
+            changes: LastChanges | None = None  # which pass last changed each node
             if mode != "none":
                 try:
                     # before any conversion
@@ -489,6 +512,9 @@ def compile(
                     if mode == "each-pass":
                         watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
                                                           narrow, resized))
+                    else:  # for a compiled model that cannot run, the pass behind it
+                        changes = LastChanges(graph)
+                        watchers.append(changes)
 
             def run() -> CompileResult:
                 report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
@@ -510,8 +536,8 @@ def compile(
                                 ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
                                 not_compared=random, computed_in=narrow, resized=resized)
                         except SessionError as err:
-                            raise SessionError(f"{err.message}{_each_pass_hint(report)}",
-                                               nodes=err.nodes) from err
+                            assert changes is not None  # (made when there is `expected`)
+                            raise _compiled_unrunnable(err, report, changes) from err
                     if not verification.ok:
                         which = _each_pass_hint(report)
                         where = (" at other sizes of the symbolic dims than those generated "
@@ -538,3 +564,6 @@ def compile(
                 except Exception:  # a verdict is never worth another error
                     raise err from None
                 raise _with_input_problems(err, input_graph, source) from err
+            finally:
+                if changes is not None:
+                    changes.close()

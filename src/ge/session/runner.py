@@ -9,6 +9,7 @@ decomposition). A `ModelRunner` prepares a model once and runs it many times; ru
 
 from __future__ import annotations
 
+import re
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -54,6 +55,7 @@ __all__ = [
     "model_outputs",
     "run_model",
     "runs_in_onnxruntime",
+    "runtime_error_nodes",
 ]
 
 Model = Graph | onnx.ModelProto
@@ -354,6 +356,23 @@ def _one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+# How onnxruntime names the node it refuses or failed to run: `Name:'reshape'` (a kernel
+# failing), `node with name 'relu'` (no kernel for its types), `Node (mm) Op (MatMul)` (its
+# shape inference), `In Node, ("relu", Relu, ...` (an invalid node), `of operator (Relu) in
+# node (relu)` (a type error).
+_RUNTIME_NODE = re.compile(
+    r"Name:'([^']+)'|node with name '([^']+)'|Node \(([^)]+)\) Op \("
+    r"""|In Node, \("([^"]+)"|in node \(([^)]+)\)""")
+
+
+def runtime_error_nodes(message: str) -> tuple[str, ...]:
+    """The node names an onnxruntime error message names, in order, once each: what a
+    `SessionError` of a run lists as its `nodes`."""
+    found = (next(name for name in match.groups() if name)
+             for match in _RUNTIME_NODE.finditer(message))
+    return tuple(dict.fromkeys(found))
+
+
 def _has_bfloat16_io(proto: onnx.ModelProto) -> bool:
     """Whether a graph input or output of `proto` is a bfloat16 tensor."""
     return any(v.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
@@ -451,7 +470,8 @@ class ModelRunner:
                 self._session = self._ort_session(proto)
         except Exception as err:
             raise RuntimeLoadError(f"{self.backend} cannot load graph {self.name!r}: "
-                                   f"{_one_line(err)}") from err
+                                   f"{_one_line(err)}",
+                                   nodes=runtime_error_nodes(str(err))) from err
 
     def _ort_session(self, model: onnx.ModelProto | str) -> Any:
         """A session of `model`: a proto (sent as bytes below 2 GiB) or a file's path."""
@@ -498,7 +518,8 @@ class ModelRunner:
                     f"{self.backend} ran out of memory running graph {self.name!r} "
                     f"({_one_line(err)}): smaller inputs need less") from err
             raise SessionError(f"{self.backend} failed to run graph {self.name!r}: "
-                               f"{_one_line(err)}") from err
+                               f"{_one_line(err)}",
+                               nodes=runtime_error_nodes(str(err))) from err
         return dict(zip(self.output_names, results))
 
 

@@ -1,0 +1,153 @@
+"""Plain verification (`--verify`, `verify=True`) of a compiled model that onnxruntime
+refuses to load or run while the original runs: GE1601 says it is the compiled model (the
+runtime's own words name only the graph, which both models have) and, when a pass changed
+the node the runtime names (or a node it reads), names that pass: in the message, and as
+the error's pass, stage and location. Nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+import ge.graph
+from ge.cli import cli
+from ge.errors import RuntimeLoadError, SessionError
+
+COMPILED = "the compiled model cannot be run (the original runs): "
+
+# Relu computed in int64 between two Casts: valid ONNX (and for ge's checks), but
+# onnxruntime has no int64 Relu kernel, so it will not load the model.
+INT_RELU = """\
+from ge.graph import DataType
+from ge.ops import infer_node
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="IntRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class IntRelu(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.find_node_by_name("relu")
+        src, index = relu.get_in_data_nodes_and_port_indexes(0)
+        (reader, slot), = relu.get_out_data_nodes_and_port_indexes(0)
+        to_int = graph.add_node("Cast", num_inputs=1, attrs={"to": DataType.DT_INT64})
+        back = graph.add_node("Cast", num_inputs=1, attrs={"to": DataType.DT_FLOAT})
+        graph.remove_edge(src, index, relu, 0)
+        graph.remove_edge(relu, 0, reader, slot)
+        graph.add_data_edge(src, index, to_int, 0)
+        graph.add_data_edge(to_int, 0, relu, 0)
+        graph.add_data_edge(relu, 0, back, 0)
+        graph.add_data_edge(back, 0, reader, slot)
+        for node in (to_int, relu, back):
+            infer_node(node)
+        return True
+"""
+
+# The Reshape's shape constant rewritten to one its input cannot take: onnxruntime loads
+# the model and fails running the Reshape, which the pass did not change (its input).
+BREAK_RESHAPE = """\
+import numpy as np
+from ge.graph import Tensor
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="BreakReshape", stage=PassStage.AFTER_INFER_SHAPE)
+class BreakReshape(FusionBasePass):
+    def run(self, graph, context):
+        shape = graph.find_node_by_name("shape")
+        shape.set_attr("value", Tensor(np.array([5], np.int64)))
+"""
+
+
+def _relu_model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Neg", ["r"], ["y"], name="neg")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _reshape_model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])],
+        [numpy_helper.from_array(np.array([6], np.int64), "shape")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _compile_json(tmp_path: Path, model: onnx.ModelProto, plugin: str
+                  ) -> tuple[dict[str, object], Path]:
+    source, out, passes = tmp_path / "model.onnx", tmp_path / "out.onnx", tmp_path / "p.py"
+    onnx.save(model, source)
+    passes.write_text(plugin)
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--pass-path",
+                                      str(passes), "--verify", "--json"])
+    assert result.exit_code == 1 and result.stderr == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "p.py"]
+    return json.loads(result.stdout), passes
+
+
+def test_a_compiled_model_onnxruntime_will_not_load_is_said_to_be_the_compiled_one(
+        tmp_path: Path) -> None:
+    error, plugin = _compile_json(tmp_path, _relu_model(), INT_RELU)
+    assert error["code"] == "GE1601"
+    message = str(error["message"])
+    assert message.startswith(f"{COMPILED}onnxruntime cannot load graph 'g': ")
+    assert "Could not find an implementation for Relu(14) node with name 'relu'" in message
+    assert message.endswith("; node 'relu' was last changed by pass IntRelu (AfterInferShape)")
+    assert (error["pass_name"], error["stage"], error["location"], error["nodes"]) == (
+        "IntRelu", "AfterInferShape", f"{plugin}:7", ["relu"])
+
+
+def test_a_compiled_model_that_fails_running_names_the_pass_of_a_node_it_reads(
+        tmp_path: Path) -> None:
+    error, plugin = _compile_json(tmp_path, _reshape_model(), BREAK_RESHAPE)
+    message = str(error["message"])
+    assert message.startswith(f"{COMPILED}onnxruntime failed to run graph 'g': ")
+    assert message.endswith("; node 'reshape' reads node 'shape', last changed by pass "
+                            "BreakReshape (AfterInferShape)")
+    assert (error["pass_name"], error["stage"], error["location"]) == (
+        "BreakReshape", "AfterInferShape", f"{plugin}:7")
+
+
+def test_the_api_says_so_too_and_leaves_no_listener_behind(tmp_path: Path) -> None:
+    """ge.compile(verify=True) raises the same error (a RuntimeLoadError still);
+    the Graph compiled in place is given back unchanged, without the listener that
+    followed the passes' changes."""
+    plugin = tmp_path / "int_relu.py"
+    plugin.write_text(INT_RELU)
+    graph = ge.graph.load(_relu_model())
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(SessionError) as caught:
+        ge.compile(graph, pass_paths=[plugin], verify=True)
+    err = caught.value
+    assert isinstance(err, RuntimeLoadError) and err.code == "GE1601"
+    assert err.message.startswith(COMPILED) and err.pass_name == "IntRelu"
+    assert graph.to_onnx().SerializeToString() == before
+    assert graph.journal.listeners == []
+
+
+def test_without_a_pass_to_name_it_points_at_each_pass_verification(tmp_path: Path) -> None:
+    """The pass changed a node two steps before the one onnxruntime names (the shape goes
+    through an Identity): no pass is named, and `--verify each-pass` would find it."""
+    model = _reshape_model()
+    model.graph.node.insert(0, helper.make_node("Identity", ["shape"], ["s"], name="id"))
+    model.graph.node[1].input[1] = "s"
+    plugin = tmp_path / "break_reshape.py"
+    plugin.write_text(BREAK_RESHAPE)
+    with pytest.raises(SessionError) as caught:
+        ge.compile(model, pass_paths=[plugin], verify=True)
+    err = caught.value
+    assert err.message.startswith(f"{COMPILED}onnxruntime failed to run graph 'g': ")
+    assert err.message.endswith(' (verify="each-pass", --verify each-pass, names the pass '
+                                'after which it cannot)')
+    assert (err.pass_name, err.stage, err.location, err.nodes) == (
+        None, None, None, ("reshape",))
