@@ -99,3 +99,48 @@ def test_a_file_prefix_in_a_folder_is_written(tmp_path: Path, capsys: pytest.Cap
     assert main(args=[f"--model={DISTILBERT}", "--output=out/model"]) == 0
     assert "wrote out/model.onnx" in capsys.readouterr().out
     assert listing(tmp_path) == ["out", "out/model.onnx"]
+
+
+def _bad_models(folder: Path) -> dict[str, Path]:
+    """Two models with a problem of their own that the compiled model keeps: a Relu with an
+    attribute Relu does not define (the final validation's GE1003), and a graph output
+    typed without a shape (onnx's full checker refuses it when saving, GE1003 too)."""
+    bogus = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu", bogus=3)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    unshaped = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    paths = {"validation": folder / "bogus.onnx", "checker": folder / "unshaped.onnx"}
+    for graph, path in ((bogus, paths["validation"]), (unshaped, paths["checker"])):
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return paths
+
+
+@pytest.mark.parametrize(("which", "note"), [
+    ("validation", "(the input model {model} has this problem too: it is not the "
+                   "compilation's doing; fix it in the model, or in the exporter that wrote "
+                   "it)"),
+    ("checker", "(the input model {model} fails this check too: it is not the "
+                "compilation's doing)"),
+])
+def test_an_input_models_own_problem_is_said_to_be_the_inputs_as_ge_compile_says(
+        tmp_path: Path, capsys: pytest.CaptureFixture, which: str, note: str) -> None:
+    """pyatc's GE1003 has ge compile's note when the input model has the problem too (the
+    checker's was missing: pyatc compiles the Graph it loaded, which named no file)."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    model = _bad_models(tmp_path)[which]
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pyatc: [GE1003] graph is invalid (1 problem(s)): ")
+    assert note.format(model=model.resolve()) in err
+    ours, theirs = str(tmp_path / "out.onnx"), str(tmp_path / "ge.onnx")
+    compiled = CliRunner().invoke(cli, ["compile", str(model), "-o", theirs])
+    assert compiled.stderr.removeprefix("ge: ") == \
+        err.removeprefix("pyatc: ").replace(ours, theirs)  # the same words
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bogus.onnx", "unshaped.onnx"]

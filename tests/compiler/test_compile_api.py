@@ -60,7 +60,8 @@ def test_compile_accepts_a_path_a_proto_and_a_graph(kind: str, tmp_path: Path) -
     result = ge.compile(model)
     assert isinstance(result, ge.CompileResult)
     assert [n.type for n in result.graph.get_direct_nodes()] == ["Data", "Relu", "NetOutput"]
-    assert result.source == (path if kind == "path" else None)
+    # a Graph's source is the file ge.graph.load read (resolved); a proto has none
+    assert result.source == {"path": path, "proto": None, "graph": path.resolve()}[kind]
     if kind == "graph":
         assert result.graph is model  # compiled in place
     assert [s.name for s in result.report.steps] == [

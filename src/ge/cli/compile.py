@@ -372,7 +372,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 dump=None if dump is None else dump.absolute(), dump_level=dump_level,
                 observers=observers, value_info=value_info, opset=opset,
                 inline_functions=inline_functions)
-        result.source = result.source or Path(model)  # (given as the graph loaded from it)
         from ge.passes.stage import PassStage
         from ge.session.hints import function_hints, opset_hints
 

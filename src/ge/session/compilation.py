@@ -187,10 +187,6 @@ def _with_input_problems(err: GraphValidationError, input_graph: Graph,
         return err
     if not any(key(p) in before for p in err.problems):
         return err
-    if source is None:  # a Graph given: the file it was loaded from, if any
-        files = [Path(f) for f, role in input_graph.root_graph().model.source_files.items()
-                 if role == "model file"]
-        source = files[0] if files else None
     model = "the input model" + (f" {source}" if source is not None else "")
     return _with_verdict(
         err, lambda p: key(p) in before,
@@ -338,12 +334,22 @@ def _value_info_mode(mode: str, graph: Graph) -> bool:
     return mode == "all"
 
 
+def _model_file(graph: Graph) -> Path | None:
+    """The model file `graph` was loaded from (`ge.graph.load` records it), if any."""
+    files = [Path(f) for f, role in graph.root_graph().model.source_files.items()
+             if role == "model file"]
+    return files[0] if files else None
+
+
 def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
-    """(graph, compiled in place?, source file) for what `ge.compile` was given."""
+    """(graph, compiled in place?, source file) for what `ge.compile` was given; a Graph's
+    source file is the one it was loaded from (`ge compile` and pyatc load the model
+    themselves), so that every caller's errors say alike when the input model has the
+    problem too (`_with_input_problems`, `CompileResult.save`)."""
     import ge.graph
 
     if isinstance(model, Graph):
-        return model, True, None
+        return model, True, _model_file(model)
     if isinstance(model, onnx.ModelProto):
         return ge.graph.load(model), False, None
     if isinstance(model, (str, os.PathLike)):
