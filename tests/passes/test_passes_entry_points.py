@@ -211,3 +211,83 @@ def test_ge_passes_list_shows_entry_points_of_an_installed_distribution(
     failing = subprocess.run(command[:-2], env=_ge_env(site, empty), capture_output=True, text=True)
     assert failing.returncode == 1
     assert json.loads(failing.stdout)["failures"][0]["code"] == "E13029"
+
+
+def test_what_a_callable_entry_point_returns_that_is_no_pass_is_located_at_its_def(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E13030 for junk a callable returned points at the callable's `def` line (a decorated
+    one at its first decorator, a partial at its function's, a callable object at its
+    `__call__`), for an unregistered class at its `class` line, and for an attribute that
+    is no callable at its module's file (it has no line); it had no location at all
+    (audit)."""
+    site = tmp_path / "junksite"
+    make_distribution(
+        site,
+        "geplug-junk",
+        "1.0",
+        {
+            "number": "geplug_junk:number",
+            "items": "geplug_junk:items",
+            "decorated": "geplug_junk:decorated",
+            "unregistered": "geplug_junk:unregistered",
+            "value": "geplug_junk:VALUE",
+            "instance": "geplug_junk:INSTANCE",
+            "partial": "geplug_junk:PARTIAL",
+        },
+        {
+            "geplug_junk/__init__.py": """\
+                import functools
+                from ge.passes import FusionBasePass
+
+                VALUE = 3
+
+
+                class NotRegistered(FusionBasePass):
+                    pass
+
+
+                def number():
+                    return 42
+
+
+                def items():
+                    return [NotRegistered, "junk"][1:]
+
+
+                @functools.lru_cache(maxsize=None)
+                def decorated():
+                    return 1.5
+
+
+                def unregistered():
+                    return [NotRegistered]
+
+
+                class Factory:
+                    def __call__(self):
+                        return "junk"
+
+
+                INSTANCE = Factory()
+                PARTIAL = functools.partial(items)
+            """,
+        },
+    )
+    monkeypatch.syspath_prepend(str(site))
+    report = discover_plugins(entry_points=True)
+    by_entry = {f.message.split(" ", 3)[2]: f for f in report.failures}
+    assert sorted(by_entry) == ["decorated", "instance", "items", "number", "partial",
+                                "unregistered", "value"]
+    assert {f.code for f in report.failures} == {"E13030"}
+    module = str(site / "geplug_junk" / "__init__.py")
+    expected = {"number": (module, 11), "items": (module, 15), "decorated": (module, 19),
+                "unregistered": (module, 7), "value": (module, None),
+                "instance": (module, 29), "partial": (module, 15)}
+    for name, failure in by_entry.items():
+        assert failure.location is not None, name
+        assert (failure.location.file, failure.location.line) == expected[name], name
+    assert "returned int; expected None or an iterable" in by_entry["number"].message
+    assert "returned 'junk'; expected registered pass classes" in by_entry["items"].message
+    assert str(by_entry["number"]).endswith(f"(at {module}:11)")
+    assert get_registered_passes() == []

@@ -8,12 +8,14 @@ of them can be disabled by name (`name` or `distribution:name`) before it is imp
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 from collections.abc import Collection
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
-from ge.errors import PassRegisterTypeError
+from ge.errors import PassRegisterTypeError, SourceLocation
 from ge.passes.loader import (
     LOAD_LOCK,
     LoadedPlugin,
@@ -24,6 +26,7 @@ from ge.passes.loader import (
     remember_plugin,
 )
 from ge.passes.registry import PassDescriptor
+from ge.passes.source import definition_location, hook_location
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -64,13 +67,37 @@ def _registered(cls: type, ep: EntryPoint) -> PassDescriptor:
     if not isinstance(descriptor, PassDescriptor) or descriptor.cls is not cls:
         raise PassRegisterTypeError(
             f"entry point {ep.name} provides class {cls.__name__}, which is not a registered "
-            "pass; decorate it with @register_fusion_pass or @register_decompose_pass"
+            "pass; decorate it with @register_fusion_pass or @register_decompose_pass",
+            location=definition_location(cls),  # its class statement: where to decorate it
         )
     return descriptor
 
 
+def _module_file(module: ModuleType | None) -> SourceLocation | None:
+    """The file of the entry point's module (no line: the attribute has none), if any."""
+    filename = getattr(module, "__file__", None)
+    return SourceLocation(filename) if isinstance(filename, str) else None
+
+
+def _callable_location(target: object, module: ModuleType | None) -> SourceLocation | None:
+    """Where the callable `target` of an entry point is defined: its `def` line (its first
+    decorator's; through `functools.wraps` wrappers and `functools.partial`), a callable
+    object's `__call__`, else its module's file."""
+    func = inspect.unwrap(target)  # type: ignore[arg-type]
+    while isinstance(func, functools.partial):
+        func = inspect.unwrap(func.func)
+    location = hook_location(func)
+    if location is None and not isinstance(func, type):
+        location = hook_location(type(func).__call__)
+    return location or _module_file(module)
+
+
 def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
-    """Import the entry point and apply it; returns its module and the passes it vouches for."""
+    """Import the entry point and apply it; returns its module and the passes it vouches for.
+
+    What is not a pass is E13030 at the user's definition: a callable's `def` line for what
+    it returned (`_callable_location`), an unregistered class's `class` line, the module's
+    file for an attribute that is not callable."""
     from ge.passes.base import FusionBasePass
 
     target = ep.load()
@@ -81,21 +108,25 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
         return module, [_registered(target, ep)]
     if not callable(target):
         raise PassRegisterTypeError(
-            f"entry point {ep.name} = {ep.value} names neither a module nor a callable"
+            f"entry point {ep.name} = {ep.value} names neither a module nor a callable",
+            location=_module_file(module),
         )
     result = target()
     if result is None:
         return module, []
+    where = _callable_location(target, module)
     if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
         raise PassRegisterTypeError(
             f"entry point {ep.name} returned {type(result).__name__}; expected None or an "
-            "iterable of registered pass classes"
+            "iterable of registered pass classes",
+            location=where,
         )
     descriptors = []
     for item in result:
         if not (isinstance(item, type) and issubclass(item, FusionBasePass)):
             raise PassRegisterTypeError(
-                f"entry point {ep.name} returned {item!r}; expected registered pass classes"
+                f"entry point {ep.name} returned {item!r}; expected registered pass classes",
+                location=where,
             )
         descriptors.append(_registered(item, ep))
     return module, descriptors
