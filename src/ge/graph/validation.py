@@ -31,8 +31,8 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
-__all__ = ["ONNX_DOMAINS", "attribute_problems", "find_node_problems", "find_problems",
-           "first_opset", "unknown_operators"]
+__all__ = ["ONNX_DOMAINS", "attribute_problems", "cycle_problems", "find_node_problems",
+           "find_problems", "first_opset", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -75,6 +75,20 @@ def find_problems(graph: Graph, *, attributes_of: Callable[[Node], bool] | None 
                 pass  # reported by _check_graph
     for g in [graph, *graph.get_all_subgraphs()]:
         _check_graph(g, problems, attributes_of)
+    return problems
+
+
+def cycle_problems(graph: Graph) -> list[ValidationProblem]:
+    """The cycles of `graph` and of every subgraph below it, as `find_problems` reports
+    them (kind `cycle`), found by the topological order alone: what a command that only
+    runs or writes a model checks (export needs the order anyway), where the rest of the
+    validation would cost time and refuse what runtimes accept."""
+    problems: list[ValidationProblem] = []
+    for g in [graph, *graph.get_all_subgraphs()]:
+        try:
+            g.topological_order()
+        except GraphError as exc:
+            _add(problems, g, "cycle", list(exc.nodes), exc.message)
     return problems
 
 

@@ -440,9 +440,10 @@ class ModelRunner:
                 exported, folder = _export(model, value_info=True, lift_constants=False)
             else:
                 exported = model if isinstance(model, ExportedModel) else ExportedModel(model)
-        except Exception as err:
-            raise SessionError(
-                f"graph {self.name!r} cannot be exported to run: {_one_line(err)}") from err
+        except Exception as err:  # no input would make it run (a cycle): not the inputs'
+            raise RuntimeLoadError(
+                f"graph {self.name!r} cannot be exported to run: {_one_line(err)}",
+                nodes=getattr(err, "nodes", ())) from err
         try:
             self._prepare(exported)
         finally:  # what the backend needs of the file it has read
