@@ -11,8 +11,8 @@ from collections.abc import Sequence
 __all__ = ["first_and_more"]
 
 
-def first_and_more(items: Sequence[str], shown: int = 3) -> str:
-    """The first `shown` of `items` (already formatted) joined by ", ", followed by
+def first_and_more(items: Sequence[str], shown: int = 3, separator: str = ", ") -> str:
+    """The first `shown` of `items` (already formatted) joined by `separator`, followed by
     " and N more" when N more are left out: `'a', 'b', 'c' and 2 more`."""
-    text = ", ".join(items[:shown])
+    text = separator.join(items[:shown])
     return text + f" and {len(items) - shown} more" if len(items) > shown else text

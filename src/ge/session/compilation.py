@@ -16,7 +16,6 @@ import contextlib
 import math
 import numbers
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ge._text import first_and_more
 from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
@@ -46,6 +46,7 @@ from ge.errors import (
 from ge.graph import Graph
 from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
 from ge.passes.discovery import given_paths
+from ge.passes.source import warn_user
 from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
     EachPassVerifier,
@@ -360,21 +361,23 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
 
 
 def _warn_duplicate_node_names(changed: Iterable[NodeNamesMadeUnique]) -> None:
-    """A `CompileWarning` per node name of the input model that the compiled model writes
-    differently (`unique_node_names`): ONNX allows two nodes of a graph one name, but
-    onnxruntime refuses such a model, the compiled one included, if it kept them."""
+    """One `CompileWarning` for the node names of the input model that the compiled model
+    writes differently (`unique_node_names`): ONNX allows two nodes of a graph one name,
+    but onnxruntime refuses such a model, the compiled one included, if it kept them."""
+    items = []
     for item in changed:
         names = ", ".join(repr(name) for name in item.names)
         if len(item.names) > 1:
-            warnings.warn(CompileWarning(
-                f"graph {item.graph!r} has {len(item.names)} nodes named {item.name!r}, "
-                "which onnxruntime refuses (two nodes with same node name): the compiled "
-                f"model names them {names}"), stacklevel=3)
+            items.append(f"graph {item.graph!r}: the {len(item.names)} nodes named "
+                         f"{item.name!r} as {names}")
         else:  # its name is now one of those given to a node of a duplicate name
-            warnings.warn(CompileWarning(
-                f"graph {item.graph!r}: the compiled model names node {item.name!r} "
-                f"{names}, as another node of a duplicate name is named {item.name!r} now "
-                "(onnxruntime refuses two nodes with same node name)"), stacklevel=3)
+            items.append(f"graph {item.graph!r}: node {item.name!r} as {names} (a node of a "
+                         f"duplicate name is named {item.name!r} now)")
+    if items:
+        warn_user(CompileWarning(
+            "onnxruntime refuses a graph with two nodes of one name (two nodes with same "
+            f"node name); the compiled model names them apart: "
+            f"{first_and_more(items, separator='; ')}"))
 
 
 def _each_pass_hint(report: CompileReport, names: str = "the pass that changed them") -> str:
