@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ge._text import first_and_more
 from ge.compiler.arguments import described, flag, name_list
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
@@ -46,7 +47,7 @@ from ge.errors import (
     GeError,
 )
 from ge.passes.bootstrap import warn_failures
-from ge.passes.loader import PluginLoadReport
+from ge.passes.loader import LoadedPlugin, PluginLoadReport, in_process_plugin
 from ge.passes.source import warn_user
 
 if TYPE_CHECKING:
@@ -110,9 +111,26 @@ def _registry_for(engine: _Engine, options: CompilerOptions) -> tuple[PassRegist
         error = PluginLoadReport(failures=list(engine.skipped)).error()
         assert error is not None
         raise error
+    _warn_stale(engine.loader.plugins)
     report = engine.loader.entry_points_for(options)
+    in_process = in_process_plugin()  # registered by the user's code itself: GE runs them
+    if in_process is not None:
+        report = PluginLoadReport([*report.plugins, in_process], list(report.failures),
+                                  list(report.disabled))
     registry, skipped = _build_registry(engine.registry, report, options)
     return registry, list(engine.skipped) + skipped
+
+
+def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
+    """A `CompileWarning` per plugin of the compiler whose files changed since it loaded
+    them: the compilation runs the code imported then (D13: read once, until finalize)."""
+    for plugin in plugins:
+        changed = plugin.changed_files()
+        if changed:
+            warn_user(CompileWarning(
+                f"plugin {plugin.origin} changed since the compiler loaded it "
+                f"({first_and_more(changed)}): this compilation runs the code imported "
+                "then; ge.finalize() makes the next compilation load it afresh"))
 
 
 def _start(options: CompilerOptions, *, keep: bool) -> _Engine:

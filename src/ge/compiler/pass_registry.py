@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ge.errors import DuplicatePassNameError, SourceLocation
-from ge.passes.loader import LoadedPlugin, PluginOrigin
+from ge.passes.loader import LoadedPlugin, PluginOrigin, leave_installed_out_hint
 from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 
@@ -141,10 +141,14 @@ class PassRegistry:
             return True
         if known.descriptor is entry.descriptor:
             return False
+        installed = next((e.origin for e in (known, entry) if e.origin.kind == "entry_point"),
+                         None)
+        hint = (leave_installed_out_hint(installed.entry_point)
+                if installed is not None and installed.entry_point else "")
         raise DuplicatePassNameError(
             f"python pass name already exists: {entry.name}; "
             f"{entry.descriptor.class_name} ({entry.origin}) reuses the name of "
-            f"{known.descriptor.class_name} ({known.origin})",
+            f"{known.descriptor.class_name} ({known.origin}){hint}",
             previous_location=known.descriptor.location,
             pass_name=entry.name,
             stage=entry.stage.value,

@@ -252,9 +252,19 @@ class PluginLoader:
         items = given_paths(paths)
         with self._lock:
             known = {id(plugin) for plugin in loaded_plugins()}
-            with capture_registrations() as registered:
-                report = _discover(items, PASS_PATH_GIVEN)
-            unregister_passes(registered)
+            # The installed plugins this compilation leaves out stay imported (they loaded
+            # for an earlier one) but must not clash with its paths' passes by name: a
+            # development copy of an installed pass, given with the installed one disabled.
+            left_out = self._loaded_entry_points_disabled(options)
+            for plugin in left_out:
+                unregister_passes(plugin.descriptors)
+            try:
+                with capture_registrations() as registered:
+                    report = _discover(items, PASS_PATH_GIVEN)
+                unregister_passes(registered)
+            finally:
+                for plugin in left_out:
+                    plugin.register_again()
             owned: list[LoadedPlugin] = []
             for plugin in report.plugins:
                 held = self._leases.get(id(plugin))
@@ -272,6 +282,13 @@ class PluginLoader:
             raise error
         warn_failures(report)
         return lease
+
+    def _loaded_entry_points_disabled(self, options: CompilerOptions) -> list[LoadedPlugin]:
+        """The installed plugins loaded so far that `options` disable by name."""
+        disabled = options.disabled_plugins
+        return [plugin for ep, key in self._entry_points or ()
+                if (ep.name in disabled or key in disabled)
+                and (plugin := self._entry_plugins.get(key)) is not None]
 
     def _release(self, plugins: list[LoadedPlugin]) -> None:
         with self._lock:

@@ -19,6 +19,7 @@ library: they stay registered as long as it stays imported.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -32,13 +33,22 @@ from itertools import islice
 from pathlib import Path
 from types import FrameType, ModuleType
 
-from ge.errors import GeError, PassRegisterError, PluginLoadError, PluginLoadErrors, SourceLocation
+from ge._text import first_and_more
+from ge.errors import (
+    DuplicatePassNameError,
+    GeError,
+    PassRegisterError,
+    PluginLoadError,
+    PluginLoadErrors,
+    SourceLocation,
+)
 from ge.ops.registry import CustomOp, capture_custom_ops, ensure_custom_op, remove_custom_ops
 from ge.passes.discovery import PluginSource
 from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
     ensure_registered,
+    get_registered_passes,
     unregister_passes,
 )
 from ge.passes.source import traceback_location
@@ -50,6 +60,8 @@ __all__ = [
     "PluginOrigin",
     "descriptors_in_module",
     "import_isolated",
+    "in_process_plugin",
+    "leave_installed_out_hint",
     "load_error",
     "load_source",
     "loaded_plugins",
@@ -65,7 +77,7 @@ LOAD_LOCK = threading.RLock()
 class PluginOrigin:
     """Where a plugin came from: a file, a package, or an entry point of a distribution."""
 
-    kind: str  # "module" | "package" | "entry_point"
+    kind: str  # "module" | "package" | "entry_point" | "in_process"
     path: str | None = None
     entry_point: str | None = None
     distribution: str | None = None
@@ -92,6 +104,18 @@ class LoadedPlugin:
     descriptors: tuple[PassDescriptor, ...]
     owned_modules: tuple[str, ...] = ()
     custom_ops: tuple[CustomOp, ...] = ()
+    #: (file, digest of its bytes) of the source files of a file plugin as it was imported:
+    #: the code that runs is theirs as they were then (`changed_files`).
+    stamps: tuple[tuple[str, bytes], ...] = ()
+    #: Whether the module was imported before by the user's own code (`import my_pass`),
+    #: whose registrations the plugin uses: unloading it leaves them registered.
+    adopted: bool = False
+
+    def changed_files(self) -> list[str]:
+        """The plugin's source files that changed (or went) since it was imported: the
+        passes that run are still those of the code imported then. By content: a file
+        rewritten within the file system's clock tick keeps its modification time."""
+        return [file for file, digest in self.stamps if _stamp(file) != digest]
 
     def register_again(self) -> None:
         """Register the plugin's passes and custom operators again where an unload or a
@@ -144,6 +168,36 @@ class PluginLoadReport:
 _CACHE: dict[str, LoadedPlugin] = {}
 
 
+def leave_installed_out_hint(entry_point: str) -> str:
+    """What to add to a pass-name clash with an installed plugin's pass (entry point
+    `"name = module:attr"`): the option that leaves that plugin out, so the other runs."""
+    name = entry_point.partition(" = ")[0]
+    return (f"; to run the other one, leave the installed plugin out: --option "
+            f"ge.passes.disabled_plugins={name} (ge.compile's "
+            f"options={{'ge.passes.disabled_plugins': '{name}'}})")
+
+
+def _hint_installed_clash(err: DuplicatePassNameError) -> None:
+    """Add `leave_installed_out_hint` to a clash with a pass of a loaded entry point."""
+    for plugin in _CACHE.values():
+        if plugin.origin.kind == "entry_point" and plugin.origin.entry_point and any(
+                d.location == err.previous_location for d in plugin.descriptors):
+            err.message += leave_installed_out_hint(plugin.origin.entry_point)
+            return
+
+
+def in_process_plugin() -> LoadedPlugin | None:
+    """The passes registered in this process by code no plugin load ran (a class decorated
+    in a script, a notebook cell, a module the user imported), as one plugin of origin
+    "in_process", or None: GE runs every registered pass, not only those of its plugin
+    paths. Passes of a loaded plugin (the environment's, an entry point's, a
+    `ge.testing.load_passes` set's) are theirs."""
+    with LOAD_LOCK:
+        owned = {id(d) for plugin in _CACHE.values() for d in plugin.descriptors}
+        found = tuple(d for d in get_registered_passes() if id(d) not in owned)
+    return LoadedPlugin(PluginOrigin("in_process"), None, found) if found else None
+
+
 def loaded_plugins() -> list[LoadedPlugin]:
     """The plugins loaded now (by path or entry point), in load order: what `unload_all`
     would unload. Take `LOAD_LOCK` to compare it with a load that follows."""
@@ -170,6 +224,36 @@ def _new_module_names(count_before: int) -> list[str]:
 def _purge(names: Iterable[str]) -> None:
     for name in names:
         sys.modules.pop(name, None)
+
+
+def _stamp(file: str) -> bytes | None:
+    """A digest of the bytes of `file` (a plugin's source: small), None when it is gone."""
+    try:
+        with open(file, "rb") as handle:
+            return hashlib.blake2b(handle.read(), digest_size=16).digest()
+    except OSError:
+        return None
+
+
+def _stamps(modules: Iterable[ModuleType | None]) -> tuple[tuple[str, bytes], ...]:
+    """The (file, digest) of each module's source file, each file once."""
+    found: dict[str, bytes] = {}
+    for module in modules:
+        file = getattr(module, "__file__", None)
+        if file and file not in found and (stamp := _stamp(file)) is not None:
+            found[file] = stamp
+    return tuple(found.items())
+
+
+def _imported_from(path: Path) -> ModuleType | None:
+    """A module already imported (not by the loader) whose source is the file at `path`:
+    a plugin file the user's code imported itself (`import my_pass`, to test it)."""
+    wanted = str(path)
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and file.endswith(path.name) and os.path.realpath(file) == wanted:
+            return module
+    return None
 
 
 def load_error(target: str, exc: BaseException, roots: Iterable[Path] = ()) -> PluginLoadError:
@@ -223,6 +307,8 @@ def import_isolated(
             owned = _owned_modules(new, roots, own_module)
             _purge(owned)
             remove_custom_ops(_plugin_ops(ops, new, owned))
+            if isinstance(exc, DuplicatePassNameError):
+                _hint_installed_clash(exc)
             if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
                 raise
             raise load_error(target, exc, roots) from exc
@@ -423,7 +509,11 @@ def load_source(source: PluginSource) -> LoadedPlugin:
     with LOAD_LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
-            if sys.modules.get(source.module_name) is cached.module:
+            module = cached.module
+            if module is not None and sys.modules.get(module.__name__) is module:
+                changed = cached.changed_files()
+                if changed:
+                    raise _stale_error(cached, changed)
                 cached.register_again()
                 return cached
             unload_plugins([cached])
@@ -438,6 +528,8 @@ def load_source(source: PluginSource) -> LoadedPlugin:
             adopted, clash = _package_clash(source)
             if clash is not None:
                 raise clash
+        else:  # imported before by the user's own code: its passes are registered already
+            adopted = _imported_from(source.path)
 
         target = str(source.path.parent if source.kind == "package" else source.path)
 
@@ -455,10 +547,27 @@ def load_source(source: PluginSource) -> LoadedPlugin:
         own = None if adopted is not None else source.module_name
         with _guard_helpers(source, roots) as guard:
             imported = import_isolated(run, target=target, roots=roots, own_module=own)
+        files = [sys.modules.get(name) for name in imported.owned_modules]
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
-                              imported.custom_ops)
+                              imported.custom_ops, _stamps([imported.module, *files]),
+                              adopted=adopted is not None)
         _CACHE[key] = plugin
         return plugin
+
+
+def _stale_error(plugin: LoadedPlugin, changed: list[str]) -> PluginLoadError:
+    """E13029 for a plugin asked for again after its files changed while it stayed loaded:
+    importing it again would register its passes twice, and using the loaded one would
+    run the old code without a word."""
+    where = str(plugin.origin.path or plugin.origin)
+    what = "it" if changed == [where] else first_and_more(changed)
+    return PluginLoadError(
+        f"Failed to load custom fusion pass lib {where}. Reason: "
+        f"{what} changed since it was imported, and it is still loaded "
+        "(by the compiler, from ASCEND_GE_PY_PASS_PATH when it started, or by an open "
+        "ge.testing.load_passes block); ge would run the old code: call ge.finalize() (or "
+        "leave the block) so that the next load imports it afresh.",
+        path=where)
 
 
 def cached_plugin(key: str) -> LoadedPlugin | None:
@@ -483,7 +592,8 @@ def unload_plugins(plugins: Iterable[LoadedPlugin], *, forget_entry_points: bool
     """
     with LOAD_LOCK:
         for plugin in plugins:
-            unregister_passes(plugin.descriptors)
+            if not plugin.adopted:  # (an adopted module's passes stay: it stays imported)
+                unregister_passes(plugin.descriptors)
             remove_custom_ops(plugin.custom_ops)
             if plugin.origin.kind == "entry_point" and not forget_entry_points:
                 continue

@@ -96,13 +96,9 @@ class _Registry:
 
     def add(self, descriptor: PassDescriptor) -> None:
         with self._lock:
-            if descriptor.descriptor_key in self._by_key:
-                raise PassRegisterError(
-                    f"python pass descriptor_key already exists: {descriptor.descriptor_key}",
-                    pass_name=descriptor.pass_name,
-                    stage=descriptor.stage.value,
-                    location=descriptor.location,
-                )
+            earlier = self._by_key.get(descriptor.descriptor_key)
+            if earlier is not None:
+                raise _duplicate_key_error(descriptor, earlier)
             previous = self._by_name.get(descriptor.pass_name)
             if previous is not None:
                 raise _duplicate_name_error(descriptor, previous)
@@ -153,6 +149,25 @@ class _Registry:
                 if stack[index] is captured:
                     del stack[index]
                     break
+
+
+def _duplicate_key_error(new: PassDescriptor, old: PassDescriptor) -> PassRegisterError:
+    """GE's error for a key registered twice, saying where the first one is and, when a
+    definition ran again (a notebook cell run again, `importlib.reload`), how to redo it."""
+    key = new.descriptor_key
+    if new.cls is old.cls:
+        how = f"class {new.class_name} is registered under this name already"
+    else:
+        how = (f"first registered by the definition at {old.location}; running a definition "
+               "again (a notebook cell, importlib.reload) registers it again: unregister the "
+               "first before, with ge.passes.registry.unregister_passes("
+               f"[ge.passes.get_registered_pass_by_descriptor_key({key!r})])")
+    return PassRegisterError(
+        f"python pass descriptor_key already exists: {key}; {how}",
+        pass_name=new.pass_name,
+        stage=new.stage.value,
+        location=new.location,
+    )
 
 
 def _duplicate_name_error(new: PassDescriptor, old: PassDescriptor) -> DuplicatePassNameError:
