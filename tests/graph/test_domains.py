@@ -1,5 +1,5 @@
 """`ge.graph.domains`: which domains a model uses (bodies and model-local functions too),
-and dropping opset imports as a transaction undoes it."""
+and changes of the opset imports as a transaction undoes them."""
 
 from __future__ import annotations
 
@@ -55,3 +55,19 @@ def test_dropped_imports_come_back_in_their_order_when_a_transaction_fails() -> 
         assert "then.ops" not in graph.opset_imports and "gone" not in graph.opset_imports
         raise RuntimeError
     assert list(graph.opset_imports.items()) == before
+
+
+def test_direct_changes_of_the_imports_are_undone_when_a_transaction_fails() -> None:
+    """`Graph.transaction()` puts the model's opset imports back however they were changed:
+    written into the dict `opset_imports` returns, or the model given another dict."""
+    graph = load(_model())
+    model = graph.model
+    imports = graph.opset_imports
+    before = list(imports.items())
+    with pytest.raises(RuntimeError), graph.transaction():
+        imports["new.ops"] = 3
+        imports["then.ops"] = 2
+        del imports["gone"]
+        model.opset_imports = {"": 18}
+        raise RuntimeError
+    assert model.opset_imports is imports and list(imports.items()) == before

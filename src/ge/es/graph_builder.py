@@ -17,6 +17,7 @@ from ge.errors import BuilderMixError, BuilderStateError, BuilderTypeError, Buil
 from ge.es.opset import normalize_opset_imports
 from ge.es.scopes import attr_scope, builder_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
+from ge.graph.domains import add_opset_imports
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
@@ -179,18 +180,22 @@ class GraphBuilder:
         return 2**31 - 1
 
     def _use_domain(self, domain: str, op_type: str) -> None:
-        """List a non-ONNX domain in the graph's opset imports once an op of it is built."""
+        """List a non-ONNX domain in the graph's opset imports once an op of it is built.
+
+        Journaled (`add_opset_imports`): a builder working in place in a pass's graph adds
+        the import to the model being compiled, and a pass rolled back must take it out."""
         domain = normalize_domain(domain)
-        imports = self._live_graph("use_domain").opset_imports  # the model's (root's)
-        if domain in imports:
+        graph = self._live_graph("use_domain")
+        if domain in graph.opset_imports:  # the model's (root's)
             return
         if domain in self._opsets:
-            imports[domain] = self.opset_version(domain)
-            return
-        custom = get_custom_op(op_type, domain)
-        spec = (custom.spec if custom is not None
-                else runtime_op_spec(op_type, domain, self.opset_version(domain)))
-        imports[domain] = spec.since_version if spec is not None else self.opset_version(domain)
+            version = self.opset_version(domain)
+        else:
+            custom = get_custom_op(op_type, domain)
+            spec = (custom.spec if custom is not None
+                    else runtime_op_spec(op_type, domain, self.opset_version(domain)))
+            version = spec.since_version if spec is not None else self.opset_version(domain)
+        add_opset_imports(graph, {domain: version})
 
     def _check_alive(self, op: str) -> None:
         if self._graph is None:

@@ -1,23 +1,31 @@
-"""Operator domains of a model: their canonical spelling, which ones its nodes use, and
-dropping the opset imports of those none uses any more.
+"""Operator domains of a model: their canonical spelling, which ones its nodes use, adding
+the opset imports of domains new nodes bring and dropping those of domains none uses any more.
 
 ONNX's standard domain is "" or "ai.onnx"; the graph layer compares domains (the op-type
 index, node keys, validation) and so do the layers above it, which take `normalize_domain`
 from here (`ge.ops.schemas` re-exports it). A compilation that removes the last node of a
-domain asks `used_domains` and `drop_opset_imports` to leave no import of it behind.
+domain asks `used_domains` and `drop_opset_imports` to leave no import of it behind; a
+replacement copied in (`Graph.copy_in`) or an operator built in place (`ge.es`) of a domain
+the model does not import yet adds it with `add_opset_imports`. Both record how to undo the
+change in the graph's journal, and `Graph.transaction()` records the imports as they are
+when it begins (`record_opset_imports`), so that a change made to the dict directly (a
+plugin writing `graph.opset_imports[...]`) is undone too: a pass rolled back leaves the
+imports exactly as they were, in their order, and the model saves byte for byte as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import onnx
 
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
+    from ge.graph.model_info import ModelInfo
 
-__all__ = ["drop_opset_imports", "normalize_domain", "used_domains"]
+__all__ = ["add_opset_imports", "drop_opset_imports", "normalize_domain",
+           "record_opset_imports", "used_domains"]
 
 
 def normalize_domain(domain: str) -> str:
@@ -50,18 +58,40 @@ def _proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
                     yield from _proto_nodes(body.node)
 
 
+def add_opset_imports(graph: Graph, imports: Mapping[str, int]) -> None:
+    """Import each domain of `imports` at its version in the model of `graph`, after those
+    it imports already (a domain it imports already keeps its version: the caller decides
+    what a different one means); an open transaction that rolls back takes them out again."""
+    model_imports = graph.root_graph().model.opset_imports
+    imported = {normalize_domain(domain) for domain in model_imports}  # ("ai.onnx" is "")
+    added = {domain: version for domain, version in imports.items()
+             if normalize_domain(domain) not in imported}
+    if added:
+        record_opset_imports(graph)
+        model_imports.update(added)
+
+
 def drop_opset_imports(graph: Graph, domains: Iterable[str]) -> None:
     """Remove the opset imports of `domains` from the model of `graph` (a domain it does not
     import is ignored); an open transaction that rolls back puts them back, in their order."""
-    root = graph.root_graph()
-    imports = root.model.opset_imports
-    before = dict(imports)
-    for domain in domains:
-        imports.pop(domain, None)
-    if len(imports) != len(before):
-        root._journal.record((_restore, imports, before))
+    imports = graph.root_graph().model.opset_imports
+    dropped = [domain for domain in domains if domain in imports]
+    if dropped:
+        record_opset_imports(graph)
+        for domain in dropped:
+            imports.pop(domain, None)
 
 
-def _restore(imports: dict[str, int], before: dict[str, int]) -> None:
+def record_opset_imports(graph: Graph) -> None:
+    """Record, in the journal of `graph`'s hierarchy, how to put the model's opset imports
+    back as they are now (the dict the model holds, its entries and their order); a no-op
+    outside a transaction."""
+    model = graph.root_graph().model
+    imports = model.opset_imports
+    graph.root_graph()._journal.record((_restore, model, imports, dict(imports)))
+
+
+def _restore(model: ModelInfo, imports: dict[str, int], before: dict[str, int]) -> None:
+    model.opset_imports = imports
     imports.clear()
     imports.update(before)

@@ -33,7 +33,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph import order
 from ge.graph.allocation import no_full_collections
 from ge.graph.changes import ChangeSet
-from ge.graph.domains import normalize_domain
+from ge.graph.domains import normalize_domain, record_opset_imports
 from ge.graph.edges import GraphEdges
 from ge.graph.journal import ChangeListener, Journal
 from ge.graph.model_info import ModelInfo
@@ -211,8 +211,12 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
         Full garbage collections are held off for the block (`no_full_collections`): its
         undo records keep every change alive, so a full collection could free little and
-        would traverse the whole graph; young collections go on."""
+        would traverse the whole graph; young collections go on.
+
+        The model's opset imports are put back as they were too, whoever changed them: the
+        dict `opset_imports` returns is the model's own, which a pass may write directly."""
         with no_full_collections(splice=False), self.root_graph()._journal.transaction():
+            record_opset_imports(self)
             yield self
 
     def _changed(self, structural: bool) -> Journal:

@@ -1,0 +1,132 @@
+"""Whatever a pass changes in the opset imports (an operator of a new domain built in
+place, a direct write) is undone with the rest of a pass that fails, or is skipped: the
+model given back is byte-identical to the model given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from matcher_helpers import model, outputs_of
+from onnx import helper
+
+import ge
+from ge.errors import PassRunError
+from ge.graph import Graph, load
+
+Write = Callable[[str, str], Path]
+
+X = [("x", [2, 4])]
+Y = [("y", [2, 4])]
+
+# A custom operator of a domain the test models do not import; the plugin registers it at
+# import, so it lives as long as the compilation (see docs/ops.md).
+MUL_CUSTOM = """
+import numpy as np
+import ge.es.all as es
+import ge.es.ml as ml
+from ge.es import GraphBuilder
+from ge.es.custom import operator
+from ge.ops import register_op
+from ge.passes import (DecomposePass, FusionBasePass, PatternFusionPass, SubgraphBoundary,
+                       SubgraphInput, SubgraphOutput, SubgraphRewriter, pattern,
+                       register_decompose_pass, register_fusion_pass)
+
+register_op("MulCustom", domain="other.ops", inputs=["x", "y"], outputs=["z"],
+            infer=lambda ctx: [ctx.input_descs[0]],
+            kernel=lambda x, y: np.multiply(x, y).astype(x.dtype))
+MulCustom = operator("MulCustom", "other.ops")
+
+
+def negated(name="negated", opset=None):
+    b = GraphBuilder(name, opset=opset)
+    return b.build_and_reset([MulCustom(b.create_input(0), -1.0)])
+"""
+
+def _neg_relu(imports: dict[str, int] | None = None) -> onnx.ModelProto:
+    proto = model([helper.make_node("Neg", ["x"], ["n"], name="neg"),
+                   helper.make_node("Relu", ["n"], ["y"], name="relu")], X, Y)
+    for domain, version in (imports or {}).items():
+        proto.opset_import.append(helper.make_opsetid(domain, version))
+    return proto
+
+
+def _imports(proto: onnx.ModelProto) -> dict[str, int]:
+    return {op.domain: op.version for op in proto.opset_import}
+
+
+def _x() -> dict[str, np.ndarray]:
+    return {"x": np.array([[0.5, -1.0, 2.0, -3.0]] * 2, np.float32)}
+
+
+# -- a rolled-back pass leaves the opset imports as they were -----------------------------------
+def _compile_in_place_fails(plugin: Path, proto: onnx.ModelProto) -> tuple[Graph, PassRunError]:
+    """ge.compile on a ge.graph.Graph (in place) whose pass fails: the graph afterwards is
+    the graph before, opset imports included, byte for byte."""
+    graph = load(proto)
+    imports, before = dict(graph.opset_imports), graph.to_onnx().SerializeToString()
+    with pytest.raises(PassRunError) as info:
+        ge.compile(graph, pass_paths=[plugin])
+    assert info.value.code == "E13028"
+    assert graph.opset_imports == imports
+    assert graph.to_onnx().SerializeToString() == before
+    return graph, info.value
+
+
+def test_a_failing_pass_that_built_a_new_domain_in_place_leaves_no_import(
+        write: Write) -> None:
+    plugin = write("plugin.py", MUL_CUSTOM + """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def neg(self, inputs):
+        return es.Neg(inputs[0])
+
+    def replacement(self, inputs):
+        MulCustom(inputs[0], -1.0)  # built in place: the model imports other.ops now
+        raise RuntimeError("boom")
+""")
+    _, err = _compile_in_place_fails(plugin, _neg_relu())
+    assert "RuntimeError: boom" in err.message
+
+
+def test_a_skipped_pass_leaves_no_import_behind(write: Write) -> None:
+    """on_pass_failure="skip": the pass that built an ONNX-ML operator in place (an import
+    the final validation keeps, as one of ONNX's domains) is rolled back, and the compiled
+    model imports what the input did."""
+    plugin = write("plugin.py", MUL_CUSTOM + """
+@register_fusion_pass(name="P", stage="BeforeInferShape")
+class P(PatternFusionPass):
+    @pattern
+    def relu(self, inputs):
+        return es.Relu(inputs[0])
+
+    def replacement(self, inputs):
+        ml.Binarizer(inputs[0], threshold=0.5)
+        raise RuntimeError("boom")
+""")
+    proto = _neg_relu()
+    with pytest.warns(ge.errors.CompileWarning, match="boom"):
+        result = ge.compile(proto, pass_paths=[plugin], on_pass_failure="skip")
+    saved = result.to_onnx()
+    assert _imports(saved) == {"": 17}
+    np.testing.assert_array_equal(outputs_of(saved, _x())[0], outputs_of(proto, _x())[0])
+
+
+def test_a_failing_pass_that_wrote_the_imports_directly_leaves_them_as_they_were(
+        write: Write) -> None:
+    """`graph.opset_imports` is the model's own dict: a pass that writes it and then fails
+    is undone as completely as one that changed them through ge."""
+    plugin = write("plugin.py", MUL_CUSTOM + """
+@register_fusion_pass(name="W", stage="BeforeInferShape")
+class W(FusionBasePass):
+    def run(self, graph, context):
+        graph.opset_imports["other.ops"] = 1
+        graph.opset_imports[""] = 18
+        raise RuntimeError("boom")
+""")
+    _compile_in_place_fails(plugin, _neg_relu())
