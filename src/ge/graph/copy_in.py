@@ -4,6 +4,15 @@ The rewriting primitive the matcher and decompositions build on: replacement `Da
 *i* reads the target producer `inputs[i]`, every other node is copied (attributes and descs
 included) under names the target's naming makes unique, and replacement output *j* comes
 back as a producer of the target, a new node's output or, for a pass-through, an input.
+
+The copied nodes bring their domains: one the target's model does not import yet is imported
+at the version the replacement's model declares for it (a replacement built with
+`GraphBuilder` declares every custom domain it uses), journaled like the nodes, so a rollback
+takes the import out with them. A domain outside ONNX's own that both import at different
+versions is a `GraphError` naming both, raised before anything is copied: an operator of one
+version of a custom domain is not known to mean the same at the other. ONNX's own domains
+keep the target's version (a builder made outside a compilation builds at the newest
+opset), and the validation checks the nodes against the target's schemas.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ge.errors import GraphError, GraphTypeError
 from ge.graph.cloning import copy_desc_slot
+from ge.graph.domains import add_opset_imports, normalize_domain
 from ge.graph.node import Node
 
 if TYPE_CHECKING:
@@ -37,6 +47,36 @@ def _data_index(node: Node) -> int:
         raise GraphError(f"replacement Data node {node.name!r} has no int 'index'",
                          nodes=[node.name])
     return index
+
+
+def _imports_needed(target: Graph, replacement: Graph, nodes: Sequence[Node]) -> dict[str, int]:
+    """The opset imports `nodes` (of `replacement`) need that the target's model lacks, at
+    the versions the replacement's model declares; a `GraphError` naming both versions for
+    a domain outside ONNX's own that the two models import at different versions."""
+    from ge.graph.validation import ONNX_DOMAINS
+
+    needed: dict[str, int] = {}
+    seen: set[str] = set()
+    for node in nodes:
+        domain = normalize_domain(node._domain)
+        if domain in seen:
+            continue
+        seen.add(domain)
+        declared = replacement.get_opset_version(domain)
+        if declared is None:
+            continue  # nothing to bring (the validation names a domain nobody imports)
+        imported = target.get_opset_version(domain)
+        if imported is None:
+            needed[domain] = declared
+        elif imported != declared and domain not in ONNX_DOMAINS:
+            raise GraphError(
+                f"replacement {replacement.name!r} imports domain {domain!r} at version "
+                f"{declared} (node {node.name!r} is of that domain), the model of graph "
+                f"{target.name!r} imports it at version {imported}: an operator is not known "
+                "to mean the same at another version of its domain; build the replacement at "
+                f"version {imported} (GraphBuilder(opset={{{domain!r}: {imported}, ...}}))",
+                nodes=[node.name])
+    return needed
 
 
 def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> CopyResult:
@@ -84,6 +124,8 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
                 raise GraphError(
                     f"input {i} of replacement node {node.name!r} reads a value outside the "
                     "replacement", nodes=[node.name])
+    copied = [node for node in order if node._type not in (DATA, NET_OUTPUT)]
+    add_opset_imports(target, _imports_needed(target, replacement, copied))
     made: list[Node] = []
     for node in order:
         if node._type in (DATA, NET_OUTPUT):

@@ -202,6 +202,9 @@ class GraphNodeSet:
         is copied with its attributes and descs under a unique name, and the result gives
         the new nodes and, for each replacement output, its producer here (an input for a
         pass-through). The replacement is left as it is, so one can be copied many times.
+        The model imports the domains of the copied nodes it did not import yet, at the
+        replacement's versions; a custom domain imported at two versions is a `GraphError`
+        (see `ge.graph.copy_in`).
         """
         from ge.graph.copy_in import copy_in
 
