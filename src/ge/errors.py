@@ -111,7 +111,9 @@ class ValidationProblem:
     what to do about it when a compilation (a pass) made it: `advice`, kept apart from the
     message so that a problem the input model already had is not told to a pass author."""
 
-    kind: str  # "dangling-edge", "cycle", "duplicate-name", "arity", "structure"
+    # "dangling-edge", "cycle", "duplicate-name", "arity", "opset-import", "attribute",
+    # "unknown-op", "structure", "untyped", "type" (see ge.graph.validation)
+    kind: str
     nodes: tuple[str, ...]
     message: str
     graph: str = ""

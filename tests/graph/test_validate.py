@@ -339,7 +339,8 @@ def test_operator_of_an_unimported_domain() -> None:
     """A node of a domain the model does not import is reported."""
     graph = chain()
     graph.add_node("Thing", domain="not.imported", name="thing")
-    _expect(graph, "arity", "thing")
+    err = _expect(graph, "opset-import", "thing")
+    assert "node 'thing' uses domain 'not.imported', which the model does not import" in str(err)
 
 
 def test_arity_problem_inside_a_subgraph() -> None:

@@ -6,7 +6,8 @@ SubgraphRewriter) that uses an operator of a domain the model does not import ye
 import as it is copied in, at the version the replacement declares; a custom domain the
 model imports at another version is refused naming both. Whatever a pass adds to the opset
 imports (copied in or built in place) is undone with the rest of a pass that fails, or is
-skipped: the model given back is byte-identical to the model given.
+skipped: the model given back is byte-identical to the model given. A node of a domain
+nothing imports is an `opset-import` problem of the pass.
 """
 
 from __future__ import annotations
@@ -242,3 +243,28 @@ class W(FusionBasePass):
         raise RuntimeError("boom")
 """)
     _compile_in_place_fails(plugin, _neg_relu())
+
+
+def test_a_node_of_a_domain_nobody_imports_is_an_opset_import_problem(write: Write) -> None:
+    """A node added by hand in a domain the model does not import: the pass fails naming
+    the problem for what it is (kind opset-import, not arity) and how to import it."""
+    plugin = write("plugin.py", MUL_CUSTOM + """
+@register_fusion_pass(name="H", stage="BeforeInferShape")
+class H(FusionBasePass):
+    def run(self, graph, context):
+        neg = graph.find_node_by_name("neg")
+        mul = graph.add_node("MulCustom", domain="other.ops", name="by_hand", num_inputs=2,
+                             num_outputs=1)
+        x, index = neg.get_input_producer(0)
+        graph.add_data_edge(x, index, mul, 0)
+        graph.add_data_edge(x, index, mul, 1)
+        graph.replace_all_uses(neg, 0, mul, 0)
+        graph.remove_node(neg)
+        return True
+""")
+    _, err = _compile_in_place_fails(plugin, _neg_relu())
+    assert ("the pass left the graph invalid: opset-import: node 'by_hand' uses domain "
+            "'other.ops', which the model does not import (a pass adding a node of a new "
+            "domain imports it too: ge.es operators and replacements built with GraphBuilder "
+            "do, a node added by hand needs graph.opset_imports[domain] = version)") in (
+                err.message)

@@ -397,7 +397,8 @@ def _full_problems(root: Graph, typed: bool, changes: ChangeSet) -> list[Validat
     return problems or _shape_problems(nodes, changes)
 
 
-_PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "structure": 3, "duplicate-name": 4}
+_PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "opset-import": 2, "structure": 3,
+             "duplicate-name": 4}
 
 
 def _describe_problems(problems: list[ValidationProblem]) -> str:

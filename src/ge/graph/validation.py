@@ -4,8 +4,10 @@ Kinds of problem: `dangling-edge` (an edge to a removed node, to a graph that do
 enclose this one, to a missing anchor, or not mirrored on both ends), `cycle`,
 `duplicate-name` (node names within a graph, value names within a scope), `arity` (anchor
 counts against the operator's ONNX schema, unconnected required inputs, structural nodes of
-the wrong shape), `attribute` (an attribute the operator's ONNX schema does not define, of
-another type, or a required one missing: onnx.checker and runtimes reject such a model),
+the wrong shape), `opset-import` (a node of a domain the model does not import: no version
+says which operator it is, and onnx.checker rejects the model), `attribute` (an attribute
+the operator's ONNX schema does not define, of another type, or a required one missing:
+onnx.checker and runtimes reject such a model),
 `unknown-op` (an operator of ONNX's own domains that ONNX does not define at the model's
 opset, and no function of the model), `structure` (Data indexes, NetOutput count) and, for
 the region checks after a pass, `untyped` (an output without a known dtype) and `type`
@@ -350,9 +352,12 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
     version = g.get_opset_version(node._domain)
     if version is None:
         if node._domain:
-            _add(problems, g, "arity", [node],
+            _add(problems, g, "opset-import", [node],
                  f"node {node._name!r} uses domain {node._domain!r}, which the model does not "
-                 "import")
+                 "import",
+                 "a pass adding a node of a new domain imports it too: ge.es operators and "
+                 "replacements built with GraphBuilder do, a node added by hand needs "
+                 "graph.opset_imports[domain] = version")
         return
     schema = _schema(op, node._domain, version)
     if schema is None:
