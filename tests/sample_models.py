@@ -25,6 +25,28 @@ def double_negation_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def cyclic_model(in_body: bool = False) -> onnx.ModelProto:
+    """y = Identity(a) where a = Add(x, b) and b = Relu(a): a cycle through add and relu, in
+    the root graph or in the then-branch of an If."""
+    cycle = [helper.make_node("Add", ["x", "b"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
+             helper.make_node("Identity", ["a"], ["y" if not in_body else "t"], name="out")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    if not in_body:
+        return helper.make_model(helper.make_graph(cycle, "g", [x], [y]),
+                                 opset_imports=[helper.make_opsetid("", 17)])
+    then = helper.make_graph(cycle, "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="copy")], "else",
+                              [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+    node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)
+    return helper.make_model(
+        helper.make_graph([node], "g", [x, helper.make_tensor_value_info("c", TensorProto.BOOL,
+                                                                         [])], [y]),
+        opset_imports=[helper.make_opsetid("", 17)])
+
+
 def audio_front_end() -> onnx.ModelProto:
     """y = Conv(Unsqueeze(x), w), kernel 10, stride 5, over x [batch, samples]: generated
     inputs (symbolic dims of 2) are too short for it; 400 samples are not."""

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ge.graph.payloads import payload_nbytes
 from model_paths import shared_model
+from sample_models import cyclic_model
 
 
 def _reference(model: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -290,35 +291,13 @@ def test_run_describes_a_sequence_of_maps_as_such(tmp_path: Path) -> None:
     assert 0 <= classes["min"] <= classes["mean"] <= classes["max"] <= 1
 
 
-def _cyclic(in_body: bool) -> onnx.ModelProto:
-    """y = Identity(a) where a = Add(x, b) and b = Relu(a): a cycle through add and relu, in
-    the root graph or in the then-branch of an If."""
-    cycle = [helper.make_node("Add", ["x", "b"], ["a"], name="add"),
-             helper.make_node("Relu", ["a"], ["b"], name="relu"),
-             helper.make_node("Identity", ["a"], ["y" if not in_body else "t"], name="out")]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    if not in_body:
-        return helper.make_model(helper.make_graph(cycle, "g", [x], [y]),
-                                 opset_imports=[helper.make_opsetid("", 17)])
-    then = helper.make_graph(cycle, "then", [],
-                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
-    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="copy")], "else",
-                              [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
-    node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)
-    return helper.make_model(
-        helper.make_graph([node], "g", [x, helper.make_tensor_value_info("c", TensorProto.BOOL,
-                                                                         [])], [y]),
-        opset_imports=[helper.make_opsetid("", 17)])
-
-
 @pytest.mark.parametrize("in_body", [False, True], ids=["root", "body"])
 def test_run_says_a_model_with_a_cycle_is_invalid_not_its_inputs(tmp_path: Path,
                                                                  in_body: bool) -> None:
     """No input runs a graph with a cycle: GE1003 names the cycle (as a compilation's
     validation does), not the generated inputs; nothing is written."""
     model, out = tmp_path / "cycle.onnx", tmp_path / "out.npz"
-    onnx.save(_cyclic(in_body), model)
+    onnx.save(cyclic_model(in_body), model)
     graph = "then" if in_body else "g"
     for args in ((), ("--output", str(out))):
         code, _, stderr = run_ge("run", str(model), *args)
@@ -341,6 +320,6 @@ def test_a_graph_that_cannot_be_exported_is_no_failure_of_its_inputs() -> None:
     from ge.session.runner import ModelRunner
 
     with pytest.raises(RuntimeLoadError) as caught:
-        ModelRunner(ge.graph.load(_cyclic(False)))
+        ModelRunner(ge.graph.load(cyclic_model(False)))
     assert caught.value.code == "GE1601" and caught.value.nodes == ("add", "relu")
     assert "cannot be exported to run" in caught.value.message

@@ -1,7 +1,8 @@
 """A compilation never writes a model onnx.checker or onnxruntime would reject: a pass that
 leaves a node whose inputs no longer give its outputs fails as that pass (E13028, its file
-and line, the graph rolled back), and an operator ONNX does not define at the model's opset
-stops the compilation before any pass (GE1305, stage InferShape). Nothing is written."""
+and line, the graph rolled back), an operator ONNX does not define at the model's opset
+stops the compilation before any pass (GE1305, stage InferShape), and so does a model with
+a cycle (GE1003, as `ge run` says it). Nothing is written."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import ge
 from ge.errors import GraphValidationError, PassRunError, ShapeInferenceError
 from ge.testing import isolated_plugin_state
 from model_paths import shared_model
+from sample_models import cyclic_model
 
 MOBILENET = shared_model("mobilenet_like")
 
@@ -439,6 +441,98 @@ def test_verification_does_not_change_the_diagnosis_of_what_onnx_does_not_know(
                        caught.value.nodes))
     assert errors[0] == errors[1] and errors[0][:2] == ("GE1305", "InferShape")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+# -- a model with a cycle ----------------------------------------------------------------------
+RAISING = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="Raising", stage=PassStage.BEFORE_INFER_SHAPE)
+class Raising(FusionBasePass):
+    def run(self, graph, context):
+        raise RuntimeError("no pass runs on a model with a cycle")
+'''
+
+
+def _cycle_message(graph: str) -> str:
+    """What `ge run` says of the model (tests/cli/test_cli_run_inspect.py)."""
+    return (f"graph is invalid (1 problem(s)):\n  - graph {graph}: cycle: graph {graph!r} has "
+            "a cycle through nodes: add, relu")
+
+
+@pytest.mark.parametrize("in_body", [False, True], ids=["root", "body"])
+@pytest.mark.parametrize("extra", [(), ("--verify",), ("--opset", "18"), ("--inline-functions",),
+                                   ("--html", "page.html")],
+                         ids=["plain", "verify", "opset", "inline", "html"])
+def test_ge_compile_says_a_model_with_a_cycle_is_invalid(
+        tmp_path: Path, in_body: bool, extra: tuple[str, ...]) -> None:
+    """The input model is invalid, said as `ge run` says it (GE1003 naming the nodes of the
+    cycle, in the root graph or a body) before anything converts, runs or infers it, where
+    shape inference failed (GE1305 around a GE1001), or verification's or the opset
+    conversion's export (a bare GE1001); nothing is written, and no pass runs."""
+    source = tmp_path / "cycle.onnx"
+    onnx.save(cyclic_model(in_body), source)
+    graph = "then" if in_body else "g"
+    plugin = _plugin(tmp_path, "raising", RAISING)
+    extra = tuple(str(tmp_path / a) if a.endswith(".html") else a for a in extra)
+    code, stderr = _compile_cli(source, tmp_path / "out.onnx", "--pass-path", str(plugin),
+                                *extra)
+    assert (code, stderr) == (1, f"ge: [GE1003] {_cycle_message(graph)}\n".replace(
+        ":\n  - ", ": "))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cycle.onnx", "passes"]
+
+
+def test_ge_compiles_json_error_for_a_cycle_is_ge_runs(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--json`: the error `ge run --json` gives, the model's path as given included."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    onnx.save(cyclic_model(), "cycle.onnx")
+    runner = CliRunner()
+    compiled = runner.invoke(cli, ["compile", "cycle.onnx", "-o", "out.onnx", "--json"])
+    ran = runner.invoke(cli, ["run", "cycle.onnx", "--json"])
+    error = json.loads(compiled.stdout)
+    assert compiled.exit_code == 1 and error == json.loads(ran.stdout)
+    assert (error["code"], error["type"], error["message"], error["nodes"], error["path"],
+            error["stage"]) == ("GE1003", "GraphValidationError", _cycle_message("g"),
+                                ["add", "relu"], "cycle.onnx", None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cycle.onnx"]
+
+
+@pytest.mark.parametrize("in_body", [False, True], ids=["root", "body"])
+def test_ge_compile_api_says_a_model_with_a_cycle_is_invalid(tmp_path: Path,
+                                                             in_body: bool) -> None:
+    """ge.compile of a path, a ModelProto or a Graph (given back unchanged), with or without
+    verification, and compile_graph: the same GraphValidationError, the problem a `cycle`
+    one naming its graph and nodes, before any pass; a path is the error's path."""
+    import ge.graph
+    from ge.compiler import compile_graph
+
+    proto = cyclic_model(in_body)
+    source = tmp_path / "cycle.onnx"
+    onnx.save(proto, source)
+    plugin = _plugin(tmp_path, "raising", RAISING)
+    graph = ge.graph.load(proto)
+    nodes = [(n.name, n.type) for n in graph.get_all_nodes()]
+    name = "then" if in_body else "g"
+    calls = [lambda: ge.compile(source, pass_paths=[plugin]),
+             lambda: ge.compile(proto, pass_paths=[plugin], verify=True),
+             lambda: ge.compile(graph, pass_paths=[plugin], opset=18),
+             lambda: compile_graph(graph, pass_paths=[plugin])]
+    for call in calls:
+        with pytest.raises(GraphValidationError) as caught:
+            call()
+        err = caught.value
+        assert (err.code, err.message, err.nodes, err.stage) == (
+            "GE1003", _cycle_message(name), ("add", "relu"), None)
+        assert [(p.kind, p.graph, p.nodes) for p in err.problems] == [
+            ("cycle", name, ("add", "relu"))]
+        assert err.path == (str(source) if call is calls[0] else None)
+    assert [(n.name, n.type) for n in graph.get_all_nodes()] == nodes
 
 
 # GE's G3 sample at AfterInferShape: the Transpose pair around two elementwise operators is

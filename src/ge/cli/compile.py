@@ -345,10 +345,13 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         _check_html_target(html_path, [*_model_files(model, output),
                                        (report_path, "the report"), *read])
     from ge.graph.model_io import check_save_target
+    from ge.graph.validation import check_acyclic
 
     with compile_progress(str(model)) as progress:
         progress.phase("loading")
         graph = ge.graph.load(model)
+        # (ge.compile checks it too; here the error names the file as given, as ge run's)
+        check_acyclic(graph, str(model))
         check_save_target(graph, output, external_data=external_data,
                           overwrite_input=overwrite_input)
         recorder = None

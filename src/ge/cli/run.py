@@ -194,13 +194,8 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
     dims = parse_dims(dim_pairs, inputs)
     with command_output("ge", as_json=as_json) as out:
         import ge.graph
-        from ge.errors import (
-            GraphValidationError,
-            MissingOperatorError,
-            RuntimeLoadError,
-            SessionError,
-        )
-        from ge.graph.validation import cycle_problems
+        from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
+        from ge.graph.validation import check_acyclic
         from ge.session.inputs import generate_inputs, generated_inputs_note, load_inputs
         from ge.session.runner import ModelRunner, runs_in_onnxruntime
 
@@ -214,11 +209,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         graph = ge.graph.load(model)
         # A graph with a cycle cannot be run by any inputs: say so (GE1003, as a compilation
         # validates), not as a failed run of the inputs generated for it.
-        cycles = cycle_problems(graph)
-        if cycles:
-            invalid = GraphValidationError(cycles)
-            invalid.path = str(model)
-            raise invalid
+        check_acyclic(graph, str(model))
         feeds = (load_inputs(inputs, graph) if inputs is not None
                  else generate_inputs(graph, seed=seed, dims=dims))
         custom = [node for node in graph.get_all_nodes()

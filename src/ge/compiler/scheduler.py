@@ -40,6 +40,7 @@ from ge.errors import (
     GeError,
     PassRunError,
 )
+from ge.graph.validation import check_acyclic
 from ge.ops.memo import InferenceMemo
 from ge.passes.source import warn_user
 from ge.passes.stage import PassStage
@@ -192,9 +193,12 @@ class Scheduler:
         self.fixed_point: FixedPointRecord | None = None
 
     def run(self, graph: Graph) -> list[PassRunRecord]:
-        """Run every pipeline step on `graph` in place; stops at the first failure. Before
-        final validation, the opset imports of the domains the passes emptied are dropped
-        (`ge.compiler.opset_imports`)."""
+        """Run every pipeline step on `graph` in place; stops at the first failure. A graph
+        with a cycle (root or body) is refused first, GE1003 naming its nodes
+        (`check_acyclic`): no pass nor step can take it, and a pass would be blamed for it.
+        Before final validation, the opset imports of the domains the passes emptied are
+        dropped (`ge.compiler.opset_imports`)."""
+        check_acyclic(graph.root_graph())
         unused = unused_opset_imports(graph)  # the input's own: kept
         for index, step in enumerate(PIPELINE):
             if step == "final_validation":

@@ -24,7 +24,7 @@ from functools import lru_cache
 import onnx
 from onnx import TensorProto, defs
 
-from ge.errors import GraphError, ValidationProblem
+from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.domains import normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
@@ -33,8 +33,8 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
-__all__ = ["ONNX_DOMAINS", "attribute_problems", "cycle_problems", "find_node_problems",
-           "find_problems", "first_opset", "unknown_operators"]
+__all__ = ["ONNX_DOMAINS", "attribute_problems", "check_acyclic", "cycle_problems",
+           "find_node_problems", "find_problems", "first_opset", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -92,6 +92,22 @@ def cycle_problems(graph: Graph) -> list[ValidationProblem]:
         except GraphError as exc:
             _add(problems, g, "cycle", list(exc.nodes), exc.message)
     return problems
+
+
+def check_acyclic(graph: Graph, path: str | None = None) -> None:
+    """`GraphValidationError` (GE1003) listing the cycles of `graph` and of every subgraph
+    below it (`cycle_problems`), naming their nodes, with `path` (the model file, when
+    there is one) as its path; nothing when there is none. What a command checks of the
+    model it was given before it does anything with it (`ge run`, `ge compile`,
+    `ge.compile`): no input runs a graph with a cycle, and no step of a compilation can
+    take it (shape inference and export need a topological order), so the model itself
+    is said to be invalid, the same in every command, rather than the first step failing
+    in its own words."""
+    cycles = cycle_problems(graph)
+    if cycles:
+        invalid = GraphValidationError(cycles)
+        invalid.path = path
+        raise invalid
 
 
 def find_node_problems(nodes: Iterable[Node], *, typed: bool = False,

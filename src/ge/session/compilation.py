@@ -45,6 +45,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
+from ge.graph.validation import check_acyclic
 from ge.passes.discovery import given_paths
 from ge.passes.source import warn_user
 from ge.session.comparison import warn_tiny_outputs
@@ -481,6 +482,9 @@ def compile(
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
     atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
+    # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
+    # (GE1003 naming the nodes), before anything converts, runs or infers it.
+    check_acyclic(given, None if source is None else str(source))
     # A Graph given is compiled in place: a failure gives it back with its names as given
     # too (the other changes are undone by the transaction around the passes, inside).
     with given.transaction() if in_place else contextlib.nullcontext():
