@@ -124,8 +124,11 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
                 raise GraphError(
                     f"input {i} of replacement node {node.name!r} reads a value outside the "
                     "replacement", nodes=[node.name])
-    copied = [node for node in order if node._type not in (DATA, NET_OUTPUT)]
-    add_opset_imports(target, _imports_needed(target, replacement, copied))
+    declared = replacement.root_graph().model.opset_imports
+    if not declared.items() <= target.root_graph().model.opset_imports.items():
+        # (not the usual case: a replacement built at the model's opsets imports no more)
+        copied = [node for node in order if node._type not in (DATA, NET_OUTPUT)]
+        add_opset_imports(target, _imports_needed(target, replacement, copied))
     made: list[Node] = []
     for node in order:
         if node._type in (DATA, NET_OUTPUT):

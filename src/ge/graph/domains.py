@@ -7,10 +7,11 @@ from here (`ge.ops.schemas` re-exports it). A compilation that removes the last 
 domain asks `used_domains` and `drop_opset_imports` to leave no import of it behind; a
 replacement copied in (`Graph.copy_in`) or an operator built in place (`ge.es`) of a domain
 the model does not import yet adds it with `add_opset_imports`. Both record how to undo the
-change in the graph's journal, and `Graph.transaction()` records the imports as they are
-when it begins (`record_opset_imports`), so that a change made to the dict directly (a
-plugin writing `graph.opset_imports[...]`) is undone too: a pass rolled back leaves the
-imports exactly as they were, in their order, and the model saves byte for byte as before.
+change in the graph's journal, and `Graph.opset_imports` records the imports as they are
+when a transaction first asks for the dict (`record_opset_imports(once=True)`), so that a
+change made to the dict directly (a plugin writing `graph.opset_imports[...]`) is undone
+too: a pass rolled back leaves the imports exactly as they were, in their order, and the
+model saves byte for byte as before.
 """
 
 from __future__ import annotations
@@ -82,13 +83,21 @@ def drop_opset_imports(graph: Graph, domains: Iterable[str]) -> None:
             imports.pop(domain, None)
 
 
-def record_opset_imports(graph: Graph) -> None:
+def record_opset_imports(graph: Graph, *, once: bool = False) -> None:
     """Record, in the journal of `graph`'s hierarchy, how to put the model's opset imports
-    back as they are now (the dict the model holds, its entries and their order); a no-op
-    outside a transaction."""
-    model = graph.root_graph().model
+    back as they are now (the dict the model holds, its entries and their order); with
+    `once`, only if this transaction recorded them with `once` before. A no-op outside a
+    transaction."""
+    root = graph.root_graph()
+    model = root.model
     imports = model.opset_imports
-    graph.root_graph()._journal.record((_restore, model, imports, dict(imports)))
+    if once:
+        root._journal.record_once(_ONCE_KEY, lambda: (_restore, model, imports, dict(imports)))
+    else:
+        root._journal.record((_restore, model, imports, dict(imports)))
+
+
+_ONCE_KEY = ("opset_imports",)
 
 
 def _restore(model: ModelInfo, imports: dict[str, int], before: dict[str, int]) -> None:

@@ -194,12 +194,16 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
     @property
     def opset_imports(self) -> dict[str, int]:
-        """Opset version per domain ("" is the standard ONNX domain) of the model."""
-        return self.root_graph().model.opset_imports
+        """Opset version per domain ("" is the standard ONNX domain) of the model: the
+        model's own dict, which may be written. Inside a transaction the imports as they are
+        when first asked for are recorded, so a rollback puts them back whoever wrote them."""
+        root = self.root_graph()
+        record_opset_imports(root, once=True)
+        return root.model.opset_imports
 
     def get_opset_version(self, domain: str = "") -> int | None:
         """The model's opset version for `domain` ("" and "ai.onnx" are the same domain)."""
-        imports = self.opset_imports
+        imports = self.root_graph().model.opset_imports
         if domain in ("", "ai.onnx"):
             return imports.get("", imports.get("ai.onnx"))
         return imports.get(domain)
@@ -213,10 +217,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         undo records keep every change alive, so a full collection could free little and
         would traverse the whole graph; young collections go on.
 
-        The model's opset imports are put back as they were too, whoever changed them: the
-        dict `opset_imports` returns is the model's own, which a pass may write directly."""
+        The model's opset imports are put back as they were too, whoever changed them
+        (`opset_imports` records them when a block first asks for the dict)."""
         with no_full_collections(splice=False), self.root_graph()._journal.transaction():
-            record_opset_imports(self)
             yield self
 
     def _changed(self, structural: bool) -> Journal:
