@@ -424,7 +424,10 @@ def unique_node_names(graph: Graph, *, lift_constants: bool = False
     old_ir = graph.root_graph().model.ir_version < 4
     changed: list[NodeNamesMadeUnique] = []
     for g in [graph, *graph.get_all_subgraphs()]:
-        nodes = [n for n in g._listed() if _written_as_node(n, lift, old_ir)]
+        listed = g._listed()
+        if not any(n._export_name and n._export_name != n._name for n in listed):
+            continue  # every node writes its IR name, unique (the usual case: no scan)
+        nodes = [n for n in listed if _written_as_node(n, lift, old_ir)]
         before = {id(n): _written_name(n) for n in nodes}
         while True:
             holders: dict[str, list[Node]] = {}
