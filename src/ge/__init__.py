@@ -25,9 +25,17 @@ def __getattr__(name: str) -> Any:
         from ge.session import compilation
 
         return getattr(compilation, name)
+    if name in _SUBPACKAGES:  # `ge.compiler.current_pass_registry()` after a plain `import ge`
+        import importlib
+
+        return importlib.import_module(f"ge.{name}")
     raise AttributeError(f"module 'ge' has no attribute {name!r}")
+
+
+#: The layers, imported when first reached as attributes of `ge`.
+_SUBPACKAGES = ("cli", "compiler", "es", "graph", "ops", "passes", "pyatc", "session", "testing")
 
 
 def __dir__() -> list[str]:
     """The lazily resolved names too, so that `dir(ge)` and tab completion offer them."""
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBPACKAGES))

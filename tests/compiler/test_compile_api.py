@@ -126,6 +126,35 @@ def test_a_compilations_warnings_point_at_the_users_call_and_come_each_time(writ
     assert {(w.filename, w.lineno) for w in skipped} == {(__file__, line)}
 
 
+def test_each_result_keeps_its_own_warnings_while_others_compile_in_threads() -> None:
+    """`result.warnings` is the compilation's own, whatever the filters and whatever other
+    threads compile meanwhile (`warnings.catch_warnings` is process-wide and mixes them)."""
+    import threading
+
+    barrier = threading.Barrier(4)
+    results: dict[str, list[list[str]]] = {"typo": [], "clean": []}
+
+    def work(kind: str) -> None:
+        options = {"ge.optimise.max_rounds": "3"} if kind == "typo" else {}
+        barrier.wait()
+        for _ in range(10):
+            result = ge.compile(relu_model(), options=options)
+            results[kind].append([str(w) for w in result.warnings])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # filters do not decide what a result keeps
+        threads = [threading.Thread(target=work, args=(kind,))
+                   for kind in ("typo", "clean", "typo", "clean")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert len(results["typo"]) == len(results["clean"]) == 20
+    assert all(found == [] for found in results["clean"])
+    assert all(len(found) == 1 and "ge.optimise.max_rounds" in found[0]
+               for found in results["typo"])
+
+
 def test_the_result_and_report_read_as_one_line() -> None:
     """What a notebook shows for them: the summary line `ge compile` ends with, not the
     whole graph."""

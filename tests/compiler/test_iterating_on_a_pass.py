@@ -5,6 +5,7 @@ edited while it stays loaded is never run old without a word (trial I)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -158,8 +159,9 @@ def test_a_plugin_edited_while_the_compiler_holds_it_is_never_run_old_silently(
         report = compile_graph(small_graph())
     assert identities(report.graph) == ["old"]
     assert [str(w.message) for w in caught] == [
-        f"plugin {plugin} changed since the compiler loaded it ({plugin}): this compilation "
-        "runs the code imported then; ge.finalize() makes the next compilation load it afresh"]
+        f"plugin {plugin} changed (or went) since the compiler loaded it ({plugin}): this "
+        "compilation runs the code imported then; ge.finalize() makes the next compilation "
+        "load it afresh"]
 
     graph = small_graph()
     before = graph.to_onnx().SerializeToString()
@@ -167,10 +169,12 @@ def test_a_plugin_edited_while_the_compiler_holds_it_is_never_run_old_silently(
         compile_graph(graph, pass_paths=[plugin.parent])
     assert failed.value.code == "E13029"
     assert failed.value.message == (
-        f"Failed to load custom fusion pass lib {plugin}. Reason: it changed since it was "
-        "imported, and it is still loaded (by the compiler, from ASCEND_GE_PY_PASS_PATH when "
-        "it started, or by an open ge.testing.load_passes block); ge would run the old code: "
-        "call ge.finalize() (or leave the block) so that the next load imports it afresh.")
+        f"Failed to load custom fusion pass lib {plugin}. Reason: it changed (or went) since "
+        "it was imported, and it is still loaded: by the compiler, from "
+        "ASCEND_GE_PY_PASS_PATH when it started (call ge.finalize() first), by another "
+        "compilation running now that was given it as a pass path, or by an open "
+        "ge.testing.load_passes block (load it again when they have ended); ge would run the "
+        "old code.")
     assert graph.to_onnx().SerializeToString() == before
 
     ge.finalize()
@@ -196,3 +200,67 @@ def test_a_copy_of_an_installed_pass_names_the_option_that_leaves_the_installed_
     report = compile_graph(small_graph(), pass_paths=[copy],
                            options={"ge.passes.disabled_plugins": "marks"})
     assert identities(report.graph) == ["dev"]
+
+
+def test_a_pass_of_the_process_and_one_of_a_pass_path_clash_with_the_way_out(write) -> None:
+    """A pass path bringing a pass of the name of one the user's code registered is E13030
+    (as with the environment's), saying how to take the process's one out; done so, the
+    compilation runs the plugin's."""
+    @register_fusion_pass(name="Marks", stage=PassStage.BEFORE_INFER_SHAPE)
+    class Marks(FusionBasePass):
+        def run(self, graph, context):
+            insert_identity(graph, "service")
+
+    plugin = write("team/marks.py", PLUGIN.format(marker="team"))
+    with pytest.raises(DuplicatePassNameError) as caught:
+        compile_graph(small_graph(), pass_paths=[plugin])
+    key = Marks.__ge_pass_descriptor__.descriptor_key
+    assert caught.value.message.endswith(
+        "; Marks is registered by code of this process: ge.passes.registry.unregister_passes("
+        f"[ge.passes.get_registered_pass_by_descriptor_key({key!r})]) takes it out")
+    ge.passes.registry.unregister_passes(
+        [ge.passes.get_registered_pass_by_descriptor_key(key)])
+    assert identities(compile_graph(small_graph(), pass_paths=[plugin]).graph) == ["team"]
+
+
+def test_a_pass_paths_plugin_is_never_in_the_process_registry_even_while_it_imports(
+        write) -> None:
+    """While one compilation imports its pass path's plugin, another thread sees nothing of
+    it in `ge.passes` and may register a pass of the same name itself."""
+    import threading
+    import types
+
+    gate = types.SimpleNamespace(importing=threading.Event(), go_on=threading.Event())
+    sys.modules["marks_gate"] = gate  # type: ignore[assignment]
+    plugin = write("slow/marks.py", PLUGIN.format(marker="slow") + (
+        "\nimport marks_gate\nmarks_gate.importing.set()\nmarks_gate.go_on.wait(10)\n"))
+    outcome: list[object] = []
+    compiling = threading.Thread(target=lambda: outcome.append(
+        identities(compile_graph(small_graph(), pass_paths=[plugin]).graph)))
+    compiling.start()
+    try:
+        assert gate.importing.wait(10)
+        assert "Marks" not in [d.pass_name for d in ge.passes.get_registered_passes()]
+
+        @register_fusion_pass(name="Marks", stage=PassStage.BEFORE_INFER_SHAPE)
+        class Marks(FusionBasePass):
+            def run(self, graph, context):
+                return True
+
+        ge.passes.registry.unregister_passes([Marks.__ge_pass_descriptor__])
+    finally:
+        gate.go_on.set()
+        compiling.join(20)
+        sys.modules.pop("marks_gate", None)
+    assert outcome == [["slow"]]
+
+
+def test_the_layers_are_attributes_of_ge() -> None:
+    """`ge.compiler.current_pass_registry()` as the docs write it, after `import ge` alone."""
+    import subprocess
+
+    code = ("import ge; print(type(ge.compiler.current_pass_registry()).__name__, "
+            "'compiler' in dir(ge))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "GE_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert done.stdout.split() == ["PassRegistry", "True"]

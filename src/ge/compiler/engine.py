@@ -128,7 +128,7 @@ def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
         changed = plugin.changed_files()
         if changed:
             warn_user(CompileWarning(
-                f"plugin {plugin.origin} changed since the compiler loaded it "
+                f"plugin {plugin.origin} changed (or went) since the compiler loaded it "
                 f"({first_and_more(changed)}): this compilation runs the code imported "
                 "then; ge.finalize() makes the next compilation load it afresh"))
 

@@ -12,7 +12,6 @@ check.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
-from ge.passes.source import blamed_location, hook_location, traceback_location
+from ge.passes.source import blamed_location, hook_location, traceback_location, warn_user
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
@@ -184,12 +183,11 @@ class Invocation:
                  or entry.descriptor.location)
         counts = (f"nodes {nodes_before} -> {nodes_after}" if nodes_before != nodes_after
                   else f"nodes {nodes_after}")
-        warnings.warn_explicit(
+        warn_user(PassDefinitionWarning(
             f"pass {entry.name} returned NOT_CHANGED from run() but changed graph "
             f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
             "as changed; return True, None or SUCCESS when run() changes the graph, "
-            f"NOT_CHANGED only when it leaves the graph as it was (at {where})",
-            PassDefinitionWarning, where.file, where.line or 0)
+            f"NOT_CHANGED only when it leaves the graph as it was (at {where})"), where)
 
     def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Remember the nodes a plugin pass made; count those a built-in pass rewrote into

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ge.errors import DuplicatePassNameError, SourceLocation
-from ge.passes.loader import LoadedPlugin, PluginOrigin, leave_installed_out_hint
+from ge.passes.loader import (
+    LoadedPlugin,
+    PluginOrigin,
+    leave_installed_out_hint,
+    unregister_hint,
+)
 from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 
@@ -143,8 +148,10 @@ class PassRegistry:
             return False
         installed = next((e.origin for e in (known, entry) if e.origin.kind == "entry_point"),
                          None)
+        in_process = next((e for e in (known, entry) if e.origin.kind == "in_process"), None)
         hint = (leave_installed_out_hint(installed.entry_point)
-                if installed is not None and installed.entry_point else "")
+                if installed is not None and installed.entry_point
+                else unregister_hint(in_process.descriptor) if in_process is not None else "")
         raise DuplicatePassNameError(
             f"python pass name already exists: {entry.name}; "
             f"{entry.descriptor.class_name} ({entry.origin}) reuses the name of "

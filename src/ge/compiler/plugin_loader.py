@@ -19,7 +19,6 @@ D9: a plugin failure stops the load (after every plugin was tried) unless the op
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -46,8 +45,8 @@ from ge.passes.loader import (
     loaded_plugins,
     unload_plugins,
 )
-from ge.passes.registry import capture_registrations, unregister_passes
-from ge.passes.source import user_stacklevel
+from ge.passes.registry import capture_registrations, registrations_aside, unregister_passes
+from ge.passes.source import warn_user
 
 __all__ = [
     "ENV_DISABLE_PLUGIN_AUTOLOAD",
@@ -223,13 +222,10 @@ class PluginLoader:
             return
         self._warned_unknown.update(unknown)
         names = ", ".join(sorted(key for _, key in installed)) or "none"
-        warnings.warn(
+        warn_user(CompileWarning(
             f"cannot disable unknown plugin(s) {', '.join(unknown)}: no installed entry point "
             f"of group {ENTRY_POINT_GROUP} has that name (installed plugins: {names}); "
-            "the name is ignored",
-            CompileWarning,
-            stacklevel=user_stacklevel(),
-        )
+            "the name is ignored"))
 
     # -- explicit pass paths ----------------------------------------------------------------
     def load_paths(
@@ -259,9 +255,8 @@ class PluginLoader:
             for plugin in left_out:
                 unregister_passes(plugin.descriptors)
             try:
-                with capture_registrations() as registered:
+                with registrations_aside(), capture_registrations():
                     report = _discover(items, PASS_PATH_GIVEN)
-                unregister_passes(registered)
             finally:
                 for plugin in left_out:
                     plugin.register_again()

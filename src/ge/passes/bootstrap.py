@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import warnings
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +33,7 @@ from ge.passes.entry_points import (
     plugin_entry_points,
 )
 from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source
-from ge.passes.source import user_stacklevel
+from ge.passes.source import warn_user
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -115,11 +114,7 @@ def discover_plugins(
 def warn_failures(report: PluginLoadReport) -> None:
     """One `PluginLoadWarning` per failed plugin (the continue-on-error path)."""
     for failure in report.failures:
-        warnings.warn(
-            f"python pass plugin skipped: {failure}",
-            PluginLoadWarning,
-            stacklevel=user_stacklevel(),
-        )
+        warn_user(PluginLoadWarning(f"python pass plugin skipped: {failure}"))
 
 
 def load_pass_plugins(

@@ -16,7 +16,6 @@ counts): nothing here is process-global.
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from ge.passes.registry import (
     PASS_KIND_PATTERN_FUSION,
 )
 from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
-from ge.passes.source import blame, definition_location, hook_location
+from ge.passes.source import blame, definition_location, hook_location, warn_user
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -186,13 +185,12 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
     if not set_attrs:
         return
     where = hook_location(pattern._source) or definition_location(type(instance))
-    warnings.warn_explicit(
+    warn_user(PassDefinitionWarning(
         f"pattern {pattern.name!r} of {type(instance).__name__} sets attributes of "
         f"{', '.join(set_attrs)}, which are not compared: the matcher compares attributes "
         "only with PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so "
         "the pattern matches those operators whatever their attributes are; enable it, or "
-        f"check them in meet_requirements (at {where})",
-        PassDefinitionWarning, where.file, where.line or 0)
+        f"check them in meet_requirements (at {where})"), where)
 
 
 def _optional_attributes_set(node: Node) -> list[str]:

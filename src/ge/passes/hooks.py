@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ge.errors import PassDefinitionWarning, PassRegisterTypeError, SourceLocation
+from ge.passes.source import warn_user
 
 __all__ = [
     "adapt_expression_replacement",
@@ -325,5 +325,4 @@ def warn_misnamed_replacement(cls: type) -> None:
         f"its second parameter is not named `inputs`, so `{names[1]}` receives the "
         "MatchResult and it must return a ge.graph.Graph; name it `inputs` for the "
         f"expression style, or `match_result` if the legacy style is meant (at {location})")
-    warnings.warn_explicit(message, PassDefinitionWarning, code.co_filename,
-                           code.co_firstlineno)
+    warn_user(PassDefinitionWarning(message), location)

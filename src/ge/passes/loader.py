@@ -48,6 +48,7 @@ from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
     ensure_registered,
+    get_registered_pass_by_name,
     get_registered_passes,
     unregister_passes,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "loaded_plugins",
     "unload_all",
     "unload_plugins",
+    "unregister_hint",
 ]
 
 #: Serialises plugin loading and the module cache (imports mutate process-wide state).
@@ -177,13 +179,26 @@ def leave_installed_out_hint(entry_point: str) -> str:
             f"options={{'ge.passes.disabled_plugins': '{name}'}})")
 
 
-def _hint_installed_clash(err: DuplicatePassNameError) -> None:
-    """Add `leave_installed_out_hint` to a clash with a pass of a loaded entry point."""
+def unregister_hint(descriptor: PassDescriptor) -> str:
+    """What to add to a pass-name clash with a pass registered by the user's own code (in
+    process): how to take that registration out."""
+    return (f"; {descriptor.class_name} is registered by code of this process: "
+            "ge.passes.registry.unregister_passes([ge.passes."
+            f"get_registered_pass_by_descriptor_key({descriptor.descriptor_key!r})]) takes "
+            "it out")
+
+
+def _hint_clash(err: DuplicatePassNameError) -> None:
+    """Add to a clash with an earlier pass how to leave that one out: the option for a
+    loaded entry point's, the unregistering call for one the user's code registered."""
+    previous = get_registered_pass_by_name(err.pass_name or "")
     for plugin in _CACHE.values():
-        if plugin.origin.kind == "entry_point" and plugin.origin.entry_point and any(
-                d.location == err.previous_location for d in plugin.descriptors):
-            err.message += leave_installed_out_hint(plugin.origin.entry_point)
+        if previous is not None and any(d is previous for d in plugin.descriptors):
+            if plugin.origin.kind == "entry_point" and plugin.origin.entry_point:
+                err.message += leave_installed_out_hint(plugin.origin.entry_point)
             return
+    if previous is not None:
+        err.message += unregister_hint(previous)
 
 
 def in_process_plugin() -> LoadedPlugin | None:
@@ -192,7 +207,7 @@ def in_process_plugin() -> LoadedPlugin | None:
     "in_process", or None: GE runs every registered pass, not only those of its plugin
     paths. Passes of a loaded plugin (the environment's, an entry point's, a
     `ge.testing.load_passes` set's) are theirs."""
-    with LOAD_LOCK:
+    with LOAD_LOCK:  # (a plugin importing now has registered passes it is not cached with yet)
         owned = {id(d) for plugin in _CACHE.values() for d in plugin.descriptors}
         found = tuple(d for d in get_registered_passes() if id(d) not in owned)
     return LoadedPlugin(PluginOrigin("in_process"), None, found) if found else None
@@ -308,7 +323,7 @@ def import_isolated(
             _purge(owned)
             remove_custom_ops(_plugin_ops(ops, new, owned))
             if isinstance(exc, DuplicatePassNameError):
-                _hint_installed_clash(exc)
+                _hint_clash(exc)
             if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
                 raise
             raise load_error(target, exc, roots) from exc
@@ -563,10 +578,11 @@ def _stale_error(plugin: LoadedPlugin, changed: list[str]) -> PluginLoadError:
     what = "it" if changed == [where] else first_and_more(changed)
     return PluginLoadError(
         f"Failed to load custom fusion pass lib {where}. Reason: "
-        f"{what} changed since it was imported, and it is still loaded "
-        "(by the compiler, from ASCEND_GE_PY_PASS_PATH when it started, or by an open "
-        "ge.testing.load_passes block); ge would run the old code: call ge.finalize() (or "
-        "leave the block) so that the next load imports it afresh.",
+        f"{what} changed (or went) since it was imported, and it is still loaded: by the "
+        "compiler, from ASCEND_GE_PY_PASS_PATH when it started (call ge.finalize() first), "
+        "by another compilation running now that was given it as a pass path, or by an "
+        "open ge.testing.load_passes block (load it again when they have ended); ge would "
+        "run the old code.",
         path=where)
 
 

@@ -21,7 +21,7 @@ from ge.errors import (
     PassRegisterTypeError,
     SourceLocation,
 )
-from ge.passes.source import caller_location, definition_location
+from ge.passes.source import caller_location, definition_location, warn_user
 from ge.passes.stage import PassStage
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ __all__ = [
     "get_registered_passes",
     "register_decompose_pass",
     "register_fusion_pass",
+    "registrations_aside",
     "unregister_passes",
 ]
 
@@ -95,29 +96,54 @@ class _Registry:
         self._local = threading.local()
 
     def add(self, descriptor: PassDescriptor) -> None:
+        aside: _Aside | None = getattr(self._local, "aside", None)
         with self._lock:
-            earlier = self._by_key.get(descriptor.descriptor_key)
+            key, name = descriptor.descriptor_key, descriptor.pass_name
+            earlier = self._by_key.get(key) or (aside.by_key.get(key) if aside else None)
             if earlier is not None:
                 raise _duplicate_key_error(descriptor, earlier)
-            previous = self._by_name.get(descriptor.pass_name)
+            previous = self._by_name.get(name) or (aside.by_name.get(name) if aside else None)
             if previous is not None:
                 raise _duplicate_name_error(descriptor, previous)
-            self._by_key[descriptor.descriptor_key] = descriptor
-            self._by_name[descriptor.pass_name] = descriptor
+            by_key, by_name = ((aside.by_key, aside.by_name) if aside is not None
+                               else (self._by_key, self._by_name))
+            by_key[key] = descriptor
+            by_name[name] = descriptor
         for captured in getattr(self._local, "captures", ()):
             captured.append(descriptor)
 
     def ensure(self, descriptor: PassDescriptor) -> None:
+        aside: _Aside | None = getattr(self._local, "aside", None)
         with self._lock:
-            if self._by_key.get(descriptor.descriptor_key) is not descriptor:
+            key = descriptor.descriptor_key
+            if self._by_key.get(key) is not descriptor and (
+                    aside is None or aside.by_key.get(key) is not descriptor):
                 self.add(descriptor)
 
     def remove(self, descriptors: Iterable[PassDescriptor]) -> None:
+        aside: _Aside | None = getattr(self._local, "aside", None)
+        tables = [(self._by_key, self._by_name)]
+        if aside is not None:
+            tables.append((aside.by_key, aside.by_name))
         with self._lock:
             for descriptor in descriptors:
-                if self._by_key.get(descriptor.descriptor_key) is descriptor:
-                    del self._by_key[descriptor.descriptor_key]
-                    del self._by_name[descriptor.pass_name]
+                for by_key, by_name in tables:
+                    if by_key.get(descriptor.descriptor_key) is descriptor:
+                        del by_key[descriptor.descriptor_key]
+                        del by_name[descriptor.pass_name]
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Registrations of this thread inside the block go to a table of their own (checked
+        against the process-wide one and each other, never added to it), dropped at the
+        end: a compilation's own plugins, which other threads must not see even while they
+        import. `capture()` collects them as usual."""
+        outer = getattr(self._local, "aside", None)
+        self._local.aside = _Aside()
+        try:
+            yield
+        finally:
+            self._local.aside = outer
 
     def clear(self) -> None:
         with self._lock:
@@ -149,6 +175,14 @@ class _Registry:
                 if stack[index] is captured:
                     del stack[index]
                     break
+
+
+class _Aside:
+    """The registrations a thread makes inside `_Registry.aside()`."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, PassDescriptor] = {}
+        self.by_name: dict[str, PassDescriptor] = {}
 
 
 def _duplicate_key_error(new: PassDescriptor, old: PassDescriptor) -> PassRegisterError:
@@ -269,7 +303,6 @@ def _warn_foreign_op_type(op_type: str, name: str, where: SourceLocation | None)
     operator of another spelling exists: an Ascend name (`Conv2D` for `Conv`) or ONNX's in
     another case (`relu`). The pass would silently never run. Any other name may be a
     custom operator's, so it is left alone."""
-    import warnings
 
     import onnx.defs
 
@@ -287,11 +320,9 @@ def _warn_foreign_op_type(op_type: str, name: str, where: SourceLocation | None)
         why = (f"that is an Ascend operator, and ge's graphs hold ONNX operators: "
                f"GE's {op_type} is ONNX's {onnx_name!r}")
     at = f" (at {where})" if where is not None else ""
-    warnings.warn_explicit(
+    warn_user(PassDefinitionWarning(
         f"pass {name}: op_types names {op_type!r}, which no node has: {why}; write "
-        f"op_types=[{onnx_name!r}]{at}", PassDefinitionWarning,
-        where.file if where is not None else "<unknown>",
-        (where.line or 0) if where is not None else 0)
+        f"op_types=[{onnx_name!r}]{at}"), where or SourceLocation("<unknown>", 0))
 
 
 def _default_kind(cls: type) -> str:
@@ -453,6 +484,14 @@ def ensure_registered(descriptor: PassDescriptor) -> None:
 def unregister_passes(descriptors: Iterable[PassDescriptor]) -> None:
     """Remove exactly these descriptors (a different one under the same key stays)."""
     _REGISTRY.remove(descriptors)
+
+
+def registrations_aside() -> AbstractContextManager[None]:
+    """Context manager keeping the passes this thread registers inside it out of the
+    process-wide registry (checked against it, not added): the plugins of one
+    compilation's pass paths, which concurrent compilations and code registering passes of
+    its own must not see. Collect them with `capture_registrations()`."""
+    return _REGISTRY.aside()
 
 
 def capture_registrations() -> AbstractContextManager[list[PassDescriptor]]:

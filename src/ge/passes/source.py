@@ -10,7 +10,9 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -20,6 +22,7 @@ __all__ = [
     "blame",
     "blamed_location",
     "caller_location",
+    "collected_warnings",
     "definition_location",
     "hook_location",
     "is_internal_file",
@@ -67,10 +70,32 @@ def caller_location() -> SourceLocation | None:
 def warn_user(warning: Warning, location: SourceLocation | None = None) -> None:
     """Issue `warning` at `location`, else at the user's line that called into `ge`, each
     time (not once per line, Python's default): a compilation's warnings are about that
-    compilation, and a notebook cell run again must show them again."""
+    compilation, and a notebook cell run again must show them again. A `collected_warnings()`
+    block of this thread (or task) gets it too, whatever the warning filters."""
+    collected = _COLLECTED.get()
+    if collected is not None:
+        collected.append(warning)
     where = location or caller_location()
     filename, line = (where.file, where.line or 0) if where is not None else ("ge", 0)
     warnings.warn_explicit(warning, type(warning), filename, line)
+
+
+#: The warnings `warn_user` issued inside the innermost `collected_warnings()` block of this
+#: context: per thread, unlike `warnings.catch_warnings`, which is process-wide.
+_COLLECTED: ContextVar[list[Warning] | None] = ContextVar("ge_collected_warnings", default=None)
+
+
+@contextmanager
+def collected_warnings() -> Iterator[list[Warning]]:
+    """The warnings ge issues inside the block in this thread (a compilation's own, for
+    `CompileResult.warnings`), in order; the block's warnings still go to Python's
+    warning machinery as well."""
+    collected: list[Warning] = []
+    token = _COLLECTED.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTED.reset(token)
 
 
 def definition_location(cls: type) -> SourceLocation:

@@ -13,13 +13,14 @@ that changed it and names the first one whose outputs differ beyond the toleranc
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import onnx
@@ -47,7 +48,7 @@ from ge.graph import Graph
 from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
 from ge.graph.validation import check_acyclic
 from ge.passes.discovery import given_paths
-from ge.passes.source import warn_user
+from ge.passes.source import collected_warnings, warn_user
 from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
     EachPassVerifier,
@@ -88,6 +89,10 @@ class CompileResult:
     verification: VerificationReport | None = None
     source: Path | None = None  # the file the model was loaded from, if any
     value_info: bool = True  # whether `save` writes the types of intermediate values
+    #: Every warning the compilation issued, in order, whatever the warning filters: per
+    #: compilation, also with others running in other threads (`warnings.catch_warnings`
+    #: is process-wide and mixes theirs in).
+    warnings: list[Warning] = field(default_factory=list)
 
     def __repr__(self) -> str:
         verified = ("" if self.verification is None
@@ -408,6 +413,22 @@ def _compiled_unrunnable(err: SessionError, report: CompileReport,
                 location=record.location, nodes=err.nodes)
 
 
+def _collecting(compile_: Callable[_P, CompileResult]) -> Callable[_P, CompileResult]:
+    """`compile_` with the warnings it issues in this thread kept in its result."""
+    @functools.wraps(compile_)
+    def collecting(*args: _P.args, **kwargs: _P.kwargs) -> CompileResult:
+        with collected_warnings() as caught:
+            result = compile_(*args, **kwargs)
+        result.warnings = list(caught)
+        return result
+
+    return collecting
+
+
+_P = ParamSpec("_P")
+
+
+@_collecting
 def compile(
     model: str | os.PathLike[str] | onnx.ModelProto | Graph,
     *,
