@@ -147,6 +147,7 @@ def test_two_plugins_registering_one_op_is_GE1301_naming_both(tmp_path: Path) ->
         f"{second}:{line} registers it again (give one of them another op type or domain, "
         "or unregister_op the first)")
     assert f"[GE1301] {cause.message}" in err.message
+    assert str(err).count(f"(at {second}:{line})") == 1  # the E13029's location, said once
     assert get_custom_op("Double", DOMAIN) is None  # the failed compilation unloaded both
     # each of them alone still loads
     for plugin in (first, second):

@@ -19,6 +19,7 @@ library: they stay registered as long as it stays imported.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -277,7 +278,11 @@ def load_error(target: str, exc: BaseException, roots: Iterable[Path] = ()) -> P
         location: SourceLocation | None = SourceLocation(exc.filename, exc.lineno)
     else:
         location = traceback_location(exc.__traceback__, roots)
-    reason = f"{type(exc).__name__}: {exc}".rstrip(".")
+    shown: BaseException = exc
+    if isinstance(exc, GeError) and exc.location is not None and exc.location == location:
+        shown = copy.copy(exc)  # its "(at file:line)" is the E13029's own: said once
+        shown.location = None
+    reason = f"{type(exc).__name__}: {shown}".rstrip(".")
     error = PluginLoadError(
         f"Failed to load custom fusion pass lib {target}. Reason: {reason}.",
         location=location,
