@@ -11,7 +11,9 @@ Plugin options are options of one compilation: `ge.passes.disabled_plugins` and
 that no compilation wanted yet is imported when one does), and
 `ge.passes.continue_on_plugin_error` whether a failed plugin fails it. Plugins of a
 compilation's `pass_paths` are loaded for it and unloaded after it. Compilations may run
-concurrently in threads: each has its own registry and pass instances.
+concurrently in threads: each has its own registry and pass instances, and its own view of
+the custom operators (`ge.ops.registry.CustomOpView`: its plugins' operators, whatever
+other compilations load and a `finalize()` unloads meanwhile).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,6 +49,7 @@ from ge.errors import (
     CompileWarning,
     GeError,
 )
+from ge.ops.registry import CustomOp, CustomOpView
 from ge.passes.bootstrap import warn_failures
 from ge.passes.loader import LoadedPlugin, PluginLoadReport, in_process_plugin
 from ge.passes.source import warn_user
@@ -70,13 +74,16 @@ class _Engine:
     """One compiler lifetime: the defaults, the loader, and what every compilation shares.
 
     `registry` holds the built-in passes and those of `ASCEND_GE_PY_PASS_PATH`; `skipped`
-    the plugins of the variable that failed at the start (continue-on-error).
+    the plugins of the variable that failed at the start (continue-on-error); `custom_ops`
+    the custom operators those plugins registered, which every compilation of this
+    lifetime sees even after a `finalize()` unregistered them.
     """
 
     options: CompilerOptions
     loader: PluginLoader
     registry: PassRegistry
     skipped: list[GeError]
+    custom_ops: tuple[CustomOp, ...] = ()
 
 
 _LOCK = threading.RLock()
@@ -100,9 +107,15 @@ def _build_registry(
     return registry, skipped
 
 
-def _registry_for(engine: _Engine, options: CompilerOptions) -> tuple[PassRegistry, list[GeError]]:
+def _plugin_ops(plugins: Iterable[LoadedPlugin]) -> tuple[CustomOp, ...]:
+    return tuple(op for plugin in plugins for op in plugin.custom_ops)
+
+
+def _registry_for(engine: _Engine, options: CompilerOptions
+                  ) -> tuple[PassRegistry, list[GeError], tuple[CustomOp, ...]]:
     """The passes of a compilation with (merged) `options`, without its pass paths: the
-    built-in and environment passes plus the installed plugins `options` do not disable.
+    built-in and environment passes plus the installed plugins `options` do not disable;
+    and the custom operators of those plugins.
 
     A plugin of the variable that failed at the start was skipped under the options of
     that start; a compilation that does not continue on plugin errors raises its error.
@@ -118,7 +131,7 @@ def _registry_for(engine: _Engine, options: CompilerOptions) -> tuple[PassRegist
         report = PluginLoadReport([*report.plugins, in_process], list(report.failures),
                                   list(report.disabled))
     registry, skipped = _build_registry(engine.registry, report, options)
-    return registry, list(engine.skipped) + skipped
+    return registry, list(engine.skipped) + skipped, engine.custom_ops + _plugin_ops(report.plugins)
 
 
 def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
@@ -143,7 +156,8 @@ def _start(options: CompilerOptions, *, keep: bool) -> _Engine:
     try:
         report = loader.start(options)
         registry, skipped = _build_registry(PassRegistry.with_builtins(), report, options)
-        engine = _Engine(options if keep else CompilerOptions(), loader, registry, skipped)
+        engine = _Engine(options if keep else CompilerOptions(), loader, registry, skipped,
+                         _plugin_ops(report.plugins))
         _registry_for(engine, options)  # D13: installed plugins load at initialisation
     except BaseException:
         loader.unload()
@@ -202,22 +216,29 @@ def current_pass_registry(options: Mapping[str, str] | None = None) -> PassRegis
     """The passes a compilation with `options` (on top of `initialize`'s) starts from,
     before its own pass paths (initialises the compiler if needed)."""
     engine = _current(parse_options(options))
-    registry, _ = _registry_for(engine, engine.options.merged(options))
+    registry, _, _ = _registry_for(engine, engine.options.merged(options))
     return registry
 
 
 class CompilationPasses:
-    """What one compilation runs with: its passes, its merged options, the skipped plugins.
+    """What one compilation runs with: its passes, its merged options, the skipped plugins,
+    and the custom operators it sees (`custom_ops`, a `CustomOpView`: its plugins'
+    operators first, those of its pass paths in it only).
 
-    It holds the plugins of the compilation's pass paths until `close()` (or the end of
-    its `with` block), which unloads them.
+    Inside its `with` block (and `active()`), `ge.ops.get_custom_op` and every other
+    lookup of a custom operator, in this thread, go through `custom_ops`: building,
+    inference, folding and verification see the compilation's operators. It holds the
+    plugins of the compilation's pass paths until `close()` (or the end of its `with`
+    block), which unloads them.
     """
 
     def __init__(self, registry: PassRegistry, options: CompilerOptions,
-                 skipped: list[GeError], lease: PathLease | None = None) -> None:
+                 skipped: list[GeError], lease: PathLease | None = None,
+                 custom_ops: CustomOpView | None = None) -> None:
         self.registry = registry
         self.options = options
         self.skipped = skipped
+        self.custom_ops = CustomOpView() if custom_ops is None else custom_ops
         self._lease = lease
 
     def close(self) -> None:
@@ -225,10 +246,22 @@ class CompilationPasses:
         if self._lease is not None:
             self._lease.release()
 
+    @contextmanager
+    def active(self) -> Iterator[CompilationPasses]:
+        """Custom operators are looked up through `custom_ops` inside the block (in this
+        context: a thread started inside does not inherit it)."""
+        self.custom_ops.enter()
+        try:
+            yield self
+        finally:
+            self.custom_ops.leave()
+
     def __enter__(self) -> CompilationPasses:
+        self.custom_ops.enter()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.custom_ops.leave()
         self.close()
 
 
@@ -241,21 +274,24 @@ def compilation_passes(
     The running engine's (started if needed) built-in and environment passes, the installed
     plugins the merged options do not disable, and the plugins of `pass_paths`: those are
     loaded for this compilation only and unloaded when it closes, whether it succeeded or
-    failed. (A plain function rather than a generator, so that warnings point at the
-    user's call.)
+    failed. The custom operators it sees are those plugins' (the engine's taken now, those
+    of `pass_paths` held by it alone) and those registered outside plugins
+    (`CompilationPasses.custom_ops`). (A plain function rather than a generator, so that
+    warnings point at the user's call.)
     """
     engine = _current(parse_options(options))
     merged = engine.options.merged(options)
-    registry, skipped = _registry_for(engine, merged)
+    registry, skipped, ops = _registry_for(engine, merged)
+    view = CustomOpView(ops, hidden=engine.loader.left_out_custom_ops(merged))
     if pass_paths is None:
-        return CompilationPasses(registry, merged, skipped)
-    lease = engine.loader.lease_paths(pass_paths, merged)
+        return CompilationPasses(registry, merged, skipped, custom_ops=view)
+    lease = engine.loader.lease_paths_into(view, pass_paths, merged)
     try:
         registry, extra = _build_registry(registry, lease.report, merged)
     except BaseException:
         lease.release()
         raise
-    return CompilationPasses(registry, merged, skipped + extra, lease)
+    return CompilationPasses(registry, merged, skipped + extra, lease, view)
 
 
 def check_pass_names(registry: PassRegistry, names: Iterable[str],
@@ -360,8 +396,9 @@ def compile_graph(
         if options is not None or pass_paths is not None:
             raise CompilerOptionError("give compile_graph either passes= or options and "
                                       "pass_paths (they choose the passes), not both")
-        return _compile_with(graph, passes, start, steps, builtin_passes, disable, enable,
-                             check, on_pass_failure, observers)
+        with passes.active():  # (a no-op inside the caller's `with passes:` block)
+            return _compile_with(graph, passes, start, steps, builtin_passes, disable,
+                                 enable, check, on_pass_failure, observers)
     with compilation_passes(options, pass_paths) as opened:
         return _compile_with(graph, opened, start, steps, builtin_passes, disable, enable,
                              check, on_pass_failure, observers)

@@ -11,7 +11,9 @@ Which entry points take part is decided per compilation, by its options
 imported the first time a compilation wants it, and stays loaded until `unload()`; a
 compilation that disables it simply leaves its passes out. Plugins of explicit pass paths
 belong to one compilation (`lease_paths`): their passes never stay in the process-wide
-`ge.passes` registry, and releasing the lease unloads them. Built-in passes are unaffected.
+`ge.passes` registry, nor their custom operators in the process-wide table
+(`lease_paths_into`: they live in the compilation's `ge.ops.registry.CustomOpView`), and
+releasing the lease unloads them. Built-in passes are unaffected.
 D9: a plugin failure stops the load (after every plugin was tried) unless the option
 `ge.passes.continue_on_plugin_error` is true, which skips the plugin with a warning.
 """
@@ -30,6 +32,7 @@ from ge.errors import (
     PluginPathNotFoundError,
     PluginPathSuffixError,
 )
+from ge.ops.registry import CustomOp, CustomOpView, process_custom_ops
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
 from ge.passes.discovery import given_paths, normalize_path_list
 from ge.passes.entry_points import (
@@ -277,6 +280,34 @@ class PluginLoader:
             raise error
         warn_failures(report)
         return lease
+
+    def lease_paths_into(
+        self, view: CustomOpView, paths: Iterable[str | os.PathLike[str]],
+        options: CompilerOptions
+    ) -> PathLease:
+        """`lease_paths`, the custom operators the plugins register at import going into
+        the compilation's `view` only (`CustomOpView.importing`): kept out of the
+        process-wide table, as their passes are kept out of the registry, so that
+        concurrent compilations do not see them and may each hold an operator of the same
+        name; a clash is checked against what the compilation sees."""
+        with self._lock, view.importing(
+                lambda: [op for plugin in loaded_plugins() for op in plugin.custom_ops]):
+            return self.lease_paths(paths, options)
+
+    def left_out_custom_ops(self, options: CompilerOptions) -> list[CustomOp]:
+        """The custom operators of the installed plugins loaded so far that `options`
+        leave out (by name, or all of them when they turn autoloading off), which a
+        compilation with them does not see (`CustomOpView`): those the plugins registered,
+        and those their modules registered at import (which stay registered as long as the
+        modules stay imported, as a library's do)."""
+        with self._lock:
+            left_out = (list(self._entry_plugins.values()) if options.disable_plugin_autoload
+                        else self._loaded_entry_points_disabled(options))
+            names = tuple(p.module.__name__ for p in left_out if p.module is not None)
+            return [*(op for plugin in left_out for op in plugin.custom_ops),
+                    *(op for op in process_custom_ops() if op.module is not None and any(
+                        op.module == name or op.module.startswith(name + ".")
+                        for name in names))]
 
     def _loaded_entry_points_disabled(self, options: CompilerOptions) -> list[LoadedPlugin]:
         """The installed plugins loaded so far that `options` disable by name."""
