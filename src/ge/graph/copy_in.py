@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ge.errors import GraphError, GraphTypeError
 from ge.graph.cloning import copy_desc_slot
-from ge.graph.domains import add_opset_imports, normalize_domain
+from ge.graph.domains import ONNX_DOMAINS, add_opset_imports, normalize_domain
 from ge.graph.node import Node
 
 if TYPE_CHECKING:
@@ -53,8 +53,6 @@ def _imports_needed(target: Graph, replacement: Graph, nodes: Sequence[Node]) ->
     """The opset imports `nodes` (of `replacement`) need that the target's model lacks, at
     the versions the replacement's model declares; a `GraphError` naming both versions for
     a domain outside ONNX's own that the two models import at different versions."""
-    from ge.graph.validation import ONNX_DOMAINS
-
     needed: dict[str, int] = {}
     seen: set[str] = set()
     for node in nodes:
@@ -125,8 +123,12 @@ def copy_in(target: Graph, replacement: Graph, inputs: Sequence[Producer]) -> Co
                     f"input {i} of replacement node {node.name!r} reads a value outside the "
                     "replacement", nodes=[node.name])
     declared = replacement.root_graph().model.opset_imports
-    if not declared.items() <= target.root_graph().model.opset_imports.items():
-        # (not the usual case: a replacement built at the model's opsets imports no more)
+    imported = target.root_graph().model.opset_imports
+    if any(imported.get(domain) != version and (domain not in ONNX_DOMAINS
+                                                or domain not in imported)
+           for domain, version in declared.items()):
+        # (not the usual case: a replacement brings no domain the model lacks, and ONNX's
+        # own keep the model's versions)
         copied = [node for node in order if node._type not in (DATA, NET_OUTPUT)]
         add_opset_imports(target, _imports_needed(target, replacement, copied))
     made: list[Node] = []

@@ -25,8 +25,12 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.model_info import ModelInfo
 
-__all__ = ["add_opset_imports", "drop_opset_imports", "normalize_domain",
+__all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
            "record_opset_imports", "used_domains"]
+
+
+#: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
+ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
 
 
 def normalize_domain(domain: str) -> str:

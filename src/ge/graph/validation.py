@@ -26,14 +26,14 @@ from onnx import TensorProto, defs
 
 from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
-from ge.graph.domains import normalize_domain
+from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
-__all__ = ["ONNX_DOMAINS", "attribute_problems", "check_acyclic", "cycle_problems",
+__all__ = ["attribute_problems", "check_acyclic", "cycle_problems",
            "find_node_problems", "find_problems", "first_opset", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
@@ -400,9 +400,6 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
 
 #: Domains whose operators are ONNX's own: one without a schema there is no operator at all.
 #: The domains ONNX itself defines operators in.
-ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
-
-
 def unknown_operators(graph: Graph) -> list[ValidationProblem]:
     """The `unknown-op` problems of `graph` and its subgraphs alone (a cheap scan: the
     schema lookups are cached), for a compilation to stop before any pass runs."""

@@ -32,11 +32,11 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph.attributes import decode_attr
+from ge.graph.domains import ONNX_DOMAINS
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
-from ge.graph.validation import ONNX_DOMAINS
 from ge.graph.value_info import holds_non_tensor
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
