@@ -186,7 +186,7 @@ class GraphBuilder:
         the import to the model being compiled, and a pass rolled back must take it out."""
         domain = normalize_domain(domain)
         graph = self._live_graph("use_domain")
-        if domain in graph.opset_imports:  # the model's (root's)
+        if domain in graph.root_graph().model.opset_imports:  # (read: no undo to record)
             return
         if domain in self._opsets:
             version = self.opset_version(domain)

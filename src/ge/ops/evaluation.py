@@ -277,7 +277,8 @@ class NodeEvaluator:
             attrs.append((name, kind, key))
         graph = node.owner_graph
         # `opset_imports_of(node)` is a function of these two
-        imports = (tuple(graph.opset_imports.items()) if graph is not None else None,
+        imports = (tuple(graph.root_graph().model.opset_imports.items())
+                   if graph is not None else None,
                    node.domain)
         outputs = tuple(bool(name) for name in node.get_output_names())
         key = (node.domain, node.type, imports, tuple(attrs), tuple(slots), outputs)

@@ -260,9 +260,9 @@ def signature(node: Node, memo: InferenceMemo | None = None) -> Hashable | None:
     graph = node._graph
     if graph is None:
         opsets: Hashable = ()
-    elif memo is None:
-        opsets = tuple(sorted(graph.opset_imports.items()))
+    elif memo is None:  # (the model's dict, read: `Graph.opset_imports` would record it)
+        opsets = tuple(sorted(graph.root_graph().model.opset_imports.items()))
     else:
-        opsets = memo._opsets_key(graph.opset_imports)
+        opsets = memo._opsets_key(graph.root_graph().model.opset_imports)
     return (node._domain, op_type, tuple(sorted(attrs)) if attrs else (), tuple(inputs),
             len(node._out_names), opsets)

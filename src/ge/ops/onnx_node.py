@@ -120,7 +120,7 @@ def outer_inputs(node: Node) -> dict[str, tuple[Node, int]]:
 def opset_imports_of(node: Node) -> list[onnx.OperatorSetIdProto]:
     """The opset imports of the node's model (or onnx's newest standard opset)."""
     graph = node.owner_graph
-    imports = dict(graph.opset_imports) if graph is not None else {}
+    imports = dict(graph.root_graph().model.opset_imports) if graph is not None else {}
     imports.setdefault("", latest_opset(""))
     domain = normalize_domain(node.domain)
     if domain not in imports:
