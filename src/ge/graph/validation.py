@@ -87,6 +87,8 @@ def cycle_problems(graph: Graph) -> list[ValidationProblem]:
     validation would cost time and refuse what runtimes accept."""
     problems: list[ValidationProblem] = []
     for g in [graph, *graph.get_all_subgraphs()]:
+        if g._order_ok:
+            continue  # a maintained order is a topological one: no cycle, no list to copy
         try:
             g.topological_order()
         except GraphError as exc:

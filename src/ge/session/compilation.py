@@ -587,6 +587,7 @@ def compile(
             try:
                 if not in_place:
                     return run()
+                # (inside the outer one: the verdict below reads the graph as given back)
                 with graph.transaction():  # a failure gives the caller's graph back unchanged
                     return run()
             except GraphValidationError as err:
