@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import EncodeError
-from onnx import AttributeProto, TensorProto, helper
+from onnx import AttributeProto, TensorProto, helper, inliner
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
@@ -463,6 +463,10 @@ class ModelRunner:
         try:
             if reference:
                 whole = proto if exported.path is None else onnx.load(exported.path)
+                if customs and whole.functions:
+                    # onnx's evaluator of a function body is not given the kernels of
+                    # `new_ops` ("Node type 'X' ... is unknown"): the bodies run inlined
+                    whole = inliner.inline_local_functions(whole)
                 self._evaluator = ReferenceEvaluator(
                     whole, new_ops=[_op_run_class(c) for c in customs])
             elif exported.path is not None:
