@@ -21,6 +21,7 @@ from onnx import AttributeProto
 
 from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
+from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.payloads import PayloadStore
@@ -77,7 +78,8 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     value written under a name other than its IR name (see `_OutputNames`), so a caller
     reading the model back (shape inference) can find the IR's values in it.
     `value_info=False` writes no value_info for intermediate values (inputs and outputs
-    keep their types), in every graph of the model. `lift_constants=True` writes the
+    keep their types), in every graph of the model, except the outputs of calls of the
+    model's own functions in custom domains (`_function_calls`). `lift_constants=True` writes the
     `Constant` operators of the model as read as initializers (of the graph they are in),
     as constants made in the IR are; a model with ir_version < 4 writes every new constant
     as a `Constant` operator (its initializers would have to be graph inputs), and the
@@ -565,6 +567,17 @@ def _write_attrs(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | Non
         proto.attribute.append(attr)
 
 
+def _function_calls(graph: Graph) -> frozenset[tuple[str, str]]:
+    """(domain, name) of the model-local functions of `graph`'s model in domains other
+    than ONNX's: their calls' outputs are declared even without value_info for the rest.
+    onnx types a call only by inferring the function's body, with its own schemas: one
+    using a custom operator leaves the call's outputs untyped to onnx's checker (which
+    then fails the standard node reading them) and to runtimes, unless the file says."""
+    functions = graph.root_graph().model.functions
+    return frozenset((normalize_domain(f.domain), f.name) for f in functions
+                     if normalize_domain(f.domain) not in ONNX_DOMAINS)
+
+
 def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:
     gp = onnx.GraphProto()
     write_graph(graph, gp, names)
@@ -592,6 +605,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
     typed = _VALUE_INFO.get()
     lift = _LIFT_CONSTANTS.get()
     old_ir = graph.root_graph().model.ir_version < 4
+    calls = _function_calls(graph) if not typed else frozenset()
     net_outputs = graph.nodes_of_type(NET_OUTPUT)
     if len(net_outputs) > 1:
         raise GraphError(f"graph {graph._name!r} has more than one NetOutput node",
@@ -654,7 +668,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         else:
             protos.append(_node_proto(node, names))
         descs = node._out_descs
-        if not typed or descs is None or descs.count(None) == len(descs):
+        if descs is None or descs.count(None) == len(descs) or not (
+                typed or (calls and (node._domain, op_type) in calls)):
             continue  # nothing known about the outputs: no value_info (the common case)
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:

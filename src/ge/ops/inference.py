@@ -24,6 +24,7 @@ from ge.graph.node import Node
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, is_known_type
+from ge.ops.functions import called_function, infer_call
 from ge.ops.memo import active_memo
 from ge.ops.ml_shapes import infer_ml_node, typed_by_ml_rule
 from ge.ops.onnx_node import (
@@ -71,7 +72,8 @@ STALE_DESC_ADVICE = ("a node keeps its output descs until inferred again: after 
 
 
 def is_custom_node(node: Node) -> bool:
-    """True for an operator of a non-standard domain (typed by its registered function)."""
+    """True for an operator of a non-standard domain (typed by its registered function,
+    onnxruntime, or the body of the model-local function it calls)."""
     return normalize_domain(node.domain) not in STANDARD_DOMAINS
 
 
@@ -139,6 +141,14 @@ def _write(node: Node, index: int, desc: TensorDesc) -> None:
 
 
 def _infer_custom(node: Node) -> list[TensorDesc]:
+    """Type a node of a custom domain: a call of a model-local function by its body
+    (`ge.ops.functions`), else a registered operator by its function, else one of
+    onnxruntime's by onnxruntime."""
+    if called_function(node) is not None:  # the model's own definition of the operator
+        for i, desc in enumerate(infer_call(node)):
+            if desc is not None:
+                _write(node, i, desc)
+        return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
     custom = get_custom_op(node.type, node.domain)
     if custom is None:
         if runtime_op_spec(node.type, node.domain, node_opset(node)) is not None:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ge.errors import OpNotFoundError
 from ge.graph.node import Node
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
 from ge.ops.onnx_node import node_spec
+from ge.ops.schemas import get_op_spec
 
-__all__ = ["infer_ml_node", "typed_by_ml_rule"]
+__all__ = ["infer_ml_node", "ml_rule_types", "typed_by_ml_rule"]
 
 ML_DOMAIN = "ai.onnx.ml"
 _FLOAT = DataType.DT_FLOAT
@@ -89,6 +91,18 @@ def typed_by_ml_rule(node: Node) -> bool:
     if node._domain != ML_DOMAIN or node._type not in _RULES:
         return False
     schema = node_spec(node).schema
+    return schema is None or not schema.has_type_and_shape_inference_function
+
+
+def ml_rule_types(op_type: str, opset: int) -> bool:
+    """`typed_by_ml_rule` of an `ai.onnx.ml` operator named by type and opset (a node of a
+    function body, which is no IR node)."""
+    if op_type not in _RULES:
+        return False
+    try:
+        schema = get_op_spec(op_type, opset, ML_DOMAIN).schema
+    except OpNotFoundError:
+        return False
     return schema is None or not schema.has_type_and_shape_inference_function
 
 

@@ -29,6 +29,7 @@ from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
+from ge.ops.functions import FunctionKey, opaque_functions
 from ge.ops.inference import (
     _fresh_symbol,
     _known,
@@ -42,6 +43,7 @@ from ge.ops.inference import (
 )
 from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
+from ge.ops.schemas import normalize_domain
 
 __all__ = ["contradicted_outputs", "infer_shapes"]
 
@@ -254,9 +256,10 @@ _PROPAGATED_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
 
 
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
-               custom: bool) -> None:
+               custom: bool, opaque: set[FunctionKey]) -> None:
     """One run of onnx's inference over the exported model, its results written back;
-    `custom`: whether the model has custom operators (their typed outputs are kept)."""
+    `custom`: whether the model has custom operators (their typed outputs are kept);
+    `opaque`: the model-local functions onnx is not given (`opaque_functions`)."""
     exported: ExportedNames = {}
     root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
     stubs: set[str] = set()  # constants of the root graph written as typed graph inputs
@@ -285,6 +288,10 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     # operators are lifted into initializers: so their values too go through `typed_only`.
     model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
                            value_info=custom, lift_constants=True)
+    if opaque:  # their calls are unknown operators to onnx, typed by ge (`ge.ops.functions`)
+        kept = [f for f in model.functions if (normalize_domain(f.domain), f.name) not in opaque]
+        del model.functions[:]
+        model.functions.extend(kept)
     gp = model.graph
     initializers_as_inputs(gp, stubs)
     _relax_outputs(gp)
@@ -494,7 +501,9 @@ def _settled(node: Node) -> bool:
 
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and typed_by_ge(n)]
-    _onnx_pass(root, known_values, strict, bool(custom))
+    # functions whose bodies onnx cannot type: their calls are typed with the custom ones
+    opaque = opaque_functions(root.model.functions) if custom else set()
+    _onnx_pass(root, known_values, strict, bool(custom), opaque)
     for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
         for k, desc in _loop_carried(loop, held).items():
@@ -515,6 +524,6 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         if rounds >= _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
             refine_output_descs({consumer: None for node in custom
                                  for consumer in node.get_out_data_nodes()})
-        _onnx_pass(root, known_values, strict, True)
+        _onnx_pass(root, known_values, strict, True, opaque)
     for node in declared:
         check_declared_runtime_node(node)

@@ -1,0 +1,201 @@
+"""Calls of model-local functions (`ModelProto.functions`) whose bodies onnx cannot type.
+
+onnx's inference types a call by inferring the function's body, with onnx's schemas only:
+a body that uses a custom operator (`ge.ops.register_op`), one of onnxruntime's
+(`com.microsoft`) or an `ai.onnx.ml` operator ge types itself leaves the call's outputs
+untyped, and in strict mode fails the node reading them. Such functions are *opaque* to
+onnx (`opaque_functions`): whole-model inference hands onnx the model without them, so
+their calls are unknown operators to it, and ge types each call here (`infer_call`) by
+inlining it into a one-call model and inferring that with ge's own inference, which
+consults the compilation's custom operators (`ge.ops.registry.CustomOpView`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import onnx
+from onnx import helper, inliner
+
+from ge.errors import GeError, ShapeInferenceError
+from ge.graph.graph import CONST
+from ge.graph.node import Node
+from ge.graph.onnx_import import model_to_graph
+from ge.graph.tensor_desc import TensorDesc
+from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
+from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
+from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
+
+__all__ = ["FunctionKey", "called_function", "infer_call", "opaque_functions"]
+
+FunctionKey = tuple[str, str]  # (domain, name), as a call names the function
+
+
+def _key(function: onnx.FunctionProto) -> FunctionKey:
+    return normalize_domain(function.domain), function.name
+
+
+def called_function(node: Node) -> onnx.FunctionProto | None:
+    """The model-local function `node` calls, or None when it calls none."""
+    graph = node.owner_graph
+    if graph is None:
+        return None
+    key = (normalize_domain(node.domain), node.type)
+    for function in graph.root_graph().model.functions:
+        if _key(function) == key:
+            return function
+    return None
+
+
+def _body_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterable[onnx.NodeProto]:
+    """The nodes of a function body, those of its If/Loop/Scan bodies included."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _body_nodes(attr.g.node)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _body_nodes(sub.node)
+
+
+def _typed_by_ge(node: onnx.NodeProto, opsets: Mapping[str, int],
+                 functions: set[FunctionKey]) -> bool:
+    """Whether onnx leaves a body node's outputs to ge: an operator of a custom domain
+    (not a call of another local function), or an `ai.onnx.ml` one ge has a rule for."""
+    domain = normalize_domain(node.domain)
+    if domain == ML_DOMAIN:
+        return ml_rule_types(node.op_type, opsets.get(ML_DOMAIN, 1))
+    return domain not in STANDARD_DOMAINS and (domain, node.op_type) not in functions
+
+
+def opaque_functions(functions: Iterable[onnx.FunctionProto]) -> set[FunctionKey]:
+    """The functions whose bodies onnx cannot type: those using an operator ge types
+    (`_typed_by_ge`), and those calling such a function."""
+    functions = list(functions)
+    defined = {_key(f) for f in functions}
+    opaque: set[FunctionKey] = set()
+    calls: dict[FunctionKey, set[FunctionKey]] = {}
+    for function in functions:
+        opsets = {normalize_domain(o.domain): o.version for o in function.opset_import}
+        nodes = list(_body_nodes(function.node))
+        if any(_typed_by_ge(n, opsets, defined) for n in nodes):
+            opaque.add(_key(function))
+        calls[_key(function)] = {(normalize_domain(n.domain), n.op_type) for n in nodes} & defined
+    changed = True
+    while changed:  # a function calling an opaque one is opaque (calls never recurse)
+        changed = False
+        for key, callees in calls.items():
+            if key not in opaque and not callees.isdisjoint(opaque):
+                opaque.add(key)
+                changed = True
+    return opaque
+
+
+def _call_model(node: Node, function: onnx.FunctionProto) -> onnx.ModelProto:
+    """A model of `node`'s call alone: its inputs typed as the graph has them (constants of
+    at most `VALUE_ELEMENTS` elements with their values, as per-node inference gives
+    them), its outputs untyped, the model's functions and opset imports."""
+    from ge.ops.inference import VALUE_ELEMENTS  # (inference imports this module)
+
+    proto = node_proto(node)
+    for attr in proto.attribute:
+        if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            raise ShapeInferenceError(
+                f"node {node.name!r} calls function {function.domain}.{function.name} with "
+                "a graph attribute, which ge cannot infer", nodes=[node.name])
+    inputs: list[onnx.ValueInfoProto] = []
+    initializers: list[onnx.TensorProto] = []
+    seen: set[str] = set()
+    for i, name in enumerate(proto.input):
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        value = const_value(node, i)
+        if value is not None and value.size <= VALUE_ELEMENTS:
+            initializers.append(value.to_proto(name))
+            continue
+        tp = type_proto(node.get_input_desc(i))
+        vi = onnx.ValueInfoProto(name=name)
+        if tp is not None:
+            vi.type.CopyFrom(tp)
+        inputs.append(vi)
+    outputs = [onnx.ValueInfoProto(name=name) for name in proto.output if name]
+    graph = helper.make_graph([proto], f"call_{node.name}", inputs, outputs,
+                              initializer=initializers)
+    root = node.owner_graph
+    assert root is not None  # (a node calling a function of its model has a graph)
+    model_info = root.root_graph().model
+    model = helper.make_model(graph, opset_imports=opset_imports_of(node),
+                              functions=model_info.functions)
+    model.ir_version = max(model_info.ir_version, 8)  # (functions need IR 8)
+    return model
+
+
+def _calls_left(model: onnx.ModelProto) -> str:
+    """Why onnx's inliner left a call in `model` ("" when it left none): it inlines no
+    function whose opset imports differ from the model's."""
+    defined = {_key(f) for f in model.functions}
+    if not any((normalize_domain(n.domain), n.op_type) in defined
+               for n in _body_nodes(model.graph.node)):
+        return ""
+    imports = {normalize_domain(o.domain): o.version for o in model.opset_import}
+    for function in model.functions:
+        for o in function.opset_import:
+            domain = normalize_domain(o.domain)
+            if imports.get(domain, o.version) != o.version:
+                return (f"function {function.domain}.{function.name} imports opset "
+                        f"{o.version} of domain {domain!r}, the model {imports[domain]}")
+    return "it left a call of a local function"
+
+
+def infer_call(node: Node) -> list[TensorDesc | None]:
+    """The output descs of a call of a model-local function (None for an output the body
+    leaves untyped), from its input descs: the call is inlined into a model of its own
+    (onnx's inliner: attribute references, nested calls) and typed by ge's whole-model
+    inference, custom operators by their registered functions. `ShapeInferenceError`
+    naming the call and the function when a body node is rejected or unregistered."""
+    from ge.ops.model_inference import infer_shapes  # (it builds on this module)
+
+    function = called_function(node)
+    assert function is not None
+    what = f"node {node.name!r} calls model-local function {function.domain}.{function.name}"
+    try:
+        inlined = inliner.inline_local_functions(_call_model(node, function))
+    except GeError:
+        raise
+    except Exception as err:
+        raise ShapeInferenceError(f"{what}, which onnx's inliner refuses: {err}",
+                                  nodes=[node.name]) from err
+    left = _calls_left(inlined)
+    if left:  # (typing it would ask this function again, without end)
+        raise ShapeInferenceError(
+            f"{what}, which onnx's inliner does not inline ({left}), so ge cannot type "
+            "its body", nodes=[node.name])
+    body = model_to_graph(inlined)
+    try:
+        infer_shapes(body, strict=True)
+    except ShapeInferenceError as err:
+        raise ShapeInferenceError(f"{what}, whose body cannot be typed: {err.message}",
+                                  nodes=[node.name]) from err
+    net_output = body.get_net_output()
+    outputs: list[TensorDesc | None] = []
+    index = 0
+    for name in node.get_output_names():
+        if not name:
+            outputs.append(None)
+            continue
+        producer = net_output.get_input_producer(index) if net_output is not None else None
+        index += 1
+        if producer is None:
+            outputs.append(None)
+            continue
+        source, at = producer
+        if source.type == CONST and not source.domain:
+            value = source.get_attr("value")
+            outputs.append(TensorDesc(list(value.shape), data_type=value.data_type))
+        elif source.has_output_desc(at):
+            outputs.append(source.get_output_desc(at).copy())
+        else:
+            outputs.append(None)
+    return outputs
