@@ -14,7 +14,8 @@ opset >= 20, where Gelu is an ONNX operator). The converted model is the origina
    configurations alternating), the garbage collector on, GE_DISABLE_PLUGIN_AUTOLOAD=1;
    the time is taken from the report twice: the `steps` entry of BuiltinFusion, and the
    sum of the seconds of the fusion pass records (the step minus the engine's own work);
-   per node is over the nodes the step started with. Min and median over `--runs` runs.
+   per node is over the nodes the step started with (the step's `nodes_before`: the main
+   graph's nodes as ONNX counts them, constants apart). Min and median over `--runs` runs.
 2. Nodes. The model after ge's full compile (`ge.compile` + `result.save`), after
    `onnxscript.optimizer.optimize(model)` followed by `onnxscript.rewriter.rewrite(model)`
    (its default rule set, `_DEFAULT_REWRITE_RULES`, which optimize already applies

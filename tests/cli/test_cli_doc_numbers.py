@@ -24,7 +24,11 @@ def test_ge_compile_and_pyatc_counts_match_the_page(tmp_path: Path,
     assert code == 0, err
     report = json.loads(out)
     before, after = report["nodes_before"], report["nodes_after"]
-    assert f"nodes {before} → {after} ({after - before:+d});" in page
+    constants = report["constants_before"], report["constants_after"]
+    assert (f"nodes {before} → {after} ({after - before:+d}), constants {constants[0]} → "
+            f"{constants[1]};") in page
+    assert f'"constants_before": {constants[0]},' in page
+    assert f'"constants_after": {constants[1]},' in page
     assert f'"nodes_before": {before},' in page and f'"nodes_after": {after},' in page
 
     assert pyatc(args=[f"--model={DISTILBERT}", "--framework=5",

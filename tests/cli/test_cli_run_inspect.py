@@ -72,13 +72,18 @@ def test_inspect_shows_the_model() -> None:
     code, stdout, stderr = run_ge("inspect", str(DISTILBERT))
     assert code == 0, stderr
     for text in ("input_ids", "attention_mask", "int64", "[1, 12]", "ai.onnx=17",
-                 "ir_version 8", "143 node(s)", "17 initializer(s)", "LayerNormalization",
-                 "external data: none"):
+                 "ir_version 8", "LayerNormalization", "external data: none",
+                 "114 node(s) and 29 Constant node(s) (143 in graph.node); 17 "
+                 "initializer(s)"):
         assert text in stdout, text
     code, stdout, _ = run_ge("inspect", str(DISTILBERT), "--json")
     data = json.loads(stdout)
     proto = onnx.load(DISTILBERT)
-    assert data["nodes"] == len(proto.graph.node) == sum(data["ops"].values())
+    constant_ops = sum(n.op_type == "Constant" for n in proto.graph.node)
+    assert data["graph_nodes"] == len(proto.graph.node) == sum(data["ops"].values())
+    assert data["nodes"] == len(proto.graph.node) - constant_ops == 114
+    assert data["constant_nodes"] == data["ops"]["Constant"] == constant_ops
+    assert data["constants"] == constant_ops + len(proto.graph.initializer) == 46
     assert data["opsets"] == {"ai.onnx": 17} and data["ir_version"] == proto.ir_version
     assert data["file_bytes"] == DISTILBERT.stat().st_size
     assert data["initializers"] == {
@@ -114,7 +119,10 @@ def test_inspect_counts_subgraphs() -> None:
     code, stdout, _ = run_ge("inspect", str(shared_model("control_flow")), "--json")
     assert code == 0
     data = json.loads(stdout)
-    assert data["subgraphs"] >= 1 and data["nodes_with_subgraphs"] > data["nodes"]
+    assert (data["subgraphs"], data["nodes"], data["subgraph_nodes"]) == (3, 6, 10)
+    assert data["graph_nodes"] == 9 and data["constant_nodes"] == 3
+    assert "6 node(s) and 3 Constant node(s) (9 in graph.node), 10 in 3 subgraph(s); " in (
+        run_ge("inspect", str(shared_model("control_flow")))[1])
 
 
 def test_inspect_lists_external_data(tmp_path: Path) -> None:

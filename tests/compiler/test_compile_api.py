@@ -160,8 +160,8 @@ def test_the_result_and_report_read_as_one_line() -> None:
     whole graph."""
     result = ge.compile(relu_model(), verify=True)
     summary = result.report.summary()
-    assert re.fullmatch(r"nodes 1 → 1 \(\+0\); \d+ pass run\(s\), 0 pass\(es\) changed the "
-                        r"graph; \d+\.\d ms", summary), summary
+    assert re.fullmatch(r"nodes 1 → 1 \(\+0\), constants 0 → 0; \d+ pass run\(s\), 0 "
+                        r"pass\(es\) changed the graph; \d+\.\d ms", summary), summary
     assert repr(result.report) == f"<CompileReport of graph 'relu_graph': {summary}>"
     assert repr(result) == (f"<CompileResult: {summary}; verification "
                             f"{result.verification.summary()}>")
@@ -361,12 +361,15 @@ def test_the_report_says_what_ran_where_and_how_much(write, pass_source) -> None
     assert row["runs"] >= 2  # the root graph and the bodies
     data = report.as_dict()
     assert set(data) >= {"steps", "passes", "invocations", "ops_before", "ops_after",
-                         "fixed_point", "nodes_before", "nodes_after", "seconds"}
+                         "fixed_point", "nodes_before", "nodes_after", "seconds",
+                         "subgraph_nodes_before", "subgraph_nodes_after", "constants_before",
+                         "constants_after"}
     assert data["ops_after"]["Neg"] >= 1
     invocation = data["invocations"][0]
     assert set(invocation) >= {"name", "stage", "graph", "kind", "origin", "outcome",
                                "changed", "matches", "rewrites", "nodes_before",
-                               "nodes_after", "seconds"}
+                               "nodes_after", "constants_before", "constants_after",
+                               "seconds"}
 
 
 def _chain_model() -> onnx.ModelProto:
@@ -478,11 +481,17 @@ def test_a_builtin_pass_names_only_engine_steps_to_also_run_in() -> None:
 @pytest.mark.builtin_passes
 def test_pass_records_count_nodes_as_the_totals_do() -> None:
     """A trial saw `405→356` in a pass row and `nodes 403 → 354` in the summary of the same
-    run: the rows counted Data and NetOutput. Both count operators (constants included)."""
+    run: the rows counted Data and NetOutput. Both count nodes as ONNX does, and
+    constants apart (`NodeCounts`)."""
     result = ge.compile(shared_model("distilbert_tiny"))
     report = result.report
     totals = report.as_dict()
     assert report.records[0].nodes_before == totals["nodes_before"]
     assert report.records[-1].nodes_after == totals["nodes_after"]
-    assert sum(row["node_delta"] for row in report.by_pass()) == (
+    assert report.records[0].constants_before == totals["constants_before"]
+    assert report.records[-1].constants_after == totals["constants_after"]
+    rows = report.by_pass()
+    assert sum(row["node_delta"] for row in rows) == (
         totals["nodes_after"] - totals["nodes_before"])
+    assert sum(row["constant_delta"] for row in rows) == (
+        totals["constants_after"] - totals["constants_before"])

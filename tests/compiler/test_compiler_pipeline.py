@@ -316,16 +316,19 @@ def test_shared_models_compile_and_compute_the_same(model: Path) -> None:
 
 
 def test_steps_count_nodes_as_the_report_does() -> None:
-    """A step's nodes_before/after count operators (constants too, subgraphs included) but
-    not Data and NetOutput, as the report's own counts do (audit: steps counted those too,
-    163 beside the report's 160)."""
+    """A step counts the model as the report's totals do (`NodeCounts`: the main graph's
+    nodes, the bodies' and the constants apart; no Data or NetOutput: an audit saw steps
+    count those, 163 beside the report's 160)."""
     graph = ge.graph.load(shared_model("control_flow"))
     report = compile_graph(graph, builtin_passes=False)
     first, last = report.steps[0], report.steps[-1]
-    assert first.nodes_before == sum(report.ops_before.values())
-    assert last.nodes_after == sum(report.ops_after.values())
-    everything = len(graph.get_all_nodes())
-    assert first.nodes_before < everything  # (the bodies' Data and NetOutput nodes too)
+    before, after = report.counts_before, report.counts_after
+    assert (first.nodes_before, first.subgraph_nodes_before, first.constants_before) == (
+        before.nodes, before.subgraph_nodes, before.constants) == (6, 10, 8)
+    assert (last.nodes_after, last.subgraph_nodes_after, last.constants_after) == (
+        after.nodes, after.subgraph_nodes, after.constants)
+    everything = len(graph.get_all_nodes())  # (with the bodies' Data and NetOutput nodes)
+    assert before.nodes + before.subgraph_nodes + before.constants < everything
 
 
 def test_constants_keep_their_values_through_inference() -> None:

@@ -397,6 +397,9 @@ def test_inline_functions_lets_the_passes_see_a_function_body() -> None:
     assert kept.report.ops_after["local.norm"] == 1  # a call: its body is not optimised
     result = ge.compile(model, inline_functions=True, verify=True)
     assert result.verification is not None and result.verification.ok
+    # the numbers of docs/compiler.md (inline_functions)
+    assert (kept.report.counts_before.nodes, kept.report.counts_after.nodes) == (2, 2)
+    assert (result.report.counts_before.nodes, result.report.counts_after.nodes) == (8, 1)
     saved = result.to_onnx()
     onnx.checker.check_model(saved, full_check=True)
     assert not saved.functions

@@ -397,11 +397,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 from ge.cli import graph_diff, html_page
 
                 progress.phase(f"writing {html_path}")
-                report = result.report
-                nodes = f"{sum(report.ops_before.values())} → {sum(report.ops_after.values())}"
+                counts = result.report.counts_before, result.report.counts_after
+                nodes = f"{counts[0].nodes} → {counts[1].nodes}"
                 html_page.write_page(html_path, html_page.render_page(
                     title=f"ge compile {model.name}",
-                    subtitle=f"{model} → {output}; operators {nodes}; "
+                    subtitle=f"{model} → {output}; nodes {nodes}; "
                              f"{len(result.report.records)} pass run(s)",
                     before=before, after=graph_diff.snapshot(result.graph),
                     passes=recorder.changes, labels=("Before", "After")))

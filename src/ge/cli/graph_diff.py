@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge._text import first_and_more
-from ge.compiler.report import PassRunRecord, op_label
+from ge.compiler.report import NodeCounts, PassRunRecord, op_label
 from ge.compiler.scheduler import PipelineObserver
 from ge.graph import Graph
+from ge.graph.graph import CONST
 from ge.graph.node import Node
 
 __all__ = ["IO_TYPES", "GraphDiff", "GraphSnapshot", "NodeRecord", "PassChange",
@@ -110,6 +111,21 @@ class GraphSnapshot:
     def operators(self) -> Counter[str]:
         """The op histogram (as the compile report counts: no Data or NetOutput)."""
         return Counter(r.type for r in self.nodes.values() if r.type not in IO_TYPES)
+
+    def node_counts(self) -> NodeCounts:
+        """Nodes, subgraph nodes and constants as the compile report counts them
+        (`ge.compiler.report.NodeCounts`: ONNX's count, constants apart)."""
+        nodes = bodies = constants = 0
+        for record in self.nodes.values():
+            if record.type in IO_TYPES:
+                continue
+            if record.type == CONST:
+                constants += 1
+            elif record.graph == self.name:
+                nodes += 1
+            else:
+                bodies += 1
+        return NodeCounts(nodes, bodies, constants)
 
 
 def snapshot(graph: Graph) -> GraphSnapshot:

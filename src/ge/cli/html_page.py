@@ -332,9 +332,8 @@ def render_page(*, title: str, subtitle: str, before: GraphSnapshot, after: Grap
                     "changed": diff.changed, "matched": sorted(diff.matched)},
         "labels": list(labels),
     }
-    nb = sum(diff.ops_before.values())
-    na = sum(diff.ops_after.values())
-    summary = (f"{labels[0]}: {nb} operator(s), after: {na} ({na - nb:+d}) · removed "
+    nb, na = before.node_counts().nodes, after.node_counts().nodes
+    summary = (f"{labels[0]}: {nb} node(s), {labels[1]}: {na} ({na - nb:+d}) · removed "
                f"{len(diff.removed)}, added {len(diff.added)}, changed {len(diff.changed)}, "
                f"matched {len(diff.matched & set(before.nodes))} · layout: {used} "
                f"({time.perf_counter() - started:.2f} s)")

@@ -1,8 +1,10 @@
 """`ge inspect MODEL`: what a model file holds, without compiling or running it.
 
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
-(subgraphs included) and the operator histogram, initializers (count and bytes), the file
-size and the external data files it refers to (and whether they exist).
+and the operator histogram, initializers (count and bytes), the file size and the external
+data files it refers to (and whether they exist). Nodes are counted as `ge compile` counts
+them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but its
+`Constant` operators, which are constants (as initializers are); subgraph nodes apart.
 """
 
 from __future__ import annotations
@@ -83,6 +85,19 @@ def _tensor_bytes(tensor: onnx.TensorProto) -> int:
     return payload_nbytes(tensor.data_type, tensor.dims) or 0
 
 
+def _is_constant(node: onnx.NodeProto) -> bool:
+    """Whether `node` is a `Constant` operator (a constant to ge, as an initializer is)."""
+    return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+
+
+def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
+    """The constants of one graph as ge counts them: its initializers (not an input's
+    default, from IR version 4), sparse ones too, and its `Constant` operators."""
+    inputs = {vi.name for vi in graph.input} if ir_version >= 4 else set()
+    return (sum(t.name not in inputs for t in graph.initializer)
+            + len(graph.sparse_initializer) + sum(_is_constant(n) for n in graph.node))
+
+
 def _op_name(node: onnx.NodeProto) -> str:
     from ge.compiler.report import qualified_op
 
@@ -139,8 +154,12 @@ def model_summary(path: Path) -> dict[str, Any]:
                     "constant": model.ir_version < 4 and vi.name in initializer_names}
                    for vi in graph.input],
         "outputs": [_value(vi) for vi in graph.output],
-        "nodes": len(graph.node),
-        "nodes_with_subgraphs": sum(len(g.node) for g in subgraphs),
+        # as `ge compile` counts (`NodeCounts`): Constant operators are constants
+        "nodes": sum(not _is_constant(n) for n in graph.node),
+        "subgraph_nodes": sum(not _is_constant(n) for g in subgraphs[1:] for n in g.node),
+        "constants": sum(_constants(g, model.ir_version) for g in subgraphs),
+        "constant_nodes": sum(_is_constant(n) for n in graph.node),
+        "graph_nodes": len(graph.node),  # ONNX's len(graph.node), Constant operators included
         "subgraphs": len(subgraphs) - 1,
         "functions": [f"{f.domain}.{f.name}" if f.domain else f.name for f in model.functions],
         "ops": dict(ops.most_common()),
@@ -169,6 +188,20 @@ def _size_text(size: int) -> str:
     return f"{size} B"  # pragma: no cover
 
 
+def _counts_text(summary: dict[str, Any]) -> str:
+    """`104 node(s) and 23 Constant node(s) (127 in graph.node), 13 in 2 subgraph(s); 18
+    initializer(s), 1.2 MiB (...)`: the nodes as `ge compile` counts them, how they make
+    ONNX's count, the initializers."""
+    text = f"{summary['nodes']} node(s)"
+    if summary["constant_nodes"]:
+        text += (f" and {summary['constant_nodes']} Constant node(s) "
+                 f"({summary['graph_nodes']} in graph.node)")
+    if summary["subgraphs"]:
+        text += f", {summary['subgraph_nodes']} in {summary['subgraphs']} subgraph(s)"
+    init = summary["initializers"]
+    return f"{text}; {init['count']} initializer(s), {_size_text(init['bytes'])}"
+
+
 def _print(summary: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -192,12 +225,7 @@ def _print(summary: dict[str, Any]) -> None:
         io_table.add_row("output", escape(value["name"]), escape(value["dtype"]),
                          escape(_shape_text(value)))
     con.print(io_table)
-    nodes = f"{summary['nodes']} node(s)"
-    if summary["subgraphs"]:
-        nodes += (f", {summary['nodes_with_subgraphs']} with {summary['subgraphs']} "
-                  "subgraph(s)")
-    init = summary["initializers"]
-    con.print(f"{nodes}; {init['count']} initializer(s), {_size_text(init['bytes'])}")
+    con.print(_counts_text(summary))
     if summary["functions"]:
         con.print("functions: " + escape(", ".join(summary["functions"])))
     ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")

@@ -33,7 +33,7 @@ from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_swi
 from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader
-from ge.compiler.report import CompileReport, op_histogram
+from ge.compiler.report import CompileReport, node_counts, op_histogram
 from ge.compiler.scheduler import (
     EngineStep,
     PipelineObserver,
@@ -432,9 +432,10 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                           disabled=disabled,
                           builtin=builtin_passes, check=check,
                           on_pass_failure=on_pass_failure, observers=observers)
-    ops_before = op_histogram(graph)
+    ops_before, counts_before = op_histogram(graph), node_counts(graph)
     records = scheduler.run(graph)
     return CompileReport(graph=graph, records=records, skipped_plugins=passes.skipped,
                          steps=scheduler.steps, ops_before=ops_before,
                          ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,
-                         seconds=time.perf_counter() - start)
+                         seconds=time.perf_counter() - start, counts_before=counts_before,
+                         counts_after=node_counts(graph))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
 from ge.compiler.pass_registry import RegisteredPass
-from ge.compiler.report import PassRunRecord, operator_count
+from ge.compiler.report import PassRunRecord, constant_count, operator_count
 from ge.errors import (
     GeError,
     PassDefinitionWarning,
@@ -101,6 +101,7 @@ class Invocation:
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
         before = root.mutation_count
         nodes_before = operator_count(target)
+        constants_before = constant_count(target)
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model:
@@ -167,6 +168,8 @@ class Invocation:
             location=entry.origin.location,
             nodes_before=nodes_before,
             nodes_after=nodes_after,
+            constants_before=constants_before,
+            constants_after=constant_count(target),
             round=self.round,
         )
 
@@ -235,12 +238,13 @@ class Invocation:
                     rolled_back: str | None = None) -> PassRunRecord:
         """The record of a run that left `target` as it was: skipped because it has none of
         the op types the pass needs, or (`rolled_back`: the failure) rolled back."""
-        nodes = operator_count(target)
+        nodes, constants = operator_count(target), constant_count(target)
         return PassRunRecord(
             pass_name=entry.name, stage=stage, graph_name=target.name,
             outcome=RunOutcome.NOT_CHANGED if rolled_back is None else RunOutcome.FAILED,
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
+            constants_before=constants, constants_after=constants,
             round=self.round, rolled_back=rolled_back)
 
 

@@ -2,6 +2,12 @@
 
 A `CompileReport` is plain data: the CLI prints it as a table and writes `as_dict()` as
 JSON (`ge compile --report FILE`); tests and tools read its fields.
+
+Node counts are ONNX's (`NodeCounts`): a graph's nodes are what ONNX lists in its
+`GraphProto.node` as ge writes it, its operators. Initializers and `Constant` operators,
+which the IR holds alike as `Const` nodes and ge writes as initializers, are counted apart
+as constants; the nodes of If/Loop/Scan bodies apart as subgraph nodes (ONNX lists them in
+the owning node's attribute, not in the graph's `node`).
 """
 
 from __future__ import annotations
@@ -11,21 +17,53 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.errors import GeError, SourceLocation
-from ge.graph.graph import DATA, NET_OUTPUT
+from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
     from ge.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["CompileReport", "FixedPointRecord", "PassRunRecord", "StepRecord", "op_histogram",
-           "op_label", "operator_count", "qualified_op"]
+__all__ = ["CompileReport", "FixedPointRecord", "NodeCounts", "PassRunRecord", "StepRecord",
+           "constant_count", "node_counts", "op_histogram", "op_label", "operator_count",
+           "qualified_op"]
 
 
 def operator_count(graph: Graph) -> int:
-    """The direct nodes of `graph` but its `Data` and `NetOutput` nodes: what the reports
-    count as nodes (constants included), in O(1)."""
-    return len(graph) - graph.count_of_type(DATA) - graph.count_of_type(NET_OUTPUT)
+    """The nodes of `graph` as ONNX counts them in the graph ge writes (`len(graph.node)`):
+    its direct nodes but `Data`, `NetOutput` and `Const` (an initializer or a `Constant`
+    operator, counted by `constant_count`), in O(1)."""
+    return (len(graph) - graph.count_of_type(DATA) - graph.count_of_type(NET_OUTPUT)
+            - graph.count_of_type(CONST))
+
+
+def constant_count(graph: Graph) -> int:
+    """The constants of `graph` (its direct `Const` nodes: initializers and `Constant`
+    operators alike), in O(1)."""
+    return graph.count_of_type(CONST)
+
+
+@dataclass(frozen=True)
+class NodeCounts:
+    """A model's size as ONNX counts it: `nodes`, the operators of its main graph
+    (`len(model.graph.node)` of the model ge writes); `subgraph_nodes`, those of its
+    If/Loop/Scan bodies; `constants`, its initializers and `Constant` operators, bodies
+    included (ge holds both as `Const` nodes and writes both as initializers)."""
+
+    nodes: int = 0
+    subgraph_nodes: int = 0
+    constants: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"nodes": self.nodes, "subgraph_nodes": self.subgraph_nodes,
+                "constants": self.constants}
+
+
+def node_counts(root: Graph) -> NodeCounts:
+    """The `NodeCounts` of `root`'s model (bodies owned by no node are not part of it)."""
+    bodies = [g for g in root.get_all_subgraphs() if not g.is_orphan()]
+    return NodeCounts(operator_count(root), sum(operator_count(g) for g in bodies),
+                      constant_count(root) + sum(constant_count(g) for g in bodies))
 
 
 @dataclass(frozen=True)
@@ -43,11 +81,13 @@ class PassRunRecord:
     fusions: int = 0  # report_fuse calls (GE's fusion statistics)
     kind: str = ""  # "fusion_base" | "pattern" | "decompose"
     origin: str = ""  # where the pass came from ("built-in", file:line, entry point)
-    nodes_before: int = 0  # operators of the graph it ran on (`operator_count`)
+    nodes_before: int = 0  # nodes of the graph it ran on (`operator_count`: no constants)
     nodes_after: int = 0
     round: int = 0  # the fixed-point round of the origin-graph optimisation (else 0)
     rolled_back: str | None = None  # the failure skipped under on_pass_failure="skip"
     location: SourceLocation | None = None  # the pass's class statement
+    constants_before: int = 0  # constants of the graph it ran on (`constant_count`)
+    constants_after: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,7 +95,8 @@ class PassRunRecord:
             "kind": self.kind, "origin": self.origin, "outcome": self.outcome.value,
             "changed": self.changed, "matches": self.matches, "rewrites": self.rewrites,
             "fusions": self.fusions, "nodes_before": self.nodes_before,
-            "nodes_after": self.nodes_after, "round": self.round,
+            "nodes_after": self.nodes_after, "constants_before": self.constants_before,
+            "constants_after": self.constants_after, "round": self.round,
             "rolled_back": self.rolled_back, "seconds": self.seconds,
         }
 
@@ -66,12 +107,27 @@ class StepRecord:
 
     name: str
     seconds: float
-    nodes_before: int  # the model's operators, subgraphs included (`operator_count`)
+    nodes_before: int  # the main graph's nodes (`NodeCounts.nodes`)
     nodes_after: int
+    subgraph_nodes_before: int = 0  # the bodies' nodes (`NodeCounts.subgraph_nodes`)
+    subgraph_nodes_after: int = 0
+    constants_before: int = 0  # the model's constants (`NodeCounts.constants`)
+    constants_after: int = 0
+
+    @classmethod
+    def of(cls, name: str, seconds: float, before: NodeCounts, after: NodeCounts
+           ) -> StepRecord:
+        """The record of a step that took the model from `before` to `after`."""
+        return cls(name, seconds, before.nodes, after.nodes, before.subgraph_nodes,
+                   after.subgraph_nodes, before.constants, after.constants)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "seconds": self.seconds,
-                "nodes_before": self.nodes_before, "nodes_after": self.nodes_after}
+                "nodes_before": self.nodes_before, "nodes_after": self.nodes_after,
+                "subgraph_nodes_before": self.subgraph_nodes_before,
+                "subgraph_nodes_after": self.subgraph_nodes_after,
+                "constants_before": self.constants_before,
+                "constants_after": self.constants_after}
 
 
 @dataclass(frozen=True)
@@ -102,7 +158,7 @@ def qualified_op(op_type: str, domain: str) -> str:
 def op_histogram(graph: Graph) -> dict[str, int]:
     """Operator counts of the whole model (subgraphs included), most frequent first, by
     `op_label`; structural nodes (Data, NetOutput) are left out, constants counted as
-    `Const`."""
+    `Const` (so its sum is no node count: `NodeCounts` is)."""
     counts = Counter(op_label(n) for n in graph.get_all_nodes()
                      if n.type not in (DATA, NET_OUTPUT))
     return dict(counts.most_common())
@@ -120,6 +176,8 @@ class CompileReport:
     ops_after: dict[str, int] = field(default_factory=dict)
     fixed_point: FixedPointRecord | None = None
     seconds: float = 0.0
+    counts_before: NodeCounts = field(default_factory=NodeCounts)
+    counts_after: NodeCounts = field(default_factory=NodeCounts)
 
     def rewrites_by_pass(self) -> dict[str, int]:
         """Per pass that rewrote anything: engine rewrites plus `report_fuse` calls."""
@@ -136,9 +194,10 @@ class CompileReport:
 
     def by_pass(self) -> list[dict[str, Any]]:
         """One summary per (stage, pass) in run order: invocations over graphs and rounds
-        added up. `node_delta` is the change in direct node count summed over them
-        (negative: the pass left fewer nodes, positive: more, as a decomposition does); the
-        counts say nothing of how many nodes were removed and how many added in between."""
+        added up. `node_delta` is the change in node count (`operator_count`) summed over
+        them (negative: the pass left fewer nodes, positive: more, as a decomposition does),
+        `constant_delta` that of the constants (folding makes some); the counts say nothing
+        of how many were removed and how many added in between."""
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for r in self.records:
             row = rows.get((r.stage, r.pass_name))
@@ -146,7 +205,7 @@ class CompileReport:
                 row = rows[(r.stage, r.pass_name)] = {
                     "name": r.pass_name, "stage": r.stage, "kind": r.kind, "origin": r.origin,
                     "runs": 0, "changed": 0, "matches": 0, "rewrites": 0, "fusions": 0,
-                    "node_delta": 0, "rolled_back": 0, "seconds": 0.0,
+                    "node_delta": 0, "constant_delta": 0, "rolled_back": 0, "seconds": 0.0,
                 }
             row["runs"] += 1
             row["changed"] += int(r.changed)
@@ -154,16 +213,22 @@ class CompileReport:
             row["rewrites"] += r.rewrites
             row["fusions"] += r.fusions
             row["node_delta"] += r.nodes_after - r.nodes_before
+            row["constant_delta"] += r.constants_after - r.constants_before
             row["rolled_back"] += int(r.rolled_back is not None)
             row["seconds"] += r.seconds
         return list(rows.values())
 
     def summary(self) -> str:
-        """One line, as `ge compile` ends its table: `nodes 145 → 84 (-61); 50 pass run(s),
-        5 pass(es) changed the graph; origin-graph optimisation: 2 round(s); 54.7 ms`."""
-        before, after = sum(self.ops_before.values()), sum(self.ops_after.values())
-        line = (f"nodes {before} → {after} ({after - before:+d}); {len(self.records)} pass "
-                f"run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
+        """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →
+        24; 50 pass run(s), 5 pass(es) changed the graph; origin-graph optimisation: 2
+        round(s); 54.7 ms` (`NodeCounts`; a model with subgraphs adds their nodes,
+        `nodes 6 → 5 (-1) and 10 → 9 (-1) in subgraphs`)."""
+        before, after = self.counts_before, self.counts_after
+        line = f"nodes {_change(before.nodes, after.nodes)}"
+        if before.subgraph_nodes or after.subgraph_nodes:
+            line += f" and {_change(before.subgraph_nodes, after.subgraph_nodes)} in subgraphs"
+        line += (f", constants {before.constants} → {after.constants}; {len(self.records)} "
+                 f"pass run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
         if self.fixed_point is not None:
             line += (f"; origin-graph optimisation: {self.fixed_point.rounds} round(s)"
                      + ("" if self.fixed_point.converged else ", no fixed point"))
@@ -178,8 +243,12 @@ class CompileReport:
         return {
             "graph": self.graph.name,
             "seconds": self.seconds,
-            "nodes_before": sum(self.ops_before.values()),
-            "nodes_after": sum(self.ops_after.values()),
+            "nodes_before": self.counts_before.nodes,
+            "nodes_after": self.counts_after.nodes,
+            "subgraph_nodes_before": self.counts_before.subgraph_nodes,
+            "subgraph_nodes_after": self.counts_after.subgraph_nodes,
+            "constants_before": self.counts_before.constants,
+            "constants_after": self.counts_after.constants,
             "steps": [s.as_dict() for s in self.steps],
             "passes": self.by_pass(),
             "invocations": [r.as_dict() for r in self.records],
@@ -188,3 +257,8 @@ class CompileReport:
             "ops_after": self.ops_after,
             "skipped_plugins": [err.details() for err in self.skipped_plugins],
         }
+
+
+def _change(before: int, after: int) -> str:
+    """`145 → 84 (-61)`."""
+    return f"{before} → {after} ({after - before:+d})"

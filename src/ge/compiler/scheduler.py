@@ -26,7 +26,7 @@ from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_
 from ge.compiler.opset_imports import drop_emptied_opset_imports, unused_opset_imports
 from ge.compiler.options import OPTION_MAX_ROUNDS
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
-from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, operator_count
+from ge.compiler.report import FixedPointRecord, PassRunRecord, StepRecord, node_counts
 from ge.compiler.steps import (
     FINAL_VALIDATION_STAGE,
     INFER_SHAPE_STAGE,
@@ -206,7 +206,7 @@ class Scheduler:
             label = step_label(step)
             for observer in self._observers:
                 observer.step_started(index, label, graph)
-            nodes_before = _count(graph)
+            counts_before = node_counts(graph)
             start = time.perf_counter()
             if isinstance(step, PassStage):
                 self.run_stage(graph, step)
@@ -223,8 +223,8 @@ class Scheduler:
                     raise
                 if step == "infer_shape":
                     self._invocation.typed = True  # from now on, every value has a type
-            self.steps.append(StepRecord(label, time.perf_counter() - start, nodes_before,
-                                         _count(graph)))
+            self.steps.append(StepRecord.of(label, time.perf_counter() - start, counts_before,
+                                            node_counts(graph)))
             for observer in self._observers:
                 observer.step_finished(index, label, graph)
         self._warn_undone()
@@ -320,12 +320,6 @@ class Scheduler:
         self.records.append(record)
         for observer in self._observers:
             observer.pass_finished(record, root)
-
-
-def _count(graph: Graph) -> int:
-    """The model's operators, subgraphs included, as the report counts nodes
-    (`operator_count`: constants counted, `Data` and `NetOutput` not)."""
-    return sum(operator_count(g) for g in (graph, *_subgraphs(graph)))
 
 
 def _subgraphs(root: Graph) -> list[Graph]:

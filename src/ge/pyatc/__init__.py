@@ -240,6 +240,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     import ge.graph
     from ge.cli.progress import compile_progress
     from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE
+    from ge.compiler.report import node_counts
 
     model = Path(ns.model)
     output = None
@@ -247,7 +248,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         prefix = str(ns.output)
         output = Path(prefix if prefix.endswith(".onnx") else f"{prefix}.onnx")
     graph = ge.graph.load(model)
-    log.info("loaded %s: %d node(s)", model, len(graph.get_all_nodes()))
+    log.info("loaded %s: %d node(s)", model, node_counts(graph).nodes)
     if shapes:
         _set_input_shapes(graph, shapes)
         log.info("input shapes set: %s", shapes)
@@ -264,7 +265,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
                   record.graph_name, record.outcome.value, record.nodes_before,
                   record.nodes_after)
-    before, after = sum(report.ops_before.values()), sum(report.ops_after.values())
+    before, after = report.counts_before.nodes, report.counts_after.nodes
     log.info("compiled in %.1f ms: %d pass run(s), nodes %d -> %d", report.seconds * 1000,
              len(report.records), before, after)
     if output is not None:
