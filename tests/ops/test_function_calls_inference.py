@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from function_models import (
     CUSTOM,
@@ -127,3 +127,16 @@ def test_a_call_onnx_does_not_inline(widen: None) -> None:
         "node 'call' calls model-local function local.F, which onnx's inliner does not "
         "inline (function local.F imports opset 17 of domain '', the model 18), so ge "
         "cannot type its body")
+
+
+def test_a_constant_input_reaches_the_body_with_its_value(widen: None) -> None:
+    """F(x, shape) = Widen(Reshape(x, shape), Reshape(x, shape)) called with the constant
+    shape [3, 2]: the body's Reshape reads it, so the call is [3, 4]."""
+    body = [helper.make_node("Reshape", ["x", "y"], ["r"]),
+            helper.make_node("Widen", ["r", "r"], ["z"], domain=CUSTOM)]
+    model = function_model(body, out_shape=[3, 4])
+    model.graph.input.pop()  # b becomes a constant
+    model.graph.initializer.append(numpy_helper.from_array(np.array([3, 2], np.int64), "b"))
+    graph = load(model)
+    infer_shapes(graph, strict=True)
+    assert _dims(graph, "F") == [3, 4]
