@@ -438,4 +438,5 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                          steps=scheduler.steps, ops_before=ops_before,
                          ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,
                          seconds=time.perf_counter() - start, counts_before=counts_before,
-                         counts_after=node_counts(graph))
+                         counts_after=node_counts(graph),
+                         last_changes=scheduler.last_changes)

@@ -6,7 +6,8 @@ E13028 error at the user's line, and the transaction gives the graph back as the
 found it. The check after a changing pass looks at the region the pass touched (its nodes'
 edges, arity and types, cycles, and, once shapes are inferred, whether onnx still infers
 from each node's inputs what its outputs hold) unless the compilation asks for the full
-check.
+check. A run kept records itself as the last change of the nodes it changed
+(`Invocation.last_changes`), from the same change set, for later errors to name it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
+from ge.compiler.last_changes import LastChanges, PassChange
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, constant_count, operator_count
 from ge.errors import (
@@ -84,10 +86,9 @@ class Invocation:
     # decomposition a built-in fusion puts back is told (`Scheduler.run`).
     made_by_plugins: dict[Node, tuple[str, str]] = field(default_factory=dict)
     undone: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    # The plugin pass that last changed each node (its name, stage and class location), for
-    # an error of a later engine step to name the pass behind it (`blame_plugin`).
-    changed_by_plugins: dict[Node, tuple[str, str, SourceLocation | None]] = field(
-        default_factory=dict)
+    # The pass that last changed each node, for an error about a node (a later engine
+    # step's, onnxruntime's under verification) to name the pass behind it.
+    last_changes: LastChanges = field(default_factory=LastChanges)
     # The passes told that their run() returned NOT_CHANGED after changing the graph (once
     # per pass and compilation, not once per body and round).
     warned_not_changed: set[str] = field(default_factory=set)
@@ -130,7 +131,7 @@ class Invocation:
                                           _describe_problems(problems),
                                           [n for p in problems for n in p.nodes])
                 if root.mutation_count != before:  # (under the collection hold)
-                    self._note_origins(entry, changes, stage)
+                    self._note_changes(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
             raise run_error(entry, stage, failed.status.return_code, reason,
@@ -192,47 +193,23 @@ class Invocation:
             "as changed; return True, None or SUCCESS when run() changes the graph, "
             f"NOT_CHANGED only when it leaves the graph as it was (at {where})"), where)
 
-    def _note_origins(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
-        """Remember the nodes a plugin pass made; count those a built-in pass rewrote into
+    def _note_changes(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
+        """Record the pass as the last to change the nodes it changed (`last_changes`).
+        Remember the nodes a plugin pass made; count those a built-in pass rewrote into
         operators of its own (a fusion, of any kind: SliceSplitFusion turning a plugin's
         Slices back into a Split too). A built-in that only removes or folds them (dead
         code, a common subexpression, constants) is not counted: that is cleanup, not a
         rewrite the plugin's result must survive."""
+        self.last_changes.record(PassChange(entry.name, stage, entry.origin.location),
+                                 changes.live(), changes.removed)
         if entry.step is None:
-            made = (entry.name, stage)
-            self.made_by_plugins.update(dict.fromkeys(changes.added, made))
-            self.changed_by_plugins.update(
-                dict.fromkeys(changes.live(), (entry.name, stage, entry.origin.location)))
+            self.made_by_plugins.update(dict.fromkeys(changes.added, (entry.name, stage)))
         elif self.made_by_plugins and any(node._type != CONST for node in changes.added):
             for node in changes.removed:
                 maker = self.made_by_plugins.pop(node, None)
                 if maker is not None:
                     key = (entry.name, *maker)
                     self.undone[key] = self.undone.get(key, 0) + 1
-        if self.changed_by_plugins:  # removed nodes are no error's subject any more
-            for node in changes.removed:
-                self.changed_by_plugins.pop(node, None)
-
-    def blame_plugin(self, err: GeError) -> None:
-        """Add to an engine step's error about nodes (shape inference refusing one, GE1305;
-        the final validation, GE1003) the plugin pass that last changed the first of them:
-        in its message, as its `pass_name` (what `--json` reports) and its location. Its
-        stage stays the step's, where it failed (the message names the pass's)."""
-        if not self.changed_by_plugins or not err.nodes:
-            return
-        by_name = {node.name: who for node, who in self.changed_by_plugins.items()
-                   if node.owner_graph is not None}
-        for name in err.nodes:
-            who = by_name.get(name)
-            if who is not None:
-                pass_name, stage, location = who
-                err.message += (f"; node {name!r} was last changed by pass {pass_name} "
-                                f"({stage})")
-                if err.pass_name is None:
-                    err.pass_name = pass_name
-                if err.location is None:
-                    err.location = location
-                return
 
     def idle_record(self, entry: RegisteredPass, target: Graph, stage: str,
                     rolled_back: str | None = None) -> PassRunRecord:

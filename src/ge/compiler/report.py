@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ge.compiler.last_changes import LastChanges
 from ge.errors import GeError, SourceLocation
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.passes.status import RunOutcome
@@ -178,6 +179,10 @@ class CompileReport:
     seconds: float = 0.0
     counts_before: NodeCounts = field(default_factory=NodeCounts)
     counts_after: NodeCounts = field(default_factory=NodeCounts)
+    #: Which pass last changed each node (`LastChanges.blame`: the pass an error about a
+    #: node of the compiled model names); not part of `as_dict`.
+    last_changes: LastChanges = field(default_factory=LastChanges, repr=False,
+                                      compare=False)
 
     def rewrites_by_pass(self) -> dict[str, int]:
         """Per pass that rewrote anything: engine rewrites plus `report_fuse` calls."""

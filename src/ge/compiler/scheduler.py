@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
+from ge.compiler.last_changes import LastChanges
 from ge.compiler.opset_imports import drop_emptied_opset_imports, unused_opset_imports
 from ge.compiler.options import OPTION_MAX_ROUNDS
 from ge.compiler.pass_registry import BUILTIN_STEPS, PassRegistry, RegisteredPass
@@ -192,6 +193,11 @@ class Scheduler:
         self.steps: list[StepRecord] = []
         self.fixed_point: FixedPointRecord | None = None
 
+    @property
+    def last_changes(self) -> LastChanges:
+        """Which pass last changed each node of the graph run (`CompileReport.last_changes`)."""
+        return self._invocation.last_changes
+
     def run(self, graph: Graph) -> list[PassRunRecord]:
         """Run every pipeline step on `graph` in place; stops at the first failure. A graph
         with a cycle (root or body) is refused first, GE1003 naming its nodes
@@ -218,8 +224,10 @@ class Scheduler:
                     continue
                 try:
                     func(graph, self._options)
-                except GeError as err:
-                    self._invocation.blame_plugin(err)
+                except GeError as err:  # about nodes: the pass that last changed one
+                    blamed = self.last_changes.blame(graph, err.nodes)
+                    if blamed is not None:
+                        blamed.add_to(err)
                     raise
                 if step == "infer_shape":
                     self._invocation.typed = True  # from now on, every value has a type

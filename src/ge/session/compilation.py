@@ -52,7 +52,6 @@ from ge.passes.source import collected_warnings, warn_user
 from ge.session.comparison import warn_tiny_outputs
 from ge.session.compile_verification import (
     EachPassVerifier,
-    LastChanges,
     run_original,
     warn_not_compared,
     warn_unexercised_bodies,
@@ -143,7 +142,7 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
                   verdict: str) -> GraphValidationError:
     """`err` with `verdict` (that the input model has the problem too) added to each of its
     problems `concerned` is true of, without the advice meant for a pass that made one; its
-    stage kept. The plugin pass the error blames (`Invocation.blame_plugin`: a sentence
+    stage kept. The pass the error blames (`LastChanges.blame`: a sentence
     after the problems, its pass and location) stays when a problem is not the input's,
     and goes when every one is: then no pass made any."""
     new = GraphValidationError([
@@ -393,24 +392,23 @@ def _each_pass_hint(report: CompileReport, names: str = "the pass that changed t
             if report.passes_that_changed() else "")
 
 
-def _compiled_unrunnable(err: SessionError, report: CompileReport,
-                         changes: LastChanges) -> SessionError:
+def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionError:
     """GE1601 (of `err`'s class) for the compiled model that onnxruntime (or the reference
     evaluator) cannot load or run while the original runs: saying that it is the compiled
     model (the runtime's words name a graph, which both have), and the pass that last
-    changed the node the runtime names (its pass, stage and location), else how to find
-    it."""
+    changed the node the runtime names or a node it reads (`CompileReport.last_changes`:
+    its pass, stage and location), else how to find it."""
     message = err.message
     if not message.startswith("the compiled model"):  # (at other sizes: it says so)
         message = f"the compiled model cannot be run (the original runs): {message}"
-    blamed = changes.blame(err.nodes)
+    blamed = report.last_changes.blame(report.graph, err.nodes)
     kind = type(err)  # (RuntimeLoadError: no input would make it run)
     if blamed is None:
         return kind(message + _each_pass_hint(report, "the pass after which it cannot"),
                     nodes=err.nodes)
-    sentence, record = blamed
-    return kind(message + sentence, pass_name=record.pass_name, stage=record.stage,
-                location=record.location, nodes=err.nodes)
+    change = blamed.change
+    return kind(message + blamed.sentence, pass_name=change.pass_name, stage=change.stage,
+                location=change.location, nodes=err.nodes)
 
 
 def _collecting(compile_: Callable[_P, CompileResult]) -> Callable[_P, CompileResult]:
@@ -529,7 +527,6 @@ def compile(
             narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
             unrunnable: SessionError | None = None  # the original's failure, told after compiling
             resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
-            changes: LastChanges | None = None  # which pass last changed each node
             if mode != "none":
                 try:
                     # before any conversion
@@ -546,9 +543,6 @@ def compile(
                     if mode == "each-pass":
                         watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
                                                           narrow, resized))
-                    else:  # for a compiled model that cannot run, the pass behind it
-                        changes = LastChanges(graph)
-                        watchers.append(changes)
 
             def run() -> CompileResult:
                 report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
@@ -570,8 +564,7 @@ def compile(
                                 ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
                                 not_compared=random, computed_in=narrow, resized=resized)
                         except SessionError as err:
-                            assert changes is not None  # (made when there is `expected`)
-                            raise _compiled_unrunnable(err, report, changes) from err
+                            raise _compiled_unrunnable(err, report) from err
                     if not verification.ok:
                         which = _each_pass_hint(report)
                         where = (" at other sizes of the symbolic dims than those generated "
@@ -599,6 +592,3 @@ def compile(
                 except Exception:  # a verdict is never worth another error
                     raise err from None
                 raise _with_input_problems(err, input_graph, source) from err
-            finally:
-                if changes is not None:
-                    changes.close()

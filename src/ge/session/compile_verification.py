@@ -5,7 +5,7 @@ and the warnings about what generated inputs or random operators leave unchecked
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,8 +23,7 @@ from ge.errors import (
     VerificationError,
     VerificationInputError,
 )
-from ge.graph import Graph, Node
-from ge.graph.journal import ChangeKind
+from ge.graph import Graph
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
 from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
@@ -38,8 +37,7 @@ from ge.session.verification import (
     run_at_other_sizes,
 )
 
-__all__ = ["EachPassVerifier", "LastChanges", "run_original", "warn_not_compared",
-           "warn_unexercised_bodies"]
+__all__ = ["EachPassVerifier", "run_original", "warn_not_compared", "warn_unexercised_bodies"]
 
 
 class EachPassVerifier(PipelineObserver):
@@ -76,78 +74,6 @@ class EachPassVerifier(PipelineObserver):
                 f"(graph {where}): {report.summary()}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
                 location=record.location)
-
-
-class LastChanges(PipelineObserver):
-    """Which pass last changed each node of the graph compiled, for an error about a node
-    of the compiled model (onnxruntime refusing it) to name the pass behind it.
-
-    The changes are told by `Graph.subscribe` (the listener is removed by `close`); those
-    made during a pass's run count as its own when the run is kept (`pass_finished`), and
-    are dropped when it was rolled back, as are an engine step's (shape inference)."""
-
-    def __init__(self, graph: Graph) -> None:
-        self._pending: dict[Node, None] = {}  # changed since the last run ended
-        self._last: dict[Node, PassRunRecord] = {}
-        self._unsubscribe: Callable[[], None] | None = graph.subscribe(self._changed)
-
-    def _changed(self, kind: ChangeKind, node: Node, index: int) -> None:
-        self._pending[node] = None
-
-    def step_started(self, index: int, label: str, graph: Graph) -> None:
-        self._pending.clear()
-
-    def step_finished(self, index: int, label: str, graph: Graph) -> None:
-        self._pending.clear()  # an engine step's changes; a pass's were taken already
-
-    def pass_finished(self, record: PassRunRecord, graph: Graph) -> None:
-        if record.changed and not record.rolled_back:
-            for node in self._pending:
-                if node.owner_graph is not None:
-                    self._last[node] = record
-                else:  # removed: no error names it any more
-                    self._last.pop(node, None)
-        self._pending.clear()
-
-    def close(self) -> None:
-        """Stop listening to the graph (a Graph compiled in place outlives the compilation)."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-
-    def blame(self, names: Iterable[str]) -> tuple[str, PassRunRecord] | None:
-        """The pass behind an error naming nodes `names` of the compiled model (as
-        onnxruntime names them): the one that last changed the first of them a pass
-        changed, else the one that last changed a node it reads (a constant a pass
-        rewrote); with the sentence saying so ("; node 'n' was last changed by pass P
-        (stage)"), or None when no pass changed any of them."""
-        wanted = list(dict.fromkeys(names))
-        live = {node.name: record for node, record in self._last.items()
-                if node.owner_graph is not None}
-        if not wanted or not live:
-            return None
-        for name in wanted:
-            record = live.get(name)
-            if record is not None:
-                return (f"; node {name!r} was last changed by pass {record.pass_name} "
-                        f"({record.stage})", record)
-        nodes = {node.name: node for node in self._nodes() if node.name in wanted}
-        for name in wanted:
-            node = nodes.get(name)
-            for producer in node.get_in_data_nodes() if node is not None else ():
-                record = live.get(producer.name)
-                if record is not None and self._last.get(producer) is record:
-                    return (f"; node {name!r} reads node {producer.name!r}, last changed by "
-                            f"pass {record.pass_name} ({record.stage})", record)
-        return None
-
-    def _nodes(self) -> list[Node]:
-        """Every node of the model the changed nodes belong to."""
-        for node in self._last:
-            owner = node.owner_graph
-            if owner is not None:
-                return owner.root_graph().get_all_nodes()
-        return []
 
 
 def warn_unexercised_bodies(report: CompileReport, graph: Graph,

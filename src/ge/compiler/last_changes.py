@@ -1,0 +1,115 @@
+"""Which pass last changed each node of a compilation, so that an error about a node names
+the pass behind it.
+
+One record serves every such error: shape inference refusing a node (GE1305) and the final
+validation's problems (GE1003), raised inside the pipeline, and, under verification,
+onnxruntime refusing the compiled model (GE1601).
+The invocation records each kept run from the change set it tracks for its checks anyway
+(`ge.compiler.invocation`): a compilation pays a dict update per node a pass changed,
+verifying or not, and nothing else listens to the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ge.errors import GeError, SourceLocation
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+
+__all__ = ["Blame", "LastChanges", "PassChange"]
+
+
+@dataclass(frozen=True)
+class PassChange:
+    """A kept pass run that changed nodes: the pass, the stage it ran at (a built-in pass's
+    engine step), and its class statement."""
+
+    pass_name: str
+    stage: str
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class Blame:
+    """The pass an error about nodes is put down to: `change` last changed node `node` (as
+    the error names it) or, when `via` is set, node `via`, which `node` reads (a constant
+    a pass rewrote)."""
+
+    node: str
+    change: PassChange
+    via: str | None = None
+
+    @property
+    def sentence(self) -> str:
+        """What the error's message gets: "; node 'n' was last changed by pass P (stage)"."""
+        by = f"pass {self.change.pass_name} ({self.change.stage})"
+        if self.via is None:
+            return f"; node {self.node!r} was last changed by {by}"
+        return f"; node {self.node!r} reads node {self.via!r}, last changed by {by}"
+
+    def add_to(self, err: GeError) -> None:
+        """Say it in `err`: the sentence after its message, the pass as its `pass_name`
+        (what `--json` reports) and the pass's location as its own where it has none. Its
+        stage stays: the step that failed (the sentence names the pass's)."""
+        err.message += self.sentence
+        if err.pass_name is None:
+            err.pass_name = self.change.pass_name
+        if err.location is None:
+            err.location = self.change.location
+
+
+class LastChanges:
+    """Per node, the pass run that last changed it (added it, or changed its inputs,
+    attributes or output descs) and was kept: a run rolled back (`on_pass_failure="skip"`)
+    and an engine step (shape inference) record nothing. Built-in passes count as well as
+    plugins: the pass named is the last one, whichever it is."""
+
+    def __init__(self) -> None:
+        self._last: dict[Node, PassChange] = {}
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def record(self, change: PassChange, changed: Iterable[Node],
+               removed: Iterable[Node] = ()) -> None:
+        """`changed` nodes were last changed by `change`; `removed` ones are gone (no error
+        names them any more)."""
+        last = self._last
+        last.update(dict.fromkeys(changed, change))
+        if last:
+            for node in removed:
+                last.pop(node, None)
+
+    def last_change(self, node: Node) -> PassChange | None:
+        """The pass run that last changed `node`, or None when no pass did."""
+        return self._last.get(node)
+
+    def blame(self, graph: Graph, names: Iterable[str]) -> Blame | None:
+        """The pass behind an error naming nodes `names` of `graph`'s model (its root and
+        bodies): the one that last changed the first of them a pass changed, else the one
+        that last changed a node one of them reads; None when no pass changed any."""
+        wanted = [name for name in dict.fromkeys(names) if name]
+        if not wanted or not self._last:
+            return None
+        named: dict[str, list[Node]] = {name: [] for name in wanted}
+        for node in graph.root_graph().get_all_nodes():
+            holders = named.get(node.name)
+            if holders is not None:
+                holders.append(node)
+        last = self._last
+        for name in wanted:
+            for node in named[name]:
+                change = last.get(node)
+                if change is not None:
+                    return Blame(name, change)
+        for name in wanted:
+            for node in named[name]:
+                for producer in node.get_in_data_nodes():
+                    change = last.get(producer)
+                    if change is not None:
+                        return Blame(name, change, via=producer.name)
+        return None

@@ -1,0 +1,112 @@
+"""`CompileReport.last_changes`: the one record of which pass last changed each node, kept
+by every compilation (verifying or not) from the changes each kept pass run made, built-in
+passes included; what GE1305, GE1003 and `--verify`'s GE1601 name (their tests are in
+test_invalid_models_stopped, test_input_model_problems and test_verify_compiled_unrunnable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+import ge.graph
+from ge.compiler.last_changes import Blame, PassChange
+from ge.errors import CompileWarning
+
+SET_ALPHA = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="SetAlpha", stage=PassStage.BEFORE_INFER_SHAPE)
+class SetAlpha(FusionBasePass):
+    def run(self, graph, context):
+        for name in ("leaky1", "leaky2"):
+            graph.find_node_by_name(name).set_attr("alpha", 0.2)
+"""
+
+# Changes leaky2, then fails: rolled back (on_pass_failure="skip"), it changed nothing.
+FAILING = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="Failing", stage=PassStage.AFTER_INFER_SHAPE)
+class Failing(FusionBasePass):
+    def run(self, graph, context):
+        graph.find_node_by_name("leaky2").set_attr("alpha", 0.5)
+        raise RuntimeError("changed my mind")
+"""
+
+
+def _model() -> onnx.ModelProto:
+    """x -> Identity (id) -> LeakyRelu (leaky1) -> LeakyRelu (leaky2) -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["i"], name="id"),
+         helper.make_node("LeakyRelu", ["i"], ["l1"], name="leaky1"),
+         helper.make_node("LeakyRelu", ["l1"], ["y"], name="leaky2")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.builtin_passes
+def test_the_last_pass_to_change_a_node_is_recorded_plugin_or_built_in(
+        tmp_path: Path) -> None:
+    """SetAlpha changed both LeakyRelus; the built-in NoOpElimination then removed the
+    Identity and rewired leaky1, so it changed leaky1 last. The Identity is forgotten (no
+    error names a removed node); a node no pass changed has no entry. Without verifying."""
+    plugin = tmp_path / "set_alpha.py"
+    plugin.write_text(SET_ALPHA)
+    graph = ge.graph.load(_model())
+    identity, data = graph.find_node_by_name("id"), graph.find_node_by_name("x")
+    result = ge.compile(graph, pass_paths=[plugin])
+    last = result.report.last_changes
+    assert [(r.pass_name, r.stage) for r in result.report.records if r.changed] == [
+        ("SetAlpha", "BeforeInferShape"), ("NoOpElimination", "OriginGraphOptimize")]
+    leaky1 = last.last_change(graph.find_node_by_name("leaky1"))
+    assert leaky1 is not None and (leaky1.pass_name, leaky1.stage) == (
+        "NoOpElimination", "OriginGraphOptimize")
+    assert last.last_change(graph.find_node_by_name("leaky2")) == PassChange(
+        "SetAlpha", "BeforeInferShape", result.report.records[0].location)
+    assert str(result.report.records[0].location) == f"{plugin}:5"
+    assert last.last_change(identity) is None and identity.owner_graph is None
+    assert last.last_change(data) is None
+    assert len(last) == 2
+    assert "last_changes" not in result.report.as_dict()
+
+
+def test_blame_names_the_node_or_the_node_it_reads(tmp_path: Path) -> None:
+    """What an error about nodes says: the first of them a pass changed; else a node one
+    of them reads; None when no pass changed any of them (or none is named)."""
+    plugin = tmp_path / "set_alpha.py"
+    plugin.write_text(SET_ALPHA)
+    result = ge.compile(_model(), pass_paths=[plugin])
+    graph, last = result.graph, result.report.last_changes
+    blamed = last.blame(graph, ["NetOutput", "leaky2"])
+    assert isinstance(blamed, Blame) and blamed.node == "leaky2" and blamed.via is None
+    assert blamed.sentence == "; node 'leaky2' was last changed by pass SetAlpha " \
+                              "(BeforeInferShape)"
+    blamed = last.blame(graph, ["NetOutput"])
+    assert blamed is not None and blamed.sentence == (
+        "; node 'NetOutput' reads node 'leaky2', last changed by pass SetAlpha "
+        "(BeforeInferShape)")
+    assert last.blame(graph, ["x"]) is None  # a graph input: nothing changed it
+    assert last.blame(graph, []) is None and last.blame(graph, ["no such node"]) is None
+
+
+def test_a_run_rolled_back_records_nothing(tmp_path: Path) -> None:
+    """Under on_pass_failure="skip" the failing pass's changes are undone: the node is
+    still the last pass's before it."""
+    set_alpha, failing = tmp_path / "set_alpha.py", tmp_path / "failing.py"
+    set_alpha.write_text(SET_ALPHA)
+    failing.write_text(FAILING)
+    with pytest.warns(CompileWarning, match="pass Failing rolled back and skipped"):
+        result = ge.compile(_model(), pass_paths=[set_alpha, failing],
+                            on_pass_failure="skip")
+    leaky2 = result.graph.find_node_by_name("leaky2")
+    assert leaky2.get_attr("alpha") == pytest.approx(0.2)
+    change = result.report.last_changes.last_change(leaky2)
+    assert change is not None and change.pass_name == "SetAlpha"
