@@ -6,6 +6,7 @@ the error's pass, stage and location. Nothing is written."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ge
 import ge.graph
 from ge.cli import cli
-from ge.errors import RuntimeLoadError, SessionError
+from ge.errors import CompileWarning, RuntimeLoadError, SessionError
 
 COMPILED = "the compiled model cannot be run (the original runs): "
 
@@ -151,3 +152,69 @@ def test_without_a_pass_to_name_it_points_at_each_pass_verification(tmp_path: Pa
                                 'after which it cannot)')
     assert (err.pass_name, err.stage, err.location, err.nodes) == (
         None, None, None, ("reshape",))
+
+
+# IntRelu for the first Relu of the graph, whatever ge names it.
+FIRST_INT_RELU = INT_RELU.replace(
+    'relu = graph.find_node_by_name("relu")',
+    'relu = next(n for n in graph.get_direct_nodes() if n.type == "Relu")')
+
+
+def _relu_chain(first: str, second: str) -> onnx.ModelProto:
+    """x -> Relu (named `first`) -> Neg -> Relu (named `second`) -> Neg -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name=first),
+         helper.make_node("Neg", ["r"], ["n"], name="neg"),
+         helper.make_node("Relu", ["n"], ["r2"], name=second),
+         helper.make_node("Neg", ["r2"], ["y"], name="neg2")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(("first", "second", "written"), [
+    ("relu", "relu2", "relu"),  # the name as written is ge's
+    ("x", "relu2", "x"),  # named like the graph input: ge calls it x_1, the model 'x'
+    ("x", "x", "x"),  # two of one name, the first keeping it as written (ge: x_1)
+])
+def test_the_pass_is_named_by_the_name_the_saved_model_writes(
+        tmp_path: Path, first: str, second: str, written: str) -> None:
+    """onnxruntime names the node as the saved model writes it, which export keeps as read
+    even where ge had to name the node apart (from the graph input's node, from a node of
+    the same name): the name is mapped back to the node, and its pass named, not the
+    generic hint."""
+    plugin = tmp_path / "int_relu.py"
+    plugin.write_text(FIRST_INT_RELU)
+    graph = ge.graph.load(_relu_chain(first, second))
+    relu = next(n for n in graph.get_direct_nodes() if n.type == "Relu")
+    assert (relu.name == written) == (first == "relu")  # ge's name is another one for 'x'
+    before = graph.to_onnx().SerializeToString()
+    renamed = (pytest.warns(CompileWarning, match="the 2 nodes named 'x' as 'x', 'x_2'")
+               if second == first else contextlib.nullcontext())
+    with pytest.raises(RuntimeLoadError) as caught, renamed:
+        ge.compile(graph, pass_paths=[plugin], verify=True)
+    err = caught.value
+    assert err.code == "GE1601"
+    assert f"Relu(14) node with name '{written}'" in err.message
+    assert err.message.endswith(
+        f"; node '{written}' was last changed by pass IntRelu (AfterInferShape)")
+    assert (err.pass_name, err.stage, str(err.location), err.nodes) == (
+        "IntRelu", "AfterInferShape", f"{plugin}:7", (written,))
+    assert graph.to_onnx().SerializeToString() == before  # given back as it was
+
+
+def test_a_renamed_node_reading_a_changed_constant_names_its_pass(tmp_path: Path) -> None:
+    """The Reshape named like its input ('x' as written, 'x_1' in ge) fails running on the
+    shape constant a pass rewrote: the sentence names both as the saved model does."""
+    model = _reshape_model()
+    model.graph.node[0].name = "x"
+    source, out, plugin = tmp_path / "m.onnx", tmp_path / "out.onnx", tmp_path / "p.py"
+    onnx.save(model, source)
+    plugin.write_text(BREAK_RESHAPE)
+    with pytest.raises(SessionError) as caught:
+        ge.compile(source, pass_paths=[plugin], verify=True)
+    assert caught.value.message.endswith(
+        "; node 'x' reads node 'shape', last changed by pass BreakReshape (AfterInferShape)")
+    assert caught.value.pass_name == "BreakReshape"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "p.py"]
+    assert not out.exists()

@@ -2,8 +2,9 @@
 the pass behind it.
 
 One record serves every such error: shape inference refusing a node (GE1305) and the final
-validation's problems (GE1003), raised inside the pipeline, and, under verification,
-onnxruntime refusing the compiled model (GE1601).
+validation's problems (GE1003), raised inside the pipeline about ge's own node names, and,
+under verification, onnxruntime refusing the compiled model (GE1601) about the names the
+saved model writes, which `LastChanges.blame` maps back to the nodes (`written=True`).
 The invocation records each kept run from the change set it tracks for its checks anyway
 (`ge.compiler.invocation`): a compilation pays a dict update per node a pass changed,
 verifying or not, and nothing else listens to the graph.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ge.errors import GeError, SourceLocation
+from ge.graph.graph import CONST, DATA, NET_OUTPUT
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
@@ -88,18 +90,38 @@ class LastChanges:
         """The pass run that last changed `node`, or None when no pass did."""
         return self._last.get(node)
 
-    def blame(self, graph: Graph, names: Iterable[str]) -> Blame | None:
+    def blame(self, graph: Graph, names: Iterable[str], *, written: bool = False
+              ) -> Blame | None:
         """The pass behind an error naming nodes `names` of `graph`'s model (its root and
         bodies): the one that last changed the first of them a pass changed, else the one
-        that last changed a node one of them reads; None when no pass changed any."""
+        that last changed a node one of them reads; None when no pass changed any.
+
+        `written`: the names are those the saved model writes (onnxruntime's), which differ
+        from the nodes' own where export kept a name as read (a node named like a graph
+        input, one of two nodes of one name: `ge.graph.onnx_export.written_name`); the
+        sentence then names the nodes so too."""
         wanted = [name for name in dict.fromkeys(names) if name]
         if not wanted or not self._last:
             return None
+        from ge.graph.onnx_export import written_name
+
+        def name_of(node: Node) -> str:
+            return written_name(node) if written else node.name
+
         named: dict[str, list[Node]] = {name: [] for name in wanted}
+        constants: list[Node] = []
         for node in graph.root_graph().get_all_nodes():
-            holders = named.get(node.name)
-            if holders is not None:
+            holders = named.get(name_of(node))
+            if holders is None:
+                continue
+            if not written:
                 holders.append(node)
+            elif node.type == CONST:  # mostly an initializer, which has no node name
+                constants.append(node)
+            elif node.type not in (DATA, NET_OUTPUT):  # (graph inputs and outputs)
+                holders.append(node)
+        for node in constants:  # after the operators writing the name as a node's
+            named[name_of(node)].append(node)
         last = self._last
         for name in wanted:
             for node in named[name]:
@@ -111,5 +133,5 @@ class LastChanges:
                 for producer in node.get_in_data_nodes():
                     change = last.get(producer)
                     if change is not None:
-                        return Blame(name, change, via=producer.name)
+                        return Blame(name, change, via=name_of(producer))
         return None

@@ -30,7 +30,8 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["NodeNamesMadeUnique", "graph_to_model", "initializers_as_inputs", "unique_node_names"]
+__all__ = ["NodeNamesMadeUnique", "graph_to_model", "initializers_as_inputs", "unique_node_names",
+           "written_name"]
 
 A = AttributeProto
 
@@ -430,32 +431,32 @@ def unique_node_names(graph: Graph, *, lift_constants: bool = False
         if not any(n._export_name and n._export_name != n._name for n in listed):
             continue  # every node writes its IR name, unique (the usual case: no scan)
         nodes = [n for n in listed if _written_as_node(n, lift, old_ir)]
-        before = {id(n): _written_name(n) for n in nodes}
+        before = {id(n): written_name(n) for n in nodes}
         while True:
             holders: dict[str, list[Node]] = {}
             for node in nodes:
-                name = _written_name(node)
+                name = written_name(node)
                 if name:
                     holders.setdefault(name, []).append(node)
             clashes = [same for same in holders.values() if len(same) > 1]
             if not clashes:
                 break
             for same in clashes:
-                keeper = next((n for n in same if _written_name(n) == n._name), same[0])
+                keeper = next((n for n in same if written_name(n) == n._name), same[0])
                 for node in same:
-                    if node is not keeper and _written_name(node) != node._name:
+                    if node is not keeper and written_name(node) != node._name:
                         g._rename_node(node, node._name)  # writes its IR name from now on
         read: dict[str, list[Node]] = {}
         for node in nodes:
             read.setdefault(before[id(node)], []).append(node)
         changed.extend(
-            NodeNamesMadeUnique(g._name, name, tuple(_written_name(n) for n in same))
+            NodeNamesMadeUnique(g._name, name, tuple(written_name(n) for n in same))
             for name, same in read.items()
-            if any(_written_name(n) != name for n in same))
+            if any(written_name(n) != name for n in same))
     return changed
 
 
-def _written_name(node: Node) -> str:
+def written_name(node: Node) -> str:
     """The name export writes for `node`: the name it was read with, else its IR name."""
     return node._export_name if node._export_name is not None else node._name
 
@@ -537,7 +538,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             _write_attrs(proto, node, None, names)
         proto.input.extend(inputs)
         proto.output.extend(outputs)
-    name = _written_name(node)
+    name = written_name(node)
     if proto.name != name:
         proto.name = name
     if node._metadata:

@@ -396,12 +396,13 @@ def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionErr
     """GE1601 (of `err`'s class) for the compiled model that onnxruntime (or the reference
     evaluator) cannot load or run while the original runs: saying that it is the compiled
     model (the runtime's words name a graph, which both have), and the pass that last
-    changed the node the runtime names or a node it reads (`CompileReport.last_changes`:
-    its pass, stage and location), else how to find it."""
+    changed the node the runtime names (by the name the saved model writes for it) or a
+    node it reads (`CompileReport.last_changes`: its pass, stage and location), else how
+    to find it."""
     message = err.message
     if not message.startswith("the compiled model"):  # (at other sizes: it says so)
         message = f"the compiled model cannot be run (the original runs): {message}"
-    blamed = report.last_changes.blame(report.graph, err.nodes)
+    blamed = report.last_changes.blame(report.graph, err.nodes, written=True)
     kind = type(err)  # (RuntimeLoadError: no input would make it run)
     if blamed is None:
         return kind(message + _each_pass_hint(report, "the pass after which it cannot"),
