@@ -124,4 +124,5 @@ def test_the_check_leaves_nothing_behind(tmp_path: Path) -> None:
     assert listing(tmp_path) == []
     ge.compile(small_graph(), dump=target, dump_level="3")
     assert sorted(p.name for p in target.iterdir()) == ["ge_0000_FinalValidation.onnx",
-                                                       "ge_0000_FinalValidation.txt"]
+                                                       "ge_0000_FinalValidation.txt",
+                                                       "ge_dump_manifest.json"]

@@ -58,10 +58,11 @@ def test_the_ge_variables_turn_dumps_on(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "ge_dumps"))
     monkeypatch.setenv("DUMP_GRAPH_LEVEL", "3")
     ge.compile(small_graph())
-    assert [p.name for p in (tmp_path / "ge_dumps").iterdir()] == ["ge_0000_FinalValidation.txt"]
+    assert sorted(p.name for p in (tmp_path / "ge_dumps").iterdir()) == [
+        "ge_0000_FinalValidation.txt", "ge_dump_manifest.json"]
     monkeypatch.setenv("DUMP_GE_GRAPH", "0")
     ge.compile(small_graph())
-    assert len(list((tmp_path / "ge_dumps").iterdir())) == 1
+    assert len(list((tmp_path / "ge_dumps").iterdir())) == 2
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [
@@ -108,8 +109,8 @@ def test_the_onnx_dumps_share_one_weights_file(tmp_path: Path) -> None:
     """Each weight is written once for all of a compilation's dumps (a copy per dump made
     --dump write about twelve times the model): the dumps point into one `ge_weights_*`
     file beside them, each loads (onnx, with its checker, and ge) and runs as the graph it
-    is; a second compilation into the folder gets a file of its own, so the first's dumps
-    that it does not overwrite still load."""
+    is. A second compilation into the folder replaces the first's dumps, its weights file
+    included, and writes a file of its own (`test_dump_runs`)."""
     import numpy as np
 
     from ge.session import run_model
@@ -133,9 +134,13 @@ def test_the_onnx_dumps_share_one_weights_file(tmp_path: Path) -> None:
         onnx.checker.check_model(str(dump), full_check=True)
         got = run_model(ge.graph.load(dump), inputs)["y"]
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
-    ge.compile(source, dump=tmp_path / "d", dump_level="3")  # overwrites no dump of the first
-    assert len(list((tmp_path / "d").glob("ge_weights_*.data"))) == 2
-    assert ge.graph.load(dumps[0]).nodes_of_type("BatchNormalization")
+    ge.compile(source, dump=tmp_path / "d", dump_level="3")
+    (second,) = (tmp_path / "d").glob("ge_weights_*.data")
+    assert second != shared
+    assert sorted(p.name for p in (tmp_path / "d").glob("*.onnx")) == [
+        "ge_0000_FinalValidation.onnx"]
+    got = run_model(ge.graph.load(tmp_path / "d" / "ge_0000_FinalValidation.onnx"), inputs)
+    np.testing.assert_allclose(got["y"], expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_weight_that_stays_is_hashed_once_for_all_dumps(tmp_path: Path,

@@ -18,6 +18,11 @@ a `CommandLineError` (GE1701, the code of every unusable dump target), not an OS
 the middle of the pipeline. The check creates what `--dump` would create (the missing
 folders and one file) and removes it again, so a refused or failing compilation leaves
 nothing behind.
+
+One run's dumps never mix with another's: each run lists the files it writes in the
+folder's manifest, and replaces the previous run's dumps when its pipeline starts, never a
+file ge did not write (`ge.compiler.dump_manifest`, which says why a manifest and not a
+subfolder per run).
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ge.compiler.arguments import described
+from ge.compiler.dump_manifest import DumpRun, warn_taken_over
 from ge.compiler.scheduler import PIPELINE, PipelineObserver, step_label
 from ge.errors import CommandLineError, CompilerOptionError, CompilerOptionTypeError, GeError
 from ge.graph.external_data import SharedExternalData
@@ -113,10 +119,12 @@ def check_dump_target(directory: str | os.PathLike[str], *, source: str | None =
 class GraphDumper(PipelineObserver):
     """Writes the graph after pipeline steps (and passes) into one folder.
 
-    Making one checks the level (CompilerOptionError, GE1202) and then the folder
-    (`check_dump_target`, GE1701), so that a dump that could not be written is refused
-    before the compilation starts; `source` names where the folder came from in that error,
-    `level_source` where the level came from (an environment variable). The names of a level
+    Making one checks the level (CompilerOptionError, GE1202), then the folder
+    (`check_dump_target`, GE1701) and what earlier runs left in it (`DumpRun.check`, GE1701:
+    a file named like a dump that no manifest lists as ge's), so that a dump that could not
+    be written, or would mix with other files, is refused before the compilation starts;
+    `source` names where the folder came from in those errors, `level_source` where the
+    level came from (an environment variable). The names of a level
     are checked against the compilation's passes with `check_level_names` once its plugins
     are loaded.
     """
@@ -140,6 +148,8 @@ class GraphDumper(PipelineObserver):
                 f"{self._what} names nothing: a level is {_LEVEL_MEANINGS}, or '|'-separated "
                 f"parts of the names of steps ({', '.join(DUMP_STEP_NAMES)}) and passes")
         check_dump_target(directory, source=source)
+        self._run = DumpRun(Path(directory), source=source)
+        self._run.check()
         self.directory = Path(directory)
         self.level = level
         self.with_onnx = with_onnx
@@ -147,6 +157,7 @@ class GraphDumper(PipelineObserver):
         self._names = names
         self._seq = 0
         self._shared: SharedExternalData | None = None
+        self._stopped = False  # another run took the folder over: this one dumps no more
 
     def check_level_names(self, pass_names: Iterable[str]) -> None:
         """Refuse (CompilerOptionError, GE1202) a level naming something that is part of
@@ -189,6 +200,8 @@ class GraphDumper(PipelineObserver):
         return any(part in name for part in self._names)
 
     def step_started(self, index: int, label: str, graph: Graph) -> None:
+        if index == 0:  # the previous run's dumps go, whatever this one will dump
+            self._take_over()
         if index == 0 and (self.level in ("1", "2", "4") or self._wanted("Input")):
             self._write(graph, "Input")
 
@@ -196,6 +209,8 @@ class GraphDumper(PipelineObserver):
         final = index == len(PIPELINE) - 1
         if self.level in ("1", "2") or (self.level == "3" and final) or self._wanted(label):
             self._write(graph, label)
+        if final and self._still_ours():
+            self._guarded(self._run.finish)
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         """The model after a pass that changed it, once the pass ran on every graph (a dump
@@ -212,18 +227,49 @@ class GraphDumper(PipelineObserver):
         if self.level == "1" or self._wanted(record.pass_name):
             self._write(graph, name)
 
+    def _take_over(self) -> None:
+        """Make the folder this run's (`DumpRun.take_over`), once."""
+        if not self._run.taken:
+            self._guarded(self._run.take_over)
+
+    def _still_ours(self) -> bool:
+        """Whether this run still dumps into the folder: not once another compilation took
+        it over (told once, with a warning)."""
+        if self._stopped:
+            return False
+        owner = self._run.owner()
+        if owner is not None:
+            self._stopped = True
+            warn_taken_over(self.directory, owner)
+        return not self._stopped
+
     def _write(self, graph: Graph, name: str) -> None:
+        self._take_over()
+        if not self._still_ours():
+            return
+        stem = f"ge_{self._seq:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+        self._seq += 1
         try:
-            self._write_files(graph, name)
-        except OSError as err:  # checked up front; the folder changed since (or a full disk)
+            self._guarded(lambda: self._write_files(graph, stem))
+        finally:  # what it wrote, if only in part, is listed as this run's
+            written = [self.directory / f"{stem}{suffix}"
+                       for suffix in (".txt", ".onnx", ".onnx.skipped.txt")]
+            if self._shared is not None:
+                written.append(self._shared.path)
+            self._guarded(lambda: self._run.record(written))
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        """`action()`, an OSError of which is GE1701 (checked up front; the folder changed
+        since, or a full disk)."""
+        try:
+            action()
+        except OSError as err:
             reason = err.strerror or type(err).__name__
             raise CommandLineError(f"cannot dump graphs to {self.directory}: {reason}",
                                    path=str(self.directory)) from err
 
-    def _write_files(self, graph: Graph, name: str) -> None:
+    def _write_files(self, graph: Graph, stem: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        stem = f"ge_{self._seq:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
-        self._seq += 1
         text = self.directory / f"{stem}.txt"
         text.write_text(graph.dump_to_stream(DumpFormat.kReadable), encoding="utf-8")
         self.written.append(text)
@@ -246,8 +292,8 @@ class GraphDumper(PipelineObserver):
     def _weights(self) -> SharedExternalData:
         """The one data file the ONNX dumps of this compilation share: each weight is
         written there once (a copy per dump made `--dump` about twelve times the model),
-        named for this compilation, so that the dumps of an earlier one in the folder keep
-        theirs."""
+        named for this compilation, so that a run taking the folder over while this one
+        still writes never writes into it."""
         if self._shared is None:
             fd, name = tempfile.mkstemp(dir=self.directory, prefix="ge_weights_",
                                         suffix=".data")
