@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ge.errors import GeError, SourceLocation
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
+from ge.graph.onnx_export import written_name
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
@@ -103,8 +104,6 @@ class LastChanges:
         wanted = [name for name in dict.fromkeys(names) if name]
         if not wanted or not self._last:
             return None
-        from ge.graph.onnx_export import written_name
-
         def name_of(node: Node) -> str:
             return written_name(node) if written else node.name
 
