@@ -20,7 +20,6 @@ library: they stay registered as long as it stays imported.
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -45,6 +44,7 @@ from ge.errors import (
 )
 from ge.ops.registry import CustomOp, capture_custom_ops, ensure_custom_op, remove_custom_ops
 from ge.passes.discovery import PluginSource
+from ge.passes.file_stamps import FileStamp
 from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
@@ -107,18 +107,18 @@ class LoadedPlugin:
     descriptors: tuple[PassDescriptor, ...]
     owned_modules: tuple[str, ...] = ()
     custom_ops: tuple[CustomOp, ...] = ()
-    #: (file, digest of its bytes) of the source files of a file plugin as it was imported:
-    #: the code that runs is theirs as they were then (`changed_files`).
-    stamps: tuple[tuple[str, bytes], ...] = ()
+    #: The source files of a file plugin as they were imported: the code that runs is
+    #: theirs as they were then (`changed_files`).
+    stamps: tuple[FileStamp, ...] = ()
     #: Whether the module was imported before by the user's own code (`import my_pass`),
     #: whose registrations the plugin uses: unloading it leaves them registered.
     adopted: bool = False
 
     def changed_files(self) -> list[str]:
         """The plugin's source files that changed (or went) since it was imported: the
-        passes that run are still those of the code imported then. By content: a file
-        rewritten within the file system's clock tick keeps its modification time."""
-        return [file for file, digest in self.stamps if _stamp(file) != digest]
+        passes that run are still those of the code imported then. By content, read only
+        when size or modification time differ or cannot tell (`FileStamp`)."""
+        return [stamp.path for stamp in self.stamps if stamp.changed()]
 
     def register_again(self) -> None:
         """Register the plugin's passes and custom operators again where an unload or a
@@ -242,23 +242,14 @@ def _purge(names: Iterable[str]) -> None:
         sys.modules.pop(name, None)
 
 
-def _stamp(file: str) -> bytes | None:
-    """A digest of the bytes of `file` (a plugin's source: small), None when it is gone."""
-    try:
-        with open(file, "rb") as handle:
-            return hashlib.blake2b(handle.read(), digest_size=16).digest()
-    except OSError:
-        return None
-
-
-def _stamps(modules: Iterable[ModuleType | None]) -> tuple[tuple[str, bytes], ...]:
-    """The (file, digest) of each module's source file, each file once."""
-    found: dict[str, bytes] = {}
+def _stamps(modules: Iterable[ModuleType | None]) -> tuple[FileStamp, ...]:
+    """The stamp of each module's source file, each file once."""
+    found: dict[str, FileStamp] = {}
     for module in modules:
         file = getattr(module, "__file__", None)
-        if file and file not in found and (stamp := _stamp(file)) is not None:
+        if file and file not in found and (stamp := FileStamp.take(file)) is not None:
             found[file] = stamp
-    return tuple(found.items())
+    return tuple(found.values())
 
 
 def _imported_from(path: Path) -> ModuleType | None:
