@@ -20,13 +20,25 @@ from ge.passes import (
     register_decompose_pass,
     register_fusion_pass,
 )
-from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_FUSION_BASE, PASS_KIND_PATTERN_FUSION
+from ge.passes.registry import (
+    PASS_KIND_DECOMPOSE,
+    PASS_KIND_FUSION_BASE,
+    PASS_KIND_PATTERN_FUSION,
+    capture_registrations,
+    publish_registrations,
+    registrations_aside,
+)
 
 STAGE = PassStage.BEFORE_INFER_SHAPE
 
 
 def _names() -> list[str]:
     return [d.pass_name for d in get_registered_passes()]
+
+
+def get_pass_by_name(name: str) -> PassDescriptor:
+    (found,) = [d for d in get_registered_passes() if d.pass_name == name]
+    return found
 
 
 def test_fusion_pass_descriptor_fields_and_bridge_dict() -> None:
@@ -218,6 +230,72 @@ def test_registry_is_thread_safe() -> None:
     for thread in threads:
         thread.join()
     assert sorted(_names()) == sorted(cls.__name__ for cls in classes)
+
+
+def _fusion(name: str) -> type:
+    return type(name, (FusionBasePass,), {"run": lambda self, graph, context: True})
+
+
+def test_registrations_aside_stay_out_of_the_registry_and_other_threads() -> None:
+    """A block's registrations are checked against the registry (and the blocks it is
+    nested in), never added to it; another thread sees none of them, even meanwhile."""
+    register_fusion_pass(name="Global", stage=STAGE)(_fusion("Global"))
+    seen_by_other: list[list[str]] = []
+    with registrations_aside(), capture_registrations() as outer:
+        register_fusion_pass(name="Outer", stage=STAGE)(_fusion("Outer"))
+        with registrations_aside(), capture_registrations() as inner:
+            register_fusion_pass(name="Inner", stage=STAGE)(_fusion("Inner"))
+            for name in ("Global", "Outer", "Inner"):  # each table is checked
+                with pytest.raises(DuplicatePassNameError, match=f"already exists: {name};"):
+                    register_fusion_pass(name=name, stage=STAGE)(_fusion(name + "Again"))
+            other = threading.Thread(target=lambda: seen_by_other.append(_names()))
+            other.start()
+            other.join()
+        assert [d.pass_name for d in inner] == ["Inner"]
+        assert [d.pass_name for d in outer] == ["Outer", "Inner"]
+        register_fusion_pass(name="Inner", stage=STAGE)(_fusion("Inner"))  # (dropped with it)
+    assert seen_by_other == [["Global"]]
+    assert _names() == ["Global"]
+
+
+def test_publish_moves_registrations_aside_out_as_a_whole() -> None:
+    """`publish_registrations` adds what a block collected where the thread registers now
+    (the enclosing block, else the registry): all of them, or none when one clashes."""
+    with registrations_aside(), capture_registrations() as captured:
+        register_fusion_pass(name="A", stage=STAGE)(_fusion("A"))
+        register_fusion_pass(name="B", stage=STAGE)(_fusion("B"))
+    assert _names() == []
+    register_fusion_pass(name="B", stage=STAGE)(_fusion("Taken"))  # taken meanwhile
+    taken = get_registered_passes()
+    with pytest.raises(DuplicatePassNameError) as info:
+        publish_registrations(captured)
+    assert info.value.code == "E13030"
+    assert info.value.message.startswith("python pass name already exists: B; B at ")
+    assert "reuses the name of Taken at " in info.value.message
+    assert get_registered_passes() == taken  # nothing added, A neither
+    clear_registered_passes()
+    with registrations_aside():
+        publish_registrations(captured)  # into the block: dropped with it
+        assert _names() == []
+    publish_registrations(captured)
+    publish_registrations(captured)  # those registered already stay as they are
+    assert _names() == ["A", "B"]
+
+
+def test_a_block_ignores_the_registrations_it_is_given() -> None:
+    """Registrations in `ignoring` (an installed plugin a compilation leaves out) do not
+    clash with the block's; the others still do, and the registry keeps both."""
+    register_fusion_pass(name="Installed", stage=STAGE)(_fusion("Installed"))
+    register_fusion_pass(name="Other", stage=STAGE)(_fusion("Other"))
+    installed = get_pass_by_name("Installed")
+    with registrations_aside(ignoring=[installed]), capture_registrations() as captured:
+        with registrations_aside():  # (nested blocks ignore what the outer one does)
+            register_fusion_pass(name="Installed", stage=STAGE)(_fusion("Copy"))
+        register_fusion_pass(name="Installed", stage=STAGE)(_fusion("Copy2"))
+        with pytest.raises(DuplicatePassNameError, match="already exists: Other;"):
+            register_fusion_pass(name="Other", stage=STAGE)(_fusion("Other2"))
+    assert [d.class_name for d in captured] == ["Copy", "Copy2"]
+    assert [d.class_name for d in get_registered_passes()] == ["Installed", "Other"]
 
 
 @pytest.mark.parametrize(("op_type", "why"), [

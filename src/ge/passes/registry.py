@@ -41,6 +41,7 @@ __all__ = [
     "get_registered_pass_by_name",
     "get_registered_pass_dicts",
     "get_registered_passes",
+    "publish_registrations",
     "register_decompose_pass",
     "register_fusion_pass",
     "registrations_aside",
@@ -87,7 +88,13 @@ class PassDescriptor:
 
 
 class _Registry:
-    """Descriptors indexed by key and by name, in registration order; safe across threads."""
+    """Descriptors indexed by key and by name, in registration order; safe across threads.
+
+    Inside `aside()` a thread's registrations go to a table of its own (`_Aside`), checked
+    against the process-wide one and those of the blocks it is nested in; `publish()` moves
+    a finished import's registrations to the table of the enclosing block, or the
+    process-wide one, in one step.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -95,36 +102,78 @@ class _Registry:
         self._by_name: dict[str, PassDescriptor] = {}
         self._local = threading.local()
 
-    def add(self, descriptor: PassDescriptor) -> None:
+    def _aside(self) -> _Aside | None:
         aside: _Aside | None = getattr(self._local, "aside", None)
+        return aside
+
+    @staticmethod
+    def _blocks(aside: _Aside | None) -> Iterator[_Aside]:
+        while aside is not None:
+            yield aside
+            aside = aside.outer
+
+    def _lookup(self, aside: _Aside | None, by_name: bool, value: str) -> PassDescriptor | None:
+        """The registration of a key (or name) this thread sees (under the lock): its
+        blocks' tables innermost first, then the process-wide one but what they ignore."""
+        for block in self._blocks(aside):
+            found = (block.by_name if by_name else block.by_key).get(value)
+            if found is not None:
+                return found
+        found = (self._by_name if by_name else self._by_key).get(value)
+        if found is not None and aside is not None and id(found) in aside.ignoring:
+            return None
+        return found
+
+    def _has(self, aside: _Aside | None, descriptor: PassDescriptor) -> bool:
+        """Whether `descriptor` itself is registered where this thread looks (ignored or not)."""
+        key = descriptor.descriptor_key
+        return self._by_key.get(key) is descriptor or any(
+            block.by_key.get(key) is descriptor for block in self._blocks(aside))
+
+    def _check(self, aside: _Aside | None, descriptor: PassDescriptor) -> None:
+        earlier = self._lookup(aside, False, descriptor.descriptor_key)
+        if earlier is not None:
+            raise _duplicate_key_error(descriptor, earlier)
+        previous = self._lookup(aside, True, descriptor.pass_name)
+        if previous is not None:
+            raise _duplicate_name_error(descriptor, previous)
+
+    def _store(self, aside: _Aside | None, descriptor: PassDescriptor) -> None:
+        by_key, by_name = ((aside.by_key, aside.by_name) if aside is not None
+                           else (self._by_key, self._by_name))
+        by_key[descriptor.descriptor_key] = descriptor
+        by_name[descriptor.pass_name] = descriptor
+
+    def add(self, descriptor: PassDescriptor) -> None:
+        aside = self._aside()
         with self._lock:
-            key, name = descriptor.descriptor_key, descriptor.pass_name
-            earlier = self._by_key.get(key) or (aside.by_key.get(key) if aside else None)
-            if earlier is not None:
-                raise _duplicate_key_error(descriptor, earlier)
-            previous = self._by_name.get(name) or (aside.by_name.get(name) if aside else None)
-            if previous is not None:
-                raise _duplicate_name_error(descriptor, previous)
-            by_key, by_name = ((aside.by_key, aside.by_name) if aside is not None
-                               else (self._by_key, self._by_name))
-            by_key[key] = descriptor
-            by_name[name] = descriptor
+            self._check(aside, descriptor)
+            self._store(aside, descriptor)
         for captured in getattr(self._local, "captures", ()):
             captured.append(descriptor)
 
     def ensure(self, descriptor: PassDescriptor) -> None:
-        aside: _Aside | None = getattr(self._local, "aside", None)
         with self._lock:
-            key = descriptor.descriptor_key
-            if self._by_key.get(key) is not descriptor and (
-                    aside is None or aside.by_key.get(key) is not descriptor):
+            if not self._has(self._aside(), descriptor):
                 self.add(descriptor)
 
+    def publish(self, descriptors: Iterable[PassDescriptor]) -> None:
+        """Register `descriptors` where this thread registers now, all or none: those
+        registered there already are left as they are; the first clash raises."""
+        aside = self._aside()
+        with self._lock:
+            new = [d for d in descriptors if not self._has(aside, d)]
+            for index, descriptor in enumerate(new):
+                self._check(aside, descriptor)
+                for other in new[:index]:
+                    if other.pass_name == descriptor.pass_name:
+                        raise _duplicate_name_error(descriptor, other)
+            for descriptor in new:
+                self._store(aside, descriptor)
+
     def remove(self, descriptors: Iterable[PassDescriptor]) -> None:
-        aside: _Aside | None = getattr(self._local, "aside", None)
         tables = [(self._by_key, self._by_name)]
-        if aside is not None:
-            tables.append((aside.by_key, aside.by_name))
+        tables += [(block.by_key, block.by_name) for block in self._blocks(self._aside())]
         with self._lock:
             for descriptor in descriptors:
                 for by_key, by_name in tables:
@@ -133,13 +182,14 @@ class _Registry:
                         del by_name[descriptor.pass_name]
 
     @contextmanager
-    def aside(self) -> Iterator[None]:
+    def aside(self, ignoring: Iterable[PassDescriptor] = ()) -> Iterator[None]:
         """Registrations of this thread inside the block go to a table of their own (checked
-        against the process-wide one and each other, never added to it), dropped at the
-        end: a compilation's own plugins, which other threads must not see even while they
-        import. `capture()` collects them as usual."""
-        outer = getattr(self._local, "aside", None)
-        self._local.aside = _Aside()
+        against the process-wide one, but `ignoring`, and those of the enclosing blocks;
+        never added to it), dropped at the end: a plugin's while it imports, a
+        compilation's own plugins, which other threads must not see. `capture()` collects
+        them as usual."""
+        outer = self._aside()
+        self._local.aside = _Aside(outer, ignoring)
         try:
             yield
         finally:
@@ -178,11 +228,17 @@ class _Registry:
 
 
 class _Aside:
-    """The registrations a thread makes inside `_Registry.aside()`."""
+    """The registrations a thread makes inside `_Registry.aside()`: `outer` is the block it
+    is nested in, `ignoring` the ids of process-wide registrations it treats as absent
+    (with those of the enclosing blocks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: _Aside | None, ignoring: Iterable[PassDescriptor]) -> None:
+        self.outer = outer
         self.by_key: dict[str, PassDescriptor] = {}
         self.by_name: dict[str, PassDescriptor] = {}
+        self._ignored = tuple(ignoring)  # (held, so that their ids stay theirs)
+        self.ignoring: frozenset[int] = frozenset(id(d) for d in self._ignored) | (
+            outer.ignoring if outer is not None else frozenset())
 
 
 def _duplicate_key_error(new: PassDescriptor, old: PassDescriptor) -> PassRegisterError:
@@ -486,12 +542,23 @@ def unregister_passes(descriptors: Iterable[PassDescriptor]) -> None:
     _REGISTRY.remove(descriptors)
 
 
-def registrations_aside() -> AbstractContextManager[None]:
+def registrations_aside(ignoring: Iterable[PassDescriptor] = ()
+                        ) -> AbstractContextManager[None]:
     """Context manager keeping the passes this thread registers inside it out of the
-    process-wide registry (checked against it, not added): the plugins of one
-    compilation's pass paths, which concurrent compilations and code registering passes of
-    its own must not see. Collect them with `capture_registrations()`."""
-    return _REGISTRY.aside()
+    process-wide registry (checked against it, not added): a plugin while it imports, the
+    plugins of one compilation's pass paths, which concurrent compilations and code
+    registering passes of its own must not see. Registrations in `ignoring` (those of the
+    installed plugins a compilation leaves out) do not clash with them. Blocks nest: an
+    inner block sees the outer one's. Collect them with `capture_registrations()`."""
+    return _REGISTRY.aside(ignoring)
+
+
+def publish_registrations(descriptors: Iterable[PassDescriptor]) -> None:
+    """Register `descriptors` (those a plugin registered aside while it imported) where
+    this thread registers now: the enclosing `registrations_aside()` block, else the
+    process-wide registry. All or none, in one step: another thread sees all of them or
+    none; those registered there already stay; a clash raises E13030 and adds nothing."""
+    _REGISTRY.publish(descriptors)
 
 
 def capture_registrations() -> AbstractContextManager[list[PassDescriptor]]:
