@@ -16,11 +16,17 @@ belong to one compilation (`lease_paths`): their passes never stay in the proces
 releasing the lease unloads them. Built-in passes are unaffected.
 D9: a plugin failure stops the load (after every plugin was tried) unless the option
 `ge.passes.continue_on_plugin_error` is true, which skips the plugin with a warning.
+
+Compilations run in threads: what is loaded is read under the loader's own short lock,
+while imports run outside it, one at a time (`ge.passes.loader.LOAD_LOCK`). A compilation
+waits only for an import it needs itself (an installed plugin it wants that is importing
+now, or its own pass paths when another import runs).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -39,6 +45,7 @@ from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
     entry_point_id,
     load_entry_point,
+    loaded_entry_point,
     plugin_entry_points,
 )
 from ge.passes.loader import (
@@ -48,7 +55,7 @@ from ge.passes.loader import (
     loaded_plugins,
     unload_plugins,
 )
-from ge.passes.registry import capture_registrations, registrations_aside, unregister_passes
+from ge.passes.registry import registrations_aside
 from ge.passes.source import warn_user
 
 __all__ = [
@@ -94,7 +101,7 @@ class PathLease:
     """The plugins of one compilation's explicit pass paths, held until `release()`.
 
     `report` is what loading them gave (plugins, failures). The lease owns the plugins it
-    loaded first (and shares, counted, those another lease of the same loader holds): the
+    imported (and shares, counted, those another lease of the same loader holds): the
     last release unregisters them (passes and the custom operators their import registered)
     and drops their modules, so the next load executes the files again. Plugins that were
     loaded before by someone else (the environment's, a `ge.testing` set's) are used, never
@@ -126,9 +133,9 @@ class PluginLoader:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
-        # The loader's state changes only around imports, which are serialised anyway: one
-        # lock for both keeps concurrent compilations free of lock-order problems.
-        self._lock = LOAD_LOCK
+        # The loader's state, held for short steps only: imports run outside it (under
+        # LOAD_LOCK, taken first when both are), so reading it never waits for an import.
+        self._lock = threading.RLock()
         self._plugins: list[LoadedPlugin] = []
         self.env_value: str | None = None
         self._autoload_off: bool | None = None  # GE_DISABLE_PLUGIN_AUTOLOAD, read at start
@@ -149,16 +156,15 @@ class PluginLoader:
         """Snapshot `ASCEND_GE_PY_PASS_PATH` and `GE_DISABLE_PLUGIN_AUTOLOAD` (D13) and load
         the plugins the path variable names."""
         with self._lock:
-            self.env_value = self._environ.get(ENV_PY_PASS_PATH, "")
+            self.env_value = value = self._environ.get(ENV_PY_PASS_PATH, "")
             self._autoload_off = environment_disables_autoload(self._environ)
-            return self._load(normalize_path_list(self.env_value), options, PASS_PATH_IN_ENV)
+        return self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV)
 
     def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
         """`start()`, then the entry points `options` want: what an initialisation loads,
         as one report (path plugins first, D12)."""
-        with self._lock:
-            report = self.start(options)
-            entry = self.entry_points_for(options)
+        report = self.start(options)
+        entry = self.entry_points_for(options)
         combined = PluginLoadReport()
         for plugin in report.plugins + entry.plugins:
             combined.add(plugin)
@@ -182,31 +188,29 @@ class PluginLoader:
         `CompileWarning` (once per name and lifetime), not an error: a shared configuration
         may name a plugin this environment does not have. A failure raises (all of them
         together) unless `continue_on_plugin_error`, which warns once per failed plugin.
+        Only an import of a plugin it wants makes it wait.
         """
         report = PluginLoadReport()
         if options.disable_plugin_autoload or self.autoload_off_by_environment():
             return report
-        fresh: list[GeError] = []
         with self._lock:
             if self._entry_points is None:
                 self._entry_points = [(ep, entry_point_id(ep)) for ep in plugin_entry_points()]
             installed = self._entry_points
             self._warn_unknown(options.disabled_plugins, installed)
+            wanted = []
             for ep, key in installed:
                 if ep.name in options.disabled_plugins or key in options.disabled_plugins:
                     report.disabled.append(key)
-                    continue
+                else:
+                    wanted.append((ep, key))
+            missing = [(ep, key) for ep, key in wanted
+                       if key not in self._entry_plugins and key not in self._entry_failures]
+        fresh = [err for ep, key in missing for err in self._load_entry_point(ep, key)]
+        with self._lock:
+            for _, key in wanted:
                 plugin = self._entry_plugins.get(key)
                 failure = self._entry_failures.get(key)
-                if plugin is None and failure is None:
-                    try:
-                        plugin = load_entry_point(ep)
-                    except GeError as err:
-                        failure = self._entry_failures[key] = err
-                        fresh.append(err)
-                    else:
-                        self._entry_plugins[key] = plugin
-                        self._plugins.append(plugin)
                 if plugin is not None:
                     report.add(plugin)
                 elif failure is not None:
@@ -216,6 +220,30 @@ class PluginLoader:
             raise error
         warn_failures(PluginLoadReport(failures=fresh))
         return report
+
+    def _load_entry_point(self, ep: EntryPoint, key: str) -> list[GeError]:
+        """Load one entry point for this lifetime (unless another compilation did meanwhile);
+        its failure if it is new. One loaded already (in an earlier lifetime) is taken as it
+        is; an import waits for any other one in progress."""
+        try:
+            plugin = loaded_entry_point(ep)
+            if plugin is None:
+                with LOAD_LOCK:
+                    with self._lock:
+                        if key in self._entry_plugins or key in self._entry_failures:
+                            return []  # (loaded, or failed, for the import waited for)
+                    plugin = load_entry_point(ep)
+        except GeError as err:
+            with self._lock:
+                if key in self._entry_plugins or key in self._entry_failures:
+                    return []
+                self._entry_failures[key] = err
+            return [err]
+        with self._lock:
+            if key not in self._entry_plugins:
+                self._entry_plugins[key] = plugin
+                self._plugins.append(plugin)
+        return []
 
     def _warn_unknown(self, disabled: Iterable[str],
                       installed: list[tuple[EntryPoint, str]]) -> None:
@@ -230,6 +258,15 @@ class PluginLoader:
             f"of group {ENTRY_POINT_GROUP} has that name (installed plugins: {names}); "
             "the name is ignored"))
 
+    def left_out(self, options: CompilerOptions) -> list[LoadedPlugin]:
+        """The installed plugins loaded in this process that a compilation with `options`
+        leaves out: all of them when autoloading is off (by the option or the environment),
+        else those `disabled_plugins` names."""
+        off = options.disable_plugin_autoload or self.autoload_off_by_environment()
+        disabled = options.disabled_plugins
+        return [plugin for plugin in loaded_plugins() if plugin.origin.kind == "entry_point"
+                and (off or any(n in disabled for n in plugin.origin.entry_point_names()))]
+
     # -- explicit pass paths ----------------------------------------------------------------
     def load_paths(
         self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions
@@ -243,32 +280,25 @@ class PluginLoader:
     ) -> PathLease:
         """Load explicit pass paths for one compilation.
 
-        Their passes are taken out of the process-wide `ge.passes` registry right after the
-        import (under the load lock), so that concurrent compilations with other paths do
-        not see them and may each hold a pass of the same name. A failure raises (nothing
-        this call loaded stays loaded) unless `continue_on_plugin_error`, which warns.
+        Their passes never enter the process-wide `ge.passes` registry (they register aside,
+        even while they import), so that concurrent compilations with other paths do not
+        see them and may each hold a pass of the same name; nor do they clash with the
+        installed plugins the compilation leaves out (a development copy of an installed
+        pass, given with the installed one disabled or autoloading off). A failure raises
+        (nothing this call loaded stays loaded) unless `continue_on_plugin_error`, which
+        warns.
         """
         items = given_paths(paths)
+        left_out = [d for plugin in self.left_out(options) for d in plugin.descriptors]
+        with registrations_aside(ignoring=left_out):
+            report = _discover(items, PASS_PATH_GIVEN)
+        owned: list[LoadedPlugin] = []
         with self._lock:
-            known = {id(plugin) for plugin in loaded_plugins()}
-            # The installed plugins this compilation leaves out stay imported (they loaded
-            # for an earlier one) but must not clash with its paths' passes by name: a
-            # development copy of an installed pass, given with the installed one disabled.
-            left_out = self._loaded_entry_points_disabled(options)
-            for plugin in left_out:
-                unregister_passes(plugin.descriptors)
-            try:
-                with registrations_aside(), capture_registrations():
-                    report = _discover(items, PASS_PATH_GIVEN)
-            finally:
-                for plugin in left_out:
-                    plugin.register_again()
-            owned: list[LoadedPlugin] = []
             for plugin in report.plugins:
                 held = self._leases.get(id(plugin))
                 if held is not None:
                     self._leases[id(plugin)] = (plugin, held[1] + 1)
-                elif id(plugin) not in known:
+                elif any(plugin is new for new in report.imported):
                     self._leases[id(plugin)] = (plugin, 1)
                 else:
                     continue  # someone else's (the environment's, a test's set)
@@ -290,31 +320,22 @@ class PluginLoader:
         process-wide table, as their passes are kept out of the registry, so that
         concurrent compilations do not see them and may each hold an operator of the same
         name; a clash is checked against what the compilation sees."""
-        with self._lock, view.importing(
+        with view.importing(
                 lambda: [op for plugin in loaded_plugins() for op in plugin.custom_ops]):
             return self.lease_paths(paths, options)
 
     def left_out_custom_ops(self, options: CompilerOptions) -> list[CustomOp]:
         """The custom operators of the installed plugins loaded so far that `options`
-        leave out (by name, or all of them when they turn autoloading off), which a
-        compilation with them does not see (`CustomOpView`): those the plugins registered,
-        and those their modules registered at import (which stay registered as long as the
-        modules stay imported, as a library's do)."""
-        with self._lock:
-            left_out = (list(self._entry_plugins.values()) if options.disable_plugin_autoload
-                        else self._loaded_entry_points_disabled(options))
-            names = tuple(p.module.__name__ for p in left_out if p.module is not None)
-            return [*(op for plugin in left_out for op in plugin.custom_ops),
-                    *(op for op in process_custom_ops() if op.module is not None and any(
-                        op.module == name or op.module.startswith(name + ".")
-                        for name in names))]
-
-    def _loaded_entry_points_disabled(self, options: CompilerOptions) -> list[LoadedPlugin]:
-        """The installed plugins loaded so far that `options` disable by name."""
-        disabled = options.disabled_plugins
-        return [plugin for ep, key in self._entry_points or ()
-                if (ep.name in disabled or key in disabled)
-                and (plugin := self._entry_plugins.get(key)) is not None]
+        leave out (`left_out`), which a compilation with them does not see
+        (`CustomOpView`): those the plugins registered, and those their modules registered
+        at import (which stay registered as long as the modules stay imported, as a
+        library's do)."""
+        left_out = self.left_out(options)
+        names = tuple(p.module.__name__ for p in left_out if p.module is not None)
+        return [*(op for plugin in left_out for op in plugin.custom_ops),
+                *(op for op in process_custom_ops() if op.module is not None and any(
+                    op.module == name or op.module.startswith(name + ".")
+                    for name in names))]
 
     def _release(self, plugins: list[LoadedPlugin]) -> None:
         with self._lock:
@@ -334,17 +355,19 @@ class PluginLoader:
     def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
               source: str = PASS_PATH_GIVEN) -> PluginLoadReport:
         items = given_paths(paths)
-        with self._lock:
-            report = _discover(items, source)
-            new = [p for p in report.plugins if all(p is not q for q in self._plugins)]
-            if report.failures and not options.continue_on_plugin_error:
-                unload_plugins(new)
-                error = report.error()
-                assert error is not None
-                raise error
-            warn_failures(report)
-            self._plugins.extend(new)
-            return report
+        report = _discover(items, source)
+        failed = bool(report.failures) and not options.continue_on_plugin_error
+        if not failed:
+            with self._lock:
+                self._plugins.extend(
+                    p for p in report.plugins if all(p is not q for q in self._plugins))
+        else:
+            unload_plugins(report.imported)
+            error = report.error()
+            assert error is not None
+            raise error
+        warn_failures(report)
+        return report
 
     def unload(self) -> None:
         """Unregister every pass this loader loaded and drop the plugin modules it owns

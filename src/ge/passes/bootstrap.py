@@ -32,7 +32,7 @@ from ge.passes.entry_points import (
     load_entry_point,
     plugin_entry_points,
 )
-from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source
+from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source, reuse_cached
 from ge.passes.source import warn_user
 
 __all__ = [
@@ -67,12 +67,21 @@ def _on_sys_path(directory: Path | None) -> Iterator[None]:
 
 
 def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSource]) -> None:
-    with _on_sys_path(item if item.is_dir() else None):
-        for source in sources:
-            try:
-                report.add(load_source(source))
-            except GeError as err:
-                report.failures.append(err)
+    """Load the plugins of one item: those loaded already as they are, the others imported
+    one at a time (`LOAD_LOCK`), the item's directory on `sys.path` while they import."""
+    for source in sources:
+        key = str(source.path)
+        try:
+            plugin = reuse_cached(key)
+            if plugin is None:
+                with LOAD_LOCK, _on_sys_path(item if item.is_dir() else None):
+                    plugin = reuse_cached(key)  # (the import waited for may have been it)
+                    if plugin is None:
+                        plugin = load_source(source)
+                        report.imported.append(plugin)
+            report.add(plugin)
+        except GeError as err:
+            report.failures.append(err)
 
 
 def discover_plugins(
@@ -87,7 +96,9 @@ def discover_plugins(
 
     A missing path or a non-`.py` file is a configuration error raised before anything is
     imported (E13029 that is also FileNotFoundError / ValueError). Plugins that fail to
-    import are rolled back and listed in `report.failures`; the others stay loaded.
+    import are rolled back and listed in `report.failures`; the others stay loaded. Each
+    plugin is imported and published on its own: plugins loaded already are taken without
+    waiting for another thread's import.
     """
     items = [item.resolve() for item in given_paths(paths)]
     planned = [
@@ -95,19 +106,18 @@ def discover_plugins(
         for item in items
     ]
     report = PluginLoadReport()
-    with LOAD_LOCK:
-        importlib.invalidate_caches()
-        for item, sources in planned:
-            _load_sources(report, item, sources)
-        if entry_points:
-            for ep in plugin_entry_points():
-                if is_disabled(ep, disabled):
-                    report.disabled.append(entry_point_id(ep))
-                    continue
-                try:
-                    report.add(load_entry_point(ep))
-                except GeError as err:
-                    report.failures.append(err)
+    importlib.invalidate_caches()  # (files written since the last import are found)
+    for item, sources in planned:
+        _load_sources(report, item, sources)
+    if entry_points:
+        for ep in plugin_entry_points():
+            if is_disabled(ep, disabled):
+                report.disabled.append(entry_point_id(ep))
+                continue
+            try:
+                report.add(load_entry_point(ep))
+            except GeError as err:
+                report.failures.append(err)
     return report
 
 

@@ -20,10 +20,10 @@ from ge.passes.loader import (
     LOAD_LOCK,
     LoadedPlugin,
     PluginOrigin,
-    cached_plugin,
     descriptors_in_module,
     import_isolated,
-    remember_plugin,
+    publish_plugin,
+    reuse_cached,
 )
 from ge.passes.registry import PassDescriptor
 from ge.passes.source import definition_location, hook_location
@@ -33,6 +33,7 @@ __all__ = [
     "entry_point_id",
     "is_disabled",
     "load_entry_point",
+    "loaded_entry_point",
     "plugin_entry_points",
 ]
 
@@ -132,14 +133,29 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
     return module, descriptors
 
 
+def _cache_key(ep: EntryPoint) -> str:
+    return f"entry_point:{entry_point_id(ep)}:{ep.value}"
+
+
+def loaded_entry_point(ep: EntryPoint) -> LoadedPlugin | None:
+    """The plugin of `ep` if it is loaded already (its passes registered again where a
+    clear removed them), else None; never waits for an import."""
+    return reuse_cached(_cache_key(ep))
+
+
 def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
-    """Load one entry point in isolation; loading it again re-registers what a clear removed."""
-    key = f"entry_point:{entry_point_id(ep)}:{ep.value}"
+    """Load one entry point in isolation; loading it again re-registers what a clear removed.
+
+    One loaded already is taken without waiting for an import in progress elsewhere; a
+    new one is imported under `LOAD_LOCK` and published with its passes in one step."""
+    key = _cache_key(ep)
+    cached = reuse_cached(key)
+    if cached is not None:
+        return cached
     dist_name, version = _distribution(ep)
     with LOAD_LOCK:
-        cached = cached_plugin(key)
+        cached = reuse_cached(key)  # (the import waited for may have been this one)
         if cached is not None:
-            cached.register_again()
             return cached
         target = f"entry point {ep.name} = {ep.value} ({dist_name} {version})"
         imported = import_isolated(lambda: _resolve(ep), target=target)
@@ -153,5 +169,5 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
         )
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
                               custom_ops=imported.custom_ops)
-        remember_plugin(key, plugin)
+        publish_plugin(key, plugin)
         return plugin

@@ -15,6 +15,13 @@ unloaded, so that loading it again (its file executed again) registers them afre
 than failing with GE1301. Those a library registers at its own import (a module the plugin
 imported for the first time that is not the plugin's and stays imported) belong to the
 library: they stay registered as long as it stays imported.
+
+Imports are serialised (`LOAD_LOCK`: they change `sys.modules`, `sys.path` and
+`sys.meta_path`, which are the process's), and nothing else waits for them: a plugin
+registers its passes aside while it imports (`registrations_aside`) and is published as a
+whole, its passes and its cache entry, in one short step under the cache's lock, which is
+all that readers (`in_process_plugin`, `loaded_plugins`) and a load of a plugin loaded
+already take.
 """
 
 from __future__ import annotations
@@ -26,10 +33,9 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from types import FrameType, ModuleType
 
@@ -51,6 +57,8 @@ from ge.passes.registry import (
     ensure_registered,
     get_registered_pass_by_name,
     get_registered_passes,
+    publish_registrations,
+    registrations_aside,
     unregister_passes,
 )
 from ge.passes.source import traceback_location
@@ -67,12 +75,16 @@ __all__ = [
     "load_error",
     "load_source",
     "loaded_plugins",
+    "publish_plugin",
+    "reuse_cached",
     "unload_all",
     "unload_plugins",
     "unregister_hint",
 ]
 
-#: Serialises plugin loading and the module cache (imports mutate process-wide state).
+#: Serialises plugin imports (they change `sys.modules`, `sys.path`, `sys.meta_path`): held
+#: while one runs. What only reads what is loaded, or loads a plugin loaded already, never
+#: takes it (see the module docstring).
 LOAD_LOCK = threading.RLock()
 
 
@@ -90,6 +102,14 @@ class PluginOrigin:
         if self.kind == "entry_point":
             return f"entry point {self.entry_point} ({self.distribution} {self.version})"
         return str(self.path)
+
+    def entry_point_names(self) -> tuple[str, ...]:
+        """The names an entry point is disabled by (`name`, `distribution:name`); () for
+        a plugin of another kind."""
+        if self.kind != "entry_point" or not self.entry_point:
+            return ()
+        name = self.entry_point.partition(" = ")[0]
+        return (name, f"{self.distribution}:{name}")
 
 
 @dataclass(frozen=True)
@@ -131,11 +151,13 @@ class LoadedPlugin:
 
 @dataclass
 class PluginLoadReport:
-    """The result of one discovery: loaded plugins, failures, entry points disabled by name."""
+    """The result of one discovery: loaded plugins, failures, entry points disabled by name,
+    and which of the plugins it imported itself (`imported`) rather than found loaded."""
 
     plugins: list[LoadedPlugin] = field(default_factory=list)
     failures: list[GeError] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)
+    imported: list[LoadedPlugin] = field(default_factory=list)
     _seen: set[int] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, plugin: LoadedPlugin) -> None:
@@ -167,8 +189,42 @@ class PluginLoadReport:
         return PluginLoadErrors(self.failures)
 
 
-# source path (or entry-point id) -> the plugin loaded from it
-_CACHE: dict[str, LoadedPlugin] = {}
+class _PluginCache:
+    """The plugins loaded in this process by source path (or entry-point id), and the lock
+    under which a plugin enters (its passes registered, its entry made: `publish`) and
+    leaves (`unload_plugins`) in one step, which readers take to see a consistent whole."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._plugins: dict[str, LoadedPlugin] = {}
+
+    def get(self, key: str) -> LoadedPlugin | None:
+        with self.lock:
+            return self._plugins.get(key)
+
+    def plugins(self) -> list[LoadedPlugin]:
+        with self.lock:
+            return list(self._plugins.values())
+
+    def holds(self, plugin: LoadedPlugin) -> bool:
+        with self.lock:
+            return any(cached is plugin for cached in self._plugins.values())
+
+    def publish(self, key: str, plugin: LoadedPlugin) -> None:
+        """Register the plugin's passes where this thread registers (E13030 on a clash,
+        nothing done) and cache it, in one step."""
+        with self.lock:
+            publish_registrations(plugin.descriptors)
+            self._plugins[key] = plugin
+
+    def forget(self, plugin: LoadedPlugin) -> None:
+        with self.lock:
+            for key, cached in list(self._plugins.items()):
+                if cached is plugin:
+                    del self._plugins[key]
+
+
+_CACHE = _PluginCache()
 
 
 def leave_installed_out_hint(entry_point: str) -> str:
@@ -193,7 +249,7 @@ def _hint_clash(err: DuplicatePassNameError) -> None:
     """Add to a clash with an earlier pass how to leave that one out: the option for a
     loaded entry point's, the unregistering call for one the user's code registered."""
     previous = get_registered_pass_by_name(err.pass_name or "")
-    for plugin in _CACHE.values():
+    for plugin in _CACHE.plugins():
         if previous is not None and any(d is previous for d in plugin.descriptors):
             if plugin.origin.kind == "entry_point" and plugin.origin.entry_point:
                 err.message += leave_installed_out_hint(plugin.origin.entry_point)
@@ -207,17 +263,18 @@ def in_process_plugin() -> LoadedPlugin | None:
     in a script, a notebook cell, a module the user imported), as one plugin of origin
     "in_process", or None: GE runs every registered pass, not only those of its plugin
     paths. Passes of a loaded plugin (the environment's, an entry point's, a
-    `ge.testing.load_passes` set's) are theirs."""
-    with LOAD_LOCK:  # (a plugin importing now has registered passes it is not cached with yet)
-        owned = {id(d) for plugin in _CACHE.values() for d in plugin.descriptors}
+    `ge.testing.load_passes` set's) are theirs. A plugin importing now is not seen: its
+    passes are aside until it is published with them (the cache's lock: no waiting)."""
+    with _CACHE.lock:
+        owned = {id(d) for plugin in _CACHE.plugins() for d in plugin.descriptors}
         found = tuple(d for d in get_registered_passes() if id(d) not in owned)
     return LoadedPlugin(PluginOrigin("in_process"), None, found) if found else None
 
 
 def loaded_plugins() -> list[LoadedPlugin]:
     """The plugins loaded now (by path or entry point), in load order: what `unload_all`
-    would unload. Take `LOAD_LOCK` to compare it with a load that follows."""
-    return list(_CACHE.values())
+    would unload. Hold `LOAD_LOCK` to compare it with a load that follows."""
+    return _CACHE.plugins()
 
 
 def _inside(filename: str | None, roots: Iterable[Path]) -> bool:
@@ -231,10 +288,10 @@ def _inside(filename: str | None, roots: Iterable[Path]) -> bool:
     return False
 
 
-def _new_module_names(count_before: int) -> list[str]:
-    # sys.modules keeps insertion order, so the modules an import added are the last ones.
-    added = len(sys.modules) - count_before
-    return list(islice(reversed(sys.modules), added)) if added > 0 else []
+def _new_module_names(before: Collection[str]) -> list[str]:
+    """The modules imported since `sys.modules` held `before` (by name, not by count: an
+    unload in another thread may drop modules meanwhile)."""
+    return [name for name in list(sys.modules) if name not in before]
 
 
 def _purge(names: Iterable[str]) -> None:
@@ -303,18 +360,21 @@ def import_isolated(
     """Run `run` (an import) so that a failure leaves no registration and no module behind.
 
     `run` returns the module and any already-registered descriptors it vouches for.
-    The plugin owns `own_module` and the other modules it added from inside `roots`, and
-    the custom operators registered meanwhile, but those of a library (`_plugin_ops`).
+    The passes it registers are kept aside (`registrations_aside`): the caller publishes
+    them (`publish_plugin`). The plugin owns `own_module` and the other modules it added
+    from inside `roots`, and the custom operators registered meanwhile, but those of a
+    library (`_plugin_ops`).
     """
-    count_before = len(sys.modules)
-    with capture_registrations() as captured, capture_custom_ops() as ops:
+    before = set(sys.modules)
+    with registrations_aside(), capture_registrations() as captured, \
+            capture_custom_ops() as ops:
         try:
             module, extra = run()
             for descriptor in extra:
                 ensure_registered(descriptor)
         except BaseException as exc:
             unregister_passes(captured)
-            new = _new_module_names(count_before)
+            new = _new_module_names(before)
             owned = _owned_modules(new, roots, own_module)
             _purge(owned)
             remove_custom_ops(_plugin_ops(ops, new, owned))
@@ -325,7 +385,7 @@ def import_isolated(
             raise load_error(target, exc, roots) from exc
     descriptors = list(captured)
     descriptors += [d for d in extra if all(d is not c for c in captured)]
-    new = _new_module_names(count_before)
+    new = _new_module_names(before)
     owned = _owned_modules(new, roots, own_module)
     return Imported(module, tuple(descriptors), tuple(owned), tuple(_plugin_ops(ops, new, owned)))
 
@@ -470,7 +530,7 @@ class _HelperGuard(importlib.abc.MetaPathFinder):
 def _taken_helpers(search_dir: Path) -> dict[str, _TakenHelper]:
     """The modules loaded plugins own whose name resolves, in `search_dir`, to another file."""
     taken: dict[str, _TakenHelper] = {}
-    for plugin in _CACHE.values():
+    for plugin in _CACHE.plugins():
         for name in plugin.owned_modules:
             top = name.partition(".")[0]
             module = sys.modules.get(top)
@@ -491,7 +551,8 @@ def _taken_helpers(search_dir: Path) -> dict[str, _TakenHelper]:
 @contextmanager
 def _guard_helpers(source: PluginSource, roots: tuple[Path, ...]) -> Iterator[_HelperGuard]:
     """Hide the helpers other plugin folders took (and their submodules) while `source`
-    imports, with a `_HelperGuard` that refuses them; put them back afterwards."""
+    imports, with a `_HelperGuard` that refuses them; put back afterwards those whose
+    plugin is still loaded (another thread may have unloaded it meanwhile)."""
     taken = _taken_helpers(source.search_dir) if source.search_dir is not None else {}
     guard = _HelperGuard(taken, roots)
     if not taken:
@@ -511,59 +572,104 @@ def _guard_helpers(source: PluginSource, roots: tuple[Path, ...]) -> Iterator[_H
             sys.meta_path.remove(guard)
         except ValueError:  # the plugin removed it itself
             pass
-        sys.modules.update(hidden)
+        with _CACHE.lock:
+            held = {name.partition(".")[0] for plugin in _CACHE.plugins()
+                    for name in plugin.owned_modules}
+            for name, module in hidden.items():
+                if name.partition(".")[0] in held:
+                    sys.modules.setdefault(name, module)
 
 
 def load_source(source: PluginSource) -> LoadedPlugin:
-    """Import one plugin source once; a repeated load re-registers what a clear removed."""
+    """Import one plugin source once; a repeated load re-registers what a clear removed.
+
+    A plugin loaded already is taken as it is, without waiting for an import in progress
+    in another thread (`LOAD_LOCK` is taken only to import)."""
     key = str(source.path)
+    cached = reuse_cached(key)
+    if cached is not None:
+        return cached
     with LOAD_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            module = cached.module
-            if module is not None and sys.modules.get(module.__name__) is module:
-                changed = cached.changed_files()
-                if changed:
-                    raise _stale_error(cached, changed)
-                cached.register_again()
-                return cached
-            unload_plugins([cached])
-        roots: tuple[Path, ...] = (source.path,)
-        if source.kind == "package":
-            roots = (source.path.parent,)
-        if source.search_dir is not None:
-            roots += (source.search_dir,)
-        origin = PluginOrigin(source.kind, str(source.path))
-        adopted: ModuleType | None = None
-        if source.kind == "package":
-            adopted, clash = _package_clash(source)
-            if clash is not None:
-                raise clash
-        else:  # imported before by the user's own code: its passes are registered already
-            adopted = _imported_from(source.path)
+        cached = reuse_cached(key)  # (the import waited for may have been this one)
+        return cached if cached is not None else _import_source(source, key)
 
-        target = str(source.path.parent if source.kind == "package" else source.path)
 
-        def run() -> tuple[ModuleType | None, list[PassDescriptor]]:
-            if adopted is not None:  # imported before by someone else, from this very file
-                return adopted, descriptors_in_module(adopted)
-            try:
-                module = _exec_source(source)
-            except Exception as exc:  # a taken helper explains it (ImportError, or later)
-                guard.check(target, exc)
-                raise
-            guard.check(target)
-            return module, []
+def reuse_cached(key: str) -> LoadedPlugin | None:
+    """The plugin cached under `key` (a source path or an entry-point id), its passes and
+    custom operators registered again where a clear or an unload removed them; None when
+    there is none (or its module went: it is unloaded then, to be imported afresh).
+    E13029 for a file plugin whose files changed since it was imported."""
+    cached = _CACHE.get(key)
+    if cached is None:
+        return None
+    module = cached.module
+    if cached.origin.kind != "entry_point" and (
+            module is None or sys.modules.get(module.__name__) is not module):
+        unload_plugins([cached])
+        return None
+    changed = cached.changed_files()
+    if changed:
+        raise _stale_error(cached, changed)
+    with _CACHE.lock:  # (not unloaded meanwhile: its passes would outlive it)
+        if _CACHE.get(key) is not cached:
+            return None
+        cached.register_again()
+    return cached
 
-        own = None if adopted is not None else source.module_name
-        with _guard_helpers(source, roots) as guard:
-            imported = import_isolated(run, target=target, roots=roots, own_module=own)
-        files = [sys.modules.get(name) for name in imported.owned_modules]
-        plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
-                              imported.custom_ops, _stamps([imported.module, *files]),
-                              adopted=adopted is not None)
-        _CACHE[key] = plugin
-        return plugin
+
+def publish_plugin(key: str, plugin: LoadedPlugin) -> None:
+    """Make a plugin `import_isolated` imported visible as a whole: its passes registered
+    (where this thread registers) and its cache entry, in one step. On a clash (a pass of
+    its name registered meanwhile) the import is undone and the E13030 error raised."""
+    try:
+        _CACHE.publish(key, plugin)
+    except GeError as err:
+        if not plugin.adopted:
+            _purge(plugin.owned_modules)
+        remove_custom_ops(plugin.custom_ops)
+        if isinstance(err, DuplicatePassNameError):
+            _hint_clash(err)
+        raise
+
+
+def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
+    """Import `source` (under `LOAD_LOCK`) and publish it."""
+    roots: tuple[Path, ...] = (source.path,)
+    if source.kind == "package":
+        roots = (source.path.parent,)
+    if source.search_dir is not None:
+        roots += (source.search_dir,)
+    origin = PluginOrigin(source.kind, str(source.path))
+    adopted: ModuleType | None = None
+    if source.kind == "package":
+        adopted, clash = _package_clash(source)
+        if clash is not None:
+            raise clash
+    else:  # imported before by the user's own code: its passes are registered already
+        adopted = _imported_from(source.path)
+
+    target = str(source.path.parent if source.kind == "package" else source.path)
+
+    def run() -> tuple[ModuleType | None, list[PassDescriptor]]:
+        if adopted is not None:  # imported before by someone else, from this very file
+            return adopted, descriptors_in_module(adopted)
+        try:
+            module = _exec_source(source)
+        except Exception as exc:  # a taken helper explains it (ImportError, or later)
+            guard.check(target, exc)
+            raise
+        guard.check(target)
+        return module, []
+
+    own = None if adopted is not None else source.module_name
+    with _guard_helpers(source, roots) as guard:
+        imported = import_isolated(run, target=target, roots=roots, own_module=own)
+    files = [sys.modules.get(name) for name in imported.owned_modules]
+    plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
+                          imported.custom_ops, _stamps([imported.module, *files]),
+                          adopted=adopted is not None)
+    publish_plugin(key, plugin)
+    return plugin
 
 
 def _stale_error(plugin: LoadedPlugin, changed: list[str]) -> PluginLoadError:
@@ -582,40 +688,29 @@ def _stale_error(plugin: LoadedPlugin, changed: list[str]) -> PluginLoadError:
         path=where)
 
 
-def cached_plugin(key: str) -> LoadedPlugin | None:
-    """The plugin cached under `key` (a source path or an entry-point id)."""
-    with LOAD_LOCK:
-        return _CACHE.get(key)
-
-
-def remember_plugin(key: str, plugin: LoadedPlugin) -> None:
-    """Cache `plugin` under `key` so that the next load of the same key reuses it."""
-    with LOAD_LOCK:
-        _CACHE[key] = plugin
-
-
 def unload_plugins(plugins: Iterable[LoadedPlugin], *, forget_entry_points: bool = False) -> None:
     """Unregister the plugins' passes and custom operators; forget file plugins and remove
     the modules they own.
 
     The next load of a file plugin executes it again. Entry points stay cached and imported
     (they belong to installed distributions): loading one again re-registers its passes and
-    custom operators.
+    custom operators. One step for readers (the cache's lock), without waiting for an
+    import in progress; a plugin unloaded already keeps its hands off the modules of its
+    names, which may be those of a later import of the same file.
     """
-    with LOAD_LOCK:
+    with _CACHE.lock:
         for plugin in plugins:
             if not plugin.adopted:  # (an adopted module's passes stay: it stays imported)
                 unregister_passes(plugin.descriptors)
             remove_custom_ops(plugin.custom_ops)
             if plugin.origin.kind == "entry_point" and not forget_entry_points:
                 continue
-            _purge(plugin.owned_modules)
-            for key, cached in list(_CACHE.items()):
-                if cached is plugin:
-                    del _CACHE[key]
+            if _CACHE.holds(plugin):
+                _purge(plugin.owned_modules)
+                _CACHE.forget(plugin)
 
 
 def unload_all() -> None:
     """Unload and forget every plugin loaded in this process (for tests and tools)."""
-    with LOAD_LOCK:
-        unload_plugins(list(_CACHE.values()), forget_entry_points=True)
+    with _CACHE.lock:
+        unload_plugins(_CACHE.plugins(), forget_entry_points=True)

@@ -1,0 +1,242 @@
+"""Plugin loading in a service that compiles in several threads (trial "a service compiling
+in threads"): a plugin import blocks only the compilations that need that plugin; nothing
+of a plugin is seen before it is loaded as a whole; a development copy of an installed
+pass runs when autoloading is off.
+
+Plugins are real files (pass paths) and real installed distributions (entry points, a
+site folder on `sys.path`, as in test_plugin_options_per_compilation.py). A plugin holds
+its import open on a gate, a module of events the test puts into `sys.modules`: the order
+of events is fixed by the test, never by timing. A compilation expected not to wait runs
+in a thread the test joins while the other import is still held: the join's limit only
+keeps a broken build from hanging (it is never reached when the compilation does not
+wait, however slow the machine).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+import ge.compiler
+import ge.passes
+from ge.compiler import (
+    ENV_DISABLE_PLUGIN_AUTOLOAD,
+    OPTION_DISABLE_PLUGIN_AUTOLOAD,
+    OPTION_DISABLED_PLUGINS,
+    compile_graph,
+    current_pass_registry,
+)
+from ge.passes.bootstrap import load_pass_plugins
+from ge.passes.loader import in_process_plugin, loaded_plugins
+from plugin_fixtures import install_distribution, small_graph
+
+#: How long a join waits before the test calls a compilation stuck: never reached unless
+#: the compilation waits for the held import (a regression), which this makes a failure
+#: rather than a hang.
+STUCK = 30
+
+GATED_PASS = """
+import ge_test_gate
+from ge.passes import FusionBasePass, register_fusion_pass
+from plugin_fixtures import insert_identity
+
+
+@register_fusion_pass(name="{name}", stage="BeforeInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        insert_identity(graph, "{name}_ran")
+
+
+ge_test_gate.executions.append(__name__)
+ge_test_gate.importing.set()  # registered, still importing
+assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
+"""
+
+PASS = """
+from ge.passes import FusionBasePass, register_fusion_pass
+from plugin_fixtures import insert_identity
+
+
+@register_fusion_pass(name="{name}", stage="BeforeInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        insert_identity(graph, "{marker}")
+"""
+
+
+@pytest.fixture
+def gate() -> Iterator[types.SimpleNamespace]:
+    """`ge_test_gate`: `importing` is set once a gated plugin registered its pass, the
+    import goes on when the test sets `go_on`; `executions` lists the modules executed."""
+    gate = types.SimpleNamespace(importing=threading.Event(), go_on=threading.Event(),
+                                 executions=[])
+    sys.modules["ge_test_gate"] = gate  # type: ignore[assignment]
+    try:
+        yield gate
+    finally:
+        gate.go_on.set()
+        sys.modules.pop("ge_test_gate", None)
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "site"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+class Worker:
+    """`fn()` in a thread of its own; `result()` is its return value (or raises its error)."""
+
+    def __init__(self, fn: Callable[[], Any], name: str | None = None) -> None:
+        self._outcome: list[tuple[bool, Any]] = []
+        self.thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._outcome.append((True, fn()))
+        except BaseException as exc:  # handed to the test by result()
+            self._outcome.append((False, exc))
+
+    def finished(self, limit: float = STUCK) -> bool:
+        self.thread.join(limit)
+        return not self.thread.is_alive()
+
+    def result(self) -> Any:
+        assert self.finished(), "the thread is stuck"
+        ok, value = self._outcome[0]
+        if not ok:
+            raise value
+        return value
+
+
+def ran(report: Any) -> list[str]:
+    return [r.pass_name for r in report.records]
+
+
+def relu_model() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def registered() -> list[str]:
+    return [d.pass_name for d in ge.passes.get_registered_passes()]
+
+
+# -- 1. an import blocks only the compilations that need it --------------------------------
+
+def test_a_compilation_does_not_wait_for_another_ones_pass_path_import(write, gate) -> None:
+    """While one compilation imports its pass path's plugin, a compilation without pass
+    paths runs to its end, and sees nothing of that plugin (trial: 2.7 s instead of 3 ms)."""
+    slow = write("slow/slow_pass.py", GATED_PASS.format(name="SlowPass"))
+    model = relu_model()
+    ge.compile(model)  # the compiler runs
+    importing = Worker(lambda: ge.compile(model, pass_paths=[slow]))
+    assert gate.importing.wait(STUCK)
+    plain = Worker(lambda: ge.compile(model))
+    try:
+        assert plain.finished(), "a compilation without pass paths waited for the import"
+        assert ran(plain.result().report) == []
+    finally:
+        gate.go_on.set()
+    assert ran(importing.result().report) == ["SlowPass"]
+    assert gate.executions == [gate.executions[0]]
+
+
+@pytest.mark.ge_entry_points
+def test_an_installed_plugin_importing_is_invisible_until_it_is_loaded(site, gate) -> None:
+    """While a compilation imports an installed plugin it wants: its pass is nowhere to be
+    seen (not in `ge.passes`, not as a pass of the process), and a compilation that leaves
+    the plugin out neither waits for it nor runs its pass."""
+    install_distribution(site, "geplug-slow", {"alpha": GATED_PASS.format(name="AlphaPass")})
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})  # running, alpha not imported
+    wanting = Worker(lambda: compile_graph(small_graph(), options={OPTION_DISABLED_PLUGINS: ""}))
+    assert gate.importing.wait(STUCK)
+    seen = Worker(lambda: (registered(), in_process_plugin(),
+                           [p.name for p in current_pass_registry()],
+                           ran(compile_graph(small_graph()))))
+    try:
+        assert seen.finished(), "a compilation leaving the plugin out waited for its import"
+        assert seen.result() == ([], None, [], [])
+    finally:
+        gate.go_on.set()
+    assert ran(wanting.result()) == ["AlphaPass"]
+    assert registered() == ["AlphaPass"]  # loaded as a whole now
+    assert ran(compile_graph(small_graph())) == []  # still left out by initialize's options
+
+
+@pytest.mark.ge_entry_points
+def test_compilations_that_want_the_plugin_importing_wait_for_it_and_share_it(
+        site, gate, write) -> None:
+    """A compilation that wants the plugin being imported waits for that import: the same
+    installed plugin is then the one imported (its module runs once); the same pass path
+    is that plugin, or, when the other compilation ended meanwhile, imported afresh."""
+    install_distribution(site, "geplug-slow", {"alpha": GATED_PASS.format(name="AlphaPass")})
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
+    wanted = {OPTION_DISABLED_PLUGINS: ""}
+    first = Worker(lambda: compile_graph(small_graph(), options=wanted))
+    assert gate.importing.wait(STUCK)
+    second = Worker(lambda: compile_graph(small_graph(), options=wanted))
+    gate.go_on.set()
+    assert ran(first.result()) == ran(second.result()) == ["AlphaPass"]
+    assert gate.executions == ["geplug_slow_pkg.alpha"]
+
+    gate.importing.clear()
+    gate.go_on.clear()
+    path = write("slow/beta.py", GATED_PASS.format(name="BetaPass"))
+    first = Worker(lambda: compile_graph(small_graph(), pass_paths=[path]))
+    assert gate.importing.wait(STUCK)
+    second = Worker(lambda: compile_graph(small_graph(), pass_paths=[path]))
+    gate.go_on.set()
+    assert ran(first.result()) == ran(second.result()) == ["BetaPass"]
+    assert loaded_plugins() == [p for p in loaded_plugins() if p.origin.kind == "entry_point"]
+    assert not [m for m in sys.modules if m.startswith("_ge_py_pass_beta")]
+
+
+# -- 3. a development copy of an installed pass, autoloading off ----------------------------
+
+@pytest.mark.ge_entry_points
+def test_a_dev_copy_runs_when_autoloading_is_off_by_option(site, write) -> None:
+    """Autoloading off leaves every installed plugin out, as disabling it by name does: a
+    pass path's copy of an installed pass is no E13030 clash then."""
+    install_distribution(site, "geplug-marks", {"marks": PASS.format(name="Marks",
+                                                                    marker="installed")})
+    copy = write("dev/marks_dev.py", PASS.format(name="Marks", marker="dev"))
+    assert ran(compile_graph(small_graph())) == ["Marks"]  # the installed one is loaded
+    for options in ({OPTION_DISABLE_PLUGIN_AUTOLOAD: "true"}, {OPTION_DISABLED_PLUGINS: "marks"}):
+        report = compile_graph(small_graph(), pass_paths=[copy], options=options)
+        assert ran(report) == ["Marks"]
+        assert [n.name for n in report.graph.nodes_of_type("Identity")] == ["dev"]
+    report = compile_graph(small_graph())  # and the installed one, for the others
+    assert [n.name for n in report.graph.nodes_of_type("Identity")] == ["installed"]
+    assert registered() == ["Marks"]
+
+
+@pytest.mark.ge_entry_points
+def test_a_dev_copy_runs_when_autoloading_is_off_by_the_environment(
+        site, write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`GE_DISABLE_PLUGIN_AUTOLOAD` leaves out the installed plugins the process loaded
+    otherwise (GE's `load_pass_plugins`, which loads them with the paths it is given)."""
+    install_distribution(site, "geplug-marks", {"marks": PASS.format(name="Marks",
+                                                                    marker="installed")})
+    copy = write("dev/marks_dev.py", PASS.format(name="Marks", marker="dev"))
+    other = write("other/other.py", PASS.format(name="Other", marker="other"))
+    load_pass_plugins(str(other))  # registers Other and the installed Marks
+    assert sorted(registered()) == ["Marks", "Other"]
+    monkeypatch.setenv(ENV_DISABLE_PLUGIN_AUTOLOAD, "1")
+    report = compile_graph(small_graph(), pass_paths=[copy])
+    assert [n.name for n in report.graph.nodes_of_type("Identity")] == ["dev"]
+    assert sorted(registered()) == ["Marks", "Other"]  # unchanged
