@@ -1,7 +1,8 @@
 """Plugin loading in a service that compiles in several threads (trial "a service compiling
 in threads"): a plugin import blocks only the compilations that need that plugin; nothing
-of a plugin is seen before it is loaded as a whole; a development copy of an installed
-pass runs when autoloading is off.
+of a plugin is seen before it is loaded as a whole; a `ge.finalize()` never leaves a
+compilation loading into the finalized compiler; a development copy of an installed pass
+runs when autoloading is off.
 
 Plugins are real files (pass paths) and real installed distributions (entry points, a
 site folder on `sys.path`, as in test_plugin_options_per_compilation.py). A plugin holds
@@ -27,6 +28,7 @@ from onnx import TensorProto, helper
 
 import ge
 import ge.compiler
+import ge.compiler.engine
 import ge.passes
 from ge.compiler import (
     ENV_DISABLE_PLUGIN_AUTOLOAD,
@@ -35,6 +37,8 @@ from ge.compiler import (
     compile_graph,
     current_pass_registry,
 )
+from ge.compiler.options import parse_options
+from ge.compiler.plugin_loader import PluginLoader, PluginLoaderClosedError
 from ge.passes.bootstrap import load_pass_plugins
 from ge.passes.loader import in_process_plugin, loaded_plugins
 from plugin_fixtures import install_distribution, small_graph
@@ -240,3 +244,85 @@ def test_a_dev_copy_runs_when_autoloading_is_off_by_the_environment(
     report = compile_graph(small_graph(), pass_paths=[copy])
     assert [n.name for n in report.graph.nodes_of_type("Identity")] == ["dev"]
     assert sorted(registered()) == ["Marks", "Other"]  # unchanged
+
+
+# -- 4. a finalize() while a compilation chooses its plugins ---------------------------------
+
+@pytest.mark.ge_entry_points
+def test_finalize_between_taking_the_compiler_and_loading_its_plugins(
+        site, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compilation that took the running compiler, which `ge.finalize()` closes before
+    it loads its installed plugins, loads them into the compiler running then, not into
+    the finalized one: after the last finalize, nothing stays registered."""
+    install_distribution(site, "geplug-marks", {"marks": PASS.format(name="Marks",
+                                                                    marker="installed")})
+    ge.initialize()
+    assert registered() == ["Marks"]
+    took, finalized = threading.Event(), threading.Event()
+    original = ge.compiler.engine._registry_for
+
+    def in_order(engine: Any, options: Any) -> Any:  # orders the threads, changes nothing
+        if threading.current_thread().name == "compiling" and not took.is_set():
+            took.set()
+            assert finalized.wait(STUCK)
+        return original(engine, options)
+
+    monkeypatch.setattr(ge.compiler.engine, "_registry_for", in_order)
+    compiling = Worker(lambda: compile_graph(small_graph()), name="compiling")
+    assert took.wait(STUCK)
+    finalized_loader = ge.compiler.engine._engine.loader  # type: ignore[union-attr]
+    ge.finalize()
+    assert registered() == []
+    finalized.set()
+    assert ran(compiling.result()) == ["Marks"]
+    assert finalized_loader.plugins == []  # nothing loaded into it after it was finalized
+    assert ge.compiler.is_initialized()  # it started the compiler anew, as a first one does
+    ge.finalize()
+    assert registered() == []
+    assert finalized_loader.closed
+
+
+@pytest.mark.ge_entry_points
+def test_finalize_while_a_compilation_imports_an_installed_plugin(site, gate) -> None:
+    """`ge.finalize()` does not wait for an import in progress; the import, done, does not
+    stay registered for the finalized compiler, and its compilation runs with the compiler
+    running then."""
+    install_distribution(site, "geplug-slow", {"alpha": GATED_PASS.format(name="AlphaPass")})
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
+    wanting = Worker(lambda: compile_graph(small_graph(), options={OPTION_DISABLED_PLUGINS: ""}))
+    assert gate.importing.wait(STUCK)
+    finalizing = Worker(ge.finalize)
+    try:
+        assert finalizing.finished(), "finalize waited for the import"
+    finally:
+        gate.go_on.set()
+    assert ran(wanting.result()) == ["AlphaPass"]
+    assert ge.compiler.is_initialized()
+    ge.finalize()
+    assert registered() == []
+    assert [p.origin.kind for p in loaded_plugins()] == ["entry_point"]  # stays imported
+
+
+def test_a_finalized_loader_refuses_to_load(write) -> None:
+    """A loader `unload()` closed loads nothing more: GE1201, saying why; nothing loaded."""
+    plugin = write("p/tagger.py", PASS.format(name="Tagger", marker="t"))
+    options = parse_options({})
+    loader = PluginLoader()
+    loader.unload()
+    assert loader.closed
+    calls: list[Callable[[], object]] = [
+        lambda: loader.start(options),
+        lambda: loader.entry_points_for(parse_options({OPTION_DISABLED_PLUGINS: "x"})),
+        lambda: loader.load_paths([plugin], options),
+        lambda: loader.lease_paths([plugin], options),
+    ]
+    for call in calls:
+        with pytest.raises(PluginLoaderClosedError) as info:
+            call()
+        assert info.value.code == "GE1201"
+        assert info.value.message == (
+            "the compiler was finalized (ge.finalize(), in another thread) while this "
+            "compilation chose its plugins; it loads nothing more: start the compilation "
+            "again")
+    assert loaded_plugins() == [] and registered() == [] and loader.plugins == []
+    assert not [m for m in sys.modules if m.startswith("_ge_py_pass_tagger")]

@@ -13,7 +13,9 @@ that no compilation wanted yet is imported when one does), and
 compilation's `pass_paths` are loaded for it and unloaded after it. Compilations may run
 concurrently in threads: each has its own registry and pass instances, and its own view of
 the custom operators (`ge.ops.registry.CustomOpView`: its plugins' operators, whatever
-other compilations load and a `finalize()` unloads meanwhile).
+other compilations load and a `finalize()` unloads meanwhile). The plugins a compilation
+runs with are those of one lifetime: one whose choice overlapped a `finalize()` in another
+thread chooses again from the compiler running now (`PluginLoaderClosedError`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ge._text import first_and_more
 from ge.compiler.arguments import described, flag, name_list
@@ -32,7 +34,7 @@ from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
 from ge.compiler.pass_registry import PassRegistry
-from ge.compiler.plugin_loader import PathLease, PluginLoader
+from ge.compiler.plugin_loader import PathLease, PluginLoader, PluginLoaderClosedError
 from ge.compiler.report import CompileReport, node_counts, op_histogram
 from ge.compiler.scheduler import (
     EngineStep,
@@ -212,12 +214,41 @@ def _current(options: CompilerOptions) -> _Engine:
         return _engine
 
 
+#: How many times a compilation chooses its plugins again when a `finalize()` in another
+#: thread closed the compiler it chose from (each time from the one running then).
+_ATTEMPTS = 8
+
+_Chosen = TypeVar("_Chosen")
+
+
+def _of_one_lifetime(choose: Callable[[_Engine], _Chosen],
+                     undo: Callable[[_Chosen], None] | None = None,
+                     options: CompilerOptions | None = None) -> _Chosen:
+    """`choose(engine)` with the running engine (started with `options` if none runs),
+    again with the next one while a `finalize()` in another thread closes the one it chose
+    from meanwhile (`undo` gives back what a closed one's choice holds); after
+    `_ATTEMPTS` the last choice stands, or its PluginLoaderClosedError is raised."""
+    for attempt in range(1, _ATTEMPTS + 1):
+        engine = _current(options or CompilerOptions())
+        try:
+            chosen = choose(engine)
+        except PluginLoaderClosedError:
+            if attempt == _ATTEMPTS:
+                raise
+            continue
+        if not engine.loader.closed or attempt == _ATTEMPTS:
+            return chosen
+        if undo is not None:
+            undo(chosen)
+    raise AssertionError("unreachable")
+
+
 def current_pass_registry(options: Mapping[str, str] | None = None) -> PassRegistry:
     """The passes a compilation with `options` (on top of `initialize`'s) starts from,
     before its own pass paths (initialises the compiler if needed)."""
-    engine = _current(parse_options(options))
-    registry, _, _ = _registry_for(engine, engine.options.merged(options))
-    return registry
+    return _of_one_lifetime(
+        lambda engine: _registry_for(engine, engine.options.merged(options))[0],
+        options=parse_options(options))
 
 
 class CompilationPasses:
@@ -276,10 +307,18 @@ def compilation_passes(
     loaded for this compilation only and unloaded when it closes, whether it succeeded or
     failed. The custom operators it sees are those plugins' (the engine's taken now, those
     of `pass_paths` held by it alone) and those registered outside plugins
-    (`CompilationPasses.custom_ops`). (A plain function rather than a generator, so that
-    warnings point at the user's call.)
+    (`CompilationPasses.custom_ops`). All of one compiler lifetime: a `finalize()` in
+    another thread while they are chosen makes it choose again from the compiler running
+    then. (A plain function rather than a generator, so that warnings point at the user's
+    call.)
     """
-    engine = _current(parse_options(options))
+    return _of_one_lifetime(lambda engine: _chosen(engine, options, pass_paths),
+                            CompilationPasses.close, parse_options(options))
+
+
+def _chosen(engine: _Engine, options: Mapping[str, str] | None,
+            pass_paths: Iterable[str | os.PathLike[str]] | None) -> CompilationPasses:
+    """`compilation_passes` from `engine` (PluginLoaderClosedError when it is finalized)."""
     merged = engine.options.merged(options)
     registry, skipped, ops = _registry_for(engine, merged)
     view = CustomOpView(ops, hidden=engine.loader.left_out_custom_ops(merged))

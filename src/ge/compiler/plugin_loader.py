@@ -20,7 +20,9 @@ D9: a plugin failure stops the load (after every plugin was tried) unless the op
 Compilations run in threads: what is loaded is read under the loader's own short lock,
 while imports run outside it, one at a time (`ge.passes.loader.LOAD_LOCK`). A compilation
 waits only for an import it needs itself (an installed plugin it wants that is importing
-now, or its own pass paths when another import runs).
+now, or its own pass paths when another import runs). `unload()` closes the loader: a
+compilation still asking it for plugins gets `PluginLoaderClosedError` and takes the
+compiler running now (`ge.compiler.engine`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from ge.compiler.options import CompilerOptions
 from ge.errors import (
+    CompilerStateError,
     CompileWarning,
     GeError,
     PluginPathNotFoundError,
@@ -62,6 +65,7 @@ __all__ = [
     "ENV_DISABLE_PLUGIN_AUTOLOAD",
     "PathLease",
     "PluginLoader",
+    "PluginLoaderClosedError",
     "autoload_disabled",
     "environment_disables_autoload",
 ]
@@ -97,6 +101,17 @@ def autoload_disabled(options: CompilerOptions, environ: Mapping[str, str]) -> b
     return options.disable_plugin_autoload or environment_disables_autoload(environ)
 
 
+class PluginLoaderClosedError(CompilerStateError):
+    """A loader `unload()` closed (`ge.finalize()`) was asked to load plugins: a
+    compilation that asked takes the compiler running now instead (`ge.compiler.engine`)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the compiler was finalized (ge.finalize(), in another thread) while this "
+            "compilation chose its plugins; it loads nothing more: start the compilation "
+            "again")
+
+
 class PathLease:
     """The plugins of one compilation's explicit pass paths, held until `release()`.
 
@@ -128,7 +143,7 @@ class PluginLoader:
     `start()` snapshots the environment and loads the plugins of `ASCEND_GE_PY_PASS_PATH`;
     `entry_points_for(options)` gives the installed plugins a compilation with `options`
     uses, importing each one the first time it is wanted; `lease_paths()` loads a
-    compilation's own pass paths; `unload()` ends the lifetime.
+    compilation's own pass paths; `unload()` ends the lifetime and closes the loader.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
@@ -136,6 +151,7 @@ class PluginLoader:
         # The loader's state, held for short steps only: imports run outside it (under
         # LOAD_LOCK, taken first when both are), so reading it never waits for an import.
         self._lock = threading.RLock()
+        self._closed = False
         self._plugins: list[LoadedPlugin] = []
         self.env_value: str | None = None
         self._autoload_off: bool | None = None  # GE_DISABLE_PLUGIN_AUTOLOAD, read at start
@@ -151,11 +167,23 @@ class PluginLoader:
         with self._lock:
             return list(self._plugins)
 
+    @property
+    def closed(self) -> bool:
+        """Whether `unload()` ended the loader's lifetime (it loads nothing more)."""
+        with self._lock:
+            return self._closed
+
+    def _check_open(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise PluginLoaderClosedError()
+
     # -- the environment --------------------------------------------------------------------
     def start(self, options: CompilerOptions) -> PluginLoadReport:
         """Snapshot `ASCEND_GE_PY_PASS_PATH` and `GE_DISABLE_PLUGIN_AUTOLOAD` (D13) and load
         the plugins the path variable names."""
         with self._lock:
+            self._check_open()
             self.env_value = value = self._environ.get(ENV_PY_PASS_PATH, "")
             self._autoload_off = environment_disables_autoload(self._environ)
         return self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV)
@@ -188,12 +216,15 @@ class PluginLoader:
         `CompileWarning` (once per name and lifetime), not an error: a shared configuration
         may name a plugin this environment does not have. A failure raises (all of them
         together) unless `continue_on_plugin_error`, which warns once per failed plugin.
-        Only an import of a plugin it wants makes it wait.
+        Only an import of a plugin it wants makes it wait (`PluginLoaderClosedError` once
+        `unload()` closed the loader).
         """
+        self._check_open()
         report = PluginLoadReport()
         if options.disable_plugin_autoload or self.autoload_off_by_environment():
             return report
         with self._lock:
+            self._check_open()
             if self._entry_points is None:
                 self._entry_points = [(ep, entry_point_id(ep)) for ep in plugin_entry_points()]
             installed = self._entry_points
@@ -230,6 +261,7 @@ class PluginLoader:
             if plugin is None:
                 with LOAD_LOCK:
                     with self._lock:
+                        self._check_open()
                         if key in self._entry_plugins or key in self._entry_failures:
                             return []  # (loaded, or failed, for the import waited for)
                     plugin = load_entry_point(ep)
@@ -240,6 +272,9 @@ class PluginLoader:
                 self._entry_failures[key] = err
             return [err]
         with self._lock:
+            if self._closed:  # (finalized meanwhile: its passes must not outlive the loader)
+                unload_plugins([plugin])
+                raise PluginLoaderClosedError()
             if key not in self._entry_plugins:
                 self._entry_plugins[key] = plugin
                 self._plugins.append(plugin)
@@ -289,12 +324,14 @@ class PluginLoader:
         warns.
         """
         items = given_paths(paths)
+        self._check_open()
         left_out = [d for plugin in self.left_out(options) for d in plugin.descriptors]
         with registrations_aside(ignoring=left_out):
             report = _discover(items, PASS_PATH_GIVEN)
         owned: list[LoadedPlugin] = []
         with self._lock:
-            for plugin in report.plugins:
+            closed = self._closed
+            for plugin in [] if closed else report.plugins:
                 held = self._leases.get(id(plugin))
                 if held is not None:
                     self._leases[id(plugin)] = (plugin, held[1] + 1)
@@ -303,6 +340,9 @@ class PluginLoader:
                 else:
                     continue  # someone else's (the environment's, a test's set)
                 owned.append(plugin)
+        if closed:
+            unload_plugins(report.imported)
+            raise PluginLoaderClosedError()
         lease = PathLease(self, report, owned)
         error = report.error()
         if error is not None and not options.continue_on_plugin_error:
@@ -355,14 +395,18 @@ class PluginLoader:
     def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
               source: str = PASS_PATH_GIVEN) -> PluginLoadReport:
         items = given_paths(paths)
+        self._check_open()
         report = _discover(items, source)
         failed = bool(report.failures) and not options.continue_on_plugin_error
-        if not failed:
-            with self._lock:
+        with self._lock:
+            closed = self._closed
+            if not (closed or failed):
                 self._plugins.extend(
                     p for p in report.plugins if all(p is not q for q in self._plugins))
-        else:
+        if closed or failed:
             unload_plugins(report.imported)
+            if closed:
+                raise PluginLoaderClosedError()
             error = report.error()
             assert error is not None
             raise error
@@ -371,8 +415,10 @@ class PluginLoader:
 
     def unload(self) -> None:
         """Unregister every pass this loader loaded and drop the plugin modules it owns
-        (entry-point modules stay imported: they belong to installed distributions)."""
+        (entry-point modules stay imported: they belong to installed distributions), and
+        close the loader: it loads nothing more (`PluginLoaderClosedError`)."""
         with self._lock:
+            self._closed = True
             unload_plugins(self._plugins)
             self._plugins.clear()
             self._entry_plugins.clear()
