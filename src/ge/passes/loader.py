@@ -6,8 +6,8 @@ error (or the E13030 registration error that caused it) with the user's file and
 file reached twice (listed twice, via a symlink) is imported and registered once.
 
 A plugin of a folder whose import reaches a helper module (`import _common`) that another
-plugin folder already imported from a different file fails with E13029 naming both files,
-as a package whose name is taken does (D8): it never silently gets the other folder's file.
+plugin folder already imported from a different file fails with E13029 naming both files
+(`ge.passes.helper_modules`).
 
 Custom operators (`ge.ops.register_op`) a plugin registers while it is imported belong to
 it like its passes: rolled back when the import fails, unregistered when the plugin is
@@ -27,17 +27,14 @@ already take.
 from __future__ import annotations
 
 import copy
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import ModuleType
 
 from ge._text import first_and_more
 from ge.errors import (
@@ -51,6 +48,7 @@ from ge.errors import (
 from ge.ops.registry import CustomOp, capture_custom_ops, ensure_custom_op, remove_custom_ops
 from ge.passes.discovery import PluginSource
 from ge.passes.file_stamps import FileStamp
+from ge.passes.helper_modules import guard_helpers, inside
 from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
@@ -277,17 +275,6 @@ def loaded_plugins() -> list[LoadedPlugin]:
     return _CACHE.plugins()
 
 
-def _inside(filename: str | None, roots: Iterable[Path]) -> bool:
-    if not filename:
-        return False
-    real = os.path.realpath(filename)
-    for root in roots:
-        text = str(root)
-        if real == text or real.startswith(text + os.sep):
-            return True
-    return False
-
-
 def _new_module_names(before: Collection[str]) -> list[str]:
     """The modules imported since `sys.modules` held `before` (by name, not by count: an
     unload in another thread may drop modules meanwhile)."""
@@ -394,7 +381,7 @@ def _owned_modules(new: list[str], roots: tuple[Path, ...], own_module: str | No
     """Of the modules an import added (`new`), those the plugin owns."""
     owned = []
     for name in new:
-        if name == own_module or _inside(getattr(sys.modules.get(name), "__file__", None), roots):
+        if name == own_module or inside(getattr(sys.modules.get(name), "__file__", None), roots):
             owned.append(name)
     return owned
 
@@ -467,117 +454,6 @@ def _package_clash(source: PluginSource) -> tuple[ModuleType | None, PluginLoadE
         f"already imported from {where}; the package at {target} would be shadowed by it.",
         path=target,
     )
-
-
-@dataclass(frozen=True)
-class _TakenHelper:
-    """A helper module another plugin imported that this plugin's folder has its own file of."""
-
-    name: str
-    existing: str  # the file already imported under `name`
-    owner: str  # the plugin that imported it
-    beside: str  # this folder's file of the same name, which the import would have meant
-
-
-class _HelperClash(ImportError):
-    """Raised into a plugin's import of a helper whose name another plugin folder took."""
-
-
-class _HelperGuard(importlib.abc.MetaPathFinder):
-    """While one plugin imports: the taken helpers are out of `sys.modules`, so an import of
-    one of them reaches this finder (first on `sys.meta_path`), which records and refuses it."""
-
-    def __init__(self, taken: dict[str, _TakenHelper], roots: tuple[Path, ...]) -> None:
-        self.taken = taken
-        self.roots = roots
-        self.thread = threading.get_ident()
-        self.hits: list[tuple[_TakenHelper, SourceLocation | None]] = []
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        helper = self.taken.get(fullname.partition(".")[0])
-        if helper is None or threading.get_ident() != self.thread:
-            return None
-        self.hits.append((helper, self._import_site()))
-        raise _HelperClash(
-            f"module {helper.name!r} is already imported from {helper.existing}", name=fullname
-        )
-
-    def _import_site(self) -> SourceLocation | None:
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            if _inside(frame.f_code.co_filename, self.roots):
-                return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
-            frame = frame.f_back
-        return None
-
-    def check(self, target: str, cause: BaseException | None = None) -> None:
-        """Raise E13029 for the first taken helper the plugin tried to import, if any."""
-        if not self.hits:
-            return
-        helper, location = self.hits[0]
-        error = PluginLoadError(
-            f"Failed to load custom fusion pass lib {target}. Reason: a module named "
-            f"{helper.name} is already imported from {helper.existing} (by the plugin "
-            f"{helper.owner}); {helper.beside} is not loaded: rename one of them.",
-            location=location,
-            path=target,
-        )
-        raise error from cause
-
-
-def _taken_helpers(search_dir: Path) -> dict[str, _TakenHelper]:
-    """The modules loaded plugins own whose name resolves, in `search_dir`, to another file."""
-    taken: dict[str, _TakenHelper] = {}
-    for plugin in _CACHE.plugins():
-        for name in plugin.owned_modules:
-            top = name.partition(".")[0]
-            module = sys.modules.get(top)
-            if top in taken or module is None:
-                continue
-            spec = importlib.machinery.PathFinder.find_spec(top, [str(search_dir)])
-            if spec is None or not spec.has_location or not spec.origin:
-                continue
-            beside = os.path.realpath(spec.origin)
-            existing = getattr(module, "__file__", None)
-            if existing and os.path.realpath(existing) == beside:
-                continue  # the same file (the same folder, a symlink): shared, as Python does
-            where = existing or f"{list(getattr(module, '__path__', []))} (namespace)"
-            taken[top] = _TakenHelper(top, where, str(plugin.origin), beside)
-    return taken
-
-
-@contextmanager
-def _guard_helpers(source: PluginSource, roots: tuple[Path, ...]) -> Iterator[_HelperGuard]:
-    """Hide the helpers other plugin folders took (and their submodules) while `source`
-    imports, with a `_HelperGuard` that refuses them; put back afterwards those whose
-    plugin is still loaded (another thread may have unloaded it meanwhile)."""
-    taken = _taken_helpers(source.search_dir) if source.search_dir is not None else {}
-    guard = _HelperGuard(taken, roots)
-    if not taken:
-        yield guard
-        return
-    hidden = {
-        name: module
-        for name, module in list(sys.modules.items())
-        if name.partition(".")[0] in taken
-    }
-    _purge(hidden)
-    sys.meta_path.insert(0, guard)
-    try:
-        yield guard
-    finally:
-        try:
-            sys.meta_path.remove(guard)
-        except ValueError:  # the plugin removed it itself
-            pass
-        with _CACHE.lock:
-            held = {name.partition(".")[0] for plugin in _CACHE.plugins()
-                    for name in plugin.owned_modules}
-            for name, module in hidden.items():
-                if name.partition(".")[0] in held:
-                    sys.modules.setdefault(name, module)
 
 
 def load_source(source: PluginSource) -> LoadedPlugin:
@@ -662,7 +538,7 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
         return module, []
 
     own = None if adopted is not None else source.module_name
-    with _guard_helpers(source, roots) as guard:
+    with guard_helpers(source, roots, _CACHE.plugins, _CACHE.lock) as guard:
         imported = import_isolated(run, target=target, roots=roots, own_module=own)
     files = [sys.modules.get(name) for name in imported.owned_modules]
     plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
