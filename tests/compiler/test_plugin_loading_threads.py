@@ -65,6 +65,61 @@ ge_test_gate.importing.set()  # registered, still importing
 assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
 """
 
+#: An installed plugin registering a custom operator and holding its import open.
+GATED_OP = """
+import ge_test_gate
+from ge.ops import register_op
+
+register_op("AddTwo", domain="com.trial", inputs=["x"], outputs=["y"],
+            infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x + 2)
+ge_test_gate.importing.set()
+assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
+"""
+
+PASS = """
+import ge_test_gate
+from ge.passes import FusionBasePass, register_fusion_pass
+from plugin_fixtures import insert_identity
+
+
+@register_fusion_pass(name="{name}", stage="BeforeInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        insert_identity(graph, "{name}_ran")
+
+
+ge_test_gate.executions.append(__name__)
+ge_test_gate.importing.set()  # registered, still importing
+assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
+"""
+
+#: An installed plugin registering a custom operator and holding its import open.
+GATED_OP = """
+import ge_test_gate
+from ge.ops import register_op
+
+register_op("AddTwo", domain="com.trial", inputs=["x"], outputs=["y"],
+            infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x + 2)
+ge_test_gate.importing.set()
+assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
+"""
+
+#: A pass path's own operator of that name, and a pass telling which one it sees.
+OWN_OP = """
+import ge_test_gate
+from ge.ops import get_custom_op, register_op
+from ge.passes import FusionBasePass, register_fusion_pass
+
+register_op("AddTwo", domain="com.trial", inputs=["x"], outputs=["y"],
+            infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x + 3)
+
+
+@register_fusion_pass(name="SeesAddTwo", stage="BeforeInferShape")
+class SeesAddTwo(FusionBasePass):
+    def run(self, graph, context):
+        ge_test_gate.seen.append(get_custom_op("AddTwo", "com.trial").location.file)
+"""
+
 PASS = """
 from ge.passes import FusionBasePass, register_fusion_pass
 from plugin_fixtures import insert_identity
@@ -82,7 +137,7 @@ def gate() -> Iterator[types.SimpleNamespace]:
     """`ge_test_gate`: `importing` is set once a gated plugin registered its pass, the
     import goes on when the test sets `go_on`; `executions` lists the modules executed."""
     gate = types.SimpleNamespace(importing=threading.Event(), go_on=threading.Event(),
-                                 executions=[])
+                                 executions=[], seen=[])
     sys.modules["ge_test_gate"] = gate  # type: ignore[assignment]
     try:
         yield gate
@@ -208,6 +263,39 @@ def test_compilations_that_want_the_plugin_importing_wait_for_it_and_share_it(
     assert ran(first.result()) == ran(second.result()) == ["BetaPass"]
     assert loaded_plugins() == [p for p in loaded_plugins() if p.origin.kind == "entry_point"]
     assert not [m for m in sys.modules if m.startswith("_ge_py_pass_beta")]
+
+
+@pytest.mark.ge_entry_points
+def test_the_custom_operators_of_a_plugin_importing_are_not_seen_before_it_is_loaded(
+        site, gate) -> None:
+    """The operators an installed plugin registers while it imports are published with it:
+    meanwhile nobody sees them, not even a compilation that leaves the plugin out (its
+    view of the operators is taken while the plugin imports)."""
+    from ge.ops import get_custom_op
+    from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+    @register_fusion_pass(name="SeesAddTwo", stage=PassStage.BEFORE_INFER_SHAPE)
+    class SeesAddTwo(FusionBasePass):  # of the process: it runs in every compilation
+        def run(self, graph, context):
+            gate.seen.append(get_custom_op("AddTwo", "com.trial"))
+
+    install_distribution(site, "geplug-ops", {"alpha": GATED_OP})
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
+    wanting = Worker(lambda: compile_graph(small_graph(), options={OPTION_DISABLED_PLUGINS: ""}))
+    assert gate.importing.wait(STUCK)
+    meanwhile = Worker(lambda: (get_custom_op("AddTwo", "com.trial"),
+                                ran(compile_graph(small_graph()))))
+    try:
+        assert meanwhile.finished(), "a compilation leaving the plugin out waited for it"
+        assert meanwhile.result() == (None, ["SeesAddTwo"])
+        assert gate.seen == [None]
+    finally:
+        gate.go_on.set()
+    assert ran(wanting.result()) == ["SeesAddTwo"]
+    assert gate.seen[1] is not None and gate.seen[1].module == "geplug_ops_pkg.alpha"
+    assert get_custom_op("AddTwo", "com.trial") is gate.seen[1]
+    ran(compile_graph(small_graph()))  # left out by initialize's options: not seen
+    assert gate.seen[2] is None
 
 
 # -- 3. a development copy of an installed pass, autoloading off ----------------------------

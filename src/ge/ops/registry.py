@@ -62,6 +62,7 @@ __all__ = [
     "get_custom_op",
     "list_custom_ops",
     "process_custom_ops",
+    "publish_custom_ops",
     "register_op",
     "remove_custom_ops",
     "unregister_op",
@@ -584,3 +585,17 @@ def remove_custom_ops(ops: Iterable[CustomOp]) -> None:
     """Unregister exactly these operators (another one registered under the same name
     since stays)."""
     _TABLE.remove(ops)
+
+
+def publish_custom_ops(ops: Iterable[CustomOp]) -> None:
+    """Register operators a plugin registered aside while it imported (into a view of its
+    own: `CustomOpView.importing`) where this thread registers now: the view collecting
+    (a compilation's own plugins), else the table, as added by a plugin's import (a view
+    made before does not see them). Those registered there already stay; GE1301 for the
+    first whose name another operator took (the others are added)."""
+    collector = _TABLE._collector()
+    if collector is None:
+        _TABLE.publish(ops)
+        return
+    for op in ops:
+        _TABLE.ensure(op)

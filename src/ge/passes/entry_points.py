@@ -169,5 +169,5 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
         )
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
                               custom_ops=imported.custom_ops)
-        publish_plugin(key, plugin)
+        publish_plugin(key, plugin, target)
         return plugin

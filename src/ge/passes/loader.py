@@ -31,7 +31,8 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -45,7 +46,15 @@ from ge.errors import (
     PluginLoadErrors,
     SourceLocation,
 )
-from ge.ops.registry import CustomOp, capture_custom_ops, ensure_custom_op, remove_custom_ops
+from ge.ops.registry import (
+    CustomOp,
+    CustomOpView,
+    active_custom_op_view,
+    capture_custom_ops,
+    ensure_custom_op,
+    publish_custom_ops,
+    remove_custom_ops,
+)
 from ge.passes.discovery import PluginSource
 from ge.passes.file_stamps import FileStamp
 from ge.passes.helper_modules import guard_helpers, inside
@@ -209,10 +218,15 @@ class _PluginCache:
             return any(cached is plugin for cached in self._plugins.values())
 
     def publish(self, key: str, plugin: LoadedPlugin) -> None:
-        """Register the plugin's passes where this thread registers (E13030 on a clash,
-        nothing done) and cache it, in one step."""
+        """Register the plugin's custom operators and passes where this thread registers
+        (GE1301, E13030 on a clash, nothing kept) and cache it, in one step."""
         with self.lock:
-            publish_registrations(plugin.descriptors)
+            try:
+                publish_custom_ops(plugin.custom_ops)
+                publish_registrations(plugin.descriptors)
+            except BaseException:
+                remove_custom_ops(plugin.custom_ops)
+                raise
             self._plugins[key] = plugin
 
     def forget(self, plugin: LoadedPlugin) -> None:
@@ -353,8 +367,9 @@ def import_isolated(
     library (`_plugin_ops`).
     """
     before = set(sys.modules)
-    with registrations_aside(), capture_registrations() as captured, \
-            capture_custom_ops() as ops:
+    plugin_ops: list[CustomOp] = []
+    with _custom_ops_aside(lambda: plugin_ops), registrations_aside(), \
+            capture_registrations() as captured, capture_custom_ops() as ops:
         try:
             module, extra = run()
             for descriptor in extra:
@@ -370,11 +385,25 @@ def import_isolated(
             if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
                 raise
             raise load_error(target, exc, roots) from exc
-    descriptors = list(captured)
-    descriptors += [d for d in extra if all(d is not c for c in captured)]
-    new = _new_module_names(before)
-    owned = _owned_modules(new, roots, own_module)
-    return Imported(module, tuple(descriptors), tuple(owned), tuple(_plugin_ops(ops, new, owned)))
+        descriptors = list(captured)
+        descriptors += [d for d in extra if all(d is not c for c in captured)]
+        new = _new_module_names(before)
+        owned = _owned_modules(new, roots, own_module)
+        plugin_ops += _plugin_ops(ops, new, owned)
+    return Imported(module, tuple(descriptors), tuple(owned), tuple(plugin_ops))
+
+
+@contextmanager
+def _custom_ops_aside(plugin_ops: Callable[[], Iterable[CustomOp]]) -> Iterator[None]:
+    """Outside a compilation's own import (whose view collects them already), the custom
+    operators a plugin registers while it imports go to a view of their own, out of the
+    process-wide table until the plugin is published with them (`publish_plugin`); those
+    of a library it imported (not in `plugin_ops()`) go to the table at the end."""
+    if active_custom_op_view() is not None:
+        yield
+        return
+    with CustomOpView().importing(plugin_ops):
+        yield
 
 
 def _owned_modules(new: list[str], roots: tuple[Path, ...], own_module: str | None) -> list[str]:
@@ -493,19 +522,23 @@ def reuse_cached(key: str) -> LoadedPlugin | None:
     return cached
 
 
-def publish_plugin(key: str, plugin: LoadedPlugin) -> None:
-    """Make a plugin `import_isolated` imported visible as a whole: its passes registered
-    (where this thread registers) and its cache entry, in one step. On a clash (a pass of
-    its name registered meanwhile) the import is undone and the E13030 error raised."""
+def publish_plugin(key: str, plugin: LoadedPlugin, target: str) -> None:
+    """Make a plugin `import_isolated` imported (from `target`) visible as a whole: its
+    custom operators and passes registered (where this thread registers) and its cache
+    entry, in one step. On a clash (a pass or an operator of its name registered
+    meanwhile) the import is undone: the E13030 error, or E13029 for an operator."""
     try:
         _CACHE.publish(key, plugin)
     except GeError as err:
         if not plugin.adopted:
             _purge(plugin.owned_modules)
-        remove_custom_ops(plugin.custom_ops)
         if isinstance(err, DuplicatePassNameError):
             _hint_clash(err)
-        raise
+        if isinstance(err, PassRegisterError):
+            raise
+        error = load_error(target, err)
+        error.location = error.location or err.location
+        raise error from err
 
 
 def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
@@ -544,7 +577,7 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
     plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
                           imported.custom_ops, _stamps([imported.module, *files]),
                           adopted=adopted is not None)
-    publish_plugin(key, plugin)
+    publish_plugin(key, plugin, target)
     return plugin
 
 
