@@ -214,9 +214,9 @@ def _current(options: CompilerOptions) -> _Engine:
         return _engine
 
 
-#: How many times a compilation chooses its plugins again when a `finalize()` in another
-#: thread closed the compiler it chose from (each time from the one running then).
-_ATTEMPTS = 8
+#: How many times a compilation chooses its plugins while `finalize()` calls in other
+#: threads may close the compiler it chose from; the last time, they wait for it.
+_ATTEMPTS = 3
 
 _Chosen = TypeVar("_Chosen")
 
@@ -226,21 +226,20 @@ def _of_one_lifetime(choose: Callable[[_Engine], _Chosen],
                      options: CompilerOptions | None = None) -> _Chosen:
     """`choose(engine)` with the running engine (started with `options` if none runs),
     again with the next one while a `finalize()` in another thread closes the one it chose
-    from meanwhile (`undo` gives back what a closed one's choice holds); after
-    `_ATTEMPTS` the last choice stands, or its PluginLoaderClosedError is raised."""
-    for attempt in range(1, _ATTEMPTS + 1):
+    from meanwhile (`undo` gives back what a closed one's choice holds). The last attempt
+    holds the compiler's lock, so that `finalize()` waits for it: a choice always ends."""
+    for _ in range(_ATTEMPTS - 1):
         engine = _current(options or CompilerOptions())
         try:
             chosen = choose(engine)
         except PluginLoaderClosedError:
-            if attempt == _ATTEMPTS:
-                raise
             continue
-        if not engine.loader.closed or attempt == _ATTEMPTS:
+        if not engine.loader.closed:
             return chosen
         if undo is not None:
             undo(chosen)
-    raise AssertionError("unreachable")
+    with _LOCK:
+        return choose(_current(options or CompilerOptions()))
 
 
 def current_pass_registry(options: Mapping[str, str] | None = None) -> PassRegistry:

@@ -321,7 +321,8 @@ class PluginLoader:
         installed plugins the compilation leaves out (a development copy of an installed
         pass, given with the installed one disabled or autoloading off). A failure raises
         (nothing this call loaded stays loaded) unless `continue_on_plugin_error`, which
-        warns.
+        warns. A closed loader refuses a new lease (`PluginLoaderClosedError`); one it
+        closes while the lease imports stays good (it holds its own plugins only).
         """
         items = given_paths(paths)
         self._check_open()
@@ -330,8 +331,7 @@ class PluginLoader:
             report = _discover(items, PASS_PATH_GIVEN)
         owned: list[LoadedPlugin] = []
         with self._lock:
-            closed = self._closed
-            for plugin in [] if closed else report.plugins:
+            for plugin in report.plugins:
                 held = self._leases.get(id(plugin))
                 if held is not None:
                     self._leases[id(plugin)] = (plugin, held[1] + 1)
@@ -340,9 +340,6 @@ class PluginLoader:
                 else:
                     continue  # someone else's (the environment's, a test's set)
                 owned.append(plugin)
-        if closed:
-            unload_plugins(report.imported)
-            raise PluginLoaderClosedError()
         lease = PathLease(self, report, owned)
         error = report.error()
         if error is not None and not options.continue_on_plugin_error:
