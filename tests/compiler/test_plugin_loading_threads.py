@@ -76,34 +76,6 @@ ge_test_gate.importing.set()
 assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
 """
 
-PASS = """
-import ge_test_gate
-from ge.passes import FusionBasePass, register_fusion_pass
-from plugin_fixtures import insert_identity
-
-
-@register_fusion_pass(name="{name}", stage="BeforeInferShape")
-class {name}(FusionBasePass):
-    def run(self, graph, context):
-        insert_identity(graph, "{name}_ran")
-
-
-ge_test_gate.executions.append(__name__)
-ge_test_gate.importing.set()  # registered, still importing
-assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
-"""
-
-#: An installed plugin registering a custom operator and holding its import open.
-GATED_OP = """
-import ge_test_gate
-from ge.ops import register_op
-
-register_op("AddTwo", domain="com.trial", inputs=["x"], outputs=["y"],
-            infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x + 2)
-ge_test_gate.importing.set()
-assert ge_test_gate.go_on.wait(60), "the test never let the import finish"
-"""
-
 #: A pass path's own operator of that name, and a pass telling which one it sees.
 OWN_OP = """
 import ge_test_gate
@@ -114,10 +86,10 @@ register_op("AddTwo", domain="com.trial", inputs=["x"], outputs=["y"],
             infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x + 3)
 
 
-@register_fusion_pass(name="SeesAddTwo", stage="BeforeInferShape")
-class SeesAddTwo(FusionBasePass):
+@register_fusion_pass(name="OwnAddTwo", stage="BeforeInferShape")
+class OwnAddTwo(FusionBasePass):
     def run(self, graph, context):
-        ge_test_gate.seen.append(get_custom_op("AddTwo", "com.trial").location.file)
+        ge_test_gate.seen.append(get_custom_op("AddTwo", "com.trial"))
 """
 
 PASS = """
@@ -199,20 +171,30 @@ def registered() -> list[str]:
 
 def test_a_compilation_does_not_wait_for_another_ones_pass_path_import(write, gate) -> None:
     """While one compilation imports its pass path's plugin, a compilation without pass
-    paths runs to its end, and sees nothing of that plugin (trial: 2.7 s instead of 3 ms)."""
+    paths runs to its end, and sees nothing of that plugin (trial: 2.7 s instead of 3 ms);
+    so does one with a plugin file of its own. One with a plugin folder (first on
+    `sys.path` while its plugins import) runs once the import ended."""
     slow = write("slow/slow_pass.py", GATED_PASS.format(name="SlowPass"))
+    mine = write("mine/my_pass.py", PASS.format(name="MyPass", marker="mine"))
+    folder = write("folder/folder_pass.py", PASS.format(name="FolderPass", marker="f")).parent
     model = relu_model()
     ge.compile(model)  # the compiler runs
     importing = Worker(lambda: ge.compile(model, pass_paths=[slow]))
     assert gate.importing.wait(STUCK)
     plain = Worker(lambda: ge.compile(model))
+    own_file = Worker(lambda: ge.compile(model, pass_paths=[mine]))
     try:
         assert plain.finished(), "a compilation without pass paths waited for the import"
         assert ran(plain.result().report) == []
+        assert own_file.finished(), "a compilation with another plugin file waited for it"
+        assert ran(own_file.result().report) == ["MyPass"]
+        own_folder = Worker(lambda: ge.compile(model, pass_paths=[folder]))
     finally:
         gate.go_on.set()
     assert ran(importing.result().report) == ["SlowPass"]
+    assert ran(own_folder.result().report) == ["FolderPass"]
     assert gate.executions == [gate.executions[0]]
+    assert registered() == [] and loaded_plugins() == []
 
 
 @pytest.mark.ge_entry_points
@@ -267,11 +249,12 @@ def test_compilations_that_want_the_plugin_importing_wait_for_it_and_share_it(
 
 @pytest.mark.ge_entry_points
 def test_the_custom_operators_of_a_plugin_importing_are_not_seen_before_it_is_loaded(
-        site, gate) -> None:
+        site, gate, write) -> None:
     """The operators an installed plugin registers while it imports are published with it:
     meanwhile nobody sees them, not even a compilation that leaves the plugin out (its
-    view of the operators is taken while the plugin imports)."""
-    from ge.ops import get_custom_op
+    view of the operators is taken while the plugin imports), which may bring its own
+    operator of that name (no GE1301)."""
+    from ge.ops import get_custom_op, unregister_op
     from ge.passes import FusionBasePass, PassStage, register_fusion_pass
 
     @register_fusion_pass(name="SeesAddTwo", stage=PassStage.BEFORE_INFER_SHAPE)
@@ -279,23 +262,34 @@ def test_the_custom_operators_of_a_plugin_importing_are_not_seen_before_it_is_lo
         def run(self, graph, context):
             gate.seen.append(get_custom_op("AddTwo", "com.trial"))
 
-    install_distribution(site, "geplug-ops", {"alpha": GATED_OP})
-    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
-    wanting = Worker(lambda: compile_graph(small_graph(), options={OPTION_DISABLED_PLUGINS: ""}))
-    assert gate.importing.wait(STUCK)
-    meanwhile = Worker(lambda: (get_custom_op("AddTwo", "com.trial"),
-                                ran(compile_graph(small_graph()))))
     try:
-        assert meanwhile.finished(), "a compilation leaving the plugin out waited for it"
-        assert meanwhile.result() == (None, ["SeesAddTwo"])
-        assert gate.seen == [None]
-    finally:
-        gate.go_on.set()
-    assert ran(wanting.result()) == ["SeesAddTwo"]
-    assert gate.seen[1] is not None and gate.seen[1].module == "geplug_ops_pkg.alpha"
-    assert get_custom_op("AddTwo", "com.trial") is gate.seen[1]
-    ran(compile_graph(small_graph()))  # left out by initialize's options: not seen
-    assert gate.seen[2] is None
+        install_distribution(site, "geplug-ops", {"alpha": GATED_OP})
+        own = write("own/add_two.py", OWN_OP)
+        ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
+        wanted = {OPTION_DISABLED_PLUGINS: ""}
+        wanting = Worker(lambda: compile_graph(small_graph(), options=wanted))
+        assert gate.importing.wait(STUCK)
+        meanwhile = Worker(lambda: (get_custom_op("AddTwo", "com.trial"),
+                                    ran(compile_graph(small_graph()))))
+        try:
+            assert meanwhile.finished(), "a compilation leaving the plugin out waited for it"
+            assert meanwhile.result() == (None, ["SeesAddTwo"])
+            assert gate.seen == [None]
+            with_own = Worker(lambda: ran(compile_graph(small_graph(), pass_paths=[own])))
+            assert with_own.finished(), "a compilation with its own plugin file waited"
+            assert with_own.result() == ["OwnAddTwo", "SeesAddTwo"]
+            assert gate.seen[1] is gate.seen[2] and gate.seen[1].location.file == str(own)
+            del gate.seen[1:]
+        finally:
+            gate.go_on.set()
+        assert ran(wanting.result()) == ["SeesAddTwo"]
+        assert gate.seen[1] is not None and gate.seen[1].module == "geplug_ops_pkg.alpha"
+        assert get_custom_op("AddTwo", "com.trial") is gate.seen[1]
+        ran(compile_graph(small_graph()))  # left out by initialize's options: not seen
+        assert gate.seen[2] is None
+    finally:  # an installed plugin's module stays imported, and so its operator
+        if get_custom_op("AddTwo", "com.trial") is not None:
+            unregister_op("AddTwo", "com.trial")
 
 
 # -- 3. a development copy of an installed pass, autoloading off ----------------------------

@@ -18,9 +18,10 @@ D9: a plugin failure stops the load (after every plugin was tried) unless the op
 `ge.passes.continue_on_plugin_error` is true, which skips the plugin with a warning.
 
 Compilations run in threads: what is loaded is read under the loader's own short lock,
-while imports run outside it, one at a time (`ge.passes.loader.LOAD_LOCK`). A compilation
-waits only for an import it needs itself (an installed plugin it wants that is importing
-now, or its own pass paths when another import runs). `unload()` closes the loader: a
+while imports run outside it (`ge.passes.loader.LOAD_LOCK`). A compilation waits only for
+an import it needs itself (an installed plugin it wants, or a file of its pass paths, that
+another compilation is importing now), or, to import a folder of its pass paths (which is
+first on `sys.path` meanwhile), for the imports in progress. `unload()` closes the loader: a
 compilation still asking it for plugins gets `PluginLoaderClosedError` and takes the
 compiler running now (`ge.compiler.engine`).
 """
@@ -47,6 +48,7 @@ from ge.passes.discovery import given_paths, normalize_path_list
 from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
     entry_point_id,
+    entry_point_key,
     load_entry_point,
     loaded_entry_point,
     plugin_entry_points,
@@ -259,7 +261,7 @@ class PluginLoader:
         try:
             plugin = loaded_entry_point(ep)
             if plugin is None:
-                with LOAD_LOCK:
+                with LOAD_LOCK.importing(entry_point_key(ep), exclusive=False):
                     with self._lock:
                         self._check_open()
                         if key in self._entry_plugins or key in self._entry_failures:

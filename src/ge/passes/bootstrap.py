@@ -68,13 +68,16 @@ def _on_sys_path(directory: Path | None) -> Iterator[None]:
 
 def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSource]) -> None:
     """Load the plugins of one item: those loaded already as they are, the others imported
-    one at a time (`LOAD_LOCK`), the item's directory on `sys.path` while they import."""
+    (`LOAD_LOCK`; alone when the item is a folder, which is first on `sys.path` while its
+    plugins import)."""
+    folder = item.is_dir()
     for source in sources:
         key = str(source.path)
         try:
             plugin = reuse_cached(key)
             if plugin is None:
-                with LOAD_LOCK, _on_sys_path(item if item.is_dir() else None):
+                with LOAD_LOCK.importing(key, exclusive=folder), \
+                        _on_sys_path(item if folder else None):
                     plugin = reuse_cached(key)  # (the import waited for may have been it)
                     if plugin is None:
                         plugin = load_source(source)

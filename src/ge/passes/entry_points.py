@@ -31,6 +31,7 @@ from ge.passes.source import definition_location, hook_location
 __all__ = [
     "ENTRY_POINT_GROUP",
     "entry_point_id",
+    "entry_point_key",
     "is_disabled",
     "load_entry_point",
     "loaded_entry_point",
@@ -133,27 +134,29 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
     return module, descriptors
 
 
-def _cache_key(ep: EntryPoint) -> str:
+def entry_point_key(ep: EntryPoint) -> str:
+    """The key `ep` is cached and imported under (`LOAD_LOCK.importing`)."""
     return f"entry_point:{entry_point_id(ep)}:{ep.value}"
 
 
 def loaded_entry_point(ep: EntryPoint) -> LoadedPlugin | None:
     """The plugin of `ep` if it is loaded already (its passes registered again where a
     clear removed them), else None; never waits for an import."""
-    return reuse_cached(_cache_key(ep))
+    return reuse_cached(entry_point_key(ep))
 
 
 def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
     """Load one entry point in isolation; loading it again re-registers what a clear removed.
 
     One loaded already is taken without waiting for an import in progress elsewhere; a
-    new one is imported under `LOAD_LOCK` and published with its passes in one step."""
-    key = _cache_key(ep)
+    new one is imported holding `LOAD_LOCK` shared (several entry points may import at
+    once, one of them never twice at once) and published with its passes in one step."""
+    key = entry_point_key(ep)
     cached = reuse_cached(key)
     if cached is not None:
         return cached
     dist_name, version = _distribution(ep)
-    with LOAD_LOCK:
+    with LOAD_LOCK.importing(key, exclusive=False):
         cached = reuse_cached(key)  # (the import waited for may have been this one)
         if cached is not None:
             return cached

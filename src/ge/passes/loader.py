@@ -16,12 +16,12 @@ than failing with GE1301. Those a library registers at its own import (a module 
 imported for the first time that is not the plugin's and stays imported) belong to the
 library: they stay registered as long as it stays imported.
 
-Imports are serialised (`LOAD_LOCK`: they change `sys.modules`, `sys.path` and
-`sys.meta_path`, which are the process's), and nothing else waits for them: a plugin
-registers its passes aside while it imports (`registrations_aside`) and is published as a
-whole, its passes and its cache entry, in one short step under the cache's lock, which is
-all that readers (`in_process_plugin`, `loaded_plugins`) and a load of a plugin loaded
-already take.
+Imports take `LOAD_LOCK` (`ge.passes.import_lock`: exclusive for the plugins of a folder,
+which change `sys.path`, shared otherwise; one import per plugin at a time), and nothing
+else waits for them: a plugin registers its passes and custom operators aside while it
+imports (`registrations_aside`) and is published as a whole, with its cache entry, in one
+short step under the cache's lock, which is all that readers (`in_process_plugin`,
+`loaded_plugins`) and a load of a plugin loaded already take.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from ge.ops.registry import (
 from ge.passes.discovery import PluginSource
 from ge.passes.file_stamps import FileStamp
 from ge.passes.helper_modules import guard_helpers, inside
+from ge.passes.import_lock import ImportLock
 from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
@@ -89,10 +90,10 @@ __all__ = [
     "unregister_hint",
 ]
 
-#: Serialises plugin imports (they change `sys.modules`, `sys.path`, `sys.meta_path`): held
-#: while one runs. What only reads what is loaded, or loads a plugin loaded already, never
-#: takes it (see the module docstring).
-LOAD_LOCK = threading.RLock()
+#: Taken by plugin imports, for as long as one runs (see `ImportLock`): what only reads what
+#: is loaded, or loads a plugin loaded already, never takes it. `with LOAD_LOCK:` holds it
+#: exclusive: no plugin imports meanwhile.
+LOAD_LOCK = ImportLock()
 
 
 @dataclass(frozen=True)
@@ -489,20 +490,28 @@ def load_source(source: PluginSource) -> LoadedPlugin:
     """Import one plugin source once; a repeated load re-registers what a clear removed.
 
     A plugin loaded already is taken as it is, without waiting for an import in progress
-    in another thread (`LOAD_LOCK` is taken only to import)."""
+    in another thread (`LOAD_LOCK` is taken only to import: exclusive for a source of a
+    folder or a package, which change `sys.path` or hide helpers while they import)."""
     key = str(source.path)
     cached = reuse_cached(key)
     if cached is not None:
         return cached
-    with LOAD_LOCK:
+    with LOAD_LOCK.importing(key, exclusive=changes_import_path(source)):
         cached = reuse_cached(key)  # (the import waited for may have been this one)
         return cached if cached is not None else _import_source(source, key)
+
+
+def changes_import_path(source: PluginSource) -> bool:
+    """Whether importing `source` changes what other imports find meanwhile: a plugin of a
+    folder (the folder first on `sys.path`, helpers of other folders hidden) or a package."""
+    return source.search_dir is not None or source.kind == "package"
 
 
 def reuse_cached(key: str) -> LoadedPlugin | None:
     """The plugin cached under `key` (a source path or an entry-point id), its passes and
     custom operators registered again where a clear or an unload removed them; None when
-    there is none (or its module went: it is unloaded then, to be imported afresh).
+    there is none (or its module went: it is unloaded then, to be imported afresh, if
+    this thread holds `LOAD_LOCK`: else a folder's import may hide it for a moment).
     E13029 for a file plugin whose files changed since it was imported."""
     cached = _CACHE.get(key)
     if cached is None:
@@ -510,7 +519,8 @@ def reuse_cached(key: str) -> LoadedPlugin | None:
     module = cached.module
     if cached.origin.kind != "entry_point" and (
             module is None or sys.modules.get(module.__name__) is not module):
-        unload_plugins([cached])
+        if LOAD_LOCK.held():
+            unload_plugins([cached])
         return None
     changed = cached.changed_files()
     if changed:
