@@ -30,6 +30,7 @@ import ge
 import ge.compiler
 import ge.compiler.engine
 import ge.passes
+import ge.passes.loader as loader
 from ge.compiler import (
     ENV_DISABLE_PLUGIN_AUTOLOAD,
     OPTION_DISABLE_PLUGIN_AUTOLOAD,
@@ -288,6 +289,41 @@ def test_the_custom_operators_of_a_plugin_importing_are_not_seen_before_it_is_lo
         ran(compile_graph(small_graph()))  # left out by initialize's options: not seen
         assert gate.seen[2] is None
     finally:  # an installed plugin's module stays imported, and so its operator
+        if get_custom_op("AddTwo", "com.trial") is not None:
+            unregister_op("AddTwo", "com.trial")
+
+
+@pytest.mark.ge_entry_points
+def test_an_installed_plugins_operator_appears_with_the_plugin_not_before(
+        site, gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator the module of an installed plugin registers (its own, or a library's
+    it imports: they stay registered as long as it stays imported) enters the table in
+    the step that publishes the plugin, not at the end of its import, before it."""
+    from ge.ops import get_custom_op, unregister_op
+
+    install_distribution(site, "geplug-ops", {"alpha": GATED_OP})
+    gate.go_on.set()  # (the import does not wait here)
+    publishing, published = threading.Event(), threading.Event()
+    original = loader._CACHE.publish
+
+    def in_order(*args: Any) -> None:  # orders the threads, changes nothing
+        publishing.set()
+        assert published.wait(STUCK)
+        original(*args)
+
+    monkeypatch.setattr(loader._CACHE, "publish", in_order)
+    try:
+        loading = Worker(lambda: compile_graph(small_graph()))
+        assert publishing.wait(STUCK)
+        try:
+            assert get_custom_op("AddTwo", "com.trial") is None
+            assert loaded_plugins() == []
+        finally:
+            published.set()
+        loading.result()
+        op = get_custom_op("AddTwo", "com.trial")
+        assert op is not None and op.module == "geplug_ops_pkg.alpha"
+    finally:
         if get_custom_op("AddTwo", "com.trial") is not None:
             unregister_op("AddTwo", "com.trial")
 

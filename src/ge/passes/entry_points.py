@@ -172,5 +172,5 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
         )
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
                               custom_ops=imported.custom_ops)
-        publish_plugin(key, plugin, target)
+        publish_plugin(key, plugin, target, imported.library_ops)
         return plugin

@@ -218,10 +218,13 @@ class _PluginCache:
         with self.lock:
             return any(cached is plugin for cached in self._plugins.values())
 
-    def publish(self, key: str, plugin: LoadedPlugin) -> None:
+    def publish(self, key: str, plugin: LoadedPlugin,
+                library_ops: Iterable[CustomOp] = ()) -> None:
         """Register the plugin's custom operators and passes where this thread registers
-        (GE1301, E13030 on a clash, nothing kept) and cache it, in one step."""
+        (GE1301, E13030 on a clash, nothing kept) and cache it, in one step; with the
+        operators of the libraries its import imported (kept whatever follows)."""
         with self.lock:
+            publish_custom_ops(library_ops)
             try:
                 publish_custom_ops(plugin.custom_ops)
                 publish_registrations(plugin.descriptors)
@@ -350,6 +353,8 @@ class Imported:
     descriptors: tuple[PassDescriptor, ...]
     owned_modules: tuple[str, ...]
     custom_ops: tuple[CustomOp, ...] = ()
+    #: Those registered by the libraries it imported (they are not the plugin's).
+    library_ops: tuple[CustomOp, ...] = ()
 
 
 def import_isolated(
@@ -368,8 +373,8 @@ def import_isolated(
     library (`_plugin_ops`).
     """
     before = set(sys.modules)
-    plugin_ops: list[CustomOp] = []
-    with _custom_ops_aside(lambda: plugin_ops), registrations_aside(), \
+    kept: list[CustomOp] = []  # (what the operators' aside keeps: published with the plugin)
+    with _custom_ops_aside(lambda: kept), registrations_aside(), \
             capture_registrations() as captured, capture_custom_ops() as ops:
         try:
             module, extra = run()
@@ -390,20 +395,23 @@ def import_isolated(
         descriptors += [d for d in extra if all(d is not c for c in captured)]
         new = _new_module_names(before)
         owned = _owned_modules(new, roots, own_module)
-        plugin_ops += _plugin_ops(ops, new, owned)
-    return Imported(module, tuple(descriptors), tuple(owned), tuple(plugin_ops))
+        plugin_ops = _plugin_ops(ops, new, owned)
+        kept += ops
+    library_ops = tuple(op for op in ops if all(op is not mine for mine in plugin_ops))
+    return Imported(module, tuple(descriptors), tuple(owned), tuple(plugin_ops), library_ops)
 
 
 @contextmanager
-def _custom_ops_aside(plugin_ops: Callable[[], Iterable[CustomOp]]) -> Iterator[None]:
+def _custom_ops_aside(kept: Callable[[], Iterable[CustomOp]]) -> Iterator[None]:
     """Outside a compilation's own import (whose view collects them already), the custom
-    operators a plugin registers while it imports go to a view of their own, out of the
-    process-wide table until the plugin is published with them (`publish_plugin`); those
-    of a library it imported (not in `plugin_ops()`) go to the table at the end."""
+    operators registered while a plugin imports go to a view of their own, out of the
+    process-wide table until the plugin is published with them (`publish_plugin`); when
+    the import fails, those of the libraries it imported (not in `kept()`) go to the table
+    at the end (they stay registered as long as the libraries stay imported)."""
     if active_custom_op_view() is not None:
         yield
         return
-    with CustomOpView().importing(plugin_ops):
+    with CustomOpView().importing(kept):
         yield
 
 
@@ -532,13 +540,15 @@ def reuse_cached(key: str) -> LoadedPlugin | None:
     return cached
 
 
-def publish_plugin(key: str, plugin: LoadedPlugin, target: str) -> None:
+def publish_plugin(key: str, plugin: LoadedPlugin, target: str,
+                   library_ops: Iterable[CustomOp] = ()) -> None:
     """Make a plugin `import_isolated` imported (from `target`) visible as a whole: its
-    custom operators and passes registered (where this thread registers) and its cache
-    entry, in one step. On a clash (a pass or an operator of its name registered
-    meanwhile) the import is undone: the E13030 error, or E13029 for an operator."""
+    custom operators (and `library_ops`, those of the libraries it imported) and passes
+    registered (where this thread registers) and its cache entry, in one step. On a clash
+    (a pass or an operator of its name registered meanwhile) the import is undone: the
+    E13030 error, or E13029 for an operator."""
     try:
-        _CACHE.publish(key, plugin)
+        _CACHE.publish(key, plugin, library_ops)
     except GeError as err:
         if not plugin.adopted:
             _purge(plugin.owned_modules)
@@ -587,7 +597,7 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
     plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
                           imported.custom_ops, _stamps([imported.module, *files]),
                           adopted=adopted is not None)
-    publish_plugin(key, plugin, target)
+    publish_plugin(key, plugin, target, imported.library_ops)
     return plugin
 
 
