@@ -30,7 +30,7 @@ import ge
 import ge.compiler
 import ge.compiler.engine
 import ge.passes
-import ge.passes.loader as loader
+import ge.passes.plugin_cache as plugin_cache
 from ge.compiler import (
     ENV_DISABLE_PLUGIN_AUTOLOAD,
     OPTION_DISABLE_PLUGIN_AUTOLOAD,
@@ -304,14 +304,14 @@ def test_an_installed_plugins_operator_appears_with_the_plugin_not_before(
     install_distribution(site, "geplug-ops", {"alpha": GATED_OP})
     gate.go_on.set()  # (the import does not wait here)
     publishing, published = threading.Event(), threading.Event()
-    original = loader._CACHE.publish
+    original = plugin_cache.CACHE.publish
 
     def in_order(*args: Any) -> None:  # orders the threads, changes nothing
         publishing.set()
         assert published.wait(STUCK)
         original(*args)
 
-    monkeypatch.setattr(loader._CACHE, "publish", in_order)
+    monkeypatch.setattr(plugin_cache.CACHE, "publish", in_order)
     try:
         loading = Worker(lambda: compile_graph(small_graph()))
         assert publishing.wait(STUCK)

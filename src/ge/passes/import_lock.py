@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["ImportLock"]
+__all__ = ["LOAD_LOCK", "ImportLock"]
 
 
 class ImportLock:
@@ -113,3 +113,9 @@ class ImportLock:
             else:
                 del self._keys[key]
             self._state.notify_all()
+
+
+#: The lock of this process's plugin imports (`ge.passes.loader`), held for as long as one
+#: runs: what only reads what is loaded, or loads a plugin loaded already, never takes it.
+#: `with LOAD_LOCK:` holds it exclusive: no plugin imports meanwhile.
+LOAD_LOCK = ImportLock()
