@@ -40,7 +40,9 @@ from ge.compiler import (
 )
 from ge.compiler.options import parse_options
 from ge.compiler.plugin_loader import PluginLoader, PluginLoaderClosedError
+from ge.errors import PluginLoadError
 from ge.passes.bootstrap import load_pass_plugins
+from ge.passes.discovery import module_name_for
 from ge.passes.loader import in_process_plugin, loaded_plugins
 from plugin_fixtures import install_distribution, small_graph
 
@@ -93,6 +95,21 @@ class OwnAddTwo(FusionBasePass):
         ge_test_gate.seen.append(get_custom_op("AddTwo", "com.trial"))
 """
 
+#: A pass that holds its compilation open while it runs (and so the plugin it came from).
+HELD_PASS = """
+import ge_test_gate
+from ge.passes import FusionBasePass, register_fusion_pass
+from plugin_fixtures import insert_identity
+
+
+@register_fusion_pass(name="{name}", stage="BeforeInferShape")
+class {name}(FusionBasePass):
+    def run(self, graph, context):
+        insert_identity(graph, "{marker}")
+        ge_test_gate.running.set()
+        assert ge_test_gate.go_on.wait(60), "the test never let the pass end"
+"""
+
 PASS = """
 from ge.passes import FusionBasePass, register_fusion_pass
 from plugin_fixtures import insert_identity
@@ -107,10 +124,11 @@ class {name}(FusionBasePass):
 
 @pytest.fixture
 def gate() -> Iterator[types.SimpleNamespace]:
-    """`ge_test_gate`: `importing` is set once a gated plugin registered its pass, the
-    import goes on when the test sets `go_on`; `executions` lists the modules executed."""
+    """`ge_test_gate`: `importing` is set once a gated plugin registered its pass (`running`
+    once a held pass runs), the import (or the run) goes on when the test sets `go_on`;
+    `executions` lists the modules executed, `seen` what passes report."""
     gate = types.SimpleNamespace(importing=threading.Event(), go_on=threading.Event(),
-                                 executions=[], seen=[])
+                                 running=threading.Event(), executions=[], seen=[])
     sys.modules["ge_test_gate"] = gate  # type: ignore[assignment]
     try:
         yield gate
@@ -444,3 +462,72 @@ def test_a_finalized_loader_refuses_to_load(write) -> None:
             "again")
     assert loaded_plugins() == [] and registered() == [] and loader.plugins == []
     assert not [m for m in sys.modules if m.startswith("_ge_py_pass_tagger")]
+
+
+# -- 5. a pass-path file edited while another compilation holds it ---------------------------
+
+def identities(report: Any) -> list[str]:
+    return sorted(node.name for node in report.graph.nodes_of_type("Identity"))
+
+
+def plugin_modules(stem: str) -> list[str]:
+    return [name for name in sys.modules if name.startswith(f"_ge_py_pass_{stem}_")]
+
+
+def test_an_edited_pass_path_file_runs_at_once_beside_a_compilation_holding_it(
+        write, gate) -> None:
+    """A plugin file edited while a compilation running now holds it (given as its pass
+    path) is, for the next compilation, a plugin of its own beside that one: a copy under a
+    module name of its content. Both run their code; nothing stays loaded after them."""
+    plugin = write("dev/marks.py", HELD_PASS.format(name="Marks", marker="old"))
+    holding = Worker(lambda: compile_graph(small_graph(), pass_paths=[plugin]))
+    try:
+        assert gate.running.wait(STUCK)
+        plugin.write_text(PASS.format(name="Marks", marker="new"))
+        assert identities(compile_graph(small_graph(), pass_paths=[plugin])) == ["new"]
+        # The held one keeps its path's module name; the copy, unloaded after its
+        # compilation, had one of its content.
+        assert plugin_modules("marks") == [module_name_for(plugin.resolve())]
+        both = Worker(lambda: [identities(compile_graph(small_graph(), pass_paths=[plugin]))
+                               for _ in range(2)])
+        assert both.result() == [["new"], ["new"]]
+    finally:
+        gate.go_on.set()
+    assert identities(holding.result()) == ["old"]
+    assert plugin_modules("marks") == [] and loaded_plugins() == [] and registered() == []
+    assert identities(compile_graph(small_graph(), pass_paths=[plugin])) == ["new"]
+
+
+def test_a_held_plugin_of_a_folder_shares_its_helper_with_a_copy_until_that_changes(
+        write, gate) -> None:
+    """The copy of a folder's edited plugin file shares the helper the held plugin
+    imported (one name, one file). With the helper edited too, a copy would run the old
+    helper: asking for the file is E13029 until the compilation holding it ends; nothing
+    changes for that one."""
+    plugin = write("dev/marks.py", "import _marks_text\n" + HELD_PASS.format(
+        name="Marks", marker="old"))
+    folder = plugin.parent
+    helper = write("dev/_marks_text.py", "TEXT = 'old'\n")
+    holding = Worker(lambda: compile_graph(small_graph(), pass_paths=[folder]))
+    try:
+        assert gate.running.wait(STUCK)
+        plugin.write_text("import _marks_text\n" + PASS.format(name="Marks", marker="new"))
+        assert identities(compile_graph(small_graph(), pass_paths=[folder])) == ["new"]
+        helper.write_text("TEXT = 'new, longer'\n")
+        with pytest.raises(PluginLoadError) as info:
+            compile_graph(small_graph(), pass_paths=[folder])
+        assert info.value.code == "E13029"
+        assert info.value.message == (
+            f"Failed to load custom fusion pass lib {plugin}. Reason: {plugin}, {helper} "
+            "changed (or went) since it was imported, and it is still loaded: by "
+            "the compiler, from ASCEND_GE_PY_PASS_PATH when it started (call ge.finalize() "
+            "first), by another compilation running now that was given it as a pass path, "
+            "or by an open ge.testing.load_passes block (load it again when they have "
+            "ended); ge would run the old code.")
+        assert registered() == [] and plugin_modules("marks") == [
+            module_name_for(plugin.resolve())]
+    finally:
+        gate.go_on.set()
+    assert identities(holding.result()) == ["old"]
+    assert plugin_modules("marks") == [] and loaded_plugins() == []
+    assert "_marks_text" not in sys.modules

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -82,11 +82,12 @@ PASS_PATH_IN_ENV = f"in {ENV_PY_PASS_PATH}"
 PASS_PATH_GIVEN = "given as a pass path: --pass-path or pass_paths="
 
 
-def _discover(items: list[Path], source: str) -> PluginLoadReport:
+def _discover(items: list[Path], source: str,
+              copies: Callable[[LoadedPlugin], bool] | None = None) -> PluginLoadReport:
     """`discover_plugins` of path items; a missing path or a non-`.py` file says where it
     came from."""
     try:
-        return discover_plugins(items, entry_points=False)
+        return discover_plugins(items, entry_points=False, copies=copies)
     except (PluginPathNotFoundError, PluginPathSuffixError) as err:
         err.message += f" ({source})"
         raise
@@ -324,13 +325,16 @@ class PluginLoader:
         pass, given with the installed one disabled or autoloading off). A failure raises
         (nothing this call loaded stays loaded) unless `continue_on_plugin_error`, which
         warns. A closed loader refuses a new lease (`PluginLoaderClosedError`); one it
-        closes while the lease imports stays good (it holds its own plugins only).
+        closes while the lease imports stays good (it holds its own plugins only). A file
+        edited since the plugin another running compilation holds was imported from it is
+        loaded beside that one, as a copy (`ge.passes.plugin_cache.cached_source`), when
+        only leases hold it; else it is E13029.
         """
         items = given_paths(paths)
         self._check_open()
         left_out = [d for plugin in self.left_out(options) for d in plugin.descriptors]
         with registrations_aside(ignoring=left_out):
-            report = _discover(items, PASS_PATH_GIVEN)
+            report = _discover(items, PASS_PATH_GIVEN, self._leased_only)
         owned: list[LoadedPlugin] = []
         with self._lock:
             for plugin in report.plugins:
@@ -375,6 +379,12 @@ class PluginLoader:
                 *(op for op in process_custom_ops() if op.module is not None and any(
                     op.module == name or op.module.startswith(name + ".")
                     for name in names))]
+
+    def _leased_only(self, plugin: LoadedPlugin) -> bool:
+        """Whether only compilations of this loader hold `plugin` (by their leases): one
+        given its file, edited since, may load a copy of it beside theirs."""
+        with self._lock:
+            return id(plugin) in self._leases and all(plugin is not p for p in self._plugins)
 
     def _release(self, plugins: list[LoadedPlugin]) -> None:
         with self._lock:

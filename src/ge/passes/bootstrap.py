@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -32,7 +32,13 @@ from ge.passes.entry_points import (
     load_entry_point,
     plugin_entry_points,
 )
-from ge.passes.loader import LOAD_LOCK, PluginLoadReport, load_source, reuse_cached
+from ge.passes.loader import (
+    LOAD_LOCK,
+    LoadedPlugin,
+    PluginLoadReport,
+    cached_source,
+    load_source,
+)
 from ge.passes.source import warn_user
 
 __all__ = [
@@ -66,21 +72,22 @@ def _on_sys_path(directory: Path | None) -> Iterator[None]:
             pass
 
 
-def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSource]) -> None:
+def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSource],
+                  copies: Callable[[LoadedPlugin], bool] | None) -> None:
     """Load the plugins of one item: those loaded already as they are, the others imported
     (`LOAD_LOCK`; alone when the item is a folder, which is first on `sys.path` while its
-    plugins import)."""
+    plugins import). `copies` tells whether an edited file a plugin loaded already comes
+    from may be loaded again beside it (`cached_source`)."""
     folder = item.is_dir()
     for source in sources:
-        key = str(source.path)
         try:
-            plugin = reuse_cached(key)
+            plugin, wanted, key = cached_source(source, copies)
             if plugin is None:
                 with LOAD_LOCK.importing(key, exclusive=folder), \
                         _on_sys_path(item if folder else None):
-                    plugin = reuse_cached(key)  # (the import waited for may have been it)
+                    plugin, wanted, key = cached_source(source, copies)  # (imported meanwhile?)
                     if plugin is None:
-                        plugin = load_source(source)
+                        plugin = load_source(wanted, key)
                         report.imported.append(plugin)
             report.add(plugin)
         except GeError as err:
@@ -94,6 +101,7 @@ def discover_plugins(
     disabled: Collection[str] = (),
     module_prefix: str = DEFAULT_MODULE_PREFIX,
     plugin_kind: str = DEFAULT_PLUGIN_KIND,
+    copies: Callable[[LoadedPlugin], bool] | None = None,
 ) -> PluginLoadReport:
     """Load the plugins of `paths` (in order), then the entry points; collect every failure.
 
@@ -101,7 +109,8 @@ def discover_plugins(
     imported (E13029 that is also FileNotFoundError / ValueError). Plugins that fail to
     import are rolled back and listed in `report.failures`; the others stay loaded. Each
     plugin is imported and published on its own: plugins loaded already are taken without
-    waiting for another thread's import.
+    waiting for another thread's import. A plugin file edited since a loaded plugin came
+    from it is E13029, unless `copies(that plugin)` lets it load beside it.
     """
     items = [item.resolve() for item in given_paths(paths)]
     planned = [
@@ -111,7 +120,7 @@ def discover_plugins(
     report = PluginLoadReport()
     importlib.invalidate_caches()  # (files written since the last import are found)
     for item, sources in planned:
-        _load_sources(report, item, sources)
+        _load_sources(report, item, sources, copies)
     if entry_points:
         for ep in plugin_entry_points():
             if is_disabled(ep, disabled):

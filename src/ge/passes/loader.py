@@ -59,6 +59,7 @@ from ge.passes.plugin_cache import (
     LoadedPlugin,
     PluginLoadReport,
     PluginOrigin,
+    cached_source,
     hint_clash,
     in_process_plugin,
     leave_installed_out_hint,
@@ -83,6 +84,7 @@ __all__ = [
     "LoadedPlugin",
     "PluginLoadReport",
     "PluginOrigin",
+    "cached_source",
     "descriptors_in_module",
     "import_isolated",
     "in_process_plugin",
@@ -294,13 +296,14 @@ def _package_clash(source: PluginSource) -> tuple[ModuleType | None, PluginLoadE
     )
 
 
-def load_source(source: PluginSource) -> LoadedPlugin:
-    """Import one plugin source once; a repeated load re-registers what a clear removed.
+def load_source(source: PluginSource, key: str | None = None) -> LoadedPlugin:
+    """Import one plugin source once (cached under `key`, by default its path); a repeated
+    load re-registers what a clear removed.
 
     A plugin loaded already is taken as it is, without waiting for an import in progress
     in another thread (`LOAD_LOCK` is taken only to import: exclusive for a source of a
     folder or a package, which change `sys.path` or hide helpers while they import)."""
-    key = str(source.path)
+    key = str(source.path) if key is None else key
     cached = reuse_cached(key)
     if cached is not None:
         return cached
@@ -351,6 +354,8 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
             raise clash
     else:  # imported before by the user's own code: its passes are registered already
         adopted = _imported_from(source.path)
+        if adopted is not None and any(p.module is adopted for p in CACHE.plugins()):
+            adopted = None  # a loaded plugin's: this is a copy of its edited file
 
     target = str(source.path.parent if source.kind == "package" else source.path)
 

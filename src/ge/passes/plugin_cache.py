@@ -6,20 +6,23 @@ cache's lock (`ge.passes.loader.publish_plugin`) and leaves it the same way
 (`unload_plugins`); readers (`in_process_plugin`, `loaded_plugins`, a load of a plugin
 loaded already: `reuse_cached`) take that lock alone, never `LOAD_LOCK`, so they never
 wait for an import in progress. A file plugin asked for again after its files changed is
-E13029: the code that runs is the code imported.
+E13029: the code that runs is the code imported; when only compilations running now hold
+it, the edited file is loaded beside it instead, as a copy (`cached_source`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from ge._text import first_and_more
 from ge.errors import DuplicatePassNameError, GeError, PluginLoadError, PluginLoadErrors
 from ge.ops.registry import CustomOp, ensure_custom_op, publish_custom_ops, remove_custom_ops
+from ge.passes.discovery import PluginSource
 from ge.passes.file_stamps import FileStamp
 from ge.passes.import_lock import LOAD_LOCK
 from ge.passes.registry import (
@@ -36,6 +39,7 @@ __all__ = [
     "LoadedPlugin",
     "PluginLoadReport",
     "PluginOrigin",
+    "cached_source",
     "hint_clash",
     "in_process_plugin",
     "leave_installed_out_hint",
@@ -257,23 +261,67 @@ def reuse_cached(key: str) -> LoadedPlugin | None:
     there is none (or its module went: it is unloaded then, to be imported afresh, if
     this thread holds `LOAD_LOCK`: else a folder's import may hide it for a moment).
     E13029 for a file plugin whose files changed since it was imported."""
+    cached, changed = _reuse(key)
+    if changed:
+        assert cached is not None
+        raise _stale_error(cached, changed)
+    return cached
+
+
+def _reuse(key: str) -> tuple[LoadedPlugin | None, list[str]]:
+    """`reuse_cached`, a plugin whose files changed given with them (and not reused)."""
     cached = CACHE.get(key)
     if cached is None:
-        return None
+        return None, []
     module = cached.module
     if cached.origin.kind != "entry_point" and (
             module is None or sys.modules.get(module.__name__) is not module):
         if LOAD_LOCK.held():
             unload_plugins([cached])
-        return None
+        return None, []
     changed = cached.changed_files()
     if changed:
-        raise _stale_error(cached, changed)
+        return cached, changed
     with CACHE.lock:  # (not unloaded meanwhile: its passes would outlive it)
         if CACHE.get(key) is not cached:
-            return None
+            return None, []
         cached.register_again()
-    return cached
+    return cached, []
+
+
+def cached_source(source: PluginSource, copies: Callable[[LoadedPlugin], bool] | None = None
+                  ) -> tuple[LoadedPlugin | None, PluginSource, str]:
+    """The plugin of `source` loaded already (`reuse_cached`), or None with the source to
+    import and its cache key. When the loaded one's file changed since it was imported and
+    `copies(loaded)` allows it (compilations running now hold it, for their duration), the
+    edited file is another plugin beside it: a copy named after its content (`_copy_of`),
+    loaded already or to import. Else a change is E13029."""
+    key = str(source.path)
+    cached, changed = _reuse(key)
+    if not changed:
+        return cached, source, key
+    assert cached is not None
+    copy = _copy_of(source, cached, changed) if copies is not None and copies(cached) else None
+    if copy is None:
+        raise _stale_error(cached, changed)
+    copy_source, copy_key = copy
+    return reuse_cached(copy_key), copy_source, copy_key
+
+
+def _copy_of(source: PluginSource, plugin: LoadedPlugin, changed: list[str]
+             ) -> tuple[PluginSource, str] | None:
+    """The source and cache key of a copy of the edited file of `plugin`, a module named
+    after the file's content (`<its module name>_<16 hex digits of the content's digest>`),
+    when one can be imported beside it: a plugin file (a package is imported under its own
+    name), its file the only one changed (a copy shares the helpers it imported)."""
+    if source.kind != "module" or plugin.adopted or changed != [str(source.path)]:
+        return None
+    stamp = FileStamp.take(str(source.path))
+    if stamp is None:
+        return None
+    digest = stamp.digest.hex()[:16]
+    return (dataclasses.replace(source, module_name=f"{source.module_name}_{digest}"),
+            f"{source.path}#{digest}")
 
 
 def _stale_error(plugin: LoadedPlugin, changed: list[str]) -> PluginLoadError:
