@@ -116,3 +116,33 @@ def test_the_loader_lock_is_one() -> None:
     with LOAD_LOCK:
         assert LOAD_LOCK.held()
     assert not LOAD_LOCK.held()
+
+
+def test_an_import_may_take_the_lock_exclusive_while_another_waits_for_its_key() -> None:
+    """A plugin whose module loads a plugin folder takes the lock exclusive while it holds
+    its own key; a second import of the same plugin waiting meanwhile holds no share of the
+    lock (it waits for the key first), so the first is not stuck waiting for it."""
+    lock = ImportLock()
+    events: list[str] = []
+    entered, go_on = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with lock.importing("plugin", exclusive=False):
+            entered.set()
+            assert go_on.wait(STUCK)
+            with lock.importing("folder", exclusive=True):  # the module loads a folder
+                events.append("folder loaded")
+        events.append("first out")
+
+    def second() -> None:
+        with lock.importing("plugin", exclusive=False):
+            events.append("second in")
+
+    importing = start(first)
+    assert entered.wait(STUCK)
+    waiting = start(second)
+    while "plugin" not in lock._keys or not lock._state._waiters:  # type: ignore[attr-defined]
+        threading.Event().wait(0.001)  # until the second waits (for the key, as it should)
+    go_on.set()
+    finish(importing, waiting)
+    assert events == ["folder loaded", "first out", "second in"]

@@ -40,19 +40,21 @@ class ImportLock:
 
     @contextmanager
     def importing(self, key: str | None, *, exclusive: bool) -> Iterator[None]:
-        """Hold the lock (`exclusive` or shared), then `key`, for the block."""
-        self._acquire(exclusive)
+        """Hold `key`, then the lock (`exclusive` or shared), for the block. The key comes
+        first: a thread waiting for another's import of the same plugin then holds no share
+        of the lock, so that import may still take the lock exclusive (a plugin whose module
+        loads a plugin folder) instead of waiting for the waiter to let go."""
+        if key is not None:
+            self._take(key)
         try:
-            if key is None:
+            self._acquire(exclusive)
+            try:
                 yield
-            else:
-                self._take(key)
-                try:
-                    yield
-                finally:
-                    self._give(key)
+            finally:
+                self._release(exclusive)
         finally:
-            self._release(exclusive)
+            if key is not None:
+                self._give(key)
 
     def __enter__(self) -> ImportLock:
         self._acquire(True)
