@@ -383,6 +383,8 @@ def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: P
                              f"onnx-checker: onnx.checker rejects the model, nothing was "
                              f"written to {out}: ")
     assert "Input 0 expected to have rank 2 but has rank 4" in stderr
+    # the node onnx names is one the pass rewired: the error names the pass, as with --verify
+    assert "was last changed by pass SkipFlatten (AfterInferShape)" in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
 
     result = ge.compile(MOBILENET, pass_paths=[plugin], check="none", builtin_passes=False)
@@ -390,6 +392,8 @@ def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: P
         result.save(out)
     assert caught.value.code == "GE1003"
     assert [p.kind for p in caught.value.problems] == ["onnx-checker"]
+    assert caught.value.pass_name == "SkipFlatten" and caught.value.nodes
+    assert caught.value.location is not None and caught.value.location.file == str(plugin)
     assert not out.exists()
     result.graph.save(out)  # Graph.save checks only when asked (full_check=True)
     assert out.exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -410,9 +411,14 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
         onnx.checker.check_model(checked, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        named = _CHECKER_NODE.search(first)  # "(op_type:Gemm, node name: /fc1/Gemm)"
         raise GraphValidationError([ValidationProblem(
-            "onnx-checker", (), f"onnx.checker rejects the model, nothing was written to "
-            f"{target}: {first}", graph.name)]) from exc
+            "onnx-checker", (named.group(1),) if named else (), f"onnx.checker rejects the "
+            f"model, nothing was written to {target}: {first}", graph.name)]) from exc
+
+
+#: The node onnx's checker and strict inference name in their messages, as the file writes it.
+_CHECKER_NODE = re.compile(r"\(op_type:[^,()]*, node name: ([^()]+)\)")
 
 
 def _serialized(model: onnx.ModelProto, payloads: PayloadStore, target: Path) -> SplicedModel:

@@ -112,7 +112,14 @@ class CompileResult:
                                    lift_constants=True, full_check=True,
                                    before_commit=before_commit)
         except GraphValidationError as err:
-            raise _with_input_verdict(err, self.source) from err
+            verdict = _with_input_verdict(err, self.source)
+            if verdict is not err:
+                raise verdict from err
+            # the compilation's doing: name the pass behind the node onnx names
+            blamed = self.report.last_changes.blame(self.graph, err.nodes, written=True)
+            if blamed is not None:
+                blamed.add_to(err)
+            raise
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
