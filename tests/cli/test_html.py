@@ -136,6 +136,16 @@ def test_compile_html_marks_the_batchnorm_folding(tmp_path: Path) -> None:
     assert set(new) <= set(fusion["added"])
     assert data["b"]["/stem/stem.1/BatchNormalization"][1] == "BatchNormalization"
     assert listing(tmp_path) == ["out.onnx", "page.html"]
+    # The pane headings and the summary count as the compile report and onnx do: nodes
+    # (graph.node of the file, constants apart), never the inputs and outputs drawn.
+    source, written = onnx.load(MOBILENET_BN), onnx.load(out)
+    constants = sum(n.op_type == "Constant" for n in source.graph.node)
+    before_size = (f"{len(source.graph.node) - constants} node(s), "
+                   f"{len(source.graph.initializer) + constants} constant(s)")
+    after_size = f"{len(written.graph.node)} node(s), {len(written.graph.initializer)} constant(s)"
+    headings = re.findall(r"<h2>(?:Before|After) <small>\((.*?)\)</small></h2>", text)
+    assert headings == [before_size, after_size]
+    assert f"Before: {before_size}, After: {after_size}" in text
 
 
 @pytest.mark.usefixtures("builtin_engine")
