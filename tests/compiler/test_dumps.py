@@ -66,8 +66,9 @@ def test_the_ge_variables_turn_dumps_on(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [
-    ("DUMP_GE_GRAPH", "7", "DUMP_GE_GRAPH must be 1, 2 or 3, got '7'"),
-    ("DUMP_GRAPH_LEVEL", "9", "dump level must be 1, 2, 3, 4 or '|'-separated names, got '9'"),
+    ("DUMP_GE_GRAPH", "7", "DUMP_GE_GRAPH must be 1, 2 or 3 (0 or unset: no dumps), got '7'"),
+    ("DUMP_GRAPH_LEVEL", "9",
+     "DUMP_GRAPH_LEVEL must be 1, 2, 3, 4 or '|'-separated names, got '9'"),
 ])
 def test_bad_dump_settings_are_option_errors_before_anything_runs(
         variable: str, value: str, message: str, tmp_path: Path,

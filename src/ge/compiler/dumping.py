@@ -139,7 +139,8 @@ class GraphDumper(PipelineObserver):
         level = level.strip() or "2"
         if not level or ("|" not in level and level.isdigit() and level not in _LEVELS):
             raise CompilerOptionError(
-                f"dump level must be 1, 2, 3, 4 or '|'-separated names, got {level!r}")
+                f"{level_source or 'dump level'} must be 1, 2, 3, 4 or '|'-separated names, "
+                f"got {level!r}")
         # (a name never holds a blank: "InferShape | MyPass" means what it says)
         names = [] if level in _LEVELS else [p.strip() for p in level.split("|") if p.strip()]
         self._what = f"{level_source} {level!r}" if level_source else f"dump level {level!r}"
@@ -190,7 +191,8 @@ class GraphDumper(PipelineObserver):
         if mode in ("", "0"):
             return None
         if mode not in ("1", "2", "3"):
-            raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3, got {mode!r}")
+            raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3 (0 or unset: no "
+                                      f"dumps), got {mode!r}")
         path = env.get(ENV_DUMP_GRAPH_PATH)
         return cls(path or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
                    source=ENV_DUMP_GRAPH_PATH if path else None,
