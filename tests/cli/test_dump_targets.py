@@ -126,3 +126,39 @@ def test_the_check_leaves_nothing_behind(tmp_path: Path) -> None:
     assert sorted(p.name for p in target.iterdir()) == ["ge_0000_FinalValidation.onnx",
                                                        "ge_0000_FinalValidation.txt",
                                                        "ge_dump_manifest.json"]
+
+
+@pytest.mark.parametrize(("flag", "name", "what"), [
+    ("-o", "ge_0008_FinalValidation.onnx", "the output model"),
+    ("--report", "ge_0007_AfterOriginGraphOptimize.txt", "the report"),
+    ("--html", "ge_0001_AfterInferShape.txt", "the HTML page"),
+])
+def test_a_file_named_like_a_dump_in_the_dump_folder_is_refused(
+        tmp_path: Path, flag: str, name: str, what: str) -> None:
+    """A dump would replace it (or it a dump, listed in the manifest as one): refused before
+    anything runs, with no failure report written under that name either."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    target = dumps / name
+    args = ["-o", str(target)] if flag == "-o" else ["-o", str(tmp_path / "out.onnx"),
+                                                     flag, str(target)]
+    code, out, err = run_ge("compile", str(MODEL), *args, "--dump", str(dumps))
+    assert (code, out) == (1, "")
+    assert err == (f"ge: [GE1701] cannot write {what} to {target}: the graph dumps into "
+                   f"{dumps} write files named like it (ge_<seq>_<step>...); choose another "
+                   "name or folder\n")
+    assert listing(tmp_path) == ["dumps"] and listing(dumps) == []
+
+
+def test_the_dump_variables_refuse_a_dump_name_in_their_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUMP_GE_GRAPH", "2")
+    monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path))
+    target = tmp_path / "ge_0001_mine.onnx"
+    code, _, err = run_ge("compile", str(MODEL), "-o", str(target))
+    assert code == 1 and err.startswith(f"ge: [GE1701] cannot write the output model to {target}")
+    assert listing(tmp_path) == []
+    monkeypatch.setenv("DUMP_GE_GRAPH", "0")  # no dumps: the name is free
+    code, _, err = run_ge("compile", str(MODEL), "-o", str(target))
+    assert code == 0, err
+    assert listing(tmp_path) == ["ge_0001_mine.onnx"]

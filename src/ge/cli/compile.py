@@ -28,6 +28,7 @@ from ge.cli.output import (
     console,
     file_target,
     files_read,
+    same_file,
     write_json_atomically,
 )
 from ge.errors import CommandLineError, CompileWarning, GeError
@@ -100,6 +101,26 @@ def _check_html_target(page: Path, others: Sequence[tuple[Path | None, str]]) ->
     """Refuse an HTML page target that cannot be written or names another file in use."""
     check_output_folder(page, "the HTML page")
     check_not_read(page, "the HTML page", others)
+
+
+def _check_not_dumps(targets: Sequence[tuple[Path | None, str]], dump: Path | None) -> None:
+    """Refuse (GE1701) a file the command writes into the folder the graph dumps go to
+    (`--dump`, else `DUMP_GRAPH_PATH` or the current folder with `DUMP_GE_GRAPH`) under a
+    dump's name: a dump would replace it, or it a dump, and the folder's manifest would
+    list it as one."""
+    from ge.compiler.dump_manifest import is_dump_file
+    from ge.compiler.dumping import ENV_DUMP_GE_GRAPH, ENV_DUMP_GRAPH_PATH
+
+    if dump is None:
+        if os.environ.get(ENV_DUMP_GE_GRAPH, "").strip() in ("", "0"):
+            return
+        dump = Path(os.environ.get(ENV_DUMP_GRAPH_PATH) or ".")
+    for target, what in targets:
+        if target is not None and is_dump_file(target.name) and same_file(target.parent, dump):
+            raise CommandLineError(
+                f"cannot write {what} to {target}: the graph dumps into {dump} write files "
+                "named like it (ge_<seq>_<step>...); choose another name or folder",
+                path=str(target))
 
 
 def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
@@ -344,6 +365,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     if html_path is not None:
         _check_html_target(html_path, [*_model_files(model, output),
                                        (report_path, "the report"), *read])
+    _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
+                      (html_path, "the HTML page")], dump)
     from ge.graph.model_io import check_save_target
     from ge.graph.validation import check_acyclic
 
@@ -553,17 +576,19 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                      opset=opset, enable=enable, inline_functions=inline_functions)
         except GeError as err:
             if report_path is not None:
-                _write_failure_report(out, err, report_path, model, Path(output), read)
+                _write_failure_report(out, err, report_path, model, Path(output), read, dump)
             raise
 
 
 def _write_failure_report(out: CommandOutput, err: GeError, report_path: Path, model: Path,
-                          output: Path, read: Sequence[tuple[Path | None, str]]) -> None:
+                          output: Path, read: Sequence[tuple[Path | None, str]],
+                          dump: Path | None) -> None:
     """The report of a failed compilation: the error as `--json` prints it, in place of a
     report an earlier run left (a CI job would upload that as this run's). Not when the
-    report's own target is what is wrong (a file in use, `read` among them)."""
+    report's own target is what is wrong (a file in use, `read` among them, a dump's name)."""
     try:
         _check_report_target(report_path, model, output, read)
+        _check_not_dumps([(report_path, "the report")], dump)
         write_json_atomically(report_path, out.failure(err), "the report")
     except (GeError, OSError):
         return  # the compilation's own error is the one to report
