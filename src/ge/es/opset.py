@@ -2,7 +2,8 @@
 
 The compiler wraps every pass invocation in `opset_scope(graph.opset_imports)`, so a
 replacement built in a pass uses the operator signatures of the model it goes into. Outside
-any scope a builder uses the newest opset onnx supports.
+any scope a builder uses the newest opset that both onnx and the installed onnxruntime
+support (`ge._compat.new_model_opset`), so that what it builds runs.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ge._compat import new_model_opset
 from ge.errors import BuilderTypeError
-from ge.ops.schemas import latest_opset, normalize_domain
+from ge.ops.schemas import normalize_domain
 
 __all__ = ["current_opset_imports", "normalize_opset_imports", "opset_scope"]
 
@@ -23,7 +25,7 @@ def normalize_opset_imports(opset: int | Mapping[str, int] | None) -> dict[str, 
     """A `{domain: version}` dict from an int (the ONNX domain), a mapping, or None."""
     if opset is None:
         scoped = _SCOPE.get()
-        return dict(scoped) if scoped is not None else {"": latest_opset("")}
+        return dict(scoped) if scoped is not None else {"": new_model_opset()}
     if isinstance(opset, bool) or not isinstance(opset, (int, Mapping)):
         raise BuilderTypeError(
             f"opset must be an int or a dict of domain -> version, got {type(opset).__name__}"
@@ -38,7 +40,7 @@ def normalize_opset_imports(opset: int | Mapping[str, int] | None) -> dict[str, 
             raise BuilderTypeError(f"opset imports must map str to int, got {domain!r}: "
                                    f"{version!r}")
         out[normalize_domain(domain)] = version
-    out.setdefault("", latest_opset(""))
+    out.setdefault("", new_model_opset())
     return out
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import onnx
 
+from ge._compat import new_model_ir_version, new_model_opset
+
 __all__ = ["ModelInfo"]
 
 
@@ -30,8 +32,9 @@ class ModelInfo:
     )
 
     def __init__(self) -> None:
-        self.ir_version: int = onnx.IR_VERSION
-        self.opset_imports: dict[str, int] = {"": onnx.defs.onnx_opset_version()}
+        # a model made here is read by the installed onnxruntime too (ge._compat)
+        self.ir_version: int = new_model_ir_version()
+        self.opset_imports: dict[str, int] = {"": new_model_opset()}
         self.opset_source: list[onnx.OperatorSetIdProto] = []  # as read, for byte-exact saves
         self.producer_name = "ge"
         self.producer_version = ""

@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ge._compat import new_model_ir_version
+
 __all__ = ["ValueSpec", "make_model", "tensor"]
 
 #: A graph input or output: a ValueInfoProto, or (name, shape) for float32, or
@@ -44,7 +46,9 @@ def make_model(nodes: Iterable[onnx.NodeProto], inputs: Iterable[ValueSpec],
     """
     graph = helper.make_graph(list(nodes), name, [_value(v) for v in inputs],
                               [_value(v) for v in outputs], initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    # onnx would stamp its newest IR version, which an older onnxruntime refuses
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=new_model_ir_version())
     if check:
         onnx.checker.check_model(model, full_check=True)
     return model
