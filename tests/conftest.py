@@ -3,15 +3,42 @@
 The models exported from PyTorch are vendored in `tests/models/` (see its README.md). Tests
 that need them fail (never skip) when the folder is missing or empty, so a missing corpus
 cannot pass for a green run.
+
+The tests build their models with `onnx.helper.make_model`, which stamps the newest IR
+version the installed onnx knows; `pytest_configure` has it stamp the newest one the
+installed onnxruntime reads as well (`ge._compat`), so that an onnxruntime older than onnx
+(onnxruntime 1.23 with onnx 1.23 on Python 3.10) runs them. An explicit `ir_version=` wins.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from model_paths import shared_models_dir
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Test models get an IR version the installed onnxruntime reads (see the module)."""
+    import functools
+
+    from onnx import helper
+
+    from ge._compat import new_model_ir_version
+
+    if getattr(helper.make_model, "__ge_runtime_ir__", False):
+        return
+    original = helper.make_model
+
+    @functools.wraps(original)
+    def make_model(graph: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("ir_version", new_model_ir_version())
+        return original(graph, **kwargs)
+
+    make_model.__ge_runtime_ir__ = True  # type: ignore[attr-defined]
+    helper.make_model = make_model
 
 
 @pytest.fixture(scope="session")

@@ -49,8 +49,10 @@ def build_demo_model(seed: int = 0) -> onnx.ModelProto:
         initializers,
         doc_string="ge demo: a small classifier head",
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              producer_name="ge-examples", producer_version="1")
+    # the IR version the opset needs, not onnx's newest: older onnxruntimes read it
+    model = helper.make_model_gen_version(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ge-examples",
+        producer_version="1")
     onnx.checker.check_model(model, full_check=True)
     return model
 

@@ -99,8 +99,10 @@ class _Builder:
             [helper.make_tensor_value_info(n, FLOAT, shape) for n, shape in inputs],
             [helper.make_tensor_value_info("output", FLOAT, output_shape)],
             self.initializers, doc_string=f"ge fusion example: {MODELS[name]}")
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                  producer_name="ge-examples", producer_version="1")
+        # the IR version the opset needs, not onnx's newest: older onnxruntimes read it
+        model = helper.make_model_gen_version(
+            graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="ge-examples",
+            producer_version="1")
         onnx.checker.check_model(model, full_check=True)
         return model
 
@@ -431,7 +433,9 @@ def _ort_max_opset() -> int:
             [helper.make_node("Identity", ["x"], ["y"])], "probe",
             [helper.make_tensor_value_info("x", FLOAT, [1])],
             [helper.make_tensor_value_info("y", FLOAT, [1])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        # the IR version the opset needs, not onnx's newest: older onnxruntimes read it
+        model = helper.make_model_gen_version(
+            graph, opset_imports=[helper.make_opsetid("", opset)])
         try:
             ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         except Exception:

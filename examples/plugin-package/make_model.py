@@ -67,8 +67,10 @@ def build_model(seed: int = 0) -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 9, 9])],
         initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              producer_name="ge-example-passes", producer_version="0.1.0")
+    # the IR version the opset needs, not onnx's newest: older onnxruntimes read it
+    model = helper.make_model_gen_version(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ge-example-passes",
+        producer_version="0.1.0")
     onnx.checker.check_model(model, full_check=True)
     return model
 
