@@ -513,6 +513,10 @@ class LayerNormFusion(NormFusion):
                                          dropping="var" if reshaped else None)
         if reshaped:
             _check_restored(c, x_dims, k)
+        if all(d == 1 for d in x_dims[len(x_dims) - k:]):
+            # nothing to normalise, and onnxruntime 1.21 to 1.23 refuse to run it
+            raise _Refused("it normalises one element (whose result is the bias): "
+                           "onnxruntime 1.21 to 1.23 refuse such a LayerNormalization")
         scaled = c.node("scaled")
         scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
