@@ -8,6 +8,10 @@ The tests build their models with `onnx.helper.make_model`, which stamps the new
 version the installed onnx knows; `pytest_configure` has it stamp the newest one the
 installed onnxruntime reads as well (`ge._compat`), so that an onnxruntime older than onnx
 (onnxruntime 1.23 with onnx 1.23 on Python 3.10) runs them. An explicit `ir_version=` wins.
+
+The CLI tests read `CliRunner` results as click 8.2 gives them: `stderr` apart, `output` all
+the terminal shows. Under click 8.1 (which mixes stderr into stdout unless told not to)
+`click.testing.CliRunner` is replaced before the test modules import it (`_CliRunner81`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,49 @@ from typing import Any
 import pytest
 
 from model_paths import shared_models_dir
+
+
+def _uniform_cli_runner() -> None:
+    """Under click 8.1, a `CliRunner` that captures stderr apart, as click 8.2 does, and whose
+    results' `output` is stdout then stderr (8.2 interleaves them as written)."""
+    import contextlib
+    import inspect
+    import sys
+    from collections.abc import Iterator
+
+    import click.testing
+
+    base = click.testing.CliRunner
+    if "mix_stderr" not in inspect.signature(base.__init__).parameters:
+        return  # click 8.2 or later
+
+    class _Result81(click.testing.Result):
+        @property
+        def output(self) -> str:
+            return self.stdout + (self.stderr if self.stderr_bytes is not None else "")
+
+    class _CliRunner81(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("mix_stderr", False)
+            super().__init__(*args, **kwargs)
+
+        @contextlib.contextmanager
+        def isolation(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            # 8.1 reads the stderr buffer without flushing the text stream over it: a
+            # print() to sys.stderr (as `--json` redirects a pass's prints) would be lost
+            with super().isolation(*args, **kwargs) as streams:
+                sys.stderr.reconfigure(write_through=True)  # type: ignore[union-attr]
+                yield streams
+
+        def invoke(self, *args: Any, **kwargs: Any) -> click.testing.Result:
+            result = super().invoke(*args, **kwargs)
+            result.__class__ = _Result81
+            return result
+
+    click.testing.CliRunner = _CliRunner81  # type: ignore[misc]
+
+
+_uniform_cli_runner()
 
 
 def pytest_configure(config: pytest.Config) -> None:
