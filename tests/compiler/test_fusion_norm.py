@@ -37,6 +37,7 @@ import ge.compiler.builtin
 from ge.compiler.builtin.fusion_norm import LayerNormFusion, RMSNormFusion
 from ge.passes import find_matches
 from model_paths import all_shared_models, shared_model
+from versions import needs_opset
 
 pytestmark = [
     pytest.mark.builtin_passes,  # these tests are about (future) built-in passes
@@ -164,8 +165,12 @@ def test_a_graph_output_inside_the_pattern_keeps_the_model_as_it_was() -> None:
 
 # -- RMSNormFusion --------------------------------------------------------------------------
 
+#: The fused models are run in onnxruntime: RMSNormalization is opset 23's.
+RMS = needs_opset(23, "RMSNormalization")
 
 
+
+@RMS
 def test_rms_normalization_is_in_onnx_and_onnxruntime_runs_it() -> None:
     assert onnx.defs.has("RMSNormalization")
     assert onnx.defs.get_schema("RMSNormalization").since_version == 23
@@ -174,6 +179,7 @@ def test_rms_normalization_is_in_onnx_and_onnxruntime_runs_it() -> None:
     ort_run(graph.to_onnx(), feeds()[0])  # the CPU provider has a kernel for it
 
 
+@RMS
 @pytest.mark.parametrize("form", ["div", "reciprocal", "one_over"])
 @pytest.mark.parametrize("swapped", [False, True])
 @pytest.mark.parametrize("square", ["pow", "mul"])  # x.pow(2), x * x (torch.square)
@@ -195,6 +201,7 @@ def test_rms_norm_fuses_at_opset_23(form: str, swapped: bool, square: str) -> No
     assert count_rewrites(RMSNormFusion, graph) == 0
 
 
+@RMS
 @pytest.mark.parametrize("form", ["reciprocal", "one_over"])
 @pytest.mark.parametrize("square", ["pow", "mul"])
 def test_rms_norm_with_t5s_cast_to_float(form: str, square: str) -> None:
@@ -206,6 +213,7 @@ def test_rms_norm_with_t5s_cast_to_float(form: str, square: str) -> None:
     assert_sound(graph, source, feeds(), exact=False)
 
 
+@RMS
 @pytest.mark.parametrize("square", ["pow", "mul"])
 def test_rms_norm_with_llamas_casts_around_a_float16_input(square: str) -> None:
     source = rms_norm(23, form="reciprocal", cast_in=True, cast_out=True, dtype=F16,
@@ -259,6 +267,7 @@ def test_t5_at_its_opset_17_is_left_alone() -> None:
         assert_unchanged(pass_class, onnx.load(path))
 
 
+@RMS
 def test_t5_converted_to_opset_23_has_its_five_rms_norms_fused() -> None:
     source = onnx.version_converter.convert_version(onnx.load(shared_model("t5_encoder_tiny")),
                                                     23)

@@ -16,12 +16,15 @@ from onnx import helper
 
 import ge
 from ge.compiler.builtin import SwishFusion
+from versions import needs_opset
 
 pytestmark = [
     pytest.mark.builtin_passes,  # these tests are about a built-in pass
     pytest.mark.usefixtures("matching"),  # by the search and by match plans
 ]
 
+#: The models are run in onnxruntime: Swish is opset 24's.
+SWISH = needs_opset(24, "Swish")
 node = helper.make_node
 F16 = onnx.TensorProto.FLOAT16
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,21 +74,25 @@ def assert_untouched(source: onnx.ModelProto, tmp_path: Path) -> None:
 # -- where it fires -------------------------------------------------------------------------
 
 
+@SWISH
 @pytest.mark.parametrize("swap", [False, True], ids=["x-first", "sigmoid-first"])
 def test_silu_becomes_swish(swap: bool, tmp_path: Path) -> None:
     assert_swish(silu(swap=swap), tmp_path, 1.0)
 
 
+@SWISH
 @pytest.mark.parametrize("alpha_shape", [(), (1,), (1, 1)], ids=str)
 def test_a_scaled_sigmoid_gives_swish_its_alpha(alpha_shape: tuple[int, ...],
                                                 tmp_path: Path) -> None:
     assert_swish(silu(alpha=1.702, alpha_shape=alpha_shape), tmp_path, 1.702)
 
 
+@SWISH
 def test_float16(tmp_path: Path) -> None:
     assert_swish(silu(elem=F16), tmp_path, 1.0, tol=1e-2)
 
 
+@SWISH
 def test_the_llama_mlp_at_opset_24_when_enabled() -> None:
     """Off by default (onnxruntime 1.32 has no Swish kernel: a trial's EfficientNet-B0 ran
     ~30% slower fused); `enable=` runs it."""
@@ -107,17 +114,21 @@ def test_the_llama_mlp_at_opset_24_when_enabled() -> None:
 # -- where it must not fire -----------------------------------------------------------------
 
 
+@needs_opset(23)
 def test_not_below_opset_24(tmp_path: Path) -> None:
     assert_untouched(silu(opset=23), tmp_path)
 
 
+@SWISH
 def test_not_of_two_different_values(tmp_path: Path) -> None:
     assert_untouched(silu(gate="other"), tmp_path)
 
 
+@SWISH
 def test_not_when_the_scale_broadcasts_x_up(tmp_path: Path) -> None:
     assert_untouched(silu(alpha=1.702, alpha_shape=(1, 1, 1)), tmp_path)
 
 
+@SWISH
 def test_not_when_the_sigmoid_is_read_elsewhere(tmp_path: Path) -> None:
     assert_untouched(silu(outputs=(vi("s", F, [2, 3]),)), tmp_path)

@@ -7,6 +7,7 @@ a cycle (GE1003, as `ge run` says it). Nothing is written."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import onnx
@@ -20,6 +21,7 @@ from ge.errors import GraphValidationError, PassRunError, ShapeInferenceError
 from ge.testing import isolated_plugin_state
 from model_paths import shared_model
 from sample_models import cyclic_model
+from versions import needs_onnx
 
 MOBILENET = shared_model("mobilenet_like")
 
@@ -138,19 +140,26 @@ def _compile_cli(model: Path, out: Path, *extra: str) -> tuple[int, str]:
     return result.exit_code, result.stderr
 
 
+#: onnx's words for the Gemm reading the 4-D value (onnx 1.22 on; before).
+RANK_REFUSED = re.compile("Input 0 expected to have rank 2 but has rank 4"
+                          "|First input does not have rank 2")
+
+
 @pytest.mark.parametrize(("name", "source", "line", "reason"), [
-    ("skip_flatten", SKIP_FLATTEN, 5, "Input 0 expected to have rank 2 but has rank 4"),
-    ("flip_trans_b", FLIP_TRANS_B, 5, "Dimension mismatch in unification between 10 and 32"),
+    ("skip_flatten", SKIP_FLATTEN, 5, RANK_REFUSED),
+    pytest.param("flip_trans_b", FLIP_TRANS_B, 5,
+                 re.compile("Dimension mismatch in unification between 10 and 32"),
+                 marks=needs_onnx("1.22", "does not check that Gemm's inner dimensions agree")),
 ], ids=["rank", "attribute"])
 def test_a_pass_breaking_a_nodes_shapes_fails_as_that_pass(
-        name: str, source: str, line: int, reason: str, tmp_path: Path) -> None:
+        name: str, source: str, line: int, reason: re.Pattern[str], tmp_path: Path) -> None:
     plugin = _plugin(tmp_path, name, source)
     out = tmp_path / "out.onnx"
     code, stderr = _compile_cli(MOBILENET, out, "--pass-path", str(plugin))
     assert code == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
     assert stderr.startswith("ge: [E13028] Failed to run custom fusion pass ")
     assert "the pass left the graph invalid: shape: node '/fc/Gemm' (Gemm" in stderr
-    assert reason in stderr
+    assert reason.search(stderr)
     assert "infer_node" not in stderr  # inferring it again cannot help: onnx rejects it
     assert f"stage AfterInferShape, at {plugin}:{line})" in stderr
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
@@ -160,7 +169,7 @@ def test_a_pass_breaking_a_nodes_shapes_fails_as_that_pass(
     with pytest.raises(PassRunError) as caught:
         ge.compile(graph, pass_paths=[plugin], builtin_passes=False)
     assert caught.value.code == "E13028" and caught.value.stage == "AfterInferShape"
-    assert reason in str(caught.value)
+    assert reason.search(str(caught.value))
     (gemm,) = graph.nodes_of_type("Gemm")
     assert graph.nodes_of_type("Flatten") and gemm.get_attr("transB") == 1
     assert gemm.get_in_data_nodes_and_port_indexes(0)[0].type == "Flatten"
@@ -382,7 +391,7 @@ def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: P
     assert stderr.startswith("ge: [GE1003] graph is invalid (1 problem(s)): graph main_graph: "
                              f"onnx-checker: onnx.checker rejects the model, nothing was "
                              f"written to {out}: ")
-    assert "Input 0 expected to have rank 2 but has rank 4" in stderr
+    assert RANK_REFUSED.search(stderr)
     # the node onnx names is one the pass rewired: the error names the pass, as with --verify
     assert "was last changed by pass SkipFlatten (AfterInferShape)" in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["passes"]
@@ -408,7 +417,7 @@ def test_the_full_check_also_runs_when_the_weights_go_to_a_data_file(tmp_path: P
     out.parent.mkdir()
     with pytest.raises(GraphValidationError) as caught:
         result.save(out, external_data=True)
-    assert "Input 0 expected to have rank 2 but has rank 4" in str(caught.value)
+    assert RANK_REFUSED.search(str(caught.value))
     assert list(out.parent.iterdir()) == []
     good = ge.compile(MOBILENET)
     data = good.save(out, external_data=True)

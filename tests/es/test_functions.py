@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import defs
 
@@ -131,6 +133,11 @@ def test_custom_operator_functions_and_evaluation() -> None:
 
 
 def test_checked_in_stubs_are_current(tmp_path: Path) -> None:
+    header = (ROOT / "src/ge/es/onnx.pyi").read_text(encoding="utf-8").splitlines()[1]
+    made_with = re.search(r"from onnx (\S+) ", header)
+    if made_with is not None and made_with[1] != onnx.__version__:  # (what it was made from)
+        pytest.skip(f"the stubs were generated from onnx {made_with[1]}; onnx "
+                    f"{onnx.__version__} is installed, whose operators may differ")
     module = load_script(ROOT / "tools/gen_es_stubs.py", "gen_es_stubs")
     module.main(["gen_es_stubs", str(tmp_path)])
     for name in ("onnx.pyi", "math.pyi", "nn.pyi", "all.pyi"):

@@ -511,8 +511,9 @@ def local_functions() -> onnx.ModelProto:
     """Model-local functions in a custom domain: one with an attribute (referenced through
     ref_attr_name) and a default, one calling the other; both called from the graph."""
     alpha_const = oh.make_node("Constant", [], ["alpha"])
-    alpha_const.attribute.append(oh.make_attribute_ref(
-        "value_float", onnx.AttributeProto.FLOAT, ref_attr_name="alpha"))
+    alpha = oh.make_attribute_ref("value_float", onnx.AttributeProto.FLOAT)
+    alpha.ref_attr_name = "alpha"  # (make_attribute_ref takes it only from onnx 1.22 on)
+    alpha_const.attribute.append(alpha)
     scaled = oh.make_function(
         FUNCS, "ScaledTanh", ["X"], ["Y"],
         [oh.make_node("Tanh", ["X"], ["t"]), alpha_const, oh.make_node("Mul", ["t", "alpha"],

@@ -29,6 +29,7 @@ from ge.errors import (
 from ge.graph import model_io
 from ge.graph.external_data import iter_tensors
 from model_paths import shared_model
+from versions import onnx_at_least
 
 
 def _snapshot(*folders: Path) -> dict[str, tuple[int, int]]:
@@ -322,8 +323,9 @@ def test_a_hub_cache_snapshot_is_refused_saying_what_to_do(tmp_path: Path) -> No
         f"folder with its links dereferenced, cp -rL {snapshot} NEW_FOLDER, and load the "
         "model from NEW_FOLDER")
     assert err.path == str(blob)
-    with pytest.raises(onnx.checker.ValidationError):
-        onnx.load(model)
+    if onnx_at_least("1.21"):  # (older onnx follows the link)
+        with pytest.raises(onnx.checker.ValidationError):
+            onnx.load(model)
 
     copy = tmp_path / "copy"
     shutil.copytree(snapshot, copy, symlinks=False)  # what cp -rL does

@@ -14,6 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as oh
+from onnx import numpy_helper as nh
 from tests.model_paths import all_shared_models
 
 import ge.graph
@@ -221,11 +222,10 @@ def sub_byte_model() -> onnx.ModelProto:
     and int4 in int32_data, each dequantized (opset 21)."""
     rng = np.random.default_rng(8)
     q = rng.integers(-8, 8, size=(65, 129))
-    int4 = oh.make_tensor("int4", TP.INT4, [65, 129], q.astype(ml_dtypes.int4), raw=True)
+    # (from_array packs the int4 into raw_data; make_tensor(raw=True) does only from onnx 1.20)
+    int4 = nh.from_array(q.astype(ml_dtypes.int4), "int4")
     typed = oh.make_tensor("int4_typed", TP.INT4, [65, 129], q.reshape(-1).tolist())
-    f8 = oh.make_tensor("f8", TP.FLOAT8E4M3FN, [65, 129],
-                        rng.standard_normal((65, 129)).astype(ml_dtypes.float8_e4m3fn),
-                        raw=True)
+    f8 = nh.from_array(rng.standard_normal((65, 129)).astype(ml_dtypes.float8_e4m3fn), "f8")
     scale = oh.make_tensor("s", TP.FLOAT, [], [0.5])
     names = ["int4", "int4_typed", "f8"]
     nodes = [oh.make_node("DequantizeLinear", [n, "s"], [f"{n}_y"], name=f"dq_{n}")

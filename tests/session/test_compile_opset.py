@@ -18,6 +18,7 @@ import ge.graph
 from ge.cli import cli
 from ge.errors import CompileInputError, CompilerOptionError
 from model_paths import shared_model
+from versions import needs_opset, onnx_at_least
 
 T5 = shared_model("t5_encoder_tiny")
 DISTILBERT = shared_model("distilbert_tiny")
@@ -32,6 +33,7 @@ def _ops(model: onnx.ModelProto) -> dict[str, int]:
     return counts
 
 
+@needs_opset(23, "the compilation verifies")
 def test_t5_converted_to_23_gets_its_rms_norms_fused_and_verified() -> None:
     at_17 = ge.compile(T5)
     result = ge.compile(T5, opset=23, verify=True)
@@ -85,7 +87,8 @@ def test_a_model_the_converter_cannot_take_is_a_compile_input_error() -> None:
     assert caught.value.code == "GE1203"
     assert str(caught.value).startswith(
         "[GE1203] onnx's version converter cannot take graph 'g' from opset 17 to 20: ")
-    assert "FooBar" in str(caught.value)
+    if onnx_at_least("1.23"):  # before, the converter says only "_Map_base::at" or the like
+        assert "FooBar" in str(caught.value)
 
 
 def test_the_cli_flag(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import ge.compiler.builtin
 from ge.errors import PassRunError
 from ge.testing import isolated_plugin_state
 from scripts import load_script
+from versions import needs_opset
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "fuzz_compile.py"
@@ -26,6 +27,8 @@ BUILTIN = frozenset(cls.__ge_builtin__.name for cls in ge.compiler.builtin.BUILT
 
 
 fuzz = load_script(TOOL, "_ge_fuzz_compile")
+#: The seeds run their models in onnxruntime, at opsets up to the fuzzer's newest.
+RUNS_SEEDS = needs_opset(max(fuzz.fuzz_models.OPSETS), "the fuzzer draws models at it")
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +39,7 @@ def _no_plugins() -> Iterator[None]:
         yield
 
 
+@RUNS_SEEDS
 def test_a_range_of_seeds_gives_no_finding() -> None:
     outcomes = [fuzz.fuzz_seed(seed) for seed in SEEDS]
     findings = [o for o in outcomes if o.status == "finding"]
@@ -102,6 +106,7 @@ class _Specialised:
         onnx.save(self.model, path)
 
 
+@RUNS_SEEDS
 def test_a_compilation_right_at_one_size_only_is_a_finding(tmp_path: Path) -> None:
     outcomes = [fuzz.fuzz_seed(seed, compile_fn=lambda p: _Specialised(p, tmp_path),
                                dims="symbolic") for seed in range(6)]
@@ -125,6 +130,7 @@ class _AddTurnedIntoSub:
         onnx.save(model, path)
 
 
+@RUNS_SEEDS
 def test_a_wrong_compilation_is_a_numerics_finding(monkeypatch: pytest.MonkeyPatch) -> None:
     real = ge.compile
     monkeypatch.setattr(ge, "compile", lambda model, **kw: _AddTurnedIntoSub(real(model, **kw)))
@@ -136,6 +142,7 @@ def test_a_wrong_compilation_is_a_numerics_finding(monkeypatch: pytest.MonkeyPat
     assert all(o.model is not None for o in outcomes if o.status == "finding")
 
 
+@RUNS_SEEDS
 def test_a_ge_error_is_a_finding_and_another_exception_a_crash() -> None:
     def refusing(path: str) -> Any:
         raise PassRunError("boom", pass_name="SomePass")
@@ -160,6 +167,7 @@ def test_a_model_onnxruntime_cannot_run_is_skipped() -> None:
     assert (outcome.status, outcome.kind) == ("skipped", "ort-original")
 
 
+@RUNS_SEEDS
 def test_the_command_line_prints_a_table_and_keeps_findings(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
