@@ -36,11 +36,16 @@ __all__ = [
 def runtime_opset() -> int:
     """The newest version of the standard domain (ai.onnx) the installed onnxruntime runs:
     the newest `since_version` among its schemas of that domain (each ONNX opset changes
-    at least one operator). onnxruntime refuses a model importing a newer one."""
+    at least one operator). onnxruntime refuses a model importing a newer one. A build that
+    lists no schemas (a minimal build) is taken to run onnx's newest."""
     from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 
-    return max(s.since_version for s in ort_state.get_all_operator_schema()
-               if s.domain in ("", "ai.onnx"))
+    try:
+        schemas = ort_state.get_all_operator_schema()
+    except (AttributeError, RuntimeError):
+        schemas = []
+    return max((int(s.since_version) for s in schemas if s.domain in ("", "ai.onnx")),
+               default=int(onnx.defs.onnx_opset_version()))
 
 
 @functools.lru_cache(maxsize=1)
