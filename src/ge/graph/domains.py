@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ge.graph.model_info import ModelInfo
 
 __all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
-           "record_opset_imports", "used_domains"]
+           "proto_nodes", "record_opset_imports", "used_domains"]
 
 
 #: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
@@ -47,20 +47,20 @@ def used_domains(graph: Graph) -> set[str]:
     for function in root.model.functions:
         used.add(normalize_domain(function.domain))
         used.update(normalize_domain(op.domain) for op in function.opset_import)
-        used.update(normalize_domain(node.domain) for node in _proto_nodes(function.node))
+        used.update(normalize_domain(node.domain) for node in proto_nodes(function.node))
     return used
 
 
-def _proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+def proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
     """`nodes` and the nodes of the graphs their attributes hold, depth first."""
     for node in nodes:
         yield node
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _proto_nodes(attr.g.node)
+                yield from proto_nodes(attr.g.node)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for body in attr.graphs:
-                    yield from _proto_nodes(body.node)
+                    yield from proto_nodes(body.node)
 
 
 def add_opset_imports(graph: Graph, imports: Mapping[str, int]) -> None:

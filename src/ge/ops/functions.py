@@ -18,6 +18,7 @@ import onnx
 from onnx import helper, inliner
 
 from ge.errors import GeError, ShapeInferenceError
+from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
 from ge.graph.node import Node
 from ge.graph.onnx_import import model_to_graph
@@ -47,18 +48,6 @@ def called_function(node: Node) -> onnx.FunctionProto | None:
     return None
 
 
-def _body_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterable[onnx.NodeProto]:
-    """The nodes of a function body, those of its If/Loop/Scan bodies included."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _body_nodes(attr.g.node)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for sub in attr.graphs:
-                    yield from _body_nodes(sub.node)
-
-
 def _typed_by_ge(node: onnx.NodeProto, opsets: Mapping[str, int],
                  functions: set[FunctionKey]) -> bool:
     """Whether onnx leaves a body node's outputs to ge: an operator of a custom domain
@@ -78,7 +67,7 @@ def opaque_functions(functions: Iterable[onnx.FunctionProto]) -> set[FunctionKey
     calls: dict[FunctionKey, set[FunctionKey]] = {}
     for function in functions:
         opsets = {normalize_domain(o.domain): o.version for o in function.opset_import}
-        nodes = list(_body_nodes(function.node))
+        nodes = list(proto_nodes(function.node))
         if any(_typed_by_ge(n, opsets, defined) for n in nodes):
             opaque.add(_key(function))
         calls[_key(function)] = {(normalize_domain(n.domain), n.op_type) for n in nodes} & defined
@@ -137,7 +126,7 @@ def _calls_left(model: onnx.ModelProto) -> str:
     function whose opset imports differ from the model's."""
     defined = {_key(f) for f in model.functions}
     if not any((normalize_domain(n.domain), n.op_type) in defined
-               for n in _body_nodes(model.graph.node)):
+               for n in proto_nodes(model.graph.node)):
         return ""
     imports = {normalize_domain(o.domain): o.version for o in model.opset_import}
     for function in model.functions:
