@@ -39,7 +39,6 @@ from ge.cli.graph_diff import (
     PassChange,
     diff_snapshots,
 )
-from ge.compiler.report import NodeCounts
 
 __all__ = ["MAX_DRAWN", "render_page", "write_page"]
 
@@ -335,7 +334,7 @@ def render_page(*, title: str, subtitle: str, before: GraphSnapshot, after: Grap
     }
     counts_b, counts_a = before.node_counts(), after.node_counts()
     nb, na = counts_b.nodes, counts_a.nodes
-    summary = (f"{labels[0]}: {_sized(counts_b)}, {labels[1]}: {_sized(counts_a)} "
+    summary = (f"{labels[0]}: {counts_b.text()}, {labels[1]}: {counts_a.text()} "
                f"({na - nb:+d} node(s)) · removed "
                f"{len(diff.removed)}, added {len(diff.added)}, changed {len(diff.changed)}, "
                f"matched {len(diff.matched & set(before.nodes))} · layout: {used} "
@@ -352,14 +351,8 @@ def render_page(*, title: str, subtitle: str, before: GraphSnapshot, after: Grap
         data=_json_script(data),
         changes=_changes_section(diff, before, after), passes=passes_html,
         label_b=html.escape(labels[0]), label_a=html.escape(labels[1]),
-        count_b=_sized(counts_b), count_a=_sized(counts_a), svg_b=svg_b, svg_a=svg_a)
+        count_b=counts_b.text(), count_a=counts_a.text(), svg_b=svg_b, svg_a=svg_a)
 
-
-def _sized(counts: NodeCounts) -> str:
-    """A model's size as the compile report counts it: "114 node(s), 46 constant(s)", with
-    "and 10 in subgraphs" where it has bodies (inputs and outputs are drawn, never counted)."""
-    bodies = f" and {counts.subgraph_nodes} in subgraphs" if counts.subgraph_nodes else ""
-    return f"{counts.nodes} node(s){bodies}, {counts.constants} constant(s)"
 
 
 def write_page(path: Path, page: str) -> None:

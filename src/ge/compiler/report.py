@@ -59,6 +59,12 @@ class NodeCounts:
         return {"nodes": self.nodes, "subgraph_nodes": self.subgraph_nodes,
                 "constants": self.constants}
 
+    def text(self) -> str:
+        """`143 node(s), 12 in subgraphs, 17 constant(s)` (no subgraph part without bodies):
+        how `ge diff` and the HTML page state a model's size."""
+        bodies = f", {self.subgraph_nodes} in subgraphs" if self.subgraph_nodes else ""
+        return f"{self.nodes} node(s){bodies}, {self.constants} constant(s)"
+
 
 def node_counts(root: Graph) -> NodeCounts:
     """The `NodeCounts` of `root`'s model (bodies owned by no node are not part of it)."""
