@@ -109,12 +109,13 @@ def _check_not_dumps(targets: Sequence[tuple[Path | None, str]], dump: Path | No
     dump's name: a dump would replace it, or it a dump, and the folder's manifest would
     list it as one."""
     from ge.compiler.dump_manifest import is_dump_file
-    from ge.compiler.dumping import ENV_DUMP_GE_GRAPH, ENV_DUMP_GRAPH_PATH
+    from ge.compiler.dumping import environment_dump_folder
 
     if dump is None:
-        if os.environ.get(ENV_DUMP_GE_GRAPH, "").strip() in ("", "0"):
+        folder = environment_dump_folder()
+        if folder is None:
             return
-        dump = Path(os.environ.get(ENV_DUMP_GRAPH_PATH) or ".")
+        dump = Path(folder)
     for target, what in targets:
         if target is not None and is_dump_file(target.name) and same_file(target.parent, dump):
             raise CommandLineError(

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ge.graph import Graph
 
 __all__ = ["DUMP_STEP_NAMES", "ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH",
-           "GraphDumper", "check_dump_target", "dump_target_problem"]
+           "GraphDumper", "check_dump_target", "dump_target_problem", "environment_dump_folder"]
 
 ENV_DUMP_GE_GRAPH = "DUMP_GE_GRAPH"
 ENV_DUMP_GRAPH_PATH = "DUMP_GRAPH_PATH"
@@ -114,6 +114,15 @@ def check_dump_target(directory: str | os.PathLike[str], *, source: str | None =
         given = f" ({source})" if source else ""
         raise CommandLineError(f"cannot dump graphs to {directory}{given}: {problem}",
                                path=str(directory))
+
+
+def environment_dump_folder(environ: Mapping[str, str] | None = None) -> str | None:
+    """The folder GE's variables dump into (`DUMP_GRAPH_PATH`, else the current one), or
+    None when `DUMP_GE_GRAPH` is unset or 0."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_DUMP_GE_GRAPH, "").strip() in ("", "0"):
+        return None
+    return env.get(ENV_DUMP_GRAPH_PATH) or "."
 
 
 class GraphDumper(PipelineObserver):
@@ -187,15 +196,15 @@ class GraphDumper(PipelineObserver):
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> GraphDumper | None:
         """The dumper `DUMP_GE_GRAPH` asks for, or None when it is unset or 0."""
         env = os.environ if environ is None else environ
-        mode = env.get(ENV_DUMP_GE_GRAPH, "").strip()
-        if mode in ("", "0"):
+        folder = environment_dump_folder(env)
+        if folder is None:
             return None
+        mode = env[ENV_DUMP_GE_GRAPH].strip()
         if mode not in ("1", "2", "3"):
             raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3 (0 or unset: no "
                                       f"dumps), got {mode!r}")
-        path = env.get(ENV_DUMP_GRAPH_PATH)
-        return cls(path or ".", level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
-                   source=ENV_DUMP_GRAPH_PATH if path else None,
+        return cls(folder, level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
+                   source=ENV_DUMP_GRAPH_PATH if env.get(ENV_DUMP_GRAPH_PATH) else None,
                    level_source=ENV_DUMP_GRAPH_LEVEL)
 
     def _wanted(self, name: str) -> bool:
