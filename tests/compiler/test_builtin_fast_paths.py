@@ -82,7 +82,11 @@ def test_dedup_merges_equal_constants_whatever_their_tensorproto_fields(dtype: A
     memory; their keys are `value_key`'s."""
     array = _values(dtype)[0]
     other = array.copy()
-    other.flat[-1] = not other.flat[-1] if dtype is np.bool_ else other.flat[-1] + 1
+    if dtype is np.bool_:
+        other.flat[-1] = not other.flat[-1]
+    else:  # one bit flipped: another value in every type (`+ 1` overflows a large uint64)
+        bits = other.view(f"u{other.itemsize}")
+        bits.flat[-1] ^= bits.dtype.type(1)
     graph = Graph("g")
     graph.model.opset_imports = {"": 17}
     consts = [graph.add_const(Tensor.from_proto(numpy_helper.from_array(array, "a"))),

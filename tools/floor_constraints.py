@@ -1,0 +1,43 @@
+"""Print pip constraints that pin every runtime dependency of ge to its declared floor.
+
+`make test-floors` (and CI) installs ge with these, so the suite runs against the oldest
+versions pyproject.toml admits, not only the newest ones pip picks: a floor that no longer
+works fails CI instead of a user's install. Read from the installed distribution's metadata
+(install ge with --no-deps first), so it works on every Python ge supports.
+
+A runtime dependency without a `>=` floor is an error (exit 1): it would not be tested.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib.metadata import requires
+
+_FLOOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*>=\s*([0-9][0-9A-Za-z.]*)$")
+
+
+def floor_constraints(requirements: list[str]) -> list[str]:
+    """`name==floor` for each requirement without an environment marker (the extras')."""
+    pins = []
+    for requirement in requirements:
+        if ";" in requirement:  # `pytest>=8; extra == "dev"`: not a runtime dependency
+            continue
+        match = _FLOOR.match(requirement.strip())
+        if match is None:
+            raise ValueError(f"runtime dependency {requirement!r} has no single '>=' floor")
+        pins.append(f"{match.group(1)}=={match.group(2)}")
+    return pins
+
+
+def main() -> int:
+    try:
+        print("\n".join(floor_constraints(requires("ge") or [])))
+    except ValueError as err:
+        print(f"floor_constraints: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
