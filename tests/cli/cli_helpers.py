@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -24,9 +25,12 @@ def run_ge(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def run_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`python ARGS` in a subprocess (stdout and stderr pipes, so never a terminal)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+def run_process(*args: str, cwd: Path | None = None,
+                env_vars: Mapping[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a subprocess (stdout and stderr pipes, so never a terminal), with
+    `env_vars` set on top of this process's environment."""
+    env = {**os.environ, **(env_vars or {}), "PYTHONPATH": os.pathsep.join(
         [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
     env.pop("ASCEND_GE_PY_PASS_PATH", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,

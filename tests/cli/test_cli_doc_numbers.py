@@ -34,5 +34,7 @@ def test_ge_compile_and_pyatc_counts_match_the_page(tmp_path: Path,
     assert pyatc(args=[f"--model={DISTILBERT}", "--framework=5",
                        f"--output={tmp_path / 'out'}"]) == 0
     line = capsys.readouterr().out.strip()
-    assert line.endswith(f"(nodes {before} -> {after})")
-    assert f"pyatc: run success: wrote out.onnx (nodes {before} -> {after})" in page
+    change = (f"nodes {before} → {after} ({after - before:+d}), constants {constants[0]} → "
+              f"{constants[1]}")
+    assert line.endswith(f"; {change}")
+    assert f"pyatc: run success: wrote out.onnx; {change}\n" in page

@@ -10,10 +10,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_helpers import DISTILBERT, listing, run_process
+from cli_helpers import DISTILBERT, listing, run_ge, run_process
 from onnx import TensorProto, helper
 
+from ge.compiler.report import NodeCounts
 from ge.pyatc import main, parse_input_shape
+from model_paths import shared_model
+from node_counting import onnx_node_counts
 
 pytestmark = pytest.mark.builtin_passes
 
@@ -128,6 +131,42 @@ def test_module_and_console_script(tmp_path: Path) -> None:
     assert result.stderr.startswith("pyatc: [GE1701] framework 3 is not supported")
     script = Path(sys.executable).with_name("pyatc")
     assert script.is_file(), "pip install -e . creates the pyatc console script"
+
+
+def test_says_the_counts_ge_compile_says(tmp_path: Path) -> None:
+    """pyatc said `(nodes 6 -> 5)` of control_flow, the main graph's nodes only, where `ge
+    compile` also says the nodes of its If/Loop bodies and its constants: it says all three
+    now, in `ge compile`'s words (`NodeCounts.change`), with or without --output. Before: the
+    file as ONNX counts it; after: the file written."""
+    source = shared_model("control_flow")
+    before = NodeCounts(*onnx_node_counts(onnx.load(source)))
+    assert before.subgraph_nodes and before.constants  # what the old line left out
+    result = run_process("-m", "ge.pyatc", f"--model={source}", "--framework=5",
+                         f"--output={tmp_path / 'cf'}")
+    assert result.returncode == 0, result.stderr
+    after = NodeCounts(*onnx_node_counts(onnx.load(tmp_path / "cf.onnx")))
+    change = before.change(after)
+    assert change == (
+        f"nodes {before.nodes} → {after.nodes} ({after.nodes - before.nodes:+d}) and "
+        f"{before.subgraph_nodes} → {after.subgraph_nodes} "
+        f"({after.subgraph_nodes - before.subgraph_nodes:+d}) in subgraphs, "
+        f"constants {before.constants} → {after.constants}")
+    assert result.stdout == f"pyatc: run success: wrote {tmp_path / 'cf.onnx'}; {change}\n"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(tmp_path / "ge.onnx"))
+    assert code == 0, stderr
+    assert f"\n{change}; " in stdout  # ge compile's summary line starts so
+
+    result = run_process("-m", "ge.pyatc", f"--model={source}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"pyatc: run success: compiled {source}; {change}; no --output, "
+                             "nothing written\n")
+
+    # a stdout that cannot write `→` gets `->`, not an error after the model was written
+    result = run_process("-m", "ge.pyatc", f"--model={source}", f"--output={tmp_path / 'a'}",
+                         env_vars={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"pyatc: run success: wrote {tmp_path / 'a.onnx'}; "
+                             f"{change.replace('→', '->')}\n")
 
 
 def test_atc_flags_scripts_pass(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -65,6 +65,15 @@ class NodeCounts:
         bodies = f", {self.subgraph_nodes} in subgraphs" if self.subgraph_nodes else ""
         return f"{self.nodes} node(s){bodies}, {self.constants} constant(s)"
 
+    def change(self, after: NodeCounts) -> str:
+        """`nodes 104 → 60 (-44), constants 41 → 24`, with `and 10 → 9 (-1) in subgraphs`
+        after the nodes where either model has bodies: how a compilation states what it
+        made of this model, in `ge compile`'s summary line and pyatc's success line."""
+        line = f"nodes {_change(self.nodes, after.nodes)}"
+        if self.subgraph_nodes or after.subgraph_nodes:
+            line += f" and {_change(self.subgraph_nodes, after.subgraph_nodes)} in subgraphs"
+        return f"{line}, constants {self.constants} → {after.constants}"
+
 
 def node_counts(root: Graph) -> NodeCounts:
     """The `NodeCounts` of `root`'s model (bodies owned by no node are not part of it)."""
@@ -232,14 +241,9 @@ class CompileReport:
     def summary(self) -> str:
         """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →
         24; 50 pass run(s), 5 pass(es) changed the graph; origin-graph optimisation: 2
-        round(s); 54.7 ms` (`NodeCounts`; a model with subgraphs adds their nodes,
-        `nodes 6 → 5 (-1) and 10 → 9 (-1) in subgraphs`)."""
-        before, after = self.counts_before, self.counts_after
-        line = f"nodes {_change(before.nodes, after.nodes)}"
-        if before.subgraph_nodes or after.subgraph_nodes:
-            line += f" and {_change(before.subgraph_nodes, after.subgraph_nodes)} in subgraphs"
-        line += (f", constants {before.constants} → {after.constants}; {len(self.records)} "
-                 f"pass run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
+        round(s); 54.7 ms` (the counts as `NodeCounts.change` states them)."""
+        line = (f"{self.counts_before.change(self.counts_after)}; {len(self.records)} "
+                f"pass run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
         if self.fixed_point is not None:
             line += (f"; origin-graph optimisation: {self.fixed_point.rounds} round(s)"
                      + ("" if self.fixed_point.converged else ", no fixed point"))

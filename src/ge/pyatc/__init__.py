@@ -248,7 +248,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         prefix = str(ns.output)
         output = Path(prefix if prefix.endswith(".onnx") else f"{prefix}.onnx")
     graph = ge.graph.load(model)
-    log.info("loaded %s: %d node(s)", model, node_counts(graph).nodes)
+    log.info("loaded %s: %s", model, node_counts(graph).text())
     if shapes:
         _set_input_shapes(graph, shapes)
         log.info("input shapes set: %s", shapes)
@@ -265,15 +265,26 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
                   record.graph_name, record.outcome.value, record.nodes_before,
                   record.nodes_after)
-    before, after = report.counts_before.nodes, report.counts_after.nodes
-    log.info("compiled in %.1f ms: %d pass run(s), nodes %d -> %d", report.seconds * 1000,
-             len(report.records), before, after)
+    counts = report.counts_before.change(report.counts_after)  # as `ge compile` says them
+    log.info("compiled in %.1f ms: %d pass run(s); %s", report.seconds * 1000,
+             len(report.records), counts)
     if output is not None:
         result.save(output)
-        print(f"pyatc: run success: wrote {output} (nodes {before} -> {after})")
+        _say(f"pyatc: run success: wrote {output}; {counts}")
     else:
-        print(f"pyatc: run success: compiled {model} (nodes {before} -> {after}); no "
-              "--output, nothing written")
+        _say(f"pyatc: run success: compiled {model}; {counts}; no --output, nothing written")
+
+
+def _say(line: str) -> None:
+    """Print `line` on stdout, with `->` for `→` (and escapes for anything else) where
+    stdout's encoding cannot write it (ASCII under LC_ALL=C): the success line, written
+    after the model, must not turn into an error for a script's locale."""
+    encoding = sys.stdout.encoding or "utf-8"
+    try:
+        line.encode(encoding)
+    except UnicodeEncodeError:
+        line = line.replace("→", "->").encode(encoding, "backslashreplace").decode(encoding)
+    print(line)
 
 
 def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
