@@ -4,6 +4,7 @@ URLs), both layout engines, large graphs, bad inputs, and the page in a headless
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -21,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ge.graph
 from ge.cli import graph_diff, html_page
 from ge.cli.layout import ENGINE_ENV, builtin_layout
+from node_counting import onnx_node_counts
 
 pytestmark = pytest.mark.builtin_passes
 
@@ -146,6 +148,26 @@ def test_compile_html_marks_the_batchnorm_folding(tmp_path: Path) -> None:
     headings = re.findall(r"<h2>(?:Before|After) <small>\((.*?)\)</small></h2>", text)
     assert headings == [before_size, after_size]
     assert f"Before: {before_size}, After: {after_size}" in text
+
+
+@pytest.mark.usefixtures("builtin_engine")
+def test_compile_html_subtitle_says_the_counts_of_the_summary_line(tmp_path: Path) -> None:
+    """The subtitle said `nodes 6 → 5` of control_flow, the main graph's operators only: it
+    states the change as `ge compile`'s summary line does, bodies and constants included."""
+    source = ROOT / "tests" / "models" / "control_flow.onnx"
+    out, html_file = tmp_path / "out.onnx", tmp_path / "page.html"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out),
+                                  "--html", str(html_file))
+    assert code == 0, stderr
+    (b, bs, bc), (a, as_, ac) = onnx_node_counts(onnx.load(source)), onnx_node_counts(
+        onnx.load(out))
+    assert bs and bc  # bodies and constants, which the subtitle left out
+    change = (f"nodes {b} → {a} ({a - b:+d}) and {bs} → {as_} ({as_ - bs:+d}) in subgraphs, "
+              f"constants {bc} → {ac}")
+    assert f"\n{change}; " in stdout
+    subtitle = re.search(r'<p class="sub">(.*?)</p>', html_file.read_text(encoding="utf-8"))
+    assert subtitle is not None
+    assert html.unescape(subtitle.group(1)).startswith(f"{source} → {out}; {change}; ")
 
 
 @pytest.mark.usefixtures("builtin_engine")

@@ -421,11 +421,10 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 from ge.cli import graph_diff, html_page
 
                 progress.phase(f"writing {html_path}")
-                counts = result.report.counts_before, result.report.counts_after
-                nodes = f"{counts[0].nodes} → {counts[1].nodes}"
+                change = result.report.counts_before.change(result.report.counts_after)
                 html_page.write_page(html_path, html_page.render_page(
                     title=f"ge compile {model.name}",
-                    subtitle=f"{model} → {output}; nodes {nodes}; "
+                    subtitle=f"{model} → {output}; {change}; "
                              f"{len(result.report.records)} pass run(s)",
                     before=before, after=graph_diff.snapshot(result.graph),
                     passes=recorder.changes, labels=("Before", "After")))
