@@ -1,19 +1,24 @@
 """Every command that prints a node count prints ONNX's (`NodeCounts`: the main graph's
 nodes without `Constant` operators, constants and subgraph nodes apart): `ge compile` (its
 summary and JSON), `ge inspect` of the model given and of the model written, `ge diff` of
-the two and pyatc, each checked against the protos (`node_counting.onnx_node_counts`)."""
+the two and pyatc, each checked against the protos (`node_counting.onnx_node_counts`).
+`ge compile`'s "before" is the file's count also when it converts the model first
+(`--inline-functions`, `--opset`)."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from cli_helpers import run_ge
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, inliner, numpy_helper, version_converter
 
+from ge.compiler.report import NodeCounts
 from ge.pyatc import main as pyatc
 from model_paths import shared_model
 from node_counting import onnx_node_counts
@@ -91,3 +96,93 @@ def test_an_input_default_is_an_input_not_a_constant(tmp_path: Path) -> None:
     assert code == 0, stderr
     report = json.loads(stdout)
     assert (report["nodes_before"], report["constants_before"]) == (2, 1)
+
+
+def _function_calls() -> onnx.ModelProto:
+    """y = Mul(If(c, then: f(t), else: Neg(t)), w) with t = f(x): the model-local function
+    f(X) = Sqrt(X + Constant 1) called in the main graph and in a body."""
+    one = helper.make_node("Constant", [], ["one"],
+                           value=numpy_helper.from_array(np.array(1.0, np.float32)))
+    f = helper.make_function("local", "f", ["X"], ["Y"], [
+        one, helper.make_node("Add", ["X", "one"], ["a"]),
+        helper.make_node("Sqrt", ["a"], ["Y"])], [helper.make_opsetid("", 17)])
+    then = helper.make_graph([helper.make_node("f", ["t"], ["y1"], domain="local")], "then",
+                             [], [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Neg", ["t"], ["y2"])], "else", [],
+                              [helper.make_tensor_value_info("y2", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("f", ["x"], ["t"], domain="local", name="call"),
+         helper.make_node("If", ["c"], ["u"], then_branch=then, else_branch=other, name="if"),
+         helper.make_node("Mul", ["u", "w"], ["y"], name="scale")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.full(2, 2.0, np.float32), "w")])
+    model = helper.make_model(graph, functions=[f], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _reduce_mean_13() -> onnx.ModelProto:
+    """y = x - ReduceMean(x, axes=[-1]) at opset 13, whose axes opset 18 takes as an input
+    (a constant the version converter adds)."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]),
+         helper.make_node("Sub", ["x", "m"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize(("model", "flag", "ops_in_file"), [
+    (_function_calls, ["--inline-functions"],
+     {"local.f": 2, "Const": 1, "If": 1, "Neg": 1, "Mul": 1}),
+    (_reduce_mean_13, ["--opset", "18"], {"ReduceMean": 1, "Sub": 1}),
+], ids=["inline-functions", "opset"])
+def test_before_is_the_file_when_compile_converts_it_first(
+        model: Callable[[], onnx.ModelProto], flag: list[str], ops_in_file: dict[str, int],
+        tmp_path: Path) -> None:
+    """`--inline-functions` made "before" the inlined model's count (a call is one node in
+    the file, its body's nodes once inlined), `--opset` the converted one's, so `ge compile`
+    and `ge inspect` disagreed about the same file. "Before" is the file as ONNX counts it
+    in the summary line, the JSON, the report and the page's subtitle; the conversion is
+    part of the change. The steps still count the converted model, which the passes got."""
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model(), source)
+    in_file = onnx_node_counts(onnx.load(source))
+    converted = onnx_node_counts(
+        inliner.inline_local_functions(onnx.load(source)) if flag == ["--inline-functions"]
+        else version_converter.convert_version(onnx.load(source), 18))
+    assert converted != in_file  # (the case: the conversion changes the counts)
+    report_file, page = tmp_path / "report.json", tmp_path / "page.html"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), *flag, "--json",
+                                  "--report", str(report_file))
+    assert code == 0, stderr
+    after = onnx_node_counts(onnx.load(out))
+    for data in (json.loads(stdout), json.loads(report_file.read_text())):
+        for side, counts in (("before", in_file), ("after", after)):
+            assert (data[f"nodes_{side}"], data[f"subgraph_nodes_{side}"],
+                    data[f"constants_{side}"]) == counts
+        assert data["ops_before"] == ops_in_file
+        first = data["steps"][0]
+        assert (first["nodes_before"], first["subgraph_nodes_before"],
+                first["constants_before"]) == converted
+    code, stdout, _ = run_ge("inspect", str(source), "--json")
+    assert (json.loads(stdout)["nodes"], json.loads(stdout)["subgraph_nodes"],
+            json.loads(stdout)["constants"]) == in_file
+
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), *flag,
+                                  "--html", str(page))
+    assert code == 0, stderr
+    subgraphs = (f" and {in_file[1]} → {after[1]} ({after[1] - in_file[1]:+d}) in subgraphs"
+                 if in_file[1] or after[1] else "")
+    change = (f"nodes {in_file[0]} → {after[0]} ({after[0] - in_file[0]:+d}){subgraphs}, "
+              f"constants {in_file[2]} → {after[2]}")
+    assert f"\n{change}; " in stdout
+    text = page.read_text(encoding="utf-8")
+    assert f"; {change}; " in text  # the subtitle
+    # the drawing is of the model the passes got, sized so (docs/cli.md, --opset)
+    heading = re.search(r"<h2>Before <small>\((.*?)\)</small></h2>", text)
+    assert heading is not None
+    assert heading.group(1) == NodeCounts(*converted).text()

@@ -1,7 +1,8 @@
 """`ge.compile(opset=N)` and `ge compile --opset N`: the model is converted by onnx's version
 converter first, so fusions into newer operators apply (T5's RMS norms at 23, DistilBERT's
-GELUs at 20); verification compares with the model as given; a bad opset or a model the
-converter cannot take is one error, nothing written, the caller's graph untouched."""
+GELUs at 20); verification compares with the model as given, and the report's "before"
+counts it; a bad opset or a model the converter cannot take is one error, nothing
+written, the caller's graph untouched."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from onnx import TensorProto, helper
 import ge
 import ge.graph
 from ge.cli import cli
+from ge.compiler.report import node_counts, op_histogram
 from ge.errors import CompileInputError, CompilerOptionError
 from model_paths import shared_model
 from versions import needs_opset, onnx_at_least
@@ -46,6 +48,12 @@ def test_t5_converted_to_23_gets_its_rms_norms_fused_and_verified() -> None:
     assert len(compiled.graph.node) < len(at_17.to_onnx().graph.node)
     assert [o.name for o in compiled.graph.output] == [
         o.name for o in onnx.load(T5).graph.output]
+    # the numbers of docs/compiler.md (opset): "before" is the file (61 constants), the
+    # converted model the first step counts has the converter's 5 more
+    assert at_17.report.counts_after.nodes == 81
+    assert result.report.summary().startswith("nodes 129 → 56 (-73), constants 61 → 22; ")
+    assert (result.report.steps[0].nodes_before, result.report.steps[0].constants_before) == (
+        129, 66)
 
 
 def test_a_graph_given_is_left_as_it_was() -> None:
@@ -55,6 +63,8 @@ def test_a_graph_given_is_left_as_it_was() -> None:
     assert result.graph is not graph and result.graph.opset_imports[""] == 20
     assert _ops(result.to_onnx()).get("Gelu") == 2
     assert graph.to_onnx().SerializeToString() == before
+    assert result.report.counts_before == node_counts(graph)  # the graph as given
+    assert result.report.ops_before == op_histogram(graph)
     same = ge.compile(graph, opset=17)  # its own opset: compiled in place, as without
     assert same.graph is graph
 

@@ -382,7 +382,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         if html_path is not None:
             from ge.cli import graph_diff
 
-            # Its `before` is the graph the pipeline starts from (converted, with --opset).
+            # Its `before` is the graph the pipeline starts from (converted, with --opset
+            # or --inline-functions; the subtitle's counts are MODEL's, the report's).
             recorder = graph_diff.PassChangeRecorder(graph)
         observers = progress.observers if recorder is None else [*progress.observers,
                                                                    recorder]

@@ -188,10 +188,13 @@ class CompileReport:
     records: list[PassRunRecord] = field(default_factory=list)
     skipped_plugins: list[GeError] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
+    #: `op_histogram` of the model as given (as `counts_before`) and as compiled.
     ops_before: dict[str, int] = field(default_factory=dict)
     ops_after: dict[str, int] = field(default_factory=dict)
     fixed_point: FixedPointRecord | None = None
     seconds: float = 0.0
+    #: The model as given to `ge.compile`, also where it converted it first (`opset`,
+    #: `inline_functions`; `steps` and `records` count the converted one), and as compiled.
     counts_before: NodeCounts = field(default_factory=NodeCounts)
     counts_after: NodeCounts = field(default_factory=NodeCounts)
     #: Which pass last changed each node (`LastChanges.blame`: the pass an error about a

@@ -30,7 +30,7 @@ from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
-from ge.compiler.report import CompileReport
+from ge.compiler.report import CompileReport, node_counts, op_histogram
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.compiler.steps import FINAL_VALIDATION_STAGE
 from ge.errors import (
@@ -475,7 +475,9 @@ def compile(
     that fusions into newer operators apply; a Graph given is then left as it is (the
     result's graph is the converted one) and verification compares with the model as given.
     `inline_functions` first replaces every call of a model-local function by its body
-    (`inlined_functions`): the passes otherwise see a call, not what it computes.
+    (`inlined_functions`): the passes otherwise see a call, not what it computes. After
+    either conversion the report's `counts_before` and `ops_before` are still the model as
+    given (its steps and pass records count the converted one the passes ran on).
 
     Every argument is checked before anything is loaded or run: one of the wrong type (a
     str where a list of names or an int belongs, "false" for False) is
@@ -519,6 +521,11 @@ def compile(
         graph = inlined_functions(given) if inline_functions else given
         graph = graph if opset is None else upgraded_opset(graph, opset)
         in_place = in_place and graph is given
+        # The report's "before" is the model as given, not the converted copy the passes get:
+        # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call
+        # of a function is one node; the conversion is part of the change to "after". The
+        # steps and pass records keep counting the graphs the passes ran on.
+        as_given = None if graph is given else (node_counts(given), op_histogram(given))
         typed = _value_info_mode(value_info, given)  # the model as given, not as converted
         dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
                   else GraphDumper.from_environment())
@@ -556,6 +563,8 @@ def compile(
                 report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,
                                        disable=disable, enable=enable, check=check,
                                        on_pass_failure=on_pass_failure, observers=watchers)
+                if as_given is not None:
+                    report.counts_before, report.ops_before = as_given
                 if unrunnable is not None:
                     # ge finds the model as given invalid, which onnxruntime refused to run in
                     # its own words: the compilation said it in ge's, as without verification
