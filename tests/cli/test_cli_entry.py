@@ -292,3 +292,25 @@ def test_sigterm_ends_a_command_as_an_interrupt_writing_nothing(tmp_path: Path) 
     result = run_process("-c", during_save)
     assert result.returncode == 143, result.stderr
     assert list(out.iterdir()) == []
+
+
+def test_an_ascii_stdout_gets_ascii_not_a_traceback(tmp_path: Path) -> None:
+    """Under an ASCII locale (PYTHONIOENCODING=ascii; LC_ALL=C with PYTHONUTF8=0) the
+    summary's `→` is written `->`: it used to fail with UnicodeEncodeError and a traceback
+    after the model was written. An error line stays one line, exit status 1."""
+    model = Path(__file__).resolve().parents[1] / "models" / "control_flow.onnx"
+    out = tmp_path / "out.onnx"
+    ascii_env = {"PYTHONIOENCODING": "ascii"}
+    compiled = run_process("-m", "ge", "compile", str(model), "-o", str(out), env_vars=ascii_env)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "Traceback" not in compiled.stderr and out.is_file()
+    summary = next(line for line in compiled.stdout.splitlines() if line.startswith("nodes "))
+    assert summary.startswith("nodes 6 -> 5 (-1) and 10 -> 9 (-1) in subgraphs, constants ")
+    compiled.stdout.encode("ascii")  # nothing else non-ASCII slipped through either
+    diffed = run_process("-m", "ge", "diff", str(model), str(out),
+                         env_vars={"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""})
+    assert diffed.returncode == 0 and "Traceback" not in diffed.stderr, diffed.stderr
+    missing = run_process("-m", "ge", "compile", str(tmp_path / "none.onnx"), "-o",
+                          str(tmp_path / "never.onnx"), env_vars=ascii_env)
+    assert missing.returncode == 1 and missing.stderr.startswith("ge: [GE1102] ")
+    assert not (tmp_path / "never.onnx").exists()

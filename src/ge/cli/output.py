@@ -9,7 +9,9 @@ unless debugging, when it propagates with its traceback.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import io
 import json
 import logging
 import os
@@ -234,7 +236,7 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
     out = CommandOutput(prog, as_json=as_json,
                         debug=_debugging() if debug is None else debug,
                         show_warnings=show_warnings)
-    with warnings.catch_warnings(record=True) as caught:
+    with _encodable_streams(), warnings.catch_warnings(record=True) as caught:
         # The inherited filters decide about others' warnings (a DeprecationWarning inside
         # a library stays hidden); every warning of ge's own is shown.
         for category in _GE_WARNINGS:
@@ -271,6 +273,49 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                 f"could give; nothing was written{where}"))
             raise SystemExit(1) from None
         out._finish()
+
+
+#: ASCII for the characters ge's lines and tables use, where the output cannot encode them.
+_ASCII_FOR = {"→": "->", "←": "<-", "×": "x", "µ": "u", "—": "--", "–": "-", "−": "-",
+              "≤": "<=", "≥": ">=", "≈": "~", "…": "...", "·": "-", "✓": "ok", "✗": "x"}
+_ASCII_HANDLER = "ge.ascii"
+
+
+def _ascii_for(err: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of `_encodable_streams`: ASCII for ge's symbols, a Python
+    escape (`\\u00e9`) for anything else."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    text = err.object[err.start:err.end]
+    return "".join(_ASCII_FOR.get(ch) or ch.encode("ascii", "backslashreplace").decode()
+                   for ch in text), err.end
+
+
+@contextlib.contextmanager
+def _encodable_streams() -> Iterator[None]:
+    """For a command's length, make stdout and stderr write `→` as `->` (and escape what has
+    no ASCII form) where their encoding cannot encode it (an ASCII locale: LC_ALL=C with
+    PYTHONUTF8=0, or PYTHONIOENCODING=ascii), instead of failing with a traceback once the
+    work is done and the model written."""
+    changed: list[tuple[io.TextIOWrapper, str | None]] = []
+    for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, io.TextIOWrapper):
+            continue  # (a test's capture, a pipe set up by the caller: theirs to encode)
+        try:
+            "→µ×".encode(stream.encoding)
+            continue
+        except UnicodeEncodeError:
+            pass
+        except LookupError:
+            continue
+        codecs.register_error(_ASCII_HANDLER, _ascii_for)
+        changed.append((stream, stream.errors))
+        stream.reconfigure(errors=_ASCII_HANDLER)
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            stream.reconfigure(errors=errors)
 
 
 def console(*, stderr: bool = False) -> Console:

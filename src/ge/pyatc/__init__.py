@@ -270,21 +270,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
              len(report.records), counts)
     if output is not None:
         result.save(output)
-        _say(f"pyatc: run success: wrote {output}; {counts}")
+        print(f"pyatc: run success: wrote {output}; {counts}")
     else:
-        _say(f"pyatc: run success: compiled {model}; {counts}; no --output, nothing written")
-
-
-def _say(line: str) -> None:
-    """Print `line` on stdout, with `->` for `→` (and escapes for anything else) where
-    stdout's encoding cannot write it (ASCII under LC_ALL=C): the success line, written
-    after the model, must not turn into an error for a script's locale."""
-    encoding = sys.stdout.encoding or "utf-8"
-    try:
-        line.encode(encoding)
-    except UnicodeEncodeError:
-        line = line.replace("→", "->").encode(encoding, "backslashreplace").decode(encoding)
-    print(line)
+        print(f"pyatc: run success: compiled {model}; {counts}; no --output, nothing written")
 
 
 def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
