@@ -186,11 +186,36 @@ def measure_dispatch(source: Path, only: str, runs: int) -> bool:
                                                            "matches", "rewrites + fusions"],
                   per_pass, caption=f"BuiltinFusion: {median_run['nodes']:,} → "
                                     f"{median_run['nodes_after']:,} nodes")
+    print_work_floor(median_run["passes"], only, stats[(configs[1], "records")][1])
     print(f"goal dispatch (all ≤ {GOAL_DISPATCH:g}x only {only}): "
           + ", ".join(f"{sources[k]} {stats[('all', k)][0] / stats[(configs[1], k)][0]:.2f}x "
                       f"min / {stats[('all', k)][1] / stats[(configs[1], k)][1]:.2f}x median"
                       for k in sources) + f": {'met' if met else 'MISSED'}")
     return met
+
+
+def print_work_floor(passes: dict[str, dict], only: str, one_seconds: float) -> None:
+    """Split the other passes' time of an 'all' run by what they did: rewrote, matched and
+    refused every match in `meet_requirements`, or found nothing (the part op-type dispatch
+    can make small); and the all / one ratio if the passes that found nothing cost nothing,
+    and if the refusing ones did too: the floor that the rewrites themselves set."""
+    groups: dict[str, dict[str, float]] = {"rewrote": {}, "refused every match": {},
+                                           "found nothing": {}}
+    for name, row in passes.items():
+        if name == only:
+            continue
+        group = ("rewrote" if row["rewrites"] else "refused every match" if row["matches"]
+                 else "found nothing")
+        groups[group][name] = row["seconds"]
+    parts = [f"{what} {sum(times.values()) * 1e3:.1f} ms ({len(times)} pass(es)"
+             + (f": {', '.join(times)})" if times and len(times) <= 3 else ")")
+             for what, times in groups.items()]
+    rewrote, refused = (sum(groups[g].values()) for g in ("rewrote", "refused every match"))
+    without_idle = (one_seconds + rewrote + refused) / one_seconds
+    print(f"the other passes of the median 'all' run: {'; '.join(parts)}. With the passes "
+          f"that found nothing free, all / one would be {without_idle:.2f}x (median of "
+          f"{only} alone: {one_seconds * 1e3:.1f} ms); with the refusing ones free too, "
+          f"{(one_seconds + rewrote) / one_seconds:.2f}x: the rewrites' own work")
 
 
 # -- 2. nodes --------------------------------------------------------------------------------
