@@ -12,9 +12,10 @@ check. A run kept records itself as the last change of the nodes it changed
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
@@ -31,6 +32,7 @@ from ge.errors import (
 from ge.es.opset import opset_scope
 from ge.graph import CONST, NET_OUTPUT, DataType
 from ge.graph.allocation import no_full_collections
+from ge.graph.onnx_export import written_name
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
@@ -127,6 +129,7 @@ class Invocation:
                     if not problems:  # (a stale desc explains a wrong output type better)
                         problems = _output_problems(root, target, touched)
                     if problems:
+                        problems = _as_written(problems, root, changes.removed)
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
                                           [n for p in problems for n in p.nodes])
@@ -314,8 +317,10 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node]
             continue
         for index in range(node.get_inputs_size()):
             problem = _declared_output_problem(node, index)
-            if problem is not None:
-                problems.append(ValidationProblem("type", (node.name,), problem,
+            if problem is not None:  # (about the node read too, as the message names it)
+                read = node.get_input_producer(index)
+                names = (node.name,) if read is None else (node.name, read[0].name)
+                problems.append(ValidationProblem("type", names, problem,
                                                   node.owner_graph.name))
     return problems
 
@@ -374,6 +379,49 @@ def _full_problems(root: Graph, typed: bool, changes: ChangeSet) -> list[Validat
     problems += [p for p in find_node_problems(nodes, typed=True)
                  if p.kind in ("untyped", "type")]
     return problems or _shape_problems(nodes, changes)
+
+
+def _as_written(problems: list[ValidationProblem], root: Graph, removed: Iterable[Node]
+                ) -> list[ValidationProblem]:
+    """`problems` naming their nodes as the user's model writes them (`written_name`), in
+    their messages and node lists: the check finds problems by IR names, which differ for
+    a node named like a graph input or like another node (`x_1` for the model's `x`).
+
+    A name is given back only where that is sure: every node of the model (or removed by
+    the pass) holding the IR name writes one same, non-empty name (an unnamed node keeps
+    its IR name, the only one it has), and no value or graph has the IR name (a quoted
+    name in a message could be one of those)."""
+    graphs = [root, *root.get_all_subgraphs()]
+    gone = list(removed)
+    written: dict[str, str] = {}
+    for name in {n for p in problems for n in p.nodes}:
+        if any(name in g._values or name == g.name for g in graphs):
+            continue
+        holders = [g._by_name[name] for g in graphs if name in g._by_name]
+        said = {written_name(n) for n in holders + [n for n in gone if n._name == name]}
+        if len(said) == 1 and (wanted := said.pop()) and wanted != name:
+            written[name] = wanted
+    if not written:
+        return problems
+    shown = {repr(name): repr(wanted) for name, wanted in written.items()}  # as quoted
+    quoted = re.compile("|".join(map(re.escape, sorted(shown, key=len, reverse=True))))
+
+    def rename(text: str) -> str:
+        return quoted.sub(lambda m: shown[m.group()], text)
+
+    return [_cycle_as_written(replace(
+        p, nodes=tuple(written.get(n, n) for n in p.nodes), message=rename(p.message),
+        advice=rename(p.advice)), p.nodes) for p in problems]
+
+
+def _cycle_as_written(problem: ValidationProblem, read: tuple[str, ...]) -> ValidationProblem:
+    """A cycle's message ends with its nodes' names unquoted ("a cycle through nodes: a,
+    x_1": `Graph.topological_order`): that list, as `problem.nodes` now names them."""
+    listed = ", ".join(read[:20])
+    if problem.kind != "cycle" or not problem.message.endswith(listed):
+        return problem
+    said = ", ".join(problem.nodes[:20])
+    return replace(problem, message=problem.message[:len(problem.message) - len(listed)] + said)
 
 
 _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "opset-import": 2, "structure": 3,
