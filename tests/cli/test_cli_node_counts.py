@@ -18,7 +18,8 @@ import pytest
 from cli_helpers import run_ge
 from onnx import TensorProto, helper, inliner, numpy_helper, version_converter
 
-from ge.compiler.report import NodeCounts
+import ge.graph
+from ge.compiler.report import NodeCounts, constant_count, node_counts, operator_count
 from ge.pyatc import main as pyatc
 from model_paths import shared_model
 from node_counting import onnx_node_counts
@@ -186,3 +187,32 @@ def test_before_is_the_file_when_compile_converts_it_first(
     heading = re.search(r"<h2>Before <small>\((.*?)\)</small></h2>", text)
     assert heading is not None
     assert heading.group(1) == NodeCounts(*converted).text()
+
+
+def test_an_operator_a_custom_domain_names_const_is_a_node(tmp_path: Path) -> None:
+    """ge's `Const` is the standard domain's: an operator `my.domain::Const` (holding a
+    `value`, as a constant does) is a node to ONNX, to `ge inspect` and to the counts of
+    the graph ge loads, not a constant."""
+    graph = helper.make_graph(
+        [helper.make_node("Const", [], ["c"], name="mine", domain="my.domain",
+                          value=numpy_helper.from_array(np.ones(3, np.float32))),
+         helper.make_node("Add", ["x", "c"], ["s"]), helper.make_node("Mul", ["s", "w"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.zeros(3, np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("my.domain", 1)])
+    source = tmp_path / "m.onnx"
+    onnx.save(model, source)
+    assert onnx_node_counts(model) == (3, 0, 1)
+    loaded = ge.graph.load(source)
+    assert loaded.find_node_by_name("mine").type == "Const"
+    assert node_counts(loaded) == NodeCounts(3, 0, 1)
+    assert (operator_count(loaded), constant_count(loaded)) == (3, 1)
+    code, stdout, _ = run_ge("inspect", str(source), "--json")
+    assert code == 0
+    data = json.loads(stdout)
+    assert (data["nodes"], data["constants"], data["graph_nodes"]) == (3, 1, 3)
+    assert data["ops"] == {"my.domain.Const": 1, "Add": 1, "Mul": 1}
+    code, stdout, _ = run_ge("inspect", str(source))
+    assert code == 0 and "3 node(s); 1 initializer(s)" in stdout

@@ -112,6 +112,33 @@ def test_nodes_of_type_tells_domains_apart() -> None:
     assert graph.nodes_of_type("Gelu", "other") == []
 
 
+def test_count_of_type_tells_domains_apart() -> None:
+    """`count_of_type(op, domain)` agrees with `nodes_of_type` (an operator a custom domain
+    names `Const` is not ge's `Const`), as nodes come and go, are put back by a rollback,
+    and in a clone."""
+    graph = Graph("g")
+    graph.model.opset_imports.update({"my.domain": 1, "com.microsoft": 1})
+    graph.add_const([1.0])
+    custom = graph.add_node("Const", name="mine", domain="my.domain")
+    graph.add_node("Const", name="spelled", domain="ai.onnx")  # the standard domain
+
+    def counts(g: Graph) -> list[int]:
+        found = [g.count_of_type("Const", d) for d in (None, "", "ai.onnx", "my.domain", "x")]
+        assert found[1:] == [len(g.nodes_of_type("Const", d))
+                             for d in ("", "ai.onnx", "my.domain", "x")]
+        return found
+
+    assert counts(graph) == [3, 2, 2, 1, 0]
+    assert counts(graph.clone()) == [3, 2, 2, 1, 0]
+    with pytest.raises(Boom), graph.transaction():
+        graph.remove_node(custom)
+        assert counts(graph) == [2, 2, 2, 0, 0]
+        graph.add_node("Const", name="other", domain="com.microsoft")
+        raise Boom
+    assert counts(graph) == [3, 2, 2, 1, 0]
+    assert graph.count_of_type("Const", "com.microsoft") == 0
+
+
 def test_outer_inputs_of_a_node_with_bodies() -> None:
     graph = if_graph()
     owner = graph.nodes_of_type("If")[0]

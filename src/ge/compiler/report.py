@@ -35,13 +35,13 @@ def operator_count(graph: Graph) -> int:
     its direct nodes but `Data`, `NetOutput` and `Const` (an initializer or a `Constant`
     operator, counted by `constant_count`), in O(1)."""
     return (len(graph) - graph.count_of_type(DATA) - graph.count_of_type(NET_OUTPUT)
-            - graph.count_of_type(CONST))
+            - constant_count(graph))
 
 
 def constant_count(graph: Graph) -> int:
     """The constants of `graph` (its direct `Const` nodes: initializers and `Constant`
-    operators alike), in O(1)."""
-    return graph.count_of_type(CONST)
+    operators alike; an operator a custom domain names `Const` is none), in O(1)."""
+    return graph.count_of_type(CONST, "")
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,8 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
         new._nodes[twin] = None
         new._by_name[twin._name] = twin
         new._by_type.setdefault(twin._type, {})[twin] = None
+        if twin._domain:
+            new._count_custom(twin, 1)
         for i, value in enumerate(twin._out_names):
             if value:
                 new._values[value] = (twin, i)

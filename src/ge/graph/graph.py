@@ -38,7 +38,7 @@ from ge.graph.edges import GraphEdges
 from ge.graph.journal import ChangeListener, Journal
 from ge.graph.model_info import ModelInfo
 from ge.graph.naming import NameAuthority
-from ge.graph.node import Node
+from ge.graph.node import Node, is_const
 from ge.graph.node_set import GraphNodeSet
 from ge.graph.node_state import GraphNodeState
 from ge.graph.subgraphs import GraphSubgraphs
@@ -48,7 +48,7 @@ from ge.graph.types import DumpFormat
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph"]
+__all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph", "is_const"]
 
 DATA = "Data"
 CONST = "Const"
@@ -67,6 +67,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._nodes: dict[Node, None] = {}
         self._by_name: dict[str, Node] = {}
         self._by_type: dict[str, dict[Node, None]] = {}
+        # Per op type, how many of `_by_type`'s nodes are of a domain other than ONNX's
+        # standard one (`count_of_type(op, "")` in O(1): a `Const` of "my.domain" is no
+        # constant of ge's).
+        self._custom_typed: dict[str, int] = {}
         self._values: dict[str, tuple[Node, int]] = {}
         self._parent_node: Node | None = None
         self._journal = Journal()
@@ -344,9 +348,17 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             typed[1][(op_type, domain)] = found
         return list(found)
 
-    def count_of_type(self, op_type: str) -> int:
-        """How many direct nodes have op type `op_type`, in any domain (O(1))."""
-        return len(self._by_type.get(op_type, ()))
+    def count_of_type(self, op_type: str, domain: str | None = None) -> int:
+        """How many direct nodes have op type `op_type`: in any domain (None, the default),
+        or of one `domain` as `nodes_of_type` takes it ("" and "ai.onnx" are the same).
+        O(1) for any domain and for the standard one; another counts the op's nodes."""
+        nodes = self._by_type.get(op_type)
+        if not nodes or domain is None:
+            return len(nodes) if nodes else 0
+        wanted = normalize_domain(domain)
+        if not wanted:
+            return len(nodes) - self._custom_typed.get(op_type, 0)
+        return sum(1 for n in nodes if n._domain == wanted)
 
     def op_types(self) -> list[str]:
         return [t for t, nodes in self._by_type.items() if nodes]

@@ -22,7 +22,7 @@ from ge.graph.value_info import desc_from_value_info
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["SMALL_TENSOR_ELEMENTS", "Node"]
+__all__ = ["SMALL_TENSOR_ELEMENTS", "Node", "is_const"]
 
 #: A tensor attribute of at most this many elements is decoded once per node (`Node._small_tensor`).
 SMALL_TENSOR_ELEMENTS = 64
@@ -491,3 +491,9 @@ class Node:
     def __repr__(self) -> str:
         state = "" if self._graph is not None else ", removed"
         return f"<Node {self._name!r} type={self._type}{state}>"
+
+
+def is_const(node: Node) -> bool:
+    """Whether `node` is one of ge's `Const` nodes (an initializer, or a `Constant` operator
+    as read: made in domain ""), not an operator that a custom domain names `Const`."""
+    return node._type == "Const" and not node._domain

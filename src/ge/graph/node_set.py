@@ -80,10 +80,19 @@ class GraphNodeSet:
         if bucket is None:
             bucket = self._by_type[node._type] = {}
         bucket[node] = None
+        if node._domain:  # (rare: most nodes are ONNX's)
+            self._count_custom(node, 1)
         values = self._values
         for i, value_name in enumerate(node._out_names):
             if value_name:
                 values[value_name] = (node, i)
+
+    def _count_custom(self: Graph, node: Node, step: int) -> None:
+        """Count `node`, an indexed node with a domain, in `_custom_typed` (`step` 1) or
+        out of it (-1) unless its domain is the standard one ("ai.onnx")."""
+        if node._domain != "ai.onnx":
+            counts = self._custom_typed
+            counts[node._type] = counts.get(node._type, 0) + step
 
     def _insert(self: Graph, node: Node) -> None:
         """Put a fresh node into the graph's indexes (journaled)."""
@@ -122,6 +131,8 @@ class GraphNodeSet:
         if self._by_name.get(name) is node:
             del self._by_name[name]
         del self._by_type[node._type][node]
+        if node._domain:
+            self._count_custom(node, -1)
         values = self._values
         for value_name in node._out_names:
             if value_name and values.get(value_name, (None,))[0] is node:
