@@ -17,8 +17,8 @@ import onnx
 
 from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, kind_name
-from ge.graph.graph import CONST, Graph
-from ge.graph.node import Node
+from ge.graph.graph import Graph
+from ge.graph.node import Node, is_const
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import format_desc
 from ge.graph.types import DumpFormat
@@ -60,7 +60,7 @@ def node_line(node: Node) -> str:
             outs.append("_")
             continue
         text = f"%{name}"
-        if node.has_output_desc(i) or node._type == CONST:
+        if node.has_output_desc(i) or is_const(node):
             text += f": {format_desc(node.get_output_desc(i))}"
         outs.append(text)
     ins = []

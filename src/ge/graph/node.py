@@ -346,7 +346,7 @@ class Node:
         any other node; equal keys mean equal constants (constant deduplication)."""
         from ge.graph.keys import value_key
 
-        if self._type != "Const" or "value" not in self._attrs:
+        if not is_const(self) or "value" not in self._attrs:
             return None
         value = self._attr_value("value")
         return value_key(value) if isinstance(value, Tensor) else None
@@ -411,7 +411,7 @@ class Node:
         desc = self._held_output_desc(self._check_out(index))
         if desc is not None:
             return desc.copy()
-        if self._type == "Const" and "value" in self._attrs:
+        if is_const(self) and "value" in self._attrs:
             # A constant's output is its value: shape and type are known without inference
             # (and without decoding the data).
             value = self._stored_tensor("value")
@@ -433,7 +433,7 @@ class Node:
         desc = self._held_output_desc(index)
         if desc is not None:
             return desc._data_type
-        if self._type == "Const" and "value" in self._attrs:
+        if is_const(self) and "value" in self._attrs:
             value = self._stored_tensor("value")
             if isinstance(value, Tensor):
                 return value.data_type

@@ -23,7 +23,7 @@ from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
-from ge.graph.node import Node
+from ge.graph.node import Node, is_const
 from ge.graph.payloads import PayloadStore
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
@@ -404,7 +404,7 @@ def _written_as_node(node: Node, lift: bool, old_ir: bool) -> bool:
     nor a `Const` written as an initializer (`lift` as `graph_to_model(lift_constants=)`)."""
     if node._type in (DATA, NET_OUTPUT):
         return False
-    return node._type != CONST or not _as_initializer(node, lift, old_ir)
+    return not is_const(node) or not _as_initializer(node, lift, old_ir)
 
 
 def unique_node_names(graph: Graph, *, lift_constants: bool = False
@@ -506,7 +506,8 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
     else:  # the common case, inlined: saving after many touched nodes is this loop
         inputs = ["" if p is None else p[0]._out_names[p[1]] for p in node._inputs]
         outputs = node._out_names
-    if source is not None and node._type != CONST:
+    constant = is_const(node)  # (an operator a custom domain names Const is written as read)
+    if source is not None and not constant:
         # Start from the proto the node was read from, so the fields the IR does not model
         # (doc string, metadata, overload, device configurations, any later addition) come
         # along byte for byte; of what the IR owns (an operator keeps its op type and
@@ -527,7 +528,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             proto.CopyFrom(source)
             for field in ("input", "output", "attribute"):
                 proto.ClearField(field)
-        if node._type == CONST:
+        if constant:
             proto.op_type = "Constant"
             value = node._stored_tensor("value")
             proto.attribute.append(onnx.helper.make_attribute("value", value.to_proto()))
@@ -644,8 +645,9 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         op_type = node._type
         if op_type in (DATA, NET_OUTPUT):
             continue
-        as_input = op_type == CONST and constant_inputs.get(node._out_names[0])
-        if op_type == CONST and (as_input or _as_initializer(node, lift, old_ir)):
+        constant = op_type == CONST and not node._domain  # (`is_const`, inlined)
+        as_input = constant and constant_inputs.get(node._out_names[0])
+        if constant and (as_input or _as_initializer(node, lift, old_ir)):
             name = _value_name((node, 0), renames)
             if as_input and "value" in node._attrs:
                 before, position, read = as_input
@@ -664,7 +666,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
                 sparse.append(node._attr_value("sparse_value"))
             else:
                 raise GraphError(f"Const node {node._name!r} has no value", nodes=[node._name])
-        elif op_type == CONST and store is not None:
+        elif constant and store is not None:
             protos.append(store.constant(_node_proto(node, names), node))
         else:
             protos.append(_node_proto(node, names))
@@ -696,7 +698,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             if slot is None:
                 slot = node._out_slot(producer[1])
             output = _value_info(output_names[i], slot)
-            if (_untyped(output) and node._graph is graph and node._type == CONST
+            if (_untyped(output) and node._graph is graph and is_const(node)
                     and output_names[i] == names.name(producer)
                     and _as_initializer(node, lift, old_ir)):
                 output = _typed_like_initializer(output, node)

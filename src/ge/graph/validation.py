@@ -28,7 +28,7 @@ from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
-from ge.graph.node import Node
+from ge.graph.node import Node, is_const
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -350,7 +350,7 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
                  attributes: bool = True) -> None:
     n_in, n_out = len(node._inputs), len(node._out_names)
     op = node._type
-    if op in (DATA, CONST):
+    if op == DATA or is_const(node):  # (a custom domain's Const is checked as an operator)
         if n_in != 0 or n_out != 1:
             _add(problems, g, "arity", [node],
                  f"{op} node {node._name!r} has {n_in} inputs and {n_out} outputs; "
