@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -98,3 +99,49 @@ def test_its_value_attribute_is_not_its_output() -> None:
     assert node.get_output_desc(0).data_type == DataType.DT_UNDEFINED
     assert node.value_key() is None
     assert graph.add_const(np.array([1.0, -2.0], np.float32)).value_key() is not None
+
+
+@pytest.mark.builtin_passes
+def test_no_built_in_pass_takes_its_value_attribute_for_its_output(
+        scaled_const: None, tmp_path: Path) -> None:
+    """`x * (c / s)` with c = 10 × [1, 1]: ReciprocalMulFusion took the Div for `1 / s`
+    (its pattern's constant bound the operator, whose `value` is all ones) and made
+    `x / s`. ConstantFolding now folds the operator by its kernel first, and the fusion
+    leaves `10 / s` alone: the compiled model computes what the model does."""
+    graph = helper.make_graph(
+        [_scaled(value=1.0), helper.make_node("Div", ["c", "s"], ["q"], name="div"),
+         helper.make_node("Mul", ["x", "q"], ["y"], name="mul")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(DOMAIN, 1)])
+    model.graph.node[0].attribute[0].t.CopyFrom(
+        numpy_helper.from_array(np.ones(2, np.float32), "value"))
+    result = ge.compile(model)
+    assert "ReciprocalMulFusion" not in {r.pass_name for r in result.report.records
+                                         if r.changed}
+    out = tmp_path / "out.onnx"
+    result.save(out)
+    x, s = np.array([3.0, -1.0], np.float32), np.array([2.0, 4.0], np.float32)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["y"], {"x": x, "s": s})[0], x * 10 / s)
+
+
+@pytest.mark.builtin_passes
+def test_constant_folding_does_not_read_its_value_attribute(scaled_const: None) -> None:
+    """Too large to fold (its output over the size limit, computed from no constant), the
+    operator stays; the ReduceSum reading it was folded from its `value` (64, not 640)."""
+    graph = helper.make_graph(
+        [helper.make_node("Const", [], ["c"], name="scaled", domain=DOMAIN,
+                          value=numpy_helper.from_array(np.ones(64, np.float32))),
+         helper.make_node("ReduceSum", ["c"], ["total"], name="sum", keepdims=0),
+         helper.make_node("Add", ["x", "total"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(DOMAIN, 1)])
+    result = ge.compile(model, options={"ge.constant_folding.size_limit": "16"})
+    assert [(n.type, n.domain) for n in result.graph.get_direct_nodes()
+            if n.type not in ("Data", "NetOutput")] == [
+        ("Const", DOMAIN), ("ReduceSum", ""), ("Add", "")]

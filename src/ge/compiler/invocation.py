@@ -30,8 +30,9 @@ from ge.errors import (
     ValidationProblem,
 )
 from ge.es.opset import opset_scope
-from ge.graph import CONST, NET_OUTPUT, DataType
+from ge.graph import NET_OUTPUT, DataType
 from ge.graph.allocation import no_full_collections
+from ge.graph.node import is_const
 from ge.graph.onnx_export import written_name
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
@@ -207,7 +208,7 @@ class Invocation:
                                  changes.live(), changes.removed)
         if entry.step is None:
             self.made_by_plugins.update(dict.fromkeys(changes.added, (entry.name, stage)))
-        elif self.made_by_plugins and any(node._type != CONST for node in changes.added):
+        elif self.made_by_plugins and not all(map(is_const, changes.added)):
             for node in changes.removed:
                 maker = self.made_by_plugins.pop(node, None)
                 if maker is not None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ge.errors import GeError, SourceLocation
-from ge.graph.graph import CONST, DATA, NET_OUTPUT
+from ge.graph.graph import DATA, NET_OUTPUT
+from ge.graph.node import is_const
 from ge.graph.onnx_export import written_name
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class LastChanges:
                 continue
             if not written:
                 holders.append(node)
-            elif node.type == CONST:  # mostly an initializer, which has no node name
+            elif is_const(node):  # mostly an initializer, which has no node name
                 constants.append(node)
             elif node.type not in (DATA, NET_OUTPUT):  # (graph inputs and outputs)
                 holders.append(node)

@@ -25,7 +25,8 @@ from ge.errors import (
 from ge.es.graph_builder import GraphBuilder
 from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
-from ge.graph.graph import CONST, Graph
+from ge.graph.graph import Graph
+from ge.graph.node import is_const
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.ops.inference import infer_new_node
@@ -192,7 +193,7 @@ def _graph_outputs(graph: Any) -> int | None:
 
 
 def _const_size(holder: Any) -> int | None:
-    if isinstance(holder, TensorHolder) and holder._node.type == CONST:
+    if isinstance(holder, TensorHolder) and is_const(holder._node):
         return int(holder._node.get_attr("value").size)
     if isinstance(holder, (list, tuple)):
         return len(holder)

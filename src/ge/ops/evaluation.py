@@ -32,7 +32,7 @@ from ge.errors import ConstantEvaluationError
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.graph import Graph
 from ge.graph.keys import hashable_value
-from ge.graph.node import Node
+from ge.graph.node import Node, is_const
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_from_numpy
 from ge.ops.inference import is_custom_node
@@ -83,7 +83,7 @@ def is_constant_foldable(node: Node) -> bool:
     for i in range(node.get_inputs_size()):
         if node.get_input_producer(i) is not None and const_value(node, i) is None:
             return False
-    return all(src.type == "Const" for src, _ in outer_inputs(node).values())
+    return all(is_const(src) for src, _ in outer_inputs(node).values())
 
 
 def _check_version(node: Node) -> None:
@@ -141,7 +141,7 @@ def evaluate_node(node: Node) -> list[Tensor]:
         if value is not None:
             initializers.append(value.to_proto(input_value_name(node, i)))
     for name, (src, _) in outer_inputs(node).items():
-        if src.type != "Const":
+        if not is_const(src):
             raise ConstantEvaluationError(
                 f"node {node.name!r} ({node.type}): its subgraphs read {name!r}, "
                 "which is not a constant", nodes=[node.name])

@@ -448,7 +448,7 @@ def shape_conflict(node: Node) -> ShapeConflict | None:
     changed what it computes). The check after a pass (`ge.compiler`) asks it of the nodes
     the pass touched. Standard-domain operators and onnxruntime's (asked of onnxruntime)
     without subgraphs; nothing is written."""
-    if node._type in STRUCTURAL or node.get_subgraphs():
+    if (node._type in STRUCTURAL and not node._domain) or node.get_subgraphs():
         return None
     if is_custom_node(node):
         if not is_runtime_domain_node(node) or get_custom_op(node.type, node.domain) is not None:

@@ -160,7 +160,7 @@ def _slot_key(source: Node, index: int) -> Hashable:
     descs = source._out_descs
     slot = descs[index] if descs is not None else None
     if slot is None:
-        if source._type == "Const" and "value" in source._attrs:
+        if source._type == "Const" and not source._domain and "value" in source._attrs:
             value = source._attr_value("value")
             if isinstance(value, Tensor):
                 return ("t", int(value._data_type), tuple(value._shape))
@@ -176,7 +176,7 @@ def _desc_key(desc: TensorDesc) -> Hashable:
 
 
 def _value_key(source: Node, op_type: str) -> Hashable:
-    if source._type != "Const":
+    if source._type != "Const" or source._domain:  # (`is_const`, inlined: a hot path)
         return None
     stored = source._attrs.get("value")
     if stored is None:
@@ -207,7 +207,7 @@ def _input_key(source: Node, index: int, op_type: str) -> Hashable:
     usual producers (an operator's output, a constant holding a `Tensor`)."""
     descs = source._out_descs
     slot = descs[index] if descs is not None else None
-    if source._type != "Const":
+    if source._type != "Const" or source._domain:
         if slot is None:
             return (None, None)
         if type(slot) is TensorDesc:

@@ -22,7 +22,7 @@ from onnx import shape_inference
 from ge.errors import ShapeInferenceError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.graph import CONST, DATA, Graph
-from ge.graph.node import Node
+from ge.graph.node import Node, is_const
 from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
@@ -348,7 +348,7 @@ def _fill_from_declared_outputs(root: Graph) -> None:
     inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
     outputs without their dims (`_relax_outputs`)."""
     for node, index, declared in _declared_outputs(root):
-        if node.type in (CONST, DATA) or not node.has_output_desc(index):
+        if node.type == DATA or is_const(node) or not node.has_output_desc(index):
             continue
         held = node.get_output_desc(index)
         filled = _merged(held, declared, from_file=True)

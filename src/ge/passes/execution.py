@@ -32,12 +32,12 @@ from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
 from ge.passes.hooks import add_note, expression_body, note_of
 from ge.passes.matcher import (
-    CONST_TYPES,
     CompiledPattern,
     Match,
     Matcher,
     MatchResult,
     compile_pattern,
+    is_constant,
 )
 from ge.passes.pattern import NodeIo, Pattern, create_pattern
 from ge.passes.registry import (
@@ -196,7 +196,8 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
 def _optional_attributes_set(node: Node) -> list[str]:
     """The optional attributes a pattern's operator node sets (a required one, Concat's
     `axis`, must be given to build the node at all: setting it says nothing)."""
-    if node.type in ("Data", "Const", "NetOutput") or not node.get_attr_names():
+    if (node.type in ("Data", "Const", "NetOutput") and not node.domain) or (
+            not node.get_attr_names()):
         return []
     try:
         spec = node_spec(node)
@@ -431,7 +432,7 @@ def find_matches(pass_or_class: Any, graph: Graph,
             if candidate in taken:
                 continue
             for match in matcher.matches_at(candidate):  # as the sweep: first accepted
-                nodes = {n for n in match.bindings.values() if n.type not in CONST_TYPES}
+                nodes = {n for n in match.bindings.values() if not is_constant(n)}
                 if taken.intersection(nodes):
                     continue  # shared constants aside, a node is rewritten once
                 result = MatchResult(match)

@@ -45,12 +45,12 @@ from ge.passes.explain_hooks import (
 from ge.passes.explain_reasons import Reason, node_label, op_label, rejection_reason
 from ge.passes.matcher import (
     _DATA,
-    CONST_TYPES,
     CompiledPattern,
     Match,
     MatchResult,
     PatternNode,
     compile_pattern,
+    is_constant,
 )
 from ge.passes.rewrite import Region
 from ge.passes.stage import PassStage
@@ -370,7 +370,7 @@ class _Explainer:
         explained.reason = reason
         if explained.reason is None:
             for n in match.nodes:
-                if n.type not in CONST_TYPES:
+                if not is_constant(n):
                     self.taken[n] = (compiled.name, candidate.name)
         return explained
 
@@ -383,7 +383,7 @@ class _Explainer:
     def _accept(self, match: Match, warnings: list[str]) -> Reason | None:
         """After a full match, what the engine checks before rewriting (as `find_matches`)."""
         anchor = match.outputs[0][0]
-        nodes = [n for n in match.bindings.values() if n.type not in CONST_TYPES]
+        nodes = [n for n in match.bindings.values() if not is_constant(n)]
         overlap = next((n for n in nodes if n in self.taken), None)
         if overlap is not None:
             return self._overlap(overlap)
@@ -396,7 +396,7 @@ class _Explainer:
             result._invalidate()
         if not answer.accepted:
             warning = missing_descs_warning(
-                (n for n in match.nodes if n.type not in CONST_TYPES), answer_summary(answer),
+                (n for n in match.nodes if not is_constant(n)), answer_summary(answer),
                 before_inference=self.before_inference)
             if warning is not None:
                 warnings.append(warning)

@@ -90,7 +90,8 @@ class _Writer:
         """`Matcher._accepts`, check for check."""
         emit, fail = self._emit, self.fail
         if pnode.kind == self._const_kind:
-            emit(1, f"if {var}._type not in CONST_TYPES: {fail}")
+            emit(1, f"if {var}._type not in CONST_TYPES or {var}._domain not in ('', 'ai.onnx'): "
+                    f"{fail}")
             if self.const_value and pnode.value is not None:
                 value = self._constant(pnode.value, "value")
                 emit(1, f"if not same_value({value}, {var}): {fail}")

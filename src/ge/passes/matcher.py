@@ -25,17 +25,18 @@ from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 from ge.graph import order as graph_order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
 from ge.graph.keys import hashable_value
+from ge.graph.node import is_const
 from ge.graph.tensor import Tensor
 from ge.ops.schemas import normalize_domain
 from ge.passes.config import COMMUTATIVE_OPS, PatternMatcherConfig
 from ge.passes.match_plan import PLAN_AFTER, Plan, plan_for
 from ge.passes.pattern import NodeIo, Pattern
-from ge.passes.rewrite import Region
+from ge.passes.rewrite import Region, is_constant
 
-__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern"]
+__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern", "is_constant"]
 
 Producer = tuple[Node, int]
-CONST_TYPES = frozenset({CONST, "Constant"})
+CONST_TYPES = frozenset({CONST, "Constant"})  # (and of the standard domain: `is_constant`)
 _DATA, _CONST, _OP = 0, 1, 2
 #: Commutative operators with more inputs than this match in the given order only.
 _MAX_PERMUTED_INPUTS = 4
@@ -116,7 +117,7 @@ class CompiledPattern:
                                  [node.name])
             if node is net_output:
                 continue
-            kind = _DATA if node.type == DATA else _CONST if node.type in CONST_TYPES else _OP
+            kind = _DATA if node.type == DATA else _CONST if is_constant(node) else _OP
             self.nodes[node] = PatternNode(node, kind)
         if net_output.get_inputs_size() == 0:
             raise self._fail("it has no output")
@@ -312,7 +313,7 @@ class Matcher:
     def _accepts(self, pnode: PatternNode, target: Node) -> bool:
         """Whether `target` can stand for `pnode`, looking at the node alone."""
         if pnode.kind == _CONST:
-            if target._type not in CONST_TYPES:
+            if not is_constant(target):
                 return False
             if self._const_value and pnode.value is not None:
                 return _same_value(pnode.value, target)
@@ -502,7 +503,7 @@ def _plain(value: Any) -> Any:
 
 def _same_value(value: Tensor, target: Node) -> bool:
     """Const-value match: the same dtype, shape and bytes (no tolerance)."""
-    if target._type != CONST or "value" not in target._attrs:
+    if not is_const(target) or "value" not in target._attrs:
         return False
     other = target.get_attr("value")
     if not isinstance(other, Tensor):

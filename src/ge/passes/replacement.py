@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ge.errors import GeError
-from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, Tensor
+from ge.graph import DATA, NET_OUTPUT, Graph, Node, Tensor
+from ge.graph.node import is_const
 from ge.passes.context import PassContext
 from ge.passes.matcher import MatchResult
 from ge.passes.rewrite import Region, apply_replacement, closed_region, forget_output_descs
@@ -302,12 +303,12 @@ def infer_shape(replacement: Graph, source: MatchResult | Node | SubgraphBoundar
                 continue
             node, out = producers[index]
             data.update_output_desc(0, node.get_output_desc(out))
-            if node.type == "Const" and node.has_attr("value"):
+            if is_const(node) and node.has_attr("value"):
                 value = node.get_attr("value")
                 if isinstance(value, Tensor):
                     known[data.name] = value
         for node in replacement.get_all_nodes():
-            if node.type not in (DATA, CONST, NET_OUTPUT):
+            if node.type not in (DATA, NET_OUTPUT) and not is_const(node):
                 forget_output_descs(node, inputs=True)
         infer_shapes(replacement, known_values=known, strict=True)
     except Exception as err:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
+from ge.graph.domains import normalize_domain
+from ge.graph.node import is_const
 from ge.graph.types import DataType
 from ge.ops.inference import descs_contradict, proto_contradicts
 from ge.ops.shape_values import fill_unknown_dims, unfilled_desc
@@ -33,6 +35,7 @@ __all__ = [
     "apply_replacement",
     "closed_region",
     "forget_output_descs",
+    "is_constant",
     "tag_origin",
     "would_create_cycle",
 ]
@@ -42,6 +45,13 @@ Producer = tuple[Node, int]
 ORIGIN_PASS = "ge.origin_pass"
 ORIGIN_NODES = "ge.origin_nodes"
 _CONSTANTS = (CONST, "Constant")
+
+
+def is_constant(node: Node) -> bool:
+    """Whether a pattern's or a graph's node is a constant to matching and rewriting: ge's
+    `Const` or an ONNX `Constant`, of the standard domain (an operator a custom domain
+    names so is an operator)."""
+    return node._type in _CONSTANTS and not normalize_domain(node._domain)
 
 
 @dataclass
@@ -76,7 +86,7 @@ class Region:
     def name_scope(self) -> str:
         """The scope its operators' names share, as exporters write them (`/enc/ln/Sub` and
         `/enc/ln/Sqrt`: `/enc/ln/`), for naming what replaces them; "" when they share none."""
-        names = [n._name for n in self.nodes if n._type not in _CONSTANTS]
+        names = [n._name for n in self.nodes if not is_constant(n)]
         if not names or any("/" not in name for name in names):
             return ""
         scopes = [name.split("/")[:-1] for name in names]  # "/a/b/Sub" -> ["", "a", "b"]
@@ -256,7 +266,7 @@ def _fill_unknown_outputs(region: Region, made: Sequence[Node], outputs: Sequenc
     typed with those, and a later pass must see them to match there."""
     new_nodes = set(made)
     for (old, old_index), (new, new_index) in zip(region.outputs, outputs, strict=True):
-        if new._type in _CONSTANTS or new not in new_nodes or not old.has_output_desc(old_index):
+        if is_constant(new) or new not in new_nodes or not old.has_output_desc(old_index):
             continue
         if unknown(new, new_index):
             new.update_output_desc(new_index, old.get_output_desc(old_index))
@@ -386,7 +396,7 @@ def _type_new_nodes(made: Sequence[Node]) -> set[Node]:
 
     untyped: set[Node] = set()
     for node in made:
-        if node._type == CONST:
+        if is_const(node):
             continue
         try:
             if infer_node(node) is None:
@@ -447,5 +457,5 @@ def _remove(region: Region) -> None:
         return any(consumer not in members
                    for consumers in node._consumers if consumers for consumer, _ in consumers)
 
-    graph.remove_nodes([node for node in region.nodes if node._type not in _CONSTANTS
+    graph.remove_nodes([node for node in region.nodes if not is_constant(node)
                         or (node._graph is graph and not read_outside(node))])

@@ -15,7 +15,6 @@ from ge.ops.schemas import normalize_domain
 from ge.passes.matcher import (
     _CONST,
     _DATA,
-    CONST_TYPES,
     CompiledPattern,
     Match,
     Matcher,
@@ -24,6 +23,7 @@ from ge.passes.matcher import (
     _same_value,
     _Search,
     input_layout,
+    is_constant,
 )
 
 __all__ = ["Rejection", "TracingMatcher"]
@@ -124,7 +124,7 @@ class TracingMatcher(Matcher):
         """Which check of `_accepts` refuses `target` for `pnode`, in `_accepts`'s order:
         (kind, info); `used` (the bound targets) tells the consumers of the match apart."""
         if pnode.kind == _CONST:
-            if target._type not in CONST_TYPES:
+            if not is_constant(target):
                 return "op_type", {"expected": "a constant", "found": target.type}
             if self._const_value and pnode.value is not None and not _same_value(pnode.value,
                                                                                    target):

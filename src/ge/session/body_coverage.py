@@ -19,7 +19,8 @@ import numpy as np
 import onnx
 
 from ge.errors import GeError
-from ge.graph import CONST, DATA, Graph, Node, Tensor
+from ge.graph import DATA, Graph, Node, Tensor
+from ge.graph.node import is_const
 from ge.session.runner import ModelRunner, exported_to_run
 
 __all__ = ["BodyCoverage", "body_coverage"]
@@ -108,7 +109,7 @@ def _read(graph: Graph, deciders: Mapping[str, tuple[Node, int]],
     for feeds in runs:
         values: dict[str, Any] = {}
         for name, (node, _) in deciders.items():
-            value = node.get_attr("value") if node.type == CONST and node.has_attr("value") \
+            value = node.get_attr("value") if is_const(node) and node.has_attr("value") \
                 else None
             if isinstance(value, Tensor):
                 values[name] = value.numpy()

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ge._text import first_and_more
-from ge.graph import CONST, Graph, Node
+from ge.graph import Graph, Node
+from ge.graph.node import is_const
 
 __all__ = ["FunctionHint", "OpsetHint", "function_hints", "opset_hints"]
 
@@ -95,7 +96,7 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
             for found in (f for g in counted for f in find_matches(instance, g)):
                 # A layer norm's inner part has an RMS norm's shape: LayerNormFusion takes it.
                 # (Constants are shared between matches: deduplication merges epsilons.)
-                operators = {n for n in found.nodes if n.type != CONST}
+                operators = {n for n in found.nodes if not is_const(n)}
                 if after_fusions and any(n.get_metadata().get(ORIGIN_PASS) in after_fusions
                                          for n in operators):
                     continue  # made after the fusions ran: --opset would not fuse it either

@@ -47,6 +47,7 @@ from ge.compiler.pass_registry import builtin_pass
 from ge.errors import ConstantEvaluationError, OpNotFoundError
 from ge.graph import CONST, Graph, Node, Tensor, TensorDesc
 from ge.graph.keys import value_key
+from ge.graph.node import is_const
 from ge.graph.types import DataType, data_type_to_numpy
 from ge.ops.evaluation import NodeEvaluator, Signature
 from ge.ops.onnx_node import STRUCTURAL, node_opset, node_spec
@@ -279,7 +280,7 @@ def _may_fold(node: Node) -> bool:
         producer = node.get_input_producer(0)
         if producer is not None and producer[0].type == "Shape":
             return True  # `_gathered_dims`
-    return all(producer.type == CONST for producer in node.get_in_data_nodes())
+    return all(is_const(producer) for producer in node.get_in_data_nodes())
 
 
 def _constant_inputs(node: Node) -> list[Tensor | None] | None:
@@ -292,7 +293,7 @@ def _constant_inputs(node: Node) -> list[Tensor | None] | None:
             values.append(None)
             continue
         src = producer[0]
-        if src.type != CONST or not src.has_attr("value"):
+        if not is_const(src) or not src.has_attr("value"):
             return None
         value = src.get_attr("value")
         if not isinstance(value, Tensor):

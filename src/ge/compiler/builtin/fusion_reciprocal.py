@@ -32,7 +32,8 @@ from ge.compiler.builtin._support import (
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Div, Mul, Reciprocal
-from ge.graph import CONST, Node, Tensor
+from ge.graph import Node, Tensor
+from ge.graph.node import is_const
 from ge.passes import PassContext, PatternFusionPass, pattern
 from ge.passes.config import PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
@@ -44,7 +45,7 @@ __all__ = ["ReciprocalMulFusion"]
 def _is_one_over(div: Node) -> bool:
     """Whether `div` is `Div(1, S)` with a `1` that leaves `S`'s dims as they are."""
     producer = div.get_input_producer(0)
-    if producer is None or producer[0].type != CONST or not producer[0].has_attr("value"):
+    if producer is None or not is_const(producer[0]) or not producer[0].has_attr("value"):
         return False
     one = producer[0].get_attr("value")
     if not isinstance(one, Tensor) or not np.all(one.numpy() == 1):

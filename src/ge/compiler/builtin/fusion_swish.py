@@ -28,7 +28,8 @@ from ge.compiler.builtin.fusion_norm import constant_scalar
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Mul, Sigmoid, Swish
-from ge.graph import CONST, Node
+from ge.graph import Node
+from ge.graph.node import is_const
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import MatchResult
@@ -90,7 +91,7 @@ class SwishFusion(PatternFusionPass):
         desc = x.node.get_output_desc(x.index)
         if known_dtype(desc) not in FLOAT_TYPES:
             return False
-        constants = [n for n in nodes if n.type == CONST]
+        constants = [n for n in nodes if is_const(n)]
         if not constants:
             self._alpha = 1.0
             return True
