@@ -146,6 +146,39 @@ def test_undefined_graph_output(tmp_path: Path) -> None:
                 "produced by no node, graph input or initializer", tmp_path)
 
 
+@pytest.mark.parametrize("op_type", ["Data", "NetOutput"])
+@pytest.mark.parametrize("in_body", [False, True], ids=["main graph", "If body"])
+def test_an_operator_named_like_graph_inputs_or_outputs(op_type: str, in_body: bool,
+                                                        tmp_path: Path) -> None:
+    """A custom domain's `Data` or `NetOutput` operator was loaded as the IR's graph input or
+    output node and left out of the model written (and refused by validation): refused
+    when loaded, naming it, with what to do."""
+    custom = oh.make_node(op_type, ["x"], ["r"], name="mine", domain="my.domain")
+    if in_body:
+        body = oh.make_graph([custom], "then", [], [oh.make_tensor_value_info("r", TP.FLOAT,
+                                                                              [2])])
+        other = oh.make_graph([oh.make_node("Neg", ["x"], ["n"])], "else", [],
+                              [oh.make_tensor_value_info("n", TP.FLOAT, [2])])
+        nodes = [oh.make_node("If", ["c"], ["y"], then_branch=body, else_branch=other)]
+        inputs = [oh.make_tensor_value_info("x", TP.FLOAT, [2]),
+                  oh.make_tensor_value_info("c", TP.BOOL, [])]
+    else:
+        nodes = [custom, oh.make_node("Relu", ["r"], ["y"])]
+        inputs = [oh.make_tensor_value_info("x", TP.FLOAT, [2])]
+    model = oh.make_model(
+        oh.make_graph(nodes, "g", inputs, [oh.make_tensor_value_info("y", TP.FLOAT, [2])]),
+        opset_imports=[oh.make_opsetid("", 17), oh.make_opsetid("my.domain", 1)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    graph_name = "then" if in_body else "g"
+    err = _load_fails(path, ModelLoadError, "GE1101", f"graph {graph_name!r}: node 'mine' is an "
+                      f"operator {op_type!r} of domain 'my.domain'; ge names its graph inputs "
+                      "'Data' and its graph outputs 'NetOutput' and cannot hold an operator of "
+                      "either name", tmp_path)
+    assert err.nodes == ("mine",)
+    assert "rename the operator (op_type)" in str(err)
+
+
 def test_an_ir_version_onnx_does_not_read(tmp_path: Path) -> None:
     """A model stamped with a newer IR version than onnx knows is refused when loaded (it
     was refused by onnx.checker only when saving, after every pass ran)."""

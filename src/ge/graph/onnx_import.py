@@ -87,6 +87,21 @@ def _check_strings(strings: Iterable[bytes], what: str) -> None:
                 f"{value[:16]!r}); ONNX strings are UTF-8") from None
 
 
+#: The op types the IR gives its graph inputs and outputs: an operator of that name (a
+#: custom domain's) cannot be held as an operator, and would be dropped when written.
+_STRUCTURAL_TYPES = frozenset({DATA, NET_OUTPUT})
+
+
+def _refuse_structural(proto: onnx.NodeProto, graph: Graph) -> None:
+    """A `ModelLoadError` for an operator named like the IR's graph inputs or outputs."""
+    raise ModelLoadError(
+        f"graph {graph._name!r}: node {proto.name!r} is an operator {proto.op_type!r} of "
+        f"domain {proto.domain!r}; ge names its graph inputs {DATA!r} and its graph outputs "
+        f"{NET_OUTPUT!r} and cannot hold an operator of either name (it would be lost when "
+        "the model is written): rename the operator (op_type) in the model and where its "
+        "domain defines it", nodes=[proto.name] if proto.name else ())
+
+
 def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     """The value of a standard `Constant` operator, or None for a sparse one (kept as an op)."""
     if len(proto.attribute) != 1:
@@ -208,6 +223,8 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
                     node._export_name = name
                 _add(graph, node)
                 continue
+        if op_type in _STRUCTURAL_TYPES:
+            _refuse_structural(proto, graph)
         attrs: dict = {}
         has_graph = False
         for attr in proto.attribute:
