@@ -176,3 +176,42 @@ def test_converted_outputs_keep_their_declared_types(tmp_path: Path) -> None:
         saved = onnx.load(out)
         assert saved.opset_import[0].version == 20, name
         assert _output_types(saved) == _output_types(model), name
+
+
+def _calls_a_local_function() -> onnx.ModelProto:
+    """y = ReduceMean(DoubleNeg(x), axes=[-1]) at opset 17 (axes an attribute), DoubleNeg a
+    model-local function: the converter takes the graph to 18 and drops the function."""
+    double_neg = helper.make_function(
+        "my.fn", "DoubleNeg", ["X"], ["Y"],
+        [helper.make_node("Neg", ["X"], ["t"]), helper.make_node("Neg", ["t"], ["Y"])],
+        [helper.make_opsetid("", 17)])
+    graph = helper.make_graph(
+        [helper.make_node("DoubleNeg", ["x"], ["d"], domain="my.fn", name="call"),
+         helper.make_node("ReduceMean", ["d"], ["y"], axes=[-1], name="mean")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])])
+    return helper.make_model(graph, functions=[double_neg], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("my.fn", 1)])
+
+
+def test_the_local_functions_survive_the_conversion(tmp_path: Path) -> None:
+    """onnx's converter drops `ModelProto.functions`: the file `ge compile --opset` wrote
+    (exit 0) called a function it no longer defined, which onnxruntime refuses to load.
+    They are kept, at the opset they import, and the output computes what the input does."""
+    import numpy as np
+    import onnxruntime as ort
+
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(_calls_a_local_function(), source)
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18"])
+    assert result.exit_code == 0, result.output
+    written = onnx.load(out)
+    assert {o.domain: o.version for o in written.opset_import}[""] == 18
+    assert [(f.domain, f.name) for f in written.functions] == [("my.fn", "DoubleNeg")]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    runs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+            for p in (source, out)]
+    np.testing.assert_allclose(runs[1][0], runs[0][0])
+    verified = CliRunner().invoke(cli, ["compile", str(source), "-o", str(tmp_path / "v.onnx"),
+                                        "--opset", "18", "--verify"])
+    assert verified.exit_code == 0, verified.output

@@ -72,7 +72,8 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
     (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
     it is at `opset` already. Large tensors bypass the converter (see the module) and are
-    shared with `graph`. `CompilerOptionError` (GE1202) for an opset below the model's or
+    shared with `graph`. The model's local functions, which the converter drops, are kept
+    as they are, at the opsets they import (onnxruntime runs such a model). `CompilerOptionError` (GE1202) for an opset below the model's or
     beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
     check_opset(opset)
     current = graph.get_opset_version("") or 0
@@ -92,6 +93,8 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
         converted = version_converter.convert_version(model, opset)
         _keep_output_types(model.graph, converted.graph)
+        if not converted.functions:  # (onnx's converter converts the graphs and drops them)
+            converted.functions.extend(model.functions)
         return converted
 
     return _through(graph, convert, "version converter",
