@@ -216,3 +216,32 @@ def test_an_operator_a_custom_domain_names_const_is_a_node(tmp_path: Path) -> No
     assert data["ops"] == {"my.domain.Const": 1, "Add": 1, "Mul": 1}
     code, stdout, _ = run_ge("inspect", str(source))
     assert code == 0 and "3 node(s); 1 initializer(s)" in stdout
+
+
+def test_the_identity_writing_adds_back_is_counted(tmp_path: Path) -> None:
+    """An If branch whose output is an outer value needs an `Identity` in the branch (ONNX:
+    a body output is produced inside it). NoOpElimination removes the model's; writing the
+    model adds one back. `ge compile` reported the branch one node smaller (and `Identity
+    1 → 0`) than the file it wrote (trial L)."""
+    then = helper.make_graph([helper.make_node("Neg", ["x"], ["a"], name="neg")], "then", [],
+                             [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["b"], name="id_else")],
+                              "else", [], [helper.make_tensor_value_info("b", TensorProto.FLOAT,
+                                                                         [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other, name="if")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+              helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    written = onnx.load(out)
+    branches = {a.name: a.g for a in written.graph.node[0].attribute}
+    assert [n.op_type for n in branches["else_branch"].node] == ["Identity"]
+    counted = (report["nodes_after"], report["subgraph_nodes_after"], report["constants_after"])
+    assert counted == onnx_node_counts(written) == (1, 2, 0)
+    assert report["ops_after"]["Identity"] == 1
+    assert "NoOpElimination" in {p["name"] for p in report["passes"] if p["changed"]}

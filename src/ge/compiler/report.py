@@ -76,9 +76,15 @@ class NodeCounts:
 
 
 def node_counts(root: Graph) -> NodeCounts:
-    """The `NodeCounts` of `root`'s model (bodies owned by no node are not part of it)."""
+    """The `NodeCounts` of `root`'s model as ge writes it (bodies owned by no node are not
+    part of it): with the `Identity` nodes writing it adds (`added_identities`: a body's
+    output that is an outer value needs one, which a pass removing it gives back)."""
+    from ge.graph.onnx_export import added_identities
+
     bodies = [g for g in root.get_all_subgraphs() if not g.is_orphan()]
-    return NodeCounts(operator_count(root), sum(operator_count(g) for g in bodies),
+    added = added_identities(root)
+    return NodeCounts(operator_count(root) + added.get(root, 0),
+                      sum(operator_count(g) + added.get(g, 0) for g in bodies),
                       constant_count(root) + sum(constant_count(g) for g in bodies))
 
 
@@ -177,6 +183,11 @@ def op_histogram(graph: Graph) -> dict[str, int]:
     `Const` (so its sum is no node count: `NodeCounts` is)."""
     counts = Counter(op_label(n) for n in graph.get_all_nodes()
                      if n.type not in (DATA, NET_OUTPUT))
+    from ge.graph.onnx_export import added_identities
+
+    identities = sum(added_identities(graph).values())
+    if identities:  # (the model written has them: `node_counts`)
+        counts["Identity"] += identities
     return dict(counts.most_common())
 
 

@@ -30,8 +30,8 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["NodeNamesMadeUnique", "graph_to_model", "initializers_as_inputs", "unique_node_names",
-           "written_name"]
+__all__ = ["NodeNamesMadeUnique", "added_identities", "graph_to_model", "initializers_as_inputs",
+           "unique_node_names", "written_name"]
 
 A = AttributeProto
 
@@ -454,6 +454,24 @@ def unique_node_names(graph: Graph, *, lift_constants: bool = False
             for name, same in read.items()
             if any(written_name(n) != name for n in same))
     return changed
+
+
+def added_identities(root: Graph) -> dict[Graph, int]:
+    """How many `Identity` nodes writing `root`'s model adds to each of its graphs (where an
+    output is a graph input, an outer value or a value listed under two names, ONNX needs
+    a node of the graph producing it), planned as `write_graph` plans them, nothing
+    written: the counts of the model ge writes include them. A graph whose outputs could
+    not be written (one not connected) adds none here; writing it fails."""
+    names = _OutputNames(root)
+    added: dict[Graph, int] = {}
+    # (bodies depth first in their owners' order: the order write_graph plans them in)
+    for graph in [root, *(g for g in root.get_all_subgraphs() if not g.is_orphan())]:
+        net_outputs = graph.nodes_of_type(NET_OUTPUT)
+        if len(net_outputs) == 1 and None not in net_outputs[0]._inputs:
+            _, identities = names.plan(graph, net_outputs[0])
+            if identities:
+                added[graph] = len(identities)
+    return added
 
 
 def written_name(node: Node) -> str:

@@ -73,8 +73,9 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
     (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
     it is at `opset` already. Large tensors bypass the converter (see the module) and are
     shared with `graph`. The model's local functions, which the converter drops, are kept
-    as they are, at the opsets they import (onnxruntime runs such a model). `CompilerOptionError` (GE1202) for an opset below the model's or
-    beyond onnx's; `CompileInputError` (GE1203) when the converter cannot convert it."""
+    as they are, at the opsets they import (onnxruntime runs such a model).
+    `CompilerOptionError` (GE1202) for an opset below the model's or beyond onnx's;
+    `CompileInputError` (GE1203) when the converter cannot convert it."""
     check_opset(opset)
     current = graph.get_opset_version("") or 0
     if opset == current:
