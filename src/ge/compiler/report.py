@@ -75,14 +75,16 @@ class NodeCounts:
         return f"{line}, constants {self.constants} → {after.constants}"
 
 
-def node_counts(root: Graph) -> NodeCounts:
+def node_counts(root: Graph, *, as_written: bool = True) -> NodeCounts:
     """The `NodeCounts` of `root`'s model as ge writes it (bodies owned by no node are not
     part of it): with the `Identity` nodes writing it adds (`added_identities`: a body's
-    output that is an outer value needs one, which a pass removing it gives back)."""
+    output that is an outer value needs one, which a pass removing it gives back). With
+    `as_written=False`, of the graphs as they are (the steps' counts: what passes ran on;
+    cheaper on a large model whose outputs a pass changed)."""
     from ge.graph.onnx_export import added_identities
 
     bodies = [g for g in root.get_all_subgraphs() if not g.is_orphan()]
-    added = added_identities(root)
+    added = added_identities(root) if as_written else {}
     return NodeCounts(operator_count(root) + added.get(root, 0),
                       sum(operator_count(g) + added.get(g, 0) for g in bodies),
                       constant_count(root) + sum(constant_count(g) for g in bodies))

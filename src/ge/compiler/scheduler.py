@@ -212,7 +212,7 @@ class Scheduler:
             label = step_label(step)
             for observer in self._observers:
                 observer.step_started(index, label, graph)
-            counts_before = node_counts(graph)
+            counts_before = node_counts(graph, as_written=False)  # (the graphs passes get)
             start = time.perf_counter()
             if isinstance(step, PassStage):
                 self.run_stage(graph, step)
@@ -232,7 +232,7 @@ class Scheduler:
                 if step == "infer_shape":
                     self._invocation.typed = True  # from now on, every value has a type
             self.steps.append(StepRecord.of(label, time.perf_counter() - start, counts_before,
-                                            node_counts(graph)))
+                                            node_counts(graph, as_written=False)))
             for observer in self._observers:
                 observer.step_finished(index, label, graph)
         self._warn_undone()
