@@ -12,27 +12,36 @@ from __future__ import annotations
 
 import re
 import sys
-from importlib.metadata import requires
+from importlib.metadata import PackageNotFoundError, requires
 
 _FLOOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*>=\s*([0-9][0-9A-Za-z.]*)$")
 
 
 def floor_constraints(requirements: list[str]) -> list[str]:
-    """`name==floor` for each requirement without an environment marker (the extras')."""
+    """`name==floor` for each runtime requirement (an extra's, `pytest>=8; extra == "dev"`,
+    is not one); a requirement for some environments only keeps its marker
+    (`tomli==2; python_version < "3.11"`), which pip's constraints take as written."""
     pins = []
     for requirement in requirements:
-        if ";" in requirement:  # `pytest>=8; extra == "dev"`: not a runtime dependency
+        spec, _, marker = (part.strip() for part in requirement.partition(";"))
+        if re.search(r"\bextra\s*==", marker):
             continue
-        match = _FLOOR.match(requirement.strip())
+        match = _FLOOR.match(spec)
         if match is None:
             raise ValueError(f"runtime dependency {requirement!r} has no single '>=' floor")
-        pins.append(f"{match.group(1)}=={match.group(2)}")
+        pins.append(f"{match.group(1)}=={match.group(2)}" + (f"; {marker}" if marker else ""))
     return pins
 
 
 def main() -> int:
     try:
-        print("\n".join(floor_constraints(requires("ge") or [])))
+        requirements = requires("ge")
+    except PackageNotFoundError:
+        print("floor_constraints: ge is not installed in this Python; install it first "
+              "(pip install --no-deps -e .)", file=sys.stderr)
+        return 1
+    try:
+        print("\n".join(floor_constraints(requirements or [])))
     except ValueError as err:
         print(f"floor_constraints: {err}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@ only on a terminal)."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -314,3 +315,13 @@ def test_an_ascii_stdout_gets_ascii_not_a_traceback(tmp_path: Path) -> None:
                           str(tmp_path / "never.onnx"), env_vars=ascii_env)
     assert missing.returncode == 1 and missing.stderr.startswith("ge: [GE1102] ")
     assert not (tmp_path / "never.onnx").exists()
+
+
+def test_only_ges_own_symbols_become_ascii_letters() -> None:
+    """A user's name keeps what it says: `batch×µ` is escaped, not written `batchxu` (a dim
+    name the model does not have, which `--dims` then refused; trial L)."""
+    from ge.cli.output import _ASCII_HANDLER, _ascii_for
+
+    codecs.register_error(_ASCII_HANDLER, _ascii_for)
+    assert "nodes 6 → 5 … batch×µ é".encode("ascii", _ASCII_HANDLER) == (
+        b"nodes 6 -> 5 ... batch\\xd7\\xb5 \\xe9")

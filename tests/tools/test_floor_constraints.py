@@ -41,9 +41,24 @@ def test_the_installed_metadata_gives_the_same_pins() -> None:
     assert done.stdout.split() == [f"{n}=={f}" for n, f in _declared_runtime_floors().items()]
 
 
-def test_extras_and_markers_are_not_runtime_dependencies() -> None:
-    assert tool.floor_constraints(['pytest>=8; extra == "dev"', "onnx[reference]>=1.19"]) == [
-        "onnx==1.19"]
+def test_extras_are_left_out_and_other_markers_kept() -> None:
+    """An extra's requirement is no runtime dependency; one for some Pythons only is pinned
+    with its marker (it was left out, so never tested at its floor; trial L)."""
+    assert tool.floor_constraints([
+        'pytest>=8; extra == "dev"', "onnx[reference]>=1.19",
+        'tomli>=2; python_version < "3.11"']) == [
+        "onnx==1.19", 'tomli==2; python_version < "3.11"']
+
+
+def test_without_ge_installed_it_says_so_in_one_line(tmp_path: Path) -> None:
+    """Run by a Python without ge: one line and status 1, not a traceback."""
+    base = getattr(sys, "_base_executable", sys.executable)  # the venv's own Python
+    done = subprocess.run([base, "-I", str(TOOL)], capture_output=True, text=True,
+                          check=False, cwd=tmp_path)
+    if done.returncode == 0:
+        pytest.skip(f"ge is installed in {base} itself")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("floor_constraints: ge is not installed in this Python")
 
 
 @pytest.mark.parametrize("requirement", ["onnx", "onnx<2", "onnx>=1.19,<2", "onnx==1.19"])

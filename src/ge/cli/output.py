@@ -275,15 +275,16 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         out._finish()
 
 
-#: ASCII for the characters ge's lines and tables use, where the output cannot encode them.
-_ASCII_FOR = {"→": "->", "←": "<-", "×": "x", "µ": "u", "—": "--", "–": "-", "−": "-",
-              "≤": "<=", "≥": ">=", "≈": "~", "…": "...", "·": "-", "✓": "ok", "✗": "x"}
+#: ASCII for the symbols ge's own lines and tables use, where the output cannot encode
+#: them; only those: a user's `×` or `µ` (in a dim or value name) is escaped, not made a
+#: letter the model does not have.
+_ASCII_FOR = {"→": "->", "←": "<-", "—": "--", "≤": "<=", "≥": ">=", "…": "...", "·": "-"}
 _ASCII_HANDLER = "ge.ascii"
 
 
 def _ascii_for(err: UnicodeError) -> tuple[str, int]:
     """The codec error handler of `_encodable_streams`: ASCII for ge's symbols, a Python
-    escape (`\\u00e9`) for anything else."""
+    escape (`\\xe9`, `\\u2202`) for anything else."""
     if not isinstance(err, UnicodeEncodeError):
         raise err
     text = err.object[err.start:err.end]
@@ -302,7 +303,7 @@ def _encodable_streams() -> Iterator[None]:
         if not isinstance(stream, io.TextIOWrapper):
             continue  # (a test's capture, a pipe set up by the caller: theirs to encode)
         try:
-            "→µ×".encode(stream.encoding)
+            "→…·".encode(stream.encoding)
             continue
         except UnicodeEncodeError:
             pass
