@@ -495,3 +495,42 @@ def test_the_trials_model_compiles_under_a_lowered_proto_limit(monkeypatch, tmp_
     assert result.verification is not None and result.verification.ok
     result.save(tmp_path / "out.onnx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.onnx", "out.onnx"]
+
+
+@pytest.mark.parametrize(("inputs", "outputs", "message"), [
+    (0, 1, "has 0 input(s), registered as Scale2(x, bias?) -> y"),
+    (3, 1, "has 3 input(s), registered as Scale2(x, bias?) -> y"),
+    (1, 2, "has 2 output(s), registered as Scale2(x, bias?) -> y"),
+    ("gap", 1, "its required input 0 (x) is not connected, registered as Scale2(x, bias?) -> y"),
+])
+def test_a_node_that_does_not_fit_its_registered_signature(inputs: int | str, outputs: int,
+                                                           message: str) -> None:
+    """Said before the registered inference function runs: it failed on such a node in its
+    own terms ("list index out of range"), which named neither the node's fault nor the
+    signature (trial L)."""
+    called: list[int] = []
+
+    def infer(ctx) -> list[TensorDesc]:
+        called.append(1)
+        return [ctx.input_descs[0].copy()]
+
+    register_op("Scale2", domain="test.arity", inputs=["x", "bias?"], outputs=["y"],
+                infer=infer, kernel=lambda x, bias=None: x * 2)
+    try:
+        graph = Graph("g")
+        graph.model.opset_imports = {"": 17, "test.arity": 1}
+        c = graph.add_const(Tensor(np.ones((2, 3), np.float32)))
+        count = 2 if inputs == "gap" else inputs
+        node = graph.add_node("Scale2", name="s", domain="test.arity", num_inputs=count,
+                              num_outputs=outputs)
+        for i in range(count):
+            if inputs != "gap" or i == 1:
+                graph.add_data_edge(c, 0, node, i)
+        with pytest.raises(ShapeInferenceError) as info:
+            infer_node(node)
+        assert info.value.code == "GE1305"
+        joint = ": " if inputs == "gap" else " "
+        assert str(info.value) == f"[GE1305] node 's' (test.arity::Scale2){joint}{message}"
+        assert info.value.nodes == ("s",) and not called
+    finally:
+        unregister_op("Scale2", "test.arity")

@@ -40,7 +40,7 @@ from ge.ops.onnx_node import (
 )
 from ge.ops.registry import InferContext, get_custom_op
 from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_spec, runtime_version
-from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
+from ge.ops.schemas import STANDARD_DOMAINS, OpSpec, ParamOption, normalize_domain
 from ge.ops.shape_values import SHAPED_BY_VALUE, refine_from_shape_values
 
 __all__ = [
@@ -140,6 +140,24 @@ def _write(node: Node, index: int, desc: TensorDesc) -> None:
     node.update_output_desc(index, _merged(desc, old))
 
 
+def _check_custom_arity(node: Node, spec: OpSpec) -> None:
+    """A `ShapeInferenceError` when `node` does not fit its registered signature (input or
+    output count, a required input not connected), said before its inference function is
+    called, which would fail on it in its own terms ("list index out of range")."""
+    n_in, n_out = node.get_inputs_size(), node.get_outputs_size()
+    where = f"node {node.name!r} ({node.domain}::{node.type})"
+    signature = f"registered as {spec.summary()}"
+    if not spec.min_input <= n_in <= spec.max_input:
+        raise ShapeInferenceError(f"{where} has {n_in} input(s), {signature}", nodes=[node.name])
+    if not spec.min_output <= n_out <= spec.max_output:
+        raise ShapeInferenceError(f"{where} has {n_out} output(s), {signature}",
+                                  nodes=[node.name])
+    for i, param in enumerate(spec.inputs[:n_in]):
+        if param.option is ParamOption.SINGLE and node.get_input_producer(i) is None:
+            raise ShapeInferenceError(f"{where}: its required input {i} ({param.name}) is not "
+                                      f"connected, {signature}", nodes=[node.name])
+
+
 def _infer_custom(node: Node) -> list[TensorDesc]:
     """Type a node of a custom domain: a call of a model-local function by its body
     (`ge.ops.functions`), else a registered operator by its function, else one of
@@ -157,6 +175,7 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
                     _write(node, i, desc)
             return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
         raise _unregistered(node)
+    _check_custom_arity(node, custom.spec)
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
     attrs.update({key: node.get_attr(key) for key in node.get_attr_names()})
     size = node.get_inputs_size()
