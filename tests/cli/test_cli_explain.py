@@ -455,3 +455,27 @@ def test_an_invalid_pattern_fails_the_command_after_the_explanation(write,
     assert code == 1
     data = json.loads(out)
     assert data["code"] == "GE1501" and data["message"] == line.removeprefix("ge: [GE1501] ")
+
+
+def test_node_option_takes_the_name_the_model_and_errors_give(tmp_path: Path) -> None:
+    """A Relu the model names `x`, like its graph input, is `x_1` in ge, while ge's errors
+    name it `x` as the file does (trial L): `--node x` explained the graph input. It
+    explains the Relu, as `--node x_1` does."""
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["n"], name="neg"),
+         helper.make_node("Relu", ["n"], ["y"], name="x")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    plugin = tmp_path / "relu_neg.py"
+    plugin.write_text(RELU_NEG)
+    explained = []
+    for name in ("x", "x_1"):
+        code, out, err = _run("passes", "explain", "ReluNeg", str(model), "--node", name,
+                              "--pass-path", str(plugin), "--json")
+        assert code == 0, err
+        (pattern,) = json.loads(out)["patterns"]
+        explained.append((pattern["node"], pattern["note"], pattern["rewrite_count"]))
+    assert explained[0] == explained[1]
+    assert explained[0] == ("x_1", None, 1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge.errors import GeError, PatternError
-from ge.graph import Graph, Node
+from ge.graph import DATA, Graph, Node
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
@@ -273,8 +273,24 @@ def _find_node(graph: Graph, node: str | Node, subgraphs: bool) -> Node:
                          nodes=[node.name])
     for g in graphs:
         if g.has_node(node):
-            return g.find_node_by_name(node)
+            found = g.find_node_by_name(node)
+            if found.type == DATA:  # the graph input, or an operator the model names so?
+                return _written_as(graphs, node) or found
+            return found
+    written = _written_as(graphs, node)
+    if written is not None:
+        return written
     raise GraphError(f"graph {graph.name!r} has no node named {node!r}", nodes=[node])
+
+
+def _written_as(graphs: list[Graph], name: str) -> Node | None:
+    """The one operator the model writes as `name` where ge named it otherwise (a node named
+    like a graph input is `x_1` in ge and `x` in the file, and in ge's error messages)."""
+    from ge.graph.onnx_export import written_name
+
+    found = [n for g in graphs for n in g.get_direct_nodes()
+             if n.name != name and n.type != DATA and written_name(n) == name]
+    return found[0] if len(found) == 1 else None
 
 
 def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation:
