@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
@@ -142,7 +143,46 @@ def test_outputs_of_random_operators_are_not_compared_and_the_user_is_told(
 def test_a_random_operator_in_a_body_makes_its_owners_outputs_random() -> None:
     model = _dropout_model(training=True, in_body=True)
     assert random_output_reasons(model) == {
-        "noisy": "not compared: depends on the random operator RandomUniformLike 'noise'"}
+        "noisy": "not compared: depends on the random operator RandomUniformLike 'noise' in "
+                 "a body of 'branch'"}
+
+
+def _random_function_calls() -> onnx.ModelProto:
+    """y = Noise(x) - Noise(x), Noise a model-local function whose body is random (through a
+    nested call): the two calls differ, so y is not 0."""
+    inner = helper.make_function("loc", "Draw", ["X"], ["Y"],
+                                 [helper.make_node("RandomUniformLike", ["X"], ["Y"])],
+                                 [helper.make_opsetid("", 17)])
+    noise = helper.make_function("loc", "Noise", ["X"], ["Y"],
+                                 [helper.make_node("Draw", ["X"], ["Y"], domain="loc")],
+                                 [helper.make_opsetid("", 17), helper.make_opsetid("loc", 1)])
+    graph = helper.make_graph(
+        [helper.make_node("Noise", ["x"], ["u1"], domain="loc", name="n1"),
+         helper.make_node("Noise", ["x"], ["u2"], domain="loc", name="n2"),
+         helper.make_node("Sub", ["u1", "u2"], ["y"], name="sub")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])])
+    return helper.make_model(graph, functions=[inner, noise], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("loc", 1)])
+
+
+def test_calls_of_a_random_function_stay_apart_and_are_not_compared(tmp_path: Path) -> None:
+    """Trial M: CSE merged the two calls (y = u1 - u1 = 0 in the model written, exit 0),
+    and verification compared y, failing a right compilation with GE1603: a random operator
+    in a called function's body (at any depth of calls) makes the call random."""
+    model = _random_function_calls()
+    assert random_output_reasons(model) == {
+        "y": "not compared: depends on the random operator RandomUniformLike in function "
+             "loc.Noise, which 'n1' calls"}
+    for inline in (False, True):
+        with pytest.warns(CompileWarning, match="does not compare output"):
+            result = ge.compile(model, verify=True, inline_functions=inline)
+        out = tmp_path / f"out_{inline}.onnx"
+        result.save(out)
+        y = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(
+            None, {"x": np.zeros(64, np.float32)})[0]
+        assert np.abs(y).max() > 0  # two draws, not one drawn twice
+        assert result.verification is not None and result.verification.ok
 
 
 def test_inference_dropout_is_compared_and_a_real_difference_still_fails() -> None:

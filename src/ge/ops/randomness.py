@@ -6,11 +6,15 @@ verification cannot compare the outputs they reach: two runs of the same model d
 
 from __future__ import annotations
 
+import onnx
+
+from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.graph import Graph
 from ge.graph.node import Node
 from ge.ops.onnx_node import const_value, node_opset
 
-__all__ = ["NONDETERMINISTIC_OPS", "dropout_in_inference", "is_random", "random_outputs"]
+__all__ = ["NONDETERMINISTIC_OPS", "dropout_in_inference", "is_random", "random_outputs",
+           "random_source"]
 
 #: Operators whose outputs differ between runs.
 NONDETERMINISTIC_OPS = frozenset({
@@ -35,29 +39,74 @@ def dropout_in_inference(node: Node) -> bool:
     return True
 
 
-def is_random(node: Node) -> bool:
-    """Whether two evaluations of `node` may differ: a random operator, or a Dropout that
-    may run in training mode (a random mask)."""
+def _random_itself(node: Node) -> bool:
+    """A random operator, or a Dropout that may run in training mode (a random mask)."""
     if node.type in NONDETERMINISTIC_OPS:  # in any domain: never folded or merged
         return True
     return node.type == "Dropout" and not node.domain and not dropout_in_inference(node)
 
 
-def _random_inside(node: Node) -> Node | None:
-    """A random node in `node`'s bodies (at any depth), or None."""
-    for body in node.get_subgraphs():
-        for inner in body.get_all_nodes():
-            if is_random(inner):
-                return inner
+def random_source(node: Node) -> str | None:
+    """What makes two evaluations of `node` differ, said for a message ("the random operator
+    RandomNormal 'r'", "... in a body of 'if'", "... in function loc.Noise, which 'n'
+    calls"), or None when they cannot: the node itself, a node of its bodies at any depth,
+    or a random operator in the body of the model-local function it calls (at any depth
+    of calls; a Dropout there counts when it has a training_mode input)."""
+    if _random_itself(node):
+        mode = " in training mode" if node.type == "Dropout" else ""
+        return f"the random operator {node.type} {node.name!r}{mode}"
+    if node._attrs and not node._clean:
+        for body in node.get_subgraphs():
+            for inner in body.get_all_nodes():
+                found = random_source(inner)
+                if found is not None:
+                    return f"{found} in a body of {node.name!r}"
+    if normalize_domain(node.domain):
+        graph = node.owner_graph
+        functions = graph.root_graph().model.functions if graph is not None else []
+        if functions:
+            op_type = _random_in_function(node.domain, node.type, functions, set())
+            if op_type is not None:
+                return (f"the random operator {op_type} in function "
+                        f"{node.domain}.{node.type}, which {node.name!r} calls")
     return None
 
 
-def random_outputs(graph: Graph) -> dict[str, Node]:
-    """The outputs of `graph` that depend on a random node, each with one such node (a node
-    owning a body with a random node counts as random). Two runs differ there."""
-    source: dict[int, Node] = {}  # id(node) -> the random node it depends on
+def _random_in_function(domain: str, name: str, functions: list[onnx.FunctionProto],
+                        seen: set[tuple[str, str]]) -> str | None:
+    """The op type of a random operator in local function `domain.name` (its bodies and the
+    functions it calls), or None."""
+    key = (normalize_domain(domain), name)
+    if key in seen:
+        return None
+    seen.add(key)
+    function = next((f for f in functions
+                     if (normalize_domain(f.domain), f.name) == key), None)
+    if function is None:
+        return None
+    for inner in proto_nodes(function.node):
+        if inner.op_type in NONDETERMINISTIC_OPS or (
+                inner.op_type == "Dropout" and len(inner.input) > 2 and inner.input[2]):
+            return inner.op_type
+        if normalize_domain(inner.domain):
+            found = _random_in_function(inner.domain, inner.op_type, functions, seen)
+            if found is not None:
+                return found
+    return None
+
+
+def is_random(node: Node) -> bool:
+    """Whether two evaluations of `node` may differ (`random_source`): constant folding and
+    CSE leave it alone."""
+    return random_source(node) is not None
+
+
+def random_outputs(graph: Graph) -> dict[str, str]:
+    """The outputs of `graph` that depend on a random node, each with what makes it random
+    (`random_source`). Two runs differ there."""
+    source: dict[int, str] = {}  # id(node) -> what makes what it depends on random
     for node in graph.topological_order():
-        origin = node if is_random(node) else _random_inside(node)
+        origin = random_source(node)
         if origin is None:
             producers = [node.get_input_producer(i) for i in range(node.get_inputs_size())]
             producers += node.get_outer_inputs()
@@ -68,7 +117,7 @@ def random_outputs(graph: Graph) -> dict[str, Node]:
     net_output = graph.get_net_output()
     if net_output is None or not source:
         return {}
-    found: dict[str, Node] = {}
+    found: dict[str, str] = {}
     for i in range(net_output.get_inputs_size()):
         producer = net_output.get_input_producer(i)
         if producer is not None and id(producer[0]) in source:

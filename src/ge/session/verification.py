@@ -81,10 +81,8 @@ def random_output_reasons(model: ModelOrPath) -> dict[str, str]:
     model = as_model(model)
     graph = model if isinstance(model, Graph) else ge.graph.load(model)
     reasons = {}
-    for name, node in random_outputs(graph).items():
-        mode = " in training mode" if node.type == "Dropout" else ""
-        reasons[name] = (f"not compared: depends on the random operator {node.type} "
-                         f"{node.name!r}{mode}")
+    for name, origin in random_outputs(graph).items():
+        reasons[name] = f"not compared: depends on {origin}"
     return reasons
 
 
