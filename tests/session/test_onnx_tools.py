@@ -452,3 +452,44 @@ def test_inline_functions_must_be_a_bool() -> None:
         ge.compile(_model_with_functions(), inline_functions="yes")  # type: ignore[arg-type]
     assert caught.value.code == "GE1202"
     assert "inline_functions" in caught.value.message
+
+
+def _leaky_with_default() -> onnx.ModelProto:
+    """y = LeakyD(x) - LeakyD(x, alpha=0.5), LeakyD a local function whose LeakyRelu takes
+    its alpha from the function's attribute, declared with the default 0.25."""
+    leaky = helper.make_node("LeakyRelu", ["X"], ["Y"])
+    leaky.attribute.append(onnx.AttributeProto(name="alpha", ref_attr_name="alpha",
+                                               type=onnx.AttributeProto.FLOAT))
+    function = helper.make_function("loc", "LeakyD", ["X"], ["Y"], [leaky],
+                                    [helper.make_opsetid("", 17)])
+    function.attribute_proto.append(helper.make_attribute("alpha", 0.25))
+    graph = helper.make_graph(
+        [helper.make_node("LeakyD", ["x"], ["a"], domain="loc", name="plain"),
+         helper.make_node("LeakyD", ["x"], ["b"], domain="loc", name="given", alpha=0.5),
+         helper.make_node("Sub", ["a", "b"], ["y"], name="sub")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    return helper.make_model(graph, functions=[function], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("loc", 1)])
+
+
+def test_inlining_keeps_a_functions_attribute_defaults(tmp_path) -> None:
+    """onnx's inliner drops the default a function declares for an attribute a call leaves
+    out: the inlined LeakyRelu took ONNX's alpha 0.01 instead of the function's 0.25, and
+    `ge compile --inline-functions` wrote a model computing 0.49 where the original gives
+    0.25 at x = -1, exit 0 (trial M). The call gets the default first."""
+    import onnxruntime as ort
+
+    model = _leaky_with_default()
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    result = ge.compile(source, inline_functions=True, verify=True)
+    result.save(out)
+    alphas = sorted(n.attribute[0].f for n in onnx.load(out).graph.node
+                    if n.op_type == "LeakyRelu")
+    assert alphas == [0.25, 0.5]
+    x = np.array([-1.0, 0.0, 2.0], np.float32)
+    runs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0] for p in (source, out)]
+    np.testing.assert_allclose(runs[1], runs[0])
+    np.testing.assert_allclose(runs[0], [0.25, 0.0, 0.0])

@@ -27,13 +27,31 @@ from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["FunctionKey", "called_function", "infer_call", "opaque_functions"]
+__all__ = ["FunctionKey", "called_function", "infer_call", "inline_local_functions",
+           "opaque_functions"]
 
 FunctionKey = tuple[str, str]  # (domain, name), as a call names the function
 
 
 def _key(function: onnx.FunctionProto) -> FunctionKey:
     return normalize_domain(function.domain), function.name
+
+
+def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx's inliner on `model` (changed: see below), each call first given the defaults
+    its function declares for the attributes it leaves out (`FunctionProto.attribute_proto`):
+    the inliner drops them, so the body's operators took ONNX's own defaults (a LeakyRelu's
+    alpha 0.01 where the function says 0.25), while onnxruntime applies them."""
+    defaults = {_key(f): list(f.attribute_proto) for f in model.functions
+                if len(f.attribute_proto)}
+    if defaults:
+        for nodes in [model.graph.node, *(f.node for f in model.functions)]:
+            for node in proto_nodes(nodes):
+                declared = defaults.get((normalize_domain(node.domain), node.op_type))
+                if declared:
+                    given = {a.name for a in node.attribute}
+                    node.attribute.extend(a for a in declared if a.name not in given)
+    return inliner.inline_local_functions(model)
 
 
 def called_function(node: Node) -> onnx.FunctionProto | None:
@@ -150,7 +168,7 @@ def infer_call(node: Node) -> list[TensorDesc | None]:
     assert function is not None
     what = f"node {node.name!r} calls model-local function {function.domain}.{function.name}"
     try:
-        inlined = inliner.inline_local_functions(_call_model(node, function))
+        inlined = inline_local_functions(_call_model(node, function))
     except GeError:
         raise
     except Exception as err:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import onnx
-from onnx import inliner, version_converter
+from onnx import version_converter
 
 from ge._text import first_and_more
 from ge.compiler.arguments import described
@@ -40,6 +40,7 @@ from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
+from ge.ops.functions import inline_local_functions
 from ge.passes.source import warn_user
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "inlined_functions",
@@ -146,7 +147,7 @@ def inlined_functions(graph: Graph) -> Graph:
         return graph
 
     def inline(model: onnx.ModelProto) -> onnx.ModelProto:
-        return inliner.inline_local_functions(model)
+        return inline_local_functions(model)  # (a weightless copy: changed in place)
 
     return _through(graph, inline, "function inliner",
                     f"inline the local functions of graph {graph.name!r}")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import EncodeError
-from onnx import AttributeProto, TensorProto, helper, inliner
+from onnx import AttributeProto, TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
@@ -39,6 +39,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import holds_non_tensor
 from ge.ops.evaluation import evaluate_node
+from ge.ops.functions import inline_local_functions
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_ops import runtime_domains
 from ge.session.values import ValueType, fitted_value, value_text
@@ -466,7 +467,9 @@ class ModelRunner:
                 if customs and whole.functions:
                     # onnx's evaluator of a function body is not given the kernels of
                     # `new_ops` ("Node type 'X' ... is unknown"): the bodies run inlined
-                    whole = inliner.inline_local_functions(whole)
+                    copy = onnx.ModelProto()
+                    copy.CopyFrom(whole)  # (the defaults are filled in in place)
+                    whole = inline_local_functions(copy)
                 self._evaluator = ReferenceEvaluator(
                     whole, new_ops=[_op_run_class(c) for c in customs])
             elif exported.path is not None:
