@@ -215,3 +215,42 @@ def test_the_local_functions_survive_the_conversion(tmp_path: Path) -> None:
     verified = CliRunner().invoke(cli, ["compile", str(source), "-o", str(tmp_path / "v.onnx"),
                                         "--opset", "18", "--verify"])
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_function_the_converter_would_have_to_convert_is_refused_first(
+        tmp_path: Path) -> None:
+    """A function at opset 13 using Identity (changed at 14 and 16) in a model converted to
+    18: onnx's checker refuses the function's opset, which ge found only when saving the
+    compiled model (GE1003 naming neither --opset nor the function; trial M). Refused
+    before anything runs, naming both and what to do; --inline-functions converts it."""
+    import numpy as np
+    import onnxruntime as ort
+
+    ident = helper.make_function("loc", "Ident", ["X"], ["Y"],
+                                 [helper.make_node("Identity", ["X"], ["Y"])],
+                                 [helper.make_opsetid("", 13)])
+    graph = helper.make_graph(
+        [helper.make_node("Ident", ["x"], ["i"], domain="loc", name="call"),
+         helper.make_node("Relu", ["i"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, functions=[ident], opset_imports=[
+        helper.make_opsetid("", 13), helper.make_opsetid("loc", 1)]), source)
+    with pytest.raises(CompileInputError) as info:
+        ge.compile(source, opset=18)
+    assert info.value.code == "GE1203"
+    assert str(info.value).startswith(
+        "[GE1203] opset 18: onnx's converter converts the model's graphs, not its local "
+        "functions, which keep the opset they import, and the operators of loc.Ident "
+        "(Identity of opset 13 is opset 16's at 18) differ at opset 18")
+    assert "--inline-functions" in str(info.value)
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18"])
+    assert result.exit_code == 1 and result.stderr.startswith("ge: [GE1203] opset 18: ")
+    assert not out.exists()
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18",
+                                      "--inline-functions", "--verify"])
+    assert result.exit_code == 0, result.output
+    x = np.array([-1.0, 2.0], np.float32)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got[0], [0.0, 2.0])

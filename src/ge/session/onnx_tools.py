@@ -34,6 +34,7 @@ from ge.errors import (
 )
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.external_data import graph_tensors
 from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.onnx_export import graph_to_model
@@ -92,6 +93,8 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
         raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
                                   "only converts a model up")
 
+    _check_functions_convertible(graph, opset)
+
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
         converted = version_converter.convert_version(model, opset)
         _keep_output_types(model.graph, converted.graph)
@@ -101,6 +104,36 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
 
     return _through(graph, convert, "version converter",
                     f"take graph {graph.name!r} from opset {current} to {opset}")
+
+
+def _check_functions_convertible(graph: Graph, opset: int) -> None:
+    """`CompileInputError` (GE1203) when a local function of the model would have to be
+    converted to `opset` too: onnx's converter converts graphs and drops the functions,
+    which ge keeps at the opset they import, and onnx's checker refuses a function one of
+    whose operators differs between that opset and the model's (trial M: it was found
+    only when the compiled model was saved)."""
+    changed = []
+    for function in graph.root_graph().model.functions:
+        imported = {normalize_domain(o.domain): o.version for o in function.opset_import}
+        own = imported.get("")
+        if own is None or own == opset:
+            continue
+        for node in proto_nodes(function.node):
+            if normalize_domain(node.domain) or not onnx.defs.has(node.op_type):
+                continue
+            then = onnx.defs.get_schema(node.op_type, own).since_version
+            now = onnx.defs.get_schema(node.op_type, opset).since_version
+            if then != now:
+                changed.append(f"{function.domain}.{function.name} ({node.op_type} of opset "
+                               f"{own} is opset {now}'s at {opset})")
+                break
+    if changed:
+        raise CompileInputError(
+            f"opset {opset}: onnx's converter converts the model's graphs, not its local "
+            f"functions, which keep the opset they import, and the operators of "
+            f"{first_and_more(changed)} differ at opset {opset}, so onnx's checker would "
+            "refuse the model; inline the functions first (--inline-functions, "
+            "inline_functions=True), which converts their bodies with the graph")
 
 
 def _without_shapes(value_type: onnx.TypeProto) -> onnx.TypeProto:
