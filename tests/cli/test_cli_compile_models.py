@@ -197,6 +197,23 @@ def test_a_failing_pass_under_skip_is_a_warning_line(model: Path, tmp_path: Path
     assert warning["category"] == "CompileWarning" and "Broken" in warning["message"]
 
 
+def test_a_pass_skipped_in_every_body_is_said_once(tmp_path: Path, write) -> None:
+    """A FusionBasePass runs on the main graph and on each If/Loop body: failing in all four
+    of control_flow's graphs under skip, it gave the same warning four times (trial M)."""
+    from model_paths import shared_model
+
+    plugin = write("plugins/broken.py", RAISING)
+    out = tmp_path / "out.onnx"
+    args = ("compile", str(shared_model("control_flow")), "-o", str(out), "--pass-path",
+            str(plugin), "--on-pass-failure", "skip")
+    code, stdout, stderr = run_ge(*args)
+    assert code == 0 and "rolled back" in stdout
+    (line,) = stderr.splitlines()
+    assert line.startswith("ge: warning: ") and "Broken" in line
+    code, stdout, _ = run_ge(*args, "--json")
+    assert code == 0 and len(json.loads(stdout)["warnings"]) == 1
+
+
 def test_a_verification_failure_in_json_has_the_comparison(model: Path, tmp_path: Path,
                                                            write) -> None:
     """A pass that changes the numbers: GE1603, with the comparison, and no model written;

@@ -128,8 +128,9 @@ class CommandOutput:
 
     @property
     def warnings(self) -> list[dict[str, Any]]:
-        """The warnings caught so far, as data (category, message, location or None)."""
-        return [_warning_data(w) for w in self._caught]
+        """The warnings caught so far, as data (category, message, location or None); one
+        said again word for word (a skipped pass's, once per graph it ran on) once."""
+        return _distinct([_warning_data(w) for w in self._caught])
 
     def result(self, payload: dict[str, Any]) -> None:
         """The command's JSON result, printed (with the warnings) when the command ends."""
@@ -139,8 +140,12 @@ class CommandOutput:
         """Print the warnings not printed yet, one `prog: warning: ...` line each (text mode)."""
         if self.as_json or not self.show_warnings:
             return
+        said = {_warning_text(_warning_data(w)) for w in self._caught[:self._shown]}
         for caught in self._caught[self._shown:]:
-            click.echo(f"{self.prog}: warning: {_warning_text(_warning_data(caught))}", err=True)
+            line = _warning_text(_warning_data(caught))
+            if line not in said:  # (the same words again add nothing)
+                said.add(line)
+                click.echo(f"{self.prog}: warning: {line}", err=True)
         self._shown = len(self._caught)
 
     def _finish(self) -> None:
@@ -163,6 +168,18 @@ class CommandOutput:
         else:
             self.flush_warnings()
             click.echo(f"{self.prog}: {one_line(str(err))}", err=True)
+
+
+def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` without repeats, in order."""
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        key = json.dumps(item, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
 
 
 #: Lists longer than this are written one compact item per line (see `dumps_json`).
