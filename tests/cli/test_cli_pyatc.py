@@ -11,7 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from cli_helpers import DISTILBERT, listing, run_ge, run_process
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from ge.compiler.report import NodeCounts
 from ge.pyatc import main, parse_input_shape
@@ -189,3 +189,29 @@ def test_atc_flags_scripts_pass(tmp_path: Path, capsys: pytest.CaptureFixture) -
         name = flag.split("=")[0]
         assert err.startswith(f"pyatc: [GE1701] {name} is not supported: ") and "\n" not in err
         assert not Path(f"{target}.onnx").exists()
+
+
+@pytest.mark.parametrize(("shape", "s2", "x"), [
+    (None, ["N", 4], ["N", 4]), ("x:-1,4", ["N", 4], ["N", 4]), ("x:3,4", [3, 4], [3, 4])])
+def test_an_input_that_is_also_an_output_keeps_the_dims_flowing(
+        tmp_path: Path, shape: str | None, s2: list[object], x: list[object]) -> None:
+    """s2 = Identity(Add(x, W)), outputs [s2, x]: inference handed onnx the output x
+    without its dims, and onnx then gave every value computed from the input x an unnamed
+    dim (`Add` [unk__0, 4] where onnx alone says [N, 4]); pyatc re-declared s2 so, for
+    `-1` (which keeps a dim) too, and left it [N, 4] once x was fixed at [3, 4] (trial M)."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["s"]), helper.make_node("Identity", ["s"], ["s2"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("s2", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [numpy_helper.from_array(np.ones(4, np.float32), "W")])
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    import ge
+
+    (add,) = ge.compile(model).graph.nodes_of_type("Add")
+    assert list(add.get_output_desc(0).get_shape()) == ["N", 4]
+    args = [f"--model={model}", "--framework=5", f"--output={tmp_path / 'o'}", "--log=null"]
+    assert main(args=args + ([f"--input_shape={shape}"] if shape else [])) == 0
+    written = onnx.load(tmp_path / "o.onnx")
+    assert [(o.name, _dims(o)) for o in written.graph.output] == [("s2", s2), ("x", x)]

@@ -70,9 +70,18 @@ def _relax_outputs(gp: onnx.GraphProto) -> None:
     given for the inputs only) had that size folded into the graph (a `Size` of it became
     20 at every size). Dims inference cannot name still come from the file (`_merged`);
     the declared types are written back unchanged, and the compiler warns about a
-    declared size its inputs contradict."""
+    declared size its inputs contradict. An output that is a graph input is handed with
+    the input's type, an initializer's as declared: onnx reads the one type the value has
+    from both entries, and the relaxed one made every value computed from that input lose
+    its symbolic dims (`Add(x[N, 4], W)` became `[unk__0, 4]`; trial M, through pyatc's
+    --input_shape, which fixes an input's dims)."""
+    inputs = {vi.name: vi for vi in gp.input}
+    initializers = {t.name for t in gp.initializer}
     for vi in gp.output:
-        if not vi.type.HasField("tensor_type"):
+        if vi.name in inputs:
+            vi.type.CopyFrom(inputs[vi.name].type)
+            continue
+        if not vi.type.HasField("tensor_type") or vi.name in initializers:
             continue
         shape = vi.type.tensor_type
         if not shape.HasField("shape"):
