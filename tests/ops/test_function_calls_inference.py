@@ -56,13 +56,13 @@ def test_opaque_functions() -> None:
     such a function."""
     standard = function_model([helper.make_node("Add", ["x", "y"], ["z"])], body_domain="")
     assert opaque_functions(standard.functions) == set()
-    assert opaque_functions(widen_model().functions) == {(LOCAL, "F")}
-    assert opaque_functions(bias_gelu_model().functions) == {(LOCAL, "F")}
-    assert opaque_functions(nested_model().functions) == {(LOCAL, "F"), (LOCAL, "G")}
+    assert opaque_functions(widen_model().functions) == {(LOCAL, "F", "")}
+    assert opaque_functions(bias_gelu_model().functions) == {(LOCAL, "F", "")}
+    assert opaque_functions(nested_model().functions) == {(LOCAL, "F", ""), (LOCAL, "G", "")}
     scaler = function_model([helper.make_node("Scaler", ["x"], ["z"], domain="ai.onnx.ml",
                                               scale=[2.0, 2.0, 2.0])],
                             body_domain="ai.onnx.ml")
-    assert opaque_functions(scaler.functions) == {(LOCAL, "F")}
+    assert opaque_functions(scaler.functions) == {(LOCAL, "F", "")}
 
 
 @pytest.mark.parametrize("strict", [False, True])

@@ -60,5 +60,7 @@ def node_key(node: Node) -> Hashable | None:
         if kind in GRAPH_KINDS:
             return None
         attrs.append((name, kind, hashable_value(value)))
-    return (normalize_domain(node._domain), node._type, tuple(attrs), tuple(node._inputs),
-            len(node._out_names))
+    # (the overload a call names, IR 10: calls of two functions of one name are not alike)
+    overload = node._proto.overload if node._proto is not None else ""
+    return (normalize_domain(node._domain), node._type, overload, tuple(attrs),
+            tuple(node._inputs), len(node._out_names))

@@ -27,14 +27,29 @@ from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["FunctionKey", "called_function", "infer_call", "inline_local_functions",
-           "opaque_functions"]
+__all__ = ["FunctionKey", "called_function", "function_key", "infer_call",
+           "inline_local_functions", "opaque_functions", "overload_of"]
 
-FunctionKey = tuple[str, str]  # (domain, name), as a call names the function
+#: (domain, name, overload), as a call names the function (`NodeProto.overload`, IR 10: two
+#: functions of one name are told apart by it).
+FunctionKey = tuple[str, str, str]
 
 
-def _key(function: onnx.FunctionProto) -> FunctionKey:
-    return normalize_domain(function.domain), function.name
+def function_key(function: onnx.FunctionProto) -> FunctionKey:
+    """The key of a local function, as `call_key` gives it for a call of it."""
+    return normalize_domain(function.domain), function.name, function.overload
+
+
+def call_key(node: onnx.NodeProto) -> FunctionKey:
+    """The function a node proto would call, if the model defines it."""
+    return normalize_domain(node.domain), node.op_type, node.overload
+
+
+def overload_of(node: Node) -> str:
+    """The overload a call names: read from the proto the node was loaded from ("" for a
+    node made in memory, which calls a function of no overload)."""
+    proto = node._proto
+    return proto.overload if proto is not None else ""
 
 
 def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -42,16 +57,53 @@ def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
     its function declares for the attributes it leaves out (`FunctionProto.attribute_proto`):
     the inliner drops them, so the body's operators took ONNX's own defaults (a LeakyRelu's
     alpha 0.01 where the function says 0.25), while onnxruntime applies them."""
-    defaults = {_key(f): list(f.attribute_proto) for f in model.functions
+    _defaults_through_references(model.functions)
+    defaults = {function_key(f): list(f.attribute_proto) for f in model.functions
                 if len(f.attribute_proto)}
     if defaults:
         for nodes in [model.graph.node, *(f.node for f in model.functions)]:
             for node in proto_nodes(nodes):
-                declared = defaults.get((normalize_domain(node.domain), node.op_type))
+                declared = defaults.get(call_key(node))
                 if declared:
                     given = {a.name for a in node.attribute}
                     node.attribute.extend(a for a in declared if a.name not in given)
     return inliner.inline_local_functions(model)
+
+
+def _defaults_through_references(functions: Iterable[onnx.FunctionProto]) -> None:
+    """Give a function attribute declared without a default the default of the callee
+    attribute it is passed on to (`alpha=@p` in a call of a function declaring alpha's
+    default), when every use of it is such a reference to one same default: at a call
+    that leaves it out, the reference is unresolved and dropped, and the callee's default
+    applies (onnxruntime), which onnx's inliner loses with the reference. In place."""
+    functions = list(functions)
+    by_key = {function_key(f): f for f in functions}
+    changed = True
+    while changed:  # (a default can climb through several levels of calls)
+        changed = False
+        for function in functions:
+            defaulted = {a.name for a in function.attribute_proto}
+            found: dict[str, list[onnx.AttributeProto | None]] = {}
+            for node in proto_nodes(function.node):
+                callee = by_key.get(call_key(node))
+                declared = {a.name: a for a in callee.attribute_proto} if callee else {}
+                for attr in node.attribute:
+                    if attr.ref_attr_name and attr.ref_attr_name not in defaulted:
+                        found.setdefault(attr.ref_attr_name, []).append(declared.get(attr.name))
+            for name, defaults in found.items():
+                first = defaults[0]
+                if first is None or any(d is None or d.SerializeToString() !=
+                                        first.SerializeToString()
+                                        for d in defaults[1:] if d is not first):
+                    continue  # used otherwise too (an operator's own default applies there)
+                default = onnx.AttributeProto()
+                default.CopyFrom(first)
+                default.name = name
+                function.attribute_proto.append(default)
+                kept = [a for a in function.attribute if a != name]
+                del function.attribute[:]
+                function.attribute.extend(kept)
+                changed = True
 
 
 def called_function(node: Node) -> onnx.FunctionProto | None:
@@ -59,9 +111,9 @@ def called_function(node: Node) -> onnx.FunctionProto | None:
     graph = node.owner_graph
     if graph is None:
         return None
-    key = (normalize_domain(node.domain), node.type)
+    key = (normalize_domain(node.domain), node.type, overload_of(node))
     for function in graph.root_graph().model.functions:
-        if _key(function) == key:
+        if function_key(function) == key:
             return function
     return None
 
@@ -73,22 +125,22 @@ def _typed_by_ge(node: onnx.NodeProto, opsets: Mapping[str, int],
     domain = normalize_domain(node.domain)
     if domain == ML_DOMAIN:
         return ml_rule_types(node.op_type, opsets.get(ML_DOMAIN, 1))
-    return domain not in STANDARD_DOMAINS and (domain, node.op_type) not in functions
+    return domain not in STANDARD_DOMAINS and call_key(node) not in functions
 
 
 def opaque_functions(functions: Iterable[onnx.FunctionProto]) -> set[FunctionKey]:
     """The functions whose bodies onnx cannot type: those using an operator ge types
     (`_typed_by_ge`), and those calling such a function."""
     functions = list(functions)
-    defined = {_key(f) for f in functions}
+    defined = {function_key(f) for f in functions}
     opaque: set[FunctionKey] = set()
     calls: dict[FunctionKey, set[FunctionKey]] = {}
     for function in functions:
         opsets = {normalize_domain(o.domain): o.version for o in function.opset_import}
         nodes = list(proto_nodes(function.node))
         if any(_typed_by_ge(n, opsets, defined) for n in nodes):
-            opaque.add(_key(function))
-        calls[_key(function)] = {(normalize_domain(n.domain), n.op_type) for n in nodes} & defined
+            opaque.add(function_key(function))
+        calls[function_key(function)] = {call_key(n) for n in nodes} & defined
     changed = True
     while changed:  # a function calling an opaque one is opaque (calls never recurse)
         changed = False
@@ -142,9 +194,8 @@ def _call_model(node: Node, function: onnx.FunctionProto) -> onnx.ModelProto:
 def _calls_left(model: onnx.ModelProto) -> str:
     """Why onnx's inliner left a call in `model` ("" when it left none): it inlines no
     function whose opset imports differ from the model's."""
-    defined = {_key(f) for f in model.functions}
-    if not any((normalize_domain(n.domain), n.op_type) in defined
-               for n in proto_nodes(model.graph.node)):
+    defined = {function_key(f) for f in model.functions}
+    if not any(call_key(n) in defined for n in proto_nodes(model.graph.node)):
         return ""
     imports = {normalize_domain(o.domain): o.version for o in model.opset_import}
     for function in model.functions:

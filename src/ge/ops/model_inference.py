@@ -29,7 +29,7 @@ from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
-from ge.ops.functions import FunctionKey, opaque_functions
+from ge.ops.functions import FunctionKey, function_key, opaque_functions
 from ge.ops.inference import (
     _fresh_symbol,
     _known,
@@ -43,7 +43,6 @@ from ge.ops.inference import (
 )
 from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
-from ge.ops.schemas import normalize_domain
 
 __all__ = ["contradicted_outputs", "infer_shapes"]
 
@@ -298,7 +297,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
                            value_info=custom, lift_constants=True)
     if opaque:  # their calls are unknown operators to onnx, typed by ge (`ge.ops.functions`)
-        kept = [f for f in model.functions if (normalize_domain(f.domain), f.name) not in opaque]
+        kept = [f for f in model.functions if function_key(f) not in opaque]
         del model.functions[:]
         model.functions.extend(kept)
     gp = model.graph

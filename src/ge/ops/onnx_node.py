@@ -105,6 +105,8 @@ def node_proto(node: Node) -> onnx.NodeProto:
     proto.name = node.name
     if node.domain:
         proto.domain = node.domain
+    if node._proto is not None and node._proto.overload:  # (which function a call calls)
+        proto.overload = node._proto.overload
     proto.input.extend(input_value_name(node, i) for i in range(node.get_inputs_size()))
     proto.output.extend(node.get_output_names())
     for key in node.get_attr_names():

@@ -65,23 +65,24 @@ def random_source(node: Node) -> str | None:
         graph = node.owner_graph
         functions = graph.root_graph().model.functions if graph is not None else []
         if functions:
-            op_type = _random_in_function(node.domain, node.type, functions, set())
+            overload = node._proto.overload if node._proto is not None else ""
+            op_type = _random_in_function((normalize_domain(node.domain), node.type, overload),
+                                          functions, set())
             if op_type is not None:
                 return (f"the random operator {op_type} in function "
                         f"{node.domain}.{node.type}, which {node.name!r} calls")
     return None
 
 
-def _random_in_function(domain: str, name: str, functions: list[onnx.FunctionProto],
-                        seen: set[tuple[str, str]]) -> str | None:
-    """The op type of a random operator in local function `domain.name` (its bodies and the
-    functions it calls), or None."""
-    key = (normalize_domain(domain), name)
+def _random_in_function(key: tuple[str, str, str], functions: list[onnx.FunctionProto],
+                        seen: set[tuple[str, str, str]]) -> str | None:
+    """The op type of a random operator in the local function of `key` (domain, name,
+    overload: its bodies and the functions it calls), or None."""
     if key in seen:
         return None
     seen.add(key)
     function = next((f for f in functions
-                     if (normalize_domain(f.domain), f.name) == key), None)
+                     if (normalize_domain(f.domain), f.name, f.overload) == key), None)
     if function is None:
         return None
     for inner in proto_nodes(function.node):
@@ -89,7 +90,8 @@ def _random_in_function(domain: str, name: str, functions: list[onnx.FunctionPro
                 inner.op_type == "Dropout" and len(inner.input) > 2 and inner.input[2]):
             return inner.op_type
         if normalize_domain(inner.domain):
-            found = _random_in_function(inner.domain, inner.op_type, functions, seen)
+            inner_key = (normalize_domain(inner.domain), inner.op_type, inner.overload)
+            found = _random_in_function(inner_key, functions, seen)
             if found is not None:
                 return found
     return None
