@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 from ge.graph import order as graph_order
+from ge.ops.functions import called_function
 from ge.ops.schemas import normalize_domain
 from ge.passes.matcher import CompiledPattern, PatternNode
 
@@ -39,14 +40,24 @@ _KEEP = 0.5
 
 
 def candidates(graph: Graph, operators: Iterable[Operator]) -> list[Node]:
-    """The direct nodes of `operators` in the graph's topological order."""
+    """The direct nodes of `operators` in the graph's topological order. An operator named
+    without a domain (None: a custom operator wherever the model puts it) is no call of a
+    function the model defines of that name (onnxscript's `this.Scale` is not a plugin's
+    `Scale` operator; trial N: a decomposition of `Scale` rewrote the model's calls)."""
     if not graph._order_ok:
         graph.topological_order()  # establishes the maintained order of a loaded graph
     wanted = list(dict.fromkeys(operators))
     if len(wanted) == 1:
-        return graph.nodes_of_type(*wanted[0])  # (in order already)
-    found = {node: None for op in wanted for node in graph.nodes_of_type(*op)}
-    return sorted(found, key=graph_order.label)
+        found = graph.nodes_of_type(*wanted[0])  # (in order already)
+    else:
+        found = sorted({node: None for op in wanted for node in graph.nodes_of_type(*op)},
+                       key=graph_order.label)
+    if any(domain is None for _, domain in wanted) and graph.root_graph().model.functions:
+        named = {(op_type, domain) for op_type, domain in wanted if domain is not None}
+        found = [n for n in found if not normalize_domain(n._domain)
+                 or (n._type, normalize_domain(n._domain)) in named
+                 or called_function(n) is None]
+    return found
 
 
 def named_operators(op_types: Iterable[str]) -> list[Operator]:
