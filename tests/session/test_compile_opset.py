@@ -254,3 +254,34 @@ def test_a_function_the_converter_would_have_to_convert_is_refused_first(
     x = np.array([-1.0, 2.0], np.float32)
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(got[0], [0.0, 2.0])
+
+
+def test_calls_the_inliner_leaves_are_said(tmp_path: Path) -> None:
+    """onnx's inliner inlines no function whose opset imports differ from the model's: with
+    --inline-functions such calls were compiled as calls without a word, and the hint then
+    advised --inline-functions (trial N). A warning says why; the hint is not given. With
+    --opset too, the GE1203 does not advise the flag already given."""
+    wave = helper.make_function("loc", "Wave", ["X"], ["Y"], [
+        helper.make_node("Sin", ["X"], ["s"]), helper.make_node("Cos", ["s"], ["Y"])],
+        [helper.make_opsetid("", 12)])
+    graph = helper.make_graph(
+        [helper.make_node("Wave", ["x"], ["y"], domain="loc", name="call")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, functions=[wave], opset_imports=[
+        helper.make_opsetid("", 18), helper.make_opsetid("loc", 1)]), source)
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out),
+                                      "--inline-functions"])
+    assert result.exit_code == 0, result.output
+    assert ("ge: warning: inline_functions (--inline-functions) left calls of local "
+            "functions in graph 'g', which are compiled as calls: onnx's inliner inlines no "
+            "function whose opset imports differ from the model's (function loc.Wave imports "
+            "opset 12 of domain '', the model 18)") in result.stderr
+    assert "hint:" not in result.stdout
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["Wave"]
+    with pytest.warns(ge.errors.CompileWarning, match="left calls"), pytest.raises(
+            CompileInputError) as info:
+        ge.compile(source, opset=22, inline_functions=True)  # (Sin and Cos: new at 22)
+    assert "onnx's inliner left their calls" in str(info.value)
+    assert "inline the functions first" not in str(info.value)

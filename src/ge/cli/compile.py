@@ -410,7 +410,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         hints: list[OpsetHint | FunctionHint] = [
             *(opset_hints(result.graph, _builtins_not_in(ran), ran, late=late)
               if builtin else []),
-            *function_hints(result.graph)]
+            *(function_hints(result.graph) if not inline_functions else [])]
         described: list[dict[str, Any]] = []
 
         def describe(data_file: Path | None) -> None:

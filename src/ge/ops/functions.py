@@ -27,7 +27,7 @@ from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["FunctionKey", "called_function", "function_key", "infer_call",
+__all__ = ["FunctionKey", "called_function", "calls_left", "function_key", "infer_call",
            "inline_local_functions", "opaque_functions", "overload_of"]
 
 #: (domain, name, overload), as a call names the function (`NodeProto.overload`, IR 10: two
@@ -191,7 +191,7 @@ def _call_model(node: Node, function: onnx.FunctionProto) -> onnx.ModelProto:
     return model
 
 
-def _calls_left(model: onnx.ModelProto) -> str:
+def calls_left(model: onnx.ModelProto) -> str:
     """Why onnx's inliner left a call in `model` ("" when it left none): it inlines no
     function whose opset imports differ from the model's."""
     defined = {function_key(f) for f in model.functions}
@@ -225,7 +225,7 @@ def infer_call(node: Node) -> list[TensorDesc | None]:
     except Exception as err:
         raise ShapeInferenceError(f"{what}, which onnx's inliner refuses: {err}",
                                   nodes=[node.name]) from err
-    left = _calls_left(inlined)
+    left = calls_left(inlined)
     if left:  # (typing it would ask this function again, without end)
         raise ShapeInferenceError(
             f"{what}, which onnx's inliner does not inline ({left}), so ge cannot type "

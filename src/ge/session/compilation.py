@@ -519,7 +519,8 @@ def compile(
     with given.transaction() if in_place else contextlib.nullcontext():
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
         graph = inlined_functions(given) if inline_functions else given
-        graph = graph if opset is None else upgraded_opset(graph, opset)
+        graph = graph if opset is None else upgraded_opset(graph, opset,
+                                                           inlined=inline_functions)
         in_place = in_place and graph is given
         # The report's "before" is the model as given, not the converted copy the passes get:
         # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call

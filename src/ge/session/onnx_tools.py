@@ -41,7 +41,7 @@ from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
-from ge.ops.functions import inline_local_functions
+from ge.ops.functions import calls_left, inline_local_functions
 from ge.passes.source import warn_user
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "inlined_functions",
@@ -70,12 +70,13 @@ def check_opset(opset: object) -> None:
                                   f"{onnx.__version__}), got {opset!r}")
 
 
-def upgraded_opset(graph: Graph, opset: int) -> Graph:
+def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
     """A copy of `graph` converted to standard-domain `opset` by onnx's version converter
     (fused operators need recent opsets: Gelu 20, RMSNormalization 23); `graph` itself when
     it is at `opset` already. Large tensors bypass the converter (see the module) and are
     shared with `graph`. The model's local functions, which the converter drops, are kept
     as they are, at the opsets they import (onnxruntime runs such a model).
+    `inlined`: the functions left were left by the inliner (the error's advice).
     `CompilerOptionError` (GE1202) for an opset below the model's or beyond onnx's;
     `CompileInputError` (GE1203) when the converter cannot convert it."""
     check_opset(opset)
@@ -93,7 +94,7 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
         raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
                                   "only converts a model up")
 
-    _check_functions_convertible(graph, opset)
+    _check_functions_convertible(graph, opset, inlined)
 
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
         converted = version_converter.convert_version(model, opset)
@@ -106,7 +107,7 @@ def upgraded_opset(graph: Graph, opset: int) -> Graph:
                     f"take graph {graph.name!r} from opset {current} to {opset}")
 
 
-def _check_functions_convertible(graph: Graph, opset: int) -> None:
+def _check_functions_convertible(graph: Graph, opset: int, inlined: bool) -> None:
     """`CompileInputError` (GE1203) when a local function of the model would have to be
     converted to `opset` too: onnx's converter converts graphs and drops the functions,
     which ge keeps at the opset they import, and onnx's checker refuses a function one of
@@ -132,8 +133,11 @@ def _check_functions_convertible(graph: Graph, opset: int) -> None:
             f"opset {opset}: onnx's converter converts the model's graphs, not its local "
             f"functions, which keep the opset they import, and the operators of "
             f"{first_and_more(changed)} differ at opset {opset}, so onnx's checker would "
-            "refuse the model; inline the functions first (--inline-functions, "
-            "inline_functions=True), which converts their bodies with the graph")
+            "refuse the model; " + (
+                "onnx's inliner left their calls (a warning said why): leave --opset out, "
+                "or convert the model with the functions' opsets made the model's first"
+                if inlined else "inline the functions first (--inline-functions, "
+                "inline_functions=True), which converts their bodies with the graph"))
 
 
 def _without_shapes(value_type: onnx.TypeProto) -> onnx.TypeProto:
@@ -180,7 +184,14 @@ def inlined_functions(graph: Graph) -> Graph:
         return graph
 
     def inline(model: onnx.ModelProto) -> onnx.ModelProto:
-        return inline_local_functions(model)  # (a weightless copy: changed in place)
+        inlined = inline_local_functions(model)  # (a weightless copy: changed in place)
+        left = calls_left(inlined)
+        if left:  # (trial N: left without a word, and the hint then advised the flag given)
+            warn_user(CompileWarning(
+                f"inline_functions (--inline-functions) left calls of local functions in "
+                f"graph {graph.name!r}, which are compiled as calls: onnx's inliner inlines no "
+                f"function whose opset imports differ from the model's ({left})"))
+        return inlined
 
     return _through(graph, inline, "function inliner",
                     f"inline the local functions of graph {graph.name!r}")
