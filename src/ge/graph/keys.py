@@ -15,6 +15,7 @@ import onnx
 
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
 from ge.graph.domains import normalize_domain
+from ge.graph.node import overload_of
 from ge.graph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ def node_key(node: Node) -> Hashable | None:
         if kind in GRAPH_KINDS:
             return None
         attrs.append((name, kind, hashable_value(value)))
-    # (the overload a call names, IR 10: calls of two functions of one name are not alike)
-    overload = node._proto.overload if node._proto is not None else ""
-    return (normalize_domain(node._domain), node._type, overload, tuple(attrs),
+    # (calls of two functions of one name, told apart by their overload, are not alike)
+    return (normalize_domain(node._domain), node._type, overload_of(node), tuple(attrs),
             tuple(node._inputs), len(node._out_names))

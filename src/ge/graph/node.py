@@ -22,7 +22,7 @@ from ge.graph.value_info import desc_from_value_info
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["SMALL_TENSOR_ELEMENTS", "Node", "is_const"]
+__all__ = ["SMALL_TENSOR_ELEMENTS", "Node", "is_const", "overload_of"]
 
 #: A tensor attribute of at most this many elements is decoded once per node (`Node._small_tensor`).
 SMALL_TENSOR_ELEMENTS = 64
@@ -491,6 +491,14 @@ class Node:
     def __repr__(self) -> str:
         state = "" if self._graph is not None else ", removed"
         return f"<Node {self._name!r} type={self._type}{state}>"
+
+
+def overload_of(node: Node) -> str:
+    """The overload a call names (`NodeProto.overload`, IR 10: two local functions of one
+    name are told apart by it), read from the proto the node was loaded from ("" for a node
+    made in memory, which calls a function of no overload)."""
+    proto = node._proto
+    return proto.overload if proto is not None else ""
 
 
 def is_const(node: Node) -> bool:

@@ -20,15 +20,15 @@ from onnx import helper, inliner
 from ge.errors import GeError, ShapeInferenceError
 from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
-from ge.graph.node import Node
+from ge.graph.node import Node, overload_of
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
-__all__ = ["FunctionKey", "called_function", "calls_left", "function_key", "infer_call",
-           "inline_local_functions", "opaque_functions", "overload_of"]
+__all__ = ["FunctionKey", "call_key", "called_function", "calls_left", "function_key",
+           "infer_call", "inline_local_functions", "opaque_functions"]
 
 #: (domain, name, overload), as a call names the function (`NodeProto.overload`, IR 10: two
 #: functions of one name are told apart by it).
@@ -43,13 +43,6 @@ def function_key(function: onnx.FunctionProto) -> FunctionKey:
 def call_key(node: onnx.NodeProto) -> FunctionKey:
     """The function a node proto would call, if the model defines it."""
     return normalize_domain(node.domain), node.op_type, node.overload
-
-
-def overload_of(node: Node) -> str:
-    """The overload a call names: read from the proto the node was loaded from ("" for a
-    node made in memory, which calls a function of no overload)."""
-    proto = node._proto
-    return proto.overload if proto is not None else ""
 
 
 def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:

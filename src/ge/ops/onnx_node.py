@@ -14,7 +14,7 @@ import onnx
 from onnx import AttributeProto, helper
 
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
-from ge.graph.node import Node
+from ge.graph.node import Node, overload_of
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
@@ -105,8 +105,7 @@ def node_proto(node: Node) -> onnx.NodeProto:
     proto.name = node.name
     if node.domain:
         proto.domain = node.domain
-    if node._proto is not None and node._proto.overload:  # (which function a call calls)
-        proto.overload = node._proto.overload
+    proto.overload = overload_of(node)  # (which function a call calls)
     proto.input.extend(input_value_name(node, i) for i in range(node.get_inputs_size()))
     proto.output.extend(node.get_output_names())
     for key in node.get_attr_names():

@@ -11,6 +11,7 @@ import onnx
 from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.graph import Graph
 from ge.graph.node import Node
+from ge.ops.functions import FunctionKey, call_key, called_function, function_key
 from ge.ops.onnx_node import const_value, node_opset
 
 __all__ = ["NONDETERMINISTIC_OPS", "dropout_in_inference", "is_random", "random_outputs",
@@ -61,37 +62,31 @@ def random_source(node: Node) -> str | None:
                 found = random_source(inner)
                 if found is not None:
                     return f"{found} in a body of {node.name!r}"
-    if normalize_domain(node.domain):
+    function = called_function(node) if normalize_domain(node.domain) else None
+    if function is not None:
         graph = node.owner_graph
-        functions = graph.root_graph().model.functions if graph is not None else []
-        if functions:
-            overload = node._proto.overload if node._proto is not None else ""
-            op_type = _random_in_function((normalize_domain(node.domain), node.type, overload),
-                                          functions, set())
-            if op_type is not None:
-                return (f"the random operator {op_type} in function "
-                        f"{node.domain}.{node.type}, which {node.name!r} calls")
+        assert graph is not None  # (a node calling a function of its model has a graph)
+        defined = {function_key(f): f for f in graph.root_graph().model.functions}
+        op_type = _random_in_function(function, defined, set())
+        if op_type is not None:
+            return (f"the random operator {op_type} in function "
+                    f"{node.domain}.{node.type}, which {node.name!r} calls")
     return None
 
 
-def _random_in_function(key: tuple[str, str, str], functions: list[onnx.FunctionProto],
-                        seen: set[tuple[str, str, str]]) -> str | None:
-    """The op type of a random operator in the local function of `key` (domain, name,
-    overload: its bodies and the functions it calls), or None."""
-    if key in seen:
-        return None
-    seen.add(key)
-    function = next((f for f in functions
-                     if (normalize_domain(f.domain), f.name, f.overload) == key), None)
-    if function is None:
-        return None
+def _random_in_function(function: onnx.FunctionProto,
+                        defined: dict[FunctionKey, onnx.FunctionProto],
+                        seen: set[FunctionKey]) -> str | None:
+    """The op type of a random operator in local `function` (its bodies and the functions
+    it calls, `defined` by their keys), or None."""
+    seen.add(function_key(function))
     for inner in proto_nodes(function.node):
         if inner.op_type in NONDETERMINISTIC_OPS or (
                 inner.op_type == "Dropout" and len(inner.input) > 2 and inner.input[2]):
             return inner.op_type
-        if normalize_domain(inner.domain):
-            inner_key = (normalize_domain(inner.domain), inner.op_type, inner.overload)
-            found = _random_in_function(inner_key, functions, seen)
+        callee = defined.get(call_key(inner))
+        if callee is not None and function_key(callee) not in seen:
+            found = _random_in_function(callee, defined, seen)
             if found is not None:
                 return found
     return None
