@@ -116,7 +116,7 @@ class CommandOutput:
         self.debug = debug
         self.show_warnings = show_warnings
         self._caught: list[warnings.WarningMessage] = []
-        self._shown = 0
+        self._shown = 0  # how many of the distinct warnings (`warnings`) were printed
         self._payload: dict[str, Any] | None = None
         # The files the command put in place so far (`wrote`): an interrupt after them says so.
         self.written: list[Path] = []
@@ -140,13 +140,10 @@ class CommandOutput:
         """Print the warnings not printed yet, one `prog: warning: ...` line each (text mode)."""
         if self.as_json or not self.show_warnings:
             return
-        said = {_warning_text(_warning_data(w)) for w in self._caught[:self._shown]}
-        for caught in self._caught[self._shown:]:
-            line = _warning_text(_warning_data(caught))
-            if line not in said:  # (the same words again add nothing)
-                said.add(line)
-                click.echo(f"{self.prog}: warning: {line}", err=True)
-        self._shown = len(self._caught)
+        distinct = self.warnings  # (the same words again add nothing)
+        for data in distinct[self._shown:]:
+            click.echo(f"{self.prog}: warning: {_warning_text(data)}", err=True)
+        self._shown = len(distinct)
 
     def _finish(self) -> None:
         if self.as_json and self._payload is not None:

@@ -35,7 +35,7 @@ from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_swi
 from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader, PluginLoaderClosedError
-from ge.compiler.report import CompileReport, node_counts, op_histogram
+from ge.compiler.report import CompileReport, model_size
 from ge.compiler.scheduler import (
     EngineStep,
     PipelineObserver,
@@ -470,11 +470,12 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                           disabled=disabled,
                           builtin=builtin_passes, check=check,
                           on_pass_failure=on_pass_failure, observers=observers)
-    ops_before, counts_before = op_histogram(graph), node_counts(graph)
+    counts_before, ops_before = model_size(graph)
     records = scheduler.run(graph)
+    counts_after, ops_after = model_size(graph)
     return CompileReport(graph=graph, records=records, skipped_plugins=passes.skipped,
                          steps=scheduler.steps, ops_before=ops_before,
-                         ops_after=op_histogram(graph), fixed_point=scheduler.fixed_point,
+                         ops_after=ops_after, fixed_point=scheduler.fixed_point,
                          seconds=time.perf_counter() - start, counts_before=counts_before,
-                         counts_after=node_counts(graph),
+                         counts_after=counts_after,
                          last_changes=scheduler.last_changes)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ge.graph.node import Node
 
 __all__ = ["CompileReport", "FixedPointRecord", "NodeCounts", "PassRunRecord", "StepRecord",
-           "constant_count", "node_counts", "op_histogram", "op_label", "operator_count",
-           "qualified_op"]
+           "constant_count", "model_size", "node_counts", "op_histogram", "op_label",
+           "operator_count", "qualified_op"]
 
 
 def operator_count(graph: Graph) -> int:
@@ -81,10 +81,25 @@ def node_counts(root: Graph, *, as_written: bool = True) -> NodeCounts:
     output that is an outer value needs one, which a pass removing it gives back). With
     `as_written=False`, of the graphs as they are (the steps' counts: what passes ran on;
     cheaper on a large model whose outputs a pass changed)."""
+    return _node_counts(root, _added(root) if as_written else {})
+
+
+def model_size(root: Graph) -> tuple[NodeCounts, dict[str, int]]:
+    """`node_counts` and `op_histogram` of `root`'s model as ge writes it, the export's
+    outputs planned once for both (a compilation's before and after)."""
+    added = _added(root)
+    return _node_counts(root, added), _op_histogram(root, added)
+
+
+def _added(root: Graph) -> dict[Graph, int]:
+    """The `Identity` nodes writing `root`'s model adds, per graph (`added_identities`)."""
     from ge.graph.onnx_export import added_identities
 
+    return added_identities(root)
+
+
+def _node_counts(root: Graph, added: dict[Graph, int]) -> NodeCounts:
     bodies = [g for g in root.get_all_subgraphs() if not g.is_orphan()]
-    added = added_identities(root) if as_written else {}
     return NodeCounts(operator_count(root) + added.get(root, 0),
                       sum(operator_count(g) + added.get(g, 0) for g in bodies),
                       constant_count(root) + sum(constant_count(g) for g in bodies))
@@ -183,11 +198,13 @@ def op_histogram(graph: Graph) -> dict[str, int]:
     """Operator counts of the whole model (subgraphs included), most frequent first, by
     `op_label`; structural nodes (Data, NetOutput) are left out, constants counted as
     `Const` (so its sum is no node count: `NodeCounts` is)."""
+    return _op_histogram(graph, _added(graph))
+
+
+def _op_histogram(graph: Graph, added: dict[Graph, int]) -> dict[str, int]:
     counts = Counter(op_label(n) for n in graph.get_all_nodes()
                      if n.type not in (DATA, NET_OUTPUT))
-    from ge.graph.onnx_export import added_identities
-
-    identities = sum(added_identities(graph).values())
+    identities = sum(added.values())
     if identities:  # (the model written has them: `node_counts`)
         counts["Identity"] += identities
     return dict(counts.most_common())

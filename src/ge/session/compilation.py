@@ -30,7 +30,7 @@ from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
-from ge.compiler.report import CompileReport, node_counts, op_histogram
+from ge.compiler.report import CompileReport, model_size
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.compiler.steps import FINAL_VALIDATION_STAGE
 from ge.errors import (
@@ -526,7 +526,7 @@ def compile(
         # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call
         # of a function is one node; the conversion is part of the change to "after". The
         # steps and pass records keep counting the graphs the passes ran on.
-        as_given = None if graph is given else (node_counts(given), op_histogram(given))
+        as_given = None if graph is given else model_size(given)
         typed = _value_info_mode(value_info, given)  # the model as given, not as converted
         dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
                   else GraphDumper.from_environment())
