@@ -285,3 +285,24 @@ def test_calls_the_inliner_leaves_are_said(tmp_path: Path) -> None:
         ge.compile(source, opset=22, inline_functions=True)  # (Sin and Cos: new at 22)
     assert "onnx's inliner left their calls" in str(info.value)
     assert "inline the functions first" not in str(info.value)
+
+
+def test_a_function_using_an_operator_newer_than_its_opset_is_left_to_the_checkers(
+        tmp_path: Path) -> None:
+    """A body using Gelu (opset 20) while importing 13: the check for functions --opset
+    would have to convert asked onnx for Gelu's opset-13 schema and raised its SchemaError
+    (a traceback); it leaves such an operator to the checks that judge the model, and the
+    compilation goes as it goes without --opset."""
+    gelu = helper.make_function("loc", "G", ["X"], ["Y"], [helper.make_node("Gelu", ["X"], ["Y"])],
+                                [helper.make_opsetid("", 13)])
+    graph = helper.make_graph(
+        [helper.make_node("G", ["x"], ["y"], domain="loc", name="call")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, functions=[gelu], opset_imports=[
+        helper.make_opsetid("", 13), helper.make_opsetid("loc", 1)]), source)
+    plain = ge.compile(source)
+    converted = ge.compile(source, opset=21)
+    assert [n.type for n in converted.graph.get_direct_nodes()] == [
+        n.type for n in plain.graph.get_direct_nodes()]

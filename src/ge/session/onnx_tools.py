@@ -122,8 +122,11 @@ def _check_functions_convertible(graph: Graph, opset: int, inlined: bool) -> Non
         for node in proto_nodes(function.node):
             if normalize_domain(node.domain) or not onnx.defs.has(node.op_type):
                 continue
-            then = onnx.defs.get_schema(node.op_type, own).since_version
-            now = onnx.defs.get_schema(node.op_type, opset).since_version
+            try:
+                then = onnx.defs.get_schema(node.op_type, own).since_version
+                now = onnx.defs.get_schema(node.op_type, opset).since_version
+            except onnx.defs.SchemaError:  # not an operator of its opset: not ours to judge
+                continue
             if then != now:
                 changed.append(f"{function.domain}.{function.name} ({node.op_type} of opset "
                                f"{own} is opset {now}'s at {opset})")
