@@ -26,6 +26,7 @@ from ge.cli.output import (
     check_output_folder,
     command_output,
     console,
+    encodable,
     file_target,
     files_read,
     same_file,
@@ -195,7 +196,7 @@ def _pass_table(report: CompileReport) -> Any:
             outcome += " (rolled back)"
         before = sum(run.nodes_before for run in runs)
         after = sum(run.nodes_after for run in runs)
-        nodes = f"{before}→{after}" if before != after else str(after)
+        nodes = encodable(f"{before}→{after}") if before != after else str(after)
         stage = r.stage + (f" #{r.round}" if r.round else "")
         matches, rewrites, fusions = (sum(run.matches for run in runs),
                                       sum(run.rewrites for run in runs),
@@ -245,7 +246,7 @@ def _ops_table(before: Mapping[str, int], after: Mapping[str, int]) -> Any:
                                    -max(before.get(op, 0), after.get(op, 0)), op))
     shown = names[:_TOP_OPS]
     hidden = len(names) - len(shown)
-    title = "Operators before → after" + (f" (top {len(shown)} of {len(names)})"
+    title = encodable("Operators before → after") + (f" (top {len(shown)} of {len(names)})"
                                           if hidden else "")
     table = Table(title=title, title_justify="left")
     for column in ("Op", "Before", "After", "Change"):

@@ -306,6 +306,30 @@ def _ascii_for(err: UnicodeError) -> tuple[str, int]:
                    for ch in text), err.end
 
 
+def encodable(text: str) -> str:
+    """`text` with ge's symbols in ASCII when stdout or stderr cannot encode them: for a
+    table cell, which rich measures before the stream's error handler would widen `→` to
+    `->` (the columns would then be off by one per arrow)."""
+    if all(_can_encode(stream) for stream in (sys.stdout, sys.stderr)):
+        return text
+    return "".join(_ASCII_FOR.get(ch, ch) for ch in text)
+
+
+def _can_encode(stream: object) -> bool:
+    """Whether `stream` writes ge's symbols as they are (a stream without an encoding, a
+    test's capture, is taken to)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return True
+    try:
+        "→…·".encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    except LookupError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def _encodable_streams() -> Iterator[None]:
     """For a command's length, make stdout and stderr write `→` as `->` (and escape what has
@@ -314,15 +338,8 @@ def _encodable_streams() -> Iterator[None]:
     work is done and the model written."""
     changed: list[tuple[io.TextIOWrapper, str | None]] = []
     for stream in (sys.stdout, sys.stderr):
-        if not isinstance(stream, io.TextIOWrapper):
+        if not isinstance(stream, io.TextIOWrapper) or _can_encode(stream):
             continue  # (a test's capture, a pipe set up by the caller: theirs to encode)
-        try:
-            "→…·".encode(stream.encoding)
-            continue
-        except UnicodeEncodeError:
-            pass
-        except LookupError:
-            continue
         codecs.register_error(_ASCII_HANDLER, _ascii_for)
         changed.append((stream, stream.errors))
         stream.reconfigure(errors=_ASCII_HANDLER)
