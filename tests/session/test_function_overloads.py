@@ -133,3 +133,18 @@ def test_calls_of_a_random_overload_stay_apart(tmp_path: Path) -> None:
     onnx.save(model, source)
     ge.compile(source).save(out)
     assert np.abs(_run(out)[0]).max() > 0
+
+
+def test_overloads_are_named_apart(tmp_path: Path) -> None:
+    """`ge inspect` and the compile report name a call and a function with its overload, as
+    ONNX's text format does (`local.F:neg`): two overloads of F were listed as `local.F`
+    twice and counted as one operator."""
+    from ge.cli.inspect import model_summary
+
+    source = tmp_path / "m.onnx"
+    onnx.save(two_overloads(), source)
+    summary = model_summary(source)
+    assert summary["functions"] == ["local.F:neg", "local.F:abs"]
+    assert summary["ops"] == {"local.F:neg": 1, "local.F:abs": 1}
+    report = ge.compile(source).report
+    assert report.ops_before == report.ops_after == {"local.F:neg": 1, "local.F:abs": 1}

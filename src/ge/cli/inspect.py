@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ge.cli.output import command_output, console
+from ge.graph.domains import qualified_op
 
 if TYPE_CHECKING:
     import onnx
@@ -99,9 +100,7 @@ def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
 
 
 def _op_name(node: onnx.NodeProto) -> str:
-    from ge.compiler.report import qualified_op
-
-    return qualified_op(node.op_type, node.domain)
+    return qualified_op(node.op_type, node.domain, node.overload)
 
 
 def model_summary(path: Path) -> dict[str, Any]:
@@ -161,7 +160,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "constant_nodes": sum(_is_constant(n) for n in graph.node),
         "graph_nodes": len(graph.node),  # ONNX's len(graph.node), Constant operators included
         "subgraphs": len(subgraphs) - 1,
-        "functions": [f"{f.domain}.{f.name}" if f.domain else f.name for f in model.functions],
+        "functions": [qualified_op(f.name, f.domain, f.overload) for f in model.functions],
         "ops": dict(ops.most_common()),
         "initializers": {"count": len(graph.initializer),
                          "bytes": sum(_tensor_bytes(t) for t in graph.initializer)},

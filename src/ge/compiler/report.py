@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ge.compiler.last_changes import LastChanges
 from ge.errors import GeError, SourceLocation
+from ge.graph.domains import qualified_op
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
+from ge.graph.node import overload_of
 from ge.passes.status import RunOutcome
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompileReport", "FixedPointRecord", "NodeCounts", "PassRunRecord", "StepRecord",
            "constant_count", "model_size", "node_counts", "op_histogram", "op_label",
-           "operator_count", "qualified_op"]
+           "operator_count"]
 
 
 def operator_count(graph: Graph) -> int:
@@ -185,13 +187,7 @@ class FixedPointRecord:
 
 def op_label(node: Node) -> str:
     """The operator of `node` as reports, diffs and `ge inspect` name it (`qualified_op`)."""
-    return qualified_op(node.type, node.domain)
-
-
-def qualified_op(op_type: str, domain: str) -> str:
-    """An op type, prefixed by its domain outside ONNX's own: `com.microsoft.Gelu` is not
-    ONNX's `Gelu`."""
-    return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
+    return qualified_op(node.type, node.domain, overload_of(node))
 
 
 def op_histogram(graph: Graph) -> dict[str, int]:

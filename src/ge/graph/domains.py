@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ge.graph.model_info import ModelInfo
 
 __all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
-           "proto_nodes", "record_opset_imports", "used_domains"]
+           "proto_nodes", "qualified_op", "record_opset_imports", "used_domains"]
 
 
 #: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
@@ -36,6 +36,16 @@ ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
 def normalize_domain(domain: str) -> str:
     """The canonical spelling of a domain ("ai.onnx" is the standard domain "")."""
     return "" if domain == "ai.onnx" else domain
+
+
+def qualified_op(op_type: str, domain: str = "", overload: str = "") -> str:
+    """An operator as reports, messages and `ge inspect` name it, as ONNX's text format
+    writes a call: prefixed by its domain outside ONNX's own (`com.microsoft.Gelu` is not
+    ONNX's `Gelu`), suffixed by the overload of a model-local function it calls
+    (`local.F:neg`; IR 10 tells two functions of one name apart by it)."""
+    domain = normalize_domain(domain)
+    label = f"{domain}.{op_type}" if domain else op_type
+    return f"{label}:{overload}" if overload else label
 
 
 def used_domains(graph: Graph) -> set[str]:

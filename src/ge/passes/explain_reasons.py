@@ -13,7 +13,7 @@ from typing import Any
 
 from ge.errors import GeError
 from ge.graph import NET_OUTPUT, Node, Tensor
-from ge.ops.schemas import normalize_domain
+from ge.graph.domains import qualified_op
 from ge.passes.matcher import _DATA, PatternNode
 from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
 
@@ -46,8 +46,7 @@ class Reason:
 # -- the sentences -------------------------------------------------------------------------
 def op_label(op_type: str, domain: str = "") -> str:
     """An operator as messages name it: `Gelu`; `com.microsoft.Gelu` in another domain."""
-    domain = normalize_domain(domain)
-    return f"{domain}.{op_type}" if domain else op_type
+    return qualified_op(op_type, domain)
 
 
 def node_label(node: Node) -> str:
