@@ -12,6 +12,7 @@ consults the compilation's custom operators (`ge.ops.registry.CustomOpView`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import onnx
@@ -60,7 +61,76 @@ def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
                 if declared:
                     given = {a.name for a in node.attribute}
                     node.attribute.extend(a for a in declared if a.name not in given)
-    return inliner.inline_local_functions(model)
+    if _imports_apart(model):  # (its calls are left, and keep their function's name)
+        return inliner.inline_local_functions(model)
+    named = _one_function_per_call(model)
+    inlined = inliner.inline_local_functions(model)
+    _drop_inliner_suffixes(inlined, named)
+    return inlined
+
+
+def _one_function_per_call(model: onnx.ModelProto) -> set[str]:
+    """Give every call its own copy of the function it calls (and so on down nested calls),
+    the copy's nodes named under the call's name (`call/Neg`) and carrying the call's
+    metadata (`metadata_props` the node does not set itself, its doc string where it has
+    none): onnx's inliner drops the call node with what an exporter wrote on it (a scope
+    name, a dynamo export's `namespace` and source location), so what was inlined could
+    not be told apart or traced back. In place; the copies replace the functions. The
+    names given, which the inliner then makes unique by a suffix of its own."""
+    by_key = {function_key(f): f for f in model.functions}
+    named: set[str] = set()
+    if not by_key:
+        return named
+    taken = {(normalize_domain(f.domain), f.name) for f in model.functions}
+    copies: list[onnx.FunctionProto] = []
+
+    def give_own_copy(call: onnx.NodeProto) -> None:
+        function = by_key.get(call_key(call))
+        if function is None:
+            return
+        copy = onnx.FunctionProto()
+        copy.CopyFrom(function)
+        domain, number = normalize_domain(function.domain), len(copies)
+        while (domain, f"{function.name}__call{number}") in taken:
+            number += 1
+        copy.name = call.op_type = f"{function.name}__call{number}"
+        taken.add((domain, copy.name))
+        copies.append(copy)
+        for node in proto_nodes(copy.node):
+            _take_call_metadata(node, call)
+            named.add(node.name)
+        for node in proto_nodes(copy.node):
+            give_own_copy(node)
+
+    for node in proto_nodes(model.graph.node):
+        give_own_copy(node)
+    del model.functions[:]
+    model.functions.extend(copies)
+    return named
+
+
+def _drop_inliner_suffixes(model: onnx.ModelProto, named: set[str]) -> None:
+    """The inlined nodes named as `_one_function_per_call` named them, without the suffix
+    onnx's inliner adds to every inlined node's name (`call/Neg__3`), where the name is
+    then still unique in the model."""
+    nodes = list(proto_nodes(model.graph.node))
+    taken = Counter(n.name for n in nodes)
+    bases = Counter(n.name.rpartition("__")[0] for n in nodes)
+    for node in nodes:
+        base, _, number = node.name.rpartition("__")
+        if base in named and number.isdigit() and bases[base] == 1 and not taken[base]:
+            node.name = base
+
+
+def _take_call_metadata(node: onnx.NodeProto, call: onnx.NodeProto) -> None:
+    """`node` (of a function's body) named under `call`, with its metadata and doc string
+    where `node` has none of its own."""
+    if call.name:
+        node.name = f"{call.name}/{node.name or node.op_type}"
+    own = {p.key for p in node.metadata_props}
+    node.metadata_props.extend(p for p in call.metadata_props if p.key not in own)
+    if call.doc_string and not node.doc_string:
+        node.doc_string = call.doc_string
 
 
 def _defaults_through_references(functions: Iterable[onnx.FunctionProto]) -> None:
@@ -151,6 +221,7 @@ def _call_model(node: Node, function: onnx.FunctionProto) -> onnx.ModelProto:
     from ge.ops.inference import VALUE_ELEMENTS  # (inference imports this module)
 
     proto = node_proto(node)
+    proto.name = ""  # (the body's nodes keep their names: messages name them as written)
     for attr in proto.attribute:
         if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise ShapeInferenceError(
@@ -190,6 +261,12 @@ def calls_left(model: onnx.ModelProto) -> str:
     defined = {function_key(f) for f in model.functions}
     if not any(call_key(n) in defined for n in proto_nodes(model.graph.node)):
         return ""
+    return _imports_apart(model) or "it left a call of a local function"
+
+
+def _imports_apart(model: onnx.ModelProto) -> str:
+    """The first function whose opset imports differ from the model's, said as `calls_left`
+    says it ("" when none does): onnx's inliner leaves its calls."""
     imports = {normalize_domain(o.domain): o.version for o in model.opset_import}
     for function in model.functions:
         for o in function.opset_import:
@@ -197,7 +274,7 @@ def calls_left(model: onnx.ModelProto) -> str:
             if imports.get(domain, o.version) != o.version:
                 return (f"function {function.domain}.{function.name} imports opset "
                         f"{o.version} of domain {domain!r}, the model {imports[domain]}")
-    return "it left a call of a local function"
+    return ""
 
 
 def infer_call(node: Node) -> list[TensorDesc | None]:
