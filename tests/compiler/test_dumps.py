@@ -3,6 +3,8 @@ DUMP_GRAPH_LEVEL variables write the graph after each step (and pass) in pipelin
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import onnx
@@ -124,6 +126,12 @@ def test_the_onnx_dumps_share_one_weights_file(tmp_path: Path) -> None:
     assert len(dumps) >= 9
     # the weight and the folded one, each once: not a copy per dump
     assert shared.stat().st_size < 2.2 * weights_bytes
+    # every dump file readable as the umask lets a new file be (the weights file was 0600,
+    # which a CI collector running as another user could not read: trial P)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "d").iterdir()} == {
+        p.name: 0o666 & ~umask for p in (tmp_path / "d").iterdir()}
     assert all(p.stat().st_size < weights_bytes / 20 for p in dumps)
     inputs = {"x": np.random.default_rng(1).standard_normal((1, 64, 8, 8), dtype=np.float32)}
     expected = run_model(onnx.load(source), inputs)["y"]

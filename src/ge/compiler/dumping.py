@@ -310,6 +310,7 @@ class GraphDumper(PipelineObserver):
                                         suffix=".data")
             os.close(fd)
             path = Path(name)
-            os.chmod(path, new_file_mode(path))  # (mkstemp: 0600 whatever the umask)
+            # (mkstemp: 0600 whatever the umask; asking the file made it keep that)
+            os.chmod(path, new_file_mode())
             self._shared = SharedExternalData(path)
         return self._shared

@@ -176,10 +176,11 @@ def _umask() -> int:
     return mask
 
 
-def new_file_mode(target: Path) -> int:
-    """The mode `open(target, "wb")` would leave: the existing file's, else 0666 & ~umask."""
+def new_file_mode(target: Path | None = None) -> int:
+    """The mode `open(target, "wb")` would leave: the existing file's, else (and for no
+    `target`: a file of a new name) 0666 & ~umask."""
     try:
-        return stat.S_IMODE(target.stat().st_mode)
+        return stat.S_IMODE(target.stat().st_mode) if target is not None else 0o666 & ~_umask()
     except OSError:
         return 0o666 & ~_umask()
 
