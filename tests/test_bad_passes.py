@@ -148,6 +148,19 @@ class Bad(FusionBasePass):
        "output index (GE's API docs call the index out_index; GE reads it as an input "
        "index, and so does ge); output 0 of 'x' is read by input 0 of 'add': pass the pair "
        "of each reader inside the region, (node 'add', 0). (pass Bad"),
+    # GE's samples re-raise their own message from the error that says what was wrong:
+    # both are in the line (the cause was shown with --debug only)
+    "reraises_from_the_cause": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        try:
+            relu.get_attr("alpha")
+        except Exception as exc:
+            raise RuntimeError("Get attributes failed") from exc
+""", 10, "Reason: RuntimeError: Get attributes failed (from GraphError: [GE1001] node 'relu' "
+        "(Relu) has no attribute 'alpha'). (pass Bad"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

@@ -463,7 +463,29 @@ def _is_pass_failure(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """The exception a pass raised, with what it was raised from (`raise ... from err`, or
+    while handling err): a pass re-raising "Get attributes failed" from the error that says
+    which attribute of which node keeps that in the one line (else only --debug showed it)."""
+    text = f"{type(exc).__name__}: {exc}"
+    seen = {id(exc)}
+    cause = _cause(exc)
+    while cause is not None and id(cause) not in seen and len(seen) <= _MAX_CAUSES:
+        seen.add(id(cause))
+        said = str(cause)
+        if said and said not in text:  # (one re-raised with its message adds nothing)
+            text += f" (from {type(cause).__name__}: {said})"
+        cause = _cause(cause)
+    return text
+
+
+_MAX_CAUSES = 3
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What `exc` was raised from: its explicit cause, else the exception being handled."""
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
 
 
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
