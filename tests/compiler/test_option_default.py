@@ -93,8 +93,18 @@ def test_without_a_default_an_absent_option_fails_the_pass(opt_in) -> None:
     with pytest.raises(PassRunError) as info:
         ge.compile(_model(), pass_paths=[plugin])
     assert info.value.code == "E13028" and info.value.pass_name == "OptIn"
-    assert f"RuntimeError: Failed to get option value for key: {OPTION}" in info.value.message
+    assert f"RuntimeError: Failed to get option value for key: {OPTION}. The compilation " \
+           "was given no options (ge compile --option KEY=VALUE" in info.value.message
     assert info.value.location is not None and info.value.location.file == str(plugin)
+    # trial O: a misspelt option given (or read) is named; GE's own message is unchanged
+    with pytest.raises(PassRunError) as info:
+        ge.compile(_model(), pass_paths=[plugin], options={OPTION[:-1]: "on", "other": "1"})
+    assert info.value.message.count(f"for key: {OPTION}. The compilation was given "
+                                    f"{OPTION[:-1]!r}: misspelt?") == 1
+    with pytest.raises(PassRunError) as info:
+        ge.compile(_model(), pass_paths=[plugin], options={"other": "1"})
+    assert f"for key: {OPTION}. The compilation was given 1 other option(s)" \
+        in info.value.message
 
 
 def test_the_cli_option_reaches_the_default_reading_pass(opt_in, tmp_path: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Final, TypeVar, overload
+
+from ge.passes.hooks import add_note
 
 __all__ = ["PassContext"]
 
@@ -67,7 +70,20 @@ class PassContext:
             return value
         if default is not _NO_DEFAULT:
             return default
-        raise RuntimeError(f"Failed to get option value for key: {key}")
+        raise add_note(RuntimeError(f"Failed to get option value for key: {key}"),
+                       self._given_note(key))
+
+    def _given_note(self, key: object) -> str:
+        """What the compilation was given instead (E13028 adds it to GE's message): the
+        options of a name close to `key` (a misspelling on either side), else how options
+        are given."""
+        if not self._options:
+            return ("The compilation was given no options (ge compile --option KEY=VALUE, "
+                    "ge.compile(options={...}))")
+        close = difflib.get_close_matches(str(key), list(self._options), n=3, cutoff=0.75)
+        if close:
+            return f"The compilation was given {', '.join(map(repr, close))}: misspelt?"
+        return f"The compilation was given {len(self._options)} other option(s)"
 
     def __repr__(self) -> str:
         return f"PassContext(pass_name={self._pass_name!r})"
