@@ -12,6 +12,7 @@ import pytest
 
 from ge.errors import (
     DuplicatePassNameError,
+    PassRegisterTypeError,
     PluginLoadError,
     PluginLoadErrors,
     PluginLoadWarning,
@@ -342,6 +343,37 @@ def test_a_failing_package_is_rolled_back_with_its_submodules(write, tmp_path: P
     assert info.value.location.file == str(tmp_path / "plugins" / "halfpkg" / "__init__.py")
     assert "halfpkg" not in sys.modules and "halfpkg.good" not in sys.modules
     assert get_registered_passes() == []
+
+
+@pytest.mark.parametrize("decorator, said", [
+    ('register_fusion_pass("P", "AfterInferShape")', "takes 0 positional arguments but 2"),
+    ("register_fusion_pass", "takes 0 positional arguments but 1"),
+    ('register_fusion_pass(name="P")', "missing 1 required keyword-only argument: 'stage'"),
+    ('register_decompose_pass(name="P", stage="AfterInferShape", op_type="Conv")',
+     "got an unexpected keyword argument 'op_type'"),
+])
+def test_a_decorator_called_in_another_form_is_e13030_saying_the_form(
+    write, tmp_path: Path, decorator: str, said: str
+) -> None:
+    """Trial O: GE authors write `@register_fusion_pass("P", stage)` or the decorator bare;
+    Python's TypeError loaded as a bare E13029 that did not say which form it takes."""
+    write("plugins/ok.py", "x = 1\n")
+    plugin = write("plugins/form.py", f"""
+        from ge.passes import FusionBasePass, register_decompose_pass, register_fusion_pass
+        @{decorator}
+        class P(FusionBasePass):
+            pass
+        """)
+    with pytest.raises(PassRegisterTypeError) as info:
+        scan_modules_from_path(tmp_path / "plugins")
+    err = info.value
+    api = decorator.partition("(")[0]
+    assert err.code == "E13030" and isinstance(err, TypeError)
+    assert err.message.startswith(f"{api} takes keyword arguments only, as GE's does: @{api}("
+                                  'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE')
+    assert said in err.message
+    assert (err.location.file, err.location.line) == (str(plugin), 3)
+    assert get_registered_passes() == [] and module_name_for(plugin) not in sys.modules
 
 
 def test_a_duplicate_pass_name_across_two_files_names_both(
