@@ -161,6 +161,19 @@ class Bad(FusionBasePass):
             raise RuntimeError("Get attributes failed") from exc
 """, 10, "Reason: RuntimeError: Get attributes failed (from GraphError: [GE1001] node 'relu' "
         "(Relu) has no attribute 'alpha'). (pass Bad"),
+    # after shape inference a new node's outputs are typed by inference: one it refuses is
+    # said with its reason (it read "has no known dtype", nothing of the axis: trial P)
+    "adds_a_node_inference_refuses": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        relu = graph.nodes_of_type("Relu")[0]
+        softmax = graph.add_node("Softmax", num_inputs=1, attrs={"axis": 7}, name="bad_softmax")
+        graph.replace_all_uses(relu, 0, softmax, 0)
+        graph.add_data_edge(relu, 0, softmax, 0)
+""", 4, "the pass left the graph invalid: untyped: output 0 ('bad_softmax:0') of Softmax node "
+       "'bad_softmax' has no known dtype: inference refused it: node 'bad_softmax' (Softmax, "
+       "opset 13 schema): shape inference failed"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

@@ -26,6 +26,7 @@ from ge.errors import (
     GeError,
     PassDefinitionWarning,
     PassRunError,
+    ShapeInferenceError,
     SourceLocation,
     ValidationProblem,
 )
@@ -119,8 +120,7 @@ class Invocation:
                     raise _PassFailed(status)
                 if root.mutation_count != before and self.check != "none":
                     touched = _in_model(changes.live_with_readers(), root)
-                    if self.typed:
-                        _type_new_values(touched)
+                    refused = _type_new_values(touched) if self.typed else {}
                     problems = (_full_problems(root, self.typed, changes)
                                 if self.check == "full"
                                 else find_node_problems(touched, typed=self.typed,
@@ -129,6 +129,7 @@ class Invocation:
                         problems = _shape_problems(touched, changes)
                     if not problems:  # (a stale desc explains a wrong output type better)
                         problems = _output_problems(root, target, touched)
+                    problems = [_with_refusal(p, refused) for p in problems]
                     if problems:
                         problems = _as_written(problems, root, changes.removed)
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
@@ -275,14 +276,16 @@ def _in_model(nodes: list[Node], root: Graph) -> list[Node]:
     return kept
 
 
-def _type_new_values(nodes: list[Node]) -> None:
+def _type_new_values(nodes: list[Node]) -> dict[str, ShapeInferenceError]:
     """Infer the outputs a pass left untyped (a node added with `add_node`), in graph order,
-    so that only values inference cannot type are reported."""
+    so that only values inference cannot type are reported; what inference said of each
+    node it refused (by IR name), which is why its outputs stay untyped."""
     untyped = [n for n in nodes if any(
         name and n.get_output_desc(k).data_type == DataType.DT_UNDEFINED
         for k, name in enumerate(n.get_output_names()))]
+    refused: dict[str, ShapeInferenceError] = {}
     if not untyped:
-        return
+        return refused
     position = {}
     for node in untyped:
         graph = node.owner_graph
@@ -290,10 +293,24 @@ def _type_new_values(nodes: list[Node]) -> None:
             try:
                 position[graph] = {n: i for i, n in enumerate(graph.topological_order())}
             except Exception:
-                return  # a cycle: the check reports it
+                return refused  # a cycle: the check reports it
     untyped.sort(key=lambda n: position[n.owner_graph].get(n, 0))  # type: ignore[index]
     for node in untyped:
-        infer_node(node, quiet=True)
+        try:
+            infer_node(node)
+        except ShapeInferenceError as err:
+            refused[node._name] = err
+    return refused
+
+
+def _with_refusal(problem: ValidationProblem, refused: dict[str, ShapeInferenceError]
+                  ) -> ValidationProblem:
+    """An untyped output of a node inference refused, said with inference's reason (a
+    Softmax of axis 7 on a rank-3 input: "has no known dtype" told nothing of the axis)."""
+    if problem.kind != "untyped" or len(problem.nodes) != 1 or problem.nodes[0] not in refused:
+        return problem
+    return replace(problem, message=f"{problem.message}: inference refused it: "
+                                    f"{refused[problem.nodes[0]].message}")
 
 
 def _output_problems(root: Graph, target: Graph, touched: list[Node]
