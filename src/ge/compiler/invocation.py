@@ -49,6 +49,7 @@ from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
 from ge.passes.source import blamed_location, hook_location, traceback_location, warn_user
+from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ class Invocation:
     # The passes told that their run() returned NOT_CHANGED after changing the graph (once
     # per pass and compilation, not once per body and round).
     warned_not_changed: set[str] = field(default_factory=set)
+    # The BeforeInferShape passes told that they refused every match on untyped values.
+    warned_untyped: set[str] = field(default_factory=set)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -153,6 +156,9 @@ class Invocation:
         changed = root.mutation_count != before
         nodes_after = operator_count(target)
         outcome = status.outcome
+        if (run.untyped_refusals and not run.rewrites and not entry.builtin
+                and stage == PassStage.BEFORE_INFER_SHAPE.value):
+            self._warn_untyped_refusals(entry, instance, target, run)
         if outcome is RunOutcome.NOT_CHANGED and changed:
             # The graph says otherwise: the run changed it (and was checked as a change).
             outcome = RunOutcome.SUCCESS
@@ -197,6 +203,27 @@ class Invocation:
             f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
             "as changed; return True, None or SUCCESS when run() changes the graph, "
             f"NOT_CHANGED only when it leaves the graph as it was (at {where})"), where)
+
+    def _warn_untyped_refusals(self, entry: RegisteredPass, instance: Any, target: Graph,
+                               run: PassRun) -> None:
+        """A `PassDefinitionWarning` for a BeforeInferShape pass whose `meet_requirements`
+        refused every match while values they read were untyped, once per pass and
+        compilation: GE's samples read data types at that stage, where a model declaring
+        none (a TorchScript export) gives DT_UNDEFINED here, so the pass silently did
+        nothing (trial O); at AfterInferShape it would see them typed."""
+        if entry.name in self.warned_untyped:
+            return
+        self.warned_untyped.add(entry.name)
+        where = (hook_location(getattr(instance, "meet_requirements", None))
+                 or entry.descriptor.location)
+        warn_user(PassDefinitionWarning(
+            f"pass {entry.name} refused all {run.matches} of its match(es) in graph "
+            f"{target.name!r} at BeforeInferShape, {run.untyped_refusals} while values they "
+            f"read had no type or rank ({run.first_untyped} first): before shape inference "
+            "only the types and shapes the model file declares are known, so a "
+            "meet_requirements reading data types or shapes sees DT_UNDEFINED there; "
+            "register the pass at AfterInferShape to see them inferred (`ge passes explain "
+            f"{entry.name} MODEL` shows each refusal) (at {where})"), where)
 
     def _note_changes(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Record the pass as the last to change the nodes it changed (`last_changes`).

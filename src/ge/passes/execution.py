@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
-from ge.graph import Graph, Node
+from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
 from ge.ops.onnx_node import node_spec
 from ge.passes.candidates import LandmarkFilter, candidates, named_operators
@@ -60,6 +60,7 @@ __all__ = [
     "find_matches",
     "read_only_call",
     "run_pass",
+    "untyped_desc",
 ]
 
 #: A sweep making more rewrites than this many per node of the graph keeps matching its
@@ -75,6 +76,10 @@ class PassRun:
     op_types: tuple[str, ...] = ()  # a DecomposePass's, from its registration
     matches: int = 0
     rewrites: int = 0
+    #: matches `meet_requirements` refused while a value they read had no type or rank (a
+    #: pass at BeforeInferShape on a model declaring none), and the first such value
+    untyped_refusals: int = 0
+    first_untyped: str = ""
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
@@ -283,6 +288,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     in_place: InPlace | None = None
     try:
         if not bool(read_only_call(instance.meet_requirements, match.graph, result, run.context)):
+            _note_refusal(run, match.nodes)
             return False
         region = match.region()
         if would_create_cycle(region):
@@ -357,6 +363,27 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
     return f"{'; '.join(reasons)} (node input -> replacement input: {mapping})"
 
 
+def _note_refusal(run: PassRun, nodes: list[Node]) -> None:
+    """Count a refusal made while an input or output of `nodes` has no type or rank."""
+    for node in nodes:
+        for i in range(node.get_inputs_size()):
+            producer = node.get_input_producer(i)
+            if producer is not None and untyped_desc(producer[0].get_output_desc(producer[1])):
+                run.untyped_refusals += 1
+                run.first_untyped = run.first_untyped or f"input {i} of {node.name!r}"
+                return
+        for k in range(node.get_outputs_size()):
+            if untyped_desc(node.get_output_desc(k)):
+                run.untyped_refusals += 1
+                run.first_untyped = run.first_untyped or f"output {k} of {node.name!r}"
+                return
+
+
+def untyped_desc(desc: TensorDesc) -> bool:
+    """Whether a value's desc says nothing of its type or rank (not inferred, not declared)."""
+    return desc.data_type == DataType.DT_UNDEFINED or desc.get_shape().is_unknown_rank()
+
+
 def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
     """Every node of the pass's op types, in the graph's order: `meet_requirements`, then
     `replacement` and the rewrite. Each node asked about is a match (`run.matches`), whether
@@ -368,6 +395,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             continue
         run.matches += 1
         if not bool(read_only_call(instance.meet_requirements, graph, node, run.context)):
+            _note_refusal(run, [node])
             continue
         replacement = read_only_call(instance.replacement, graph, node, run.context)
         if not isinstance(replacement, Graph):

@@ -25,7 +25,7 @@ from ge._text import first_and_more
 from ge.errors import SourceLocation
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
-from ge.passes.execution import read_only_call
+from ge.passes.execution import read_only_call, untyped_desc
 from ge.passes.explain_reasons import Reason
 from ge.passes.source import (
     blamed_location,
@@ -169,10 +169,6 @@ def value_symbols(values: Iterable[tuple[Node, int]]) -> set[str]:
     return shape_symbols(node.get_output_desc(out).get_shape() for node, out in values)
 
 
-def _unknown(desc: TensorDesc) -> bool:
-    return desc.data_type == DataType.DT_UNDEFINED or desc.get_shape().is_unknown_rank()
-
-
 def runs_before_inference(pass_class: type, stage: object = None) -> bool:
     """Whether the pass runs at `BeforeInferShape`, on the model as loaded: `stage` (a
     `PassStage` or its value; the CLI knows the registration it explains), else the stage
@@ -197,10 +193,10 @@ def missing_descs_warning(nodes: Iterable[Node], what: str, *,
     for node in nodes:
         for i in range(node.get_inputs_size()):
             producer = node.get_input_producer(i)
-            if producer is not None and _unknown(producer[0].get_output_desc(producer[1])):
+            if producer is not None and untyped_desc(producer[0].get_output_desc(producer[1])):
                 unknown.append(f"input {i} of {node.name!r}")
         unknown += [f"output {k} of {node.name!r}" for k in range(node.get_outputs_size())
-                    if _unknown(node.get_output_desc(k))]
+                    if untyped_desc(node.get_output_desc(k))]
     if not unknown:
         return None
     listed = first_and_more(unknown, _SHOWN_DESCS)

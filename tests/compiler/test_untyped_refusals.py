@@ -1,0 +1,89 @@
+"""A BeforeInferShape pattern or decompose pass whose `meet_requirements` refuses every
+match while the values it reads are untyped is told so (trial O: GE's capture-tensor sample
+checks that the Add's inputs are DT_FLOAT at BeforeInferShape; on a model declaring no
+types, as a TorchScript export, it refused both matches and the compilation said nothing)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import ge
+from ge.errors import PassDefinitionWarning
+
+PLUGIN = """
+from ge.graph import DataType
+from ge.passes import {base}, pattern, register_{api}
+
+
+@register_{api}(name="FloatOnly", stage="{stage}"{extra})
+class FloatOnly({base}):
+{body}
+    def meet_requirements(self, {what}):
+        {check}
+"""
+PATTERN = dict(base="PatternFusionPass", api="fusion_pass", extra="", what="match_result",
+               body="""    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def replacement(self, inputs):
+        return inputs[0] - inputs[1]
+""", check="add = next(n for n in match_result.get_matched_nodes() if n.type == 'Add')\n"
+           "        return add.get_input_desc(0).get_data_type() == DataType.DT_FLOAT")
+DECOMPOSE = dict(base="DecomposePass", api="decompose_pass", extra=', op_types=["Add"]',
+                 what="node", body="""    def replacement(self, node):
+        from ge.es.graph_builder import GraphBuilder
+        builder = GraphBuilder("sub")
+        a, b = builder.create_inputs(2)
+        return builder.build_and_reset([a - b])
+""", check="return node.get_input_desc(0).get_data_type() == DataType.DT_FLOAT")
+
+
+def _model(path: Path, *, typed: bool) -> Path:
+    """y = (x @ w) + b: the Add reads the MatMul's output, untyped unless `typed`."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+         helper.make_node("Add", ["m", "b"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info(n, f, [2, 2]) for n in ("x", "w", "b")],
+        [helper.make_tensor_value_info("y", f, [2, 2])],
+        value_info=[helper.make_tensor_value_info("m", f, [2, 2])] if typed else [])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _compile(tmp_path: Path, form: dict[str, str], stage: str, typed: bool
+             ) -> tuple[list[str], list[str]]:
+    """The ops compiled (no built-in passes) and the PassDefinitionWarnings given."""
+    plugin = tmp_path / "float_only.py"
+    plugin.write_text(PLUGIN.format(stage=stage, **form))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ge.compile(_model(tmp_path / "m.onnx", typed=typed), pass_paths=[plugin],
+                            builtin_passes=False)
+    ops = [n.type for n in result.graph.get_direct_nodes() if n.type in ("Add", "Sub")]
+    return ops, [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+
+
+@pytest.mark.parametrize("form", [PATTERN, DECOMPOSE], ids=["pattern", "decompose"])
+def test_refusing_every_match_on_untyped_values_is_told(tmp_path: Path, form) -> None:
+    ops, told = _compile(tmp_path, form, "BeforeInferShape", typed=False)
+    assert ops == ["Add"] and len(told) == 1
+    assert told[0].startswith("pass FloatOnly refused all 1 of its match(es) in graph 'g' at "
+                              "BeforeInferShape, 1 while values they read had no type or "
+                              "rank (input 0 of 'add' first): ")
+    assert "register the pass at AfterInferShape" in told[0]
+    assert told[0].endswith(f"(at {tmp_path / 'float_only.py'}:{15 if form is PATTERN else 14})")
+
+
+@pytest.mark.parametrize("form", [PATTERN, DECOMPOSE], ids=["pattern", "decompose"])
+@pytest.mark.parametrize("stage, typed", [("AfterInferShape", False),
+                                          ("BeforeInferShape", True)])
+def test_typed_values_rewrite_and_nothing_is_told(tmp_path: Path, form, stage: str,
+                                                  typed: bool) -> None:
+    assert _compile(tmp_path, form, stage, typed) == (["Sub"], [])
