@@ -110,3 +110,40 @@ def test_a_run_rolled_back_records_nothing(tmp_path: Path) -> None:
     assert leaky2.get_attr("alpha") == pytest.approx(0.2)
     change = result.report.last_changes.last_change(leaky2)
     assert change is not None and change.pass_name == "SetAlpha"
+
+
+TRANSPOSE_BACK = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="TransposeBack", stage=PassStage.BEFORE_INFER_SHAPE)
+class TransposeBack(FusionBasePass):
+    def run(self, graph, context):
+        graph.find_node_by_name("t").set_attr("perm", [1, 0])
+"""
+
+
+def test_a_shape_error_further_on_names_the_nearest_change_upstream(tmp_path: Path) -> None:
+    """Trial O: a BeforeInferShape pass changed a Transpose; shape inference failed three
+    nodes further on, at a MatMul no pass touched, and GE1305 named no pass. It names the
+    nearest node upstream a pass changed, how far, and that pass (its file:line)."""
+    plugin = tmp_path / "transpose_back.py"
+    plugin.write_text(TRANSPOSE_BACK)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["a"], name="t", perm=[0, 1]),
+         helper.make_node("Relu", ["a"], ["b"], name="r"),
+         helper.make_node("Neg", ["b"], ["c"], name="n"),
+         helper.make_node("MatMul", ["c", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 3]),
+         helper.make_tensor_value_info("w", f, [3, 4])],
+        [helper.make_tensor_value_info("y", f, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ge.errors.ShapeInferenceError) as info:
+        ge.compile(model, pass_paths=[plugin])
+    err = info.value
+    assert err.code == "GE1305" and err.pass_name == "TransposeBack"
+    assert err.message.endswith(
+        "; node 'mm' depends on node 't', 3 nodes upstream, last changed by pass "
+        "TransposeBack (BeforeInferShape), the nearest change a pass made upstream")
+    assert str(err.location) == f"{plugin}:5"

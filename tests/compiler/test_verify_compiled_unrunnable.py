@@ -136,9 +136,11 @@ def test_the_api_says_so_too_and_leaves_no_listener_behind(tmp_path: Path) -> No
     assert graph.journal.listeners == []
 
 
-def test_without_a_pass_to_name_it_points_at_each_pass_verification(tmp_path: Path) -> None:
+def test_a_pass_further_upstream_is_named_and_each_pass_verification_pointed_at(
+        tmp_path: Path) -> None:
     """The pass changed a node two steps before the one onnxruntime names (the shape goes
-    through an Identity): no pass is named, and `--verify each-pass` would find it."""
+    through an Identity): the nearest change upstream names the pass (no pass was named),
+    and as that is a guess, `--verify each-pass` is pointed at, which would be sure."""
     model = _reshape_model()
     model.graph.node.insert(0, helper.make_node("Identity", ["shape"], ["s"], name="id"))
     model.graph.node[1].input[1] = "s"
@@ -148,10 +150,12 @@ def test_without_a_pass_to_name_it_points_at_each_pass_verification(tmp_path: Pa
         ge.compile(model, pass_paths=[plugin], verify=True)
     err = caught.value
     assert err.message.startswith(f"{COMPILED}onnxruntime failed to run graph 'g': ")
-    assert err.message.endswith(' (verify="each-pass", --verify each-pass, names the pass '
-                                'after which it cannot)')
-    assert (err.pass_name, err.stage, err.location, err.nodes) == (
-        None, None, None, ("reshape",))
+    assert err.message.endswith(
+        "; node 'reshape' depends on node 'shape', 2 nodes upstream, last changed by pass "
+        "BreakReshape (AfterInferShape), the nearest change a pass made upstream "
+        '(verify="each-pass", --verify each-pass, names the pass after which it cannot)')
+    assert (err.pass_name, err.stage, str(err.location), err.nodes) == (
+        "BreakReshape", "AfterInferShape", f"{plugin}:7", ("reshape",))
 
 
 # IntRelu for the first Relu of the graph, whatever ge names it.

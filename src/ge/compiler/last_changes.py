@@ -46,6 +46,8 @@ class Blame:
     node: str
     change: PassChange
     via: str | None = None
+    #: how far upstream `via` is: 1, `node` reads it; more, through other nodes
+    distance: int = 1
 
     @property
     def sentence(self) -> str:
@@ -53,7 +55,10 @@ class Blame:
         by = f"pass {self.change.pass_name} ({self.change.stage})"
         if self.via is None:
             return f"; node {self.node!r} was last changed by {by}"
-        return f"; node {self.node!r} reads node {self.via!r}, last changed by {by}"
+        if self.distance == 1:
+            return f"; node {self.node!r} reads node {self.via!r}, last changed by {by}"
+        return (f"; node {self.node!r} depends on node {self.via!r}, {self.distance} nodes "
+                f"upstream, last changed by {by}, the nearest change a pass made upstream")
 
     def add_to(self, err: GeError) -> None:
         """Say it in `err`: the sentence after its message, the pass as its `pass_name`
@@ -134,4 +139,36 @@ class LastChanges:
                     change = last.get(producer)
                     if change is not None:
                         return Blame(name, change, via=name_of(producer))
+        for name in wanted:  # (a wrong shape a pass made shows where it is read, further on)
+            for node in named[name]:
+                found = self._nearest_upstream(node)
+                if found is not None:
+                    producer, distance = found
+                    return Blame(name, last[producer], via=name_of(producer),
+                                 distance=distance)
         return None
+
+    def _nearest_upstream(self, node: Node) -> tuple[Node, int] | None:
+        """The node nearest upstream of `node` (breadth first, at most `_UPSTREAM` nodes
+        looked at) that a pass changed, with how many edges away it is."""
+        last = self._last
+        seen = {node}
+        level = [node]
+        distance = 0
+        while level and len(seen) < _UPSTREAM:
+            distance += 1
+            following = []
+            for reader in level:
+                for producer in reader.get_in_data_nodes():
+                    if producer in seen:
+                        continue
+                    if producer in last:
+                        return producer, distance
+                    seen.add(producer)
+                    following.append(producer)
+            level = following
+        return None
+
+
+#: How many nodes `LastChanges` looks at upstream of a node an error names.
+_UPSTREAM = 10_000
