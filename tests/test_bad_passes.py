@@ -174,6 +174,19 @@ class Bad(FusionBasePass):
 """, 4, "the pass left the graph invalid: untyped: output 0 ('bad_softmax:0') of Softmax node "
        "'bad_softmax' has no known dtype: inference refused it: node 'bad_softmax' (Softmax, "
        "opset 13 schema): shape inference failed"),
+    # a GE author's expression-style decompose replacement: what the hook gets is said
+    "decompose_replacement_takes_inputs": ("""\
+import ge.es.all as es
+from ge.passes import DecomposePass, register_decompose_pass
+
+
+@register_decompose_pass(name="Bad", stage="AfterInferShape", op_types=["Relu"])
+class Bad(DecomposePass):
+    def replacement(self, inputs):
+        return es.Max(inputs[0], 0.0)
+""", 10, "Reason: TypeError: 'Node' object is not subscriptable. DecomposePass.replacement("
+        "self, inputs) receives the node it decomposes (a ge.graph.Node) as `inputs`, not "
+        "pattern inputs or a MatchResult: it returns a graph it builds"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

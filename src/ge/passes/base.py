@@ -174,3 +174,4 @@ class DecomposePass(FusionBasePass):
             if hook_name in own:
                 adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
                 setattr(cls, hook_name, adapted)
+        hooks.set_decompose_notes(cls)

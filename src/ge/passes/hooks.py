@@ -299,6 +299,26 @@ def signature_notes(cls: type) -> dict[str, str]:
     return notes
 
 
+def set_decompose_notes(cls: type) -> None:
+    """Record on a DecomposePass class how its hooks are called where a parameter named
+    `inputs` or `match_result` suggests a pattern pass's: both get the node to replace (a
+    GE author writing `replacement(self, inputs)` met a bare "'Node' object is not
+    subscriptable")."""
+    notes: dict[str, str] = {}
+    for hook_name in ("meet_requirements", "replacement"):
+        names = _parameter_names(getattr(cls, hook_name, None))
+        if names is None or len(names) < 2 or names[1] not in ("inputs", "match_result"):
+            continue
+        note = (f"DecomposePass.{hook_name}({', '.join(names)}) receives the node it "
+                f"decomposes (a ge.graph.Node) as `{names[1]}`, not pattern inputs or a "
+                "MatchResult")
+        if hook_name == "replacement":
+            note += (": it returns a graph it builds (a GraphBuilder, builder.create_inputs(n) "
+                     "for the node's n inputs); a DecomposePass has no expression style")
+        notes[hook_name] = note
+    setattr(cls, _NOTES_ATTR, notes)
+
+
 def set_signature_notes(cls: type) -> None:
     """Record `signature_notes(cls)` on `cls` (every pattern pass class, inherited hooks
     included: a subclass may add `@pattern` methods to its parent's replacement)."""
