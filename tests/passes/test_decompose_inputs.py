@@ -65,7 +65,8 @@ def test_inputs_sharing_a_producer_are_named_with_their_boundary_input(write: Wr
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
         "replaces has 2: inputs 1 and 2 of 'ln' (LayerNormalization) read the same value 's', "
         "so they are one boundary input (node input -> replacement input: 0 -> 0, 1 -> 1, "
-        "2 -> 1); create one Data per boundary input (inputs[:2]).")
+        "2 -> 1); create one Data per boundary input (builder.create_inputs(2): the values "
+        "node 'ln' reads, in input order: 'x':0, 's':0).")
 
 
 def test_three_positions_of_one_value(write: Write) -> None:
@@ -76,7 +77,8 @@ def test_three_positions_of_one_value(write: Write) -> None:
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
         "replaces has 1: inputs 0, 1 and 2 of 'sum' (Sum) read the same value 'x', so they "
         "are one boundary input (node input -> replacement input: 0 -> 0, 1 -> 0, 2 -> 0); "
-        "create one Data per boundary input (inputs[:1]).")
+        "create one Data per boundary input (builder.create_inputs(1): the values node 'sum' "
+        "reads, in input order: 'x':0).")
 
 
 def test_an_absent_input_is_named_and_the_later_ones_move_down(write: Write) -> None:
@@ -87,7 +89,8 @@ def test_an_absent_input_is_named_and_the_later_ones_move_down(write: Write) -> 
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
         "replaces has 2: input 1 of 'clip' (Clip) is absent, so it has no boundary input "
         "(node input -> replacement input: 0 -> 0, 1 -> none, 2 -> 1); create one Data per "
-        "boundary input (inputs[:2]).")
+        "boundary input (builder.create_inputs(2): the values node 'clip' reads, in input order: "
+        "'x':0, 'hi':0).")
 
 
 def test_shared_and_absent_inputs_together(write: Write) -> None:
@@ -104,7 +107,8 @@ def test_a_node_whose_inputs_map_one_to_one_gets_no_mapping(write: Write) -> Non
     err = _fails(write, "LayerNormalization", 2, _layer_norm(["x", "s", "b"]))
     assert _reason(err) == (
         "RewriteError: [GE1502] replacement 'per_position' has 2 input(s) but the region it "
-        "replaces has 3; create one Data per boundary input (inputs[:3]).")
+        "replaces has 3; create one Data per boundary input (builder.create_inputs(3): the "
+        "values node 'ln' reads, in input order: 'x':0, 's':0, 'b':0).")
 
 
 def _documented(name: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ge._text import first_and_more
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
@@ -327,7 +328,10 @@ def decompose_region(node: Node) -> Region:
     assert graph is not None
     inputs = list(dict.fromkeys(p for p in node._inputs if p is not None))
     outputs = [(node, i) for i in range(node.get_outputs_size())]
-    return Region(graph, [node], inputs, outputs, input_note=_decompose_input_note(node, inputs))
+    read = first_and_more([f"{p.name!r}:{k}" for p, k in inputs], 8)
+    return Region(graph, [node], inputs, outputs, input_note=_decompose_input_note(node, inputs),
+                  inputs_advice=f"builder.create_inputs({{n}}): the values node {node.name!r} "
+                                f"reads, in input order: {read}")
 
 
 def _numbered(positions: list[int]) -> str:

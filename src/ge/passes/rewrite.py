@@ -65,6 +65,10 @@ class Region:
     # Why there are fewer boundary inputs than an author may count (a decomposed node's
     # inputs sharing a producer, or absent), said when a replacement's count differs.
     input_note: str = ""
+    # How a replacement makes one input per boundary input, said when its count differs:
+    # a pattern pass's expression takes them from `inputs`, a decompose pass's graph
+    # creates them (`decompose_region`).
+    inputs_advice: str = "inputs[:{n}]"
     members: set[Node] = field(init=False)  # the nodes, as a set
 
     def __post_init__(self) -> None:
@@ -174,7 +178,7 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
         raise RewriteError(
             f"replacement {replacement.name!r} has {len(data)} input(s) but the region it "
             f"replaces has {len(region.inputs)}{note}; create one Data per boundary input "
-            f"(inputs[:{len(region.inputs)}])")
+            f"({region.inputs_advice.format(n=len(region.inputs))})")
     outputs = replacement.get_net_output()
     count = outputs.get_inputs_size() if outputs is not None else 0
     if count != len(region.outputs):
