@@ -187,6 +187,13 @@ class Bad(DecomposePass):
 """, 10, "Reason: TypeError: 'Node' object is not subscriptable. DecomposePass.replacement("
         "self, inputs) receives the node it decomposes (a ge.graph.Node) as `inputs`, not "
         "pattern inputs or a MatchResult: it returns a graph it builds"),
+    "removes_a_graph_outputs_producer": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        graph.remove_node(graph.nodes_of_type("Relu")[0])
+""", 4, "the pass left the graph invalid: arity: graph output 0 ('y') (input 0 of 'NetOutput') "
+       "is not connected (graph g)"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

@@ -362,10 +362,12 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
     if op == NET_OUTPUT:
         if n_out:
             _add(problems, g, "arity", [node], f"NetOutput {node._name!r} has {n_out} outputs")
+        names = g._output_names
         for i, producer in enumerate(node._inputs):
             if producer is None:
+                said = f" ({names[i]!r})" if i < len(names) and names[i] else ""
                 _add(problems, g, "arity", [node],
-                     f"graph output {i} (input {i} of {node._name!r}) is not connected")
+                     f"graph output {i}{said} (input {i} of {node._name!r}) is not connected")
         return
     version = g.get_opset_version(node._domain)
     if version is None:
