@@ -202,6 +202,28 @@ def test_a_copy_of_an_installed_pass_names_the_option_that_leaves_the_installed_
     assert identities(report.graph) == ["dev"]
 
 
+@pytest.mark.ge_entry_points
+def test_an_installed_pass_loaded_after_a_path_copy_names_the_option_too(
+        tmp_path: Path, write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial P: the copy on ASCEND_GE_PY_PASS_PATH loads first, the installed plugin's
+    pass then clashes with it: the error named both but not the way out."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    install_distribution(site, "geplug-marks", {"marks": PLUGIN.format(marker="installed")})
+    copy = write("dev/marks_dev.py", PLUGIN.format(marker="dev"))
+    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(copy))
+    with pytest.raises(DuplicatePassNameError) as caught:
+        compile_graph(small_graph())
+    assert str(copy) in caught.value.message
+    assert caught.value.message.endswith(
+        "; to run the other one, leave the installed plugin out: --option "
+        "ge.passes.disabled_plugins=marks (ge.compile's "
+        "options={'ge.passes.disabled_plugins': 'marks'})")
+    report = compile_graph(small_graph(), options={"ge.passes.disabled_plugins": "marks"})
+    assert identities(report.graph) == ["dev"]
+
+
 def test_a_pass_of_the_process_and_one_of_a_pass_path_clash_with_the_way_out(write) -> None:
     """A pass path bringing a pass of the name of one the user's code registered is E13030
     (as with the environment's), saying how to take the process's one out; done so, the

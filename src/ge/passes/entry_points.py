@@ -15,13 +15,14 @@ from collections.abc import Collection
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
-from ge.errors import PassRegisterTypeError, SourceLocation
+from ge.errors import DuplicatePassNameError, PassRegisterTypeError, SourceLocation
 from ge.passes.loader import (
     LOAD_LOCK,
     LoadedPlugin,
     PluginOrigin,
     descriptors_in_module,
     import_isolated,
+    leave_installed_out_hint,
     publish_plugin,
     reuse_cached,
 )
@@ -161,16 +162,28 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
         if cached is not None:
             return cached
         target = f"entry point {ep.name} = {ep.value} ({dist_name} {version})"
-        imported = import_isolated(lambda: _resolve(ep), target=target)
-        module_file = getattr(imported.module, "__file__", None)
-        origin = PluginOrigin(
-            "entry_point",
-            module_file,
-            entry_point=f"{ep.name} = {ep.value}",
-            distribution=dist_name,
-            version=version,
-        )
-        plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
-                              custom_ops=imported.custom_ops)
-        publish_plugin(key, plugin, target, imported.library_ops)
-        return plugin
+        try:
+            return _import_and_publish(ep, key, target, dist_name, version)
+        except DuplicatePassNameError as err:  # (its pass shadows one of a path, say)
+            hint = leave_installed_out_hint(f"{ep.name} = {ep.value}")
+            if hint not in err.message:
+                err.message += hint
+            raise
+
+
+def _import_and_publish(ep: EntryPoint, key: str, target: str, dist_name: str,
+                        version: str) -> LoadedPlugin:
+    """Import entry point `ep` in isolation and publish it (under `LOAD_LOCK`)."""
+    imported = import_isolated(lambda: _resolve(ep), target=target)
+    module_file = getattr(imported.module, "__file__", None)
+    origin = PluginOrigin(
+        "entry_point",
+        module_file,
+        entry_point=f"{ep.name} = {ep.value}",
+        distribution=dist_name,
+        version=version,
+    )
+    plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
+                          custom_ops=imported.custom_ops)
+    publish_plugin(key, plugin, target, imported.library_ops)
+    return plugin
