@@ -376,6 +376,23 @@ def test_a_decorator_called_in_another_form_is_e13030_saying_the_form(
     assert get_registered_passes() == [] and module_name_for(plugin) not in sys.modules
 
 
+def test_a_list_separated_by_semicolons_is_told_the_separator(
+    write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial P: ASCEND_GE_PY_PASS_PATH="a;b" is one path that does not exist; the error
+    says the separator is ':' (its parts exist), and nothing is loaded."""
+    first = write("a/one.py", "x = 1\n")
+    second = write("b/two.py", "x = 2\n")
+    monkeypatch.setenv(ENV_PY_PASS_PATH, f"{first.parent};{second.parent}")
+    with pytest.raises(PluginPathNotFoundError) as info:
+        load_pass_plugins()
+    assert info.value.code == "E13029"
+    assert info.value.message.startswith(
+        f"python pass path does not exist: {first.parent};{second.parent} (the paths of a "
+        f"list are separated by ':', as in PATH, not ';': {first.parent}:{second.parent})")
+    assert get_registered_passes() == []
+
+
 def test_a_duplicate_pass_name_across_two_files_names_both(
     write, pass_source, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,17 @@ def _skipped(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def _separator_note(item: Path) -> str:
+    """For a missing path holding `;` or `,` whose parts exist: the list separator is `:`
+    (ASCEND_GE_PY_PASS_PATH="a;b", as on Windows, read as one path)."""
+    for separator in (";", ","):
+        parts = [part for part in str(item).split(separator) if part.strip()]
+        if len(parts) > 1 and any(Path(part.strip()).exists() for part in parts):
+            return (f" (the paths of a list are separated by ':', as in PATH, not "
+                    f"{separator!r}: {':'.join(part.strip() for part in parts)})")
+    return ""
+
+
 def plugin_sources(
     item: Path,
     *,
@@ -97,7 +108,8 @@ def plugin_sources(
     """The plugins one pass-path item names, in load order; checks the item exists first."""
     item = Path(item).resolve()
     if not item.exists():
-        raise PluginPathNotFoundError(f"{plugin_kind} path does not exist: {item}", path=str(item))
+        raise PluginPathNotFoundError(f"{plugin_kind} path does not exist: {item}"
+                                      f"{_separator_note(item)}", path=str(item))
     if not item.is_dir():
         if item.suffix != ".py":
             raise PluginPathSuffixError(
