@@ -202,6 +202,14 @@ def test_ctrl_c_ends_a_command_with_130_and_one_line_writing_nothing(tmp_path: P
         assert result.returncode == 130, result.stderr
         assert result.stderr == "ge: interrupted; nothing was written\n", result.stderr
         assert result.stdout == "" and list(out.iterdir()) == []
+    # the graph dumps made before the interrupt stay, and the line says so (trial P)
+    dumps = tmp_path / "dumps"
+    result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out / "m.onnx"),
+                         "--pass-path", str(plugin), "--dump", str(dumps))
+    assert result.returncode == 130, result.stderr
+    assert result.stderr == (f"ge: interrupted; nothing was written but the graph dumps made "
+                             f"so far stay in {dumps}\n"), result.stderr
+    assert any(p.suffix == ".onnx" for p in dumps.iterdir()) and list(out.iterdir()) == []
     pyatc = _pyatc_with_plugin(plugin, out / "p")
     assert pyatc.returncode == 130
     assert pyatc.stderr.endswith("pyatc: interrupted; nothing was written\n")

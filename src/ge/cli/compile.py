@@ -110,19 +110,24 @@ def _check_not_dumps(targets: Sequence[tuple[Path | None, str]], dump: Path | No
     dump's name: a dump would replace it, or it a dump, and the folder's manifest would
     list it as one."""
     from ge.compiler.dump_manifest import is_dump_file
-    from ge.compiler.dumping import environment_dump_folder
 
+    dump = dump if dump is not None else _environment_dumps()
     if dump is None:
-        folder = environment_dump_folder()
-        if folder is None:
-            return
-        dump = Path(folder)
+        return
     for target, what in targets:
         if target is not None and is_dump_file(target.name) and same_file(target.parent, dump):
             raise CommandLineError(
                 f"cannot write {what} to {target}: the graph dumps into {dump} write files "
                 "named like it (ge_<seq>_<step>...); choose another name or folder",
                 path=str(target))
+
+
+def _environment_dumps() -> Path | None:
+    """The folder GE's DUMP_GE_GRAPH variables dump into, if they are set."""
+    from ge.compiler.dumping import environment_dump_folder
+
+    folder = environment_dump_folder()
+    return None if folder is None else Path(folder)
 
 
 def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
@@ -369,6 +374,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                        (report_path, "the report"), *read])
     _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
                       (html_path, "the HTML page")], dump)
+    out.dumps = dump if dump is not None else _environment_dumps()
     from ge.graph.model_io import check_save_target
     from ge.graph.validation import check_acyclic
 

@@ -120,6 +120,9 @@ class CommandOutput:
         self._payload: dict[str, Any] | None = None
         # The files the command put in place so far (`wrote`): an interrupt after them says so.
         self.written: list[Path] = []
+        # The folder graph dumps go to as the command works (`ge compile --dump`), whose
+        # files stay when it is interrupted.
+        self.dumps: Path | None = None
 
     def wrote(self, path: Path | None) -> None:
         """Record a file the command has put in place (renamed into place: complete)."""
@@ -268,7 +271,7 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
             if out.debug:
                 raise
             out.flush_warnings()
-            end_interrupted(prog, interrupt, out.written)
+            end_interrupted(prog, interrupt, out.written, out.dumps)
         except GeError as err:
             if out.debug:
                 out.flush_warnings()
@@ -493,16 +496,29 @@ INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 def end_interrupted(prog: str, interrupt: KeyboardInterrupt,
-                    written: Sequence[Path] = ()) -> NoReturn:
+                    written: Sequence[Path] = (), dumps: Path | None = None) -> NoReturn:
     """End a command stopped by Ctrl-C (SIGINT) or SIGTERM (`Terminated`) as a shell would:
     one line saying so on stderr and status 130 or 143. Outputs are written atomically, so
     none was left half-written; those already in place when it came (`written`: the signal
-    arrived as the command was ending) are named, not denied."""
+    arrived as the command was ending) are named, not denied, and so is a folder of graph
+    dumps (`dumps`) holding the ones made so far, which stay (as after a failure)."""
     terminated = isinstance(interrupt, Terminated)
     what = ("nothing was written" if not written
             else f"{', '.join(str(p) for p in written)} had been written")
+    if dumps is not None and _holds_dumps(dumps):
+        what += f"{' but' if not written else ';'} the graph dumps made so far stay in {dumps}"
     click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; {what}", err=True)
     raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
+
+
+def _holds_dumps(folder: Path) -> bool:
+    """Whether `folder` holds graph dump files."""
+    from ge.compiler.dump_manifest import is_dump_file
+
+    try:
+        return any(is_dump_file(p.name) for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
