@@ -93,6 +93,7 @@ class Builder:
         #: results of Reciprocal and Div: a Mul by one may become a Div (ReciprocalMulFusion),
         #: rounded once instead of twice, so that Mul's result is not exact
         self.inverses: set[str] = set()
+        self.local: Any = None  # the model-local functions (`fuzz_functions.Locals`)
         self._count = 0
 
     # -- naming, randomness ---------------------------------------------------------------

@@ -4,6 +4,9 @@ values in onnxruntime as the original.
 
     .venv/bin/python tools/fuzz_compile.py --seeds 0:500 [--ops Add,Mul] [--keep DIR] [--jobs N]
         [--dims mixed|static|symbolic]  # symbolic input dims: on 1 seed in 8 (mixed), all, none
+        [--functions mixed|every|none]  # model-local functions: on 1 seed in 8, all, none
+        [--inline both|keep|inline|all]  # a model with functions: compiled as it is,
+                                         # inlined, both; all: with --opset 24 too
         [--minimise]  # with --keep: also DIR/seed_N.min.onnx + .npz, cut down to the finding
         [--stats]     # the op and form histogram of the seeds' models, nothing compiled
 
@@ -12,6 +15,10 @@ A model with symbolic dims (`tools/fuzz_dims.py`, `tools/fuzz_symbolic.py`) is c
 once and run at several sizes of its symbols: a size where the original fails to run is
 skipped, one where the compiled model fails, computes other values or shapes, or outputs a
 shape contradicting its declared dims, is a finding (its message says at which sizes).
+A model with local functions (`tools/fuzz_functions.py`) is compiled twice by default: as
+it is and with `inline_functions` (`ge compile --inline-functions`); a finding of the
+second says "inlined:" (`--inline all`: also both with `opset=24`, 21 for a model with
+random operators, "opset:" and "inlined+opset:"; ge's refusal to convert is no finding).
 The models come from `tools/fuzz_models.py` (one per seed, deterministic); `fuzz_seed(seed)`
 and `check_model(model, feeds)` are what tests call."""
 
@@ -45,11 +52,27 @@ import ge.graph
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fuzz_functions
 import fuzz_models
 import fuzz_symbolic
 
-#: The generator names --ops accepts: the static ones, then the symbolic ones.
-KNOWN_OPS = [*fuzz_models.GENERATORS, *fuzz_symbolic.SYMBOLIC]
+#: The generator names --ops accepts: the static ones, the symbolic ones, the functions'.
+KNOWN_OPS = [*fuzz_models.GENERATORS, *fuzz_symbolic.SYMBOLIC, *fuzz_functions.FUNCTIONS]
+#: How a model with local functions is compiled: as it is, inlined first, both ways, or
+#: both ways and both again converted to the newest opset.
+INLINE_MODES = ("both", "keep", "inline", "all")
+#: The compilations of a model with functions: name -> `ge.compile` options (besides
+#: every built-in pass), in the order they run; "" is the plain one.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "": {}, "inlined": {"inline_functions": True}, "opset": {"opset": "newest"},
+    "inlined+opset": {"inline_functions": True, "opset": "newest"}}
+#: onnxruntime implements these up to opset 21 only (their opset 22 versions not at all):
+#: a model with them is converted to 21, not to the newest opset
+RANDOM_LIKE = frozenset({"RandomNormalLike", "RandomUniformLike", "RandomNormal",
+                         "RandomUniform", "Bernoulli", "Multinomial"})
+#: Which variants each --inline mode runs.
+MODE_VARIANTS = {"keep": ("",), "inline": ("inlined",), "both": ("", "inlined"),
+                 "all": tuple(VARIANTS)}
 RTOL = ATOL = 1e-4
 #: Narrow float outputs: one rounding flip of a value cast to them is an ulp (float16's is
 #: 2^-11 relative, about 5e-4 near 1), more than RTOL: two ulps allowed.
@@ -75,6 +98,8 @@ class FuzzOutcome:
     changed: tuple[str, ...] = ()
     #: a symbolic model's finding: the label of the sizes it showed at ("B=1,S=1")
     at: str = ""
+    #: the compilation the finding is of (`VARIANTS`: "inlined" with `inline_functions`)
+    variant: str = ""
 
 
 def _session(model: onnx.ModelProto | str) -> ort.InferenceSession:
@@ -119,14 +144,39 @@ def _short(err: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _compile_with_every_builtin(path: str) -> Any:
+class Refused(Exception):
+    """ge refused a conversion asked of it, as documented (a variant's `opset` that would
+    convert a local function, or that onnx's converter cannot do): no finding."""
+
+
+def _compile_with_every_builtin(path: str, **options: Any) -> Any:
     """`ge.compile` with the built-in passes that are off by default enabled too: they are
-    shipped code, fuzzed like the rest."""
+    shipped code, fuzzed like the rest; with `options` (`VARIANTS`) if given."""
     import ge.compiler.builtin
 
     off = [cls.__ge_builtin__.name for cls in ge.compiler.builtin.BUILTIN_PASSES
            if not cls.__ge_builtin__.on_by_default]
-    return ge.compile(path, enable=off)
+    if "opset" in options:
+        model = onnx.load(path, load_external_data=False)
+        ops = {n.op_type for n in _all_nodes(model.graph.node)} | {
+            n.op_type for f in model.functions for n in _all_nodes(f.node)}
+        opset = 21 if ops & RANDOM_LIKE else max(fuzz_models.OPSETS)
+        options = {**options, "opset": opset}
+        if max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+               default=0) >= opset:
+            raise Refused("the model is at that opset already")
+        try:
+            return ge.compile(path, enable=off, **options)
+        except (ge.errors.CompileInputError, ge.errors.CompilerOptionError) as err:
+            raise Refused(_short(err)) from err
+    return ge.compile(path, enable=off, **options)
+
+
+def variant_compiler(variant: str) -> CompileFn | None:
+    """The compile function of a variant (`VARIANTS`); None for the plain one."""
+    if not variant:
+        return None
+    return lambda path: _compile_with_every_builtin(path, **VARIANTS[variant])
 
 
 def declared_mismatch(model: onnx.ModelProto, outputs: list[np.ndarray]) -> str:
@@ -150,15 +200,36 @@ def declared_mismatch(model: onnx.ModelProto, outputs: list[np.ndarray]) -> str:
 
 
 def fuzz_seed(seed: int, ops: set[str] | None = None,
-              compile_fn: CompileFn | None = None, dims: str = "mixed") -> FuzzOutcome:
+              compile_fn: CompileFn | None = None, dims: str = "mixed",
+              functions: str = "mixed", inline: str = "both") -> FuzzOutcome:
     """Build the model of `seed`, compile it (`ge.compile` unless `compile_fn` is given: a
     function of a model path returning something with `.save(path)`) and check the result;
-    `dims` says which seeds' models have symbolic dims (`fuzz_models.is_symbolic`)."""
+    `dims` says which seeds' models have symbolic dims (`fuzz_models.is_symbolic`),
+    `functions` which define local functions (`fuzz_models.has_functions`); `inline`
+    (`INLINE_MODES`) how those are compiled by `ge.compile`: as they are, with
+    `inline_functions`, or both (the inlined compilation only when the other is right)."""
     try:
-        fm = fuzz_models.build(seed, ops, fuzz_models.is_symbolic(seed, ops, dims))
+        fm = _build(seed, ops, dims, functions)
     except Exception as err:  # a fuzzer bug: reported, never hidden
         return FuzzOutcome(seed, "finding", "generator", _short(err))
-    return check_model(fm.model, fm.inputs, seed, compile_fn, fm.sizes)
+    if not fm.model.functions or compile_fn is not None:
+        return check_model(fm.model, fm.inputs, seed, compile_fn, fm.sizes)
+    outcome: FuzzOutcome | None = None
+    for variant in MODE_VARIANTS[inline]:
+        got = check_model(fm.model, fm.inputs, seed, variant_compiler(variant), fm.sizes)
+        if got.status == "skipped" and got.kind == "refused" and outcome is not None:
+            continue  # (a conversion ge refuses: the other variants stand)
+        if got.status == "finding":
+            got.variant = variant
+            got.message = f"{variant}: {got.message}" if variant else got.message
+        if got.status != "ok":
+            return got
+        if outcome is not None:
+            got.changed = tuple(dict.fromkeys([*outcome.changed, *got.changed]))
+            got.warnings = tuple(dict.fromkeys([*outcome.warnings, *got.warnings]))
+        outcome = got
+    assert outcome is not None
+    return outcome
 
 
 def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int = -1,
@@ -204,6 +275,8 @@ def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], seed: int 
             warnings.simplefilter("always")
             try:
                 result = compile_fn(original)
+            except Refused as err:
+                return FuzzOutcome(seed, "skipped", "refused", _short(err), model=model)
             except ge.errors.GeError as err:
                 return finding("ge-error", _short(err))
             except Exception as err:
@@ -409,23 +482,30 @@ def _where(err: BaseException) -> str:
     return f"{Path(code.co_filename).name}:{code.co_name}"
 
 
-def _build(seed: int, ops: set[str] | None, dims: str) -> fuzz_models.FuzzModel:
-    return fuzz_models.build(seed, ops, fuzz_models.is_symbolic(seed, ops, dims))
+def _build(seed: int, ops: set[str] | None, dims: str, functions: str = "mixed"
+           ) -> fuzz_models.FuzzModel:
+    return fuzz_models.build(seed, ops, fuzz_models.is_symbolic(seed, ops, dims),
+                             fuzz_models.has_functions(seed, ops, functions))
 
 
-def _fuzz_args(args: tuple[int, set[str] | None, float, str]) -> FuzzOutcome:
+#: What a worker runs: seed, ops, timeout, dims, functions, inline.
+Work = tuple[int, set[str] | None, float, str, str, str]
+
+
+def _fuzz_args(args: Work) -> FuzzOutcome:
     """`fuzz_seed`, stopped after `timeout` seconds (a hang in ge is a finding; one in native
     code is only noticed when it returns)."""
-    seed, ops, timeout, dims = args
+    seed, ops, timeout, dims, functions, inline = args
     if not timeout or not hasattr(signal, "setitimer"):
-        return fuzz_seed(seed, ops, dims=dims)
+        return fuzz_seed(seed, ops, dims=dims, functions=functions, inline=inline)
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return fuzz_seed(seed, ops, dims=dims)
+        return fuzz_seed(seed, ops, dims=dims, functions=functions, inline=inline)
     except SeedTimeout as err:
         where = _where(err)
-        model = None if where.startswith("fuzz_") else _build(seed, ops, dims).model
+        model = None if where.startswith("fuzz_") else _build(seed, ops, dims,
+                                                                functions).model
         return FuzzOutcome(seed, "finding", "timeout", f"over {timeout:g} s, in {where}",
                            model=model)
     finally:
@@ -434,10 +514,11 @@ def _fuzz_args(args: tuple[int, set[str] | None, float, str]) -> FuzzOutcome:
 
 
 def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: float = 0,
-              dims: str = "mixed") -> Iterable[FuzzOutcome]:
+              dims: str = "mixed", functions: str = "mixed", inline: str = "both"
+              ) -> Iterable[FuzzOutcome]:
     """The outcome of every seed, in seed order, over `jobs` processes; a seed running over
     `timeout` seconds (if given) is a "timeout" finding."""
-    work = [(s, ops, timeout, dims) for s in seeds]
+    work = [(s, ops, timeout, dims, functions, inline) for s in seeds]
     if jobs <= 1:
         yield from map(_fuzz_args, work)
         return
@@ -446,35 +527,41 @@ def run_seeds(seeds: Iterable[int], ops: set[str] | None, jobs: int, timeout: fl
         yield from pool.imap(_fuzz_args, work, chunksize=8)
 
 
-def op_histogram(seeds: Iterable[int], ops: set[str] | None, dims: str = "mixed"
-                 ) -> tuple[Counter[str], Counter[str]]:
-    """How often each op type (nodes of the built models, bodies included) and each
-    generator form occurs."""
+def op_histogram(seeds: Iterable[int], ops: set[str] | None, dims: str = "mixed",
+                 functions: str = "mixed") -> tuple[Counter[str], Counter[str]]:
+    """How often each op type (nodes of the built models, bodies and functions included)
+    and each generator form occurs."""
     types: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     for seed in seeds:
-        fm = _build(seed, ops, dims)
+        fm = _build(seed, ops, dims, functions)
         types.update(n.op_type for n in _all_nodes(fm.model.graph.node))
         types["<node in a body>"] += sum(1 for _ in _all_nodes(fm.model.graph.node)) - len(
             fm.model.graph.node)
+        for function in fm.model.functions:
+            inside = list(_all_nodes(function.node))
+            types.update(n.op_type for n in inside)
+            types["<node in a function>"] += len(inside)
         types["<initializer>"] += len(fm.model.graph.initializer)
         tags.update(fm.tags)
         tags[f"opset:{fm.opset}"] += 1
     return types, tags
 
 
-def _finding_inputs(outcome: FuzzOutcome, ops: set[str] | None, dims: str
-                    ) -> dict[str, np.ndarray]:
+def _finding_inputs(outcome: FuzzOutcome, ops: set[str] | None, dims: str,
+                    functions: str = "mixed") -> dict[str, np.ndarray]:
     """The inputs `outcome`'s finding showed with (a symbolic model's: at its sizes)."""
-    fm = _build(outcome.seed, ops, dims)
+    fm = _build(outcome.seed, ops, dims, functions)
     return dict(fm.sizes).get(outcome.at, fm.inputs)
 
 
-def _keep_minimised(outcome: FuzzOutcome, ops: set[str] | None, folder: Path, dims: str
-                    ) -> None:
-    """Minimise at the sizes the finding showed at (its symbols stay symbolic)."""
-    fm = _build(outcome.seed, ops, dims)
-    model, feeds = minimise(fm.model, _finding_inputs(outcome, ops, dims), outcome.kind)
+def _keep_minimised(outcome: FuzzOutcome, ops: set[str] | None, folder: Path, dims: str,
+                    functions: str = "mixed") -> None:
+    """Minimise at the sizes the finding showed at (its symbols stay symbolic), with the
+    compilation that showed it (inlined or not)."""
+    fm = _build(outcome.seed, ops, dims, functions)
+    model, feeds = minimise(fm.model, _finding_inputs(outcome, ops, dims, functions),
+                            outcome.kind, variant_compiler(outcome.variant))
     onnx.save(model, folder / f"seed_{outcome.seed}.min.onnx")
     np.savez(folder / f"seed_{outcome.seed}.min.npz", **feeds)  # type: ignore[arg-type]
     print(f"  minimised to {len(model.graph.node)} nodes: seed_{outcome.seed}.min.onnx")
@@ -494,6 +581,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", choices=fuzz_models.DIMS_MODES, default="mixed",
                         help="symbolic input dims (run at several sizes): on one seed in "
                         f"{fuzz_models.SYMBOLIC_EVERY} (mixed), on none, on every seed")
+    parser.add_argument("--functions", choices=fuzz_models.FUNCTIONS_MODES, default="mixed",
+                        help="model-local functions: on one seed in "
+                        f"{fuzz_models.FUNCTIONS_EVERY} (mixed; every seed if --ops names "
+                        "Function or Call), on every seed, on none")
+    parser.add_argument("--inline", choices=INLINE_MODES, default="both",
+                        help="compile a model with functions as it is and with "
+                        "--inline-functions (both), as it is only, inlined only")
     parser.add_argument("--stats", action="store_true",
                         help="print the op and form histogram of the seeds' models and exit")
     parser.add_argument("--timeout", type=float, default=120,
@@ -506,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown --ops {sorted(ops - set(KNOWN_OPS))}; known: "
                      f"{', '.join(KNOWN_OPS)}")
     if args.stats:
-        types, tags = op_histogram(seeds, ops, args.dims)
+        types, tags = op_histogram(seeds, ops, args.dims, args.functions)
         for title, counts in (("op type", types), ("form", tags)):
             print(f"{title:<32} count")
             for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -519,7 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds: Counter[tuple[str, str]] = Counter()
     warned = 0
     start = time.perf_counter()
-    for outcome in run_seeds(seeds, ops, args.jobs, args.timeout, args.dims):
+    for outcome in run_seeds(seeds, ops, args.jobs, args.timeout, args.dims, args.functions,
+                             args.inline):
         status[outcome.status] += 1
         warned += bool(outcome.warnings)
         if outcome.status != "ok":
@@ -531,9 +626,9 @@ def main(argv: list[str] | None = None) -> int:
                 onnx.save(outcome.model, args.keep / f"seed_{outcome.seed}.onnx")
                 if outcome.at:  # the inputs at the sizes it showed at
                     np.savez(args.keep / f"seed_{outcome.seed}.npz",  # type: ignore[arg-type]
-                             **_finding_inputs(outcome, ops, args.dims))
+                             **_finding_inputs(outcome, ops, args.dims, args.functions))
                 if args.minimise and outcome.kind != "timeout":  # (it would hang again)
-                    _keep_minimised(outcome, ops, args.keep, args.dims)
+                    _keep_minimised(outcome, ops, args.keep, args.dims, args.functions)
     seconds = time.perf_counter() - start
     print(f"\nseeds {len(seeds)} in {seconds:.1f} s ({len(seeds) / max(seconds, 1e-9):.1f}/s)")
     print(f"{'ok':<24} {status['ok']}")

@@ -227,6 +227,8 @@ def g_if(b: Builder) -> bool:
     form = b.choice(["distinct"] * 6 + ["identical-same-names", "identical-renamed"])
     b.tags[f"If:branches-{form}"] += 1
     state, differ = b.rng.bit_generator.state, False
+    # the local functions defined so far (`fuzz_functions`): a replay sees these alone
+    known = list(b.local.functions) if b.local is not None else []
     then, specs, exact = _branch(b, b.fresh("then_"), visible, None, outputs)
     if form == "identical-same-names":
         other = onnx.GraphProto()
@@ -234,7 +236,12 @@ def g_if(b: Builder) -> bool:
         other.name = b.fresh("else_")
     elif form == "identical-renamed":  # the same draws again: the same nodes, fresh names
         b.rng.bit_generator.state = state
+        made = b.local.functions[len(known):] if b.local is not None else []
+        if b.local is not None:  # (the functions the first branch defined, kept)
+            b.local.functions[:] = known
         other, _, exact2 = _branch(b, b.fresh("else_"), visible, None, outputs)
+        if b.local is not None:
+            b.local.functions[len(known):len(known)] = made
         exact = exact and exact2
     else:
         want = list(specs)

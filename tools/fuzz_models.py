@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from functools import partial
 
 import fuzz_dims
+import fuzz_functions
 import fuzz_symbolic
 import numpy as np
 import onnx
@@ -187,8 +188,8 @@ GENERATORS: dict[str, tuple[float, int, Generator]] = {
 }
 
 
-def _uses_domain(graph: onnx.GraphProto, domain: str) -> bool:
-    """Whether a node of `domain` is in `graph` or in a body inside it."""
+def _uses_domain(graph: onnx.GraphProto | onnx.FunctionProto, domain: str) -> bool:
+    """Whether a node of `domain` is in `graph` (or a function) or in a body inside it."""
     for node in graph.node:
         if node.domain == domain:
             return True
@@ -258,6 +259,22 @@ def _pick_outputs(b: Builder) -> list[tuple[str, int, Dims]]:
 SYMBOLIC_EVERY = 8
 #: How the seeds' models declare their input dims: static, symbolic, or some of each.
 DIMS_MODES = ("mixed", "static", "symbolic")
+#: In the "mixed" mode, one seed in this many (not a symbolic one) defines model-local
+#: functions (`has_functions`); the others build the models they built before.
+FUNCTIONS_EVERY = 8
+#: Which seeds' models define local functions: some, every one, none.
+FUNCTIONS_MODES = ("mixed", "every", "none")
+
+
+def has_functions(seed: int, ops: set[str] | None = None, functions: str = "mixed") -> bool:
+    """Whether the model of `seed` draws the generators of `fuzz_functions` too: in the
+    "mixed" mode one seed in `FUNCTIONS_EVERY` (seed % 8 == 3) if `ops` is not given, every
+    seed if `ops` names one of them, none else."""
+    if functions != "mixed":
+        return functions == "every"
+    if ops is not None:
+        return bool(ops & set(fuzz_functions.FUNCTIONS))
+    return seed % FUNCTIONS_EVERY == 3
 
 
 def is_symbolic(seed: int, ops: set[str] | None = None, dims: str = "mixed") -> bool:
@@ -269,33 +286,37 @@ def is_symbolic(seed: int, ops: set[str] | None = None, dims: str = "mixed") -> 
         return dims == "symbolic"
     if ops is not None and not ops & set(fuzz_symbolic.SYMBOLIC):
         return False
-    if ops is not None and not ops & set(GENERATORS):
+    if ops is not None and not ops & {*GENERATORS, *fuzz_functions.FUNCTIONS}:
         return True
     return seed % SYMBOLIC_EVERY == SYMBOLIC_EVERY - 1
 
 
-def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> FuzzModel:
+def build(seed: int, ops: set[str] | None = None, symbolic: bool = False,
+          functions: bool = False) -> FuzzModel:
     """The model of `seed` (numpy `default_rng(seed)`), drawing only from `ops` if given;
-    with symbolic input dims if told (see `fuzz_symbolic`)."""
+    with symbolic input dims if told (see `fuzz_symbolic`), with model-local functions
+    (`fuzz_functions`) if told."""
     rng = np.random.default_rng(seed)
-    known = {**GENERATORS, **(fuzz_symbolic.SYMBOLIC if symbolic else {})}
+    local = fuzz_functions.FUNCTIONS if functions else {}
+    known = {**GENERATORS, **(fuzz_symbolic.SYMBOLIC if symbolic else {}), **local}
     wanted = set(known) if ops is None else ops & set(known)
     allowed = [o for o in OPSETS if any(known[k][1] <= o for k in wanted)]
     if not allowed:
         raise ValueError(f"no generator among {sorted(ops or ())}")
     opset = int(rng.choice(allowed))  # an opset where some of `ops` exist (Gelu: 20 only)
     b = Builder(rng, opset)
-    table = {k: g for k, g in GENERATORS.items() if g[1] <= opset and k in wanted}
+    table = {k: g for k, g in {**GENERATORS, **local}.items() if g[1] <= opset and k in wanted}
     sym_table = {k: g for k, g in known.items()
                  if k in fuzz_symbolic.SYMBOLIC and g[1] <= opset and k in wanted}
     drawn = {**table, **sym_table}
     names = list(drawn)
     b.foldable = [k for k in names if k in FOLDABLE]
-    # control-flow bodies draw from the chosen generators, from all when only If/Loop are
-    body = {k: g for k, g in table.items() if k not in CONTROL} or {
+    # control-flow and function bodies draw from the chosen generators, from all when only
+    # If/Loop/Function/Call are
+    body = {k: g for k, g in table.items() if k not in CONTROL and k not in local} or {
         k: g for k, g in GENERATORS.items() if g[1] <= opset and k not in CONTROL}
     b.generators = {k: (w, gen) for k, (w, _, gen) in {**body, **{
-        k: g for k, g in table.items() if k in CONTROL}}.items()}
+        k: g for k, g in table.items() if k in CONTROL or k in local}}.items()}
     weights = np.array([drawn[k][0] for k in names])
     feeds: dict[str, np.ndarray] = {}
     if symbolic:
@@ -318,6 +339,10 @@ def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> Fuz
         name = names[int(rng.choice(len(names), p=weights / weights.sum()))]
         if drawn[name][2](b):
             b.tags[f"gen:{name}"] += 1
+    for _ in range(3 if "Function" in table and not fuzz_functions.protos(b) else 0):
+        if fuzz_functions.g_function(b):  # a model with functions has one at least
+            b.tags["gen:Function"] += 1
+            break
     outputs = _pick_outputs(b)
     graph = helper.make_graph(
         b.nodes, f"fuzz_{seed}",
@@ -341,10 +366,16 @@ def build(seed: int, ops: set[str] | None = None, symbolic: bool = False) -> Fuz
         b.tags["input:overridable-condition"] += 1
     opsets = [helper.make_opsetid("", opset)]
     ir_version = helper.find_min_ir_version_for(opsets)
-    if _uses_domain(graph, MS):
+    protos = fuzz_functions.protos(b)
+    if _uses_domain(graph, MS) or any(_uses_domain(f, MS) for f in protos):
         opsets.append(helper.make_opsetid(MS, 1))
+    if protos:
+        opsets.append(helper.make_opsetid(fuzz_functions.DOMAIN, 1))
+        b.tags["model:functions"] += 1
+    if fuzz_functions.uses_overloads(b):  # FunctionProto.overload: IR 10
+        ir_version = max(ir_version, 10)
     model = helper.make_model(graph, opset_imports=opsets, producer_name="ge-fuzz",
-                              ir_version=ir_version)
+                              ir_version=ir_version, functions=protos)
     if b.chance(0.3):  # a typed model: ge keeps value_info then
         model = onnx.shape_inference.infer_shapes(model)
         b.tags["model:value_info"] += 1

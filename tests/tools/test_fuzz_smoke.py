@@ -180,3 +180,79 @@ def test_the_command_line_prints_a_table_and_keeps_findings(
     out = capsys.readouterr().out
     kept = sorted(p.name for p in tmp_path.glob("seed_*.onnx"))
     assert kept and all(f"seed {name[5:-5]}: finding numerics" in out for name in kept)
+
+
+# -- model-local functions (tools/fuzz_functions.py) ----------------------------------------
+#: Function seeds: each compiled as it is and inlined (about 10 a second).
+FUNCTION_SEEDS = range(0, 50)
+
+
+@RUNS_SEEDS
+def test_function_seeds_give_no_finding() -> None:
+    """Models whose nodes are partly in local functions (called twice, on the same inputs,
+    with attributes by reference, random, overloaded, in bodies) compile right both ways."""
+    outcomes = [fuzz.fuzz_seed(seed, functions="every") for seed in FUNCTION_SEEDS]
+    findings = [o for o in outcomes if o.status == "finding"]
+    assert not findings, "\n".join(f"seed {o.seed}: {o.kind}: {o.message}" for o in findings)
+    skipped = [o for o in outcomes if o.status == "skipped"]
+    assert len(skipped) <= len(FUNCTION_SEEDS) // 25, [(o.seed, o.message) for o in skipped]
+
+
+def test_function_models_have_the_forms_past_bugs_were_in() -> None:
+    """The forms the function bugs users found clustered in, and the mixed mode's share."""
+    _, tags = fuzz.op_histogram(range(0, 200), None, functions="every")
+    forms = {"model:functions", "fn:call-same-arguments", "fn:called-again",
+             "fn:attr-LeakyRelu-default", "fn:attr-Softmax-no-default", "fn:call-omits-attribute",
+             "fn:call-sets-attribute", "fn:attr-passed-on-default", "fn:calls-a-function",
+             "fn:call-in-If", "fn:call-in-Loop", "fn:form-differ", "fn:form-masked",
+             "fn:unread-output", "fn:call-empty-output", "fn:local-names", "fn:opaque",
+             *(("fn:overload",) if fuzz.fuzz_functions.OVERLOADS else ())}
+    assert not forms - {k for k, n in tags.items() if n}, sorted(forms - set(tags))
+    assert tags["model:functions"] >= 190, tags["model:functions"]
+    mixed = [s for s in range(0, 40) if fuzz.fuzz_models.has_functions(s)]
+    assert mixed == [3, 11, 19, 27, 35]
+    assert not fuzz.fuzz_models.build(0).model.functions
+
+
+class _CallsMerged:
+    """A compilation result whose saved model merges calls of one function on the same
+    inputs with the same attributes (random or not), as a wrong CSE would."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+    def save(self, path: str) -> None:
+        model = self.result.to_onnx()
+        seen: dict[bytes, onnx.NodeProto] = {}
+        kept, renamed = [], {}
+        outputs = {o.name for o in model.graph.output}
+        for node in model.graph.node:
+            node.input[:] = [renamed.get(i, i) for i in node.input]
+            key = onnx.NodeProto(op_type=node.op_type, domain=node.domain, input=node.input,
+                                 attribute=node.attribute).SerializeToString()
+            first = seen.get(key) if node.domain == fuzz.fuzz_functions.DOMAIN else None
+            if first is not None:
+                for mine, its in zip(node.output, first.output):
+                    if mine in outputs:  # (a graph output keeps its name)
+                        kept.append(onnx.helper.make_node("Identity", [its], [mine]))
+                    elif mine:
+                        renamed[mine] = its
+                continue
+            seen.setdefault(key, node)
+            kept.append(node)
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        onnx.save(model, path)
+
+
+@RUNS_SEEDS
+def test_merged_calls_of_a_random_function_are_a_finding(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    seeds = [s for s in range(0, 120)
+             if fuzz._build(s, None, "mixed", "every").tags["fn:form-differ"]][:4]
+    assert seeds
+    real = ge.compile
+    monkeypatch.setattr(ge, "compile", lambda model, **kw: _CallsMerged(real(model, **kw)))
+    outcomes = [fuzz.fuzz_seed(seed, functions="every", inline="keep") for seed in seeds]
+    assert all((o.status, o.kind) == ("finding", "numerics") for o in outcomes), outcomes
+    assert all("False" in o.message for o in outcomes), outcomes
