@@ -19,7 +19,9 @@ __all__ = sorted(OPERATORS)
 
 
 def __getattr__(name: str) -> Any:
-    """Registered custom operators resolve here too (GE's fallback import is `ge.es.all`)."""
+    """Registered custom operators resolve here too (GE's fallback import is `ge.es.all`);
+    an Ascend operator's name that none is registered under says which ONNX function to
+    call instead."""
     from ge.es import custom
 
-    return getattr(custom, name)
+    return custom.resolve(name, __name__)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ge.errors import OpNotFoundError
 from ge.es.operators import make_operator
+from ge.ops.ascend import ascend_name_error
 from ge.ops.registry import get_custom_op, list_custom_ops
 from ge.ops.runtime_ops import runtime_op_spec
 from ge.ops.schemas import normalize_domain
@@ -32,12 +33,23 @@ def operator(op_type: str, domain: str) -> Callable[..., Any]:
 
 
 def __getattr__(name: str) -> Any:
+    return resolve(name, __name__)
+
+
+def resolve(name: str, module: str) -> Any:
+    """The ES function of the custom operator registered as `name` (in one domain), looked
+    up as an attribute of `module` (`ge.es.custom` or `ge.es.all`). An Ascend operator's
+    name (`BatchMatMulV2`) that no custom operator has is `OpNotFoundError` naming the ONNX
+    function to call instead (`ge.ops.ascend`)."""
     if name.startswith("__"):
         raise AttributeError(name)
     domains = [op.spec.domain for op in list_custom_ops() if op.spec.op_type == name]
     if not domains:
+        error = ascend_name_error(module, name)
+        if error is not None:
+            raise error
         raise AttributeError(
-            f"module 'ge.es.custom' has no attribute {name!r}: no custom operator {name} is "
+            f"module {module!r} has no attribute {name!r}: no custom operator {name} is "
             "registered (ge.ops.register_op)"
         )
     if len(domains) > 1:

@@ -21,6 +21,7 @@ from ge.errors import (
     PassRegisterTypeError,
     SourceLocation,
 )
+from ge.ops.ascend import ASCEND_OP_TYPES
 from ge.passes.source import caller_location, definition_location, warn_user
 from ge.passes.stage import PassStage
 
@@ -331,17 +332,6 @@ def _check_op_types(op_types: object, name: str, where: SourceLocation | None) -
         if not dot:
             _warn_foreign_op_type(item, name, where)
     return items
-
-
-#: Operator names of Ascend's vocabulary that GE's samples use, with the ONNX operator a ge
-#: graph holds in their place (the project's decision D1): no node is ever of these types.
-ASCEND_OP_TYPES: Final = {
-    "Conv2D": "Conv", "Conv3D": "Conv", "Conv2DTranspose": "ConvTranspose",
-    "MatMulV2": "MatMul", "BatchMatMul": "MatMul", "BatchMatMulV2": "MatMul",
-    "GEMM": "Gemm", "ConcatV2": "Concat", "ConcatD": "Concat", "ConcatV2D": "Concat",
-    "SplitD": "Split", "SplitV": "Split", "SplitVD": "Split", "TensorMove": "Identity",
-    "RealDiv": "Div", "BiasAdd": "Add",
-}
 
 
 @functools.cache
