@@ -5,11 +5,13 @@ and is not swallowed by the `except ImportError` GE's samples put around their i
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import onnx.defs
 import pytest
 
@@ -21,8 +23,10 @@ import ge.es.nn
 import ge.es.onnx
 import ge.passes.registry
 from ge.errors import OpNotFoundError
+from ge.es import GraphBuilder
 from ge.ops import register_op, unregister_op
 from ge.ops.ascend import ASCEND_OP_TYPES, ASCEND_OPS
+from ge.session import Session
 
 NAMESPACES = ("ge.es", "ge.es.onnx", "ge.es.math", "ge.es.nn", "ge.es.all", "ge.es.custom")
 
@@ -117,3 +121,75 @@ def test_the_op_types_of_ges_samples_are_mapped() -> None:
     in op_types or call as ES functions."""
     for name in ("Conv2D", "Conv2DV2", "ConcatV2", "BatchMatMulV2", "GEMM", "TensorMove"):
         assert name in ASCEND_OP_TYPES, name
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _porting_section() -> str:
+    text = (ROOT / "docs" / "es.md").read_text(encoding="utf-8")
+    return text[text.index("## Porting from GE"):text.index("## Limits")]
+
+
+def _table_rows() -> list[tuple[str, str]]:
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|", _porting_section(), re.M)
+    assert len(rows) > 15
+    return rows
+
+
+def _call_parts(call: str) -> tuple[str, list[str], list[str]]:
+    """`Gemm(A, B, C, alpha=, beta=)` -> ("Gemm", ["A", "B", "C"], ["alpha", "beta"])."""
+    match = re.fullmatch(r"(\w+)\((.*)\)", call)
+    assert match is not None, call
+    args = [a.strip() for a in match[2].split(",") if a.strip()]
+    return (match[1], [a for a in args if "=" not in a],
+            [a.split("=")[0] for a in args if "=" in a])
+
+
+def test_the_porting_table_is_the_map() -> None:
+    documented = {}
+    for ge_call, onnx_call in _table_rows():
+        name = _call_parts(ge_call)[0]
+        if name in ASCEND_OPS:
+            documented[name] = (ge_call, onnx_call)
+        else:  # a name GE and ONNX share: MatMul, Concat, Split, Transpose
+            assert onnx.defs.has(name) and _call_parts(onnx_call)[0] == name, ge_call
+    assert documented == {name: (op.ge_call, op.onnx_call)
+                          for name, op in ASCEND_OPS.items() if op.ge_call}
+
+
+@pytest.mark.parametrize("onnx_call", sorted({row[1] for row in _table_rows()}))
+def test_the_porting_tables_onnx_calls_fit_ges_functions(onnx_call: str) -> None:
+    """The inputs and keywords of each ONNX call are those of ge's function (made from the
+    newest schema): no positional beyond its inputs, every keyword one of its attributes."""
+    name, positional, keywords = _call_parts(onnx_call)
+    schema = onnx.defs.get_schema(name)
+    assert callable(getattr(ge.es.math, name))
+    variadic = any(p.option == p.option.Variadic for p in schema.inputs)
+    assert variadic or len(positional) <= len(schema.inputs), onnx_call
+    assert set(keywords) <= set(schema.attributes) | {"num_outputs"}, onnx_call
+
+
+def test_the_porting_example_runs() -> None:
+    (code,) = re.findall(r"```python\n(.*?)```", _porting_section(), re.S)
+    scope: dict[str, object] = {"__name__": "__docs__"}
+    exec(compile(code, "docs/es.md Porting from GE", "exec"), scope)
+    outputs = {name: scope[name].nodes_of_type("NetOutput")[0]  # type: ignore[attr-defined]
+               for name in ("grouped", "gemm")}
+    assert list(outputs["grouped"].get_input_desc(0).shape) == [1, 4, 8, 8]
+    assert [list(outputs["gemm"].get_input_desc(i).shape) for i in (0, 1)] == [[2, 5], [2, 5]]
+    # the decomposition computes the grouped Conv it replaces
+    b = GraphBuilder("grouped_conv")
+    x, w, bias = b.create_inputs(3)
+    x.set_shape([1, 4, 8, 8])
+    w.set_shape([4, 2, 3, 3])
+    bias.set_shape([4])
+    whole = b.build_and_reset([ge.es.math.Conv(x, w, bias, pads=[1, 1, 1, 1], group=2)])
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(shape, dtype=np.float32)
+              for shape in ([1, 4, 8, 8], [4, 2, 3, 3], [4])]
+    session = Session()
+    session.add_graph(1, scope["grouped"])  # type: ignore[arg-type]
+    session.add_graph(2, whole)
+    (got,), (want,) = session.run_graph(1, values), session.run_graph(2, values)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
