@@ -74,3 +74,45 @@ def test_outputs_declared_consistently_say_nothing(declared: list[int | str]) ->
         result = ge.compile(_traced_output(declared))
     relu = result.graph.find_node_by_name("relu")
     assert list(relu.get_output_desc(0).get_shape()) == ["B", "S", 4]
+
+
+DROP_ADD = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="DropAdd", stage=PassStage.BEFORE_INFER_SHAPE)
+class DropAdd(FusionBasePass):
+    def run(self, graph, context):
+        add = graph.find_node_by_name("add")
+        x, index = add.get_in_data_nodes_and_port_indexes(0)
+        graph.replace_all_uses(add, 0, x, index)
+        graph.remove_node(add)
+"""
+
+
+def test_a_contradiction_a_pass_made_names_the_pass(tmp_path: Path) -> None:
+    """Trial O: GE's AddZero sample drops an Add that broadcasts, before inference; the
+    output then contradicts its declared [1, 3] and the warning told the user to export
+    with dynamic axes. It names the pass upstream instead (the model is then refused when
+    saved: onnx's checker finds the Flatten's declared output contradicted)."""
+    nodes = [helper.make_node("Add", ["x", "zeros"], ["t"], name="add"),
+             helper.make_node("Flatten", ["t"], ["y"], name="flat", axis=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, [3])],
+        [helper.make_tensor_value_info("y", F, [1, 3])],
+        [onnx.numpy_helper.from_array(np.zeros((1, 1, 1), np.float32), "zeros")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    plugin = tmp_path / "drop_add.py"
+    plugin.write_text(DROP_ADD)
+    with pytest.warns(CompileWarning) as caught:
+        result = ge.compile(model, pass_paths=[plugin])
+    with pytest.raises(ge.errors.GraphValidationError, match=r"onnx\.checker rejects"):
+        result.save(tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+    told = [str(w.message) for w in caught if "is declared" in str(w.message)]
+    assert told == [
+        "graph output 'y' is declared [1, 3] but its inputs give [3, 1]: the passes take "
+        "[3, 1] (the declared type is written back as it is; onnxruntime warns when a run "
+        "contradicts it). Before inference, node 'flat' was last changed by pass DropAdd "
+        "(BeforeInferShape): that pass may have changed the output's shape (--verify "
+        "compares the compiled model with the original)"]

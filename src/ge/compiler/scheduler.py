@@ -33,6 +33,7 @@ from ge.compiler.steps import (
     INFER_SHAPE_STAGE,
     final_validation,
     infer_shape,
+    warn_contradicted_outputs,
 )
 from ge.errors import (
     CompilerOptionError,
@@ -231,6 +232,7 @@ class Scheduler:
                     raise
                 if step == "infer_shape":
                     self._invocation.typed = True  # from now on, every value has a type
+                    warn_contradicted_outputs(graph.root_graph(), self.last_changes)
             self.steps.append(StepRecord.of(label, time.perf_counter() - start, counts_before,
                                             node_counts(graph, as_written=False)))
             for observer in self._observers:

@@ -28,10 +28,11 @@ from ge.graph.validation import unknown_operators
 from ge.passes.source import warn_user
 
 if TYPE_CHECKING:
+    from ge.compiler.last_changes import LastChanges
     from ge.graph import Graph
 
 __all__ = ["FINAL_VALIDATION_STAGE", "INFER_SHAPE_STAGE", "check_operators_known",
-           "final_validation", "infer_shape"]
+           "final_validation", "infer_shape", "warn_contradicted_outputs"]
 
 #: The `stage` of the errors the default engine steps raise.
 INFER_SHAPE_STAGE = "InferShape"
@@ -104,7 +105,6 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
     try:
         with graph.transaction():
             infer_shapes(graph.root_graph(), strict=True)
-        warn_contradicted_outputs(graph.root_graph())
     except ShapeInferenceError as err:
         err.stage = INFER_SHAPE_STAGE
         raise
@@ -118,19 +118,29 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
         ) from exc
 
 
-def warn_contradicted_outputs(graph: Graph) -> None:
-    """A `CompileWarning` per graph output whose declared dims its inputs contradict:
-    the passes take the inferred dims, and the output keeps its declared type."""
+def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = None) -> None:
+    """A `CompileWarning` per graph output whose declared dims its inputs contradict, after
+    shape inference (the scheduler's, which knows what the passes changed): the passes take
+    the inferred dims, and the output keeps its declared type. Where a pass changed a node
+    upstream of it (at BeforeInferShape, before the types were known), that pass is named:
+    the export is then likely right and the pass changed the output's shape."""
 
     from ge.errors import CompileWarning
     from ge.ops.model_inference import contradicted_outputs
 
-    for name, said, got in contradicted_outputs(graph):
+    for name, said, got, producer in contradicted_outputs(graph):
+        blamed = (last_changes.blame(graph, [producer.name])
+                  if last_changes is not None else None)
+        if blamed is None:
+            cause = "Export the output with dynamic axes too"
+        else:
+            cause = (f"Before inference,{blamed.sentence.removeprefix(';')}: that pass may "
+                     "have changed the output's shape (--verify compares the compiled model "
+                     "with the original)")
         warn_user(CompileWarning(
             f"graph output {name!r} is declared {_dims_text(said)} but its inputs give "
             f"{_dims_text(got)}: the passes take {_dims_text(got)} (the declared type is "
-            "written back as it is; onnxruntime warns when a run contradicts it). Export "
-            "the output with dynamic axes too"))
+            f"written back as it is; onnxruntime warns when a run contradicts it). {cause}"))
 
 
 def _dims_text(dims: list[Dim]) -> str:

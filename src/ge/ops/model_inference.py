@@ -364,9 +364,9 @@ def _fill_from_declared_outputs(root: Graph) -> None:
             _write(node, index, filled)
 
 
-def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim]]]:
+def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim], Node]]:
     """The graph outputs whose declared dims contradict what inference gives from the
-    inputs: (name, declared, inferred) where a declared size meets another size or a
+    inputs: (name, declared, inferred, producer) where a declared size meets another size or a
     symbol of the inputs (`[1, 5, 4]` declared for a `[batch, seq, 4]` value: an export
     with dynamic axes given for its inputs only). A dim inference made up (`unk__N`) or
     left unknown is no contradiction."""
@@ -379,7 +379,7 @@ def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim]]]:
         if len(said) == len(got) and any(
                 isinstance(d, int) and d >= 0 and d != g and not _fresh_symbol(g)
                 and g != -1 for d, g in zip(said, got)):
-            found.append((node.get_output_name(index), said, got))
+            found.append((node.get_output_name(index), said, got, node))
     return found
 
 
