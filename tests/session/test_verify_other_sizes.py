@@ -138,6 +138,9 @@ def test_compile_fails_a_pass_that_baked_a_size_in(tmp_path: Path) -> None:
         ge.compile(model, pass_paths=[plugin], verify="each-pass")
     assert info.value.pass_name == "BakedBatch"
     assert "after pass BakedBatch (graph g): FAILED at batch=3" in info.value.message
+    # the operators the pass made (trial P: the error named none; constants left out)
+    assert info.value.message.endswith("; pass BakedBatch changed 'Max', 'Reshape'")
+    assert info.value.nodes == ("Max", "Reshape")
     result = ge.compile(model, pass_paths=[plugin], verify=True, dims={"batch": 2})
     assert result.verification is not None and result.verification.ok  # sized: only there
 

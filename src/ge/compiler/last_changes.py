@@ -93,6 +93,12 @@ class LastChanges:
             for node in removed:
                 last.pop(node, None)
 
+    def changed_by(self, pass_name: str, stage: str) -> list[Node]:
+        """The nodes whose last change is pass `pass_name`'s run at `stage` (in the order
+        they were recorded): what a pass left that no later pass changed again."""
+        return [node for node, change in self._last.items()
+                if change.pass_name == pass_name and change.stage == stage]
+
     def last_change(self, node: Node) -> PassChange | None:
         """The pass run that last changed `node`, or None when no pass did."""
         return self._last.get(node)

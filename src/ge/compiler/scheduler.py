@@ -104,6 +104,10 @@ class PipelineObserver:
     raise stops the compilation.
     """
 
+    def compilation_started(self, last_changes: LastChanges) -> None:
+        """The compilation begins; `last_changes` will say which pass last changed each
+        node (what an observer's own error about a pass names the nodes from)."""
+
     def step_started(self, index: int, label: str, graph: Graph) -> None:
         """Step `index` of `PIPELINE` (named `label`) is about to run."""
 
@@ -207,6 +211,8 @@ class Scheduler:
         dropped (`ge.compiler.opset_imports`)."""
         check_acyclic(graph.root_graph())
         unused = unused_opset_imports(graph)  # the input's own: kept
+        for observer in self._observers:
+            observer.compilation_started(self.last_changes)
         for index, step in enumerate(PIPELINE):
             if step == "final_validation":
                 drop_emptied_opset_imports(graph, unused)

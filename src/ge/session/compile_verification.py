@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 
 from ge._text import first_and_more
+from ge.compiler.last_changes import LastChanges
 from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.compiler.report import CompileReport, PassRunRecord
 from ge.compiler.scheduler import PipelineObserver
@@ -23,7 +24,8 @@ from ge.errors import (
     VerificationError,
     VerificationInputError,
 )
-from ge.graph import Graph
+from ge.graph import DATA, NET_OUTPUT, Graph
+from ge.graph.node import is_const
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
 from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
@@ -51,6 +53,21 @@ class EachPassVerifier(PipelineObserver):
                  computed_in: Mapping[str, str], resized: SizedRun | None = None) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
         self.not_compared, self.computed_in, self.resized = not_compared, computed_in, resized
+        self.last_changes: LastChanges | None = None
+
+    def compilation_started(self, last_changes: LastChanges) -> None:
+        self.last_changes = last_changes
+
+    def _changed(self, record: PassRunRecord) -> tuple[str, list[str]]:
+        """What the message says of the nodes `record`'s pass changed (and is not said when
+        it changed none that are left: a pass that only removed), and their names."""
+        nodes = (self.last_changes.changed_by(record.pass_name, record.stage)
+                 if self.last_changes is not None else [])
+        names = [n.name for n in nodes if n.owner_graph is not None and not is_const(n)
+                 and n.type not in (DATA, NET_OUTPUT)]  # (the operators it made or rewired)
+        if not names:
+            return "", []
+        return f"; pass {record.pass_name} changed {first_and_more(list(map(repr, names)))}", names
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         changed = [r for r in records if r.changed]
@@ -64,16 +81,18 @@ class EachPassVerifier(PipelineObserver):
                                  not_compared=self.not_compared,
                                  computed_in=self.computed_in, resized=self.resized)
         except SessionError as err:  # the pass left a model the runtime cannot load or run
+            said, _ = self._changed(record)
             raise SessionError(
                 f"after pass {record.pass_name} (graph {where}) the model cannot "
-                f"be run: {err.message}", pass_name=record.pass_name, stage=record.stage,
+                f"be run: {err.message}{said}", pass_name=record.pass_name, stage=record.stage,
                 nodes=err.nodes, location=record.location) from err
         if not report.ok:
+            said, names = self._changed(record)
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
-                f"(graph {where}): {report.summary()}",
+                f"(graph {where}): {report.summary()}{said}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
-                location=record.location)
+                location=record.location, nodes=names)
 
 
 def warn_unexercised_bodies(report: CompileReport, graph: Graph,
