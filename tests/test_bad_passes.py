@@ -21,8 +21,9 @@ from ge.passes import FusionBasePass, PatternFusionPass, pattern, register_fusio
 
 """
 
-# name -> (plugin body, the line of the plugin file blamed (the raising line, else the
-# class), text the reason must hold)
+# name -> (plugin body, the line of the plugin file blamed (the raising line; for a graph
+# the pass left invalid, the line that last changed the first node the check names; else
+# the class), text the reason must hold)
 CASES: dict[str, tuple[str, int, str]] = {
     "raises_in_run": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
@@ -70,7 +71,7 @@ class Bad(FusionBasePass):
         relu = graph.nodes_of_type("Relu")[0]
         producer, index = relu.get_in_data_nodes_and_port_indexes(0)
         graph.remove_edge(producer, index, relu, 0)
-""", 4, "the pass left the graph invalid: arity: required input 0 (X) of Relu node "
+""", 8, "the pass left the graph invalid: arity: required input 0 (X) of Relu node "
        "'relu' is not connected"),
     "leaves_a_cycle": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
@@ -79,7 +80,7 @@ class Bad(FusionBasePass):
         add, relu = graph.nodes_of_type("Add")[0], graph.nodes_of_type("Relu")[0]
         graph.remove_edge(*add.get_in_data_nodes_and_port_indexes(0), add, 0)
         graph.add_data_edge(relu, 0, add, 0)
-""", 4, "the pass left the graph invalid: cycle: graph 'g' has a cycle through nodes"),
+""", 8, "the pass left the graph invalid: cycle: graph 'g' has a cycle through nodes"),
     "leaves_an_untyped_value": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):
@@ -88,14 +89,14 @@ class Bad(FusionBasePass):
         mystery = graph.add_node("Mystery", domain="my.ops", num_inputs=1)
         graph.replace_all_uses(relu, 0, mystery, 0)
         graph.add_data_edge(relu, 0, mystery, 0)
-""", 4, "untyped: output 0 ('Mystery:0') of Mystery node 'Mystery' has no known "
+""", 9, "untyped: output 0 ('Mystery:0') of Mystery node 'Mystery' has no known "
        "dtype"),
     "sets_an_attribute_onnx_does_not_define": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):
     def run(self, graph, context):
         graph.nodes_of_type("Relu")[0].set_attr("tagged", 1)
-""", 4, "the pass left the graph invalid: attribute: Relu node 'relu' has attribute "
+""", 6, "the pass left the graph invalid: attribute: Relu node 'relu' has attribute "
        "'tagged', which Relu (opset 17) does not define; ONNX runtimes reject it"),
     "calls_sys_exit_0": ("""\
 import sys
@@ -127,7 +128,7 @@ class Bad(FusionBasePass):
         graph.remove_edge(producer, index, relu, 0)
         graph.add_data_edge(producer, index, cast, 0)
         graph.add_data_edge(cast, 0, relu, 0)
-""", 4, "the pass left the graph invalid: type: output 0 of Relu node 'relu' is "
+""", 11, "the pass left the graph invalid: type: output 0 of Relu node 'relu' is "
        "tensor(float) but input 0 is tensor(int64); Relu wants both of type T"),
     # GE's API docs name SubgraphInput's pair (node, out_index); it is a node inside the
     # region and its input index (D4): a producer's pair is refused, saying so, and naming
@@ -171,7 +172,7 @@ class Bad(FusionBasePass):
         softmax = graph.add_node("Softmax", num_inputs=1, attrs={"axis": 7}, name="bad_softmax")
         graph.replace_all_uses(relu, 0, softmax, 0)
         graph.add_data_edge(relu, 0, softmax, 0)
-""", 4, "the pass left the graph invalid: untyped: output 0 ('bad_softmax:0') of Softmax node "
+""", 9, "the pass left the graph invalid: untyped: output 0 ('bad_softmax:0') of Softmax node "
        "'bad_softmax' has no known dtype: inference refused it: node 'bad_softmax' (Softmax, "
        "opset 13 schema): shape inference failed"),
     # a GE author's expression-style decompose replacement: what the hook gets is said
@@ -192,7 +193,7 @@ class Bad(DecomposePass):
 class Bad(FusionBasePass):
     def run(self, graph, context):
         graph.remove_node(graph.nodes_of_type("Relu")[0])
-""", 4, "the pass left the graph invalid: arity: graph output 0 ('y') (input 0 of 'NetOutput') "
+""", 6, "the pass left the graph invalid: arity: graph output 0 ('y') (input 0 of 'NetOutput') "
        "is not connected (graph g)"),
     "reads_an_unknown_option": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
+from ge.compiler.change_sites import change_sites
 from ge.compiler.last_changes import LastChanges, PassChange
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, constant_count, operator_count
@@ -48,6 +49,7 @@ from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
+from ge.passes.registry import PASS_KIND_FUSION_BASE
 from ge.passes.source import blamed_location, hook_location, traceback_location, warn_user
 from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
@@ -68,11 +70,12 @@ class _PassFailed(Exception):
     """Raised inside the transaction so that a failure rolls the graph back."""
 
     def __init__(self, status: RunStatus, reason: str | None = None,
-                 nodes: Iterable[str] = ()) -> None:
+                 nodes: Iterable[str] = (), location: SourceLocation | None = None) -> None:
         super().__init__(reason or status.reason)
         self.status = status
         self.reason = reason
         self.nodes = tuple(nodes)
+        self.location = location  # the line of the pass that changed the first node named
 
 
 @dataclass
@@ -115,6 +118,7 @@ class Invocation:
             # Replacements built in the pass use the operator signatures of this model:
             # builders created inside take the graph's opset imports.
             with root.transaction(), root.track_changes() as changes, \
+                    change_sites(root, _edited_by(entry)) as sites, \
                     opset_scope(root.opset_imports), inference_memo_scope(self.memo), \
                     no_full_collections():
                 status = interpret_run_result(
@@ -134,16 +138,19 @@ class Invocation:
                         problems = _output_problems(root, target, touched)
                     problems = [_with_refusal(p, refused) for p in problems]
                     if problems:
+                        problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
+                        where = sites.location_of(n for p in problems for n in p.nodes) \
+                            if sites is not None else None
                         problems = _as_written(problems, root, changes.removed)
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
-                                          [n for p in problems for n in p.nodes])
+                                          [n for p in problems for n in p.nodes], where)
                 if root.mutation_count != before:  # (under the collection hold)
                     self._note_changes(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
             raise run_error(entry, stage, failed.status.return_code, reason,
-                            nodes=failed.nodes) from None
+                            nodes=failed.nodes, location=failed.location) from None
         except BaseException as exc:
             if not _is_pass_failure(exc):
                 raise
@@ -506,6 +513,14 @@ def _is_pass_failure(exc: BaseException) -> bool:
     return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
 
 
+def _edited_by(entry: RegisteredPass) -> str | None:
+    """The file whose lines `change_sites` notes for a plugin's FusionBasePass, whose
+    `run()` edits the graph itself; None for the others."""
+    if entry.builtin or entry.descriptor.kind != PASS_KIND_FUSION_BASE:
+        return None
+    return entry.descriptor.location.file if entry.descriptor.location else None
+
+
 def _describe(exc: BaseException) -> str:
     """The exception a pass raised, with what it was raised from (`raise ... from err`, or
     while handling err): a pass re-raising "Get attributes failed" from the error that says
@@ -534,18 +549,19 @@ def _cause(exc: BaseException) -> BaseException | None:
 
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
               exc: BaseException | None = None, nodes: Iterable[str] = (), *,
-              unchecked: bool = False) -> PassRunError:
-    """E13028 at the user's line: the innermost frame in the pass's own file, else its class;
-    with the nodes the failure names (a ge error raised in the pass, the check's problems).
+              unchecked: bool = False, location: SourceLocation | None = None
+              ) -> PassRunError:
+    """E13028 at the user's line: the innermost frame in the pass's own file, else the line
+    `location` (the check's problems: the line that changed their first node), else its
+    class; with the nodes the failure names (a ge error raised in the pass, the problems).
     A hook called otherwise than its parameter names suggest adds how it was called
     (`ge.passes.hooks.signature_notes`)."""
     if isinstance(exc, GeError) and not nodes:
         nodes = exc.nodes
     defined_at = entry.descriptor.location
-    location: SourceLocation | None = None
     if exc is not None:
-        location = traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
-        location = location or blamed_location(exc)
+        location = (traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
+                    or blamed_location(exc) or location)
         note = hook_note(exc)
         if note is not None:
             reason = f"{reason.rstrip('.')}. {note}"

@@ -1,0 +1,67 @@
+"""Where in a pass's own code each node was last changed, for the error about a graph the
+pass left invalid: the check runs after `run()` returned, so no traceback holds the line
+that added the dangling node or rewired the edge, and the error pointed at the `class`
+line. While a plugin's `run()` edits the graph (a FusionBasePass: pattern and decompose
+passes change it through the engine, whose errors point at their hooks), a listener of the
+graph's changes notes the innermost line of the pass's file on the stack, per node name.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from ge.errors import SourceLocation
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+
+__all__ = ["ChangeSites", "change_sites"]
+
+#: How many frames above a change are looked at for the pass's file.
+_DEPTH = 40
+
+
+class ChangeSites:
+    """Per node name, the line of the pass's file that last changed the node."""
+
+    def __init__(self, file: str) -> None:
+        self._file = file
+        self._lines: dict[str, int] = {}
+
+    def record(self, kind: object, node: Node, index: object) -> None:
+        """A graph change listener: note the line of the pass's file that made it."""
+        frame: FrameType | None = sys._getframe(1)
+        for _ in range(_DEPTH):
+            if frame is None:
+                return
+            if frame.f_code.co_filename == self._file:
+                self._lines[node._name] = frame.f_lineno
+                return
+            frame = frame.f_back
+
+    def location_of(self, names: Iterable[str]) -> SourceLocation | None:
+        """The line that last changed the first of the nodes `names` the pass changed."""
+        for name in names:
+            line = self._lines.get(name)
+            if line is not None:
+                return SourceLocation(self._file, line)
+        return None
+
+
+@contextmanager
+def change_sites(root: Graph, file: str | None) -> Iterator[ChangeSites | None]:
+    """Note the change sites of the pass defined in `file` while the block runs (None, and
+    nothing noted, without a file)."""
+    if file is None:
+        yield None
+        return
+    sites = ChangeSites(file)
+    unsubscribe: Callable[[], None] = root.subscribe(sites.record)
+    try:
+        yield sites
+    finally:
+        unsubscribe()
