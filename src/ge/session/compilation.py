@@ -56,7 +56,7 @@ from ge.session.compile_verification import (
     warn_not_compared,
     warn_unexercised_bodies,
 )
-from ge.session.onnx_tools import check_opset, inlined_functions, upgraded_opset
+from ge.session.onnx_tools import check_opset, converted_graph, upgraded_opset
 from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
     SizedRun,
@@ -520,9 +520,7 @@ def compile(
     # too (the other changes are undone by the transaction around the passes, inside).
     with given.transaction() if in_place else contextlib.nullcontext():
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
-        graph = inlined_functions(given) if inline_functions else given
-        graph = graph if opset is None else upgraded_opset(graph, opset,
-                                                           inlined=inline_functions)
+        graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
         in_place = in_place and graph is given
         # The report's "before" is the model as given, not the converted copy the passes get:
         # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call

@@ -44,8 +44,8 @@ from ge.graph.types import data_type_to_onnx
 from ge.ops.functions import calls_left, inline_local_functions
 from ge.passes.source import warn_user
 
-__all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "inlined_functions",
-           "upgraded_opset"]
+__all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "converted_graph",
+           "inlined_functions", "upgraded_opset"]
 
 #: Tensors of more payload bytes than this go to the converter as stand-ins; smaller ones
 #: (shapes, axes, scalars: what shape inference and adapters read) stay inline.
@@ -198,6 +198,17 @@ def inlined_functions(graph: Graph) -> Graph:
 
     return _through(graph, inline, "function inliner",
                     f"inline the local functions of graph {graph.name!r}")
+
+
+def converted_graph(graph: Graph, *, opset: int | None = None,
+                    inline_functions: bool = False) -> Graph:
+    """`graph` as `ge.compile` hands it to the passes when asked to convert it first (`ge
+    compile --inline-functions`, `--opset N`): its local functions inlined, then taken to
+    `opset`; `graph` itself when neither is asked. One code path for every command that
+    does it (`ge passes explain` too), so that they see the same model."""
+    converted = inlined_functions(graph) if inline_functions else graph
+    return converted if opset is None else upgraded_opset(converted, opset,
+                                                          inlined=inline_functions)
 
 
 def _through(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], name: str,
