@@ -316,8 +316,8 @@ def test_every_live_subgraph_is_explained_as_the_engine_runs_it(passes) -> None:
     assert explained[2].note == ("no candidate: graph 'else_g' has no Relu node (the pass's op "
                                  "types)")
     assert format_decompositions(explained)[-1] == (
-        "op types Relu (graph else_g): no candidate: graph 'else_g' has no Relu node (the "
-        "pass's op types)")
+        "op types Relu (graph else_g, else_branch of If node 'if'): no candidate: graph "
+        "'else_g' has no Relu node (the pass's op types)")
     assert [e.graph for e in explain_decompose(passes["EveryRelu"], graph,
                                                subgraphs=False)] == ["main"]
     (inner,) = explain_decompose(passes["EveryRelu"], graph, node="inner")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["GraphSubgraphs"]
+__all__ = ["GraphSubgraphs", "body_attribute"]
 
 
 class GraphSubgraphs:
@@ -110,3 +110,22 @@ class GraphSubgraphs:
             for i, producer in enumerate(node._inputs):
                 if producer is not None and id(producer[0]._graph) not in inside:
                     node._graph._disconnect(node, i)  # type: ignore[union-attr]
+
+
+def body_attribute(graph: Graph) -> str | None:
+    """The attribute of its owner node that holds `graph` ("then_branch", "body",
+    "branches[1]" for one of a GRAPHS list), or None for a root graph or an orphan: what
+    names a body where its name alone ("sub_graph1", as exporters write it) does not."""
+    from ge.graph.attributes import GRAPH_KINDS
+
+    owner = graph._parent_node
+    if owner is None:
+        return None
+    for key, stored in owner._attrs.items():
+        if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
+            value = stored[1]
+            if value is graph:
+                return key
+            if isinstance(value, list) and any(g is graph for g in value):
+                return f"{key}[{next(i for i, g in enumerate(value) if g is graph)}]"
+    return None

@@ -33,6 +33,7 @@ from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
+from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_hooks import (
     answer_summary,
     ask,
@@ -128,7 +129,8 @@ class CandidateExplanation:
 @dataclass
 class PatternExplanation:
     """What one pattern of the pass does on one graph: its anchor, every candidate explained
-    (in the graph's order), and notes (no candidate, the pattern is invalid)."""
+    (in the graph's order), and notes (no candidate, the pattern is invalid); for a body,
+    the node owning it (`owner`)."""
 
     pattern: str
     graph: str
@@ -140,6 +142,7 @@ class PatternExplanation:
     note: str | None = None
     error: str | None = None  # the PatternError of an invalid pattern
     node: str | None = None  # the target node asked about (`explain(..., node=)`)
+    owner: BodyOwner | None = None
 
     @property
     def rewrites(self) -> list[CandidateExplanation]:
@@ -169,6 +172,7 @@ class PatternExplanation:
             "rewrite_count": len(rewrites),
             "closest": [c.as_dict() for c in shown], "not_rewritten": len(closest),
             "note": self.note, "error": self.error,
+            "owner": None if self.owner is None else self.owner.as_dict(),
         }
 
 
@@ -336,7 +340,8 @@ class _Explainer:
                 compiled = compile_pattern(pattern, config)
             except PatternError as err:
                 found.append(PatternExplanation(pattern.name, self.graph.name, "-", "-",
-                                                error=err.message))
+                                                error=err.message,
+                                                owner=body_owner(self.graph)))
                 continue
             found.append(self._pattern(compiled))
         return found
@@ -345,7 +350,8 @@ class _Explainer:
         matcher = TracingMatcher(compiled, self.graph)
         root = compiled.root
         explanation = PatternExplanation(compiled.name, self.graph.name, root.node.name,
-                                         root.type, root.domain, size=len(compiled.nodes))
+                                         root.type, root.domain, size=len(compiled.nodes),
+                                         owner=body_owner(self.graph))
         found = candidates(self.graph, [(root.type, root.domain)])
         if not found:
             explanation.note = (f"no candidate: graph {self.graph.name!r} has no "

@@ -21,6 +21,7 @@ from ge.graph import Graph, Node
 from ge.passes.candidates import Operator, candidates, named_operators
 from ge.passes.context import PassContext
 from ge.passes.explain import CandidateExplanation, changes_undone, explained_graphs
+from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_hooks import (
     answer_summary,
     ask,
@@ -41,13 +42,14 @@ class DecomposeExplanation:
     """What a decompose pass does on one graph: every node of its op types (the
     candidates, in the graph's order), each rewritten (`reason` None) or refused by
     `meet_requirements` (`reason`); and a note (no candidate, the node asked about is of
-    another op type)."""
+    another op type); for a body, the node owning it (`owner`)."""
 
     graph: str
     op_types: list[str]
     candidates: list[CandidateExplanation] = field(default_factory=list)
     note: str | None = None
     node: str | None = None  # the target node asked about (`explain_decompose(..., node=)`)
+    owner: BodyOwner | None = None
 
     @property
     def rewrites(self) -> list[CandidateExplanation]:
@@ -73,6 +75,7 @@ class DecomposeExplanation:
             "rewrite_count": len(rewrites),
             "refused": [_candidate_dict(c) for c in (refused if top is None else refused[:top])],
             "not_rewritten": len(refused), "note": self.note,
+            "owner": None if self.owner is None else self.owner.as_dict(),
         }
 
 
@@ -125,8 +128,9 @@ def explain_decompose(pass_or_class: Any, graph: Graph, node: str | Node | None 
 
 def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: PassContext,
                    before_inference: bool, focus: Node | None) -> DecomposeExplanation:
-    explanation = DecomposeExplanation(graph.name, op_types)
+    explanation = DecomposeExplanation(graph.name, op_types, owner=body_owner(graph))
     operators = named_operators(op_types)
+
     offered = candidates(graph, operators)
     wanted = " or ".join(op_label(t) for t in op_types)
     if focus is not None:

@@ -2,7 +2,8 @@
 of `ge.passes.explain` and the `DecomposeExplanation`s of `ge.passes.explain_decompose`,
 kept apart from how they are found. Both read alike: a line per pattern (or per graph of a
 decompose pass) with its candidates and rewrites, the rewrites, then the candidates not
-rewritten, numbered, each with the reason and its warnings.
+rewritten, numbered, each with the reason and its warnings. A body is named with the node
+and attribute holding it.
 """
 
 from __future__ import annotations
@@ -10,18 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ge.passes.explain import CandidateExplanation, PatternExplanation
+from ge.passes.explain_bodies import BodyOwner, graph_place
 from ge.passes.explain_decompose import DecomposeExplanation
 from ge.passes.explain_reasons import op_label
 
 __all__ = ["format_decompositions", "format_explanations", "undecided"]
 
 
-def _no_candidates_line(graph: str, patterns: Sequence[PatternExplanation]) -> str:
+def _no_candidates_line(graph: str, owner: BodyOwner | None,
+                        patterns: Sequence[PatternExplanation]) -> str:
     if len(patterns) == 1:
         e = patterns[0]
-        return f"pattern {e.pattern} (graph {graph}): {e.note}"
+        return f"pattern {e.pattern} ({graph_place(graph, owner)}): {e.note}"
     absent = sorted({op_label(e.anchor_type, e.anchor_domain) for e in patterns})
-    return (f"graph {graph}: no candidate for {len(patterns)} pattern(s): it has no "
+    where = f"graph {graph}" + ("" if owner is None else f" ({owner})")
+    return (f"{where}: no candidate for {len(patterns)} pattern(s): it has no "
             f"{' or '.join(absent)} node (their anchors' op type): "
             f"{', '.join(e.pattern for e in patterns)}")
 
@@ -33,23 +37,30 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
     no candidate in a graph (its anchor's op type is absent there) share one line, where the
     first of them would be: a pass of many patterns does not bury the graphs they match in."""
     lines: list[str] = []
-    idle: dict[str, list[PatternExplanation]] = {}  # graph -> its patterns without candidates
-    for e in explanations:
+    # The explanations of one graph come in a run (bodies often share one name: each
+    # exporter's `sub_graph`): a run's patterns without candidates share its line.
+    idle: dict[int, list[PatternExplanation]] = {}  # the run's first index -> those patterns
+    runs: list[int] = []
+    for i, e in enumerate(explanations):
+        same = i and (e.graph, e.owner) == (explanations[i - 1].graph, explanations[i - 1].owner)
+        runs.append(runs[-1] if same else i)
         if e.error is None and not e.candidates and e.note and e.note.startswith(
                 "no candidate: graph"):
-            idle.setdefault(e.graph, []).append(e)
-    summarised: set[str] = set()
-    for e in explanations:
-        if e.graph in idle and e in idle[e.graph]:
-            if e.graph not in summarised:
-                summarised.add(e.graph)
-                lines.append(_no_candidates_line(e.graph, idle[e.graph]))
+            idle.setdefault(runs[i], []).append(e)
+    summarised: set[int] = set()
+    for i, e in enumerate(explanations):
+        if any(p is e for p in idle.get(runs[i], ())):
+            if runs[i] not in summarised:
+                summarised.add(runs[i])
+                patterns = idle[runs[i]]
+                lines.append(_no_candidates_line(e.graph, e.owner, patterns))
             continue
+        where = graph_place(e.graph, e.owner)
         if e.error is not None:
-            lines.append(f"pattern {e.pattern} (graph {e.graph}): invalid: {e.error}")
+            lines.append(f"pattern {e.pattern} ({where}): invalid: {e.error}")
             continue
         rewrites, closest = e.rewrites, e.closest
-        lines.append(f"pattern {e.pattern} (graph {e.graph}): anchor {e.anchor!r} "
+        lines.append(f"pattern {e.pattern} ({where}): anchor {e.anchor!r} "
                      f"({op_label(e.anchor_type, e.anchor_domain)}), {e.size} pattern node(s); "
                      f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
         if e.note:
@@ -85,7 +96,7 @@ def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: 
     lines: list[str] = []
     for e in explanations:
         types = ", ".join(op_label(t) for t in e.op_types)
-        head = f"op types {types} (graph {e.graph})"
+        head = f"op types {types} ({graph_place(e.graph, e.owner)})"
         if not e.candidates and e.node is None:
             lines.append(f"{head}: {e.note}")
             continue
