@@ -3,10 +3,12 @@
 The pass is found as `ge passes list` finds it (built-in, `ASCEND_GE_PY_PASS_PATH`,
 `--pass-path`, entry points). MODEL is brought into the state the pass sees at its stage
 (`ge.passes.explain_stage`: as loaded for a `BeforeInferShape` pass, after shape inference
-for the later ones), and what could not be rebuilt (the built-in steps before a late stage,
-passes of the same stage that run first) is a warning. A pattern pass is explained pattern
-by pattern (`ge.passes.explain`), a decompose pass node by node (`ge.passes.explain_decompose`);
-a FusionBasePass finds what it changes in its own `run()` and cannot be explained.
+for the later ones; first converted as `ge compile --inline-functions` / `--opset N`
+converts it, by the same code, when asked), and what could not be rebuilt (the built-in
+steps before a late stage, passes of the same stage that run first) is a warning. A
+pattern pass is explained pattern by pattern (`ge.passes.explain`), a decompose pass node by
+node (`ge.passes.explain_decompose`); a FusionBasePass finds what it changes in its own
+`run()` and cannot be explained.
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ def _check_node(graph: object, node: str) -> None:
                            nodes=[node])
 
 
+def _conversion_flags(inline_functions: bool, opset: int | None) -> str:
+    """The `ge compile` flags converting MODEL as asked (" --inline-functions --opset 20"),
+    for the compilation a warning suggests: its dumps are of the converted model too."""
+    return ((" --inline-functions" if inline_functions else "")
+            + (f" --opset {opset}" if opset is not None else ""))
+
+
 def _earlier(entry: RegisteredPass, entries: Sequence[RegisteredPass]) -> list[str]:
     """The plugin passes of `entry`'s stage that a compilation runs before it (by name)."""
     if entry.step is not None:  # a built-in step runs its passes in its own order
@@ -87,14 +96,21 @@ def _earlier(entry: RegisteredPass, entries: Sequence[RegisteredPass]) -> list[s
 @click.option("--top", "top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many closest partial matches (and rewrites) to show per pattern "
                    "(for a decompose pass: refused nodes and rewrites per graph).")
+@click.option("--inline-functions", is_flag=True,
+              help="Replace every call of a function MODEL defines by its body first, as ge "
+                   "compile --inline-functions does, so the pass sees what it computes.")
+@click.option("--opset", type=int, default=None, metavar="N",
+              help="Convert MODEL to standard opset N first, as ge compile --opset N does "
+                   "(after --inline-functions).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], node: str | None, top: int,
-                    as_json: bool) -> None:
+                    inline_functions: bool, opset: int | None, as_json: bool) -> None:
     """Explain why PASS does or does not rewrite in MODEL, on the graph its stage sees: per
     pattern the closest partial matches, each with the first check that failed, and the
     matches it would rewrite; for a decompose pass, each node of its op types and what
-    meet_requirements answered. The hooks read the --option values, as in ge compile."""
+    meet_requirements answered. The hooks read the --option values, and --inline-functions
+    and --opset convert MODEL first, as in ge compile."""
     import ge.graph
     from ge.compiler.invocation import create_instance, run_error
     from ge.errors import PatternError
@@ -104,6 +120,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     from ge.passes.explain_stage import earlier_passes_warning, prepare_graph
     from ge.passes.explain_text import format_decompositions, format_explanations, undecided
     from ge.passes.registry import PASS_KIND_DECOMPOSE
+    from ge.session.onnx_tools import converted_graph
 
     values = parse_options(option_pairs)  # ge compile's parser: the same usage error
     with command_output("ge", as_json=as_json) as out:
@@ -111,12 +128,15 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
         with loaded_passes(pass_paths, options) as found:
             entry = _known_pass(pass_name, found)
             entries = found.entries
-            graph = ge.graph.load(model)
+            flags = _conversion_flags(inline_functions, opset)
+            loaded = ge.graph.load(model)
+            graph = converted_graph(loaded, opset=opset, inline_functions=inline_functions)
             if node is not None:
                 _check_node(graph, node)
-            state = prepare_graph(graph, entry.stage_label, pass_name=entry.name, model_file=model)
+            state = prepare_graph(graph, entry.stage_label, pass_name=entry.name,
+                                  model_file=model, flags=flags)
             earlier = earlier_passes_warning(entry.name, entry.stage_label,
-                                             _earlier(entry, entries), model)
+                                             _earlier(entry, entries), model, flags)
             for text in [*state.warnings, *([earlier] if earlier is not None else [])]:
                 warnings.warn(CompileWarning(text), stacklevel=1)
             decompose = entry.descriptor.kind == PASS_KIND_DECOMPOSE
@@ -152,6 +172,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                     "source": str(entry.origin), "model": model, "graph": graph.name,
                     "opsets": dict(graph.opset_imports), "shape_inference": state.shape_inference,
                     "state": state.description, "options": values, "node": node, "top": top,
+                    "inline_functions": inline_functions, "opset": opset,
                 }
                 if decompose:
                     result["op_types"] = list(entry.descriptor.op_types)
@@ -167,7 +188,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                        f"{entry.origin}) on {model} (graph {graph.name}, opsets {opsets})"
                        + (f", node {node!r}" if node is not None else "")
                        + (f", options {given}" if given else ""))
-            click.echo(f"matched against the model {state.description}")
+            converted = f" as ge compile{flags} converts it," if graph is not loaded else ""
+            click.echo(f"matched against the model{converted} {state.description}")
             if decompose:
                 lines = format_decompositions(decomposed, top=top)
             else:

@@ -9,8 +9,10 @@ optimisation steps change it before `AfterBuiltinFusionPass` and `AfterOriginGra
 every stage after `BeforeInferShape`, nothing before it) and says which state it is in
 (`GraphState.description`) and what it could not rebuild (`GraphState.warnings`: the
 built-in steps; the passes of the same stage that run first, `earlier_passes_warning`).
-What it never rebuilds: `ge compile --opset N` / `--inline-functions` convert the model
-before any stage (explain the dump `ge_0000_Input.onnx` of `ge compile --dump DIR` instead).
+The conversions `ge compile --inline-functions` / `--opset N` make before any stage are
+not made here: `ge passes explain` makes them first with the same flags, by compile's code
+(`ge.session.onnx_tools.converted_graph`), and passes them on (`flags`) to the `ge compile`
+the warnings suggest.
 """
 
 from __future__ import annotations
@@ -61,12 +63,14 @@ def _is_dump_before(file_name: str, step: str) -> bool:
 
 
 def prepare_graph(graph: Graph, stage: str | PassStage, *, pass_name: str,
-                  model_file: str | None = None) -> GraphState:
+                  model_file: str | None = None, flags: str = "") -> GraphState:
     """Bring `graph` (in place) into the state a pass of `stage` (a `PassStage` or a
     built-in step's label: "BuiltinFusion") sees: for `BeforeInferShape` the graph as it
     is, for every later stage after shape inference (as the compiler infers, strict; a
     failure leaves the graph as it was and is a warning). `pass_name` and `model_file`
-    (the model's path, to tell a `--dump` of the step before the stage) word the warnings."""
+    (the model's path, to tell a `--dump` of the step before the stage) word the warnings,
+    and `flags` (" --inline-functions": how MODEL was converted first) the `ge compile` they
+    suggest."""
     from ge.passes.explain import infer_shapes_for_explain
 
     label = stage.value if isinstance(stage, PassStage) else str(stage)
@@ -81,7 +85,7 @@ def prepare_graph(graph: Graph, stage: str | PassStage, *, pass_name: str,
         warnings.append(
             f"{pass_name} runs at {label}, after the built-in passes changed the graph; this "
             "explains MODEL as shape inference leaves it. To explain what the pass sees: ge "
-            f"compile MODEL -o OUT --dump DIR, then ge passes explain {pass_name} "
+            f"compile MODEL -o OUT{flags} --dump DIR, then ge passes explain {pass_name} "
             f"DIR/ge_*_{step}.onnx")
     failed = infer_shapes_for_explain(graph)
     if failed is not None:
@@ -100,10 +104,11 @@ def prepare_graph(graph: Graph, stage: str | PassStage, *, pass_name: str,
 
 
 def earlier_passes_warning(pass_name: str, stage: str, earlier: Sequence[str],
-                           model_file: str | None = None) -> str | None:
+                           model_file: str | None = None, flags: str = "") -> str | None:
     """The warning for a pass that other passes of its stage run before (a stage runs its
     passes by name, D14): the model is explained without their changes. None when there
-    are none, or when `model_file` is a `--dump` made after a pass of that stage."""
+    are none, or when `model_file` is a `--dump` made after a pass of that stage. `flags`
+    as for `prepare_graph`."""
     if not earlier:
         return None
     if model_file is not None and re.fullmatch(rf"ge_\d+_{re.escape(stage)}_.+\.onnx",
@@ -112,6 +117,6 @@ def earlier_passes_warning(pass_name: str, stage: str, earlier: Sequence[str],
     listed = ", ".join(earlier)
     return (f"{pass_name} runs at {stage} after {listed} (the passes of a stage run by name); "
             "this explains MODEL without their changes. To explain what the pass sees: ge "
-            "compile MODEL -o OUT --dump DIR --dump-level 1, then ge passes explain "
+            f"compile MODEL -o OUT{flags} --dump DIR --dump-level 1, then ge passes explain "
             f"{pass_name} on the last DIR/ge_*_{stage}_*.onnx before {pass_name}'s (none: "
             "they changed nothing)")
