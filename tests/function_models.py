@@ -124,6 +124,31 @@ def unregistered_model() -> onnx.ModelProto:
                           body_domain="com.nowhere")
 
 
+def silu_model() -> onnx.ModelProto:
+    """F(x, y) = t * Sigmoid(t), t = x + y: a SiLU that only F's body holds (the graph's
+    Sigmoid reads the call; it has no Mul)."""
+    return function_model([helper.make_node("Add", ["x", "y"], ["t"]),
+                           helper.make_node("Sigmoid", ["t"], ["s"]),
+                           helper.make_node("Mul", ["t", "s"], ["z"])], body_domain="")
+
+
+#: A plugin pattern pass "FastSiLU" matching x * Sigmoid(x) (made a HardSwish).
+SILU_PASS = textwrap.dedent('''
+    import ge.es.all as es
+    from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+    @register_fusion_pass(name="FastSiLU", stage=PassStage.AFTER_INFER_SHAPE)
+    class FastSiLU(PatternFusionPass):
+        @pattern
+        def silu(self, inputs):
+            return inputs[0] * es.Sigmoid(inputs[0])
+
+        def replacement(self, inputs):
+            return es.HardSwish(inputs[0])
+''')
+
+
 def feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
     """Random float inputs of the model's (static) input shapes."""
     rng = np.random.default_rng(seed)

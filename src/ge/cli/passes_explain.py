@@ -8,7 +8,8 @@ converts it, by the same code, when asked), and what could not be rebuilt (the b
 steps before a late stage, passes of the same stage that run first) is a warning. A
 pattern pass is explained pattern by pattern (`ge.passes.explain`), a decompose pass node by
 node (`ge.passes.explain_decompose`); a FusionBasePass finds what it changes in its own
-`run()` and cannot be explained.
+`run()` and cannot be explained. Model-local functions holding what the pass looks for are
+named, with `--inline-functions` as the way to show it their bodies.
 """
 
 from __future__ import annotations
@@ -190,13 +191,15 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
                        + (f", options {given}" if given else ""))
             converted = f" as ge compile{flags} converts it," if graph is not loaded else ""
             click.echo(f"matched against the model{converted} {state.description}")
+            # The flag is named only where the command has it to give, and not given yet.
+            advice = None if inline_functions else "--inline-functions inlines them"
             if decompose:
-                lines = format_decompositions(decomposed, top=top)
+                lines = format_decompositions(decomposed, top=top, inline_advice=advice)
             else:
                 if not patterns:
                     click.echo(f"{entry.name} has no patterns for this model: patterns() returned "
                                f"none at opsets {opsets}")
-                lines = format_explanations(patterns, top=top)
+                lines = format_explanations(patterns, top=top, inline_advice=advice)
             for line in lines:
                 click.echo(line)
             if failure is not None:

@@ -34,6 +34,7 @@ from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
 from ge.passes.explain_bodies import BodyOwner, body_owner
+from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
     answer_summary,
     ask,
@@ -130,7 +131,8 @@ class CandidateExplanation:
 class PatternExplanation:
     """What one pattern of the pass does on one graph: its anchor, every candidate explained
     (in the graph's order), and notes (no candidate, the pattern is invalid); for a body,
-    the node owning it (`owner`)."""
+    the node owning it (`owner`); for the root graph, the model-local functions whose
+    bodies hold nodes of the anchor's op type, which the pass does not see (`functions`)."""
 
     pattern: str
     graph: str
@@ -143,6 +145,7 @@ class PatternExplanation:
     error: str | None = None  # the PatternError of an invalid pattern
     node: str | None = None  # the target node asked about (`explain(..., node=)`)
     owner: BodyOwner | None = None
+    functions: list[FunctionOps] = field(default_factory=list)
 
     @property
     def rewrites(self) -> list[CandidateExplanation]:
@@ -173,6 +176,7 @@ class PatternExplanation:
             "closest": [c.as_dict() for c in shown], "not_rewritten": len(closest),
             "note": self.note, "error": self.error,
             "owner": None if self.owner is None else self.owner.as_dict(),
+            "functions": [f.as_dict() for f in self.functions],
         }
 
 
@@ -223,7 +227,12 @@ def explain(pass_or_class: Any, graph: Graph, node: str | Node | None = None, *,
     before_inference = runs_before_inference(type(instance), stage)
     with changes_undone(graph):
         for target in graphs:
-            found += _Explainer(instance, target, context, before_inference).run()
+            explained = _Explainer(instance, target, context, before_inference).run()
+            if focus is None and target is graph.root_graph():
+                for e in explained:
+                    if e.error is None:
+                        e.functions = function_ops(graph, [(e.anchor_type, e.anchor_domain)])
+            found += explained
     if focus is not None:
         found = [_focused(e, focus) for e in found]
     return found

@@ -22,6 +22,7 @@ from ge.passes.candidates import Operator, candidates, named_operators
 from ge.passes.context import PassContext
 from ge.passes.explain import CandidateExplanation, changes_undone, explained_graphs
 from ge.passes.explain_bodies import BodyOwner, body_owner
+from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
     answer_summary,
     ask,
@@ -42,7 +43,8 @@ class DecomposeExplanation:
     """What a decompose pass does on one graph: every node of its op types (the
     candidates, in the graph's order), each rewritten (`reason` None) or refused by
     `meet_requirements` (`reason`); and a note (no candidate, the node asked about is of
-    another op type); for a body, the node owning it (`owner`)."""
+    another op type); for a body, the node owning it (`owner`); for the root graph, the
+    model-local functions whose bodies hold nodes of its op types (`functions`)."""
 
     graph: str
     op_types: list[str]
@@ -50,6 +52,7 @@ class DecomposeExplanation:
     note: str | None = None
     node: str | None = None  # the target node asked about (`explain_decompose(..., node=)`)
     owner: BodyOwner | None = None
+    functions: list[FunctionOps] = field(default_factory=list)
 
     @property
     def rewrites(self) -> list[CandidateExplanation]:
@@ -76,6 +79,7 @@ class DecomposeExplanation:
             "refused": [_candidate_dict(c) for c in (refused if top is None else refused[:top])],
             "not_rewritten": len(refused), "note": self.note,
             "owner": None if self.owner is None else self.owner.as_dict(),
+            "functions": [f.as_dict() for f in self.functions],
         }
 
 
@@ -130,7 +134,8 @@ def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: Pa
                    before_inference: bool, focus: Node | None) -> DecomposeExplanation:
     explanation = DecomposeExplanation(graph.name, op_types, owner=body_owner(graph))
     operators = named_operators(op_types)
-
+    if focus is None and graph is graph.root_graph():
+        explanation.functions = function_ops(graph, operators)
     offered = candidates(graph, operators)
     wanted = " or ".join(op_label(t) for t in op_types)
     if focus is not None:

@@ -3,7 +3,9 @@ of `ge.passes.explain` and the `DecomposeExplanation`s of `ge.passes.explain_dec
 kept apart from how they are found. Both read alike: a line per pattern (or per graph of a
 decompose pass) with its candidates and rewrites, the rewrites, then the candidates not
 rewritten, numbered, each with the reason and its warnings. A body is named with the node
-and attribute holding it.
+and attribute holding it; the model-local functions holding what the pass looks for get a
+line each, and what would make the pass see them is the caller's to say (`inline_advice`:
+only a command that can inline them names how).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from ge.passes.explain import CandidateExplanation, PatternExplanation
 from ge.passes.explain_bodies import BodyOwner, graph_place
 from ge.passes.explain_decompose import DecomposeExplanation
+from ge.passes.explain_functions import FunctionOps
 from ge.passes.explain_reasons import op_label
 
 __all__ = ["format_decompositions", "format_explanations", "undecided"]
@@ -30,12 +33,21 @@ def _no_candidates_line(graph: str, owner: BodyOwner | None,
             f"{', '.join(e.pattern for e in patterns)}")
 
 
+def _function_lines(functions: Iterable[FunctionOps], advice: str | None,
+                    indent: str) -> list[str]:
+    """One line per function holding what the pass looks for (each once), with `advice`."""
+    tail = f"; {advice}" if advice else ""
+    return [f"{indent}{line}{tail}" for line in dict.fromkeys(str(f) for f in functions)]
+
+
 def format_explanations(explanations: Sequence[PatternExplanation], *, top: int = 5,
-                        indent: str = "  ") -> list[str]:
+                        indent: str = "  ", inline_advice: str | None = None) -> list[str]:
     """The explanations as indented lines: per pattern the rewrites, then the `top` closest
     partial matches with their bindings and the check that failed. The patterns that have
     no candidate in a graph (its anchor's op type is absent there) share one line, where the
-    first of them would be: a pass of many patterns does not bury the graphs they match in."""
+    first of them would be: a pass of many patterns does not bury the graphs they match in.
+    A function holding nodes of a pattern's anchor type gets a line ending with
+    `inline_advice` ("--inline-functions inlines them") when given."""
     lines: list[str] = []
     # The explanations of one graph come in a run (bodies often share one name: each
     # exporter's `sub_graph`): a run's patterns without candidates share its line.
@@ -54,6 +66,8 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
                 summarised.add(runs[i])
                 patterns = idle[runs[i]]
                 lines.append(_no_candidates_line(e.graph, e.owner, patterns))
+                lines += _function_lines((f for p in patterns for f in p.functions),
+                                         inline_advice, indent)
             continue
         where = graph_place(e.graph, e.owner)
         if e.error is not None:
@@ -65,6 +79,7 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
                      f"{len(e.candidates)} candidate(s), {len(rewrites)} would be rewritten")
         if e.note:
             lines.append(f"{indent}note: {e.note}")
+        lines += _function_lines(e.functions, inline_advice, indent)
         for cand in rewrites[:top]:
             lines.append(f"{indent}rewrite at {cand.candidate!r}{_role(cand)}: "
                          f"{', '.join(cand.matched_nodes)}")
@@ -88,7 +103,7 @@ def _role(cand: CandidateExplanation) -> str:
 
 
 def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: int = 5,
-                          indent: str = "  ") -> list[str]:
+                          indent: str = "  ", inline_advice: str | None = None) -> list[str]:
     """A decompose pass's explanations as indented lines, in the style of
     `format_explanations`: per graph the nodes of its op types and how many would be
     rewritten, the `top` rewrites, then the `top` refused nodes with what
@@ -97,14 +112,17 @@ def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: 
     for e in explanations:
         types = ", ".join(op_label(t) for t in e.op_types)
         head = f"op types {types} ({graph_place(e.graph, e.owner)})"
+        functions = _function_lines(e.functions, inline_advice, indent)
         if not e.candidates and e.node is None:
             lines.append(f"{head}: {e.note}")
+            lines += functions
             continue
         rewrites, refused = e.rewrites, e.refused
         lines.append(f"{head}: {len(e.candidates)} candidate(s), {len(rewrites)} would be "
                      "rewritten")
         if e.note:
             lines.append(f"{indent}note: {e.note}")
+        lines += functions
         for cand in rewrites[:top]:
             lines.append(f"{indent}rewrite at {cand.candidate!r} "
                          f"({op_label(cand.candidate_type)})")
