@@ -76,9 +76,9 @@ def test_given_inputs_that_skip_a_changed_branch_are_warned_about(tmp_path: Path
     plugin = _plugin(tmp_path, RIGHT_THEN)
     model = shared_model("control_flow")
     assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(-1, 2)) == [
-        "the verification's given inputs did not run body 'sub_graph' of If '/If' (changed "
-        "by ScaleIntoRelu), so it did not check what the passes changed there: give inputs "
-        "that run it (--inputs FILE.npz, inputs=)"]
+        "the verification's given inputs did not run body 'sub_graph' (then_branch of If "
+        "'/If') (changed by ScaleIntoRelu), so it did not check what the passes changed "
+        "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
     assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 2)) == []
 
 
@@ -86,9 +86,9 @@ def test_a_loop_body_runs_when_its_trip_count_lets_it(tmp_path: Path) -> None:
     plugin = _plugin(tmp_path, SIN_IN_LOOP)
     model = shared_model("control_flow")
     assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 0)) == [
-        "the verification's given inputs did not run body 'sub_graph2' of Loop '/Loop' "
-        "(changed by NegatedSin), so it did not check what the passes changed there: give "
-        "inputs that run it (--inputs FILE.npz, inputs=)"]
+        "the verification's given inputs did not run body 'sub_graph2' (body of Loop "
+        "'/Loop') (changed by NegatedSin), so it did not check what the passes changed "
+        "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
     assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 3)) == []
 
 
@@ -121,8 +121,8 @@ def test_a_body_of_a_body_is_undecided_and_warned_about_for_generated_inputs(
     plugin = _plugin(tmp_path, RIGHT_THEN)
     assert _compile_warnings(_nested_if(), plugin) == [
         "verification ran generated inputs, which take one path through If and Loop nodes, "
-        "and ge cannot tell whether they ran body 'inner_then' of If 'inner' (changed by "
-        "ScaleIntoRelu): give inputs that run it (--inputs FILE.npz, inputs=)"]
+        "and ge cannot tell whether they ran body 'inner_then' (then_branch of If 'inner') "
+        "(changed by ScaleIntoRelu): give inputs that run it (--inputs FILE.npz, inputs=)"]
     given = {"c1": np.array(True), "c2": np.array(False),
              "x": np.array([1.0, -2.0, 3.0], np.float32)}
     assert _compile_warnings(_nested_if(), plugin, inputs=given) == []
@@ -133,7 +133,45 @@ def test_coverage_reads_constants_inputs_and_computed_values() -> None:
     count an input: one run of the graph with the condition as an extra output tells."""
     graph = ge.graph.load(shared_model("control_flow"))
     runs = [_control_flow_inputs(-1, 0), _control_flow_inputs(-1, 4)]
-    coverage = body_coverage(graph, ["sub_graph", "sub_graph1", "sub_graph2", "nope"], runs)
-    assert coverage.not_run == ["sub_graph"]  # then: sum(x) > 0 in neither run
+    bodies = ["/If.then_branch", "/If.else_branch", "/Loop.body", "nope"]
+    coverage = body_coverage(graph, bodies, runs)
+    assert coverage.not_run == ["/If.then_branch"]  # then: sum(x) > 0 in neither run
     assert coverage.undecided == ["nope"]
-    assert coverage.described["sub_graph2"] == "body 'sub_graph2' of Loop '/Loop'"
+    assert coverage.described["/Loop.body"] == "body 'sub_graph2' (body of Loop '/Loop')"
+
+
+def _two_ifs_of_one_body_name() -> onnx.ModelProto:
+    """a = If(c, Relu(x) * 2, Neg(x)), b = If(c, Abs(x), Sigmoid(x)): every body is named
+    `sub_graph`, as exporters name them."""
+    vi = helper.make_tensor_value_info
+
+    def body(op: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["x"], ["o"])], "sub_graph", [],
+                                 [vi("o", TensorProto.FLOAT, [2])])
+
+    relu_twice = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["o"])],
+        "sub_graph", [], [vi("o", TensorProto.FLOAT, [2])],
+        [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    nodes = [helper.make_node("If", ["c"], ["a"], name="if1", then_branch=relu_twice,
+                              else_branch=body("Neg")),
+             helper.make_node("If", ["c"], ["b"], name="if2", then_branch=body("Abs"),
+                              else_branch=body("Sigmoid"))]
+    graph = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, [2]),
+                                           vi("c", TensorProto.BOOL, [])],
+                              [vi("a", TensorProto.FLOAT, [2]), vi("b", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_bodies_of_one_name_are_told_apart(tmp_path: Path) -> None:
+    """The explain helper's finding: coverage looked bodies up by name, and every body here
+    is `sub_graph`: the one the plugin changed (if1's then branch, a Relu) is the one named,
+    by where it is."""
+    plugin = _plugin(tmp_path, RIGHT_THEN)
+    given = {"x": np.array([1.0, -2.0], np.float32), "c": np.array(False)}
+    assert _compile_warnings(_two_ifs_of_one_body_name(), plugin, inputs=given) == [
+        "the verification's given inputs did not run body 'sub_graph' (then_branch of If "
+        "'if1') (changed by ScaleIntoRelu), so it did not check what the passes changed "
+        "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
+    given["c"] = np.array(True)
+    assert _compile_warnings(_two_ifs_of_one_body_name(), plugin, inputs=given) == []

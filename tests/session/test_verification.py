@@ -358,9 +358,9 @@ def test_generated_inputs_warn_when_a_plugin_changed_a_body(tmp_path: Path) -> N
         ge.compile(model, pass_paths=[plugin], verify=True)
     (warning,) = [w for w in caught if "did not run" in str(w.message)]
     assert str(warning.message) == (
-        "the verification's generated inputs did not run body 'sub_graph' of If '/If' "
-        "(changed by WrongThenBranch), so it did not check what the passes changed there: "
-        "give inputs that run it (--inputs FILE.npz, inputs=)")
+        "the verification's generated inputs did not run body 'sub_graph' (then_branch of "
+        "If '/If') (changed by WrongThenBranch), so it did not check what the passes changed "
+        "there: give inputs that run it (--inputs FILE.npz, inputs=)")
     positive = {name: np.abs(value) + 1 for name, value in
                 generate_inputs(onnx.load(model)).items()}
     with pytest.raises(VerificationError):

@@ -36,6 +36,7 @@ from ge.graph import NET_OUTPUT, DataType
 from ge.graph.allocation import no_full_collections
 from ge.graph.node import is_const
 from ge.graph.onnx_export import written_name
+from ge.graph.subgraphs import body_path
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
@@ -176,6 +177,7 @@ class Invocation:
             pass_name=entry.name,
             stage=stage,
             graph_name=target.name,
+            graph_path=body_path(target),
             outcome=outcome,
             changed=changed,
             seconds=time.perf_counter() - start,
@@ -257,6 +259,7 @@ class Invocation:
         nodes, constants = operator_count(target), constant_count(target)
         return PassRunRecord(
             pass_name=entry.name, stage=stage, graph_name=target.name,
+            graph_path=body_path(target),
             outcome=RunOutcome.NOT_CHANGED if rolled_back is None else RunOutcome.FAILED,
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,

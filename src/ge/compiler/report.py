@@ -129,10 +129,14 @@ class PassRunRecord:
     location: SourceLocation | None = None  # the pass's class statement
     constants_before: int = 0  # constants of the graph it ran on (`constant_count`)
     constants_after: int = 0
+    # where the graph is in the model ("" for the root, `if1.then_branch` for a body):
+    # exporters give every body one name (`ge.graph.subgraphs.body_path`)
+    graph_path: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.pass_name, "stage": self.stage, "graph": self.graph_name,
+            "graph_path": self.graph_path,
             "kind": self.kind, "origin": self.origin, "outcome": self.outcome.value,
             "changed": self.changed, "matches": self.matches, "rewrites": self.rewrites,
             "fusions": self.fusions, "nodes_before": self.nodes_before,

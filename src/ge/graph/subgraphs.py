@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["GraphSubgraphs", "body_attribute"]
+__all__ = ["GraphSubgraphs", "body_attribute", "body_path"]
 
 
 class GraphSubgraphs:
@@ -110,6 +110,21 @@ class GraphSubgraphs:
             for i, producer in enumerate(node._inputs):
                 if producer is not None and id(producer[0]._graph) not in inside:
                     node._graph._disconnect(node, i)  # type: ignore[union-attr]
+
+
+def body_path(graph: Graph) -> str:
+    """Where `graph` is in its model, unique where body names are not (exporters name every
+    body `sub_graph`): "" for the root, `if1.then_branch` for a body of node `if1`, and
+    `loop.body/if1.else_branch` for a body inside one (node names are unique per graph)."""
+    parts: list[str] = []
+    while graph._parent_node is not None:
+        owner = graph._parent_node
+        parts.append(f"{owner._name}.{body_attribute(graph) or '?'}")
+        parent = owner._graph
+        if parent is None:
+            break
+        graph = parent
+    return "/".join(reversed(parts))
 
 
 def body_attribute(graph: Graph) -> str | None:

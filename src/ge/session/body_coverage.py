@@ -21,6 +21,7 @@ import onnx
 from ge.errors import GeError
 from ge.graph import DATA, Graph, Node, Tensor
 from ge.graph.node import is_const
+from ge.graph.subgraphs import body_attribute, body_path
 from ge.session.runner import ModelRunner, exported_to_run
 
 __all__ = ["BodyCoverage", "body_coverage"]
@@ -29,8 +30,8 @@ __all__ = ["BodyCoverage", "body_coverage"]
 @dataclass(frozen=True)
 class BodyCoverage:
     """Of the bodies asked about: those no run took (`not_run`) and those ge cannot tell
-    about (`undecided`), by name; `described` says what each is ("body 'name' of If
-    'node'")."""
+    about (`undecided`), by `body_path`; `described` says what each is ("body 'name'
+    (then_branch of If 'node')")."""
 
     not_run: list[str]
     undecided: list[str]
@@ -39,9 +40,9 @@ class BodyCoverage:
 
 def body_coverage(graph: Graph, bodies: Sequence[str],
                   runs: Sequence[Mapping[str, Any]]) -> BodyCoverage:
-    """Which of the subgraphs `bodies` (by name) of the compiled `graph` the inputs `runs`
-    (the verification's, each a feed dict) ran."""
-    subgraphs = {sub.name: sub for sub in graph.get_all_subgraphs()}
+    """Which of the subgraphs `bodies` (by `body_path`: exporters give every body one name)
+    of the compiled `graph` the inputs `runs` (the verification's, each a feed dict) ran."""
+    subgraphs = {body_path(sub): sub for sub in graph.get_all_subgraphs()}
     asked = [(name, subgraphs.get(name)) for name in bodies]
     owners = {name: sub.parent_node for name, sub in asked
               if sub is not None and sub.parent_graph is graph and sub.parent_node is not None}
@@ -54,8 +55,9 @@ def body_coverage(graph: Graph, bodies: Sequence[str],
     coverage = BodyCoverage([], [], {})
     for name, sub in asked:
         parent = sub.parent_node if sub is not None else None
-        coverage.described[name] = (f"body {name!r}" if parent is None
-                                    else f"body {name!r} of {parent.type} {parent.name!r}")
+        coverage.described[name] = (
+            f"body {name!r}" if parent is None or sub is None
+            else f"body {sub.name!r} ({body_attribute(sub)} of {parent.type} {parent.name!r})")
         owner = owners.get(name)
         ran = None if owner is None or sub is None else _ran(sub, owner, values)
         if ran is None:

@@ -102,11 +102,10 @@ def warn_unexercised_bodies(report: CompileReport, graph: Graph,
     was not checked by it; say so, naming them (`ge.session.body_coverage`). Where ge cannot
     tell (a body of a body, a Scan's), generated inputs get the warning too; given ones
     were chosen by the user."""
-    root = report.graph.name
-    changed: dict[str, list[str]] = {}  # body -> the plugin passes that changed it
+    changed: dict[str, list[str]] = {}  # body (`graph_path`) -> the plugin passes changing it
     for r in report.records:
-        if r.changed and r.graph_name != root and r.origin != BUILTIN_ORIGIN:
-            names = changed.setdefault(r.graph_name, [])
+        if r.changed and r.graph_path and r.origin != BUILTIN_ORIGIN:
+            names = changed.setdefault(r.graph_path, [])
             if r.pass_name not in names:
                 names.append(r.pass_name)
     if not changed:
