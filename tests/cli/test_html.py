@@ -191,6 +191,58 @@ def test_compile_html_with_the_fuse_matmul_add_plugin(tmp_path: Path) -> None:
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
+WRONG_GEMM = """\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="WrongGemm", stage=PassStage.AFTER_INFER_SHAPE)
+class WrongGemm(PatternFusionPass):
+    @pattern
+    def matmul_add(self, inputs):
+        return es.MatMul(inputs[0], inputs[1]) + inputs[2]
+
+    def replacement(self, inputs):
+        return es.Gemm(inputs[0], inputs[1], inputs[2], beta=2.0)  # twice the bias: wrong
+"""
+
+
+@pytest.mark.usefixtures("builtin_engine")
+def test_a_failed_compilation_still_writes_its_page(tmp_path: Path) -> None:
+    """Trial P: a pass verification finds wrong left no page (only --report recorded the
+    failure): the page shows the graph as the failure left it, the pass's change marked;
+    the model is not written. A failure before the pipeline starts writes no page."""
+    model, out, page = tmp_path / "mm.onnx", tmp_path / "o.onnx", tmp_path / "page.html"
+    onnx.save(_matmul_add_model(), model)
+    plugin = tmp_path / "wrong_gemm.py"
+    plugin.write_text(WRONG_GEMM)
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--no-builtin",
+                             "--pass-path", str(plugin), "--verify", "each-pass",
+                             "--html", str(page))
+    assert code == 1 and stderr.startswith("ge: [GE1603] the outputs differ from the "
+                                           "original's after pass WrongGemm")
+    assert not out.exists()
+    text = page.read_text(encoding="utf-8")
+    assert "ge compile mm.onnx: FAILED" in text and "At the failure" in text
+    assert html.escape("[GE1603] the outputs differ", quote=False) in text
+    parsed = _parse(page)
+    assert parsed.passes == ["WrongGemm"]
+    gemms = [n for n in parsed.nodes["svg-a"].values() if n["data-op"] == "Gemm"]
+    assert len(gemms) == 1 and "added" in _classes(gemms[0])
+    _self_contained(text)
+    page.unlink()
+    # the compiled model failing the final verification: the page shows it
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--no-builtin",
+                             "--pass-path", str(plugin), "--verify", "--html", str(page))
+    assert code == 1 and stderr.startswith("ge: [GE1603] the compiled model's outputs differ")
+    gemms = [n for n in _parse(page).nodes["svg-a"].values() if n["data-op"] == "Gemm"]
+    assert len(gemms) == 1 and "added" in _classes(gemms[0]) and not out.exists()
+    page.unlink()
+    code, _, _ = run_ge("compile", str(tmp_path / "absent.onnx"), "-o", str(out), "--html",
+                        str(page))
+    assert code == 1 and not page.exists()
+
+
 @pytest.mark.skipif(shutil.which("dot") is None,
                     reason="graphviz dot is not on PATH (apt-get install graphviz)")
 def test_compile_html_with_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

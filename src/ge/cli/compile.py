@@ -396,7 +396,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                                                    recorder]
         progress.phase("running the model as given for --verify" if mode != "none"
                        else "starting")
-        with _working_directory_kept():
+        with _working_directory_kept(), _failure_page(html_path, recorder, model, progress):
             result = ge.compile(
                 graph, pass_paths=list(pass_paths) or None, options=options or None,
                 builtin_passes=builtin, disable=disable, enable=enable, verify=mode,
@@ -463,6 +463,39 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
             click.echo(f"wrote page {html_path}")
+
+
+@contextlib.contextmanager
+def _failure_page(html_path: Path | None, recorder: Any, model: Path,
+                  progress: Any) -> Iterator[None]:
+    """On a compilation failing once its pipeline started (a pass, a check, verification),
+    write the `--html` page anyway, as `--report` records the failure: the graph it started
+    from beside the graph as the failure left it (after the passes before it; a failing
+    pass's own change rolled back, a pass that verification found wrong kept), with what
+    each pass changed, under the error. Not when the page cannot be written (the error
+    stays the compilation's)."""
+    from ge.cli.graph_diff import snapshot as graph_snapshot
+
+    try:
+        yield
+    except GeError as err:
+        after = None if recorder is None else (
+            recorder.failed_at if recorder.failed_at is not None
+            else graph_snapshot(recorder.graph) if recorder.graph is not None else None)
+        if html_path is not None and recorder is not None and recorder.before is not None \
+                and after is not None:
+            from ge.cli import html_page
+
+            try:
+                progress.phase(f"writing {html_path}")
+                html_page.write_page(html_path, html_page.render_page(
+                    title=f"ge compile {model.name}: FAILED",
+                    subtitle=f"{model}: {err}; the graph as the failure left it",
+                    before=recorder.before, after=after,
+                    passes=recorder.changes, labels=("Before", "At the failure")))
+            except (GeError, OSError):
+                pass
+        raise
 
 
 @contextlib.contextmanager

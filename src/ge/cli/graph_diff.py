@@ -214,11 +214,18 @@ class PassChangeRecorder(PipelineObserver):
         self._last = _names(graph)
         self.changes: list[PassChange] = []
         self.before: GraphSnapshot | None = None  # the graph the pipeline started from
+        self.graph: Graph | None = None  # the graph the pipeline compiles (once it started)
+        self.failed_at: GraphSnapshot | None = None  # as a failure left it (`--html` then)
 
     def step_started(self, index: int, label: str, graph: Graph) -> None:
         if self.before is None:  # the model compiled (a converted copy with --opset)
             self.before = snapshot(graph)
             self._last = _names(graph)
+            self.graph = graph
+
+    def compilation_failed(self, error: BaseException, graph: Graph) -> None:
+        if isinstance(error, Exception):  # (not for Ctrl-C: no page is written then)
+            self.failed_at = snapshot(graph)
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         """The pass's changes to the whole model, once it ran on every graph (walking the

@@ -122,6 +122,11 @@ class PipelineObserver:
         order): what looks at the whole model after a pass (verification, the HTML page's
         changes) does it here, once, not once per body."""
 
+    def compilation_failed(self, error: BaseException, graph: Graph) -> None:
+        """A step or pass failed with `error`; `graph` is as the failure left it (a failing
+        pass's run rolled back, the passes before it kept), before the compilation undoes
+        them: the last moment to look at it."""
+
 
 def check_modes(check: object, on_pass_failure: object) -> None:
     """Refuse a `check` or `on_pass_failure` the scheduler does not have: of another type
@@ -210,9 +215,17 @@ class Scheduler:
         Before final validation, the opset imports of the domains the passes emptied are
         dropped (`ge.compiler.opset_imports`)."""
         check_acyclic(graph.root_graph())
-        unused = unused_opset_imports(graph)  # the input's own: kept
         for observer in self._observers:
             observer.compilation_started(self.last_changes)
+        try:
+            return self._run(graph)
+        except BaseException as err:
+            for observer in self._observers:
+                observer.compilation_failed(err, graph)
+            raise
+
+    def _run(self, graph: Graph) -> list[PassRunRecord]:
+        unused = unused_opset_imports(graph)  # the input's own: kept
         for index, step in enumerate(PIPELINE):
             if step == "final_validation":
                 drop_emptied_opset_imports(graph, unused)

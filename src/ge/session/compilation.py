@@ -566,6 +566,15 @@ def compile(
                                        on_pass_failure=on_pass_failure, observers=watchers)
                 if as_given is not None:
                     report.counts_before, report.ops_before = as_given
+                try:
+                    return verified(report)
+                except Exception as err:  # (the observers see the compiled graph failing)
+                    for watcher in watchers:
+                        watcher.compilation_failed(err, graph)
+                    raise
+
+            def verified(report: CompileReport) -> CompileResult:
+                """The result of `report`'s compilation, once verified (when asked)."""
                 if unrunnable is not None:
                     # ge finds the model as given invalid, which onnxruntime refused to run in
                     # its own words: the compilation said it in ge's, as without verification
