@@ -126,8 +126,9 @@ def test_a_call_onnx_does_not_inline(widen: None) -> None:
     assert caught.value.message == (
         "node 'call' calls model-local function local.F, which onnx's inliner does not "
         "inline (function local.F imports opset 17 of domain '', the model 18), so ge "
-        "cannot type its body (with --opset, which takes the model to a newer opset than its "
-        "functions import, --inline-functions inlines them first)")
+        "cannot type its body (when a conversion to a newer opset than its functions import "
+        "made that so, inline them first: ge compile --inline-functions, "
+        "ge.compile(inline_functions=True))")
 
 
 def test_a_constant_input_reaches_the_body_with_its_value(widen: None) -> None:

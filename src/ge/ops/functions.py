@@ -299,8 +299,9 @@ def infer_call(node: Node) -> list[TensorDesc | None]:
     if left:  # (typing it would ask this function again, without end)
         raise ShapeInferenceError(
             f"{what}, which onnx's inliner does not inline ({left}), so ge cannot type "
-            "its body (with --opset, which takes the model to a newer opset than its "
-            "functions import, --inline-functions inlines them first)", nodes=[node.name])
+            "its body (when a conversion to a newer opset than its functions import made "
+            "that so, inline them first: ge compile --inline-functions, "
+            "ge.compile(inline_functions=True))", nodes=[node.name])
     body = model_to_graph(inlined)
     try:
         infer_shapes(body, strict=True)
