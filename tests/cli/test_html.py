@@ -397,3 +397,41 @@ def test_the_page_runs_in_a_headless_browser(tmp_path: Path, builtin_engine: Non
     assert 'data-ready="1"' in dom.stdout, dom.stderr[-2000:]
     drawn = re.search(r'data-nodes="(\d+)/(\d+)"', dom.stdout)
     assert drawn is not None and int(drawn.group(1)) > int(drawn.group(2)) > 0
+
+
+def _ifs(second_then: str) -> onnx.ModelProto:
+    """a = If(c, Relu(x), Neg(x)), b = If(c, `second_then`(x), Neg(x)): every body named
+    `sub_graph` and its node unnamed, as exporters and hand-built models write them."""
+    vi = helper.make_tensor_value_info
+
+    def body(op: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["x"], ["o"])], "sub_graph", [],
+                                 [vi("o", TensorProto.FLOAT, [2])])
+
+    nodes = [helper.make_node("If", ["c"], ["a"], name="if1", then_branch=body("Relu"),
+                              else_branch=body("Neg")),
+             helper.make_node("If", ["c"], ["b"], name="if2", then_branch=body(second_then),
+                              else_branch=body("Neg"))]
+    graph = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, [2]),
+                                           vi("c", TensorProto.BOOL, [])],
+                              [vi("a", TensorProto.FLOAT, [2]), vi("b", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_nodes_of_bodies_of_one_name_are_kept_apart(tmp_path: Path) -> None:
+    """Node keys were `sub_graph::Relu` for both Relus (and both Negs): the snapshot kept one
+    of each, and the diff could not say which body changed. They are keyed by where the
+    body is (`if1.then_branch::Relu`); the JSON keeps `graph` the body's name."""
+    snap = graph_diff.snapshot(ge.graph.load(_ifs("Relu")))
+    assert sorted(k for k in snap.nodes if "::" in k and "NetOutput" not in k) == [
+        "if1.else_branch::Neg", "if1.then_branch::Relu", "if2.else_branch::Neg",
+        "if2.then_branch::Relu"]
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(_ifs("Relu"), a)
+    onnx.save(_ifs("Abs"), b)
+    code, stdout, stderr = run_ge("diff", str(a), str(b), "--json")
+    assert code == 0, stderr
+    payload = json.loads(stdout)
+    assert [(r["key"], r["graph"], r["graph_path"], r["op"]) for r in payload["removed"]] == [
+        ("if2.then_branch::Relu", "sub_graph", "if2.then_branch", "Relu")]
+    assert [(r["key"], r["op"]) for r in payload["added"]] == [("if2.then_branch::Abs", "Abs")]

@@ -26,12 +26,17 @@ from ge.errors import CommandLineError
 __all__ = ["diff_command"]
 
 
-def _rows(keys: list[str], types: dict[str, str]) -> list[dict[str, str]]:
+def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
+    """Nodes as the JSON lists them: `graph` their body's name ("" for the main graph),
+    `graph_path` where that body is (`if1.then_branch`: bodies share names), `key` both."""
     out = []
     for key in keys:
-        graph, sep, name = key.rpartition("::")
-        out.append({"name": name if sep else key, "graph": graph if sep else "",
-                    "key": key, "op": types.get(key, "")})
+        path, sep, name = key.rpartition("::")
+        record = snap.nodes.get(key)
+        out.append({"name": name if sep else key,
+                    "graph": record.graph if sep and record is not None else "",
+                    "graph_path": path if sep else "", "key": key,
+                    "op": record.type if record is not None else ""})
     return out
 
 
@@ -58,10 +63,10 @@ def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None) -> None:
         "a": str(a), "b": str(b), "graph_a": before.name, "graph_b": after.name,
         **{f"{field}_{side}": value for side, snap in (("a", before), ("b", after))
            for field, value in snap.node_counts().as_dict().items()},
-        "removed": _rows(diff.removed, types_a), "added": _rows(diff.added, types_b),
+        "removed": _rows(diff.removed, before), "added": _rows(diff.added, after),
         "changed": [{**row, "op_a": types_a[row["key"]], "op_b": types_b[row["key"]],
                      "what": diff.changed[row["key"]]}
-                    for row in _rows(list(diff.changed), types_b)],
+                    for row in _rows(list(diff.changed), after)],
         "ops_a": dict(diff.ops_before.most_common()),
         "ops_b": dict(diff.ops_after.most_common()),
         "ops_delta": diff.ops_delta(),

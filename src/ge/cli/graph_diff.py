@@ -4,7 +4,7 @@ of a compilation (`PassChangeRecorder`, a pipeline observer). `ge compile --html
 `ge diff` show them (`ge.cli.html_page`).
 
 Nodes are identified between the two graphs by name (ge keeps the names of the nodes passes
-do not touch); nodes of subgraphs by `SUBGRAPH::NAME`.
+do not touch); nodes of subgraphs by `BODY::NAME` (`node_key`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ge.compiler.scheduler import PipelineObserver
 from ge.graph import Graph
 from ge.graph.graph import CONST
 from ge.graph.node import Node
+from ge.graph.subgraphs import body_path
 
 __all__ = ["IO_TYPES", "GraphDiff", "GraphSnapshot", "NodeRecord", "PassChange",
            "PassChangeRecorder", "diff_snapshots", "node_key", "snapshot"]
@@ -30,10 +31,12 @@ IO_TYPES = ("Data", "NetOutput")
 
 
 def node_key(node: Node, root_name: str) -> str:
-    """A node's identity across graphs: its name, `SUBGRAPH::NAME` in a subgraph."""
+    """A node's identity across graphs: its name, `BODY::NAME` in a subgraph, BODY where
+    it is (`if1.then_branch`: exporters give every body one name, and an unnamed node
+    of two bodies one IR name; `ge.graph.subgraphs.body_path`)."""
     owner = node.owner_graph
-    graph = owner.name if owner is not None else root_name
-    return node.name if graph == root_name else f"{graph}::{node.name}"
+    path = body_path(owner) if owner is not None else ""
+    return f"{path}::{node.name}" if path else node.name
 
 
 def _dtype(desc: Any) -> str:
@@ -164,9 +167,10 @@ def snapshot(graph: Graph) -> GraphSnapshot:
         meta = node.get_metadata()
         owner = node.owner_graph
         graph_name = owner.name if owner is not None else root
+        path = body_path(owner) if owner is not None else ""
         origin = [n for n in meta.get("ge.origin_nodes", "").split(",") if n]
-        if graph_name != root:
-            origin = [f"{graph_name}::{n}" for n in origin]
+        if path:
+            origin = [f"{path}::{n}" for n in origin]
         label = op_label(node)
         nodes[key] = NodeRecord(key, node.name, label, graph_name, inputs, outputs, attrs,
                                 (label, tuple(producers), tuple(sorted(compared))),
@@ -242,22 +246,19 @@ class PassChangeRecorder(PipelineObserver):
         rewired = [k for k, (t, ins) in current.items()
                    if k in last and last[k] != (t, ins)]
         matched: dict[str, None] = {}
-        root = graph.name
         bodies: dict[str, Graph] | None = None
         for key, _ in added:
-            name, sep, sub = key.rpartition("::")
+            path, sep, sub = key.rpartition("::")
             if sep and bodies is None:
-                bodies = {}
-                for body in graph.get_all_subgraphs():
-                    bodies.setdefault(body.name, body)
-            owner = graph if not sep else (bodies or {}).get(name)
+                bodies = {body_path(body): body for body in graph.get_all_subgraphs()}
+            owner = graph if not sep else (bodies or {}).get(path)
             node_name = sub if sep else key
             if owner is None or not owner.has_node(node_name):
                 continue
             for origin in owner.find_node_by_name(node_name).get_metadata().get(
                     "ge.origin_nodes", "").split(","):
                 if origin:
-                    matched[origin if owner.name == root else f"{owner.name}::{origin}"] = None
+                    matched[f"{path}::{origin}" if sep else origin] = None
         if added and not matched:
             matched = dict.fromkeys(k for k, _ in removed)
         self.changes.append(PassChange(record.pass_name, record.stage, where,
