@@ -217,7 +217,9 @@ def test_ge_compile_refuses_such_a_folder_and_writes_nothing(tmp_path: Path) -> 
 def test_a_dump_changed_since_its_run_is_kept_and_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dump the user edited is no longer the run's to remove: nothing is removed, and
-    GE's variables' folder is named as DUMP_GRAPH_PATH's in the error."""
+    GE's variables' folder is named as DUMP_GRAPH_PATH's in the error. The steps after
+    InferShape left the graph as it was, so their dumps are hard links of its file
+    (`test_dump_links`): edited in place, it is edited under each of those names."""
     folder = _user_folder(tmp_path)
     ge.compile(small_graph(), dump=folder)
     with (folder / "ge_0002_InferShape.txt").open("a") as edited:
@@ -229,9 +231,10 @@ def test_a_dump_changed_since_its_run_is_kept_and_refused(
         ge.compile(small_graph())
     assert info.value.code == "GE1701"
     assert info.value.message.startswith(
-        f"cannot dump graphs to {folder} (DUMP_GRAPH_PATH): it holds 1 file(s) named like "
+        f"cannot dump graphs to {folder} (DUMP_GRAPH_PATH): it holds 7 file(s) named like "
         "ge's dumps that no dump manifest there (ge_dump_manifest.json) lists as written by "
-        "ge and unchanged since (ge_0002_InferShape.txt): ")
+        "ge and unchanged since (ge_0002_InferShape.txt, ge_0003_AfterInferShape.txt, "
+        "ge_0004_BuiltinFusion.txt and 4 more): ")
     assert _snapshot(folder) == before
 
 
