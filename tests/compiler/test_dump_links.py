@@ -2,7 +2,8 @@
 serialised again: its files are hard links to the previous dump's (a copy where links are
 refused), so every step still has its file, for nothing. What "unchanged" means is
 `ge.compiler.dumping.dumped_state`: the hierarchy's mutation count (bodies included) and the
-model fields around the graph that change without it (opset imports, doc string, ...)."""
+model fields around the graph that change without it (opset imports, doc string, ...).
+The time spent dumping is the report's `dump_seconds`."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def test_unchanged_steps_are_links_and_every_step_has_its_files(
     every step after it the same files again; each name exists, loads in onnx (checked)
     and ge, and the manifest lists every name."""
     folder = tmp_path / "d"
-    ge.compile(small_graph(), pass_paths=[write("neg.py", ADDS_NEG)], dump=folder)
+    report = ge.compile(small_graph(), pass_paths=[write("neg.py", ADDS_NEG)],
+                        dump=folder).report
     assert sorted(p.name for p in folder.iterdir()) == sorted([*ALL_STEPS, MANIFEST])
     for suffix in (".onnx", ".txt"):
         names = [_step_file(folder, label, suffix) for label in ["Input", *STEPS]]
@@ -87,6 +89,7 @@ def test_unchanged_steps_are_links_and_every_step_has_its_files(
         onnx.checker.check_model(str(folder / name), full_check=True)
     listed = {f["name"] for f in json.loads((folder / MANIFEST).read_text())["files"]}
     assert listed == set(ALL_STEPS)
+    assert report.dump_seconds > 0
 
 
 def test_links_hold_what_serialising_again_would_write(
@@ -242,3 +245,48 @@ def test_links_refused_by_the_filesystem_are_copies(
     assert (folder / ALL_STEPS[0]).read_bytes() == (folder / ALL_STEPS[2]).read_bytes()
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary left
     ge.compile(small_graph(), dump=folder)  # the manifest lists the copies: replaced
+
+
+def test_the_report_says_how_long_dumping_took(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dump_seconds` is part of `seconds`, in the JSON always, and in the summary line
+    when it is more than a tenth of the compilation."""
+    import time
+
+    report = ge.compile(small_graph()).report
+    assert report.dump_seconds == 0.0 and report.as_dict()["dump_seconds"] == 0.0
+    assert "dumps" not in report.summary()
+    real = dumping.save_model
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(0.05)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dumping, "save_model", slow)
+    report = ge.compile(small_graph(), dump=tmp_path / "d").report
+    # written: Input, InferShape (its types); linked: the 7 others
+    assert 0.1 <= report.dump_seconds <= report.seconds
+    assert sum(s.seconds for s in report.steps) + report.dump_seconds <= report.seconds
+    assert report.as_dict()["dump_seconds"] == report.dump_seconds
+    assert report.summary().endswith(f", of which dumps {report.dump_seconds * 1000:.1f} ms")
+
+
+def test_ge_compile_json_has_dump_seconds(tmp_path: Path) -> None:
+    """`ge compile --json`: `dump_seconds` beside `seconds`, 0.0 without `--dump`."""
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    source = tmp_path / "m.onnx"
+    onnx.save(_weighted_model(), source)
+    for dump in (None, tmp_path / "d"):
+        args = ["compile", str(source), "-o", str(tmp_path / "out.onnx"), "--json"]
+        result = CliRunner().invoke(cli, [*args, *(["--dump", str(dump)] if dump else [])])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        if dump is None:
+            assert data["dump_seconds"] == 0.0
+        else:
+            assert 0 < data["dump_seconds"] <= data["seconds"]
+            assert sum(step["seconds"] for step in data["steps"]) + data["dump_seconds"] \
+                <= data["seconds"]

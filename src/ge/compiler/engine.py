@@ -478,4 +478,6 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                          ops_after=ops_after, fixed_point=scheduler.fixed_point,
                          seconds=time.perf_counter() - start, counts_before=counts_before,
                          counts_after=counts_after,
-                         last_changes=scheduler.last_changes)
+                         last_changes=scheduler.last_changes,
+                         dump_seconds=sum(o.seconds for o in observers
+                                          if isinstance(o, GraphDumper)))

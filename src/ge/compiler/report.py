@@ -222,6 +222,8 @@ class CompileReport:
     ops_before: dict[str, int] = field(default_factory=dict)
     ops_after: dict[str, int] = field(default_factory=dict)
     fixed_point: FixedPointRecord | None = None
+    #: The whole compilation: the steps, the graph dumps (`dump_seconds`) and the counting
+    #: and checking around them.
     seconds: float = 0.0
     #: The model as given to `ge.compile`, also where it converted it first (`opset`,
     #: `inline_functions`; `steps` and `records` count the converted one), and as compiled.
@@ -231,6 +233,9 @@ class CompileReport:
     #: node of the compiled model names); not part of `as_dict`.
     last_changes: LastChanges = field(default_factory=LastChanges, repr=False,
                                       compare=False)
+    #: Of `seconds`, the time spent writing graph dumps (`dump=`, GE's `DUMP_GE_GRAPH`):
+    #: no step's time includes it, so without it the steps did not add up to `seconds`.
+    dump_seconds: float = 0.0
 
     def rewrites_by_pass(self) -> dict[str, int]:
         """Per pass that rewrote anything: engine rewrites plus `report_fuse` calls."""
@@ -274,13 +279,17 @@ class CompileReport:
     def summary(self) -> str:
         """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →
         24; 50 pass run(s), 5 pass(es) changed the graph; origin-graph optimisation: 2
-        round(s); 54.7 ms` (the counts as `NodeCounts.change` states them)."""
+        round(s); 54.7 ms` (the counts as `NodeCounts.change` states them), with `, of which
+        dumps 31.2 ms` when writing graph dumps took more than a tenth of it."""
         line = (f"{self.counts_before.change(self.counts_after)}; {len(self.records)} "
                 f"pass run(s), {len(self.passes_that_changed())} pass(es) changed the graph")
         if self.fixed_point is not None:
             line += (f"; origin-graph optimisation: {self.fixed_point.rounds} round(s)"
                      + ("" if self.fixed_point.converged else ", no fixed point"))
-        return f"{line}; {self.seconds * 1000:.1f} ms"
+        line += f"; {self.seconds * 1000:.1f} ms"
+        if self.dump_seconds > _SIGNIFICANT_SHARE * self.seconds:
+            line += f", of which dumps {self.dump_seconds * 1000:.1f} ms"
+        return line
 
     def __repr__(self) -> str:
         return f"<CompileReport of graph {self.graph.name!r}: {self.summary()}>"
@@ -291,6 +300,7 @@ class CompileReport:
         return {
             "graph": self.graph.name,
             "seconds": self.seconds,
+            "dump_seconds": self.dump_seconds,
             "nodes_before": self.counts_before.nodes,
             "nodes_after": self.counts_after.nodes,
             "subgraph_nodes_before": self.counts_before.subgraph_nodes,
@@ -305,6 +315,10 @@ class CompileReport:
             "ops_after": self.ops_after,
             "skipped_plugins": [err.details() for err in self.skipped_plugins],
         }
+
+
+#: The share of a compilation's time above which the summary line says what dumps took.
+_SIGNIFICANT_SHARE = 0.1
 
 
 def _change(before: int, after: int) -> str:
