@@ -40,3 +40,20 @@ def run_process(*args: str, cwd: Path | None = None,
 def listing(folder: Path) -> list[str]:
     """The names under `folder`, recursively, sorted."""
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+#: A plugin fusing Relu(Neg(x)) into Relu(x) (wrong on purpose: the explain tests only
+#: look at where it matches).
+RELU_NEG = """
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
+class ReluNeg(PatternFusionPass):
+    @pattern
+    def relu_neg(self, inputs):
+        return es.Relu(es.Neg(inputs[0]))
+
+    def replacement(self, inputs):
+        return es.Relu(inputs[0])
+"""

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_helpers import RELU_NEG
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
@@ -18,20 +19,6 @@ from model_paths import shared_model
 
 VIT = str(shared_model("vit_tiny"))
 Q_PROJ_ADD = "/model/layers.0/attention/q_proj/Add"
-
-RELU_NEG = """
-import ge.es.all as es
-from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
-
-@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
-class ReluNeg(PatternFusionPass):
-    @pattern
-    def relu_neg(self, inputs):
-        return es.Relu(es.Neg(inputs[0]))
-
-    def replacement(self, inputs):
-        return es.Relu(inputs[0])
-"""
 
 
 

@@ -8,22 +8,8 @@ import json
 from pathlib import Path
 
 import onnx
-from cli_helpers import run_ge
+from cli_helpers import RELU_NEG, run_ge
 from onnx import TensorProto, helper
-
-RELU_NEG = """
-import ge.es.all as es
-from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
-
-@register_fusion_pass(name="ReluNeg", stage=PassStage.AFTER_INFER_SHAPE)
-class ReluNeg(PatternFusionPass):
-    @pattern
-    def relu_neg(self, inputs):
-        return es.Relu(es.Neg(inputs[0]))
-
-    def replacement(self, inputs):
-        return es.Relu(inputs[0])
-"""
 
 EVERY_NEG = """
 from ge.passes import DecomposePass, PassStage, register_decompose_pass
