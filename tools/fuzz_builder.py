@@ -85,6 +85,8 @@ class Builder:
         self.scopes: list[str] = []  # the control-flow bodies being built ("If", "Loop")
         self.outputs: list[Value] = []  # values that must be graph outputs
         self.unshaped: set[str] = set()  # values whose shape is not static: never read
+        #: values no node may read: a random draw, which only its own comparison reads
+        self.unread: set[str] = set()
         #: the values with symbolic dims (`fuzz_symbolic`'s generators read them, no other);
         #: their names are in `unshaped` too
         self.sym_values: list[Value] = []

@@ -130,6 +130,7 @@ def outer_view(b: Builder, kind: str) -> list[Value]:
     pooled = {id(v) for v in b.values}
     hidden = [b.by_name[o] for n in b.nodes for o in n.output
               if o in b.by_name and id(b.by_name[o]) not in pooled and o not in b.unshaped
+              and o not in b.unread
               and b.by_name[o].dtype == FLOAT and n.op_type not in ("Constant", "Cast")]
     if hidden and b.chance(0.3):
         visible.append(b.choice(hidden))

@@ -288,6 +288,8 @@ def call(b: Builder, fn: Function, args: Sequence[Value] | None = None,
         if o.name in b.inverses:
             b.inverses.add(r.name)
     start = 1 if fn.random == "differ" else 0
+    if start and results:  # (a draw: read by nothing but its comparison, else outputs differ)
+        b.unread.add(results[0].name)
     if fn.opaque:  # (a graph output at the top level, unread in a body)
         if not b.scopes and results[start:]:
             b.outputs.append(results[start])
@@ -490,8 +492,9 @@ def g_function(b: Builder) -> bool:
     if random == "differ":  # true in the original: two calls are two draws
         second = call(b, fn, args, fn.last_attrs)
         d = b.op("Sub", [first[0], second[0]], first[0].shape, pool=False)
-        m = b.op("ReduceMax", [b.op("Abs", [d], d.shape, pool=False)], (), pool=False,
-                 keepdims=0)
+        a = b.op("Abs", [d], d.shape, pool=False)
+        m = b.op("ReduceMax", [a], (), pool=False, keepdims=0)
+        b.unread.update(v.name for v in (d, a, m))  # (as random as the draws)
         b.outputs.append(b.op("Greater", [m, b.scalar(0.0)], (), BOOL, pool=False))
         return True
     for _ in range(int(b.rng.integers(0, 3))):  # called again: same arguments or others
