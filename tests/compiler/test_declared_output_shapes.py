@@ -116,3 +116,45 @@ def test_a_contradiction_a_pass_made_names_the_pass(tmp_path: Path) -> None:
         "contradicts it). Before inference, node 'flat' was last changed by pass DropAdd "
         "(BeforeInferShape): that pass may have changed the output's shape (--verify "
         "compares the compiled model with the original)"]
+
+
+ADD_TO_IDENTITY = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="AddToIdentity", stage=PassStage.BEFORE_INFER_SHAPE)
+class AddToIdentity(FusionBasePass):
+    def run(self, graph, context):
+        add = graph.find_node_by_name("add")
+        src, i = add.get_in_data_nodes_and_port_indexes(0)
+        identity = graph.add_node("Identity", num_inputs=1, name="ident")
+        graph.add_data_edge(src, i, identity, 0)
+        graph.replace_all_uses(add, 0, identity, 0)
+        graph.remove_node(add)
+"""
+
+
+def test_a_built_in_pass_is_not_blamed_for_a_contradiction_it_found(tmp_path: Path) -> None:
+    """Trial R: a plugin turned a broadcasting Add into an Identity before inference, so
+    the output [B, 1] contradicts its declared [B, 4]; NoOpElimination then removed the
+    Identity and failed as "a bug in ge" for rewiring an output to a value of another
+    shape, which it had before. The warning names the plugin and the output as the model
+    writes it ('y', not the value now read); the model is refused when saved."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "b"], ["y"], name="add")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, ["B", 1])],
+        [helper.make_tensor_value_info("y", F, ["B", 4])],
+        [onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    plugin = tmp_path / "add_to_identity.py"
+    plugin.write_text(ADD_TO_IDENTITY)
+    with pytest.warns(CompileWarning) as caught:
+        result = ge.compile(model, pass_paths=[plugin])
+    assert not result.graph.nodes_of_type("Identity")  # NoOpElimination ran and kept it
+    told = [str(w.message) for w in caught if "is declared" in str(w.message)]
+    assert len(told) == 1 and told[0].startswith(
+        "graph output 'y' is declared [B, 4] but its inputs give [B, 1]")
+    assert "node 'ident' was last changed by pass AddToIdentity (BeforeInferShape)" in told[0]
+    with pytest.raises(ge.errors.GraphValidationError, match=r"onnx\.checker rejects"):
+        result.save(tmp_path / "out.onnx")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,7 @@ class Invocation:
             return self.idle_record(entry, target, stage)
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
         before = root.mutation_count
+        contradicted = _contradicted_outputs(target) if self.typed else set()
         nodes_before = operator_count(target)
         constants_before = constant_count(target)
         start = time.perf_counter()
@@ -136,7 +137,7 @@ class Invocation:
                     if self.typed and not problems:
                         problems = _shape_problems(touched, changes)
                     if not problems:  # (a stale desc explains a wrong output type better)
-                        problems = _output_problems(root, target, touched)
+                        problems = _output_problems(root, target, touched, contradicted)
                     problems = [_with_refusal(p, refused) for p in problems]
                     if problems:
                         problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
@@ -350,12 +351,24 @@ def _with_refusal(problem: ValidationProblem, refused: dict[str, ShapeInferenceE
                                     f"{refused[problem.nodes[0]].message}")
 
 
-def _output_problems(root: Graph, target: Graph, touched: list[Node]
-                     ) -> list[ValidationProblem]:
+def _contradicted_outputs(graph: Graph) -> set[int]:
+    """The outputs of `graph` that read a value contradicting their declared type already
+    (a BeforeInferShape pass, or the export, made it so): a later pass rewiring one is not
+    what made the contradiction (`_output_problems`)."""
+    found: set[int] = set()
+    for node in graph.nodes_of_type(NET_OUTPUT):
+        found.update(i for i in range(node.get_inputs_size())
+                     if _declared_output_problem(node, i) is not None)
+    return found
+
+
+def _output_problems(root: Graph, target: Graph, touched: list[Node],
+                     contradicted: Collection[int] = ()) -> list[ValidationProblem]:
     """What a pass did to a graph's outputs that the node checks do not see: a graph left
     without its one NetOutput (removed, not only disconnected), and an output rewired to a
     value of another element type or static shape than the graph declares for it (a model
-    the checker rejects, blamed on ge's own Identity at save time)."""
+    the checker rejects, blamed on ge's own Identity at save time), unless the output of
+    `target` (one of `contradicted`) read such a value before the pass already."""
     problems = []
     graphs = dict.fromkeys([root, target, *(n.owner_graph for n in touched)])
     for graph in graphs:
@@ -371,6 +384,8 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node]
         if node.type != NET_OUTPUT or node.owner_graph is None:
             continue
         for index in range(node.get_inputs_size()):
+            if node.owner_graph is target and index in contradicted:
+                continue
             problem = _declared_output_problem(node, index)
             if problem is not None:  # (about the node read too, as the message names it)
                 read = node.get_input_producer(index)

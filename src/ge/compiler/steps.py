@@ -129,8 +129,9 @@ def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = N
     from ge.ops.model_inference import contradicted_outputs
 
     for name, said, got, producer in contradicted_outputs(graph):
-        blamed = (last_changes.blame(graph, [producer.name])
-                  if last_changes is not None else None)
+        net_output = graph.get_net_output()
+        read = [producer.name, *([net_output.name] if net_output is not None else [])]
+        blamed = last_changes.blame(graph, read) if last_changes is not None else None
         if blamed is None:
             cause = "Export the output with dynamic axes too"
         else:

@@ -339,9 +339,11 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     _fill_from_declared_outputs(root)
 
 
-def _declared_outputs(root: Graph) -> Iterator[tuple[Node, int, TensorDesc]]:
+def _declared_outputs(root: Graph, *, every: bool = False
+                      ) -> Iterator[tuple[Node | None, int, TensorDesc]]:
     """(producer, output index, declared desc) of each graph output whose type the model
-    declares (the NetOutput's own input desc)."""
+    declares (the NetOutput's own input desc); `every`: one per output, (None, -1, an
+    empty desc) for the others, so that the position is the output's."""
     net_output = root.get_net_output()
     if net_output is None:
         return
@@ -349,6 +351,8 @@ def _declared_outputs(root: Graph) -> Iterator[tuple[Node, int, TensorDesc]]:
         producer = net_output.get_input_producer(i)
         if producer is not None and net_output.has_input_desc(i):
             yield producer[0], producer[1], net_output.get_input_desc(i)
+        elif every:
+            yield None, -1, TensorDesc()
 
 
 def _fill_from_declared_outputs(root: Graph) -> None:
@@ -356,7 +360,7 @@ def _fill_from_declared_outputs(root: Graph) -> None:
     inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
     outputs without their dims (`_relax_outputs`)."""
     for node, index, declared in _declared_outputs(root):
-        if node.type == DATA or is_const(node) or not node.has_output_desc(index):
+        if node is None or node.type == DATA or is_const(node) or not node.has_output_desc(index):
             continue
         held = node.get_output_desc(index)
         filled = _merged(held, declared, from_file=True)
@@ -371,7 +375,10 @@ def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim], N
     with dynamic axes given for its inputs only). A dim inference made up (`unk__N`) or
     left unknown is no contradiction."""
     found = []
-    for node, index, declared in _declared_outputs(root):
+    names = root._output_names  # (as the model writes them: a pass may rewire an output)
+    for i, (node, index, declared) in enumerate(_declared_outputs(root, every=True)):
+        if node is None:
+            continue
         said_shape, got_shape = declared.get_shape(), node.get_output_desc(index).get_shape()
         if said_shape.is_unknown_rank() or got_shape.is_unknown_rank():
             continue
@@ -379,7 +386,8 @@ def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim], N
         if len(said) == len(got) and any(
                 isinstance(d, int) and d >= 0 and d != g and not _fresh_symbol(g)
                 and g != -1 for d, g in zip(said, got)):
-            found.append((node.get_output_name(index), said, got, node))
+            name = names[i] if i < len(names) and names[i] else node.get_output_name(index)
+            found.append((name, said, got, node))
     return found
 
 
