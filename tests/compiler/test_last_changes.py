@@ -126,7 +126,7 @@ class TransposeBack(FusionBasePass):
 def test_a_shape_error_further_on_names_the_nearest_change_upstream(tmp_path: Path) -> None:
     """Trial O: a BeforeInferShape pass changed a Transpose; shape inference failed three
     nodes further on, at a MatMul no pass touched, and GE1305 named no pass. It names the
-    nearest node upstream a pass changed, how far, and that pass (its file:line)."""
+    nearest node upstream a pass changed, how far, and that pass, as a guess."""
     plugin = tmp_path / "transpose_back.py"
     plugin.write_text(TRANSPOSE_BACK)
     f = TensorProto.FLOAT
@@ -142,8 +142,11 @@ def test_a_shape_error_further_on_names_the_nearest_change_upstream(tmp_path: Pa
     with pytest.raises(ge.errors.ShapeInferenceError) as info:
         ge.compile(model, pass_paths=[plugin])
     err = info.value
-    assert err.code == "GE1305" and err.pass_name == "TransposeBack"
+    assert err.code == "GE1305"
     assert err.message.endswith(
         "; node 'mm' depends on node 't', 3 nodes upstream, last changed by pass "
-        "TransposeBack (BeforeInferShape), the nearest change a pass made upstream")
-    assert str(err.location) == f"{plugin}:5"
+        "TransposeBack (BeforeInferShape), the nearest change a pass made upstream (if it "
+        "fails with --disable TransposeBack too, the model does)")
+    # a guess (trial R: a model broken by itself was blamed on a harmless pass): the
+    # message names the pass, the error's own pass and location stay unset
+    assert err.pass_name is None and err.location is None

@@ -154,8 +154,8 @@ def test_a_pass_further_upstream_is_named_and_each_pass_verification_pointed_at(
         "; node 'reshape' depends on node 'shape', 2 nodes upstream, last changed by pass "
         "BreakReshape (AfterInferShape), the nearest change a pass made upstream "
         '(verify="each-pass", --verify each-pass, names the pass after which it cannot)')
-    assert (err.pass_name, err.stage, str(err.location), err.nodes) == (
-        "BreakReshape", "AfterInferShape", f"{plugin}:7", ("reshape",))
+    assert (err.pass_name, err.stage, err.location, err.nodes) == (
+        None, None, None, ("reshape",))  # (a guess: the message says so, not the fields)
 
 
 # IntRelu for the first Relu of the graph, whatever ge names it.

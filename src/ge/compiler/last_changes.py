@@ -60,11 +60,21 @@ class Blame:
         return (f"; node {self.node!r} depends on node {self.via!r}, {self.distance} nodes "
                 f"upstream, last changed by {by}, the nearest change a pass made upstream")
 
+    @property
+    def sure(self) -> bool:
+        """Whether the pass changed the node or one it reads (else it is the nearest change
+        upstream: a guess, which names no pass as the error's own)."""
+        return self.distance == 1
+
     def add_to(self, err: GeError) -> None:
-        """Say it in `err`: the sentence after its message, the pass as its `pass_name`
-        (what `--json` reports) and the pass's location as its own where it has none. Its
-        stage stays: the step that failed (the sentence names the pass's)."""
+        """Say it in `err`: the sentence after its message, and when `sure`, the pass as its
+        `pass_name` (what `--json` reports) and the pass's location as its own where it has
+        none. Its stage stays: the step that failed (the sentence names the pass's)."""
         err.message += self.sentence
+        if not self.sure:  # (the model itself may be what is wrong there)
+            err.message += (f" (if it fails with --disable {self.change.pass_name} too, the "
+                            "model does)")
+            return
         if err.pass_name is None:
             err.pass_name = self.change.pass_name
         if err.location is None:

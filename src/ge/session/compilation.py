@@ -415,9 +415,11 @@ def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionErr
         return kind(message + _each_pass_hint(report, "the pass after which it cannot"),
                     nodes=err.nodes)
     change = blamed.change
-    sure = blamed.distance == 1  # (further upstream, the nearest change is a guess)
-    hint = "" if sure else _each_pass_hint(report, "the pass after which it cannot")
-    return kind(message + blamed.sentence + hint, pass_name=change.pass_name,
+    if not blamed.sure:  # (further upstream, the nearest change is a guess)
+        return kind(message + blamed.sentence
+                    + _each_pass_hint(report, "the pass after which it cannot"),
+                    nodes=err.nodes)
+    return kind(message + blamed.sentence, pass_name=change.pass_name,
                 stage=change.stage, location=change.location, nodes=err.nodes)
 
 
