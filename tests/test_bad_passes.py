@@ -162,6 +162,16 @@ class Bad(FusionBasePass):
             raise RuntimeError("Get attributes failed") from exc
 """, 10, "Reason: RuntimeError: Get attributes failed (from GraphError: [GE1001] node 'relu' "
         "(Relu) has no attribute 'alpha'). (pass Bad"),
+    # a cause without a message (a bare assert) is named all the same (trial R)
+    "reraises_from_a_bare_assert": ("""\
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(FusionBasePass):
+    def run(self, graph, context):
+        try:
+            assert graph.nodes_of_type("Gelu")
+        except AssertionError as exc:
+            raise RuntimeError("Get attributes failed") from exc
+""", 9, "Reason: RuntimeError: Get attributes failed (from AssertionError). (pass Bad"),
     # after shape inference a new node's outputs are typed by inference: one it refuses is
     # said with its reason (it read "has no known dtype", nothing of the axis: trial P)
     "adds_a_node_inference_refuses": ("""\

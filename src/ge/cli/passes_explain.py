@@ -113,7 +113,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     meet_requirements answered. The hooks read the --option values, and --inline-functions
     and --opset convert MODEL first, as in ge compile."""
     import ge.graph
-    from ge.compiler.invocation import create_instance, run_error
+    from ge.compiler.invocation import create_instance
+    from ge.compiler.pass_failure import run_error
     from ge.errors import PatternError
     from ge.passes.context import PassContext
     from ge.passes.explain import PatternExplanation, explain

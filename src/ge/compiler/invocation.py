@@ -12,6 +12,7 @@ check. A run kept records itself as the last change of the nodes it changed
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -21,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 from ge._text import first_and_more
 from ge.compiler.change_sites import change_sites
 from ge.compiler.last_changes import LastChanges, PassChange
+from ge.compiler.pass_failure import describe_exception, is_pass_failure, run_error
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, constant_count, operator_count
 from ge.errors import (
-    GeError,
     PassDefinitionWarning,
-    PassRunError,
     ShapeInferenceError,
     SourceLocation,
     ValidationProblem,
@@ -48,10 +48,9 @@ from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
-from ge.passes.hooks import hook_note
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_FUSION_BASE
-from ge.passes.source import blamed_location, hook_location, traceback_location, warn_user
+from ge.passes.source import hook_location, warn_user
 from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
@@ -59,7 +58,7 @@ if TYPE_CHECKING:
     from ge.graph import Graph, Node
     from ge.graph.changes import ChangeSet
 
-__all__ = ["CHECK_MODES", "Invocation", "create_instance", "is_live", "run_error"]
+__all__ = ["CHECK_MODES", "Invocation", "create_instance", "is_live"]
 
 #: How much of the graph is checked after a pass that changed it.
 CHECK_MODES = ("region", "full", "none")
@@ -154,9 +153,9 @@ class Invocation:
             raise run_error(entry, stage, failed.status.return_code, reason,
                             nodes=failed.nodes, location=failed.location) from None
         except BaseException as exc:
-            if not _is_pass_failure(exc):
+            if not is_pass_failure(exc):
                 raise
-            reason = _describe(exc)
+            reason = describe_exception(exc)
             hint = symbolic_dim_hint(exc, _graph_symbols(root))
             if hint is not None:
                 reason += f" ({hint})"
@@ -221,7 +220,7 @@ class Invocation:
         compilation: GE's samples read data types at that stage, where a model declaring
         none (a TorchScript export) gives DT_UNDEFINED here, so the pass silently did
         nothing (trial O); at AfterInferShape it would see them typed."""
-        if entry.name in self.warned_untyped:
+        if entry.name in self.warned_untyped or not _reads_descs(instance):
             return
         self.warned_untyped.add(entry.name)
         where = (hook_location(getattr(instance, "meet_requirements", None))
@@ -518,17 +517,28 @@ def create_instance(entry: RegisteredPass, stage: str) -> Any:
     try:
         return entry.descriptor.cls()
     except BaseException as exc:
-        if not _is_pass_failure(exc):
+        if not is_pass_failure(exc):
             raise
-        raise run_error(entry, stage, "FAILED", f"could not create the pass: {_describe(exc)}",
-                        exc) from exc
+        raise run_error(entry, stage, "FAILED",
+                        f"could not create the pass: {describe_exception(exc)}", exc) from exc
 
 
-def _is_pass_failure(exc: BaseException) -> bool:
-    """Whether `exc`, escaping a pass, fails that pass (E13028): any exception, `SystemExit`
-    (a pass calling `sys.exit()` must not end the compiler, let alone with status 0) and
-    other BaseExceptions; only Ctrl-C and generator shutdown pass through."""
-    return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
+#: What a hook reading a value's type or shape calls (GE's API and ge's).
+_DESC_READS = re.compile(r"\b(get_(input|output)_descs?|get_data_type|data_type|get_shape|"
+                         r"get_dims?|get_dim_num|shape)\b")
+
+
+def _reads_descs(instance: Any) -> bool:
+    """Whether the pass's `meet_requirements` reads a type or a shape, as far as its source
+    says (a hook that only reads an option or an attribute refuses for other reasons than
+    untyped values: trial R); True where the source cannot be read."""
+    hook = getattr(type(instance), "meet_requirements", None)
+    original = getattr(hook, "__ge_original_hook__", hook)
+    try:
+        source = inspect.getsource(original)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return True
+    return _DESC_READS.search(source) is not None
 
 
 def _edited_by(entry: RegisteredPass) -> str | None:
@@ -537,70 +547,3 @@ def _edited_by(entry: RegisteredPass) -> str | None:
     if entry.builtin or entry.descriptor.kind != PASS_KIND_FUSION_BASE:
         return None
     return entry.descriptor.location.file if entry.descriptor.location else None
-
-
-def _describe(exc: BaseException) -> str:
-    """The exception a pass raised, with what it was raised from (`raise ... from err`, or
-    while handling err): a pass re-raising "Get attributes failed" from the error that says
-    which attribute of which node keeps that in the one line (else only --debug showed it)."""
-    text = f"{type(exc).__name__}: {exc}"
-    seen = {id(exc)}
-    cause = _cause(exc)
-    while cause is not None and id(cause) not in seen and len(seen) <= _MAX_CAUSES:
-        seen.add(id(cause))
-        said = str(cause)
-        if said and said not in text:  # (one re-raised with its message adds nothing)
-            text += f" (from {type(cause).__name__}: {said})"
-        cause = _cause(cause)
-    return text
-
-
-_MAX_CAUSES = 3
-
-
-def _cause(exc: BaseException) -> BaseException | None:
-    """What `exc` was raised from: its explicit cause, else the exception being handled."""
-    if exc.__cause__ is not None:
-        return exc.__cause__
-    return None if exc.__suppress_context__ else exc.__context__
-
-
-def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
-              exc: BaseException | None = None, nodes: Iterable[str] = (), *,
-              unchecked: bool = False, location: SourceLocation | None = None
-              ) -> PassRunError:
-    """E13028 at the user's line: the innermost frame in the pass's own file, else the line
-    `location` (the check's problems: the line that changed their first node), else its
-    class; with the nodes the failure names (a ge error raised in the pass, the problems).
-    A hook called otherwise than its parameter names suggest adds how it was called
-    (`ge.passes.hooks.signature_notes`)."""
-    if isinstance(exc, GeError) and not nodes:
-        nodes = exc.nodes
-    defined_at = entry.descriptor.location
-    if exc is not None:
-        location = (traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
-                    or blamed_location(exc) or location)
-        note = hook_note(exc)
-        if note is not None:
-            reason = f"{reason.rstrip('.')}. {note}"
-    if entry.builtin and unchecked:  # the graph it got may be what was broken
-        what = "built-in pass"
-        advice = (" The checks after each pass were off (check='none', --check none), so a "
-                  "pass that ran before it may have left the graph invalid: compile with the "
-                  "checks on to find that pass.")
-    elif entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
-        what = "built-in pass"
-        advice = (f" This is a bug in ge: please report it with the model; "
-                  f"disable={entry.name!r} (--disable {entry.name}) or on_pass_failure="
-                  "'skip' (--on-pass-failure skip) compiles without it.")
-    else:
-        what, advice = "custom fusion pass", ""
-    return PassRunError(
-        f"Failed to run {what} {entry.name}. Return code: {return_code}. "
-        f"Reason: {reason.rstrip('.')}.{advice}",
-        pass_name=entry.name,
-        stage=stage,
-        location=location or defined_at,
-        path=defined_at.file,
-        nodes=list(dict.fromkeys(nodes)),
-    )

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from ge.compiler.invocation import Invocation, create_instance, is_live, run_error
+from ge.compiler.invocation import Invocation, create_instance, is_live
 from ge.compiler.options import parse_options
+from ge.compiler.pass_failure import describe_exception, run_error
 from ge.compiler.pass_registry import PassOrigin, RegisteredPass, builtin_entries
 from ge.compiler.report import PassRunRecord
 from ge.compiler.steps import infer_shape
@@ -235,10 +236,6 @@ def run_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = None
                       bodies=bodies, infer=infer, check=check).graph
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def matches_in(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph,
                options: Mapping[str, str], bodies: bool = True) -> list[FoundMatch]:
     """The matches of a pattern pass in a prepared graph (root, then live bodies)."""
@@ -255,7 +252,7 @@ def matches_in(entry: RegisteredPass, instance: FusionBasePass | None, graph: Gr
             for target in _targets(graph, bodies):
                 found += _find_matches(instance, target, context)
     except Exception as exc:
-        raise run_error(entry, stage, "FAILED", _describe(exc), exc) from exc
+        raise run_error(entry, stage, "FAILED", describe_exception(exc), exc) from exc
     return found
 
 

@@ -1,0 +1,94 @@
+"""The E13028 error of a pass run that failed: the reason in one line (an exception with
+what it was raised from), at the user's line, with the nodes it names; and which exceptions
+escaping a pass fail it. Shared by the engine, `ge.testing` and `ge passes explain`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ge.compiler.pass_registry import RegisteredPass
+from ge.errors import GeError, PassRunError, SourceLocation
+from ge.passes.hooks import hook_note
+from ge.passes.source import blamed_location, traceback_location
+
+__all__ = ["describe_exception", "is_pass_failure", "run_error"]
+
+
+def is_pass_failure(exc: BaseException) -> bool:
+    """Whether `exc`, escaping a pass, fails that pass (E13028): any exception, `SystemExit`
+    (a pass calling `sys.exit()` must not end the compiler, let alone with status 0) and
+    other BaseExceptions; only Ctrl-C and generator shutdown pass through."""
+    return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The exception a pass raised, with what it was raised from (`raise ... from err`, or
+    while handling err): a pass re-raising "Get attributes failed" from the error that says
+    which attribute of which node keeps that in the one line (else only --debug showed it)."""
+    text = f"{type(exc).__name__}: {exc}"
+    seen = {id(exc)}
+    cause = _cause(exc)
+    while cause is not None and id(cause) not in seen and len(seen) <= _MAX_CAUSES:
+        seen.add(id(cause))
+        said = str(cause)
+        if said != str(exc) or type(cause) is not type(exc):  # (not one re-raised as is)
+            text += f" (from {type(cause).__name__}{': ' + said if said else ''})"
+        cause = _cause(cause)
+    return text
+
+
+_MAX_CAUSES = 3
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What `exc` was raised from: its explicit cause, else the exception being handled."""
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
+
+
+def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
+              exc: BaseException | None = None, nodes: Iterable[str] = (), *,
+              unchecked: bool = False, location: SourceLocation | None = None
+              ) -> PassRunError:
+    """E13028 at the user's line: the innermost frame in the pass's own file, else the line
+    `location` (the check's problems: the line that changed their first node), else its
+    class; with the nodes the failure names (a ge error raised in the pass, the problems).
+    A hook called otherwise than its parameter names suggest adds how it was called
+    (`ge.passes.hooks.signature_notes`)."""
+    if isinstance(exc, GeError) and not nodes:
+        nodes = exc.nodes
+    defined_at = entry.descriptor.location
+    if exc is not None:
+        location = (traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
+                    or blamed_location(exc) or location)
+        note = hook_note(exc)
+        if note is not None:
+            reason = f"{reason.rstrip('.')}. {note}"
+    if entry.builtin and unchecked:  # the graph it got may be what was broken
+        what = "built-in pass"
+        advice = (" The checks after each pass were off (check='none', --check none), so a "
+                  "pass that ran before it may have left the graph invalid: compile with the "
+                  "checks on to find that pass.")
+    elif entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
+        what = "built-in pass"
+        advice = (f" This is a bug in ge: please report it with the model; "
+                  f"disable={entry.name!r} (--disable {entry.name}) or on_pass_failure="
+                  "'skip' (--on-pass-failure skip) compiles without it.")
+    else:
+        what, advice = "custom fusion pass", ""
+    return PassRunError(
+        f"Failed to run {what} {entry.name}. Return code: {return_code}. "
+        f"Reason: {_sentence(reason)}{advice}",
+        pass_name=entry.name,
+        stage=stage,
+        location=location or defined_at,
+        path=defined_at.file,
+        nodes=list(dict.fromkeys(nodes)),
+    )
+
+
+def _sentence(reason: str) -> str:
+    """`reason` ended as a sentence: one full stop, not after a question mark."""
+    reason = reason.rstrip(".")
+    return reason if reason.endswith(("?", "!")) else reason + "."
