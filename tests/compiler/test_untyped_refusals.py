@@ -87,3 +87,12 @@ def test_refusing_every_match_on_untyped_values_is_told(tmp_path: Path, form) ->
 def test_typed_values_rewrite_and_nothing_is_told(tmp_path: Path, form, stage: str,
                                                   typed: bool) -> None:
     assert _compile(tmp_path, form, stage, typed) == (["Sub"], [])
+
+
+def test_a_hook_reading_no_type_is_not_told(tmp_path: Path) -> None:
+    """Trial R: an opt-in pass (its hook reads an option, off) refused every match while the
+    values were untyped, and was told to move to AfterInferShape, which changes nothing:
+    only a hook whose source reads a type or a shape is told."""
+    off = dict(PATTERN, check='return context.get_option_value("my.on", default="no") == "yes"')
+    off["what"] = "match_result, context"
+    assert _compile(tmp_path, off, "BeforeInferShape", typed=False) == (["Add"], [])
