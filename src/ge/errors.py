@@ -8,7 +8,7 @@ nodes or paths involved. Tools read these attributes instead of parsing messages
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 __all__ = [
@@ -118,6 +118,9 @@ class ValidationProblem:
     message: str
     graph: str = ""
     advice: str = ""
+    #: the `ge.graph.Node` objects named (when the check had them): names repeat across
+    #: bodies, exporters name every body alike; not compared, not shown
+    subjects: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def text(self) -> str:

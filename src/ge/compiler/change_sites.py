@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ge.errors import SourceLocation
+from ge.errors import SourceLocation, ValidationProblem
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
@@ -26,11 +26,12 @@ _DEPTH = 40
 
 
 class ChangeSites:
-    """Per node name, the line of the pass's file that last changed the node."""
+    """Per node, the line of the pass's file that last changed it."""
 
     def __init__(self, file: str) -> None:
         self._file = file
-        self._lines: dict[str, int] = {}
+        self._lines: dict[Node, int] = {}
+        self._by_name: dict[str, int] = {}  # (for a check naming nodes it had no object of)
 
     def record(self, kind: object, node: Node, index: object) -> None:
         """A graph change listener: note the line of the pass's file that made it."""
@@ -39,16 +40,20 @@ class ChangeSites:
             if frame is None:
                 return
             if frame.f_code.co_filename == self._file:
-                self._lines[node._name] = frame.f_lineno
+                self._lines[node] = self._by_name[node._name] = frame.f_lineno
                 return
             frame = frame.f_back
 
-    def location_of(self, names: Iterable[str]) -> SourceLocation | None:
-        """The line that last changed the first of the nodes `names` the pass changed."""
-        for name in names:
-            line = self._lines.get(name)
-            if line is not None:
-                return SourceLocation(self._file, line)
+    def location_of(self, problems: Iterable[ValidationProblem]) -> SourceLocation | None:
+        """The line that last changed the first node of `problems` the pass changed: by the
+        node where the problem has it (two bodies may each have a node of one name), else
+        by name."""
+        for problem in problems:
+            found = [self._lines[n] for n in problem.subjects if n in self._lines]
+            if not problem.subjects:
+                found = [self._by_name[n] for n in problem.nodes if n in self._by_name]
+            if found:
+                return SourceLocation(self._file, found[0])
         return None
 
 

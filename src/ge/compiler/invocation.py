@@ -140,8 +140,7 @@ class Invocation:
                     problems = [_with_refusal(p, refused) for p in problems]
                     if problems:
                         problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
-                        where = sites.location_of(n for p in problems for n in p.nodes) \
-                            if sites is not None else None
+                        where = sites.location_of(problems) if sites is not None else None
                         problems = _as_written(problems, root, changes.removed)
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),

@@ -240,7 +240,8 @@ def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, .
 def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list[Node] | list[str],
          message: str, advice: str = "") -> None:
     names = tuple(n if isinstance(n, str) else n._name for n in nodes)
-    problems.append(ValidationProblem(kind, names, message, graph.name, advice))
+    subjects = tuple(n for n in nodes if not isinstance(n, str))
+    problems.append(ValidationProblem(kind, names, message, graph.name, advice, subjects))
 
 
 def _check_graph(g: Graph, problems: list[ValidationProblem],
