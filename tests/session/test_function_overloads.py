@@ -146,5 +146,10 @@ def test_overloads_are_named_apart(tmp_path: Path) -> None:
     summary = model_summary(source)
     assert summary["functions"] == ["local.F:neg", "local.F:abs"]
     assert summary["ops"] == {"local.F:neg": 1, "local.F:abs": 1}
-    report = ge.compile(source).report
+    result = ge.compile(source)
+    report = result.report
     assert report.ops_before == report.ops_after == {"local.F:neg": 1, "local.F:abs": 1}
+    from ge.session.hints import function_hints
+
+    (hint,) = function_hints(result.graph)  # (trial R: the hint said local.F)
+    assert hint.functions == ("local.F:abs", "local.F:neg") and hint.count == 2
