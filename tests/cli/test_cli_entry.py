@@ -328,6 +328,26 @@ def test_an_ascii_stdout_gets_ascii_not_a_traceback(tmp_path: Path) -> None:
     assert not (tmp_path / "never.onnx").exists()
 
 
+def test_an_ascii_table_stays_aligned_with_a_plugins_non_ascii_names(tmp_path: Path) -> None:
+    """Trial R: a pass named `FuséÜ` in a folder `融合` made its row wider than the others
+    under an ASCII locale (the cell measured before the stream escaped it)."""
+    folder = tmp_path / "融合"
+    folder.mkdir()
+    (folder / "p_é.py").write_text(
+        "from ge.passes import FusionBasePass, register_fusion_pass\n"
+        "@register_fusion_pass(name='FuséÜ', stage='AfterInferShape')\n"
+        "class Fuse(FusionBasePass):\n"
+        "    def run(self, graph, context):\n"
+        "        return True\n", encoding="utf-8")
+    model = Path(__file__).resolve().parents[1] / "models" / "control_flow.onnx"
+    compiled = run_process("-m", "ge", "compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                           "--pass-path", str(folder), env_vars={"PYTHONIOENCODING": "ascii"})
+    assert compiled.returncode == 0, compiled.stderr
+    rows = [line.rstrip() for line in compiled.stdout.splitlines() if "| main_graph" in line]
+    assert any("Fus\\xe9\\xdc" in row for row in rows), rows
+    assert len({len(row) for row in rows}) == 1, rows
+
+
 def test_only_ges_own_symbols_become_ascii_letters() -> None:
     """A user's name keeps what it says: `batch×µ` is escaped, not written `batchxu` (a dim
     name the model does not have, which `--dims` then refused; trial L)."""

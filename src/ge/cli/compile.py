@@ -209,9 +209,9 @@ def _pass_table(report: CompileReport) -> Any:
         counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
         graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
         bodies |= len(runs) > 1
-        table.add_row(stage, escape(r.pass_name), r.kind or "-",
-                      escape(_short_origin(r.origin)), escape(graph), outcome, counts,
-                      nodes, _ms(sum(run.seconds for run in runs)))
+        table.add_row(stage, escape(encodable(r.pass_name)), r.kind or "-",
+                      escape(encodable(_short_origin(r.origin))), escape(encodable(graph)),
+                      outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
                      "fusions reported (report_fuse)") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
@@ -258,7 +258,7 @@ def _ops_table(before: Mapping[str, int], after: Mapping[str, int]) -> Any:
         table.add_column(column, justify="left" if column == "Op" else "right")
     for op in shown:
         b, a = before.get(op, 0), after.get(op, 0)
-        table.add_row(op, str(b), str(a), f"{a - b:+d}" if a != b else "")
+        table.add_row(encodable(op), str(b), str(a), f"{a - b:+d}" if a != b else "")
     return table
 
 

@@ -310,12 +310,15 @@ def _ascii_for(err: UnicodeError) -> tuple[str, int]:
 
 
 def encodable(text: str) -> str:
-    """`text` with ge's symbols in ASCII when stdout or stderr cannot encode them: for a
-    table cell, which rich measures before the stream's error handler would widen `→` to
-    `->` (the columns would then be off by one per arrow)."""
-    if all(_can_encode(stream) for stream in (sys.stdout, sys.stderr)):
+    """`text` as the streams will write it when stdout or stderr cannot encode it (ge's
+    symbols in ASCII, anything else escaped, as `_ascii_for` does): for a table cell, which
+    rich measures before the stream's error handler would widen `→` to `->` or a plugin
+    path's `融` to `\\u878d` (the columns would then be off)."""
+    if text.isascii() or all(_can_encode(stream) for stream in (sys.stdout, sys.stderr)):
         return text
-    return "".join(_ASCII_FOR.get(ch, ch) for ch in text)
+    return "".join(_ASCII_FOR.get(ch) or (ch if ch.isascii() else
+                                          ch.encode("ascii", "backslashreplace").decode())
+                   for ch in text)
 
 
 def _can_encode(stream: object) -> bool:
