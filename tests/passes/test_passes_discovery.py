@@ -369,7 +369,7 @@ def test_a_decorator_called_in_another_form_is_e13030_saying_the_form(
     err = info.value
     api = decorator.partition("(")[0]
     assert err.code == "E13030" and isinstance(err, TypeError)
-    assert err.message.startswith(f"{api} takes keyword arguments only, as GE's does: @{api}("
+    assert err.message.startswith(f"{api} is called with keyword arguments, as GE's is: @{api}("
                                   'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE')
     assert said in err.message
     assert (err.location.file, err.location.line) == (str(plugin), 3)

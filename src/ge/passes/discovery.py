@@ -93,7 +93,7 @@ def _separator_note(item: Path) -> str:
     (ASCEND_GE_PY_PASS_PATH="a;b", as on Windows, read as one path)."""
     for separator in (";", ","):
         parts = [part for part in str(item).split(separator) if part.strip()]
-        if len(parts) > 1 and any(Path(part.strip()).exists() for part in parts):
+        if separator in str(item) and any(Path(part.strip()).exists() for part in parts):
             return (f" (the paths of a list are separated by ':', as in PATH, not "
                     f"{separator!r}: {':'.join(part.strip() for part in parts)})")
     return ""

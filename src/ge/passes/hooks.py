@@ -314,7 +314,8 @@ def set_decompose_notes(cls: type) -> None:
                 "MatchResult")
         if hook_name == "replacement":
             note += (": it returns a graph it builds (a GraphBuilder, builder.create_inputs(n) "
-                     "for the node's n inputs); a DecomposePass has no expression style")
+                     "for the n distinct values the node reads); a DecomposePass has no "
+                     "expression style")
         notes[hook_name] = note
     setattr(cls, _NOTES_ATTR, notes)
 

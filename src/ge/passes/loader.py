@@ -170,8 +170,8 @@ def misused_decorator(exc: BaseException, roots: Iterable[Path] = ()
         return None
     api = found.group(1)
     return PassRegisterTypeError(
-        f"{api} takes keyword arguments only, as GE's does: @{api}({_DECORATOR_FORM[api]}) "
-        f"above the class (Python said: {exc})",
+        f"{api} is called with keyword arguments, as GE's is: @{api}("
+        f"{_DECORATOR_FORM[api]}) above the class (Python said: {exc})",
         location=traceback_location(exc.__traceback__, roots))
 
 
