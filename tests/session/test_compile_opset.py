@@ -306,3 +306,28 @@ def test_a_function_using_an_operator_newer_than_its_opset_is_left_to_the_checke
     converted = ge.compile(source, opset=21)
     assert [n.type for n in converted.graph.get_direct_nodes()] == [
         n.type for n in plain.graph.get_direct_nodes()]
+
+
+def test_the_conversion_keeps_what_the_exporter_annotated(tmp_path: Path) -> None:
+    """Trial Q: `--opset` dropped every node's metadata of the dynamo export (`namespace`,
+    `pkg.torch.onnx.*`) and the parameters' and inputs' specs, which a compile without it
+    keeps (those of weights a fusion left, as without it): onnx's converter drops them, ge
+    gives them back (matched by name)."""
+    source = onnx.load(shared_model("distilbert_tiny_dynamo"))
+    out = tmp_path / "out.onnx"
+    ge.compile(source, opset=20).save(out)
+    written = onnx.load(out)
+    assert all(len(n.metadata_props) for n in written.graph.node)
+    kept = {p.key for n in written.graph.node for p in n.metadata_props}
+    assert {"namespace", "pkg.torch.onnx.class_hierarchy"} <= kept
+    plain = tmp_path / "plain.onnx"
+    ge.compile(source).save(plain)
+
+    def specs(model: onnx.ModelProto) -> dict[str, set[str]]:
+        return {v.name: {p.key for p in v.metadata_props} for v in model.graph.value_info
+                if v.metadata_props}
+
+    assert specs(onnx.load(plain)) and specs(written) == specs(onnx.load(plain))
+    assert [len(v.metadata_props) for v in written.graph.input] == [
+        len(v.metadata_props) for v in source.graph.input]
+    onnx.checker.check_model(written, full_check=True)

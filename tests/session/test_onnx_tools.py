@@ -131,8 +131,14 @@ BUILT = {
 
 
 def _whole_model_conversion(graph: Graph, opset: int) -> Graph:
-    """What `upgraded_opset` did before: the converter given the whole model."""
-    return ge.graph.load(version_converter.convert_version(graph.to_onnx(), opset))
+    """What `upgraded_opset` did before: the converter given the whole model (and the
+    annotations it drops given back, as upgraded_opset does since trial Q)."""
+    from ge.session.onnx_tools import _keep_annotations
+
+    model = graph.to_onnx()
+    converted = version_converter.convert_version(model, opset)
+    _keep_annotations(model.graph, converted.graph)
+    return ge.graph.load(converted)
 
 
 def _assert_same_conversion(graph: Graph, opset: int) -> Graph:

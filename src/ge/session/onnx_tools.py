@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import onnx
 from onnx import version_converter
@@ -99,6 +100,9 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
         converted = version_converter.convert_version(model, opset)
         _keep_output_types(model.graph, converted.graph)
+        _keep_annotations(model.graph, converted.graph)
+        if not converted.metadata_props:
+            converted.metadata_props.extend(model.metadata_props)
         if not converted.functions:  # (onnx's converter converts the graphs and drops them)
             converted.functions.extend(model.functions)
         return converted
@@ -175,6 +179,50 @@ def _keep_output_types(source: onnx.GraphProto, converted: onnx.GraphProto) -> N
         if given is not None and given != output.type and (
                 _without_shapes(given) == _without_shapes(output.type)):
             output.type.CopyFrom(given)
+
+
+def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> None:
+    """Give back what the converter drops: the `metadata_props` and doc strings of nodes
+    (a dynamo export's `namespace`, `pkg.torch.onnx.*` on every node) and of the graph's
+    values (inputs, outputs, `value_info`), matched by name, bodies by their owner's name
+    and attribute; the graph's own. Entries the converted ones set stay theirs."""
+    nodes = {n.name: n for n in source.node if n.name}
+    for node in converted.node:
+        before = nodes.get(node.name) if node.name else None
+        if before is None:
+            continue
+        _merge_annotations(before, node)
+        bodies = {a.name: a for a in before.attribute}
+        for attr in node.attribute:
+            old = bodies.get(attr.name)
+            if old is None:
+                continue
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _keep_annotations(old.g, attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for then, now in zip(old.graphs, attr.graphs, strict=False):
+                    _keep_annotations(then, now)
+    values = {v.name: v for v in [*source.input, *source.output, *source.value_info]}
+    listed = [*converted.input, *converted.output, *converted.value_info]
+    for value in listed:
+        before_value = values.get(value.name)
+        if before_value is not None:
+            _merge_annotations(before_value, value)
+    # a weight's declaration (a dynamo export's parameter spec), which inference does not
+    # list again: its type is the initializer's, which no conversion changes
+    weights = {t.name for t in converted.initializer}
+    seen = {v.name for v in listed}
+    converted.value_info.extend(v for v in source.value_info if v.metadata_props
+                                and v.name in weights and v.name not in seen)
+    _merge_annotations(source, converted)
+
+
+def _merge_annotations(source: Any, target: Any) -> None:
+    """`source`'s metadata entries `target` lacks, and its doc string where it has none."""
+    own = {p.key for p in target.metadata_props}
+    target.metadata_props.extend(p for p in source.metadata_props if p.key not in own)
+    if source.doc_string and not target.doc_string:
+        target.doc_string = source.doc_string
 
 
 def inlined_functions(graph: Graph) -> Graph:
