@@ -19,6 +19,7 @@ from ge.errors import GraphError
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, kind_name
 from ge.graph.graph import Graph
 from ge.graph.node import Node, is_const
+from ge.graph.subgraphs import labelled_bodies
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import format_desc
 from ge.graph.types import DumpFormat
@@ -96,13 +97,9 @@ def readable(graph: Graph, indent: str = "") -> str:
         order = graph.get_direct_nodes()
     for node in order:
         lines.append(f"{indent}  {node_line(node)}")
-        for key, stored in node._attrs.items():
-            kind, value = decode_attr(stored)
-            if kind in GRAPH_KINDS:
-                for i, sub in enumerate(value if isinstance(value, list) else [value]):
-                    label = key if not isinstance(value, list) else f"{key}[{i}]"
-                    lines.append(f"{indent}    {label}:")
-                    lines.append(readable(sub, indent + "      "))
+        for label, sub in labelled_bodies(node):
+            lines.append(f"{indent}    {label}:")
+            lines.append(readable(sub, indent + "      "))
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["GraphSubgraphs", "body_attribute", "body_path"]
+__all__ = ["GraphSubgraphs", "body_attribute", "body_path", "labelled_bodies"]
 
 
 class GraphSubgraphs:
@@ -127,20 +127,28 @@ def body_path(graph: Graph) -> str:
     return "/".join(reversed(parts))
 
 
-def body_attribute(graph: Graph) -> str | None:
-    """The attribute of its owner node that holds `graph` ("then_branch", "body",
-    "branches[1]" for one of a GRAPHS list), or None for a root graph or an orphan: what
-    names a body where its name alone ("sub_graph1", as exporters write it) does not."""
-    from ge.graph.attributes import GRAPH_KINDS
+def labelled_bodies(node: Node) -> list[tuple[str, Graph]]:
+    """The graphs `node` holds, each with the attribute holding it ("then_branch", "body",
+    "branches[1]" for one of a GRAPHS list), in attribute order: how dumps, region
+    listings and messages label a body."""
+    from ge.graph.attributes import GRAPH_KINDS, decode_attr
 
+    bodies: list[tuple[str, Graph]] = []
+    for key, stored in node._attrs.items():
+        kind, value = decode_attr(stored)
+        if kind in GRAPH_KINDS:
+            if isinstance(value, list):
+                bodies.extend((f"{key}[{i}]", sub) for i, sub in enumerate(value))
+            else:
+                bodies.append((key, value))
+    return bodies
+
+
+def body_attribute(graph: Graph) -> str | None:
+    """The attribute of its owner node that holds `graph` (`labelled_bodies`), or None for
+    a root graph or an orphan: what names a body where its name alone ("sub_graph1", as
+    exporters write it) does not."""
     owner = graph._parent_node
     if owner is None:
         return None
-    for key, stored in owner._attrs.items():
-        if isinstance(stored, tuple) and stored[0] in GRAPH_KINDS:
-            value = stored[1]
-            if value is graph:
-                return key
-            if isinstance(value, list) and any(g is graph for g in value):
-                return f"{key}[{next(i for i, g in enumerate(value) if g is graph)}]"
-    return None
+    return next((label for label, sub in labelled_bodies(owner) if sub is graph), None)

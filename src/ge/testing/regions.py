@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from ge.errors import GraphError
 from ge.graph import Graph, Node
-from ge.graph.attributes import GRAPH_KINDS, decode_attr
 from ge.graph.dump import node_line
+from ge.graph.subgraphs import labelled_bodies
 
 __all__ = ["SMALL_GRAPH_NODES", "describe_region"]
 
@@ -30,23 +30,12 @@ def _order(graph: Graph) -> list[Node]:
         return graph.get_direct_nodes()
 
 
-def _body_graphs(node: Node) -> list[tuple[str, Graph]]:
-    bodies = []
-    for key, stored in node._attrs.items():
-        kind, value = decode_attr(stored)
-        if kind in GRAPH_KINDS:
-            items = value if isinstance(value, list) else [value]
-            for i, sub in enumerate(items):
-                bodies.append((key if not isinstance(value, list) else f"{key}[{i}]", sub))
-    return bodies
-
-
 def _whole(graph: Graph, marked: set[Node], indent: str = "") -> list[str]:
     lines = [f"{indent}{_header(graph)}"]
     for node in _order(graph):
         mark = "* " if node in marked else "  "
         lines.append(f"{indent}{mark}{node_line(node)}")
-        for label, sub in _body_graphs(node):
+        for label, sub in labelled_bodies(node):
             lines.append(f"{indent}    {label}:")
             lines.extend(_whole(sub, marked, indent + "      "))
     return lines
