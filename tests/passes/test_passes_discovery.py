@@ -372,7 +372,9 @@ def test_a_decorator_called_in_another_form_is_e13030_saying_the_form(
     assert err.message.startswith(f"{api} is called with keyword arguments, as GE's is: @{api}("
                                   'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE')
     assert said in err.message
-    assert (err.location.file, err.location.line) == (str(plugin), 3)
+    # (Python 3.10 reports a bare decorator at the class statement below it)
+    line = 3 if "(" in decorator or sys.version_info >= (3, 11) else 4
+    assert (err.location.file, err.location.line) == (str(plugin), line)
     assert get_registered_passes() == [] and module_name_for(plugin) not in sys.modules
 
 
