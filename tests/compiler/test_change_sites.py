@@ -1,6 +1,7 @@
 """The E13028 of a graph a FusionBasePass's `run()` left invalid points at the line of
 `run()` that last changed the node the check names (`ge.compiler.change_sites`), told apart
-by the node itself where two bodies each hold a node of that name (trial R)."""
+by the node itself where two bodies each hold a node of that name, and names the body by
+the node and attribute holding it (trial R)."""
 
 from __future__ import annotations
 
@@ -59,5 +60,6 @@ def test_the_line_that_broke_the_node_not_one_of_a_node_of_its_name(tmp_path: Pa
     with pytest.raises(PassRunError) as caught:
         ge.compile(_if_model(), pass_paths=[plugin])
     err = caught.value
-    assert "required input 0 (X) of Sigmoid node 'n1' is not connected" in err.message
+    assert ("required input 0 (X) of Sigmoid node 'n1' is not connected (graph sub_graph, "
+            "else_branch of If node 'if')") in err.message  # (which body: both are sub_graph)
     assert str(err.location) == f"{plugin}:12"  # the remove_edge in the else branch

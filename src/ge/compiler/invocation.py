@@ -32,7 +32,7 @@ from ge.errors import (
     ValidationProblem,
 )
 from ge.es.opset import opset_scope
-from ge.graph import NET_OUTPUT, DataType
+from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
 from ge.graph.node import is_const
 from ge.graph.onnx_export import written_name
@@ -48,6 +48,7 @@ from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
+from ge.passes.explain_bodies import body_owner, graph_place
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_FUSION_BASE
 from ge.passes.source import hook_location, warn_user
@@ -55,7 +56,7 @@ from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
 if TYPE_CHECKING:
-    from ge.graph import Graph, Node
+    from ge.graph import Graph
     from ge.graph.changes import ChangeSet
 
 __all__ = ["CHECK_MODES", "Invocation", "create_instance", "is_live"]
@@ -504,11 +505,21 @@ def _describe_problems(problems: list[ValidationProblem]) -> str:
     listed = problems[:_MAX_LISTED_PROBLEMS]
     last_with = {p.advice: i for i, p in enumerate(listed)}
     shown = "; ".join(
-        f"{p.kind}: {p.text if last_with[p.advice] == i else p.message}"
-        + (f" (graph {p.graph})" if p.graph else "") for i, p in enumerate(listed))
+        f"{p.kind}: {p.text if last_with[p.advice] == i else p.message}{_where(p)}"
+        for i, p in enumerate(listed))
     more = len(problems) - _MAX_LISTED_PROBLEMS
     suffix = f"; and {more} more" if more > 0 else ""
     return f"the pass left the graph invalid: {shown}{suffix}"
+
+
+def _where(problem: ValidationProblem) -> str:
+    """" (graph g)"; for a body, the node and attribute holding it too ("graph sub_graph,
+    else_branch of If node 'if'"): exporters give every body one name."""
+    owner = next((n.owner_graph for n in problem.subjects
+                  if isinstance(n, Node) and n.owner_graph is not None), None)
+    if owner is not None and owner.parent_node is not None:
+        return f" ({graph_place(problem.graph or owner.name, body_owner(owner))})"
+    return f" (graph {problem.graph})" if problem.graph else ""
 
 
 def create_instance(entry: RegisteredPass, stage: str) -> Any:
