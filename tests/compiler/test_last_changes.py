@@ -146,7 +146,7 @@ def test_a_shape_error_further_on_names_the_nearest_change_upstream(tmp_path: Pa
     assert err.message.endswith(
         "; node 'mm' depends on node 't', 3 nodes upstream, last changed by pass "
         "TransposeBack (BeforeInferShape), the nearest change a pass made upstream (if it "
-        "fails with --disable TransposeBack too, the model does)")
+        "fails with --disable TransposeBack, disable=['TransposeBack'], too, the model does)")
     # a guess (trial R: a model broken by itself was blamed on a harmless pass): the
     # message names the pass, the error's own pass and location stay unset
     assert err.pass_name is None and err.location is None

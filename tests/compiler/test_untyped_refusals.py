@@ -96,3 +96,17 @@ def test_a_hook_reading_no_type_is_not_told(tmp_path: Path) -> None:
     off = dict(PATTERN, check='return context.get_option_value("my.on", default="no") == "yes"')
     off["what"] = "match_result, context"
     assert _compile(tmp_path, off, "BeforeInferShape", typed=False) == (["Add"], [])
+
+
+def test_a_hook_reading_a_type_through_its_own_method_is_told(tmp_path: Path) -> None:
+    """Trial S: a hook calling `self._is_float(...)`, the method reading the type, was not
+    told (the check looked at the hook's own source only); a comment naming a shape is no
+    read."""
+    helper_form = dict(PATTERN, body=PATTERN["body"] + """
+    def _is_float(self, node):
+        return node.get_input_desc(0).get_data_type() == DataType.DT_FLOAT
+""", check="add = next(n for n in match_result.get_matched_nodes() if n.type == 'Add')\n"
+           "        return self._is_float(add)")
+    assert len(_compile(tmp_path, helper_form, "BeforeInferShape", typed=False)[1]) == 1
+    commented = dict(PATTERN, check="return False  # not about the shape or the dtype")
+    assert _compile(tmp_path, commented, "BeforeInferShape", typed=False)[1] == []

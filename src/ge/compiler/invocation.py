@@ -540,15 +540,26 @@ _DESC_READS = re.compile(r"\b(get_(input|output)_descs?|get_data_type|data_type|
 
 def _reads_descs(instance: Any) -> bool:
     """Whether the pass's `meet_requirements` reads a type or a shape, as far as its source
-    says (a hook that only reads an option or an attribute refuses for other reasons than
-    untyped values: trial R); True where the source cannot be read."""
+    and that of the methods of its class it calls (`self._is_float(node)`) say, comments
+    left out (a hook that only reads an option or an attribute refuses for other reasons
+    than untyped values: trial R); True where the source cannot be read."""
     hook = getattr(type(instance), "meet_requirements", None)
-    original = getattr(hook, "__ge_original_hook__", hook)
-    try:
-        source = inspect.getsource(original)  # type: ignore[arg-type]
-    except (OSError, TypeError):
+    source = _code_of(getattr(hook, "__ge_original_hook__", hook))
+    if source is None:
         return True
+    for called in set(re.findall(r"\bself\.(\w+)\s*\(", source)):
+        method = getattr(type(instance), called, None)
+        source += _code_of(getattr(method, "__ge_original_hook__", method)) or ""
     return _DESC_READS.search(source) is not None
+
+
+def _code_of(function: Any) -> str | None:
+    """The source of `function` without its comments, or None when it cannot be read."""
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return None
+    return "\n".join(line.split("#", 1)[0] for line in source.splitlines())
 
 
 def _edited_by(entry: RegisteredPass) -> str | None:

@@ -72,8 +72,9 @@ class Blame:
         none. Its stage stays: the step that failed (the sentence names the pass's)."""
         err.message += self.sentence
         if not self.sure:  # (the model itself may be what is wrong there)
-            err.message += (f" (if it fails with --disable {self.change.pass_name} too, the "
-                            "model does)")
+            name = self.change.pass_name
+            err.message += (f" (if it fails with --disable {name}, disable=[{name!r}], too, "
+                            "the model does)")
             return
         if err.pass_name is None:
             err.pass_name = self.change.pass_name
