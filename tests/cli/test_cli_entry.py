@@ -346,6 +346,12 @@ def test_an_ascii_table_stays_aligned_with_a_plugins_non_ascii_names(tmp_path: P
     rows = [line.rstrip() for line in compiled.stdout.splitlines() if "| main_graph" in line]
     assert any("Fus\\xe9\\xdc" in row for row in rows), rows
     assert len({len(row) for row in rows}) == 1, rows
+    listed = run_process("-m", "ge", "passes", "list", "--pass-path", str(folder),
+                         env_vars={"PYTHONIOENCODING": "ascii"})  # (trial S: it was not)
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.rstrip() for line in listed.stdout.splitlines() if line.startswith("| ")]
+    assert any("Fus\\xe9\\xdc" in row for row in rows), rows
+    assert len({len(row) for row in rows}) == 1, rows
 
 
 def test_only_ges_own_symbols_become_ascii_letters() -> None:

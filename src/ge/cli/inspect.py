@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ge.cli.output import command_output, console
+from ge.cli.output import cell, command_output, console
 from ge.graph.domains import qualified_op
 
 if TYPE_CHECKING:
@@ -218,11 +218,11 @@ def _print(summary: dict[str, Any]) -> None:
     for value in summary["inputs"]:
         kind = ("constant (initializer)" if value["constant"] else
                 "input (default)" if value["has_default"] else "input")
-        io_table.add_row(kind, escape(value["name"]), escape(value["dtype"]),
-                         escape(_shape_text(value)))
+        io_table.add_row(kind, cell(value["name"]), cell(value["dtype"]),
+                         cell(_shape_text(value)))
     for value in summary["outputs"]:
-        io_table.add_row("output", escape(value["name"]), escape(value["dtype"]),
-                         escape(_shape_text(value)))
+        io_table.add_row("output", cell(value["name"]), cell(value["dtype"]),
+                         cell(_shape_text(value)))
     con.print(io_table)
     con.print(_counts_text(summary))
     if summary["functions"]:
@@ -231,14 +231,14 @@ def _print(summary: dict[str, Any]) -> None:
     ops.add_column("Op")
     ops.add_column("Count", justify="right")
     for op, count in summary["ops"].items():
-        ops.add_row(escape(op), str(count))
+        ops.add_row(cell(op), str(count))
     con.print(ops)
     if summary["external_data"]:
         ext = Table(title="External data files", title_justify="left")
         for column in ("File", "Tensors", "Bytes", "Exists"):
             ext.add_column(column)
         for entry in summary["external_data"]:
-            ext.add_row(escape(entry["file"]), str(entry["tensors"]),
+            ext.add_row(cell(entry["file"]), str(entry["tensors"]),
                         "-" if entry["bytes"] is None else str(entry["bytes"]),
                         "yes" if entry["exists"] else "MISSING")
         con.print(ext)

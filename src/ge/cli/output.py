@@ -321,6 +321,14 @@ def encodable(text: str) -> str:
                    for ch in text)
 
 
+def cell(text: str) -> str:
+    """A table cell of text from the model or a plugin: `encodable`, then escaped for
+    rich's markup."""
+    from rich.markup import escape
+
+    return escape(encodable(text))
+
+
 def _can_encode(stream: object) -> bool:
     """Whether `stream` writes ge's symbols as they are (a stream without an encoding, a
     test's capture, is taken to)."""

@@ -21,6 +21,7 @@ import click
 
 from ge.cli.compile import parse_dims
 from ge.cli.output import (
+    cell,
     check_not_read,
     check_output_folder,
     command_output,
@@ -253,9 +254,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         for name, summary in outputs.items():
             stats = [f"{summary[k]:.6g}" if isinstance(summary.get(k), float)
                      else str(summary.get(k, "-")) for k in ("min", "max", "mean")]
-            table.add_row(escape(name), summary["dtype"],
+            table.add_row(cell(name), summary["dtype"],
                           f"[{', '.join(map(str, summary['shape']))}]",
-                          escape(_values_text(summary)), *stats)
+                          cell(_values_text(summary)), *stats)
         con.print(table)
         if output is not None:
             con.print(f"wrote {escape(str(output))}")
