@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from click.testing import CliRunner
@@ -331,3 +332,25 @@ def test_the_conversion_keeps_what_the_exporter_annotated(tmp_path: Path) -> Non
     assert [len(v.metadata_props) for v in written.graph.input] == [
         len(v.metadata_props) for v in source.graph.input]
     onnx.checker.check_model(written, full_check=True)
+
+
+def test_unnamed_nodes_and_small_weights_keep_their_annotations(tmp_path: Path) -> None:
+    """Trial S: an unnamed node (found again by its outputs) and a weight small enough to
+    go through the converter lost their metadata to `--opset`."""
+    f = TensorProto.FLOAT
+    sig = helper.make_node("Sigmoid", ["x"], ["s"])
+    sig.metadata_props.add(key="ns", value="unnamed-sig")
+    weight = onnx.numpy_helper.from_array(np.full((2,), 0.5, np.float32), "w")
+    weight.metadata_props.add(key="wmeta", value="weight!")
+    graph = helper.make_graph([sig, helper.make_node("Mul", ["s", "w"], ["y"], name="mul")],
+                              "g", [helper.make_tensor_value_info("x", f, [2])],
+                              [helper.make_tensor_value_info("y", f, [2])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 10
+    out = tmp_path / "out.onnx"
+    ge.compile(model, opset=20, builtin_passes=False).save(out)
+    written = onnx.load(out)
+    (node,) = [n for n in written.graph.node if n.op_type == "Sigmoid"]
+    assert {p.key: p.value for p in node.metadata_props} == {"ns": "unnamed-sig"}
+    (kept,) = [t for t in written.graph.initializer if t.name == "w"]
+    assert {p.key: p.value for p in kept.metadata_props} == {"wmeta": "weight!"}

@@ -183,12 +183,13 @@ def _keep_output_types(source: onnx.GraphProto, converted: onnx.GraphProto) -> N
 
 def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> None:
     """Give back what the converter drops: the `metadata_props` and doc strings of nodes
-    (a dynamo export's `namespace`, `pkg.torch.onnx.*` on every node) and of the graph's
-    values (inputs, outputs, `value_info`), matched by name, bodies by their owner's name
-    and attribute; the graph's own. Entries the converted ones set stay theirs."""
-    nodes = {n.name: n for n in source.node if n.name}
+    (a dynamo export's `namespace`, `pkg.torch.onnx.*` on every node; an unnamed node
+    found by its outputs), of the graph's values (inputs, outputs, `value_info`) and of the
+    initializers that went through it, matched by name, bodies by their owner's name and
+    attribute; the graph's own. Entries the converted ones set stay theirs."""
+    nodes = {_node_key(n): n for n in source.node}
     for node in converted.node:
-        before = nodes.get(node.name) if node.name else None
+        before = nodes.get(_node_key(node))
         if before is None:
             continue
         _merge_annotations(before, node)
@@ -214,7 +215,18 @@ def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> No
     seen = {v.name for v in listed}
     converted.value_info.extend(v for v in source.value_info if v.metadata_props
                                 and v.name in weights and v.name not in seen)
+    tensors = {t.name: t for t in source.initializer}
+    for tensor in converted.initializer:  # (those small enough to go through the converter)
+        before_tensor = tensors.get(tensor.name)
+        if before_tensor is not None:
+            _merge_annotations(before_tensor, tensor)
     _merge_annotations(source, converted)
+
+
+def _node_key(node: onnx.NodeProto) -> object:
+    """How a node is found again after the conversion: its name, else (unnamed) its
+    outputs, which the converter keeps."""
+    return node.name or tuple(node.output)
 
 
 def _merge_annotations(source: Any, target: Any) -> None:
