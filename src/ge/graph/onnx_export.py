@@ -604,6 +604,27 @@ def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:
     return gp
 
 
+def _annotated(vi: onnx.ValueInfoProto, notes: dict[str, onnx.ValueInfoProto]
+               ) -> onnx.ValueInfoProto:
+    """`vi` with what the file's declaration of its value said beside the type (metadata,
+    doc string), which a desc inference made afresh no longer carries: a copy when that
+    adds anything (a desc's source proto is never changed), else `vi` itself."""
+    note = notes.get(vi.name)
+    if note is None:
+        return vi
+    own = {p.key for p in vi.metadata_props}
+    extra = [p for p in note.metadata_props if p.key not in own]
+    doc = note.doc_string if note.doc_string and not vi.doc_string else ""
+    if not extra and not doc:
+        return vi
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(vi)
+    copy.metadata_props.extend(extra)
+    if doc:
+        copy.doc_string = doc
+    return copy
+
+
 def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onnx.ValueInfoProto:
     if slot is None:
         vi = onnx.ValueInfoProto()
@@ -729,4 +750,12 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
     as_read = graph._value_info_order
     if as_read is not None:  # as the file read had them (new values after, in node order)
         value_infos.sort(key=lambda vi: as_read.get(vi.name, len(as_read)))
+    if extras is not None and len(extras.value_info):
+        notes = {note.name: note for note in extras.value_info}
+        value_infos = [_annotated(vi, notes) for vi in value_infos]
+        for field in (gp.input, gp.output):
+            for i, vi in enumerate(field):
+                annotated = _annotated(vi, notes)
+                if annotated is not vi:
+                    field[i].CopyFrom(annotated)
     gp.value_info.extend(value_infos)

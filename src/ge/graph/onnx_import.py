@@ -166,11 +166,21 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
     # always comply: whether this one does is seen while wiring (every edge goes forward in
     # the list) where that settles it, else on the first `topological_order()`.
     graph._order_ok = False
-    if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation):
+    # What the values' declarations say beside their types (an exporter's metadata, a doc
+    # string): kept apart from the descs, which inference replaces (`write_graph`).
+    notes = [vi for vi in (*gp.input, *gp.output, *gp.value_info)
+             if vi.doc_string or len(vi.metadata_props)]
+    if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation) or notes:
         extras = onnx.GraphProto()
         extras.doc_string = gp.doc_string
         extras.metadata_props.extend(gp.metadata_props)
         extras.quantization_annotation.extend(gp.quantization_annotation)
+        for vi in notes:
+            note = extras.value_info.add()
+            note.name = vi.name
+            if vi.doc_string:
+                note.doc_string = vi.doc_string
+            note.metadata_props.extend(vi.metadata_props)
         graph._onnx_extras = extras
 
     defaults: dict[str, onnx.TensorProto] = {}
