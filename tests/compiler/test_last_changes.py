@@ -150,3 +150,41 @@ def test_a_shape_error_further_on_names_the_nearest_change_upstream(tmp_path: Pa
     # a guess (trial R: a model broken by itself was blamed on a harmless pass): the
     # message names the pass, the error's own pass and location stay unset
     assert err.pass_name is None and err.location is None
+
+
+ID_BEFORE_TANH = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="IdBeforeTanh", stage=PassStage.BEFORE_INFER_SHAPE)
+class IdBeforeTanh(FusionBasePass):
+    def run(self, graph, context):
+        tanh = graph.find_node_by_name("tanh")
+        src, index = tanh.get_in_data_nodes_and_port_indexes(0)
+        identity = graph.add_node("Identity", num_inputs=1, name="id")
+        graph.add_data_edge(src, index, identity, 0)
+        graph.remove_edge(src, index, tanh, 0)
+        graph.add_data_edge(identity, 0, tanh, 0)
+"""
+
+
+def test_a_model_broken_by_itself_is_not_blamed_on_a_harmless_pass(tmp_path: Path) -> None:
+    """Trial S: a MatMul of [2, 4] by [5, 3] fails inference whatever the passes do; a pass
+    that put an Identity before the Tanh the MatMul reads was named, with certainty. The
+    model as given is inferred too when a GE1305 names a pass: it fails, so no pass is."""
+    plugin = tmp_path / "id_before_tanh.py"
+    plugin.write_text(ID_BEFORE_TANH)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+         helper.make_node("MatMul", ["t", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 4]),
+         helper.make_tensor_value_info("w", f, [5, 3])],
+        [helper.make_tensor_value_info("y", f, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ge.errors.ShapeInferenceError) as caught:
+        ge.compile(model, pass_paths=[plugin])
+    err = caught.value
+    assert err.message.endswith("; the model as given fails shape inference too (at node "
+                                "'mm'): it is the model's doing, not a pass's")
+    assert "IdBeforeTanh" not in err.message and err.pass_name is None

@@ -70,6 +70,7 @@ class Blame:
         """Say it in `err`: the sentence after its message, and when `sure`, the pass as its
         `pass_name` (what `--json` reports) and the pass's location as its own where it has
         none. Its stage stays: the step that failed (the sentence names the pass's)."""
+        err.unblamed = err.message  # type: ignore[attr-defined]  # (a verdict may take it back)
         err.message += self.sentence
         if not self.sure:  # (the model itself may be what is wrong there)
             name = self.change.pass_name

@@ -32,7 +32,7 @@ from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
 from ge.compiler.report import CompileReport, model_size
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
-from ge.compiler.steps import FINAL_VALIDATION_STAGE
+from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -41,6 +41,7 @@ from ge.errors import (
     GeError,
     GraphValidationError,
     SessionError,
+    ShapeInferenceError,
     ValidationProblem,
     VerificationError,
 )
@@ -162,6 +163,20 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
             new.message += err.message[len(listed):]
         new.pass_name, new.location = err.pass_name, err.location
     return new
+
+
+def _inference_failure(input_graph: Graph) -> str | None:
+    """Why shape inference of the model as given fails (on a copy: nothing of the caller's
+    graph changes), or None when it does not: a GE1305 blamed on a pass whose model fails
+    without it too is the model's (trial S). Run only when a compilation failed so."""
+    from ge.ops import infer_shapes
+
+    try:
+        infer_shapes(input_graph.clone(), strict=True)
+    except ShapeInferenceError as err:
+        first = err.nodes[0] if err.nodes else ""
+        return f"at node {first!r}" if first else "too"
+    return None
 
 
 def _input_graph(model: str | os.PathLike[str] | onnx.ModelProto | Graph, given: Graph,
@@ -621,3 +636,18 @@ def compile(
                 except Exception:  # a verdict is never worth another error
                     raise err from None
                 raise _with_input_problems(err, input_graph, source) from err
+            except ShapeInferenceError as err:
+                unblamed = getattr(err, "unblamed", None)
+                if err.stage != INFER_SHAPE_STAGE or unblamed is None:
+                    raise
+                try:
+                    own = _inference_failure(_input_graph(model, given, in_place
+                                                          or graph is not given))
+                except Exception:  # a verdict is never worth another error
+                    raise err from None
+                if own is None:
+                    raise
+                raise ShapeInferenceError(
+                    f"{unblamed}; the model as given fails shape inference too ({own}): it "
+                    "is the model's doing, not a pass's", stage=err.stage,
+                    nodes=err.nodes) from err
