@@ -52,3 +52,45 @@ def test_a_failing_builtin_pass_is_called_built_in_and_says_how_to_go_on(
     with pytest.warns(UserWarning):
         skipped = ge.compile(_model(), on_pass_failure="skip")
     assert "Identity" in skipped.report.ops_after
+
+
+BREAK_RESHAPE = """\
+import numpy as np
+from ge.graph import Tensor
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="BreakReshape", stage=PassStage.AFTER_INFER_SHAPE)
+class BreakReshape(FusionBasePass):
+    def run(self, graph, context):
+        graph.find_node_by_name("shape").set_attr("value", Tensor(np.array([5], np.int64)))
+"""
+
+
+@pytest.mark.builtin_passes
+def test_a_stale_shape_a_plugin_left_further_on_is_not_called_a_bug_in_ge(
+        tmp_path: Path) -> None:
+    """Trial S: a plugin changed a Reshape's shape constant three nodes upstream (through
+    Identity, Identity, Abs), beyond the check after it; ConstantFolding's check then found
+    the Reshape stale and the error said "This is a bug in ge". It names the plugin."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    nodes = [helper.make_node("Identity", ["shape"], ["s1"], name="id1"),
+             helper.make_node("Identity", ["s1"], ["s2"], name="id2"),
+             helper.make_node("Abs", ["s2"], ["s3"], name="abs"),
+             helper.make_node("Reshape", ["x", "s3"], ["y"], name="reshape")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])],
+                              [numpy_helper.from_array(np.array([6], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    plugin = tmp_path / "break_reshape.py"
+    plugin.write_text(BREAK_RESHAPE)
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(model, pass_paths=[plugin])
+    err = caught.value
+    assert err.pass_name == "ConstantFolding" and "bug in ge" not in err.message
+    assert ("A plugin pass before it may have left the graph so; node 'reshape' depends on "
+            "node 'shape', 4 nodes upstream, last changed by pass BreakReshape "
+            "(AfterInferShape)") in err.message

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
 from ge.compiler.change_sites import change_sites
-from ge.compiler.last_changes import LastChanges, PassChange
+from ge.compiler.last_changes import Blame, LastChanges, PassChange
 from ge.compiler.pass_failure import describe_exception, is_pass_failure, run_error
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord, constant_count, operator_count
@@ -150,8 +150,10 @@ class Invocation:
                     self._note_changes(entry, changes, stage)
         except _PassFailed as failed:
             reason = failed.reason or context.get_error_message() or failed.status.reason
+            earlier = self._plugin_behind(entry, root, failed.nodes)
             raise run_error(entry, stage, failed.status.return_code, reason,
-                            nodes=failed.nodes, location=failed.location) from None
+                            nodes=failed.nodes, location=failed.location,
+                            earlier=earlier) from None
         except BaseException as exc:
             if not is_pass_failure(exc):
                 raise
@@ -212,6 +214,17 @@ class Invocation:
             f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
             "as changed; return True, None or SUCCESS when run() changes the graph, "
             f"NOT_CHANGED only when it leaves the graph as it was (at {where})"), where)
+
+    def _plugin_behind(self, entry: RegisteredPass, root: Graph, nodes: Iterable[str]
+                       ) -> Blame | None:
+        """For a built-in pass whose check failed: the plugin pass that last changed one of
+        the nodes the check names, or the nearest node upstream (a stale shape a plugin
+        left, which the check after the plugin did not reach), else None."""
+        if not entry.builtin:
+            return None
+        blamed = self.last_changes.blame(root, nodes)
+        plugin_stages = {s.value for s in PassStage}
+        return blamed if blamed is not None and blamed.change.stage in plugin_stages else None
 
     def _warn_untyped_refusals(self, entry: RegisteredPass, instance: Any, target: Graph,
                                run: PassRun) -> None:

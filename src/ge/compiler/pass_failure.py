@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ge.compiler.last_changes import Blame
 from ge.compiler.pass_registry import RegisteredPass
 from ge.errors import GeError, PassRunError, SourceLocation
 from ge.passes.hooks import hook_note
@@ -49,8 +50,8 @@ def _cause(exc: BaseException) -> BaseException | None:
 
 def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
               exc: BaseException | None = None, nodes: Iterable[str] = (), *,
-              unchecked: bool = False, location: SourceLocation | None = None
-              ) -> PassRunError:
+              unchecked: bool = False, location: SourceLocation | None = None,
+              earlier: Blame | None = None) -> PassRunError:
     """E13028 at the user's line: the innermost frame in the pass's own file, else the line
     `location` (the check's problems: the line that changed their first node), else its
     class; with the nodes the failure names (a ge error raised in the pass, the problems).
@@ -70,6 +71,11 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         advice = (" The checks after each pass were off (check='none', --check none), so a "
                   "pass that ran before it may have left the graph invalid: compile with the "
                   "checks on to find that pass.")
+    elif entry.builtin and earlier is not None:  # a plugin before it left the node so
+        what = "built-in pass"
+        advice = (f" A plugin pass before it may have left the graph so{earlier.sentence}: "
+                  f"--verify each-pass (verify='each-pass') checks after every pass; "
+                  f"disable={entry.name!r} (--disable {entry.name}) compiles without this one.")
     elif entry.builtin:  # GE's wording is for plugins; a failing built-in pass is ge's fault
         what = "built-in pass"
         advice = (f" This is a bug in ge: please report it with the model; "
