@@ -88,8 +88,9 @@ def g_const_expr(b: Builder) -> bool:
 def g_duplicate(b: Builder) -> bool:
     """A copy of an earlier node under another name (CSE material), its outputs combined with
     the original's or left for the outputs; sometimes with one attribute changed."""
-    nodes = [n for n in b.nodes if n.output
-             and all(o in b.by_name and o not in b.unshaped for o in n.output)]
+    nodes = [n for n in b.nodes if n.output  # (not a random draw: only its comparison reads it)
+             and all(o in b.by_name and o not in b.unshaped and o not in b.unread
+                     for o in n.output)]
     if not nodes:
         return False
     node = b.choice(nodes)
