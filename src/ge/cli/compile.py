@@ -22,6 +22,7 @@ import click
 
 from ge.cli.output import (
     CommandOutput,
+    cell,
     check_not_read,
     check_output_folder,
     command_output,
@@ -184,7 +185,6 @@ def _short_origin(origin: str) -> str:
 
 
 def _pass_table(report: CompileReport) -> Any:
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
@@ -209,9 +209,8 @@ def _pass_table(report: CompileReport) -> Any:
         counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
         graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
         bodies |= len(runs) > 1
-        table.add_row(stage, escape(encodable(r.pass_name)), r.kind or "-",
-                      escape(encodable(_short_origin(r.origin))), escape(encodable(graph)),
-                      outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
+        table.add_row(stage, cell(r.pass_name), r.kind or "-", cell(_short_origin(r.origin)),
+                      cell(graph), outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
                      "fusions reported (report_fuse)") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
@@ -258,12 +257,11 @@ def _ops_table(before: Mapping[str, int], after: Mapping[str, int]) -> Any:
         table.add_column(column, justify="left" if column == "Op" else "right")
     for op in shown:
         b, a = before.get(op, 0), after.get(op, 0)
-        table.add_row(encodable(op), str(b), str(a), f"{a - b:+d}" if a != b else "")
+        table.add_row(cell(op), str(b), str(a), f"{a - b:+d}" if a != b else "")
     return table
 
 
 def _verification_table(verification: VerificationReport) -> Any:
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"Verification ({verification.tolerance()})", title_justify="left")
@@ -274,14 +272,14 @@ def _verification_table(verification: VerificationReport) -> Any:
     for out in verification.outputs:
         shape = "-" if out.actual_shape is None else f"[{', '.join(map(str, out.actual_shape))}]"
         if not out.compared:  # depends on a random operator
-            table.add_row(escape(out.name), "not compared", shape, out.actual_dtype or "-",
+            table.add_row(cell(out.name), "not compared", shape, out.actual_dtype or "-",
                           "-", "-", "-")
             continue
         ok = "yes" if out.ok else "NO"
         if out.rtol is not None and (out.rtol, out.atol) != (verification.rtol,
                                                             verification.atol):
             ok += f" (rtol={out.rtol:.3g}, atol={out.atol:.3g})"  # float16's precision
-        table.add_row(escape(out.name), ok, shape,
+        table.add_row(cell(out.name), ok, shape,
                       out.actual_dtype or "-", f"{out.max_abs_diff:.3g}",
                       f"{out.max_rel_diff:.3g}", f"{out.mismatches}/{out.size}")
     return table

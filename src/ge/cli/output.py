@@ -304,9 +304,15 @@ def _ascii_for(err: UnicodeError) -> tuple[str, int]:
     escape (`\\xe9`, `\\u2202`) for anything else."""
     if not isinstance(err, UnicodeEncodeError):
         raise err
-    text = err.object[err.start:err.end]
-    return "".join(_ASCII_FOR.get(ch) or ch.encode("ascii", "backslashreplace").decode()
-                   for ch in text), err.end
+    return "".join(map(_ascii_char, err.object[err.start:err.end])), err.end
+
+
+def _ascii_char(ch: str) -> str:
+    """A character as an ASCII stream writes it: ge's symbol's ASCII form, an ASCII
+    character itself, anything else its Python escape."""
+    if ch.isascii():
+        return ch
+    return _ASCII_FOR.get(ch) or ch.encode("ascii", "backslashreplace").decode()
 
 
 def encodable(text: str) -> str:
@@ -316,9 +322,7 @@ def encodable(text: str) -> str:
     path's `融` to `\\u878d` (the columns would then be off)."""
     if text.isascii() or all(_can_encode(stream) for stream in (sys.stdout, sys.stderr)):
         return text
-    return "".join(_ASCII_FOR.get(ch) or (ch if ch.isascii() else
-                                          ch.encode("ascii", "backslashreplace").decode())
-                   for ch in text)
+    return "".join(map(_ascii_char, text))
 
 
 def cell(text: str) -> str:

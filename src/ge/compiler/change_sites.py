@@ -3,7 +3,7 @@ pass left invalid: the check runs after `run()` returned, so no traceback holds 
 that added the dangling node or rewired the edge, and the error pointed at the `class`
 line. While a plugin's `run()` edits the graph (a FusionBasePass: pattern and decompose
 passes change it through the engine, whose errors point at their hooks), a listener of the
-graph's changes notes the innermost line of the pass's file on the stack, per node name.
+graph's changes notes the innermost line of the pass's file on the stack, per node.
 """
 
 from __future__ import annotations

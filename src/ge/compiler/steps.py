@@ -128,9 +128,10 @@ def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = N
     from ge.errors import CompileWarning
     from ge.ops.model_inference import contradicted_outputs
 
+    net_output = graph.get_net_output()
+    outputs = [net_output.name] if net_output is not None else []
     for name, said, got, producer in contradicted_outputs(graph):
-        net_output = graph.get_net_output()
-        read = [producer.name, *([net_output.name] if net_output is not None else [])]
+        read = [producer.name, *outputs]
         blamed = last_changes.blame(graph, read) if last_changes is not None else None
         if blamed is None:
             cause = "Export the output with dynamic axes too"

@@ -29,7 +29,7 @@ from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_pro
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = ["FunctionKey", "call_key", "called_function", "calls_left", "function_key",
-           "infer_call", "inline_local_functions", "opaque_functions"]
+           "infer_call", "inline_local_functions", "node_call_key", "opaque_functions"]
 
 #: (domain, name, overload), as a call names the function (`NodeProto.overload`, IR 10: two
 #: functions of one name are told apart by it).
@@ -44,6 +44,11 @@ def function_key(function: onnx.FunctionProto) -> FunctionKey:
 def call_key(node: onnx.NodeProto) -> FunctionKey:
     """The function a node proto would call, if the model defines it."""
     return normalize_domain(node.domain), node.op_type, node.overload
+
+
+def node_call_key(node: Node) -> FunctionKey:
+    """The function an IR node would call, if the model defines it (`call_key`'s)."""
+    return normalize_domain(node.domain), node.type, overload_of(node)
 
 
 def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -174,7 +179,7 @@ def called_function(node: Node) -> onnx.FunctionProto | None:
     graph = node.owner_graph
     if graph is None:
         return None
-    key = (normalize_domain(node.domain), node.type, overload_of(node))
+    key = node_call_key(node)
     for function in graph.root_graph().model.functions:
         if function_key(function) == key:
             return function

@@ -20,8 +20,7 @@ import onnx
 
 from ge.graph import Graph
 from ge.graph.domains import proto_nodes
-from ge.graph.node import overload_of
-from ge.ops.functions import FunctionKey, call_key, function_key
+from ge.ops.functions import FunctionKey, call_key, function_key, node_call_key
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import Operator
 from ge.passes.explain_reasons import op_label
@@ -79,7 +78,7 @@ def function_ops(graph: Graph, operators: Iterable[Operator]) -> list[FunctionOp
     wanted = list(dict.fromkeys(operators))
     callers: dict[FunctionKey, list[str]] = {}
     for node in root.get_all_nodes():
-        key = (normalize_domain(node.domain), node.type, overload_of(node))
+        key = node_call_key(node)
         if key in by_key:
             callers.setdefault(key, []).append(node.name)
     nested: dict[FunctionKey, list[str]] = {}

@@ -165,14 +165,16 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
     return new
 
 
-def _inference_failure(input_graph: Graph) -> str | None:
-    """Why shape inference of the model as given fails (on a copy: nothing of the caller's
-    graph changes), or None when it does not: a GE1305 blamed on a pass whose model fails
-    without it too is the model's (trial S). Run only when a compilation failed so."""
+def _inference_failure(input_graph: Graph, given: Graph) -> str | None:
+    """Why shape inference of the model as given fails (the caller's graph `given` on a
+    copy: nothing of it changes), or None when it does not: a GE1305 blamed on a pass whose
+    model fails without it too is the model's (trial S). Run only when a compilation failed
+    so."""
     from ge.ops import infer_shapes
 
     try:
-        infer_shapes(input_graph.clone(), strict=True)
+        infer_shapes(input_graph.clone() if input_graph is given else input_graph,
+                     strict=True)
     except ShapeInferenceError as err:
         first = err.nodes[0] if err.nodes else ""
         return f"at node {first!r}" if first else "too"
@@ -642,7 +644,7 @@ def compile(
                     raise
                 try:
                     own = _inference_failure(_input_graph(model, given, in_place
-                                                          or graph is not given))
+                                                          or graph is not given), given)
                 except Exception:  # a verdict is never worth another error
                     raise err from None
                 if own is None:

@@ -129,15 +129,12 @@ class FunctionHint:
 def function_hints(graph: Graph) -> list[FunctionHint]:
     """A hint when `graph` (a compiled root graph) calls functions its model defines."""
     from ge.compiler.report import op_label
-    from ge.graph.node import overload_of
-    from ge.ops.functions import function_key
-    from ge.ops.schemas import normalize_domain
+    from ge.ops.functions import function_key, node_call_key
 
     defined = {function_key(f) for f in graph.root_graph().model.functions}
     if not defined:
         return []
-    calls = [node for node in graph.get_all_nodes()
-             if (normalize_domain(node.domain), node.type, overload_of(node)) in defined]
+    calls = [node for node in graph.get_all_nodes() if node_call_key(node) in defined]
     if not calls:
         return []
     names = tuple(sorted({op_label(n) for n in calls}))  # (`local.F:neg`: overloads apart)
