@@ -31,7 +31,7 @@ from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
 __all__ = ["NodeNamesMadeUnique", "added_identities", "graph_to_model", "initializers_as_inputs",
-           "unique_node_names", "written_name"]
+           "merge_annotations", "unique_node_names", "written_name"]
 
 A = AttributeProto
 
@@ -604,24 +604,27 @@ def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:
     return gp
 
 
+def merge_annotations(source: Any, target: Any) -> None:
+    """Give `target` (a node, value info, tensor or graph proto) `source`'s metadata entries
+    it lacks, and `source`'s doc string where it has none: what a tool that rebuilds a
+    proto (a converter, an inliner, inference) drops, given back without overriding."""
+    own = {p.key for p in target.metadata_props}
+    target.metadata_props.extend(p for p in source.metadata_props if p.key not in own)
+    if source.doc_string and not target.doc_string:
+        target.doc_string = source.doc_string
+
+
 def _annotated(vi: onnx.ValueInfoProto, notes: dict[str, onnx.ValueInfoProto]
                ) -> onnx.ValueInfoProto:
     """`vi` with what the file's declaration of its value said beside the type (metadata,
-    doc string), which a desc inference made afresh no longer carries: a copy when that
-    adds anything (a desc's source proto is never changed), else `vi` itself."""
+    doc string), which a desc inference made afresh no longer carries: a copy for a
+    declared value (a desc's source proto is never changed), else `vi` itself."""
     note = notes.get(vi.name)
     if note is None:
         return vi
-    own = {p.key for p in vi.metadata_props}
-    extra = [p for p in note.metadata_props if p.key not in own]
-    doc = note.doc_string if note.doc_string and not vi.doc_string else ""
-    if not extra and not doc:
-        return vi
     copy = onnx.ValueInfoProto()
     copy.CopyFrom(vi)
-    copy.metadata_props.extend(extra)
-    if doc:
-        copy.doc_string = doc
+    merge_annotations(note, copy)
     return copy
 
 
@@ -753,9 +756,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
     if extras is not None and len(extras.value_info):
         notes = {note.name: note for note in extras.value_info}
         value_infos = [_annotated(vi, notes) for vi in value_infos]
-        for field in (gp.input, gp.output):
-            for i, vi in enumerate(field):
-                annotated = _annotated(vi, notes)
-                if annotated is not vi:
-                    field[i].CopyFrom(annotated)
+        for vi in (*gp.input, *gp.output):  # (the graph's own copies)
+            if vi.name in notes:
+                merge_annotations(notes[vi.name], vi)
     gp.value_info.extend(value_infos)

@@ -22,6 +22,7 @@ from ge.errors import GeError, ShapeInferenceError
 from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
 from ge.graph.node import Node, overload_of
+from ge.graph.onnx_export import merge_annotations
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
@@ -132,10 +133,7 @@ def _take_call_metadata(node: onnx.NodeProto, call: onnx.NodeProto) -> None:
     where `node` has none of its own."""
     if call.name:
         node.name = f"{call.name}/{node.name or node.op_type}"
-    own = {p.key for p in node.metadata_props}
-    node.metadata_props.extend(p for p in call.metadata_props if p.key not in own)
-    if call.doc_string and not node.doc_string:
-        node.doc_string = call.doc_string
+    merge_annotations(call, node)
 
 
 def _defaults_through_references(functions: Iterable[onnx.FunctionProto]) -> None:

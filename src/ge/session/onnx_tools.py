@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import onnx
 from onnx import version_converter
@@ -38,7 +37,7 @@ from ge.graph.allocation import no_gc_pauses
 from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.external_data import graph_tensors
 from ge.graph.model_io import INLINE_MODEL_BYTES
-from ge.graph.onnx_export import graph_to_model
+from ge.graph.onnx_export import graph_to_model, merge_annotations
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
@@ -192,7 +191,7 @@ def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> No
         before = nodes.get(_node_key(node))
         if before is None:
             continue
-        _merge_annotations(before, node)
+        merge_annotations(before, node)
         bodies = {a.name: a for a in before.attribute}
         for attr in node.attribute:
             old = bodies.get(attr.name)
@@ -208,7 +207,7 @@ def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> No
     for value in listed:
         before_value = values.get(value.name)
         if before_value is not None:
-            _merge_annotations(before_value, value)
+            merge_annotations(before_value, value)
     # a weight's declaration (a dynamo export's parameter spec), which inference does not
     # list again: its type is the initializer's, which no conversion changes
     weights = {t.name for t in converted.initializer}
@@ -219,22 +218,14 @@ def _keep_annotations(source: onnx.GraphProto, converted: onnx.GraphProto) -> No
     for tensor in converted.initializer:  # (those small enough to go through the converter)
         before_tensor = tensors.get(tensor.name)
         if before_tensor is not None:
-            _merge_annotations(before_tensor, tensor)
-    _merge_annotations(source, converted)
+            merge_annotations(before_tensor, tensor)
+    merge_annotations(source, converted)
 
 
 def _node_key(node: onnx.NodeProto) -> object:
     """How a node is found again after the conversion: its name, else (unnamed) its
     outputs, which the converter keeps."""
     return node.name or tuple(node.output)
-
-
-def _merge_annotations(source: Any, target: Any) -> None:
-    """`source`'s metadata entries `target` lacks, and its doc string where it has none."""
-    own = {p.key for p in target.metadata_props}
-    target.metadata_props.extend(p for p in source.metadata_props if p.key not in own)
-    if source.doc_string and not target.doc_string:
-        target.doc_string = source.doc_string
 
 
 def inlined_functions(graph: Graph) -> Graph:
