@@ -17,12 +17,11 @@ counts): nothing here is process-global.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge._text import first_and_more
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
@@ -62,6 +61,7 @@ __all__ = [
     "read_only_call",
     "run_pass",
     "untyped_desc",
+    "untyped_values",
 ]
 
 #: A sweep making more rewrites than this many per node of the graph keeps matching its
@@ -328,10 +328,8 @@ def decompose_region(node: Node) -> Region:
     assert graph is not None
     inputs = list(dict.fromkeys(p for p in node._inputs if p is not None))
     outputs = [(node, i) for i in range(node.get_outputs_size())]
-    read = first_and_more([f"{p.name!r}:{k}" for p, k in inputs], 8)
     return Region(graph, [node], inputs, outputs, input_note=_decompose_input_note(node, inputs),
-                  inputs_advice=f"builder.create_inputs({{n}}): the values node {node.name!r} "
-                                f"reads, in input order: {read}")
+                  decomposed=True)
 
 
 def _numbered(positions: list[int]) -> str:
@@ -369,18 +367,23 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 
 def _note_refusal(run: PassRun, nodes: list[Node]) -> None:
     """Count a refusal made while an input or output of `nodes` has no type or rank."""
+    first = next(untyped_values(nodes), None)
+    if first is not None:
+        run.untyped_refusals += 1
+        run.first_untyped = run.first_untyped or first
+
+
+def untyped_values(nodes: Iterable[Node]) -> Iterator[str]:
+    """The inputs and outputs of `nodes` with no type or rank, as messages name them
+    ("input 0 of 'add'"), node by node, inputs first."""
     for node in nodes:
         for i in range(node.get_inputs_size()):
             producer = node.get_input_producer(i)
             if producer is not None and untyped_desc(producer[0].get_output_desc(producer[1])):
-                run.untyped_refusals += 1
-                run.first_untyped = run.first_untyped or f"input {i} of {node.name!r}"
-                return
+                yield f"input {i} of {node.name!r}"
         for k in range(node.get_outputs_size()):
             if untyped_desc(node.get_output_desc(k)):
-                run.untyped_refusals += 1
-                run.first_untyped = run.first_untyped or f"output {k} of {node.name!r}"
-                return
+                yield f"output {k} of {node.name!r}"
 
 
 def untyped_desc(desc: TensorDesc) -> bool:

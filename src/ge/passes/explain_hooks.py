@@ -25,7 +25,7 @@ from ge._text import first_and_more
 from ge.errors import SourceLocation
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
-from ge.passes.execution import read_only_call, untyped_desc
+from ge.passes.execution import read_only_call, untyped_values
 from ge.passes.explain_reasons import Reason
 from ge.passes.source import (
     blamed_location,
@@ -189,14 +189,7 @@ def missing_descs_warning(nodes: Iterable[Node], what: str, *,
     inputs or outputs of `nodes` have no type or rank, else None. Before inference (the
     pass's stage is `BeforeInferShape`) that is what a compilation gives the pass too;
     after it, the graph explained was not typed."""
-    unknown: list[str] = []
-    for node in nodes:
-        for i in range(node.get_inputs_size()):
-            producer = node.get_input_producer(i)
-            if producer is not None and untyped_desc(producer[0].get_output_desc(producer[1])):
-                unknown.append(f"input {i} of {node.name!r}")
-        unknown += [f"output {k} of {node.name!r}" for k in range(node.get_outputs_size())
-                    if untyped_desc(node.get_output_desc(k))]
+    unknown = list(untyped_values(nodes))
     if not unknown:
         return None
     listed = first_and_more(unknown, _SHOWN_DESCS)

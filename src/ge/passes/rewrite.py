@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ge._text import first_and_more
 from ge.errors import GeError, RewriteError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
@@ -65,10 +66,9 @@ class Region:
     # Why there are fewer boundary inputs than an author may count (a decomposed node's
     # inputs sharing a producer, or absent), said when a replacement's count differs.
     input_note: str = ""
-    # How a replacement makes one input per boundary input, said when its count differs:
-    # a pattern pass's expression takes them from `inputs`, a decompose pass's graph
-    # creates them (`decompose_region`).
-    inputs_advice: str = "inputs[:{n}]"
+    # A decompose pass's region (`decompose_region`): its replacement creates one input per
+    # boundary input with a builder, where a pattern pass's expression takes `inputs`.
+    decomposed: bool = False
     members: set[Node] = field(init=False)  # the nodes, as a set
 
     def __post_init__(self) -> None:
@@ -178,7 +178,7 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
         raise RewriteError(
             f"replacement {replacement.name!r} has {len(data)} input(s) but the region it "
             f"replaces has {len(region.inputs)}{note}; create one Data per boundary input "
-            f"({region.inputs_advice.format(n=len(region.inputs))})")
+            f"({_inputs_advice(region)})")
     outputs = replacement.get_net_output()
     count = outputs.get_inputs_size() if outputs is not None else 0
     if count != len(region.outputs):
@@ -186,6 +186,17 @@ def _check_replacement(replacement: object, region: Region) -> Graph:
             f"replacement {replacement.name!r} has {count} output(s) but the region it "
             f"replaces has {len(region.outputs)}")
     return replacement
+
+
+def _inputs_advice(region: Region) -> str:
+    """How a replacement makes one input per boundary input of `region`, said when it has
+    another count (worked out then: a decompose pass builds a region per node)."""
+    count = len(region.inputs)
+    if not region.decomposed:
+        return f"inputs[:{count}]"
+    read = first_and_more([f"{p.name!r}:{k}" for p, k in region.inputs], 8)
+    return (f"builder.create_inputs({count}): the values node {region.nodes[0].name!r} "
+            f"reads, in input order: {read}")
 
 
 def apply_replacement(region: Region, replacement: object, *, pass_name: str = "",
