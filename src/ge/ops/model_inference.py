@@ -339,28 +339,24 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     _fill_from_declared_outputs(root)
 
 
-def _declared_outputs(root: Graph, *, every: bool = False
-                      ) -> Iterator[tuple[Node | None, int, TensorDesc]]:
-    """(producer, output index, declared desc) of each graph output whose type the model
-    declares (the NetOutput's own input desc); `every`: one per output, (None, -1, an
-    empty desc) for the others, so that the position is the output's."""
+def _declared_outputs(root: Graph) -> Iterator[tuple[int, Node, int, TensorDesc]]:
+    """(graph output position, producer, its output index, declared desc) of each graph
+    output whose type the model declares (the NetOutput's own input desc)."""
     net_output = root.get_net_output()
     if net_output is None:
         return
     for i in range(net_output.get_inputs_size()):
         producer = net_output.get_input_producer(i)
         if producer is not None and net_output.has_input_desc(i):
-            yield producer[0], producer[1], net_output.get_input_desc(i)
-        elif every:
-            yield None, -1, TensorDesc()
+            yield i, producer[0], producer[1], net_output.get_input_desc(i)
 
 
 def _fill_from_declared_outputs(root: Graph) -> None:
     """Give each graph output's producer the dims the model declares for the output where
     inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
     outputs without their dims (`_relax_outputs`)."""
-    for node, index, declared in _declared_outputs(root):
-        if node is None or node.type == DATA or is_const(node) or not node.has_output_desc(index):
+    for _, node, index, declared in _declared_outputs(root):
+        if node.type == DATA or is_const(node) or not node.has_output_desc(index):
             continue
         held = node.get_output_desc(index)
         filled = _merged(held, declared, from_file=True)
@@ -376,9 +372,7 @@ def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim], N
     left unknown is no contradiction."""
     found = []
     names = root._output_names  # (as the model writes them: a pass may rewire an output)
-    for i, (node, index, declared) in enumerate(_declared_outputs(root, every=True)):
-        if node is None:
-            continue
+    for i, node, index, declared in _declared_outputs(root):
         said_shape, got_shape = declared.get_shape(), node.get_output_desc(index).get_shape()
         if said_shape.is_unknown_rank() or got_shape.is_unknown_rank():
             continue
