@@ -3,14 +3,12 @@ function per operator (`ge.es.onnx`, with GE-style aliases `ge.es.math`, `ge.es.
 `ge.es.all`; custom operators in `ge.es.custom`). See docs/es.md.
 """
 
-from typing import Any
-
 from ge.es.decomposition import build_decomposition
 from ge.es.graph_builder import GraphBuilder, InputType
 from ge.es.opset import current_opset_imports, opset_scope
 from ge.es.scopes import attr_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
-from ge.ops.ascend import no_es_function
+from ge.ops.ascend import es_getattr
 from ge.ops.evaluation import set_decomposition_builder
 
 set_decomposition_builder(build_decomposition)
@@ -26,8 +24,6 @@ __all__ = [
     "opset_scope",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """An Ascend operator's name (`es.BatchMatMulV2`) says which ONNX function to call
-    instead (the functions are in `ge.es.onnx`, `ge.es.math`, `ge.es.nn`, `ge.es.all`)."""
-    no_es_function(__name__, name)
+# An Ascend operator's name (`es.BatchMatMulV2`) says which ONNX function to call instead
+# (the functions are in `ge.es.onnx`, `ge.es.math`, `ge.es.nn`, `ge.es.all`).
+__getattr__ = es_getattr(__name__)

@@ -4,16 +4,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ge.es.onnx import OPERATORS
-from ge.ops.ascend import no_es_function
+from ge.ops.ascend import es_getattr
 
 globals().update(OPERATORS)
 
 __all__ = sorted(OPERATORS)
 
-
-def __getattr__(name: str) -> Any:
-    """An Ascend operator's name (`ConcatV2`) says which ONNX function to call instead."""
-    no_es_function(__name__, name)
+__getattr__ = es_getattr(__name__)  # (an Ascend name says which ONNX function to call)

@@ -9,12 +9,14 @@ already, and this module imports nothing of ge but `ge.errors`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
 from ge.errors import OpNotFoundError
 
-__all__ = ["ASCEND_OPS", "ASCEND_OP_TYPES", "AscendOp", "ascend_name_error", "no_es_function"]
+__all__ = ["ASCEND_OPS", "ASCEND_OP_TYPES", "AscendOp", "ascend_name_error", "es_getattr",
+           "no_es_function"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +123,14 @@ def no_es_function(module: str, name: str) -> NoReturn:
     if error is not None:
         raise error
     raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def es_getattr(module: str) -> Callable[[str], NoReturn]:
+    """The module `__getattr__` of an ES namespace `module` (`ge.es`, `ge.es.onnx`,
+    `ge.es.math`, `ge.es.nn`): an Ascend operator's name says which ONNX function to call
+    instead (`no_es_function`)."""
+
+    def __getattr__(name: str) -> NoReturn:
+        no_es_function(module, name)
+
+    return __getattr__
