@@ -110,7 +110,9 @@ class Invocation:
         context = PassContext(entry.name, self.options)
         if entry.requires and not any(target.nodes_of_type(t) for t in entry.requires):
             return self.idle_record(entry, target, stage)
-        run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns)
+        run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns,
+                      count_untyped=(not entry.builtin
+                                     and stage == PassStage.BEFORE_INFER_SHAPE.value))
         before = root.mutation_count
         contradicted = _contradicted_outputs(target) if self.typed else set()
         nodes_before = operator_count(target)
@@ -166,8 +168,7 @@ class Invocation:
         changed = root.mutation_count != before
         nodes_after = operator_count(target)
         outcome = status.outcome
-        if (run.untyped_refusals and not run.rewrites and not entry.builtin
-                and stage == PassStage.BEFORE_INFER_SHAPE.value):
+        if run.untyped_refusals and not run.rewrites:
             self._warn_untyped_refusals(entry, instance, target, run)
         if outcome is RunOutcome.NOT_CHANGED and changed:
             # The graph says otherwise: the run changed it (and was checked as a change).

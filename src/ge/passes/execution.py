@@ -81,6 +81,9 @@ class PassRun:
     #: pass at BeforeInferShape on a model declaring none), and the first such value
     untyped_refusals: int = 0
     first_untyped: str = ""
+    #: whether to count them: only where the compiler can warn of them (a plugin's pass at
+    #: BeforeInferShape); elsewhere listing every refused match's values is wasted work
+    count_untyped: bool = False
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
@@ -367,6 +370,8 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 
 def _note_refusal(run: PassRun, nodes: list[Node]) -> None:
     """Count a refusal made while an input or output of `nodes` has no type or rank."""
+    if not run.count_untyped:
+        return
     first = next(untyped_values(nodes), None)
     if first is not None:
         run.untyped_refusals += 1
