@@ -20,6 +20,7 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import GraphError
+from ge.graph.allocation import no_gc_pauses
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
@@ -94,8 +95,9 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     typed = _VALUE_INFO.set(value_info)
     lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
     try:
-        names = _OutputNames(graph)
-        model = _graph_to_model(graph, names)
+        with no_gc_pauses():  # a proto per node, and the output-name tables: nothing freed
+            names = _OutputNames(graph)
+            model = _graph_to_model(graph, names)
     finally:
         _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
@@ -462,15 +464,17 @@ def added_identities(root: Graph) -> dict[Graph, int]:
     a node of the graph producing it), planned as `write_graph` plans them, nothing
     written: the counts of the model ge writes include them. A graph whose outputs could
     not be written (one not connected) adds none here; writing it fails."""
-    names = _OutputNames(root)
     added: dict[Graph, int] = {}
-    # (bodies depth first in their owners' order: the order write_graph plans them in)
-    for graph in [root, *(g for g in root.get_all_subgraphs() if not g.is_orphan())]:
-        net_outputs = graph.nodes_of_type(NET_OUTPUT)
-        if len(net_outputs) == 1 and None not in net_outputs[0]._inputs:
-            _, identities = names.plan(graph, net_outputs[0])
-            if identities:
-                added[graph] = len(identities)
+    with no_gc_pauses():  # the tables name every value of a model whose outputs changed
+        names = _OutputNames(root)
+        # (bodies depth first in their owners' order: the order write_graph plans them in)
+        for graph in [root, *(g for g in root.get_all_subgraphs() if not g.is_orphan())]:
+            net_outputs = graph.nodes_of_type(NET_OUTPUT)
+            if len(net_outputs) == 1 and None not in net_outputs[0]._inputs:
+                _, identities = names.plan(graph, net_outputs[0])
+                if identities:
+                    added[graph] = len(identities)
+        del names  # (freed before the splice, not handed to the oldest generation)
     return added
 
 
