@@ -1140,3 +1140,47 @@ def test_a_data_node_without_an_int_index_is_named_on_export() -> None:
     with pytest.raises(GraphError, match=f"Data node '{data.name}'.*no int 'index'") as info:
         graph.to_onnx()
     assert info.value.nodes == (data.name,)
+
+
+def _two_ifs_with_bodies_named_alike() -> Graph:
+    """x -> If 'if1' and If 'if2', every branch a graph named 'sub_graph' (as exporters may
+    name them), read from ONNX."""
+    from onnx import TensorProto, helper
+
+    def branch(op: str, out: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["x"], [out])], "sub_graph", [],
+                                 [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2])])
+
+    nodes = [helper.make_node("If", ["c"], [f"y{k}"], name=f"if{k}",
+                              then_branch=branch("Relu", f"t{k}"),
+                              else_branch=branch("Neg", f"e{k}")) for k in (1, 2)]
+    graph = helper.make_graph(
+        nodes, "main",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [2]) for k in (1, 2)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model_to_graph(model)
+
+
+def test_a_subgraph_name_several_bodies_share_is_refused_and_a_path_names_one() -> None:
+    """GE names bodies uniquely; exporters may not. get_subgraph of a shared name raises
+    GraphError naming every body's path (rather than handing back the first, silently),
+    and a body path picks one; nothing is changed."""
+    graph = _two_ifs_with_bodies_named_alike()
+    before = graph.mutation_count
+    with pytest.raises(GraphError) as caught:
+        graph.get_subgraph("sub_graph")
+    message = str(caught.value)
+    assert "graph 'main' has 4 subgraphs named 'sub_graph'" in message
+    for path in ("if1.then_branch", "if1.else_branch", "if2.then_branch", "if2.else_branch"):
+        assert repr(path) in message
+    assert "get_subgraph('if1.then_branch')" in message
+    if2 = graph.find_node_by_name("if2")
+    assert graph.get_subgraph("if2.else_branch") is if2.get_subgraphs()[1]
+    assert graph.get_subgraph("if2.else_branch").get_direct_nodes()[0].type != "Relu"
+    assert graph.get_subgraph("if3.then_branch") is None
+    with pytest.raises(GraphError, match="owned by a node"):
+        graph.remove_subgraph("sub_graph")
+    assert graph.mutation_count == before

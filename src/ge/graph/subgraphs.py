@@ -45,9 +45,25 @@ class GraphSubgraphs:
         return out
 
     def get_subgraph(self: Graph, name: str) -> Graph | None:
+        """The subgraph below this graph named `name`, or None. GE names bodies uniquely;
+        exporters may not, so a name several bodies share raises GraphError naming where
+        each is. ✚ A body path as `body_path` writes it (`if1.then_branch`,
+        `loop.body/if1.else_branch`) names one body whatever the names."""
         if not isinstance(name, str):
             raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
-        return next((g for g in self.get_all_subgraphs() if g._name == name), None)
+        subgraphs = self.get_all_subgraphs()
+        named = [g for g in subgraphs if g._name == name]
+        if len(named) > 1:
+            places = ", ".join(repr(body_path(g)) if g._parent_node is not None else "an orphan"
+                               for g in named)
+            raise GraphError(
+                f"graph {self._name!r} has {len(named)} subgraphs named {name!r} ({places}); "
+                f"ask for one by its path, e.g. get_subgraph({body_path(named[0]) or name!r}), "
+                f"or take it from its node (node.get_subgraphs())")
+        if named:
+            return named[0]
+        return next((g for g in subgraphs if g._parent_node is not None
+                     and body_path(g) == name), None)
 
     def add_subgraph(self: Graph, subgraph: Graph) -> None:
         """Register a subgraph not (yet) owned by a node (GE's orphan subgraph; not exported)."""
@@ -86,12 +102,14 @@ class GraphSubgraphs:
 
     def remove_subgraph(self: Graph, name: str) -> None:
         """Unregister an orphan subgraph; a subgraph owned by a node goes with its attribute."""
+        if not isinstance(name, str):
+            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
         root = self.root_graph()
         for orphan in root._orphans:
             if orphan._name == name:
                 root._remove_orphan(orphan)
                 return
-        if self.get_subgraph(name) is not None:
+        if any(g._name == name for g in self.get_all_subgraphs()):
             raise GraphError(
                 f"subgraph {name!r} is owned by a node; remove the node or its attribute instead"
             )
