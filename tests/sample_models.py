@@ -107,3 +107,24 @@ def readme_pass_source() -> str:
     found = re.search(r"# my_passes/fold_double_neg.py\n(.*?)```", README.read_text(), re.S)
     assert found is not None, "the README lost its pass example"
     return found.group(1)
+
+
+def two_ifs_with_bodies_named_alike() -> onnx.ModelProto:
+    """x, c -> If 'if1' (y1) and If 'if2' (y2), each Relu(x) if c else Neg(x) (outputs t1/e1,
+    t2/e2), every branch a graph named 'sub_graph', as exporters may name them."""
+
+    def branch(op: str, out: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["x"], [out])], "sub_graph", [],
+                                 [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2])])
+
+    nodes = [helper.make_node("If", ["c"], [f"y{k}"], name=f"if{k}",
+                              then_branch=branch("Relu", f"t{k}"),
+                              else_branch=branch("Neg", f"e{k}")) for k in (1, 2)]
+    graph = helper.make_graph(
+        nodes, "main",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [2]) for k in (1, 2)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model

@@ -15,6 +15,7 @@ import ge.graph
 from ge.compiler.scheduler import PIPELINE, step_label
 from ge.errors import CompilerOptionError
 from plugin_fixtures import ADDS_NEG, small_graph
+from sample_models import two_ifs_with_bodies_named_alike
 
 STEPS = [step_label(s) for s in PIPELINE]
 
@@ -42,6 +43,33 @@ def test_level_1_adds_every_pass_that_changed_the_graph(write, tmp_path: Path) -
     assert labels.index("AfterInferShape") == labels.index("AfterInferShape_AddsNeg") + 1
     after_pass = next((tmp_path / "d").glob("*_AfterInferShape_AddsNeg.txt")).read_text()
     assert "neg" in after_pass
+
+
+NEGATES_E2 = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+@register_fusion_pass(name="NegatesE2", stage="AfterInferShape")
+class NegatesE2(FusionBasePass):
+    def run(self, graph, context):
+        for node in graph.nodes_of_type("Neg"):
+            if node.get_output_name(0) == "e2":
+                neg = graph.add_node("Neg", name="neg_again", num_inputs=1)
+                graph.replace_all_uses(node, 0, neg, 0)
+                graph.add_data_edge(node, 0, neg, 0)
+"""
+
+
+def test_a_pass_that_changed_one_body_is_dumped_under_its_path(write, tmp_path: Path) -> None:
+    """Level 1 names the dump of a pass that changed one body after the body's path, not
+    its name: exporters may name every body alike ('sub_graph' here, four times)."""
+    path = write("negates.py", NEGATES_E2)
+    source = tmp_path / "two_ifs.onnx"
+    onnx.save(two_ifs_with_bodies_named_alike(), source)
+    ge.compile(source, pass_paths=[path], dump=tmp_path / "d", dump_level="1")
+    labels = [n.split("_", 2)[2] for n in stems(tmp_path / "d", ".txt")]
+    assert "AfterInferShape_NegatesE2_if2.else_branch" in labels
+    dumped = next((tmp_path / "d").glob("*_NegatesE2_if2.else_branch.onnx"))
+    assert "neg_again" in [n.name for n in ge.graph.load(dumped).get_all_nodes()]
 
 
 @pytest.mark.parametrize(("level", "expected"), [

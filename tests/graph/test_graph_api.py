@@ -16,6 +16,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph import DataType, DumpFormat, Format, Graph, Node, Tensor, TensorDesc
 from ge.graph.onnx_import import model_to_graph
 from model_paths import shared_model
+from sample_models import two_ifs_with_bodies_named_alike
 
 
 def _consumers(node: Node, index: int = 0) -> list[tuple[str, int]]:
@@ -1142,33 +1143,11 @@ def test_a_data_node_without_an_int_index_is_named_on_export() -> None:
     assert info.value.nodes == (data.name,)
 
 
-def _two_ifs_with_bodies_named_alike() -> Graph:
-    """x -> If 'if1' and If 'if2', every branch a graph named 'sub_graph' (as exporters may
-    name them), read from ONNX."""
-    from onnx import TensorProto, helper
-
-    def branch(op: str, out: str) -> onnx.GraphProto:
-        return helper.make_graph([helper.make_node(op, ["x"], [out])], "sub_graph", [],
-                                 [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2])])
-
-    nodes = [helper.make_node("If", ["c"], [f"y{k}"], name=f"if{k}",
-                              then_branch=branch("Relu", f"t{k}"),
-                              else_branch=branch("Neg", f"e{k}")) for k in (1, 2)]
-    graph = helper.make_graph(
-        nodes, "main",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
-         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [2]) for k in (1, 2)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    return model_to_graph(model)
-
-
 def test_a_subgraph_name_several_bodies_share_is_refused_and_a_path_names_one() -> None:
     """GE names bodies uniquely; exporters may not. get_subgraph of a shared name raises
     GraphError naming every body's path (rather than handing back the first, silently),
     and a body path picks one; nothing is changed."""
-    graph = _two_ifs_with_bodies_named_alike()
+    graph = model_to_graph(two_ifs_with_bodies_named_alike())
     before = graph.mutation_count
     with pytest.raises(GraphError) as caught:
         graph.get_subgraph("sub_graph")

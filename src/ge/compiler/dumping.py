@@ -336,8 +336,8 @@ class GraphDumper(PipelineObserver):
         name = f"{record.stage}_{record.pass_name}"
         if record.round:
             name += f"_round{record.round}"
-        if len(changed) == 1 and record.graph_name != graph.name:
-            name += f"_{record.graph_name}"  # the one body it changed
+        if len(changed) == 1 and record.graph_path:
+            name += f"_{record.graph_path}"  # the one body it changed (its path: unique)
         if self.level == "1" or self._wanted(record.pass_name):
             with self._timed():
                 self._write(graph, name)
