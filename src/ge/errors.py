@@ -254,6 +254,17 @@ class CompilerStateError(GeError, RuntimeError):
     code = "GE1201"
 
 
+class PluginLoaderClosedError(CompilerStateError):
+    """A plugin loader `ge.finalize()` closed was asked to load plugins: a compilation
+    that asked takes the compiler running now instead (`ge.compiler.engine`)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the compiler was finalized (ge.finalize(), in another thread) while this "
+            "compilation chose its plugins; it loads nothing more: start the compilation "
+            "again")
+
+
 class CompilerOptionError(GeError, ValueError):
     """A compiler option has a value the compiler cannot use."""
 
@@ -287,6 +298,7 @@ __all__ += [
     "PassRegisterTypeError",
     "PluginLoadErrors",
     "PluginLoadWarning",
+    "PluginLoaderClosedError",
     "PluginPathNotFoundError",
     "PluginPathSuffixError",
     "PluginPathTypeError",

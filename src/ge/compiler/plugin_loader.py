@@ -36,9 +36,9 @@ from pathlib import Path
 
 from ge.compiler.options import CompilerOptions
 from ge.errors import (
-    CompilerStateError,
     CompileWarning,
     GeError,
+    PluginLoaderClosedError,
     PluginPathNotFoundError,
     PluginPathSuffixError,
 )
@@ -102,17 +102,6 @@ def environment_disables_autoload(environ: Mapping[str, str]) -> bool:
 def autoload_disabled(options: CompilerOptions, environ: Mapping[str, str]) -> bool:
     """Whether entry-point loading is off, by the option or by the environment."""
     return options.disable_plugin_autoload or environment_disables_autoload(environ)
-
-
-class PluginLoaderClosedError(CompilerStateError):
-    """A loader `unload()` closed (`ge.finalize()`) was asked to load plugins: a
-    compilation that asked takes the compiler running now instead (`ge.compiler.engine`)."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the compiler was finalized (ge.finalize(), in another thread) while this "
-            "compilation chose its plugins; it loads nothing more: start the compilation "
-            "again")
 
 
 class PathLease:
