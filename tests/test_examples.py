@@ -22,7 +22,7 @@ def test_the_demo_round_trips_and_compiles_with_the_example_pass() -> None:
                             text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "outputs identical: True; files byte-identical: True" in result.stdout
-    assert "FuseMatMulAdd" in result.stdout
+    assert "FuseMatMulAddByHand" in result.stdout
     assert result.stdout.count("verification ok: 1 output(s) match") == 2
     compiled = onnx.load(EXAMPLES / "out" / "demo_mlp.compiled.onnx")
     op_types = [n.op_type for n in compiled.graph.node]

@@ -9,9 +9,11 @@ examples/passes/fuse_matmul_add.py`. The folder also holds GE's samples ported t
 from ge.passes import NOT_CHANGED, FusionBasePass, PassStage, register_fusion_pass
 
 
-@register_fusion_pass(name="FuseMatMulAdd", stage=PassStage.AFTER_INFER_SHAPE)
-class FuseMatMulAdd(FusionBasePass):
-    """Add(MatMul(a, b), bias) with a 2-D `a`, a 2-D `b` and a 1-D constant bias -> Gemm."""
+@register_fusion_pass(name="FuseMatMulAddByHand", stage=PassStage.AFTER_INFER_SHAPE)
+class FuseMatMulAddByHand(FusionBasePass):
+    """Add(MatMul(a, b), bias) with a 2-D `a`, a 2-D `b` and a 1-D constant bias -> Gemm,
+    found and rewritten with the graph API (the README's `FuseMatMulAdd` is the same rule
+    as a pattern pass; the built-in `MatMulAddFusion` does it for every model)."""
 
     def run(self, graph, context):
         fused = 0

@@ -187,7 +187,7 @@ def test_compile_html_with_the_fuse_matmul_add_plugin(tmp_path: Path) -> None:
     gemms = [n for n in after.values() if n["data-op"] == "Gemm"]
     assert len(gemms) == 1 and "added" in _classes(gemms[0])
     assert "changed" in _classes(before["relu"]) and "changed" in _classes(after["relu"])
-    assert parsed.passes == ["FuseMatMulAdd"]
+    assert parsed.passes == ["FuseMatMulAddByHand"]
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
