@@ -543,10 +543,10 @@ def _output_file(text: str) -> Path:
                    "repeatable); implies --verify.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True,
               help="Relative tolerance of verification (a finite number >= 0); needs "
-                   "--verify.")
+                   "--verify (or --inputs or --dims, which imply it).")
 @click.option("--atol", type=float, default=1e-5, show_default=True,
               help="Absolute tolerance of verification (a finite number >= 0); needs "
-                   "--verify.")
+                   "--verify (or --inputs or --dims, which imply it).")
 @click.option("--report", "report_path", type=click.Path(), callback=file_target,
               default=None,
               metavar="FILE", help="Write the report (and verification) as JSON to FILE.")
