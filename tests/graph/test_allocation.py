@@ -398,3 +398,46 @@ def test_a_disabled_collector_is_not_run_for_the_splices(fresh_accounting: None)
     assert _full_runs() == runs
     assert not gc.isenabled()
     gc.collect()
+
+
+def test_the_due_collection_runs_while_another_thread_holds_the_collector(
+        fresh_accounting: None) -> None:
+    """A service compiling in several threads keeps the collector held almost all the time
+    (a user trial: 88% of samples). A step starting while another thread holds it still
+    runs the full collection its splices made due, so the garbage stays bounded."""
+    entered, release = threading.Event(), threading.Event()
+
+    def other_compilation() -> None:
+        with no_full_collections():
+            entered.set()
+            release.wait(timeout=60)
+
+    other = threading.Thread(target=other_compilation)
+    other.start()
+    try:
+        assert entered.wait(timeout=60)
+        runs = _full_runs()
+        for _ in range(12):
+            _drop_cycles_built_in_a_pause(allocation._FULL_FLOOR // 2)
+        assert _full_runs() > runs
+        assert gc.get_threshold()[2] == allocation._NEVER  # still held by the other thread
+    finally:
+        release.set()
+        other.join()
+
+
+def test_a_step_inside_this_threads_own_hold_waits_for_its_end(fresh_accounting: None) -> None:
+    """Held by this thread alone (a pass, and the pauses of the steps inside it): no full
+    collection mid-pass, however much was spliced; the next outermost step runs it."""
+    with no_gc_pauses():  # the first graph loaded (taken as live by the next step)
+        kept = [_Cycle() for _ in range(100)]
+    with no_full_collections():
+        pass
+    runs = _full_runs()
+    with no_full_collections():
+        for _ in range(8):
+            _drop_cycles_built_in_a_pause(allocation._FULL_FLOOR // 2)
+        assert _full_runs() == runs
+    with no_full_collections():
+        pass
+    assert _full_runs() > runs and len(kept) == 100

@@ -35,10 +35,12 @@ __all__ = ["no_full_collections", "no_gc_pauses"]
 
 #: The full-collection threshold while `no_full_collections` is active: never reached.
 _NEVER = 1 << 30
-#: Objects spliced since the last full collection below which none is made: up to about
-#: 20 MB of unreachable cycles may wait for one, rather than a full traversal of a small
-#: heap every few compilations.
-_FULL_FLOOR = 200_000
+#: Objects spliced since the last full collection below which none is made, rather than a
+#: full traversal of a small heap after every compilation. A splice moves every young
+#: object of the process, another thread's garbage too (a service's, which may hold large
+#: buffers in few objects): 200,000 let such a service reach 430 MB where 50,000 keeps it
+#: under 200 MB (docs/performance.md).
+_FULL_FLOOR = 50_000
 
 
 class _CollectorHold:
@@ -52,6 +54,7 @@ class _CollectorHold:
         self.pauses = 0  # active `no_gc_pauses`, every thread
         self.was_enabled = True  # gc.isenabled() when the first of them entered
         self.fulls = 0  # active `no_full_collections`, every thread
+        self.holders: dict[int, int] = {}  # thread ident -> its active holds (both kinds)
         self.thresholds: tuple[int, int, int] = gc.get_threshold()  # when the first entered
         # objects spliced into the oldest generation since its last collection, and the
         # estimated size of that generation after it (None until a check finds something
@@ -73,8 +76,16 @@ def _collect_if_due() -> None:
     """Run the full collection the splices made due (see the module docstring), unless the
     collector is disabled or a full collection already ran since the count began. Called
     on entering an outermost step, without `_HOLD.lock` held (finalizers may take it)."""
+    me = threading.get_ident()
     with _HOLD.lock:
-        if _HOLD.pauses or _HOLD.fulls or not gc.isenabled():
+        held = _HOLD.pauses or _HOLD.fulls
+        # Held by this thread alone (a step inside its pass): its own splices wait for its
+        # next outermost step. Held by another thread too: a compilation in one thread
+        # must not starve the process of full collections while others keep it held
+        # (a service compiling in several threads would never run one).
+        if held and not any(t != me for t in _HOLD.holders):
+            return
+        if not (_HOLD.was_enabled if _HOLD.pauses else gc.isenabled()):
             return
         runs = _full_collections()
         if runs != _HOLD.full_runs:  # CPython (or the user) collected: the count restarts
@@ -92,6 +103,20 @@ def _collect_if_due() -> None:
     with _HOLD.lock:
         _HOLD.long_lived = max(0, long_lived + spliced - found)
         _HOLD.full_runs = _full_collections()
+
+
+def _enter(holders: dict[int, int]) -> None:
+    me = threading.get_ident()
+    holders[me] = holders.get(me, 0) + 1
+
+
+def _leave(holders: dict[int, int]) -> None:
+    me = threading.get_ident()
+    left = holders[me] - 1
+    if left:
+        holders[me] = left
+    else:
+        del holders[me]
 
 
 def _splice_young() -> bool:
@@ -119,12 +144,14 @@ def no_gc_pauses() -> Iterator[None]:
             _HOLD.was_enabled = gc.isenabled()
             gc.disable()
         _HOLD.pauses += 1
+        _enter(_HOLD.holders)
     try:
         yield
     finally:
         collect = False
         with _HOLD.lock:
             _HOLD.pauses -= 1
+            _leave(_HOLD.holders)
             if _HOLD.pauses == 0:
                 # What was built here lives as long as the graph: move it to the oldest
                 # generation in one step rather than have the next young collections
@@ -158,11 +185,13 @@ def no_full_collections(*, splice: bool = True) -> Iterator[None]:
             _HOLD.thresholds = gc.get_threshold()
             gc.set_threshold(_HOLD.thresholds[0], _HOLD.thresholds[1], _NEVER)
         _HOLD.fulls += 1
+        _enter(_HOLD.holders)
     try:
         yield
     finally:
         with _HOLD.lock:
             _HOLD.fulls -= 1
+            _leave(_HOLD.holders)
             if _HOLD.fulls == 0:
                 gc.set_threshold(*_HOLD.thresholds)
                 if splice and gc.isenabled():
