@@ -131,6 +131,28 @@ def test_initialize_options_stay_the_defaults(demo: str) -> None:
     assert ran() == ["AlphaPass", "BetaPass"]
 
 
+def test_initialize_replaces_the_compiler_a_compilation_started(demo: str) -> None:
+    """A service's `finalize(); initialize(options)` with a request compiling in between
+    (a user trial: the request started the compiler with no options, initialize then
+    failed with GE1201 and every later request ran without the service's defaults): the
+    compiler a compilation started by itself is replaced; one initialize started is not."""
+    assert ran() == ["AlphaPass", "BetaPass"]  # the request: starts the compiler itself
+    assert ge.compiler.is_initialized()
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})
+    assert ran() == ["BetaPass"]
+    ge.initialize({OPTION_DISABLED_PLUGINS: "alpha"})  # the same options: a no-op
+    assert ran() == ["BetaPass"]
+    with pytest.raises(CompilerStateError) as info:
+        ge.initialize({OPTION_DISABLED_PLUGINS: "beta"})  # the user's own choice stays
+    assert info.value.code == "GE1201"
+    assert ran() == ["BetaPass"]
+    ge.finalize()
+    assert ran({OPTION_DISABLED_PLUGINS: "beta"}) == ["AlphaPass"]  # starts it: no defaults
+    ge.initialize()  # None: whatever runs
+    assert ran() == ["AlphaPass", "BetaPass"]
+    ge.finalize()
+
+
 def test_an_unknown_plugin_name_is_a_warning_naming_the_installed_ones(demo: str) -> None:
     with pytest.warns(CompileWarning) as caught:
         assert ran({OPTION_DISABLED_PLUGINS: "alpha,nosuch,other:beta"}) == ["BetaPass"]

@@ -86,6 +86,8 @@ class _Engine:
     registry: PassRegistry
     skipped: list[GeError]
     custom_ops: tuple[CustomOp, ...] = ()
+    # started by `initialize()`, not by a compilation finding none running
+    explicit: bool = False
 
 
 _LOCK = threading.RLock()
@@ -159,7 +161,7 @@ def _start(options: CompilerOptions, *, keep: bool) -> _Engine:
         report = loader.start(options)
         registry, skipped = _build_registry(PassRegistry.with_builtins(), report, options)
         engine = _Engine(options if keep else CompilerOptions(), loader, registry, skipped,
-                         _plugin_ops(report.plugins))
+                         _plugin_ops(report.plugins), explicit=keep)
         _registry_for(engine, options)  # D13: installed plugins load at initialisation
     except BaseException:
         loader.unload()
@@ -172,7 +174,10 @@ def initialize(options: Mapping[str, str] | None = None) -> None:
 
     `options` become the defaults of every compilation until `finalize()` (a compilation's
     own options go on top). Calling it again is a no-op when `options` is None or
-    unchanged; other options need `finalize()` first (CompilerStateError, GE1201). A plugin
+    unchanged; other options need `finalize()` first (CompilerStateError, GE1201). A
+    compiler a compilation started by itself (none was running) is replaced: a service's
+    `finalize(); initialize(options)` keeps its options even when a compilation in another
+    thread started one in between. A plugin
     failure raises E13029/E13030 and leaves it uninitialised, unless the option
     `ge.passes.continue_on_plugin_error` is "true".
     """
@@ -180,7 +185,12 @@ def initialize(options: Mapping[str, str] | None = None) -> None:
     parsed = parse_options(options)
     with _LOCK:
         if _engine is not None:
-            if options is None or parsed == _engine.options:
+            if options is None or (parsed == _engine.options and _engine.explicit):
+                return
+            if not _engine.explicit:  # ge's convenience, not a choice of the user's
+                _engine.loader.unload()
+                _engine = None
+                _engine = _start(parsed, keep=True)
                 return
             raise CompilerStateError(
                 "ge is already initialized with other options; call ge.finalize() first "
