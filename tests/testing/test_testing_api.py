@@ -123,8 +123,12 @@ def test_load_passes_gives_the_classes_by_name_outside_the_global_registry(plugi
         report = ge.compiler.compile_graph(graph)
         assert not any(r.pass_name == "FuseMatMulAdd" for r in report.records)
         assert graph.nodes_of_type("Gemm") == []
-        with pytest.raises(KeyError, match=r"no pass named 'Nope'.*passes: FuseMatMulAdd"):
+        with pytest.raises(KeyError, match=r"no pass named 'Nope'.*passes: FuseMatMulAdd") as no:
             passes.entry("Nope")
+        assert "did you mean" not in str(no.value)
+        with pytest.raises(KeyError, match=r"\(passes: FuseMatMulAdd\); did you mean "
+                                           r"'FuseMatMulAdd'\?"):
+            passes.entry("FuseMatMulAd")
     assert module not in sys.modules  # closing unloads the plugin
 
 
@@ -180,6 +184,11 @@ def test_run_pass_on_a_path_and_model_proto(fuse: PassSet, tmp_path: Path) -> No
         run_pass("FuseMatMulAdd", 42, passes=fuse)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs passes="):
         run_pass("FuseMatMulAdd", model)
+    with pytest.raises(TypeError) as caught:  # (the message names no other function)
+        find_matches("FuseMatMulAdd", model)
+    assert str(caught.value) == (
+        "a pass given by name ('FuseMatMulAdd') needs passes= (the set it is loaded in: "
+        "passes=load_passes(path), or the ge_passes fixture's); or give the pass class")
 
 
 def test_run_pass_infers_shapes_for_passes_after_infer_shape(plugin) -> None:
@@ -275,6 +284,40 @@ def test_assert_matches_without_a_match_marks_the_candidates(fuse: PassSet) -> N
     text = str(caught.value)
     assert "expected 1 match, found 0" in text and "the candidates" in text
     assert "* %z0: float32[5,2,4] = Add(%s0, %c0)  # add3_0" in text
+    # why: what `ge passes explain` says, the refusing hook's line included
+    why = text.split("why not (as `ge passes explain` says):\n")[1].split("\nthe candidates")[0]
+    assert "1 candidate(s), 0 would be rewritten" in why
+    assert "1. 'add3_0': depth 5/5: meet_requirements returned False (at " in why
+    assert "fuse.py:" in why and "the pass refuses this match" in why
+
+
+def test_assert_rewrites_of_a_fusion_base_pass_marks_what_it_removed_and_rewired(
+        plugin) -> None:
+    """A FusionBasePass edits by hand and makes no node of its own: the failure marks the
+    nodes it removed and those it rewired, before and after."""
+    source = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="BypassRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class BypassRelu(FusionBasePass):
+    def run(self, graph, context):
+        for relu in graph.nodes_of_type("Relu"):
+            producer, index = relu.get_in_data_nodes_and_port_indexes(0)
+            graph.replace_all_uses(relu, 0, producer, index)
+            graph.remove_node(relu)
+"""
+    model = mm_add_model(1, relus=100)
+    with load_passes(plugin(source, "bypass.py")) as passes, \
+            pytest.raises(AssertionError) as caught:
+        assert_rewrites("BypassRelu", model, 1, passes=passes)
+    text = str(caught.value)
+    assert text.startswith("BypassRelu: expected 1 fusion, made 0\n"
+                           "before the pass (100 node(s) it removed, 1 it rewired):\n")
+    before, after = text.split("after the pass (0 node(s) it added, 1 it rewired):\n")
+    assert "* %r0: float32[2,3] = Relu(%x)  # relu0" in before
+    assert "* %t0: float32[2,4] = MatMul(%x, %w0)  # mm0" in after  # reads x now
+    assert "more lines)" in before  # 100 marked nodes and their neighbours: capped
+    assert len(before.splitlines()) < 90
 
 
 def test_failure_on_a_large_graph_shows_the_region_only(fuse: PassSet) -> None:

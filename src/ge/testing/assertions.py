@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ge.compiler.invocation import create_instance
+from ge.compiler.pass_failure import describe_exception
 from ge.graph import Graph, Node
+from ge.graph.subgraphs import body_path
 from ge.passes.candidates import Operator, is_of, named_operators
 from ge.passes.execution import FoundMatch, collect_patterns
 from ge.passes.matcher import Matcher, compile_pattern
@@ -60,6 +63,40 @@ def describe_matches(matches: list[FoundMatch]) -> list[str]:
     return lines
 
 
+def _why_not(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph,
+             options: Mapping[str, str], bodies: bool) -> list[str]:
+    """What `ge passes explain` says of the pass on `graph` (nothing changed): the closest
+    partial matches and the check each failed (a pattern node, an outside consumer,
+    `meet_requirements` and its line), or for a decompose pass the nodes refused. For a
+    count below the expected one; nothing when every candidate was a match (no other
+    place came close); best effort (a line saying why there is none)."""
+    from ge.passes.context import PassContext
+    from ge.passes.explain import explain
+    from ge.passes.explain_decompose import explain_decompose
+    from ge.passes.explain_text import format_decompositions, format_explanations
+
+    stage = entry.stage_label
+    try:
+        pass_instance: Any = instance or create_instance(entry, stage)
+        context = PassContext(entry.name, options)
+        if entry.descriptor.kind == PASS_KIND_DECOMPOSE:
+            decompositions = explain_decompose(
+                pass_instance, graph, context=context, subgraphs=bodies,
+                op_types=list(entry.descriptor.op_types))
+            if not any(d.refused for d in decompositions):
+                return []
+            lines = format_decompositions(decompositions, top=3)
+        else:
+            explanations = explain(pass_instance, graph, context=context, subgraphs=bodies,
+                                   stage=stage)
+            if not any(e.closest or e.error for e in explanations):
+                return []
+            lines = format_explanations(explanations, top=3)
+    except Exception as exc:  # the hooks fail on another look: say so
+        return [f"  (explaining it failed: {describe_exception(exc)})"]
+    return ["why not (as `ge passes explain` says):", *(f"  {line}" for line in lines)]
+
+
 def _candidates(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph
                 ) -> list[Node]:
     """Where the pass would look: nodes of its patterns' first output types, or of a
@@ -102,8 +139,10 @@ def assert_matches(pass_: PassLike, model: ModelLike, count: int, *,
     marked = [n for m in found for n in m.nodes] or _candidates(entry, instance, graph)
     title = "the candidates" if not found and marked else "the matches"
     lines = [f"{entry.name}: expected {_plural(count, 'match')}, found {len(found)} in "
-             f"graph {graph.name!r}", *describe_matches(found),
-             f"{title} in the graph the pass sees:", describe_region(graph, marked)]
+             f"graph {graph.name!r}", *describe_matches(found)]
+    if len(found) < count:
+        lines += _why_not(entry, instance, graph, opts, bodies)
+    lines += [f"{title} in the graph the pass sees:", describe_region(graph, marked)]
     raise AssertionError("\n".join(lines))
 
 
@@ -143,11 +182,43 @@ def assert_rewrites(pass_: PassLike, model: ModelLike, count: int, *,
         marked = [n for m in found for n in m.nodes] or _candidates(entry, instance, before)
     elif entry.descriptor.kind == PASS_KIND_DECOMPOSE:
         marked = _candidates(entry, instance, before)
+    if made < count and entry.descriptor.kind != "fusion_base":
+        lines += _why_not(entry, instance, before, opts, bodies)
+    if entry.descriptor.kind == "fusion_base":  # it edits by hand: show what it edited
+        removed, added, rewired = _edits(before, result.graph)
+        lines += [f"before the pass ({len(removed)} node(s) it removed, {len(rewired)} it "
+                  "rewired):",
+                  describe_region(before, [*removed, *(old for old, _ in rewired)]),
+                  f"after the pass ({len(added)} node(s) it added, {len(rewired)} it "
+                  "rewired):",
+                  describe_region(result.graph, [*added, *(new for _, new in rewired)])]
+        raise AssertionError("\n".join(lines))
     lines += ["before the pass:", describe_region(before, marked)]
     new = _made_by(result.graph, entry.name)
     lines += [f"after the pass ({len(new)} node(s) made by {entry.name}):",
               describe_region(result.graph, new)]
     raise AssertionError("\n".join(lines))
+
+
+def _edits(before: Graph, after: Graph
+           ) -> tuple[list[Node], list[Node], list[tuple[Node, Node]]]:
+    """What a pass changed, by node name in each graph of the model: the nodes of `before`
+    gone from `after`, those of `after` new, and the (before, after) pairs whose inputs
+    read other values."""
+
+    def keyed(graph: Graph) -> dict[tuple[str, str], Node]:
+        return {(body_path(n.owner_graph), n.name): n for n in graph.get_all_nodes()
+                if n.owner_graph is not None}
+
+    def reads(node: Node) -> list[tuple[str, int] | None]:
+        return [None if p is None else (p[0].name, p[1])
+                for p in map(node.get_input_producer, range(node.get_inputs_size()))]
+
+    old, new = keyed(before), keyed(after)
+    removed = [n for k, n in old.items() if k not in new]
+    added = [n for k, n in new.items() if k not in old]
+    rewired = [(n, new[k]) for k, n in old.items() if k in new and reads(n) != reads(new[k])]
+    return removed, added, rewired
 
 
 # -- numerics ---------------------------------------------------------------------------------

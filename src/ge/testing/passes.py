@@ -10,6 +10,7 @@ dropped, so the next load executes the files again.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable, Iterator
 from types import ModuleType
@@ -62,11 +63,17 @@ class PassSet:
         return [p.module for p in self._plugins if p.module is not None]
 
     def entry(self, name: str) -> RegisteredPass:
-        """The registered pass `name`; KeyError listing the known names if there is none."""
+        """The registered pass `name`; KeyError listing the known names if there is none
+        (the closest first: a misspelt name says which one was meant)."""
+        __tracebackhide__ = True  # (pytest: the failure points at the test's line)
         entry = self.registry.get(name)
         if entry is None:
             known = ", ".join(self.names) or "none"
-            raise KeyError(f"no pass named {name!r} in {self._where()} (passes: {known})")
+            close = difflib.get_close_matches(name, self.names, n=1) if isinstance(
+                name, str) else []
+            meant = f"; did you mean {close[0]!r}?" if close else ""
+            raise KeyError(f"no pass named {name!r} in {self._where()} (passes: {known})"
+                           f"{meant}")
         return entry
 
     def entry_of_class(self, cls: type) -> RegisteredPass | None:

@@ -21,6 +21,8 @@ __all__ = ["SMALL_GRAPH_NODES", "describe_region"]
 SMALL_GRAPH_NODES = 30
 #: At most this many lines of a large graph are shown when no node is highlighted.
 _MAX_LINES = 40
+#: At most this many lines of the region around many highlighted nodes.
+_MAX_REGION_LINES = 80
 
 
 def _order(graph: Graph) -> list[Node]:
@@ -91,6 +93,9 @@ def describe_region(graph: Graph, nodes: Iterable[Node] = (), *,
             previous = position
             mark = "* " if node in marked else "  "
             lines.append(f"{mark}{node_line(node)}")
+    if len(lines) > _MAX_REGION_LINES + 1:
+        more = len(lines) - _MAX_REGION_LINES - 1
+        lines = [*lines[: _MAX_REGION_LINES + 1], f"  ... ({more} more lines)"]
     return "\n".join(lines)
 
 

@@ -105,11 +105,13 @@ def resolve_pass(pass_: PassLike, passes: PassSet | None = None
 
     A name is looked up in `passes`; a class in `passes` if it is there, else by its own
     registration (the decorator's, or the compiler's for a built-in pass)."""
+    __tracebackhide__ = True  # (pytest: the failure points at the test's line)
     instance: FusionBasePass | None = None
     if isinstance(pass_, str):
         if passes is None:
-            raise TypeError(f"a pass given by name ({pass_!r}) needs passes=: "
-                            "run_pass(name, model, passes=load_passes(path))")
+            raise TypeError(f"a pass given by name ({pass_!r}) needs passes= (the set it is "
+                            "loaded in: passes=load_passes(path), or the ge_passes fixture's)"
+                            "; or give the pass class")
         return passes.entry(pass_), None
     if isinstance(pass_, RegisteredPass):
         return pass_, None
