@@ -141,15 +141,6 @@ def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
 # -- the report as data and as text -----------------------------------------------------------
 
 
-def _overall_outcome(outcomes: list[str]) -> str:
-    """A pass's outcome over its invocations: failed if one failed, success if one
-    succeeded, else not_changed."""
-    for outcome in ("failed", "success"):
-        if outcome in outcomes:
-            return outcome
-    return outcomes[0] if outcomes else "not_changed"
-
-
 def result_payload(result: CompileResult, *, model: Path | str, output: Path | str | None,
                    warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What `--report FILE` writes and `--json` prints: the ge version that wrote it,
@@ -160,11 +151,6 @@ def result_payload(result: CompileResult, *, model: Path | str, output: Path | s
     data: dict[str, Any] = {"ge_version": __version__, "model": str(model),
                             "output": None if output is None else str(output)}
     data.update(result.report.as_dict())
-    outcomes: dict[tuple[str, str], list[str]] = {}
-    for record in result.report.records:
-        outcomes.setdefault((record.stage, record.pass_name), []).append(record.outcome.value)
-    for row in data["passes"]:
-        row["outcome"] = _overall_outcome(outcomes.get((row["stage"], row["name"]), []))
     data["verification"] = (result.verification.as_dict()
                             if result.verification is not None else None)
     if warnings is not None:
@@ -187,6 +173,8 @@ def _short_origin(origin: str) -> str:
 def _pass_table(report: CompileReport) -> Any:
     from rich.table import Table
 
+    from ge.compiler.report import overall_outcome
+
     table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
     for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
                    "ms"):
@@ -196,7 +184,7 @@ def _pass_table(report: CompileReport) -> Any:
     bodies = False
     for runs in _runs_of_each_pass(report.records):
         r = runs[0]
-        outcome = _overall_outcome([run.outcome.value for run in runs])
+        outcome = overall_outcome([run.outcome.value for run in runs])
         if any(run.rolled_back for run in runs):
             outcome += " (rolled back)"
         before = sum(run.nodes_before for run in runs)

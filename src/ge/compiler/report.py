@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompileReport", "FixedPointRecord", "NodeCounts", "PassRunRecord", "StepRecord",
            "constant_count", "model_size", "node_counts", "op_histogram", "op_label",
-           "operator_count"]
+           "operator_count", "overall_outcome"]
 
 
 def operator_count(graph: Graph) -> int:
@@ -189,6 +189,15 @@ class FixedPointRecord:
                 "still_changing": list(self.still_changing)}
 
 
+def overall_outcome(outcomes: list[str]) -> str:
+    """A pass's outcome over its invocations (graphs, rounds): failed if one failed, success
+    if one succeeded, else the first (not_changed)."""
+    for outcome in ("failed", "success"):
+        if outcome in outcomes:
+            return outcome
+    return outcomes[0] if outcomes else "not_changed"
+
+
 def op_label(node: Node) -> str:
     """The operator of `node` as reports, diffs and `ge inspect` name it (`qualified_op`)."""
     return qualified_op(node.type, node.domain, overload_of(node))
@@ -255,8 +264,10 @@ class CompileReport:
         added up. `node_delta` is the change in node count (`operator_count`) summed over
         them (negative: the pass left fewer nodes, positive: more, as a decomposition does),
         `constant_delta` that of the constants (folding makes some); the counts say nothing
-        of how many were removed and how many added in between."""
+        of how many were removed and how many added in between. `outcome` is the pass's
+        over its invocations (`overall_outcome`)."""
         rows: dict[tuple[str, str], dict[str, Any]] = {}
+        outcomes: dict[tuple[str, str], list[str]] = {}
         for r in self.records:
             row = rows.get((r.stage, r.pass_name))
             if row is None:
@@ -265,6 +276,7 @@ class CompileReport:
                     "runs": 0, "changed": 0, "matches": 0, "rewrites": 0, "fusions": 0,
                     "node_delta": 0, "constant_delta": 0, "rolled_back": 0, "seconds": 0.0,
                 }
+            outcomes.setdefault((r.stage, r.pass_name), []).append(r.outcome.value)
             row["runs"] += 1
             row["changed"] += int(r.changed)
             row["matches"] += r.matches
@@ -274,6 +286,8 @@ class CompileReport:
             row["constant_delta"] += r.constants_after - r.constants_before
             row["rolled_back"] += int(r.rolled_back is not None)
             row["seconds"] += r.seconds
+        for key, row in rows.items():
+            row["outcome"] = overall_outcome(outcomes[key])
         return list(rows.values())
 
     def summary(self) -> str:

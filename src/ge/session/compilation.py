@@ -100,6 +100,20 @@ class CompileResult:
         source = "" if self.source is None else f" from {str(self.source)!r}"
         return f"<CompileResult{source}: {self.report.summary()}{verified}>"
 
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data, what a service logs: the file compiled from,
+        `report.as_dict()` (counts, steps, every pass and invocation), the verification
+        (or None) and the warnings (category and message). `ge compile --report` writes
+        the same, with the paths it was given, the hints and where each warning came from."""
+        return {
+            "source": None if self.source is None else str(self.source),
+            **self.report.as_dict(),
+            "verification": (None if self.verification is None
+                             else self.verification.as_dict()),
+            "warnings": [{"category": type(w).__name__, "message": str(w)}
+                         for w in self.warnings],
+        }
+
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False,
              before_commit: Callable[[Path | None], None] | None = None) -> Path | None:
