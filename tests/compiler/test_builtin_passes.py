@@ -78,7 +78,8 @@ def test_the_passes_are_builtin_passes_in_run_order() -> None:
     assert [e.name for e in registry.for_step("origin_graph_optimize")] == [
         "ConstantFolding", "CastChainSimplification", "SqueezeUnsqueezeCancellation",
         "TransposeChainSimplification", "ReshapeChainSimplification", "NoOpElimination",
-        "ConstantDeduplication", "CommonSubexpressionElimination", "SliceSplitFusion",
+        "ConstantDeduplication", "SymbolicShapeSharing", "CommonSubexpressionElimination",
+        "SliceSplitFusion",
         # the fusions run in every round too, before dead-code elimination
         "ConvBatchNormFusion", "ConvAddMulFusion", "PadConvFusion", "GemmAddMulFusion",
         "MatMulAddFusion", "GemmBatchNormFusion", "LayerNormFusion", "RMSNormFusion",

@@ -20,7 +20,7 @@ from onnx import helper
 
 import ge
 import ge.compiler
-from ge.errors import OpRegisterError, PluginLoadError
+from ge.errors import CompileWarning, OpRegisterError, PluginLoadError
 from ge.ops import get_custom_op, list_custom_ops, register_op, unregister_op
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.testing import load_passes, make_model, reset_plugin_state
@@ -320,3 +320,38 @@ def test_the_compiled_model_runs_with_the_plugin_loaded(tmp_path: Path) -> None:
         from ge.session.runner import ModelRunner
 
         assert np.array_equal(ModelRunner(result.graph).run({"x": x})["y"], x * 2)
+
+
+def _custom_model() -> onnx.ModelProto:
+    """x -> test.plugops::Double -> Relu -> y, the custom output declared float [2, 3]."""
+    floats = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Double", ["x"], ["t"], domain=DOMAIN, name="double"),
+         helper.make_node("Relu", ["t"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", floats, [2, 3])],
+        [helper.make_tensor_value_info("y", floats, [2, 3])],
+        value_info=[helper.make_tensor_value_info("t", floats, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid(DOMAIN, 1)])
+
+
+def test_an_operator_nothing_defines_is_a_warning_one_a_plugin_defines_is_not(
+        tmp_path: Path) -> None:
+    """A user trial compiled a model using an operator of a custom domain that no plugin
+    registers, and got no word of it (only --verify refused it, GE1601): the compilation
+    says so; with the plugin that registers it, it does not."""
+    model = _custom_model()
+    with pytest.warns(CompileWarning) as caught:
+        result = ge.compile(model)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
+    assert messages == [
+        f"graph 'g' uses {DOMAIN}::Double, which nothing ge sees defines (no plugin "
+        "registers it with ge.ops.register_op, no function of the model, not "
+        "onnxruntime's): ge compiles around it, its outputs typed as the model types "
+        "them, but cannot check its types, verify or run it (load the plugin that defines "
+        "it: --pass-path, ASCEND_GE_PY_PASS_PATH, pass_paths=)"]
+    assert [str(w) for w in result.warnings] == messages
+    assert _op_types(result) == [f"{DOMAIN}::Double", "Relu"]  # compiled around it
+    plugin = _plugin(tmp_path / "plugins")
+    with_plugin = ge.compile(model, pass_paths=[plugin])
+    assert with_plugin.warnings == []

@@ -44,6 +44,7 @@ from ge.compiler.scheduler import (
     engine_steps,
     observer_list,
 )
+from ge.compiler.steps import undefined_operators
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -459,6 +460,14 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     registry = passes.registry
     for text in unknown_ge_options(passes.options.values):  # a typo of one, most likely
         warn_user(CompileWarning(text))
+    undefined = undefined_operators(graph)
+    if undefined:  # (the session's verification would refuse it later, GE1601)
+        warn_user(CompileWarning(
+            f"graph {graph.root_graph().name!r} uses {', '.join(undefined)}, which nothing "
+            "ge sees defines (no plugin registers it with ge.ops.register_op, no function "
+            "of the model, not onnxruntime's): ge compiles around it, its outputs typed as "
+            "the model types them, but cannot check its types, verify or run it (load the "
+            "plugin that defines it: --pass-path, ASCEND_GE_PY_PASS_PATH, pass_paths=)"))
     switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
     if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
         switched_on, switched_off = _switched(registry, switch_file)

@@ -31,8 +31,15 @@ if TYPE_CHECKING:
     from ge.compiler.last_changes import LastChanges
     from ge.graph import Graph
 
-__all__ = ["FINAL_VALIDATION_STAGE", "INFER_SHAPE_STAGE", "check_operators_known",
-           "final_validation", "infer_shape", "warn_contradicted_outputs"]
+__all__ = [
+    "FINAL_VALIDATION_STAGE",
+    "INFER_SHAPE_STAGE",
+    "check_operators_known",
+    "final_validation",
+    "infer_shape",
+    "undefined_operators",
+    "warn_contradicted_outputs",
+]
 
 #: The `stage` of the errors the default engine steps raise.
 INFER_SHAPE_STAGE = "InferShape"
@@ -69,6 +76,32 @@ def check_operators_known(graph: Graph) -> None:
         raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
+
+
+def undefined_operators(graph: Graph) -> list[str]:
+    """`domain::op` of each operator of `graph`'s model (bodies included) that nothing ge
+    sees defines: not ONNX's, not onnxruntime's, no function of the model, no custom
+    operator registered (a plugin's, for the compilation asking). ge compiles around such
+    a node, its outputs typed as the model types them, but cannot check, verify or run it."""
+    from ge.graph.domains import ONNX_DOMAINS
+    from ge.graph.graph import CONST, DATA, NET_OUTPUT
+    from ge.ops.registry import get_custom_op
+    from ge.ops.runtime_ops import runtime_domains
+
+    root = graph.root_graph()
+    model = root.model
+    defined = {(f.domain, f.name) for f in (model.functions if model is not None else ())}
+    found: dict[str, None] = {}
+    known_domains = ONNX_DOMAINS | runtime_domains()
+    for node in root.get_all_nodes():
+        key = (node.domain, node.type)
+        if (node.domain in known_domains or node.type in (DATA, CONST, NET_OUTPUT)
+                or key in defined):
+            continue
+        label = f"{node.domain}::{node.type}"
+        if label not in found and get_custom_op(node.type, node.domain) is None:
+            found[label] = None
+    return list(found)
 
 
 def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | None:

@@ -32,6 +32,7 @@ from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.fusion_split import SliceSplitFusion
 from ge.compiler.builtin.fusion_swish import SwishFusion
 from ge.compiler.builtin.noop import NoOpElimination
+from ge.compiler.builtin.shape_sharing import SymbolicShapeSharing
 
 __all__ = [
     "BUILTIN_PASSES",
@@ -55,6 +56,7 @@ __all__ = [
     "SliceSplitFusion",
     "SqueezeUnsqueezeCancellation",
     "SwishFusion",
+    "SymbolicShapeSharing",
     "TransposeChainSimplification",
 ]
 
@@ -70,6 +72,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     ReshapeChainSimplification,
     NoOpElimination,
     ConstantDeduplication,
+    SymbolicShapeSharing,  # before CSE: the arithmetic on the shapes it merges is CSE's
     CommonSubexpressionElimination,
     SliceSplitFusion,
     ConvBatchNormFusion,

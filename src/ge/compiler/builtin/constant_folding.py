@@ -56,7 +56,8 @@ from ge.ops.refinement import refine_output_descs
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
-__all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_LIMIT_OPTION", "ConstantFolding", "size_limit"]
+__all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_LIMIT_OPTION", "ConstantFolding", "gathered_dims",
+           "shape_dims", "size_limit"]
 
 #: The option capping the bytes of a folded output (a decimal integer string); its value is
 #: checked when the compiler parses the options (`ge.compiler.options`), before any pass runs.
@@ -206,7 +207,7 @@ def _input_dims(node: Node) -> list[int | str] | None:
     return None if shape.is_unknown_rank() else list(shape)
 
 
-def _shape_dims(node: Node) -> list[int | str] | None:
+def shape_dims(node: Node) -> list[int | str] | None:
     """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
     an unknown rank or a missing input."""
     dims = _input_dims(node)
@@ -222,31 +223,42 @@ def _shape_dims(node: Node) -> list[int | str] | None:
     return dims[start:end]
 
 
-def _gathered_dims(node: Node) -> Tensor | None:
-    """`Gather(Shape(x), i)` with constant indices picking static dims of x, as a constant,
-    while x's other dims are symbolic (`x.shape[-1] // 2` of rotate_half, a head size in
-    the attention scale: the whole Shape cannot fold, these dims can); else None."""
+def gathered_dims(node: Node) -> tuple[list[int | str], tuple[int, ...]] | None:
+    """The dims `Gather(Shape(x), i)` picks with constant indices (axis 0, a scalar or 1-D
+    index), static or symbolic, and the shape of the result; None when it is not such a
+    Gather or a picked dim is unknown (or out of range: the runtime's error)."""
     producer = node.get_input_producer(0)
     if producer is None or producer[0].type != "Shape" or producer[0].domain:
         return None
     if node.has_attr("axis") and int(node.get_attr("axis")) != 0:
         return None
-    dims = _shape_dims(producer[0])
+    dims = shape_dims(producer[0])
     indices = const_input(node, 1)
     if dims is None or indices is None:
         return None
     picked = np.asarray(indices.numpy())
     if picked.dtype.kind not in "iu" or picked.ndim > 1:
         return None
-    values = []
+    values: list[int | str] = []
     for index in picked.reshape(-1).tolist():
         if not -len(dims) <= index < len(dims):
-            return None  # out of range: the runtime's error, not a constant
+            return None
         dim = dims[index]
-        if isinstance(dim, str) or dim < 0:
+        if not isinstance(dim, str) and dim < 0:
             return None
         values.append(dim)
-    return Tensor(np.array(values, dtype=np.int64).reshape(picked.shape))
+    return values, picked.shape
+
+
+def _gathered_dims(node: Node) -> Tensor | None:
+    """`Gather(Shape(x), i)` with constant indices picking static dims of x, as a constant,
+    while x's other dims are symbolic (`x.shape[-1] // 2` of rotate_half, a head size in
+    the attention scale: the whole Shape cannot fold, these dims can); else None."""
+    found = gathered_dims(node)
+    if found is None or any(isinstance(d, str) for d in found[0]):
+        return None
+    values, shape = found
+    return Tensor(np.array(values, dtype=np.int64).reshape(shape))
 
 
 def _shape_value(node: Node) -> Tensor | None:
@@ -256,7 +268,7 @@ def _shape_value(node: Node) -> Tensor | None:
         if dims is None or any(isinstance(d, str) or d < 0 for d in dims):
             return None
         return Tensor(np.array(math.prod(int(d) for d in dims), dtype=np.int64))
-    selected = _shape_dims(node)
+    selected = shape_dims(node)
     if selected is None or any(isinstance(d, str) or d < 0 for d in selected):
         return None
     return Tensor(np.array([int(d) for d in selected], dtype=np.int64))

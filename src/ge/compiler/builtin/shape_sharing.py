@@ -1,0 +1,83 @@
+"""`SymbolicShapeSharing`: one node per distinct symbolic shape value.
+
+Exporters compute a reshape target from the tensor at hand, `Concat(Unsqueeze(Gather(Shape
+(x), 0)), ...)`, in every layer: a 32-layer decoder computes `batch` and `sequence` a hundred
+times, each from another layer's hidden state. ONNX names a dim it cannot size with a
+symbol (`dim_param`), and one symbol is one size throughout a model, so `Shape(h_1)` and
+`Shape(h_7)` of two values typed `[batch, sequence, 64]` are the same tensor: so are
+`Gather(Shape(x), 1)` and `Gather(Shape(q), 2)` when both dims are `sequence`.
+
+Walking the graph in topological order, a `Shape` (its `start`/`end` applied), `Size` or
+`Gather(Shape(x), constant index)` whose value every dim of which is known, at least one by
+a symbol, is keyed by that value (the dims, the result's shape); a later node of the same
+key has its uses moved to the first and is removed. Common-subexpression elimination,
+which runs next, then merges the arithmetic downstream, now fed by one node. Values whose
+dims are all static are constant folding's; a dim with no size and no symbol (an unknown
+rank, a dim inference could not name) keeps its node. Only nodes of one graph are merged
+(a body's with the body's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ge.compiler.builtin._support import rewirable
+from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
+from ge.compiler.pass_registry import builtin_pass
+from ge.graph import Graph, Node
+from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
+from ge.passes.status import SUCCESS, StatusLike
+
+__all__ = ["SymbolicShapeSharing", "shape_value_key"]
+
+
+def _known(dims: list[int | str] | None) -> bool:
+    """Every dim sized or named, and at least one named (all sized: folding's)."""
+    return (dims is not None and any(isinstance(d, str) for d in dims)
+            and all(isinstance(d, str) or d >= 0 for d in dims))
+
+
+def shape_value_key(node: Node) -> Hashable | None:
+    """What `node` computes, when it is the shape arithmetic this pass merges: `("dims",
+    dims, shape)` for a `Shape` or a `Gather(Shape(x), constant)` (equal keys, equal int64
+    tensors, whichever computes them), `("size", dims)` for a `Size`; else None."""
+    if node.domain:
+        return None
+    if node.type == "Shape":
+        dims = shape_dims(node)
+        return ("dims", tuple(dims), (len(dims),)) if _known(dims) else None  # type: ignore[arg-type]
+    if node.type == "Gather":
+        found = gathered_dims(node)
+        if found is None or not _known(found[0]):
+            return None
+        return ("dims", tuple(found[0]), tuple(found[1]))
+    if node.type == "Size":
+        if node.get_input_producer(0) is None:
+            return None
+        shape = node.get_input_desc(0).get_shape()
+        dims = None if shape.is_unknown_rank() else list(shape)
+        return ("size", tuple(dims)) if _known(dims) else None  # type: ignore[arg-type]
+    return None
+
+
+@builtin_pass(name="SymbolicShapeSharing", step="origin_graph_optimize",
+              requires=("Shape", "Size"))
+class SymbolicShapeSharing(FusionBasePass):
+    """Compute each symbolic shape value once per graph (see the module docstring)."""
+
+    def run(self, graph: Graph, context: PassContext) -> StatusLike:
+        first: dict[Hashable, Node] = {}
+        changed = False
+        for node in graph.topological_order():
+            if node.type not in ("Shape", "Gather", "Size"):
+                continue
+            key = shape_value_key(node)
+            if key is None:
+                continue
+            kept = first.setdefault(key, node)
+            if kept is node or not rewirable(node):
+                continue
+            graph.replace_all_uses(node, 0, kept, 0)
+            graph.remove_node(node)
+            changed = True
+        return SUCCESS if changed else NOT_CHANGED
