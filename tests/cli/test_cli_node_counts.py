@@ -148,7 +148,8 @@ def test_before_is_the_file_when_compile_converts_it_first(
     the file, its body's nodes once inlined), `--opset` the converted one's, so `ge compile`
     and `ge inspect` disagreed about the same file. "Before" is the file as ONNX counts it
     in the summary line, the JSON, the report and the page's subtitle; the conversion is
-    part of the change. The steps still count the converted model, which the passes got."""
+    part of the change, the first step (Convert) going from the file to the converted model,
+    which the passes got."""
     source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
     onnx.save(model(), source)
     in_file = onnx_node_counts(onnx.load(source))
@@ -166,7 +167,12 @@ def test_before_is_the_file_when_compile_converts_it_first(
             assert (data[f"nodes_{side}"], data[f"subgraph_nodes_{side}"],
                     data[f"constants_{side}"]) == counts
         assert data["ops_before"] == ops_in_file
-        first = data["steps"][0]
+        convert, first = data["steps"][:2]
+        assert convert["name"] == "Convert"
+        assert (convert["nodes_before"], convert["subgraph_nodes_before"],
+                convert["constants_before"]) == in_file
+        assert (convert["nodes_after"], convert["subgraph_nodes_after"],
+                convert["constants_after"]) == converted
         assert (first["nodes_before"], first["subgraph_nodes_before"],
                 first["constants_before"]) == converted
     code, stdout, _ = run_ge("inspect", str(source), "--json")

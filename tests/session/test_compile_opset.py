@@ -50,11 +50,14 @@ def test_t5_converted_to_23_gets_its_rms_norms_fused_and_verified() -> None:
     assert [o.name for o in compiled.graph.output] == [
         o.name for o in onnx.load(T5).graph.output]
     # the numbers of docs/compiler.md (opset): "before" is the file (61 constants), the
-    # converted model the first step counts has the converter's 5 more
+    # converted model the first step (Convert) makes has the converter's 5 more
     assert at_17.report.counts_after.nodes == 81
     assert result.report.summary().startswith("nodes 129 → 56 (-73), constants 61 → 22; ")
-    assert (result.report.steps[0].nodes_before, result.report.steps[0].constants_before) == (
-        129, 66)
+    convert, first_stage = result.report.steps[:2]
+    assert convert.name == "Convert" and first_stage.name == "BeforeInferShape"
+    assert (convert.nodes_before, convert.constants_before) == (129, 61)
+    assert (convert.nodes_after, convert.constants_after) == (129, 66)
+    assert (first_stage.nodes_before, first_stage.constants_before) == (129, 66)
 
 
 def test_a_graph_given_is_left_as_it_was() -> None:

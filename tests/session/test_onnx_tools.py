@@ -414,7 +414,9 @@ def test_inline_functions_lets_the_passes_see_a_function_body() -> None:
     # call one node), the passes got the 8 nodes of the inlined model (the first step's)
     assert (kept.report.counts_before.nodes, kept.report.counts_after.nodes) == (2, 2)
     assert (result.report.counts_before.nodes, result.report.counts_after.nodes) == (2, 1)
-    assert result.report.steps[0].nodes_before == 8
+    convert, first_stage = result.report.steps[:2]
+    assert (convert.name, convert.nodes_before, convert.nodes_after) == ("Convert", 2, 8)
+    assert first_stage.nodes_before == 8
     assert result.report.ops_before == kept.report.ops_before
     saved = result.to_onnx()
     onnx.checker.check_model(saved, full_check=True)

@@ -101,7 +101,9 @@ def _select(snap: GraphSnapshot, interesting: set[str],
     if not chosen:
         chosen = dict.fromkeys(no_consts[:cap])
     drawn = [k for k in no_consts if k in chosen][:cap]
-    return drawn, (f"{len(keys)} nodes, more than {cap}: drawing {len(drawn)} (the changed "
+    return drawn, (f"{len(keys)} nodes, constants and the graph's inputs and outputs "
+                   f"counted ({len(no_consts)} without the constants), more than {cap}: "
+                   f"drawing {len(drawn)} (the changed "
                    "nodes and their neighbours, no constants); search finds every node (by "
                    "name and type: the page holds the details of those drawn)")
 

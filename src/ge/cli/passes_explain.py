@@ -29,6 +29,20 @@ from ge.errors import CompileWarning, GeError, PluginLoadWarning
 __all__ = ["explain_command"]
 
 
+def _newer_opset_advice(pass_name: str, graph: Any) -> str:
+    """Why a built-in fusion into a newer opset's operator has no pattern here, and the
+    flag that gives it one ("" for other passes, or at that opset already)."""
+    from ge.session.hints import fusion_opset
+
+    target = fusion_opset(pass_name)
+    current = graph.get_opset_version("")
+    if target is None or current is None or current >= target[1]:
+        return ""
+    operator, opset = target
+    return (f" ({pass_name} fuses into {operator}, an ONNX operator from opset {opset}: "
+            f"--opset {opset} explains the model as ge compile --opset {opset} converts it)")
+
+
 def _known_pass(name: str, found: FoundPasses) -> RegisteredPass:
     """The pass `name` among those `ge passes list` finds (load failures become
     warnings)."""
@@ -199,7 +213,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
             else:
                 if not patterns:
                     click.echo(f"{entry.name} has no patterns for this model: patterns() returned "
-                               f"none at opsets {opsets}")
+                               f"none at opsets {opsets}{_newer_opset_advice(entry.name, graph)}")
                 lines = format_explanations(patterns, top=top, inline_advice=advice)
             for line in lines:
                 click.echo(line)

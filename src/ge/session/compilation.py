@@ -17,6 +17,7 @@ import functools
 import math
 import numbers
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from ge.compiler.arguments import described, flag, mapping, name_list, text
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
-from ge.compiler.report import CompileReport, model_size
+from ge.compiler.report import CompileReport, StepRecord, model_size
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE
 from ge.errors import (
@@ -67,9 +68,13 @@ from ge.session.verification import (
     random_output_reasons,
 )
 
-__all__ = ["API_VERIFY_NAMES", "DEFAULT_ATOL", "DEFAULT_RTOL", "VALUE_INFO_MODES",
-           "VERIFY_MODES", "CompileResult", "VerifyNames", "check_tolerance", "compile",
-           "upgraded_opset", "verification_mode"]
+__all__ = ["API_VERIFY_NAMES", "CONVERT_STEP", "DEFAULT_ATOL", "DEFAULT_RTOL",
+           "VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "VerifyNames",
+           "check_tolerance", "compile", "upgraded_opset", "verification_mode"]
+
+#: The report's step of `opset=` / `inline_functions=` (the model converted or inlined
+#: before the passes), first in `CompileReport.steps` when one of them changed the model.
+CONVERT_STEP = "Convert"
 
 #: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
 VERIFY_MODES = ("none", "final", "each-pass")
@@ -553,7 +558,9 @@ def compile(
     # too (the other changes are undone by the transaction around the passes, inside).
     with given.transaction() if in_place else contextlib.nullcontext():
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
+        converting = time.perf_counter()
         graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
+        converted_in = time.perf_counter() - converting
         in_place = in_place and graph is given
         # The report's "before" is the model as given, not the converted copy the passes get:
         # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call
@@ -598,6 +605,11 @@ def compile(
                                        disable=disable, enable=enable, check=check,
                                        on_pass_failure=on_pass_failure, observers=watchers)
                 if as_given is not None:
+                    # the conversion is a step of the compilation too (a large model's
+                    # opset conversion takes as long as its passes)
+                    report.steps.insert(0, StepRecord.of(
+                        CONVERT_STEP, converted_in, as_given[0], report.counts_before))
+                    report.seconds += converted_in
                     report.counts_before, report.ops_before = as_given
                 try:
                     return verified(report)

@@ -18,7 +18,7 @@ from ge._text import first_and_more
 from ge.graph import Graph, Node
 from ge.graph.node import is_const
 
-__all__ = ["FunctionHint", "OpsetHint", "function_hints", "opset_hints"]
+__all__ = ["FunctionHint", "OpsetHint", "function_hints", "fusion_opset", "opset_hints"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,15 @@ def _targets() -> list[tuple[type, str, str, int]]:
             (GeluFusion, "GELU", "Gelu", GELU_OPSET),
             (RMSNormFusion, "RMS norm", "RMSNormalization", RMS_NORM_OPSET),
             (SwishFusion, "SiLU", "Swish", SWISH_OPSET)]
+
+
+def fusion_opset(pass_name: str) -> tuple[str, int] | None:
+    """(the operator, the opset it is ONNX's from) of a built-in fusion into an operator
+    newer opsets have (`RMSNormFusion`: RMSNormalization, 23), else None."""
+    for pass_class, _, operator, opset in _targets():
+        if pass_class.__ge_builtin__.name == pass_name:  # type: ignore[attr-defined]
+            return operator, opset
+    return None
 
 
 def opset_hints(graph: Graph, disabled: Iterable[str] = (),
