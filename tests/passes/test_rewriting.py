@@ -125,6 +125,39 @@ def test_hook_failures_fail_the_pass_and_roll_back(write, body, message, line) -
         assert err.location.line == line
 
 
+def test_a_hook_failure_names_the_match_it_failed_on(write) -> None:
+    """Of several matches, the one whose hook raised: its nodes are the error's (a user
+    trial could not tell which of two Divs a replacement failed on)."""
+    body = ("    def meet_requirements(self, match_result):\n"
+            "        if match_result.get_matched_nodes()[0].name == 'n3':\n"
+            "            raise ValueError('not this one')\n"
+            "        return True\n\n"
+            "    def replacement(self, inputs):\n"
+            "        return inputs[0]\n")
+    graph = load(model([helper.make_node("Neg", ["x"], ["n"], name="n1"),
+                        helper.make_node("Neg", ["n"], ["a"], name="n2"),
+                        helper.make_node("Neg", ["a"], ["b"], name="n3"),
+                        helper.make_node("Neg", ["b"], ["y"], name="n4")], X, Y))
+    err = _compile_fails(write, PATTERN_PASS.format(body=body), graph)
+    assert "ValueError: not this one" in err.message
+    assert list(err.nodes) == ["n3", "n4"]
+    assert list(err.details()["nodes"]) == ["n3", "n4"]
+
+
+def test_a_decompose_hook_failure_names_its_node(write) -> None:
+    source = """
+@register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])
+class D(DecomposePass):
+    def meet_requirements(self, node):
+        return True
+
+    def replacement(self, node):
+        raise ValueError(f"cannot decompose {node.name}")
+"""
+    err = _compile_fails(write, source, load(_neg_neg()))
+    assert "ValueError: cannot decompose n1" in err.message and list(err.nodes) == ["n1"]
+
+
 @pytest.mark.parametrize(("patterns", "message"), [
     ("'Neg'", "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),
     ("42", "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),

@@ -10,7 +10,7 @@ from ge.compiler.last_changes import Blame
 from ge.compiler.pass_registry import RegisteredPass
 from ge.errors import GeError, PassRunError, SourceLocation
 from ge.passes.hooks import hook_note
-from ge.passes.source import blamed_location, traceback_location
+from ge.passes.source import blamed_location, marked_match, traceback_location
 
 __all__ = ["describe_exception", "is_pass_failure", "run_error"]
 
@@ -54,7 +54,8 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
               earlier: Blame | None = None) -> PassRunError:
     """E13028 at the user's line: the innermost frame in the pass's own file, else the line
     `location` (the check's problems: the line that changed their first node), else its
-    class; with the nodes the failure names (a ge error raised in the pass, the problems).
+    class; with the nodes the failure names (a ge error raised in the pass, the problems,
+    else the match or node its hooks failed on: `ge.passes.source.mark_match`).
     A hook called otherwise than its parameter names suggest adds how it was called
     (`ge.passes.hooks.signature_notes`)."""
     if isinstance(exc, GeError) and not nodes:
@@ -66,6 +67,8 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         note = hook_note(exc)
         if note is not None:
             reason = f"{reason.rstrip('.')}. {note}"
+        # the hooks failed on one match: which (of two Divs, which one was it?)
+        nodes = nodes or marked_match(exc)
     if entry.builtin and unchecked:  # the graph it got may be what was broken
         what = "built-in pass"
         advice = (" The checks after each pass were off (check='none', --check none), so a "

@@ -46,7 +46,13 @@ from ge.passes.registry import (
     PASS_KIND_PATTERN_FUSION,
 )
 from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
-from ge.passes.source import blame, definition_location, hook_location, warn_user
+from ge.passes.source import (
+    blame,
+    definition_location,
+    hook_location,
+    mark_match,
+    warn_user,
+)
 from ge.passes.status import NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
@@ -311,6 +317,9 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
                 in_place = built
             else:
                 replacement = built
+    except Exception as err:  # (the E13028 names the match the hooks failed on)
+        mark_match(err, match.nodes)
+        raise
     finally:
         result._invalidate()
     try:
@@ -320,6 +329,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         else:
             apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault
+        mark_match(err, match.nodes)
         raise _blame_replacement(err, instance) from None
     return True
 
@@ -406,18 +416,22 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         if node._graph is not graph:
             continue
         run.matches += 1
-        if not bool(read_only_call(instance.meet_requirements, graph, node, run.context)):
-            _note_refusal(run, [node])
-            continue
-        replacement = read_only_call(instance.replacement, graph, node, run.context)
-        if not isinstance(replacement, Graph):
-            raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
-                        instance.replacement)
         try:
-            apply_replacement(decompose_region(node), replacement,
-                              pass_name=run.context.get_pass_name())
-        except RewriteError as err:  # it does not fit the region: the hook's fault
-            raise blame(err, instance.replacement) from None
+            if not bool(read_only_call(instance.meet_requirements, graph, node, run.context)):
+                _note_refusal(run, [node])
+                continue
+            replacement = read_only_call(instance.replacement, graph, node, run.context)
+            if not isinstance(replacement, Graph):
+                raise blame(TypeError(_not_a_graph("DecomposePass", replacement)),
+                            instance.replacement)
+            try:
+                apply_replacement(decompose_region(node), replacement,
+                                  pass_name=run.context.get_pass_name())
+            except RewriteError as err:  # it does not fit the region: the hook's fault
+                raise blame(err, instance.replacement) from None
+        except Exception as err:  # (the E13028 names the node the hooks failed on)
+            mark_match(err, [node])
+            raise
         run.rewrites += 1
         changed = True
     return SUCCESS if changed else NOT_CHANGED

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Any
 
 from ge.errors import SourceLocation
 
@@ -26,6 +27,8 @@ __all__ = [
     "definition_location",
     "hook_location",
     "is_internal_file",
+    "mark_match",
+    "marked_match",
     "traceback_location",
     "user_stacklevel",
     "warn_user",
@@ -126,6 +129,20 @@ def blame(exc: BaseException, hook: object) -> BaseException:
     if location is not None:
         exc.__ge_location__ = location  # type: ignore[attr-defined]
     return exc
+
+
+def mark_match(exc: BaseException, nodes: Iterable[Any]) -> None:
+    """Record on `exc`, raised while the engine asked a pass about one match (or one node
+    of a decompose pass), the nodes of that match, for the E13028 it becomes to name (the
+    first marking stays: the innermost match)."""
+    if getattr(exc, "__ge_match__", None) is None:
+        exc.__ge_match__ = tuple(n.name for n in nodes)  # type: ignore[attr-defined]
+
+
+def marked_match(exc: BaseException) -> tuple[str, ...]:
+    """The nodes `mark_match` recorded on `exc` (none if it did not)."""
+    found = getattr(exc, "__ge_match__", None)
+    return found if isinstance(found, tuple) else ()
 
 
 def blamed_location(exc: BaseException) -> SourceLocation | None:
