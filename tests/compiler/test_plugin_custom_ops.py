@@ -355,3 +355,33 @@ def test_an_operator_nothing_defines_is_a_warning_one_a_plugin_defines_is_not(
     plugin = _plugin(tmp_path / "plugins")
     with_plugin = ge.compile(model, pass_paths=[plugin])
     assert with_plugin.warnings == []
+
+
+def test_onnx_preview_operators_are_defined_and_a_bodys_undefined_one_is_placed() -> None:
+    """`ai.onnx.preview.training` is ONNX's (Adagrad has a schema): no warning for it (a
+    user trial's false positive); an undefined operator in a Loop body is named with the
+    body's path."""
+    from ge.compiler.steps import undefined_operators
+
+    floats, longs = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Mystery", ["v_in"], ["v_out"], domain="acme", name="mystery"),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", longs, []),
+         helper.make_tensor_value_info("c_in", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", floats, [2])],
+        [helper.make_tensor_value_info("c_out", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", floats, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("Adagrad", ["r", "t", "x", "g", "h"], ["x2", "h2"],
+                          domain="ai.onnx.preview.training", name="adagrad"),
+         helper.make_node("Loop", ["", "c", "x"], ["y"], body=body, name="loop")], "g",
+        [helper.make_tensor_value_info(n, floats, [2]) for n in ("x", "g", "h")]
+        + [helper.make_tensor_value_info("r", floats, []),
+           helper.make_tensor_value_info("t", longs, []),
+           helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info(n, floats, [2]) for n in ("x2", "h2", "y")])
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.preview.training", 1),
+        helper.make_opsetid("acme", 1)])
+    assert undefined_operators(ge.graph.load(model)) == ["acme::Mystery (in loop.body)"]

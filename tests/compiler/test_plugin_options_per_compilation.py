@@ -148,8 +148,10 @@ def test_initialize_replaces_the_compiler_a_compilation_started(demo: str) -> No
     assert ran() == ["BetaPass"]
     ge.finalize()
     assert ran({OPTION_DISABLED_PLUGINS: "beta"}) == ["AlphaPass"]  # starts it: no defaults
-    ge.initialize()  # None: whatever runs
+    ge.initialize()  # None: the compiler running becomes the user's, as it is
     assert ran() == ["AlphaPass", "BetaPass"]
+    with pytest.raises(CompilerStateError):
+        ge.initialize({OPTION_DISABLED_PLUGINS: "beta"})
     ge.finalize()
 
 

@@ -1162,4 +1162,12 @@ def test_a_subgraph_name_several_bodies_share_is_refused_and_a_path_names_one() 
     assert graph.get_subgraph("if3.then_branch") is None
     with pytest.raises(GraphError, match="owned by a node"):
         graph.remove_subgraph("sub_graph")
-    assert graph.mutation_count == before
+    assert graph.mutation_count == before  # asking changes nothing
+    # nested: a path from the root, or from the body asked
+    inner_if = if2.get_subgraphs()[1].add_node("If", name="inner", num_inputs=1, num_outputs=0)
+    inner = Graph("sub_graph")
+    inner_if.set_attr("then_branch", inner)
+    else_of_if2 = graph.get_subgraph("if2.else_branch")
+    assert graph.get_subgraph("if2.else_branch/inner.then_branch") is inner
+    assert else_of_if2.get_subgraph("inner.then_branch") is inner
+    assert graph.get_subgraph("inner.then_branch") is None  # not a path from the root

@@ -187,6 +187,7 @@ def initialize(options: Mapping[str, str] | None = None) -> None:
     with _LOCK:
         if _engine is not None:
             if options is None or (parsed == _engine.options and _engine.explicit):
+                _engine.explicit = True  # the user's now: other options need finalize()
                 return
             if not _engine.explicit:  # ge's convenience, not a choice of the user's
                 _engine.loader.unload()

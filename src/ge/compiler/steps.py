@@ -79,28 +79,30 @@ def check_operators_known(graph: Graph) -> None:
 
 
 def undefined_operators(graph: Graph) -> list[str]:
-    """`domain::op` of each operator of `graph`'s model (bodies included) that nothing ge
-    sees defines: not ONNX's, not onnxruntime's, no function of the model, no custom
+    """`domain::op` of each operator of `graph`'s model (bodies included, with the body's
+    path: `acme::Mystery (in loop.body)`) that nothing ge sees defines: not ONNX's (its
+    preview domains included), not onnxruntime's, no function of the model, no custom
     operator registered (a plugin's, for the compilation asking). ge compiles around such
     a node, its outputs typed as the model types them, but cannot check, verify or run it."""
-    from ge.graph.domains import ONNX_DOMAINS
     from ge.graph.graph import CONST, DATA, NET_OUTPUT
+    from ge.graph.subgraphs import body_path
     from ge.ops.registry import get_custom_op
     from ge.ops.runtime_ops import runtime_domains
+    from ge.ops.schemas import STANDARD_DOMAINS
 
     root = graph.root_graph()
     model = root.model
     defined = {(f.domain, f.name) for f in (model.functions if model is not None else ())}
     found: dict[str, None] = {}
-    known_domains = ONNX_DOMAINS | runtime_domains()
+    known_domains = frozenset(STANDARD_DOMAINS) | runtime_domains()
     for node in root.get_all_nodes():
         key = (node.domain, node.type)
         if (node.domain in known_domains or node.type in (DATA, CONST, NET_OUTPUT)
-                or key in defined):
+                or key in defined or get_custom_op(node.type, node.domain) is not None):
             continue
-        label = f"{node.domain}::{node.type}"
-        if label not in found and get_custom_op(node.type, node.domain) is None:
-            found[label] = None
+        owner = node.owner_graph
+        where = body_path(owner) if owner is not None else ""
+        found[f"{node.domain}::{node.type}" + (f" (in {where})" if where else "")] = None
     return list(found)
 
 

@@ -48,7 +48,8 @@ class GraphSubgraphs:
         """The subgraph below this graph named `name`, or None. GE names bodies uniquely;
         exporters may not, so a name several bodies share raises GraphError naming where
         each is. ✚ A body path as `body_path` writes it (`if1.then_branch`,
-        `loop.body/if1.else_branch`) names one body whatever the names."""
+        `loop.body/if1.else_branch`), from the root or from this graph, names one body
+        whatever the names."""
         if not isinstance(name, str):
             raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
         subgraphs = self.get_all_subgraphs()
@@ -62,8 +63,10 @@ class GraphSubgraphs:
                 f"or take it from its node (node.get_subgraphs())")
         if named:
             return named[0]
+        here = body_path(self)  # a path from this graph, or from the root
+        paths = {name, f"{here}/{name}"} if here else {name}
         return next((g for g in subgraphs if g._parent_node is not None
-                     and body_path(g) == name), None)
+                     and body_path(g) in paths), None)
 
     def add_subgraph(self: Graph, subgraph: Graph) -> None:
         """Register a subgraph not (yet) owned by a node (GE's orphan subgraph; not exported)."""

@@ -15,6 +15,16 @@ which runs next, then merges the arithmetic downstream, now fed by one node. Val
 dims are all static are constant folding's; a dim with no size and no symbol (an unknown
 rank, a dim inference could not name) keeps its node. Only nodes of one graph are merged
 (a body's with the body's).
+
+This makes the inferred dims decide what the model computes, where before they only
+described it, so only dims inference derives soundly are trusted: not those of a value
+computed, at any distance, from a node whose inference may name a dim after one operand
+where the runtime broadcasts (`Einsum` does: `...ij,...jk` of `[n, 4, 4]` and `[m, 4, 4]`
+is inferred `[n, 4, 4]`, a user trial's wrong model), from an operator of another domain
+than ONNX's (a plugin's inference is its author's; onnxruntime's contrib schemas), from a
+call of a model function, from a control-flow node, or from a value of an enclosing graph;
+nor anything in a `Loop` or `Scan` body, whose inputs the model declares and whose
+loop-carried values may change shape from one iteration to the next.
 """
 
 from __future__ import annotations
@@ -25,10 +35,11 @@ from ge.compiler.builtin._support import rewirable
 from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
+from ge.graph.graph import CONST, DATA
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
-__all__ = ["SymbolicShapeSharing", "shape_value_key"]
+__all__ = ["SymbolicShapeSharing", "shape_value_key", "trusted_values"]
 
 
 def _known(dims: list[int | str] | None) -> bool:
@@ -60,17 +71,48 @@ def shape_value_key(node: Node) -> Hashable | None:
     return None
 
 
+#: Operators whose dims are not trusted downstream: an inference that may name a broadcast
+#: dim after one operand (Einsum's), control flow (its outputs' dims are its bodies').
+_UNSOUND = frozenset({"Einsum", "If", "Loop", "Scan", "SequenceMap"})
+#: Bodies nothing is shared in: their inputs are declared by the model, and a loop-carried
+#: value may change shape between iterations whatever it declares.
+_LOOPS = frozenset({"Loop", "Scan", "SequenceMap"})
+
+
+def trusted_values(graph: Graph) -> set[Node] | None:
+    """The nodes of `graph` whose output dims this pass may trust (see the module
+    docstring), or None for a graph nothing in is trusted (a loop's body)."""
+    owner = graph.parent_node
+    if owner is not None and owner.type in _LOOPS:
+        return None
+    trusted: set[Node] = set()
+    for node in graph.topological_order():
+        if node.type in (DATA, CONST):
+            if node.type == CONST or owner is None:  # a body's Data: not a graph input
+                trusted.add(node)
+            continue
+        if node.domain or node.type in _UNSOUND:
+            continue
+        producers = [node.get_input_producer(i) for i in range(node.get_inputs_size())]
+        if all(p is None or p[0] in trusted for p in producers):
+            trusted.add(node)
+    return trusted
+
+
 @builtin_pass(name="SymbolicShapeSharing", step="origin_graph_optimize",
               requires=("Shape", "Size"))
 class SymbolicShapeSharing(FusionBasePass):
     """Compute each symbolic shape value once per graph (see the module docstring)."""
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
+        trusted = trusted_values(graph)
+        if trusted is None:
+            return NOT_CHANGED
         first: dict[Hashable, Node] = {}
         changed = False
         for node in graph.topological_order():
-            if node.type not in ("Shape", "Gather", "Size"):
-                continue
+            if node.type not in ("Shape", "Gather", "Size") or node not in trusted:
+                continue  # (a Shape is trusted when the value it reads is)
             key = shape_value_key(node)
             if key is None:
                 continue
