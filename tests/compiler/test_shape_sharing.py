@@ -146,9 +146,14 @@ def test_a_compilation_of_a_layered_export_shares_and_verifies() -> None:
 
 
 def _run(model_: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The model's outputs in onnxruntime with its graph optimisations off: they fold a
+    Shape from the inferred dims too (ORT_ENABLE_ALL gives [1, 4, 4] for the Einsum below
+    at m = 3), so only the unoptimised run says what the model computes."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(model_.SerializeToString(),
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model_.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
 
@@ -200,3 +205,28 @@ def test_nothing_is_shared_in_a_loop_body() -> None:
     result = ge.compile(original)
     feeds = {"x": np.ones(2, np.float32)}
     assert _run(result.to_onnx(), feeds)[1].reshape(-1).tolist() == [0, 2, 4]
+
+
+@pytest.mark.builtin_passes
+@pytest.mark.parametrize("tail", ["shape", "slice"])
+def test_no_pass_folds_or_bypasses_on_a_dim_an_einsum_inferred(tail: str) -> None:
+    """onnx infers `...ij,...jk` of [1, 4, 4] and [m, 4, 4] as [1, 4, 4]; the runtime
+    broadcasts to [m, 4, 4]. ConstantFolding folded `Shape(e)` to [1, 4, 4] and
+    NoOpElimination bypassed `e[0:1]` as taking every element: both wrong at m = 3
+    (found beside the trial's SymbolicShapeSharing case)."""
+    nodes = [node("Einsum", ["x", "y"], ["e"], equation="...ij,...jk->...ik")]
+    if tail == "shape":
+        nodes += [node("Shape", ["e"], ["s"]),
+                  node("Cast", ["s"], ["out"], to=onnx.TensorProto.FLOAT)]
+    else:
+        nodes += [node("Slice", ["e", "zero1", "one1", "zero1"], ["out"])]
+    original = model(nodes, [vi("x", shape=[1, 4, 4]), vi("y", shape=["m", 4, 4])],
+                     [vi("out", shape=None)],
+                     [init("zero1", [0], np.int64), init("one1", [1], np.int64)], check=False)
+    result = ge.compile(original)
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((1, 4, 4)).astype(np.float32),
+             "y": rng.standard_normal((3, 4, 4)).astype(np.float32)}
+    expected, actual = _run(original, feeds)[0], _run(result.to_onnx(), feeds)[0]
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)

@@ -20,11 +20,13 @@ from ge.ops.reshape import allow_zero, reshaped_dims
 
 __all__ = [
     "FLOAT_TYPES",
+    "UNSOUND_DIMS",
     "allow_zero",
     "broadcasts_to",
     "const_input",
     "const_ints",
     "dims_of",
+    "downstream_of",
     "feeds_net_output",
     "first_element",
     "input_connected",
@@ -272,3 +274,24 @@ def retyped_name(name: str, old_type: str, new_type: str) -> str:
     if rest and not (rest[0] == "_" or rest[0].isdigit()):
         return name  # `Multiply`, not `Mul` + a counter
     return f"{scope}{slash}{new_type}{rest}"
+
+
+#: Operators whose dims onnx's inference may name after one operand where the runtime
+#: broadcasts: `Einsum` (`...ij,...jk` of [1, 4, 4] and [m, 4, 4] is inferred [1, 4, 4],
+#: and `bij,bjk` likewise). A dim of a value computed from one may be wrong, so no pass
+#: folds or merges a shape on its strength.
+UNSOUND_DIMS = ("Einsum",)
+
+
+def downstream_of(graph: Graph, op_types: Sequence[str]) -> set[Node]:
+    """The nodes of `graph` of `op_types` (ONNX's) and every node computed from one, at any
+    distance; empty (and cheap: an index look-up) when the graph has none."""
+    if not any(graph.nodes_of_type(t) for t in op_types):
+        return set()
+    found: set[Node] = set()
+    for node in graph.topological_order():
+        if (node.type in op_types and not node.domain) or any(
+                p is not None and p[0] in found
+                for p in map(node.get_input_producer, range(node.get_inputs_size()))):
+            found.add(node)
+    return found

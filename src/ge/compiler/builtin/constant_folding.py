@@ -32,7 +32,9 @@ import numpy as np
 import onnx
 
 from ge.compiler.builtin._support import (
+    UNSOUND_DIMS,
     const_input,
+    downstream_of,
     is_operator,
     known_dtype,
     raw_bytes,
@@ -318,8 +320,10 @@ class _Folder:
     """Decides whether a node folds and computes its values, for one run of the pass."""
 
     def __init__(self, limit: int, evaluator: NodeEvaluator,
-                 non_tensor: dict[Hashable, list[int]]) -> None:
+                 non_tensor: dict[Hashable, list[int]], unsound: set[Node]) -> None:
         self.limit = limit
+        # values whose inferred dims may be wrong (`UNSOUND_DIMS`): their shapes not folded
+        self._unsound = unsound
         self._evaluator = evaluator
         # (domain, op type, opset, output count) -> `_maybe_non_tensor`, for the compilation
         self._non_tensor = non_tensor
@@ -355,11 +359,16 @@ class _Folder:
         used = used_outputs(node)
         if not used or read_by_body(node):
             return None  # dead (left to dead-code elimination) or read by a body
-        if node.type in _SHAPE_OPS and not node.domain:
+        # A dim inference may have got wrong (`UNSOUND_DIMS`) is the runtime's to compute:
+        # no shape is folded from it (constant inputs still fold, below).
+        dims_trusted = not self._unsound or not any(
+            p is not None and p[0] in self._unsound
+            for p in map(node.get_input_producer, range(node.get_inputs_size())))
+        if dims_trusted and node.type in _SHAPE_OPS and not node.domain:
             value = _shape_value(node)
             if value is not None and self._fits({0: value}, 0):
                 return {0: value}
-        if node.type == "Gather" and not node.domain:
+        if dims_trusted and node.type == "Gather" and not node.domain:
             value = _gathered_dims(node)
             if value is not None and _agrees(node.get_output_desc(0), value):
                 return {0: value}
@@ -469,7 +478,8 @@ class ConstantFolding(FusionBasePass):
         self._non_tensor: dict[Hashable, list[int]] = {}
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
-        folder = _Folder(size_limit(context), self._evaluator, self._non_tensor)
+        folder = _Folder(size_limit(context), self._evaluator, self._non_tensor,
+                         downstream_of(graph, UNSOUND_DIMS))
         changed = False
         later: list[Node] = []  # readers of new constants that may fold themselves
         for node in graph.topological_order():

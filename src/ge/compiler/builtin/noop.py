@@ -36,10 +36,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ge.compiler.builtin._support import (
+    UNSOUND_DIMS,
     allow_zero,
     broadcasts_to,
     const_input,
     const_ints,
+    downstream_of,
     first_element,
     input_connected,
     known_dtype,
@@ -296,7 +298,13 @@ class NoOpElimination(FusionBasePass):
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         changed = False
+        # A value computed from an operator whose dims inference may get wrong
+        # (`UNSOUND_DIMS`): what is a no-op at its inferred shape may not be at its real one
+        # (a Slice [0:1] of a dim inferred 1 and broadcast to 3 at run time).
+        unsound = downstream_of(graph, UNSOUND_DIMS)
         for node in graph.topological_order():
+            if unsound and node in unsound:
+                continue
             index = passthrough_input(node)
             if index is None or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # not a no-op, or unused (left to dead-code elimination)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import rewirable
+from ge.compiler.builtin._support import UNSOUND_DIMS, rewirable
 from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
@@ -72,8 +72,8 @@ def shape_value_key(node: Node) -> Hashable | None:
 
 
 #: Operators whose dims are not trusted downstream: an inference that may name a broadcast
-#: dim after one operand (Einsum's), control flow (its outputs' dims are its bodies').
-_UNSOUND = frozenset({"Einsum", "If", "Loop", "Scan", "SequenceMap"})
+#: dim after one operand (`UNSOUND_DIMS`), control flow (its outputs' dims are its bodies').
+_UNSOUND = frozenset({*UNSOUND_DIMS, "If", "Loop", "Scan", "SequenceMap"})
 #: Bodies nothing is shared in: their inputs are declared by the model, and a loop-carried
 #: value may change shape between iterations whatever it declares.
 _LOOPS = frozenset({"Loop", "Scan", "SequenceMap"})
