@@ -60,7 +60,9 @@ def ge_compile(console: Console, model: Path, *extra: str) -> bool:
     args = ["compile", str(model.relative_to(ROOT)), "-o", str(output.relative_to(ROOT)),
             "--verify", *extra]
     env = {**os.environ, "ASCEND_GE_PY_PASS_PATH": str(EXAMPLE_PASS.relative_to(ROOT))}
-    console.rule(f"ASCEND_GE_PY_PASS_PATH={env['ASCEND_GE_PY_PASS_PATH']} ge {' '.join(args)}")
+    console.rule()  # (the command under it, whole: a rule's title is cut to the width)
+    console.print(f"$ ASCEND_GE_PY_PASS_PATH={env['ASCEND_GE_PY_PASS_PATH']} ge {' '.join(args)}",
+                  markup=False, highlight=False, soft_wrap=True)
     done = subprocess.run([sys.executable, "-m", "ge", *args], cwd=ROOT, env=env, check=False)
     return done.returncode == 0 and output.is_file()
 
