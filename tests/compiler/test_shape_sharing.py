@@ -101,6 +101,19 @@ def test_gathers_of_one_symbol_from_shapes_of_other_ranks_are_one_value() -> Non
     assert_sound(graph, original, [{"x": np.ones((2, 3, 8), np.float32)}])
 
 
+
+def test_sizes_of_values_with_the_same_dims_are_one_value() -> None:
+    original = model(
+        [node("Relu", ["x"], ["h"], name="relu"), node("Neg", ["x"], ["g"], name="neg"),
+         node("Size", ["h"], ["a"], name="size_h"), node("Size", ["g"], ["b"], name="size_g"),
+         node("Add", ["a", "b"], ["twice"], name="twice")],
+        [vi("x", shape=["batch", "sequence", 8])], [vi("twice", I64, [])])
+    graph = load(original)
+    assert run_pass(SHARING, graph)
+    assert [n.name for n in graph.nodes_of_type("Size")] == ["size_h"]
+    assert_sound(graph, original, [{"x": np.ones((3, 5, 8), np.float32)}])
+
+
 @pytest.mark.parametrize("second", [("batch", "n"), ("m", "sequence"), ("batch", 5)],
                          ids=["other-symbol", "other-first-symbol", "a-static-size"])
 def test_shapes_of_other_dims_stay_apart(second: tuple[str | int, str | int]) -> None:

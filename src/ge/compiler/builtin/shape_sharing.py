@@ -42,9 +42,9 @@ from ge.passes.status import SUCCESS, StatusLike
 __all__ = ["SymbolicShapeSharing", "shape_value_key", "trusted_values"]
 
 
-def _known(dims: list[int | str] | None) -> bool:
+def _known(dims: list[int | str]) -> bool:
     """Every dim sized or named, and at least one named (all sized: folding's)."""
-    return (dims is not None and any(isinstance(d, str) for d in dims)
+    return (any(isinstance(d, str) for d in dims)
             and all(isinstance(d, str) or d >= 0 for d in dims))
 
 
@@ -56,18 +56,17 @@ def shape_value_key(node: Node) -> Hashable | None:
         return None
     if node.type == "Shape":
         dims = shape_dims(node)
-        return ("dims", tuple(dims), (len(dims),)) if _known(dims) else None  # type: ignore[arg-type]
+        return None if dims is None or not _known(dims) else ("dims", tuple(dims), (len(dims),))
     if node.type == "Gather":
         found = gathered_dims(node)
         if found is None or not _known(found[0]):
             return None
         return ("dims", tuple(found[0]), tuple(found[1]))
-    if node.type == "Size":
-        if node.get_input_producer(0) is None:
-            return None
+    if node.type == "Size" and node.get_input_producer(0) is not None:
         shape = node.get_input_desc(0).get_shape()
-        dims = None if shape.is_unknown_rank() else list(shape)
-        return ("size", tuple(dims)) if _known(dims) else None  # type: ignore[arg-type]
+        if shape.is_unknown_rank() or not _known(list(shape)):
+            return None
+        return ("size", tuple(shape))
     return None
 
 
