@@ -94,6 +94,11 @@ def test_a_pass_without_patterns_for_the_model_says_so() -> None:
     assert "GeluFusion has no patterns for this model: patterns() returned none at opsets " \
            "ai.onnx=17 (GeluFusion fuses into Gelu, an ONNX operator from opset 20: --opset 20 " \
            "explains the model as ge compile --opset 20 converts it)" in out
+    code, out, _ = _run("passes", "explain", "SwishFusion", VIT)  # off by default: says so
+    assert code == 0
+    assert "(SwishFusion fuses into Swish, an ONNX operator from opset 24: --opset 24 " \
+           "explains the model as ge compile --opset 24 converts it; the pass is off by " \
+           "default: ge compile --enable SwishFusion runs it)" in out
 
 
 def test_a_plugin_pass_from_pass_path(write, tmp_path: Path) -> None:

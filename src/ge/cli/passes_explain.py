@@ -29,24 +29,19 @@ from ge.errors import CompileWarning, GeError, PluginLoadWarning
 __all__ = ["explain_command"]
 
 
-def _newer_opset_advice(pass_name: str, graph: Any) -> str:
+def _newer_opset_advice(entry: RegisteredPass, graph: Any) -> str:
     """Why a built-in fusion into a newer opset's operator has no pattern here, and the
     flag that gives it one ("" for other passes, or at that opset already)."""
-    from ge.compiler.builtin import BUILTIN_PASSES
     from ge.session.hints import fusion_opset
 
-    def builtin_on_by_default(name: str) -> bool:
-        specs = [getattr(cls, "__ge_builtin__", None) for cls in BUILTIN_PASSES]
-        return all(s.on_by_default for s in specs if s is not None and s.name == name)
-
-    target = fusion_opset(pass_name)
+    target = fusion_opset(entry.name)
     current = graph.get_opset_version("")
     if target is None or current is None or current >= target[1]:
         return ""
     operator, opset = target
-    off = "" if builtin_on_by_default(pass_name) else (
-        f"; the pass is off by default: ge compile --enable {pass_name} runs it")
-    return (f" ({pass_name} fuses into {operator}, an ONNX operator from opset {opset}: "
+    off = "" if entry.on_by_default else (
+        f"; the pass is off by default: ge compile --enable {entry.name} runs it")
+    return (f" ({entry.name} fuses into {operator}, an ONNX operator from opset {opset}: "
             f"--opset {opset} explains the model as ge compile --opset {opset} converts it"
             f"{off})")
 
@@ -221,7 +216,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
             else:
                 if not patterns:
                     click.echo(f"{entry.name} has no patterns for this model: patterns() returned "
-                               f"none at opsets {opsets}{_newer_opset_advice(entry.name, graph)}")
+                               f"none at opsets {opsets}{_newer_opset_advice(entry, graph)}")
                 lines = format_explanations(patterns, top=top, inline_advice=advice)
             for line in lines:
                 click.echo(line)
