@@ -8,7 +8,7 @@ change a graph's output names; the predicates here say when a node is safe to re
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ __all__ = [
     "symbolic_dims",
     "tensor_nbytes",
     "unique_node_name",
+    "unsound_dims",
     "used_outputs",
     "value_desc",
 ]
@@ -283,15 +284,21 @@ def retyped_name(name: str, old_type: str, new_type: str) -> str:
 UNSOUND_DIMS = ("Einsum",)
 
 
-def downstream_of(graph: Graph, op_types: Sequence[str]) -> set[Node]:
-    """The nodes of `graph` of `op_types` (ONNX's) and every node computed from one, at any
-    distance; empty (and cheap: an index look-up) when the graph has none."""
-    if not any(graph.nodes_of_type(t) for t in op_types):
-        return set()
+def downstream_of(graph: Graph, is_source: Callable[[Node], bool]) -> set[Node]:
+    """The nodes of `graph` that `is_source` holds for and every node computed from one,
+    at any distance (walked in the graph's order)."""
     found: set[Node] = set()
     for node in graph.topological_order():
-        if (node.type in op_types and not node.domain) or any(
+        if is_source(node) or any(
                 p is not None and p[0] in found
                 for p in map(node.get_input_producer, range(node.get_inputs_size()))):
             found.add(node)
     return found
+
+
+def unsound_dims(graph: Graph) -> set[Node]:
+    """The nodes of `graph` whose dims may be wrong: of `UNSOUND_DIMS` or computed from one
+    (`downstream_of`); empty, and cheap (an index look-up), when the graph has none."""
+    if not any(graph.nodes_of_type(t) for t in UNSOUND_DIMS):
+        return set()
+    return downstream_of(graph, lambda node: node.type in UNSOUND_DIMS and not node.domain)

@@ -32,9 +32,7 @@ import numpy as np
 import onnx
 
 from ge.compiler.builtin._support import (
-    UNSOUND_DIMS,
     const_input,
-    downstream_of,
     is_operator,
     known_dtype,
     raw_bytes,
@@ -42,6 +40,7 @@ from ge.compiler.builtin._support import (
     static_dims,
     tensor_nbytes,
     unique_node_name,
+    unsound_dims,
     used_outputs,
 )
 from ge.compiler.options import OPTION_CONSTANT_FOLDING_SIZE_LIMIT, size_limit_value
@@ -322,7 +321,7 @@ class _Folder:
     def __init__(self, limit: int, evaluator: NodeEvaluator,
                  non_tensor: dict[Hashable, list[int]], unsound: set[Node]) -> None:
         self.limit = limit
-        # values whose inferred dims may be wrong (`UNSOUND_DIMS`): their shapes not folded
+        # nodes computed from values whose inferred dims may be wrong (`unsound_dims`)
         self._unsound = unsound
         self._evaluator = evaluator
         # (domain, op type, opset, output count) -> `_maybe_non_tensor`, for the compilation
@@ -359,11 +358,9 @@ class _Folder:
         used = used_outputs(node)
         if not used or read_by_body(node):
             return None  # dead (left to dead-code elimination) or read by a body
-        # A dim inference may have got wrong (`UNSOUND_DIMS`) is the runtime's to compute:
+        # A dim inference may have got wrong (`unsound_dims`) is the runtime's to compute:
         # no shape is folded from it (constant inputs still fold, below).
-        dims_trusted = not self._unsound or not any(
-            p is not None and p[0] in self._unsound
-            for p in map(node.get_input_producer, range(node.get_inputs_size())))
+        dims_trusted = node not in self._unsound
         if dims_trusted and node.type in _SHAPE_OPS and not node.domain:
             value = _shape_value(node)
             if value is not None and self._fits({0: value}, 0):
@@ -479,7 +476,7 @@ class ConstantFolding(FusionBasePass):
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         folder = _Folder(size_limit(context), self._evaluator, self._non_tensor,
-                         downstream_of(graph, UNSOUND_DIMS))
+                         unsound_dims(graph))
         changed = False
         later: list[Node] = []  # readers of new constants that may fold themselves
         for node in graph.topological_order():

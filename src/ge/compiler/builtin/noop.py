@@ -36,12 +36,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ge.compiler.builtin._support import (
-    UNSOUND_DIMS,
     allow_zero,
     broadcasts_to,
     const_input,
     const_ints,
-    downstream_of,
     first_element,
     input_connected,
     known_dtype,
@@ -50,6 +48,7 @@ from ge.compiler.builtin._support import (
     slice_arguments,
     static_dims,
     symbolic_dims,
+    unsound_dims,
 )
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
@@ -299,11 +298,11 @@ class NoOpElimination(FusionBasePass):
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         changed = False
         # A value computed from an operator whose dims inference may get wrong
-        # (`UNSOUND_DIMS`): what is a no-op at its inferred shape may not be at its real one
+        # (`unsound_dims`): what is a no-op at its inferred shape may not be at its real one
         # (a Slice [0:1] of a dim inferred 1 and broadcast to 3 at run time).
-        unsound = downstream_of(graph, UNSOUND_DIMS)
+        unsound = unsound_dims(graph)
         for node in graph.topological_order():
-            if unsound and node in unsound:
+            if node in unsound:
                 continue
             index = passthrough_input(node)
             if index is None or not node.get_out_data_nodes_and_port_indexes(0):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import UNSOUND_DIMS, rewirable
+from ge.compiler.builtin._support import UNSOUND_DIMS, downstream_of, rewirable
 from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
@@ -39,7 +39,7 @@ from ge.graph.graph import CONST, DATA
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
-__all__ = ["SymbolicShapeSharing", "shape_value_key", "trusted_values"]
+__all__ = ["SymbolicShapeSharing", "shape_value_key", "untrusted_values"]
 
 
 def _known(dims: list[int | str]) -> bool:
@@ -78,24 +78,21 @@ _UNSOUND = frozenset({*UNSOUND_DIMS, "If", "Loop", "Scan", "SequenceMap"})
 _LOOPS = frozenset({"Loop", "Scan", "SequenceMap"})
 
 
-def trusted_values(graph: Graph) -> set[Node] | None:
-    """The nodes of `graph` whose output dims this pass may trust (see the module
+def untrusted_values(graph: Graph) -> set[Node] | None:
+    """The nodes of `graph` whose output dims this pass may not trust (see the module
     docstring), or None for a graph nothing in is trusted (a loop's body)."""
     owner = graph.parent_node
     if owner is not None and owner.type in _LOOPS:
         return None
-    trusted: set[Node] = set()
-    for node in graph.topological_order():
+
+    def untrusted(node: Node) -> bool:
         if node.type in (DATA, CONST):
-            if node.type == CONST or owner is None:  # a body's Data: not a graph input
-                trusted.add(node)
-            continue
-        if node.domain or node.type in _UNSOUND:
-            continue
-        producers = [node.get_input_producer(i) for i in range(node.get_inputs_size())]
-        if all(p is None or p[0] in trusted for p in producers):
-            trusted.add(node)
-    return trusted
+            return node.type == DATA and owner is not None  # a body's Data: no graph input
+        return bool(node.domain) or node.type in _UNSOUND or any(
+            p is not None and p[0].owner_graph is not graph  # a value of an enclosing graph
+            for p in map(node.get_input_producer, range(node.get_inputs_size())))
+
+    return downstream_of(graph, untrusted)
 
 
 @builtin_pass(name="SymbolicShapeSharing", step="origin_graph_optimize",
@@ -104,14 +101,14 @@ class SymbolicShapeSharing(FusionBasePass):
     """Compute each symbolic shape value once per graph (see the module docstring)."""
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
-        trusted = trusted_values(graph)
-        if trusted is None:
+        untrusted = untrusted_values(graph)
+        if untrusted is None:
             return NOT_CHANGED
         first: dict[Hashable, Node] = {}
         changed = False
         for node in graph.topological_order():
-            if node.type not in ("Shape", "Gather", "Size") or node not in trusted:
-                continue  # (a Shape is trusted when the value it reads is)
+            if node.type not in ("Shape", "Gather", "Size") or node in untrusted:
+                continue  # (a Shape is untrusted when the value it reads is)
             key = shape_value_key(node)
             if key is None:
                 continue
