@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 
 import ge
 from ge.errors import CompileWarning
+from ge.testing import make_model
 
 pytestmark = pytest.mark.builtin_passes  # ConstantFolding would fold the Size
 
@@ -29,13 +30,8 @@ def _traced_output(declared: list[int | str]) -> onnx.ModelProto:
              helper.make_node("Size", ["hid"], ["count"], name="size"),
              helper.make_node("Cast", ["count"], ["countf"], name="cast", to=F),
              helper.make_node("Div", ["tot", "countf"], ["mean"], name="mean")]
-    graph = helper.make_graph(
-        nodes, "traced", [helper.make_tensor_value_info("x", F, ["B", "S", 4])],
-        [helper.make_tensor_value_info("hid", F, declared),
-         helper.make_tensor_value_info("mean", F, [])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    return model
+    return make_model(nodes, [("x", ["B", "S", 4])], [("hid", declared), ("mean", [])],
+                      name="traced")
 
 
 def _mean(model: onnx.ModelProto, batch: int, seq: int) -> float:
@@ -97,11 +93,8 @@ def test_a_contradiction_a_pass_made_names_the_pass(tmp_path: Path) -> None:
     saved: onnx's checker finds the Flatten's declared output contradicted)."""
     nodes = [helper.make_node("Add", ["x", "zeros"], ["t"], name="add"),
              helper.make_node("Flatten", ["t"], ["y"], name="flat", axis=1)]
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", F, [3])],
-        [helper.make_tensor_value_info("y", F, [1, 3])],
-        [onnx.numpy_helper.from_array(np.zeros((1, 1, 1), np.float32), "zeros")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_model(nodes, [("x", [3])], [("y", [1, 3])],
+                       [onnx.numpy_helper.from_array(np.zeros((1, 1, 1), np.float32), "zeros")])
     plugin = tmp_path / "drop_add.py"
     plugin.write_text(DROP_ADD)
     with pytest.warns(CompileWarning) as caught:
@@ -142,11 +135,8 @@ def test_a_built_in_pass_is_not_blamed_for_a_contradiction_it_found(tmp_path: Pa
     writes it ('y', not the value now read); the model is refused when saved."""
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
              helper.make_node("Add", ["r", "b"], ["y"], name="add")]
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", F, ["B", 1])],
-        [helper.make_tensor_value_info("y", F, ["B", 4])],
-        [onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_model(nodes, [("x", ["B", 1])], [("y", ["B", 4])],
+                       [onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "b")])
     plugin = tmp_path / "add_to_identity.py"
     plugin.write_text(ADD_TO_IDENTITY)
     with pytest.warns(CompileWarning) as caught:
