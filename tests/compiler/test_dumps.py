@@ -95,16 +95,69 @@ def test_the_ge_variables_turn_dumps_on(tmp_path: Path, monkeypatch: pytest.Monk
     assert len(list((tmp_path / "ge_dumps").iterdir())) == 2
 
 
+@pytest.mark.parametrize(("mode", "formats", "files"), [
+    ("1", "readable", ["ge_0000_FinalValidation.txt"]),
+    ("1", "onnx", ["ge_0000_FinalValidation.onnx"]),
+    ("1", " ge_proto | onnx ", ["ge_0000_FinalValidation.onnx"]),  # GE's default: ONNX
+    ("1", "ge_proto|readable", ["ge_0000_FinalValidation.onnx", "ge_0000_FinalValidation.txt"]),
+    ("2", "readable", ["ge_0000_FinalValidation.txt"]),
+])
+def test_dump_graph_format_picks_the_files(mode: str, formats: str, files: list[str],
+                                           tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """GE's DUMP_GRAPH_FORMAT (trial X: it was ignored, both files were always written)."""
+    monkeypatch.setenv("DUMP_GE_GRAPH", mode)
+    monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "ge_dumps"))
+    monkeypatch.setenv("DUMP_GRAPH_LEVEL", "3")
+    monkeypatch.setenv("DUMP_GRAPH_FORMAT", formats)
+    ge.compile(small_graph())
+    assert sorted(p.name for p in (tmp_path / "ge_dumps").iterdir()) == [
+        *files, "ge_dump_manifest.json"]
+
+
+def test_onnx_dumps_asked_for_without_weights_dump_the_text_and_say_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DUMP_GE_GRAPH 2 leaves the weights out, which ONNX files hold: asked for beside the
+    text, the text is dumped alone with a CompileWarning (asked for alone: the GE1202
+    below)."""
+    from ge.errors import CompileWarning
+
+    monkeypatch.setenv("DUMP_GE_GRAPH", "2")
+    monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "ge_dumps"))
+    monkeypatch.setenv("DUMP_GRAPH_LEVEL", "3")
+    monkeypatch.setenv("DUMP_GRAPH_FORMAT", "onnx|readable")
+    with pytest.warns(CompileWarning) as caught:
+        ge.compile(small_graph())
+    assert [str(w.message) for w in caught] == [
+        "DUMP_GRAPH_FORMAT 'onnx|readable' asks for ONNX files, which hold the weights, but "
+        "DUMP_GE_GRAPH=2 dumps without them: only the readable text is dumped"]
+    assert sorted(p.name for p in (tmp_path / "ge_dumps").iterdir()) == [
+        "ge_0000_FinalValidation.txt", "ge_dump_manifest.json"]
+
+
 @pytest.mark.parametrize(("variable", "value", "message"), [
     ("DUMP_GE_GRAPH", "7", "DUMP_GE_GRAPH must be 1, 2 or 3 (0 or unset: no dumps), got '7'"),
     ("DUMP_GRAPH_LEVEL", "9",
      "DUMP_GRAPH_LEVEL must be 1, 2, 3, 4 or '|'-separated names, got '9'"),
+    ("DUMP_GRAPH_FORMAT", "onnx|svg",
+     "DUMP_GRAPH_FORMAT must be '|'-separated formats among ge_proto, onnx and readable "
+     "(ge_proto and onnx both dump ONNX files: ONNX replaces GE's formats), got 'onnx|svg'"),
+    ("DUMP_GRAPH_FORMAT", "|",
+     "DUMP_GRAPH_FORMAT must be '|'-separated formats among ge_proto, onnx and readable "
+     "(ge_proto and onnx both dump ONNX files: ONNX replaces GE's formats), got '|'"),
+    ("DUMP_GE_GRAPH=3 DUMP_GRAPH_FORMAT", "onnx",
+     "DUMP_GRAPH_FORMAT 'onnx' asks for ONNX files, which hold the weights, but "
+     "DUMP_GE_GRAPH=3 dumps without them: set DUMP_GE_GRAPH=1, or add readable to "
+     "DUMP_GRAPH_FORMAT"),
 ])
 def test_bad_dump_settings_are_option_errors_before_anything_runs(
         variable: str, value: str, message: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DUMP_GE_GRAPH", "1")
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "never"))
+    if variable.startswith("DUMP_GE_GRAPH="):
+        mode, variable = variable.split(" ")
+        monkeypatch.setenv("DUMP_GE_GRAPH", mode.split("=")[1])
     monkeypatch.setenv(variable, value)
     graph = small_graph()
     count = graph.mutation_count

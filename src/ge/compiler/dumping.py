@@ -1,7 +1,9 @@
 """Graph dumps during a compilation: GE's `DUMP_GE_GRAPH` variables, or `--dump DIR`.
 
 `DUMP_GE_GRAPH` 1 writes each dump as ONNX and as readable text; 2 and 3 write the readable
-text only (it carries no weight values). `DUMP_GRAPH_PATH` is the folder (default: the
+text only (it carries no weight values). `DUMP_GRAPH_FORMAT` (GE's `|`-separated
+`ge_proto|onnx|readable`; ONNX replaces GE's proto, so `ge_proto` and `onnx` both mean the
+ONNX file) chooses among the two when set. `DUMP_GRAPH_PATH` is the folder (default: the
 current one). `DUMP_GRAPH_LEVEL` picks what is dumped: 1 the input and every step, plus the
 graph after every pass that changed it; 2 (the default) the input and every step; 3 only the
 final graph; 4 only the input; or `|`-separated substrings of step and pass names. Files are
@@ -61,13 +63,17 @@ if TYPE_CHECKING:
     from ge.compiler.report import PassRunRecord
     from ge.graph import Graph
 
-__all__ = ["DUMP_STEP_NAMES", "ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_LEVEL", "ENV_DUMP_GRAPH_PATH",
+__all__ = ["DUMP_STEP_NAMES", "ENV_DUMP_GE_GRAPH", "ENV_DUMP_GRAPH_FORMAT", "ENV_DUMP_GRAPH_LEVEL",
+           "ENV_DUMP_GRAPH_PATH",
            "GraphDumper", "check_dump_target", "dump_target_problem", "dumped_state",
            "environment_dump_folder"]
 
 ENV_DUMP_GE_GRAPH = "DUMP_GE_GRAPH"
 ENV_DUMP_GRAPH_PATH = "DUMP_GRAPH_PATH"
 ENV_DUMP_GRAPH_LEVEL = "DUMP_GRAPH_LEVEL"
+ENV_DUMP_GRAPH_FORMAT = "DUMP_GRAPH_FORMAT"
+#: GE's dump formats, and whether each is the ONNX file (else the readable text).
+_FORMATS = {"ge_proto": True, "onnx": True, "readable": False}
 
 _LEVELS = ("1", "2", "3", "4")
 _LEVEL_MEANINGS = ("1 (the input, every step, and every pass that changed the graph), 2 (the "
@@ -202,6 +208,39 @@ def check_dump_target(directory: str | os.PathLike[str], *, source: str | None =
                                path=str(directory))
 
 
+def _environment_formats(mode: str, value: str) -> tuple[bool, bool]:
+    """(ONNX files, readable text) for `DUMP_GE_GRAPH` `mode` and `DUMP_GRAPH_FORMAT`
+    `value`: unset, both at mode 1 and the text only at 2 and 3. ONNX files hold the
+    weights, which modes 2 and 3 leave out: asked for there beside the text, the text is
+    dumped alone (with a warning); asked for alone, it is a `CompilerOptionError`."""
+    value = value.strip()
+    if not value:
+        return mode == "1", True
+    parts = [part.strip() for part in value.split("|") if part.strip()]
+    unknown = [part for part in parts if part not in _FORMATS]
+    if unknown or not parts:
+        raise CompilerOptionError(
+            f"{ENV_DUMP_GRAPH_FORMAT} must be '|'-separated formats among ge_proto, onnx and "
+            f"readable (ge_proto and onnx both dump ONNX files: ONNX replaces GE's formats), "
+            f"got {value!r}")
+    with_onnx = any(_FORMATS[part] for part in parts)
+    with_text = any(not _FORMATS[part] for part in parts)
+    if with_onnx and mode != "1":
+        why = (f"{ENV_DUMP_GRAPH_FORMAT} {value!r} asks for ONNX files, which hold the "
+               f"weights, but {ENV_DUMP_GE_GRAPH}={mode} dumps without them")
+        if not with_text:
+            raise CompilerOptionError(f"{why}: set {ENV_DUMP_GE_GRAPH}=1, or add readable to "
+                                      f"{ENV_DUMP_GRAPH_FORMAT}")
+        import warnings
+
+        from ge.errors import CompileWarning
+
+        warnings.warn(CompileWarning(f"{why}: only the readable text is dumped"),
+                      stacklevel=3)
+        with_onnx = False
+    return with_onnx, with_text
+
+
 def environment_dump_folder(environ: Mapping[str, str] | None = None) -> str | None:
     """The folder GE's variables dump into (`DUMP_GRAPH_PATH`, else the current one), or
     None when `DUMP_GE_GRAPH` is unset or 0."""
@@ -225,7 +264,7 @@ class GraphDumper(PipelineObserver):
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, level: str = "2",
-                 with_onnx: bool = True, source: str | None = None,
+                 with_onnx: bool = True, with_text: bool = True, source: str | None = None,
                  level_source: str | None = None) -> None:
         if not isinstance(level, str):  # `.strip()` of an int: an AttributeError
             raise CompilerOptionTypeError(
@@ -249,6 +288,7 @@ class GraphDumper(PipelineObserver):
         self.directory = Path(directory)
         self.level = level
         self.with_onnx = with_onnx
+        self.with_text = with_text
         self.written: list[Path] = []
         self._names = names
         self._seq = 0
@@ -295,7 +335,9 @@ class GraphDumper(PipelineObserver):
         if mode not in ("1", "2", "3"):
             raise CompilerOptionError(f"{ENV_DUMP_GE_GRAPH} must be 1, 2 or 3 (0 or unset: no "
                                       f"dumps), got {mode!r}")
-        return cls(folder, level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=mode == "1",
+        with_onnx, with_text = _environment_formats(mode, env.get(ENV_DUMP_GRAPH_FORMAT, ""))
+        return cls(folder, level=env.get(ENV_DUMP_GRAPH_LEVEL, "2"), with_onnx=with_onnx,
+                   with_text=with_text,
                    source=ENV_DUMP_GRAPH_PATH if env.get(ENV_DUMP_GRAPH_PATH) else None,
                    level_source=ENV_DUMP_GRAPH_LEVEL)
 
@@ -422,9 +464,10 @@ class GraphDumper(PipelineObserver):
 
     def _write_files(self, graph: Graph, stem: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        text = self.directory / f"{stem}.txt"
-        _write_text(text, graph.dump_to_stream(DumpFormat.kReadable))
-        self.written.append(text)
+        if self.with_text:
+            text = self.directory / f"{stem}.txt"
+            _write_text(text, graph.dump_to_stream(DumpFormat.kReadable))
+            self.written.append(text)
         if self.with_onnx:
             target = self.directory / f"{stem}.onnx"
             weights = self._weights()
