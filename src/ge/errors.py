@@ -280,6 +280,11 @@ class PluginLoadWarning(UserWarning):
     """A plugin failed to load and the compiler went on without it (continue-on-error)."""
 
 
+class PassPathWarning(UserWarning):
+    """A pass-path folder names no plugin (GE loads nothing from it, silently): the message
+    says which of its contents were not loaded and why."""
+
+
 class PassDefinitionWarning(UserWarning):
     """A pass GE accepts whose code is almost certainly not what its author meant: a hook
     whose parameter names contradict how GE calls it (given at class creation, so once per
@@ -295,6 +300,7 @@ __all__ += [
     "CompilerStateError",
     "DuplicatePassNameError",
     "PassDefinitionWarning",
+    "PassPathWarning",
     "PassRegisterTypeError",
     "PluginLoadErrors",
     "PluginLoadWarning",

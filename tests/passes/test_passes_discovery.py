@@ -12,6 +12,7 @@ import pytest
 
 from ge.errors import (
     DuplicatePassNameError,
+    PassPathWarning,
     PassRegisterTypeError,
     PluginLoadError,
     PluginLoadErrors,
@@ -452,3 +453,39 @@ def test_discover_plugins_reports_origins(write, pass_source, tmp_path: Path) ->
     assert plugin.origin.kind == "module" and plugin.origin.path == str(path)
     assert [d.pass_name for d in plugin.descriptors] == ["Origin"]
     assert report.failures == [] and report.error() is None
+
+
+@pytest.mark.parametrize(("layout", "note"), [
+    ({"fusions/add_zero.py": ""},
+     " (fusions/ holds .py files but no __init__.py: add one to load it as a package, or put "
+     "the folder itself on the path)"),
+    ({"_helpers.py": "", "README.md": ""},
+     " (_helpers.py start with '_', which marks files not to load)"),
+    ({}, ""),
+])
+def test_a_folder_naming_no_plugin_is_told_why(tmp_path: Path, layout: dict[str, str],
+                                               note: str) -> None:
+    """Trial X: plugins in a sub-folder without `__init__.py` loaded nothing and nothing
+    said so (GE's rule, which stays: only the folder's `*.py` files and packages load)."""
+    folder = tmp_path / "passes"
+    folder.mkdir()
+    for name, text in layout.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    with pytest.warns(PassPathWarning) as caught:
+        report = discover_plugins([folder], entry_points=False)
+    assert report.plugins == [] and report.failures == []
+    assert [str(w.message) for w in caught] == [
+        f"python pass path {folder.resolve()} names no plugin: only its *.py files and its "
+        f"sub-folders with an __init__.py are loaded{note}"]
+    assert caught[0].filename == str(folder.resolve())
+
+
+def test_a_folder_with_a_plugin_is_not_told(tmp_path: Path) -> None:
+    (tmp_path / "fusions").mkdir()
+    (tmp_path / "fusions" / "helper.py").write_text("")
+    (tmp_path / "plugin.py").write_text("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = discover_plugins([tmp_path], entry_points=False)
+    assert len(report.plugins) == 1

@@ -32,6 +32,7 @@ from ge.errors import (
     GeError,
     OutOfMemoryError,
     PassDefinitionWarning,
+    PassPathWarning,
     PluginLoadWarning,
 )
 
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 # Warnings of ge itself say everything in their text; where they were raised is internal.
-_GE_WARNINGS = (CompileWarning, PassDefinitionWarning, PluginLoadWarning)
+_GE_WARNINGS = (CompileWarning, PassDefinitionWarning, PassPathWarning, PluginLoadWarning)
 
 
 class _LogAsWarnings(logging.Handler):

@@ -16,11 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from ge.errors import GeError, PluginLoadWarning
+from ge.errors import GeError, PassPathWarning, PluginLoadWarning, SourceLocation
 from ge.passes.discovery import (
     DEFAULT_MODULE_PREFIX,
     DEFAULT_PLUGIN_KIND,
     PluginSource,
+    empty_folder_note,
     given_paths,
     normalize_path_list,
     plugin_sources,
@@ -117,6 +118,13 @@ def discover_plugins(
         (item, plugin_sources(item, module_prefix=module_prefix, plugin_kind=plugin_kind))
         for item in items
     ]
+    for item, sources in planned:
+        if not sources and item.is_dir():  # GE loads nothing from it, and says nothing
+            note = empty_folder_note(item)
+            warn_user(PassPathWarning(
+                f"{plugin_kind} path {item} names no plugin: only its *.py files and its "
+                f"sub-folders with an __init__.py are loaded{f' ({note})' if note else ''}"),
+                SourceLocation(str(item)))
     report = PluginLoadReport()
     importlib.invalidate_caches()  # (files written since the last import are found)
     for item, sources in planned:

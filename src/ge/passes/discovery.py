@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MODULE_PREFIX",
     "DEFAULT_PLUGIN_KIND",
     "PluginSource",
+    "empty_folder_note",
     "given_paths",
     "module_name_for",
     "normalize_path_list",
@@ -86,6 +87,30 @@ def module_name_for(path: Path, prefix: str = DEFAULT_MODULE_PREFIX) -> str:
 
 def _skipped(name: str) -> bool:
     return name.startswith(("_", "."))
+
+
+def empty_folder_note(item: Path) -> str:
+    """Why folder `item` names no plugin, for the warning that says so (GE loads nothing
+    from it in silence): its sub-folders holding `.py` files without an `__init__.py`, and
+    the `.py` files skipped for their leading `_`."""
+    unpackaged, skipped = [], []
+    with os.scandir(item) as entries:
+        for entry in sorted(entries, key=lambda entry: entry.name):
+            if entry.is_dir() and not _skipped(entry.name) and any(
+                    name.endswith(".py") for name in os.listdir(entry.path)):
+                unpackaged.append(f"{entry.name}/")
+            elif entry.name.endswith(".py") and entry.name.startswith("_"):
+                skipped.append(entry.name)
+    notes = []
+    if unpackaged:
+        notes.append(f"{', '.join(unpackaged[:3])}{' ...' if len(unpackaged) > 3 else ''} "
+                     f"{'holds' if len(unpackaged) == 1 else 'hold'} .py files but no "
+                     "__init__.py: add one to load it as a package, or put the folder "
+                     "itself on the path")
+    if skipped:
+        notes.append(f"{', '.join(skipped[:3])}{' ...' if len(skipped) > 3 else ''} "
+                     "start with '_', which marks files not to load")
+    return "; ".join(notes)
 
 
 def _separator_note(item: Path) -> str:
