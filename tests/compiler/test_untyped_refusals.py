@@ -75,8 +75,8 @@ def test_refusing_every_match_on_untyped_values_is_told(tmp_path: Path, form) ->
     ops, told = _compile(tmp_path, form, "BeforeInferShape", typed=False)
     assert ops == ["Add"] and len(told) == 1
     assert told[0].startswith("pass FloatOnly refused all 1 of its match(es) in graph 'g' at "
-                              "BeforeInferShape, 1 while values they read had no type or "
-                              "rank (input 0 of 'add' first): ")
+                              "BeforeInferShape, 1 after reading a value with no type or "
+                              "rank (output 0 of 'mm' first): ")
     assert "register the pass at AfterInferShape" in told[0]
     assert told[0].endswith(f"(at {tmp_path / 'float_only.py'}:{15 if form is PATTERN else 14})")
 
@@ -92,16 +92,15 @@ def test_typed_values_rewrite_and_nothing_is_told(tmp_path: Path, form, stage: s
 def test_a_hook_reading_no_type_is_not_told(tmp_path: Path) -> None:
     """Trial R: an opt-in pass (its hook reads an option, off) refused every match while the
     values were untyped, and was told to move to AfterInferShape, which changes nothing:
-    only a hook whose source reads a type or a shape is told."""
+    only a hook that read a desc nothing was known of is told."""
     off = dict(PATTERN, check='return context.get_option_value("my.on", default="no") == "yes"')
     off["what"] = "match_result, context"
     assert _compile(tmp_path, off, "BeforeInferShape", typed=False) == (["Add"], [])
 
 
 def test_a_hook_reading_a_type_through_its_own_method_is_told(tmp_path: Path) -> None:
-    """Trial S: a hook calling `self._is_float(...)`, the method reading the type, was not
-    told (the check looked at the hook's own source only); a comment naming a shape is no
-    read."""
+    """Trial S: a hook calling `self._is_float(...)`, the method reading the type, is told;
+    one refusing without reading a desc is not."""
     helper_form = dict(PATTERN, body=PATTERN["body"] + """
     def _is_float(self, node):
         return node.get_input_desc(0).get_data_type() == DataType.DT_FLOAT
@@ -110,3 +109,35 @@ def test_a_hook_reading_a_type_through_its_own_method_is_told(tmp_path: Path) ->
     assert len(_compile(tmp_path, helper_form, "BeforeInferShape", typed=False)[1]) == 1
     commented = dict(PATTERN, check="return False  # not about the shape or the dtype")
     assert _compile(tmp_path, commented, "BeforeInferShape", typed=False)[1] == []
+
+
+def test_a_hook_reading_only_a_constants_value_is_not_told(tmp_path: Path) -> None:
+    """Trial X, GE's P4a sample: its hook reads the matched constant's own `Tensor` (its
+    `data_type` and data, always known) and refuses `Add(x, 1.0)`; the values of the match
+    being untyped was no reason for it, and the advice to move the pass was wrong (the
+    check then went by the words in the hook's source)."""
+    const_check = dict(PATTERN, body="""    @pattern
+    def add(self, inputs):
+        return inputs[0] + 0.0
+
+    def replacement(self, inputs):
+        return inputs[0]
+""", check="const = next(n for n in match_result.get_matched_nodes() if n.type == 'Const')\n"
+           "        value = const.get_attr('value')\n"
+           "        return value.data_type == DataType.DT_FLOAT and value.data == 0")
+    plugin = tmp_path / "float_only.py"
+    plugin.write_text(PLUGIN.format(stage="BeforeInferShape", **const_check))
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Add", ["r", "one"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 2])],
+        [helper.make_tensor_value_info("y", f, [2, 2])],
+        [helper.make_tensor("one", f, [], [1.0])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "m.onnx")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ge.compile(tmp_path / "m.onnx", pass_paths=[plugin], builtin_passes=False)
+    assert [n.type for n in result.graph.get_direct_nodes() if n.type == "Add"] == ["Add"]
+    assert [w for w in caught if w.category is PassDefinitionWarning] == []

@@ -191,6 +191,11 @@ class EarlyFloatOnly(PatternFusionPass):
         return es.Relu(inputs[0])
 
 
+@register_fusion_pass(name="LateFloatOnly", stage=PassStage.AFTER_INFER_SHAPE)
+class LateFloatOnly(EarlyFloatOnly):
+    pass
+
+
 @register_fusion_pass(name="EightWide", stage=PassStage.AFTER_INFER_SHAPE)
 class EightWide(PatternFusionPass):
     @pattern
@@ -645,11 +650,16 @@ def test_an_attribute_default_without_a_schema_is_a_warning(write) -> None:
 
 def test_a_refusal_on_untyped_values_says_how_to_type_them(passes) -> None:
     """explain() on a graph nobody typed (the Python API; the CLI infers first): a refusal
-    reading unknown descs is flagged, naming the values and ge.ops.infer_shapes."""
-    graph = load(model([helper.make_node("Neg", ["x"], ["n"], name="neg"),
-                        helper.make_node("Relu", ["n"], ["y"], name="relu")], X,
-                       [("y", [2, 4])]))
-    cand = _one(explain(passes["Refused"], graph), "relu")
+    reading unknown descs is flagged, naming the values and ge.ops.infer_shapes; one that
+    read none (it refuses for a reason of its own) is not."""
+    nodes = [helper.make_node("Neg", ["x"], ["n"], name="neg"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    graph = ge.graph.load(helper.make_model(  # no value_info: 'n' is untyped
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 4])],
+                          [helper.make_tensor_value_info("y", F32, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)]))
+    assert _one(explain(passes["Refused"], graph), "relu").warnings == []
+    cand = _one(explain(passes["LateFloatOnly"], graph), "relu")
     assert cand.warnings and cand.warnings[0].startswith(
         "meet_requirements returned False while shape or type information is missing "
         "(output 0 of ")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import ge.es.all as es
 from ge.passes import DecomposePass, FusionBasePass, PassContext, PatternFusionPass, pattern
 
 
@@ -300,4 +301,46 @@ def test_matcher_config_must_be_a_matcher_config_or_none() -> None:
         def __init__(self):
             pass
 
-    assert NoSuper().matcher_config is None
+    # Unknown, not the defaults (GE raises AttributeError too): see test_pass_lifecycle.py.
+    with pytest.raises(AttributeError, match=r"^NoSuper has no matcher config: its __init__ "
+                       r"did not call PatternFusionPass.__init__ \(add super\(\).__init__"):
+        NoSuper().matcher_config  # noqa: B018
+
+
+def test_pass_code_importing_from_ge_modules_as_on_ge_runs() -> None:
+    """GE's `ge.passes.base` imports MatchResult, PassContext, PassStage, the config
+    builder, the Subgraph* classes and infer_shape, and `ge.passes.pattern` defines
+    `pattern`; pass code importing them from there runs here too (trial X)."""
+    import importlib
+
+    import ge.passes
+    from ge.passes import base
+
+    # (`ge.passes.pattern` the attribute is the decorator, as on GE; the module is imported)
+    pattern_module = importlib.import_module("ge.passes.pattern")
+    from ge.passes.pattern import pattern as imported
+
+    assert imported is ge.passes.pattern
+
+    for name in ("MatchResult", "PassContext", "PassStage", "PatternMatcherConfigBuilder",
+                 "SubgraphBoundary", "SubgraphInput", "SubgraphOutput", "SubgraphRewriter",
+                 "infer_shape"):
+        assert getattr(base, name) is getattr(ge.passes, name)
+    assert pattern_module.pattern is ge.passes.pattern
+    with pytest.raises(AttributeError, match=r"module 'ge\.passes\.base' has no attribute 'x'"):
+        base.x  # noqa: B018
+    with pytest.raises(AttributeError, match=r"module 'ge\.passes\.pattern' has no attribute"):
+        pattern_module.x  # noqa: B018
+
+
+def test_a_released_pattern_hands_over_a_non_zero_handle_once() -> None:
+    """GE's `Pattern.release()` returns its native handle (GE's tests check it is not 0)."""
+    from ge.es import GraphBuilder
+    from ge.passes import create_pattern
+
+    builder = GraphBuilder("p")
+    released = create_pattern(builder.build_and_reset([es.Relu(builder.create_input(0))]))
+    handle = released.release()
+    assert isinstance(handle, int) and handle != 0
+    with pytest.raises(RuntimeError, match="Pattern handle has been released"):
+        released.release()

@@ -12,7 +12,6 @@ check. A run kept records itself as the last change of the nodes it changed
 
 from __future__ import annotations
 
-import inspect
 import re
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -103,6 +102,7 @@ class Invocation:
     warned_not_changed: set[str] = field(default_factory=set)
     # The BeforeInferShape passes told that they refused every match on untyped values.
     warned_untyped: set[str] = field(default_factory=set)
+    warned_none: set[str] = field(default_factory=set)  # likewise, for None answers
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
@@ -170,6 +170,8 @@ class Invocation:
         outcome = status.outcome
         if run.untyped_refusals and not run.rewrites:
             self._warn_untyped_refusals(entry, instance, target, run)
+        if run.none_answers and not run.rewrites:
+            self._warn_none_answers(entry, instance, target, run)
         if outcome is RunOutcome.NOT_CHANGED and changed:
             # The graph says otherwise: the run changed it (and was checked as a change).
             outcome = RunOutcome.SUCCESS
@@ -234,19 +236,36 @@ class Invocation:
         compilation: GE's samples read data types at that stage, where a model declaring
         none (a TorchScript export) gives DT_UNDEFINED here, so the pass silently did
         nothing (trial O); at AfterInferShape it would see them typed."""
-        if entry.name in self.warned_untyped or not _reads_descs(instance):
+        if entry.name in self.warned_untyped:
             return
         self.warned_untyped.add(entry.name)
         where = (hook_location(getattr(instance, "meet_requirements", None))
                  or entry.descriptor.location)
         warn_user(PassDefinitionWarning(
             f"pass {entry.name} refused all {run.matches} of its match(es) in graph "
-            f"{target.name!r} at BeforeInferShape, {run.untyped_refusals} while values they "
-            f"read had no type or rank ({run.first_untyped} first): before shape inference "
+            f"{target.name!r} at BeforeInferShape, {run.untyped_refusals} after reading a value "
+            f"with no type or rank ({run.first_untyped} first): before shape inference "
             "only the types and shapes the model file declares are known, so a "
             "meet_requirements reading data types or shapes sees DT_UNDEFINED there; "
             "register the pass at AfterInferShape to see them inferred (`ge passes explain "
             f"{entry.name} MODEL` shows each refusal) (at {where})"), where)
+
+    def _warn_none_answers(self, entry: RegisteredPass, instance: Any, target: Graph,
+                           run: PassRun) -> None:
+        """A `PassDefinitionWarning` for a pass that rewrote nothing while its
+        `meet_requirements` returned None (GE reads None as False: a missing `return`
+        refuses every match in silence), once per pass and compilation; `ge passes
+        explain` says it per match."""
+        if entry.name in self.warned_none:
+            return
+        self.warned_none.add(entry.name)
+        where = (hook_location(getattr(instance, "meet_requirements", None))
+                 or entry.descriptor.location)
+        warn_user(PassDefinitionWarning(
+            f"pass {entry.name} rewrote nothing in graph {target.name!r}: its "
+            f"meet_requirements returned None for {run.none_answers} of {run.matches} "
+            "match(es), and None counts as False (a missing return?) (at "
+            f"{where})"), where)
 
     def _note_changes(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Record the pass as the last to change the nodes it changed (`last_changes`).
@@ -545,35 +564,6 @@ def create_instance(entry: RegisteredPass, stage: str) -> Any:
             raise
         raise run_error(entry, stage, "FAILED",
                         f"could not create the pass: {describe_exception(exc)}", exc) from exc
-
-
-#: What a hook reading a value's type or shape calls (GE's API and ge's).
-_DESC_READS = re.compile(r"\b(get_(input|output)_descs?|get_data_type|data_type|get_shape|"
-                         r"get_dims?|get_dim_num|shape)\b")
-
-
-def _reads_descs(instance: Any) -> bool:
-    """Whether the pass's `meet_requirements` reads a type or a shape, as far as its source
-    and that of the methods of its class it calls (`self._is_float(node)`) say, comments
-    left out (a hook that only reads an option or an attribute refuses for other reasons
-    than untyped values: trial R); True where the source cannot be read."""
-    hook = getattr(type(instance), "meet_requirements", None)
-    source = _code_of(getattr(hook, "__ge_original_hook__", hook))
-    if source is None:
-        return True
-    for called in set(re.findall(r"\bself\.(\w+)\s*\(", source)):
-        method = getattr(type(instance), called, None)
-        source += _code_of(getattr(method, "__ge_original_hook__", method)) or ""
-    return _DESC_READS.search(source) is not None
-
-
-def _code_of(function: Any) -> str | None:
-    """The source of `function` without its comments, or None when it cannot be read."""
-    try:
-        source = inspect.getsource(function)
-    except (OSError, TypeError):
-        return None
-    return "\n".join(line.split("#", 1)[0] for line in source.splitlines())
 
 
 def _edited_by(entry: RegisteredPass) -> str | None:

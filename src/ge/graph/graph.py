@@ -85,6 +85,12 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
         self._all_subgraphs: tuple[tuple[int, int], list[Graph]] | None = None  # likewise
         self._attrs: dict[str, Any] = {}
+        # Reads of a desc nothing is known of (no type, no rank) through this graph's nodes'
+        # `get_output_desc`/`get_input_desc`, and the last one as (node, index, of an
+        # input): the engine compares the count around a `meet_requirements` call, so that
+        # a refusal is said to come from untyped values only when the hook read one.
+        self._unknown_desc_reads = 0
+        self._last_unknown_read: tuple[Node, int, bool] | None = None
         self._orphans: list[Graph] = []
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
         # its journal, opsets and mutation count like subgraphs owned by nodes.

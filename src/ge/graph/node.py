@@ -417,7 +417,16 @@ class Node:
             value = self._stored_tensor("value")
             if isinstance(value, Tensor):  # anything else is for validate() to report
                 return value.get_tensor_desc()
+        self._note_unknown_read(index, False)
         return TensorDesc.unknown()
+
+    def _note_unknown_read(self, index: int, of_input: bool) -> None:
+        """Count a read of a desc nothing is known of on the node's graph (see
+        `Graph._unknown_desc_reads`)."""
+        graph = self._graph
+        if graph is not None:
+            graph._unknown_desc_reads += 1
+            graph._last_unknown_read = (self, index, of_input)
 
     def _held_output_desc(self, index: int) -> TensorDesc | None:
         """The desc output `index` holds (not a copy), or None; a value info read from ONNX
@@ -454,6 +463,7 @@ class Node:
         producer = self._inputs[index]
         if producer is not None:
             return producer[0].get_output_desc(producer[1])
+        self._note_unknown_read(index, True)
         return TensorDesc.unknown()
 
     def has_input_desc(self, index: int) -> bool:

@@ -99,8 +99,18 @@ class PatternFusionPass(FusionBasePass):
 
     @property
     def matcher_config(self) -> PatternMatcherConfig | None:
-        """The `PatternMatcherConfig` given to `__init__`, or None for the defaults."""
-        return getattr(self, "_matcher_config", None)
+        """The `PatternMatcherConfig` given to `__init__`, or None for the defaults.
+
+        An `__init__` of a subclass that never called this class's leaves the config unknown:
+        an AttributeError (as GE's), never the defaults in silence (a const-value pattern
+        would then match every constant)."""
+        try:
+            return self._matcher_config
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__} has no matcher config: its __init__ did not call "
+                "PatternFusionPass.__init__ (add super().__init__(matcher_config) to it)"
+            ) from None
 
     def patterns(self) -> Iterable[PatternOrGraph] | None:
         """The patterns to match (`Pattern` or `Graph` objects)."""
@@ -175,3 +185,21 @@ class DecomposePass(FusionBasePass):
                 adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
                 setattr(cls, hook_name, adapted)
         hooks.set_decompose_notes(cls)
+
+
+#: Names GE's `ge.passes.base` also provides (it imports them there), so that pass code
+#: importing them from it runs here; `ge.passes` has them (loaded on first use).
+_GE_BASE_NAMES = frozenset({
+    "MatchResult", "PassContext", "PassStage", "PatternMatcherConfigBuilder",
+    "SubgraphBoundary", "SubgraphInput", "SubgraphOutput", "SubgraphRewriter", "infer_shape",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _GE_BASE_NAMES:
+        raise AttributeError(f"module 'ge.passes.base' has no attribute {name!r}")
+    import ge.passes
+
+    value = getattr(ge.passes, name)
+    globals()[name] = value
+    return value

@@ -90,6 +90,9 @@ class PassRun:
     #: whether to count them: only where the compiler can warn of them (a plugin's pass at
     #: BeforeInferShape); elsewhere listing every refused match's values is wasted work
     count_untyped: bool = False
+    #: answers of `meet_requirements` that were None (a missing return?; None counts as
+    #: False, as on GE)
+    none_answers: int = 0
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
@@ -124,7 +127,11 @@ def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
 
 
 def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
-    config = instance.matcher_config
+    """The instance's matcher config; an `__init__` that skipped the base's is to blame."""
+    try:
+        config = instance.matcher_config
+    except AttributeError as exc:
+        raise blame(exc, type(instance).__init__) from None
     return config if config is not None else PatternMatcherConfig()
 
 
@@ -293,16 +300,30 @@ def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
 
 
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
-    result = MatchResult(match)
     pass_name = run.context.get_pass_name()
     in_place: InPlace | None = None
+    # Each hook call borrows a MatchResult of its own, expired when the hook returns (GE's
+    # lifetime): one kept from meet_requirements raises in replacement, here as on GE.
+    result = MatchResult(match)
+    graph = match.graph
+    unknown_reads = graph._unknown_desc_reads
     try:
-        if not bool(read_only_call(instance.meet_requirements, match.graph, result, run.context)):
-            _note_refusal(run, match.nodes)
-            return False
-        region = match.region()
-        if would_create_cycle(region):
-            return False
+        answer = read_only_call(instance.meet_requirements, graph, result, run.context)
+        run.none_answers += answer is None
+        accepted = bool(answer)
+    except Exception as err:  # (the E13028 names the match the hook failed on)
+        mark_match(err, match.nodes)
+        raise
+    finally:
+        result._invalidate()
+    if not accepted:
+        _note_refusal(run, graph, unknown_reads)
+        return False
+    region = match.region()
+    if would_create_cycle(region):
+        return False
+    result = MatchResult(match)
+    try:
         expression = expression_body(instance.replacement)
         if expression is None:
             replacement = _replacement_of(instance, result, match.graph, run)
@@ -378,14 +399,15 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
     return f"{'; '.join(reasons)} (node input -> replacement input: {mapping})"
 
 
-def _note_refusal(run: PassRun, nodes: list[Node]) -> None:
-    """Count a refusal made while an input or output of `nodes` has no type or rank."""
-    if not run.count_untyped:
+def _note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
+    """Count a refusal by a `meet_requirements` that read a desc nothing is known of (no
+    type, no rank): `graph._unknown_desc_reads` grew from `unknown_reads` during the call."""
+    if not run.count_untyped or graph._unknown_desc_reads == unknown_reads:
         return
-    first = next(untyped_values(nodes), None)
-    if first is not None:
-        run.untyped_refusals += 1
-        run.first_untyped = run.first_untyped or first
+    run.untyped_refusals += 1
+    if not run.first_untyped and graph._last_unknown_read is not None:
+        node, index, of_input = graph._last_unknown_read
+        run.first_untyped = f"{'input' if of_input else 'output'} {index} of {node.name!r}"
 
 
 def untyped_values(nodes: Iterable[Node]) -> Iterator[str]:
@@ -417,8 +439,11 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             continue
         run.matches += 1
         try:
-            if not bool(read_only_call(instance.meet_requirements, graph, node, run.context)):
-                _note_refusal(run, [node])
+            unknown_reads = graph._unknown_desc_reads
+            answer = read_only_call(instance.meet_requirements, graph, node, run.context)
+            run.none_answers += answer is None
+            if not bool(answer):
+                _note_refusal(run, graph, unknown_reads)
                 continue
             replacement = read_only_call(instance.replacement, graph, node, run.context)
             if not isinstance(replacement, Graph):

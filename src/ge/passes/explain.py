@@ -36,7 +36,6 @@ from ge.passes.execution import _config, collect_patterns
 from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
-    answer_summary,
     ask,
     describe_desc,
     missing_descs_warning,
@@ -427,7 +426,7 @@ class _Explainer:
             result._invalidate()
         if not answer.accepted:
             warning = missing_descs_warning(
-                (n for n in match.nodes if not is_constant(n)), answer_summary(answer),
+                (n for n in match.nodes if not is_constant(n)), answer,
                 before_inference=self.before_inference)
             if warning is not None:
                 warnings.append(warning)

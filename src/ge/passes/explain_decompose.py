@@ -24,7 +24,6 @@ from ge.passes.explain import CandidateExplanation, changes_undone, explained_gr
 from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
-    answer_summary,
     ask,
     describe_desc,
     missing_descs_warning,
@@ -174,8 +173,7 @@ def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,
     answer = ask(instance.meet_requirements, (node, context), type(instance), graph)
     if answer.accepted:
         return explained
-    warning = missing_descs_warning([node], answer_summary(answer),
-                                    before_inference=before_inference)
+    warning = missing_descs_warning([node], answer, before_inference=before_inference)
     if warning is not None:
         explained.warnings.append(warning)
     inputs = _inputs(node)

@@ -54,14 +54,16 @@ _SHOWN_RETURN = 80
 @dataclass(frozen=True)
 class HookAnswer:
     """What a hook answered: the value it returned and whether that counts as accepting
-    (`bool(value)`, as the engine reads it), or the exception it raised; and the line of
-    the user's code that returned or raised (None when it is not known, or is `ge`'s own:
-    a built-in pass)."""
+    (`bool(value)`, as the engine reads it), or the exception it raised; the line of the
+    user's code that returned or raised (None when it is not known, or is `ge`'s own: a
+    built-in pass); and whether it read a desc nothing was known of (None: not asked about
+    a graph)."""
 
     value: Any = None
     accepted: bool = False
     error: Exception | None = None
     location: SourceLocation | None = None
+    read_unknown: bool | None = None
 
 
 def _code_of(hook: Callable[..., Any]) -> CodeType | None:
@@ -88,6 +90,7 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
         if event == "return" and frame.f_code is code:
             returned_at.append(frame.f_lineno)
 
+    unknown_reads = None if graph is None else graph._unknown_desc_reads
     if follow:
         sys.setprofile(profile)
     try:
@@ -102,7 +105,9 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
     location = None
     if code is not None and returned_at:  # the outermost call returns last
         location = SourceLocation(code.co_filename, returned_at[-1])
-    return HookAnswer(value, accepted, None, location)
+    read_unknown = (None if graph is None or unknown_reads is None
+                    else graph._unknown_desc_reads != unknown_reads)
+    return HookAnswer(value, accepted, None, location, read_unknown)
 
 
 def _raised_at(exc: BaseException, pass_class: type) -> SourceLocation | None:
@@ -183,12 +188,15 @@ def runs_before_inference(pass_class: type, stage: object = None) -> bool:
             and descriptor.stage is PassStage.BEFORE_INFER_SHAPE)
 
 
-def missing_descs_warning(nodes: Iterable[Node], what: str, *,
+def missing_descs_warning(nodes: Iterable[Node], answer: HookAnswer, *,
                           before_inference: bool) -> str | None:
-    """A warning when a hook answered (`what`: "meet_requirements returned False") while
-    inputs or outputs of `nodes` have no type or rank, else None. Before inference (the
-    pass's stage is `BeforeInferShape`) that is what a compilation gives the pass too;
-    after it, the graph explained was not typed."""
+    """A warning when a hook refused after reading a desc nothing was known of while inputs
+    or outputs of `nodes` have no type or rank, else None. Before inference (the pass's
+    stage is `BeforeInferShape`) that is what a compilation gives the pass too; after it,
+    the graph explained was not typed."""
+    if answer.read_unknown is False:
+        return None  # it did not read one (it refused for a reason of its own)
+    what = answer_summary(answer)
     unknown = list(untyped_values(nodes))
     if not unknown:
         return None

@@ -190,10 +190,11 @@ class Pattern:
         return not self._released
 
     def release(self) -> int:
-        """GE's hand-over to the engine: afterwards the pattern cannot be used."""
+        """GE's hand-over to the engine: afterwards the pattern cannot be used. Returns a
+        non-zero handle, as GE's (its native pointer; here the pattern's `id`)."""
         self._alive()
         self._released = True
-        return 0
+        return id(self)
 
     def __repr__(self) -> str:
         state = "released" if self._released else f"{len(self._captures)} captures"
@@ -203,3 +204,14 @@ class Pattern:
 def create_pattern(graph: Graph) -> Pattern:
     """The `Pattern` of `graph` (same as `Pattern(graph)`)."""
     return Pattern(graph)
+
+
+def __getattr__(name: str) -> Any:
+    """`pattern`, the `@pattern` marker, which GE's `ge.passes.pattern` defines (ge's is in
+    `ge.passes.base`, which imports this module)."""
+    if name != "pattern":
+        raise AttributeError(f"module 'ge.passes.pattern' has no attribute {name!r}")
+    from ge.passes.base import pattern
+
+    globals()["pattern"] = pattern
+    return pattern
