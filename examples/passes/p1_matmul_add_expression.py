@@ -17,7 +17,7 @@ from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pas
 def _fits_gemm(a_shape, b_shape, c_shape):
     """Whether Add(MatMul(a, b), c) equals Gemm(a, b, c): `a` and `b` 2-D, and `c`
     broadcasting to the [M, N] product without growing it (Gemm's C is unidirectional)."""
-    if a_shape.get_dim_num() != 2 or b_shape.get_dim_num() != 2:
+    if len(a_shape) != 2 or len(b_shape) != 2:  # the ranks (unknown rank: [-2])
         return False
     if c_shape.is_unknown_rank() or len(c_shape) > 2:
         return False

@@ -39,7 +39,7 @@ class PythonMatmulAddFusionPass(PatternFusionPass):
         y_shape = y.node.get_output_desc(y.index).get_shape()
         # Gemm needs 2-D operands; Add would broadcast a product other than [2, 2] to a
         # different shape than Gemm's.
-        return (x_shape.get_dim_num() == 2 and y_shape.get_dim_num() == 2
+        return (len(x_shape) == 2 and len(y_shape) == 2
                 and x_shape[0] == 2 and y_shape[1] == 2)
 
     def replacement(self, inputs):
