@@ -1141,6 +1141,36 @@ def test_a_cast_of_floats_to_strings_is_left_to_the_runtime() -> None:
                  [], [vi("y", onnx.TensorProto.STRING, [3])], [init("c", [1, 2, 3], np.int64)])
     graph = load(ints)
     assert run_pass(CF, graph)  # integers print alike
+    bools = model([node("Cast", ["c"], ["y"], name="cast", to=onnx.TensorProto.STRING)],
+                  [], [vi("y", onnx.TensorProto.STRING, [2])],
+                  [init("c", [True, False], np.bool_)])
+    graph = load(bools)  # trial Y: onnxruntime writes "1" and "0", numpy "True", "False"
+    assert not run_pass(CF, graph)
+
+
+def test_a_binary_tree_ensemble_classifier_is_left_to_the_runtime() -> None:
+    """Trial Y: onnxruntime scores a binary classifier (every class weight on class 1, as
+    scikit-learn exports it) as [1 - p, p] and labels it by threshold; onnx's reference
+    evaluator folded it to labels [0, 0] and scores 0.5."""
+    tree = helper.make_node(
+        "TreeEnsembleClassifier", ["c"], ["label", "probs"], name="tree", domain="ai.onnx.ml",
+        classlabels_int64s=[0, 1], nodes_featureids=[0, 0, 0],
+        nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_nodeids=[0, 1, 2],
+        nodes_treeids=[0, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+        nodes_values=[0.5, 0, 0], class_ids=[1, 1], class_nodeids=[1, 2], class_treeids=[0, 0],
+        class_weights=[0.2, 0.8], post_transform="LOGISTIC")
+    graph_proto = helper.make_graph(
+        [tree, node("Add", ["probs", "x"], ["p"], name="add")], "g", [vi("x", F, [])],
+        [vi("label", I64, [2]), vi("p", F, [2, 2])],
+        [init("c", [[0.1, 0.9, -0.3], [0.7, 0.2, 0.5]])])
+    original = helper.make_model(graph_proto, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    original.ir_version = 8
+    graph = load(original)
+    assert not run_pass(CF, graph)
+    compiled = ge.compile(original)
+    assert "TreeEnsembleClassifier" in histogram(compiled.graph)
+    assert_sound(compiled.graph, original, [{"x": np.zeros((), np.float32)}])
 
 
 @pytest.mark.parametrize("opset", [9, 13, 15])

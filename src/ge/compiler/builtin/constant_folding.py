@@ -91,6 +91,11 @@ _STANDARDIZING_OPS = frozenset({
     "GroupNormalization", "InstanceNormalization", "LayerNormalization",
     "MeanVarianceNormalization", "RMSNormalization",
 })
+#: ai.onnx.ml's classifiers: onnxruntime gives a binary one (every class weight on one
+#: class, as scikit-learn exports them) the scores [1 - p, p] and a label by threshold;
+#: onnx's reference evaluator does neither (trial Y: a LOGISTIC tree ensemble folded to
+#: labels [0, 0] and scores 0.5 where onnxruntime gives [0, 1], 0.55 and 0.69). Never folded.
+_ML_CLASSIFIERS = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
 #: Operators picking an extreme: with a NaN among the values the reference evaluator lets the
 #: NaN win (ReduceMax of [3, nan, -1] is nan, ArgMax 1) where onnxruntime skips it unless it
 #: comes first (3, 0); the ONNX spec says nothing. Not folded over a NaN.
@@ -121,14 +126,18 @@ def size_limit(context: PassContext) -> int:
 def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
     """Whether onnxruntime computes `node` differently from the reference evaluator, so that
     folding would change the model's results: an accumulation over float16/bfloat16 (see
-    `_ACCUMULATING_OPS`), a Cast of floats to strings (the runtime writes "NaN", "INF",
-    "3" where numpy writes "nan", "inf", "3.0"), or a BatchNormalization before opset 14
+    `_ACCUMULATING_OPS`), a Cast of floats or booleans to strings (the runtime writes
+    "NaN", "INF", "3", "1" where numpy writes "nan", "inf", "3.0", "True"), a classifier of
+    ai.onnx.ml (`_ML_CLASSIFIERS`: onnxruntime scores a binary one as [1 - p, p] and labels
+    it by a threshold, the reference evaluator otherwise), or a BatchNormalization before opset 14
     (the reference evaluator's BatchNormalization-9 mixes the batch's own statistics into
     the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8]), a normalisation
     by a computed standard deviation (`_STANDARDIZING_OPS`), an extreme over values with
     a NaN (`_EXTREME_OPS`), or a grouped ConvTranspose (onnx 1.23's evaluator puts each
     group's output in the wrong channels, or fails: a depthwise one over 4 channels was
     folded to values off by 2.6; the fuzzer's seed 2752)."""
+    if node.domain:  # ai.onnx.ml
+        return node.type in _ML_CLASSIFIERS
     if node.type in _STANDARDIZING_OPS:
         return True
     if node.type in _EXTREME_OPS and inputs and inputs[0] is not None:
@@ -147,7 +156,7 @@ def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
         source = inputs[0]
         return (int(node.get_attr("to")) == onnx.TensorProto.STRING and source is not None
                 and source.data_type not in (DataType.DT_STRING,)
-                and np.dtype(data_type_to_numpy(source.data_type)).kind == "f")
+                and np.dtype(data_type_to_numpy(source.data_type)).kind in "fb")
     return False
 
 
@@ -372,7 +381,7 @@ class _Folder:
         inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
         if inputs is None:
             return None  # (what `is_constant_foldable` says of a node without bodies)
-        if not node.domain and _computed_otherwise(node, inputs):
+        if node.domain in ("", "ai.onnx.ml") and _computed_otherwise(node, inputs):
             return None
         descs = {i: node.get_output_desc(i) for i in used}
         for i in self._maybe_non_tensor(node):
