@@ -414,6 +414,14 @@ class CompileInputError(GeError, TypeError):
     code = "GE1203"
 
 
+class UnsupportedModelError(GeError, ValueError):
+    """A model ge loads and saves losslessly but cannot compile soundly: one whose
+    `training_info` reads or updates values of the inference graph, which passes fold,
+    merge or remove as constants (nothing is run or written)."""
+
+    code = "GE1204"
+
+
 class CompileWarning(UserWarning):
     """The compiler went on but something needs attention (a fixed point not reached, a pass
     rolled back under `on_pass_failure=skip`)."""
@@ -473,6 +481,7 @@ __all__ += [
     "OutOfMemoryError",
     "RuntimeLoadError",
     "SessionError",
+    "UnsupportedModelError",
     "VerificationError",
     "VerificationInputError",
 ]

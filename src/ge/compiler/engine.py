@@ -44,7 +44,7 @@ from ge.compiler.scheduler import (
     engine_steps,
     observer_list,
 )
-from ge.compiler.steps import undefined_operators
+from ge.compiler.steps import check_training_info, undefined_operators
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -461,6 +461,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     registry = passes.registry
     for text in unknown_ge_options(passes.options.values):  # a typo of one, most likely
         warn_user(CompileWarning(text))
+    check_training_info(graph)
     undefined = undefined_operators(graph)
     if undefined:  # (the session's verification would refuse it later, GE1601)
         warn_user(CompileWarning(

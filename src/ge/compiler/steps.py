@@ -22,7 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ge.errors import GeError, GraphValidationError, ShapeInferenceError, ValidationProblem
+import onnx
+
+from ge.errors import (
+    GeError,
+    GraphValidationError,
+    ShapeInferenceError,
+    UnsupportedModelError,
+    ValidationProblem,
+)
 from ge.graph.tensor_desc import Dim
 from ge.graph.validation import unknown_operators
 from ge.passes.source import warn_user
@@ -35,6 +43,7 @@ __all__ = [
     "FINAL_VALIDATION_STAGE",
     "INFER_SHAPE_STAGE",
     "check_operators_known",
+    "check_training_info",
     "final_validation",
     "infer_shape",
     "undefined_operators",
@@ -76,6 +85,51 @@ def check_operators_known(graph: Graph) -> None:
         raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
+
+
+def check_training_info(graph: Graph) -> None:
+    """GE1204 (`UnsupportedModelError`) for a model whose `training_info` reads or updates
+    values of its inference graph (an initializer the algorithm updates, a learning rate it
+    reads): the passes treat initializers as constants and fold, merge or remove them, so
+    the training graphs kept beside would name values that are gone or stale (trial Y), and
+    `opset=` conversion drops training_info altogether. Nothing is run or written."""
+    extras = graph.root_graph().model.extras
+    if extras is None or not extras.training_info:
+        return
+    inputs = {node.name for node in graph.root_graph().get_direct_nodes()
+              if node.type == "Data"}
+    named: dict[str, None] = {}
+    for info in extras.training_info:
+        for binding in (*info.update_binding, *info.initialization_binding):
+            named[binding.key] = None
+        for body in (info.algorithm, info.initialization):
+            named.update(dict.fromkeys(_free_names(body)))
+    shared = [name for name in named if name and name not in inputs]
+    if not shared:
+        return
+    listed = ", ".join(repr(n) for n in shared[:5]) + (" ..." if len(shared) > 5 else "")
+    raise UnsupportedModelError(
+        f"the model's training_info reads or updates values of its inference graph "
+        f"({listed}), which ge's passes would fold, merge or remove as constants: ge "
+        "compiles inference graphs; to compile this one, remove training_info first "
+        "(`del model.training_info[:]` with onnx)")
+
+
+def _free_names(graph: onnx.GraphProto) -> list[str]:
+    """The value names a GraphProto (its bodies included) reads without defining them."""
+    defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    defined |= {t.values.name for t in graph.sparse_initializer}
+    free: list[str] = []
+    for node in graph.node:
+        free += [name for name in node.input if name and name not in defined]
+        for attr in node.attribute:
+            if attr.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                continue
+            for body in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                free += [name for name in _free_names(body) if name not in defined]
+        defined.update(node.output)
+    free += [o.name for o in graph.output if o.name not in defined]
+    return free
 
 
 def undefined_operators(graph: Graph) -> list[str]:

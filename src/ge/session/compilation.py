@@ -33,7 +33,7 @@ from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
 from ge.compiler.report import CompileReport, StepRecord, model_size
 from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
-from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE
+from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE, check_training_info
 from ge.errors import (
     CompileInputError,
     CompilerOptionError,
@@ -428,6 +428,28 @@ def _warn_duplicate_node_names(changed: Iterable[NodeNamesMadeUnique]) -> None:
             f"{first_and_more(items, separator='; ')}"))
 
 
+def _verify_conversion(graph: Graph, expected: Mapping[str, Any], feeds: Mapping[str, Any],
+                       rtol: float, atol: float, random: Mapping[str, str],
+                       narrow: Mapping[str, str], resized: SizedRun | None,
+                       opset: int | None, inline_functions: bool) -> None:
+    """Under `verify="each-pass"`, run the converted model before any pass: a difference is
+    the conversion's (onnx's converter or inliner), not the first pass's (trial Y: a
+    converter gap was blamed on NoOpElimination, which had removed an Identity)."""
+    what = " and ".join(part for part, on in (
+        (f"the conversion to opset {opset} (onnx's version converter)", opset is not None),
+        ("inlining the model's functions (onnx's inliner)", inline_functions)) if on)
+    try:
+        report = compare_run(ModelRunner(graph), expected, feeds, rtol=rtol, atol=atol,
+                             not_compared=random, computed_in=narrow, resized=resized)
+    except SessionError as err:
+        raise SessionError(f"after {what} the model cannot be run: {err.message}",
+                           stage=CONVERT_STEP, nodes=err.nodes) from err
+    if not report.ok:
+        raise VerificationError(
+            f"the outputs differ from the original's after {what}, before any pass: "
+            f"{report.summary()}", stage=CONVERT_STEP, report=report)
+
+
 def _each_pass_hint(report: CompileReport, names: str = "the pass that changed them") -> str:
     """What names the pass that made the compiled model differ (or fail), when a pass
     changed it."""
@@ -554,6 +576,7 @@ def compile(
     # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
     # (GE1003 naming the nodes), before anything converts, runs or infers it.
     check_acyclic(given, None if source is None else str(source))
+    check_training_info(given)  # (before opset= conversion, which drops it)
     # A Graph given is compiled in place: a failure gives it back with its names as given
     # too (the other changes are undone by the transaction around the passes, inside).
     with given.transaction() if in_place else contextlib.nullcontext():
@@ -597,6 +620,9 @@ def compile(
                         warn_not_compared(random)
                     warn_tiny_outputs(expected, rtol, atol, random)
                     if mode == "each-pass":
+                        if graph is not given:  # the conversion first: no pass is to blame
+                            _verify_conversion(graph, expected, feeds, rtol, atol, random,
+                                               narrow, resized, opset, inline_functions)
                         watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
                                                           narrow, resized))
 

@@ -43,6 +43,7 @@ from ge.graph.payloads import payload_nbytes
 from ge.graph.types import data_type_to_onnx
 from ge.ops.functions import calls_left, inline_local_functions
 from ge.passes.source import warn_user
+from ge.session.converter_gaps import keep_meanings_after, keep_meanings_before, old_resizes
 
 __all__ = ["STAND_IN_BYTES", "WHOLE_MODEL_LIMIT", "check_opset", "converted_graph",
            "inlined_functions", "upgraded_opset"]
@@ -97,7 +98,10 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
     _check_functions_convertible(graph, opset, inlined)
 
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
+        resized = old_resizes(model, current, opset)  # (`ge.session.converter_gaps`)
+        keep_meanings_before(model, current, opset)
         converted = version_converter.convert_version(model, opset)
+        keep_meanings_after(converted, resized)
         _keep_output_types(model.graph, converted.graph)
         _keep_annotations(model.graph, converted.graph)
         if not converted.metadata_props:

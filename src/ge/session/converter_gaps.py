@@ -1,0 +1,114 @@
+"""Where onnx's version converter changes what a model computes, and how ge keeps it.
+
+onnx's converter moves most operators up by their changelog, but two changes of meaning have
+no adapter (trial Y; checked in onnxruntime against every target opset from 13 to 18):
+
+- `Hardmax` before opset 13 flattens its input to 2-D at `axis` (default 1) and takes the
+  hardmax of each row; from 13 it runs along `axis` alone. The converter keeps the node
+  as it is (Softmax and LogSoftmax, which changed alike, it adapts). Before converting,
+  each such Hardmax becomes `Reshape(Hardmax(Flatten(x, axis), axis=1), Shape(x))`, the
+  old meaning in operators whose meaning stayed.
+- `Resize` before opset 11 and `Upsample` scale with the "asymmetric" coordinate transform
+  (an output pixel `i` reads input `i / scale`); Resize-11 added
+  `coordinate_transformation_mode`, default "half_pixel", which the converter leaves
+  unset: linear modes then sample other points (0.26 off on a 2x upscale). After
+  converting, each Resize the converter made of one keeps "asymmetric". (Nearest modes
+  agree: their rounding makes the two transforms pick the same pixels at integer scales.)
+
+Both work on the converter's input and output protos (its private copies, see
+`ge.session.onnx_tools`), bodies included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import onnx
+from onnx import helper
+
+__all__ = ["keep_meanings_after", "keep_meanings_before", "old_resizes"]
+
+_COORDINATES = "coordinate_transformation_mode"
+
+
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """`graph` and the graphs its nodes' attributes hold, depth first."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for body in attr.graphs:
+                    yield from _graphs(body)
+
+
+def _standard(node: onnx.NodeProto) -> bool:
+    return node.domain in ("", "ai.onnx")
+
+
+def keep_meanings_before(model: onnx.ModelProto, current: int, target: int) -> None:
+    """Rewrite, in place, what the converter would carry over with another meaning from
+    opset `current` to `target`: each Hardmax before 13 into its flatten form."""
+    if not current < 13 <= target:
+        return
+    for graph in _graphs(model.graph):
+        nodes: list[onnx.NodeProto] = []
+        taken = {name for node in graph.node for name in (*node.input, *node.output)}
+        for node in graph.node:
+            if node.op_type == "Hardmax" and _standard(node):
+                nodes += _flattened_hardmax(node, taken)
+            else:
+                nodes.append(node)
+        if len(nodes) != len(graph.node):
+            del graph.node[:]
+            graph.node.extend(nodes)
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _flattened_hardmax(node: onnx.NodeProto, taken: set[str]) -> list[onnx.NodeProto]:
+    """Hardmax-1/11 as Flatten, Hardmax over axis 1 of the 2-D result, and a Reshape back."""
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    (x,), (y,) = node.input, node.output
+    stem = node.name or y
+    flat, hard, shape = (_fresh(f"{stem}/{part}", taken) for part in ("flat", "hard", "shape"))
+    return [
+        helper.make_node("Shape", [x], [shape], name=_fresh(f"{stem}/Shape", taken)),
+        helper.make_node("Flatten", [x], [flat], name=_fresh(f"{stem}/Flatten", taken),
+                         axis=axis),
+        helper.make_node("Hardmax", [flat], [hard], name=node.name, axis=1,
+                         doc_string=node.doc_string),
+        helper.make_node("Reshape", [hard, shape], [y], name=_fresh(f"{stem}/Reshape", taken)),
+    ]
+
+
+def old_resizes(model: onnx.ModelProto, current: int, target: int) -> frozenset[str]:
+    """The output names of the Resize-10 and Upsample nodes of `model` that converting from
+    opset `current` to `target` makes Resizes of another coordinate transform (read before
+    converting, for `keep_meanings_after`)."""
+    if not current < 11 <= target:
+        return frozenset()
+    return frozenset(node.output[0] for graph in _graphs(model.graph) for node in graph.node
+                     if _standard(node) and node.op_type in ("Resize", "Upsample")
+                     and node.output)
+
+
+def keep_meanings_after(converted: onnx.ModelProto, resized: frozenset[str]) -> None:
+    """Give, in place, each Resize the converter made of one of `resized` (`old_resizes`)
+    the coordinate transform it had ("asymmetric")."""
+    if not resized:
+        return
+    for graph in _graphs(converted.graph):
+        for node in graph.node:
+            if (node.op_type == "Resize" and _standard(node) and node.output
+                    and node.output[0] in resized
+                    and all(a.name != _COORDINATES for a in node.attribute)):
+                node.attribute.append(helper.make_attribute(_COORDINATES, "asymmetric"))
