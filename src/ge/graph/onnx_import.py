@@ -9,7 +9,7 @@ decoded only when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import onnx
@@ -307,8 +307,73 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
 def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, bool]:
     """A body of `owner` and whether it (or a body inside it) has value_info."""
     sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
-    owner._graph._enclose(sub, owner)  # type: ignore[union-attr]  # the owner is indexed
+    outer = owner._graph
+    assert outer is not None  # (the owner is indexed)
+    gp = _unshadowed(outer, gp)
+    outer._enclose(sub, owner)
     return sub, _read_graph(sub, gp)
+
+
+def _unshadowed(outer: Graph, gp: onnx.GraphProto) -> onnx.GraphProto:
+    """`gp`, or a copy whose inputs named like a value of an enclosing graph have new names.
+
+    ONNX lets a body's input shadow an outer value (onnx's checker and onnxruntime accept
+    a Loop body input `x` beside an outer `x`; trial Y), but ge keeps value names unique
+    across scopes, so that an edge to an outer value written by name can never be read as
+    the body's own. A body input binds by position, so its name is the body's alone: it
+    becomes `x_1` (the first name free in the body and around it), in the body's nodes,
+    outputs and value_info too, down to the bodies inside it that do not define `x`
+    themselves."""
+    shadowing = [vi.name for vi in gp.input if vi.name and outer.find_value(vi.name)]
+    if not shadowing:
+        return gp
+    copy = onnx.GraphProto()
+    copy.CopyFrom(gp)
+    taken = set(_proto_names(copy))
+    renames: dict[str, str] = {}
+    for name in shadowing:
+        k = 1
+        while f"{name}_{k}" in taken or outer.find_value(f"{name}_{k}") is not None:
+            k += 1
+        renames[name] = f"{name}_{k}"
+        taken.add(renames[name])
+    for vi in copy.input:
+        vi.name = renames.get(vi.name, vi.name)
+    _rename_reads(copy, renames)
+    return copy
+
+
+def _proto_names(gp: onnx.GraphProto) -> Iterable[str]:
+    """Every value name `gp` and the graphs inside it define or read."""
+    for vi in (*gp.input, *gp.output, *gp.value_info):
+        yield vi.name
+    for tensor in gp.initializer:
+        yield tensor.name
+    for node in gp.node:
+        yield from node.input
+        yield from node.output
+        for attr in node.attribute:
+            for body in (attr.g,) if attr.type == A.GRAPH else attr.graphs:
+                yield from _proto_names(body)
+
+
+def _rename_reads(gp: onnx.GraphProto, renames: Mapping[str, str]) -> None:
+    """Rename, in place, what `gp` reads of `renames` (node inputs, graph outputs, value
+    infos), and in the graphs inside it that do not define the name again."""
+    for node in gp.node:
+        for i, name in enumerate(node.input):
+            if name in renames:
+                node.input[i] = renames[name]
+        for attr in node.attribute:
+            for body in (attr.g,) if attr.type == A.GRAPH else attr.graphs:
+                defined = {vi.name for vi in body.input} | {t.name for t in body.initializer}
+                defined.update(out for inner in body.node for out in inner.output)
+                inner_renames = {k: v for k, v in renames.items() if k not in defined}
+                if inner_renames:
+                    _rename_reads(body, inner_renames)
+    for vi in (*gp.output, *gp.value_info):
+        if vi.name in renames:
+            vi.name = renames[vi.name]
 
 
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
