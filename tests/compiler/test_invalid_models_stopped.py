@@ -381,6 +381,36 @@ def test_the_custom_domain_message_is_unchanged(tmp_path: Path) -> None:
         ge.compile(model)
 
 
+def test_an_undefined_operator_with_an_untyped_output_names_it(tmp_path: Path) -> None:
+    """Trial Y: ge compiles around an operator nothing defines when the model types its
+    outputs; one unused output left untyped made it "not registered", naming neither the
+    output nor the fix (declaring its type). Nothing is written."""
+    f = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Bar", ["x"], ["b", "b2"], domain="com.foo", name="bar"),
+         helper.make_node("Relu", ["b"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info("y", f, [2, 3])],
+        value_info=[helper.make_tensor_value_info("b", f, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.foo", 1)])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    code, stderr = _compile_cli(source, out)
+    assert code == 1 and not out.exists()
+    assert stderr.splitlines()[-1] == (
+        "ge: [GE1305] node 'bar': custom operator com.foo::Bar is not registered: the model "
+        "gives no type to its output 1 ('b2'), which ge needs to compile around an operator "
+        "nothing defines; declare it in the model's value_info, or a plugin registers it "
+        "with ge.ops.register_op (its shape inference, and a kernel or a decomposition to "
+        "run it) (stage InferShape)")
+    value_info = helper.make_tensor_value_info("b2", f, [2, 3])
+    model.graph.value_info.append(value_info)
+    onnx.save(model, source)
+    code, _ = _compile_cli(source, out)
+    assert code == 0 and out.exists()
+
+
 def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: Path) -> None:
     """`--check none` lets the broken pass through; saving runs onnx's full checker on what
     it would write and writes nothing (GE1003)."""

@@ -204,10 +204,20 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
 
 def _unregistered(node: Node) -> ShapeInferenceError:
     """GE1305 for a custom-domain node nothing defines (no registered operator, and not one
-    of onnxruntime's)."""
+    of onnxruntime's), naming the outputs the model leaves untyped: ge compiles around such
+    a node where the model types all its outputs (trial Y: an unused second output without
+    a type made it "not registered", naming neither)."""
+    untyped = [f"{i} ({name!r})" if name else str(i)
+               for i, name in enumerate(node._out_names)
+               if node._output_dtype(i) is DataType.DT_UNDEFINED]
+    why = ";"
+    if untyped and len(untyped) < node.get_outputs_size():  # typed but for these
+        why = (f": the model gives no type to its output{'s' if len(untyped) > 1 else ''} "
+               f"{', '.join(untyped)}, which ge needs to compile around an operator nothing "
+               "defines; declare it in the model's value_info, or")
     return ShapeInferenceError(
         f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
-        f"registered{_runtime_note(node)}; a plugin registers it with ge.ops.register_op "
+        f"registered{_runtime_note(node)}{why} a plugin registers it with ge.ops.register_op "
         "(its shape inference, and a kernel or a decomposition to run it)",
         nodes=[node.name],
     )
