@@ -128,6 +128,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # saving writes (the values' order in the node list, then the stray ones): saving
         # keeps the file's order, so that an untouched model is written byte for byte.
         self._value_info_order: dict[str, int] | None = None
+        # Where the file put the initializers giving inputs their defaults among the others,
+        # when not last (saving writes them after the constants otherwise): {name: position}.
+        self._initializer_order: dict[str, int] | None = None
         self.model = ModelInfo()
 
     # -- identity and hierarchy ---------------------------------------------------------

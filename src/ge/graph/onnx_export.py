@@ -724,11 +724,13 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             if slot is not None and node._out_names[i]:
                 value_infos.append(_value_info(_value_name((node, i), renames), slot))
     gp.input.extend(_merged_inputs(inputs, kept_inputs))
-    gp.initializer.extend(initializers)
     if graph._input_defaults:
         defaults = graph._input_defaults.values()
-        gp.initializer.extend(defaults if store is None else
-                              [store.default(t) for t in defaults])
+        initializers += defaults if store is None else [store.default(t) for t in defaults]
+        if graph._initializer_order is not None:
+            file_order = graph._initializer_order  # (new constants after, as they come)
+            initializers.sort(key=lambda t: file_order.get(t.name, len(file_order)))
+    gp.initializer.extend(initializers)
     gp.sparse_initializer.extend(sparse)
     gp.node.extend(protos)
     gp.node.extend(identities)

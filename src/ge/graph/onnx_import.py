@@ -215,6 +215,11 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
                         {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
         _add(graph, node)
     graph._input_defaults = defaults
+    if defaults and any(t.name in defaults for t in
+                        gp.initializer[:len(gp.initializer) - len(defaults)]):
+        # (saving writes the defaults last: where the file had one among the others, keep
+        # the file's order, so that an untouched model saves byte-identical)
+        graph._initializer_order = {t.name: i for i, t in enumerate(gp.initializer)}
 
     # The hot loop of loading: one pass creating the operator nodes, a second wiring their
     # inputs once every value of the graph is known.
