@@ -79,7 +79,7 @@ def test_the_passes_are_builtin_passes_in_run_order() -> None:
         "ConstantFolding", "CastChainSimplification", "SqueezeUnsqueezeCancellation",
         "TransposeChainSimplification", "ReshapeChainSimplification", "NoOpElimination",
         "ConstantDeduplication", "SymbolicShapeSharing", "CommonSubexpressionElimination",
-        "SliceSplitFusion",
+        "ReshapeTargetFolding", "SliceSplitFusion",
         # the fusions run in every round too, before dead-code elimination
         "ConvBatchNormFusion", "ConvAddMulFusion", "PadConvFusion", "GemmAddMulFusion",
         "MatMulAddFusion", "GemmBatchNormFusion", "LayerNormFusion", "RMSNormFusion",

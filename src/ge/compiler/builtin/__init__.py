@@ -32,6 +32,7 @@ from ge.compiler.builtin.fusion_reciprocal import ReciprocalMulFusion
 from ge.compiler.builtin.fusion_split import SliceSplitFusion
 from ge.compiler.builtin.fusion_swish import SwishFusion
 from ge.compiler.builtin.noop import NoOpElimination
+from ge.compiler.builtin.reshape_targets import ReshapeTargetFolding
 from ge.compiler.builtin.shape_sharing import SymbolicShapeSharing
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "RMSNormFusion",
     "ReciprocalMulFusion",
     "ReshapeChainSimplification",
+    "ReshapeTargetFolding",
     "SliceSplitFusion",
     "SqueezeUnsqueezeCancellation",
     "SwishFusion",
@@ -74,6 +76,7 @@ BUILTIN_PASSES: tuple[type, ...] = (
     ConstantDeduplication,
     SymbolicShapeSharing,  # before CSE: the arithmetic on the shapes it merges is CSE's
     CommonSubexpressionElimination,
+    ReshapeTargetFolding,  # after the two: targets read the shapes they merged
     SliceSplitFusion,
     ConvBatchNormFusion,
     ConvAddMulFusion,
