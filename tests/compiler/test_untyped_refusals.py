@@ -141,3 +141,24 @@ def test_a_hook_reading_only_a_constants_value_is_not_told(tmp_path: Path) -> No
         result = ge.compile(tmp_path / "m.onnx", pass_paths=[plugin], builtin_passes=False)
     assert [n.type for n in result.graph.get_direct_nodes() if n.type == "Add"] == ["Add"]
     assert [w for w in caught if w.category is PassDefinitionWarning] == []
+
+
+def test_a_value_typed_without_a_rank_read_by_the_hook_is_told(tmp_path: Path) -> None:
+    """Trial AA: a value_info giving the type but no shape is a desc of unknown rank; a hook
+    refusing on its rank read it, and is told as for a desc nothing is known of."""
+    rank_check = dict(PATTERN, check="add = next(n for n in match_result.get_matched_nodes() "
+                                     "if n.type == 'Add')\n"
+                                     "        return add.get_input_desc(0).get_shape()"
+                                     ".get_dim_num() == 2")
+    plugin = tmp_path / "float_only.py"
+    plugin.write_text(PLUGIN.format(stage="BeforeInferShape", **rank_check))
+    model = tmp_path / "m.onnx"
+    _model(model, typed=False)
+    proto = onnx.load(model)
+    proto.graph.value_info.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, None))
+    onnx.save(proto, model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ge.compile(model, pass_paths=[plugin], builtin_passes=False)
+    (told,) = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    assert "1 after reading a value with no type or rank (output 0 of 'mm' first)" in told

@@ -460,8 +460,11 @@ def test_discover_plugins_reports_origins(write, pass_source, tmp_path: Path) ->
      " (fusions/ holds .py files but no __init__.py: add one to load it as a package, or put "
      "the folder itself on the path)"),
     ({"_helpers.py": "", "README.md": ""},
-     " (_helpers.py start with '_', which marks files not to load)"),
+     " (_helpers.py starts with '_', which marks files not to load)"),
     ({}, ""),
+    ({"__init__.py": ""},
+     " (it is a package (passes/__init__.py): put the folder holding it on the path, or name "
+     "its modules)"),
 ])
 def test_a_folder_naming_no_plugin_is_told_why(tmp_path: Path, layout: dict[str, str],
                                                note: str) -> None:

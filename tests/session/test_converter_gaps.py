@@ -42,10 +42,10 @@ def _hardmax(opset: int, axis: int | None) -> onnx.ModelProto:
                   [2, 3, 4])
 
 
-def _upscale(op: str, opset: int, mode: str) -> onnx.ModelProto:
-    scales = numpy_helper.from_array(np.array([1, 2, 2], np.float32), "scales")
+def _upscale(op: str, opset: int, mode: str, scale: int = 2) -> onnx.ModelProto:
+    scales = numpy_helper.from_array(np.array([1, scale, scale], np.float32), "scales")
     return _model(opset, helper.make_node(op, ["x", "scales"], ["y"], name="up", mode=mode),
-                  [2, 6, 8], (scales,))
+                  [2, 3 * scale, 4 * scale], (scales,))
 
 
 CASES = {
@@ -55,6 +55,9 @@ CASES = {
     "resize10_linear": _upscale("Resize", 10, "linear"),
     "resize10_nearest": _upscale("Resize", 10, "nearest"),
     "upsample9_linear": _upscale("Upsample", 9, "linear"),
+    # nearest keeps the converter's transform (trial AA: "asymmetric" picked other pixels)
+    "resize10_nearest_3x": _upscale("Resize", 10, "nearest", 3),
+    "upsample9_nearest_3x": _upscale("Upsample", 9, "nearest", 3),
 }
 
 

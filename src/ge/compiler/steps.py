@@ -100,8 +100,13 @@ def check_training_info(graph: Graph) -> None:
               if node.type == "Data"}
     named: dict[str, None] = {}
     for info in extras.training_info:
+        # a binding's key names an initializer of the inference graph or of the algorithm
+        # itself (its own state, an iteration count: trial AA), which is not shared
+        own = {t.name for body in (info.algorithm, info.initialization)
+               for t in body.initializer}
         for binding in (*info.update_binding, *info.initialization_binding):
-            named[binding.key] = None
+            if binding.key not in own:
+                named[binding.key] = None
         for body in (info.algorithm, info.initialization):
             named.update(dict.fromkeys(_free_names(body)))
     shared = [name for name in named if name and name not in inputs]

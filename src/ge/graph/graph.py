@@ -85,7 +85,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
         self._all_subgraphs: tuple[tuple[int, int], list[Graph]] | None = None  # likewise
         self._attrs: dict[str, Any] = {}
-        # Reads of a desc nothing is known of (no type, no rank) through this graph's nodes'
+        # Reads of a desc with no type or no rank through this graph's nodes'
         # `get_output_desc`/`get_input_desc`, and the last one as (node, index, of an
         # input): the engine compares the count around a `meet_requirements` call, so that
         # a refusal is said to come from untyped values only when the hook read one.

@@ -15,7 +15,7 @@ import onnx
 from ge.errors import GraphError, GraphTypeError
 from ge.graph.attributes import GRAPH_KINDS, StoredAttr, decode_attr
 from ge.graph.tensor import Tensor
-from ge.graph.tensor_desc import TensorDesc
+from ge.graph.tensor_desc import UNKNOWN_DIM_NUM, TensorDesc
 from ge.graph.types import DATA_TYPE_ATTRIBUTES, DataType, OnnxElementType
 from ge.graph.value_info import desc_from_value_info
 
@@ -410,6 +410,10 @@ class Node:
         """A copy of output `index`'s desc (unknown rank and type when nothing is known)."""
         desc = self._held_output_desc(self._check_out(index))
         if desc is not None:
+            shape = desc._shape
+            if desc._data_type is DataType.DT_UNDEFINED or (
+                    len(shape) == 1 and shape[0] == UNKNOWN_DIM_NUM):
+                self._note_unknown_read(index, False)  # typed or not, but of no known rank
             return desc.copy()
         if is_const(self) and "value" in self._attrs:
             # A constant's output is its value: shape and type are known without inference
@@ -421,7 +425,7 @@ class Node:
         return TensorDesc.unknown()
 
     def _note_unknown_read(self, index: int, of_input: bool) -> None:
-        """Count a read of a desc nothing is known of on the node's graph (see
+        """Count a read of a desc with no type or no rank on the node's graph (see
         `Graph._unknown_desc_reads`)."""
         graph = self._graph
         if graph is not None:

@@ -93,6 +93,9 @@ def empty_folder_note(item: Path) -> str:
     """Why folder `item` names no plugin, for the warning that says so (GE loads nothing
     from it in silence): its sub-folders holding `.py` files without an `__init__.py`, and
     the `.py` files skipped for their leading `_`."""
+    if (item / "__init__.py").is_file():  # a package given itself (trial AA)
+        return (f"it is a package ({item.name}/__init__.py): put the folder holding it on "
+                "the path, or name its modules")
     unpackaged, skipped = [], []
     with os.scandir(item) as entries:
         for entry in sorted(entries, key=lambda entry: entry.name):
@@ -109,7 +112,8 @@ def empty_folder_note(item: Path) -> str:
                      "itself on the path")
     if skipped:
         notes.append(f"{', '.join(skipped[:3])}{' ...' if len(skipped) > 3 else ''} "
-                     "start with '_', which marks files not to load")
+                     f"{'starts' if len(skipped) == 1 else 'start'} with '_', which marks "
+                     "files not to load")
     return "; ".join(notes)
 
 

@@ -99,9 +99,9 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
 
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
         resized = old_resizes(model, current, opset)  # (`ge.session.converter_gaps`)
-        keep_meanings_before(model, current, opset)
+        reshaped = keep_meanings_before(model, current, opset)
         converted = version_converter.convert_version(model, opset)
-        keep_meanings_after(converted, resized)
+        keep_meanings_after(converted, resized, reshaped, opset)
         _keep_output_types(model.graph, converted.graph)
         _keep_annotations(model.graph, converted.graph)
         if not converted.metadata_props:

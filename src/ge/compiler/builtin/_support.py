@@ -296,9 +296,39 @@ def downstream_of(graph: Graph, is_source: Callable[[Node], bool]) -> set[Node]:
     return found
 
 
+#: Operators whose bodies' declared input dims may be false: a loop-carried value may change
+#: shape from one iteration to the next whatever its body input declares (onnxruntime runs
+#: such a model).
+LOOPS = frozenset({"Loop", "Scan", "SequenceMap"})
+
+
+def inside_loop(graph: Graph) -> bool:
+    """Whether `graph` is the body of a loop (`LOOPS`) or a graph inside one, at any depth
+    (an If branch in a Loop body reads the body's carried values)."""
+    owner = graph.parent_node
+    while owner is not None:
+        if owner.type in LOOPS and not owner.domain:
+            return True
+        outer = owner.owner_graph
+        owner = outer.parent_node if outer is not None else None
+    return False
+
+
 def unsound_dims(graph: Graph) -> set[Node]:
     """The nodes of `graph` whose dims may be wrong: of `UNSOUND_DIMS` or computed from one
-    (`downstream_of`); empty, and cheap (an index look-up), when the graph has none."""
-    if not any(graph.nodes_of_type(t) for t in UNSOUND_DIMS):
+    (`downstream_of`), and in a loop's body (`inside_loop`) every node computed from the
+    body's inputs or from a value of an enclosing graph (trial AA: an If branch in a Loop
+    body took a Reshape of a carried value that doubles each iteration for a no-op by its
+    declared dims). Empty, and cheap (an index look-up), for a graph with neither."""
+    looping = inside_loop(graph)
+    if not looping and not any(graph.nodes_of_type(t) for t in UNSOUND_DIMS):
         return set()
-    return downstream_of(graph, lambda node: node.type in UNSOUND_DIMS and not node.domain)
+
+    def source(node: Node) -> bool:
+        if node.type in UNSOUND_DIMS and not node.domain:
+            return True
+        return looping and (node.type == DATA or any(
+            p is not None and p[0].owner_graph is not graph
+            for p in map(node.get_input_producer, range(node.get_inputs_size()))))
+
+    return downstream_of(graph, source)

@@ -95,7 +95,10 @@ _STANDARDIZING_OPS = frozenset({
 #: class, as scikit-learn exports them) the scores [1 - p, p] and a label by threshold;
 #: onnx's reference evaluator does neither (trial Y: a LOGISTIC tree ensemble folded to
 #: labels [0, 0] and scores 0.5 where onnxruntime gives [0, 1], 0.55 and 0.69). Never folded.
-_ML_CLASSIFIERS = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
+_ML_CLASSIFIERS = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier",
+                             # and Normalizer (MAX: onnxruntime divides by the row's maximum,
+                             # the evaluator by its largest magnitude; trial AA)
+                             "Normalizer"})
 #: Operators picking an extreme: with a NaN among the values the reference evaluator lets the
 #: NaN win (ReduceMax of [3, nan, -1] is nan, ArgMax 1) where onnxruntime skips it unless it
 #: comes first (3, 0); the ONNX spec says nothing. Not folded over a NaN.
@@ -127,9 +130,10 @@ def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
     """Whether onnxruntime computes `node` differently from the reference evaluator, so that
     folding would change the model's results: an accumulation over float16/bfloat16 (see
     `_ACCUMULATING_OPS`), a Cast of floats or booleans to strings (the runtime writes
-    "NaN", "INF", "3", "1" where numpy writes "nan", "inf", "3.0", "True"), a classifier of
-    ai.onnx.ml (`_ML_CLASSIFIERS`: onnxruntime scores a binary one as [1 - p, p] and labels
-    it by a threshold, the reference evaluator otherwise), or a BatchNormalization before opset 14
+    "NaN", "INF", "3", "1" where numpy writes "nan", "inf", "3.0", "True"; a CastLike to a
+    string like-tensor too), a classifier of ai.onnx.ml or its Normalizer (`_ML_CLASSIFIERS`:
+    onnxruntime scores a binary classifier as [1 - p, p] and labels it by a threshold, the
+    reference evaluator otherwise), or a BatchNormalization before opset 14
     (the reference evaluator's BatchNormalization-9 mixes the batch's own statistics into
     the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8]), a normalisation
     by a computed standard deviation (`_STANDARDIZING_OPS`), an extreme over values with
@@ -152,10 +156,15 @@ def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
         return True  # Dropout-10's inference mask: the evaluator's all-true, the runtime's false
     if node.type in _ACCUMULATING_OPS:
         return any(v is not None and v.data_type in _NARROW_FLOATS for v in inputs)
-    if node.type == "Cast" and node.has_attr("to"):
+    if node.type in ("Cast", "CastLike"):
         source = inputs[0]
-        return (int(node.get_attr("to")) == onnx.TensorProto.STRING and source is not None
-                and source.data_type not in (DataType.DT_STRING,)
+        if node.type == "Cast":
+            to_string = (node.has_attr("to")
+                         and int(node.get_attr("to")) == onnx.TensorProto.STRING)
+        else:  # the type of its second input (trial AA: CastLike was folded)
+            like = inputs[1] if len(inputs) > 1 else None
+            to_string = like is not None and like.data_type == DataType.DT_STRING
+        return (to_string and source is not None and source.data_type != DataType.DT_STRING
                 and np.dtype(data_type_to_numpy(source.data_type)).kind in "fb")
     return False
 

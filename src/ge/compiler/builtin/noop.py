@@ -280,6 +280,12 @@ _RULES: dict[str, Callable[[Node], int | None]] = {
 }
 
 
+#: Operators whose no-op rule reads no dims (an Identity, a Cast to the type it has, a Concat
+#: of one input): sound whatever the dims of what they read.
+_DIMS_FREE = frozenset({"Identity", "Dropout", "Cast", "CastLike",
+                        "Concat", "Sum", "Mean", "Max", "Min"})
+
+
 def passthrough_input(node: Node) -> int | None:
     """The input `node` hands on unchanged, if it is a no-op (see the module docstring)."""
     rule = _RULES.get(node.type) if not node.domain else None
@@ -302,7 +308,7 @@ class NoOpElimination(FusionBasePass):
         # (a Slice [0:1] of a dim inferred 1 and broadcast to 3 at run time).
         unsound = unsound_dims(graph)
         for node in graph.topological_order():
-            if node in unsound:
+            if node in unsound and node.type not in _DIMS_FREE:
                 continue
             index = passthrough_input(node)
             if index is None or not node.get_out_data_nodes_and_port_indexes(0):

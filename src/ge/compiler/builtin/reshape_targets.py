@@ -156,12 +156,17 @@ def folded_target(reshape: Node, untrusted: set[Node] | None) -> list[int] | Non
             return None
         elements += found
     dims = symbolic_dims(reshape.get_input_desc(0))
-    trusted = untrusted is not None and data[0] not in untrusted
+    # (a value of an enclosing graph is not in `untrusted`, which covers this graph: not
+    # trusted by symbol either; trial AA: an If branch reading a Loop body's carried value)
+    trusted = (untrusted is not None and data[0] not in untrusted
+               and data[0].owner_graph is reshape.owner_graph)
     values: list[int | None] = []
     for k, (value, source, index, dim) in enumerate(elements):
         own = source == (data[0], data[1]) and index == k  # the input's own dim k
         same_symbol = (trusted and untrusted is not None and source is not None
-                       and source[0] not in untrusted and isinstance(dim, str)
+                       and source[0] not in untrusted
+                       and source[0].owner_graph is reshape.owner_graph
+                       and isinstance(dim, str)
                        and dims is not None and k < len(dims) and dims[k] == dim)
         values.append(0 if (own or same_symbol) and not zero_is_size else value)
     if values.count(None) == 1 and all(v is None or v > 0 for v in values):

@@ -31,7 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import UNSOUND_DIMS, downstream_of, rewirable
+from ge.compiler.builtin._support import (
+    LOOPS,
+    UNSOUND_DIMS,
+    downstream_of,
+    inside_loop,
+    rewirable,
+)
 from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
@@ -72,18 +78,16 @@ def shape_value_key(node: Node) -> Hashable | None:
 
 #: Operators whose dims are not trusted downstream: an inference that may name a broadcast
 #: dim after one operand (`UNSOUND_DIMS`), control flow (its outputs' dims are its bodies').
-_UNSOUND = frozenset({*UNSOUND_DIMS, "If", "Loop", "Scan", "SequenceMap"})
-#: Bodies nothing is shared in: their inputs are declared by the model, and a loop-carried
-#: value may change shape between iterations whatever it declares.
-_LOOPS = frozenset({"Loop", "Scan", "SequenceMap"})
+_UNSOUND = frozenset({*UNSOUND_DIMS, "If", *LOOPS})
 
 
 def untrusted_values(graph: Graph) -> set[Node] | None:
     """The nodes of `graph` whose output dims this pass may not trust (see the module
-    docstring), or None for a graph nothing in is trusted (a loop's body)."""
-    owner = graph.parent_node
-    if owner is not None and owner.type in _LOOPS:
+    docstring), or None for a graph nothing in is trusted (a loop's body, or a graph
+    inside one: an If branch reading the body's loop-carried values)."""
+    if inside_loop(graph):  # a loop's body, or a branch inside one (trial AA)
         return None
+    owner = graph.parent_node
 
     def untrusted(node: Node) -> bool:
         if node.type in (DATA, CONST):
