@@ -6,20 +6,9 @@ of If/Loop/Scan bodies likewise; constants = initializers (but an input's defaul
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import onnx
 
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _graphs(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for body in attr.graphs:
-                    yield from _graphs(body)
+from ge.graph.domains import proto_graphs
 
 
 def _constant_op(node: onnx.NodeProto) -> bool:
@@ -28,7 +17,7 @@ def _constant_op(node: onnx.NodeProto) -> bool:
 
 def onnx_node_counts(model: onnx.ModelProto) -> tuple[int, int, int]:
     """(nodes, subgraph nodes, constants) of `model`, counted from its protos."""
-    root, *bodies = list(_graphs(model.graph))
+    root, *bodies = list(proto_graphs(model.graph))
     nodes = sum(not _constant_op(n) for n in root.node)
     subgraph_nodes = sum(not _constant_op(n) for g in bodies for n in g.node)
     constants = 0

@@ -10,14 +10,13 @@ them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from ge.cli.output import cell, command_output, console
-from ge.graph.domains import qualified_op
+from ge.graph.domains import proto_graphs, qualified_op
 
 if TYPE_CHECKING:
     import onnx
@@ -53,19 +52,6 @@ def _value(vi: onnx.ValueInfoProto) -> dict[str, Any]:
     kind = "tensor" if which in (None, "tensor_type", "sparse_tensor_type") else (
         which.removesuffix("_type"))
     return {"name": vi.name, "dtype": elem, "shape": dims, "kind": kind}
-
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    from onnx import AttributeProto
-
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == AttributeProto.GRAPH:
-                yield from _graphs(attr.g)
-            elif attr.type == AttributeProto.GRAPHS:
-                for sub in attr.graphs:
-                    yield from _graphs(sub)
 
 
 def _tensor_bytes(tensor: onnx.TensorProto) -> int:
@@ -122,7 +108,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         raise ModelLoadError(f"{path} is not an ONNX model: it has no graph", path=str(path))
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
-    subgraphs = list(_graphs(graph))
+    subgraphs = list(proto_graphs(graph))
     ops = Counter(_op_name(n) for g in subgraphs for n in g.node)
     external: dict[str, dict[str, Any]] = {}
     for g in subgraphs:

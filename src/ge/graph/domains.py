@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ge.graph.model_info import ModelInfo
 
 __all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
-           "proto_nodes", "qualified_op", "record_opset_imports", "used_domains"]
+           "proto_graphs", "proto_nodes", "qualified_op", "record_opset_imports", "used_domains"]
 
 
 #: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
@@ -59,6 +59,18 @@ def used_domains(graph: Graph) -> set[str]:
         used.update(normalize_domain(op.domain) for op in function.opset_import)
         used.update(normalize_domain(node.domain) for node in proto_nodes(function.node))
     return used
+
+
+def proto_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """`graph` and the graphs its nodes' attributes hold, at any depth, depth first."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from proto_graphs(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for body in attr.graphs:
+                    yield from proto_graphs(body)
 
 
 def proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:

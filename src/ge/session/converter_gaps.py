@@ -24,26 +24,14 @@ Both work on the converter's input and output protos (its private copies, see
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import onnx
 from onnx import helper
+
+from ge.graph.domains import proto_graphs
 
 __all__ = ["keep_meanings_after", "keep_meanings_before", "old_resizes"]
 
 _COORDINATES = "coordinate_transformation_mode"
-
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """`graph` and the graphs its nodes' attributes hold, depth first."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _graphs(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for body in attr.graphs:
-                    yield from _graphs(body)
 
 
 def _standard(node: onnx.NodeProto) -> bool:
@@ -57,12 +45,12 @@ def keep_meanings_before(model: onnx.ModelProto, current: int, target: int) -> f
     if not current < 13 <= target:
         return frozenset()
     # New value names unique in the whole model: a body reads its enclosing graphs' values.
-    taken = {name for graph in _graphs(model.graph) for node in graph.node
+    taken = {name for graph in proto_graphs(model.graph) for node in graph.node
              for name in (*node.input, *node.output)}
-    taken.update(vi.name for graph in _graphs(model.graph)
+    taken.update(vi.name for graph in proto_graphs(model.graph)
                  for vi in (*graph.input, *graph.output))
     reshaped: set[str] = set()
-    for graph in _graphs(model.graph):
+    for graph in proto_graphs(model.graph):
         nodes: list[onnx.NodeProto] = []
         for node in graph.node:
             if node.op_type == "Hardmax" and _standard(node):
@@ -107,7 +95,7 @@ def old_resizes(model: onnx.ModelProto, current: int, target: int) -> frozenset[
     converting, for `keep_meanings_after`)."""
     if not current < 11 <= target:
         return frozenset()
-    return frozenset(node.output[0] for graph in _graphs(model.graph) for node in graph.node
+    return frozenset(node.output[0] for graph in proto_graphs(model.graph) for node in graph.node
                      if _standard(node) and node.op_type in ("Resize", "Upsample")
                      and node.output and _mode(node) in (b"linear", b"bilinear"))
 
@@ -124,7 +112,7 @@ def keep_meanings_after(converted: onnx.ModelProto, resized: frozenset[str],
     are sizes there, not "copy this dim" (trial AA: a [2, 3, 0] input failed)."""
     if not resized and not (reshaped and target >= 14):
         return
-    for graph in _graphs(converted.graph):
+    for graph in proto_graphs(converted.graph):
         for node in graph.node:
             if not _standard(node) or not node.output:
                 continue
