@@ -236,19 +236,15 @@ class Invocation:
         compilation: GE's samples read data types at that stage, where a model declaring
         none (a TorchScript export) gives DT_UNDEFINED here, so the pass silently did
         nothing (trial O); at AfterInferShape it would see them typed."""
-        if entry.name in self.warned_untyped:
-            return
-        self.warned_untyped.add(entry.name)
-        where = (hook_location(getattr(instance, "meet_requirements", None))
-                 or entry.descriptor.location)
-        warn_user(PassDefinitionWarning(
+        self._warn_hook_once(
+            self.warned_untyped, entry, instance,
             f"pass {entry.name} refused all {run.matches} of its match(es) in graph "
             f"{target.name!r} at BeforeInferShape, {run.untyped_refusals} after reading a value "
             f"with no type or rank ({run.first_untyped} first): before shape inference "
             "only the types and shapes the model file declares are known, so a "
             "meet_requirements reading data types or shapes sees DT_UNDEFINED there; "
             "register the pass at AfterInferShape to see them inferred (`ge passes explain "
-            f"{entry.name} MODEL` shows each refusal) (at {where})"), where)
+            f"{entry.name} MODEL` shows each refusal)")
 
     def _warn_none_answers(self, entry: RegisteredPass, instance: Any, target: Graph,
                            run: PassRun) -> None:
@@ -256,16 +252,23 @@ class Invocation:
         `meet_requirements` returned None (GE reads None as False: a missing `return`
         refuses every match in silence), once per pass and compilation; `ge passes
         explain` says it per match."""
-        if entry.name in self.warned_none:
-            return
-        self.warned_none.add(entry.name)
-        where = (hook_location(getattr(instance, "meet_requirements", None))
-                 or entry.descriptor.location)
-        warn_user(PassDefinitionWarning(
+        self._warn_hook_once(
+            self.warned_none, entry, instance,
             f"pass {entry.name} rewrote nothing in graph {target.name!r}: its "
             f"meet_requirements returned None for {run.none_answers} of {run.matches} "
-            "match(es), and None counts as False (a missing return?) (at "
-            f"{where})"), where)
+            "match(es), and None counts as False (a missing return?)")
+
+    @staticmethod
+    def _warn_hook_once(warned: set[str], entry: RegisteredPass, instance: Any,
+                        text: str) -> None:
+        """`text` as a `PassDefinitionWarning` at the pass's `meet_requirements` (else its
+        definition), unless `warned` has the pass already (once per compilation)."""
+        if entry.name in warned:
+            return
+        warned.add(entry.name)
+        where = (hook_location(getattr(instance, "meet_requirements", None))
+                 or entry.descriptor.location)
+        warn_user(PassDefinitionWarning(f"{text} (at {where})"), where)
 
     def _note_changes(self, entry: RegisteredPass, changes: ChangeSet, stage: str) -> None:
         """Record the pass as the last to change the nodes it changed (`last_changes`).

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from ge.graph.model_info import ModelInfo
 
 __all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
-           "proto_graphs", "proto_nodes", "qualified_op", "record_opset_imports", "used_domains"]
+           "proto_graphs", "proto_nodes", "proto_value_names", "qualified_op",
+           "record_opset_imports", "used_domains"]
 
 
 #: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
@@ -71,6 +72,20 @@ def proto_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for body in attr.graphs:
                     yield from proto_graphs(body)
+
+
+def proto_value_names(graph: onnx.GraphProto) -> Iterator[str]:
+    """Every value name `graph` and the graphs inside it declare, define or read (inputs,
+    outputs, value infos, initializers, node inputs and outputs): the names a new value
+    added anywhere in it must avoid."""
+    for each in proto_graphs(graph):
+        for vi in (*each.input, *each.output, *each.value_info):
+            yield vi.name
+        for tensor in each.initializer:
+            yield tensor.name
+        for node in each.node:
+            yield from node.input
+            yield from node.output
 
 
 def proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:

@@ -17,6 +17,7 @@ from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
 from ge.graph.attributes import GRAPH_KINDS
+from ge.graph.domains import proto_value_names
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph, ModelInfo
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -334,7 +335,7 @@ def _unshadowed(outer: Graph, gp: onnx.GraphProto) -> onnx.GraphProto:
         return gp
     copy = onnx.GraphProto()
     copy.CopyFrom(gp)
-    taken = set(_proto_names(copy))
+    taken = set(proto_value_names(copy))
     renames: dict[str, str] = {}
     for name in shadowing:
         k = 1
@@ -346,20 +347,6 @@ def _unshadowed(outer: Graph, gp: onnx.GraphProto) -> onnx.GraphProto:
         vi.name = renames.get(vi.name, vi.name)
     _rename_reads(copy, renames)
     return copy
-
-
-def _proto_names(gp: onnx.GraphProto) -> Iterable[str]:
-    """Every value name `gp` and the graphs inside it define or read."""
-    for vi in (*gp.input, *gp.output, *gp.value_info):
-        yield vi.name
-    for tensor in gp.initializer:
-        yield tensor.name
-    for node in gp.node:
-        yield from node.input
-        yield from node.output
-        for attr in node.attribute:
-            for body in (attr.g,) if attr.type == A.GRAPH else attr.graphs:
-                yield from _proto_names(body)
 
 
 def _rename_reads(gp: onnx.GraphProto, renames: Mapping[str, str]) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from ge.graph.domains import proto_graphs
+from ge.graph.domains import proto_graphs, proto_value_names
 
 __all__ = ["keep_meanings_after", "keep_meanings_before", "old_resizes"]
 
@@ -45,10 +45,7 @@ def keep_meanings_before(model: onnx.ModelProto, current: int, target: int) -> f
     if not current < 13 <= target:
         return frozenset()
     # New value names unique in the whole model: a body reads its enclosing graphs' values.
-    taken = {name for graph in proto_graphs(model.graph) for node in graph.node
-             for name in (*node.input, *node.output)}
-    taken.update(vi.name for graph in proto_graphs(model.graph)
-                 for vi in (*graph.input, *graph.output))
+    taken = set(proto_value_names(model.graph))
     reshaped: set[str] = set()
     for graph in proto_graphs(model.graph):
         nodes: list[onnx.NodeProto] = []
