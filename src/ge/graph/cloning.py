@@ -31,6 +31,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new = Graph(name)
     new._attrs = dict(graph._attrs)
     new._onnx_extras = graph._onnx_extras
+    new._annotated_values = graph._annotated_values
     new._input_defaults = dict(graph._input_defaults)
     new._initializer_inputs = dict(graph._initializer_inputs)
     new._stray_value_info = list(graph._stray_value_info)

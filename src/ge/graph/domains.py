@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.model_info import ModelInfo
 
-__all__ = ["ONNX_DOMAINS", "add_opset_imports", "drop_opset_imports", "normalize_domain",
-           "proto_graphs", "proto_nodes", "proto_value_names", "qualified_op",
-           "record_opset_imports", "used_domains"]
+__all__ = ["ONNX_DOMAINS", "add_opset_imports", "defined_value_names", "drop_opset_imports",
+           "normalize_domain", "proto_graphs", "proto_nodes", "proto_value_names",
+           "qualified_op", "record_opset_imports", "used_domains"]
 
 
 #: ONNX's own domains (the standard one, under both spellings, and ONNX-ML).
@@ -86,6 +86,17 @@ def proto_value_names(graph: onnx.GraphProto) -> Iterator[str]:
         for node in each.node:
             yield from node.input
             yield from node.output
+
+
+def defined_value_names(graph: onnx.GraphProto) -> set[str]:
+    """The values `graph` itself defines (inputs, initializers, node outputs), not those of
+    the graphs inside it."""
+    names = {vi.name for vi in graph.input}
+    names.update(tensor.name for tensor in graph.initializer)
+    names.update(sparse.values.name for sparse in graph.sparse_initializer)
+    names.update(output for node in graph.node for output in node.output)
+    names.discard("")
+    return names
 
 
 def proto_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:

@@ -115,6 +115,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # ONNX GraphProto fields the IR does not model: doc_string, metadata_props,
         # quantization_annotation (kept verbatim for save).
         self._onnx_extras: onnx.GraphProto | None = None
+        # The values quantization_annotation named that the graph defined when read: an
+        # annotation of one a pass has since removed is stale and not saved (one naming no
+        # value from the start is kept as it was).
+        self._annotated_values: frozenset[str] = frozenset()
         # Initializers that give graph inputs a default value (IR >= 4), and value infos
         # naming no value of the graph: both written back as they were read.
         self._input_defaults: dict[str, onnx.TensorProto] = {}
@@ -414,6 +418,16 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             if found is not None:
                 return found
         return None
+
+    def quantization_annotations(self) -> dict[str, dict[str, str]]:
+        """The graph's quantization annotations as read from ONNX: each annotated value's
+        name with its parameters (`SCALE_TENSOR`, `ZERO_POINT_TENSOR` ...) and the names of
+        the tensors holding them. Saving drops the annotation of a value no longer defined."""
+        extras = self._onnx_extras
+        if extras is None:
+            return {}
+        return {a.tensor_name: {p.key: p.value for p in a.quant_parameter_tensor_names}
+                for a in extras.quantization_annotation}
 
     # -- attributes of the graph (memory only) --------------------------------------------
     def get_attr(self, key: str) -> Any:

@@ -22,7 +22,7 @@ from onnx import AttributeProto
 from ge.errors import GraphError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
-from ge.graph.domains import ONNX_DOMAINS, normalize_domain
+from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.payloads import PayloadStore
@@ -676,7 +676,6 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
         if extras.doc_string:
             gp.doc_string = extras.doc_string
         gp.metadata_props.extend(extras.metadata_props)
-        gp.quantization_annotation.extend(extras.quantization_annotation)
 
     data_nodes = graph.get_data_nodes()
     inputs = [_value_info(n._out_names[0], n._out_slot(0)) for n in data_nodes]
@@ -766,3 +765,15 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             if vi.name in notes:
                 merge_annotations(notes[vi.name], vi)
     gp.value_info.extend(value_infos)
+    if extras is not None and len(extras.quantization_annotation):
+        _annotate(gp, extras, graph._annotated_values)
+
+
+def _annotate(gp: onnx.GraphProto, extras: onnx.GraphProto, annotated: frozenset[str]) -> None:
+    """Write the graph's quantization annotations, but for those of values it defined when
+    read and no longer defines: a quantization tool would read a removed value's
+    parameters (trial Y)."""
+    defined = defined_value_names(gp) if annotated else set()
+    gp.quantization_annotation.extend(
+        a for a in extras.quantization_annotation
+        if a.tensor_name not in annotated or a.tensor_name in defined)

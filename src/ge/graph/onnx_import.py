@@ -17,7 +17,7 @@ from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
 from ge.graph.attributes import GRAPH_KINDS
-from ge.graph.domains import proto_value_names
+from ge.graph.domains import defined_value_names, proto_value_names
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph, ModelInfo
 from ge.graph.node import Node
 from ge.graph.tensor import Tensor
@@ -176,6 +176,10 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
         extras.doc_string = gp.doc_string
         extras.metadata_props.extend(gp.metadata_props)
         extras.quantization_annotation.extend(gp.quantization_annotation)
+        if len(gp.quantization_annotation):
+            defined = defined_value_names(gp)
+            graph._annotated_values = frozenset(
+                a.tensor_name for a in gp.quantization_annotation if a.tensor_name in defined)
         for vi in notes:
             note = extras.value_info.add()
             note.name = vi.name

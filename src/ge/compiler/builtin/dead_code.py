@@ -2,7 +2,9 @@
 
 A node is live when the `NetOutput` node depends on it: through data edges, control edges,
 or because a subgraph body of a live node reads its value (an outer-scope read). Everything
-else goes, unused constants (initializers) included; graph inputs (`Data` nodes) always stay.
+else goes, unused constants (initializers) included, but for those holding the quantization
+parameters a live value's annotation names (`Graph.quantization_annotations`: the scale and
+zero point a quantization tool reads; trial BB); graph inputs (`Data` nodes) always stay.
 The exporter writes value infos only for values that exist, so none is left behind for a
 removed node.
 """
@@ -18,12 +20,32 @@ __all__ = ["DeadCodeElimination", "live_nodes"]
 
 
 def live_nodes(graph: Graph) -> set[Node]:
-    """The direct nodes of `graph` that its `NetOutput` node depends on (itself included)."""
+    """The direct nodes of `graph` that its `NetOutput` node depends on (itself included),
+    and the tensors holding the quantization parameters of live annotated values."""
     net_output = graph.get_net_output()
     if net_output is None:
         return set(graph.get_direct_nodes())  # no output to measure liveness by: keep all
     live = {net_output}
-    stack = [net_output]
+    _mark_dependencies(graph, live, [net_output])
+    annotations = graph.quantization_annotations()
+    if annotations:
+        parameters = []
+        for value, tensors in annotations.items():
+            annotated = graph.find_value(value)
+            if annotated is None or annotated[0] not in live:
+                continue  # (its annotation is dropped when the graph is saved)
+            for name in tensors.values():
+                found = graph.find_value(name)
+                if found is not None and found[0] not in live and (
+                        found[0].owner_graph is graph):
+                    live.add(found[0])
+                    parameters.append(found[0])
+        _mark_dependencies(graph, live, parameters)
+    return live
+
+
+def _mark_dependencies(graph: Graph, live: set[Node], stack: list[Node]) -> None:
+    """Add to `live` every node of `graph` the nodes of `stack` (live already) depend on."""
     while stack:
         node = stack.pop()
         deps = node.get_in_data_nodes()  # (the producers of its connected inputs)
@@ -36,7 +58,6 @@ def live_nodes(graph: Graph) -> set[Node]:
             if dep not in live and dep.owner_graph is graph:
                 live.add(dep)
                 stack.append(dep)
-    return live
 
 
 @builtin_pass(name="DeadCodeElimination", step="origin_graph_optimize")
