@@ -7,7 +7,9 @@ evaluator.
 
 A node of an operator version the reference evaluator does not compute as written (Softmax
 before opset 13, see `ge.ops.reference_versions`) is refused with a
-`ConstantEvaluationError`: its values would be those of another version.
+`ConstantEvaluationError`: its values would be those of another version. A few operators
+run ge's kernels instead of the evaluator's (`ge.ops.runtime_kernels`), which compute what
+onnxruntime computes where the evaluator's lose precision.
 
 `evaluate_node` builds that evaluator for each call, with the inputs as initializers.
 Building it takes most of the time of a small evaluation (~60 us of ~70), so a caller
@@ -46,6 +48,7 @@ from ge.ops.onnx_node import (
 )
 from ge.ops.reference_versions import version_gap
 from ge.ops.registry import CustomOp, get_custom_op
+from ge.ops.runtime_kernels import RUNTIME_KERNELS
 
 __all__ = ["NodeEvaluator", "Signature", "evaluate_node", "is_constant_foldable",
            "set_decomposition_builder"]
@@ -97,7 +100,7 @@ def _check_version(node: Node) -> None:
 
 def _run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str) -> list[Any]:
     try:
-        return list(ReferenceEvaluator(model).run(None, feeds))
+        return list(ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS)).run(None, feeds))
     except Exception as err:
         raise ConstantEvaluationError(f"{what}: evaluation failed: {err}") from err
 
@@ -299,6 +302,6 @@ def _build(node: Node, slots: Sequence[int], what: str) -> tuple[ReferenceEvalua
                               [helper.make_empty_tensor_value_info(n) for n in named])
     model = helper.make_model(graph, opset_imports=opset_imports_of(node))
     try:
-        return ReferenceEvaluator(model), named
+        return ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS)), named
     except Exception as err:
         raise ConstantEvaluationError(f"{what}: evaluation failed: {err}") from err

@@ -41,6 +41,7 @@ from ge.graph.value_info import holds_non_tensor
 from ge.ops.evaluation import evaluate_node
 from ge.ops.functions import inline_local_functions
 from ge.ops.registry import CustomOp, get_custom_op
+from ge.ops.runtime_kernels import RUNTIME_KERNELS
 from ge.ops.runtime_ops import runtime_domains
 from ge.session.values import ValueType, fitted_value, value_text
 
@@ -471,7 +472,7 @@ class ModelRunner:
                     copy.CopyFrom(whole)  # (the defaults are filled in in place)
                     whole = inline_local_functions(copy)
                 self._evaluator = ReferenceEvaluator(
-                    whole, new_ops=[_op_run_class(c) for c in customs])
+                    whole, new_ops=[*(_op_run_class(c) for c in customs), *RUNTIME_KERNELS])
             elif exported.path is not None:
                 self._session = self._ort_session(str(exported.path))
             else:

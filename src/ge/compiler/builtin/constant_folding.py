@@ -12,7 +12,10 @@ constants left their dims unknown, which the passes after this one would read. F
 never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
 larger than the constants it is computed from. A `DequantizeLinear` is never folded: in a
-quantized model it is how a weight is stored (`_STORAGE_OPS`).
+quantized model it is how a weight is stored (`_STORAGE_OPS`). Nor is a node onnxruntime
+would compute otherwise than the reference evaluator (`runtime_differences`: NaN among
+compared values, integer overflow, out-of-range casts, lengths a Resize scale does not
+divide ...): the folded model computes what the original computes in the runtime.
 
 Speed on large models: the walk first asks the one cheap question most nodes fail (is
 every input a `Const`?) and only then the others; evaluation goes through the pass
@@ -29,7 +32,6 @@ import math
 from collections.abc import Hashable
 
 import numpy as np
-import onnx
 
 from ge.compiler.builtin._support import (
     const_input,
@@ -43,6 +45,7 @@ from ge.compiler.builtin._support import (
     unsound_dims,
     used_outputs,
 )
+from ge.compiler.builtin.runtime_differences import computed_otherwise
 from ge.compiler.options import OPTION_CONSTANT_FOLDING_SIZE_LIMIT, size_limit_value
 from ge.compiler.pass_registry import builtin_pass
 from ge.errors import ConstantEvaluationError, OpNotFoundError
@@ -71,40 +74,6 @@ DEFAULT_SIZE_LIMIT = 1 << 20
 _NON_TENSOR_TYPES = ("seq(", "optional(", "map(", "sparse_tensor(")
 # Folded from the input's desc, whatever produces the input.
 _SHAPE_OPS = frozenset({"Shape", "Size"})
-#: Operators that accumulate over many elements. onnxruntime accumulates float16 and
-#: bfloat16 in float32; the reference evaluator in the element type, which overflows or
-#: rounds away what the runtime keeps (a float16 ReduceL2 of 60,000s gives inf, not 424.8).
-#: On such inputs these are left to the runtime.
-_ACCUMULATING_OPS = frozenset({
-    "AveragePool", "BatchNormalization", "Conv", "ConvTranspose", "CumSum", "Einsum", "Gemm",
-    "GlobalAveragePool", "GlobalLpPool", "GroupNormalization", "InstanceNormalization",
-    "LayerNormalization", "LogSoftmax", "LpNormalization", "LpPool", "MatMul", "Mean",
-    "MeanVarianceNormalization", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-    "ReduceMean", "ReduceProd", "ReduceSum", "ReduceSumSquare", "RMSNormalization", "Softmax",
-})
-_NARROW_FLOATS = frozenset({DataType.DT_FLOAT16, DataType.DT_BF16})
-#: Normalisations dividing by a standard deviation they compute: with a (near) zero variance
-#: the division by sqrt(eps) (1e6 for BERT's 1e-12) amplifies any difference in how the
-#: mean is summed, and the reference evaluator's differs from onnxruntime's (a LayerNorm of
-#: twenty equal values gave 0.0298 where onnxruntime gives 0). Never folded.
-_STANDARDIZING_OPS = frozenset({
-    "GroupNormalization", "InstanceNormalization", "LayerNormalization",
-    "MeanVarianceNormalization", "RMSNormalization",
-})
-#: ai.onnx.ml's classifiers: onnxruntime gives a binary one (every class weight on one
-#: class, as scikit-learn exports them) the scores [1 - p, p] and a label by threshold;
-#: onnx's reference evaluator does neither (trial Y: a LOGISTIC tree ensemble folded to
-#: labels [0, 0] and scores 0.5 where onnxruntime gives [0, 1], 0.55 and 0.69). Never folded.
-_ML_CLASSIFIERS = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier",
-                             # and Normalizer (MAX: onnxruntime divides by the row's maximum,
-                             # the evaluator by its largest magnitude; trial AA)
-                             "Normalizer"})
-#: Operators picking an extreme: with a NaN among the values the reference evaluator lets the
-#: NaN win (ReduceMax of [3, nan, -1] is nan, ArgMax 1) where onnxruntime skips it unless it
-#: comes first (3, 0); the ONNX spec says nothing. Not folded over a NaN.
-_EXTREME_OPS = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin"})
-
-
 #: How a model stores its weights, not a computation to do once: a `DequantizeLinear` of a
 #: constant is a quantized model's weight (its QDQ format: int8, int4, uint16 ... with a
 #: scale). Folded, the weight would be stored in float (4x the bytes of int8, 8x of int4)
@@ -124,49 +93,6 @@ def size_limit(context: PassContext) -> int:
     except RuntimeError:
         return DEFAULT_SIZE_LIMIT
     return size_limit_value(raw)
-
-
-def _computed_otherwise(node: Node, inputs: list[Tensor | None]) -> bool:
-    """Whether onnxruntime computes `node` differently from the reference evaluator, so that
-    folding would change the model's results: an accumulation over float16/bfloat16 (see
-    `_ACCUMULATING_OPS`), a Cast of floats or booleans to strings (the runtime writes
-    "NaN", "INF", "3", "1" where numpy writes "nan", "inf", "3.0", "True"; a CastLike to a
-    string like-tensor too), a classifier of ai.onnx.ml or its Normalizer (`_ML_CLASSIFIERS`:
-    onnxruntime scores a binary classifier as [1 - p, p] and labels it by a threshold, the
-    reference evaluator otherwise), or a BatchNormalization before opset 14
-    (the reference evaluator's BatchNormalization-9 mixes the batch's own statistics into
-    the stored ones: [1, 3] normalised by mean 0, var 1 gave [0.8, 2.8]), a normalisation
-    by a computed standard deviation (`_STANDARDIZING_OPS`), an extreme over values with
-    a NaN (`_EXTREME_OPS`), or a grouped ConvTranspose (onnx 1.23's evaluator puts each
-    group's output in the wrong channels, or fails: a depthwise one over 4 channels was
-    folded to values off by 2.6; the fuzzer's seed 2752)."""
-    if node.domain:  # ai.onnx.ml
-        return node.type in _ML_CLASSIFIERS
-    if node.type in _STANDARDIZING_OPS:
-        return True
-    if node.type in _EXTREME_OPS and inputs and inputs[0] is not None:
-        values = np.asarray(inputs[0].numpy())
-        return values.dtype.kind == "f" and bool(np.isnan(values).any())
-    if node.type == "BatchNormalization" and node_opset(node) < 14:
-        return True
-    if node.type == "ConvTranspose" and node.has_attr("group"):
-        return int(node.get_attr("group")) != 1
-    if (node.type == "Dropout" and node_opset(node) < 12 and node.get_outputs_size() > 1
-            and node.get_out_data_nodes_and_port_indexes(1)):
-        return True  # Dropout-10's inference mask: the evaluator's all-true, the runtime's false
-    if node.type in _ACCUMULATING_OPS:
-        return any(v is not None and v.data_type in _NARROW_FLOATS for v in inputs)
-    if node.type in ("Cast", "CastLike"):
-        source = inputs[0]
-        if node.type == "Cast":
-            to_string = (node.has_attr("to")
-                         and int(node.get_attr("to")) == onnx.TensorProto.STRING)
-        else:  # the type of its second input (trial AA: CastLike was folded)
-            like = inputs[1] if len(inputs) > 1 else None
-            to_string = like is not None and like.data_type == DataType.DT_STRING
-        return (to_string and source is not None and source.data_type != DataType.DT_STRING
-                and np.dtype(data_type_to_numpy(source.data_type)).kind in "fb")
-    return False
 
 
 def _maybe_non_tensor(node: Node) -> list[int]:
@@ -390,7 +316,7 @@ class _Folder:
         inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
         if inputs is None:
             return None  # (what `is_constant_foldable` says of a node without bodies)
-        if node.domain in ("", "ai.onnx.ml") and _computed_otherwise(node, inputs):
+        if node.domain in ("", "ai.onnx.ml") and computed_otherwise(node, inputs):
             return None
         descs = {i: node.get_output_desc(i) for i in used}
         for i in self._maybe_non_tensor(node):
