@@ -313,3 +313,25 @@ def test_an_output_of_unknown_rank_takes_constants_of_rank_one_or_less(tmp_path:
         assert_fused(graph, source, tmp_path, feeds, tol=TOL)
     graph = load(flattened([1, N]))
     assert not run_pass(GemmAddMulFusion, graph)
+
+
+def test_a_float16_weight_that_would_underflow_is_not_folded(tmp_path: Path) -> None:
+    """W = 1e-4 scaled by 1e-4 is 1e-8, zero in float16: folded, every output went from
+    4e-6 to 0 (trial CC). A scale that keeps the weights normal still folds."""
+    f16 = onnx.TensorProto.FLOAT16
+
+    def scaled(scale: float) -> onnx.ModelProto:
+        return model([node("MatMul", ["x", "w"], ["mm"], name="dense/MatMul"),
+                      node("Mul", ["mm", "s"], ["y"], name="bn/Mul")],
+                     [vi("x", f16, [2, 4])], [vi("y", f16, [2, 3])],
+                     [init("w", np.full((4, 3), 1e-4), np.float16),
+                      init("s", np.full(3, scale), np.float16)])
+
+    tiny = scaled(1e-4)
+    graph = load(tiny)
+    assert not run_pass(GemmAddMulFusion, graph)
+    feeds = [{"x": np.full((2, 4), 100.0, np.float16)}]
+    saved = assert_fused(graph, tiny, tmp_path, feeds, tol=1e-3)
+    assert "Mul" in {n.op_type for n in saved.graph.node}
+    graph = load(scaled(0.5))
+    assert run_pass(GemmAddMulFusion, graph)

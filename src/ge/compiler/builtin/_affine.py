@@ -18,7 +18,8 @@ optional outputs, `spatial` 1 where the opset has it), the element types are flo
 ones the produced operator accepts at the model's opset, the intermediate values (the Conv's
 or Gemm's output, a MatMul's and its bias Add's) have no consumer besides the folded
 operator (the matcher refuses those matches), and every folded value is finite after the
-cast (a float16 weight may overflow).
+cast (a float16 weight may overflow), and no output has all its folded weights below the
+type's normal range (a float16 weight may underflow).
 """
 
 from __future__ import annotations
@@ -133,12 +134,26 @@ def as_float64(tensor: Tensor) -> np.ndarray:
     return np.asarray(tensor.numpy(), dtype=np.float64)
 
 
-def cast_like(values: np.ndarray, like: Tensor) -> Tensor | None:
-    """`values` in the element type of `like`, or None if a value is not finite there."""
+def cast_like(values: np.ndarray, like: Tensor, *, output_axis: int | None = None
+              ) -> Tensor | None:
+    """`values` in the element type of `like`, or None if a value is not finite there, or,
+    for a weight (`output_axis`: its axis indexing the outputs it computes), if every weight
+    of an output is rounded below the type's normal range: the fold would lose that output
+    where the unfused model keeps it (float16 weights of 1e-4 scaled by 1e-4 became 0, and
+    the model's outputs of 4e-6 too; trial CC). One small weight among larger ones may
+    round as it likes: the output hardly depends on it."""
     with np.errstate(all="ignore"):
         cast = values.astype(like.numpy().dtype)
-    if not np.all(np.isfinite(cast.astype(np.float64))):
+        wide = cast.astype(np.float64)
+    if not np.all(np.isfinite(wide)):
         return None
+    if output_axis is not None and cast.dtype.kind == "f" and values.ndim:
+        others = tuple(a for a in range(values.ndim) if a != output_axis % values.ndim)
+        largest = np.abs(values).max(axis=others) if others else np.abs(values)
+        rounded = (wide != values).any(axis=others) if others else wide != values
+        lost = (largest > 0) & (largest < float(np.finfo(cast.dtype).tiny)) & rounded
+        if bool(lost.any()):
+            return None
     return Tensor(cast, data_type=like.data_type)
 
 

@@ -106,7 +106,7 @@ def _conv_fold(weight: Tensor, bias: Tensor | None, factor: np.ndarray | None,
     b = as_float64(bias) if bias is not None else None
     if factor is not None:
         w = _scaled_output_channels(as_float64(weight), factor, transposed_groups)
-        new_weight = cast_like(w, weight)
+        new_weight = cast_like(w, weight, output_axis=0 if transposed_groups is None else 1)
         if new_weight is None:
             return None
         b = b * factor if b is not None else None

@@ -17,7 +17,7 @@ A `PatternFusionPass` of the `builtin_fusion` step, with commutative matching (`
 
 `meet_requirements` checks the rest: the graph's opset has `Gelu` (20), X is a float type
 (float16, bfloat16, float32, float64), every constant is a one-element constant within a
-relative 1e-4 of its value (or the constant's own precision, for float16 and bfloat16), and
+relative 1e-5 of its value (or the constant's own precision, for float16 and bfloat16), and
 the result has X's shape and type (a constant that broadcast X to more axes is refused).
 The matcher refuses a match whose intermediate values are read outside it. See
 docs/fusions/norm_gelu.md.
@@ -43,8 +43,10 @@ __all__ = ["GeluFusion"]
 
 GELU_OPSET = 20
 GELU_TYPES = FLOAT_TYPES  # Gelu takes every floating-point type
-#: Relative tolerance on the constants (float32 exports round sqrt(2) and friends).
-RTOL = 1e-4
+#: Relative tolerance on the constants: float32 exports round sqrt(2) and friends (to 6e-8),
+#: some write them to five digits (0.79788: 6e-6). Wider, it fused a divisor of 1.4143 (6e-5
+#: off), which moved the outputs by 2.7e-4, beyond verification's own rtol (trial CC).
+RTOL = 1e-5
 
 #: The value each pattern constant must have, by role.
 _EXPECTED = {

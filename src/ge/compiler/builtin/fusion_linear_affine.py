@@ -129,7 +129,7 @@ class GemmBatchNormFusion(PatternFusionPass):
             c = as_float64(c_value) * float(attrs.get("beta", 1.0))
         axis = 0 if trans_b else 1  # the axis of B that indexes output features
         scaled = as_float64(weight) * (factor[:, None] if axis == 0 else factor[None, :])
-        new_weight = cast_like(scaled, weight)
+        new_weight = cast_like(scaled, weight, output_axis=axis)
         # y = (alpha * A'B' + beta * C) * f + shift: scale B's feature axis by f, C by f too.
         new_c = cast_like(shift if c is None else c * factor + shift, weight)
         if new_weight is None or new_c is None:
@@ -285,7 +285,7 @@ class GemmAddMulFusion(PatternFusionPass):
             names.bias = folded_name(add, b_index)
         new_weight: Tensor | None = None
         if chain.outer.type == "Mul":
-            new_weight = cast_like(as_float64(weight) * k[None, :], weight)
+            new_weight = cast_like(as_float64(weight) * k[None, :], weight, output_axis=1)
             if new_weight is None:
                 return None
             b = None if b is None else b * k

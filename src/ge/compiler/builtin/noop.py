@@ -23,10 +23,10 @@ a Reshape, Expand or Slice whose output desc has the input's dims, names and all
 is one size throughout a model). A Squeeze without axes stays unless every dim is a known
 size other than 1: a symbol may be 1.
 
-Signed zeros: Add(x, +0.0) is removed although IEEE 754 gives +0.0 for x = -0.0 (an equal
-value; only a 1/x or atan2 downstream sees the sign). Strictly only x + (-0.0) and
-x - (+0.0) give -0.0 back, but exports write +0.0, and the vendored ViT and the dynamo
-DistilBERT would keep their no-op Adds.
+Signed zeros: Add(x, +0.0) and Sub(x, -0.0) are removed although IEEE 754 gives +0.0 for
+x = -0.0 (an equal value; only a 1/x or atan2 downstream sees the sign). Strictly only
+x + (-0.0) and x - (+0.0) give -0.0 back, but exports write +0.0, and the vendored ViT and
+the dynamo DistilBERT would keep their no-op Adds.
 """
 
 from __future__ import annotations
