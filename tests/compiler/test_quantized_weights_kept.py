@@ -2,7 +2,8 @@
 `DequantizeLinear` of a constant weight (the QDQ format stores weights that way), which
 onnx's reference evaluator can evaluate from opset 19 and which used to become a float32
 constant: the file grew (int4: 6x), onnxruntime ran the Conv in float, slower and with other
-results, and verification (onnxruntime with its optimisations off) saw no difference."""
+results, and verification (onnxruntime with its optimisations off) saw no difference. Its
+quantization pairs stay as written too: merged, onnxruntime fused none of them (trial BB)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,57 @@ def test_opset_conversion_keeps_the_weights_quantized(tmp_path: Path) -> None:
     onnx.save(_qdq_conv_model(TensorProto.INT8, 17), source)
     saved = ge.compile(source, opset=21).to_onnx()
     assert [n.op_type for n in saved.graph.node].count("DequantizeLinear") == 2
+
+
+def _pair_per_consumer(zero_point: np.generic) -> onnx.ModelProto:
+    """Two MatMuls read x through their own equal QuantizeLinear/DequantizeLinear pairs (the
+    quantizer's DedicatedQDQPair), each pair with its own, equal, scale and zero point."""
+    nodes, inits = [], []
+    for i in range(2):
+        inits += [numpy_helper.from_array(np.array(0.02, np.float32), f"xs{i}"),
+                  numpy_helper.from_array(np.array(zero_point), f"xz{i}"),
+                  numpy_helper.from_array(RNG.integers(-127, 127, (16, 16)).astype(np.int8),
+                                          f"w{i}"),
+                  numpy_helper.from_array(np.array(0.01, np.float32), f"ws{i}"),
+                  numpy_helper.from_array(np.array(0, np.int8), f"wz{i}"),
+                  numpy_helper.from_array(np.array(0.1 * (i + 1), np.float32), f"ys{i}"),
+                  numpy_helper.from_array(np.array(zero_point), f"yz{i}")]
+        nodes += [
+            helper.make_node("QuantizeLinear", ["x", f"xs{i}", f"xz{i}"], [f"xq{i}"]),
+            helper.make_node("DequantizeLinear", [f"xq{i}", f"xs{i}", f"xz{i}"], [f"xd{i}"]),
+            helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}", f"wz{i}"], [f"wd{i}"]),
+            helper.make_node("MatMul", [f"xd{i}", f"wd{i}"], [f"mm{i}"]),
+            helper.make_node("QuantizeLinear", [f"mm{i}", f"ys{i}", f"yz{i}"], [f"yq{i}"]),
+            helper.make_node("DequantizeLinear", [f"yq{i}", f"ys{i}", f"yz{i}"], [f"yd{i}"])]
+    nodes.append(helper.make_node("Add", ["yd0", "yd1"], ["y"]))
+    graph = helper.make_graph(nodes, "pairs",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _fused_by_onnxruntime(model: onnx.ModelProto, tmp_path: Path) -> dict[str, int]:
+    source, optimized = tmp_path / "in.onnx", tmp_path / "optimized.onnx"
+    onnx.save(model, source)
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(optimized)
+    onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(optimized).graph.node]
+    return {op: ops.count(op) for op in ("QLinearMatMul", "MatMul")}
+
+
+@pytest.mark.parametrize("zero_point", [np.int8(0), np.uint8(128)], ids=["int8", "uint8"])
+def test_quantization_pairs_are_not_merged(zero_point: np.generic, tmp_path: Path) -> None:
+    """ConstantDeduplication made the pairs' scales one constant, then CSE (or onnxruntime's
+    own) merged the two pairs; one QuantizeLinear feeding two groups, onnxruntime fused
+    neither over int8 (QLinearMatMul 2 -> 0, 3.8x slower at K = 512)."""
+    original = _pair_per_consumer(zero_point)
+    result = ge.compile(original, verify=True)
+    compiled = result.to_onnx()
+    ops = [n.op_type for n in compiled.graph.node]
+    assert ops.count("QuantizeLinear") == 4 and ops.count("DequantizeLinear") == 6
+    scales = {n.input[1] for n in compiled.graph.node if n.op_type == "QuantizeLinear"}
+    assert len(scales) == 4  # each pair its own scale, as written
+    assert _fused_by_onnxruntime(compiled, tmp_path) == _fused_by_onnxruntime(original,
+                                                                               tmp_path)

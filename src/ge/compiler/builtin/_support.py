@@ -63,6 +63,27 @@ def is_operator(node: Node) -> bool:
     return node.type not in _STRUCTURAL or bool(node.domain)
 
 
+#: The operators of a quantized model's node units (QDQ format): onnxruntime groups each
+#: `DequantizeLinear -> op -> QuantizeLinear` it finds into one quantized operator, and how
+#: the quantizer wrote them (a pair per consumer) decides which it can group. Merging two
+#: equal QuantizeLinear nodes (or the constants that would make them equal) made one feed
+#: two groups, and onnxruntime then fused neither over int8 (trial BB: 2 QLinearMatMul ->
+#: 0, 3.8x slower; 10 QLinearAdd -> 0 in a quantized ViT). Left as written.
+_QUANTIZATION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+_QUANTIZATION_DOMAINS = frozenset({"", "com.microsoft"})
+
+
+def is_quantization_node(node: Node) -> bool:
+    """Whether `node` is a QuantizeLinear or DequantizeLinear (standard or onnxruntime's)."""
+    return node.type in _QUANTIZATION_OPS and node.domain in _QUANTIZATION_DOMAINS
+
+
+def quantization_parameter(node: Node) -> bool:
+    """Whether `node`'s value is read as a scale or zero point of a quantization node."""
+    return any(j in (1, 2) and is_quantization_node(consumer)
+               for _, consumer, j in _consumers(node))
+
+
 def _consumers(node: Node) -> Iterator[tuple[int, Node, int]]:
     for i in range(node.get_outputs_size()):
         for consumer, j in node.get_out_data_nodes_and_port_indexes(i):

@@ -3,7 +3,10 @@
 `Const` nodes whose values have the same `value_key` (dtype, shape and bytes, exactly: 0.0
 and -0.0 differ) are merged into the first one in topological order, so the model stores
 the value once and common-subexpression elimination sees the same producer. A constant
-read by a subgraph body, or feeding a graph output whose name would change, is kept.
+read by a subgraph body, or feeding a graph output whose name would change, is kept, and
+so is a scale or zero point of a quantization node (`_support.quantization_parameter`:
+merged, two QuantizeLinear pairs became equal and onnxruntime's own CSE merged them, which
+undid its quantized fusions).
 
 Digesting every weight of a large model would cost more than the rest of the pass (about
 1 ms per MiB): a constant is digested only when another one has its dtype, shape and first
@@ -24,7 +27,12 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from ge.compiler.builtin._support import raw_bytes, raw_item_size, rewirable
+from ge.compiler.builtin._support import (
+    quantization_parameter,
+    raw_bytes,
+    raw_item_size,
+    rewirable,
+)
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import CONST, Graph, Node, Tensor
 from ge.graph.keys import value_key
@@ -80,7 +88,8 @@ class ConstantDeduplication(FusionBasePass):
             first = _first_equal(seen.setdefault(self._sample(value), []), node, value)
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
-            if not rewirable(node):
+            if not rewirable(node) or quantization_parameter(node) or quantization_parameter(
+                    first):
                 continue
             graph.replace_all_uses(node, 0, first, 0)
             graph.remove_node(node)

@@ -3,15 +3,17 @@
 Operator nodes are keyed by `ge.graph.keys.node_key` (domain, op type, attributes, input
 producers, output count); walking in topological order, a node whose key was already seen
 has its uses moved to the first such node and is removed, so chains of duplicates collapse
-in one run. Nondeterministic operators, nodes owning subgraphs and `Const` nodes (see
-`ConstantDeduplication`) are left alone.
+in one run. Nondeterministic operators, nodes owning subgraphs, `Const` nodes (see
+`ConstantDeduplication`) and a quantized model's QuantizeLinear and DequantizeLinear nodes
+(`_support.is_quantization_node`: how they pair decides what onnxruntime can fuse) are left
+alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
-from ge.compiler.builtin._support import is_operator, rewirable
+from ge.compiler.builtin._support import is_operator, is_quantization_node, rewirable
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.keys import node_key
@@ -40,7 +42,7 @@ class CommonSubexpressionElimination(FusionBasePass):
         changed = False
         for node in graph.topological_order():
             if (not is_operator(node) or is_random(node)
-                    or node.get_outputs_size() == 0):
+                    or node.get_outputs_size() == 0 or is_quantization_node(node)):
                 continue
             key = node_key(node)
             if key is None:
