@@ -534,3 +534,32 @@ def test_a_node_that_does_not_fit_its_registered_signature(inputs: int | str, ou
         assert info.value.nodes == ("s",) and not called
     finally:
         unregister_op("Scale2", "test.arity")
+
+
+def test_an_unnamed_node_onnx_rejects_is_named_with_what_it_computes() -> None:
+    """onnx's message for a node without a name said only "(op_type:DequantizeLinear)",
+    with two in the model (trial BB): onnx is handed ge's names, and the error says which
+    node of the model each one is, by the values it computes."""
+    h = onnx.helper
+    scale = onnx.numpy_helper.from_array(np.array(0.1, np.float32), "s")
+    unsigned = onnx.numpy_helper.from_array(np.array(128, np.uint8), "zu")
+    signed = onnx.numpy_helper.from_array(np.array(0, np.int8), "zs")
+    source = h.make_model(h.make_graph(
+        [h.make_node("QuantizeLinear", ["x", "s", "zu"], ["q"]),
+         h.make_node("DequantizeLinear", ["q", "s", "zu"], ["d"]),
+         h.make_node("QuantizeLinear", ["d", "s", "zu"], ["q2"]),
+         h.make_node("DequantizeLinear", ["q2", "s", "zs"], ["y"])],  # int8 zero point
+        "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])],
+        [scale, unsigned, signed]), opset_imports=[h.make_opsetid("", 17)])
+    graph = load(source)
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(ShapeInferenceError) as caught:
+        infer_shapes(graph, strict=True)
+    err = caught.value
+    assert err.code == "GE1305"
+    (name,) = err.nodes
+    assert graph.find_node_by_name(name).get_output_names() == ["y"]
+    assert f"node name: {name}" in str(err)
+    assert f"{name!r} is ge's name for the DequantizeLinear node computing 'y'" in str(err)
+    assert graph.to_onnx().SerializeToString() == before  # (the model keeps no name)

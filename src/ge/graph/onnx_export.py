@@ -50,6 +50,9 @@ _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
 # (`graph_to_model(lift_constants=...)`).
 _LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
+# Whether nodes read without a name are written under their IR name
+# (`graph_to_model(name_every_node=...)`).
+_NAME_EVERY_NODE: ContextVar[bool] = ContextVar("ge_name_every_node", default=False)
 
 
 def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
@@ -71,7 +74,8 @@ def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
 def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
                    value_names: dict[tuple[Node, int], str] | None = None,
                    value_info: bool = True, lift_constants: bool = False,
-                   payloads: PayloadStore | None = None) -> onnx.ModelProto:
+                   payloads: PayloadStore | None = None,
+                   name_every_node: bool = False) -> onnx.ModelProto:
     """The ONNX model of `graph` with the model fields of its root (opsets, producer, ...).
 
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
@@ -89,8 +93,11 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `payloads`, when given, gets the large `raw_data` tensors the sink leaves inline
     (initializers, `Constant` values, input defaults): the model holds placeholders for
     them, and only `payloads.layout` and `payloads.write` make the real file of it.
+    `name_every_node=True` writes a node read without a name under its IR name (a model
+    handed to onnx, whose errors then say which node they are about).
     """
     token = _TENSOR_SINK.set(tensor_sink)
+    naming = _NAME_EVERY_NODE.set(name_every_node)
     store = _PAYLOADS.set(payloads)
     typed = _VALUE_INFO.set(value_info)
     lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
@@ -99,6 +106,7 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
             names = _OutputNames(graph)
             model = _graph_to_model(graph, names)
     finally:
+        _NAME_EVERY_NODE.reset(naming)
         _LIFT_CONSTANTS.reset(lift)
         _VALUE_INFO.reset(typed)
         _PAYLOADS.reset(store)
@@ -518,7 +526,12 @@ def _touches(node: Node, renames: Renames) -> bool:
 def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
     renames = names.renames
     if node._clean and node._proto is not None and not (renames and _touches(node, renames)):
-        return node._proto
+        if node._proto.name or not _NAME_EVERY_NODE.get():
+            return node._proto
+        named = onnx.NodeProto()  # (the node's own proto stays as read)
+        named.CopyFrom(node._proto)
+        named.name = node._name
+        return named
     proto = onnx.NodeProto()
     source = node._proto
     if renames:
@@ -561,7 +574,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             _write_attrs(proto, node, None, names)
         proto.input.extend(inputs)
         proto.output.extend(outputs)
-    name = written_name(node)
+    name = written_name(node) or (node._name if _NAME_EVERY_NODE.get() else "")
     if proto.name != name:
         proto.name = name
     if node._metadata:

@@ -21,9 +21,10 @@ from onnx import shape_inference
 
 from ge.errors import ShapeInferenceError
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.domains import defined_value_names, proto_graphs
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.onnx_export import graph_to_model, initializers_as_inputs
+from ge.graph.onnx_export import graph_to_model, initializers_as_inputs, written_name
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
@@ -295,7 +296,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     # exporting them all and stripping them, without writing or walking them). `Constant`
     # operators are lifted into initializers: so their values too go through `typed_only`.
     model = graph_to_model(root, value_names=exported, tensor_sink=typed_only,
-                           value_info=custom, lift_constants=True)
+                           value_info=custom, lift_constants=True, name_every_node=True)
     if opaque:  # their calls are unknown operators to onnx, typed by ge (`ge.ops.functions`)
         kept = [f for f in model.functions if function_key(f) not in opaque]
         del model.functions[:]
@@ -402,27 +403,34 @@ def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
 
 
 def _inference_error(root: Graph, err: Exception) -> ShapeInferenceError:
-    return ShapeInferenceError(
-        f"shape inference of graph {root.name!r} failed: {_first_error(str(err))}",
-        nodes=_nodes_named_in(str(err)))
+    message = _first_error(str(err))
+    named = _nodes_named_in(message)
+    unnamed = _unnamed_in_model(root, named)
+    if unnamed:  # onnx was given ge's names for them (`name_every_node`): say which they are
+        message += "; " + "; ".join(unnamed)
+    return ShapeInferenceError(f"shape inference of graph {root.name!r} failed: {message}",
+                               nodes=_nodes_named_in(str(err)))
+
+
+def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
+    """For each node of `names` the model has without a name, which node it is: the values
+    it computes (trial BB: a GE1305 for one of several unnamed DequantizeLinear nodes)."""
+    wanted = set(names)
+    found = []
+    for node in root.get_all_nodes():
+        if node.name in wanted and not written_name(node):
+            outputs = ", ".join(repr(n) for n in node.get_output_names() if n)
+            found.append(f"{node.name!r} is ge's name for the {node.type} node computing "
+                         f"{outputs} (it has no name in the model)")
+    return found
 
 
 def _names_repeat_across_graphs(graph: onnx.GraphProto) -> bool:
     """Whether two graphs of a model (sibling bodies: a body may not reuse an outer name)
     define a value of the same name."""
     seen: set[str] = set()
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        names = {v.name for v in g.input}
-        names.update(t.name for t in g.initializer)
-        for node in g.node:
-            names.update(o for o in node.output if o)
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    stack.append(attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    stack.extend(attr.graphs)
+    for each in proto_graphs(graph):
+        names = defined_value_names(each)
         if not names.isdisjoint(seen):
             return True
         seen.update(names)
