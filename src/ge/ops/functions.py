@@ -21,6 +21,7 @@ from onnx import helper, inliner
 from ge.errors import GeError, ShapeInferenceError
 from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
+from ge.graph.model_info import FunctionKey
 from ge.graph.node import Node, overload_of
 from ge.graph.onnx_export import merge_annotations
 from ge.graph.onnx_import import model_to_graph
@@ -31,11 +32,6 @@ from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = ["FunctionKey", "call_key", "called_function", "calls_left", "function_key",
            "infer_call", "inline_local_functions", "node_call_key", "opaque_functions"]
-
-#: (domain, name, overload), as a call names the function (`NodeProto.overload`, IR 10: two
-#: functions of one name are told apart by it).
-FunctionKey = tuple[str, str, str]
-
 
 def function_key(function: onnx.FunctionProto) -> FunctionKey:
     """The key of a local function, as `call_key` gives it for a call of it."""
@@ -177,11 +173,7 @@ def called_function(node: Node) -> onnx.FunctionProto | None:
     graph = node.owner_graph
     if graph is None:
         return None
-    key = node_call_key(node)
-    for function in graph.root_graph().model.functions:
-        if function_key(function) == key:
-            return function
-    return None
+    return graph.root_graph().model.function(node_call_key(node))
 
 
 def _typed_by_ge(node: onnx.NodeProto, opsets: Mapping[str, int],

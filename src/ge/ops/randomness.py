@@ -10,6 +10,7 @@ import onnx
 
 from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.graph import Graph
+from ge.graph.model_info import ModelInfo
 from ge.graph.node import Node
 from ge.ops.functions import FunctionKey, call_key, called_function, function_key
 from ge.ops.onnx_node import const_value, node_opset
@@ -66,27 +67,25 @@ def random_source(node: Node) -> str | None:
     if function is not None:
         graph = node.owner_graph
         assert graph is not None  # (a node calling a function of its model has a graph)
-        defined = {function_key(f): f for f in graph.root_graph().model.functions}
-        op_type = _random_in_function(function, defined, set())
+        op_type = _random_in_function(function, graph.root_graph().model, set())
         if op_type is not None:
             return (f"the random operator {op_type} in function "
                     f"{node.domain}.{node.type}, which {node.name!r} calls")
     return None
 
 
-def _random_in_function(function: onnx.FunctionProto,
-                        defined: dict[FunctionKey, onnx.FunctionProto],
+def _random_in_function(function: onnx.FunctionProto, model: ModelInfo,
                         seen: set[FunctionKey]) -> str | None:
     """The op type of a random operator in local `function` (its bodies and the functions
-    it calls, `defined` by their keys), or None."""
+    of `model` it calls), or None."""
     seen.add(function_key(function))
     for inner in proto_nodes(function.node):
         if inner.op_type in NONDETERMINISTIC_OPS or (
                 inner.op_type == "Dropout" and len(inner.input) > 2 and inner.input[2]):
             return inner.op_type
-        callee = defined.get(call_key(inner))
+        callee = model.function(call_key(inner))
         if callee is not None and function_key(callee) not in seen:
-            found = _random_in_function(callee, defined, seen)
+            found = _random_in_function(callee, model, seen)
             if found is not None:
                 return found
     return None
