@@ -91,18 +91,16 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
         if not _LOWEST <= current < opset or name in off or (
                 not spec.on_by_default and name not in enabled):
             continue
-        # the graphs holding one of the operators every match contains (the others have
-        # nothing to count, and each find_matches builds the pass's patterns again)
-        counted = [g for g in graphs if not spec.requires
-                   or any(g.nodes_of_type(t) for t in spec.requires)]
-        if not counted:
+        # only if a graph holds one of the operators every match contains
+        if spec.requires and not any(g.nodes_of_type(t) for g in graphs
+                                     for t in spec.requires):
             continue
         imports[key] = opset  # for the count only: restored below
         try:
             instance = (pass_class(reduce_mean_opset=current)
                         if issubclass(pass_class, NormFusion) else pass_class())
             count = 0
-            for found in (f for g in counted for f in find_matches(instance, g)):
+            for found in find_matches(instance, graph, bodies=True):
                 # A layer norm's inner part has an RMS norm's shape: LayerNormFusion takes it.
                 # (Constants are shared between matches: deduplication merges epsilons.)
                 operators = {n for n in found.nodes if not is_const(n)}

@@ -251,8 +251,7 @@ def matches_in(entry: RegisteredPass, instance: FusionBasePass | None, graph: Gr
     found: list[FoundMatch] = []
     try:
         with opset_scope(graph.opset_imports), inference_memo_scope(InferenceMemo()):
-            for target in _targets(graph, bodies):
-                found += _find_matches(instance, target, context)
+            found += _find_matches(instance, graph, context, bodies=bodies)  # (patterns once)
     except Exception as exc:
         raise run_error(entry, stage, "FAILED", describe_exception(exc), exc) from exc
     return found
