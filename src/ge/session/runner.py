@@ -3,7 +3,9 @@
 A model runs in onnxruntime (CPU, graph optimisations off so that what runs is our model,
 logging quiet). A model holding custom operators registered in `ge.ops` runs in onnx's
 `ReferenceEvaluator` instead, each such operator computed by its numpy kernel (or its
-decomposition). A `ModelRunner` prepares a model once and runs it many times; running a
+decomposition). Inputs and outputs of float8, 4-bit and 2-bit types, which onnxruntime's
+`run` neither takes nor gives, are exchanged with it as OrtValues (`ge.session.low_bit`).
+A `ModelRunner` prepares a model once and runs it many times; running a
 `Graph` exports it and never changes it.
 """
 
@@ -43,6 +45,7 @@ from ge.ops.functions import inline_local_functions
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_kernels import RUNTIME_KERNELS
 from ge.ops.runtime_ops import runtime_domains
+from ge.session.low_bit import LOW_BIT_TYPES, ML_DTYPES, from_ort_value, restored, to_ort_value
 from ge.session.values import ValueType, fitted_value, value_text
 
 __all__ = [
@@ -253,6 +256,8 @@ def checked_inputs(inputs: Mapping[str, Any], specs: list[InputSpec],
             if problem:
                 problems.append(f"input {spec.name!r}: {problem}")
             continue
+        if spec.elem_type:  # a float8 or int4 array read back from an .npz file is void
+            arrays[spec.name] = restored(arrays[spec.name], spec.elem_type)
         problem = _problem(spec, arrays[spec.name], symbols)
         if problem:
             problems.append(problem)
@@ -429,7 +434,11 @@ def exported_to_run(graph: Graph, *, value_info: bool = True,
 class ModelRunner:
     """A model prepared to run: checked interface, and an onnxruntime session (or a
     reference evaluator when it holds custom operators or bfloat16 inputs or outputs) built
-    once for many runs. A large Graph runs from a temporary file (`exported_to_run`)."""
+    once for many runs. A large Graph runs from a temporary file (`exported_to_run`).
+
+    A float8, 4-bit or 2-bit input goes to onnxruntime as an OrtValue; a model with such an
+    output runs with `run_with_ort_values`, which a string, sequence, map or optional input
+    or output cannot go through: such a model is `RuntimeLoadError` here, before it runs."""
 
     def __init__(self, model: Model | ExportedModel) -> None:
         if isinstance(model, ExportedModel):  # checked as the proto it is, as a proto is
@@ -460,6 +469,12 @@ class ModelRunner:
         # model runs in the reference evaluator, as one with custom operators does.
         reference = bool(customs) or _has_bfloat16_io(proto)
         self.backend = "reference" if reference else "onnxruntime"
+        # Outputs of a float8, 4-bit or 2-bit type come from onnxruntime only as OrtValues
+        # (`ge.session.low_bit`): such a model runs with `run_with_ort_values`.
+        self._ort_values = not reference and any(
+            _elem_type(o.type) in LOW_BIT_TYPES for o in proto.graph.output)
+        if self._ort_values:
+            _check_ort_values(proto)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
         try:
@@ -508,8 +523,9 @@ class ModelRunner:
         return ort.InferenceSession(str(path), options, providers=providers)
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The outputs by graph output name, in the graph's output order: arrays, and the
-        Python values of sequences, maps and optionals (`ge.session.values`)."""
+        """The outputs by graph output name, in the graph's output order: arrays (float8,
+        int4 ... as the ml_dtypes arrays of their types), and the Python values of
+        sequences, maps and optionals (`ge.session.values`)."""
         arrays = checked_inputs(inputs, self.inputs, self.name)
         try:
             # (not np.ascontiguousarray: it makes a 0-d input 1-d); a sequence, map or
@@ -519,8 +535,14 @@ class ModelRunner:
             if self.backend == "reference":
                 with self._lock:
                     results = self._evaluator.run(None, feeds)
-            else:
-                results = self._session.run(None, feeds)
+            elif self._ort_values:
+                values = self._session.run_with_ort_values(
+                    None, {k: _ort_value(v) for k, v in feeds.items()})
+                results = [_from_ort_value(name, v)
+                           for name, v in zip(self.output_names, values)]
+            else:  # a float8, 4-bit or 2-bit input as an OrtValue, the rest as they are
+                results = self._session.run(None, {k: _ort_value(v) if _low_bit(v) else v
+                                                   for k, v in feeds.items()})
         except Exception as err:  # MemoryError included: one line, not a traceback
             if _out_of_memory(err):
                 raise SessionError(
@@ -530,6 +552,65 @@ class ModelRunner:
                                f"{_one_line(err)}",
                                nodes=runtime_error_nodes(str(err))) from err
         return dict(zip(self.output_names, results))
+
+
+def _elem_type(vtype: onnx.TypeProto) -> int:
+    """The element type of a tensor type, 0 for anything else."""
+    return vtype.tensor_type.elem_type if vtype.WhichOneof("value") == "tensor_type" else 0
+
+
+def _type_text(vtype: onnx.TypeProto) -> str:
+    """An input's or output's type for a message: `int4`, `string`, `seq(tensor(float))`."""
+    if vtype.WhichOneof("value") == "tensor_type":
+        return elem_type_name(vtype.tensor_type.elem_type)
+    return ValueType.from_proto(vtype).text()
+
+
+def _check_ort_values(proto: onnx.ModelProto) -> None:
+    """Refuse (RuntimeLoadError, before anything runs) a model with a float8, 4-bit or
+    2-bit output that cannot run with `run_with_ort_values`: onnxruntime makes no OrtValue
+    of a string, sequence, map or optional input, and ge reads no such output from one."""
+    low = next(o for o in proto.graph.output if _elem_type(o.type) in LOW_BIT_TYPES)
+    why = next((f"input {i.name!r} ({_type_text(i.type)}) cannot be one (onnxruntime makes "
+                "OrtValues of numeric tensors only)"
+                for i in proto.graph.input
+                if i.type.WhichOneof("value") not in (None, "tensor_type")
+                or _elem_type(i.type) == TensorProto.STRING), None)
+    why = why or next((f"output {o.name!r} ({_type_text(o.type)}) cannot be read from one"
+                       for o in proto.graph.output
+                       if o.type.WhichOneof("value") not in (None, "tensor_type")), None)
+    if why:
+        raise RuntimeLoadError(
+            f"ge cannot read output {low.name!r} ({_type_text(low.type)}) of graph "
+            f"{proto.graph.name!r} from onnxruntime: onnxruntime gives that type only "
+            f"through run_with_ort_values, where every input and output is an OrtValue, and "
+            f"{why}")
+
+
+def _low_bit(value: Any) -> bool:
+    """Whether `value` is an array of a float8, 4-bit or 2-bit type."""
+    return isinstance(value, np.ndarray) and ML_DTYPES.get(value.dtype) in LOW_BIT_TYPES
+
+
+def _ort_value(value: Any) -> Any:
+    """An input as an onnxruntime OrtValue: a float8, 4-bit or 2-bit array in onnxruntime's
+    layout (`ge.session.low_bit`), another one over the array's own memory."""
+    if _low_bit(value):
+        return to_ort_value(value, ML_DTYPES[value.dtype])
+    import onnxruntime as ort
+
+    return ort.OrtValue.ortvalue_from_numpy(value)
+
+
+def _from_ort_value(name: str, value: Any) -> Any:
+    """An output OrtValue as the array it holds (a float8, 4-bit or 2-bit one as the
+    ml_dtypes array of its type)."""
+    if not value.is_tensor():
+        raise SessionError(f"output {name!r} is {value.data_type()}, which ge cannot read "
+                           "from an onnxruntime OrtValue")
+    if value.element_type() in LOW_BIT_TYPES:
+        return from_ort_value(value)
+    return value.numpy()
 
 
 def _out_of_memory(err: Exception) -> bool:
