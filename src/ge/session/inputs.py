@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -30,6 +31,7 @@ from ge.errors import CompilerOptionError, GraphTypeError, VerificationInputErro
 from ge.graph.graph import Graph
 from ge.graph.types import elem_type_name
 from ge.session.comparison import BLOCK_ELEMENTS
+from ge.session.low_bit import ML_DTYPES, read_one_byte_floats
 from ge.session.npz import read_npz
 from ge.session.runner import InputSpec, Model, checked_inputs, model_inputs, model_name
 from ge.session.values import (
@@ -73,6 +75,7 @@ _COMPLEX = _types("COMPLEX64", "COMPLEX128")
 _INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
                "INT4", "UINT4", "INT2", "UINT2")
 _INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at least 4 rows
+_E8M0 = getattr(TensorProto, "FLOAT8E8M0", None)  # a scale: powers of two, no sign, no zero
 DEFAULT_DIM = 2  # the size of a symbolic or unknown dim nobody named
 
 #: The bytes generated inputs may take together by default. A verification holds them, the
@@ -334,8 +337,10 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     """Random inputs for every input of `model` (a Graph, a ModelProto or the path of a
     model file) without a default, the same for a seed.
 
-    Floats (and complex parts) are standard normal; integers are 0..3, so they are valid
-    indices into small tables (embeddings, Gather) and small trip counts; bools are random;
+    Floats (and complex parts) are standard normal (clipped to the range of a narrow float:
+    float4e2m1's ±6; float8e8m0, which has no sign and no zero, is 1/4, 1/2, 1, 2 or 4);
+    integers are 0..3 (int2: 0..1), so they are valid indices into small tables
+    (embeddings, Gather) and small trip counts; bools are random;
     strings are drawn from four short words. A symbolic dim takes its size from `dims`
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
@@ -430,7 +435,13 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
         return _filled(shape, object, lambda n: words[rng.integers(0, len(words), size=n)])
     if elem == TensorProto.BOOL:
         return _filled(shape, bool, lambda n: rng.random(n) < 0.5)
-    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    if elem == _E8M0:  # no sign, no zero: the powers of two 1/4 .. 4
+        return _filled(shape, dtype, lambda n: np.exp2(rng.integers(-2, 3, size=n)))
+    if elem in _FLOATS and dtype in ML_DTYPES:  # within the type's range: finite values
+        top = float(ml_dtypes.finfo(dtype).max)  # (float4e2m1: 6; float8e4m3fn: 448)
+        return _filled(shape, dtype, lambda n: np.clip(
+            rng.standard_normal(n, dtype=np.float32), -top, top))
     if elem in _FLOATS:
         return _filled(shape, dtype, lambda n: rng.standard_normal(n, dtype=np.float32))
     if elem in _COMPLEX:
@@ -439,8 +450,10 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
         _fill(flat.real, rng.standard_normal)  # every real part first, then every imaginary
         _fill(flat.imag, rng.standard_normal)
         return out
-    if elem in _INTS:
-        return _filled(shape, dtype, lambda n: rng.integers(0, _INT_HIGH, size=n))
+    if elem in _INTS:  # (int2 holds -2..1: 0..1)
+        high = (min(_INT_HIGH, int(ml_dtypes.iinfo(dtype).max) + 1) if dtype in ML_DTYPES
+                else _INT_HIGH)
+        return _filled(shape, dtype, lambda n: rng.integers(0, high, size=n))
     raise VerificationInputError(f"input {name!r}: cannot generate values of type {what}")
 
 
@@ -467,7 +480,7 @@ def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, A
         values = read_npz(path, "inputs")
     else:
         try:
-            values = {required[0]: np.load(path, allow_pickle=False)}
+            values = {required[0]: _read_npy(path)}
         except (OSError, ValueError, EOFError) as err:
             hint = (": an object array (dtype=object) is stored pickled, which ge does not "
                     "load; save strings with a str dtype (array.astype(str))"
@@ -475,3 +488,18 @@ def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, A
             raise VerificationInputError(
                 f"cannot read inputs from {path}: {err}{hint}") from err
     return checked_inputs(values, specs, model_name(model))
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """The array of a `.npy` file, without pickle; a float8_e5m2 one (`np.save` writes it
+    as `<f1`, which `np.load` refuses) as void bytes, as `read_npz` reads it."""
+    try:
+        return np.asarray(np.load(path, allow_pickle=False))
+    except ValueError as err:
+        if "allow_pickle" in str(err):
+            raise
+        with open(path, "rb") as stream:
+            raw = read_one_byte_floats(stream)
+        if raw is None:
+            raise
+        return raw

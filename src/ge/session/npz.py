@@ -9,6 +9,12 @@ JSON text (a 0-d str array) mapping each one's name to its value, where a sequen
 list of its elements, a map `{"map": [[key, value], ...]}` (keys keep their type: int or
 str), an empty optional `null`, a number or a string itself, and a tensor `{"array": NAME}`,
 the entry holding it (`y[0]`, `y[1]`: its place in the value, in Python's notation).
+
+An ml_dtypes array (bfloat16, float8, int4 ...) is stored as its bytes, void elements of its
+size (`|V1`), which is what `numpy.savez` writes of most of them; a float8_e5m2 array, which
+`numpy.savez` writes as `<f1` and `numpy.load` then refuses, is read as such void bytes too.
+Checked as an input of a model declaring that type, void bytes of its size are that type
+again (`ge.session.low_bit.restored`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import numpy as np
 
 from ge._text import first_and_more
 from ge.errors import VerificationInputError
+from ge.session.low_bit import read_one_byte_floats, storable
 from ge.session.values import Key, is_nested, path_text
 
 __all__ = ["VALUES_ENTRY", "read_npz", "write_npz"]
@@ -66,9 +73,16 @@ def read_npz(path: str | os.PathLike[str], what: str = "values") -> dict[str, An
                 try:
                     arrays[name] = data[name]
                 except ValueError as err:  # "Object arrays cannot be loaded when ..."
-                    if "allow_pickle" not in str(err):
+                    if "allow_pickle" in str(err):
+                        pickled.append(name)
+                        continue
+                    # np.savez writes a float8_e5m2 array as `<f1`, which np.load refuses
+                    member = f"{name}.npy" if f"{name}.npy" in data.zip.namelist() else name
+                    with data.zip.open(member) as stream:
+                        raw = read_one_byte_floats(stream)
+                    if raw is None:
                         raise
-                    pickled.append(name)
+                    arrays[name] = raw
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise VerificationInputError(f"cannot read {what} from {path}: {err}") from err
     if pickled:
@@ -115,9 +129,12 @@ def _decoded(value: Any, arrays: Mapping[str, np.ndarray], used: set[str]) -> An
 
 
 def _storable(value: Any) -> np.ndarray:
-    """An array as the file holds it: an object array (onnxruntime's strings) as str."""
+    """An array as the file holds it: an object array (onnxruntime's strings) as str, an
+    ml_dtypes one (float8, int4, bfloat16) as the void bytes numpy writes of most of them
+    (`read_npz` gives them back as void; checked as a model's inputs, they are the
+    model's type again: `ge.session.low_bit.restored`)."""
     array = np.asarray(value)
-    return array.astype(np.str_) if array.dtype == object else array
+    return array.astype(np.str_) if array.dtype == object else storable(array)
 
 
 def _encoded(value: Any, name: str, path: tuple[Key, ...], arrays: dict[str, np.ndarray]
