@@ -53,10 +53,12 @@ def _plain(value: Any) -> Any:
 
 
 def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
-    """dtype, shape, the first `shown` values and (numeric arrays) min, max and mean; for a
+    """dtype, shape, the first `shown` values and (numeric arrays, ml_dtypes' float8 and
+    int4 too, as the numbers they hold) min, max and mean; for a
     sequence, map or optional (a list, a dict, None), `_nested_summary`."""
     import numpy as np
 
+    from ge.session.low_bit import is_ml_number
     from ge.session.values import is_nested
 
     if is_nested(array):
@@ -65,7 +67,8 @@ def array_summary(array: Any, *, shown: int = _SHOWN_VALUES) -> dict[str, Any]:
     flat = arr.reshape(-1)
     data: dict[str, Any] = {**_interface(arr), "size": int(arr.size),
                             "values": [_plain(v) for v in flat[:shown]]}
-    if arr.size and arr.dtype.kind in "biuf":
+    # (ml_dtypes' bfloat16, float8 and int4 are numbers too, though numpy calls them void)
+    if arr.size and (arr.dtype.kind in "biuf" or is_ml_number(arr.dtype)):
         # reduced in the array's own type (the mean summed in float64), as floats: a
         # float64 copy of a large output took more memory than the output itself
         with np.errstate(all="ignore"):
@@ -98,6 +101,8 @@ def _numbers(value: Any) -> Iterator[Any]:
     Python numbers of its maps all together."""
     import numpy as np
 
+    from ge.session.low_bit import is_ml_number
+
     scalars: list[float] = []
     pending = [value]
     while pending:
@@ -107,7 +112,7 @@ def _numbers(value: Any) -> Iterator[Any]:
         elif isinstance(item, (list, tuple)):
             pending.extend(item)
         elif isinstance(item, np.ndarray):
-            if item.dtype.kind in "biuf":
+            if item.dtype.kind in "biuf" or is_ml_number(item.dtype):
                 yield item.reshape(-1)
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
             scalars.append(item)

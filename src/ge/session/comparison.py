@@ -1,9 +1,10 @@
 """Comparing two runs' outputs: element by element, `numpy.isclose` semantics (NaN equals
-NaN), a float16/bfloat16 output held to at least its type's precision, block by block so that
-no copy of an output is made; the verdict as a `VerificationReport`. A sequence, map or
-optional output (`ge.session.values`: a list, a dict, None) is walked: its structure must be
-the same (lengths, keys, None where None), its tensors and map values are compared as
-tensors are, and a failure names the element (`[3][1]`: the fourth map's key 1).
+NaN), a float16/bfloat16 or float8/float4 output held to at least its type's precision,
+block by block so that no copy of an output is made; the verdict as a `VerificationReport`.
+The ml_dtypes types (bfloat16, float8, int4 ...) are compared as the numbers they hold. A
+sequence, map or optional output (`ge.session.values`: a list, a dict, None) is walked: its
+structure must be the same (lengths, keys, None where None), its tensors and map values are
+compared as tensors are, and a failure names the element (`[3][1]`: the fourth map's key 1).
 
 `verify` and `ge.compile(verify=...)` (in `ge.session.verification`) run the models; this is
 what they compare with, also usable on outputs computed elsewhere (`compare_outputs`).
@@ -79,8 +80,8 @@ class OutputComparison:
     `mismatches` counts elements beyond `atol + rtol * |expected|`; `worst_index` is the
     element furthest beyond that tolerance when some are, else where the absolute difference
     is largest (with the two values there). NaN equals NaN. `rtol`/`atol` are the tolerance
-    this output was held to: the report's, raised for a 16-bit float output to what its
-    type can hold (`precision_floor`).
+    this output was held to: the report's, raised for a narrow float output (float16,
+    bfloat16, float8 ...) to what its type can hold (`precision_floor`).
 
     For a sequence, map or optional output, the shapes are its length (None for None), the
     dtypes its type (`seq(map(int64, float))`: `value_label`), `size` counts the elements
@@ -149,18 +150,31 @@ class OutputComparison:
         return text
 
 
-#: The spacing of 1.0 in each 16-bit float type (numpy dtype names): two computations of the
-#: same value in such a type, rounded differently (a folded BatchNorm, another summation
-#: order), differ by about this much relative to the values involved.
-_PRECISION = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+#: The spacing of 1.0 in each float type narrower than float32 (numpy dtype names; ml_dtypes'
+#: for bfloat16 and the 8-, 6- and 4-bit floats): two computations of the same value in such a
+#: type, rounded differently (a folded BatchNorm, another summation order, a value quantized
+#: on either side of a rounding boundary), differ by about this much relative to the values
+#: involved. float8e8m0 holds powers of two only: the next one after 1.0 is 2.0.
+_PRECISION = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7,
+              "float8_e4m3fn": 2.0 ** -3, "float8_e4m3fnuz": 2.0 ** -3,
+              "float8_e5m2": 2.0 ** -2, "float8_e5m2fnuz": 2.0 ** -2, "float8_e8m0fnu": 1.0,
+              "float6_e2m3fn": 2.0 ** -3, "float6_e3m2fn": 2.0 ** -2,
+              "float4_e2m1fn": 2.0 ** -1}
+
+
+def _is_float(dtype: np.dtype[Any]) -> bool:
+    """Whether `dtype` holds floats (or complex numbers): numpy's, and ml_dtypes' narrow
+    floats (numpy calls most of them void)."""
+    return dtype.kind in "fc" or dtype.name in _PRECISION
 
 
 def precision_floor(expected: np.ndarray, rtol: float, atol: float,
                     computed_in: str | None = None) -> tuple[float, float]:
     """The tolerance an output of `expected`'s dtype is held to: `rtol`/`atol` as given for
-    float32 and wider, and for float16/bfloat16 at least the type's spacing of 1.0 as `rtol`
-    and that spacing times the output's largest finite magnitude as `atol` (rounding errors
-    accumulate at the scale of the values summed, not of each element). `computed_in` names
+    float32 and wider (and integers), and for float16, bfloat16 and the 8-, 6- and 4-bit
+    floats (float8e4m3fn: 2⁻³) at least the type's spacing of 1.0 as `rtol` and that spacing
+    times the output's largest finite magnitude as `atol` (rounding errors accumulate at
+    the scale of the values summed, not of each element). `computed_in` names
     the 16-bit type a wider output was computed in (a float16 model with float32 inputs and
     outputs): it is held to that type's precision too."""
     eps = _PRECISION.get(_dtype_of(expected)) or _PRECISION.get(computed_in or "")
@@ -408,8 +422,8 @@ class VerificationReport:
         return max(self.outputs, key=_severity, default=None)
 
     def tolerance(self) -> str:
-        """The tolerance asked for, and that 16-bit float outputs were held to their type's
-        precision when some were (each output's own is in the table)."""
+        """The tolerance asked for, and that narrow float outputs (16-bit, float8 ...) were
+        held to their type's precision when some were (each output's own is in the table)."""
         text = f"rtol={self.rtol:g}, atol={self.atol:g}"
         raised = sorted({out.computed_in or str(out.expected_dtype) for out in self.outputs
                          if out.compared and out.rtol is not None and (
@@ -476,12 +490,14 @@ def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
                     not_compared: Mapping[str, str] | None = None,
                     computed_in: Mapping[str, str] | None = None) -> VerificationReport:
     """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
-    are NaN (or the same infinity); a float16/bfloat16 output is held to at least its type's
-    precision (`precision_floor`). A missing output, an extra one, a different shape or a
-    different dtype fails the output. A sequence, map or optional output (a list, a dict,
-    None) must have the same structure (lengths, keys, None or not) and its tensors and map
-    values are compared element by element likewise. `not_compared` names outputs left out, with why
-    (`random_output_reasons`): they count as ok, `compared` False. `computed_in` names the
+    are NaN (or the same infinity); a float16/bfloat16 (or float8, float4) output is held to
+    at least its type's precision (`precision_floor`); float8 and int4 values (ml_dtypes
+    arrays) are compared as the numbers they hold. A missing output, an extra one, a
+    different shape or a different dtype fails the output. A sequence, map or optional
+    output (a list, a dict, None) must have the same structure (lengths, keys, None or not)
+    and its tensors and map values are compared element by element likewise.
+    `not_compared` names outputs left out, with why (`random_output_reasons`): they count
+    as ok, `compared` False. `computed_in` names the
     16-bit float type wider outputs were computed in (`narrow_float_outputs`): they are held
     to its precision. A tolerance that is not a finite number >= 0 is
     `VerificationInputError`."""
@@ -529,7 +545,7 @@ def tiny_outputs(expected: Mapping[str, Any], atol: float,
     for name, value in expected.items():
         if name in not_compared or not isinstance(value, np.ndarray):
             continue
-        if value.dtype.kind not in "fc":
+        if not _is_float(value.dtype):
             continue
         largest = _largest_finite(value)
         if 0 < largest < atol and not any(np.isinf(b).any() for b in _blocks(value)):
