@@ -278,6 +278,21 @@ def test_assert_matches_failure_shows_the_matches_and_their_region(fuse: PassSet
     assert "  %s0: float32[5,2,4] = MatMul(%x3, %v0)  # mm3_0" in text  # not a match
 
 
+def test_a_failure_on_a_large_graph_keeps_the_nodes_it_is_about(fuse: PassSet) -> None:
+    """60 matches among 120 weights: the matches are listed up to 20 and counted after, and
+    the region leaves out the constants around them rather than cut before any node it is
+    about (a 50k-node BERT's showed 80 lines of weights; trial DD)."""
+    with pytest.raises(AssertionError) as caught:
+        assert_rewrites("FuseMatMulAdd", mm_add_model(60), 1, passes=fuse)
+    text = str(caught.value)
+    assert "  match 20: " in text and "  match 21: " not in text
+    assert "  ... and 40 more match(es)" in text
+    before = text.split("before the pass:\n")[1].split("\nafter the pass")[0]
+    assert "the nodes concerned (*) and no neighbours:" in before
+    assert "* %t0: float32[2,4] = MatMul(%x, %w0)  # mm0" in before
+    assert len(before.splitlines()) <= 82
+
+
 def test_assert_matches_without_a_match_marks_the_candidates(fuse: PassSet) -> None:
     with pytest.raises(AssertionError) as caught:
         assert_matches("FuseMatMulAdd", mm_add_model(0, rank3=1), 1, passes=fuse)
