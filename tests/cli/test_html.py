@@ -342,6 +342,29 @@ def test_diff_text_json_and_html(tmp_path: Path, builtin_engine: None) -> None:
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
+def test_diff_lists_a_limited_number_of_nodes_per_section(tmp_path: Path,
+                                                          builtin_engine: None) -> None:
+    """A diff of a 150k-node model and its compiled file printed 134,975 lines (trial DD):
+    each section lists `--limit` nodes (50 by default), then counts the rest; 0 lists all,
+    and --json all of them whatever the limit. A negative limit is a usage error."""
+    compiled = tmp_path / "out.onnx"
+    assert run_ge("compile", str(MOBILENET_BN), "-o", str(compiled))[0] == 0
+    _, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--json")
+    removed = len(json.loads(stdout)["removed"])
+    assert removed > 5
+    code, stdout, stderr = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "5")
+    assert code == 0, stderr
+    section = stdout.split("Removed (in A, not in B)")[1].split("Added (in B")[0]
+    assert len([line for line in section.splitlines() if line.startswith("  ")]) == 6
+    assert f"  ... {removed - 5} more (--limit 0 lists them all)" in section
+    _, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "0")
+    assert "more (--limit 0" not in stdout
+    _, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "5", "--json")
+    assert len(json.loads(stdout)["removed"]) == removed
+    code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "-1")
+    assert code == 2 and "--limit" in stderr
+
+
 def test_bad_inputs_are_one_line_errors_and_write_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     code, stdout, stderr = run_ge("compile", str(MOBILENET_BN), "-o", str(out), "--html",
