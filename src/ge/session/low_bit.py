@@ -33,13 +33,23 @@ import math
 from typing import IO, Any
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
+
+from ge.errors import RuntimeLoadError, SessionError
+from ge.graph.types import elem_type_name
+from ge.session.values import ValueType
 
 __all__ = [
     "LOW_BIT_TYPES",
     "ML_DTYPES",
+    "as_ort_value",
+    "check_ort_values",
+    "elem_type",
     "from_ort_value",
+    "is_low_bit",
     "is_ml_number",
+    "output_array",
     "read_one_byte_floats",
     "restored",
     "storable",
@@ -212,6 +222,65 @@ def from_ort_value(value: Any) -> np.ndarray:
             for i in range(count - full * per):
                 out[full * per + i] = (int(data[full]) >> (bits * i)) & mask
     return out.view(dtype).reshape(shape)
+
+
+def elem_type(vtype: onnx.TypeProto) -> int:
+    """The element type of a tensor type, 0 for anything else."""
+    return vtype.tensor_type.elem_type if vtype.WhichOneof("value") == "tensor_type" else 0
+
+
+def _type_text(vtype: onnx.TypeProto) -> str:
+    """An input's or output's type for a message: `int4`, `string`, `seq(tensor(float))`."""
+    if vtype.WhichOneof("value") == "tensor_type":
+        return elem_type_name(vtype.tensor_type.elem_type)
+    return ValueType.from_proto(vtype).text()
+
+
+def check_ort_values(proto: onnx.ModelProto) -> None:
+    """Refuse (RuntimeLoadError, before anything runs) a model with a float8, 4-bit or
+    2-bit output that cannot run with `run_with_ort_values`: onnxruntime makes no OrtValue
+    of a string, sequence, map or optional input, and ge reads no such output from one."""
+    low = next(o for o in proto.graph.output if elem_type(o.type) in LOW_BIT_TYPES)
+    why = next((f"input {i.name!r} ({_type_text(i.type)}) cannot be one (onnxruntime makes "
+                "OrtValues of numeric tensors only)"
+                for i in proto.graph.input
+                if i.type.WhichOneof("value") not in (None, "tensor_type")
+                or elem_type(i.type) == TensorProto.STRING), None)
+    why = why or next((f"output {o.name!r} ({_type_text(o.type)}) cannot be read from one"
+                       for o in proto.graph.output
+                       if o.type.WhichOneof("value") not in (None, "tensor_type")), None)
+    if why:
+        raise RuntimeLoadError(
+            f"ge cannot read output {low.name!r} ({_type_text(low.type)}) of graph "
+            f"{proto.graph.name!r} from onnxruntime: onnxruntime gives that type only "
+            f"through run_with_ort_values, where every input and output is an OrtValue, and "
+            f"{why}")
+
+
+def is_low_bit(value: Any) -> bool:
+    """Whether `value` is an array of a float8, 4-bit or 2-bit type."""
+    return isinstance(value, np.ndarray) and ML_DTYPES.get(value.dtype) in LOW_BIT_TYPES
+
+
+def as_ort_value(value: Any) -> Any:
+    """An input as an onnxruntime OrtValue: a float8, 4-bit or 2-bit array in onnxruntime's
+    layout, another one over the array's own memory."""
+    if is_low_bit(value):
+        return to_ort_value(value, ML_DTYPES[value.dtype])
+    import onnxruntime as ort
+
+    return ort.OrtValue.ortvalue_from_numpy(value)
+
+
+def output_array(name: str, value: Any) -> Any:
+    """An output OrtValue as the array it holds (a float8, 4-bit or 2-bit one as the
+    ml_dtypes array of its type)."""
+    if not value.is_tensor():
+        raise SessionError(f"output {name!r} is {value.data_type()}, which ge cannot read "
+                           "from an onnxruntime OrtValue")
+    if value.element_type() in LOW_BIT_TYPES:
+        return from_ort_value(value)
+    return value.numpy()
 
 
 def _onnx_name(elem_type: int) -> str:

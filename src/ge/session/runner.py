@@ -45,7 +45,15 @@ from ge.ops.functions import inline_local_functions
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_kernels import RUNTIME_KERNELS
 from ge.ops.runtime_ops import runtime_domains
-from ge.session.low_bit import LOW_BIT_TYPES, ML_DTYPES, from_ort_value, restored, to_ort_value
+from ge.session.low_bit import (
+    LOW_BIT_TYPES,
+    as_ort_value,
+    check_ort_values,
+    elem_type,
+    is_low_bit,
+    output_array,
+    restored,
+)
 from ge.session.values import ValueType, fitted_value, value_text
 
 __all__ = [
@@ -472,9 +480,9 @@ class ModelRunner:
         # Outputs of a float8, 4-bit or 2-bit type come from onnxruntime only as OrtValues
         # (`ge.session.low_bit`): such a model runs with `run_with_ort_values`.
         self._ort_values = not reference and any(
-            _elem_type(o.type) in LOW_BIT_TYPES for o in proto.graph.output)
+            elem_type(o.type) in LOW_BIT_TYPES for o in proto.graph.output)
         if self._ort_values:
-            _check_ort_values(proto)
+            check_ort_values(proto)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
         try:
@@ -537,11 +545,11 @@ class ModelRunner:
                     results = self._evaluator.run(None, feeds)
             elif self._ort_values:
                 values = self._session.run_with_ort_values(
-                    None, {k: _ort_value(v) for k, v in feeds.items()})
-                results = [_from_ort_value(name, v)
+                    None, {k: as_ort_value(v) for k, v in feeds.items()})
+                results = [output_array(name, v)
                            for name, v in zip(self.output_names, values)]
             else:  # a float8, 4-bit or 2-bit input as an OrtValue, the rest as they are
-                results = self._session.run(None, {k: _ort_value(v) if _low_bit(v) else v
+                results = self._session.run(None, {k: as_ort_value(v) if is_low_bit(v) else v
                                                    for k, v in feeds.items()})
         except Exception as err:  # MemoryError included: one line, not a traceback
             if _out_of_memory(err):
@@ -552,65 +560,6 @@ class ModelRunner:
                                f"{_one_line(err)}",
                                nodes=runtime_error_nodes(str(err))) from err
         return dict(zip(self.output_names, results))
-
-
-def _elem_type(vtype: onnx.TypeProto) -> int:
-    """The element type of a tensor type, 0 for anything else."""
-    return vtype.tensor_type.elem_type if vtype.WhichOneof("value") == "tensor_type" else 0
-
-
-def _type_text(vtype: onnx.TypeProto) -> str:
-    """An input's or output's type for a message: `int4`, `string`, `seq(tensor(float))`."""
-    if vtype.WhichOneof("value") == "tensor_type":
-        return elem_type_name(vtype.tensor_type.elem_type)
-    return ValueType.from_proto(vtype).text()
-
-
-def _check_ort_values(proto: onnx.ModelProto) -> None:
-    """Refuse (RuntimeLoadError, before anything runs) a model with a float8, 4-bit or
-    2-bit output that cannot run with `run_with_ort_values`: onnxruntime makes no OrtValue
-    of a string, sequence, map or optional input, and ge reads no such output from one."""
-    low = next(o for o in proto.graph.output if _elem_type(o.type) in LOW_BIT_TYPES)
-    why = next((f"input {i.name!r} ({_type_text(i.type)}) cannot be one (onnxruntime makes "
-                "OrtValues of numeric tensors only)"
-                for i in proto.graph.input
-                if i.type.WhichOneof("value") not in (None, "tensor_type")
-                or _elem_type(i.type) == TensorProto.STRING), None)
-    why = why or next((f"output {o.name!r} ({_type_text(o.type)}) cannot be read from one"
-                       for o in proto.graph.output
-                       if o.type.WhichOneof("value") not in (None, "tensor_type")), None)
-    if why:
-        raise RuntimeLoadError(
-            f"ge cannot read output {low.name!r} ({_type_text(low.type)}) of graph "
-            f"{proto.graph.name!r} from onnxruntime: onnxruntime gives that type only "
-            f"through run_with_ort_values, where every input and output is an OrtValue, and "
-            f"{why}")
-
-
-def _low_bit(value: Any) -> bool:
-    """Whether `value` is an array of a float8, 4-bit or 2-bit type."""
-    return isinstance(value, np.ndarray) and ML_DTYPES.get(value.dtype) in LOW_BIT_TYPES
-
-
-def _ort_value(value: Any) -> Any:
-    """An input as an onnxruntime OrtValue: a float8, 4-bit or 2-bit array in onnxruntime's
-    layout (`ge.session.low_bit`), another one over the array's own memory."""
-    if _low_bit(value):
-        return to_ort_value(value, ML_DTYPES[value.dtype])
-    import onnxruntime as ort
-
-    return ort.OrtValue.ortvalue_from_numpy(value)
-
-
-def _from_ort_value(name: str, value: Any) -> Any:
-    """An output OrtValue as the array it holds (a float8, 4-bit or 2-bit one as the
-    ml_dtypes array of its type)."""
-    if not value.is_tensor():
-        raise SessionError(f"output {name!r} is {value.data_type()}, which ge cannot read "
-                           "from an onnxruntime OrtValue")
-    if value.element_type() in LOW_BIT_TYPES:
-        return from_ort_value(value)
-    return value.numpy()
 
 
 def _out_of_memory(err: Exception) -> bool:
