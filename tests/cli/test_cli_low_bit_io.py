@@ -5,89 +5,56 @@ is one GE1601 line, and nothing is written."""
 
 from __future__ import annotations
 
-import ctypes
 import json
-import math
 from pathlib import Path
+from typing import Any
 
-import ml_dtypes
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from cli_helpers import listing, run_ge
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 
 from ge.session import generate_inputs
+from low_bit_models import (
+    SCALE,
+    TYPES,
+    dequantize_model,
+    direct_run,
+    quantize_model,
+    saved,
+    string_and_int4_model,
+    type_ids,
+)
 
-SCALE = 0.5
-DTYPES = {TensorProto.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn,
-          TensorProto.FLOAT8E5M2: ml_dtypes.float8_e5m2,
-          TensorProto.INT4: ml_dtypes.int4, TensorProto.UINT4: ml_dtypes.uint4}
-IDS = ["FLOAT8E4M3FN", "FLOAT8E5M2", "INT4", "UINT4"]
+#: The types these tests run through the CLI (every type runs in tests/session).
+ELEMS = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.INT4, TensorProto.UINT4]
+SIZE = [4, 16]
 
 
 def _boundary_model(path: Path, elem: int, direction: str, name: str | None = None) -> Path:
-    """`direction` "in": y = DequantizeLinear(NAME: elem), NAME "x" by default; "out": NAME
-    (elem) = QuantizeLinear(x: float), NAME "q" by default; scale 0.5, zero point 0, shape
-    [4, 16], opset 21."""
-    shape = [4, 16]
-    name = name or ("x" if direction == "in" else "q")
-    if direction == "in":
-        node = helper.make_node("DequantizeLinear", [name, "s", "z"], ["y"], name="dq")
-        io = ([helper.make_tensor_value_info(name, elem, shape)],
-              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
-    else:
-        node = helper.make_node("QuantizeLinear", ["x", "s", "z"], [name], name="q")
-        io = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-              [helper.make_tensor_value_info(name, elem, shape)])
-    graph = helper.make_graph([node], "g", *io, [numpy_helper.from_array(np.float32(SCALE), "s"),
-                                                 helper.make_tensor("z", elem, [], [0])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
+    """`direction` "in": `dequantize_model`, "out": `quantize_model`, of shape [4, 16],
+    saved at `path`."""
+    made = (dequantize_model(elem, SIZE, name or "x") if direction == "in"
+            else quantize_model(elem, SIZE, name or "q"))
+    return saved(made, path)
 
 
 def _direct(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """onnxruntime's own run through OrtValues: int4 packed two a byte (low nibble first)
-    and float8 as their bytes, by hand."""
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    types = {i.name: i.type.tensor_type.elem_type for i in onnx.load(path).graph.input}
-    values = {}
-    for name, array in feeds.items():
-        elem = types[name]
-        if elem in (TensorProto.INT4, TensorProto.UINT4):
-            value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), elem)
-            nibbles = [int(v) & 15 for v in array.view(np.uint8).reshape(-1)] + [0]
-            data = bytes(nibbles[i] | nibbles[i + 1] << 4 for i in range(0, array.size, 2))
-            ctypes.memmove(value.data_ptr(), data, len(data))
-        elif elem in DTYPES:
-            value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint8), elem)
-        else:
-            value = ort.OrtValue.ortvalue_from_numpy(array)
-        values[name] = value
-    out = []
-    for value in session.run_with_ort_values(None, values):
-        elem = value.element_type()
-        if elem not in DTYPES:
-            out.append(value.numpy())
-            continue
-        raw = ctypes.string_at(value.data_ptr(), value.tensor_size_in_bytes())
-        count = math.prod(value.shape())
-        codes = ([(raw[i // 2] >> 4 * (i % 2)) & 15 for i in range(count)]
-                 if elem in (TensorProto.INT4, TensorProto.UINT4) else list(raw))
-        out.append(np.array(codes, np.uint8).view(DTYPES[elem]).reshape(value.shape()))
-    return out
+    return direct_run(onnx.load(path), feeds)
 
 
-@pytest.mark.parametrize("elem", list(DTYPES), ids=IDS)
+def _dtype(elem: int) -> Any:
+    return TYPES[elem][0]
+
+
+@pytest.mark.parametrize("elem", ELEMS, ids=type_ids(ELEMS))
 def test_run_a_low_bit_input_generated_or_from_npz(tmp_path: Path, elem: int) -> None:
     model = _boundary_model(tmp_path / "dq.onnx", elem, "in")
     code, stdout, stderr = run_ge("run", str(model), "--json")
     assert code == 0, stderr
     data = json.loads(stdout)
-    name = np.dtype(DTYPES[elem]).name
+    name = np.dtype(_dtype(elem)).name
     assert data["inputs"] == {"x": {"dtype": name, "shape": [4, 16]}}
     x = generate_inputs(model)["x"]  # what `ge run` generated (seed 0)
     (want,) = _direct(model, {"x": x})
@@ -104,15 +71,15 @@ def test_run_a_low_bit_input_generated_or_from_npz(tmp_path: Path, elem: int) ->
         np.testing.assert_array_equal(saved["y"], want)
 
 
-@pytest.mark.parametrize("elem", list(DTYPES), ids=IDS)
+@pytest.mark.parametrize("elem", ELEMS, ids=type_ids(ELEMS))
 def test_run_shows_a_low_bit_output_as_its_type_and_values(
         tmp_path: Path, elem: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # the table's row on one line
     model = _boundary_model(tmp_path / "q.onnx", elem, "out")
     x = generate_inputs(model)["x"]
     (want,) = _direct(model, {"x": x})
-    assert want.dtype == DTYPES[elem]
-    name = np.dtype(DTYPES[elem]).name
+    assert want.dtype == _dtype(elem)
+    name = np.dtype(_dtype(elem)).name
     code, stdout, stderr = run_ge("run", str(model), "--json")
     assert code == 0, stderr
     summary = json.loads(stdout)["outputs"]["q"]
@@ -144,7 +111,7 @@ def test_quantized_outputs_written_by_run_are_read_by_run(tmp_path: Path) -> Non
         assert code == 0, stderr
         with np.load(between) as saved:
             assert saved["q"].dtype == np.dtype("V1")
-            np.testing.assert_array_equal(saved["q"].view(DTYPES[elem]).astype(np.float32),
+            np.testing.assert_array_equal(saved["q"].view(_dtype(elem)).astype(np.float32),
                                           x / np.float32(SCALE))
         code, stdout, stderr = run_ge("run", str(dequantize), "--inputs", str(between),
                                       "--json")
@@ -152,7 +119,7 @@ def test_quantized_outputs_written_by_run_are_read_by_run(tmp_path: Path) -> Non
         assert json.loads(stdout)["outputs"]["y"]["values"] == x.reshape(-1)[:6].tolist()
 
 
-@pytest.mark.parametrize("elem", list(DTYPES), ids=IDS)
+@pytest.mark.parametrize("elem", ELEMS, ids=type_ids(ELEMS))
 @pytest.mark.parametrize("direction", ["in", "out"])
 def test_compile_verify_a_low_bit_boundary(tmp_path: Path, elem: int, direction: str) -> None:
     model = _boundary_model(tmp_path / "m.onnx", elem, direction)
@@ -164,7 +131,7 @@ def test_compile_verify_a_low_bit_boundary(tmp_path: Path, elem: int, direction:
     (out,) = verification["outputs"]
     assert out["compared"] and out["size"] == 64 and out["max_abs_diff"] == 0
     if direction == "out":
-        assert out["expected_dtype"] == np.dtype(DTYPES[elem]).name
+        assert out["expected_dtype"] == np.dtype(_dtype(elem)).name
         if elem in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2):  # its precision
             assert out["rtol"] == (2.0 ** -3 if elem == TensorProto.FLOAT8E4M3FN else 0.25)
 
@@ -174,18 +141,7 @@ def test_a_low_bit_output_ge_cannot_read_is_one_line_and_writes_nothing(
     """An int4 output comes from onnxruntime only through run_with_ort_values, and a string
     input cannot go that way: refused before running, without blaming the generated
     inputs, and no output file."""
-    nodes = [helper.make_node("Identity", ["words"], ["same"]),
-             helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"])]
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info("words", TensorProto.STRING, [2]),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("same", TensorProto.STRING, [2]),
-         helper.make_tensor_value_info("q", TensorProto.INT4, [3])],
-        initializer=[numpy_helper.from_array(np.float32(SCALE), "s"),
-                     helper.make_tensor("z", TensorProto.INT4, [], [0])])
-    model = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), model)
+    model = saved(string_and_int4_model(), tmp_path / "m.onnx")
     message = ("ge cannot read output 'q' (int4) of graph 'g' from onnxruntime: onnxruntime "
                "gives that type only through run_with_ort_values, where every input and "
                "output is an OrtValue, and input 'words' (string) cannot be one (onnxruntime "

@@ -7,14 +7,10 @@ unpacked here by hand (not by ge's code), and against what the operator computes
 
 from __future__ import annotations
 
-import ctypes
-import math
 from pathlib import Path
-from typing import Any
 
 import ml_dtypes
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -24,143 +20,36 @@ import ge.graph
 from ge.errors import RuntimeLoadError, SessionError
 from ge.session import ModelRunner, compare_outputs, generate_inputs, load_inputs, run_model
 from ge.session.npz import read_npz, write_npz
-
-SCALE = 0.5
-#: element type: (ml_dtypes dtype, bits per element in onnxruntime, opset of the Q/DQ model)
-TYPES = {
-    TensorProto.FLOAT8E4M3FN: (ml_dtypes.float8_e4m3fn, 8, 21),
-    TensorProto.FLOAT8E4M3FNUZ: (ml_dtypes.float8_e4m3fnuz, 8, 21),
-    TensorProto.FLOAT8E5M2: (ml_dtypes.float8_e5m2, 8, 21),
-    TensorProto.FLOAT8E5M2FNUZ: (ml_dtypes.float8_e5m2fnuz, 8, 21),
-    TensorProto.INT4: (ml_dtypes.int4, 4, 21),
-    TensorProto.UINT4: (ml_dtypes.uint4, 4, 21),
-    TensorProto.INT2: (ml_dtypes.int2, 2, 25),
-    TensorProto.UINT2: (ml_dtypes.uint2, 2, 25),
-}
-FLOAT8 = [t for t, (_, bits, _) in TYPES.items() if bits == 8]
-SHAPE = [3, 5]  # 15 elements: a 4-bit or 2-bit tensor ends in a partly filled byte
-
-
-def _name(elem: int) -> str:
-    return str(TensorProto.DataType.Name(elem))
-
-
-def _ids(types: list[int]) -> list[str]:
-    return [_name(t) for t in types]
-
-
-def _model(node: onnx.NodeProto, inputs: list[onnx.ValueInfoProto],
-           outputs: list[onnx.ValueInfoProto], opset: int,
-           initializers: list[onnx.TensorProto] | None = None) -> onnx.ModelProto:
-    graph = helper.make_graph([node], "g", inputs, outputs, initializer=initializers or [])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def dequantize_model(elem: int, shape: list[Any] | None = None,
-                     name: str = "x") -> onnx.ModelProto:
-    """y (float) = DequantizeLinear(NAME: elem, 0.5, 0): an input of type `elem`."""
-    shape = SHAPE if shape is None else shape
-    return _model(helper.make_node("DequantizeLinear", [name, "s", "z"], ["y"], name="dq"),
-                  [helper.make_tensor_value_info(name, elem, shape)],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-                  TYPES[elem][2],
-                  [numpy_helper.from_array(np.float32(SCALE), "s"),
-                   helper.make_tensor("z", elem, [], [0])])
-
-
-def quantize_model(elem: int, shape: list[Any] | None = None,
-                   name: str = "q") -> onnx.ModelProto:
-    """NAME (elem) = QuantizeLinear(x: float, 0.5, 0): an output of type `elem`."""
-    shape = SHAPE if shape is None else shape
-    return _model(helper.make_node("QuantizeLinear", ["x", "s", "z"], [name], name="q"),
-                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                  [helper.make_tensor_value_info(name, elem, shape)],
-                  TYPES[elem][2],
-                  [numpy_helper.from_array(np.float32(SCALE), "s"),
-                   helper.make_tensor("z", elem, [], [0])])
-
-
-# -- onnxruntime run directly, values packed and unpacked by hand ----------------------------
-
-
-def _session(model: onnx.ModelProto) -> ort.InferenceSession:
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-
-
-def _packed(values: np.ndarray, bits: int) -> bytes:
-    """Values (their low `bits` bits) packed 8 // bits a byte, the first in the low bits."""
-    per, out = 8 // bits, bytearray()
-    flat = [int(v) & ((1 << bits) - 1) for v in values.view(np.uint8).reshape(-1)]
-    for start in range(0, len(flat), per):
-        out.append(sum(v << (bits * i) for i, v in enumerate(flat[start:start + per])))
-    return bytes(out)
-
-
-def _direct_input(array: np.ndarray, elem: int) -> ort.OrtValue:
-    """`array` (ml_dtypes) as an OrtValue of `elem`, made by hand."""
-    bits = TYPES[elem][1]
-    if bits == 8:
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint8), elem)
-    value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), elem)
-    data = _packed(array, bits)
-    assert value.tensor_size_in_bytes() == len(data) == math.ceil(array.size * bits / 8)
-    ctypes.memmove(value.data_ptr(), data, len(data))
-    return value
-
-
-def _direct_output(value: ort.OrtValue) -> np.ndarray:
-    """The ml_dtypes array an OrtValue of a TYPES type holds, unpacked by hand."""
-    dtype, bits, _ = TYPES[value.element_type()]
-    shape = value.shape()
-    raw = ctypes.string_at(value.data_ptr(), value.tensor_size_in_bytes())
-    per, count = 8 // bits, math.prod(shape)
-    codes = [(raw[i // per] >> (bits * (i % per))) & ((1 << bits) - 1) for i in range(count)]
-    return np.array(codes, dtype=np.uint8).view(dtype).reshape(shape)
-
-
-def _direct_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    session = _session(model)
-    types = {i.name: i.type.tensor_type.elem_type for i in model.graph.input}
-    values = {name: _direct_input(v, types[name]) if types[name] in TYPES
-              else ort.OrtValue.ortvalue_from_numpy(v) for name, v in feeds.items()}
-    return [_direct_output(v) if v.element_type() in TYPES else v.numpy()
-            for v in session.run_with_ort_values(None, values)]
-
-
-def _same(got: np.ndarray, want: np.ndarray) -> None:
-    """Same dtype, shape and values (bit for bit)."""
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
-
-
-def _float_values(elem: int, shape: list[int]) -> np.ndarray:
-    """Floats whose quantization to `elem` (scale 0.5) stays in its range, unrounded."""
-    dtype = TYPES[elem][0]
-    if elem in FLOAT8:
-        base = np.array([0.0, 0.5, -1.25, 3.0, -6.0, 12.0, 0.0625, -0.375], np.float32)
-    else:
-        info = ml_dtypes.iinfo(dtype)
-        base = np.arange(int(info.min), int(info.max) + 1, dtype=np.float32)
-    return np.resize(base, shape) * np.float32(SCALE)
-
-
-def _low_values(elem: int, shape: list[int]) -> np.ndarray:
-    """Values of `elem` covering its range (negative ones, the extremes)."""
-    return (_float_values(elem, shape) / np.float32(SCALE)).astype(TYPES[elem][0])
-
+from low_bit_models import (
+    FLOAT8,
+    SCALE,
+    SHAPE,
+    TYPES,
+    dequantize_model,
+    direct_run,
+    float_values,
+    low_values,
+    one_node_model,
+    quantize_model,
+    same_values,
+    session_of,
+    string_and_int4_model,
+    type_ids,
+    type_name,
+)
 
 # -- inputs ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("elem", list(TYPES), ids=_ids(list(TYPES)))
+@pytest.mark.parametrize("elem", list(TYPES), ids=type_ids(list(TYPES)))
 def test_an_input_of_a_low_bit_type_runs_in_onnxruntime(elem: int) -> None:
     model = dequantize_model(elem)
-    x = _low_values(elem, SHAPE)
+    x = low_values(elem, SHAPE)
     got = run_model(model, {"x": x})
     assert list(got) == ["y"]
     want = x.astype(np.float32) * np.float32(SCALE)  # what DequantizeLinear computes
     np.testing.assert_array_equal(got["y"], want)
-    np.testing.assert_array_equal(got["y"], _direct_run(model, {"x": x})[0])
+    np.testing.assert_array_equal(got["y"], direct_run(model, {"x": x})[0])
     runner = ModelRunner(ge.graph.load(model))  # a Graph runs alike, many times
     assert runner.backend == "onnxruntime"
     for _ in range(2):
@@ -173,13 +62,13 @@ def test_an_input_of_a_low_bit_type_runs_in_onnxruntime(elem: int) -> None:
                          ids=lambda s: str(s))
 def test_every_size_of_a_packed_input_reaches_onnxruntime(elem: int, shape: list[int]) -> None:
     model = dequantize_model(elem, shape)
-    x = _low_values(elem, shape)
+    x = low_values(elem, shape)
     got = run_model(model, {"x": x})["y"]
     assert got.shape == tuple(shape)
     np.testing.assert_array_equal(got, x.astype(np.float32) * np.float32(SCALE))
 
 
-@pytest.mark.parametrize("elem", list(TYPES), ids=_ids(list(TYPES)))
+@pytest.mark.parametrize("elem", list(TYPES), ids=type_ids(list(TYPES)))
 def test_generated_inputs_of_a_low_bit_type_are_valid_and_run(elem: int) -> None:
     model = dequantize_model(elem, [64, 16])
     x = generate_inputs(model)["x"]
@@ -192,7 +81,7 @@ def test_generated_inputs_of_a_low_bit_type_are_valid_and_run(elem: int) -> None
         info = ml_dtypes.iinfo(TYPES[elem][0])
         assert set(np.unique(values)) == set(range(min(4, int(info.max) + 1)))
     got = run_model(model, {"x": x})["y"]
-    np.testing.assert_array_equal(got, _direct_run(model, {"x": x})[0])
+    np.testing.assert_array_equal(got, direct_run(model, {"x": x})[0])
     np.testing.assert_array_equal(got, values.astype(np.float32) * np.float32(SCALE))
 
 
@@ -217,15 +106,15 @@ def test_generated_float8e8m0_and_float4_inputs_are_finite() -> None:
 def test_an_npz_of_low_bit_arrays_is_read_as_the_declared_type(tmp_path: Path,
                                                                 elem: int) -> None:
     model = dequantize_model(elem)
-    x = _low_values(elem, SHAPE)
+    x = low_values(elem, SHAPE)
     path = tmp_path / "x.npz"
     np.savez(path, x=x)  # void bytes for most; float8_e5m2 as '<f1', which np.load refuses
     loaded = load_inputs(path, model)
-    _same(loaded["x"], x)
+    same_values(loaded["x"], x)
     np.testing.assert_array_equal(run_model(model, loaded)["y"],
                                   x.astype(np.float32) * np.float32(SCALE))
     np.save(tmp_path / "x.npy", x)  # a .npy for the model's one input
-    _same(load_inputs(tmp_path / "x.npy", model)["x"], x)
+    same_values(load_inputs(tmp_path / "x.npy", model)["x"], x)
     # ... and given to the runner directly, the void array numpy reads is taken too
     if elem != TensorProto.FLOAT8E5M2:
         with np.load(path) as data:
@@ -247,17 +136,17 @@ def test_void_bytes_of_another_size_are_still_refused(tmp_path: Path) -> None:
 # -- outputs --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("elem", list(TYPES), ids=_ids(list(TYPES)))
+@pytest.mark.parametrize("elem", list(TYPES), ids=type_ids(list(TYPES)))
 def test_an_output_of_a_low_bit_type_comes_back_as_its_ml_dtypes_array(elem: int) -> None:
     model = quantize_model(elem)
-    x = _float_values(elem, SHAPE)
+    x = float_values(elem, SHAPE)
     got = run_model(model, {"x": x})
     assert list(got) == ["q"]
     want = (x / np.float32(SCALE)).astype(TYPES[elem][0])  # exact: no rounding
-    _same(got["q"], want)
-    _same(got["q"], _direct_run(model, {"x": x})[0])
+    same_values(got["q"], want)
+    same_values(got["q"], direct_run(model, {"x": x})[0])
     graph = ge.graph.load(model)
-    _same(ModelRunner(graph).run({"x": x})["q"], want)
+    same_values(ModelRunner(graph).run({"x": x})["q"], want)
 
 
 @pytest.mark.parametrize("elem", [TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2,
@@ -271,7 +160,7 @@ def test_every_size_of_a_packed_output_is_read(elem: int, shape: list[int]) -> N
                    dtype=np.float32)
     got = run_model(model, {"x": x})["q"]
     assert got.dtype == TYPES[elem][0] and got.shape == tuple(shape)
-    _same(got, _direct_run(model, {"x": x})[0])
+    same_values(got, direct_run(model, {"x": x})[0])
     if elem != TensorProto.FLOAT8E4M3FNUZ:  # round half to even, saturate
         info = ml_dtypes.iinfo(TYPES[elem][0])
         want = np.clip(np.rint(x / np.float32(SCALE)), int(info.min), int(info.max))
@@ -289,14 +178,14 @@ def test_float8e8m0_and_float4_pass_through_both_ways() -> None:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
         x = generate_inputs(model, seed=3)["x"]
         assert x.dtype == dtype
-        _same(run_model(model, {"x": x})["x"], x)
+        same_values(run_model(model, {"x": x})["x"], x)
     powers = np.array([0.25, 1, 2, 64, 2.0 ** -20, 2.0 ** 30], np.float32)
-    to = _model(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0),
+    to = one_node_model(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0),
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT8E8M0, [6])], 24)
     scales = run_model(to, {"x": powers})["y"]
-    _same(scales, powers.astype(ml_dtypes.float8_e8m0fnu))
-    back = _model(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT),
+    same_values(scales, powers.astype(ml_dtypes.float8_e8m0fnu))
+    back = one_node_model(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT),
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT8E8M0, [6])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])], 24)
     np.testing.assert_array_equal(run_model(back, {"x": scales})["y"], powers)
@@ -325,22 +214,22 @@ def test_a_model_with_low_bit_inputs_and_outputs_and_other_types_runs() -> None:
              "n": np.array([[1, 2, 3], [4, 5, 6]], np.int64),
              "m": np.array([[True, False, True], [False, True, True]])}
     got = run_model(model, feeds)
-    direct = _direct_run(model, feeds)
+    direct = direct_run(model, feeds)
     y = np.where(feeds["m"], feeds["w"].astype(np.float32) * 0.5 + feeds["n"],
                  feeds["n"]).astype(np.float32)
     np.testing.assert_array_equal(got["y"], y)
     np.testing.assert_array_equal(direct[1], y)
-    _same(got["q"], (y / np.float32(SCALE)).astype(ml_dtypes.float8_e4m3fn))
-    _same(got["q"], direct[0])
+    same_values(got["q"], (y / np.float32(SCALE)).astype(ml_dtypes.float8_e4m3fn))
+    same_values(got["q"], direct[0])
 
 
 def test_outputs_written_to_npz_are_read_back_as_inputs(tmp_path: Path) -> None:
     """What one model quantizes, written with write_npz (as `ge run --output` does), is
     what a model dequantizing it reads (as `--inputs` does)."""
     for elem in (TensorProto.FLOAT8E5M2, TensorProto.INT4):
-        x = _float_values(elem, SHAPE)
+        x = float_values(elem, SHAPE)
         q = run_model(quantize_model(elem), {"x": x})
-        path = tmp_path / f"{_name(elem)}.npz"
+        path = tmp_path / f"{type_name(elem)}.npz"
         write_npz(path, q)
         with np.load(path) as data:  # numpy itself reads it (void bytes, not '<f1')
             assert data["q"].dtype == np.dtype("V1")
@@ -353,21 +242,6 @@ def test_outputs_written_to_npz_are_read_back_as_inputs(tmp_path: Path) -> None:
 # -- models ge cannot exchange --------------------------------------------------------------
 
 
-def _string_and_int4_model() -> onnx.ModelProto:
-    """A string input handed on, beside an int4 output."""
-    nodes = [helper.make_node("Identity", ["words"], ["same"]),
-             helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"])]
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info("words", TensorProto.STRING, [2]),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("same", TensorProto.STRING, [2]),
-         helper.make_tensor_value_info("q", TensorProto.INT4, [3])],
-        initializer=[numpy_helper.from_array(np.float32(SCALE), "s"),
-                     helper.make_tensor("z", TensorProto.INT4, [], [0])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-
-
 STRING_INT4 = ("ge cannot read output 'q' (int4) of graph 'g' from onnxruntime: onnxruntime "
                "gives that type only through run_with_ort_values, where every input and "
                "output is an OrtValue, and input 'words' (string) cannot be one (onnxruntime "
@@ -375,10 +249,10 @@ STRING_INT4 = ("ge cannot read output 'q' (int4) of graph 'g' from onnxruntime: 
 
 
 def test_a_low_bit_output_beside_a_string_input_is_refused_before_running() -> None:
-    model = _string_and_int4_model()
+    model = string_and_int4_model()
     # onnxruntime itself can run neither way: `run` cannot give int4, and no OrtValue
     # holds strings
-    session = _session(model)
+    session = session_of(model)
     feeds = {"words": np.array(["a", "bb"]), "x": np.array([1, -2, 3], np.float32)}
     with pytest.raises(Exception, match="No corresponding Numpy type"):
         session.run(None, feeds)
@@ -435,7 +309,7 @@ def test_a_low_bit_input_beside_a_string_input_runs() -> None:
 # -- verification ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("elem", list(TYPES), ids=_ids(list(TYPES)))
+@pytest.mark.parametrize("elem", list(TYPES), ids=type_ids(list(TYPES)))
 @pytest.mark.parametrize("direction", ["input", "output"])
 def test_compile_verifies_a_model_with_low_bit_inputs_or_outputs(elem: int,
                                                                  direction: str) -> None:
