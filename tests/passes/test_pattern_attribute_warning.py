@@ -1,7 +1,8 @@
-"""A plugin pattern that sets optional attributes while attribute matching is off (GE's
-default) gets a PassDefinitionWarning at its `@pattern` line: the attributes are not
-compared, so `Transpose(x, perm=[1, 0])` matches every Transpose (trial R wrote two such
-patterns, one of them the docs' own example, and one matched attention's 4-D Transpose)."""
+"""A plugin pattern that sets attributes while attribute matching is off (GE's default) gets
+a PassDefinitionWarning at its `@pattern` line: the attributes are not compared, so
+`Transpose(x, perm=[1, 0])` matches every Transpose (trial R wrote two such patterns, one
+of them the docs' own example, and one matched attention's 4-D Transpose), and a required
+one too: `Cast(x, to=DOUBLE)` matched a Cast to int32 (trial EE)."""
 
 from __future__ import annotations
 
@@ -63,12 +64,19 @@ def test_an_optional_attribute_not_compared_is_warned_at_the_pattern(tmp_path: P
         f"meet_requirements (at {tmp_path / 'drop_transpose.py'}:{line})")
 
 
+def test_a_required_attribute_not_compared_is_warned_too(tmp_path: Path) -> None:
+    """Given because the operator needs it, still read as what the pattern wants."""
+    (warning,) = _compile(tmp_path, "", "Concat([inputs[0], inputs[0]], axis=0)")
+    assert "sets attributes of Concat(axis), which are not compared" in str(warning.message)
+
+
 @pytest.mark.parametrize(("config", "op"), [
     ("PatternMatcherConfigBuilder().enable_ir_attr_match().build()",
      "Transpose(inputs[0], perm=[1, 0])"),
+    ("PatternMatcherConfigBuilder().enable_ir_attr_match().build()",
+     "Concat([inputs[0], inputs[0]], axis=0)"),
     ("", "Transpose(inputs[0])"),
-    ("", "Concat([inputs[0], inputs[0]], axis=0)"),  # required: given to build it at all
-], ids=["compared", "none-set", "required"])
+], ids=["compared", "required-compared", "none-set"])
 def test_no_warning_when_attributes_are_compared_or_none_is_chosen(
         tmp_path: Path, config: str, op: str) -> None:
     assert _compile(tmp_path, config, op) == []
