@@ -14,7 +14,8 @@ subscriptable". `signature_notes` says, per class, how such a hook is called; th
 attached to what the hook raises (`add_note`) and ends up in the E13028 message. The one
 case that is a mistake whatever the hook does, a legacy replacement not named
 `match_result` in a class of `@pattern` methods, also warns once at class creation
-(`warn_misnamed_replacement`).
+(`warn_misnamed_replacement`), and so do the hooks of onnxscript's rewriter, which ge
+never calls (`warn_foreign_hooks`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "replacement_name",
     "set_signature_notes",
     "signature_notes",
+    "warn_foreign_hooks",
     "warn_misnamed_replacement",
 ]
 
@@ -347,3 +349,34 @@ def warn_misnamed_replacement(cls: type) -> None:
         "MatchResult and it must return a ge.graph.Graph; name it `inputs` for the "
         f"expression style, or `match_result` if the legacy style is meant (at {location})")
     warn_user(PassDefinitionWarning(message), location)
+
+
+#: onnxscript's rewriter's hook names (a rule class's `pattern`, `check`, `rewrite`), with
+#: the ge hook an author coming from it meant.
+_FOREIGN_HOOKS = {"check": "meet_requirements", "rewrite": "replacement"}
+
+
+def warn_foreign_hooks(cls: type, kind: str) -> None:
+    """A `PassDefinitionWarning` at the `def` line of a method of a pattern or decompose
+    pass (`kind`) that onnxscript's rewriter would call and ge never does: `check` in a
+    class without its own `meet_requirements`, `rewrite` in one without `replacement`, and
+    a plain `pattern` method where no `@pattern` method or `patterns()` is (trial EE: a
+    `check` refusing `Pow(d, 3)` was never called, and the fusion fired on it). A helper
+    of such a name beside the ge hook is left alone."""
+    own = cls.__dict__
+    found: list[tuple[str, str]] = []
+    for name, meant in _FOREIGN_HOOKS.items():
+        if inspect.isfunction(own.get(name)) and meant not in own:
+            found.append((name, f"ge calls {meant}(), not {name}()"))
+    plain = own.get("pattern")
+    if (kind == "pattern" and inspect.isfunction(plain) and "patterns" not in own
+            and not has_pattern_methods(cls)):
+        found.append(("pattern", "ge takes patterns from methods decorated with @pattern "
+                                 "(from ge.passes import pattern), or from patterns()"))
+    for name, why in found:
+        code = own[name].__code__
+        location = SourceLocation(code.co_filename, code.co_firstlineno)
+        warn_user(PassDefinitionWarning(
+            f"{cls.__name__}.{name}() is never called: {why} (onnxscript's rewriter "
+            f"calls a rule's {name}(); a ge {kind} pass's hooks are listed in "
+            f"docs/passes.md) (at {location})"), location)
