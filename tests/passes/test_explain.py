@@ -365,6 +365,20 @@ def test_const_value_mismatch_shows_both_values(passes) -> None:
     assert "pattern constant" in reason.message and "const-value match" in reason.message
 
 
+def test_a_constant_differing_in_the_seventh_digit_shows_the_difference(passes) -> None:
+    """float32 0.7978846 and 0.797885 printed alike to six digits (trial EE): a float is
+    shown with the digits that tell it from its neighbours in its type."""
+    graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("c", 0.7978846)])
+    reason = _one(explain(passes["AddZero"], graph), "add").reason
+    assert reason is not None and reason.details["found"] == "float32[] [0.7978846]"
+    graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("c", [1e-7, 2.5e9, 1.0, 0.5])])
+    reason = _one(explain(passes["AddZero"], graph), "add").reason
+    assert reason is not None
+    assert reason.details["found"] == "float32[4] [1e-07, 2.5e+09, 1, 0.5]"
+
+
 def test_long_constants_are_abbreviated(passes) -> None:
     graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
                    [("y", [2, 4])], [const("c", [1.0, 2.0, 3.0, 4.0])])

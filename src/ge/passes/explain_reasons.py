@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ge.errors import GeError
 from ge.graph import NET_OUTPUT, Node, Tensor
 from ge.graph.domains import qualified_op
@@ -227,6 +229,18 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _float_text(value: Any) -> str:
+    """A float as the shortest digits that tell it from its neighbours in its own type
+    (0.7978846 and 0.797885 both printed 0.797885 to 6 digits: trial EE), `1` for 1.0."""
+    try:
+        number = float(value)
+        if number == 0 or 1e-4 <= abs(number) < 1e6 or not math.isfinite(number):
+            return np.format_float_positional(value, unique=True, trim="-")
+        return np.format_float_scientific(value, unique=True, trim="-")
+    except (TypeError, ValueError):  # a type numpy formats not (bfloat16): its own text
+        return str(value)
+
+
 def _value(tensor: Tensor | None) -> str:
     """A constant abbreviated: dtype, shape and its first values."""
     if tensor is None:
@@ -235,7 +249,8 @@ def _value(tensor: Tensor | None) -> str:
         array = tensor.numpy()
     except Exception:
         return f"{tensor.data_type.name} {list(tensor.shape)}"
-    flat = [v.item() if hasattr(v, "item") else v for v in array.reshape(-1)[:_SHOWN_VALUES]]
-    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat)
+    shown = ", ".join(_float_text(v) if array.dtype.kind == "f"
+                      else str(v.item() if hasattr(v, "item") else v)
+                      for v in array.reshape(-1)[:_SHOWN_VALUES])
     more = ", ..." if array.size > _SHOWN_VALUES else ""
     return f"{array.dtype}{list(array.shape)} [{shown}{more}]"
