@@ -14,10 +14,22 @@ import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from versions import ONNX_OPSET, RUNTIME_OPSET
+
 SCALE = 0.5
-#: element type: (ml_dtypes dtype, bits per element in onnxruntime, opset of the Q/DQ model)
+#: Whether the installed onnxruntime makes OrtValues of these types from Python (1.19, the
+#: floor, does not: ge refuses such models with RuntimeLoadError, test_low_bit_old_runtime).
+EXCHANGE = all(hasattr(ort.OrtValue, name)
+               for name in ("ortvalue_from_numpy_with_onnx_type", "tensor_size_in_bytes"))
+needs_exchange = pytest.mark.skipif(
+    not EXCHANGE, reason=f"onnxruntime {ort.__version__} makes no OrtValue of float8, 4-bit "
+                         "or 2-bit values from Python (a newer one does)")
+#: element type: (ml_dtypes dtype, bits per element in onnxruntime, opset of the Q/DQ model),
+#: for the types the installed onnx and onnxruntime have (the floors, onnx and onnxruntime
+#: 1.19 at opset 21, have no 2-bit type)
 TYPES = {
     TensorProto.FLOAT8E4M3FN: (ml_dtypes.float8_e4m3fn, 8, 21),
     TensorProto.FLOAT8E4M3FNUZ: (ml_dtypes.float8_e4m3fnuz, 8, 21),
@@ -25,10 +37,16 @@ TYPES = {
     TensorProto.FLOAT8E5M2FNUZ: (ml_dtypes.float8_e5m2fnuz, 8, 21),
     TensorProto.INT4: (ml_dtypes.int4, 4, 21),
     TensorProto.UINT4: (ml_dtypes.uint4, 4, 21),
-    TensorProto.INT2: (ml_dtypes.int2, 2, 25),
-    TensorProto.UINT2: (ml_dtypes.uint2, 2, 25),
 }
+if hasattr(TensorProto, "INT2") and min(ONNX_OPSET, RUNTIME_OPSET) >= 25:
+    TYPES[TensorProto.INT2] = (ml_dtypes.int2, 2, 25)
+    TYPES[TensorProto.UINT2] = (ml_dtypes.uint2, 2, 25)
 FLOAT8 = [t for t, (_, bits, _) in TYPES.items() if bits == 8]
+
+
+def present(*names: str) -> list[int]:
+    """The element types of `names` ("INT4", "UINT2") that `TYPES` has, in that order."""
+    return [t for name in names if (t := getattr(TensorProto, name, None)) in TYPES]
 SHAPE = [3, 5]  # 15 elements: a 4-bit or 2-bit tensor ends in a partly filled byte
 
 

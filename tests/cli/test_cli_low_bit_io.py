@@ -21,11 +21,14 @@ from low_bit_models import (
     TYPES,
     dequantize_model,
     direct_run,
+    needs_exchange,
     quantize_model,
     saved,
     string_and_int4_model,
     type_ids,
 )
+
+pytestmark = needs_exchange  # (every test exchanges such values with onnxruntime)
 
 #: The types these tests run through the CLI (every type runs in tests/session).
 ELEMS = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.INT4, TensorProto.UINT4]

@@ -236,11 +236,36 @@ def _type_text(vtype: onnx.TypeProto) -> str:
     return ValueType.from_proto(vtype).text()
 
 
-def check_ort_values(proto: onnx.ModelProto) -> None:
-    """Refuse (RuntimeLoadError, before anything runs) a model with a float8, 4-bit or
-    2-bit output that cannot run with `run_with_ort_values`: onnxruntime makes no OrtValue
-    of a string, sequence, map or optional input, and ge reads no such output from one."""
-    low = next(o for o in proto.graph.output if elem_type(o.type) in LOW_BIT_TYPES)
+#: What onnxruntime's `OrtValue` must have for ge to exchange these values with it (1.19,
+#: the oldest onnxruntime ge supports, has neither: it makes no OrtValue of these types).
+_ORT_VALUE_API = ("ortvalue_from_numpy_with_onnx_type", "tensor_size_in_bytes")
+
+
+def check_ort_values(proto: onnx.ModelProto) -> bool:
+    """Whether `proto`'s outputs include a float8, 4-bit or 2-bit one (it then runs with
+    `run_with_ort_values`); RuntimeLoadError, before anything runs, for such an input or
+    output the installed onnxruntime cannot exchange with Python (its OrtValue lacks what
+    `_ORT_VALUE_API` names), and for such an output beside what `run_with_ort_values`
+    cannot carry: onnxruntime makes no OrtValue of a string, sequence, map or optional
+    input, and ge reads no such output from one."""
+    import onnxruntime as ort
+
+    boundary = [*(("input", i) for i in proto.graph.input),
+                *(("output", o) for o in proto.graph.output)]
+    first = next(((role, v) for role, v in boundary if elem_type(v.type) in LOW_BIT_TYPES),
+                 None)
+    if first is None:
+        return False
+    missing = [name for name in _ORT_VALUE_API if not hasattr(ort.OrtValue, name)]
+    if missing:
+        role, value = first
+        raise RuntimeLoadError(
+            f"onnxruntime {ort.__version__} cannot exchange {role} {value.name!r} "
+            f"({_type_text(value.type)}) of graph {proto.graph.name!r} with Python: its "
+            f"OrtValue has no {' or '.join(missing)} (a newer onnxruntime has them)")
+    low = next((o for o in proto.graph.output if elem_type(o.type) in LOW_BIT_TYPES), None)
+    if low is None:
+        return False
     why = next((f"input {i.name!r} ({_type_text(i.type)}) cannot be one (onnxruntime makes "
                 "OrtValues of numeric tensors only)"
                 for i in proto.graph.input
@@ -255,6 +280,7 @@ def check_ort_values(proto: onnx.ModelProto) -> None:
             f"{proto.graph.name!r} from onnxruntime: onnxruntime gives that type only "
             f"through run_with_ort_values, where every input and output is an OrtValue, and "
             f"{why}")
+    return True
 
 
 def is_low_bit(value: Any) -> bool:

@@ -46,10 +46,8 @@ from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_kernels import RUNTIME_KERNELS
 from ge.ops.runtime_ops import runtime_domains
 from ge.session.low_bit import (
-    LOW_BIT_TYPES,
     as_ort_value,
     check_ort_values,
-    elem_type,
     is_low_bit,
     output_array,
     restored,
@@ -479,10 +477,7 @@ class ModelRunner:
         self.backend = "reference" if reference else "onnxruntime"
         # Outputs of a float8, 4-bit or 2-bit type come from onnxruntime only as OrtValues
         # (`ge.session.low_bit`): such a model runs with `run_with_ort_values`.
-        self._ort_values = not reference and any(
-            elem_type(o.type) in LOW_BIT_TYPES for o in proto.graph.output)
-        if self._ort_values:
-            check_ort_values(proto)
+        self._ort_values = not reference and check_ort_values(proto)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()  # the reference evaluator is not known to be reentrant
         try:
