@@ -91,8 +91,44 @@ def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSour
                         plugin = load_source(wanted, key)
                         report.imported.append(plugin)
             report.add(plugin)
+            if not plugin.descriptors and plugin.module is not None:
+                _warn_unregistered(plugin.module)
         except GeError as err:
             report.failures.append(err)
+
+
+def _warn_unregistered(module: ModuleType) -> None:
+    """A `PassDefinitionWarning` at the class statement of each complete pass class a
+    plugin that registers no pass defines (a pattern pass with its patterns and
+    `replacement`, a decompose pass with `replacement`, a fusion pass with `run`), none of
+    whose subclasses is registered: without `@register_fusion_pass` or
+    `@register_decompose_pass` ge never runs it, and the plugin loaded in silence (trial EE).
+    A base class a plugin's other passes build on has no complete hooks, or subclasses."""
+    from ge.errors import PassDefinitionWarning
+    from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
+
+    for value in list(vars(module).values()):
+        if (not isinstance(value, type) or value.__module__ != module.__name__
+                or not issubclass(value, FusionBasePass)
+                or "__ge_pass_descriptor__" in value.__dict__ or value.__subclasses__()):
+            continue
+        if issubclass(value, PatternFusionPass):
+            own = value.patterns is not PatternFusionPass.patterns
+            complete = own and value.replacement is not PatternFusionPass.replacement
+            decorator = "@register_fusion_pass"
+        elif issubclass(value, DecomposePass):
+            complete = value.replacement is not DecomposePass.replacement
+            decorator = "@register_decompose_pass"
+        else:
+            complete = value.run is not FusionBasePass.run
+            decorator = "@register_fusion_pass"
+        if not complete:
+            continue
+        where = value.__ge_pass_source__
+        warn_user(PassDefinitionWarning(
+            f"{value.__name__} in {module.__file__} is never run: the plugin registers no "
+            f"pass, and {value.__name__} has no {decorator}(name=..., stage=...) (at {where})"),
+            where)
 
 
 def discover_plugins(
