@@ -379,6 +379,18 @@ def test_a_constant_differing_in_the_seventh_digit_shows_the_difference(passes) 
     assert reason.details["found"] == "float32[4] [1e-07, 2.5e+09, 1, 0.5]"
 
 
+def test_a_commutative_operator_in_the_other_order_is_hinted(passes) -> None:
+    """`x + 0.0` builds Add(x, 0) (as GE's ES does): a model's Add(0, x) does not match, and
+    explain says the other order may be meant (trial EE's `0.5 * x` never matched)."""
+    graph = _graph([helper.make_node("Add", ["zero", "x"], ["y"], name="add")],
+                   [("y", [2, 4])], [const("zero", 0.0)])
+    reason = _one(explain(passes["AddZero"], graph), "add").reason
+    assert reason is not None and reason.message.endswith(
+        "(input 1 of 'add'); 'add' may hold the same inputs in the other order: "
+        "PatternMatcherConfigBuilder().enable_commutative_match() tries both, or write them "
+        "in its order (ES builds Add(x, c) for `c + x`, as GE does)")
+
+
 def test_long_constants_are_abbreviated(passes) -> None:
     graph = _graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")],
                    [("y", [2, 4])], [const("c", [1.0, 2.0, 3.0, 4.0])])

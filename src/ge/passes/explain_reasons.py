@@ -16,6 +16,7 @@ import numpy as np
 from ge.errors import GeError
 from ge.graph import NET_OUTPUT, Node, Tensor
 from ge.graph.domains import qualified_op
+from ge.passes.config import COMMUTATIVE_OPS
 from ge.passes.matcher import _DATA, PatternNode
 from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
 
@@ -143,15 +144,30 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
 
 
 def _reached(r: Rejection) -> str:
-    """Where the failing target was reached: an input of a bound node."""
+    """Where the failing target was reached: an input of a bound node, and, when that node
+    is a commutative operator matched in one order only, that the other order may be what
+    was meant (a pattern written `0.5 * x` builds Mul(x, 0.5), as GE's does, and never
+    matched a model's Mul(0.5, x): trial EE)."""
     if r.target is None or r.pnode is None:
         return ""
     for pnode, node in r.bound.items():
         if any(source is r.pnode for source, _ in pnode.inputs):
             for k, producer in enumerate(node._inputs):
                 if producer is not None and producer[0] is r.target:
-                    return f" (input {k} of {node.name!r})"
+                    return f" (input {k} of {node.name!r}){_order_hint(pnode, node)}"
     return ""
+
+
+def _order_hint(pnode: PatternNode, node: Node) -> str:
+    if (pnode.commutative or pnode.type not in COMMUTATIVE_OPS or pnode.domain
+            or len(pnode.inputs) != 2):
+        return ""
+    symbol = {"Add": "+", "Mul": "*"}.get(pnode.type)
+    es_note = (f" (ES builds {pnode.type}(x, c) for `c {symbol} x`, as GE does)"
+               if symbol else "")
+    return (f"; {node.name!r} may hold the same inputs in the other order: "
+            "PatternMatcherConfigBuilder().enable_commutative_match() tries both, or write "
+            f"them in its order{es_note}")
 
 
 def _consumers_reason(pnode: PatternNode, target: Node | None,
