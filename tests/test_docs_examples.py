@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from low_bit_models import EXCHANGE
 from model_paths import shared_model
 from plugin_fixtures import clean_plugin_state  # noqa: F401  (no plugin outlives the test)
 
@@ -31,6 +32,8 @@ def _blocks() -> list[tuple[str, int, str]]:
 @pytest.mark.parametrize("doc,index,code", _blocks(), ids=lambda v: str(v)[:20])
 def test_the_docs_example_runs(doc: str, index: int, code: str, tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch) -> None:
+    if "ml_dtypes" in code and not EXCHANGE:  # session.md's float8/int4 inputs and outputs
+        pytest.skip("this onnxruntime makes no OrtValue of float8 or 4-bit values")
     model = shared_model("distilbert_tiny")
     shutil.copy(model, tmp_path / "model.onnx")
     (tmp_path / "tests" / "models").mkdir(parents=True)

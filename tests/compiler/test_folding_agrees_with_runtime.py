@@ -52,10 +52,11 @@ def test_an_integer_reduction_that_may_overflow_is_left_to_the_runtime(op: str) 
 
 
 def test_an_int64_sum_that_may_overflow_is_left_to_the_runtime() -> None:
+    """(onnxruntime 1.32 saturates to 2**63 - 1, 1.19 wraps: whichever it is, it is kept)"""
     original = _reduced("ReduceSum", [2**63 - 1, 5], np.int64)
     graph = load(original)
     assert not run_pass(CF, graph)
-    assert ort_run(original, {})[0] == 2**63 - 1  # what the runtime gives, kept
+    assert_sound(graph, original, [{}])
 
 
 @pytest.mark.parametrize("values", [[[0.0, -1e30, 2.0]], [[-1e30, -1e30, 1.0]],
@@ -145,6 +146,10 @@ _LEFT = {
 @pytest.mark.parametrize("case", sorted(_LEFT))
 def test_a_value_the_runtime_computes_otherwise_is_left_to_it(case: str) -> None:
     original, op = _LEFT[case]
+    try:
+        ort_run(original, {})
+    except Exception as err:  # onnxruntime 1.19's StringNormalizer needs an en_US locale
+        pytest.skip(f"onnxruntime cannot run the original here: {str(err)[:120]}")
     graph = load(original)
     run_pass(CF, graph)
     assert histogram(graph)[op] == 1
