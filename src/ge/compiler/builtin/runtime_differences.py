@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 
 from ge.compiler.builtin._support import FLOAT_TYPES
@@ -83,9 +84,21 @@ def _has_nan(value: Tensor | None) -> bool:
     return array is not None and array.dtype.kind == "f" and bool(np.isnan(array).any())
 
 
+#: Integers onnxruntime computes through double (integer reductions, Pow) are exact only
+#: up to 2**53: beyond it an int64 result is rounded (Pow(3, 35) gave 50031545098999704 where
+#: the evaluator's exact 50031545098999707 was folded; trial FF).
+_EXACT_IN_DOUBLE = float(2**53)
+
+
+def _beyond(bound: float, dtype: np.dtype) -> bool:
+    """Whether a result bounded by `bound` may leave `dtype`'s range or double's exact
+    integers (an infinite or NaN bound too)."""
+    return not bound <= min(float(np.iinfo(dtype).max), _EXACT_IN_DOUBLE)
+
+
 def _reduction_overflows(op_type: str, values: np.ndarray) -> bool:
     """Whether an integer reduction (`_INTEGER_REDUCTIONS`) of `values` could leave their
-    element type: a bound of any partial result, in float64, beyond the type's range."""
+    element type or double's exact integers: a bound of any partial result, in float64."""
     combine = _INTEGER_REDUCTIONS[op_type]
     if not combine:
         return True
@@ -96,7 +109,7 @@ def _reduction_overflows(op_type: str, values: np.ndarray) -> bool:
         bound = float(np.square(magnitudes).sum())
     else:
         bound = float(np.prod(np.maximum(magnitudes, 1.0)))
-    return not bound <= np.iinfo(values.dtype).max  # (an infinite bound too)
+    return _beyond(bound, values.dtype)
 
 
 def _integer_reduction(node: Node, inputs: Inputs) -> bool:
@@ -106,9 +119,9 @@ def _integer_reduction(node: Node, inputs: Inputs) -> bool:
 
 
 def _power_overflows(node: Node, inputs: Inputs) -> bool:
-    """An integer Pow whose result may leave its type: onnxruntime computes it through
-    double and converts (3**30 in int32: INT_MIN), the evaluator wraps (-1010140999;
-    trial CC)."""
+    """An integer Pow whose result may leave its type or double's exact integers:
+    onnxruntime computes it through double and converts (3**30 in int32: INT_MIN), the
+    evaluator wraps (-1010140999; trial CC) or is exact where double is not (trial FF)."""
     base, exponent = (_array(v) for v in inputs[:2]) if len(inputs) > 1 else (None, None)
     if base is None or exponent is None or base.dtype.kind not in "iu" or not base.size:
         return False
@@ -117,7 +130,7 @@ def _power_overflows(node: Node, inputs: Inputs) -> bool:
     with np.errstate(all="ignore"):
         bound = float(np.abs(base.astype(np.float64)).max()) ** max(
             float(exponent.astype(np.float64).max()), 0.0)
-    return not bound <= np.iinfo(base.dtype).max
+    return _beyond(bound, base.dtype)
 
 
 def _cast_target(node: Node, inputs: Inputs) -> DataType | None:
@@ -134,30 +147,67 @@ def _cast(node: Node, inputs: Inputs) -> bool:
     runtime writes "NaN", "INF", "3", "1" where numpy writes "nan", "inf", "3.0", "True"; a
     CastLike to a string like-tensor too, trial AA), strings to booleans (onnxruntime
     parses the number: "0.5" and "00" are false where numpy takes any non-empty string as
-    true; trial CC), and bfloat16 values that are NaN, infinite or out of an integer
+    true; trial CC), bfloat16 and float8 values that are NaN, infinite or out of an integer
     target's range (undefined in ONNX: float32 -> bfloat16 -> uint8 of [-1.5, 300] gave
-    [0, 0] where onnxruntime gives [255, 44]; trial CC). Other floats convert as onnxruntime
-    converts them (T5's relative-position buckets cast log(0) = -inf to int64, and fold)."""
+    [0, 0] where onnxruntime gives [255, 44]; trial CC; float8 the same, trial FF), and
+    anything to a 4-bit or 2-bit integer (`_ml_integer`). Other floats convert as
+    onnxruntime converts them (T5's relative-position buckets cast log(0) = -inf to int64,
+    and fold)."""
     source = inputs[0] if inputs else None
     target = _cast_target(node, inputs)
     if source is None or target is None:
         return False
     if source.data_type == DataType.DT_STRING:
         return target == DataType.DT_BOOL
-    floating = source.data_type in FLOAT_TYPES
+    source_type = _numpy_type(source.data_type)
+    floating = source.data_type in FLOAT_TYPES or _ml_float(source_type)
     if target == DataType.DT_STRING:
         return floating or source.data_type == DataType.DT_BOOL
-    try:
-        target_type = np.dtype(data_type_to_numpy(target))
-    except Exception:  # a type numpy cannot hold (float8, int4): the evaluator's own
-        return False
-    if source.data_type != DataType.DT_BF16 or target_type.kind not in "iu":
+    target_type = _numpy_type(target)
+    if target_type is None:
+        return False  # (a type numpy cannot hold: the evaluator's own)
+    if target_type.kind not in "iu":  # ml_dtypes' 4-bit and 2-bit integers
+        return _ml_integer(target_type) and source.data_type != target
+    if not _ml_float(source_type):
         return False
     limits = np.iinfo(target_type)
     values = np.asarray(source.numpy()).astype(np.float64)
     with np.errstate(invalid="ignore"):
         inside = (values > float(limits.min) - 1.0) & (values < float(limits.max) + 1.0)
     return not bool(inside.all())  # (NaN is never inside)
+
+
+_NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
+def _numpy_type(data_type: DataType) -> np.dtype | None:
+    try:
+        return np.dtype(data_type_to_numpy(data_type))
+    except Exception:
+        return None
+
+
+def _ml_float(dtype: np.dtype | None) -> bool:
+    """Whether `dtype` is one of ml_dtypes' floats (bfloat16, float8, float4): numpy's own
+    casts of them to integers differ from onnxruntime's out of range."""
+    if dtype is None or dtype in _NUMPY_FLOATS:  # (float8_e5m2's kind is "f" too)
+        return False
+    try:
+        ml_dtypes.finfo(dtype)
+    except Exception:
+        return False
+    return True
+
+
+def _ml_integer(dtype: np.dtype) -> bool:
+    """Whether `dtype` is one of ml_dtypes' narrow integers (int4, uint4, int2, uint2): a
+    cast to them rounds half away from zero and wraps in onnxruntime ([2.5, 7.6] to int4:
+    [3, -8]), the evaluator truncates ([2, 7]; trial FF)."""
+    try:
+        ml_dtypes.iinfo(dtype)
+    except Exception:
+        return False
+    return True
 
 
 def _clip(node: Node, inputs: Inputs) -> bool:
@@ -176,11 +226,15 @@ def _nonzero(node: Node, inputs: Inputs) -> bool:
 def _resize(node: Node, inputs: Inputs) -> bool:
     """A Resize (or Upsample) by scales that do not give whole lengths: onnxruntime maps
     coordinates by the output's actual length, the evaluator by the unrounded one (4 x 0.6
-    with align_corners gave [0, 2.14] where onnxruntime gives [0, 3]; trial CC); and one
-    by sizes kept to their aspect ratio, which onnxruntime refuses for some modes."""
+    with align_corners gave [0, 2.14] where onnxruntime gives [0, 3]; trial CC); one by
+    sizes kept to their aspect ratio, which onnxruntime refuses for some modes; and any
+    `tf_crop_and_resize` (its roi's coordinates tie and round otherwise; trial FF)."""
     data = _array(inputs[0]) if inputs else None
     if data is None:
         return True
+    if node.has_attr("coordinate_transformation_mode") and node.get_attr(
+            "coordinate_transformation_mode") in ("tf_crop_and_resize", b"tf_crop_and_resize"):
+        return True  # (a nearest one by sizes with a partial roi rounded its ties otherwise)
     scales = _resize_scales(node, inputs)
     if scales is None:  # by sizes
         policy = node.get_attr("keep_aspect_ratio_policy") if node.has_attr(
