@@ -79,3 +79,47 @@ def test_annotations_of_removed_values_are_dropped() -> None:
     got = ort.InferenceSession(written.SerializeToString()).run(None, feeds)
     for expected, actual in zip(want, got):
         np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.builtin_passes
+def test_a_named_scale_is_not_merged_into_an_equal_constant() -> None:
+    """ConstantDeduplication merged the annotated scale s1 into an equal s0 and removed it:
+    the annotation of a (still there) named nothing (trial FF)."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Mul", ["a", "s0"], ["y0"]), helper.make_node("Mul", ["a", "s1"],
+                                                                        ["y1"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y0", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("y1", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), name) for name in ("s0", "s1")])
+    annotation = graph.quantization_annotation.add()
+    annotation.tensor_name = "a"
+    entry = annotation.quant_parameter_tensor_names.add()
+    entry.key, entry.value = "SCALE_TENSOR", "s1"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    written = ge.compile(model).to_onnx()
+    assert "s1" in {t.name for t in written.graph.initializer}
+    assert _annotated(written.graph) == ["a"]
+
+
+@pytest.mark.builtin_passes
+def test_a_body_annotation_keeps_the_outer_tensors_it_names() -> None:
+    """An If branch annotating its value with the root's initializers: dead-code
+    elimination of the root read only the root's annotations and removed them (trial FF)."""
+    body = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])])
+    _annotate(body, "t")
+    other = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=other)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(0.1, np.float32), "t_scale")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    written = ge.compile(model).to_onnx()
+    assert [t.name for t in written.graph.initializer] == ["t_scale"]
+    then = next(a.g for n in written.graph.node for a in n.attribute if a.name == "then_branch")
+    assert _annotated(then) == ["t"]

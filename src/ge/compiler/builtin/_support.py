@@ -84,6 +84,15 @@ def quantization_parameter(node: Node) -> bool:
                for _, consumer, j in _consumers(node))
 
 
+def annotation_parameters(graph: Graph) -> set[str]:
+    """The names of the tensors the quantization annotations of `graph`, of the graphs it
+    is inside and of the bodies inside it name (a scale, a zero point): a pass must not
+    take such a tensor away while its annotation stays (`Graph.quantization_annotations`)."""
+    graphs = [graph.root_graph(), *graph.root_graph().get_all_subgraphs()]
+    return {name for g in graphs for tensors in g.quantization_annotations().values()
+            for name in tensors.values()}
+
+
 def _consumers(node: Node) -> Iterator[tuple[int, Node, int]]:
     for i in range(node.get_outputs_size()):
         for consumer, j in node.get_out_data_nodes_and_port_indexes(i):

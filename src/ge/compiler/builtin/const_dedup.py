@@ -6,7 +6,8 @@ the value once and common-subexpression elimination sees the same producer. A co
 read by a subgraph body, or feeding a graph output whose name would change, is kept, and
 so is a scale or zero point of a quantization node (`_support.quantization_parameter`:
 merged, two QuantizeLinear pairs became equal and onnxruntime's own CSE merged them, which
-undid its quantized fusions).
+undid its quantized fusions) or a tensor a quantization annotation names (merged into an
+equal one, it was gone and the annotation named nothing: trial FF).
 
 Digesting every weight of a large model would cost more than the rest of the pass (about
 1 ms per MiB): a constant is digested only when another one has its dtype, shape and first
@@ -28,6 +29,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from ge.compiler.builtin._support import (
+    annotation_parameters,
     quantization_parameter,
     raw_bytes,
     raw_item_size,
@@ -71,6 +73,7 @@ class ConstantDeduplication(FusionBasePass):
         # value key once another constant needed it (None until then)
         seen: dict[Hashable, list[list[Any]]] = {}
         changed = False
+        annotated = annotation_parameters(graph)
         for node in graph.topological_order():
             if node.type != CONST or node.domain or not node.has_attr("value"):
                 continue
@@ -89,7 +92,7 @@ class ConstantDeduplication(FusionBasePass):
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
             if not rewirable(node) or quantization_parameter(node) or quantization_parameter(
-                    first):
+                    first) or node.get_output_name(0) in annotated:
                 continue
             graph.replace_all_uses(node, 0, first, 0)
             graph.remove_node(node)

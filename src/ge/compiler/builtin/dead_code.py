@@ -27,20 +27,22 @@ def live_nodes(graph: Graph) -> set[Node]:
         return set(graph.get_direct_nodes())  # no output to measure liveness by: keep all
     live = {net_output}
     _mark_dependencies(graph, live, [net_output])
-    annotations = graph.quantization_annotations()
-    if annotations:
-        parameters = []
-        for value, tensors in annotations.items():
-            annotated = graph.find_value(value)
-            if annotated is None or annotated[0] not in live:
+    parameters = []
+    # the annotations of this graph and of the bodies inside it (one may name this graph's
+    # tensors: trial FF's If branch annotated its value with the root's scale)
+    for annotating in [graph, *(g for g in graph.get_all_subgraphs() if not g.is_orphan())]:
+        for value, tensors in annotating.quantization_annotations().items():
+            annotated = annotating.find_value(value)
+            if annotated is None or (annotated[0].owner_graph is graph
+                                     and annotated[0] not in live):
                 continue  # (its annotation is dropped when the graph is saved)
             for name in tensors.values():
-                found = graph.find_value(name)
+                found = annotating.find_value(name)
                 if found is not None and found[0] not in live and (
                         found[0].owner_graph is graph):
                     live.add(found[0])
                     parameters.append(found[0])
-        _mark_dependencies(graph, live, parameters)
+    _mark_dependencies(graph, live, parameters)
     return live
 
 
