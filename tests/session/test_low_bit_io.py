@@ -335,13 +335,18 @@ def test_low_bit_outputs_are_compared_as_numbers() -> None:
     report = compare_outputs({"q": expected}, {"q": one_step})
     assert report.ok  # held to float8e4m3fn's precision, not float32's
     (out,) = report.outputs
-    assert (out.rtol, out.atol) == (2.0 ** -3, 2.0 ** -3 * 448)
+    assert (out.rtol, out.atol) == (2.0 ** -3, 2 * 2.0 ** -9)  # twice its smallest step
     assert (out.max_abs_diff, out.expected_value, out.actual_value) == (0.25, 2.0, 2.25)
     assert report.summary() == ("ok: 1 output(s) match, max abs diff 0.25 (rtol=0.0001, "
                                 "atol=1e-05; float8_e4m3fn at its precision)")
     flipped = np.array([1, 2, 3, 448, 0], np.float32).astype(e4)  # bit 7 is the sign
     report = compare_outputs({"q": expected}, {"q": flipped})
     assert not report.ok and report.outputs[0].max_abs_diff == 896
+    # a small value's sign, beside a large one (trial FF: one ulp of 448, 56, let it pass)
+    small = np.array([448, 1, -1, 0.5, 0, 20], np.float32).astype(e4)
+    wrong = np.array([448, -1, 1, 0.5, 0, 20], np.float32).astype(e4)
+    report = compare_outputs({"q": small}, {"q": wrong})
+    assert not report.ok and report.outputs[0].mismatches == 2
     # integers exactly: one step of int4 is a difference
     i4 = ml_dtypes.int4
     expected = np.array([-8, -1, 7], np.int8).astype(i4)

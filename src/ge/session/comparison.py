@@ -172,15 +172,35 @@ def precision_floor(expected: np.ndarray, rtol: float, atol: float,
                     computed_in: str | None = None) -> tuple[float, float]:
     """The tolerance an output of `expected`'s dtype is held to: `rtol`/`atol` as given for
     float32 and wider (and integers), and for float16, bfloat16 and the 8-, 6- and 4-bit
-    floats (float8e4m3fn: 2⁻³) at least the type's spacing of 1.0 as `rtol` and that spacing
-    times the output's largest finite magnitude as `atol` (rounding errors accumulate at
-    the scale of the values summed, not of each element). `computed_in` names
+    floats (float8e4m3fn: 2⁻³) at least the type's spacing of 1.0 as `rtol`, and as `atol`
+    for float16 and bfloat16 that spacing times the output's largest finite magnitude
+    (rounding errors accumulate at the scale of the values summed, not of each element),
+    for the narrower ones twice the type's smallest step (`_ROUNDED_ONCE`). `computed_in` names
     the 16-bit type a wider output was computed in (a float16 model with float32 inputs and
     outputs): it is held to that type's precision too."""
-    eps = _PRECISION.get(_dtype_of(expected)) or _PRECISION.get(computed_in or "")
+    name = _dtype_of(expected)
+    eps = _PRECISION.get(name) or _PRECISION.get(computed_in or "")
     if eps is None or expected.size == 0:
         return rtol, atol
+    if name.startswith(_ROUNDED_ONCE):
+        return max(rtol, eps), max(atol, 2 * _smallest_step(expected.dtype))
     return max(rtol, eps), max(atol, eps * _largest_finite(expected))
+
+
+#: The floats of 8 bits and fewer: what a model gives in them was rounded to them once, each
+#: element on its own (a QuantizeLinear's output), not summed in them, so an element is held
+#: to a step of its own magnitude (`rtol`) and near zero to the type's smallest step: with
+#: float16's `atol`, the spacing times the largest value (56 for float8e4m3fn's 448), 1
+#: against -1 and 0.5 against 40 passed (trial FF).
+_ROUNDED_ONCE = ("float8", "float6", "float4")
+
+
+def _smallest_step(dtype: np.dtype[Any]) -> float:
+    """The smallest positive value of an ml_dtypes float (its smallest subnormal)."""
+    import ml_dtypes
+
+    info = ml_dtypes.finfo(dtype)
+    return float(getattr(info, "smallest_subnormal", info.tiny))
 
 
 def _largest_finite(array: np.ndarray) -> float:
