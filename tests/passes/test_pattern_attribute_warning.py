@@ -41,9 +41,10 @@ class DropTranspose(PatternFusionPass):
 '''
 
 
-def _compile(tmp_path: Path, config: str, op: str) -> list[warnings.WarningMessage]:
+def _compile(tmp_path: Path, config: str, op: str, source: str = PLUGIN
+             ) -> list[warnings.WarningMessage]:
     plugin = tmp_path / "drop_transpose.py"
-    plugin.write_text(PLUGIN.format(config=config, op=op))
+    plugin.write_text(source.format(config=config, op=op))
     model = make_model([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
                         helper.make_node("Relu", ["t"], ["y"])], [("x", [2, 3])], [("y", [3, 2])])
     with warnings.catch_warnings(record=True) as caught:
@@ -65,9 +66,18 @@ def test_an_optional_attribute_not_compared_is_warned_at_the_pattern(tmp_path: P
 
 
 def test_a_required_attribute_not_compared_is_warned_too(tmp_path: Path) -> None:
-    """Given because the operator needs it, still read as what the pattern wants."""
+    """Given because the operator needs it, still read as what the pattern wants, unless
+    the pass has a meet_requirements, which may check it (trial FF's read the real axis:
+    the warning on every compilation was noise)."""
     (warning,) = _compile(tmp_path, "", "Concat([inputs[0], inputs[0]], axis=0)")
     assert "sets attributes of Concat(axis), which are not compared" in str(warning.message)
+    checked = PLUGIN.replace("    def replacement(self, inputs):",
+                             "    def meet_requirements(self, match_result):\n"
+                             "        return True\n\n"
+                             "    def replacement(self, inputs):")
+    assert _compile(tmp_path, "", "Concat([inputs[0], inputs[0]], axis=0)", checked) == []
+    (warning,) = _compile(tmp_path, "", "Transpose(inputs[0], perm=[1, 0])", checked)
+    assert "Transpose(perm)" in str(warning.message)  # an optional one, set: still warned
 
 
 @pytest.mark.parametrize(("config", "op"), [

@@ -156,7 +156,7 @@ class PatternFusionPass(FusionBasePass):
         hooks.set_signature_notes(cls)
         if marked or "replacement" in own:
             hooks.warn_misnamed_replacement(cls)
-        hooks.warn_foreign_hooks(cls, "pattern")
+        hooks.warn_foreign_hooks(cls, "pattern", PatternFusionPass)
 
 
 class DecomposePass(FusionBasePass):
@@ -186,7 +186,7 @@ class DecomposePass(FusionBasePass):
                 adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
                 setattr(cls, hook_name, adapted)
         hooks.set_decompose_notes(cls)
-        hooks.warn_foreign_hooks(cls, "decompose")
+        hooks.warn_foreign_hooks(cls, "decompose", DecomposePass)
 
 
 #: Names GE's `ge.passes.base` also provides (it imports them there), so that pass code

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import PassDefinitionWarning, PatternError, RewriteError
+from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
+from ge.ops.onnx_node import node_spec
 from ge.passes.candidates import LandmarkFilter, candidates, named_operators
 from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
@@ -195,14 +196,20 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
     """A `PassDefinitionWarning` for a plugin's pattern that sets attributes on its operators
     while attribute matching is off (GE's default): they are not compared, so the pattern
     matches whatever those attributes are (`Transpose(x, perm=[1, 0])` matches every
-    Transpose, `Cast(x, to=DOUBLE)` every Cast). At the `@pattern` method's line, once per
+    Transpose, `Cast(x, to=DOUBLE)` every Cast: required attributes count when the pass has
+    no `meet_requirements` of its own). At the `@pattern` method's line, once per
     compilation (patterns are built once per compilation). The built-in passes, which check
     attributes in their `meet_requirements`, are left out."""
     if "__ge_builtin__" in type(instance).__dict__:
         return
+    from ge.passes.base import PatternFusionPass
+
+    # a required attribute only when no meet_requirements could be checking it (trial FF's
+    # pass read Concat's axis there: warned on every compilation, it was noise)
+    required_too = type(instance).meet_requirements is PatternFusionPass.meet_requirements
     set_attrs = sorted({f"{node.type}({', '.join(names)})"
                         for node in pattern.get_graph().get_direct_nodes()
-                        if (names := _attributes_set(node))})
+                        if (names := _attributes_set(node, required_too))})
     if not set_attrs:
         return
     where = hook_location(pattern._source) or definition_location(type(instance))
@@ -214,14 +221,20 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
         f"check them in meet_requirements (at {where})"), where)
 
 
-def _attributes_set(node: Node) -> list[str]:
-    """The attributes a pattern's operator node sets, required ones included: `Cast(x,
-    to=DOUBLE)` reads as "a Cast to double", and matched a Cast to int32 too, whose round
-    trip a user's pass then removed (trial EE: values off by 0.94)."""
+def _attributes_set(node: Node, required_too: bool) -> list[str]:
+    """The attributes a pattern's operator node sets; its required ones (which it must give
+    to be built at all) only when `required_too`: `Cast(x, to=DOUBLE)` reads as "a Cast to
+    double", and matched a Cast to int32 too, whose round trip a user's pass then removed
+    (trial EE: values off by 0.94)."""
     if (node.type in ("Data", "Const", "NetOutput") and not node.domain) or (
             not node.get_attr_names()):
         return []
-    return sorted(node.get_attr_names())
+    try:
+        spec = node_spec(node)
+    except GeError:  # an operator without a schema: every attribute counts
+        return sorted(node.get_attr_names())
+    return sorted(name for name in node.get_attr_names() if required_too or not (
+        name in spec.attributes and spec.attributes[name].required))
 
 
 def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:

@@ -356,17 +356,19 @@ def warn_misnamed_replacement(cls: type) -> None:
 _FOREIGN_HOOKS = {"check": "meet_requirements", "rewrite": "replacement"}
 
 
-def warn_foreign_hooks(cls: type, kind: str) -> None:
+def warn_foreign_hooks(cls: type, kind: str, base: type) -> None:
     """A `PassDefinitionWarning` at the `def` line of a method of a pattern or decompose
     pass (`kind`) that onnxscript's rewriter would call and ge never does: `check` in a
     class without its own `meet_requirements`, `rewrite` in one without `replacement`, and
     a plain `pattern` method where no `@pattern` method or `patterns()` is (trial EE: a
     `check` refusing `Pow(d, 3)` was never called, and the fusion fired on it). A helper
-    of such a name beside the ge hook is left alone."""
+    of such a name beside the ge hook, the class's own or inherited (a base class's
+    `meet_requirements` calling `self.check()`: trial FF), is left alone; `base` is the
+    class whose hooks are the defaults."""
     own = cls.__dict__
     found: list[tuple[str, str]] = []
     for name, meant in _FOREIGN_HOOKS.items():
-        if inspect.isfunction(own.get(name)) and meant not in own:
+        if inspect.isfunction(own.get(name)) and getattr(cls, meant) is getattr(base, meant):
             found.append((name, f"ge calls {meant}(), not {name}()"))
     plain = own.get("pattern")
     if (kind == "pattern" and inspect.isfunction(plain) and "patterns" not in own
