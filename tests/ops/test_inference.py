@@ -560,6 +560,28 @@ def test_an_unnamed_node_onnx_rejects_is_named_with_what_it_computes() -> None:
     assert err.code == "GE1305"
     (name,) = err.nodes
     assert graph.find_node_by_name(name).get_output_names() == ["y"]
-    assert f"node name: {name}" in str(err)
-    assert f"{name!r} is ge's name for the DequantizeLinear node computing 'y'" in str(err)
+    assert f"node name: ge:{name}" in str(err)
+    assert (f"'ge:{name}' is the DequantizeLinear node computing 'y' (it has no name in the "
+            "model)") in str(err)
     assert graph.to_onnx().SerializeToString() == before  # (the model keeps no name)
+
+
+def test_an_unnamed_nodes_name_never_passes_for_a_named_ones() -> None:
+    """ge's name for an unnamed Sqrt is 'Sqrt', which another node has in the model: onnx
+    must not be told two nodes are 'Sqrt' (its error blamed the wrong one; trial FF)."""
+    h = onnx.helper
+    source = h.make_model(h.make_graph(
+        [h.make_node("Sqrt", ["x"], ["a"]),  # unnamed, valid
+         h.make_node("Sqrt", ["i"], ["b"], name="Sqrt")],  # named, int32: rejected
+        "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2]),
+              h.make_tensor_value_info("i", onnx.TensorProto.INT32, [2])],
+        [h.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [2]),
+         h.make_tensor_value_info("b", onnx.TensorProto.INT32, [2])]),
+        opset_imports=[h.make_opsetid("", 17)])
+    graph = load(source)
+    with pytest.raises(ShapeInferenceError) as caught:
+        infer_shapes(graph, strict=True)
+    err = caught.value
+    (name,) = err.nodes
+    assert graph.find_node_by_name(name).get_output_names() == ["b"]
+    assert "node name: Sqrt)" in str(err) and "no name in the model" not in str(err)

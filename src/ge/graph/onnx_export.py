@@ -50,9 +50,13 @@ _VALUE_INFO: ContextVar[bool] = ContextVar("ge_value_info", default=True)
 # Whether `Constant` operators read from ONNX are written as initializers
 # (`graph_to_model(lift_constants=...)`).
 _LIFT_CONSTANTS: ContextVar[bool] = ContextVar("ge_lift_constants", default=False)
-# Whether nodes read without a name are written under their IR name
-# (`graph_to_model(name_every_node=...)`).
+# Whether nodes read without a name are written under their IR name, after
+# `UNNAMED_PREFIX` (`graph_to_model(name_every_node=...)`).
 _NAME_EVERY_NODE: ContextVar[bool] = ContextVar("ge_name_every_node", default=False)
+#: What `name_every_node` puts before the IR name of a node the model has no name for: its
+#: IR name alone may be a name another node has in the model ("Sqrt"), and an error naming
+#: it would then name the wrong one (trial FF).
+UNNAMED_PREFIX = "ge:"
 
 
 def initializers_as_inputs(gp: onnx.GraphProto, names: Collection[str]) -> None:
@@ -93,8 +97,9 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `payloads`, when given, gets the large `raw_data` tensors the sink leaves inline
     (initializers, `Constant` values, input defaults): the model holds placeholders for
     them, and only `payloads.layout` and `payloads.write` make the real file of it.
-    `name_every_node=True` writes a node read without a name under its IR name (a model
-    handed to onnx, whose errors then say which node they are about).
+    `name_every_node=True` writes a node read without a name under its IR name after
+    `UNNAMED_PREFIX` (a model handed to onnx, whose errors then say which node they are
+    about).
     """
     token = _TENSOR_SINK.set(tensor_sink)
     naming = _NAME_EVERY_NODE.set(name_every_node)
@@ -530,7 +535,7 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             return node._proto
         named = onnx.NodeProto()  # (the node's own proto stays as read)
         named.CopyFrom(node._proto)
-        named.name = node._name
+        named.name = UNNAMED_PREFIX + node._name
         return named
     proto = onnx.NodeProto()
     source = node._proto
@@ -574,7 +579,8 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
             _write_attrs(proto, node, None, names)
         proto.input.extend(inputs)
         proto.output.extend(outputs)
-    name = written_name(node) or (node._name if _NAME_EVERY_NODE.get() else "")
+    name = written_name(node) or (UNNAMED_PREFIX + node._name if _NAME_EVERY_NODE.get()
+                                   else "")
     if proto.name != name:
         proto.name = name
     if node._metadata:

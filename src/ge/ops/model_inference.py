@@ -24,7 +24,12 @@ from ge.graph.allocation import no_gc_pauses
 from ge.graph.domains import defined_value_names, proto_graphs
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.onnx_export import graph_to_model, initializers_as_inputs, written_name
+from ge.graph.onnx_export import (
+    UNNAMED_PREFIX,
+    graph_to_model,
+    initializers_as_inputs,
+    written_name,
+)
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
@@ -247,8 +252,18 @@ _ONNX_NODE_NAME = re.compile(r"\(op_type:[^,]*, node name: ([^)]*)\)")
 
 
 def _nodes_named_in(message: str) -> list[str]:
-    """The node names onnx's inference error message mentions, in order, once each."""
+    """The node names onnx's inference error message mentions, in order, once each (as
+    the model handed to onnx has them: `_ir_names` gives ge's)."""
     return list(dict.fromkeys(m for m in _ONNX_NODE_NAME.findall(message) if m))
+
+
+def _ir_names(root: Graph, names: list[str]) -> list[str]:
+    """The IR names of nodes named as in the model handed to onnx: a node the model has no
+    name for is `UNNAMED_PREFIX` + its IR name, another its model name, which is its IR name
+    unless two nodes had it (trial FF: the model's 'Sqrt' was IR 'Sqrt_1')."""
+    written = {written_name(n): n.name for n in reversed(root.get_all_nodes())}
+    return [name.removeprefix(UNNAMED_PREFIX) if name.startswith(UNNAMED_PREFIX)
+            else written.get(name, name) for name in names]
 
 
 #: onnx's data propagation represents the value of a 1-D tensor it has no data for (a
@@ -404,23 +419,23 @@ def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
 
 def _inference_error(root: Graph, err: Exception) -> ShapeInferenceError:
     message = _first_error(str(err))
-    named = _nodes_named_in(message)
-    unnamed = _unnamed_in_model(root, named)
+    unnamed = _unnamed_in_model(root, [m for m in _ONNX_NODE_NAME.findall(message)
+                                       if m.startswith(UNNAMED_PREFIX)])
     if unnamed:  # onnx was given ge's names for them (`name_every_node`): say which they are
         message += "; " + "; ".join(unnamed)
     return ShapeInferenceError(f"shape inference of graph {root.name!r} failed: {message}",
-                               nodes=_nodes_named_in(str(err)))
+                               nodes=_ir_names(root, _nodes_named_in(str(err))))
 
 
 def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
     """For each node of `names` the model has without a name, which node it is: the values
     it computes (trial BB: a GE1305 for one of several unnamed DequantizeLinear nodes)."""
-    wanted = set(names)
+    wanted = {name.removeprefix(UNNAMED_PREFIX) for name in names}
     found = []
     for node in root.get_all_nodes():
         if node.name in wanted and not written_name(node):
             outputs = ", ".join(repr(n) for n in node.get_output_names() if n)
-            found.append(f"{node.name!r} is ge's name for the {node.type} node computing "
+            found.append(f"{UNNAMED_PREFIX + node.name!r} is the {node.type} node computing "
                          f"{outputs} (it has no name in the model)")
     return found
 
