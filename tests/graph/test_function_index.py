@@ -1,6 +1,7 @@
 """`ModelInfo.function(key)` finds a model-local function by (domain, name, overload) from
 an index (a scan per node made CSE quadratic in the functions: trial DD), and the index
-follows the list: a function added, a list replaced, a slice assigned."""
+follows the list: a function added, a list replaced, a slice or an item assigned; of two
+functions of one key the first is found, as the scan found it."""
 
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ def test_the_index_follows_the_function_list() -> None:
     assert info.function(("local", "H", "")) is info.functions[0]
     info.functions[1:] = [_function("K")]  # grown by a slice
     assert info.function(("local", "K", "")) is info.functions[1]
+    info.functions.append(_function("L"))
+    info.functions[1] = _function("M")  # replaced in place, the length and ends kept
+    assert info.function(("local", "K", "")) is None  # (trial FF: the index kept K)
+    assert info.function(("local", "M", "")) is info.functions[1]
+    info.functions.append(_function("M"))  # a second of one key: the first is the one
+    assert info.function(("local", "M", "")) is info.functions[1]
 
 
 def test_a_call_finds_its_function() -> None:
