@@ -76,3 +76,18 @@ def test_a_base_class_of_registered_passes_is_not_warned(tmp_path: Path) -> None
     plugin = tmp_path / "registered.py"
     plugin.write_text(REGISTERED)
     assert _definition_warnings(plugin) == []
+
+
+def test_a_class_another_plugin_registers_is_not_warned(tmp_path: Path) -> None:
+    """A folder's plugin defines the pass, another imports it by name (its own module of
+    the file) and registers it: the class runs, and neither file is warned about (trial
+    FF: the first was, as never run)."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "tagneg.py").write_text(FORGOTTEN)
+    (folder / "zregister.py").write_text(
+        "from ge.passes import PassStage, register_fusion_pass\n"
+        "from tagneg import ReluToSigmoid\n"
+        "register_fusion_pass(name='TagNeg', stage=PassStage.AFTER_INFER_SHAPE)"
+        "(ReluToSigmoid)\n")
+    assert _definition_warnings(folder) == []

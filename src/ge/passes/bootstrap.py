@@ -91,26 +91,26 @@ def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSour
                         plugin = load_source(wanted, key)
                         report.imported.append(plugin)
             report.add(plugin)
-            if not plugin.descriptors and plugin.module is not None:
-                _warn_unregistered(plugin.module)
         except GeError as err:
             report.failures.append(err)
 
 
-def _warn_unregistered(module: ModuleType) -> None:
+def _warn_unregistered(module: ModuleType, registered: Collection[SourceLocation]) -> None:
     """A `PassDefinitionWarning` at the class statement of each complete pass class a
     plugin that registers no pass defines (a pattern pass with its patterns and
     `replacement`, a decompose pass with `replacement`, a fusion pass with `run`), none of
     whose subclasses is registered: without `@register_fusion_pass` or
     `@register_decompose_pass` ge never runs it, and the plugin loaded in silence (trial EE).
-    A base class a plugin's other passes build on has no complete hooks, or subclasses."""
+    A base class a plugin's other passes build on has no complete hooks, or subclasses; a
+    class registered from another plugin (the same class statement) is registered."""
     from ge.errors import PassDefinitionWarning
     from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
 
     for value in list(vars(module).values()):
         if (not isinstance(value, type) or value.__module__ != module.__name__
                 or not issubclass(value, FusionBasePass)
-                or "__ge_pass_descriptor__" in value.__dict__ or value.__subclasses__()):
+                or "__ge_pass_descriptor__" in value.__dict__ or value.__subclasses__()
+                or value.__ge_pass_source__ in registered):
             continue
         if issubclass(value, PatternFusionPass):
             own = value.patterns is not PatternFusionPass.patterns
@@ -174,6 +174,12 @@ def discover_plugins(
                 report.add(load_entry_point(ep))
             except GeError as err:
                 report.failures.append(err)
+    # after all of them: another plugin may register the class, or a copy of it (a plugin
+    # importing another's file by name gets its own module of it)
+    registered = {d.cls.__ge_pass_source__ for p in report.plugins for d in p.descriptors}
+    for plugin in report.plugins:
+        if not plugin.descriptors and plugin.module is not None:
+            _warn_unregistered(plugin.module, registered)
     return report
 
 
