@@ -230,13 +230,15 @@ def _runs_of_each_pass(records: Sequence[PassRunRecord]) -> list[list[PassRunRec
     return groups
 
 
-def _ops_table(before: Mapping[str, int], after: Mapping[str, int]) -> Any:
+def _ops_table(before: Mapping[str, int], after: Mapping[str, int],
+               top: int = _TOP_OPS) -> Any:
+    """The operator counts before and after, the `top` largest changes first (0: all)."""
     from rich.table import Table
 
     names = sorted(set(before) | set(after),
                    key=lambda op: (-abs(after.get(op, 0) - before.get(op, 0)),
                                    -max(before.get(op, 0), after.get(op, 0)), op))
-    shown = names[:_TOP_OPS]
+    shown = names[:top] if top else names
     hidden = len(names) - len(shown)
     title = encodable("Operators before → after") + (f" (top {len(shown)} of {len(names)})"
                                           if hidden else "")
