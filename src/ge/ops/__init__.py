@@ -5,6 +5,7 @@ shape/type inference and constant evaluation. See docs/ops.md.
 from ge.ops.evaluation import evaluate_node, is_constant_foldable
 from ge.ops.inference import infer_node, is_custom_node
 from ge.ops.model_inference import infer_shapes
+from ge.ops.onnx_node import get_attr_or_default
 from ge.ops.registry import (
     CustomOp,
     InferContext,
@@ -31,6 +32,7 @@ __all__ = [
     "ParamOption",
     "ParamSpec",
     "evaluate_node",
+    "get_attr_or_default",
     "get_custom_op",
     "get_op_spec",
     "infer_node",

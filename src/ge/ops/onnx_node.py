@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, helper
 
+from ge.errors import GeError, GraphError
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import Node, overload_of
 from ge.graph.tensor import Tensor
@@ -26,6 +27,7 @@ __all__ = [
     "const_ints",
     "const_value",
     "encode_attribute",
+    "get_attr_or_default",
     "input_connected",
     "input_value_name",
     "node_opset",
@@ -55,6 +57,42 @@ def node_opset(node: Node) -> int:
 def node_spec(node: Node) -> OpSpec:
     """The schema of a node at its model's opset (`OpNotFoundError` if there is none)."""
     return get_op_spec(node.type, node_opset(node), node.domain)
+
+
+def get_attr_or_default(node: Node, name: str) -> Any:
+    """The node's attribute `name`, or when it is not set the default its operator's schema
+    gives at the node's opset (`Transpose.perm` has none: reversed dims), in the form
+    `get_attr` gives (a str, an int, a float, a list): what a pass reads to judge a
+    match (onnxscript's `get_int(name, default)`; a ✚ extension: GE's `get_attr` has no
+    default). `GraphError` when it is neither set nor defaulted (a required attribute, one
+    the schema does not have, an operator ge knows no schema of)."""
+    if node.has_attr(name):
+        return node.get_attr(name)
+    where = f"node {node.name!r} ({node.type})"
+    try:
+        spec = node_spec(node)
+    except GeError:
+        raise GraphError(f"{where} has no attribute {name!r}, and ge knows no schema of its "
+                         "operator to take a default from", nodes=[node.name]) from None
+    attr = spec.attributes.get(name)
+    if attr is None:
+        known = ", ".join(sorted(spec.attributes)) or "none"
+        raise GraphError(f"{where} has no attribute {name!r}: its operator has no such "
+                         f"attribute (its attributes: {known})", nodes=[node.name])
+    if attr.default is None:
+        raise GraphError(f"{where} has no attribute {name!r}, and it has no default (the "
+                         "operator requires it, or leaves its absence a meaning of its own)",
+                         nodes=[node.name])
+    return _as_read(attr.default)
+
+
+def _as_read(value: Any) -> Any:
+    """A schema's default as `Node.get_attr` gives a set attribute: text as str."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, list):
+        return [_as_read(v) for v in value]
+    return value
 
 
 def input_value_name(node: Node, index: int) -> str:
