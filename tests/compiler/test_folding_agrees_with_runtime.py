@@ -212,3 +212,43 @@ def test_a_float16_gelu_folds_to_the_runtime_value(approximate: str) -> None:
     # to a float16 ulp, or 1e-6 near zero (onnxruntime's tanh form flushes -3.6e-7 to -0)
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
                                rtol=2**-10, atol=1e-6)
+
+
+_GG = {
+    "MaxUnpool given an output_shape": (
+        model([node("MaxUnpool", ["c", "i", "shape"], ["y"], name="op", kernel_shape=[2, 2],
+                    strides=[2, 2])], [], [vi("y", shape=[1, 1, 5, 5])],
+              [init("c", [[[[5, 6], [7, 8]]]]), init("i", [[[[5, 7], [13, 15]]]], np.int64),
+               init("shape", [1, 1, 5, 5], np.int64)], opset=19), "MaxUnpool"),
+    "DFT of float32": (
+        model([node("DFT", ["c", "", "ax"], ["y"], name="op")], [], [vi("y", shape=[1, 8, 2])],
+              [init("c", np.linspace(-945, 945, 8).reshape(1, 8, 1)),
+               init("ax", 1, np.int64)], opset=20), "DFT"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_GG))
+def test_operators_onnxruntime_computes_otherwise_are_not_folded(case: str) -> None:
+    """onnx's conformance models with constant inputs (trial GG): onnxruntime places
+    MaxUnpool's values by output_shape otherwise, and rounds DFT otherwise."""
+    original, op = _GG[case]
+    graph = load(original)
+    run_pass(CF, graph)
+    assert histogram(graph)[op] == 1
+    assert_sound(graph, original, [{}])
+
+
+def test_a_shape_of_an_stft_is_not_folded_from_inferred_dims() -> None:
+    """onnx 1.23 infers an STFT without `onesided` as two-sided (16 bins for a frame of 16)
+    where it computes 9: Shape of it folded to the inferred 16 (trial GG)."""
+    original = model([node("STFT", ["x", "step", "", "length"], ["spec"], name="stft"),
+                      node("Shape", ["spec"], ["s"], name="shape")],
+                     [vi("x", shape=[1, 128, 1])], [vi("s", I64, [4])],
+                     [init("step", 8, np.int64), init("length", 16, np.int64)], opset=17,
+                     check=False)
+    graph = load(original)
+    run_pass(CF, graph)
+    assert histogram(graph)["Shape"] == 1
+    x = np.random.default_rng(0).standard_normal((1, 128, 1)).astype(np.float32)
+    assert ort_run(original, {"x": x})[0].tolist() == [1, 15, 9, 2]
+    assert_sound(graph, original, [{"x": x}])

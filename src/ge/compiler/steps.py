@@ -217,14 +217,21 @@ def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = N
     shape inference (the scheduler's, which knows what the passes changed): the passes take
     the inferred dims, and the output keeps its declared type. Where a pass changed a node
     upstream of it (at BeforeInferShape, before the types were known), that pass is named:
-    the export is then likely right and the pass changed the output's shape."""
+    the export is then likely right and the pass changed the output's shape. An output
+    computed from an operator whose inferred dims may be wrong (`UNSOUND_DIMS`) is left
+    out: no pass trusts those dims, and the declared ones may well be right."""
 
+    from ge.compiler.builtin._support import unsound_dims
     from ge.errors import CompileWarning
     from ge.ops.model_inference import contradicted_outputs
 
     net_output = graph.get_net_output()
     outputs = [net_output.name] if net_output is not None else []
-    for name, said, got, producer in contradicted_outputs(graph):
+    contradicted = contradicted_outputs(graph)
+    unsound = unsound_dims(graph) if contradicted else set()
+    for name, said, got, producer in contradicted:
+        if producer in unsound:
+            continue  # inference may be what is wrong there (an STFT's: trial GG)
         read = [producer.name, *outputs]
         blamed = last_changes.blame(graph, read) if last_changes is not None else None
         if blamed is None:
