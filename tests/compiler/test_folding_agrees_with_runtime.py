@@ -140,6 +140,14 @@ _LEFT = {
         model([node("Cast", ["c"], ["y"], name="op", to=I32)], [], [vi("y", I32, [3])],
               [numpy_helper.from_array(np.array([1.0, -2.5, NAN], ml_dtypes.float8_e5m2),
                                        "c")], opset=19), "Cast"),
+    "int64 Pow far beyond any range": (  # (the bound overflowed Python's float: E13028)
+        model([node("Pow", ["c", "e"], ["y"], name="op")], [], [vi("y", I64, [1])],
+              [init("c", [10], np.int64), init("e", [400], np.int64)]), "Pow"),
+    "Cast of a double to float8": (
+        model([node("Cast", ["c"], ["q"], name="op", to=onnx.TensorProto.FLOAT8E4M3FN),
+               node("Cast", ["q"], ["y"], name="back", to=onnx.TensorProto.FLOAT)], [],
+              [vi("y", shape=[2])], [init("c", [1 + 2**-4 + 2**-30, -1.0], np.float64)],
+              opset=19), "Cast"),
     "Cast of floats to int4": (
         model([node("Cast", ["c"], ["q"], name="op", to=onnx.TensorProto.INT4),
                node("Cast", ["q"], ["y"], name="back", to=onnx.TensorProto.FLOAT)], [],

@@ -51,3 +51,17 @@ def test_a_call_finds_its_function() -> None:
     graph = load(_model())
     (call,) = [n for n in graph.get_direct_nodes() if n.type == "F"]
     assert called_function(call) is graph.model.functions[0]
+
+
+def test_a_new_list_at_a_freed_lists_address_is_indexed_anew() -> None:
+    """The index was keyed on the list's id: a list made where a freed one was, at the same
+    version, was answered from the old index (trial HH, 1 in 200 tries); it now holds the
+    list it indexed."""
+    info = load(_model()).model
+    for _ in range(200):
+        info.functions = [_function("A")]
+        assert info.function(("local", "A", "")) is info.functions[0]
+        info.functions = [_function("B")]  # (A's list freed: B's may take its address)
+        info.functions = [_function("C")]
+        assert info.function(("local", "A", "")) is None
+        assert info.function(("local", "C", "")) is info.functions[0]

@@ -335,7 +335,7 @@ def test_low_bit_outputs_are_compared_as_numbers() -> None:
     report = compare_outputs({"q": expected}, {"q": one_step})
     assert report.ok  # held to float8e4m3fn's precision, not float32's
     (out,) = report.outputs
-    assert (out.rtol, out.atol) == (2.0 ** -3, 2 * 2.0 ** -9)  # twice its smallest step
+    assert (out.rtol, out.atol) == (2.0 ** -3, 2.0 ** -9)  # its smallest step
     assert (out.max_abs_diff, out.expected_value, out.actual_value) == (0.25, 2.0, 2.25)
     assert report.summary() == ("ok: 1 output(s) match, max abs diff 0.25 (rtol=0.0001, "
                                 "atol=1e-05; float8_e4m3fn at its precision)")
@@ -347,6 +347,17 @@ def test_low_bit_outputs_are_compared_as_numbers() -> None:
     wrong = np.array([448, -1, 1, 0.5, 0, 20], np.float32).astype(e4)
     report = compare_outputs({"q": small}, {"q": wrong})
     assert not report.ok and report.outputs[0].mismatches == 2
+    # float4: a sign, two steps, 0 for 1 (trial HH: twice the smallest step let them pass);
+    # float8e8m0, powers of two: held to the tolerance given
+    f4 = ml_dtypes.float4_e2m1fn
+    for want, got in (([0.5], [-0.5]), ([6.0], [2.0]), ([0.0], [1.0])):
+        report = compare_outputs({"q": np.array(want, np.float32).astype(f4)},
+                                 {"q": np.array(got, np.float32).astype(f4)})
+        assert not report.ok, (want, got)
+    e8 = ml_dtypes.float8_e8m0fnu
+    report = compare_outputs({"q": np.array([4.0, 1.0], np.float32).astype(e8)},
+                             {"q": np.array([2.0 ** -100, 1.0], np.float32).astype(e8)})
+    assert not report.ok and report.outputs[0].mismatches == 1
     # integers exactly: one step of int4 is a difference
     i4 = ml_dtypes.int4
     expected = np.array([-8, -1, 7], np.int8).astype(i4)

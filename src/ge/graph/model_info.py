@@ -52,9 +52,10 @@ class ModelInfo:
         self.doc_string = ""
         self.metadata_props: dict[str, str] = {}
         self._functions = FunctionList()
-        # `functions` by key, with the list and its version when it was made (`function`)
-        self._function_index: tuple[tuple[int, int], dict[FunctionKey, onnx.FunctionProto]] = (
-            (0, -1), {})
+        # `functions` by key, with the list (itself: an id may be reused once it is freed;
+        # trial HH) and its version when it was made (`function`)
+        self._function_index: tuple[tuple[FunctionList | None, int],
+                                    dict[FunctionKey, onnx.FunctionProto]] = ((None, -1), {})
         # Rare ModelProto fields the IR does not model (training_info, configuration).
         self.extras: onnx.ModelProto | None = None
         # Resolved path -> "model file" / "external data file" for every file `load` read:
@@ -81,13 +82,12 @@ class ModelInfo:
         none): asked for every node of a model (its calls, its random operators), a scan of
         the list made CSE quadratic in the functions (trial DD: 2.7 s of 3.7 for 1,250)."""
         functions = self._functions
-        shape = (id(functions), functions.version)
-        seen, index = self._function_index
-        if seen != shape:
+        (indexed, version), index = self._function_index
+        if indexed is not functions or version != functions.version:
             index = {}
             for f in functions:
                 index.setdefault((normalize_domain(f.domain), f.name, f.overload), f)
-            self._function_index = (shape, index)
+            self._function_index = ((functions, functions.version), index)
         return index.get(key)
 
 

@@ -175,15 +175,18 @@ def precision_floor(expected: np.ndarray, rtol: float, atol: float,
     floats (float8e4m3fn: 2⁻³) at least the type's spacing of 1.0 as `rtol`, and as `atol`
     for float16 and bfloat16 that spacing times the output's largest finite magnitude
     (rounding errors accumulate at the scale of the values summed, not of each element),
-    for the narrower ones twice the type's smallest step (`_ROUNDED_ONCE`). `computed_in` names
+    for the narrower ones the type's smallest step (`_ROUNDED_ONCE`; float8e8m0, powers of
+    two, as given). `computed_in` names
     the 16-bit type a wider output was computed in (a float16 model with float32 inputs and
     outputs): it is held to that type's precision too."""
     name = _dtype_of(expected)
     eps = _PRECISION.get(name) or _PRECISION.get(computed_in or "")
     if eps is None or expected.size == 0:
         return rtol, atol
+    if name in _POWERS_OF_TWO:
+        return rtol, atol  # one step is a factor of 2: compared as given
     if name.startswith(_ROUNDED_ONCE):
-        return max(rtol, eps), max(atol, 2 * _smallest_step(expected.dtype))
+        return max(rtol, eps), max(atol, _smallest_step(expected.dtype))
     return max(rtol, eps), max(atol, eps * _largest_finite(expected))
 
 
@@ -191,8 +194,12 @@ def precision_floor(expected: np.ndarray, rtol: float, atol: float,
 #: element on its own (a QuantizeLinear's output), not summed in them, so an element is held
 #: to a step of its own magnitude (`rtol`) and near zero to the type's smallest step: with
 #: float16's `atol`, the spacing times the largest value (56 for float8e4m3fn's 448), 1
-#: against -1 and 0.5 against 40 passed (trial FF).
+#: against -1 and 0.5 against 40 passed (trial FF); with twice the smallest step, float4's
+#: 0.5 against -0.5 (trial HH).
 _ROUNDED_ONCE = ("float8", "float6", "float4")
+#: float8e8m0 holds powers of two: a step is a factor of 2, and a relative tolerance of one
+#: step passed 4 against 2**-100 (trial HH): its outputs are compared as the tolerance given.
+_POWERS_OF_TWO = frozenset({"float8_e8m0fnu"})
 
 
 def _smallest_step(dtype: np.dtype[Any]) -> float:
