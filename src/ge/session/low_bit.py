@@ -129,9 +129,10 @@ def storable(array: np.ndarray) -> np.ndarray:
 
 def read_one_byte_floats(stream: IO[bytes]) -> np.ndarray | None:
     """The array of a `.npy` stream whose header says `<f1` (an ml_dtypes float8_e5m2
-    array saved by `np.save`: numpy writes that descr and cannot read it back) as 1-byte
-    void elements (`restored` makes them float8_e5m2 for an input of that type); None for
-    any other header (read it with numpy)."""
+    array saved by `np.save`: numpy writes that descr, the only 1-byte float it writes so,
+    and cannot read it back) as the float8_e5m2 array it is: an input of another type is
+    then refused as any other dtype (trial II: read as void bytes, it became float8e4m3fn
+    values, 448 as 30); None for any other header (read it with numpy)."""
     version = np.lib.format.read_magic(stream)
     length = int.from_bytes(stream.read(2 if version == (1, 0) else 4), "little")
     try:
@@ -144,7 +145,9 @@ def read_one_byte_floats(stream: IO[bytes]) -> np.ndarray | None:
     data = bytearray(stream.read(math.prod(shape)))
     if len(data) != math.prod(shape):
         return None
-    array = np.frombuffer(data, dtype="V1")
+    import ml_dtypes
+
+    array = np.frombuffer(data, dtype=ml_dtypes.float8_e5m2)
     return array.reshape(shape, order="F") if header.get("fortran_order") else \
         array.reshape(shape)
 
