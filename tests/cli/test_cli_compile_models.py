@@ -267,7 +267,7 @@ def test_a_passs_runs_on_bodies_are_one_row(tmp_path: Path) -> None:
     assert code == 0, stderr
     rows = [line for line in stdout.splitlines() if "NoOpElimination" in line]
     assert len(rows) == 2 and all("main_graph +3" in row for row in rows)  # two rounds
-    assert ("GRAPH +N: N bodies; the JSON report lists each run that did something"
+    assert ("GRAPH +N: N bodies; the JSON report lists each run that did something on one"
             in " ".join(stdout.split()))
     code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json")
     data = json.loads(stdout)

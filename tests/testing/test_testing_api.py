@@ -293,6 +293,14 @@ def test_a_failure_on_a_large_graph_keeps_the_nodes_it_is_about(fuse: PassSet) -
     assert len(before.splitlines()) <= 82
 
 
+def test_a_failure_with_nothing_made_says_so_after_the_pass(fuse: PassSet) -> None:
+    """No node made: the graph's first lines (its weights) said nothing (trial II)."""
+    with pytest.raises(AssertionError) as caught:
+        assert_rewrites("FuseMatMulAdd", mm_add_model(0, rank3=20), 1, passes=fuse)
+    text = str(caught.value)
+    assert text.endswith("after the pass: no node made by FuseMatMulAdd")
+
+
 def test_assert_matches_without_a_match_marks_the_candidates(fuse: PassSet) -> None:
     with pytest.raises(AssertionError) as caught:
         assert_matches("FuseMatMulAdd", mm_add_model(0, rank3=1), 1, passes=fuse)

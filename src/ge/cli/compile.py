@@ -202,7 +202,8 @@ def _pass_table(report: CompileReport) -> Any:
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
                      "fusions reported (report_fuse)") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
-        "(GRAPH +N: N bodies; the JSON report lists each run that did something)" if bodies else "")
+        "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
+        if bodies else "")
     table.caption_justify = "left"
     return table
 

@@ -141,7 +141,8 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
               help="Write one self-contained HTML page with both graphs and the changes.")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               metavar="N",
-              help="List at most N nodes per section of the text (0: all); --json lists all.")
+              help="List at most N nodes per section of the text, and the 12 largest operator "
+                   "changes (0: all of both); --json lists all.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the differences (or the error) as JSON on stdout.")
 def diff_command(a: Path, b: Path, html_path: Path | None, limit: int, as_json: bool) -> None:
