@@ -49,7 +49,8 @@ def test_a_set_attribute_is_read_and_an_absent_one_defaults(custom) -> None:
 
 
 @pytest.mark.parametrize(("op", "name", "why"), [
-    ("Transpose", "perm", "has no attribute 'perm', and it has no default"),
+    ("Transpose", "perm", "has no attribute 'perm', and it has no default (the operator "
+                          "gives its absence a meaning of its own)"),
     ("ConstantOfShape", "value", "has no attribute 'value', and it has no default"),
     ("Gelu", "axis", "has no attribute 'axis': its operator has no such attribute "
                      "(its attributes: approximate)"),

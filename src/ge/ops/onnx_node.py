@@ -80,8 +80,9 @@ def get_attr_or_default(node: Node, name: str) -> Any:
         raise GraphError(f"{where} has no attribute {name!r}: its operator has no such "
                          f"attribute (its attributes: {known})", nodes=[node.name])
     if attr.default is None:
-        raise GraphError(f"{where} has no attribute {name!r}, and it has no default (the "
-                         "operator requires it, or leaves its absence a meaning of its own)",
+        why = ("the operator requires it" if attr.required else
+               "the operator gives its absence a meaning of its own")
+        raise GraphError(f"{where} has no attribute {name!r}, and it has no default ({why})",
                          nodes=[node.name])
     return _as_read(attr.default)
 
