@@ -123,3 +123,25 @@ def test_a_body_annotation_keeps_the_outer_tensors_it_names() -> None:
     assert [t.name for t in written.graph.initializer] == ["t_scale"]
     then = next(a.g for n in written.graph.node for a in n.attribute if a.name == "then_branch")
     assert _annotated(then) == ["t"]
+
+
+@pytest.mark.builtin_passes
+def test_an_annotated_value_written_as_a_graph_output_keeps_its_annotation() -> None:
+    """out = Identity(z), z annotated: NoOpElimination bypasses the Identity and the Mul
+    now writes `out`; the annotation of z went (trial II), it now follows the value."""
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["z"]), helper.make_node("Identity", ["z"],
+                                                                      ["out"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.full(3, 2.0, np.float32), "s"),
+         numpy_helper.from_array(np.array(0.1, np.float32), "z_scale")])
+    _annotate(graph, "z")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    written = ge.compile(model).to_onnx()
+    assert [n.op_type for n in written.graph.node] == ["Mul"]
+    assert _annotated(written.graph) == ["out"]
+    (annotation,) = written.graph.quantization_annotation
+    assert [(p.key, p.value) for p in annotation.quant_parameter_tensor_names] == [
+        ("SCALE_TENSOR", "z_scale")]
+    assert "z_scale" in {t.name for t in written.graph.initializer}

@@ -785,14 +785,28 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
                 merge_annotations(notes[vi.name], vi)
     gp.value_info.extend(value_infos)
     if extras is not None and len(extras.quantization_annotation):
-        _annotate(gp, extras, graph._annotated_values)
+        _annotate(gp, extras, graph, renames)
 
 
-def _annotate(gp: onnx.GraphProto, extras: onnx.GraphProto, annotated: frozenset[str]) -> None:
+def _annotate(gp: onnx.GraphProto, extras: onnx.GraphProto, graph: Graph,
+              renames: Renames) -> None:
     """Write the graph's quantization annotations, but for those of values it defined when
     read and no longer defines: a quantization tool would read a removed value's
-    parameters (trial Y)."""
+    parameters (trial Y). A value still there but written under another name (a graph
+    output's, after a pass bypassed the Identity that gave it: trial II) takes its
+    annotation along, unless that name has one of its own."""
+    annotated = graph._annotated_values
     defined = defined_value_names(gp) if annotated else set()
-    gp.quantization_annotation.extend(
-        a for a in extras.quantization_annotation
-        if a.tensor_name not in annotated or a.tensor_name in defined)
+    own = {a.tensor_name for a in extras.quantization_annotation}
+    for annotation in extras.quantization_annotation:
+        name = annotation.tensor_name
+        if name in annotated and name not in defined:
+            value = graph._values.get(name)
+            written = renames.get(value) if value is not None else None
+            if written is None or written in own or written not in defined:
+                continue
+            moved = onnx.TensorAnnotation()
+            moved.CopyFrom(annotation)
+            moved.tensor_name = written
+            annotation = moved
+        gp.quantization_annotation.append(annotation)
