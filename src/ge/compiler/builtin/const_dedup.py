@@ -73,7 +73,10 @@ class ConstantDeduplication(FusionBasePass):
         # value key once another constant needed it (None until then)
         seen: dict[Hashable, list[list[Any]]] = {}
         changed = False
-        annotated = annotation_parameters(graph)
+        # the tensors annotations name, read from every graph of the model: only once a
+        # merge is at hand (per run of every body it made a model of 750 If/Loop bodies
+        # spend 0.5 s of 5.6 collecting none)
+        annotated: set[str] | None = None
         for node in graph.topological_order():
             if node.type != CONST or node.domain or not node.has_attr("value"):
                 continue
@@ -92,7 +95,11 @@ class ConstantDeduplication(FusionBasePass):
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
             if not rewirable(node) or quantization_parameter(node) or quantization_parameter(
-                    first) or node.get_output_name(0) in annotated:
+                    first):
+                continue
+            if annotated is None:
+                annotated = annotation_parameters(graph)
+            if node.get_output_name(0) in annotated:
                 continue
             graph.replace_all_uses(node, 0, first, 0)
             graph.remove_node(node)
