@@ -11,7 +11,11 @@ Models:
   duplicated Sub (a common subexpression) and dead nodes. Fixed shapes [1, 8, 16], float32,
   opset 17, hidden size 16, so the file stays small;
 - tests/models/distilbert_tiny_dynamo.onnx, the vendored dynamo export (inputs as its .json
-  describes: int64 token ids in [0, 500), a right-padded 0/1 attention mask).
+  describes: int64 token ids in [0, 500), a right-padded 0/1 attention mask);
+- a generated model of many If bodies (`make_branches_model`, `--branches`, default 2,000
+  If nodes, 4,000 bodies): a chain of If nodes on one condition whose branches each hold a
+  no-op (an Identity, a Cast to the same type) before a Neg or a Relu, each If followed by
+  an Add of a constant subexpression (Mul of two Constants): what per-body overhead costs.
 
 Sides, each run in a fresh interpreter, the sides alternating (`common.run_sides_alternating`),
 Python's garbage collector on as users run; a child imports its libraries first and times
@@ -63,8 +67,9 @@ from common import min_median, print_columns, run_sides_alternating, sides_avail
 ROOT = Path(__file__).resolve().parent.parent
 DISTILBERT = ROOT / "tests" / "models" / "distilbert_tiny_dynamo.onnx"
 DEFAULT_NODES = 10_000
+DEFAULT_BRANCHES = 2_000
 DEFAULT_RUNS = 5
-QUICK_NODES, QUICK_RUNS = 800, 2
+QUICK_NODES, QUICK_BRANCHES, QUICK_RUNS = 800, 100, 2
 GOAL_RATIO = 0.5  # ge at most 0.5x onnxscript's time
 RTOL, ATOL = 1e-4, 1e-5
 SIDES = ("ge", "onnxscript", "ort-basic", "ort-none")
@@ -198,6 +203,43 @@ def make_encoder_model(min_nodes: int) -> onnx.ModelProto:
     return model
 
 
+def make_branches_model(ifs: int) -> onnx.ModelProto:
+    """`ifs` If nodes in a chain, x[4] -> y[4], each branch a no-op and an operator, each If
+    followed by an Add of a foldable constant (see the module docstring)."""
+    nodes, previous = [], "x"
+    for i in range(ifs):
+        then = helper.make_graph(
+            [helper.make_node("Identity", [previous], [f"then_id{i}"], name=f"then_id{i}"),
+             helper.make_node("Neg", [f"then_id{i}"], [f"then{i}"], name=f"then_neg{i}")],
+            f"then{i}", [], [helper.make_tensor_value_info(f"then{i}", F32, [4])])
+        other = helper.make_graph(
+            [helper.make_node("Cast", [previous], [f"else_cast{i}"], name=f"else_cast{i}",
+                              to=TensorProto.FLOAT),
+             helper.make_node("Relu", [f"else_cast{i}"], [f"else{i}"], name=f"else_relu{i}")],
+            f"else{i}", [], [helper.make_tensor_value_info(f"else{i}", F32, [4])])
+        nodes += [
+            helper.make_node("If", ["c"], [f"if{i}"], name=f"if{i}", then_branch=then,
+                             else_branch=other),
+            helper.make_node("Constant", [], [f"two{i}"], name=f"two{i}",
+                             value=numpy_helper.from_array(np.array(2.0, np.float32))),
+            helper.make_node("Constant", [], [f"half{i}"], name=f"half{i}",
+                             value=numpy_helper.from_array(np.array(0.5, np.float32))),
+            helper.make_node("Mul", [f"two{i}", f"half{i}"], [f"one{i}"], name=f"mul{i}"),
+            helper.make_node("Add", [f"if{i}", f"one{i}"], [f"add{i}"], name=f"add{i}"),
+        ]
+        previous = f"add{i}"
+    nodes.append(helper.make_node("Identity", [previous], ["y"], name="Identity_y"))
+    graph = helper.make_graph(
+        nodes, f"branches_{ifs}",
+        [helper.make_tensor_value_info("x", F32, [4]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", F32, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="ge-bench")
+    onnx.checker.check_model(model)
+    return model
+
+
 # -- one measured run in a fresh process ---------------------------------------------------
 def child(side: str, source: str, target: str) -> dict:
     """Import first, then time the side's load + optimise + save (collector on)."""
@@ -282,7 +324,7 @@ def make_inputs(model: onnx.ModelProto, int_inputs: dict[str, int | str],
         if np.issubdtype(dtype, np.floating):
             array = rng.standard_normal(shape).astype(dtype)
         elif dtype == np.bool_:
-            array = rng.random(shape) < 0.5
+            array = np.asarray(rng.random(shape) < 0.5)
         elif spec == "right-padding":
             lengths = rng.integers(1, shape[-1] + 1, shape[:-1])
             array = (np.arange(shape[-1]) < lengths[..., None]).astype(dtype)
@@ -444,8 +486,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None,
                         help=f"fresh processes per side and model (default {DEFAULT_RUNS}, "
                              f"{QUICK_RUNS} with --quick)")
+    parser.add_argument("--branches", type=int, default=None,
+                        help=f"If nodes of the generated branches model (default "
+                             f"{DEFAULT_BRANCHES:,}, {QUICK_BRANCHES} with --quick)")
     parser.add_argument("--quick", action="store_true",
-                        help=f"a small encoder ({QUICK_NODES} nodes) and {QUICK_RUNS} runs")
+                        help=f"a small encoder ({QUICK_NODES} nodes), {QUICK_BRANCHES} If "
+                             f"nodes and {QUICK_RUNS} runs")
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "SOURCE", "TARGET"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -453,6 +499,7 @@ def main() -> int:
         print(json.dumps(child(*args.child)))
         return 0
     nodes = args.nodes or (QUICK_NODES if args.quick else DEFAULT_NODES)
+    branches = args.branches or (QUICK_BRANCHES if args.quick else DEFAULT_BRANCHES)
     runs = args.runs or (QUICK_RUNS if args.quick else DEFAULT_RUNS)
     with_onnxscript = "onnxscript" in sides_available(("ge", "onnxscript"))
     sides = tuple(s for s in SIDES if with_onnxscript or s != "onnxscript")
@@ -463,10 +510,14 @@ def main() -> int:
         proto = make_encoder_model(nodes)
         onnx.save(proto, encoder)
         print(f"encoder: {len(proto.graph.node):,} nodes, {encoder.stat().st_size / 1e6:.1f} MB"
-              f" ({os.path.relpath(DISTILBERT, Path.cwd())} is the second model)")
+              f" ({os.path.relpath(DISTILBERT, Path.cwd())} is the second model, "
+              f"{branches:,} If nodes the third)")
+        branchy = folder / "branches.onnx"
+        onnx.save(make_branches_model(branches), branchy)
         models = [Measured("encoder", encoder),
                   Measured("distilbert", DISTILBERT,
-                           {"input_ids": 500, "attention_mask": "right-padding"})]
+                           {"input_ids": 500, "attention_mask": "right-padding"}),
+                  Measured("branches", branchy)]
         for model in models:
             measure(model, sides, runs, folder)
         for model in models:

@@ -103,20 +103,69 @@ class Invocation:
     # The BeforeInferShape passes told that they refused every match on untyped values.
     warned_untyped: set[str] = field(default_factory=set)
     warned_none: set[str] = field(default_factory=set)  # likewise, for None answers
+    # What is known of each graph while the hierarchy stays as it is (`_refresh`): a model
+    # of thousands of If/Loop bodies has each visited by every pass of every round, most
+    # runs changing nothing, so its path and its outputs' contradictions are kept.
+    _known_version: int = -1
+    _paths: dict[Graph, str] = field(default_factory=dict)
+    _contradictions: dict[Graph, set[int]] = field(default_factory=dict)
+    _sizes: dict[Graph, tuple[int, int]] = field(default_factory=dict)
+    _op_types: dict[Graph, frozenset[str]] = field(default_factory=dict)
+
+    def _refresh(self, graph: Graph) -> None:
+        """Forget what is known of each graph once the hierarchy changed: called before
+        asking `_lacks`, `_size`, `_path` or `_contradicted` after a change may have been
+        made."""
+        version = graph.mutation_count
+        if version != self._known_version:
+            self._known_version = version
+            self._paths.clear()
+            self._contradictions.clear()
+            self._sizes.clear()
+            self._op_types.clear()
+
+    def _lacks(self, graph: Graph, op_types: frozenset[str]) -> bool:
+        """Whether `graph` has no direct node of any of `op_types` (default domain)."""
+        present = self._op_types.get(graph)
+        if present is None:
+            present = self._op_types[graph] = frozenset(
+                t for t in graph.op_types() if graph.count_of_type(t, ""))
+        return present.isdisjoint(op_types)
+
+    def _size(self, graph: Graph) -> tuple[int, int]:
+        """(`operator_count`, `constant_count`) of `graph`, kept while nothing changes."""
+        size = self._sizes.get(graph)
+        if size is None:
+            size = self._sizes[graph] = (operator_count(graph), constant_count(graph))
+        return size
+
+    def _path(self, graph: Graph) -> str:
+        """`body_path(graph)`, kept while nothing changes."""
+        path = self._paths.get(graph)
+        if path is None:
+            path = self._paths[graph] = body_path(graph)
+        return path
+
+    def _contradicted(self, graph: Graph) -> set[int]:
+        """`_contradicted_outputs(graph)`, kept while nothing changes."""
+        found = self._contradictions.get(graph)
+        if found is None:
+            found = self._contradictions[graph] = _contradicted_outputs(graph)
+        return found
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
         """Run `instance` on `target` (a graph of `root`'s hierarchy) and check the result."""
-        context = PassContext(entry.name, self.options)
-        if entry.requires and not any(target.nodes_of_type(t) for t in entry.requires):
+        self._refresh(root)
+        if entry.requires and self._lacks(target, entry.requires):
             return self.idle_record(entry, target, stage)
+        context = PassContext(entry.name, self.options)
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns,
                       count_untyped=(not entry.builtin
                                      and stage == PassStage.BEFORE_INFER_SHAPE.value))
         before = root.mutation_count
-        contradicted = _contradicted_outputs(target) if self.typed else set()
-        nodes_before = operator_count(target)
-        constants_before = constant_count(target)
+        contradicted = self._contradicted(target) if self.typed else set()
+        nodes_before, constants_before = self._size(target)
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model:
@@ -166,7 +215,8 @@ class Invocation:
             raise run_error(entry, stage, "FAILED", reason, exc,
                             unchecked=self.check == "none") from exc
         changed = root.mutation_count != before
-        nodes_after = operator_count(target)
+        self._refresh(root)
+        nodes_after, constants_after = self._size(target)
         outcome = status.outcome
         if run.untyped_refusals and not run.rewrites:
             self._warn_untyped_refusals(entry, instance, target, run)
@@ -182,7 +232,7 @@ class Invocation:
             pass_name=entry.name,
             stage=stage,
             graph_name=target.name,
-            graph_path=body_path(target),
+            graph_path=self._path(target),
             outcome=outcome,
             changed=changed,
             seconds=time.perf_counter() - start,
@@ -195,7 +245,7 @@ class Invocation:
             nodes_before=nodes_before,
             nodes_after=nodes_after,
             constants_before=constants_before,
-            constants_after=constant_count(target),
+            constants_after=constants_after,
             round=self.round,
         )
 
@@ -292,10 +342,11 @@ class Invocation:
                     rolled_back: str | None = None) -> PassRunRecord:
         """The record of a run that left `target` as it was: skipped because it has none of
         the op types the pass needs, or (`rolled_back`: the failure) rolled back."""
-        nodes, constants = operator_count(target), constant_count(target)
+        self._refresh(target)
+        nodes, constants = self._size(target)
         return PassRunRecord(
             pass_name=entry.name, stage=stage, graph_name=target.name,
-            graph_path=body_path(target),
+            graph_path=self._path(target),
             outcome=RunOutcome.NOT_CHANGED if rolled_back is None else RunOutcome.FAILED,
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,

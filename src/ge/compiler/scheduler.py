@@ -318,8 +318,9 @@ class Scheduler:
         changed = self._invoke(entry, instance, graph, graph, stage)
         # Listed after the root run (the pass may have added or removed bodies), and each
         # checked again before its run: a body an earlier run removed is dead.
+        listed = graph.mutation_count
         for target in _subgraphs(graph):
-            if is_live(target, graph):
+            if graph.mutation_count == listed or is_live(target, graph):
                 changed = self._invoke(entry, instance, target, graph, stage) or changed
         records = self.records[first:]
         for observer in self._observers:

@@ -264,9 +264,9 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
         if count > 1:
             _add(problems, g, "duplicate-name", [name],
                  f"{count} nodes are named {name!r}")
-    outer_values: set[str] = set()
-    for outer in enclosing[1:]:
-        outer_values.update(outer._values)
+    # (looked up in each enclosing graph's own index, never copied: a model of thousands of
+    # bodies would copy the main graph's names once per body)
+    outer_values = [outer._values for outer in enclosing[1:]]
     defined: Counter[str] = Counter()
     for node in nodes:
         if node._graph is not g:
@@ -281,7 +281,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
         if count > 1:
             _add(problems, g, "duplicate-name", [value],
                  f"value {value!r} is produced {count} times")
-        elif value in outer_values:
+        elif any(value in values for values in outer_values):
             _add(problems, g, "duplicate-name", [value],
                  f"value {value!r} shadows a value of an enclosing graph")
 

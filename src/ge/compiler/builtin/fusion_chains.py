@@ -102,7 +102,11 @@ class _ChainSimplification(FusionBasePass):
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         changed = False
-        for second in graph.topological_order():
+        if len(self.second_types) == 1:  # (through the op-type index, in the graph's order)
+            candidates = graph.nodes_of_type(next(iter(self.second_types)))
+        else:
+            candidates = graph.topological_order()
+        for second in candidates:
             if second.owner_graph is not graph or second.type not in self.second_types:
                 continue  # removed by an earlier rewrite of this run, or another type
             pair = _pair(second, self.first_types)
@@ -183,7 +187,8 @@ def _perm(node: Node, rank: int | None) -> list[int] | None:
     return None if rank is None else list(reversed(range(rank)))
 
 
-@builtin_pass(name="TransposeChainSimplification", step="origin_graph_optimize")
+@builtin_pass(name="TransposeChainSimplification", step="origin_graph_optimize",
+              requires=("Transpose",))
 class TransposeChainSimplification(_ChainSimplification):
     """Transpose(Transpose(X, p1), p2) → Transpose(X, p1∘p2); X itself for the identity."""
 
@@ -206,7 +211,8 @@ class TransposeChainSimplification(_ChainSimplification):
 # -- Reshape ------------------------------------------------------------------------------
 
 
-@builtin_pass(name="ReshapeChainSimplification", step="origin_graph_optimize")
+@builtin_pass(name="ReshapeChainSimplification", step="origin_graph_optimize",
+              requires=("Reshape",))
 class ReshapeChainSimplification(_ChainSimplification):
     """Reshape(Reshape(X, s1), s2) → Reshape(X, s2) for a constant s2 whose 0 entries (a
     dim kept, unless `allowzero`) keep the same dim of X as of the intermediate value (X
@@ -283,7 +289,8 @@ def is_exact_cast(source: int, target: int) -> bool:
     return target == source or target in EXACT_CASTS[source]
 
 
-@builtin_pass(name="CastChainSimplification", step="origin_graph_optimize")
+@builtin_pass(name="CastChainSimplification", step="origin_graph_optimize",
+              requires=("Cast",))
 class CastChainSimplification(_ChainSimplification):
     """Cast(Cast(X, T1), T2) → Cast(X, T2) when X's type → T1 is exact; X itself when T2 is
     X's type. The second cast then sees the very values it saw before, so it gives the same
@@ -330,7 +337,8 @@ def _normalized(axes: list[int], rank: int) -> list[int] | None:
     return fixed
 
 
-@builtin_pass(name="SqueezeUnsqueezeCancellation", step="origin_graph_optimize")
+@builtin_pass(name="SqueezeUnsqueezeCancellation", step="origin_graph_optimize",
+              requires=("Squeeze", "Unsqueeze"))
 class SqueezeUnsqueezeCancellation(_ChainSimplification):
     """Squeeze(Unsqueeze(X, axes), axes) → X; Unsqueeze(Squeeze(X, axes), axes) → X when
     X's dims at `axes` are known to be 1."""

@@ -297,7 +297,7 @@ def passthrough_input(node: Node) -> int | None:
     return index
 
 
-@builtin_pass(name="NoOpElimination", step="origin_graph_optimize")
+@builtin_pass(name="NoOpElimination", step="origin_graph_optimize", requires=tuple(_RULES))
 class NoOpElimination(FusionBasePass):
     """Bypass and remove no-op nodes (see the module docstring)."""
 
