@@ -11,7 +11,8 @@ refined (`ge.ops.refinement`): inference ran before folding, so a shape computed
 constants left their dims unknown, which the passes after this one would read. Folding
 never makes the model much bigger:
 an output larger than `ge.constant_folding.size_limit` bytes is only folded when it is no
-larger than the constants it is computed from. A `DequantizeLinear` is never folded: in a
+larger than the constants it is computed from that nothing else reads (a weight shared with
+another reader stays, so folding it would copy it). A `DequantizeLinear` is never folded: in a
 quantized model it is how a weight is stored (`_STORAGE_OPS`). Nor is a node onnxruntime
 would compute otherwise than the reference evaluator (`runtime_differences`: NaN among
 compared values, integer overflow, out-of-range casts, lengths a Resize scale does not
@@ -325,7 +326,7 @@ class _Folder:
         # raw TensorProto bytes where the constants still are that: sized and keyed
         # without decoding them (a memoised computation is never decoded)
         raws = [None if value is None else raw_bytes(value) for value in inputs]
-        input_bytes = 0
+        input_bytes = freed_bytes = 0
         seen: set[tuple[Node, int]] = set()
         for i, value in enumerate(inputs):
             producer = node.get_input_producer(i)
@@ -333,9 +334,12 @@ class _Folder:
                 continue  # absent, or a constant read twice (counted once)
             seen.add(producer)
             raw = raws[i]
-            input_bytes += len(raw) if raw is not None else tensor_nbytes(value)
+            size = len(raw) if raw is not None else tensor_nbytes(value)
+            input_bytes += size
+            if _freed_by_fold(producer[0], node):
+                freed_bytes += size
         estimated = {i: _estimated_nbytes(desc) for i, desc in descs.items()}
-        if not self._within(estimated, input_bytes):
+        if not self._within(estimated, freed_bytes):
             return None  # the desc already says it is too big: do not even compute it
         try:
             with np.errstate(all="ignore"):  # log(0) and the like: the values are the point
@@ -350,18 +354,25 @@ class _Folder:
             if value is None or not _agrees(descs[i], value):
                 return None
             values[i] = value
-        if not self._fits(values, input_bytes):
+        if not self._fits(values, freed_bytes):
             return None
         return values
 
-    def _within(self, sizes: dict[int, int | None], input_bytes: int) -> bool:
+    def _within(self, sizes: dict[int, int | None], freed_bytes: int) -> bool:
         """Outputs over the limit are allowed only if together they are no larger than the
-        constant inputs."""
+        constant inputs the fold frees (those nothing else reads): a weight that stays for
+        another reader (an embedding shared with the output projection) is not copied."""
         over = [n for n in sizes.values() if n is not None and n > self.limit]
-        return not over or sum(over) <= input_bytes
+        return not over or sum(over) <= freed_bytes
 
-    def _fits(self, values: dict[int, Tensor], input_bytes: int) -> bool:
-        return self._within({i: tensor_nbytes(v) for i, v in values.items()}, input_bytes)
+    def _fits(self, values: dict[int, Tensor], freed_bytes: int) -> bool:
+        return self._within({i: tensor_nbytes(v) for i, v in values.items()}, freed_bytes)
+
+
+def _freed_by_fold(constant: Node, node: Node) -> bool:
+    """Whether folding `node` leaves `constant` (one of its inputs) unread: every reader of
+    it (a graph output's NetOutput, a node of a body reading it by name) is `node`."""
+    return all(reader is node for reader, _ in constant.get_out_data_nodes_and_port_indexes(0))
 
 
 def _evaluation_key(signature: Signature, inputs: list[Tensor | None],
