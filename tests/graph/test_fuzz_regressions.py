@@ -166,6 +166,30 @@ def test_a_removed_body_frees_its_names_and_a_rollback_restores_them() -> None:
     assert root.add_node("Sqrt", num_inputs=1).get_output_name(0) == "Sqrt:0_1"
 
 
+def test_names_held_inside_follow_every_change_of_the_bodies() -> None:
+    """The names held inside a graph are kept between questions (a main graph of 4,000
+    bodies walked them all for every constant a fold made): each way a body's names change
+    is seen at the next question, the rollback of one too."""
+    root, then = _root_with_body_value("Sqrt:0")
+    assert root.add_node("Sqrt", num_inputs=1).get_output_name(0) == "Sqrt:0_1"  # (kept)
+    (neg,) = then.nodes_of_type("Neg")
+    with pytest.raises(KeyError), root.transaction():
+        then.remove_node(neg)  # a change inside the body
+        assert root.add_node("Neg", name="n1", output_names=["Sqrt:0"])
+        raise KeyError("roll back")
+    with pytest.raises(RuntimeError, match="already used"):
+        root.add_node("Neg", name="n2", output_names=["Sqrt:0"])  # back after the rollback
+    (if_node,) = root.nodes_of_type("If")
+    if_node.remove_attr("then_branch")  # the body is discarded
+    assert root.add_node("Neg", name="n3", output_names=["Sqrt:0"])
+    root.remove_node(root.find_node_by_name("n3"))
+    if_node.set_attr("then_branch", then)  # and comes back
+    with pytest.raises(RuntimeError, match="already used"):
+        root.add_node("Neg", name="n4", output_names=["Sqrt:0"])
+    root.remove_node(if_node)  # its node leaves with both bodies
+    assert root.add_node("Neg", name="n5", output_names=["Sqrt:0"])
+
+
 # -- B, C: one value listed twice as a graph output -----------------------------------------
 
 

@@ -107,9 +107,13 @@ def _node_counts(root: Graph, added: dict[Graph, int]) -> NodeCounts:
                       constant_count(root) + sum(constant_count(g) for g in bodies))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PassRunRecord:
-    """One invocation of one pass on one graph (the root or a subgraph)."""
+    """One invocation of one pass on one graph (the root or a subgraph).
+
+    Plain data, never changed once made: not frozen because a compilation makes one per
+    pass, graph and round (a model of 4,000 If bodies makes 178,000), and a frozen
+    dataclass takes three times as long to create (2.4 against 0.8 µs)."""
 
     pass_name: str
     stage: str  # a plugin stage, or the engine step of a built-in pass ("OriginGraphOptimize")

@@ -103,6 +103,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # (`NameAuthority`): registered wherever a graph gets this one as its parent, and
         # checked on use (a superset: a body whose node left stays until then).
         self._inner: dict[Graph, None] = {}
+        # The value names held inside this graph, at the journal's `inner_version` they
+        # were collected at (`naming._held_inside`).
+        self._inner_names: tuple[object, int, frozenset[str]] | None = None
         # The graph's output names as read from ONNX: save keeps them when a pass gives an
         # output a new producer (see onnx_export), so the model's interface does not change.
         self._output_names: list[str] = []
@@ -171,6 +174,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             raise GraphError(f"graph {self._name!r} cannot enclose itself")
         self._declared_parent = parent
         parent._inner[self] = None
+        parent.root_graph()._journal.inner_version += 1
 
     def root_graph(self) -> Graph:
         """The top of the hierarchy: through owner nodes, and from an orphan to its root."""
@@ -244,6 +248,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         root._all_nodes = root._all_subgraphs = None
         journal = root._journal
         journal.mutation_count += 1
+        if root is not self:
+            journal.inner_version += 1
         if structural:
             journal.structure_version += 1
             # Drop the cached node list now, not at the next query: it would keep every node

@@ -38,8 +38,8 @@ ChangeListener = Callable[[ChangeKind, Any, int], None]
 class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
-    __slots__ = ("_marks", "_replaying", "_steps", "listeners", "mutation_count",
-                 "structure_version")
+    __slots__ = ("_marks", "_replaying", "_steps", "inner_version", "listeners",
+                 "mutation_count", "structure_version")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
@@ -49,6 +49,10 @@ class Journal:
         # Bumped on every mutation / every change of nodes or edges (topology caches key on it).
         self.mutation_count = 0
         self.structure_version = 0
+        # Bumped on every change inside a body of the hierarchy, and whenever a body joins
+        # or leaves a graph: what `NameAuthority` keeps of the names held inside a graph
+        # stays valid while it does not move (a main graph's changes leave it alone).
+        self.inner_version = 0
         # Change listeners of the hierarchy (`Graph.subscribe`); rollbacks notify them too.
         self.listeners: list[ChangeListener] = []
 
@@ -97,6 +101,7 @@ class Journal:
             # structure version only grows, so caches made inside the transaction die.
             self.mutation_count = count
             self.structure_version += 1
+            self.inner_version += 1
             raise
         finally:
             self._marks.pop()

@@ -91,21 +91,35 @@ def _held_inside(graph: Graph, name: str) -> bool:
     """Whether a graph nested in `graph` (a body of one of its nodes, or of theirs, or a
     body being built for it) holds a value `name`.
 
+    The names held inside are collected once and kept while the journal's `inner_version`
+    stays (no body changed, joined or left): a main graph of thousands of bodies asked for
+    every constant a fold makes walked them all each time.
+    """
+    if not graph._inner:
+        return False  # the common case: a graph without bodies
+    journal = graph.root_graph()._journal
+    kept = graph._inner_names
+    if kept is None or kept[0] is not journal or kept[1] != journal.inner_version:
+        names: set[str] = set()
+        _collect_inside(graph, names)
+        kept = graph._inner_names = (journal, journal.inner_version, frozenset(names))
+    return name in kept[2]
+
+
+def _collect_inside(graph: Graph, names: set[str]) -> None:
+    """Add the value names of every graph nested in `graph` to `names`.
+
     Walks `Graph._inner`, which records every graph placed inside another; an entry no
     longer inside (its owner node was removed, or it went elsewhere) is dropped on the way.
     Whatever puts it back inside (a rollback included) records it again.
     """
-    inner = graph._inner
-    if not inner:
-        return False  # the common case: a graph without bodies
     stale: list[Graph] = []
-    found = False
-    for sub in inner:
+    for sub in graph._inner:
         if sub.parent_graph is not graph:
             stale.append(sub)
-        elif name in sub._values or _held_inside(sub, name):
-            found = True
-            break
+        else:
+            names.update(sub._values)
+            if sub._inner:
+                _collect_inside(sub, names)
     for sub in stale:
-        del inner[sub]
-    return found
+        del graph._inner[sub]

@@ -138,6 +138,8 @@ class GraphNodeSet:
             if value_name and values.get(value_name, (None,))[0] is node:
                 del values[value_name]
         node._graph = None
+        if node.get_subgraphs():  # (its bodies leave the graph with it)
+            self.root_graph()._journal.inner_version += 1
         before, label = node._prev, node._seq
         order.unlink(self, node)
         return before, label

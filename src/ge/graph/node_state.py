@@ -138,6 +138,7 @@ class GraphNodeState:
             _register_inner(sub)
 
         journal = self._changed(True)
+        journal.inner_version += 1  # (a body left or joined this graph)
         if journal.recording:
             journal.record(undo)
 
@@ -238,6 +239,7 @@ def _register_inner(sub: Graph) -> None:
     parent = sub.parent_graph
     if parent is not None:
         parent._inner[sub] = None
+        parent.root_graph()._journal.inner_version += 1
 
 
 def _restore_slots(old: list[tuple[list, int, Any]]) -> None:

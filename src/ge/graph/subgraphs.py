@@ -123,6 +123,7 @@ class GraphSubgraphs:
         """Make `sub` a body of `owner`, a node of this graph (see `_inner`)."""
         sub._parent_node = owner
         self._inner[sub] = None
+        self.root_graph()._journal.inner_version += 1
 
     def _drop_outer_edges(self: Graph) -> None:
         """Disconnect inputs of this hierarchy whose producers live outside it."""

@@ -77,6 +77,10 @@ class ConstantDeduplication(FusionBasePass):
         # merge is at hand (per run of every body it made a model of 750 If/Loop bodies
         # spend 0.5 s of 5.6 collecting none)
         annotated: set[str] | None = None
+        # whether each kept constant is read as a quantization parameter, asked once: it
+        # gains the readers of every constant merged into it (none of them such a read), so
+        # asking at each merge walked them all again (2,000 merges of one scale: 2M reads)
+        kept_parameters: dict[Node, bool] = {}
         for node in graph.topological_order():
             if node.type != CONST or node.domain or not node.has_attr("value"):
                 continue
@@ -94,8 +98,12 @@ class ConstantDeduplication(FusionBasePass):
             first = _first_equal(seen.setdefault(self._sample(value), []), node, value)
             if first is node or not node.get_out_data_nodes_and_port_indexes(0):
                 continue  # the first of its value, or unused (dead-code elimination's)
-            if not rewirable(node) or quantization_parameter(node) or quantization_parameter(
-                    first):
+            if not rewirable(node) or quantization_parameter(node):
+                continue
+            first_parameter = kept_parameters.get(first)
+            if first_parameter is None:
+                first_parameter = kept_parameters[first] = quantization_parameter(first)
+            if first_parameter:
                 continue
             if annotated is None:
                 annotated = annotation_parameters(graph)
