@@ -121,10 +121,101 @@ def test_two_unproven_elements_keep_the_target() -> None:
     assert_sound(graph, original, [_feeds(2, 3)])
 
 
-def test_allowzero_targets_are_left_alone() -> None:
-    """With allowzero, 0 is a size, not "the input's dim"."""
-    graph = load(_heads("k", allowzero=1))
+def _allowzero(y_dims: list[int | str], ids: list[int], rest: list[int], *,
+               x_dims: tuple[int | str, ...] = ("batch", "sequence", 8),
+               allowzero: int = 1) -> onnx.ModelProto:
+    """y = Reshape[allowzero](Relu(x), Concat(Shape(x)[i] for i in `ids`, `rest`)): how
+    the dynamo exporter writes every `view`."""
+    nodes = [node("Relu", ["x"], ["r"], name="relu"),
+             node("Shape", ["r"], ["s"], name="shape")]
+    pieces = []
+    for i in ids:
+        nodes += [node("Gather", ["s", f"i{i}"], [f"d{i}"], name=f"dim{i}"),
+                  node("Unsqueeze", [f"d{i}", "ax"], [f"u{i}"], name=f"u{i}")]
+        pieces.append(f"u{i}")
+    nodes += [node("Concat", [*pieces, "rest"], ["t"], name="target", axis=0),
+              node("Reshape", ["r", "t"], ["y"], name="view", allowzero=allowzero)]
+    return model(nodes, [vi("x", shape=list(x_dims))], [vi("y", shape=y_dims)],
+                 [*(init(f"i{i}", i, np.int64) for i in ids), init("ax", [0], np.int64),
+                  init("rest", rest, np.int64)])
+
+
+def _x(*shape: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)}
+
+
+#: Sizes of [batch, sequence, 8] with empty ones: where allowzero matters.
+EMPTY_AND_NOT = [_x(0, 3, 8), _x(2, 0, 8), _x(0, 0, 8), _x(2, 3, 8), _x(1, 1, 8)]
+
+
+def test_allowzero_copies_of_the_input_s_own_dims_become_zeros_without_allowzero() -> None:
+    """The dynamo exporter's `view`: allowzero=1 and a target of the input's own dims
+    (or their symbols). A 0 under allowzero=0 copies the very dim, 0 included, so the
+    target is [0, 0, 2, 4] and allowzero goes: the same output at every size, empty
+    batch or sequence too."""
+    original = _heads("k", allowzero=1)
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert _targets(graph) == {"view_q": [0, 0, 2, 4], "view_k": [0, 0, 2, 4]}
+    assert all(r.get_attr("allowzero") == 0 for r in graph.nodes_of_type("Reshape"))
+    assert_sound(graph, original, [_feeds(0, 3), _feeds(2, 0), _feeds(0, 0), _feeds(2, 5)])
+
+
+def test_an_allowzero_minus_one_becomes_the_size_it_stands_for() -> None:
+    """`view(b, s, -1, 4)` under allowzero=1: -1 beside a copied 0 is refused under
+    allowzero=0 (onnxruntime cannot infer it from a size of 0; under allowzero=1 it
+    infers it from the non-zero dims), so it becomes 2, what it is at every size."""
+    original = _allowzero(["batch", "sequence", 2, 4], [0, 1], [-1, 4])
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert _targets(graph) == {"view": [0, 0, 2, 4]}
+    assert graph.nodes_of_type("Reshape")[0].get_attr("allowzero") == 0
+    assert_sound(graph, original, EMPTY_AND_NOT)
+
+
+def test_an_allowzero_merge_back_keeps_its_size_for_the_minus_one() -> None:
+    """`view(b, s, -1)` of [b, s, 2, 4] (the heads merged back): -1 is 8."""
+    original = _allowzero(["batch", "sequence", 8], [0, 1], [-1],
+                          x_dims=("batch", "sequence", 2, 4))
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert _targets(graph) == {"view": [0, 0, 8]}
+    assert_sound(graph, original, [_x(0, 3, 2, 4), _x(2, 0, 2, 4), _x(3, 5, 2, 4)])
+
+
+def test_an_allowzero_minus_one_of_symbolic_sizes_stays_computed() -> None:
+    """x [batch, sequence, n] viewed as [b, s, -1, 4]: the -1 is n / 4, no one size, and
+    allowzero=0 would refuse it beside a copied 0 where allowzero=1 infers it. Without
+    allowzero the same target folds to [0, 0, -1, 4] (which is what it was)."""
+    x_dims = ("batch", "sequence", "n")
+    graph = load(_allowzero(["batch", "sequence", "m", 4], [0, 1], [-1, 4], x_dims=x_dims))
     assert not run_pass(FOLD, graph)
+    original = _allowzero(["batch", "sequence", "m", 4], [0, 1], [-1, 4], x_dims=x_dims,
+                          allowzero=0)
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert _targets(graph) == {"view": [0, 0, -1, 4]}
+    assert_sound(graph, original, [_x(2, 3, 8)])
+
+
+def test_an_allowzero_zero_size_beside_a_copy_is_left_alone() -> None:
+    """x [batch, 8, 0] viewed as [b, 0, 2, 4]: the literal 0 is a size under allowzero=1
+    and would copy the 8 under allowzero=0, so nothing changes."""
+    original = _allowzero(["batch", 0, 2, 4], [0], [0, 2, 4], x_dims=("batch", 8, 0))
+    graph = load(original)
+    assert not run_pass(FOLD, graph)
+    assert_sound(graph, original, [_x(2, 8, 0), _x(0, 8, 0)])
+
+
+def test_allowzero_keeps_static_dims_as_sizes() -> None:
+    """A static dim of the input (here 3) needs no copy: under allowzero=1 it stays the
+    size it is, and allowzero stays."""
+    original = _allowzero([3, 2, 2, 2], [0, 1], [2, 2], x_dims=(3, 2, 4))
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert _targets(graph) == {"view": [3, 2, 2, 2]}
+    assert graph.nodes_of_type("Reshape")[0].get_attr("allowzero") == 1
+    assert_sound(graph, original, [_x(3, 2, 4)])
 
 
 def test_a_value_downstream_of_an_einsum_is_not_trusted_by_symbol() -> None:

@@ -23,9 +23,26 @@ the same tensor's own dims).
 An element is read from `Unsqueeze(Gather(Shape(y), i))` (scalar index, axes [0]),
 `Gather(Shape(y), [i, ...])` (1-D indices), `Slice(Shape(y), [i], [j])`, `Shape(y)` (its
 `start`/`end` applied) or a constant; anything else (a product of dims) is unknown.
+
+A Reshape with `allowzero=1` reads every 0 as a size, and the dynamo exporter writes every
+`view` so (`Reshape[allowzero=1](x, Concat(Shape(x)[0:1], Shape(attention_mask)[1:2],
+[-1], [64]))`). There an element that is the input's own dim k (or its symbol) is exactly
+what a 0 at k copies under `allowzero=0`, a dim of size 0 included; so the Reshape becomes
+`Reshape[allowzero=0](x, [0, 0, 12, 64])` when no other element is a 0 (a size there,
+which `allowzero=0` would read as a copy). A -1 beside such a copy becomes the size it
+stands for, which must be one number (x's other dims static: 768 / 64 for x of
+[batch, seq, 768]), else nothing changes: onnxruntime reshapes an empty x of [0, 3, 8] to
+`[0, 3, -1, 4]` under `allowzero=1` (inferring -1 from the non-zero dims: [0, 3, 2, 4])
+but refuses `[0, 0, -1, 4]` under `allowzero=0` (no -1 is inferred from a size of 0). An
+element that is a static size stays that size, and `allowzero=1` stays when nothing needs
+a copy.
+
 """
 
 from __future__ import annotations
+
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,7 +56,7 @@ from ge.ops.reshape import allow_zero
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
-__all__ = ["ReshapeTargetFolding", "folded_target"]
+__all__ = ["FoldedTarget", "ReshapeTargetFolding", "folded_target"]
 
 #: An element of a target as read: a known int, or the dim `index` of the value `source`
 #: (its producer and output) whose inferred dim is `dim` (a size, a symbol, or None).
@@ -135,7 +152,15 @@ def _sliced(node: Node) -> list[_Element] | None:
             for k, d in enumerate(dims[first:last])]
 
 
-def folded_target(reshape: Node, untrusted: set[Node] | None) -> list[int] | None:
+class FoldedTarget(NamedTuple):
+    """A constant target for a Reshape, and whether the Reshape then needs `allowzero=0`
+    (it had `allowzero=1`, and the target's 0s are copies of the input's dims)."""
+
+    values: list[int]
+    clear_allowzero: bool
+
+
+def folded_target(reshape: Node, untrusted: set[Node] | None) -> FoldedTarget | None:
     """The constant target of `reshape` (see the module docstring), or None when its target
     is constant already or cannot be made one. `untrusted`: the nodes whose dims are not
     trusted (`untrusted_values`; None: no symbol is, only the input's own dims)."""
@@ -161,6 +186,7 @@ def folded_target(reshape: Node, untrusted: set[Node] | None) -> list[int] | Non
     trusted = (untrusted is not None and data[0] not in untrusted
                and data[0].owner_graph is reshape.owner_graph)
     values: list[int | None] = []
+    copies: list[int] = []  # where a 0 copies the input's dim (the other 0s are sizes)
     for k, (value, source, index, dim) in enumerate(elements):
         own = source == (data[0], data[1]) and index == k  # the input's own dim k
         same_symbol = (trusted and untrusted is not None and source is not None
@@ -168,7 +194,12 @@ def folded_target(reshape: Node, untrusted: set[Node] | None) -> list[int] | Non
                        and source[0].owner_graph is reshape.owner_graph
                        and isinstance(dim, str)
                        and dims is not None and k < len(dims) and dims[k] == dim)
-        values.append(0 if (own or same_symbol) and not zero_is_size else value)
+        # Under allowzero a static size stays a size: no copy is needed for it.
+        if (own or same_symbol) and not (zero_is_size and value is not None):
+            values.append(0)
+            copies.append(k)
+        else:
+            values.append(value)
     if values.count(None) == 1 and all(v is None or v > 0 for v in values):
         # The one dim left becomes the one Reshape infers, -1, only beside static sizes:
         # beside a 0 (a copied dim, or a size under allowzero) that may be 0 at run time,
@@ -177,7 +208,41 @@ def folded_target(reshape: Node, untrusted: set[Node] | None) -> list[int] | Non
     known = [v for v in values if v is not None]
     if len(known) != len(values) or known.count(-1) > 1:
         return None
-    return known
+    if zero_is_size and copies:
+        # The copies need allowzero=0, which would read a 0 size as a copy too, and
+        # refuses a -1 beside a copied 0 that allowzero=1 infers (module docstring):
+        # the -1 becomes the size it stands for, when that is one.
+        if known.count(0) > len(copies):
+            return None
+        if -1 in known:
+            size = _inferred_size(dims, known, copies)
+            if size is None:
+                return None
+            known[known.index(-1)] = size
+        return FoldedTarget(known, clear_allowzero=True)
+    return FoldedTarget(known, clear_allowzero=False)
+
+
+def _inferred_size(dims: list[int | str] | None, target: list[int],
+                   copies: list[int]) -> int | None:
+    """The size the -1 of `target` stands for at every size of the input's dims `dims`,
+    the copied dims (at `copies`) cancelling out: the product of the input's other dims
+    (static) over that of the target's other sizes; None when it is not one number.
+
+    Under `allowzero=1` onnxruntime infers the -1 from the non-zero dims on both sides
+    (`[0, 3, -1, 4]` of an empty [0, 3, 8] is [0, 3, 2, 4]), and a copied dim of size 0
+    is on both sides alike, so this is its -1 at every size, 0 included."""
+    if dims is None:
+        return None
+    rest = [d for k, d in enumerate(dims) if k not in copies]
+    sizes = [v for k, v in enumerate(target) if k not in copies and v != -1]
+    if any(not isinstance(d, int) or d <= 0 for d in rest) or any(v <= 0 for v in sizes):
+        return None
+    numerator = math.prod(int(d) for d in rest)
+    denominator = math.prod(sizes)
+    if numerator % denominator:
+        return None
+    return numerator // denominator
 
 
 @builtin_pass(name="ReshapeTargetFolding", step="origin_graph_optimize",
@@ -193,14 +258,16 @@ class ReshapeTargetFolding(FusionBasePass):
         untrusted = untrusted_values(graph)
         changed = False
         for reshape in candidates:
-            values = folded_target(reshape, untrusted)
-            if values is None:
+            folded = folded_target(reshape, untrusted)
+            if folded is None:
                 continue
             old = reshape.get_input_producer(1)
             assert old is not None
-            target = graph.add_const(np.array(values, np.int64),
+            target = graph.add_const(np.array(folded.values, np.int64),
                                      name=f"{reshape.name}/target")
             graph.remove_edge(old[0], old[1], reshape, 1)
             graph.add_data_edge(target, 0, reshape, 1)
+            if folded.clear_allowzero:
+                reshape.set_attr("allowzero", 0)
             changed = True
         return SUCCESS if changed else NOT_CHANGED
