@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from builtin_helpers import assert_sound, init, load, model, run_pass, vi
+from builtin_helpers import assert_sound, histogram, init, load, model, run_pass, vi
 from onnx import helper
 
 import ge
 from ge.compiler.builtin import CommonSubexpressionElimination as CSE
+from ge.compiler.builtin import ConstantFolding
 from ge.compiler.builtin import ReshapeTargetFolding as FOLD
 from ge.compiler.builtin import SymbolicShapeSharing as SHARING
 
@@ -246,3 +247,76 @@ def test_a_compiled_bert_layer_keeps_no_shape_arithmetic() -> None:
     assert {n.type for n in result.graph.get_direct_nodes()} >= {"Reshape"}
     assert not result.graph.nodes_of_type("Concat")
     assert not result.graph.nodes_of_type("Shape")
+
+
+# -- what the folded target decides downstream ------------------------------------------------
+
+
+def _heads_read_back(*, einsum: bool = False) -> onnx.ModelProto:
+    """y = Reshape(x, Concat(Shape(x)[0], Shape(x)[1], [-1], [32])) of x [B, S, 64], and the
+    number of heads read back from y's shape (`Gather(Shape(y), 2)`, as repeat_kv of a
+    TorchScript Llama export reads it) scaling y. With `einsum`, x is an Einsum's output
+    whose inferred dims onnx may get wrong, and y's batch is read back instead."""
+    nodes = [node("Einsum", ["a", "b"], ["x"], name="einsum", equation="...ij,...jk->...ik")
+             ] if einsum else []
+    nodes += [
+        node("Shape", ["x"], ["xs"], name="shape_x"),
+        node("Gather", ["xs", "i0"], ["b0"], name="batch", axis=0),
+        node("Gather", ["xs", "i1"], ["s1"], name="seq", axis=0),
+        node("Unsqueeze", ["b0", "ax"], ["ub"], name="ub"),
+        node("Unsqueeze", ["s1", "ax"], ["us"], name="us"),
+        node("Concat", ["ub", "us", "minus", "d32"], ["t"], name="target", axis=0),
+        node("Reshape", ["x", "t"], ["y"], name="view"),
+        node("Shape", ["y"], ["ys"], name="shape_y"),
+        node("Gather", ["ys", "read"], ["heads"], name="heads", axis=0),
+        node("Cast", ["heads"], ["hf"], name="cast", to=onnx.TensorProto.FLOAT),
+        node("Mul", ["y", "hf"], ["out"], name="scale")]
+    inputs = ([vi("a", shape=[1, "S", 64]), vi("b", shape=["B", 64, 64])] if einsum
+              else [vi("x", shape=["B", "S", 64])])
+    return model(nodes, inputs, [vi("out", shape=["B", "S", None, 32])],
+                 [init("i0", 0, np.int64), init("i1", 1, np.int64),
+                  init("ax", [0], np.int64), init("minus", [-1], np.int64),
+                  init("read", 0 if einsum else 2, np.int64),
+                  init("d32", [32], np.int64)], check=not einsum)
+
+
+def test_the_reshaped_value_gets_the_dims_the_constant_target_decides() -> None:
+    """Inference ran while the target was computed: y was [B, S, unk, 32]. With the
+    constant [0, 0, -1, 32] its third dim is 2, and a Shape of it then folds (trial JJ:
+    the number of heads of repeat_kv stayed computed, 11 -> 5 nodes instead of 2)."""
+    original = _heads_read_back()
+    graph = load(original)
+    view = graph.find_node_by_name("view")
+    assert list(view.get_output_desc(0).get_shape())[2] != 2
+    assert run_pass(FOLD, graph)
+    assert list(view.get_output_desc(0).get_shape()) == ["B", "S", 2, 32]
+    assert run_pass(ConstantFolding, graph)
+    assert not graph.has_node("heads")  # folded: 2
+    assert_sound(graph, original, [{"x": np.ones((2, 3, 64), np.float32)},
+                                   {"x": np.ones((1, 5, 64), np.float32)}])
+
+
+@pytest.mark.builtin_passes
+def test_a_compiled_read_back_of_the_heads_is_a_constant() -> None:
+    result = ge.compile(_heads_read_back(), verify=True)
+    assert histogram(result.graph) == {"Data": 1, "Const": 2, "Reshape": 1, "Mul": 1,
+                                       "NetOutput": 1}
+
+
+@pytest.mark.builtin_passes
+def test_dims_refined_from_an_einsum_s_inferred_shape_are_not_folded() -> None:
+    """x = Einsum of [1, S, 64] and [B, 64, 64] is inferred [1, S, 64] where the runtime
+    broadcasts it to [B, S, 64]: y's refined dims say 1 for its batch, but nothing
+    computed from the Einsum is folded by its dims, so the compiled model reads B."""
+    original = _heads_read_back(einsum=True)
+    graph = load(original)
+    assert run_pass(FOLD, graph)
+    assert graph.find_node_by_name("view").get_output_desc(0).get_shape().get_dims()[0] == 1
+    assert not run_pass(ConstantFolding, graph)
+    assert graph.has_node("heads")
+    feeds = {"a": np.ones((1, 3, 64), np.float32),
+             "b": np.random.default_rng(0).standard_normal((4, 64, 64)).astype(np.float32)}
+    assert_sound(graph, original, [feeds], exact=False)
+    result = ge.compile(original, verify=True, inputs=feeds)
+    assert result.verification is not None and result.verification.ok
+    assert result.graph.has_node("heads")

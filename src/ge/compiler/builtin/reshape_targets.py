@@ -37,6 +37,12 @@ but refuses `[0, 0, -1, 4]` under `allowzero=0` (no -1 is inferred from a size o
 element that is a static size stays that size, and `allowzero=1` stays when nothing needs
 a copy.
 
+The rewritten Reshape's output desc (and what is computed from it) is then refined
+(`ge.ops.refinement`): inference ran while the target was computed and left the dims it
+decides unknown (`[batch, seq, unk, 32]` where the constant `[0, 0, -1, 32]` of a
+`[batch, seq, 64]` input makes it 2), so a `Gather(Shape(y), 2)` downstream folds in the
+next round (trial JJ: repeat_kv of a TorchScript Llama export reads the number of
+key/value heads so).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from ge.compiler.builtin.shape_sharing import untrusted_values
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.ops.onnx_node import const_ints, slice_arguments
+from ge.ops.refinement import refine_output_descs
 from ge.ops.reshape import allow_zero
 from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
@@ -269,5 +276,9 @@ class ReshapeTargetFolding(FusionBasePass):
             graph.add_data_edge(target, 0, reshape, 1)
             if folded.clear_allowzero:
                 reshape.set_attr("allowzero", 0)
+            # What the constant target decides (a dim the computed one left unknown), at
+            # once: the Shapes read downstream fold in the next round, and a target later
+            # in this run may read the dim (module docstring).
+            refine_output_descs([reshape])
             changed = True
         return SUCCESS if changed else NOT_CHANGED
