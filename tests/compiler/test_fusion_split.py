@@ -14,6 +14,7 @@ import pytest
 from builtin_helpers import I64, F, assert_fused, histogram, init, load, model, run_pass, vi
 from onnx import helper
 
+import ge
 from ge.compiler.builtin import SliceSplitFusion
 
 pytestmark = pytest.mark.builtin_passes  # these tests are about a built-in pass
@@ -166,6 +167,36 @@ def test_other_dims_may_be_symbolic(tmp_path: Path) -> None:
     source = pieces([(0, 32), (32, INT_MAX)], axis=-1, shape=("batch", 2, "seq", 64))
     saved = assert_splits(source, tmp_path, [32, 32], 3)
     assert [n.op_type for n in saved.graph.node].count("Slice") == 0
+
+
+@pytest.mark.builtin_passes
+def test_a_piece_s_dims_are_known_once_its_bounds_fold(tmp_path: Path) -> None:
+    """rotate_half as a TorchScript export writes it: the half computed from the shape,
+    `x.shape[-1] // 2`. Folding the bounds refines the Slices' descs (`ConstantFolding`),
+    and the Split takes those: a `Shape` of a piece read further down then folds too (no
+    refinement of its own needed, unlike `ReshapeTargetFolding`'s rewritten Reshapes)."""
+    source = model(
+        [node("Shape", ["x"], ["xs"], name="shape"),
+         node("Gather", ["xs", "i3"], ["d"], name="last", axis=0),
+         node("Div", ["d", "two"], ["half"], name="half"),
+         node("Unsqueeze", ["half", "ax"], ["uh"], name="uh"),
+         node("Slice", ["x", "zero", "uh", "axm1"], ["lo"], name="slice_lo"),
+         node("Slice", ["x", "uh", "big", "axm1"], ["hi"], name="slice_hi"),
+         node("Shape", ["hi"], ["hs"], name="shape_hi"),
+         node("Gather", ["hs", "i3"], ["hd"], name="hi_length", axis=0),
+         node("Cast", ["hd"], ["hf"], name="cast", to=onnx.TensorProto.FLOAT),
+         node("Neg", ["hi"], ["nhi"], name="neg"),
+         node("Concat", ["nhi", "lo"], ["rot"], name="rotate", axis=-1),
+         node("Mul", ["rot", "hf"], ["y"], name="scale")],
+        [vi("x", F, ["batch", 2, "seq", 8])], [vi("y", F, ["batch", 2, "seq", 8])],
+        [init("i3", 3, np.int64), init("two", 2, np.int64), init("ax", [0], np.int64),
+         init("zero", [0], np.int64), init("axm1", [-1], np.int64),
+         init("big", [2**62], np.int64)])
+    result = ge.compile(source, verify=True)
+    assert histogram(result.graph) == {"Data": 1, "Const": 2, "Split": 1, "Neg": 1,
+                                       "Concat": 1, "Mul": 1, "NetOutput": 1}
+    split = result.graph.nodes_of_type("Split")[0]
+    assert [split.get_output_desc(i).get_shape().get_dims()[3] for i in range(2)] == [4, 4]
 
 
 def test_not_when_the_length_is_not_known() -> None:
