@@ -21,6 +21,7 @@ from builtin_helpers import (
     init,
     load,
     model,
+    ort_run,
     run_pass,
     vi,
 )
@@ -557,6 +558,146 @@ def test_a_shared_unsqueeze_is_kept_and_the_squeeze_bypassed() -> None:
                        [init("a", [1], np.int64)], op2="Squeeze")
     graph = _rewrites(SQUEEZE, original, _feeds([2, 3]))
     assert histogram(graph) == {"Data": 1, "Const": 1, "Unsqueeze": 1, "NetOutput": 1}
+
+
+def _axes_of(graph: Graph, name: str = "n1") -> list[int]:
+    """The axes of Squeeze/Unsqueeze `name`: its attribute, or its constant input."""
+    kept = graph.find_node_by_name(name)
+    if kept.has_attr("axes"):
+        return [int(a) for a in kept.get_attr("axes")]
+    producer = kept.get_input_producer(1)
+    assert producer is not None and producer[0].type == "Const"
+    return producer[0].get_attr("value").numpy().tolist()
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize(("axes1", "axes2", "composed"), [
+    ([0], [0], [0, 1]),  # x[None, None]
+    ([1], [0], [0, 2]),  # the second's axes index the output
+    ([0, 1], [3], [0, 1, 3]),  # a causal mask's x[None, None, :, None]
+    ([-1], [-1], [2, 3]),  # negative: by X's rank
+    ([2, 0], [-5, 4], [0, 1, 3, 4]),
+])
+def test_two_unsqueezes_become_one_of_the_composed_axes(opset, axes1, axes2,
+                                                        composed) -> None:
+    original = _squeezes("Unsqueeze", "Unsqueeze", axes1, axes2, [2, 3], opset=opset)
+    graph = _rewrites(SQUEEZE, original, _feeds([2, 3]))
+    assert _ops(graph) == {"Data": 1, "Relu": 1, "Unsqueeze": 1, "NetOutput": 1}
+    assert _axes_of(graph) == composed
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize(("axes1", "axes2", "composed"), [
+    ([0], [1], [0, 2]),  # the second's axes index the intermediate value
+    ([0], [3], [0, 4]),
+    ([2, -1], [0], [0, 2, 4]),
+    ([-3], [-1], [2, 4]),
+])
+def test_two_squeezes_become_one_of_the_composed_axes(opset, axes1, axes2, composed) -> None:
+    original = _squeezes("Squeeze", "Squeeze", axes1, axes2, [1, 3, 1, 4, 1], opset=opset)
+    graph = _rewrites(SQUEEZE, original, _feeds([1, 3, 1, 4, 1]))
+    assert _ops(graph) == {"Data": 1, "Relu": 1, "Squeeze": 1, "NetOutput": 1}
+    assert _axes_of(graph) == composed
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_a_squeeze_of_everything_after_a_squeeze_is_one_squeeze_of_everything(opset) -> None:
+    """Squeeze(Squeeze(X, [0])) removes dim 0 (of size 1) and every other dim of size 1:
+    Squeeze(X)."""
+    original = _squeezes("Squeeze", "Squeeze", [0], None, [1, 2, 1, 3], opset=opset)
+    graph = _rewrites(SQUEEZE, original, _feeds([1, 2, 1, 3]))
+    assert _ops(graph) == {"Data": 1, "Relu": 1, "Squeeze": 1, "NetOutput": 1}
+    kept = graph.find_node_by_name("n1")
+    assert not kept.has_attr("axes") and kept.get_inputs_size() == 1
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_a_chain_of_three_unsqueezes_collapses_in_one_run(opset) -> None:
+    """`arange[:, None, None, None]` of a causal mask, written as three Unsqueezes."""
+    nodes = [node("Relu", ["x"], ["r"], name="relu")]
+    initializers = []
+    for k, (src, out) in enumerate([("r", "a"), ("a", "b"), ("b", "y")]):
+        if opset >= 13:
+            initializers.append(init(f"axes{k}", [k + 1], np.int64))
+            nodes.append(node("Unsqueeze", [src, f"axes{k}"], [out], name=f"u{k}"))
+        else:
+            nodes.append(node("Unsqueeze", [src], [out], name=f"u{k}", axes=[k + 1]))
+    original = _model(nodes, [vi("x", shape=["n"])], [vi("y", shape=None)], initializers,
+                      opset=opset)
+    graph = _rewrites(SQUEEZE, original, _feeds([5]))
+    assert _ops(graph) == {"Data": 1, "Relu": 1, "Unsqueeze": 1, "NetOutput": 1}
+    assert _axes_of(graph, "u2") == [1, 2, 3]
+
+
+def test_non_negative_axes_compose_without_the_rank() -> None:
+    """X of unknown rank: axes counted from the front need none."""
+    original = _squeezes("Unsqueeze", "Unsqueeze", [0], [2], [2, 3], opset=17)
+    original.graph.input[0].type.tensor_type.ClearField("shape")
+    original.graph.ClearField("value_info")
+    graph = load(original)
+    assert run_pass(SQUEEZE, graph)
+    assert _ops(graph) == {"Data": 1, "Relu": 1, "Unsqueeze": 1, "NetOutput": 1}
+    assert _axes_of(graph) == [0, 2]
+    # (neither model has a shape for y, which the full checker wants: compared directly)
+    for feeds in _feeds([2, 3]) + _feeds([4]):
+        (got,), (want,) = ort_run(graph.to_onnx(), feeds), ort_run(original, feeds)
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.parametrize(("first", "axes1", "axes2"), [
+    ("Unsqueeze", [-1], [0]),  # which axis -1 is depends on the rank
+    ("Unsqueeze", [0], [-1]),
+    ("Squeeze", [-1], [0]),
+])
+def test_negative_axes_of_an_unknown_rank_are_left_alone(first, axes1, axes2) -> None:
+    original = _squeezes(first, first, axes1, axes2, [1, 3, 1], opset=17)
+    original.graph.input[0].type.tensor_type.ClearField("shape")
+    original.graph.ClearField("value_info")
+    _unchanged(SQUEEZE, original)
+
+
+def test_same_type_chains_left_alone() -> None:
+    """Axes computed at run time, and empty axes."""
+    _unchanged(SQUEEZE, _squeezes("Unsqueeze", "Unsqueeze", [0], [], [2, 3], opset=17,
+                                  check=False))
+    computed = _model([node("Unsqueeze", ["x", "a"], ["m"], name="first"),
+                       node("Unsqueeze", ["m", "a"], ["y"], name="second")],
+                      [vi("x", shape=[2, 3]), vi("a", I64, shape=[1])],
+                      [vi("y", shape=None)], check=False)  # onnx cannot type y
+    _unchanged(SQUEEZE, computed)
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_a_shared_unsqueeze_read_by_unsqueezes_only_merges_into_each(opset) -> None:
+    """A causal mask's `arange(s)[None, None, :]` read by `[..., None]` and `[..., None, :]`:
+    both read arange with their composed axes, and the shared Unsqueeze goes."""
+    nodes = [node("Relu", ["x"], ["r"], name="relu")]
+    initializers = []
+    for name, src, out, axes in (("first", "r", "m", [0, 1]), ("col", "m", "y", [3]),
+                                 ("row", "m", "z", [2])):
+        if opset >= 13:
+            initializers.append(init(f"{name}_axes", axes, np.int64))
+            nodes.append(node("Unsqueeze", [src, f"{name}_axes"], [out], name=name))
+        else:
+            nodes.append(node("Unsqueeze", [src], [out], name=name, axes=axes))
+    original = _model(nodes, [vi("x", shape=["s"])],
+                      [vi("y", shape=None), vi("z", shape=None)], initializers, opset=opset)
+    graph = _rewrites(SQUEEZE, original, _feeds([4]))
+    assert sorted(n.name for n in graph.nodes_of_type("Unsqueeze")) == ["col", "row"]
+    assert _axes_of(graph, "col") == [0, 1, 3] and _axes_of(graph, "row") == [0, 1, 2]
+
+
+def test_a_shared_unsqueeze_with_another_reader_is_kept() -> None:
+    """The first Unsqueeze is also a graph output: merging the second would move its work,
+    nothing saved; so is a first Unsqueeze read by a Relu besides."""
+    _unchanged(SQUEEZE, _shared("Unsqueeze", {}, {}, [vi("x", shape=[2, 3])], ["a"], ["a"],
+                                [init("a", [1], np.int64)]))
+    original = _model([node("Unsqueeze", ["x", "a"], ["m"], name="first"),
+                       node("Unsqueeze", ["m", "a"], ["y"], name="second"),
+                       node("Relu", ["m"], ["z"], name="relu")],
+                      [vi("x", shape=[2, 3])], [vi("y", shape=None), vi("z", shape=None)],
+                      [init("a", [1], np.int64)])
+    _unchanged(SQUEEZE, original)
 
 
 # -- all together, and on the vendored models -----------------------------------------------

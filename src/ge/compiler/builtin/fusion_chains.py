@@ -11,7 +11,9 @@ public API (the way a GE graph pass edits the graph directly):
   exact (every value of X's type is a value of T1, see `EXACT_CASTS`), and X itself when T2
   is X's type.
 - `SqueezeUnsqueezeCancellation`: Unsqueeze then Squeeze of the same axes, and Squeeze of
-  dims known to be 1 then Unsqueeze of the same axes, are X.
+  dims known to be 1 then Unsqueeze of the same axes, are X; Unsqueeze(Unsqueeze(X, a1),
+  a2) is one Unsqueeze of X by the composed axes, and Squeeze(Squeeze(X, a1), a2) one
+  Squeeze (exporters write `x[:, None, None, :]` and `unsqueeze(1).unsqueeze(2)` so).
 
 Each pass looks at every node of its second operator type, in topological order, whose data
 input is produced by a node of the first type in the same graph (so a chain of three
@@ -21,9 +23,13 @@ collapses in one run: the second pair sees the result of the first). What the pa
   and so is the first when nothing else reads it (and it has no control edges). This is
   done even when the first node has other consumers: it stays for them, one node is saved.
 - one node: the second node is kept (its output, its name, its attributes and its other
-  inputs), its data input now reads X, and its `perm` is the composed one for Transpose.
-  Only when the first node has no other consumer, which is then removed: otherwise the
-  first node's work would be kept and merely moved, with nothing saved.
+  inputs), its data input now reads X, and its `perm` is the composed one for Transpose
+  (its axes for a Squeeze or Unsqueeze: the attribute before opset 13, a new constant
+  input from 13). Only when the first node has no other consumer, which is then removed:
+  otherwise the first node's work would be kept and merely moved, with nothing saved. A
+  pass may merge a shared first node (`merges_shared`) when every reader of it collapses
+  with it: each then reads X, and the first goes with the last (`Unsqueeze(X, [0])` read
+  by two Unsqueezes, as a causal mask's row and column indices are).
 
 Nothing is done when the decision needs what is not known (a constant shape or axes input,
 a dtype, a rank, a dim), when X is a value of an enclosing graph (a body's outer-scope reads
@@ -39,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 from onnx import TensorProto
 
 from ge.compiler.builtin._support import (
@@ -48,6 +55,7 @@ from ge.compiler.builtin._support import (
     reshaped_dims,
     rewirable,
     symbolic_dims,
+    unique_node_name,
 )
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
@@ -65,6 +73,8 @@ __all__ = [
     "SqueezeUnsqueezeCancellation",
     "TransposeChainSimplification",
     "compose_perms",
+    "compose_squeeze_axes",
+    "compose_unsqueeze_axes",
     "is_exact_cast",
 ]
 
@@ -75,10 +85,11 @@ __all__ = [
 @dataclass(frozen=True)
 class Collapse:
     """The result of simplifying a pair: X itself, or the second node reading X directly
-    (with `attrs` set on it)."""
+    (with `attrs` set on it, and its input i reading a new int64 constant `inputs[i]`)."""
 
     identity: bool
     attrs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[int, list[int]] = field(default_factory=dict)
 
 
 IDENTITY = Collapse(identity=True)
@@ -95,10 +106,28 @@ class _ChainSimplification(FusionBasePass):
 
     first_types: ClassVar[frozenset[str]]
     second_types: ClassVar[frozenset[str]]
+    #: Whether a first node read by several second nodes, every one of which collapses with
+    #: it, is merged into each of them (and removed with the last).
+    merges_shared: ClassVar[bool] = False
 
     def simplify(self, first: Node, second: Node) -> Collapse | None:
         """What `second(first(X))` becomes, or None to leave it alone."""
         raise NotImplementedError
+
+    def _every_reader_collapses(self, first: Node) -> bool:
+        """Whether every reader of `first` is a second node of this graph collapsing with
+        it, and `first` can go once they all read X (no control edges, no graph output, no
+        body reading it)."""
+        if first.get_in_control_nodes() or first.get_out_control_nodes():
+            return False
+        for reader, index in first.get_out_data_nodes_and_port_indexes(0):
+            if (index != 0 or reader.owner_graph is not first.owner_graph or reader.domain
+                    or reader.type not in self.second_types):
+                return False
+            result = self.simplify(first, reader)
+            if result is None or (result.identity and not rewirable(reader)):
+                return False
+        return True
 
     def run(self, graph: Graph, context: PassContext) -> StatusLike:
         changed = False
@@ -123,12 +152,14 @@ class _ChainSimplification(FusionBasePass):
                 report_fuse([first, second], [], context)
                 graph.replace_all_uses(second, 0, source[0], source[1])
                 graph.remove_node(second)
-            elif exclusive:
+            elif exclusive or (self.merges_shared and self._every_reader_collapses(first)):
                 # The second node now does the whole chain: its data input reads X.
                 graph.remove_edge(first, 0, second, 0)
                 graph.add_data_edge(source[0], source[1], second, 0)
                 for key, value in result.attrs.items():
                     second.set_attr(key, value)
+                for index, values in result.inputs.items():
+                    _replace_const_input(graph, second, index, values)
                 report_fuse([first, second], [second], context)
             else:
                 continue  # the first node stays for its other consumers: nothing saved
@@ -136,6 +167,17 @@ class _ChainSimplification(FusionBasePass):
                 graph.remove_node(first)  # no longer read (its other inputs: dead code)
             changed = True
         return SUCCESS if changed else NOT_CHANGED
+
+
+def _replace_const_input(graph: Graph, node: Node, index: int, values: list[int]) -> None:
+    """Make input `index` of `node` read a new int64 constant of `values` (the old one, which
+    others may share, is left to dead-code elimination)."""
+    const = graph.add_const(np.array(values, np.int64),
+                            name=unique_node_name(graph, f"{node.name}/input{index}"))
+    old = node.get_input_producer(index)
+    if old is not None:
+        graph.remove_edge(old[0], old[1], node, index)
+    graph.add_data_edge(const, 0, node, index)
 
 
 def _pair(second: Node, first_types: frozenset[str]) -> tuple[Node, tuple[Node, int]] | None:
@@ -341,13 +383,16 @@ def _normalized(axes: list[int], rank: int) -> list[int] | None:
               requires=("Squeeze", "Unsqueeze"))
 class SqueezeUnsqueezeCancellation(_ChainSimplification):
     """Squeeze(Unsqueeze(X, axes), axes) → X; Unsqueeze(Squeeze(X, axes), axes) → X when
-    X's dims at `axes` are known to be 1."""
+    X's dims at `axes` are known to be 1; Unsqueeze(Unsqueeze(X, a1), a2) and
+    Squeeze(Squeeze(X, a1), a2) → one node of the composed axes (a first node shared by
+    such chains only, merged into each)."""
 
     first_types = second_types = frozenset({"Squeeze", "Unsqueeze"})
+    merges_shared = True
 
     def simplify(self, first: Node, second: Node) -> Collapse | None:
         if first.type == second.type:
-            return None  # Squeeze(Squeeze(X)) and Unsqueeze(Unsqueeze(X)) are left alone
+            return _merged(first, second)
         dims = _known_dims(first, 0)
         first_axes, second_axes = _axes(first), _axes(second)
         if dims is None or first_axes is None or second_axes is None:
@@ -380,6 +425,92 @@ def _unsqueeze_squeeze(dims: list[int | None], inserted: list[int],
         return IDENTITY if _normalized(squeezed, rank) == places else None
     # A Squeeze without axes also removes X's own dims of size 1 (or of unknown size).
     return None if any(d is None or d == 1 for d in dims) else IDENTITY
+
+
+def _merged(first: Node, second: Node) -> Collapse | None:
+    """Unsqueeze(Unsqueeze(X, a1), a2) or Squeeze(Squeeze(X, a1), a2) as the second node of
+    X alone: its axes the composed ones (an attribute before opset 13, an input from 13).
+    Negative axes need X's rank; a first Squeeze without axes (which dims it removed is not
+    known) and empty axes are left alone."""
+    first_axes, second_axes = _axes(first), _axes(second)
+    if not isinstance(first_axes, list) or not first_axes or not second_axes:
+        return None
+    shape = first.get_input_desc(0).get_shape()
+    rank = None if shape.is_unknown_rank() else len(shape)
+    if second_axes == _ALL:
+        # Squeeze(Squeeze(X, a1)) removes a1 (of size 1) and every other dim of size 1:
+        # what Squeeze(X) removes.
+        return REWIRE
+    assert isinstance(second_axes, list)
+    if first.type == "Unsqueeze":
+        axes = compose_unsqueeze_axes(first_axes, second_axes, rank)
+    else:
+        axes = compose_squeeze_axes(first_axes, second_axes, rank)
+    if axes is None:
+        return None
+    if node_opset(second) >= 13:
+        return Collapse(identity=False, inputs={1: axes})
+    return Collapse(identity=False, attrs={"axes": axes})
+
+
+def _sorted_axes(first: list[int], second: list[int], first_rank: int | None,
+                 second_rank: int | None) -> tuple[list[int], list[int]] | None:
+    """Both sets of axes made non-negative (for the ranks they index) and sorted; without
+    the ranks only axes that are non-negative already. None when repeated or out of range."""
+    if first_rank is None or second_rank is None:
+        if any(a < 0 for a in (*first, *second)):
+            return None  # (the rank would say which axis)
+        fixed: tuple[list[int] | None, ...] = (sorted(first), sorted(second))
+        if any(a is None or len(set(a)) != len(a) for a in fixed):
+            return None
+    else:
+        fixed = (_normalized(first, first_rank), _normalized(second, second_rank))
+    a, b = fixed
+    return None if a is None or b is None else (a, b)
+
+
+def compose_unsqueeze_axes(first: list[int], second: list[int],
+                           rank: int | None) -> list[int] | None:
+    """The axes of the one Unsqueeze that is Unsqueeze(Unsqueeze(X, first), second) for X of
+    `rank` (None: unknown, then only for non-negative axes), or None. The second's axes
+    index the output; the intermediate value's axes land, in their order, on the output
+    positions it leaves, so its inserted dims (`first`) are at those."""
+    rank1 = None if rank is None else rank + len(first)
+    rank2 = None if rank1 is None else rank1 + len(second)
+    found = _sorted_axes(first, second, rank1, rank2)
+    if found is None:
+        return None
+    inserted, outer = found
+    composed = set(outer)
+    position = 0
+    for axis in range(inserted[-1] + 1):  # the intermediate's axes up to the last inserted
+        while position in outer:
+            position += 1
+        if axis in inserted:
+            composed.add(position)
+        position += 1
+    return sorted(composed)
+
+
+def compose_squeeze_axes(first: list[int], second: list[int],
+                         rank: int | None) -> list[int] | None:
+    """The axes of the one Squeeze that is Squeeze(Squeeze(X, first), second) for X of
+    `rank` (None: unknown, then only for non-negative axes), or None. The second's axes
+    index the intermediate value, whose axis j is X's j-th axis not in `first`."""
+    rank1 = None if rank is None else rank - len(first)
+    found = _sorted_axes(first, second, rank, rank1)
+    if found is None:
+        return None
+    removed, further = found
+    composed = set(removed)
+    position = 0
+    for axis in range(further[-1] + 1):  # the intermediate's axes up to the last removed
+        while position in removed:
+            position += 1
+        if axis in further:
+            composed.add(position)
+        position += 1
+    return sorted(composed)
 
 
 #: The chain passes in the order they are best run (see docs/fusions/chains.md).
