@@ -225,6 +225,27 @@ class NeedsRank2(PatternFusionPass):
         return es.Gemm(inputs[0], inputs[1], inputs[2])
 
 
+@register_fusion_pass(name="NegSlice", stage=PassStage.AFTER_INFER_SHAPE)
+class NegSlice(PatternFusionPass):
+    @pattern
+    def neg_slice(self, inputs):
+        return es.Neg(es.Slice(inputs[0], [4], [8], [-1]))
+
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])
+
+
+@register_fusion_pass(name="NegFirstHalf", stage=PassStage.AFTER_INFER_SHAPE)
+class NegFirstHalf(PatternFusionPass):
+    @pattern
+    def neg_first(self, inputs):
+        first, _ = es.Split(inputs[0], inputs[1], num_outputs=2, axis=-1)
+        return es.Neg(first)
+
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])
+
+
 @register_fusion_pass(name="TwoOutputs", stage=PassStage.AFTER_INFER_SHAPE)
 class TwoOutputs(PatternFusionPass):
     @pattern
@@ -430,6 +451,35 @@ def test_data_bound_twice_names_both_producers(passes) -> None:
         "pattern input used twice: pattern input 'input_0' (index 0) is bound to output 0 "
         "of 'neg' (Neg), but output 0 of 'abs' (Abs) is read at an input of target node "
         "'add' (pattern node 'Add'); one pattern input binds one producer")
+
+
+def _neg_of_split_output_1():
+    return _graph([helper.make_node("Split", ["x", "sp"], ["a", "b"], name="split", axis=-1),
+                   helper.make_node("Neg", ["b"], ["y"], name="neg")],
+                  [("y", [2, 2]), ("a", [2, 2])], [const("sp", [2, 2], np.int64)])
+
+
+def test_another_op_type_read_at_another_output_is_an_op_type_mismatch(passes) -> None:
+    """A pattern wanting Slice meets a Split read at its output 1: the operator is what
+    differs, not the output index (a user trial read "output index" and looked for the
+    wrong mistake)."""
+    reason = _one(explain(passes["NegSlice"], _neg_of_split_output_1()), "neg").reason
+    assert reason is not None and reason.kind == "op_type"
+    assert reason.pattern_node == "Slice" and reason.target_node == "split"
+    assert reason.details == {"expected": "Slice", "found": "Split", "output": 1,
+                              "expected_output": 0}
+    assert reason.message == (
+        "op type: pattern node 'Slice' (Slice) wants Slice, target node 'split' is Split "
+        "(input 0 of 'neg'); the target reads its output 1, the pattern output 0")
+
+
+def test_the_same_op_type_read_at_another_output_is_an_output_index_mismatch(passes) -> None:
+    reason = _one(explain(passes["NegFirstHalf"], _neg_of_split_output_1()), "neg").reason
+    assert reason is not None and reason.kind == "output_index"
+    assert reason.details == {"expected": 0, "found": 1}
+    assert reason.message == (
+        "output index: the pattern reads output 0 of pattern node 'Split' (Split), the "
+        "target reads output 1 of 'split' (Split)")
 
 
 def test_meet_requirements_false_and_raising(passes) -> None:

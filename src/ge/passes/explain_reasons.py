@@ -77,9 +77,14 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
         want = "a constant" if info["expected"] == "a constant" else op_label(
             info["expected"], info.get("expected_domain", ""))
         got = op_label(info["found"], info.get("found_domain", target.domain))
+        details: dict[str, Any] = {"expected": want, "found": got}
+        at = ""
+        if "output" in info:  # read at another output too: said after the op types
+            at = (f"; the target reads its output {info['output']}, the pattern output "
+                  f"{info['expected_output']}")
+            details.update(output=info["output"], expected_output=info["expected_output"])
         return Reason(kind, f"op type: {_p(pnode)} wants {want}, target node {tname!r} is "
-                      f"{got}{_reached(r)}", pname, tname, named,
-                      {"expected": want, "found": got})
+                      f"{got}{_reached(r)}{at}", pname, tname, named, details)
     if kind == "input_count" and pnode is not None:
         return Reason(kind, f"input count: {_p(pnode)} has {info['expected']} input(s), "
                       f"target node {tname!r} has {info['found']} connected{_reached(r)}",
@@ -117,9 +122,10 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
                       {"bound": [bound[0].name, bound[1]],
                        "found": [producer[0].name, producer[1]]})
     if kind == "output_index" and pnode is not None:
+        got = node_label(target) if target is not None else repr(tname)
         return Reason(kind, f"output index: the pattern reads output {info['expected']} of "
                       f"{_p(pnode)}, the target reads output {info['found']} of "
-                      f"{tname!r}", pname, tname, named,
+                      f"{got}", pname, tname, named,
                       {"expected": info["expected"], "found": info["found"]})
     if kind == "bound_elsewhere" and pnode is not None:
         bound = info["bound"]

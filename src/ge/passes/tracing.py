@@ -98,8 +98,16 @@ class TracingMatcher(Matcher):
                     self._reject(s, "data_twice", pnode, producer[0], bound=bound,
                                  producer=producer, consumer=consumer)
             elif producer[1] != out:
-                self._reject(s, "output_index", pnode, producer[0], expected=out,
-                             found=producer[1], consumer=consumer)
+                # Another operator read at another output (a Split's output 1 where the
+                # pattern wants a Slice): the operator is what differs, and is said first.
+                kind, info = (self.why_not(pnode, producer[0])
+                              if not self._accepts(pnode, producer[0]) else ("", {}))
+                if kind == "op_type":
+                    self._reject(s, kind, pnode, producer[0], **info, output=producer[1],
+                                 expected_output=out)
+                else:
+                    self._reject(s, "output_index", pnode, producer[0], expected=out,
+                                 found=producer[1], consumer=consumer)
         return super()._pairs(s, wanted, given, k)
 
     def _output_candidates(self, s: _Search, pnode: PatternNode) -> list[Node]:
