@@ -92,3 +92,27 @@ def test_compile_disable_names_passes_and_an_unknown_one_is_an_error(
     error = json.loads(out)
     assert error["code"] == "GE1202"
     assert error["message"].startswith("cannot disable unknown pass(es) nosuch; known passes: ")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("name", ["alpha", "geplug-cli:alpha"])
+def test_compile_disable_of_an_entry_point_name_says_how_to_leave_the_plugin_out(
+    model: Path, tmp_path: Path, name: str
+) -> None:
+    """`--disable alpha` where alpha is an installed entry point, not a pass: GE1202 says so
+    and gives the option that leaves the plugin out (a user trial gave `--disable qkv`)."""
+    out = tmp_path / "out.onnx"
+    code, stdout, err = run_ge("compile", str(model), "-o", str(out), "--disable", name)
+    assert code == 1 and stdout == ""
+    assert err.startswith(
+        f"ge: [GE1202] cannot disable unknown pass(es) {name} (the entry point "
+        "geplug-cli:alpha of an installed plugin (group ge.passes.plugins), not a pass: "
+        f"leave it out with --option ge.passes.disabled_plugins={name}; from Python, "
+        f"options={{'ge.passes.disabled_plugins': '{name}'}}); known passes: ")
+    assert "AlphaPass" in err and "\n" not in err.rstrip("\n")
+    assert not out.exists()
+
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--no-builtin",
+                             "--json", "--option", f"ge.passes.disabled_plugins={name}")
+    assert code == 0
+    assert [p["name"] for p in json.loads(stdout)["passes"]] == ["BetaPass"]

@@ -354,13 +354,32 @@ def check_pass_names(registry: PassRegistry, names: Iterable[str],
         import difflib
 
         names = sorted(p.name for p in registry)
-        guesses = [f"{name} (did you mean {close[0]}?)" if close else name
+        plugins = _entry_point_names() if verb == "disable" else {}
+        guesses = [f"{name} ({plugins[name]})" if name in plugins
+                   else f"{name} (did you mean {close[0]}?)" if close else name
                    for name in unknown
                    for close in [difflib.get_close_matches(name, names, n=1, cutoff=0.8)]]
         raise CompilerOptionError(
             f"cannot {verb} unknown pass(es) {', '.join(guesses)}; known passes: "
             f"{', '.join(names)}")
     return chosen
+
+
+def _entry_point_names() -> dict[str, str]:
+    """What to say of each name of an installed plugin (`name` and `distribution:name`)
+    given where a pass name belongs: `--disable` names passes, and an entry point is left
+    out with the option `ge.passes.disabled_plugins` (a user trial gave `--disable qkv`)."""
+    from ge.passes.entry_points import ENTRY_POINT_GROUP, entry_point_id, plugin_entry_points
+
+    said: dict[str, str] = {}
+    for ep in plugin_entry_points():
+        for name in (ep.name, entry_point_id(ep)):
+            said.setdefault(name, (
+                f"the entry point {entry_point_id(ep)} of an installed plugin (group "
+                f"{ENTRY_POINT_GROUP}), not a pass: leave it out with --option "
+                f"ge.passes.disabled_plugins={name}; from Python, options="
+                f"{{'ge.passes.disabled_plugins': {name!r}}}"))
+    return said
 
 
 def passes_not_run(registry: PassRegistry, disable: Iterable[str],
