@@ -64,6 +64,35 @@ def test_list_table_and_env_variable(write, pass_source, monkeypatch: pytest.Mon
     assert out.index("FromEnv") < out.index("FromFlag")  # listed in stage order
 
 
+def test_a_long_source_path_wraps_at_separators_and_keeps_file_and_line_whole(
+    write, pass_source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 160 columns the Source cell of a plugin in a deep folder wraps; it wraps after a
+    path separator, never inside `rope_fusion.py:29` (a user trial saw `...py:2` / `9`).
+    A load failure's Where cell wraps the same way."""
+    folder = "plugins/" + "a_rather_long_folder_name/" * 3
+    plugin = write(folder + "rope_fusion.py", pass_source("RopeFusion"))
+    broken = write("broken/" + "another_long_folder_name/" * 3 + "broken_plugin.py",
+                   "import math\nmath.no_such_function()\n")
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, _ = _run("passes", "list", "--pass-path", str(plugin), "--pass-path",
+                        str(broken))
+    assert code == 1
+    assert f"{plugin}:3" not in out  # too long for the column: it wraps
+    for row, column, where in (("RopeFusion", -2, f"{plugin}:3"),
+                               ("E13029", 2, f"{broken}:2")):
+        lines = out.splitlines()
+        start = next(i for i, line in enumerate(lines) if f"│ {row} " in line)
+        cells = []
+        for line in lines[start:]:
+            if not line.startswith("│"):
+                break
+            cells.append(line.split("│")[column].strip())
+        last = next(i for i, text in enumerate(cells) if text.endswith(".py" + where[-2:]))
+        assert last > 0 and all(text.endswith("/") for text in cells[:last]), cells[:last + 1]
+        assert "".join(cells[:last + 1]) == where
+
+
 def test_load_failures_are_listed_and_make_the_exit_status_non_zero(
     write, pass_source, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ge.cli.compile import parse_options
 from ge.cli.listed_passes import listing_options, loaded_passes, pass_path_option
-from ge.cli.output import cell, command_output, console
+from ge.cli.output import cell, command_output, console, path_cell
 from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, autoload_disabled
@@ -94,7 +94,7 @@ def _print_tables(
         table.add_row(
             cell(d.pass_name), d.kind, entry.stage_label, cell(", ".join(d.op_types) or "-"),
             ("yes" if entry.on_by_default else "yes (off)")
-            if entry.builtin else "-", cell(str(entry.origin)),
+            if entry.builtin else "-", path_cell(str(entry.origin)),
         )
     con.print(table)
     if any(not entry.on_by_default for entry in entries):
@@ -108,7 +108,7 @@ def _print_tables(
             errors.add_column(column, overflow="fold")
         for err in failures:
             where = str(err.location) if err.location else (err.path or "-")
-            errors.add_row(err.code, cell(where), cell(err.message))
+            errors.add_row(err.code, path_cell(where), cell(err.message))
         con.print(errors)
 
 
