@@ -72,6 +72,27 @@ def test_a_failing_pass_is_one_error_line_and_writes_nothing(model: Path, write)
     assert sorted(p.name for p in model.parent.iterdir()) == before
 
 
+def test_an_unknown_decorator_keyword_is_one_e13030_line_and_writes_nothing(
+    model: Path, write
+) -> None:
+    """`@register_fusion_pass(..., priority=5)` in a plugin: E13030 naming the keyword, the
+    ones it takes, the pass and the decorator's line; nothing written (trial KK)."""
+    plugin = write("passes/ordered.py", RAISING.replace(
+        "stage=PassStage.BEFORE_INFER_SHAPE)", "stage=PassStage.BEFORE_INFER_SHAPE, priority=5)"))
+    out = model.parent / "out.onnx"
+    before = sorted(p.name for p in model.parent.iterdir())
+    code, _, stderr = _run("compile", str(model), "-o", str(out), "--pass-path", str(plugin))
+    assert code == 1
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert stderr == (
+        "ge: [E13030] register_fusion_pass got unknown keyword argument(s) 'priority'; it "
+        'takes name, stage, kind: @register_fusion_pass(name="MyPass", '
+        "stage=PassStage.AFTER_INFER_SHAPE) above the class; passes of one stage run in "
+        f"lexicographic order of their names: name them to order them (pass Broken, at "
+        f"{plugin}:4)\n")
+    assert sorted(p.name for p in model.parent.iterdir()) == before
+
+
 def test_debug_shows_the_traceback(model: Path, write) -> None:
     plugin = write("passes/broken.py", RAISING)
     result = CliRunner().invoke(cli, ["--debug", "compile", str(model), "-o",

@@ -121,6 +121,30 @@ def test_fusion_factory_arguments_are_checked_eagerly(
     assert get_registered_passes() == []
 
 
+def test_an_unknown_keyword_of_a_decorator_is_e13030_naming_it_and_the_accepted_ones() -> None:
+    """`priority=5` was Python's bare TypeError (trial KK); it is E13030 at the user's line,
+    naming the keyword, those the decorator takes, the pass, and how passes are ordered."""
+    with pytest.raises(PassRegisterTypeError) as info:
+        @register_fusion_pass(name="X", stage=STAGE, priority=5)  # type: ignore[call-arg]
+        class X(FusionBasePass):
+            pass
+    err = info.value
+    assert isinstance(err, TypeError) and err.code == "E13030" and err.pass_name == "X"
+    assert err.message == (
+        "register_fusion_pass got unknown keyword argument(s) 'priority'; it takes name, stage, "
+        'kind: @register_fusion_pass(name="MyPass", stage=PassStage.AFTER_INFER_SHAPE) above '
+        "the class; passes of one stage run in lexicographic order of their names: name them "
+        "to order them")
+    assert err.location is not None and err.location.file == __file__
+    assert str(err).endswith(f"(pass X, at {err.location})")
+    with pytest.raises(PassRegisterTypeError, match=r"unknown keyword argument\(s\) 'colour', "
+                       r"'op_type'; it takes name, stage, op_types: ") as info:
+        register_decompose_pass(name="D", stage=STAGE, op_types=["Conv"],  # type: ignore[call-arg]
+                                colour=1, op_type="Gemm")
+    assert "lexicographic" not in info.value.message
+    assert get_registered_passes() == []
+
+
 def test_wrong_targets_of_register_fusion_pass() -> None:
     decorate = register_fusion_pass(name="X", stage=STAGE)
     for target in (object, 3, FusionBasePass, PatternFusionPass):

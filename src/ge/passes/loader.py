@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
-import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,7 +40,6 @@ from ge.errors import (
     DuplicatePassNameError,
     GeError,
     PassRegisterError,
-    PassRegisterTypeError,
     PluginLoadError,
     SourceLocation,
 )
@@ -149,32 +147,6 @@ def load_error(target: str, exc: BaseException, roots: Iterable[Path] = ()) -> P
     return error
 
 
-_DECORATOR_CALL = re.compile(
-    r"^(register_fusion_pass|register_decompose_pass)\(\) (takes \d+ positional argument"
-    r"|missing \d+ required keyword-only argument|got an unexpected keyword argument)")
-_DECORATOR_FORM = {
-    "register_fusion_pass": 'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE',
-    "register_decompose_pass": 'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE, '
-                               'op_types=["Conv"]',
-}
-
-
-def misused_decorator(exc: BaseException, roots: Iterable[Path] = ()
-                      ) -> PassRegisterTypeError | None:
-    """E13030 for a registration decorator called in a form it does not take, positional
-    arguments (`@register_fusion_pass("P", stage)`), none at all (`@register_fusion_pass`
-    bare), a keyword missing or unknown: Python's TypeError, raised before the decorator
-    runs, would load as a bare E13029 saying nothing of the form it takes."""
-    found = _DECORATOR_CALL.match(str(exc)) if isinstance(exc, TypeError) else None
-    if found is None:
-        return None
-    api = found.group(1)
-    return PassRegisterTypeError(
-        f"{api} is called with keyword arguments, as GE's is: @{api}("
-        f"{_DECORATOR_FORM[api]}) above the class (Python said: {exc})",
-        location=traceback_location(exc.__traceback__, roots))
-
-
 @dataclass(frozen=True)
 class Imported:
     """What an isolated import produced."""
@@ -220,9 +192,6 @@ def import_isolated(
                 hint_clash(exc)
             if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
                 raise
-            misused = misused_decorator(exc, roots)
-            if misused is not None:
-                raise misused from exc
             raise load_error(target, exc, roots) from exc
         descriptors = list(captured)
         descriptors += [d for d in extra if all(d is not c for c in captured)]
