@@ -357,3 +357,61 @@ def test_unnamed_nodes_and_small_weights_keep_their_annotations(tmp_path: Path) 
     assert {p.key: p.value for p in node.metadata_props} == {"ns": "unnamed-sig"}
     (kept,) = [t for t in written.graph.initializer if t.name == "w"]
     assert {p.key: p.value for p in kept.metadata_props} == {"wmeta": "weight!"}
+
+
+def _relu_model(ir_version: int, opset: int = 17) -> onnx.ModelProto:
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                              [helper.make_tensor_value_info("x", f, [2])],
+                              [helper.make_tensor_value_info("y", f, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version
+    return model
+
+
+@pytest.mark.skipif(onnx.defs.onnx_opset_version() < 23, reason="onnx knows no opset 23")
+@pytest.mark.parametrize(("ir_version", "opset", "expected"), [
+    (8, 23, 11), (8, 20, 9), (10, 20, 10), (10, 23, 11), (11, 20, 11),
+])
+def test_the_conversion_raises_the_ir_version_to_what_the_opset_needs(
+    tmp_path: Path, ir_version: int, opset: int, expected: int
+) -> None:
+    """Trial JJ: `--opset 23` kept IR 8, while opset 23 needs IR 11
+    (`onnx.helper.find_min_ir_version_for`); the IR version is raised to it, never
+    lowered."""
+    source = tmp_path / "relu.onnx"
+    onnx.save(_relu_model(ir_version), source)
+    out = tmp_path / "out.onnx"
+    result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset",
+                                      str(opset), "--no-builtin"])
+    assert result.exit_code == 0, result.stderr
+    written = onnx.load(out)
+    assert written.ir_version == expected == max(ir_version, helper.find_min_ir_version_for(
+        [helper.make_opsetid("", opset)]))
+    assert [(o.domain, o.version) for o in written.opset_import] == [("", opset)]
+    onnx.checker.check_model(written, full_check=True)
+    assert onnx.load(source).ir_version == ir_version  # (the input as it was)
+
+
+def test_an_ir_3_model_raised_to_ir_4_keeps_its_weights_constants(tmp_path: Path) -> None:
+    """Below IR 4 a weight is listed among the graph inputs too, and read as a constant;
+    the conversion to an opset that needs IR 4 or later keeps it a constant (no longer
+    listed as an input), as onnxruntime ran the model."""
+    import onnxruntime as ort
+
+    f = TensorProto.FLOAT
+    weight = onnx.numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(2, 2), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", f, [2, 2]),
+                               helper.make_tensor_value_info("w", f, [2, 2])],
+                              [helper.make_tensor_value_info("y", f, [2, 2])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=3)
+    result = ge.compile(model, opset=10, builtin_passes=False)
+    written = result.to_onnx()
+    assert written.ir_version == 5
+    assert [v.name for v in written.graph.input] == ["x"]
+    assert [t.name for t in written.graph.initializer] == ["w"]
+    x = np.ones((2, 2), np.float32)
+    ran = ort.InferenceSession(written.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(ran, x @ onnx.numpy_helper.to_array(weight))

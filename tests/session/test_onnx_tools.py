@@ -132,12 +132,14 @@ BUILT = {
 
 def _whole_model_conversion(graph: Graph, opset: int) -> Graph:
     """What `upgraded_opset` did before: the converter given the whole model (and the
-    annotations it drops given back, as upgraded_opset does since trial Q)."""
-    from ge.session.onnx_tools import _keep_annotations
+    annotations it drops given back, as upgraded_opset does since trial Q, and the
+    ir_version raised to what the opset needs, since trial JJ)."""
+    from ge.session.onnx_tools import _keep_annotations, _raise_ir_version
 
     model = graph.to_onnx()
     converted = version_converter.convert_version(model, opset)
     _keep_annotations(model.graph, converted.graph)
+    _raise_ir_version(converted)
     return ge.graph.load(converted)
 
 

@@ -108,10 +108,29 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
             converted.metadata_props.extend(model.metadata_props)
         if not converted.functions:  # (onnx's converter converts the graphs and drops them)
             converted.functions.extend(model.functions)
+        _raise_ir_version(converted)
         return converted
 
     return _through(graph, convert, "version converter",
                     f"take graph {graph.name!r} from opset {current} to {opset}")
+
+
+def _raise_ir_version(model: onnx.ModelProto) -> None:
+    """Raise the converted model's `ir_version` to the least its opsets need: onnx's converter
+    keeps the model's (8), while opset 23 needs IR 11 (`onnx.helper.find_min_ir_version_for`,
+    what onnx's own `make_model` writes); never lowered."""
+    needed = onnx.helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
+    if model.ir_version >= needed:
+        return
+    if model.ir_version < 4 <= needed:
+        # Below IR 4 every initializer is also a graph input, and ge reads it as a constant
+        # (as onnxruntime does); from IR 4 such an input would be one the caller may feed:
+        # it stays a constant, no longer listed as an input.
+        weights = {tensor.name for tensor in model.graph.initializer}
+        kept = [value for value in model.graph.input if value.name not in weights]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+    model.ir_version = needed
 
 
 def _check_functions_convertible(graph: Graph, opset: int, inlined: bool) -> None:
