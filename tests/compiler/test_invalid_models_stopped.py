@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnxruntime
 import onnxruntime as ort
@@ -233,11 +234,21 @@ def _model_with(op_type: str, opset: int, domain: str = "") -> onnx.ModelProto:
     ("FooBar", 17, "FooBar node 'mystery': ONNX has no operator FooBar in domain 'ai.onnx' "
                    f"(onnx {onnx.__version__}); onnx.checker and runtimes reject the model "
                    "(a custom operator needs a domain of its own)"),
-    ("Gelu", 17, "Gelu node 'mystery': ai.onnx Gelu exists from opset 20, the model imports "
-                 "opset 17; onnx.checker and runtimes reject the model"),
-    # the first version, not the newest (HardSwish-22; trial E was told 28 for Einsum-12)
-    ("HardSwish", 11, "HardSwish node 'mystery': ai.onnx HardSwish exists from opset 14, the "
-                      "model imports opset 11; onnx.checker and runtimes reject the model"),
+    ("Gelu", 17, "Gelu node 'mystery': Gelu is an operator of opset 20 and later, and the "
+                 "model imports opset 17; onnx.checker and runtimes reject the model, and ge "
+                 "writes no model it rejects: declare opset 20 of ai.onnx in the model, whose "
+                 "other operators are the same at 20 (with onnx: set the version of its "
+                 "opset_import of domain '' to 20), or export it again at opset 20 or later; "
+                 "--opset cannot convert it: onnx's converter adapts only the operators of the "
+                 "model's opset"),
+    # the first version, not the newest (HardSwish-22; trial E was told 28 for Einsum-12);
+    # Relu and Neg differ between 11 and 14 (bfloat16...): declaring 14 would change them
+    ("HardSwish", 11, "HardSwish node 'mystery': HardSwish is an operator of opset 14 and "
+                      "later, and the model imports opset 11; onnx.checker and runtimes "
+                      "reject the model, and ge writes no model it rejects: export the model "
+                      "again at opset 14 or later (declaring opset 14 would change its Relu and "
+                      "Neg, which differ between opsets 11 and 14); --opset cannot convert it: "
+                      "onnx's converter adapts only the operators of the model's opset"),
 ], ids=["unknown", "too-new", "too-new-with-later-versions"])
 def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
         op_type: str, opset: int, message: str, tmp_path: Path) -> None:
@@ -252,6 +263,87 @@ def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
         ge.compile(source)
     assert caught.value.code == "GE1305" and caught.value.stage == "InferShape"
     assert list(caught.value.nodes) == ["mystery"]
+
+
+def _layer_norm_at_16(*extra_domains: str) -> onnx.ModelProto:
+    """A model importing opset 16 that uses LayerNormalization, an operator of opset 17
+    (onnxruntime runs it: it defines a LayerNormalization of its own at every opset)."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1),
+         helper.make_node("Relu", ["y"], ["z"], name="relu")], "ln",
+        [helper.make_tensor_value_info("x", f, [2, 8])],
+        [helper.make_tensor_value_info("z", f, [2, 8])],
+        [onnx.numpy_helper.from_array(np.ones(8, np.float32), "s"),
+         onnx.numpy_helper.from_array(np.zeros(8, np.float32), "b")])
+    imports = [helper.make_opsetid("", 16), *(helper.make_opsetid(d, 1) for d in extra_domains)]
+    model = helper.make_model(graph, opset_imports=imports, producer_name="my_exporter")
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("session_saved", [False, True])
+def test_an_operator_of_a_later_opset_is_not_blamed_on_onnxruntime(
+        tmp_path: Path, session_saved: bool) -> None:
+    """Trial JJ: a LayerNormalization in a model importing opset 16 was said to be written
+    by onnxruntime's optimiser; it is an operator of opset 17, which the model does not
+    import, and the message says what makes the model valid (onnxruntime's optimiser is
+    named only when the model was saved from a session)."""
+    source = tmp_path / "model.onnx"
+    onnx.save(_layer_norm_at_16(*(["com.microsoft.nchwc"] if session_saved else [])), source)
+    ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])  # (it runs)
+    saved = ("; the model was saved from an onnxruntime session (it imports "
+             "com.microsoft.nchwc), whose optimiser writes LayerNormalization at any opset"
+             if session_saved else "")
+    message = (
+        "graph 'ln': LayerNormalization node 'ln': LayerNormalization is an operator of opset "
+        "17 and later, and the model imports opset 16; onnxruntime runs it as an operator of "
+        f"its own{saved}, but onnx.checker rejects the model, and ge writes "
+        "no model it rejects: declare opset 17 of ai.onnx in the model, whose other operators "
+        "are the same at 17 (with onnx: set the version of its opset_import of domain '' to "
+        "17), or export it again at opset 17 or later; --opset cannot convert it: onnx's "
+        "converter adapts only the operators of the model's opset")
+    out = tmp_path / "out.onnx"
+    for flags in ((), ("--verify",)):
+        code, stderr = _compile_cli(source, out, *flags)
+        assert code == 1
+        assert stderr == f"ge: [GE1305] {message} (stage InferShape)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(source)
+    assert caught.value.code == "GE1305" and list(caught.value.nodes) == ["ln"]
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_opset_conversion_of_an_operator_of_a_later_opset_is_one_clear_error(
+        tmp_path: Path, opset: int) -> None:
+    """`--opset 17` on that model: onnx's converter stopped with a C++ assertion ("No
+    Adapter From Version $16 for LayerNormalization"); ge says why, and what works."""
+    from ge.errors import CompileInputError
+
+    source = tmp_path / "model.onnx"
+    onnx.save(_layer_norm_at_16(), source)
+    out = tmp_path / "out.onnx"
+    code, stderr = _compile_cli(source, out, "--opset", str(opset), "--verify")
+    assert code == 1
+    then = f", then convert it to {opset}" if opset > 17 else ""
+    assert stderr == (
+        f"ge: [GE1203] opset {opset}: graph 'ln' imports opset 16 but uses LayerNormalization, "
+        "an operator of opset 17 and later (1 node(s), 'ln'), which onnx's version converter "
+        "cannot convert: it adapts only the operators of the model's opset; declare opset 17 "
+        "of ai.onnx in the model, whose other operators are the same at 17 (with onnx: set "
+        "the version of its opset_import of domain '' to 17), or export it again at opset 17 "
+        f"or later{then}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    with pytest.raises(CompileInputError) as caught:
+        ge.compile(source, opset=opset)
+    assert caught.value.code == "GE1203" and list(caught.value.nodes) == ["ln"]
+    # what the message says works: the model declaring opset 17 compiles, at 17 or 20
+    fixed = onnx.load(source)
+    fixed.opset_import[0].version = 17
+    onnx.save(fixed, source)
+    code, stderr = _compile_cli(source, out, "--opset", str(opset), "--verify")
+    assert code == 0, stderr
 
 
 SWAP_MATMUL = '''\

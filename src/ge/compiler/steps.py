@@ -81,7 +81,8 @@ def check_operators_known(graph: Graph) -> None:
     unknown = unknown_operators(root)
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-        message = _written_by_onnxruntime(root, unknown[0]) or unknown[0].message
+        message = (_newer_than_imported(root, unknown[0])
+                   or _written_by_onnxruntime(root, unknown[0]) or unknown[0].message)
         raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
@@ -163,6 +164,39 @@ def undefined_operators(graph: Graph) -> list[str]:
         where = body_path(owner) if owner is not None else ""
         found[f"{node.domain}::{node.type}" + (f" (in {where})" if where else "")] = None
     return list(found)
+
+
+#: Domains an onnxruntime session imports in the model it saves (`optimized_model_filepath`),
+#: which no exporter writes: the model was saved from a session.
+_SESSION_DOMAINS = frozenset({"com.microsoft.nchwc", "com.microsoft.experimental",
+                              "ai.onnx.training"})
+
+
+def _newer_than_imported(root: Graph, problem: ValidationProblem) -> str | None:
+    """What to say of an operator the model's opset lacks and a later ONNX opset has (a
+    LayerNormalization, opset 17's, in a model importing 16): the exporter wrote an operator
+    newer than the opset it declares (trial JJ: it was blamed on onnxruntime's optimiser,
+    because onnxruntime defines a LayerNormalization of its own at every opset)."""
+    from ge.graph.validation import newer_operators, redeclaring_advice
+    from ge.ops.runtime_ops import runtime_defines_in_onnx_domain
+
+    for node, version, since in newer_operators(root):
+        owner = node.owner_graph
+        if owner is None or owner.name != problem.graph or node.name not in problem.nodes:
+            continue
+        runs = runtime_defines_in_onnx_domain(node.type, node.domain, version)
+        imported = set(root.opset_imports)
+        saved = (f"; the model was saved from an onnxruntime session (it imports "
+                 f"{', '.join(sorted(_SESSION_DOMAINS & imported))}), whose optimiser writes "
+                 f"{node.type} at any opset" if runs and _SESSION_DOMAINS & imported else "")
+        rejected = (f"onnxruntime runs it as an operator of its own{saved}, but onnx.checker "
+                    "rejects the model" if runs else "onnx.checker and runtimes reject the model")
+        return (f"{node.type} node {node.name!r}: {node.type} is an operator of opset "
+                f"{since} and later, and the model imports opset {version}; {rejected}, "
+                "and ge writes no model it rejects: "
+                f"{redeclaring_advice(root, node.domain, version, since)}; --opset cannot "
+                "convert it: onnx's converter adapts only the operators of the model's opset")
+    return None
 
 
 def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | None:

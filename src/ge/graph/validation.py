@@ -34,7 +34,8 @@ from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
 __all__ = ["attribute_problems", "check_acyclic", "cycle_problems",
-           "find_node_problems", "find_problems", "first_opset", "unknown_operators"]
+           "find_node_problems", "find_problems", "first_opset", "newer_operators",
+           "redeclaring_advice", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -445,6 +446,54 @@ def _unknown_op(node: Node, version: int) -> str:
     return (f"{node._type} node {node._name!r}: {domain} {node._type} exists from opset "
             f"{since}, the model imports opset {version}; onnx.checker and runtimes reject "
             "the model")
+
+
+def newer_operators(graph: Graph) -> list[tuple[Node, int, int]]:
+    """Each node of `graph` and its bodies of an operator of ONNX's own domains that the
+    model's opset lacks and a later opset has (an exporter's LayerNormalization, opset 17's,
+    in a model importing 16): (node, the opset imported, the first opset with it); a
+    function of the model of that name is not one."""
+    found: list[tuple[Node, int, int]] = []
+    for g in [graph, *graph.get_all_subgraphs()]:
+        for node in g.get_direct_nodes():
+            if node._domain not in ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
+                continue
+            version = g.get_opset_version(node._domain)
+            if version is None or _schema(node._type, node._domain, version) is not None:
+                continue
+            since = first_opset(node._type, node._domain)
+            if since is not None and since > version and not _local_function(g, node):
+                found.append((node, version, since))
+    return found
+
+
+def redeclaring_advice(graph: Graph, domain: str, imported: int, since: int) -> str:
+    """What makes a model importing opset `imported` of `domain` that uses an operator of
+    opset `since` valid: declaring opset `since` when none of its other operators of the
+    domain differs between the two (then it means what it meant), else exporting it again.
+    onnx's version converter cannot do it: it adapts only the operators of the model's
+    opset ("No Adapter From Version $16 for LayerNormalization")."""
+    differing: dict[str, None] = {}
+    for g in [graph, *graph.get_all_subgraphs()]:
+        for node in g.get_direct_nodes():
+            if normalize_domain(node._domain) != normalize_domain(domain):
+                continue
+            then = _schema(node._type, node._domain, imported)
+            now = _schema(node._type, node._domain, since)
+            if then is not None and now is not None and then.since_version != now.since_version:
+                differing[node._type] = None
+    name = normalize_domain(domain) or "ai.onnx"
+    if differing:
+        names = list(differing)
+        listed = (names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+                  if len(names) <= 4 else f"{', '.join(names[:3])} and {len(names) - 3} more")
+        return (f"export the model again at opset {since} or later (declaring opset {since} "
+                f"would change its {listed}, which differ{'s' if len(differing) == 1 else ''} "
+                f"between opsets {imported} and {since})")
+    return (f"declare opset {since} of {name} in the model, whose other operators are the "
+            f"same at {since} (with onnx: set the version of its opset_import of domain "
+            f"{normalize_domain(domain)!r} to {since}), or export it again at opset {since} or "
+            "later")
 
 
 def first_opset(op_type: str, domain: str = "") -> int | None:

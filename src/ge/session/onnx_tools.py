@@ -95,6 +95,7 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
         raise CompilerOptionError(f"opset {opset} is below the model's ({current}); ge "
                                   "only converts a model up")
 
+    _check_newer_operators(graph, opset)
     _check_functions_convertible(graph, opset, inlined)
 
     def convert(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -113,6 +114,33 @@ def upgraded_opset(graph: Graph, opset: int, *, inlined: bool = False) -> Graph:
 
     return _through(graph, convert, "version converter",
                     f"take graph {graph.name!r} from opset {current} to {opset}")
+
+
+def _check_newer_operators(graph: Graph, opset: int) -> None:
+    """`CompileInputError` (GE1203) for a model using an operator of a later opset than it
+    imports (a LayerNormalization, opset 17's, in a model importing 16): onnx's converter
+    adapts only the operators of the model's opset and stops with a C++ assertion ("No
+    Adapter From Version $16 for LayerNormalization": trial JJ)."""
+    from ge.graph.validation import newer_operators, redeclaring_advice
+
+    newer = [(node, version, since) for node, version, since in newer_operators(graph)
+             if not normalize_domain(node.domain)]
+    if not newer:
+        return
+    _, version, since = max(newer, key=lambda found: found[2])
+    by_type: dict[str, tuple[int, list[str]]] = {}
+    for node, _, first in newer:
+        by_type.setdefault(node.type, (first, []))[1].append(node.name)
+    listed = " and ".join(
+        f"{op}, an operator of opset {first} and later ({len(names)} node(s), "
+        f"{names[0]!r}{' ...' if len(names) > 1 else ''})"
+        for op, (first, names) in by_type.items())
+    raise CompileInputError(
+        f"opset {opset}: graph {graph.name!r} imports opset {version} but uses {listed}, "
+        "which onnx's version converter cannot convert: it adapts only the operators of the "
+        f"model's opset; {redeclaring_advice(graph, '', version, since)}"
+        + (f", then convert it to {opset}" if opset > since else ""),
+        nodes=[node.name for node, _, _ in newer])
 
 
 def _raise_ir_version(model: onnx.ModelProto) -> None:
