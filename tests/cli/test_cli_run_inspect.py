@@ -194,6 +194,35 @@ def test_inspect_refuses_what_is_not_a_model(tmp_path: Path, as_json: bool) -> N
     assert code == 1 and stderr.startswith("ge: [GE1102] ")
 
 
+@pytest.mark.parametrize("kind", ["truncated", "empty", "text"])
+def test_a_file_that_is_not_a_model_is_told_the_same_by_inspect_compile_and_run(
+    tmp_path: Path, kind: str
+) -> None:
+    """Trial JJ: a truncated file was "not a readable ONNX model (the file is truncated or
+    not ONNX)" to ge compile and ge run, "not an ONNX model" to ge inspect."""
+    path = tmp_path / f"{kind}.onnx"
+    path.write_bytes({"truncated": DISTILBERT.read_bytes()[:100_000], "empty": b"",
+                      "text": b"hello\n"}[kind])
+    said = {
+        "truncated": f"{path} is not a readable ONNX model (the file is truncated or not ONNX): "
+                     "Error parsing message with type 'onnx.ModelProto': ",
+        "text": f"{path} is not a readable ONNX model (the file is truncated or not ONNX): "
+                "Error parsing message with type 'onnx.ModelProto': ",
+        "empty": f"{path} is not an ONNX model: it has no graph (the file is truncated or not "
+                 "ONNX)",
+    }[kind]
+    before = sorted(tmp_path.iterdir())
+    lines = []
+    for command in (["inspect", str(path)], ["compile", str(path), "-o", str(tmp_path / "o.onnx")],
+                    ["run", str(path), "--output", str(tmp_path / "o.npz")]):
+        code, stdout, stderr = run_ge(*command)
+        assert code == 1 and stdout == "" and stderr.count("\n") == 1, command
+        assert stderr.startswith(f"ge: [GE1101] {said}"), (command, stderr)
+        lines.append(stderr)
+    assert len(set(lines)) == 1, lines
+    assert sorted(tmp_path.iterdir()) == before
+
+
 TWICE_OP = '''\
 import numpy as np
 

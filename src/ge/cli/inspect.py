@@ -94,18 +94,15 @@ def model_summary(path: Path) -> dict[str, Any]:
     import onnx
 
     from ge.errors import ModelLoadError, ModelNotFoundError
+    from ge.graph.model_io import parse_model
 
     if not path.exists():
         raise ModelNotFoundError(f"model file not found: {path}", path=str(path))
     if not path.is_file():
         raise ModelLoadError(f"{path} is not a file", path=str(path))
     data = path.read_bytes()
-    try:
-        model = onnx.ModelProto.FromString(data)
-    except Exception as err:  # protobuf's DecodeError and friends
-        raise ModelLoadError(f"{path} is not an ONNX model: {err}", path=str(path)) from None
-    if not model.HasField("graph"):
-        raise ModelLoadError(f"{path} is not an ONNX model: it has no graph", path=str(path))
+    # (in the words of ge compile and ge run, which load it with the same check)
+    model = parse_model(data, str(path))
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
     subgraphs = list(proto_graphs(graph))

@@ -49,7 +49,7 @@ from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target",
            "check_target_spelling", "constants_nbytes", "folder_spelling_problem", "load",
-           "new_file_mode", "save_model", "write_target_problem"]
+           "new_file_mode", "parse_model", "save_model", "write_target_problem"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -63,6 +63,13 @@ PROTOBUF_LIMIT = PROTOBUF_MAX_BYTES
 #: The largest file `save` writes inline: what protobuf's serializer refuses above, checked
 #: on the file since the model proto it serializes holds placeholders (ge.graph.payloads).
 SERIALIZED_LIMIT = PROTOBUF_MAX_BYTES
+
+
+def parse_model(data: bytes, where: str) -> onnx.ModelProto:
+    """The ONNX model serialized in `data` (read from `where`, which messages name), or
+    `ModelLoadError` (GE1101) in the words every command uses: a file that does not parse
+    (truncated, not ONNX), or a message that parses but is no model (no graph or opsets)."""
+    return _parse(data, where)
 
 
 def _parse(data: bytes, where: str) -> onnx.ModelProto:
