@@ -415,3 +415,30 @@ def test_an_ir_3_model_raised_to_ir_4_keeps_its_weights_constants(tmp_path: Path
     ran = ort.InferenceSession(written.SerializeToString(),
                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_array_equal(ran, x @ onnx.numpy_helper.to_array(weight))
+
+
+@pytest.mark.parametrize("flags", [{"opset": 20}, {"inline_functions": True, "opset": 18}])
+def test_a_converted_model_is_not_saved_over_its_file_without_overwrite_input(
+    tmp_path: Path, flags: dict
+) -> None:
+    """The converted copy remembers the files the model was loaded from, as the graph
+    compiled in place does: saving it over them is GE1104 unless overwrite_input=True (it
+    forgot them, and replaced the input without a word)."""
+    from ge.errors import ModelSaveError
+
+    source = tmp_path / "relu.onnx"
+    model = _relu_model(10)
+    model.functions.append(helper.make_function(
+        "local", "F", ["a"], ["b"], [helper.make_node("Neg", ["a"], ["b"])],
+        [helper.make_opsetid("", 17)]))
+    onnx.save(model, source)
+    before = source.read_bytes()
+    result = ge.compile(source, builtin_passes=False, **flags)
+    assert result.graph.root_graph().model.source_files == {str(source.resolve()): "model file"}
+    with pytest.raises(ModelSaveError) as caught:
+        result.save(source)
+    assert caught.value.code == "GE1104"
+    assert "the model file this graph was loaded from" in caught.value.message
+    assert source.read_bytes() == before and sorted(tmp_path.iterdir()) == [source]
+    result.save(source, overwrite_input=True)
+    assert onnx.load(source).opset_import[0].version == flags["opset"]

@@ -316,7 +316,16 @@ def converted_graph(graph: Graph, *, opset: int | None = None,
 def _through(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], name: str,
              what: str) -> Graph:
     """`graph` after onnx's `tool` (its `name`, and `what` it does, for the messages), the
-    tool given the model without its weights, which are put back after it."""
+    tool given the model without its weights, which are put back after it. The result
+    remembers the files `graph` was loaded from (`model.source_files`), as `graph` does:
+    saving it over them needs `overwrite_input` too, and keeps the data file it had."""
+    result = _tool_output(graph, tool, name, what)
+    result.root_graph().model.source_files = dict(graph.root_graph().model.source_files)
+    return result
+
+
+def _tool_output(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], name: str,
+                 what: str) -> Graph:
     stand_ins = _StandIns()
     model = stand_ins.weightless(graph)
     size = model.ByteSize() + stand_ins.stood_in_bytes  # the whole model's, roughly
