@@ -173,6 +173,79 @@ def test_overwrite_input_writes_the_compiled_model_over_it(model: Path, write) -
     assert sorted(p.name for p in model.parent.iterdir() if p.is_file()) == ["model.onnx"]
 
 
+def _with_external_data(folder: Path) -> tuple[Path, Path]:
+    """DistilBERT saved with its weights in `weights.bin` beside it (not ge's `.data`)."""
+    from cli_helpers import DISTILBERT
+
+    folder.mkdir()
+    path = folder / "model.onnx"
+    onnx.save(onnx.load(DISTILBERT), path, save_as_external_data=True,
+              all_tensors_to_one_file=True, location="weights.bin", size_threshold=1024)
+    return path, folder / "weights.bin"
+
+
+def _outputs(path: Path) -> list[np.ndarray]:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.ones([d if isinstance(d, int) else 2 for d in i.shape], np.int64)
+             for i in session.get_inputs()}
+    return session.run(None, feeds)
+
+
+@pytest.mark.parametrize("flags", [(), ("--external-data",), ("--opset", "20")],
+                         ids=["default", "external-data", "opset"])
+def test_overwrite_input_keeps_the_weights_in_the_data_file_the_model_had(
+        tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Trial JJ: `--overwrite-input` on a model with external data wrote the weights inline
+    and left the data file behind, unread; the model keeps its weights in the file it had,
+    written anew and renamed into place with the model."""
+    path, data = _with_external_data(tmp_path / "m")
+    expected = _outputs(path)
+    code, stdout, stderr = _run("compile", str(path), "-o", str(path), "--overwrite-input",
+                                *flags)
+    assert code == 0, stderr
+    assert "warning" not in stderr
+    assert " ".join(stdout.split()).endswith(f"wrote {path} (its weights in {data})")
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.onnx", "weights.bin"]
+    written = onnx.load(path, load_external_data=False)
+    locations = {e.value for t in written.graph.initializer for e in t.external_data
+                 if e.key == "location"}
+    assert locations == {"weights.bin"}
+    for got, want in zip(_outputs(path), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_overwrite_input_without_external_data_says_the_data_file_is_left(
+        tmp_path: Path) -> None:
+    """`--no-external-data` puts the weights inside the model: the former data file, which
+    another model may read, is left as it was, and a warning says so (it was left without
+    a word)."""
+    path, data = _with_external_data(tmp_path / "m")
+    weights = data.read_bytes()
+    code, stdout, stderr = _run("compile", str(path), "-o", str(path), "--overwrite-input",
+                                "--no-external-data")
+    assert code == 0, stderr
+    assert stderr == (
+        f"ge: warning: {path} replaced the model it was loaded from, whose weights were in "
+        f"{data.resolve()}; the model written does not read it (its weights are inside it: "
+        "--no-external-data, external_data=False), so it is left in place: delete it if no "
+        "other model reads it\n")
+    assert " ".join(stdout.split()).endswith(f"wrote {path}")
+    assert data.read_bytes() == weights
+    written = onnx.load(path, load_external_data=False)
+    assert all(t.data_location != onnx.TensorProto.EXTERNAL for t in written.graph.initializer)
+
+
+def test_overwrite_input_that_fails_leaves_the_model_and_its_data_file(
+        tmp_path: Path, write) -> None:
+    path, _ = _with_external_data(tmp_path / "m")
+    before = {p.name: p.read_bytes() for p in path.parent.iterdir()}
+    plugin = write("passes/broken.py", RAISING)
+    code, _, stderr = _run("compile", str(path), "-o", str(path), "--overwrite-input",
+                           "--pass-path", str(plugin))
+    assert code == 1 and stderr.startswith("ge: [E13028] ")
+    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == before
+
+
 def test_external_data_without_large_weights_writes_no_data_file(model: Path) -> None:
     """`--external-data` on a model without weights over the threshold: no empty .data."""
     out = model.parent / "out.onnx"

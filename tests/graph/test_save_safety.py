@@ -286,6 +286,29 @@ def test_saving_onto_a_loaded_data_file_is_refused(with_data: Path) -> None:
     assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
 
 
+def test_saved_over_its_model_file_a_model_keeps_its_data_file(with_data: Path) -> None:
+    """Trial JJ: saved over the file it was loaded from (overwrite_input), a model whose
+    weights were in a data file wrote them inline and left that file behind, unread; it
+    keeps them in that file, written anew (external_data=None decides so here), unless
+    external_data=False or another external_data_name is asked for."""
+    folder = with_data.parent
+    graph = ge.graph.load(with_data)
+    assert graph.save(with_data, overwrite_input=True) == folder / "weights.bin"
+    assert sorted(p.name for p in folder.iterdir()) == ["m.onnx", "weights.bin"]
+    assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
+    assert model_io.replaced_data_files(graph, with_data) == [
+        Path(os.path.realpath(folder / "weights.bin"))]
+    assert model_io.replaced_data_files(graph, folder / "other.onnx") == []
+
+    graph = ge.graph.load(with_data)
+    assert graph.save(with_data, overwrite_input=True, external_data=True,
+                      external_data_name="new.bin") == folder / "new.bin"
+    assert sorted(p.name for p in folder.iterdir()) == ["m.onnx", "new.bin", "weights.bin"]
+    graph = ge.graph.load(with_data)
+    assert graph.save(with_data, overwrite_input=True, external_data=False) is None
+    assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
+
+
 def test_a_proto_loaded_with_its_folder_remembers_the_data_file(with_data: Path) -> None:
     """load(proto, base_dir=...) reads (and so protects) the data file, not a model file."""
     proto = onnx.load(with_data, load_external_data=False)

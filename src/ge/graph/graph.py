@@ -507,8 +507,11 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
         model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
-        the file the model was loaded from (or its data files) needs `overwrite_input=True`.
-        `value_info` and `lift_constants` as in `to_onnx`. `full_check=True` runs
+        the file the model was loaded from (or its data files) needs `overwrite_input=True`;
+        saved over its model file, a model that read its weights from one data file beside
+        it keeps them there (that file written anew, renamed into place with the model),
+        unless `external_data=False` or `external_data_name` says otherwise. `value_info`
+        and `lift_constants` as in `to_onnx`. `full_check=True` runs
         `onnx.checker.check_model(full_check=True)` on what would be written and refuses a
         model it rejects (`GraphValidationError`, nothing written); models with external
         data are not checked (their tensors are not in memory). `before_commit(data_file)`

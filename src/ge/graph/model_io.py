@@ -49,7 +49,8 @@ from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target",
            "check_target_spelling", "constants_nbytes", "folder_spelling_problem", "load",
-           "new_file_mode", "parse_model", "save_model", "write_target_problem"]
+           "new_file_mode", "parse_model", "replaced_data_files", "save_model",
+           "write_target_problem"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -205,6 +206,29 @@ def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
                 if os.path.samefile(path, source):
                     return source, role
     return None
+
+
+def replaced_data_files(graph: Graph, target: str | os.PathLike[str]) -> list[Path]:
+    """The external data files of the model `graph` was loaded from, when `target` is that
+    model's file (a save with `overwrite_input` replacing it): what the model it replaces
+    read its weights from. Empty for any other target."""
+    found = _loaded_from(graph, Path(target))
+    if found is None or found[1] != "model file":
+        return []
+    sources = graph.root_graph().model.source_files
+    return [Path(file) for file, role in sources.items() if role == "external data file"]
+
+
+def _kept_data_name(graph: Graph, target: Path) -> str | None:
+    """The name of the one data file, beside `target`, of the model `graph` was loaded
+    from when `target` is that model's file: saved over it, the model keeps its weights in
+    that file (written anew, renamed into place with the model) instead of leaving it
+    behind, unread, with the weights now inline."""
+    files = replaced_data_files(graph, target)
+    folder = target.parent if str(target.parent) else Path(".")
+    if len(files) != 1 or files[0].parent != Path(os.path.realpath(folder)):
+        return None
+    return files[0].name
 
 
 def write_destination(target: Path) -> tuple[Path, bool]:
@@ -467,6 +491,11 @@ def save_model(
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     _check_target_path(target)
+    if (overwrite_input and shared_data is None and external_data is not False
+            and external_data_name is None):
+        kept = _kept_data_name(graph, target)
+        if kept is not None and kept != target.name:
+            external_data, external_data_name = True, kept
     if shared_data is not None:
         if shared_data.path.parent.resolve() != folder.resolve():
             raise ModelSaveError(f"cannot save to {target}: its shared data file "

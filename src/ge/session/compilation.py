@@ -126,11 +126,14 @@ class CompileResult:
         never one onnx's full checker rejects (`GraphValidationError`, nothing written; it
         says so when the input model fails the checker too). Returns the external data file
         written beside it, or None."""
+        from ge.graph.model_io import replaced_data_files
+
+        replaced = replaced_data_files(self.graph, path) if overwrite_input else []
         try:
-            return self.graph.save(path, external_data=external_data,
-                                   overwrite_input=overwrite_input, value_info=self.value_info,
-                                   lift_constants=True, full_check=True,
-                                   before_commit=before_commit)
+            written = self.graph.save(path, external_data=external_data,
+                                      overwrite_input=overwrite_input,
+                                      value_info=self.value_info, lift_constants=True,
+                                      full_check=True, before_commit=before_commit)
         except GraphValidationError as err:
             verdict = _with_input_verdict(err, self.source)
             if verdict is not err:
@@ -140,10 +143,29 @@ class CompileResult:
             if blamed is not None:
                 blamed.add_to(err)
             raise
+        left = [file for file in replaced
+                if written is None or os.path.realpath(written) != str(file)]
+        if left:
+            it, is_ = ("it", "is") if len(left) == 1 else ("them", "are")
+            warn_user(CompileWarning(
+                f"{path} replaced the model it was loaded from, whose weights were in "
+                f"{', '.join(map(str, left))}; the model written does not read {it} "
+                f"({_why_not_read(external_data, written)}), so {it} {is_} left in place: "
+                f"delete {it} if no other model reads {it}"))
+        return written
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
         return self.graph.to_onnx(value_info=self.value_info, lift_constants=True)
+
+
+def _why_not_read(external_data: bool | None, written: Path | None) -> str:
+    """Why a model saved over its own file no longer reads its former data file(s)."""
+    if external_data is False:
+        return "its weights are inside it: --no-external-data, external_data=False"
+    if written is not None:
+        return f"its weights are in {written}"
+    return "its weights are inside it: none is over the external data threshold"
 
 
 def _with_input_verdict(err: GraphValidationError, source: Path | None
