@@ -46,6 +46,8 @@ __all__ = ["compile_command", "dump_command", "parse_options",
 
 #: How many op-histogram rows the text report shows (largest changes first).
 _TOP_OPS = 12
+#: At most this many passes get a line saying why they refused matches (`refusal_notes`).
+_REFUSAL_NOTES = 10
 
 
 def _pairs(pairs: Sequence[str], param_hint: str, what: str, value_name: str,
@@ -286,6 +288,12 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     report = result.report
     con = console()
     con.print(_pass_table(report))
+    notes = report.refusal_notes()
+    for note in notes[:_REFUSAL_NOTES]:
+        con.print(cell(note))
+    if len(notes) > _REFUSAL_NOTES:
+        con.print(f"and {len(notes) - _REFUSAL_NOTES} more pass(es) refused matches with a "
+                  "reason (the JSON report, --report FILE, has each pass's)")
     con.print(_ops_table(report.ops_before, report.ops_after))
     con.print(report.summary())
     for skipped in report.skipped_plugins:

@@ -247,6 +247,8 @@ class Invocation:
             constants_before=constants_before,
             constants_after=constants_after,
             round=self.round,
+            refusals=run.refusals,
+            refusal_reasons=tuple(run.refusal_reasons.items()),
         )
 
     def _warn_not_changed(self, entry: RegisteredPass, instance: Any, target: Graph,

@@ -13,15 +13,17 @@ the owning node's attribute, not in the graph's `node`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.last_changes import LastChanges
+from ge.compiler.pass_registry import BUILTIN_ORIGIN
 from ge.errors import GeError, SourceLocation
 from ge.graph.domains import qualified_op
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import overload_of
-from ge.passes.status import RunOutcome
+from ge.passes.status import RunOutcome, note_refusal_reason
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -136,6 +138,11 @@ class PassRunRecord:
     # where the graph is in the model ("" for the root, `if1.then_branch` for a body):
     # exporters give every body one name (`ge.graph.subgraphs.body_path`)
     graph_path: str = ""
+    # matches (decompose: nodes) `meet_requirements` refused, and the reasons it gave with
+    # `context.set_error_message`: (message, refusals) for the first distinct messages
+    # (`ge.passes.status.note_refusal_reason`), in the order given
+    refusals: int = 0
+    refusal_reasons: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -147,7 +154,14 @@ class PassRunRecord:
             "nodes_after": self.nodes_after, "constants_before": self.constants_before,
             "constants_after": self.constants_after, "round": self.round,
             "rolled_back": self.rolled_back, "seconds": self.seconds,
+            "refusals": self.refusals,
+            "refusal_reasons": _reasons_as_data(self.refusal_reasons),
         }
+
+
+def _reasons_as_data(reasons: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Refusal reasons as the JSON report gives them: `[{"message": ..., "count": n}]`."""
+    return [{"message": message, "count": count} for message, count in reasons]
 
 
 @dataclass(frozen=True)
@@ -269,9 +283,12 @@ class CompileReport:
         them (negative: the pass left fewer nodes, positive: more, as a decomposition does),
         `constant_delta` that of the constants (folding makes some); the counts say nothing
         of how many were removed and how many added in between. `outcome` is the pass's
-        over its invocations (`overall_outcome`)."""
+        over its invocations (`overall_outcome`). `refusals` are the matches its
+        `meet_requirements` refused, `refusal_reasons` the first distinct reasons it gave
+        (`context.set_error_message`), each `message` with its `count` over the runs."""
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         outcomes: dict[tuple[str, str], list[str]] = {}
+        reasons: dict[tuple[str, str], dict[str, int]] = {}
         for r in self.records:
             row = rows.get((r.stage, r.pass_name))
             if row is None:
@@ -279,8 +296,12 @@ class CompileReport:
                     "name": r.pass_name, "stage": r.stage, "kind": r.kind, "origin": r.origin,
                     "runs": 0, "changed": 0, "matches": 0, "rewrites": 0, "fusions": 0,
                     "node_delta": 0, "constant_delta": 0, "rolled_back": 0, "seconds": 0.0,
+                    "refusals": 0,
                 }
             outcomes.setdefault((r.stage, r.pass_name), []).append(r.outcome.value)
+            given = reasons.setdefault((r.stage, r.pass_name), {})
+            for message, count in r.refusal_reasons:
+                note_refusal_reason(given, message, count)
             row["runs"] += 1
             row["changed"] += int(r.changed)
             row["matches"] += r.matches
@@ -290,9 +311,31 @@ class CompileReport:
             row["constant_delta"] += r.constants_after - r.constants_before
             row["rolled_back"] += int(r.rolled_back is not None)
             row["seconds"] += r.seconds
+            row["refusals"] += r.refusals
         for key, row in rows.items():
             row["outcome"] = overall_outcome(outcomes[key])
+            row["refusal_reasons"] = _reasons_as_data(reasons[key].items())
         return list(rows.values())
+
+    def refusal_notes(self) -> list[str]:
+        """One line per plugin pass that rewrote nothing while its `meet_requirements`
+        refused matches giving reasons (`context.set_error_message`), as `ge compile` prints
+        them after its table: `SiluDiv8 refused 3 match(es): last dim 12 is not a multiple
+        of 8 (x3)`, each reason kept (`by_pass`) with its count, then how many refusals gave
+        none of them. The table's M/R/F said only 3/0/0; `ge passes explain` says it per
+        match. Built-in passes are ge's own and left out."""
+        notes = []
+        for row in self.by_pass():
+            if (row["origin"] == BUILTIN_ORIGIN or row["rewrites"] or row["fusions"]
+                    or not row["refusal_reasons"]):
+                continue
+            given = [f"{r['message']} (x{r['count']})" for r in row["refusal_reasons"]]
+            rest = row["refusals"] - sum(r["count"] for r in row["refusal_reasons"])
+            if rest > 0:
+                given.append(f"{rest} more with no reason listed")
+            notes.append(f"{row['name']} refused {row['refusals']} match(es): "
+                         + "; ".join(given))
+        return notes
 
     def summary(self) -> str:
         """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →

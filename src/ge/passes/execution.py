@@ -53,7 +53,7 @@ from ge.passes.source import (
     mark_match,
     warn_user,
 )
-from ge.passes.status import NOT_CHANGED, SUCCESS
+from ge.passes.status import NOT_CHANGED, SUCCESS, note_refusal_reason
 
 if TYPE_CHECKING:
     from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
@@ -93,6 +93,12 @@ class PassRun:
     #: answers of `meet_requirements` that were None (a missing return?; None counts as
     #: False, as on GE)
     none_answers: int = 0
+    #: matches (decompose: nodes) `meet_requirements` refused, and the reasons it gave for
+    #: them with `context.set_error_message` (`note_refusal_reason`: the first few distinct
+    #: messages, each with its count), for the report to carry what `ge passes explain`
+    #: shows
+    refusals: int = 0
+    refusal_reasons: dict[str, int] = field(default_factory=dict)
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
@@ -315,6 +321,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     result = MatchResult(match)
     graph = match.graph
     unknown_reads = graph._unknown_desc_reads
+    run.context.set_error_message("")  # (a reason is this match's, not an earlier one's)
     try:
         answer = read_only_call(instance.meet_requirements, graph, result, run.context)
         run.none_answers += answer is None
@@ -408,8 +415,15 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 
 
 def _note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
-    """Count a refusal by a `meet_requirements` that read a desc nothing is known of (no
-    type, no rank): `graph._unknown_desc_reads` grew from `unknown_reads` during the call."""
+    """Count a refusal by `meet_requirements`, with the reason the pass gave for it (taken
+    from the context: a reason given once does not stay for the next match); and whether it
+    read a desc nothing is known of (no type, no rank): `graph._unknown_desc_reads` grew from
+    `unknown_reads` during the call."""
+    run.refusals += 1
+    reason = run.context.get_error_message()
+    if reason:
+        note_refusal_reason(run.refusal_reasons, reason)
+        run.context.set_error_message("")
     if not run.count_untyped or graph._unknown_desc_reads == unknown_reads:
         return
     run.untyped_refusals += 1
@@ -448,6 +462,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
         run.matches += 1
         try:
             unknown_reads = graph._unknown_desc_reads
+            run.context.set_error_message("")  # (a reason is this node's, not an earlier one's)
             answer = read_only_call(instance.meet_requirements, graph, node, run.context)
             run.none_answers += answer is None
             if not bool(answer):

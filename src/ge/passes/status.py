@@ -1,4 +1,5 @@
-"""What a pass's `run()` may return, and how the engine reads it (decision D2).
+"""What a pass's `run()` may return, and how the engine reads it (decision D2); the reasons
+a pass gave for refusing matches, as a pass run keeps them.
 
 `None` or `True` is success; `False` is failure; an `int` is a GE status: `0` success,
 `NOT_CHANGED` success without change, any other value failure; any other type is a failure
@@ -16,12 +17,15 @@ from typing import Final
 __all__ = [
     "ACCEPTED_RESULTS",
     "FAILED",
+    "MAX_REFUSAL_REASONS",
+    "MAX_REFUSAL_REASON_LENGTH",
     "NOT_CHANGED",
     "SUCCESS",
     "RunOutcome",
     "RunStatus",
     "StatusLike",
     "interpret_run_result",
+    "note_refusal_reason",
 ]
 
 #: GE's `SUCCESS` status.
@@ -100,3 +104,27 @@ def _refused_status(value: int) -> str:
         what, instead = foreign
         reason += f", which is {what}: return ge.passes.{instead} instead"
     return f"{reason}; {ACCEPTED_RESULTS}"
+
+
+#: How many distinct reasons for refusing matches (`context.set_error_message` in a
+#: `meet_requirements` that refused) a pass run and a report's per-pass summary keep, and
+#: how long each may be: a pass that writes each match's node into its message has as many
+#: reasons as matches, and a report or a terminal line must stay readable.
+MAX_REFUSAL_REASONS: Final[int] = 5
+MAX_REFUSAL_REASON_LENGTH: Final[int] = 200
+
+
+def note_refusal_reason(reasons: dict[str, int], message: str, count: int = 1) -> None:
+    """Count `count` refusals giving `message` in `reasons` (message -> refusals, in the
+    order first given), as one line of at most `MAX_REFUSAL_REASON_LENGTH` characters. A
+    blank message is no reason; a new one once `MAX_REFUSAL_REASONS` are kept is not
+    listed (the refusals are still counted apart, `PassRunRecord.refusals`)."""
+    text = " ".join(message.split())
+    if not text:
+        return
+    if len(text) > MAX_REFUSAL_REASON_LENGTH:
+        text = text[:MAX_REFUSAL_REASON_LENGTH - 3] + "..."
+    if text in reasons:
+        reasons[text] += count
+    elif len(reasons) < MAX_REFUSAL_REASONS:
+        reasons[text] = count
