@@ -82,6 +82,12 @@ class GeError(Exception):
         }
 
     def __str__(self) -> str:
+        context = self._context()
+        suffix = f" ({', '.join(context)})" if context else ""
+        return f"[{self.code}] {self.message}{suffix}"
+
+    def _context(self) -> list[str]:
+        """What `str()` puts in parentheses after the message: the pass, stage, location."""
         context = []
         if self.pass_name:
             context.append(f"pass {self.pass_name}")
@@ -89,8 +95,7 @@ class GeError(Exception):
             context.append(f"stage {self.stage}")
         if self.location:
             context.append(f"at {self.location}")
-        suffix = f" ({', '.join(context)})" if context else ""
-        return f"[{self.code}] {self.message}{suffix}"
+        return context
 
 
 class GraphError(GeError, RuntimeError):
@@ -170,9 +175,32 @@ class ModelSaveError(GeError, OSError):
 
 
 class PassRunError(GeError):
-    """E13028: a pass failed while running; the graph was left as the pass found it."""
+    """E13028: a pass failed while running; the graph was left as the pass found it.
+
+    `location` is the line of the pass's own file (its hook's line that raised, or called
+    what raised); `raised_in` the innermost line of the user's code that raised, when that
+    is in another file (a helper module beside the pass): `(at p.py:12, raised in
+    _helpers.py:3)`. None otherwise."""
 
     code = "E13028"
+
+    def __init__(self, message: str, *, pass_name: str | None = None,
+                 stage: str | None = None, location: SourceLocation | None = None,
+                 path: str | None = None, nodes: Iterable[str] = (),
+                 raised_in: SourceLocation | None = None) -> None:
+        super().__init__(message, pass_name=pass_name, stage=stage, location=location,
+                         path=path, nodes=nodes)
+        self.raised_in = raised_in
+
+    def details(self) -> dict[str, object]:
+        return {**super().details(),
+                "raised_in": str(self.raised_in) if self.raised_in else None}
+
+    def _context(self) -> list[str]:
+        context = super()._context()
+        if self.raised_in:
+            context.append(f"raised in {self.raised_in}")
+        return context
 
 
 class PluginLoadError(GeError):

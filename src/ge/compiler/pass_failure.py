@@ -10,7 +10,13 @@ from ge.compiler.last_changes import Blame
 from ge.compiler.pass_registry import RegisteredPass
 from ge.errors import GeError, PassRunError, SourceLocation
 from ge.passes.hooks import hook_note
-from ge.passes.source import blamed_location, marked_match, traceback_location
+from ge.passes.source import (
+    blamed_location,
+    innermost_user_location,
+    marked_match,
+    same_file,
+    traceback_location,
+)
 
 __all__ = ["describe_exception", "is_pass_failure", "run_error"]
 
@@ -54,16 +60,24 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
               earlier: Blame | None = None) -> PassRunError:
     """E13028 at the user's line: the innermost frame in the pass's own file, else the line
     `location` (the check's problems: the line that changed their first node), else its
-    class; with the nodes the failure names (a ge error raised in the pass, the problems,
-    else the match or node its hooks failed on: `ge.passes.source.mark_match`).
+    class, and (`raised_in`) the innermost line of the user's code that raised when it is
+    in another file (`innermost_user_location`: a helper module the pass imports, whose
+    line the pass file's call alone did not show); with the nodes the failure names (a ge
+    error raised in the pass, the problems, else the match or node its hooks failed on:
+    `ge.passes.source.mark_match`).
     A hook called otherwise than its parameter names suggest adds how it was called
     (`ge.passes.hooks.signature_notes`)."""
     if isinstance(exc, GeError) and not nodes:
         nodes = exc.nodes
     defined_at = entry.descriptor.location
+    raised_in = None
     if exc is not None:
         location = (traceback_location(exc.__traceback__, [defined_at.file], only_within=True)
                     or blamed_location(exc) or location)
+        # the line that raised, when not in the pass's file: a helper module of the user's
+        raised_in = innermost_user_location(exc.__traceback__, defined_at.file)
+        if raised_in is not None and same_file(raised_in.file, (location or defined_at).file):
+            raised_in = None
         note = hook_note(exc)
         if note is not None:
             reason = f"{reason.rstrip('.')}. {note}"
@@ -94,6 +108,7 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         location=location or defined_at,
         path=defined_at.file,
         nodes=list(dict.fromkeys(nodes)),
+        raised_in=raised_in,
     )
 
 

@@ -9,6 +9,7 @@ import functools
 import importlib
 import os
 import sys
+import sysconfig
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -26,9 +27,11 @@ __all__ = [
     "collected_warnings",
     "definition_location",
     "hook_location",
+    "innermost_user_location",
     "is_internal_file",
     "mark_match",
     "marked_match",
+    "same_file",
     "traceback_location",
     "user_stacklevel",
     "warn_user",
@@ -37,6 +40,9 @@ __all__ = [
 _GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The standard library's import machinery (`importlib` and `importlib.metadata`).
 _IMPORTLIB_ROOT = os.path.dirname(os.path.abspath(importlib.__file__))
+#: The names of the folders installed packages go in: code in them is no user's helper
+#: (`innermost_user_location`), nor is the standard library's (`_library_roots`).
+_PACKAGE_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -172,3 +178,44 @@ def traceback_location(
             outside = SourceLocation(filename, tb.tb_lineno)
         tb = tb.tb_next
     return in_roots if only_within else in_roots or outside
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    """The standard library's folders (asked only once an error needs them)."""
+    paths = sysconfig.get_paths()
+    return tuple(dict.fromkeys(os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib")
+                               if paths.get(key)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_library_file(filename: str) -> bool:
+    """Whether `filename` is the standard library's or an installed package's."""
+    path = os.path.realpath(filename)
+    return (any(path.startswith(root + os.sep) for root in _library_roots())
+            or not _PACKAGE_FOLDERS.isdisjoint(Path(path).parts))
+
+
+def innermost_user_location(tb: TracebackType | None, plugin_file: str | None = None
+                            ) -> SourceLocation | None:
+    """The innermost traceback frame in the user's code: neither `ge`'s nor the standard
+    library's nor an installed package's, unless it is in the folder of `plugin_file` (a
+    plugin installed as a package has its helpers beside it). The line that raised, or that
+    called the library that raised: a pass's hook calling a helper module of its own
+    (`_helpers.py` beside it) names the helper's line there. None when no frame is the
+    user's (ge raised about what a hook returned)."""
+    folder = os.path.dirname(os.path.realpath(plugin_file)) if plugin_file else None
+    found: SourceLocation | None = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not is_internal_file(filename) and (
+                not _is_library_file(filename)
+                or (folder is not None and _within(filename, [folder]))):
+            found = SourceLocation(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether the paths `a` and `b` name one file (through links and relative parts)."""
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
