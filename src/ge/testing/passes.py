@@ -17,9 +17,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.pass_registry import PassRegistry, RegisteredPass
+from ge.errors import GeError
 from ge.passes import loader as _loader
 from ge.passes.bootstrap import discover_plugins
 from ge.passes.registry import unregister_passes
+from ge.testing.tracebacks import without_engine_frames
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -109,12 +111,14 @@ class PassSet:
     # -- running ----------------------------------------------------------------------
     def run(self, name: str, model: ModelLike, **kwargs: Any) -> Graph:
         """`ge.testing.run_pass(name, model, passes=self, **kwargs)`."""
+        __tracebackhide__ = True
         from ge.testing.running import run_pass
 
         return run_pass(name, model, passes=self, **kwargs)
 
     def find_matches(self, name: str, model: ModelLike, **kwargs: Any) -> list[FoundMatch]:
         """`ge.testing.find_matches(name, model, passes=self, **kwargs)`."""
+        __tracebackhide__ = True
         from ge.testing.running import find_matches
 
         return find_matches(name, model, passes=self, **kwargs)
@@ -148,17 +152,22 @@ def load_passes(path_or_paths: PassPaths) -> PassSet:
 
     A plugin that fails to import raises its E13029 (`PluginLoadError`) or E13030 error
     (several failures together as `PluginLoadErrors`), and nothing this call loaded stays
-    loaded.
+    loaded. The error is raised from here with the plugin's frames only
+    (`ge.testing.tracebacks.without_engine_frames`).
     """
+    __tracebackhide__ = True
     paths = _path_list(path_or_paths)
     with _loader.LOAD_LOCK:
         known = {id(plugin) for plugin in _loader.loaded_plugins()}
-        report = discover_plugins(paths, entry_points=False)
+        try:
+            report = discover_plugins(paths, entry_points=False)
+        except GeError as err:
+            raise without_engine_frames(err)  # noqa: B904 (it is the error caught)
         new = [plugin for plugin in report.plugins if id(plugin) not in known]
         error = report.error()
         if error is not None:
             _loader.unload_plugins(new)
-            raise error
+            raise without_engine_frames(error)
         for plugin in report.plugins:
             unregister_passes(plugin.descriptors)
     try:

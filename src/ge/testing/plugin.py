@@ -57,6 +57,7 @@ def ge_passes() -> Iterator[Callable[[PassPaths], PassSet]]:
     sets: list[PassSet] = []
 
     def load(path_or_paths: PassPaths) -> PassSet:
+        __tracebackhide__ = True
         loaded = load_passes(path_or_paths)
         sets.append(loaded)
         return loaded

@@ -24,6 +24,7 @@ from ge.compiler.pass_failure import describe_exception, run_error
 from ge.compiler.pass_registry import PassOrigin, RegisteredPass, builtin_entries
 from ge.compiler.report import PassRunRecord
 from ge.compiler.steps import infer_shape
+from ge.errors import PassRunError
 from ge.es.opset import opset_scope
 from ge.graph import DataType, Graph
 from ge.graph import load as load_graph
@@ -34,6 +35,7 @@ from ge.passes.execution import FoundMatch
 from ge.passes.execution import find_matches as _find_matches
 from ge.passes.registry import PASS_KIND_FUSION_BASE, PASS_KIND_PATTERN_FUSION, PassDescriptor
 from ge.passes.stage import PassStage
+from ge.testing.tracebacks import without_engine_frames
 
 if TYPE_CHECKING:
     from ge.testing.passes import PassSet
@@ -201,6 +203,7 @@ def apply_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = No
                check: str = "region") -> PassApplication:
     """`run_pass`, returning the graph together with the engine's records of every
     invocation (matches, rewrites, fusions, changed)."""
+    __tracebackhide__ = True  # (pytest: the failure points at the test's line)
     entry, instance = resolve_pass(pass_, passes)
     opts = checked_options(options)
     graph, typed = _prepare(entry, model, opts, infer, in_place)
@@ -210,14 +213,20 @@ def apply_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = No
 def _apply(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph,
            options: Mapping[str, str], *, typed: bool, bodies: bool, check: str
            ) -> PassApplication:
-    """One instance of the pass run on a prepared graph, root then live bodies, in place."""
+    """One instance of the pass run on a prepared graph, root then live bodies, in place.
+    A failing pass raises the engine's E13028 from here, with the user's frames only
+    (`without_engine_frames`)."""
+    __tracebackhide__ = True
     stage = entry.stage_label
-    if instance is None:
-        instance = create_instance(entry, stage)
-    invocation = Invocation(dict(options), InferenceMemo(), check=check, typed=typed)
     result = PassApplication(graph, entry)
-    for target in _targets(graph, bodies):
-        result.records.append(invocation.run(entry, instance, target, graph, stage))
+    try:
+        if instance is None:
+            instance = create_instance(entry, stage)
+        invocation = Invocation(dict(options), InferenceMemo(), check=check, typed=typed)
+        for target in _targets(graph, bodies):
+            result.records.append(invocation.run(entry, instance, target, graph, stage))
+    except PassRunError as err:
+        raise without_engine_frames(err)  # noqa: B904 (it is the error caught, its cause kept)
     return result
 
 
@@ -234,6 +243,7 @@ def run_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = None
     `bodies` runs it on the live subgraphs too; `check` is the engine's check after a changing pass
     ("region", "full", "none"). A failing pass raises `PassRunError` (E13028).
     """
+    __tracebackhide__ = True
     return apply_pass(pass_, model, passes=passes, options=options, in_place=in_place,
                       bodies=bodies, infer=infer, check=check).graph
 
@@ -241,6 +251,7 @@ def run_pass(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = None
 def matches_in(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph,
                options: Mapping[str, str], bodies: bool = True) -> list[FoundMatch]:
     """The matches of a pattern pass in a prepared graph (root, then live bodies)."""
+    __tracebackhide__ = True
     if entry.descriptor.kind != PASS_KIND_PATTERN_FUSION:
         raise TypeError(f"find_matches needs a PatternFusionPass; {entry.name} is a "
                         f"{entry.descriptor.kind} pass")
@@ -253,7 +264,9 @@ def matches_in(entry: RegisteredPass, instance: FusionBasePass | None, graph: Gr
         with opset_scope(graph.opset_imports), inference_memo_scope(InferenceMemo()):
             found += _find_matches(instance, graph, context, bodies=bodies)  # (patterns once)
     except Exception as exc:
-        raise run_error(entry, stage, "FAILED", describe_exception(exc), exc) from exc
+        err = run_error(entry, stage, "FAILED", describe_exception(exc), exc)
+        err.__cause__ = exc  # (`from exc` below sets it too late for the trimming)
+        raise without_engine_frames(err) from exc
     return found
 
 
@@ -265,6 +278,7 @@ def find_matches(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = 
     `run_pass`, root graph then live bodies). Each `FoundMatch` has `pattern_name`, `nodes`
     (in a copy of the model) and `captured`. A hook that raises is the engine's
     `PassRunError`."""
+    __tracebackhide__ = True
     entry, instance = resolve_pass(pass_, passes)
     opts = checked_options(options)
     graph, _ = _prepare(entry, model, opts, infer, in_place=False)
