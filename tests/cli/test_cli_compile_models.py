@@ -77,6 +77,26 @@ def test_compile_verify_and_report(model: Path, tmp_path: Path) -> None:
     assert stderr == ""
 
 
+def test_quiet_prints_the_lines_without_the_tables(model: Path, tmp_path: Path) -> None:
+    """`-q` drops the pass table (a row per pass, 76 on a Llama export, most finding
+    nothing), the operator table and the verification table; the summary, the hints, the
+    verification line and what was written stay, and the model written is the same."""
+    loud, quiet = tmp_path / "loud.onnx", tmp_path / "quiet.onnx"
+    code, full, stderr = run_ge("compile", str(model), "-o", str(loud), "--verify")
+    assert code == 0, stderr
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(quiet), "--verify", "-q")
+    assert code == 0, stderr
+    assert loud.read_bytes() == quiet.read_bytes()
+    lines = stdout.splitlines()
+    summary = lines[0].rsplit(";", 1)[0]  # (the time differs)
+    assert summary.startswith("nodes ") and summary in full  # the summary comes first
+    assert [line for line in lines if line.startswith("verification ok")]
+    assert lines[-1] == f"wrote {quiet}"
+    for table in ("Pass runs", "Operators before → after", "┃"):
+        assert table in full and table not in stdout
+    assert len(lines) < 10 < len(full.splitlines())
+
+
 def test_compile_verify_each_pass_with_inputs_json(model: Path, tmp_path: Path) -> None:
     inputs = tmp_path / "inputs.npz"
     np.savez(inputs, **_inputs())

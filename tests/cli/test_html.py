@@ -359,10 +359,10 @@ def test_diff_lists_a_limited_number_of_nodes_per_section(tmp_path: Path,
     assert f"  ... {removed - 5} more (--limit 0 lists them all)" in section
     _, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "0")
     assert "more (--limit 0" not in stdout
-    from ge.cli.compile import _TOP_OPS, _ops_table  # the operator table: all with 0 too
-    before = {f"Op{i}": i + 1 for i in range(_TOP_OPS + 5)}
-    assert _ops_table(before, {}).row_count == _TOP_OPS
-    assert _ops_table(before, {}, top=0).row_count == _TOP_OPS + 5
+    from ge.cli.compile_report import TOP_OPS, ops_table  # the operator table: all with 0 too
+    before = {f"Op{i}": i + 1 for i in range(TOP_OPS + 5)}
+    assert ops_table(before, {}).row_count == TOP_OPS
+    assert ops_table(before, {}, top=0).row_count == TOP_OPS + 5
     _, stdout, _ = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "5", "--json")
     assert len(json.loads(stdout)["removed"]) == removed
     code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(compiled), "--limit", "-1")

@@ -14,20 +14,18 @@ import contextlib
 import dataclasses
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ge.cli.compile_report import builtins_not_in, print_compile_result, result_payload
 from ge.cli.output import (
     CommandOutput,
-    cell,
     check_not_read,
     check_output_folder,
     command_output,
-    console,
-    encodable,
     file_target,
     files_read,
     same_file,
@@ -36,18 +34,11 @@ from ge.cli.output import (
 from ge.errors import CommandLineError, CompileWarning, GeError
 
 if TYPE_CHECKING:
-    from ge.compiler.report import CompileReport, PassRunRecord
-    from ge.session.compilation import CompileResult, VerifyNames
+    from ge.session.compilation import VerifyNames
     from ge.session.hints import FunctionHint, OpsetHint
-    from ge.session.verification import VerificationReport
 
 __all__ = ["compile_command", "dump_command", "parse_options",
            "print_compile_result", "result_payload"]
-
-#: How many op-histogram rows the text report shows (largest changes first).
-_TOP_OPS = 12
-#: At most this many passes get a line saying why they refused matches (`refusal_notes`).
-_REFUSAL_NOTES = 10
 
 
 def _pairs(pairs: Sequence[str], param_hint: str, what: str, value_name: str,
@@ -140,174 +131,6 @@ def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
             (output.with_name(f"{output.name}.data"), "the output model's external data file")]
 
 
-# -- the report as data and as text -----------------------------------------------------------
-
-
-def result_payload(result: CompileResult, *, model: Path | str, output: Path | str | None,
-                   warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """What `--report FILE` writes and `--json` prints: the ge version that wrote it,
-    `report.as_dict()`, the model and output paths, the verification (or None) and the
-    warnings."""
-    from ge import __version__
-
-    data: dict[str, Any] = {"ge_version": __version__, "model": str(model),
-                            "output": None if output is None else str(output)}
-    data.update(result.report.as_dict())
-    data["verification"] = (result.verification.as_dict()
-                            if result.verification is not None else None)
-    if warnings is not None:
-        data["warnings"] = warnings
-    return data
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
-def _short_origin(origin: str) -> str:
-    """A plugin file's origin as `name.py:line` (the JSON report keeps the full path)."""
-    file, sep, line = origin.rpartition(":")
-    if sep and line.isdigit() and ("/" in file or "\\" in file):
-        return f"{Path(file).name}:{line}"
-    return origin or "-"
-
-
-def _pass_table(report: CompileReport) -> Any:
-    from rich.table import Table
-
-    from ge.compiler.report import overall_outcome
-
-    table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
-    for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
-                   "ms"):
-        numeric = column in ("M/R/F", "Nodes", "ms")
-        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
-                         no_wrap=numeric)
-    bodies = False
-    for runs in _runs_of_each_pass(report.records):
-        r = runs[0]
-        outcome = overall_outcome([run.outcome.value for run in runs])
-        if any(run.rolled_back for run in runs):
-            outcome += " (rolled back)"
-        before = sum(run.nodes_before for run in runs)
-        after = sum(run.nodes_after for run in runs)
-        nodes = encodable(f"{before}→{after}") if before != after else str(after)
-        stage = r.stage + (f" #{r.round}" if r.round else "")
-        matches, rewrites, fusions = (sum(run.matches for run in runs),
-                                      sum(run.rewrites for run in runs),
-                                      sum(run.fusions for run in runs))
-        counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
-        graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
-        bodies |= len(runs) > 1
-        table.add_row(stage, cell(r.pass_name), r.kind or "-", cell(_short_origin(r.origin)),
-                      cell(graph), outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
-    table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
-                     "fusions reported (report_fuse)") + (
-        "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
-        "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
-        if bodies else "")
-    table.caption_justify = "left"
-    return table
-
-
-def _builtins_not_in(ran: set[str]) -> list[str]:
-    """The built-in passes a compilation did not run (no record of theirs)."""
-    from ge.compiler.builtin import BUILTIN_PASSES
-
-    names = (cls.__ge_builtin__.name for cls in BUILTIN_PASSES)  # type: ignore[attr-defined]
-    return [name for name in names if name not in ran]
-
-
-def _runs_of_each_pass(records: Sequence[PassRunRecord]) -> list[list[PassRunRecord]]:
-    """The records grouped by pass invocation: a pass's run on the root graph and its runs
-    on the bodies after it (one row each would make a table of 50,000 rows for a model of
-    1,000 If nodes, which takes rich half a minute to print)."""
-    groups: list[list[PassRunRecord]] = []
-    for record in records:
-        last = groups[-1][0] if groups else None
-        if (last is not None and (last.pass_name, last.stage, last.round)
-                == (record.pass_name, record.stage, record.round)):
-            groups[-1].append(record)
-        else:
-            groups.append([record])
-    return groups
-
-
-def _ops_table(before: Mapping[str, int], after: Mapping[str, int],
-               top: int = _TOP_OPS) -> Any:
-    """The operator counts before and after, the `top` largest changes first (0: all)."""
-    from rich.table import Table
-
-    names = sorted(set(before) | set(after),
-                   key=lambda op: (-abs(after.get(op, 0) - before.get(op, 0)),
-                                   -max(before.get(op, 0), after.get(op, 0)), op))
-    shown = names[:top] if top else names
-    hidden = len(names) - len(shown)
-    title = encodable("Operators before → after") + (f" (top {len(shown)} of {len(names)})"
-                                          if hidden else "")
-    table = Table(title=title, title_justify="left")
-    for column in ("Op", "Before", "After", "Change"):
-        table.add_column(column, justify="left" if column == "Op" else "right")
-    for op in shown:
-        b, a = before.get(op, 0), after.get(op, 0)
-        table.add_row(cell(op), str(b), str(a), f"{a - b:+d}" if a != b else "")
-    return table
-
-
-def _verification_table(verification: VerificationReport) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"Verification ({verification.tolerance()})", title_justify="left")
-    for column in ("Output", "OK", "Shape", "Dtype", "Max abs diff", "Max rel diff",
-                   "Mismatches"):
-        table.add_column(column, justify="left" if column in ("Output", "OK", "Shape",
-                                                                "Dtype") else "right")
-    for out in verification.outputs:
-        shape = "-" if out.actual_shape is None else f"[{', '.join(map(str, out.actual_shape))}]"
-        if not out.compared:  # depends on a random operator
-            table.add_row(cell(out.name), "not compared", shape, out.actual_dtype or "-",
-                          "-", "-", "-")
-            continue
-        ok = "yes" if out.ok else "NO"
-        if out.rtol is not None and (out.rtol, out.atol) != (verification.rtol,
-                                                            verification.atol):
-            ok += f" (rtol={out.rtol:.3g}, atol={out.atol:.3g})"  # float16's precision
-        table.add_row(cell(out.name), ok, shape,
-                      out.actual_dtype or "-", f"{out.max_abs_diff:.3g}",
-                      f"{out.max_rel_diff:.3g}", f"{out.mismatches}/{out.size}")
-    return table
-
-
-def print_compile_result(result: CompileResult, *, output: Path | None,
-                         hints: Sequence[OpsetHint | FunctionHint] = (),
-                         data_file: Path | None = None
-                         ) -> None:
-    """The text report: pass runs, operator changes, totals, hints, verification."""
-    from rich.markup import escape
-
-    report = result.report
-    con = console()
-    con.print(_pass_table(report))
-    notes = report.refusal_notes()
-    for note in notes[:_REFUSAL_NOTES]:
-        con.print(cell(note))
-    if len(notes) > _REFUSAL_NOTES:
-        con.print(f"and {len(notes) - _REFUSAL_NOTES} more pass(es) refused matches with a "
-                  "reason (the JSON report, --report FILE, has each pass's)")
-    con.print(_ops_table(report.ops_before, report.ops_after))
-    con.print(report.summary())
-    for skipped in report.skipped_plugins:
-        con.print(f"skipped plugin: {escape(str(skipped))}")
-    for hint in hints:
-        con.print(f"hint: {escape(str(hint))}")
-    if result.verification is not None:
-        con.print(_verification_table(result.verification))
-        con.print(f"verification {escape(result.verification.summary())}")
-    if output is not None:
-        weights = "" if data_file is None else f" (its weights in {escape(str(data_file))})"
-        con.print(f"wrote {escape(str(output))}{weights}")
-
-
 # -- ge compile -------------------------------------------------------------------------------
 
 
@@ -347,7 +170,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              on_pass_failure: str, external_data: bool | None, overwrite_input: bool,
              value_info: str, html_path: Path | None = None,
              tolerances_given: Sequence[str] = (), opset: int | None = None,
-             enable: tuple[str, ...] = (), inline_functions: bool = False) -> None:
+             enable: tuple[str, ...] = (), inline_functions: bool = False,
+             quiet: bool = False) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -412,7 +236,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         late = {record.pass_name for record in result.report.records
                 if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
         hints: list[OpsetHint | FunctionHint] = [
-            *(opset_hints(result.graph, _builtins_not_in(ran), ran, late=late)
+            *(opset_hints(result.graph, builtins_not_in(ran), ran, late=late)
               if builtin else []),
             *(function_hints(result.graph) if not inline_functions else [])]
         described: list[dict[str, Any]] = []
@@ -455,7 +279,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         del payload["warnings"]  # added (complete) when the command ends
         out.result(payload)
     else:
-        print_compile_result(result, output=output, hints=hints, data_file=data_file)
+        print_compile_result(result, output=output, hints=hints, data_file=data_file,
+                             quiet=quiet)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
@@ -589,6 +414,8 @@ def _output_file(text: str) -> Path:
                    "the passes see what it computes (onnx's inliner).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report (or the error) as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the summary, hints and verification lines without the tables.")
 def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
                     dim_pairs: tuple[str, ...], rtol: float, atol: float, report_path: Path | None,
@@ -596,7 +423,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
                     external_data: bool | None, overwrite_input: bool, value_info: str,
-                    opset: int | None, inline_functions: bool, as_json: bool) -> None:
+                    opset: int | None, inline_functions: bool, as_json: bool,
+                    quiet: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     dims = parse_dims(dim_pairs, inputs)
@@ -611,7 +439,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                      disable=disable, check=check, on_pass_failure=on_pass_failure,
                      external_data=external_data, overwrite_input=overwrite_input,
                      value_info=value_info, html_path=html_path, tolerances_given=given,
-                     opset=opset, enable=enable, inline_functions=inline_functions)
+                     opset=opset, enable=enable, inline_functions=inline_functions,
+                     quiet=quiet)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output), read, dump)

@@ -100,7 +100,7 @@ def _listed(lines: list[str], limit: int) -> list[str]:
 def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
     from rich.markup import escape
 
-    from ge.cli.compile import _TOP_OPS, _ops_table
+    from ge.cli.compile_report import TOP_OPS, ops_table
     from ge.cli.output import console
 
     con = console()
@@ -122,7 +122,7 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
     con.print("\n".join([f"Changed: {len(payload['changed'])}", *_listed(lines, limit)]),
               markup=False, highlight=False, soft_wrap=True)
     if payload["ops_delta"]:
-        con.print(_ops_table(payload["ops_a"], payload["ops_b"], top=_TOP_OPS if limit else 0))
+        con.print(ops_table(payload["ops_a"], payload["ops_b"], top=TOP_OPS if limit else 0))
     else:
         con.print("operator counts unchanged")
     total = len(payload["removed"]) + len(payload["added"]) + len(payload["changed"])

@@ -1,0 +1,197 @@
+"""What `ge compile` prints of a compilation: the report as data (`--report`, `--json`) and
+as text (the pass table, the operator table, the summary, hints and verification).
+
+`--quiet` keeps the lines and drops the tables: a compilation of a model of many passes
+prints a table of a row per pass, most of them finding nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ge.cli.output import cell, console, encodable
+
+if TYPE_CHECKING:
+    from ge.compiler.report import CompileReport, PassRunRecord
+    from ge.session.compilation import CompileResult
+    from ge.session.hints import FunctionHint, OpsetHint
+    from ge.session.verification import VerificationReport
+
+__all__ = ["TOP_OPS", "builtins_not_in", "ops_table", "print_compile_result",
+           "result_payload"]
+
+#: How many op-histogram rows the text report shows (largest changes first).
+TOP_OPS = 12
+#: At most this many passes get a line saying why they refused matches (`refusal_notes`).
+_REFUSAL_NOTES = 10
+
+
+def result_payload(result: CompileResult, *, model: Path | str, output: Path | str | None,
+                   warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """What `--report FILE` writes and `--json` prints: the ge version that wrote it,
+    `report.as_dict()`, the model and output paths, the verification (or None) and the
+    warnings."""
+    from ge import __version__
+
+    data: dict[str, Any] = {"ge_version": __version__, "model": str(model),
+                            "output": None if output is None else str(output)}
+    data.update(result.report.as_dict())
+    data["verification"] = (result.verification.as_dict()
+                            if result.verification is not None else None)
+    if warnings is not None:
+        data["warnings"] = warnings
+    return data
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def _short_origin(origin: str) -> str:
+    """A plugin file's origin as `name.py:line` (the JSON report keeps the full path)."""
+    file, sep, line = origin.rpartition(":")
+    if sep and line.isdigit() and ("/" in file or "\\" in file):
+        return f"{Path(file).name}:{line}"
+    return origin or "-"
+
+
+def _pass_table(report: CompileReport) -> Any:
+    from rich.table import Table
+
+    from ge.compiler.report import overall_outcome
+
+    table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
+    for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
+                   "ms"):
+        numeric = column in ("M/R/F", "Nodes", "ms")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
+                         no_wrap=numeric)
+    bodies = False
+    for runs in _runs_of_each_pass(report.records):
+        r = runs[0]
+        outcome = overall_outcome([run.outcome.value for run in runs])
+        if any(run.rolled_back for run in runs):
+            outcome += " (rolled back)"
+        before = sum(run.nodes_before for run in runs)
+        after = sum(run.nodes_after for run in runs)
+        nodes = encodable(f"{before}→{after}") if before != after else str(after)
+        stage = r.stage + (f" #{r.round}" if r.round else "")
+        matches, rewrites, fusions = (sum(run.matches for run in runs),
+                                      sum(run.rewrites for run in runs),
+                                      sum(run.fusions for run in runs))
+        counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
+        graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
+        bodies |= len(runs) > 1
+        table.add_row(stage, cell(r.pass_name), r.kind or "-", cell(_short_origin(r.origin)),
+                      cell(graph), outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
+    table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
+                     "fusions reported (report_fuse)") + (
+        "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
+        "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
+        if bodies else "")
+    table.caption_justify = "left"
+    return table
+
+
+def builtins_not_in(ran: set[str]) -> list[str]:
+    """The built-in passes a compilation did not run (no record of theirs)."""
+    from ge.compiler.builtin import BUILTIN_PASSES
+
+    names = (cls.__ge_builtin__.name for cls in BUILTIN_PASSES)  # type: ignore[attr-defined]
+    return [name for name in names if name not in ran]
+
+
+def _runs_of_each_pass(records: Sequence[PassRunRecord]) -> list[list[PassRunRecord]]:
+    """The records grouped by pass invocation: a pass's run on the root graph and its runs
+    on the bodies after it (one row each would make a table of 50,000 rows for a model of
+    1,000 If nodes, which takes rich half a minute to print)."""
+    groups: list[list[PassRunRecord]] = []
+    for record in records:
+        last = groups[-1][0] if groups else None
+        if (last is not None and (last.pass_name, last.stage, last.round)
+                == (record.pass_name, record.stage, record.round)):
+            groups[-1].append(record)
+        else:
+            groups.append([record])
+    return groups
+
+
+def ops_table(before: Mapping[str, int], after: Mapping[str, int],
+               top: int = TOP_OPS) -> Any:
+    """The operator counts before and after, the `top` largest changes first (0: all)."""
+    from rich.table import Table
+
+    names = sorted(set(before) | set(after),
+                   key=lambda op: (-abs(after.get(op, 0) - before.get(op, 0)),
+                                   -max(before.get(op, 0), after.get(op, 0)), op))
+    shown = names[:top] if top else names
+    hidden = len(names) - len(shown)
+    title = encodable("Operators before → after") + (f" (top {len(shown)} of {len(names)})"
+                                          if hidden else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("Op", "Before", "After", "Change"):
+        table.add_column(column, justify="left" if column == "Op" else "right")
+    for op in shown:
+        b, a = before.get(op, 0), after.get(op, 0)
+        table.add_row(cell(op), str(b), str(a), f"{a - b:+d}" if a != b else "")
+    return table
+
+
+def _verification_table(verification: VerificationReport) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"Verification ({verification.tolerance()})", title_justify="left")
+    for column in ("Output", "OK", "Shape", "Dtype", "Max abs diff", "Max rel diff",
+                   "Mismatches"):
+        table.add_column(column, justify="left" if column in ("Output", "OK", "Shape",
+                                                                "Dtype") else "right")
+    for out in verification.outputs:
+        shape = "-" if out.actual_shape is None else f"[{', '.join(map(str, out.actual_shape))}]"
+        if not out.compared:  # depends on a random operator
+            table.add_row(cell(out.name), "not compared", shape, out.actual_dtype or "-",
+                          "-", "-", "-")
+            continue
+        ok = "yes" if out.ok else "NO"
+        if out.rtol is not None and (out.rtol, out.atol) != (verification.rtol,
+                                                            verification.atol):
+            ok += f" (rtol={out.rtol:.3g}, atol={out.atol:.3g})"  # float16's precision
+        table.add_row(cell(out.name), ok, shape,
+                      out.actual_dtype or "-", f"{out.max_abs_diff:.3g}",
+                      f"{out.max_rel_diff:.3g}", f"{out.mismatches}/{out.size}")
+    return table
+
+
+def print_compile_result(result: CompileResult, *, output: Path | None,
+                         hints: Sequence[OpsetHint | FunctionHint] = (),
+                         data_file: Path | None = None, quiet: bool = False
+                         ) -> None:
+    """The text report: pass runs, operator changes, totals, hints, verification; with
+    `quiet`, the lines without the tables."""
+    from rich.markup import escape
+
+    report = result.report
+    con = console()
+    if not quiet:
+        con.print(_pass_table(report))
+    notes = report.refusal_notes()
+    for note in notes[:_REFUSAL_NOTES]:
+        con.print(cell(note))
+    if len(notes) > _REFUSAL_NOTES:
+        con.print(f"and {len(notes) - _REFUSAL_NOTES} more pass(es) refused matches with a "
+                  "reason (the JSON report, --report FILE, has each pass's)")
+    if not quiet:
+        con.print(ops_table(report.ops_before, report.ops_after))
+    con.print(report.summary())
+    for skipped in report.skipped_plugins:
+        con.print(f"skipped plugin: {escape(str(skipped))}")
+    for hint in hints:
+        con.print(f"hint: {escape(str(hint))}")
+    if result.verification is not None:
+        if not quiet:
+            con.print(_verification_table(result.verification))
+        con.print(f"verification {escape(result.verification.summary())}")
+    if output is not None:
+        weights = "" if data_file is None else f" (its weights in {escape(str(data_file))})"
+        con.print(f"wrote {escape(str(output))}{weights}")
