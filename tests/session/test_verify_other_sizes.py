@@ -109,6 +109,13 @@ def test_an_original_that_runs_only_at_its_traced_size_is_checked_there_only() -
     traced = _relu_reshaped([2, 4], ["batch", 4])
     report = verify(traced, _relu([2, 4]))
     assert report.ok and report.also_at == {}
+    # ... and the summary says so (a KV-cache model's mask at other sizes: trial JJ)
+    assert report.not_at == {"batch": 3}
+    assert report.summary().endswith(
+        "; not checked at other sizes (batch=3: the original cannot run there; --dims "
+        "sizes them)")
+    assert report.as_dict()["not_at"] == {"sizes": {"batch": 3},
+                                          "reason": "the original cannot run there"}
 
 
 def test_outputs_off_their_declared_shape_leave_the_other_sizes_out() -> None:
@@ -117,6 +124,9 @@ def test_outputs_off_their_declared_shape_leave_the_other_sizes_out() -> None:
     declared = _model([helper.make_node("Relu", ["x"], ["y"])], ["batch", 4], [2, 4])
     report = verify(declared, _relu_reshaped([2, 4], [2, 4]))
     assert report.ok and report.also_at == {}
+    assert report.not_at_reason == ("the original's outputs there do not have the shapes "
+                                    "its graph outputs declare")
+    assert verify(_relu([2, 4]), _relu([2, 4])).not_at == {}  # no symbolic dim: not meant
 
 
 def test_compile_fails_a_pass_that_baked_a_size_in(tmp_path: Path) -> None:

@@ -435,6 +435,11 @@ class VerificationReport:
     sizes: Mapping[str, int] = field(default_factory=dict)
     #: The other sizes at which the outputs matched too ({} when not checked there).
     also_at: Mapping[str, int] = field(default_factory=dict)
+    #: The other sizes the check there was meant for when it could not be made, and why
+    #: (the original cannot run there: a KV-cache model whose mask must be as long as the
+    #: past and the new tokens together); ({}, "") when it was made or not meant.
+    not_at: Mapping[str, int] = field(default_factory=dict)
+    not_at_reason: str = ""
 
     @property
     def ok(self) -> bool:
@@ -476,6 +481,9 @@ class VerificationReport:
             compared = len(self.outputs) - len(skipped)
             diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst and compared else ""
             also = f"; also at {sizes_text(self.also_at)}" if self.also_at else ""
+            if self.not_at:
+                also = (f"; not checked at other sizes ({sizes_text(self.not_at)}: "
+                        f"{self.not_at_reason}; --dims sizes them)")
             return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}"
                     f"{also}")
         assert worst is not None
@@ -491,6 +499,8 @@ class VerificationReport:
             data["sizes"] = dict(self.sizes)
         if self.also_at:
             data["also_at"] = dict(self.also_at)
+        if self.not_at:
+            data["not_at"] = {"sizes": dict(self.not_at), "reason": self.not_at_reason}
         return data
 
     def raise_if_failed(self, what: str) -> None:

@@ -160,6 +160,8 @@ def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mappin
     report = compare_outputs(expected, runner.run(inputs), rtol=rtol, atol=atol,
                              not_compared=not_compared, computed_in=computed_in)
     if report.ok and resized is not None:
+        if resized.skipped:
+            return replace(report, not_at=dict(resized.sizes), not_at_reason=resized.skipped)
         report = compare_at_other_sizes(report, resized, runner, not_compared=not_compared,
                                         computed_in=computed_in)
     return report
@@ -187,19 +189,23 @@ def other_sizes(model: ModelOrPath, dims: Mapping[str, int] | None = None) -> di
 
 @dataclass(frozen=True)
 class SizedRun:
-    """The original model's outputs (`expected`) on inputs generated at `sizes`."""
+    """The original model's outputs (`expected`) on inputs generated at `sizes`; or, with
+    `skipped`, why it gave none there (inputs and outputs empty)."""
 
     sizes: dict[str, int]
     inputs: dict[str, Any]
     expected: dict[str, Any]
+    skipped: str = ""
 
 
 def run_at_other_sizes(original: Model | ExportedModel, dims: Mapping[str, int] | None = None,
                        *, seed: int = 0, runner: ModelRunner | None = None) -> SizedRun | None:
     """The original model run at `other_sizes` (on `runner`, one already made for it, if
-    given), or None when there are no other sizes to try, when it cannot run there (an
-    export traced at fixed sizes and declared dynamic), or when its outputs there do not
-    have the shapes its graph outputs declare: the compiled model may rely on those."""
+    given), or None when there are no other sizes to try. A run `skipped` says why there
+    is nothing to compare there: the original cannot run at those sizes (an export traced
+    at fixed sizes and declared dynamic; a mask that must be as long as two other dims
+    together), or its outputs there do not have the shapes its graph outputs declare (the
+    compiled model may rely on those)."""
     model = original.proto if isinstance(original, ExportedModel) else original
     sizes = other_sizes(model, dims)
     if not sizes:
@@ -208,9 +214,10 @@ def run_at_other_sizes(original: Model | ExportedModel, dims: Mapping[str, int] 
         feeds = generate_inputs(model, seed=seed, dims=sizes)
         expected = (runner or ModelRunner(original)).run(feeds)
     except (SessionError, VerificationInputError):
-        return None
+        return SizedRun(sizes, {}, {}, skipped="the original cannot run there")
     if not _fit_declared_outputs(model_outputs(model), expected, sizes):
-        return None
+        return SizedRun(sizes, {}, {}, skipped="the original's outputs there do not have "
+                                               "the shapes its graph outputs declare")
     return SizedRun(sizes, feeds, expected)
 
 
