@@ -173,15 +173,16 @@ def test_overwrite_input_writes_the_compiled_model_over_it(model: Path, write) -
     assert sorted(p.name for p in model.parent.iterdir() if p.is_file()) == ["model.onnx"]
 
 
-def _with_external_data(folder: Path) -> tuple[Path, Path]:
-    """DistilBERT saved with its weights in `weights.bin` beside it (not ge's `.data`)."""
+def _with_external_data(folder: Path, location: str = "model.onnx_data",
+                        name: str = "model.onnx") -> tuple[Path, Path]:
+    """DistilBERT saved with its weights in `location` beside it (not ge's `.data`)."""
     from cli_helpers import DISTILBERT
 
-    folder.mkdir()
-    path = folder / "model.onnx"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
     onnx.save(onnx.load(DISTILBERT), path, save_as_external_data=True,
-              all_tensors_to_one_file=True, location="weights.bin", size_threshold=1024)
-    return path, folder / "weights.bin"
+              all_tensors_to_one_file=True, location=location, size_threshold=1024)
+    return path, folder / location
 
 
 def _outputs(path: Path) -> list[np.ndarray]:
@@ -205,11 +206,35 @@ def test_overwrite_input_keeps_the_weights_in_the_data_file_the_model_had(
     assert code == 0, stderr
     assert "warning" not in stderr
     assert " ".join(stdout.split()).endswith(f"wrote {path} (its weights in {data})")
-    assert sorted(p.name for p in path.parent.iterdir()) == ["model.onnx", "weights.bin"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.onnx", "model.onnx_data"]
     written = onnx.load(path, load_external_data=False)
     locations = {e.value for t in written.graph.initializer for e in t.external_data
                  if e.key == "location"}
-    assert locations == {"weights.bin"}
+    assert locations == {"model.onnx_data"}
+    for got, want in zip(_outputs(path), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_overwrite_input_never_writes_over_a_data_file_another_model_may_read(
+        tmp_path: Path) -> None:
+    """Trial LL: two models read `weights.bin`; compiling one over itself rewrote that file
+    in place, and the other (same size) then computed other values in silence. A data
+    file not named after the model stays as it was: the weights go to the model's own
+    `.data` file, and a warning names the one left."""
+    path, data = _with_external_data(tmp_path / "m", "weights.bin", "a.onnx")
+    other, _ = _with_external_data(tmp_path / "m", "weights.bin", "b.onnx")
+    weights, expected = data.read_bytes(), _outputs(other)
+    code, stdout, stderr = _run("compile", str(path), "-o", str(path), "--overwrite-input")
+    assert code == 0, stderr
+    assert data.read_bytes() == weights
+    for got, want in zip(_outputs(other), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert " ".join(stdout.split()).endswith(f"wrote {path}")  # (small: inline)
+    assert stderr == (
+        f"ge: warning: {path} replaced the model it was loaded from, whose weights were in "
+        f"{data.resolve()}; the model written does not read it (its weights are inside it: "
+        "none is over the external data threshold), so it is left in place: delete it if no "
+        "other model reads it\n")
     for got, want in zip(_outputs(path), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 

@@ -152,6 +152,19 @@ def test_reasons_are_capped_and_kept_on_one_line(tmp_path: Path) -> None:
     assert note.endswith("; 2 more with no reason listed") and "\n" not in note
 
 
+def test_a_reason_with_control_characters_is_printable_and_none_is_no_reason(
+        tmp_path: Path) -> None:
+    """Trial LL: a reason holding an escape sequence was printed raw under the table (a
+    terminal obeys it); it is kept with the characters escaped. set_error_message(None)
+    was the reason "None"; it gives none."""
+    result = _compile(tmp_path, PATTERN_PASS, [4], {4}, '"red \\x1b[31m and \\x00 nul"')
+    (reason,) = _plugin_row(result)["refusal_reasons"]
+    assert reason["message"] == "red \\x1b[31m and \\x00 nul"
+    (tmp_path / "none").mkdir()
+    result = _compile(tmp_path / "none", PATTERN_PASS, [4], {4}, "None")
+    assert _plugin_row(result)["refusal_reasons"] == []
+
+
 def _if_model(path: Path) -> Path:
     """An If whose two branches each hold a SiLU of the outer x (float [2, 12])."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 12])

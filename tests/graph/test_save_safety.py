@@ -286,26 +286,40 @@ def test_saving_onto_a_loaded_data_file_is_refused(with_data: Path) -> None:
     assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
 
 
-def test_saved_over_its_model_file_a_model_keeps_its_data_file(with_data: Path) -> None:
+def test_saved_over_its_model_file_a_model_keeps_its_data_file(tmp_path: Path) -> None:
     """Trial JJ: saved over the file it was loaded from (overwrite_input), a model whose
-    weights were in a data file wrote them inline and left that file behind, unread; it
-    keeps them in that file, written anew (external_data=None decides so here), unless
-    external_data=False or another external_data_name is asked for."""
-    folder = with_data.parent
-    graph = ge.graph.load(with_data)
-    assert graph.save(with_data, overwrite_input=True) == folder / "weights.bin"
-    assert sorted(p.name for p in folder.iterdir()) == ["m.onnx", "weights.bin"]
-    assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
-    assert model_io.replaced_data_files(graph, with_data) == [
-        Path(os.path.realpath(folder / "weights.bin"))]
-    assert model_io.replaced_data_files(graph, folder / "other.onnx") == []
+    weights were in a data file named after it wrote them inline and left that file behind,
+    unread; it keeps them in that file, written anew (external_data=None decides so here),
+    unless external_data=False or another external_data_name is asked for."""
+    source = tmp_path / "m.onnx"
+    onnx.save_model(_model(big=True), source, save_as_external_data=True,
+                    location="m.onnx_data", size_threshold=256)
+    graph = ge.graph.load(source)
+    assert graph.save(source, overwrite_input=True) == tmp_path / "m.onnx_data"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.onnx_data"]
+    assert ge.graph.load(source).to_onnx() == graph.to_onnx()
+    assert model_io.replaced_data_files(graph, source) == [
+        Path(os.path.realpath(tmp_path / "m.onnx_data"))]
+    assert model_io.replaced_data_files(graph, tmp_path / "other.onnx") == []
 
+    graph = ge.graph.load(source)
+    assert graph.save(source, overwrite_input=True, external_data=True,
+                      external_data_name="new.bin") == tmp_path / "new.bin"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.onnx_data", "new.bin"]
+    graph = ge.graph.load(source)
+    assert graph.save(source, overwrite_input=True, external_data=False) is None
+    assert ge.graph.load(source).to_onnx() == graph.to_onnx()
+
+
+def test_saved_over_its_model_file_a_model_leaves_a_data_file_named_otherwise(
+        with_data: Path) -> None:
+    """Trial LL: `weights.bin`, not named after the model, may be read by other models
+    too: it is never written over; the weights go where any save puts them."""
+    folder = with_data.parent
+    weights = (folder / "weights.bin").read_bytes()
     graph = ge.graph.load(with_data)
-    assert graph.save(with_data, overwrite_input=True, external_data=True,
-                      external_data_name="new.bin") == folder / "new.bin"
-    assert sorted(p.name for p in folder.iterdir()) == ["m.onnx", "new.bin", "weights.bin"]
-    graph = ge.graph.load(with_data)
-    assert graph.save(with_data, overwrite_input=True, external_data=False) is None
+    assert graph.save(with_data, overwrite_input=True) is None  # (small: inline)
+    assert (folder / "weights.bin").read_bytes() == weights
     assert ge.graph.load(with_data).to_onnx() == graph.to_onnx()
 
 

@@ -221,14 +221,20 @@ def replaced_data_files(graph: Graph, target: str | os.PathLike[str]) -> list[Pa
 
 def _kept_data_name(graph: Graph, target: Path) -> str | None:
     """The name of the one data file, beside `target`, of the model `graph` was loaded
-    from when `target` is that model's file: saved over it, the model keeps its weights in
-    that file (written anew, renamed into place with the model) instead of leaving it
-    behind, unread, with the weights now inline."""
+    from when `target` is that model's file and the data file is named after it
+    (`model.onnx.data`, `model.onnx_data`, `model.data` for `model.onnx`): saved over it,
+    the model keeps its weights in that file (written anew, renamed into place with the
+    model) instead of leaving it behind, unread. A data file of another name
+    (`weights.bin`) may be read by other models too: it is never written over (the weights
+    go where any save puts them, and the former file is left, with a warning)."""
     files = replaced_data_files(graph, target)
     folder = target.parent if str(target.parent) else Path(".")
     if len(files) != 1 or files[0].parent != Path(os.path.realpath(folder)):
         return None
-    return files[0].name
+    name = files[0].name
+    owned = any(name == stem or name.startswith((f"{stem}.", f"{stem}_"))
+                for stem in {target.name, target.stem})
+    return name if owned else None
 
 
 def write_destination(target: Path) -> tuple[Path, bool]:

@@ -46,8 +46,9 @@ class PassContext:
         return self._error_message
 
     def set_error_message(self, message: str) -> None:
-        """Explain a failure; the text becomes the reason of the E13028 error."""
-        self._error_message = str(message)
+        """Explain a failure; the text becomes the reason of the E13028 error (None clears
+        it: no reason, not the text "None")."""
+        self._error_message = "" if message is None else str(message)
 
     @overload
     def get_option_value(self, key: str) -> str: ...

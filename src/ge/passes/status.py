@@ -122,6 +122,9 @@ def note_refusal_reason(reasons: dict[str, int], message: str, count: int = 1) -
     text = " ".join(message.split())
     if not text:
         return
+    if not text.isprintable():  # (a terminal would obey an escape sequence in it)
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                       for c in text)
     if len(text) > MAX_REFUSAL_REASON_LENGTH:
         text = text[:MAX_REFUSAL_REASON_LENGTH - 3] + "..."
     if text in reasons:

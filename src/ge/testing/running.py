@@ -90,6 +90,7 @@ def is_typed(graph: Graph) -> bool:
 
 
 def _entry_of_class(cls: type) -> RegisteredPass:
+    __tracebackhide__ = True  # (pytest: a class that is no pass is the test's mistake)
     descriptor = cls.__dict__.get("__ge_pass_descriptor__")
     if isinstance(descriptor, PassDescriptor) and descriptor.cls is cls:
         return RegisteredPass(descriptor, PassOrigin("module", descriptor.location))

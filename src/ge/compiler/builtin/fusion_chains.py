@@ -439,7 +439,11 @@ def _merged(first: Node, second: Node) -> Collapse | None:
     rank = None if shape.is_unknown_rank() else len(shape)
     if second_axes == _ALL:
         # Squeeze(Squeeze(X, a1)) removes a1 (of size 1) and every other dim of size 1:
-        # what Squeeze(X) removes.
+        # what Squeeze(X) removes, but for the check of the first that X's dims at a1 are
+        # 1 (the runtime refuses X otherwise): merged only where those dims are known 1.
+        places = None if rank is None else _normalized(first_axes, rank)
+        if places is None or any(shape[a] != 1 for a in places):
+            return None
         return REWIRE
     assert isinstance(second_axes, list)
     if first.type == "Unsqueeze":
