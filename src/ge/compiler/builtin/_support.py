@@ -30,6 +30,7 @@ __all__ = [
     "feeds_net_output",
     "first_element",
     "input_connected",
+    "input_dims",
     "is_operator",
     "known_dtype",
     "output_name_kept",
@@ -40,6 +41,7 @@ __all__ = [
     "retyped_name",
     "rewirable",
     "same_known_dims",
+    "shape_dims",
     "slice_arguments",
     "static_dims",
     "symbolic_dims",
@@ -223,6 +225,31 @@ def symbolic_dims(desc: TensorDesc) -> list[int | str] | None:
     if any(not isinstance(d, str) and d < 0 for d in dims):
         return None
     return dims
+
+
+def input_dims(node: Node) -> list[int | str] | None:
+    """The dims of input 0 as its desc says, static or not; None for an unknown rank or a
+    missing input."""
+    if node.get_input_producer(0) is None:
+        return None
+    shape = node.get_input_desc(0).get_shape()
+    return None if shape.is_unknown_rank() else list(shape)
+
+
+def shape_dims(node: Node) -> list[int | str] | None:
+    """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
+    an unknown rank or a missing input."""
+    dims = input_dims(node)
+    if dims is None:
+        return None
+    rank = len(dims)
+
+    def clamp(value: int) -> int:
+        return min(max(value + rank if value < 0 else value, 0), rank)
+
+    start = clamp(int(node.get_attr("start"))) if node.has_attr("start") else 0
+    end = clamp(int(node.get_attr("end"))) if node.has_attr("end") else rank
+    return dims[start:end]
 
 
 def dims_of(desc: TensorDesc) -> list[int | str] | None:

@@ -36,10 +36,12 @@ import numpy as np
 
 from ge.compiler.builtin._support import (
     const_input,
+    input_dims,
     is_operator,
     known_dtype,
     raw_bytes,
     read_by_body,
+    shape_dims,
     static_dims,
     tensor_nbytes,
     unique_node_name,
@@ -62,7 +64,7 @@ from ge.passes import NOT_CHANGED, FusionBasePass, PassContext
 from ge.passes.status import SUCCESS, StatusLike
 
 __all__ = ["DEFAULT_SIZE_LIMIT", "SIZE_LIMIT_OPTION", "ConstantFolding", "gathered_dims",
-           "shape_dims", "size_limit"]
+           "size_limit"]
 
 #: The option capping the bytes of a folded output (a decimal integer string); its value is
 #: checked when the compiler parses the options (`ge.compiler.options`), before any pass runs.
@@ -144,31 +146,6 @@ def _estimated_nbytes(desc: TensorDesc) -> int | None:
     return None if dims is None else math.prod(dims) * itemsize
 
 
-def _input_dims(node: Node) -> list[int | str] | None:
-    """The dims of input 0 as its desc says, static or not; None for an unknown rank or a
-    missing input."""
-    if node.get_input_producer(0) is None:
-        return None
-    shape = node.get_input_desc(0).get_shape()
-    return None if shape.is_unknown_rank() else list(shape)
-
-
-def shape_dims(node: Node) -> list[int | str] | None:
-    """The dims a `Shape` node gives (its `start`/`end` applied), static or not; None for
-    an unknown rank or a missing input."""
-    dims = _input_dims(node)
-    if dims is None:
-        return None
-    rank = len(dims)
-
-    def clamp(value: int) -> int:
-        return min(max(value + rank if value < 0 else value, 0), rank)
-
-    start = clamp(int(node.get_attr("start"))) if node.has_attr("start") else 0
-    end = clamp(int(node.get_attr("end"))) if node.has_attr("end") else rank
-    return dims[start:end]
-
-
 def gathered_dims(node: Node) -> tuple[list[int | str], tuple[int, ...]] | None:
     """The dims `Gather(Shape(x), i)` picks with constant indices (axis 0, a scalar or 1-D
     index), static or symbolic, and the shape of the result; None when it is not such a
@@ -210,7 +187,7 @@ def _gathered_dims(node: Node) -> Tensor | None:
 def _shape_value(node: Node) -> Tensor | None:
     """`Shape` or `Size` of an input whose (selected) dims are static, else None."""
     if node.type == "Size":
-        dims = _input_dims(node)
+        dims = input_dims(node)
         if dims is None or any(isinstance(d, str) or d < 0 for d in dims):
             return None
         return Tensor(np.array(math.prod(int(d) for d in dims), dtype=np.int64))

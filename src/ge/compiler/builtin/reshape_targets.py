@@ -52,8 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ge.compiler.builtin._support import symbolic_dims
-from ge.compiler.builtin.constant_folding import shape_dims
+from ge.compiler.builtin._support import shape_dims, symbolic_dims
 from ge.compiler.builtin.shape_sharing import untrusted_values
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node

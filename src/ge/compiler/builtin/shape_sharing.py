@@ -37,8 +37,9 @@ from ge.compiler.builtin._support import (
     downstream_of,
     inside_loop,
     rewirable,
+    shape_dims,
 )
-from ge.compiler.builtin.constant_folding import gathered_dims, shape_dims
+from ge.compiler.builtin.constant_folding import gathered_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.graph import Graph, Node
 from ge.graph.graph import CONST, DATA
