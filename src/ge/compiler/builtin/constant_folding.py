@@ -3,7 +3,10 @@
 A deterministic node whose connected inputs are all constants is evaluated with onnx's
 reference evaluator (`ge.ops.evaluate_node`); `Shape` and `Size` are also folded when the
 shape of their input is static, constant or not, and `Gather(Shape(x), i)` when the dims
-it picks are (x's others may be symbolic). Nodes are visited in topological order,
+it picks are (x's others may be symbolic); so is a comparison of integers whose operands'
+bounds decide every element (`Equal(S, -1)` of a shape vector S built from dims, which a
+TorchScript `expand` writes: a dim is never negative; `dim_bounds`). Nodes are visited in
+topological order,
 so a chain of foldable nodes folds in one run; a small computation repeated across the
 model (inputs up to 4 KiB, e.g. a scale in every block) is evaluated once per run and its
 result given to each fold. The readers of the new constants get their output descs
@@ -48,6 +51,7 @@ from ge.compiler.builtin._support import (
     unsound_dims,
     used_outputs,
 )
+from ge.compiler.builtin.dim_bounds import COMPARISONS, comparison_value
 from ge.compiler.builtin.runtime_differences import computed_otherwise
 from ge.compiler.options import OPTION_CONSTANT_FOLDING_SIZE_LIMIT, size_limit_value
 from ge.compiler.pass_registry import builtin_pass
@@ -215,6 +219,8 @@ def _may_fold(node: Node) -> bool:
         producer = node.get_input_producer(0)
         if producer is not None and producer[0].type == "Shape":
             return True  # `_gathered_dims`
+    if op_type in COMPARISONS and not node.domain:
+        return True  # `comparison_value`: a dim compared with a negative constant
     return all(is_const(producer) for producer in node.get_in_data_nodes())
 
 
@@ -289,6 +295,10 @@ class _Folder:
                 return {0: value}
         if dims_trusted and node.type == "Gather" and not node.domain:
             value = _gathered_dims(node)
+            if value is not None and _agrees(node.get_output_desc(0), value):
+                return {0: value}
+        if dims_trusted and node.type in COMPARISONS and not node.domain:
+            value = comparison_value(node)
             if value is not None and _agrees(node.get_output_desc(0), value):
                 return {0: value}
         inputs = _constant_inputs(node)  # fetched once: sizes, memo key and evaluation
