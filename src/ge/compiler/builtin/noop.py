@@ -5,14 +5,17 @@ Flatten or Expand to the shape it already has, a Squeeze of nothing; a Transpose
 identity permutation; a Slice of everything with steps of one, a Pad by zeros, a Tile by
 ones; a Concat, Sum, Mean, Max or Min of one input and a Split into one output; Add/Sub of
 zeros, Mul/Div by a one (a one-element constant) and Pow by one when broadcasting changes
-nothing. A scale of several elements that happens to be all ones (a freshly initialised
-normalisation's weight) is kept: runtimes fuse normalisations written in primitives
-together with it (onnxruntime's SimplifiedLayerNormalization needs the weight's Mul;
-without it the T5 encoder ran 18% slower), and removing it saves one elementwise pass.
-Consumers read the
-data input instead. A node is removed only when its constant arguments and its input's
-desc prove it (or, for a non-constant argument, the output's desc says nothing changed): a
-node whose dtype or shape is not known is kept. The input's desc is the one to trust: an
+nothing; a Where whose constant condition is False everywhere (True everywhere) is its
+third (second) input, when neither the condition nor the other operand broadcasts it
+larger (TorchScript's `expand` writes `Where(Equal(S, -1), ones, S)`, which constant
+folding decides for a shape vector S of dims: `dim_bounds`). A scale of several elements
+that happens to be all ones (a freshly initialised normalisation's weight) is kept:
+runtimes fuse normalisations written in primitives together with it (onnxruntime's
+SimplifiedLayerNormalization needs the weight's Mul; without it the T5 encoder ran 18%
+slower), and removing it saves one elementwise pass. Consumers read the data input
+instead. A node is removed only when its constant arguments and its input's desc prove it
+(or, for a non-constant argument, the output's desc says nothing changed): a node whose
+dtype or shape is not known is kept. The input's desc is the one to trust: an
 output desc inferred before constant folding may still have unknown dims.
 
 Symbolic dims (`[batch, seq, 768]`, the usual export) prove as much as sizes where the
@@ -51,7 +54,7 @@ from ge.compiler.builtin._support import (
     unsound_dims,
 )
 from ge.compiler.pass_registry import builtin_pass
-from ge.graph import Graph, Node
+from ge.graph import Graph, Node, Tensor
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.ops.randomness import dropout_in_inference
@@ -261,6 +264,34 @@ def _neutral_operand(node: Node) -> int | None:
     return None
 
 
+def _where(node: Node) -> int | None:
+    """Where by a constant condition that is False everywhere (the other operand: B) or
+    True everywhere (A), when the condition and the operand not taken broadcast into the
+    one taken (sizes or symbols): the output is then that operand, shape and all."""
+    condition = const_input(node, 0)
+    if condition is None or node.get_inputs_size() != 3:
+        return None
+    chosen = _constant_choice(condition)
+    if chosen is None:
+        return None
+    dims = symbolic_dims(node.get_input_desc(chosen))
+    other = symbolic_dims(node.get_input_desc(3 - chosen))
+    if dims is None or other is None or known_dtype(node.get_input_desc(chosen)) is None:
+        return None
+    if not (broadcasts_to(list(condition.shape), dims) and broadcasts_to(other, dims)):
+        return None  # the condition or the other operand makes the output larger
+    return chosen
+
+
+def _constant_choice(condition: Tensor) -> int | None:
+    """The input a Where with this constant condition hands on everywhere: 2 (B) when
+    every element is False, 1 (A) when every one is True, else None."""
+    array = np.asarray(condition.numpy())
+    if array.dtype != np.bool_:
+        return None
+    return 2 if not array.any() else 1 if array.all() else None
+
+
 _RULES: dict[str, Callable[[Node], int | None]] = {
     "Identity": _identity,
     "Dropout": _dropout,
@@ -275,6 +306,7 @@ _RULES: dict[str, Callable[[Node], int | None]] = {
     "Pad": _pad,
     "Tile": _tile,
     "Split": _split,
+    "Where": _where,
     **dict.fromkeys(("Concat", "Sum", "Mean", "Max", "Min"), _single_input),
     **dict.fromkeys(_NEUTRAL, _neutral_operand),
 }
