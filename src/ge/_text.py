@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["first_and_more"]
+__all__ = ["first_and_more", "printable"]
 
 
 def first_and_more(items: Sequence[str], shown: int = 3, separator: str = ", ") -> str:
@@ -16,3 +16,13 @@ def first_and_more(items: Sequence[str], shown: int = 3, separator: str = ", ") 
     " and N more" when N more are left out: `'a', 'b', 'c' and 2 more`."""
     text = separator.join(items[:shown])
     return text + f" and {len(items) - shown} more" if len(items) > shown else text
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable written as its escape (`\\x1b`):
+    text from a model or a plugin shown in a terminal, which would obey an escape sequence
+    in it (trials LL, NN)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)

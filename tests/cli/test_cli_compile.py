@@ -72,6 +72,20 @@ def test_a_failing_pass_is_one_error_line_and_writes_nothing(model: Path, write)
     assert sorted(p.name for p in model.parent.iterdir()) == before
 
 
+def test_an_error_message_with_escape_sequences_is_printed_escaped(model: Path,
+                                                                    write) -> None:
+    """Trial NN: a pass's set_error_message holding an escape sequence (a terminal title)
+    was printed raw in the E13028 line; every character that is not printable is escaped."""
+    plugin = write("passes/loud.py", RAISING.replace(
+        'raise ValueError("the pattern is wrong")',
+        'context.set_error_message("boom \\x1b]0;title\\x07 end")\n        return False'))
+    code, _, stderr = _run("compile", str(model), "-o", str(model.parent / "out.onnx"),
+                           "--pass-path", str(plugin))
+    assert code == 1 and stderr.startswith("ge: [E13028] ")
+    assert "boom \\x1b]0;title\\x07 end" in stderr and "\x1b" not in stderr
+    assert stderr.rstrip("\n").isprintable()
+
+
 def test_an_unknown_decorator_keyword_is_one_e13030_line_and_writes_nothing(
     model: Path, write
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from builtin_helpers import (
     I64,
@@ -160,6 +161,12 @@ _LEFT = {
               [init("c", np.arange(16).reshape(1, 1, 4, 4)),
                init("roi", [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8]),
                init("sizes", [1, 1, 3, 5], np.int64)], opset=19), "Resize"),
+    "Slice back to the front from an end of INT64_MAX": (  # (trial NN: [] where ORT [2, 1])
+        model([node("Slice", ["c", "s", "e", "a", "st"], ["y"], name="op")], [],
+              [vi("y", I64, ["k"])],
+              [init("c", [1, 2, 3], np.int64), init("s", [1], np.int64),
+               init("e", [2**63 - 1], np.int64), init("a", [0], np.int64),
+               init("st", [-1], np.int64)], check=False), "Slice"),
     "StringNormalizer of an empty string": (
         model([node("StringNormalizer", ["c"], ["y"], name="op", case_change_action="NONE")],
               [], [vi("y", STR, ["k"])],
@@ -244,6 +251,27 @@ def test_operators_onnxruntime_computes_otherwise_are_not_folded(case: str) -> N
     run_pass(CF, graph)
     assert histogram(graph)[op] == 1
     assert_sound(graph, original, [{}])
+
+
+def test_a_shape_of_a_slice_back_to_the_front_is_not_folded_from_inferred_dims() -> None:
+    """onnx infers `x[1:INT32_MAX:-1]` as empty (ONNX clamps the end to the last index);
+    onnxruntime computes it to the front, [x1, x0]: Shape of it is not folded (trial NN)."""
+    original = model([node("Slice", ["x", "s", "e", "a", "st"], ["r"], name="slice"),
+                      node("Shape", ["r"], ["k"], name="shape")],
+                     [vi("x", shape=[3])], [vi("k", I64, [1])],
+                     [init("s", [1], np.int64), init("e", [2**31 - 1], np.int64),
+                      init("a", [0], np.int64), init("st", [-1], np.int64)], check=False)
+    graph = load(original)
+    run_pass(CF, graph)
+    assert histogram(graph)["Shape"] == 1
+    x = np.arange(3, dtype=np.float32)
+    options = ort.SessionOptions()  # (its own optimisations fold the Shape to the [0] too)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    for source in (original, graph.to_onnx()):
+        session = ort.InferenceSession(source.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+        assert session.run(None, {"x": x})[0].tolist() == [2]
+    assert_sound(graph, original, [{"x": x}])
 
 
 def test_a_shape_of_an_stft_is_not_folded_from_inferred_dims() -> None:

@@ -311,6 +311,27 @@ def test_saved_over_its_model_file_a_model_keeps_its_data_file(tmp_path: Path) -
     assert ge.graph.load(source).to_onnx() == graph.to_onnx()
 
 
+@pytest.mark.parametrize("location", ["m.onnx.data", "m.onnx_data", "m.data"])
+def test_each_data_file_name_after_the_model_is_kept(tmp_path: Path, location: str) -> None:
+    source = tmp_path / "m.onnx"
+    onnx.save_model(_model(big=True), source, save_as_external_data=True,
+                    location=location, size_threshold=256)
+    assert ge.graph.load(source).save(source, overwrite_input=True) == tmp_path / location
+
+
+@pytest.mark.parametrize("location", ["m_weights.bin", "m.weights.bin", "m.onnx.data.bak"])
+def test_a_data_file_whose_name_only_begins_like_the_model_is_not_written_over(
+        tmp_path: Path, location: str) -> None:
+    """Trial NN: `m_weights.bin` counted as m.onnx's own and was written over while
+    m2.onnx read it too; only the three names above are the model's."""
+    source = tmp_path / "m.onnx"
+    onnx.save_model(_model(big=True), source, save_as_external_data=True,
+                    location=location, size_threshold=256)
+    weights = (tmp_path / location).read_bytes()
+    assert ge.graph.load(source).save(source, overwrite_input=True) is None  # (small: inline)
+    assert (tmp_path / location).read_bytes() == weights
+
+
 def test_saved_over_its_model_file_a_model_leaves_a_data_file_named_otherwise(
         with_data: Path) -> None:
     """Trial LL: `weights.bin`, not named after the model, may be read by other models

@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ge._text import printable
 from ge.errors import (
     CommandLineError,
     CompileWarning,
@@ -84,12 +85,14 @@ def _logs_as_warnings() -> Iterator[None]:
 
 
 def one_line(text: str) -> str:
-    """`text` on one line: a heading with its `  - item` lines joined by "; "."""
+    """`text` on one line: a heading with its `  - item` lines joined by "; ", any other
+    character that is not printable escaped (a pass's `set_error_message` may hold an
+    escape sequence, which a terminal would obey: trial NN)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) <= 1:
-        return lines[0] if lines else ""
+        return printable(lines[0]) if lines else ""
     head, items = lines[0], [line.removeprefix("- ") for line in lines[1:]]
-    return f"{head} {'; '.join(items)}"
+    return printable(f"{head} {'; '.join(items)}")
 
 
 def _warning_data(caught: warnings.WarningMessage) -> dict[str, Any]:

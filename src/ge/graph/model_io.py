@@ -232,9 +232,8 @@ def _kept_data_name(graph: Graph, target: Path) -> str | None:
     if len(files) != 1 or files[0].parent != Path(os.path.realpath(folder)):
         return None
     name = files[0].name
-    owned = any(name == stem or name.startswith((f"{stem}.", f"{stem}_"))
-                for stem in {target.name, target.stem})
-    return name if owned else None
+    owned = {f"{target.name}.data", f"{target.name}_data", f"{target.stem}.data"}
+    return name if name in owned else None
 
 
 def write_destination(target: Path) -> tuple[Path, bool]:

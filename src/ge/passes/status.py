@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from ge._text import printable
+
 __all__ = [
     "ACCEPTED_RESULTS",
     "FAILED",
@@ -122,9 +124,7 @@ def note_refusal_reason(reasons: dict[str, int], message: str, count: int = 1) -
     text = " ".join(message.split())
     if not text:
         return
-    if not text.isprintable():  # (a terminal would obey an escape sequence in it)
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                       for c in text)
+    text = printable(text)  # (a terminal would obey an escape sequence in it)
     if len(text) > MAX_REFUSAL_REASON_LENGTH:
         text = text[:MAX_REFUSAL_REASON_LENGTH - 3] + "..."
     if text in reasons:

@@ -15,7 +15,13 @@ import numpy as np
 import onnx
 
 from ge.graph import CONST, DATA, NET_OUTPUT, DataType, Graph, Node, Tensor, TensorDesc
-from ge.ops.onnx_node import const_ints, const_value, input_connected, slice_arguments
+from ge.ops.onnx_node import (
+    const_ints,
+    const_value,
+    input_connected,
+    node_opset,
+    slice_arguments,
+)
 from ge.ops.reshape import allow_zero, reshaped_dims
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "read_by_body",
     "reshaped_dims",
     "retyped_name",
+    "reverses_to_front",
     "rewirable",
     "same_known_dims",
     "shape_dims",
@@ -342,6 +349,24 @@ def retyped_name(name: str, old_type: str, new_type: str) -> str:
 #: one may be wrong, so no pass folds or merges a shape on its strength.
 UNSOUND_DIMS = ("Einsum", "STFT")
 
+#: onnxruntime reads a Slice end of at least INT32_MAX with a negative step as "to the
+#: front" (`[1, 2, 3][1:INT64_MAX:-1]` is [2, 1]) where ONNX clamps it to the last index
+#: and onnx's inference and reference evaluator give nothing (trial NN).
+_FRONT_END = 2**31 - 1
+
+
+def reverses_to_front(node: Node) -> bool:
+    """Whether `node` is a Slice that onnxruntime computes otherwise than ONNX says: a
+    constant negative step whose end is at least INT32_MAX (`_FRONT_END`). Its value is
+    not folded and its dims not trusted."""
+    if node.type != "Slice" or node.domain or not input_connected(node, 4):
+        return False
+    if node_opset(node) < 10:
+        return False
+    steps, ends = const_ints(node, 4), const_ints(node, 2)
+    return steps is not None and ends is not None and any(
+        step < 0 and end >= _FRONT_END for step, end in zip(steps, ends))
+
 
 def downstream_of(graph: Graph, is_source: Callable[[Node], bool]) -> set[Node]:
     """The nodes of `graph` that `is_source` holds for and every node computed from one,
@@ -380,11 +405,13 @@ def unsound_dims(graph: Graph) -> set[Node]:
     body took a Reshape of a carried value that doubles each iteration for a no-op by its
     declared dims). Empty, and cheap (an index look-up), for a graph with neither."""
     looping = inside_loop(graph)
-    if not looping and not any(graph.nodes_of_type(t) for t in UNSOUND_DIMS):
+    reversing = {n for n in graph.nodes_of_type("Slice") if reverses_to_front(n)}
+    if not looping and not reversing and not any(graph.nodes_of_type(t)
+                                                 for t in UNSOUND_DIMS):
         return set()
 
     def source(node: Node) -> bool:
-        if node.type in UNSOUND_DIMS and not node.domain:
+        if (node.type in UNSOUND_DIMS and not node.domain) or node in reversing:
             return True
         return looping and (node.type == DATA or any(
             p is not None and p[0].owner_graph is not graph

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 
-from ge.compiler.builtin._support import FLOAT_TYPES
+from ge.compiler.builtin._support import FLOAT_TYPES, reverses_to_front
 from ge.graph import Node, Tensor
 from ge.graph.types import DataType, data_type_from_onnx, data_type_to_numpy
 from ge.ops.onnx_node import node_opset
@@ -310,6 +310,10 @@ def _compares_nan(node: Node, inputs: Inputs) -> bool:
     return bool(inputs) and _has_nan(inputs[0])
 
 
+def _slice(node: Node, inputs: Inputs) -> bool:
+    return reverses_to_front(node)
+
+
 Rule = Callable[[Node, Inputs], bool]
 _RULES: dict[str, list[Rule]] = {}
 for _op in _ACCUMULATING_OPS:
@@ -322,7 +326,7 @@ for _op, _rule in (("BatchNormalization", _batch_normalization),
                    ("ConvTranspose", _grouped_conv_transpose), ("Dropout", _dropout_mask),
                    ("Cast", _cast), ("CastLike", _cast), ("Clip", _clip),
                    ("MaxUnpool", _max_unpool), ("NonZero", _nonzero),
-                   ("Pow", _power_overflows), ("Resize", _resize),
+                   ("Pow", _power_overflows), ("Resize", _resize), ("Slice", _slice),
                    ("Upsample", _resize)):
     _RULES[_op] = [_rule]  # (each replaces or includes the accumulation rule above)
 
