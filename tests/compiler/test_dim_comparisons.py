@@ -106,6 +106,10 @@ _S = node("Concat", ["ub", "two", "un", "four"], ["S"], name="S", axis=0)  # [b,
     ([_S, node("Cast", ["S"], ["S64"], name="cast", to=I64),
       node("Equal", ["S64", "c"], ["y"], name="cmp")], [init("c", -1, np.int64)],
      [False] * 4),
+    # ... and int64 dims to uint64 (every dim is at most int64's largest: trial NN)
+    ([_S, node("Cast", ["S"], ["U"], name="cast", to=onnx.TensorProto.UINT64),
+      node("Less", ["U", "c"], ["y"], name="cmp")], [init("c", 0, np.uint64)],
+     [False] * 4),
     # the signs: a dim is >= 0
     ([_S, node("Less", ["S", "c"], ["y"], name="cmp")], [init("c", 0, np.int64)],
      [False] * 4),
@@ -119,7 +123,8 @@ _S = node("Concat", ["ub", "two", "un", "four"], ["S"], name="S", axis=0)  # [b,
      [True] * 4),
 ], ids=["equal-minus-ones", "minus-ones-first", "expand-keep-dim", "constants-computed",
         "scalar", "column", "shape", "shape-start", "slice", "gather-vector", "size",
-        "scalar-dim", "reshaped", "squeezed", "cast-same-type", "less-0", "ge-0",
+        "scalar-dim", "reshaped", "squeezed", "cast-same-type", "cast-uint64", "less-0",
+        "ge-0",
         "0-greater", "le-minus-1", "minus-1-less"])
 def test_a_comparison_the_dims_decide_folds(nodes, inits, expected) -> None:
     original = _compared(nodes, inits, np.shape(expected))

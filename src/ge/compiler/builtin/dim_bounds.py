@@ -191,8 +191,10 @@ def _cast(node: Node, depth: int) -> Bounds | None:
     held, wide = np.iinfo(to_np), np.iinfo(from_np)
     if held.min <= wide.min and wide.max <= held.max:
         return source
-    if all(held.min <= lo and hi <= held.max for lo, hi in zip(
-            source.low, source.high, strict=True)):
+    # (an unbounded element still holds a value of the source type: a dim of unknown size
+    # is at most int64's largest, so an int64 Shape casts to uint64 unchanged: trial NN)
+    if all(held.min <= max(lo, wide.min) and min(hi, wide.max) <= held.max
+           for lo, hi in zip(source.low, source.high, strict=True)):
         return source
     return None
 
