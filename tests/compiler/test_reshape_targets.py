@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from builtin_helpers import assert_sound, histogram, init, load, model, run_pass, vi
+from builtin_helpers import assert_sound, histogram, init, load, model, ort_run, run_pass, vi
 from onnx import helper
 
 import ge
@@ -149,6 +149,22 @@ def _x(*shape: int) -> dict[str, np.ndarray]:
 EMPTY_AND_NOT = [_x(0, 3, 8), _x(2, 0, 8), _x(0, 0, 8), _x(2, 3, 8), _x(1, 1, 8)]
 
 
+def _where_it_runs(original: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]
+                   ) -> list[dict[str, np.ndarray]]:
+    """The feeds the installed onnxruntime runs `original` on: before 1.20 it refused a -1
+    beside a 0-sized dim under allowzero=1 too (an empty batch), which the folded model
+    runs; the sizes it runs are compared, at least the non-empty ones."""
+    runs = []
+    for feed in feeds:
+        try:
+            ort_run(original, feed)
+        except Exception:
+            assert 0 in next(iter(feed.values())).shape  # (only an empty one may fail)
+            continue
+        runs.append(feed)
+    return runs
+
+
 def test_allowzero_copies_of_the_input_s_own_dims_become_zeros_without_allowzero() -> None:
     """The dynamo exporter's `view`: allowzero=1 and a target of the input's own dims
     (or their symbols). A 0 under allowzero=0 copies the very dim, 0 included, so the
@@ -171,7 +187,7 @@ def test_an_allowzero_minus_one_becomes_the_size_it_stands_for() -> None:
     assert run_pass(FOLD, graph)
     assert _targets(graph) == {"view": [0, 0, 2, 4]}
     assert graph.nodes_of_type("Reshape")[0].get_attr("allowzero") == 0
-    assert_sound(graph, original, EMPTY_AND_NOT)
+    assert_sound(graph, original, _where_it_runs(original, EMPTY_AND_NOT))
 
 
 def test_an_allowzero_merge_back_keeps_its_size_for_the_minus_one() -> None:
@@ -181,7 +197,8 @@ def test_an_allowzero_merge_back_keeps_its_size_for_the_minus_one() -> None:
     graph = load(original)
     assert run_pass(FOLD, graph)
     assert _targets(graph) == {"view": [0, 0, 8]}
-    assert_sound(graph, original, [_x(0, 3, 2, 4), _x(2, 0, 2, 4), _x(3, 5, 2, 4)])
+    assert_sound(graph, original, _where_it_runs(
+        original, [_x(0, 3, 2, 4), _x(2, 0, 2, 4), _x(3, 5, 2, 4)]))
 
 
 def test_an_allowzero_minus_one_of_symbolic_sizes_stays_computed() -> None:
