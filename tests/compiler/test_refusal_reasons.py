@@ -126,6 +126,10 @@ def test_a_pass_that_rewrote_nothing_gets_a_note(tmp_path: Path) -> None:
     assert record.refusals == 4
     assert record.refusal_reasons == (("last dim 12 is not a multiple of 8", 2),
                                       ("last dim 20 is not a multiple of 8", 1))
+    (tmp_path / "decompose").mkdir()  # a decompose pass refuses nodes (trial OO)
+    decomposed = _compile(tmp_path / "decompose", DECOMPOSE_PASS, [12], reasoned={12})
+    (note,) = decomposed.report.refusal_notes()
+    assert note.endswith(" refused 1 node(s): last dim 12 is not a multiple of 8 (x1)")
 
 
 def test_refusals_without_a_reason_get_no_note(tmp_path: Path) -> None:

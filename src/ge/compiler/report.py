@@ -23,6 +23,7 @@ from ge.errors import GeError, SourceLocation
 from ge.graph.domains import qualified_op
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import overload_of
+from ge.passes.registry import PASS_KIND_DECOMPOSE
 from ge.passes.status import RunOutcome, note_refusal_reason
 
 if TYPE_CHECKING:
@@ -322,8 +323,9 @@ class CompileReport:
         refused matches giving reasons (`context.set_error_message`), as `ge compile` prints
         them after its table: `SiluDiv8 refused 3 match(es): last dim 12 is not a multiple
         of 8 (x3)`, each reason kept (`by_pass`) with its count, then how many refusals gave
-        none of them. The table's M/R/F said only 3/0/0; `ge passes explain` says it per
-        match. Built-in passes are ge's own and left out."""
+        none of them (a decompose pass's: `refused 4 node(s)`). The table's M/R/F said only
+        3/0/0; `ge passes explain` says it per match. Built-in passes are ge's own and left
+        out."""
         notes = []
         for row in self.by_pass():
             if (row["origin"] == BUILTIN_ORIGIN or row["rewrites"] or row["fusions"]
@@ -333,7 +335,8 @@ class CompileReport:
             rest = row["refusals"] - sum(r["count"] for r in row["refusal_reasons"])
             if rest > 0:
                 given.append(f"{rest} more with no reason listed")
-            notes.append(f"{row['name']} refused {row['refusals']} match(es): "
+            what = "node(s)" if row["kind"] == PASS_KIND_DECOMPOSE else "match(es)"
+            notes.append(f"{row['name']} refused {row['refusals']} {what}: "
                          + "; ".join(given))
         return notes
 

@@ -483,7 +483,8 @@ class VerificationReport:
             also = f"; also at {sizes_text(self.also_at)}" if self.also_at else ""
             if self.not_at:
                 also = (f"; not checked at other sizes ({sizes_text(self.not_at)}: "
-                        f"{self.not_at_reason}; --dims sizes them)")
+                        f"{self.not_at_reason}; give those dims with --dims to check at sizes "
+                        "of your choice)")
             return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}"
                     f"{also}")
         assert worst is not None
