@@ -23,7 +23,8 @@ from rich.table import Table
 
 from ge.cli.compile import parse_options
 from ge.cli.listed_passes import listing_options, loaded_passes, pass_path_option
-from ge.cli.output import cell, command_output, console, path_cell
+from ge.cli.output import cell, command_output, console
+from ge.cli.path_cell import path_cell
 from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.plugin_loader import ENV_DISABLE_PLUGIN_AUTOLOAD, autoload_disabled

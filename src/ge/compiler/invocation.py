@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
 from ge.compiler.change_sites import change_sites
+from ge.compiler.graph_facts import GraphFacts, declared_output_problem
 from ge.compiler.last_changes import Blame, LastChanges, PassChange
 from ge.compiler.pass_failure import describe_exception, is_pass_failure, run_error
 from ge.compiler.pass_registry import RegisteredPass
-from ge.compiler.report import PassRunRecord, constant_count, operator_count
+from ge.compiler.report import PassRunRecord
 from ge.errors import (
     PassDefinitionWarning,
     ShapeInferenceError,
@@ -35,11 +36,9 @@ from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
 from ge.graph.node import is_const
 from ge.graph.onnx_export import written_name
-from ge.graph.subgraphs import body_path
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
-    descs_contradict,
     infer_node,
     shape_conflict,
 )
@@ -103,69 +102,24 @@ class Invocation:
     # The BeforeInferShape passes told that they refused every match on untyped values.
     warned_untyped: set[str] = field(default_factory=set)
     warned_none: set[str] = field(default_factory=set)  # likewise, for None answers
-    # What is known of each graph while the hierarchy stays as it is (`_refresh`): a model
-    # of thousands of If/Loop bodies has each visited by every pass of every round, most
-    # runs changing nothing, so its path and its outputs' contradictions are kept.
-    _known_version: int = -1
-    _paths: dict[Graph, str] = field(default_factory=dict)
-    _contradictions: dict[Graph, set[int]] = field(default_factory=dict)
-    _sizes: dict[Graph, tuple[int, int]] = field(default_factory=dict)
-    _op_types: dict[Graph, frozenset[str]] = field(default_factory=dict)
-
-    def _refresh(self, graph: Graph) -> None:
-        """Forget what is known of each graph once the hierarchy changed: called before
-        asking `_lacks`, `_size`, `_path` or `_contradicted` after a change may have been
-        made."""
-        version = graph.mutation_count
-        if version != self._known_version:
-            self._known_version = version
-            self._paths.clear()
-            self._contradictions.clear()
-            self._sizes.clear()
-            self._op_types.clear()
-
-    def _lacks(self, graph: Graph, op_types: frozenset[str]) -> bool:
-        """Whether `graph` has no direct node of any of `op_types` (default domain)."""
-        present = self._op_types.get(graph)
-        if present is None:
-            present = self._op_types[graph] = frozenset(
-                t for t in graph.op_types() if graph.count_of_type(t, ""))
-        return present.isdisjoint(op_types)
-
-    def _size(self, graph: Graph) -> tuple[int, int]:
-        """(`operator_count`, `constant_count`) of `graph`, kept while nothing changes."""
-        size = self._sizes.get(graph)
-        if size is None:
-            size = self._sizes[graph] = (operator_count(graph), constant_count(graph))
-        return size
-
-    def _path(self, graph: Graph) -> str:
-        """`body_path(graph)`, kept while nothing changes."""
-        path = self._paths.get(graph)
-        if path is None:
-            path = self._paths[graph] = body_path(graph)
-        return path
-
-    def _contradicted(self, graph: Graph) -> set[int]:
-        """`_contradicted_outputs(graph)`, kept while nothing changes."""
-        found = self._contradictions.get(graph)
-        if found is None:
-            found = self._contradictions[graph] = _contradicted_outputs(graph)
-        return found
+    # What is known of each graph while the hierarchy stays as it is: a model of thousands
+    # of If/Loop bodies has each visited by every pass of every round, most runs changing
+    # nothing.
+    facts: GraphFacts = field(default_factory=GraphFacts)
 
     def run(self, entry: RegisteredPass, instance: Any, target: Graph, root: Graph,
             stage: str) -> PassRunRecord:
         """Run `instance` on `target` (a graph of `root`'s hierarchy) and check the result."""
-        self._refresh(root)
-        if entry.requires and self._lacks(target, entry.requires):
+        self.facts.refresh(root)
+        if entry.requires and self.facts.lacks(target, entry.requires):
             return self.idle_record(entry, target, stage)
         context = PassContext(entry.name, self.options)
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns,
                       count_untyped=(not entry.builtin
                                      and stage == PassStage.BEFORE_INFER_SHAPE.value))
         before = root.mutation_count
-        contradicted = self._contradicted(target) if self.typed else set()
-        nodes_before, constants_before = self._size(target)
+        contradicted = self.facts.contradicted(target) if self.typed else set()
+        nodes_before, constants_before = self.facts.size(target)
         start = time.perf_counter()
         try:
             # Replacements built in the pass use the operator signatures of this model:
@@ -215,8 +169,8 @@ class Invocation:
             raise run_error(entry, stage, "FAILED", reason, exc,
                             unchecked=self.check == "none") from exc
         changed = root.mutation_count != before
-        self._refresh(root)
-        nodes_after, constants_after = self._size(target)
+        self.facts.refresh(root)
+        nodes_after, constants_after = self.facts.size(target)
         outcome = status.outcome
         if run.untyped_refusals and not run.rewrites:
             self._warn_untyped_refusals(entry, instance, target, run)
@@ -232,7 +186,7 @@ class Invocation:
             pass_name=entry.name,
             stage=stage,
             graph_name=target.name,
-            graph_path=self._path(target),
+            graph_path=self.facts.path(target),
             outcome=outcome,
             changed=changed,
             seconds=time.perf_counter() - start,
@@ -344,11 +298,11 @@ class Invocation:
                     rolled_back: str | None = None) -> PassRunRecord:
         """The record of a run that left `target` as it was: skipped because it has none of
         the op types the pass needs, or (`rolled_back`: the failure) rolled back."""
-        self._refresh(target)
-        nodes, constants = self._size(target)
+        self.facts.refresh(target)
+        nodes, constants = self.facts.size(target)
         return PassRunRecord(
             pass_name=entry.name, stage=stage, graph_name=target.name,
-            graph_path=self._path(target),
+            graph_path=self.facts.path(target),
             outcome=RunOutcome.NOT_CHANGED if rolled_back is None else RunOutcome.FAILED,
             changed=False, seconds=0.0, kind=entry.descriptor.kind, origin=str(entry.origin),
             location=entry.origin.location, nodes_before=nodes, nodes_after=nodes,
@@ -439,17 +393,6 @@ def _with_refusal(problem: ValidationProblem, refused: dict[str, ShapeInferenceE
                                     f"{refused[problem.nodes[0]].message}")
 
 
-def _contradicted_outputs(graph: Graph) -> set[int]:
-    """The outputs of `graph` that read a value contradicting their declared type already
-    (a BeforeInferShape pass, or the export, made it so): a later pass rewiring one is not
-    what made the contradiction (`_output_problems`)."""
-    found: set[int] = set()
-    for node in graph.nodes_of_type(NET_OUTPUT):
-        found.update(i for i in range(node.get_inputs_size())
-                     if _declared_output_problem(node, i) is not None)
-    return found
-
-
 def _output_problems(root: Graph, target: Graph, touched: list[Node],
                      contradicted: Collection[int] = ()) -> list[ValidationProblem]:
     """What a pass did to a graph's outputs that the node checks do not see: a graph left
@@ -474,34 +417,13 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
         for index in range(node.get_inputs_size()):
             if node.owner_graph is target and index in contradicted:
                 continue
-            problem = _declared_output_problem(node, index)
+            problem = declared_output_problem(node, index)
             if problem is not None:  # (about the node read too, as the message names it)
                 read = node.get_input_producer(index)
                 names = (node.name,) if read is None else (node.name, read[0].name)
                 problems.append(ValidationProblem("type", names, problem,
                                                   node.owner_graph.name))
     return problems
-
-
-def _declared_output_problem(net_output: Node, index: int) -> str | None:
-    """Why output `index` of a graph no longer reads a value of its declared element type
-    and static dims (`descs_contradict`, as a rewrite compares an output with the one it
-    replaces), or None."""
-    producer = net_output.get_input_producer(index)
-    if producer is None or not net_output.has_input_desc(index):
-        return None
-    declared = net_output.get_input_desc(index)
-    given = producer[0].get_output_desc(producer[1])
-    if not descs_contradict(declared, given):
-        return None
-    read = (f"the pass made it read {producer[0].get_output_name(producer[1])!r} of "
-            f"{producer[0].name!r}")
-    if DataType.DT_UNDEFINED not in (declared.data_type, given.data_type) and (
-            declared.data_type != given.data_type):
-        return (f"graph output {index} is declared {declared.data_type.name} but {read}, "
-                f"a {given.data_type.name}")
-    return (f"graph output {index} is declared {list(declared.get_shape())} but {read}, "
-            f"shaped {list(given.get_shape())}")
 
 
 def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ge.errors import (
     DuplicatePassNameError,
@@ -22,6 +22,7 @@ from ge.errors import (
     SourceLocation,
 )
 from ge.ops.ascend import ASCEND_OP_TYPES
+from ge.passes.decorator_arguments import checked_arguments
 from ge.passes.source import caller_location, definition_location, warn_user
 from ge.passes.stage import PassStage
 
@@ -448,70 +449,7 @@ def build_descriptor(
 
 # --- decorators ------------------------------------------------------------------------
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-#: Keywords a user may reach for to order passes, which ge orders by name within a stage.
-_ORDER_WORDS = frozenset({"priority", "order", "rank", "index", "before", "after", "weight"})
-
-
-def _checked_arguments(factory: Callable[_P, _R]) -> Callable[_P, _R]:
-    """`factory` (a registering decorator's factory) with its arguments checked the way its
-    own validations are: an unknown keyword (`priority=5`), a positional argument or a
-    missing `name`/`stage` is E13030 naming the keywords it takes, the pass and the user's
-    line, not Python's bare TypeError."""
-    import inspect
-
-    signature = inspect.signature(factory)
-    accepted = list(signature.parameters)
-    api = factory.__name__
-
-    @functools.wraps(factory)
-    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError:
-            raise _argument_error(api, accepted, args, kwargs) from None
-        return factory(*args, **kwargs)
-
-    return checked
-
-
-_FORM = {
-    "register_fusion_pass": 'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE',
-    "register_decompose_pass": 'name="MyPass", stage=PassStage.AFTER_INFER_SHAPE, '
-                               'op_types=["Conv"]',
-}
-
-
-def _argument_error(api: str, accepted: list[str], args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> PassRegisterTypeError:
-    """E13030 for a registering decorator called in a form it does not take (trial O: GE
-    authors write `@register_fusion_pass("P", stage)` or the decorator bare; trial KK:
-    `priority=5`)."""
-    name = kwargs.get("name")
-    name = name if isinstance(name, str) and name.strip() else None
-    form = f"@{api}({_FORM[api]}) above the class"
-    unknown = [k for k in kwargs if k not in accepted]
-    if unknown:
-        order = ("; passes of one stage run in lexicographic order of their names: name "
-                 "them to order them" if _ORDER_WORDS.intersection(unknown) else "")
-        message = (f"{api} got unknown keyword argument(s) {', '.join(map(repr, unknown))}; "
-                   f"it takes {', '.join(accepted)}: {form}{order}")
-    else:
-        if not args:
-            missing = [k for k in ("name", "stage", "op_types")
-                       if k in accepted and k not in kwargs]
-            why = f"{', '.join(missing)} missing"
-        elif len(args) == 1 and not kwargs and isinstance(args[0], type):
-            why = "it is used bare, without arguments"
-        else:
-            why = f"it was given {len(args)} positional argument(s)"
-        message = f"{api} is called with keyword arguments, as GE's is: {form} ({why})"
-    return PassRegisterTypeError(message, pass_name=name, location=caller_location())
-
-
-@_checked_arguments
+@checked_arguments
 def register_fusion_pass(
     *, name: str, stage: PassStage | str, kind: str | None = None
 ) -> Callable[[_PassT], _PassT]:
@@ -534,7 +472,7 @@ def register_fusion_pass(
     return decorator
 
 
-@_checked_arguments
+@checked_arguments
 def register_decompose_pass(
     *, name: str, stage: PassStage | str, op_types: Iterable[str]
 ) -> Callable[[_PassT], _PassT]:
