@@ -485,15 +485,7 @@ def compose_unsqueeze_axes(first: list[int], second: list[int],
     if found is None:
         return None
     inserted, outer = found
-    composed = set(outer)
-    position = 0
-    for axis in range(inserted[-1] + 1):  # the intermediate's axes up to the last inserted
-        while position in outer:
-            position += 1
-        if axis in inserted:
-            composed.add(position)
-        position += 1
-    return sorted(composed)
+    return _interleaved(outer, inserted)
 
 
 def compose_squeeze_axes(first: list[int], second: list[int],
@@ -506,12 +498,21 @@ def compose_squeeze_axes(first: list[int], second: list[int],
     if found is None:
         return None
     removed, further = found
-    composed = set(removed)
+    return _interleaved(removed, further)
+
+
+def _interleaved(taken: list[int], counted: list[int]) -> list[int]:
+    """The positions `taken`, and those `counted` (sorted indexes counting only the
+    positions not taken) land on: where the inner node's axes are among the outer one's
+    (Unsqueeze: its inserted dims among the second's; Squeeze: the second's removed dims
+    among X's axes the first left)."""
+    skipped = set(taken)
+    composed = set(taken)
     position = 0
-    for axis in range(further[-1] + 1):  # the intermediate's axes up to the last removed
-        while position in removed:
+    for index in range(counted[-1] + 1):
+        while position in skipped:
             position += 1
-        if axis in further:
+        if index in counted:
             composed.add(position)
         position += 1
     return sorted(composed)
