@@ -12,7 +12,8 @@ count back together with the graph, so what was known then holds again).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ge.compiler.report import constant_count, operator_count
 from ge.graph import NET_OUTPUT, DataType, Node
@@ -24,16 +25,16 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphFacts", "contradicted_outputs", "declared_output_problem"]
 
+_T = TypeVar("_T")
+
 
 class GraphFacts:
     """The answers about each graph, kept while nothing changes (`refresh` first)."""
 
     def __init__(self) -> None:
         self._version = -1
-        self._paths: dict[Graph, str] = {}
-        self._contradictions: dict[Graph, set[int]] = {}
-        self._sizes: dict[Graph, tuple[int, int]] = {}
-        self._op_types: dict[Graph, frozenset[str]] = {}
+        # (question, graph) -> answer; emptied whenever the hierarchy changed
+        self._answers: dict[tuple[str, Graph], Any] = {}
 
     def refresh(self, graph: Graph) -> None:
         """Forget every answer once the hierarchy of `graph` changed: called before asking
@@ -41,39 +42,39 @@ class GraphFacts:
         version = graph.mutation_count
         if version != self._version:
             self._version = version
-            self._paths.clear()
-            self._contradictions.clear()
-            self._sizes.clear()
-            self._op_types.clear()
+            self._answers.clear()
+
+    def _answer(self, question: str, graph: Graph, compute: Callable[[Graph], _T]) -> _T:
+        """The kept answer to `question` about `graph`, computed the first time."""
+        key = (question, graph)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = compute(graph)
+        return cast(_T, answer)
 
     def lacks(self, graph: Graph, op_types: frozenset[str]) -> bool:
         """Whether `graph` has no direct node of any of `op_types` (default domain)."""
-        present = self._op_types.get(graph)
-        if present is None:
-            present = self._op_types[graph] = frozenset(
-                t for t in graph.op_types() if graph.count_of_type(t, ""))
-        return present.isdisjoint(op_types)
+        return self._answer("op_types", graph, _standard_op_types).isdisjoint(op_types)
 
     def size(self, graph: Graph) -> tuple[int, int]:
         """(`operator_count`, `constant_count`) of `graph`."""
-        size = self._sizes.get(graph)
-        if size is None:
-            size = self._sizes[graph] = (operator_count(graph), constant_count(graph))
-        return size
+        return self._answer("size", graph, _size)
 
     def path(self, graph: Graph) -> str:
         """`body_path(graph)`."""
-        path = self._paths.get(graph)
-        if path is None:
-            path = self._paths[graph] = body_path(graph)
-        return path
+        return self._answer("path", graph, body_path)
 
     def contradicted(self, graph: Graph) -> set[int]:
         """`contradicted_outputs(graph)` (do not change the set)."""
-        found = self._contradictions.get(graph)
-        if found is None:
-            found = self._contradictions[graph] = contradicted_outputs(graph)
-        return found
+        return self._answer("contradicted", graph, contradicted_outputs)
+
+
+def _standard_op_types(graph: Graph) -> frozenset[str]:
+    return frozenset(t for t in graph.op_types() if graph.count_of_type(t, ""))
+
+
+def _size(graph: Graph) -> tuple[int, int]:
+    return operator_count(graph), constant_count(graph)
 
 
 def contradicted_outputs(graph: Graph) -> set[int]:

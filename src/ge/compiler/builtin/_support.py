@@ -403,7 +403,9 @@ def unsound_dims(graph: Graph) -> set[Node]:
     (`downstream_of`), and in a loop's body (`inside_loop`) every node computed from the
     body's inputs or from a value of an enclosing graph (trial AA: an If branch in a Loop
     body took a Reshape of a carried value that doubles each iteration for a no-op by its
-    declared dims). Empty, and cheap (an index look-up), for a graph with neither."""
+    declared dims), and a Slice onnxruntime computes to the front (`reverses_to_front`).
+    Empty, and cheap (index look-ups and each Slice's constant ends and steps read), for a
+    graph with none of them."""
     looping = inside_loop(graph)
     reversing = {n for n in graph.nodes_of_type("Slice") if reverses_to_front(n)}
     if not looping and not reversing and not any(graph.nodes_of_type(t)
