@@ -325,9 +325,9 @@ def test_an_operator_onnxruntime_writes_in_the_onnx_domain_is_explained(
     assert caught.value.message == (
         f"graph 'main_graph': SimplifiedLayerNormalization node {rms[0].name!r}: onnxruntime "
         "defines SimplifiedLayerNormalization in domain 'ai.onnx' at opset 17, ONNX does not "
-        "(onnxruntime's optimiser wrote it: the model was saved from an onnxruntime session); "
-        "onnx.checker rejects the model, and ge writes no model it rejects: compile the model "
-        f"as it was before onnxruntime optimised it (and {len(rms) - 1} more)")
+        "(onnxruntime's optimiser writes it there, so the model was most likely saved from an "
+        "onnxruntime session); onnx.checker rejects the model, and ge writes no model it "
+        f"rejects: compile the model as it was before it was optimised (and {len(rms) - 1} more)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t5_ort.onnx"]
 
 

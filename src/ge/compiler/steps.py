@@ -218,10 +218,10 @@ def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | No
                 continue
             return (f"{node.type} node {node.name!r}: onnxruntime defines {node.type} in "
                     f"domain {node.domain or 'ai.onnx'!r} at opset {version}, ONNX does not "
-                    "(onnxruntime's optimiser wrote it: the model was saved from an "
-                    "onnxruntime session); onnx.checker rejects the model, and ge writes no "
-                    "model it rejects: compile the model as it was before onnxruntime "
-                    "optimised it")
+                    "(onnxruntime's optimiser writes it there, so the model was most likely saved "
+                    "from an onnxruntime session); onnx.checker rejects the model, and ge "
+                    "writes no model it rejects: compile the model as it was before it was "
+                    "optimised")
     return None
 
 
