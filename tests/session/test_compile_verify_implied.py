@@ -14,7 +14,7 @@ import pytest
 import ge
 import ge.graph
 from ge.errors import CommandLineError, CompilerOptionError
-from ge.session.compilation import VerifyNames, verification_mode
+from ge.session.compile_arguments import VerifyNames, verification_mode
 from model_paths import shared_model
 from sample_models import audio_front_end
 

@@ -34,7 +34,7 @@ from ge.cli.output import (
 from ge.errors import CommandLineError, CompileWarning, GeError
 
 if TYPE_CHECKING:
-    from ge.session.compilation import VerifyNames
+    from ge.session.compile_arguments import VerifyNames
     from ge.session.hints import FunctionHint, OpsetHint
 
 __all__ = ["compile_command", "dump_command", "parse_options",
@@ -156,7 +156,7 @@ def _given(ctx: click.Context, *names: str) -> list[str]:
 
 def _cli_verify_names() -> VerifyNames:
     """`verification_mode`'s words for `ge compile`: its flags, and a usage error (GE1701)."""
-    from ge.session.compilation import VerifyNames
+    from ge.session.compile_arguments import VerifyNames
 
     return VerifyNames("--verify", "--inputs", "--dims", CommandLineError)
 
@@ -175,7 +175,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
-    from ge.session.compilation import check_tolerance, verification_mode
+    from ge.session.compile_arguments import check_tolerance, verification_mode
 
     check_tolerance(rtol, "--rtol")
     check_tolerance(atol, "--atol")

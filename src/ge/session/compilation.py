@@ -14,20 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import numbers
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec
 
-import numpy as np
 import onnx
 
 from ge._text import first_and_more
-from ge.compiler.arguments import described, flag, mapping, name_list, text
+from ge.compiler.arguments import described, flag, name_list
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.engine import compilation_passes, compile_graph
 from ge.compiler.options import parse_options
@@ -36,14 +33,10 @@ from ge.compiler.scheduler import PipelineObserver, check_modes, observer_list
 from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE, check_training_info
 from ge.errors import (
     CompileInputError,
-    CompilerOptionError,
-    CompilerOptionTypeError,
     CompileWarning,
-    GeError,
     GraphValidationError,
     SessionError,
     ShapeInferenceError,
-    ValidationProblem,
     VerificationError,
 )
 from ge.graph import Graph
@@ -52,11 +45,28 @@ from ge.graph.validation import check_acyclic
 from ge.passes.discovery import given_paths
 from ge.passes.source import collected_warnings, warn_user
 from ge.session.comparison import warn_tiny_outputs
+from ge.session.compile_arguments import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    check_dims_argument,
+    check_dump_arguments,
+    check_inputs_argument,
+    check_tolerance,
+    check_value_info,
+    value_info_mode,
+    verification_mode,
+)
 from ge.session.compile_verification import (
     EachPassVerifier,
     run_original,
     warn_not_compared,
     warn_unexercised_bodies,
+)
+from ge.session.input_verdicts import (
+    inference_failure,
+    input_graph,
+    with_input_problems,
+    with_input_verdict,
 )
 from ge.session.onnx_tools import check_opset, converted_graph, upgraded_opset
 from ge.session.runner import ModelRunner, exported_to_run
@@ -68,21 +78,11 @@ from ge.session.verification import (
     random_output_reasons,
 )
 
-__all__ = ["API_VERIFY_NAMES", "CONVERT_STEP", "DEFAULT_ATOL", "DEFAULT_RTOL",
-           "VALUE_INFO_MODES", "VERIFY_MODES", "CompileResult", "VerifyNames",
-           "check_tolerance", "compile", "upgraded_opset", "verification_mode"]
+__all__ = ["CONVERT_STEP", "CompileResult", "compile", "upgraded_opset"]
 
 #: The report's step of `opset=` / `inline_functions=` (the model converted or inlined
 #: before the passes), first in `CompileReport.steps` when one of them changed the model.
 CONVERT_STEP = "Convert"
-
-#: What `verify` may be: False/"none", True/"final" (the compiled model once), "each-pass".
-VERIFY_MODES = ("none", "final", "each-pass")
-#: The tolerances of verification when none are given (`ge.compile`, `ge compile`).
-DEFAULT_RTOL, DEFAULT_ATOL = 1e-4, 1e-5
-#: Which intermediate value types the saved model carries: "auto" (all if the input model had
-#: any value_info, else none: an exporter's untyped model stays as lean), "all", "none".
-VALUE_INFO_MODES = ("auto", "all", "none")
 
 
 @dataclass
@@ -135,7 +135,7 @@ class CompileResult:
                                       value_info=self.value_info, lift_constants=True,
                                       full_check=True, before_commit=before_commit)
         except GraphValidationError as err:
-            verdict = _with_input_verdict(err, self.source)
+            verdict = with_input_verdict(err, self.source)
             if verdict is not err:
                 raise verdict from err
             # the compilation's doing: name the pass behind the node onnx names
@@ -168,243 +168,6 @@ def _why_not_read(external_data: bool | None, written: Path | None) -> str:
     return "its weights are inside it: none is over the external data threshold"
 
 
-def _with_input_verdict(err: GraphValidationError, source: Path | None
-                        ) -> GraphValidationError:
-    """`err` (onnx's checker refused the compiled model), saying whether the input model
-    fails the checker too: then ge did not make it invalid (a graph output typed without a
-    shape, which onnxruntime runs)."""
-    if source is None or not any(p.kind == "onnx-checker" for p in err.problems):
-        return err
-    try:
-        onnx.checker.check_model(str(source), full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-        return _with_verdict(
-            err, lambda p: p.kind == "onnx-checker",
-            f" (the input model {source} fails this check too: it is not the compilation's "
-            "doing)")
-    except Exception:  # a verdict is never worth another error
-        return err
-    return err
-
-
-def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProblem], bool],
-                  verdict: str) -> GraphValidationError:
-    """`err` with `verdict` (that the input model has the problem too) added to each of its
-    problems `concerned` is true of, without the advice meant for a pass that made one; its
-    stage kept. The pass the error blames (`LastChanges.blame`: a sentence
-    after the problems, its pass and location) stays when a problem is not the input's,
-    and goes when every one is: then no pass made any."""
-    new = GraphValidationError([
-        ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph) if concerned(p) else p
-        for p in err.problems])
-    new.stage = err.stage
-    if not all(concerned(p) for p in err.problems):
-        listed = GraphValidationError(err.problems).message  # the message before the blame
-        if err.message.startswith(listed):
-            new.message += err.message[len(listed):]
-        new.pass_name, new.location = err.pass_name, err.location
-    return new
-
-
-def _inference_failure(input_graph: Graph, given: Graph) -> str | None:
-    """Why shape inference of the model as given fails (the caller's graph `given` on a
-    copy: nothing of it changes), or None when it does not: a GE1305 blamed on a pass whose
-    model fails without it too is the model's (trial S). Run only when a compilation failed
-    so."""
-    from ge.ops import infer_shapes
-
-    try:
-        infer_shapes(input_graph.clone() if input_graph is given else input_graph,
-                     strict=True)
-    except ShapeInferenceError as err:
-        first = err.nodes[0] if err.nodes else ""
-        return f"at node {first!r}" if first else "too"
-    return None
-
-
-def _input_graph(model: str | os.PathLike[str] | onnx.ModelProto | Graph, given: Graph,
-                 unchanged: bool) -> Graph:
-    """The model as `ge.compile` was given it, to check what it already had: `given` when
-    `unchanged` (a Graph compiled in place is given back as it was when the compilation
-    fails; with `opset` the passes ran on a converted copy), else the proto or file loaded
-    again, a file without its external data (the nodes are checked, not the weights)."""
-    import ge.graph
-    from ge.graph.allocation import no_gc_pauses
-    from ge.graph.onnx_import import model_to_graph
-
-    if unchanged or isinstance(model, Graph):
-        return given
-    if isinstance(model, onnx.ModelProto):
-        return ge.graph.load(model)
-    with no_gc_pauses():  # (as ge.graph.load: the collector would scan every new node)
-        return model_to_graph(onnx.load(os.fspath(model), load_external_data=False))
-
-
-def _with_input_problems(err: GraphValidationError, input_graph: Graph,
-                         source: Path | None) -> GraphValidationError:
-    """`err` (the final validation found problems in the compiled graph), saying of each
-    problem the input model has too that it is not the compilation's doing, without the
-    advice meant for a pass that made it (`ValidationProblem.advice`). Checked only when
-    the compilation fails so: validating every input would add about 6% to every
-    compilation (0.4 s of 6 s for 65,000 nodes)."""
-    from ge.graph.validation import find_problems
-
-    def key(p: ValidationProblem) -> tuple[str, str, tuple[str, ...], str]:
-        return p.graph, p.kind, p.nodes, p.message
-
-    try:
-        before = {key(p) for p in find_problems(input_graph)}
-    except Exception:  # a verdict is never worth another error
-        return err
-    if not any(key(p) in before for p in err.problems):
-        return err
-    model = "the input model" + (f" {source}" if source is not None else "")
-    return _with_verdict(
-        err, lambda p: key(p) in before,
-        f" ({model} has this problem too: it is not the compilation's doing; fix it in the "
-        "model, or in the exporter that wrote it)")
-
-
-def _verify_mode(verify: bool | str) -> str:
-    if verify is False:
-        return "none"
-    if verify is True:
-        return "final"
-    if isinstance(verify, str) and verify in VERIFY_MODES:
-        return verify
-    wanted = f"verify must be True, False or one of {VERIFY_MODES}"
-    if not isinstance(verify, str):  # 1 and "1" are not the same mistake
-        raise CompilerOptionTypeError(f"{wanted}, got {described(verify)}")
-    raise CompilerOptionError(f"{wanted}, got {verify!r}")
-
-
-@dataclass(frozen=True)
-class VerifyNames:
-    """How a caller of `verification_mode` spells the arguments in its errors, and the
-    error it raises: `ge.compile`'s keywords (`API_VERIFY_NAMES`), or `ge compile`'s flags
-    (with `CommandLineError`), so that one rule gives each its own words."""
-
-    verify: str  # what turns verification on: "verify=True", "--verify"
-    inputs: str
-    dims: str
-    error: type[GeError]
-
-
-#: `ge.compile`'s spelling: its keyword arguments, `CompilerOptionError` (GE1202).
-API_VERIFY_NAMES = VerifyNames("verify=True", "inputs=", "dims=", CompilerOptionError)
-
-
-def verification_mode(verify: bool | str | None, *, inputs_given: bool, dims_given: bool,
-                      tolerances_given: Sequence[str] = (),
-                      names: VerifyNames = API_VERIFY_NAMES) -> str:
-    """The verification a compilation runs ("none", "final" or "each-pass"): the one rule
-    `ge.compile` and `ge compile` share.
-
-    `verify` decides when given (not None); else verification inputs (`inputs_given`) or
-    sizes for generated ones (`dims_given`) ask for "final", as they serve nothing else.
-    Refused (`names.error`, in `names`' words): `verify` turned off explicitly (False,
-    "none") beside inputs or dims, which only verification reads; dims beside inputs
-    (there is nothing generated to size); a tolerance (`tolerances_given`, the names of
-    those given as the caller spells them) without verification, which would compare
-    nothing with it. So no argument is silently ignored."""
-    given = [what for what, there in ((names.inputs, inputs_given), (names.dims, dims_given))
-             if there]
-    if verify is None:
-        mode = "final" if given else "none"
-    else:
-        mode = _verify_mode(verify)
-        if mode == "none" and given:
-            raise names.error(
-                f"verify={verify!r} contradicts {' and '.join(given)}: they are only used to "
-                f"verify; leave verify out ({given[0]} alone implies verify='final') or "
-                f"leave {' and '.join(given)} out")
-    if inputs_given and dims_given:
-        raise names.error(f"{names.dims} sizes the symbolic dims of generated inputs; with "
-                          f"{names.inputs} given there are none to size")
-    if tolerances_given and mode == "none":
-        flags = " and ".join(tolerances_given)
-        raise names.error(f"{flags} {'needs' if len(tolerances_given) == 1 else 'need'} "
-                          f"{names.verify} (or {names.inputs} or {names.dims}): without it "
-                          "nothing is compared")
-    return mode
-
-
-def check_tolerance(value: object, name: str) -> None:
-    """Refuse a verification tolerance that is not a finite number >= 0, naming it as `name`
-    (`rtol`, `--rtol`): `CompilerOptionTypeError` (GE1202) for one that is not a number (a
-    str, a bool), naming its type; `CompilerOptionError` for a negative one, NaN or an
-    infinity (with inf every difference is within it, so verification would pass anything;
-    with NaN none is, or every one, as the comparison is written)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise CompilerOptionTypeError(f"{name} must be a number, got {described(value)}")
-    number = float(value)
-    if not math.isfinite(number) or number < 0:
-        shown = f"{number:g}" if isinstance(value, (float, np.floating)) else repr(value)
-        raise CompilerOptionError(f"{name} must be a finite number >= 0, got {shown}")
-
-
-def _check_inputs_argument(inputs: object) -> None:
-    """Refuse `inputs` of another type than a mapping of input names to arrays or the path
-    of an `.npz` file (a list of arrays was read with `.items()`: an AttributeError)."""
-    if inputs is None or isinstance(inputs, (str, os.PathLike)):
-        return
-    if not isinstance(inputs, Mapping):
-        raise CompilerOptionTypeError(
-            "inputs must be a mapping of input names to arrays ({'x': array, ...}) or the "
-            f"path of an .npz file, got {described(inputs)}")
-    names = [name for name in inputs if not isinstance(name, str)]
-    if names:
-        raise CompilerOptionTypeError(
-            f"inputs must map input names (str) to arrays, got {described(names[0])} as a "
-            "name")
-
-
-def _check_dims_argument(dims: object) -> None:
-    """Refuse `dims` that is not a mapping of symbolic dim names to sizes (`--dims`'s
-    "NAME=SIZE" is shown as the mapping it means)."""
-    name, sep, number = dims.partition("=") if isinstance(dims, str) else ("", "", "")
-    if sep and name and number.isdigit():
-        raise CompilerOptionTypeError(f"dims must be a mapping of symbolic dim names to sizes, "
-                                      f"got {described(dims)}: write {{{name!r}: {number}}}")
-    for key, size in mapping(dims, "dims",
-                             "symbolic dim names to sizes ({'batch': 4, ...})").items():
-        if not isinstance(key, str):
-            raise CompilerOptionTypeError(
-                f"dims must map symbolic dim names (str) to sizes, got {described(key)} as a "
-                "name")
-        if isinstance(size, bool) or not isinstance(size, int):
-            hint = f": write {size}" if isinstance(size, str) and size.isdigit() else ""
-            raise CompilerOptionTypeError(
-                f"dims must map symbolic dim names to sizes (int), got {described(size)} for "
-                f"{key!r}{hint}")
-
-
-def _check_value_info(mode: object) -> None:
-    if text(mode, "value_info", f"one of {VALUE_INFO_MODES}") not in VALUE_INFO_MODES:
-        raise CompilerOptionError(f"value_info must be one of {VALUE_INFO_MODES}, got {mode!r}")
-
-
-def _check_dump_arguments(dump: object, dump_level: object) -> None:
-    if dump is not None and not isinstance(dump, (str, os.PathLike)):
-        raise CompilerOptionTypeError(
-            f"dump must be the path of a folder (a str or os.PathLike), got {described(dump)}")
-    if dump_level is not None and not isinstance(dump_level, str):
-        hint = f": write '{dump_level}'" if isinstance(dump_level, int) else ""
-        raise CompilerOptionTypeError(
-            "dump_level must be a str (as DUMP_GRAPH_LEVEL: '1' to '4' or '|'-separated "
-            f"names), got {described(dump_level)}{hint}")
-    if dump_level is not None and dump is None:
-        raise CompilerOptionError(f"dump_level={dump_level!r} needs dump=FOLDER: without it "
-                                  "nothing is dumped (the CLI's --dump-level needs --dump)")
-
-
-def _value_info_mode(mode: str, graph: Graph) -> bool:
-    _check_value_info(mode)
-    if mode == "auto":
-        return graph.root_graph().model.typed_values
-    return mode == "all"
-
-
 def _model_file(graph: Graph) -> Path | None:
     """The model file `graph` was loaded from (`ge.graph.load` records it), if any."""
     files = [Path(f) for f, role in graph.root_graph().model.source_files.items()
@@ -416,7 +179,7 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
     """(graph, compiled in place?, source file) for what `ge.compile` was given; a Graph's
     source file is the one it was loaded from (`ge compile` and pyatc load the model
     themselves), so that every caller's errors say alike when the input model has the
-    problem too (`_with_input_problems`, `CompileResult.save`)."""
+    problem too (`with_input_problems`, `CompileResult.save`)."""
     import ge.graph
 
     if isinstance(model, Graph):
@@ -567,9 +330,9 @@ def compile(
     str where a list of names or an int belongs, "false" for False) is
     `CompilerOptionTypeError` (GE1202, a `TypeError`) naming the type it got.
     """
-    _check_inputs_argument(inputs)
+    check_inputs_argument(inputs)
     if dims is not None:
-        _check_dims_argument(dims)
+        check_dims_argument(dims)
     # the collections, before anything runs (`compilation_passes` reads options and
     # pass_paths after the model is loaded and converted)
     parse_options(options)
@@ -580,8 +343,8 @@ def compile(
     # the single values: each of its type (a str where an int belongs, "false" for False)
     flag(builtin_passes, "builtin_passes")
     check_modes(check, on_pass_failure)
-    _check_value_info(value_info)
-    _check_dump_arguments(dump, dump_level)
+    check_value_info(value_info)
+    check_dump_arguments(dump, dump_level)
     if opset is not None:
         check_opset(opset)
     flag(inline_functions, "inline_functions")
@@ -612,7 +375,7 @@ def compile(
         # of a function is one node; the conversion is part of the change to "after". The
         # steps and pass records keep counting the graphs the passes ran on.
         as_given = None if graph is given else model_size(given)
-        typed = _value_info_mode(value_info, given)  # the model as given, not as converted
+        typed = value_info_mode(value_info, given)  # the model as given, not as converted
         dumper = (GraphDumper(dump, level=dump_level or "2") if dump is not None
                   else GraphDumper.from_environment())
         if dumper is not None:
@@ -708,16 +471,16 @@ def compile(
                     raise
                 unchanged = in_place or graph is not given
                 try:
-                    input_graph = _input_graph(model, given, unchanged)
+                    original = input_graph(model, given, unchanged)
                 except Exception:  # a verdict is never worth another error
                     raise err from None
-                raise _with_input_problems(err, input_graph, source) from err
+                raise with_input_problems(err, original, source) from err
             except ShapeInferenceError as err:
                 unblamed = getattr(err, "unblamed", None)
                 if err.stage != INFER_SHAPE_STAGE or unblamed is None:
                     raise
                 try:
-                    own = _inference_failure(_input_graph(model, given, in_place
+                    own = inference_failure(input_graph(model, given, in_place
                                                           or graph is not given), given)
                 except Exception:  # a verdict is never worth another error
                     raise err from None
