@@ -113,9 +113,9 @@ def test_nodes_of_type_tells_domains_apart() -> None:
 
 
 def test_count_of_type_tells_domains_apart() -> None:
-    """`count_of_type(op, domain)` agrees with `nodes_of_type` (an operator a custom domain
-    names `Const` is not ge's `Const`), as nodes come and go, are put back by a rollback,
-    and in a clone."""
+    """`count_of_type(op, domain)` agrees with `nodes_of_type`, defaults included (an
+    operator a custom domain names `Const` is not ge's `Const`), as nodes come and go, are
+    put back by a rollback, and in a clone."""
     graph = Graph("g")
     graph.model.opset_imports.update({"my.domain": 1, "com.microsoft": 1})
     graph.add_const([1.0])
@@ -124,8 +124,9 @@ def test_count_of_type_tells_domains_apart() -> None:
 
     def counts(g: Graph) -> list[int]:
         found = [g.count_of_type("Const", d) for d in (None, "", "ai.onnx", "my.domain", "x")]
-        assert found[1:] == [len(g.nodes_of_type("Const", d))
-                             for d in ("", "ai.onnx", "my.domain", "x")]
+        assert found == [len(g.nodes_of_type("Const", d))
+                         for d in (None, "", "ai.onnx", "my.domain", "x")]
+        assert g.count_of_type("Const") == len(g.nodes_of_type("Const"))  # (same default)
         return found
 
     assert counts(graph) == [3, 2, 2, 1, 0]

@@ -70,7 +70,7 @@ class GraphFacts:
 
 
 def _standard_op_types(graph: Graph) -> frozenset[str]:
-    return frozenset(t for t in graph.op_types() if graph.count_of_type(t, ""))
+    return frozenset(t for t in graph.op_types() if graph.count_of_type(t))
 
 
 def _size(graph: Graph) -> tuple[int, int]:

@@ -46,7 +46,7 @@ def operator_count(graph: Graph) -> int:
 def constant_count(graph: Graph) -> int:
     """The constants of `graph` (its direct `Const` nodes: initializers and `Constant`
     operators alike; an operator a custom domain names `Const` is none), in O(1)."""
-    return graph.count_of_type(CONST, "")
+    return graph.count_of_type(CONST)
 
 
 @dataclass(frozen=True)

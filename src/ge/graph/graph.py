@@ -367,10 +367,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             typed[1][(op_type, domain)] = found
         return list(found)
 
-    def count_of_type(self, op_type: str, domain: str | None = None) -> int:
-        """How many direct nodes have op type `op_type`: in any domain (None, the default),
-        or of one `domain` as `nodes_of_type` takes it ("" and "ai.onnx" are the same).
-        O(1) for any domain and for the standard one; another counts the op's nodes."""
+    def count_of_type(self, op_type: str, domain: str | None = "") -> int:
+        """How many direct nodes `nodes_of_type(op_type, domain)` would give: ONNX's
+        operator by default, another domain's, or every domain's with None. O(1) for every
+        domain and for the standard one; another counts the op's nodes."""
         nodes = self._by_type.get(op_type)
         if not nodes or domain is None:
             return len(nodes) if nodes else 0

@@ -138,7 +138,7 @@ class LandmarkFilter:
         layer-norm forms), and a sweep that rewrote nothing leaves them as they were."""
         best: tuple[int, int, int, str, str] | None = None
         for (op_type, domain), depth in _upstream_distances(pattern).items():
-            count = graph.count_of_type(op_type)  # (all domains: an upper bound, O(1))
+            count = graph.count_of_type(op_type, None)  # (all domains: an upper bound, O(1))
             # The nodes let through grow with the landmarks and with the steps downstream
             # (about doubling per step in a transformer): the closer of two rare ones wins.
             score = count << depth
