@@ -21,7 +21,7 @@ from onnx import TensorProto, helper
 
 import ge.graph
 from ge.errors import GeError, GraphError, ModelSaveError
-from ge.graph import model_io
+from ge.graph import model_io, save_target
 from ge.graph.external_data import iter_tensors
 
 
@@ -124,7 +124,7 @@ def test_umask_without_proc(tmp_path: Path, umask: None,
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
 
     monkeypatch.setattr(model_io, "open", no_proc, raising=False)
-    assert model_io._umask() == 0o027
+    assert save_target._umask() == 0o027
     ge.graph.load(_model()).save(tmp_path / "m.onnx")
     assert _mode(tmp_path / "m.onnx") == 0o640
     assert os.umask(0o022) == 0o027
@@ -298,9 +298,9 @@ def test_saved_over_its_model_file_a_model_keeps_its_data_file(tmp_path: Path) -
     assert graph.save(source, overwrite_input=True) == tmp_path / "m.onnx_data"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.onnx_data"]
     assert ge.graph.load(source).to_onnx() == graph.to_onnx()
-    assert model_io.replaced_data_files(graph, source) == [
+    assert save_target.replaced_data_files(graph, source) == [
         Path(os.path.realpath(tmp_path / "m.onnx_data"))]
-    assert model_io.replaced_data_files(graph, tmp_path / "other.onnx") == []
+    assert save_target.replaced_data_files(graph, tmp_path / "other.onnx") == []
 
     graph = ge.graph.load(source)
     assert graph.save(source, overwrite_input=True, external_data=True,

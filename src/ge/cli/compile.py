@@ -196,7 +196,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
                       (html_path, "the HTML page")], dump)
     out.dumps = dump if dump is not None else _environment_dumps()
-    from ge.graph.model_io import check_save_target
+    from ge.graph.save_target import check_save_target
     from ge.graph.validation import check_acyclic
 
     with compile_progress(str(model)) as progress:
@@ -340,7 +340,7 @@ def _working_directory_kept() -> Iterator[None]:
 def _output_file(text: str) -> Path:
     """OUT as a path; GE1104 before any work when it ends with a path separator ("out/"
     names a folder: as a Path it would have been written as a file "out")."""
-    from ge.graph.model_io import check_target_spelling
+    from ge.graph.save_target import check_target_spelling
 
     check_target_spelling(text)
     return Path(text)

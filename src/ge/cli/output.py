@@ -389,7 +389,7 @@ def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -
     --output`; the option's type a plain `click.Path()`, which keeps what was typed): the file
     as a Path. One ending with a path separator names a folder, which a Path would hide by
     dropping the separator (a file named like the folder was written): a usage error."""
-    from ge.graph.model_io import folder_spelling_problem
+    from ge.graph.save_target import folder_spelling_problem
 
     if value is None:
         return None
@@ -403,7 +403,7 @@ def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -
 def check_output_folder(path: Path, what: str) -> None:
     """Refuse (CommandLineError) to write `what` to `path` when its folder does not exist or
     it is a folder, before any work is done."""
-    from ge.graph.model_io import write_target_problem
+    from ge.graph.save_target import write_target_problem
 
     problem = write_target_problem(path)
     if problem is not None:
@@ -459,7 +459,7 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None], what: str) 
     the old file or the new one, never a part; a failure leaves nothing behind. The file
     gets the mode `open()` would give it (an existing file's, else the umask's). A symbolic
     link's file is replaced (the link stays); a device or pipe is written through."""
-    from ge.graph.model_io import new_file_mode, write_destination
+    from ge.graph.save_target import new_file_mode, write_destination
 
     shown = path
     path, in_place = write_destination(path)  # a link's file; a device written through

@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 from ge._text import first_and_more
 from ge.errors import CommandLineError, CompileWarning
-from ge.graph.model_io import new_file_mode
+from ge.graph.save_target import new_file_mode
 from ge.passes.source import warn_user
 
 __all__ = ["MANIFEST_NAME", "DumpRun", "is_dump_file", "warn_taken_over"]

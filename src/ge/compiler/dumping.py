@@ -56,7 +56,8 @@ from ge.compiler.dump_manifest import DumpRun, warn_taken_over
 from ge.compiler.scheduler import PIPELINE, PipelineObserver, step_label
 from ge.errors import CommandLineError, CompilerOptionError, CompilerOptionTypeError, GeError
 from ge.graph.external_data import SharedExternalData
-from ge.graph.model_io import new_file_mode, save_model
+from ge.graph.model_io import save_model
+from ge.graph.save_target import new_file_mode
 from ge.graph.types import DumpFormat
 
 if TYPE_CHECKING:

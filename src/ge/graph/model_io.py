@@ -8,13 +8,10 @@ intact; it refuses to write over the files a graph was loaded from unless asked 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
-import stat
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,13 +41,20 @@ from ge.graph.model_file import EXTERNAL_KEY, read_model_pieces
 from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
+from ge.graph.save_target import (
+    check_save_target,
+    check_target_path,
+    check_target_spelling,
+    kept_data_name,
+    new_file_mode,
+    rename_into_place,
+    write_destination,
+)
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_save_target",
-           "check_target_spelling", "constants_nbytes", "folder_spelling_problem", "load",
-           "new_file_mode", "parse_model", "replaced_data_files", "save_model",
-           "write_target_problem"]
+__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "constants_nbytes", "load",
+           "parse_model", "save_model"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -164,204 +168,6 @@ def load(
         sources[os.path.realpath(source)] = "model file"
     graph.model.source_files = sources
     return graph
-
-
-_UMASK_LOCK = threading.Lock()
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where Linux allows."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    with _UMASK_LOCK:
-        mask = os.umask(0o022)
-        os.umask(mask)
-    return mask
-
-
-def new_file_mode(target: Path | None = None) -> int:
-    """The mode `open(target, "wb")` would leave: the existing file's, else (and for no
-    `target`: a file of a new name) 0666 & ~umask."""
-    try:
-        return stat.S_IMODE(target.stat().st_mode) if target is not None else 0o666 & ~_umask()
-    except OSError:
-        return 0o666 & ~_umask()
-
-
-def _loaded_from(graph: Graph, path: Path) -> tuple[str, str] | None:
-    """The file `graph` was loaded from that `path` names (resolved path and its role), if
-    any: the same resolved path (symlinks, `..`, relative spellings) or the same inode."""
-    sources: dict[str, str] = graph.root_graph().model.source_files
-    real = os.path.realpath(path)
-    if real in sources:
-        return real, sources[real]
-    if os.path.exists(path):  # hard links, case-insensitive file systems
-        for source, role in sources.items():
-            with contextlib.suppress(OSError):
-                if os.path.samefile(path, source):
-                    return source, role
-    return None
-
-
-def replaced_data_files(graph: Graph, target: str | os.PathLike[str]) -> list[Path]:
-    """The external data files of the model `graph` was loaded from, when `target` is that
-    model's file (a save with `overwrite_input` replacing it): what the model it replaces
-    read its weights from. Empty for any other target."""
-    found = _loaded_from(graph, Path(target))
-    if found is None or found[1] != "model file":
-        return []
-    sources = graph.root_graph().model.source_files
-    return [Path(file) for file, role in sources.items() if role == "external data file"]
-
-
-def _kept_data_name(graph: Graph, target: Path) -> str | None:
-    """The name of the one data file, beside `target`, of the model `graph` was loaded
-    from when `target` is that model's file and the data file is named after it
-    (`model.onnx.data`, `model.onnx_data`, `model.data` for `model.onnx`): saved over it,
-    the model keeps its weights in that file (written anew, renamed into place with the
-    model) instead of leaving it behind, unread. A data file of another name
-    (`weights.bin`) may be read by other models too: it is never written over (the weights
-    go where any save puts them, and the former file is left, with a warning)."""
-    files = replaced_data_files(graph, target)
-    folder = target.parent if str(target.parent) else Path(".")
-    if len(files) != 1 or files[0].parent != Path(os.path.realpath(folder)):
-        return None
-    name = files[0].name
-    owned = {f"{target.name}.data", f"{target.name}_data", f"{target.stem}.data"}
-    return name if name in owned else None
-
-
-def write_destination(target: Path) -> tuple[Path, bool]:
-    """Where writing `target` lands, and whether it is written in place rather than through
-    a temporary file renamed over it: a symbolic link is followed (the file it names is
-    replaced, the link stays), and a device or pipe (`-o /dev/null`) is written through,
-    never replaced by a regular file."""
-    real = Path(os.path.realpath(target)) if os.path.islink(target) else target
-    try:
-        mode = os.stat(real).st_mode
-    except OSError:
-        return real, False
-    return real, not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def write_target_problem(target: Path) -> str | None:
-    """Why a file cannot be written at `target` (its folder missing, `target` a folder, no
-    permission), or None: asked before any work is done, by `save` and by the CLI for each
-    file it writes."""
-    target, in_place = write_destination(target)
-    if in_place:
-        return None if os.access(target, os.W_OK) else "permission denied"
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        return f"{folder} is not an existing folder"
-    if target.is_dir():
-        return "it is a folder"
-    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists()
-                                                    and not os.access(target, os.W_OK)):
-        return "permission denied"
-    return None
-
-
-def folder_spelling_problem(path: str | os.PathLike[str]) -> str | None:
-    """Why `path`, as given, cannot name a file to write: it is empty (a `Path` of it is the
-    current folder), or it ends with a path separator ("out/"), so it names a folder, which
-    `Path` hides by dropping the separator (the file would have been written as "out");
-    None otherwise."""
-    text = os.fspath(path)
-    if isinstance(text, str) and not text.strip():
-        return "no file is named (the path is empty); give a file name"
-    if isinstance(text, str) and text.endswith(tuple(filter(None, ("/", os.sep, os.altsep)))):
-        return "it names a folder (it ends with a path separator); give a file name"
-    return None
-
-
-def check_target_spelling(path: str | os.PathLike[str]) -> None:
-    """Refuse (ModelSaveError, GE1104) a path that names no file (`folder_spelling_problem`),
-    before a `Path` of it hides that."""
-    problem = folder_spelling_problem(path)
-    if problem is not None:
-        text = os.fspath(path)
-        raise ModelSaveError(f"cannot save to {text!r}: {problem}, such as {text}model.onnx",
-                             path=text)
-
-
-def _check_target_path(target: Path) -> None:
-    problem = write_target_problem(target)
-    if problem is not None:
-        raise ModelSaveError(f"cannot save to {target}: {problem}", path=str(target))
-
-
-def check_save_target(
-    graph: Graph,
-    path: str | os.PathLike[str],
-    *,
-    external_data: bool | None = None,
-    external_data_name: str | None = None,
-    overwrite_input: bool = False,
-) -> None:
-    """Refuse (ModelSaveError) a target `save` could not write: in a missing folder, a
-    folder itself, or (unless `overwrite_input`) a file `graph` was loaded from, the model or
-    its external data. `ge compile` asks before compiling; `save` asks again.
-
-    The data file is checked only when `external_data` is True (None decides at save time).
-    A path ending with a separator ("out/") names a folder: refused too.
-    """
-    check_target_spelling(path)
-    target = Path(path)
-    _check_target_path(target)
-    if overwrite_input:
-        return
-    written = [target]
-    if external_data:
-        written.append(target.parent / (external_data_name or f"{target.name}.data"))
-    for file in written:
-        found = _loaded_from(graph, file)
-        if found is None:
-            continue
-        source, role = found
-        what = "it" if file is target else f"its external data file {file.name}"
-        raise ModelSaveError(
-            f"cannot save to {target}: {what} would replace {source}, the {role} this graph "
-            "was loaded from; save elsewhere, or pass overwrite_input=True "
-            "(ge compile: --overwrite-input) to replace it",
-            path=str(target))
-
-
-def _rename_into_place(tmp_model: Path, target: Path, tmp_data: Path | None,
-                       data_target: Path) -> None:
-    """Rename the data file, then the model, into place. Should either rename fail, the
-    previous data file (set aside first) goes back, so the previous model keeps its tensors."""
-    if tmp_data is None:
-        os.replace(tmp_model, target)
-        return
-    previous: Path | None = None
-    if os.path.lexists(data_target):
-        fd, name = tempfile.mkstemp(dir=data_target.parent, prefix=f".{data_target.name}.",
-                                    suffix=".old")
-        os.close(fd)
-        previous = Path(name)
-        try:
-            os.replace(data_target, previous)
-        except OSError:
-            previous.unlink()
-            raise
-    try:
-        os.replace(tmp_data, data_target)
-        os.replace(tmp_model, target)
-    except OSError:
-        if previous is not None:
-            os.replace(previous, data_target)
-        else:
-            data_target.unlink(missing_ok=True)
-        raise
-    if previous is not None:
-        with contextlib.suppress(OSError):
-            previous.unlink()
 
 
 def _approx_nbytes(tensor: Tensor) -> int:
@@ -495,10 +301,10 @@ def save_model(
     check_target_spelling(path)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    _check_target_path(target)
+    check_target_path(target)
     if (overwrite_input and shared_data is None and external_data is not False
             and external_data_name is None):
-        kept = _kept_data_name(graph, target)
+        kept = kept_data_name(graph, target)
         if kept is not None and kept != target.name:
             external_data, external_data_name = True, kept
     if shared_data is not None:
@@ -584,7 +390,7 @@ def save_model(
             os.chmod(tmp_data, new_file_mode(data_target))
         if before_commit is not None:  # written and checked: only the renames are left
             before_commit(data_target if wrote_data else None)
-        _rename_into_place(tmp_model, destination, tmp_data if wrote_data else None,
+        rename_into_place(tmp_model, destination, tmp_data if wrote_data else None,
                            data_target)
         # Renamed files are the user's now; an unused data file is dropped below.
         temporaries[:] = [] if wrote_data or not external_data else [tmp_data]

@@ -165,7 +165,7 @@ def _check_output(graph: object, model: Path, output: Path) -> None:
     `--overwrite-input` has no pyatc counterpart: pyatc never overwrites its input."""
     from ge.errors import ModelSaveError
     from ge.graph import Graph
-    from ge.graph.model_io import check_save_target
+    from ge.graph.save_target import check_save_target
 
     assert isinstance(graph, Graph)
     check_save_target(graph, output, overwrite_input=True)  # the folder: ge's own message

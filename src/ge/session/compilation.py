@@ -126,7 +126,7 @@ class CompileResult:
         never one onnx's full checker rejects (`GraphValidationError`, nothing written; it
         says so when the input model fails the checker too). Returns the external data file
         written beside it, or None."""
-        from ge.graph.model_io import replaced_data_files
+        from ge.graph.save_target import replaced_data_files
 
         replaced = replaced_data_files(self.graph, path) if overwrite_input else []
         try:
