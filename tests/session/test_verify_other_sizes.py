@@ -103,6 +103,29 @@ def test_verify_says_where_the_outputs_matched_too() -> None:
     assert verify(model, model, inputs=given).also_at == {}  # given inputs: those only
 
 
+def test_sizes_the_caller_gave_are_named_as_given() -> None:
+    """With `dims` sizing one symbol, the check at other sizes varies the others only: its
+    messages name what it chose first and the given sizes as such (trial OO: `also at
+    seq=1, batch=3` read as if seq had been varied too)."""
+    model = _model([helper.make_node("Add", ["x", "x"], ["y"])], ["batch", "seq", 4],
+                   ["batch", "seq", 4])
+    report = verify(model, model, dims={"seq": 1})
+    assert report.also_at == {"seq": 1, "batch": 3} and report.given_dims == ("seq",)
+    assert report.summary().endswith("; also at batch=3 (seq=1 as given)")
+    assert report.as_dict()["given_dims"] == ["seq"]
+    assert "given_dims" not in verify(model, model).as_dict()
+    # right at batch 2 only: fails where the check chose batch 3
+    baked = _model([helper.make_node("Add", ["x", "x"], ["t"]),
+                    helper.make_node("Reshape", ["t", "shape"], ["y"])],
+                   ["batch", "seq", 4], ["batch", "seq", 4], [_shape("shape", [2, -1, 4])])
+    failed = verify(model, baked, dims={"seq": 2})
+    assert not failed.ok and failed.sizes == {"seq": 2, "batch": 3}
+    assert failed.summary().startswith("FAILED at batch=3 (seq=2 as given): ")
+    with pytest.raises(SessionError, match=r"the compiled model cannot run at batch=3 "
+                                           r"\(seq=1 as given\), where the original runs"):
+        verify(model, baked, dims={"seq": 1})  # (3 x 1 x 4 elements: no [2, -1, 4])
+
+
 def test_an_original_that_runs_only_at_its_traced_size_is_checked_there_only() -> None:
     """An export traced at batch 2 and declared dynamic cannot run at batch 3: the check
     there is left out, not failed."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -440,6 +440,9 @@ class VerificationReport:
     #: past and the new tokens together); ({}, "") when it was made or not meant.
     not_at: Mapping[str, int] = field(default_factory=dict)
     not_at_reason: str = ""
+    #: The dims of `sizes`, `also_at` or `not_at` whose sizes the caller gave (`dims=`,
+    #: `--dims`): the messages name the sizes the check chose first, then these "as given".
+    given_dims: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -480,17 +483,21 @@ class VerificationReport:
         if self.ok:
             compared = len(self.outputs) - len(skipped)
             diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst and compared else ""
-            also = f"; also at {sizes_text(self.also_at)}" if self.also_at else ""
+            also = f"; also at {self._sizes_text(self.also_at)}" if self.also_at else ""
             if self.not_at:
-                also = (f"; not checked at other sizes ({sizes_text(self.not_at)}: "
+                also = (f"; not checked at other sizes ({self._sizes_text(self.not_at)}: "
                         f"{self.not_at_reason}; give those dims with --dims to check at sizes "
                         "of your choice)")
             return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}"
                     f"{also}")
         assert worst is not None
-        where = f" at {sizes_text(self.sizes)}" if self.sizes else ""
+        where = f" at {self._sizes_text(self.sizes)}" if self.sizes else ""
         return (f"FAILED{where}: {len(self.failures)} of {len(self.outputs)} output(s) differ "
                 f"({self.tolerance()}); worst {worst.describe()}{left_out}")
+
+    def _sizes_text(self, sizes: Mapping[str, int]) -> str:
+        """`sizes` for a message: those the check chose, then those given (`sizes_text`)."""
+        return sizes_text(sizes, given=self.given_dims)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (`ge verify --json`, compile reports)."""
@@ -502,6 +509,8 @@ class VerificationReport:
             data["also_at"] = dict(self.also_at)
         if self.not_at:
             data["not_at"] = {"sizes": dict(self.not_at), "reason": self.not_at_reason}
+        if self.given_dims and (self.sizes or self.also_at or self.not_at):
+            data["given_dims"] = list(self.given_dims)
         return data
 
     def raise_if_failed(self, what: str) -> None:
@@ -513,14 +522,20 @@ class VerificationReport:
         assert worst is not None
         others = len(self.failures) - 1
         more = f"; {others} more output(s) differ" if others else ""
-        where = f" at {sizes_text(self.sizes)}" if self.sizes else ""
+        where = f" at {self._sizes_text(self.sizes)}" if self.sizes else ""
         raise VerificationError(f"{what}{where}: {worst.describe()} ({self.tolerance()}){more}",
                                 report=self)
 
 
-def sizes_text(sizes: Mapping[str, int]) -> str:
-    """Sizes of symbolic dims for a message: `batch=3, seq=5`."""
-    return ", ".join(f"{name}={size}" for name, size in sizes.items())
+def sizes_text(sizes: Mapping[str, int], given: Iterable[str] = ()) -> str:
+    """Sizes of symbolic dims for a message: `batch=3, seq=5`; those named in `given` (sized
+    by the caller, not chosen by the check) last, `batch=3 (seq=1, past=4 as given)`."""
+    given = set(given)
+    chosen = ", ".join(f"{name}={size}" for name, size in sizes.items() if name not in given)
+    kept = ", ".join(f"{name}={size}" for name, size in sizes.items() if name in given)
+    if chosen and kept:
+        return f"{chosen} ({kept} as given)"
+    return chosen or kept
 
 
 def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,

@@ -161,7 +161,8 @@ def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mappin
                              not_compared=not_compared, computed_in=computed_in)
     if report.ok and resized is not None:
         if resized.skipped:
-            return replace(report, not_at=dict(resized.sizes), not_at_reason=resized.skipped)
+            return replace(report, not_at=dict(resized.sizes), not_at_reason=resized.skipped,
+                           given_dims=resized.given)
         report = compare_at_other_sizes(report, resized, runner, not_compared=not_compared,
                                         computed_in=computed_in)
     return report
@@ -196,6 +197,7 @@ class SizedRun:
     inputs: dict[str, Any]
     expected: dict[str, Any]
     skipped: str = ""
+    given: tuple[str, ...] = ()  # the dims of `sizes` the caller sized (`dims`)
 
 
 def run_at_other_sizes(original: Model | ExportedModel, dims: Mapping[str, int] | None = None,
@@ -210,15 +212,17 @@ def run_at_other_sizes(original: Model | ExportedModel, dims: Mapping[str, int] 
     sizes = other_sizes(model, dims)
     if not sizes:
         return None
+    given = tuple(name for name in sizes if name in (dims or {}))
     try:
         feeds = generate_inputs(model, seed=seed, dims=sizes)
         expected = (runner or ModelRunner(original)).run(feeds)
     except (SessionError, VerificationInputError):
-        return SizedRun(sizes, {}, {}, skipped="the original cannot run there")
+        return SizedRun(sizes, {}, {}, skipped="the original cannot run there", given=given)
     if not _fit_declared_outputs(model_outputs(model), expected, sizes):
         return SizedRun(sizes, {}, {}, skipped="the original's outputs there do not have "
-                                               "the shapes its graph outputs declare")
-    return SizedRun(sizes, feeds, expected)
+                                               "the shapes its graph outputs declare",
+                        given=given)
+    return SizedRun(sizes, feeds, expected, given=given)
 
 
 def _fit_declared_outputs(declared: Mapping[str, tuple[int | str | None, ...]],
@@ -253,10 +257,11 @@ def compare_at_other_sizes(report: VerificationReport, run: SizedRun,
         actual = runner.run(run.inputs)
     except SessionError as err:
         raise SessionError(
-            f"the compiled model cannot run at {sizes_text(run.sizes)}, where the original "
+            f"the compiled model cannot run at {sizes_text(run.sizes, run.given)}, where the "
+            "original "
             f"runs: {err.message}", nodes=err.nodes) from err
     resized = compare_outputs(run.expected, actual, rtol=report.rtol, atol=report.atol,
                               not_compared=not_compared, computed_in=computed_in)
     if resized.ok:
-        return replace(report, also_at=dict(run.sizes))
-    return replace(resized, sizes=dict(run.sizes))
+        return replace(report, also_at=dict(run.sizes), given_dims=run.given)
+    return replace(resized, sizes=dict(run.sizes), given_dims=run.given)

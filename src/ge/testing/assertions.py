@@ -287,7 +287,7 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
     feeds = (generate_inputs(reference, seed=seed, dims=report.sizes or dims)
              if inputs is None else dict(inputs))
     source = "given" if inputs is not None else f"generated with seed {seed}" + (
-        f" at {sizes_text(report.sizes)}" if report.sizes else "")
+        f" at {sizes_text(report.sizes, report.given_dims)}" if report.sizes else "")
     lines = [f"models differ: {len(report.failures)} of {len(report.outputs)} output(s) beyond "
              f"tolerance ({report.tolerance()})",
              *[_difference(out) for out in report.failures],
