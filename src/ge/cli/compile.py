@@ -188,6 +188,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
                                "existing folder", path=str(dump))
     check_not_read(output, "the output model", read)
+    from ge.graph.save_target import check_save_target, check_target_path
+
+    check_target_path(output)  # before loading (a large model takes seconds to load)
     if report_path is not None:
         _check_report_target(report_path, model, output, read)
     if html_path is not None:
@@ -196,7 +199,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
                       (html_path, "the HTML page")], dump)
     out.dumps = dump if dump is not None else _environment_dumps()
-    from ge.graph.save_target import check_save_target
     from ge.graph.validation import check_acyclic
 
     with compile_progress(str(model)) as progress:
@@ -270,8 +272,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             described.append(payload)
 
         progress.phase(f"writing {output}")
-        data_file = result.save(output, external_data=external_data,
-                                overwrite_input=overwrite_input, before_commit=describe)
+        with out.writing(output):
+            data_file = result.save(output, external_data=external_data,
+                                    overwrite_input=overwrite_input, before_commit=describe)
         out.wrote(output)
         out.wrote(data_file)
     (payload,) = described

@@ -133,6 +133,19 @@ class CommandOutput:
         if path is not None:
             self.written.append(path)
 
+    @contextlib.contextmanager
+    def writing(self, path: Path) -> Iterator[None]:
+        """Around a save of `path`: an interrupt that comes once the file was renamed into
+        place (a Ctrl-C held while the renames ran is delivered as they end, before the save
+        returns) records it as written, so the command's last line names it."""
+        before = _file_identity(path)
+        try:
+            yield
+        except KeyboardInterrupt:
+            if _file_identity(path) != before:
+                self.wrote(path)
+            raise
+
     @property
     def warnings(self) -> list[dict[str, Any]]:
         """The warnings caught so far, as data (category, message, location or None); one
@@ -442,6 +455,15 @@ def check_not_read(target: Path, what: str, read: Sequence[tuple[Path | None, st
         if other is not None and same_file(target, other):
             raise CommandLineError(f"cannot write {what} to {target}: it is {role}",
                                    path=str(target))
+
+
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file from the one that replaced it (inode, change time, size), or None."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_ino, found.st_ctime_ns, found.st_size
 
 
 def same_file(a: Path, b: Path) -> bool:

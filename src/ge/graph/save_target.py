@@ -11,6 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ge._signals import held_signals
 from ge.errors import ModelSaveError
 from ge.graph.graph import Graph
 
@@ -189,10 +190,17 @@ def check_save_target(
 def rename_into_place(tmp_model: Path, target: Path, tmp_data: Path | None,
                        data_target: Path) -> None:
     """Rename the data file, then the model, into place. Should either rename fail, the
-    previous data file (set aside first) goes back, so the previous model keeps its tensors."""
+    previous data file (set aside first) goes back, so the previous model keeps its tensors.
+    Ctrl-C and SIGTERM wait until the renames are done (`held_signals`): between the two,
+    the previous model read the new weights."""
     if tmp_data is None:
         os.replace(tmp_model, target)
         return
+    with held_signals():
+        _rename_pair(tmp_model, target, tmp_data, data_target)
+
+
+def _rename_pair(tmp_model: Path, target: Path, tmp_data: Path, data_target: Path) -> None:
     previous: Path | None = None
     if os.path.lexists(data_target):
         fd, name = tempfile.mkstemp(dir=data_target.parent, prefix=f".{data_target.name}.",
@@ -207,7 +215,7 @@ def rename_into_place(tmp_model: Path, target: Path, tmp_data: Path | None,
     try:
         os.replace(tmp_data, data_target)
         os.replace(tmp_model, target)
-    except OSError:
+    except BaseException:  # (a signal is held, but a thread's interrupt is not)
         if previous is not None:
             os.replace(previous, data_target)
         else:

@@ -1,0 +1,52 @@
+"""Steps that a Ctrl-C or a SIGTERM must not cut in two.
+
+A save with external data renames two files into place, the data file and then the model:
+an interrupt between the two left the previous model reading the new weights (a model that
+loads and computes what neither version did; trial QQ). `held_signals` holds SIGINT and
+SIGTERM for such a step and delivers them, to the handlers the process had, when it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["held_signals"]
+
+#: The signals a user or a supervisor ends a command with.
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM are noted instead of handled; when it ends
+    (also by an exception) the process's own handlers get each one noted, once. Only the
+    main thread handles signals in Python: elsewhere, and for a signal whose handler was
+    not set from Python (which cannot be put back), nothing is held. Nests: an inner
+    block's signals reach the outer one's holder, delivered when that ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        if signum not in noted:
+            noted.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for each in _HELD:
+            handler = signal.getsignal(each)
+            if handler is None:
+                continue
+            signal.signal(each, note)
+            previous[each] = handler
+        yield
+    finally:
+        for held, handler in previous.items():
+            signal.signal(held, handler)
+        for signum in noted:
+            signal.raise_signal(signum)

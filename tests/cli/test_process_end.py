@@ -1,0 +1,140 @@
+"""How a `ge` process ends: the two renames of a save with external data are never cut in two
+by Ctrl-C or SIGTERM, and the process ends once its command has, without the interpreter's
+teardown, yet as a normal exit would (atexit callbacks run, a plugin's thread is waited for)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from cli_helpers import DISTILBERT, run_process
+from onnx import TensorProto, helper, numpy_helper
+
+from ge._signals import held_signals
+from ge.cli.process_exit import exit_status
+
+
+def _linear(path: Path, seed: int, bias: bool) -> None:
+    """x[1, 64] @ w (+ b): two versions of one model, weights of different layouts."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"])]
+    if bias:
+        inits.insert(0, numpy_helper.from_array(np.full(64, 100, np.float32), "b"))
+        nodes.append(helper.make_node("Add", ["m", "b"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Neg", ["m"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 64])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [1, 64])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _run(path: Path) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": np.ones((1, 64), np.float32)})[0]
+
+
+@pytest.mark.parametrize("signal_name,status,word", [("SIGTERM", 143, "terminated"),
+                                                      ("SIGINT", 130, "interrupted")])
+def test_a_signal_between_the_two_renames_waits_for_the_second(
+        tmp_path: Path, signal_name: str, status: int, word: str) -> None:
+    """The signal comes right after the new data file was renamed into place: the model is
+    renamed too before it is handled, so the pair on disk is the new one (it was the previous
+    model reading the new weights: a model computing what neither version did; trial QQ),
+    and the last line names the model as written."""
+    old, new, out = tmp_path / "v1.onnx", tmp_path / "v2.onnx", tmp_path / "out.onnx"
+    _linear(old, 0, bias=False)
+    _linear(new, 1, bias=True)
+    first = run_process("-m", "ge", "compile", str(old), "-o", str(out), "--external-data",
+                        "-q")
+    assert first.returncode == 0, first.stderr
+    code = (
+        "import os, signal\n"
+        "real = os.replace\n"
+        "def replace(src, dst):\n"
+        "    real(src, dst)\n"
+        "    if str(dst).endswith('.data'):\n"
+        f"        os.kill(os.getpid(), signal.{signal_name})\n"
+        "os.replace = replace\n"
+        "import ge.cli\n"
+        f"ge.cli.main(['compile', {str(new)!r}, '-o', {str(out)!r}, '--external-data', "
+        "'-q'])\n")
+    result = run_process("-c", code)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.endswith(f"ge: {word}; {out} had been written\n"), result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "out.onnx", "out.onnx.data", "v1.onnx", "v2.onnx"]  # (no set-aside data file left)
+    np.testing.assert_allclose(_run(out), _run(new), rtol=1e-5)
+
+
+def test_held_signals_deliver_each_one_after_the_block() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    mine = signal.getsignal(signal.SIGTERM)
+    try:
+        with held_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert seen == []
+            with held_signals():  # nested: delivered when the outer block ends
+                os.kill(os.getpid(), signal.SIGTERM)
+            assert seen == []
+        assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is mine  # (put back)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    with pytest.raises(KeyboardInterrupt), held_signals():  # the default Ctrl-C handler
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+PLUGIN_AT_EXIT = '''\
+import atexit, os, pathlib, threading, time
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+MARK = pathlib.Path({mark!r})
+
+def _late():
+    time.sleep(3)  # (still running when the command ends)
+    (MARK / "thread").write_text("done")
+
+atexit.register(lambda: (MARK / "atexit").write_text("ran"))
+if os.environ.get("START_THREAD"):
+    threading.Thread(target=_late, daemon=False).start()
+
+
+@register_fusion_pass(name="Idle", stage=PassStage.AFTER_INFER_SHAPE)
+class Idle(FusionBasePass):
+    def run(self, graph, context):
+        return None
+'''
+
+
+def test_the_process_ends_as_a_normal_exit_would(tmp_path: Path) -> None:
+    """`ge` ends without the interpreter's teardown (seconds on a large model), but a
+    plugin's atexit callback still runs and its non-daemon thread is still waited for."""
+    plugin = tmp_path / "at_exit.py"
+    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(tmp_path)))
+    out = tmp_path / "m.onnx"
+    for thread in ("", "1"):
+        result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out),
+                             "--pass-path", str(plugin), "-q",
+                             env_vars={"START_THREAD": thread})
+        assert result.returncode == 0, result.stderr
+        assert out.exists() and result.stdout.endswith(f"wrote {out}\n")
+        assert (tmp_path / "atexit").read_text() == "ran"
+        (tmp_path / "atexit").unlink()
+        out.unlink()
+    assert (tmp_path / "thread").read_text() == "done"  # (waited for: a normal exit)
+    failed = run_process("-m", "ge", "compile", str(tmp_path / "absent.onnx"), "-o",
+                         str(tmp_path / "x.onnx"))
+    assert failed.returncode == 1 and failed.stderr.startswith("ge: [GE1102]")
+
+
+def test_exit_status_of_system_exit_codes() -> None:
+    assert [exit_status(c) for c in (None, 0, 2, 143, "a message")] == [0, 0, 2, 143, 1]
