@@ -6,6 +6,8 @@ works fails CI instead of a user's install. Read from the installed distribution
 (install ge with --no-deps first), so it works on every Python ge supports.
 
 A runtime dependency without a `>=` floor is an error (exit 1): it would not be tested.
+Beside its floor a requirement may exclude releases (`!=0.7.0`: a release known bad), in
+either order, as the metadata writes them (`ml_dtypes!=0.7.0,>=0.5.0`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,21 @@ import re
 import sys
 from importlib.metadata import PackageNotFoundError, requires
 
-_FLOOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*>=\s*([0-9][0-9A-Za-z.]*)$")
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")
+_FLOOR = re.compile(r"^>=\s*([0-9][0-9A-Za-z.]*)$")
+_EXCLUDED = re.compile(r"^!=\s*[0-9][0-9A-Za-z.*]*$")
+
+
+def _floor(spec: str) -> tuple[str, str] | None:
+    """(name, floor) of a requirement with one `>=` clause and otherwise only `!=` ones."""
+    named = _NAME.match(spec)
+    if named is None:
+        return None
+    clauses = [c.strip() for c in named.group(2).split(",")]
+    floors = [m.group(1) for m in map(_FLOOR.match, clauses) if m is not None]
+    if len(floors) != 1 or not all(_FLOOR.match(c) or _EXCLUDED.match(c) for c in clauses):
+        return None
+    return named.group(1), floors[0]
 
 
 def floor_constraints(requirements: list[str]) -> list[str]:
@@ -26,10 +42,10 @@ def floor_constraints(requirements: list[str]) -> list[str]:
         spec, _, marker = (part.strip() for part in requirement.partition(";"))
         if re.search(r"\bextra\s*==", marker):
             continue
-        match = _FLOOR.match(spec)
-        if match is None:
+        found = _floor(spec)
+        if found is None:
             raise ValueError(f"runtime dependency {requirement!r} has no single '>=' floor")
-        pins.append(f"{match.group(1)}=={match.group(2)}" + (f"; {marker}" if marker else ""))
+        pins.append(f"{found[0]}=={found[1]}" + (f"; {marker}" if marker else ""))
     return pins
 
 

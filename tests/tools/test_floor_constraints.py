@@ -23,12 +23,13 @@ def _declared_runtime_floors() -> dict[str, str]:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M)
     assert block is not None
-    return dict(re.findall(r'^\s*"([A-Za-z0-9._-]+)>=([0-9.]+)"', block.group(1), re.M))
+    return dict(re.findall(r'^\s*"([A-Za-z0-9._-]+)>=([0-9.]+)(?:,[^"]*)?"', block.group(1),
+                           re.M))
 
 
 def test_every_runtime_dependency_is_pinned_to_its_floor() -> None:
     declared = _declared_runtime_floors()
-    assert set(declared) == {"onnx", "onnxruntime", "numpy", "click", "rich"}
+    assert set(declared) == {"onnx", "onnxruntime", "numpy", "ml_dtypes", "click", "rich"}
     pins = tool.floor_constraints([f"{name}>={floor}" for name, floor in declared.items()])
     assert pins == [f"{name}=={floor}" for name, floor in declared.items()]
 
@@ -48,6 +49,17 @@ def test_extras_are_left_out_and_other_markers_kept() -> None:
         'pytest>=8; extra == "dev"', "onnx[reference]>=1.19",
         'tomli>=2; python_version < "3.11"']) == [
         "onnx==1.19", 'tomli==2; python_version < "3.11"']
+
+
+def test_excluded_releases_beside_the_floor_are_allowed() -> None:
+    """A release known bad excluded beside the floor, in the order the metadata writes it
+    (`ml_dtypes!=0.7.0,>=0.5.0`, from pyproject's `>=0.5.0,!=0.7.0`); anything else than one
+    floor and exclusions is still refused."""
+    assert tool.floor_constraints(["ml_dtypes!=0.7.0,>=0.5.0", "a>=1, != 1.2.*"]) == [
+        "ml_dtypes==0.5.0", "a==1"]
+    for bad in ("b<2,>=1", "c!=1", "d>=1,>=2", "e"):
+        with pytest.raises(ValueError, match="has no single '>=' floor"):
+            tool.floor_constraints([bad])
 
 
 def test_without_ge_installed_it_says_so_in_one_line(tmp_path: Path) -> None:
