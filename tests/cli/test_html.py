@@ -257,6 +257,39 @@ def test_compile_html_with_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
+def test_a_bad_layout_variable_is_refused_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`GE_HTML_LAYOUT=bogus` was taken as auto in silence (trial QQ): GE1202 before the
+    model is read, nothing written, for `ge compile --html` and `ge diff --html` alike."""
+    monkeypatch.setenv(ENGINE_ENV, "bogus")
+    out, page = tmp_path / "o.onnx", tmp_path / "page.html"
+    expected = ("ge: [GE1202] GE_HTML_LAYOUT must be one of auto, dot, builtin (unset: auto), "
+                "got 'bogus'\n")
+    code, _, stderr = run_ge("compile", str(tmp_path / "absent.onnx"), "-o", str(out),
+                             "--html", str(page))
+    assert (code, stderr) == (1, expected)
+    code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(MOBILENET_BN), "--html", str(page))
+    assert (code, stderr) == (1, expected)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv(ENGINE_ENV, " Builtin ")  # (case and spaces do not matter)
+    code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(MOBILENET_BN), "--html", str(page))
+    assert code == 0, stderr
+
+
+def test_dot_asked_for_by_name_but_missing_is_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `GE_HTML_LAYOUT=dot` and no dot on PATH the page says it used the built-in
+    layout, and so does the terminal now (it said nothing)."""
+    monkeypatch.setenv(ENGINE_ENV, "dot")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # (no dot there)
+    page = tmp_path / "page.html"
+    code, _, stderr = run_ge("diff", str(MOBILENET_BN), str(MOBILENET_BN), "--html", str(page))
+    assert code == 0, stderr
+    assert ("GE_HTML_LAYOUT=dot: graphviz dot is not on PATH: used the built-in layout"
+            in stderr)
+    assert _parse(page).engines == {"svg-b": "builtin", "svg-a": "builtin"}
+
+
 def test_the_page_assets_are_package_data() -> None:
     """The page's template, CSS and JavaScript are files in ge/cli/html read with
     importlib.resources: pyproject.toml's package-data must name each, or an installed ge

@@ -94,8 +94,11 @@ def _check_report_target(report: Path, model: Path, output: Path,
 
 def _check_html_target(page: Path, others: Sequence[tuple[Path | None, str]]) -> None:
     """Refuse an HTML page target that cannot be written or names another file in use."""
+    from ge.cli.layout import engine_from_environment
+
     check_output_folder(page, "the HTML page")
     check_not_read(page, "the HTML page", others)
+    engine_from_environment()
 
 
 def _check_not_dumps(targets: Sequence[tuple[Path | None, str]], dump: Path | None) -> None:

@@ -43,7 +43,10 @@ def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
 
 def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: int) -> None:
     if html_path is not None:
+        from ge.cli.layout import engine_from_environment
+
         check_output_folder(html_path, "the HTML page")
+        engine_from_environment()
         for other, what in ((a, "model A"), (b, "model B")):
             if same_file(html_path, other):
                 raise CommandLineError(f"cannot write the HTML page to {html_path}: it is "

@@ -6,10 +6,12 @@ graphviz (`dot -Tplain`, a subprocess with a timeout) when `dot` is on PATH, and
 (sources pulled down next to their first consumer), dummy nodes on long edges, barycentre
 ordering (a few down/up sweeps, keeping the ordering with the fewest crossings), and x
 coordinates by weighted isotonic regression towards the neighbours (so chains run straight).
-`GE_HTML_LAYOUT=builtin` (or `dot`) forces one engine; the default is `auto`.
+`GE_HTML_LAYOUT=builtin` (or `dot`) forces one engine; the default is `auto`; another value
+is GE1202 (`engine_from_environment`, asked before a command does any work), and a forced
+dot that is missing or fails is a warning beside the page's note.
 
-Pure Python, no imports beyond the standard library: it runs on graphs of thousands of nodes
-in about a second.
+Pure Python, no imports beyond the standard library (and ge's errors and warnings): it runs
+on graphs of thousands of nodes in about a second.
 """
 
 from __future__ import annotations
@@ -18,13 +20,29 @@ import itertools
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["ENGINE_ENV", "Layout", "builtin_layout", "dot_layout", "layout"]
+__all__ = ["ENGINES", "ENGINE_ENV", "Layout", "builtin_layout", "dot_layout",
+           "engine_from_environment", "layout"]
 
 #: The environment variable choosing the engine: auto (default), builtin or dot.
 ENGINE_ENV = "GE_HTML_LAYOUT"
+ENGINES = ("auto", "dot", "builtin")
+
+
+def engine_from_environment(environ: Mapping[str, str] | None = None) -> str:
+    """The engine `GE_HTML_LAYOUT` chooses ("auto" when unset or empty; case and spaces
+    ignored); another value is `CompilerOptionError` (GE1202), as for every variable of
+    ge's: it used to be taken as "auto" in silence."""
+    value = (os.environ if environ is None else environ).get(ENGINE_ENV, "")
+    chosen = value.strip().lower() or "auto"
+    if chosen not in ENGINES:
+        from ge.errors import CompilerOptionError
+
+        raise CompilerOptionError(f"{ENGINE_ENV} must be one of {', '.join(ENGINES)} (unset: "
+                                  f"auto), got {value!r}")
+    return chosen
 
 Point = tuple[float, float]
 
@@ -55,9 +73,9 @@ def layout(sizes: Sequence[tuple[float, float]], edges: Sequence[tuple[int, int]
 
     `engine`: "auto" (dot when on PATH, else built-in), "dot" or "builtin"; default from
     `GE_HTML_LAYOUT`. When dot is wanted but missing or fails, the built-in layout is used
-    and a note says why."""
-    chosen = (engine or os.environ.get(ENGINE_ENV) or "auto").strip().lower()
-    if chosen not in ("auto", "dot", "builtin"):
+    and a note says why; when it was asked for by name, a `CompileWarning` says it too."""
+    chosen = engine.strip().lower() if engine else engine_from_environment()
+    if chosen not in ENGINES:
         chosen = "auto"
     notes: list[str] = []
     if chosen != "builtin" and sizes:
@@ -70,6 +88,12 @@ def layout(sizes: Sequence[tuple[float, float]], edges: Sequence[tuple[int, int]
                 return dot_layout(sizes, edges, dot=dot)
             except (OSError, ValueError, subprocess.SubprocessError) as err:
                 notes.append(f"graphviz dot failed ({_short(err)}): used the built-in layout")
+    if chosen == "dot" and notes:
+        import warnings
+
+        from ge.errors import CompileWarning
+
+        warnings.warn(CompileWarning(f"{ENGINE_ENV}=dot: {notes[0]}"), stacklevel=2)
     result = builtin_layout(sizes, edges)
     result.notes[:0] = notes
     return result
