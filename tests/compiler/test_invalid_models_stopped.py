@@ -761,3 +761,51 @@ def test_two_stale_nodes_are_named_and_the_advice_given_once(tmp_path: Path) -> 
     ge.compile(graph, pass_paths=[plugin], builtin_passes=False, verify=True)
     assert [n.type for n in graph.get_direct_nodes() if n.type not in ("Data", "NetOutput")
             ] == ["Relu", "Sigmoid"]
+
+
+def _tile_of_folded_repeats() -> onnx.ModelProto:
+    """Tile's repeats are `Reshape([2], Concat([1], [1]))`, 2-D: onnx.checker passes the
+    model (the rank shows only once the Concat is known), onnxruntime refuses it when it
+    runs the Tile (the Mamba TorchScript export: trial PP)."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["one", "one"], ["shp"], axis=0),
+         helper.make_node("Reshape", ["rep1", "shp"], ["rep"]),
+         helper.make_node("Tile", ["x", "rep"], ["y"], name="tile")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M"])],
+        [onnx.numpy_helper.from_array(np.array([1], np.int64), "one"),
+         onnx.numpy_helper.from_array(np.array([2], np.int64), "rep1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+@pytest.mark.builtin_passes
+def test_a_node_rejecting_what_folding_computed_is_the_models_problem(tmp_path: Path) -> None:
+    """ConstantFolding computes the repeats exactly; the Tile rejecting them rejects what the
+    model computes. It was E13028, "a bug in ge" (trial PP): GE1305 saying the input model
+    is invalid, naming the node and the constant; nothing written; --disable ConstantFolding
+    compiles it as it is."""
+    model = _tile_of_folded_repeats()
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(model)
+    err = caught.value
+    assert (err.code, err.stage, list(err.nodes)) == ("GE1305", "OriginGraphOptimize", ["tile"])
+    assert err.message.startswith(
+        "node 'tile' (Tile) rejects its input(s) 'rep' (int64[1, 1]), which the model "
+        "computes from constants alone (ConstantFolding computed them): shape inference "
+        "failed for inputs")
+    assert "'Repeats' input must be 1D" in err.message
+    assert err.message.endswith(
+        "The input model is invalid as given (onnxruntime refuses it when it runs that node); "
+        "fix it in the model or in the exporter that wrote it (--disable ConstantFolding "
+        "compiles it as invalid as it is)")
+    assert "bug in ge" not in err.message
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    with pytest.raises(ShapeInferenceError):
+        ge.compile(source)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+    ge.compile(source, disable=["ConstantFolding"]).save(out)
+    with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.Fail):  # as the original
+        ort.InferenceSession(str(source)).run(None, {"x": np.ones(3, np.float32)})

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
 from ge.compiler.change_sites import change_sites
+from ge.compiler.folded_values import model_rejects_folded_values
 from ge.compiler.graph_facts import GraphFacts, declared_output_problem
 from ge.compiler.last_changes import Blame, LastChanges, PassChange
 from ge.compiler.pass_failure import describe_exception, is_pass_failure, run_error
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord
 from ge.errors import (
+    GeError,
     PassDefinitionWarning,
     ShapeInferenceError,
     SourceLocation,
@@ -69,12 +71,14 @@ class _PassFailed(Exception):
     """Raised inside the transaction so that a failure rolls the graph back."""
 
     def __init__(self, status: RunStatus, reason: str | None = None,
-                 nodes: Iterable[str] = (), location: SourceLocation | None = None) -> None:
+                 nodes: Iterable[str] = (), location: SourceLocation | None = None,
+                 model_error: GeError | None = None) -> None:
         super().__init__(reason or status.reason)
         self.status = status
         self.reason = reason
         self.nodes = tuple(nodes)
         self.location = location  # the line of the pass that changed the first node named
+        self.model_error = model_error  # the input model's own problem, raised instead
 
 
 @dataclass
@@ -148,12 +152,18 @@ class Invocation:
                         problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
                         where = sites.location_of(problems) if sites is not None else None
                         problems = _as_written(problems, root, changes.removed)
+                        own = (model_rejects_folded_values(entry.name, problems, changes)
+                               if entry.builtin and getattr(instance, "exact_folds", False)
+                               else None)
                         raise _PassFailed(RunStatus(status.outcome, "FAILED"),
                                           _describe_problems(problems),
-                                          [n for p in problems for n in p.nodes], where)
+                                          [n for p in problems for n in p.nodes], where, own)
                 if root.mutation_count != before:  # (under the collection hold)
                     self._note_changes(entry, changes, stage)
         except _PassFailed as failed:
+            if failed.model_error is not None:
+                failed.model_error.stage = stage
+                raise failed.model_error from None
             reason = failed.reason or context.get_error_message() or failed.status.reason
             earlier = self._plugin_behind(entry, root, failed.nodes)
             raise run_error(entry, stage, failed.status.return_code, reason,
@@ -445,7 +455,7 @@ def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
         if conflict is not None:
             problems.append(ValidationProblem(
                 "shape", (node.name,), conflict.message, graph.name,
-                STALE_DESC_ADVICE if conflict.stale else ""))
+                STALE_DESC_ADVICE if conflict.stale else "", subjects=(node,)))
     return problems
 
 

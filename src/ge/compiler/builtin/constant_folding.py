@@ -410,6 +410,10 @@ def _replace(graph: Graph, node: Node, values: dict[int, Tensor]) -> list[Node]:
 class ConstantFolding(FusionBasePass):
     """Evaluate constant subexpressions at compile time (see the module docstring)."""
 
+    #: Its rewrites put in place of nodes the constants they compute: a node rejecting one
+    #: rejects what the model computes (`ge.compiler.folded_values`).
+    exact_folds = True
+
     def __init__(self) -> None:
         # Kept for the compilation (the engine makes one instance per compilation): the
         # reference evaluators by operator signature, and the schemas' tensor answers.

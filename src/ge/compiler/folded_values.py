@@ -1,0 +1,70 @@
+"""When a node rejects a value that constant folding made known, the model is invalid as given.
+
+A pass whose rewrites put in place of nodes the constants those nodes compute (a class with
+`exact_folds = True`: `ConstantFolding`) changes no value the model computes. When the
+check after it finds that a node it did not change now fails shape inference, and the
+inputs it rejects are those new constants, the node rejects what the model computes at run
+time for every input: `Tile` given repeats that a `Reshape` of a `Concat` makes 2-D (the
+checker passes the model, onnxruntime refuses it when it runs). That was E13028, "a bug
+in ge" (trial PP); `model_rejects_folded_values` says it is the model's, naming the node,
+the constants and the pass that computed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ge.errors import ShapeInferenceError, ValidationProblem
+from ge.graph import Node
+from ge.graph.changes import ChangeSet
+from ge.graph.node import is_const
+
+__all__ = ["model_rejects_folded_values"]
+
+
+def _folded_inputs(node: Node, changes: ChangeSet) -> list[str]:
+    """The inputs of `node` now read from constants the pass added: `'rep' (int64[1, 1])`."""
+    found = []
+    for i in range(node.get_inputs_size()):
+        producer = node.get_input_producer(i)
+        if producer is None or not is_const(producer[0]) or producer[0] not in changes.added:
+            continue
+        value = producer[0].get_output_desc(0)
+        dims = ", ".join(str(d) for d in value.get_shape())
+        found.append(f"{producer[0].get_output_name(0)!r} "
+                     f"({value.data_type.name.removeprefix('DT_').lower()}[{dims}])")
+    return found
+
+
+def model_rejects_folded_values(pass_name: str, problems: Sequence[ValidationProblem],
+                                changes: ChangeSet) -> ShapeInferenceError | None:
+    """The error to raise instead of the pass's failure when every problem is a node the
+    pass left as it was (not added, its attributes untouched) failing shape inference on
+    inputs that are constants the pass computed; None otherwise (then the pass is blamed)."""
+    sentences = []
+    nodes = []
+    for problem in problems:
+        subjects = [s for s in problem.subjects if isinstance(s, Node)]
+        if problem.kind != "shape" or len(subjects) != 1:
+            return None
+        node = subjects[0]
+        if node in changes.added or changes.attributes_set(node):
+            return None
+        folded = _folded_inputs(node, changes)
+        if not folded:
+            return None
+        nodes.append(problem.nodes[0])
+        said = problem.message  # ("node 'x' (Tile, opset 13 schema): ..." names it again)
+        if said.startswith(f"node {problem.nodes[0]!r} (") and "): " in said:
+            said = said.split("): ", 1)[1]
+        sentences.append(
+            f"node {problem.nodes[0]!r} ({node.type}) rejects its input(s) "
+            f"{', '.join(folded)}, which the model computes from constants alone "
+            f"({pass_name} computed them): {said}")
+    if not sentences:
+        return None
+    return ShapeInferenceError(
+        f"{'; '.join(sentences)}. The input model is invalid as given (onnxruntime refuses "
+        "it when it runs that node); fix it in the model or in the "
+        f"exporter that wrote it (--disable {pass_name} compiles it as invalid as it is)",
+        nodes=nodes)
