@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_helpers import DISTILBERT, run_process
+from cli_helpers import DISTILBERT, SRC, run_process
 from onnx import TensorProto, helper, numpy_helper
 
 from ge._signals import held_signals
@@ -94,16 +97,36 @@ def test_held_signals_deliver_each_one_after_the_block() -> None:
 
 
 PLUGIN_AT_EXIT = '''\
-import atexit, os, pathlib, threading, time
+import atexit, os, pathlib, tempfile, threading, time
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
 
 MARK = pathlib.Path({mark!r})
+LOG = open(MARK / "unclosed.log", "w")  # buffered, never closed
+LOG.write("plugin loaded\\n")
+TEMPORARY = tempfile.NamedTemporaryFile(dir=MARK, prefix="ntf_")  # removed when freed
+
+
+class Reporter:
+    def __del__(self):
+        (MARK / "del").write_text("ran")
+
+
+REPORTER = Reporter()
+
 
 def _late():
     time.sleep(3)  # (still running when the command ends)
     (MARK / "thread").write_text("done")
 
-atexit.register(lambda: (MARK / "atexit").write_text("ran"))
+
+def _at_exit():
+    (MARK / "atexit").write_text("ran")
+    if os.environ.get("HANG_AT_EXIT"):
+        (MARK / "hanging").write_text("")
+        time.sleep(60)
+
+
+atexit.register(_at_exit)
 if os.environ.get("START_THREAD"):
     threading.Thread(target=_late, daemon=False).start()
 
@@ -116,10 +139,13 @@ class Idle(FusionBasePass):
 
 
 def test_the_process_ends_as_a_normal_exit_would(tmp_path: Path) -> None:
-    """`ge` ends without the interpreter's teardown (seconds on a large model), but a
-    plugin's atexit callback still runs and its non-daemon thread is still waited for."""
+    """A plugin's atexit callback runs, its non-daemon thread is waited for, its open file
+    is flushed, its temporary file removed and its objects finalized (trial RR: a quicker
+    end through os._exit lost them)."""
+    mark = tmp_path / "mark"
+    mark.mkdir()
     plugin = tmp_path / "at_exit.py"
-    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(tmp_path)))
+    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)))
     out = tmp_path / "m.onnx"
     for thread in ("", "1"):
         result = run_process("-m", "ge", "compile", str(DISTILBERT), "-o", str(out),
@@ -127,13 +153,59 @@ def test_the_process_ends_as_a_normal_exit_would(tmp_path: Path) -> None:
                              env_vars={"START_THREAD": thread})
         assert result.returncode == 0, result.stderr
         assert out.exists() and result.stdout.endswith(f"wrote {out}\n")
-        assert (tmp_path / "atexit").read_text() == "ran"
-        (tmp_path / "atexit").unlink()
-        out.unlink()
-    assert (tmp_path / "thread").read_text() == "done"  # (waited for: a normal exit)
+        assert sorted(p.name for p in mark.iterdir()) == sorted(
+            ["atexit", "del", "unclosed.log"] + (["thread"] if thread else []))
+        assert (mark / "unclosed.log").read_text() == "plugin loaded\n"
+        for made in mark.iterdir():
+            made.unlink()
     failed = run_process("-m", "ge", "compile", str(tmp_path / "absent.onnx"), "-o",
                          str(tmp_path / "x.onnx"))
     assert failed.returncode == 1 and failed.stderr.startswith("ge: [GE1102]")
+
+
+def test_a_signal_after_the_command_ended_ends_the_process_with_a_line(
+        tmp_path: Path) -> None:
+    """SIGTERM while an atexit callback hangs ends the process at once, 143, one line (it
+    was the default handler's silent end, or, while ignored, a wait for the callback)."""
+    mark = tmp_path / "mark"
+    mark.mkdir()
+    plugin = tmp_path / "at_exit.py"
+    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)))
+    env = {**os.environ, "HANG_AT_EXIT": "1", "PYTHONPATH": os.pathsep.join(
+        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("ASCEND_GE_PY_PASS_PATH", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ge", "compile", str(DISTILBERT), "-o", str(tmp_path / "m.onnx"),
+         "--pass-path", str(plugin), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not (mark / "hanging").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 143
+    assert stderr.endswith("ge: terminated after the command had ended (status 0)\n"), stderr
+
+
+def test_a_program_calling_main_gets_system_exit_and_keeps_its_handlers() -> None:
+    """`ge.cli.main()` called from a program (sys.argv its own) raises SystemExit and leaves
+    the program's SIGINT handler as it was (trial RR: a test runner calling
+    it ended at once with status 0)."""
+    code = (
+        "import signal, sys\n"
+        "import ge.cli\n"
+        "sys.argv = ['ge', '--version']\n"
+        "handler = signal.getsignal(signal.SIGINT)\n"
+        "try:\n"
+        "    ge.cli.main()\n"
+        "except SystemExit as exit_:\n"
+        "    print('caught', exit_.code)\n"
+        "print('after', signal.getsignal(signal.SIGINT) is handler)\n"
+        "sys.exit(3)\n")
+    result = run_process("-c", code)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout.endswith("caught 0\nafter True\n"), result.stdout
 
 
 def test_exit_status_of_system_exit_codes() -> None:

@@ -763,12 +763,12 @@ def test_two_stale_nodes_are_named_and_the_advice_given_once(tmp_path: Path) -> 
             ] == ["Relu", "Sigmoid"]
 
 
-def _tile_of_folded_repeats() -> onnx.ModelProto:
+def _tile_of_folded_repeats(parts: int = 2) -> onnx.ModelProto:
     """Tile's repeats are `Reshape([2], Concat([1], [1]))`, 2-D: onnx.checker passes the
     model (the rank shows only once the Concat is known), onnxruntime refuses it when it
-    runs the Tile (the Mamba TorchScript export: trial PP)."""
+    runs the Tile (the Mamba TorchScript export: trial PP). With one part, valid."""
     graph = helper.make_graph(
-        [helper.make_node("Concat", ["one", "one"], ["shp"], axis=0),
+        [helper.make_node("Concat", ["one"] * parts, ["shp"], axis=0, name="cat"),
          helper.make_node("Reshape", ["rep1", "shp"], ["rep"]),
          helper.make_node("Tile", ["x", "rep"], ["y"], name="tile")],
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
@@ -809,3 +809,70 @@ def test_a_node_rejecting_what_folding_computed_is_the_models_problem(tmp_path: 
     ge.compile(source, disable=["ConstantFolding"]).save(out)
     with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.Fail):  # as the original
         ort.InferenceSession(str(source)).run(None, {"x": np.ones(3, np.float32)})
+
+
+BREAKER = """
+import numpy as np
+from ge.ops import infer_node
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="Breaker", stage=PassStage.AFTER_INFER_SHAPE)
+class Breaker(FusionBasePass):
+    def run(self, graph, context):
+        if not graph.has_node("cat") or graph.find_node_by_name("cat").get_inputs_size() != 1:
+            return None
+        cat = graph.find_node_by_name("cat")
+        graph.set_inputs_size(cat, 2)
+        graph.add_data_edge(graph.add_const(np.array([1], np.int64)), 0, cat, 1)
+        for node in graph.get_direct_nodes():
+            if node.type in ("Concat", "Reshape"):
+                infer_node(node)
+        return None
+"""
+
+
+@pytest.mark.builtin_passes
+def test_what_folding_computed_from_a_plugins_change_blames_the_plugin(tmp_path: Path) -> None:
+    """The model is valid; a plugin gave the Concat a second part before ConstantFolding
+    ran: the plugin is named, not the input model (trial RR)."""
+    plugin = tmp_path / "breaker.py"
+    plugin.write_text(BREAKER)
+    with isolated_plugin_state(), pytest.raises(PassRunError) as caught:
+        ge.compile(_tile_of_folded_repeats(parts=1), pass_paths=[plugin])
+    assert caught.value.code == "E13028" and caught.value.pass_name == "ConstantFolding"
+    assert "A plugin pass before it may have left the graph so" in caught.value.message
+    assert "Breaker" in caught.value.message and "invalid as given" not in caught.value.message
+
+
+@pytest.mark.builtin_passes
+def test_on_pass_failure_skip_skips_the_fold_a_node_rejects(tmp_path: Path) -> None:
+    """Under on_pass_failure='skip' the fold's run is rolled back with a warning saying
+    why, and the model is written as it was (trial RR: it stopped with GE1305)."""
+    result = ge.compile(_tile_of_folded_repeats(), on_pass_failure="skip")
+    said = [str(w) for w in result.warnings if "rolled back and skipped" in str(w)]
+    assert said and all("[GE1305] node 'tile' (Tile) rejects its input(s) 'rep'" in w
+                        for w in said)
+    assert result.graph.count_of_type("Tile") == 1
+    result.save(tmp_path / "out.onnx")
+
+
+@pytest.mark.builtin_passes
+def test_a_folded_value_contradicting_a_declared_output_is_no_verdict() -> None:
+    """onnx accepts `Add(r, x)` with r folded to int64[1, 2]; only the output declared 1-D
+    now differs (onnxruntime runs the model, with a warning): not "the input model is
+    invalid" (trial RR), the check's own finding as before."""
+    ints = onnx.numpy_helper.from_array
+    graph = helper.make_graph(
+        [helper.make_node("Compress", ["vals", "cond"], ["shp"], axis=0, name="compress"),
+         helper.make_node("Reshape", ["rep1", "shp"], ["r"], name="resh"),
+         helper.make_node("Add", ["r", "x"], ["y"], name="add")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.INT64, ["N"])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["M"])],
+        [ints(np.array([1, 2, 0], np.int64), "vals"),
+         ints(np.array([True, True, False]), "cond"), ints(np.array([7, 8], np.int64), "rep1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(model)
+    assert "invalid as given" not in caught.value.message
+    assert "output 0 of Add node 'add' is TensorDesc(int64[M])" in caught.value.message

@@ -111,7 +111,7 @@ def test_sizes_the_caller_gave_are_named_as_given() -> None:
                    ["batch", "seq", 4])
     report = verify(model, model, dims={"seq": 1})
     assert report.also_at == {"seq": 1, "batch": 3} and report.given_dims == ("seq",)
-    assert report.summary().endswith("; also at batch=3 (seq=1 as given)")
+    assert report.summary().endswith("; also at batch=3 with seq=1 as given")
     assert report.as_dict()["given_dims"] == ["seq"]
     assert "given_dims" not in verify(model, model).as_dict()
     # right at batch 2 only: fails where the check chose batch 3
@@ -120,9 +120,9 @@ def test_sizes_the_caller_gave_are_named_as_given() -> None:
                    ["batch", "seq", 4], ["batch", "seq", 4], [_shape("shape", [2, -1, 4])])
     failed = verify(model, baked, dims={"seq": 2})
     assert not failed.ok and failed.sizes == {"seq": 2, "batch": 3}
-    assert failed.summary().startswith("FAILED at batch=3 (seq=2 as given): ")
+    assert failed.summary().startswith("FAILED at batch=3 with seq=2 as given: ")
     with pytest.raises(SessionError, match=r"the compiled model cannot run at batch=3 "
-                                           r"\(seq=1 as given\), where the original runs"):
+                                           r"with seq=1 as given, where the original runs"):
         verify(model, baked, dims={"seq": 1})  # (3 x 1 x 4 elements: no [2, -1, 4])
 
 

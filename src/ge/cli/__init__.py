@@ -97,20 +97,15 @@ def cli(debug: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point (`ge`, `python -m ge`, `python -m ge.cli`). Without
-    `argv` the process is the command's own: it ends as soon as the command has
-    (`process_exit`); with `argv` (a caller's program) it raises SystemExit as click does."""
+    """Run the `ge` command line (`argv`, default `sys.argv[1:]`); raises SystemExit with
+    its status, as click does. The console script and `python -m ge` run it through
+    `ge.cli.process_exit.run`, which also prepares the end of their process."""
     from ge.cli.output import TERMINATED_STATUS, terminated_as_interrupt
 
     with terminated_as_interrupt() as terminated:
         try:
             cli.main(args=list(argv) if argv is not None else None, prog_name="ge")
-        except SystemExit as exit_:
-            code = TERMINATED_STATUS if terminated else exit_.code
-            if argv is None:
-                from ge.cli.process_exit import exit_process
-
-                exit_process(code)
+        except SystemExit:
             if terminated:
                 raise SystemExit(TERMINATED_STATUS) from None
             raise

@@ -1,5 +1,5 @@
 """`python -m ge.cli`: the `ge` command without the console script."""
 
-from ge.cli import main
+from ge.cli.process_exit import run
 
-main()
+run()

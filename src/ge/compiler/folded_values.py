@@ -7,7 +7,11 @@ inputs it rejects are those new constants, the node rejects what the model compu
 time for every input: `Tile` given repeats that a `Reshape` of a `Concat` makes 2-D (the
 checker passes the model, onnxruntime refuses it when it runs). That was E13028, "a bug
 in ge" (trial PP); `model_rejects_folded_values` says it is the model's, naming the node,
-the constants and the pass that computed them.
+the constants and the pass that computed them (`FoldedValueRejected`, GE1305; under
+`on_pass_failure="skip"` the run is rolled back and skipped with a warning, as any failing
+run). Not when a plugin pass before it last changed the node (that pass is blamed, as
+before), nor when onnx accepts the node and only its outputs now differ from the desc it
+holds (a declared output shape the folded value contradicts: runtimes run such a model).
 """
 
 from __future__ import annotations
@@ -18,8 +22,14 @@ from ge.errors import ShapeInferenceError, ValidationProblem
 from ge.graph import Node
 from ge.graph.changes import ChangeSet
 from ge.graph.node import is_const
+from ge.ops.inference import STALE_DESC_ADVICE
 
-__all__ = ["model_rejects_folded_values"]
+__all__ = ["FoldedValueRejected", "model_rejects_folded_values"]
+
+
+class FoldedValueRejected(ShapeInferenceError):
+    """A node rejects the constants an exact fold computed for it: the input model's
+    problem (GE1305), which `on_pass_failure="skip"` skips as a failing run."""
 
 
 def _folded_inputs(node: Node, changes: ChangeSet) -> list[str]:
@@ -37,16 +47,17 @@ def _folded_inputs(node: Node, changes: ChangeSet) -> list[str]:
 
 
 def model_rejects_folded_values(pass_name: str, problems: Sequence[ValidationProblem],
-                                changes: ChangeSet) -> ShapeInferenceError | None:
+                                changes: ChangeSet) -> FoldedValueRejected | None:
     """The error to raise instead of the pass's failure when every problem is a node the
-    pass left as it was (not added, its attributes untouched) failing shape inference on
-    inputs that are constants the pass computed; None otherwise (then the pass is blamed)."""
+    pass left as it was (not added, its attributes untouched) that onnx's inference rejects
+    with inputs that are constants the pass computed; None otherwise (then the pass is
+    blamed)."""
     sentences = []
     nodes = []
     for problem in problems:
         subjects = [s for s in problem.subjects if isinstance(s, Node)]
-        if problem.kind != "shape" or len(subjects) != 1:
-            return None
+        if problem.kind != "shape" or len(subjects) != 1 or problem.advice == STALE_DESC_ADVICE:
+            return None  # (a stale desc: onnx accepts the node, its outputs differ)
         node = subjects[0]
         if node in changes.added or changes.attributes_set(node):
             return None
@@ -63,7 +74,7 @@ def model_rejects_folded_values(pass_name: str, problems: Sequence[ValidationPro
             f"({pass_name} computed them): {said}")
     if not sentences:
         return None
-    return ShapeInferenceError(
+    return FoldedValueRejected(
         f"{'; '.join(sentences)}. The input model is invalid as given (onnxruntime refuses "
         "it when it runs that node); fix it in the model or in the "
         f"exporter that wrote it (--disable {pass_name} compiles it as invalid as it is)",

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
 from ge.compiler.change_sites import change_sites
-from ge.compiler.folded_values import model_rejects_folded_values
+from ge.compiler.folded_values import FoldedValueRejected, model_rejects_folded_values
 from ge.compiler.graph_facts import GraphFacts, declared_output_problem
 from ge.compiler.last_changes import Blame, LastChanges, PassChange
 from ge.compiler.pass_failure import describe_exception, is_pass_failure, run_error
 from ge.compiler.pass_registry import RegisteredPass
 from ge.compiler.report import PassRunRecord
 from ge.errors import (
-    GeError,
     PassDefinitionWarning,
     ShapeInferenceError,
     SourceLocation,
@@ -72,7 +71,7 @@ class _PassFailed(Exception):
 
     def __init__(self, status: RunStatus, reason: str | None = None,
                  nodes: Iterable[str] = (), location: SourceLocation | None = None,
-                 model_error: GeError | None = None) -> None:
+                 model_error: FoldedValueRejected | None = None) -> None:
         super().__init__(reason or status.reason)
         self.status = status
         self.reason = reason
@@ -161,11 +160,11 @@ class Invocation:
                 if root.mutation_count != before:  # (under the collection hold)
                     self._note_changes(entry, changes, stage)
         except _PassFailed as failed:
-            if failed.model_error is not None:
+            earlier = self._plugin_behind(entry, root, failed.nodes)
+            if failed.model_error is not None and earlier is None:
                 failed.model_error.stage = stage
                 raise failed.model_error from None
             reason = failed.reason or context.get_error_message() or failed.status.reason
-            earlier = self._plugin_behind(entry, root, failed.nodes)
             raise run_error(entry, stage, failed.status.return_code, reason,
                             nodes=failed.nodes, location=failed.location,
                             earlier=earlier) from None

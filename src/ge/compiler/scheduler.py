@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described, item_list, mapping, text
+from ge.compiler.folded_values import FoldedValueRejected
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.last_changes import LastChanges
 from ge.compiler.opset_imports import drop_emptied_opset_imports, unused_opset_imports
@@ -331,13 +332,14 @@ class Scheduler:
                 stage: str) -> bool:
         try:
             record = self._invocation.run(entry, instance, target, root, stage)
-        except PassRunError as err:
+        except (PassRunError, FoldedValueRejected) as err:
             self._skip_or_raise(err, entry, target, root, stage)
             return False
         self._record(record, root)
         return record.changed
 
-    def _skip_or_raise(self, err: PassRunError, entry: RegisteredPass, target: Graph,
+    def _skip_or_raise(self, err: PassRunError | FoldedValueRejected, entry: RegisteredPass,
+                       target: Graph,
                        root: Graph, stage: str | None = None) -> None:
         if not self._skip_failures:
             raise err

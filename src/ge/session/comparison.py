@@ -529,12 +529,13 @@ class VerificationReport:
 
 def sizes_text(sizes: Mapping[str, int], given: Iterable[str] = ()) -> str:
     """Sizes of symbolic dims for a message: `batch=3, seq=5`; those named in `given` (sized
-    by the caller, not chosen by the check) last, `batch=3 (seq=1, past=4 as given)`."""
+    by the caller, not chosen by the check) last, `batch=3 with seq=1, past=4 as given` (no
+    brackets: the text often stands in brackets itself)."""
     given = set(given)
     chosen = ", ".join(f"{name}={size}" for name, size in sizes.items() if name not in given)
     kept = ", ".join(f"{name}={size}" for name, size in sizes.items() if name in given)
     if chosen and kept:
-        return f"{chosen} ({kept} as given)"
+        return f"{chosen} with {kept} as given"
     return chosen or kept
 
 
