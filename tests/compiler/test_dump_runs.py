@@ -247,7 +247,12 @@ def test_a_dump_changed_since_its_run_is_kept_and_refused(
     (json.dumps({"ge_dump_manifest": 1, "files": [
         {"name": "../ge_0000_Input.txt", "size": 4, "mtime_ns": 0}]}),
      "it lists '../ge_0000_Input.txt'"),
-], ids=["not-json", "not-ge", "user-file", "outside"])
+    # a user's file as being written: the next run would remove it
+    (json.dumps({"ge_dump_manifest": 1, "files": [], "writing": ["notes.txt"]}),
+     "it lists 'notes.txt'"),
+    (json.dumps({"ge_dump_manifest": 1, "files": [], "writing": "ge_0000_Input.txt"}),
+     "its writing is 'ge_0000_Input.txt'"),
+], ids=["not-json", "not-ge", "user-file", "outside", "writing-user-file", "writing-not-list"])
 def test_a_manifest_ge_cannot_read_is_refused_and_left_alone(
         tmp_path: Path, manifest: str, reason: str) -> None:
     folder = _user_folder(tmp_path)

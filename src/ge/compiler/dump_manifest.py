@@ -20,6 +20,12 @@ weights dumps 1.2 GB per run).
 Two compilations dumping into one folder at once: the later one takes the folder over (as a
 sequential run would), and the earlier one, finding another run's manifest before its next
 dump, stops dumping with a `CompileWarning` instead of writing among the other's files.
+Every look at the folder and every change to it (the check, the takeover, a dump with its
+listing, the mark of completion) is made holding the folder's lock (`ge.compiler.dump_lock`),
+so that the other run sees the folder only between them, every dump in it listed. A run
+lists the files of a dump as being written (`writing`) before it writes them: a run killed
+while writing one leaves its names in the manifest, and the next run removes those files
+too, where it would otherwise refuse the folder for files no manifest lists.
 """
 
 from __future__ import annotations
@@ -31,11 +37,12 @@ import re
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from ge._text import first_and_more
+from ge.compiler.dump_lock import locked_folder
 from ge.errors import CommandLineError, CompileWarning
 from ge.graph.save_target import new_file_mode
 from ge.passes.source import warn_user
@@ -63,7 +70,8 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 class DumpRun:
     """One compilation's dumps in `directory`: checked (`check`), taking the folder over
-    from the previous run (`take_over`), and recording each file it writes (`record`)."""
+    from the previous run (`take_over`), and listing each file it writes (`writing`), each
+    holding the folder's lock."""
 
     def __init__(self, directory: Path, *, source: str | None = None) -> None:
         """`source` names where the folder was given (an environment variable) in errors."""
@@ -71,27 +79,73 @@ class DumpRun:
         self._where = f"{directory} ({source})" if source else str(directory)
         self.manifest = directory / MANIFEST_NAME
         self.run_id = uuid.uuid4().hex
+        #: The name of the one weights file this run's ONNX dumps share: fixed up front, so
+        #: that it is listed as being written before the file exists.
+        self.weights_name = f"ge_weights_{self.run_id[:16]}.data"
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.complete = False
-        self.taken = False  # whether this run owns the folder (took it over)
+        self.taken = False  # whether this run took the folder over (and owned it then)
         self._files: dict[str, tuple[int, int]] = {}
+        self._writing: list[str] = []
 
     def check(self) -> None:
         """Refuse (`CommandLineError`, GE1701) a folder this run cannot take over without
-        mixing its dumps with files of unknown origin; changes nothing."""
-        self._previous_files()
+        mixing its dumps with files of unknown origin; changes nothing (a missing folder
+        is not made)."""
+        if self.directory.is_dir():
+            with locked_folder(self.directory):
+                self._previous_files()
 
     def take_over(self) -> None:
-        """Remove the previous run's dumps (those its manifest lists, unchanged since) and
-        make the manifest this run's. The folder is checked again: it may have changed
-        since `check`."""
-        removable = self._previous_files()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for path in removable:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self.taken = True
-        self._write_manifest()
+        """Remove the previous run's dumps (those its manifest lists, unchanged since, or
+        as being written) and make the manifest this run's. The folder is checked again:
+        it may have changed since `check`."""
+        with locked_folder(self.directory):
+            removable = self._previous_files()
+            for path in removable:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            self.taken = True
+            self._write_manifest()
+
+    @contextlib.contextmanager
+    def writing(self, names: Sequence[str]) -> Iterator[dict[str, Any] | None]:
+        """Hold the folder for writing the files `names` (in it): gives None while this
+        run owns the folder, the names then listed as being written until the block ends,
+        when those that exist are listed with their size and modification time as of then;
+        else gives the manifest found there (`owner`) and lists nothing."""
+        with locked_folder(self.directory):
+            other = self.owner()
+            if other is not None:
+                yield other
+                return
+            self._writing = list(names)
+            self._write_manifest()
+            try:
+                yield None
+            finally:  # (what was written, if only in part, is listed)
+                self._writing = []
+                for name in names:
+                    try:
+                        self._files[name] = _stamp(self.directory / name)
+                    except FileNotFoundError:
+                        self._files.pop(name, None)
+                self._write_manifest()
+
+    def finish(self) -> dict[str, Any] | None:
+        """The run dumped through the pipeline's last step: say so in the manifest. None
+        when it did; else the manifest found there (`owner`), left as it is."""
+        with locked_folder(self.directory):
+            other = self.owner()
+            if other is None:
+                self.complete = True
+                self._write_manifest()
+            return other
+
+    def lost_to(self) -> dict[str, Any] | None:
+        """`owner`, read holding the folder's lock."""
+        with locked_folder(self.directory):
+            return self.owner()
 
     def owner(self) -> dict[str, Any] | None:
         """None while this run owns the folder (its manifest, or none: removed by hand, it
@@ -107,19 +161,6 @@ class DumpRun:
             return None
         return found if isinstance(found, dict) else {}
 
-    def record(self, paths: Iterable[Path]) -> None:
-        """`paths` (in the folder) were written, or written further, by this run: list them
-        with their size and modification time as of now."""
-        for path in paths:
-            with contextlib.suppress(FileNotFoundError):
-                self._files[path.name] = _stamp(path)
-        self._write_manifest()
-
-    def finish(self) -> None:
-        """The run dumped through the pipeline's last step: say so in the manifest."""
-        self.complete = True
-        self._write_manifest()
-
     def _write_manifest(self) -> None:
         """The manifest, replaced atomically (a reader never sees half of one)."""
         data = {
@@ -130,6 +171,7 @@ class DumpRun:
             "complete": self.complete,
             "files": [{"name": name, "size": size, "mtime_ns": mtime}
                       for name, (size, mtime) in self._files.items()],
+            "writing": self._writing,
         }
         fd, name = tempfile.mkstemp(dir=self.directory, prefix=f".{MANIFEST_NAME}.",
                                     suffix=".tmp")
@@ -145,12 +187,13 @@ class DumpRun:
             raise
 
     def _previous_files(self) -> list[Path]:
-        """The files the folder's manifest lists that are still as that run left them;
-        `CommandLineError` (GE1701) for a manifest ge cannot read, or a file named like a
-        dump that it does not list so."""
+        """The files the folder's manifest lists that are still as that run left them, or
+        as being written (by a run killed while writing them: a live one holds the lock
+        while it writes); `CommandLineError` (GE1701) for a manifest ge cannot read, or a
+        file named like a dump that it does not list so."""
         if not self.directory.is_dir():
             return []
-        listed = self._listed()
+        listed, written = self._listed()
         removable: list[Path] = []
         foreign: list[str] = []
         with os.scandir(self.directory) as entries:
@@ -159,7 +202,7 @@ class DumpRun:
                     continue
                 path = self.directory / entry.name
                 if entry.is_file(follow_symlinks=False) and (
-                        listed.get(entry.name) == _stamp(path)):
+                        entry.name in written or listed.get(entry.name) == _stamp(path)):
                     removable.append(path)
                 else:
                     foreign.append(entry.name)
@@ -174,13 +217,13 @@ class DumpRun:
                 "folder", path=str(self.directory))
         return removable
 
-    def _listed(self) -> dict[str, tuple[int, int]]:
-        """What the folder's manifest lists (file name -> size and modification time), or
-        nothing when there is none."""
+    def _listed(self) -> tuple[dict[str, tuple[int, int]], set[str]]:
+        """What the folder's manifest lists (file name -> size and modification time), and
+        the names it lists as being written; nothing when there is none."""
         try:
             text = self.manifest.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return {}
+            return {}, set()
         except OSError as err:
             return self._unreadable(err.strerror or type(err).__name__)
         try:
@@ -194,9 +237,15 @@ class DumpRun:
                         and isinstance(size, int) and isinstance(mtime, int)):
                     raise ValueError(f"it lists {name!r}")
                 listed[name] = (size, mtime)
+            written = data.get("writing", [])  # (absent: a ge from before it was written)
+            if not isinstance(written, list):
+                raise ValueError(f"its writing is {written!r}")
+            for name in written:
+                if not (isinstance(name, str) and is_dump_file(name)):
+                    raise ValueError(f"it lists {name!r}")
         except (ValueError, KeyError, TypeError) as err:
             return self._unreadable(str(err) or type(err).__name__)
-        return listed
+        return listed, set(written)
 
     def _unreadable(self, reason: str) -> NoReturn:
         raise CommandLineError(

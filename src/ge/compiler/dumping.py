@@ -24,7 +24,9 @@ nothing behind.
 One run's dumps never mix with another's: each run lists the files it writes in the
 folder's manifest, and replaces the previous run's dumps when its pipeline starts, never a
 file ge did not write (`ge.compiler.dump_manifest`, which says why a manifest and not a
-subfolder per run).
+subfolder per run). Each dump is written holding the folder's lock, after checking that
+the folder is still this run's (`DumpRun.writing`): two compilations dumping into one
+folder at once never interleave their changes to it (`ge.compiler.dump_lock`).
 
 A snapshot of a graph that has not changed since the previous snapshot of the compilation
 (`dumped_state`: the hierarchy's mutation count and the model fields around it, which
@@ -46,10 +48,10 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described
 from ge.compiler.dump_manifest import DumpRun, warn_taken_over
@@ -366,8 +368,11 @@ class GraphDumper(PipelineObserver):
             final = index == len(PIPELINE) - 1
             if self.level in ("1", "2") or (self.level == "3" and final) or self._wanted(label):
                 self._write(graph, label)
-            if final and self._still_ours():
-                self._guarded(self._run.finish)
+            if final and self._run.taken and not self._stopped:
+                with self._guarded():
+                    other = self._run.finish()
+                if other is not None:
+                    self._stop(other)
 
     def pass_done(self, records: Sequence[PassRunRecord], graph: Graph) -> None:
         """The model after a pass that changed it, once the pass ran on every graph (a dump
@@ -385,41 +390,50 @@ class GraphDumper(PipelineObserver):
             with self._timed():
                 self._write(graph, name)
 
+    def compilation_failed(self, error: BaseException, graph: Graph) -> None:
+        """A run that failed after another took its folder over says so, as it would have
+        at its next dump: the folder does not show its failure."""
+        if self._run.taken and not self._stopped:
+            other = None
+            with contextlib.suppress(OSError):  # (the failure is what to report)
+                other = self._run.lost_to()
+            if other is not None:
+                self._stop(other)
+
     def _take_over(self) -> None:
         """Make the folder this run's (`DumpRun.take_over`), once."""
         if not self._run.taken:
-            self._guarded(self._run.take_over)
+            with self._guarded():
+                self._run.take_over()
 
-    def _still_ours(self) -> bool:
-        """Whether this run still dumps into the folder: not once another compilation took
-        it over (told once, with a warning)."""
-        if self._stopped:
-            return False
-        owner = self._run.owner()
-        if owner is not None:
-            self._stopped = True
-            warn_taken_over(self.directory, owner)
-        return not self._stopped
+    def _stop(self, owner: dict[str, Any]) -> None:
+        """Another compilation (its manifest: `owner`) took the folder over: dump no more
+        there, and say so, once."""
+        self._stopped = True
+        warn_taken_over(self.directory, owner)
 
     def _write(self, graph: Graph, name: str) -> None:
+        """Dump `graph` as `name`, holding the folder, unless another run took it over."""
         self._take_over()
-        if not self._still_ours():
+        if self._stopped:
             return
         stem = f"ge_{self._seq:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
-        self._seq += 1
-        try:
-            self._guarded(lambda: self._snapshot(graph, stem))
-        finally:  # what it wrote, if only in part, is listed as this run's
-            written = [self.directory / f"{stem}{suffix}" for suffix in _SUFFIXES]
-            if self._shared is not None:
-                written.append(self._shared.path)
-            self._guarded(lambda: self._run.record(written))
+        names = [f"{stem}{suffix}" for suffix in _SUFFIXES]
+        if self.with_onnx:
+            names.append(self._run.weights_name)
+        with self._guarded(), self._run.writing(names) as other:
+            if other is not None:
+                self._stop(other)
+                return
+            self._seq += 1
+            self._snapshot(graph, stem)
 
-    def _guarded(self, action: Callable[[], None]) -> None:
-        """`action()`, an OSError of which is GE1701 (checked up front; the folder changed
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """The block, an OSError of which is GE1701 (checked up front; the folder changed
         since, or a full disk)."""
         try:
-            action()
+            yield
         except OSError as err:
             reason = err.strerror or type(err).__name__
             raise CommandLineError(f"cannot dump graphs to {self.directory}: {reason}",
@@ -488,14 +502,8 @@ class GraphDumper(PipelineObserver):
     def _weights(self) -> SharedExternalData:
         """The one data file the ONNX dumps of this compilation share: each weight is
         written there once (a copy per dump made `--dump` about twelve times the model),
-        named for this compilation, so that a run taking the folder over while this one
-        still writes never writes into it."""
+        named for this compilation (`DumpRun.weights_name`), so that it is never another
+        run's file; made by the first dump that puts a weight there."""
         if self._shared is None:
-            fd, name = tempfile.mkstemp(dir=self.directory, prefix="ge_weights_",
-                                        suffix=".data")
-            os.close(fd)
-            path = Path(name)
-            # (mkstemp: 0600 whatever the umask; asking the file made it keep that)
-            os.chmod(path, new_file_mode())
-            self._shared = SharedExternalData(path)
+            self._shared = SharedExternalData(self.directory / self._run.weights_name)
         return self._shared
