@@ -7,7 +7,9 @@ nodes or paths involved. Tools read these attributes instead of parsing messages
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -27,6 +29,8 @@ __all__ = [
     "RewriteError",
     "SourceLocation",
     "ValidationProblem",
+    "concerning_model",
+    "model_file_named",
 ]
 
 
@@ -49,6 +53,11 @@ class GeError(Exception):
     """
 
     code: ClassVar[str] = "GE1000"
+    #: Whether the error is about the model a command or `ge.compile` was given (what it
+    #: holds, not a pass, plugin, option or output): where that model was given as a file,
+    #: the error names it (`name_model_file`, `model_file_named`). True of every
+    #: `ModelLoadError`; set on others where they are raised about the model as given.
+    about_model: bool = False
 
     def __init__(
         self,
@@ -85,6 +94,15 @@ class GeError(Exception):
         context = self._context()
         suffix = f" ({', '.join(context)})" if context else ""
         return f"[{self.code}] {self.message}{suffix}"
+
+    def name_model_file(self, path: str) -> None:
+        """Name the model file `path` that this error is about: first in its message
+        (`path: ...`) unless it is named there already, and as its `path` unless it has
+        one (the data file of an external data error stays)."""
+        if self.path is None:
+            self.path = path
+        if path not in self.message:
+            self.message = f"{path}: {self.message}"
 
     def _context(self) -> list[str]:
         """What `str()` puts in parentheses after the message: the pass, stage, location."""
@@ -154,6 +172,7 @@ class ModelLoadError(GeError, ValueError):
     """A model file could not be read: not ONNX, truncated, or otherwise unusable."""
 
     code = "GE1101"
+    about_model = True
 
 
 class ModelNotFoundError(ModelLoadError, FileNotFoundError):
@@ -213,6 +232,34 @@ class PassRegisterError(GeError, ValueError):
     """E13030: a pass could not be registered (bad descriptor, duplicate name)."""
 
     code = "E13030"
+
+
+@contextmanager
+def model_file_named(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Name the model file `path` (`GeError.name_model_file`) in every error about the model
+    (`GeError.about_model`) raised inside: where a command or `ge.compile` was given a file,
+    a batch's log says which one failed. `path` None (a proto, a Graph): nothing named."""
+    try:
+        yield
+    except GeError as err:
+        if path is not None and err.about_model:
+            err.name_model_file(os.fspath(path))
+        raise
+
+
+@contextmanager
+def concerning_model(besides: tuple[type[GeError], ...] = ()) -> Iterator[None]:
+    """Mark the errors raised inside as about the model as given (`GeError.about_model`):
+    around what only reads the model a command or `ge.compile` was given (running it as
+    given, converting it), before any pass changed it. Not an option's or a command line's
+    error (`--opset 12` below the model's is the option's), nor one of `besides` (the
+    inputs file a user gave, which the error names)."""
+    try:
+        yield
+    except GeError as err:
+        if not isinstance(err, (CompilerOptionError, CommandLineError, *besides)):
+            err.about_model = True
+        raise
 
 
 # --- pass plugins and the compiler (added with the Python pass plugin machinery) -----------
@@ -448,6 +495,7 @@ class UnsupportedModelError(GeError, ValueError):
     merge or remove as constants (nothing is run or written)."""
 
     code = "GE1204"
+    about_model = True
 
 
 class CompileWarning(UserWarning):

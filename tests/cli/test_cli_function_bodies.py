@@ -52,7 +52,8 @@ def test_unregistered_operator_in_a_body_writes_nothing(tmp_path: Path) -> None:
     onnx.save(unregistered_model(), source)
     code, stdout, stderr = run_ge("compile", str(source), "-o", str(out))
     assert code == 1 and stdout == ""
-    assert stderr.startswith("ge: [GE1305] node 'call' calls model-local function local.F, "
+    assert stderr.startswith(f"ge: [GE1305] {source}: node 'call' calls model-local function "
+                             "local.F, "
                              "whose body cannot be typed: node 'Nope': custom operator "
                              "com.nowhere::Nope is not registered")
     assert stderr.rstrip().endswith("(stage InferShape)")

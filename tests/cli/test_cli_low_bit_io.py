@@ -150,14 +150,14 @@ def test_a_low_bit_output_ge_cannot_read_is_one_line_and_writes_nothing(
                "output is an OrtValue, and input 'words' (string) cannot be one (onnxruntime "
                "makes OrtValues of numeric tensors only)")
     code, stdout, stderr = run_ge("run", str(model), "--output", str(tmp_path / "o.npz"))
-    assert (code, stdout, stderr) == (1, "", f"ge: [GE1601] {message}\n")
+    assert (code, stdout, stderr) == (1, "", f"ge: [GE1601] {model}: {message}\n")
     code, stdout, _ = run_ge("run", str(model), "--json")
     error = json.loads(stdout)
-    assert (code, error["code"], error["type"], error["message"]) == (
-        1, "GE1601", "RuntimeLoadError", message)
+    assert (code, error["code"], error["type"], error["message"], error["path"]) == (
+        1, "GE1601", "RuntimeLoadError", f"{model}: {message}", str(model))
     code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "c.onnx"),
                                   "--verify")
     assert (code, stdout) == (1, "")
-    assert stderr == ("ge: [GE1601] the original model (as given, before any pass) cannot "
-                      f"be run for the verification: {message}\n")
+    assert stderr == (f"ge: [GE1601] {model}: the original model (as given, before any pass) "
+                      f"cannot be run for the verification: {message}\n")
     assert listing(tmp_path) == ["m.onnx"]

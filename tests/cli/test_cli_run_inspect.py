@@ -271,8 +271,9 @@ def test_run_loads_the_plugins_that_register_a_models_custom_operator(tmp_path: 
     missing = ge_run()
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     error = json.loads(missing.stdout)
-    assert error["code"] == "GE1601" and error["message"] == (
-        "graph 'g' uses trial.ops::Twice, which no loaded plugin registers "
+    assert error["code"] == "GE1601" and error["path"] == str(model)
+    assert error["message"] == (
+        f"{model}: graph 'g' uses trial.ops::Twice, which no loaded plugin registers "
         "(ge.ops.register_op with a kernel or a decomposition) and no function of the model "
         "defines: load the plugin that registers it (--pass-path or ASCEND_GE_PY_PASS_PATH; "
         "in Python, pass_paths= or ge.testing.load_passes)")
@@ -339,8 +340,9 @@ def test_run_says_a_model_with_a_cycle_is_invalid_not_its_inputs(tmp_path: Path,
     for args in ((), ("--output", str(out))):
         code, _, stderr = run_ge("run", str(model), *args)
         assert code == 1
-        assert stderr == (f"ge: [GE1003] graph is invalid (1 problem(s)): graph {graph}: cycle: "
-                          f"graph {graph!r} has a cycle through nodes: add, relu\n")
+        assert stderr == (f"ge: [GE1003] {model}: graph is invalid (1 problem(s)): graph "
+                          f"{graph}: cycle: graph {graph!r} has a cycle through nodes: add, "
+                          "relu\n")
     code, stdout, _ = run_ge("run", str(model), "--json")
     error = json.loads(stdout)
     assert (code, error["code"], error["nodes"], error["path"]) == (

@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import listing, run_ge
 from onnx import TensorProto, helper
 
-MESSAGE = ("[GE1602] the generated inputs of graph 'g' would take 1.09 TiB (1200000000000 "
+MESSAGE = ("the generated inputs of graph 'g' would take 1.09 TiB (1200000000000 "
            "bytes), over the limit of 4 GiB (GE_MAX_GENERATED_INPUT_BYTES): 'x' float32 "
            "[100000000000, 3] 1.09 TiB; give smaller sizes with --dims NAME=SIZE (dims=) or "
            "real inputs with --inputs FILE.npz (inputs=), or raise the limit with "
@@ -46,14 +46,14 @@ def test_inputs_over_the_limit_are_one_line(tmp_path: Path, command: str) -> Non
     before = sorted([*listing(tmp_path), *(["r.json"] if command == "compile" else [])])
     code, stdout, err = run_ge(command, str(model), *out, "--dims", "N=100000000000")
     assert code == 1 and stdout == ""
-    assert err == f"ge: {MESSAGE}\n"
+    assert err == f"ge: [GE1602] {model}: {MESSAGE}\n"  # (the model's inputs: named)
     assert listing(tmp_path) == before
     code, stdout, err = run_ge(command, str(model), *out, "--dims", "N=100000000000",
                                "--json")
     assert code == 1 and "Traceback" not in err
     data = json.loads(stdout)
     assert (data["code"], data["type"]) == ("GE1602", "VerificationInputError")
-    assert f"[GE1602] {data['message']}" == MESSAGE
+    assert (data["message"], data["path"]) == (f"{model}: {MESSAGE}", str(model))
     assert listing(tmp_path) == before
     if command == "compile":
         assert json.loads((tmp_path / "r.json").read_text()) == data
@@ -65,8 +65,8 @@ def test_the_environment_raises_or_lowers_the_limit(tmp_path: Path,
     monkeypatch.setenv("GE_MAX_GENERATED_INPUT_BYTES", "1000")
     code, _, err = run_ge("run", str(model), "--dims", "N=100")
     assert code == 1
-    assert err.startswith("ge: [GE1602] the generated inputs of graph 'g' would take 1.17 KiB "
-                          "(1200 bytes), over the limit of 1000 bytes")
+    assert err.startswith(f"ge: [GE1602] {model}: the generated inputs of graph 'g' would "
+                          "take 1.17 KiB (1200 bytes), over the limit of 1000 bytes")
     code, _, err = run_ge("run", str(model), "--dims", "N=80")
     assert code == 0, err
     monkeypatch.setenv("GE_MAX_GENERATED_INPUT_BYTES", "4GiB")

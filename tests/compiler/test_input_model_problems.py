@@ -206,8 +206,8 @@ def test_an_invalid_input_the_compilation_repairs_still_fails_verification(
     out.unlink()
     code, _, stderr = _compile_cli(str(source), "-o", str(out), "--verify")
     assert code == 1 and stderr.startswith(
-        "ge: [GE1601] the original model (as given, before any pass) cannot be run for the "
-        "verification: onnxruntime cannot load graph 'g': ")
+        f"ge: [GE1601] {source}: the original model (as given, before any pass) cannot be run "
+        "for the verification: onnxruntime cannot load graph 'g': ")
     assert "Unrecognized attribute: bogus" in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
     graph = ge.graph.load(source)

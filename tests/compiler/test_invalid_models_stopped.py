@@ -257,11 +257,12 @@ def test_an_operator_onnx_lacks_stops_the_compilation_at_infer_shape(
     out = tmp_path / "out.onnx"
     code, stderr = _compile_cli(source, out)
     assert code == 1 and stderr.count("\n") == 1
-    assert stderr == f"ge: [GE1305] graph 'g': {message} (stage InferShape)\n"
+    assert stderr == f"ge: [GE1305] {source}: graph 'g': {message} (stage InferShape)\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
     with pytest.raises(ShapeInferenceError) as caught:
         ge.compile(source)
     assert caught.value.code == "GE1305" and caught.value.stage == "InferShape"
+    assert caught.value.path == str(source)
     assert list(caught.value.nodes) == ["mystery"]
 
 
@@ -307,7 +308,7 @@ def test_an_operator_of_a_later_opset_is_not_blamed_on_onnxruntime(
     for flags in ((), ("--verify",)):
         code, stderr = _compile_cli(source, out, *flags)
         assert code == 1
-        assert stderr == f"ge: [GE1305] {message} (stage InferShape)\n"
+        assert stderr == f"ge: [GE1305] {source}: {message} (stage InferShape)\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
     with pytest.raises(ShapeInferenceError) as caught:
         ge.compile(source)
@@ -328,12 +329,12 @@ def test_opset_conversion_of_an_operator_of_a_later_opset_is_one_clear_error(
     assert code == 1
     then = f", then convert it to {opset}" if opset > 17 else ""
     assert stderr == (
-        f"ge: [GE1203] opset {opset}: graph 'ln' imports opset 16 but uses LayerNormalization, "
-        "an operator of opset 17 and later (1 node(s), 'ln'), which onnx's version converter "
-        "cannot convert: it adapts only the operators of the model's opset; declare opset 17 "
-        "of ai.onnx in the model, whose other operators are the same at 17 (with onnx: set "
-        "the version of its opset_import of domain '' to 17), or export it again at opset 17 "
-        f"or later{then}\n")
+        f"ge: [GE1203] {source}: opset {opset}: graph 'ln' imports opset 16 but uses "
+        "LayerNormalization, an operator of opset 17 and later (1 node(s), 'ln'), which onnx's "
+        "version converter cannot convert: it adapts only the operators of the model's "
+        "opset; declare opset 17 of ai.onnx in the model, whose other operators are the same "
+        "at 17 (with onnx: set the version of its opset_import of domain '' to 17), or export "
+        f"it again at opset 17 or later{then}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
     with pytest.raises(CompileInputError) as caught:
         ge.compile(source, opset=opset)
@@ -406,7 +407,7 @@ def test_an_opset_onnx_does_not_know_stops_the_compilation_at_infer_shape(
     out = tmp_path / "out.onnx"
     code, stderr = _compile_cli(source, out)
     assert code == 1 and stderr == (
-        f"ge: [GE1305] graph 'g' imports opset {newest + 2} of the standard domain "
+        f"ge: [GE1305] {source}: graph 'g' imports opset {newest + 2} of the standard domain "
         f"(ai.onnx); onnx {onnx.__version__} knows opsets up to {newest}, and runtimes "
         "refuse the model (stage InferShape)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
@@ -438,7 +439,8 @@ def test_an_operator_onnxruntime_lacks_in_its_domain_is_named(tmp_path: Path) ->
     onnx.save(model, source)
     code, stderr = _compile_cli(source, tmp_path / "out.onnx")
     assert code == 1 and stderr == (
-        "ge: [GE1305] node 'mystery': custom operator com.microsoft::Gelux is not registered "
+        f"ge: [GE1305] {source}: node 'mystery': custom operator com.microsoft::Gelux is not "
+        "registered "
         f"(onnxruntime {onnxruntime.__version__} defines no operator Gelux in "
         "'com.microsoft' either); a plugin registers it with ge.ops.register_op (its shape "
         "inference, and a kernel or a decomposition to run it) (stage InferShape)\n")
@@ -491,7 +493,8 @@ def test_an_undefined_operator_with_an_untyped_output_names_it(tmp_path: Path) -
     code, stderr = _compile_cli(source, out)
     assert code == 1 and not out.exists()
     assert stderr.splitlines()[-1] == (
-        "ge: [GE1305] node 'bar': custom operator com.foo::Bar is not registered: the model "
+        f"ge: [GE1305] {source}: node 'bar': custom operator com.foo::Bar is not registered: "
+        "the model "
         "gives no type to its output 1 ('b2'), which ge needs to compile around an operator "
         "nothing defines; declare it in the model's value_info, or a plugin registers it "
         "with ge.ops.register_op (its shape inference, and a kernel or a decomposition to "
@@ -613,7 +616,7 @@ def test_ge_compile_says_a_model_with_a_cycle_is_invalid(
     extra = tuple(str(tmp_path / a) if a.endswith(".html") else a for a in extra)
     code, stderr = _compile_cli(source, tmp_path / "out.onnx", "--pass-path", str(plugin),
                                 *extra)
-    assert (code, stderr) == (1, f"ge: [GE1003] {_cycle_message(graph)}\n".replace(
+    assert (code, stderr) == (1, f"ge: [GE1003] {source}: {_cycle_message(graph)}\n".replace(
         ":\n  - ", ": "))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cycle.onnx", "passes"]
 
@@ -633,8 +636,9 @@ def test_ge_compiles_json_error_for_a_cycle_is_ge_runs(tmp_path: Path,
     error = json.loads(compiled.stdout)
     assert compiled.exit_code == 1 and error == json.loads(ran.stdout)
     assert (error["code"], error["type"], error["message"], error["nodes"], error["path"],
-            error["stage"]) == ("GE1003", "GraphValidationError", _cycle_message("g"),
-                                ["add", "relu"], "cycle.onnx", None)
+            error["stage"]) == ("GE1003", "GraphValidationError",
+                                f"cycle.onnx: {_cycle_message('g')}", ["add", "relu"],
+                                "cycle.onnx", None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cycle.onnx"]
 
 
@@ -662,11 +666,13 @@ def test_ge_compile_api_says_a_model_with_a_cycle_is_invalid(tmp_path: Path,
         with pytest.raises(GraphValidationError) as caught:
             call()
         err = caught.value
+        named = call is calls[0]  # (a path: the error names it; a proto, a Graph: none)
         assert (err.code, err.message, err.nodes, err.stage) == (
-            "GE1003", _cycle_message(name), ("add", "relu"), None)
+            "GE1003", f"{source}: {_cycle_message(name)}" if named else _cycle_message(name),
+            ("add", "relu"), None)
         assert [(p.kind, p.graph, p.nodes) for p in err.problems] == [
             ("cycle", name, ("add", "relu"))]
-        assert err.path == (str(source) if call is calls[0] else None)
+        assert err.path == (str(source) if named else None)
     assert [(n.name, n.type) for n in graph.get_all_nodes()] == nodes
 
 

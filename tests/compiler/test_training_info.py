@@ -77,7 +77,7 @@ def test_the_command_says_so_in_one_line_and_writes_nothing(tmp_path: Path) -> N
     source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
     onnx.save(_model(shares=True), source)
     result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18"])
-    assert result.exit_code == 1 and result.output == f"ge: [GE1204] {MESSAGE}\n"
+    assert result.exit_code == 1 and result.output == f"ge: [GE1204] {source}: {MESSAGE}\n"
     assert not out.exists()
 
 

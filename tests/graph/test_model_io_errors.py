@@ -348,8 +348,9 @@ def test_a_hub_cache_snapshot_is_refused_saying_what_to_do(tmp_path: Path) -> No
     snapshot = model.parent.resolve()
     blob = (snapshot.parent.parent / "blobs" / "60303ae2").resolve()
     err = _load_fails(model, ExternalDataError, "GE1103", "", tmp_path)
-    assert err.message == (
-        f"tensor 'w1': external data location 'model.onnx_data' resolves to {blob}, outside "
+    assert err.message == (  # (the model file first: a batch's log says which model)
+        f"{model}: tensor 'w1': external data location 'model.onnx_data' resolves to {blob}, "
+        "outside "
         f"the model's folder {snapshot}; refusing to read it: 'model.onnx_data' is, or "
         "passes through, a symbolic link out of the folder (as in a Hugging Face cache, "
         "whose snapshot files link into ../../blobs), which onnx refuses too; copy the "
@@ -379,7 +380,8 @@ def test_a_hub_cache_snapshot_compiled_writes_nothing(tmp_path: Path) -> None:
     before = _snapshot(tmp_path)
     result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(out)])
     assert result.exit_code == 1 and result.stderr.count("\n") == 1
-    assert result.stderr.startswith("ge: [GE1103] tensor 'w1': external data location ")
+    assert result.stderr.startswith(f"ge: [GE1103] {model}: tensor 'w1': external data "
+                                    "location ")
     assert "cp -rL " in result.stderr and "Traceback" not in result.stderr
     assert _snapshot(tmp_path) == before
 

@@ -117,8 +117,10 @@ def test_a_node_onnxruntime_refuses_is_ge1305_and_nothing_is_written(tmp_path: P
         ge.compile(source)
     err = caught.value
     assert err.code == "GE1305" and err.stage == "InferShape"
+    assert err.path == str(source)  # (a path given: named)
     assert err.message == (
-        f"node 'fmm' (com.microsoft::FusedMatMul): onnxruntime {onnxruntime.__version__} "
+        f"{source}: node 'fmm' (com.microsoft::FusedMatMul): onnxruntime "
+        f"{onnxruntime.__version__} "
         "refuses it: Type Error: Type 'tensor(int32)' of input parameter "
         "(input 0) of operator (FusedMatMul) is invalid.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
@@ -301,7 +303,7 @@ def test_a_node_whose_outputs_the_model_declares_is_checked_too(
     with pytest.raises(ShapeInferenceError) as caught:
         ge.compile(source)
     assert (caught.value.code, caught.value.stage) == ("GE1305", "InferShape")
-    assert caught.value.message == message
+    assert caught.value.message == f"{source}: {message}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
 
 
@@ -323,7 +325,8 @@ def test_an_operator_onnxruntime_writes_in_the_onnx_domain_is_explained(
         ge.compile(optimised, verify=True)
     assert caught.value.code == "GE1305"
     assert caught.value.message == (
-        f"graph 'main_graph': SimplifiedLayerNormalization node {rms[0].name!r}: onnxruntime "
+        f"{optimised}: graph 'main_graph': SimplifiedLayerNormalization node {rms[0].name!r}: "
+        "onnxruntime "
         "defines SimplifiedLayerNormalization in domain 'ai.onnx' at opset 17, ONNX does not "
         "(onnxruntime's optimiser writes it there, so the model was most likely saved from an "
         "onnxruntime session); onnx.checker rejects the model, and ge writes no model it "
@@ -352,12 +355,12 @@ def test_a_model_onnxruntime_cannot_load_is_not_blamed_on_generated_inputs(
     assert caught.value.code == "GE1601"
     assert isinstance(caught.value.__cause__, RuntimeLoadError)
     assert caught.value.message.startswith(
-        "the original model (as given, before any pass) cannot be run for the verification: "
-        "onnxruntime cannot load graph 'g': ")
+        f"{source}: the original model (as given, before any pass) cannot be run for the "
+        "verification: onnxruntime cannot load graph 'g': ")
     assert "generated" not in caught.value.message
     ran = CliRunner().invoke(cli, ["run", str(source)])
     assert ran.exit_code == 1
-    assert ran.stderr.startswith("ge: [GE1601] onnxruntime cannot load graph 'g': ")
+    assert ran.stderr.startswith(f"ge: [GE1601] {source}: onnxruntime cannot load graph 'g': ")
     assert "generated" not in ran.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
 

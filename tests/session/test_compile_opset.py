@@ -245,12 +245,14 @@ def test_a_function_the_converter_would_have_to_convert_is_refused_first(
         ge.compile(source, opset=18)
     assert info.value.code == "GE1203"
     assert str(info.value).startswith(
-        "[GE1203] opset 18: onnx's converter converts the model's graphs, not its local "
+        f"[GE1203] {source}: opset 18: onnx's converter converts the model's graphs, not its "
+        "local "
         "functions, which keep the opset they import, and the operators of loc.Ident "
         "(Identity of opset 13 is opset 16's at 18) differ at opset 18")
     assert "--inline-functions" in str(info.value)
     result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18"])
-    assert result.exit_code == 1 and result.stderr.startswith("ge: [GE1203] opset 18: ")
+    assert result.exit_code == 1 and result.stderr.startswith(f"ge: [GE1203] {source}: opset "
+                                                              "18: ")
     assert not out.exists()
     result = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--opset", "18",
                                       "--inline-functions", "--verify"])

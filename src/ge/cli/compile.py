@@ -31,7 +31,7 @@ from ge.cli.output import (
     same_file,
     write_json_atomically,
 )
-from ge.errors import CommandLineError, CompileWarning, GeError
+from ge.errors import CommandLineError, CompileWarning, GeError, model_file_named
 
 if TYPE_CHECKING:
     from ge.session.compile_arguments import VerifyNames
@@ -438,15 +438,17 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
     with command_output("ge", as_json=as_json) as out:
         read = files_read(inputs=inputs, pass_paths=pass_paths)  # what no output may replace
         try:
-            _compile(out, model, _output_file(output), report_path=report_path, read=read,
-                     pass_paths=pass_paths,
-                     options=options, verify=verify, inputs=inputs, dims=dims, rtol=rtol,
-                     atol=atol, dump=dump, dump_level=dump_level, builtin=not no_builtin,
-                     disable=disable, check=check, on_pass_failure=on_pass_failure,
-                     external_data=external_data, overwrite_input=overwrite_input,
-                     value_info=value_info, html_path=html_path, tolerances_given=given,
-                     opset=opset, enable=enable, inline_functions=inline_functions,
-                     quiet=quiet)
+            # (ge.compile is given the graph loaded: the errors about it name MODEL here)
+            with model_file_named(model):
+                _compile(out, model, _output_file(output), report_path=report_path,
+                         read=read, pass_paths=pass_paths, options=options, verify=verify,
+                         inputs=inputs, dims=dims, rtol=rtol, atol=atol, dump=dump,
+                         dump_level=dump_level, builtin=not no_builtin, disable=disable,
+                         check=check, on_pass_failure=on_pass_failure,
+                         external_data=external_data, overwrite_input=overwrite_input,
+                         value_info=value_info, html_path=html_path,
+                         tolerances_given=given, opset=opset, enable=enable,
+                         inline_functions=inline_functions, quiet=quiet)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output), read, dump)

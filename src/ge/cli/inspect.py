@@ -93,8 +93,9 @@ def model_summary(path: Path) -> dict[str, Any]:
     """The facts `ge inspect` shows, as JSON-ready data."""
     import onnx
 
-    from ge.errors import ModelLoadError, ModelNotFoundError
+    from ge.errors import ModelLoadError, ModelNotFoundError, model_file_named
     from ge.graph.model_io import parse_model
+    from ge.graph.payload_checks import check_model_payloads
 
     if not path.exists():
         raise ModelNotFoundError(f"model file not found: {path}", path=str(path))
@@ -103,6 +104,8 @@ def model_summary(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     # (in the words of ge compile and ge run, which load it with the same check)
     model = parse_model(data, str(path))
+    with model_file_named(path):  # (a tensor that disagrees with its dims: as loading says)
+        check_model_payloads(model)
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
     subgraphs = list(proto_graphs(graph))

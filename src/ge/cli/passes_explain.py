@@ -132,7 +132,7 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     import ge.graph
     from ge.compiler.invocation import create_instance
     from ge.compiler.pass_failure import run_error
-    from ge.errors import PatternError
+    from ge.errors import PatternError, concerning_model, model_file_named
     from ge.passes.context import PassContext
     from ge.passes.explain import PatternExplanation, explain
     from ge.passes.explain_decompose import DecomposeExplanation, explain_decompose
@@ -149,7 +149,8 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
             entries = found.entries
             flags = _conversion_flags(inline_functions, opset)
             loaded = ge.graph.load(model)
-            graph = converted_graph(loaded, opset=opset, inline_functions=inline_functions)
+            with model_file_named(model), concerning_model():  # (as ge compile names it)
+                graph = converted_graph(loaded, opset=opset, inline_functions=inline_functions)
             if node is not None:
                 _check_node(graph, node)
             state = prepare_graph(graph, entry.stage_label, pass_name=entry.name,

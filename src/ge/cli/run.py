@@ -30,7 +30,7 @@ from ge.cli.output import (
     files_read,
     write_atomically,
 )
-from ge.errors import CommandLineError
+from ge.errors import CommandLineError, concerning_model, model_file_named
 
 __all__ = ["array_summary", "run_command"]
 
@@ -166,6 +166,15 @@ def _values_text(summary: dict[str, Any]) -> str:
     return f"[{text}]"
 
 
+def _generated(graph: Any, seed: int, dims: dict[str, int]) -> dict[str, Any]:
+    """Inputs generated for the model's input types; an input type that has none (a
+    sequence of tensors of unknown rank) is the model's own problem (`about_model`)."""
+    from ge.session.inputs import generate_inputs
+
+    with concerning_model():
+        return generate_inputs(graph, seed=seed, dims=dims)
+
+
 def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
                        ) -> AbstractContextManager[Any]:
     """The pass plugins loaded while the model runs, when it has operators of a custom domain
@@ -202,7 +211,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import ge.graph
         from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
         from ge.graph.validation import check_acyclic
-        from ge.session.inputs import generate_inputs, generated_inputs_note, load_inputs
+        from ge.session.inputs import generated_inputs_note, load_inputs
         from ge.session.runner import ModelRunner, runs_in_onnxruntime
 
         if output is not None:
@@ -216,19 +225,23 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         # A graph with a cycle cannot be run by any inputs: say so (GE1003, as a compilation
         # validates), not as a failed run of the inputs generated for it.
         check_acyclic(graph, str(model))
-        feeds = (load_inputs(inputs, graph) if inputs is not None
-                 else generate_inputs(graph, seed=seed, dims=dims))
+        with model_file_named(model):
+            feeds = (load_inputs(inputs, graph) if inputs is not None
+                     else _generated(graph, seed, dims))
         custom = [node for node in graph.get_all_nodes()
                   if not runs_in_onnxruntime(node.domain)]
-        with _custom_op_plugins(custom, pass_paths):
+        with _custom_op_plugins(custom, pass_paths), model_file_named(model):
             try:
-                results = ModelRunner(graph).run(feeds)
+                with concerning_model():  # (the model, as in the file: none of ge's doing)
+                    results = ModelRunner(graph).run(feeds)
             except SessionError as err:
                 if inputs is not None or isinstance(err, (MissingOperatorError,
                                                           RuntimeLoadError)):
                     raise
-                raise SessionError(err.message + generated_inputs_note(graph, feeds),
-                                   nodes=err.nodes) from err
+                failed = SessionError(err.message + generated_inputs_note(graph, feeds),
+                                      nodes=err.nodes)
+                failed.about_model = True
+                raise failed from err
         if output is not None:
             from ge.session.npz import write_npz
 

@@ -23,6 +23,7 @@ import onnx
 from onnx import AttributeProto, numpy_helper
 
 from ge.errors import ExternalDataError
+from ge.graph.payload_checks import external_length_problem, payload_nbytes
 
 if TYPE_CHECKING:
     from ge.graph.payloads import PayloadStore
@@ -130,9 +131,17 @@ def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
 
 
 def read_external_data(model: onnx.ModelProto,
-                       base_dir: str | os.PathLike[str] | None) -> list[str]:
+                       base_dir: str | os.PathLike[str] | None,
+                       measured: dict[int, tuple[onnx.TensorProto, int]] | None = None
+                       ) -> list[str]:
     """Replace every external reference of `model` by the bytes it points to (in place);
-    returns the resolved paths of the data files read."""
+    returns the resolved paths of the data files read.
+
+    The bytes read are those its `length` records, which must be what the tensor's dims and
+    element type need (`ExternalDataError` otherwise, before reading); a reference without
+    a length reads what they need, as onnxruntime does (onnx reads the rest of the file,
+    which a data file of several tensors has more of). Each tensor read is entered in
+    `measured` (`ge.graph.payload_checks.MeasuredRaw`): its length is known, uncopied."""
     base = Path(base_dir) if base_dir is not None else None
     handles: dict[Path, BinaryIO] = {}
     try:
@@ -147,12 +156,19 @@ def read_external_data(model: onnx.ModelProto,
                 )
             path = _resolve(base, entries.get("location", ""), tensor.name)
             offset = int(entries.get("offset", 0) or 0)
-            length = entries.get("length")
+            length = entries.get("length") or None  # ("": none recorded)
             handle = handles.get(path)
             if handle is None:
                 handle = handles[path] = open(path, "rb")  # noqa: SIM115 (closed below)
             size = os.fstat(handle.fileno()).st_size
-            want = int(length) if length not in (None, "") else size - offset
+            if length is not None:
+                want = int(length)
+                problem = external_length_problem(tensor, want)
+                if problem is not None:
+                    raise ExternalDataError(f"{problem} (in {path.name})", path=str(path))
+            else:  # what the dims need, as onnxruntime reads it; of no fixed size: the rest
+                need = payload_nbytes(tensor.data_type, tensor.dims)
+                want = size - offset if need is None else need
             if offset < 0 or want < 0 or offset + want > size:
                 raise ExternalDataError(
                     f"tensor {tensor.name!r}: external data asks for bytes "
@@ -163,6 +179,8 @@ def read_external_data(model: onnx.ModelProto,
             tensor.raw_data = handle.read(want)
             tensor.data_location = onnx.TensorProto.DEFAULT
             del tensor.external_data[:]
+            if measured is not None:
+                measured[id(tensor)] = (tensor, want)
     finally:
         for handle in handles.values():
             handle.close()

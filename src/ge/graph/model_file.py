@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import onnx
 from google.protobuf.message import DecodeError, Message
 
-__all__ = ["EXTERNAL_KEY", "PIECEWISE_FROM_BYTES", "PIECE_BYTES", "read_model_pieces"]
+from ge.graph.payload_checks import MEASURED_RAW_BYTES
+
+__all__ = ["EXTERNAL_KEY", "PIECEWISE_FROM_BYTES", "PIECE_BYTES", "ModelPieces",
+           "read_model_pieces"]
 
 #: Files smaller than this are read whole: the copy costs little, while walking a graph of
 #: many small fields (a 100k-node, 26 MB encoder: +0.27 s of a 1.1 s load) costs time.
@@ -32,6 +35,8 @@ _LENGTH_DELIMITED = 2
 _FIXED_SIZES = {1: 8, 5: 4}  # wire types 64-bit and 32-bit
 _VARINT = 0
 _MAX_VARINT_BYTES = 10
+_TENSOR = onnx.TensorProto.DESCRIPTOR
+_RAW_DATA = _TENSOR.fields_by_name["raw_data"].number
 #: Every external reference names its file under the key "location": a piece without this
 #: word has none, and the caller's walk over every tensor can be skipped.
 EXTERNAL_KEY = b"location"
@@ -104,10 +109,21 @@ def _read(file: BinaryIO, start: int, end: int) -> bytes:
     return data
 
 
-def read_model_pieces(path: Path) -> tuple[onnx.ModelProto, bool] | None:
-    """The model in the file at `path`, parsed piece by piece, and whether it may hold
-    external data references; None when the file is not made of well-formed fields or
-    protobuf refuses a piece (the caller parses it whole to say why). OSError propagates."""
+class ModelPieces(NamedTuple):
+    """A model read piece by piece (`read_model_pieces`)."""
+
+    model: onnx.ModelProto
+    #: whether it may hold external data references (a piece named a "location")
+    may_have_external_data: bool
+    #: the raw_data lengths of its large tensors, read from their fields' headers
+    #: (`ge.graph.payload_checks.MeasuredRaw`)
+    measured: dict[int, tuple[onnx.TensorProto, int]]
+
+
+def read_model_pieces(path: Path) -> ModelPieces | None:
+    """The model in the file at `path`, parsed piece by piece; None when the file is not
+    made of well-formed fields or protobuf refuses a piece (the caller parses it whole to
+    say why). OSError propagates."""
     model = onnx.ModelProto()
     may_have_external_data = False
     with open(path, "rb", buffering=0) as file:
@@ -115,13 +131,16 @@ def read_model_pieces(path: Path) -> tuple[onnx.ModelProto, bool] | None:
         try:
             plan: list[tuple[Message, tuple[int, int]]] = []
             ordinary: list[tuple[int, int, int, int]] = []
-            for field in _fields(file, 0, size):
+            top = _fields(file, 0, size)
+            listed = {(0, size): top}  # the fields already read of a message's range
+            for field in top:
                 number, at, content, after = field
                 # A small graph field is merged whole, which also keeps an empty graph present.
                 if number == _GRAPH_FIELD and after - at > PIECE_BYTES:
                     plan += [(model, span) for span in _pieces(ordinary)]
                     ordinary = []
-                    plan += [(model.graph, span) for span in _pieces(_fields(file, content, after))]
+                    inner = listed[(content, after)] = _fields(file, content, after)
+                    plan += [(model.graph, span) for span in _pieces(inner)]
                 else:
                     ordinary.append(field)
             plan += [(model, span) for span in _pieces(ordinary)]
@@ -130,6 +149,47 @@ def read_model_pieces(path: Path) -> tuple[onnx.ModelProto, bool] | None:
                 may_have_external_data = may_have_external_data or EXTERNAL_KEY in piece
                 target.MergeFromString(piece)
                 del piece
+            measured: dict[int, tuple[onnx.TensorProto, int]] = {}
+            _measure_raw(file, 0, size, model, listed, measured)
         except (_NotPlain, DecodeError):
             return None
-    return model, may_have_external_data
+    return ModelPieces(model, may_have_external_data, measured)
+
+
+def _once(fields: list[tuple[int, int, int, int]], number: int) -> bool:
+    """Whether field `number` occurs once: a singular field written twice is merged (of
+    bytes, the last one kept), which its headers alone cannot follow, so a tensor in one is
+    left to be measured by a copy."""
+    return sum(1 for field in fields if field[0] == number) == 1
+
+
+def _measure_raw(file: BinaryIO, start: int, end: int, message: Message,
+                 listed: dict[tuple[int, int], list[tuple[int, int, int, int]]],
+                 measured: dict[int, tuple[onnx.TensorProto, int]]) -> None:
+    """Enter in `measured` the length of the raw_data of every tensor inside `message` (read
+    from `start`..`end` of `file`) of at least `MEASURED_RAW_BYTES`, from the fields'
+    headers: only submessages that large are entered, so a graph's small nodes and
+    tensors cost nothing (a large message's fields are listed once, `listed` holding those
+    reading the model listed already). Checking a tensor's payload against its dims then
+    needs no copy of it (`ge.graph.payload_checks`)."""
+    descriptor = message.DESCRIPTOR
+    fields = listed.get((start, end))
+    if fields is None:
+        fields = _fields(file, start, end)
+    seen: dict[int, int] = {}  # occurrences so far: a repeated field's index
+    for number, _, content, after in fields:
+        index = seen.get(number, 0)
+        seen[number] = index + 1
+        if after - content < MEASURED_RAW_BYTES:
+            continue
+        field = descriptor.fields_by_number.get(number)
+        if field is None or field.message_type is None:
+            if descriptor is _TENSOR and number == _RAW_DATA and _once(fields, number):
+                measured[id(message)] = (message, after - content)
+            continue  # bytes, strings and packed numbers hold no tensor
+        sub = getattr(message, field.name)
+        if not isinstance(sub, Message):  # a repeated field: its occurrence `index`
+            sub = sub[index]
+        elif not _once(fields, number):
+            continue
+        _measure_raw(file, content, after, sub, listed, measured)

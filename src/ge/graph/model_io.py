@@ -25,6 +25,7 @@ from ge.errors import (
     ModelNotFoundError,
     ModelSaveError,
     ValidationProblem,
+    model_file_named,
 )
 from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
@@ -37,10 +38,11 @@ from ge.graph.external_data import (
     write_external_data,
 )
 from ge.graph.graph import CONST, Graph
-from ge.graph.model_file import EXTERNAL_KEY, read_model_pieces
+from ge.graph.model_file import EXTERNAL_KEY, ModelPieces, read_model_pieces
 from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
-from ge.graph.payloads import PayloadStore, SplicedModel, proto_nbytes
+from ge.graph.payload_checks import payload_nbytes
+from ge.graph.payloads import PayloadStore, SplicedModel
 from ge.graph.save_target import (
     check_save_target,
     check_target_path,
@@ -101,10 +103,11 @@ def _check_is_model(model: onnx.ModelProto, where: str) -> None:
         )
 
 
-def _parse_file(path: Path, where: str) -> tuple[onnx.ModelProto, bool]:
-    """The model in the file at `path` and whether it may hold external data references:
-    a large file read a piece at a time (`read_model_pieces`); a small one, or one that is
-    not well-formed (so that the error says what is wrong), whole."""
+def _parse_file(path: Path, where: str) -> ModelPieces:
+    """The model in the file at `path`, whether it may hold external data references and
+    the raw_data lengths learnt reading it: a large file read a piece at a time
+    (`read_model_pieces`); a small one, or one that is not well-formed (so that the error
+    says what is wrong), whole."""
     try:
         large = path.stat().st_size >= model_file.PIECEWISE_FROM_BYTES
         pieces = read_model_pieces(path) if large else None
@@ -112,10 +115,9 @@ def _parse_file(path: Path, where: str) -> tuple[onnx.ModelProto, bool]:
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
     if pieces is None:
-        return _parse(data, where), EXTERNAL_KEY in data
-    model, may_have_external_data = pieces
-    _check_is_model(model, where)
-    return model, may_have_external_data
+        return ModelPieces(_parse(data, where), EXTERNAL_KEY in data, {})
+    _check_is_model(pieces.model, where)
+    return pieces
 
 
 def load(
@@ -126,11 +128,15 @@ def load(
     """Load an ONNX model (a path, a `ModelProto` or serialized bytes) into a `Graph`.
 
     External data is read from the model's folder (`base_dir` for protos and bytes) and
-    refused when it resolves outside it. The proto passed in is not modified.
+    refused when it resolves outside it. A tensor whose stored data disagrees with its dims
+    and element type is refused (`ge.graph.payload_checks`). The proto passed in is not
+    modified. Every error about what a file holds names the file (`ModelLoadError.path`).
     """
     # Every external reference names its file under the key "location"; serialized bytes
     # without that word have none, and the walk over every tensor can be skipped.
     may_have_external_data = True
+    measured: dict[int, tuple[onnx.TensorProto, int]] = {}  # raw_data lengths known
+    named: str | None = None  # the file the errors name
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(source)
@@ -149,7 +155,8 @@ def load(
             raise ModelLoadError(f"{path} is not a file", path=where)
         # Not `path.read_bytes()`: its bytes and the parsed model would be two copies of
         # the weights at once.
-        model, may_have_external_data = _parse_file(path, where)
+        model, may_have_external_data, measured = _parse_file(path, where)
+        named = where
         if base_dir is None:
             base_dir = path.parent
     else:
@@ -158,11 +165,11 @@ def load(
         )
     if not model.HasField("graph"):
         raise ModelLoadError(f"{where} has no graph", path=where)
-    with no_gc_pauses():
+    with no_gc_pauses(), model_file_named(named):
         read: list[str] = []
         if may_have_external_data:
-            read = read_external_data(model, base_dir)
-        graph = model_to_graph(model)
+            read = read_external_data(model, base_dir, measured)
+        graph = model_to_graph(model, measured=measured)
     sources = dict.fromkeys(read, "external data file")
     if isinstance(source, (str, os.PathLike)):
         sources[os.path.realpath(source)] = "model file"
@@ -177,7 +184,7 @@ def _approx_nbytes(tensor: Tensor) -> int:
     source = tensor._source_proto()
     if source is None:
         return tensor.numpy().nbytes
-    size = proto_nbytes(source)
+    size = payload_nbytes(source.data_type, tensor._shape)  # (its dims: read when loaded)
     return source.ByteSize() if size is None else size
 
 
@@ -235,7 +242,7 @@ def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
     initializers_as_inputs(model.graph, {
         t.name for t in model.graph.initializer
         if t.data_location == onnx.TensorProto.EXTERNAL
-        or math.prod(t.dims) > _CHECKED_VALUE_ELEMENTS})
+        or math.prod(t.dims[:]) > _CHECKED_VALUE_ELEMENTS})
     if any(t.data_location == onnx.TensorProto.EXTERNAL for t in iter_tensors(model)):
         return None
     return model

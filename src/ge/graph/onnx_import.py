@@ -20,6 +20,16 @@ from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.domains import defined_value_names, proto_value_names
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph, ModelInfo
 from ge.graph.node import Node
+from ge.graph.payload_checks import (
+    TENSOR_KINDS,
+    MeasuredRaw,
+    attribute_problem,
+    function_problems,
+    node_attribute,
+    payload_problem,
+    refuse,
+    sparse_problem,
+)
 from ge.graph.tensor import Tensor
 
 __all__ = ["model_to_graph"]
@@ -38,8 +48,14 @@ def _text(value: str | bytes, what: str) -> str:
     return value
 
 
-def model_to_graph(model: onnx.ModelProto) -> Graph:
-    """Build the IR of a model whose external data has already been read in."""
+def model_to_graph(model: onnx.ModelProto, *, check_payloads: bool = True,
+                   measured: MeasuredRaw | None = None) -> Graph:
+    """Build the IR of a model whose external data has already been read in.
+
+    With `check_payloads`, a tensor whose stored data disagrees with its dims and element
+    type is refused (`ge.graph.payload_checks`: its size against theirs, no value decoded;
+    `measured`, the raw_data lengths loading learnt without copying them); a model ge made
+    itself (a conversion of one it loaded) is not checked again."""
     if not model.HasField("graph"):
         raise ModelLoadError("the model has no graph: it is not an ONNX model or it is truncated")
     if model.ir_version > onnx.IR_VERSION:
@@ -49,8 +65,12 @@ def model_to_graph(model: onnx.ModelProto) -> Graph:
             "nothing can check it, and runtimes refuse it")
     graph = Graph(_text(model.graph.name, "the graph name") or "graph")
     graph.model = _model_info(model)
-    graph.model.typed_values = _read_graph(graph, model.graph,
+    known = (measured or {}) if check_payloads else None
+    graph.model.typed_values = _read_graph(graph, model.graph, known,
                                            constant_inputs=model.ir_version < 4)
+    if known is not None:
+        for what, problem, nodes in function_problems(model, known):
+            raise refuse(what, problem, nodes)
     return graph
 
 
@@ -151,9 +171,11 @@ def _add(graph: Graph, node: Node) -> None:
     graph._index_node(node)
 
 
-def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = False) -> bool:
+def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None, *,
+                constant_inputs: bool = False) -> bool:
     """Read `gp` into `graph`; whether it or one of its subgraphs declares the type of an
-    intermediate value (a value_info).
+    intermediate value (a value_info). Its tensors' payloads are checked against their
+    declarations (`ge.graph.payload_checks`) unless `measured` is None.
 
     `constant_inputs` (the graph of a model of ir_version < 4, where every initializer must
     also be a graph input): an input that an initializer gives a value is that constant,
@@ -206,16 +228,26 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
         if tensor.data_type == onnx.TensorProto.STRING:
             _check_strings(tensor.string_data,
                            f"graph {graph._name!r}: initializer {tensor.name!r}")
+        dims = None
+        if measured is not None:
+            dims = tensor.dims[:]  # (kept by the Tensor: saving and inference read them)
+            problem = payload_problem(tensor, measured, dims)
+            if problem is not None:
+                raise refuse(f"graph {graph._name!r}: initializer {tensor.name!r}", problem)
         if tensor.name in graph._values:  # an input with a default value (IR >= 4)
             defaults[tensor.name] = tensor
             continue
         node = new_node(CONST, naming.onnx_node_name(tensor.name, CONST), "", 0, [tensor.name],
-                        {"value": (A.TENSOR, Tensor.from_proto(tensor))}, None)
+                        {"value": (A.TENSOR, Tensor.from_proto(tensor, dims))}, None)
         if len(tensor.metadata_props):  # e.g. ge.origin_pass of a constant a pass made
             node._metadata = {p.key: p.value for p in tensor.metadata_props}
         _add(graph, node)
     for sparse in gp.sparse_initializer:
         name = sparse.values.name
+        if measured is not None:
+            problem = sparse_problem(sparse, measured)
+            if problem is not None:
+                raise refuse(f"graph {graph._name!r}: sparse initializer {name!r}", problem)
         node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0, [name],
                         {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
         _add(graph, node)
@@ -235,6 +267,8 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
         op_type = proto.op_type
         name = proto.name
         if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
+            if measured is not None:
+                _check_attributes(graph, proto, measured)
             tensor = _constant_tensor(proto)
             if tensor is not None:
                 node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0,
@@ -251,11 +285,16 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
             key = attr.name
             if type(key) is not str:
                 _text(key, f"graph {graph._name!r}: an attribute name of node {name!r}")
-            if attr.type in GRAPH_KINDS:
+            kind = attr.type
+            if kind in GRAPH_KINDS:
                 has_graph = True
                 attrs[key] = None  # decoded once the outer values are known
             else:
                 attrs[key] = attr
+                if kind in TENSOR_KINDS and measured is not None:
+                    problem = attribute_problem(attr, measured)
+                    if problem is not None:
+                        raise _refused_attribute(graph, proto, problem)
         outputs = list(proto.output)
         unique = name if name and name not in by_name else naming.onnx_node_name(name, op_type)
         node = new_node(op_type, unique, proto.domain, len(proto.input), outputs, attrs, proto)
@@ -274,11 +313,11 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
         node._clean = False  # its subgraphs are written anew
         for attr in proto.attribute:
             if attr.type == A.GRAPH:
-                sub, sub_typed = _subgraph(node, attr.g)
+                sub, sub_typed = _subgraph(node, attr.g, measured)
                 node._attrs[attr.name] = (A.GRAPH, sub)
                 typed |= sub_typed
             elif attr.type == A.GRAPHS:
-                subs = [_subgraph(node, g) for g in attr.graphs]
+                subs = [_subgraph(node, g, measured) for g in attr.graphs]
                 node._attrs[attr.name] = (A.GRAPHS, [sub for sub, _ in subs])
                 typed |= any(sub_typed for _, sub_typed in subs)
 
@@ -314,14 +353,30 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, *, constant_inputs: bool = Fa
     return typed
 
 
-def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, bool]:
+def _check_attributes(graph: Graph, proto: onnx.NodeProto, measured: MeasuredRaw) -> None:
+    """Refuse a node whose tensor attributes hold payloads that disagree with their
+    declarations (a `Constant`'s value, a `ConstantOfShape`'s)."""
+    for attr in proto.attribute:
+        if attr.type in TENSOR_KINDS:
+            problem = attribute_problem(attr, measured)
+            if problem is not None:
+                raise _refused_attribute(graph, proto, problem)
+
+
+def _refused_attribute(graph: Graph, proto: onnx.NodeProto, problem: str) -> ModelLoadError:
+    return refuse(node_attribute(f"graph {graph._name!r}", proto), problem,
+                  [proto.name] if proto.name else ())
+
+
+def _subgraph(owner: Node, gp: onnx.GraphProto, measured: MeasuredRaw | None
+              ) -> tuple[Graph, bool]:
     """A body of `owner` and whether it (or a body inside it) has value_info."""
     sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
     outer = owner._graph
     assert outer is not None  # (the owner is indexed)
     gp = _unshadowed(outer, gp)
     outer._enclose(sub, owner)
-    return sub, _read_graph(sub, gp)
+    return sub, _read_graph(sub, gp, measured)
 
 
 def _unshadowed(outer: Graph, gp: onnx.GraphProto) -> onnx.GraphProto:

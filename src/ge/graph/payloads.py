@@ -14,9 +14,7 @@ copied.
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
 
@@ -27,6 +25,7 @@ from google.protobuf.message import Message
 from ge.errors import GraphError
 from ge.graph.external_data import iter_tensors, packed_bytes
 from ge.graph.node import Node
+from ge.graph.payload_checks import payload_nbytes
 from ge.graph.tensor import Tensor
 
 __all__ = ["MIN_SPLICED_BYTES", "PayloadStore", "SplicedModel", "compact", "payload_nbytes",
@@ -46,38 +45,10 @@ _TENSOR_ATTR = onnx.AttributeProto.TENSOR
 _LENGTH_DELIMITED = 2
 
 
-def _bits(bits: int, *names: str) -> dict[int, int]:
-    """`bits` for each ONNX element type named; those the installed onnx lacks are left out."""
-    return {getattr(onnx.TensorProto, n): bits for n in names if hasattr(onnx.TensorProto, n)}
-
-
-#: Bits per element of the ONNX element types of a fixed size. Sub-byte types are packed
-#: in `raw_data` (two int4, four int2, four float6 to three bytes), the last byte padded.
-_ITEM_BITS: dict[int, int] = {
-    **_bits(2, "INT2", "UINT2"),
-    **_bits(4, "INT4", "UINT4", "FLOAT4E2M1"),
-    **_bits(6, "FLOAT6E2M3", "FLOAT6E3M2"),
-    **_bits(8, "INT8", "UINT8", "BOOL", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-            "FLOAT8E5M2FNUZ", "FLOAT8E8M0"),
-    **_bits(16, "INT16", "UINT16", "FLOAT16", "BFLOAT16"),
-    **_bits(32, "INT32", "UINT32", "FLOAT"),
-    **_bits(64, "INT64", "UINT64", "DOUBLE", "COMPLEX64"),
-    **_bits(128, "COMPLEX128"),
-}
-
-
-def payload_nbytes(data_type: int, dims: Sequence[int]) -> int | None:
-    """Payload bytes of a tensor of ONNX element type `data_type` and `dims`: the length
-    of its `raw_data` (or external data), sub-byte types packed, whichever field holds it;
-    None for element types of no fixed size (strings, and those `_ITEM_BITS` lacks)."""
-    bits = _ITEM_BITS.get(data_type)
-    return None if bits is None else -(-math.prod(dims) * bits // 8)
-
-
 def proto_nbytes(proto: onnx.TensorProto) -> int | None:
     """Payload bytes of a tensor from its dims and element size, without reading the
     payload (a `bytes` field is copied when read); None for element types of no fixed size."""
-    return payload_nbytes(proto.data_type, proto.dims)
+    return payload_nbytes(proto.data_type, proto.dims[:])  # (a list at once: see payload_checks)
 
 
 def _varint(value: int) -> bytes:
@@ -135,13 +106,15 @@ class PayloadStore:
         strings)."""
         source = tensor._source_proto()
         if source is not None:
-            return self.takes_proto(source)
+            return self.takes_proto(source, tensor._shape)
         array = tensor.numpy()
         return array.dtype.kind not in "OUS" and array.nbytes >= self.min_bytes
 
-    def takes_proto(self, proto: onnx.TensorProto) -> bool:
-        """`takes` for a tensor proto of the graph (an initializer kept as read)."""
-        size = proto_nbytes(proto)
+    def takes_proto(self, proto: onnx.TensorProto, dims: list[int] | None = None) -> bool:
+        """`takes` for a tensor proto of the graph (an initializer kept as read); `dims`, its
+        dims when known (a tensor's, read when it was loaded)."""
+        size = (proto_nbytes(proto) if dims is None
+                else payload_nbytes(proto.data_type, dims))
         return (size is not None and size >= self.min_bytes
                 and proto.data_location != onnx.TensorProto.EXTERNAL
                 and proto.HasField("raw_data"))

@@ -88,13 +88,14 @@ class Tensor:
         self._array: np.ndarray | None = array
 
     @classmethod
-    def from_proto(cls, proto: onnx.TensorProto) -> Tensor:
-        """Wrap an ONNX tensor without decoding it (the proto must not be changed afterwards)."""
+    def from_proto(cls, proto: onnx.TensorProto, dims: list[int] | None = None) -> Tensor:
+        """Wrap an ONNX tensor without decoding it (the proto must not be changed afterwards);
+        `dims`, the proto's dims as a list when the caller read them already."""
         tensor = cls.__new__(cls)
         tensor._proto = proto
         tensor._array = None
         tensor._dtype = None  # read from the proto when first asked: loading stays cheap
-        tensor._dims = None
+        tensor._dims = dims
         tensor._format = Format.FORMAT_ND
         tensor._placement = Placement.PLACEMENT_HOST
         return tensor
@@ -114,7 +115,7 @@ class Tensor:
     def _shape(self) -> list[int]:
         if self._dims is None:
             assert self._proto is not None
-            self._dims = list(self._proto.dims)
+            self._dims = self._proto.dims[:]  # (a list at once; list() iterates upb's container)
         return self._dims
 
     @_shape.setter

@@ -99,8 +99,10 @@ def cycle_problems(graph: Graph) -> list[ValidationProblem]:
 
 def check_acyclic(graph: Graph, path: str | None = None) -> None:
     """`GraphValidationError` (GE1003) listing the cycles of `graph` and of every subgraph
-    below it (`cycle_problems`), naming their nodes, with `path` (the model file, when
-    there is one) as its path; nothing when there is none. What a command checks of the
+    below it (`cycle_problems`), naming their nodes, and `path` (the model file, when
+    there is one: `GeError.name_model_file`); nothing when there is none. An error about
+    the model as given (`about_model`): `ge.compile` names the file it was given, if any.
+    What a command checks of the
     model it was given before it does anything with it (`ge run`, `ge compile`,
     `ge.compile`): no input runs a graph with a cycle, and no step of a compilation can
     take it (shape inference and export need a topological order), so the model itself
@@ -109,7 +111,9 @@ def check_acyclic(graph: Graph, path: str | None = None) -> None:
     cycles = cycle_problems(graph)
     if cycles:
         invalid = GraphValidationError(cycles)
-        invalid.path = path
+        invalid.about_model = True
+        if path is not None:
+            invalid.name_model_file(path)
         raise invalid
 
 

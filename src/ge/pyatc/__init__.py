@@ -224,7 +224,7 @@ def _logging(level: int | None) -> Iterator[None]:
 
 
 def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
-    from ge.errors import CommandLineError
+    from ge.errors import CommandLineError, model_file_named
 
     framework = str(ns.framework).strip()
     if framework != FRAMEWORK_ONNX:
@@ -257,7 +257,8 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     with compile_progress(str(model)) as progress:
         options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
                    if ns.fusion_switch_file is not None else None)
-        result = ge.compile(graph, observers=progress.observers, options=options)
+        with model_file_named(model):  # (given the graph: the errors name MODEL here)
+            result = ge.compile(graph, observers=progress.observers, options=options)
     if shapes:
         _refine_output_shapes(result.graph)
     report = result.report

@@ -38,6 +38,9 @@ from ge.errors import (
     SessionError,
     ShapeInferenceError,
     VerificationError,
+    VerificationInputError,
+    concerning_model,
+    model_file_named,
 )
 from ge.graph import Graph
 from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
@@ -281,7 +284,22 @@ def _collecting(compile_: Callable[_P, CompileResult]) -> Callable[_P, CompileRe
 _P = ParamSpec("_P")
 
 
+def _naming_model_file(compile_: Callable[_P, CompileResult]
+                       ) -> Callable[_P, CompileResult]:
+    """`compile_` naming the model file it is given (not a proto or a Graph, whose file, if
+    any, may not hold what they do) in each error about the model (`model_file_named`)."""
+    @functools.wraps(compile_)
+    def naming(*args: _P.args, **kwargs: _P.kwargs) -> CompileResult:
+        model = args[0] if args else kwargs.get("model")
+        path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+        with model_file_named(path):
+            return compile_(*args, **kwargs)
+
+    return naming
+
+
 @_collecting
+@_naming_model_file
 def compile(
     model: str | os.PathLike[str] | onnx.ModelProto | Graph,
     *,
@@ -360,14 +378,15 @@ def compile(
     given, in_place, source = _as_graph(model)
     # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
     # (GE1003 naming the nodes), before anything converts, runs or infers it.
-    check_acyclic(given, None if source is None else str(source))
+    check_acyclic(given)
     check_training_info(given)  # (before opset= conversion, which drops it)
     # A Graph given is compiled in place: a failure gives it back with its names as given
     # too (the other changes are undone by the transaction around the passes, inside).
     with given.transaction() if in_place else contextlib.nullcontext():
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
         converting = time.perf_counter()
-        graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
+        with concerning_model():  # (the model as given is what the converter refuses)
+            graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
         converted_in = time.perf_counter() - converting
         in_place = in_place and graph is given
         # The report's "before" is the model as given, not the converted copy the passes get:
@@ -394,11 +413,14 @@ def compile(
             if mode != "none":
                 try:
                     # before any conversion
-                    expected, feeds, resized = run_original(given, inputs, dims)
+                    # (an inputs file that does not fit is that file's error, not the model's)
+                    with concerning_model(() if inputs is None else (VerificationInputError,)):
+                        expected, feeds, resized = run_original(given, inputs, dims)
                 except SessionError as err:
                     if not given.find_problems():
                         raise
                     unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
+                    unrunnable.about_model = True
                 else:
                     random, narrow = random_output_reasons(given), narrow_float_outputs(given)
                     if random:
@@ -478,6 +500,10 @@ def compile(
             except ShapeInferenceError as err:
                 unblamed = getattr(err, "unblamed", None)
                 if err.stage != INFER_SHAPE_STAGE or unblamed is None:
+                    # no pass changed what inference refuses: the model as given is
+                    # (an operator ONNX does not have, a MatMul of [2, 3] by [4, 5])
+                    if err.stage == INFER_SHAPE_STAGE and err.pass_name is None:
+                        err.about_model = True
                     raise
                 try:
                     own = inference_failure(input_graph(model, given, in_place
@@ -486,7 +512,8 @@ def compile(
                     raise err from None
                 if own is None:
                     raise
-                raise ShapeInferenceError(
+                own_error = ShapeInferenceError(
                     f"{unblamed}; the model as given fails shape inference too ({own}): it "
-                    "is the model's doing, not a pass's", stage=err.stage,
-                    nodes=err.nodes) from err
+                    "is the model's doing, not a pass's", stage=err.stage, nodes=err.nodes)
+                own_error.about_model = True
+                raise own_error from err

@@ -46,7 +46,9 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
         ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph) if concerned(p) else p
         for p in err.problems])
     new.stage = err.stage
-    if not all(concerned(p) for p in err.problems):
+    # every problem the input's own: an error about the model as given (its file named)
+    new.about_model = all(concerned(p) for p in err.problems)
+    if not new.about_model:
         listed = GraphValidationError(err.problems).message  # the message before the blame
         if err.message.startswith(listed):
             new.message += err.message[len(listed):]

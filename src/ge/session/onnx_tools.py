@@ -473,7 +473,8 @@ class _StandIns:
             for index, tensor in found.items():
                 if index in self.copies:  # each copy goes as soon as it is in place
                     tensor.CopyFrom(self.copies.pop(index))
-            result = model_to_graph(converted)
+            # (its tensors are the loaded model's, checked then, or the converter's own)
+            result = model_to_graph(converted, check_payloads=False)
         shared = self._share_constants(result) if self.constants else 0
         if shared != len(self.constants):
             raise _NotPutBack(f"{len(self.constants) - shared} stand-in initializer(s) did "
