@@ -809,8 +809,10 @@ def test_a_node_rejecting_what_folding_computed_is_the_models_problem(tmp_path: 
     assert "bug in ge" not in err.message
     source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
     onnx.save(model, source)
-    with pytest.raises(ShapeInferenceError):
+    with pytest.raises(ShapeInferenceError) as from_file:
         ge.compile(source)
+    assert from_file.value.message.startswith(f"{source}: node 'tile' (Tile) rejects")
+    assert from_file.value.path == str(source)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
     ge.compile(source, disable=["ConstantFolding"]).save(out)
     with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.Fail):  # as the original

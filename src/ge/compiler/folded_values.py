@@ -29,7 +29,10 @@ __all__ = ["FoldedValueRejected", "model_rejects_folded_values"]
 
 class FoldedValueRejected(ShapeInferenceError):
     """A node rejects the constants an exact fold computed for it: the input model's
-    problem (GE1305), which `on_pass_failure="skip"` skips as a failing run."""
+    problem (GE1305, naming the model's file: `about_model`), which
+    `on_pass_failure="skip"` skips as a failing run."""
+
+    about_model = True
 
 
 def _folded_inputs(node: Node, changes: ChangeSet) -> list[str]:
