@@ -8,6 +8,7 @@ nodes or paths involved. Tools read these attributes instead of parsing messages
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -101,7 +102,8 @@ class GeError(Exception):
         one (the data file of an external data error stays)."""
         if self.path is None:
             self.path = path
-        if path not in self.message:
+        # (named already unless only as the start of another name: "m.onnx.data")
+        if re.search(rf"(?<![\w.\-/]){re.escape(path)}(?![\w.\-])", self.message) is None:
             self.message = f"{path}: {self.message}"
 
     def _context(self) -> list[str]:
@@ -257,7 +259,8 @@ def concerning_model(besides: tuple[type[GeError], ...] = ()) -> Iterator[None]:
     try:
         yield
     except GeError as err:
-        if not isinstance(err, (CompilerOptionError, CommandLineError, *besides)):
+        if not isinstance(err, (CompilerOptionError, CommandLineError, DimsArgumentError,
+                                *besides)):
             err.about_model = True
         raise
 
@@ -525,6 +528,12 @@ class VerificationInputError(GeError, ValueError):
     code = "GE1602"
 
 
+class DimsArgumentError(VerificationInputError):
+    """The sizes given for symbolic dims (`dims=`, `--dims`) name no dim of the model or
+    are no sizes: the caller's argument, not the model's problem (the model file is not
+    named as its cause)."""
+
+
 class VerificationError(GeError, RuntimeError):
     """The compiled model's outputs differ from the original's beyond the tolerance;
     `report` holds the comparison (a `ge.session.VerificationReport`) when there is one."""
@@ -553,6 +562,7 @@ __all__ += [
     "CommandLineError",
     "CompileInputError",
     "CompileWarning",
+    "DimsArgumentError",
     "MissingOperatorError",
     "OutOfMemoryError",
     "RuntimeLoadError",

@@ -210,3 +210,23 @@ def test_passes_explain_names_a_model_the_converter_refuses(models: Path,
     assert explained[2] == compiled[2]
     assert explained[2].startswith(f"ge: [GE1203] {path}: opset 17: graph 'ln' imports opset "
                                    "16 but uses LayerNormalization")
+
+
+def test_a_data_file_named_after_the_model_still_names_the_model(tmp_path: Path) -> None:
+    """`model.onnx.data` (PyTorch's name for it) holds the model's path: the model was taken
+    as named already and went unnamed (trial SS). Named unless its path stands alone."""
+    import numpy as np
+
+    weight = onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32), "w")
+    graph = oh.make_graph([oh.make_node("Add", ["x", "w"], ["y"])], "g",
+                          [oh.make_tensor_value_info("x", TP.FLOAT, [6])],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, [6])], [weight])
+    model = tmp_path / "model.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)]), model,
+              save_as_external_data=True, location="model.onnx.data", size_threshold=0)
+    data = tmp_path / "model.onnx.data"
+    data.write_bytes(data.read_bytes()[:10])  # (24 bytes needed)
+    before = listing(tmp_path)
+    code, _, err = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"))
+    assert code == 1 and err.startswith(f"ge: [GE1103] {model}: tensor 'w': "), err
+    assert "model.onnx.data" in err and listing(tmp_path) == before

@@ -78,10 +78,11 @@ def test_bad_dims_are_refused_before_anything_is_written(tmp_path: Path) -> None
     assert code == 2 and "not with --inputs" in err
     code, _, err = run_ge("compile", str(path), "-o", str(out), "--dims", "sample=400")
     assert code != 0
-    assert err.startswith(f"ge: [GE1602] {path}: dims 'sample': each must name a symbolic dim "
+    # (the flag's mistake, not the model's: the model file is not named as its cause)
+    assert err.startswith("ge: [GE1602] dims 'sample': each must name a symbolic dim "
                           "of graph 'g' (batch, samples)")
     code, _, err = run_ge("run", str(path), "--dims", "sample=400")
-    assert code != 0 and f"[GE1602] {path}: dims 'sample'" in err
+    assert code != 0 and "[GE1602] dims 'sample'" in err
     assert listing(tmp_path) == before
 
 
@@ -99,8 +100,8 @@ def test_dims_of_unnamed_dynamic_dims_say_only_inputs_set_them(tmp_path: Path) -
              "as 2 and can only be set by giving the inputs (--inputs FILE.npz, inputs=)")
     code, _, err = run_ge("compile", str(path), "-o", str(tmp_path / "out.onnx"),
                           "--dims", "B=3")
-    assert code == 1 and err == f"ge: [GE1602] {path}: {error}\n"
+    assert code == 1 and err == f"ge: [GE1602] {error}\n"  # (the flag's, not the model's)
     code, _, err = run_ge("run", str(path), "--dims", "B=3", "--output",
                           str(tmp_path / "out.npz"))
-    assert code == 1 and err == f"ge: [GE1602] {path}: {error}\n"
+    assert code == 1 and err == f"ge: [GE1602] {error}\n"
     assert listing(tmp_path) == before

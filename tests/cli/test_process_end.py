@@ -210,3 +210,29 @@ def test_a_program_calling_main_gets_system_exit_and_keeps_its_handlers() -> Non
 
 def test_exit_status_of_system_exit_codes() -> None:
     assert [exit_status(c) for c in (None, 0, 2, 143, "a message")] == [0, 0, 2, 143, 1]
+
+
+def test_a_signal_the_parent_ignores_stays_ignored_after_the_command(tmp_path: Path) -> None:
+    """A background job of a shell script runs with SIGINT ignored: after the command, ge
+    left it ignored while a callback hangs, and ends with the command's status (trial SS:
+    130 and 'interrupted')."""
+    mark = tmp_path / "mark"
+    mark.mkdir()
+    plugin = tmp_path / "at_exit.py"
+    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)).replace("time.sleep(60)",
+                                                                    "time.sleep(3)"))
+    env = {**os.environ, "HANG_AT_EXIT": "1", "PYTHONPATH": os.pathsep.join(
+        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("ASCEND_GE_PY_PASS_PATH", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ge", "compile", str(DISTILBERT), "-o", str(tmp_path / "m.onnx"),
+         "--pass-path", str(plugin), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.monotonic() + 120
+    while not (mark / "hanging").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "interrupted" not in stderr

@@ -60,4 +60,5 @@ def _ending(status: int) -> None:
         os._exit(128 + signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, ended)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # (ignored by the parent: stays)
+            signal.signal(signum, ended)

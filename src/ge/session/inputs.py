@@ -27,7 +27,12 @@ import onnx
 from onnx import TensorProto, helper
 
 from ge._text import first_and_more
-from ge.errors import CompilerOptionError, GraphTypeError, VerificationInputError
+from ge.errors import (
+    CompilerOptionError,
+    DimsArgumentError,
+    GraphTypeError,
+    VerificationInputError,
+)
 from ge.graph.graph import Graph
 from ge.graph.types import elem_type_name
 from ge.session.comparison import BLOCK_ELEMENTS
@@ -362,11 +367,11 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     symbols = {d for s in specs for d in _symbols(s)}
     unknown = sorted(k for k in sizes if k not in symbols)
     if unknown:
-        raise VerificationInputError(_unknown_dims(unknown, specs, symbols, graph))
+        raise DimsArgumentError(_unknown_dims(unknown, specs, symbols, graph))
     bad = sorted(k for k, v in sizes.items()
                  if not isinstance(v, int) or isinstance(v, bool) or v < 0)
     if bad:
-        raise VerificationInputError(
+        raise DimsArgumentError(
             f"dims {', '.join(repr(k) for k in bad)}: each size must be an int >= 0, got "
             f"{sizes}")
     shapes: dict[str, tuple[int, ...]] = {}
