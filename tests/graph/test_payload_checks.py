@@ -149,7 +149,7 @@ def test_negative_dims(tmp_path: Path) -> None:
     (TP(name="t", data_type=TP.STRING, dims=[2], string_data=[b"a"]),
      "holds 1 value in string_data, but its dims [2] of STRING need 2"),
     (TP(name="t", data_type=TP.FLOAT, dims=[2], int64_data=[1, 2]),
-     "holds its values in int64_data, which a FLOAT tensor does not use: its dims [2] of "
+     "holds its values in int64_data, which a tensor of FLOAT does not use: its dims [2] of "
      "FLOAT need 2 values in float_data"),
     (TP(name="t", data_type=TP.DOUBLE, dims=[3]),
      "holds no data, but its dims [3] of DOUBLE need 3 values in double_data"),

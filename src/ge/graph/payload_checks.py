@@ -191,8 +191,8 @@ def _typed_problem(proto: onnx.TensorProto, field: str, have: int, need: int,
                " (a real and an imaginary part each)" if per == 1 else
                f" ({per} elements to an entry)")
     if have == 0 and elsewhere:
-        return (f"holds its values in {elsewhere[0]}, which a {_type_name(proto.data_type)} "
-                f"tensor does not use: {_declared(proto)} need {_many(need, 'value')} in "
+        return (f"holds its values in {elsewhere[0]}, which a tensor of "
+                f"{_type_name(proto.data_type)} does not use: {_declared(proto)} need {_many(need, 'value')} in "
                 f"{field}{packing}")
     if have == 0:
         return (f"holds no data, but {_declared(proto)} need {_many(need, 'value')} in "
