@@ -192,8 +192,8 @@ def _typed_problem(proto: onnx.TensorProto, field: str, have: int, need: int,
                f" ({per} elements to an entry)")
     if have == 0 and elsewhere:
         return (f"holds its values in {elsewhere[0]}, which a tensor of "
-                f"{_type_name(proto.data_type)} does not use: {_declared(proto)} need {_many(need, 'value')} in "
-                f"{field}{packing}")
+                f"{_type_name(proto.data_type)} does not use: {_declared(proto)} need "
+                f"{_many(need, 'value')} in {field}{packing}")
     if have == 0:
         return (f"holds no data, but {_declared(proto)} need {_many(need, 'value')} in "
                 f"{field}{packing}")
