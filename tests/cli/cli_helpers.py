@@ -25,16 +25,22 @@ def run_ge(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def process_env(env_vars: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a subprocess running this tree's ge: this process's, `env_vars`
+    on top, `src` first on PYTHONPATH, no plugin path."""
+    env = {**os.environ, **(env_vars or {}), "PYTHONPATH": os.pathsep.join(
+        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("ASCEND_GE_PY_PASS_PATH", None)
+    return env
+
+
 def run_process(*args: str, cwd: Path | None = None,
                 env_vars: Mapping[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:
     """`python ARGS` in a subprocess (stdout and stderr pipes, so never a terminal), with
     `env_vars` set on top of this process's environment."""
-    env = {**os.environ, **(env_vars or {}), "PYTHONPATH": os.pathsep.join(
-        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("ASCEND_GE_PY_PASS_PATH", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300, check=False)
+                          cwd=cwd, env=process_env(env_vars), timeout=300, check=False)
 
 
 def listing(folder: Path) -> list[str]:

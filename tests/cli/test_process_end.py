@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_helpers import DISTILBERT, SRC, run_process
+from cli_helpers import DISTILBERT, process_env, run_process
 from onnx import TensorProto, helper, numpy_helper
 
 from ge._signals import held_signals
@@ -163,28 +163,37 @@ def test_the_process_ends_as_a_normal_exit_would(tmp_path: Path) -> None:
     assert failed.returncode == 1 and failed.stderr.startswith("ge: [GE1102]")
 
 
-def test_a_signal_after_the_command_ended_ends_the_process_with_a_line(
-        tmp_path: Path) -> None:
-    """SIGTERM while an atexit callback hangs ends the process at once, 143, one line (it
-    was the default handler's silent end, or, while ignored, a wait for the callback)."""
+def _signalled_while_an_atexit_callback_hangs(tmp_path: Path, signum: int, hang_s: int,
+                                              sigint_ignored: bool = False) -> tuple[int, str]:
+    """(status, stderr) of `ge compile` sent `signum` once the command has ended and a
+    plugin's atexit callback sleeps `hang_s` seconds; with `sigint_ignored`, started as a
+    shell's background job is (SIGINT ignored)."""
     mark = tmp_path / "mark"
     mark.mkdir()
     plugin = tmp_path / "at_exit.py"
-    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)))
-    env = {**os.environ, "HANG_AT_EXIT": "1", "PYTHONPATH": os.pathsep.join(
-        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("ASCEND_GE_PY_PASS_PATH", None)
+    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)).replace(
+        "time.sleep(60)", f"time.sleep({hang_s})"))
     process = subprocess.Popen(
         [sys.executable, "-m", "ge", "compile", str(DISTILBERT), "-o", str(tmp_path / "m.onnx"),
          "--pass-path", str(plugin), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env)
+        text=True, env=process_env({"HANG_AT_EXIT": "1"}),
+        preexec_fn=((lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
+                    else None))
     deadline = time.monotonic() + 120
     while not (mark / "hanging").exists():
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(signum)
     _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 143
+    return process.returncode, stderr
+
+
+def test_a_signal_after_the_command_ended_ends_the_process_with_a_line(
+        tmp_path: Path) -> None:
+    """SIGTERM while an atexit callback hangs ends the process at once, 143, one line (it
+    was the default handler's silent end, or, while ignored, a wait for the callback)."""
+    status, stderr = _signalled_while_an_atexit_callback_hangs(tmp_path, signal.SIGTERM, 60)
+    assert status == 143
     assert stderr.endswith("ge: terminated after the command had ended (status 0)\n"), stderr
 
 
@@ -216,23 +225,7 @@ def test_a_signal_the_parent_ignores_stays_ignored_after_the_command(tmp_path: P
     """A background job of a shell script runs with SIGINT ignored: after the command, ge
     left it ignored while a callback hangs, and ends with the command's status (trial SS:
     130 and 'interrupted')."""
-    mark = tmp_path / "mark"
-    mark.mkdir()
-    plugin = tmp_path / "at_exit.py"
-    plugin.write_text(PLUGIN_AT_EXIT.format(mark=str(mark)).replace("time.sleep(60)",
-                                                                    "time.sleep(3)"))
-    env = {**os.environ, "HANG_AT_EXIT": "1", "PYTHONPATH": os.pathsep.join(
-        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("ASCEND_GE_PY_PASS_PATH", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ge", "compile", str(DISTILBERT), "-o", str(tmp_path / "m.onnx"),
-         "--pass-path", str(plugin), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    deadline = time.monotonic() + 120
-    while not (mark / "hanging").exists():
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 0, stderr
+    status, stderr = _signalled_while_an_atexit_callback_hangs(
+        tmp_path, signal.SIGINT, 3, sigint_ignored=True)
+    assert status == 0, stderr
     assert "interrupted" not in stderr
