@@ -798,7 +798,7 @@ def test_a_node_rejecting_what_folding_computed_is_the_models_problem(tmp_path: 
     err = caught.value
     assert (err.code, err.stage, list(err.nodes)) == ("GE1305", "OriginGraphOptimize", ["tile"])
     assert err.message.startswith(
-        "node 'tile' (Tile) rejects its input(s) 'rep' (int64[1, 1]), which the model "
+        "node 'tile' (Tile) rejects its input(s) 'rep' (int64[1,1]), which the model "
         "computes from constants alone (ConstantFolding computed them): shape inference "
         "failed for inputs")
     assert "'Repeats' input must be 1D" in err.message

@@ -22,6 +22,7 @@ from ge.errors import ShapeInferenceError, ValidationProblem
 from ge.graph import Node
 from ge.graph.changes import ChangeSet
 from ge.graph.node import is_const
+from ge.graph.tensor_desc import format_desc
 from ge.ops.inference import STALE_DESC_ADVICE
 
 __all__ = ["FoldedValueRejected", "model_rejects_folded_values"]
@@ -36,16 +37,14 @@ class FoldedValueRejected(ShapeInferenceError):
 
 
 def _folded_inputs(node: Node, changes: ChangeSet) -> list[str]:
-    """The inputs of `node` now read from constants the pass added: `'rep' (int64[1, 1])`."""
+    """The inputs of `node` now read from constants the pass added: `'rep' (int64[1,1])`."""
     found = []
     for i in range(node.get_inputs_size()):
         producer = node.get_input_producer(i)
         if producer is None or not is_const(producer[0]) or producer[0] not in changes.added:
             continue
-        value = producer[0].get_output_desc(0)
-        dims = ", ".join(str(d) for d in value.get_shape())
         found.append(f"{producer[0].get_output_name(0)!r} "
-                     f"({value.data_type.name.removeprefix('DT_').lower()}[{dims}])")
+                     f"({format_desc(producer[0].get_output_desc(0))})")
     return found
 
 
