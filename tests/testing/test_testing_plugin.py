@@ -4,6 +4,8 @@ the way a pass author runs it."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -75,6 +77,30 @@ def test_isolated_plugin_state_gives_the_process_back(tmp_path: Path) -> None:
     assert "helper_mod_for_isolation" not in sys.modules
     assert not [m for m in sys.modules if m.startswith("_ge_py_pass_fuse_")]
     assert not ge.compiler.is_initialized() and ge.passes.get_registered_passes() == []
+
+
+def test_isolation_drops_only_the_modules_its_block_imported_from_the_roots(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Modules imported before the block stay, even from a root; a module the block put in
+    place of an earlier one of the same name is dropped."""
+    inside, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    inside.mkdir()
+    elsewhere.mkdir()
+    (inside / "iso_before_block.py").write_text("")
+    (inside / "iso_replaced.py").write_text("WHERE = 'root'\n")
+    (elsewhere / "iso_replaced.py").write_text("WHERE = 'elsewhere'\n")
+    monkeypatch.syspath_prepend(str(elsewhere))
+    monkeypatch.syspath_prepend(str(inside))
+    before = importlib.import_module("iso_before_block")
+    spec = importlib.util.spec_from_file_location("iso_replaced", elsewhere / "iso_replaced.py")
+    assert spec is not None
+    sys.modules["iso_replaced"] = importlib.util.module_from_spec(spec)
+    with isolated_plugin_state(module_roots=[inside], environ={}):
+        del sys.modules["iso_replaced"]
+        assert importlib.import_module("iso_replaced").WHERE == "root"
+    assert sys.modules["iso_before_block"] is before
+    assert "iso_replaced" not in sys.modules
+    del sys.modules["iso_before_block"]
 
 
 # -- a pass author's test file, run with `python -m pytest` -----------------------------------

@@ -19,8 +19,10 @@ from versions import needs_opset
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "fuzz_compile.py"
-#: About 90 seeds a second on the development machine: under 10 s.
-SEEDS = range(0, 800)
+#: About 17 seeds a second on the development machine (the models grew with the forms past
+#: bugs clustered in): 400 seeds take ~25 s. Every built-in pass has work by seed 151
+#: (ReshapeTargetFolding last); the wider ranges run out of band (tools/fuzz_compile.py).
+SEEDS = range(0, 400)
 #: Built-in passes the generated models give no work (none: opset 23 brings RMSNormFusion).
 NEVER_CHANGING: frozenset[str] = frozenset()
 BUILTIN = frozenset(cls.__ge_builtin__.name for cls in ge.compiler.builtin.BUILTIN_PASSES)
