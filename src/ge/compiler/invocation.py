@@ -35,8 +35,8 @@ from ge.errors import (
 from ge.es.opset import opset_scope
 from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
+from ge.graph.export_names import written_name
 from ge.graph.node import is_const
-from ge.graph.onnx_export import written_name
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ge.errors import GeError, SourceLocation
+from ge.graph.export_names import written_name
 from ge.graph.graph import DATA, NET_OUTPUT
 from ge.graph.node import is_const
-from ge.graph.onnx_export import written_name
 
 if TYPE_CHECKING:
     from ge.graph import Graph, Node
@@ -123,7 +123,7 @@ class LastChanges:
 
         `written`: the names are those the saved model writes (onnxruntime's), which differ
         from the nodes' own where export kept a name as read (a node named like a graph
-        input, one of two nodes of one name: `ge.graph.onnx_export.written_name`); the
+        input, one of two nodes of one name: `ge.graph.export_names.written_name`); the
         sentence then names the nodes so too."""
         wanted = [name for name in dict.fromkeys(names) if name]
         if not wanted or not self._last:

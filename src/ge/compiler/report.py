@@ -98,7 +98,7 @@ def model_size(root: Graph) -> tuple[NodeCounts, dict[str, int]]:
 
 def _added(root: Graph) -> dict[Graph, int]:
     """The `Identity` nodes writing `root`'s model adds, per graph (`added_identities`)."""
-    from ge.graph.onnx_export import added_identities
+    from ge.graph.export_names import added_identities
 
     return added_identities(root)
 

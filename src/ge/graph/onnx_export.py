@@ -6,14 +6,13 @@ outputs, and the other nodes are written in topological order. A node still equa
 `NodeProto` it was read from is written as that proto; value infos are written for every
 output whose desc is known. Control edges have no ONNX form and are not written (documented
 in docs/graph.md); orphan subgraphs (`Graph.add_subgraph`) neither. Graphs read from ONNX
-keep their output names whatever produces the outputs now (`_OutputNames`).
+keep their output names whatever produces the outputs now (`ge.graph.export_names`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 import onnx
@@ -23,6 +22,13 @@ from ge.errors import GraphError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
 from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain
+from ge.graph.export_names import (
+    OutputNames,
+    Renames,
+    as_initializer,
+    value_name,
+    written_name,
+)
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.payloads import PayloadStore
@@ -31,8 +37,7 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["NodeNamesMadeUnique", "added_identities", "graph_to_model", "initializers_as_inputs",
-           "merge_annotations", "unique_node_names", "written_name"]
+__all__ = ["UNNAMED_PREFIX", "graph_to_model", "initializers_as_inputs", "merge_annotations"]
 
 A = AttributeProto
 
@@ -85,7 +90,7 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     `tensor_sink(tensor, name)` may return the initializer proto to write for a constant
     (e.g. one pointing into an external data file), or None to write it inline.
     `value_names`, when given, is filled with (node, output index) -> exported name for every
-    value written under a name other than its IR name (see `_OutputNames`), so a caller
+    value written under a name other than its IR name (see `OutputNames`), so a caller
     reading the model back (shape inference) can find the IR's values in it.
     `value_info=False` writes no value_info for intermediate values (inputs and outputs
     keep their types), in every graph of the model, except the outputs of calls of the
@@ -108,7 +113,7 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     lift = _LIFT_CONSTANTS.set(lift_constants and graph.root_graph().model.ir_version >= 4)
     try:
         with no_gc_pauses():  # a proto per node, and the output-name tables: nothing freed
-            names = _OutputNames(graph)
+            names = OutputNames(graph)
             model = _graph_to_model(graph, names)
     finally:
         _NAME_EVERY_NODE.reset(naming)
@@ -121,7 +126,7 @@ def graph_to_model(graph: Graph, *, tensor_sink: TensorSink | None = None,
     return model
 
 
-def _graph_to_model(graph: Graph, names: _OutputNames) -> onnx.ModelProto:
+def _graph_to_model(graph: Graph, names: OutputNames) -> onnx.ModelProto:
     info = graph.root_graph().model
     model = onnx.ModelProto()
     model.ir_version = info.ir_version
@@ -148,181 +153,6 @@ def _graph_to_model(graph: Graph, names: _OutputNames) -> onnx.ModelProto:
         model.configuration.extend(info.extras.configuration)
     write_graph(graph, model.graph, names)
     return model
-
-
-# -- output names ---------------------------------------------------------------------------
-
-Producer = tuple[Node, int]
-# Exported names of values whose ONNX name is not their IR name.
-Renames = dict[Producer, str]
-# Who holds an exported value name: (graph, producer), or (graph, None) for an `Identity`
-# written by the export.
-_Holder = tuple[Graph, "Producer | None"]
-
-
-class _OutputNames:
-    """The output names of every graph of one export, and the value renames they need.
-
-    A graph read from ONNX keeps the names it was read with (`Graph._output_names`), so a
-    pass giving an output a new producer does not change the model's interface: the producer
-    is exported under the output's name, or an `Identity` in the graph produces it where
-    ONNX needs one (one value feeding two names, a graph input, an outer value: a subgraph
-    output must be produced inside it); a stale value still holding the name is renamed.
-    Graphs built in memory keep their producers' names, with an `Identity` only where ONNX
-    needs a distinct or local output. A value listed as several outputs under one name keeps
-    it in each (one producer). Made-up names are unique in the model and deterministic.
-
-    Graphs are planned as they are written, enclosing graphs first, so a subgraph never
-    renames a value of an enclosing graph (part of it is written already).
-    """
-
-    def __init__(self, root: Graph) -> None:
-        self.root = root
-        self.renames: Renames = {}
-        self._holders: dict[str, list[_Holder]] | None = None
-        self._reserved: set[str] = set()  # every graph's wanted output names
-        self._node_names: set[str] = set()
-
-    def name(self, producer: Producer) -> str:
-        """The exported name of a value."""
-        renamed = self.renames.get(producer)
-        return renamed if renamed is not None else producer[0]._out_names[producer[1]]
-
-    def plan(self, graph: Graph, net_output: Node) -> tuple[list[str], list[onnx.NodeProto]]:
-        """The exported output names of `graph` and the `Identity` nodes producing some.
-
-        Called before any node of `graph` is written; renames land in `self.renames`.
-        """
-        producers: list[Producer] = net_output._inputs  # type: ignore[assignment]  # checked
-        wanted = graph._output_names
-        names = [""] * len(producers)
-        fixed: set[Producer] = set()  # producers exported under an output name of `graph`
-        pending: list[int] = []
-        for i, producer in enumerate(producers):
-            want = wanted[i] if i < len(wanted) else ""
-            if want and producer[0]._graph is graph and self.name(producer) == want:
-                names[i] = want  # the common case: the output is what it was read as
-                fixed.add(producer)
-            else:
-                pending.append(i)
-        if not pending:
-            return names, []
-        identities: list[onnx.NodeProto] = []
-        assigned = {n for n in names if n}
-        # One value listed as several outputs under one name (valid ONNX: `[y, y]`) is
-        # produced once: a repeat takes the name its first listing got, whatever that
-        # needed (a rename, an Identity), instead of a second producer of the name.
-        planned: dict[tuple[str, Producer], str] = {}
-        for i in pending:
-            producer = producers[i]
-            want = wanted[i] if i < len(wanted) else ""
-            if want:
-                repeat = planned.get((want, producer))
-                if repeat is not None:
-                    names[i] = repeat
-                    continue
-            current = self.name(producer)
-            local = producer[0]._graph is graph
-            renamable = local and producer[0]._type != DATA and producer not in fixed
-            if want and renamable and self._take(want, graph, producer, fixed):
-                self._rename(producer, want)
-                current = want
-            if local and current not in assigned and (renamable or not want):
-                name = current  # the producer's value is the output
-                fixed.add(producer)
-            else:
-                free = want and self._take(want, graph, None, fixed)
-                name = want if free else self._fresh(want or current)
-                identities.append(self._identity(current, name))
-            names[i] = name
-            assigned.add(name)
-            if want:
-                planned[(want, producer)] = name
-        return names, identities
-
-    # -- the model-wide tables, for the rare graph whose outputs changed --------------------
-    def _tables(self) -> dict[str, list[_Holder]]:
-        """Who holds each value name in the whole model (its node names and wanted output
-        names too), made on first need: an untouched model never needs it."""
-        if self._holders is None:
-            holders: dict[str, list[_Holder]] = {}
-            pending = [self.root]
-            while pending:
-                graph = pending.pop()
-                self._reserved.update(graph._output_names)
-                for node in graph._listed():  # the graph's order, not index history
-                    self._node_names.add(node._export_name or node._name)
-                    for i, value in enumerate(node._out_names):
-                        if value:
-                            holders.setdefault(self.name((node, i)), []).append((graph, (node, i)))
-                    pending.extend(node.get_subgraphs())
-            self._holders = holders
-        return self._holders
-
-    def _fresh(self, base: str) -> str:
-        """A value name used nowhere in the model, reserved from now on."""
-        holders = self._tables()
-        k = 1
-        while f"{base}_{k}" in holders or f"{base}_{k}" in self._reserved:
-            k += 1
-        name = f"{base}_{k}"
-        holders[name] = []
-        return name
-
-    def _rename(self, producer: Producer, name: str) -> None:
-        """Export `producer`'s value as `name` (its consumers everywhere read that name)."""
-        holders = self._tables()
-        old = self.name(producer)
-        entry = next(h for h in holders[old] if h[1] == producer)
-        holders[old].remove(entry)
-        holders.setdefault(name, []).append(entry)
-        if name == producer[0]._out_names[producer[1]]:
-            self.renames.pop(producer, None)
-        else:
-            self.renames[producer] = name
-
-    def _take(self, name: str, graph: Graph, producer: Producer | None,
-              fixed: set[Producer]) -> bool:
-        """Make `name` free for `producer` (None: an `Identity` of `graph`) to export under.
-
-        Other values holding it where it would clash (this graph, the graphs around it and
-        inside it) are renamed to fresh names; False, changing nothing, when one of them
-        cannot be: a graph input, an output already named, a value of an enclosing graph.
-        """
-        holders = self._tables()
-        around = list(graph._ancestors())
-        clashing = [h for h in holders.get(name, ()) if h[1] != producer and (
-            h[0] in around or graph in list(h[0]._ancestors()))]
-        for held_in, held in clashing:
-            if (held is None or held[0]._type == DATA or held in fixed
-                    or (held_in is not graph and held_in in around)):
-                return False
-        for _, held in clashing:
-            self._rename(held, self._fresh(name))  # type: ignore[arg-type]  # checked above
-        if producer is None:
-            holders.setdefault(name, []).append((graph, None))
-        return True
-
-    def _identity(self, source: str, name: str) -> onnx.NodeProto:
-        """`name = Identity(source)`, under a node name unique in the model."""
-        self._tables()
-        node_name = f"{name}_identity"
-        k = 0
-        while node_name in self._node_names:
-            k += 1
-            node_name = f"{name}_identity_{k}"
-        self._node_names.add(node_name)
-        return onnx.helper.make_node("Identity", [source], [name], name=node_name)
-
-
-def _value_name(producer: tuple[Node, int] | None, renames: Renames) -> str:
-    if producer is None:
-        return ""
-    if renames:
-        renamed = renames.get(producer)
-        if renamed is not None:
-            return renamed
-    return producer[0]._out_names[producer[1]]
 
 
 def _tensor_proto(tensor: Tensor, name: str) -> onnx.TensorProto:
@@ -352,16 +182,6 @@ def _with_metadata(tensor: onnx.TensorProto, metadata: dict[str, str]) -> onnx.T
     copy.CopyFrom(tensor)
     _write_metadata(copy.metadata_props, metadata)
     return copy
-
-
-def _constant_origin(node: Node) -> bool:
-    return node._proto is not None
-
-
-def _liftable(node: Node) -> bool:
-    """A `Constant` operator that can become an initializer: one with a dense `value`
-    (not `sparse_value` or the `value_float(s)`/`value_int(s)`/`value_string(s)` forms)."""
-    return "value" in node._attrs
 
 
 def _input_info(read: onnx.ValueInfoProto, name: str, tensor: Tensor) -> onnx.ValueInfoProto:
@@ -396,106 +216,6 @@ def _merged_inputs(inputs: list[onnx.ValueInfoProto],
     return merged
 
 
-def _as_initializer(node: Node, lift: bool, old_ir: bool) -> bool:
-    """Whether a `Const` node is written as an initializer (not as a `Constant` operator):
-    one made in the IR, or a liftable `Constant` when constants are lifted; none in a model
-    of ir_version < 4 (`old_ir`), where an initializer must also be a graph input (except
-    those read so, which `write_graph` writes back as they were)."""
-    return not old_ir and (not _constant_origin(node) or (lift and _liftable(node)))
-
-
-@dataclass(frozen=True)
-class NodeNamesMadeUnique:
-    """Nodes of graph `graph` that export wrote as `name` (in ONNX, a node's name) and the
-    names it writes for them now (`unique_node_names`), in the graph's order."""
-
-    graph: str
-    name: str
-    names: tuple[str, ...]
-
-
-def _written_as_node(node: Node, lift: bool, old_ir: bool) -> bool:
-    """Whether export writes `node` as an ONNX node (named): not a graph input or output,
-    nor a `Const` written as an initializer (`lift` as `graph_to_model(lift_constants=)`)."""
-    if node._type in (DATA, NET_OUTPUT):
-        return False
-    return not is_const(node) or not _as_initializer(node, lift, old_ir)
-
-
-def unique_node_names(graph: Graph, *, lift_constants: bool = False
-                      ) -> list[NodeNamesMadeUnique]:
-    """Make export write a different name for every named node of each graph of the model
-    (the root graph and every subgraph): ONNX allows two nodes of a graph the same name,
-    onnxruntime refuses to load such a model ("two nodes with same node name").
-
-    Loading keeps each node's name as read for export (lossless) beside its unique IR
-    name; here a node whose written name another node of its graph writes too gets its IR
-    name written instead (a journaled rename, undone with a transaction), except one of
-    them: the node whose IR name it is, else the first in the graph's order. A name a
-    renamed node now takes can be the name another node was read with ("a", "a", "a_1":
-    the second becomes "a_1"), which then gets its IR name too. Nodes without a name keep
-    none (onnxruntime accepts any number of those). `lift_constants` as in `to_onnx`:
-    `Constant` operators written as initializers have no name to clash.
-
-    Returns what changed, per graph and name read: empty when the names were unique."""
-    lift = lift_constants and graph.root_graph().model.ir_version >= 4
-    old_ir = graph.root_graph().model.ir_version < 4
-    changed: list[NodeNamesMadeUnique] = []
-    for g in [graph, *graph.get_all_subgraphs()]:
-        listed = g._listed()
-        if not any(n._export_name and n._export_name != n._name for n in listed):
-            continue  # every node writes its IR name, unique (the usual case: no scan)
-        nodes = [n for n in listed if _written_as_node(n, lift, old_ir)]
-        before = {id(n): written_name(n) for n in nodes}
-        while True:
-            holders: dict[str, list[Node]] = {}
-            for node in nodes:
-                name = written_name(node)
-                if name:
-                    holders.setdefault(name, []).append(node)
-            clashes = [same for same in holders.values() if len(same) > 1]
-            if not clashes:
-                break
-            for same in clashes:
-                keeper = next((n for n in same if written_name(n) == n._name), same[0])
-                for node in same:
-                    if node is not keeper and written_name(node) != node._name:
-                        g._rename_node(node, node._name)  # writes its IR name from now on
-        read: dict[str, list[Node]] = {}
-        for node in nodes:
-            read.setdefault(before[id(node)], []).append(node)
-        changed.extend(
-            NodeNamesMadeUnique(g._name, name, tuple(written_name(n) for n in same))
-            for name, same in read.items()
-            if any(written_name(n) != name for n in same))
-    return changed
-
-
-def added_identities(root: Graph) -> dict[Graph, int]:
-    """How many `Identity` nodes writing `root`'s model adds to each of its graphs (where an
-    output is a graph input, an outer value or a value listed under two names, ONNX needs
-    a node of the graph producing it), planned as `write_graph` plans them, nothing
-    written: the counts of the model ge writes include them. A graph whose outputs could
-    not be written (one not connected) adds none here; writing it fails."""
-    added: dict[Graph, int] = {}
-    with no_gc_pauses():  # the tables name every value of a model whose outputs changed
-        names = _OutputNames(root)
-        # (bodies depth first in their owners' order: the order write_graph plans them in)
-        for graph in [root, *(g for g in root.get_all_subgraphs() if not g.is_orphan())]:
-            net_outputs = graph.nodes_of_type(NET_OUTPUT)
-            if len(net_outputs) == 1 and None not in net_outputs[0]._inputs:
-                _, identities = names.plan(graph, net_outputs[0])
-                if identities:
-                    added[graph] = len(identities)
-        del names  # (freed before the splice, not handed to the oldest generation)
-    return added
-
-
-def written_name(node: Node) -> str:
-    """The name export writes for `node`: the name it was read with, else its IR name."""
-    return node._export_name if node._export_name is not None else node._name
-
-
 def _untyped(vi: onnx.ValueInfoProto) -> bool:
     """Whether a value info declares no type (or a tensor of undefined element type)."""
     which = vi.type.WhichOneof("value")
@@ -528,7 +248,7 @@ def _touches(node: Node, renames: Renames) -> bool:
         (node, i) in renames for i in range(len(node._out_names)))
 
 
-def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
+def _node_proto(node: Node, names: OutputNames) -> onnx.NodeProto:
     renames = names.renames
     if node._clean and node._proto is not None and not (renames and _touches(node, renames)):
         if node._proto.name or not _NAME_EVERY_NODE.get():
@@ -540,8 +260,8 @@ def _node_proto(node: Node, names: _OutputNames) -> onnx.NodeProto:
     proto = onnx.NodeProto()
     source = node._proto
     if renames:
-        inputs = [_value_name(p, renames) for p in node._inputs]
-        outputs = [_value_name((node, i), renames) if value else ""
+        inputs = [value_name(p, renames) for p in node._inputs]
+        outputs = [value_name((node, i), renames) if value else ""
                    for i, value in enumerate(node._out_names)]
     else:  # the common case, inlined: saving after many touched nodes is this loop
         inputs = ["" if p is None else p[0]._out_names[p[1]] for p in node._inputs]
@@ -598,7 +318,7 @@ def _attrs_as_read(node: Node, source: onnx.NodeProto) -> bool:
 
 
 def _write_attrs(proto: onnx.NodeProto, node: Node, source: onnx.NodeProto | None,
-                 names: _OutputNames) -> None:
+                 names: OutputNames) -> None:
     """Append the node's attributes (bodies written anew) to `proto`, in the node's order."""
     source_attrs = {a.name: a for a in source.attribute} if source is not None else {}
     for key, stored in node._attrs.items():
@@ -621,7 +341,7 @@ def _function_calls(graph: Graph) -> frozenset[tuple[str, str]]:
                      if normalize_domain(f.domain) not in ONNX_DOMAINS)
 
 
-def _graph_proto(graph: Graph, names: _OutputNames) -> onnx.GraphProto:
+def _graph_proto(graph: Graph, names: OutputNames) -> onnx.GraphProto:
     gp = onnx.GraphProto()
     write_graph(graph, gp, names)
     return gp
@@ -661,11 +381,11 @@ def _value_info(name: str, slot: TensorDesc | onnx.ValueInfoProto | None) -> onn
     return value_info_from_desc(name, slot)
 
 
-def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = None) -> None:
+def write_graph(graph: Graph, gp: onnx.GraphProto, names: OutputNames | None = None) -> None:
     """Fill `gp` with `graph`, recursing into subgraph attributes; `names` holds the output
     names and renames of the whole export (None: `graph` is the model's graph)."""
     if names is None:
-        names = _OutputNames(graph)
+        names = OutputNames(graph)
     renames = names.renames  # filled further by the subgraphs' plans, for their own values
     sink = _TENSOR_SINK.get()
     store = _PAYLOADS.get()
@@ -711,8 +431,8 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             continue
         constant = op_type == CONST and not node._domain  # (`is_const`, inlined)
         as_input = constant and constant_inputs.get(node._out_names[0])
-        if constant and (as_input or _as_initializer(node, lift, old_ir)):
-            name = _value_name((node, 0), renames)
+        if constant and (as_input or as_initializer(node, lift, old_ir)):
+            name = value_name((node, 0), renames)
             if as_input and "value" in node._attrs:
                 before, position, read = as_input
                 kept_inputs.append((before, position,
@@ -740,7 +460,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             continue  # nothing known about the outputs: no value_info (the common case)
         for i, slot in enumerate(descs):
             if slot is not None and node._out_names[i]:
-                value_infos.append(_value_info(_value_name((node, i), renames), slot))
+                value_infos.append(_value_info(value_name((node, i), renames), slot))
     gp.input.extend(_merged_inputs(inputs, kept_inputs))
     if graph._input_defaults:
         defaults = graph._input_defaults.values()
@@ -766,7 +486,7 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: _OutputNames | None = 
             output = _value_info(output_names[i], slot)
             if (_untyped(output) and node._graph is graph and is_const(node)
                     and output_names[i] == names.name(producer)
-                    and _as_initializer(node, lift, old_ir)):
+                    and as_initializer(node, lift, old_ir)):
                 output = _typed_like_initializer(output, node)
             outputs.append(output)
         gp.output.extend(outputs)

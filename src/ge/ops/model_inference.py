@@ -22,14 +22,10 @@ from onnx import shape_inference
 from ge.errors import ShapeInferenceError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.domains import defined_value_names, proto_graphs
+from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.onnx_export import (
-    UNNAMED_PREFIX,
-    graph_to_model,
-    initializers_as_inputs,
-    written_name,
-)
+from ge.graph.onnx_export import UNNAMED_PREFIX, graph_to_model, initializers_as_inputs
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name

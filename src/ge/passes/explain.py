@@ -298,7 +298,7 @@ def _find_node(graph: Graph, node: str | Node, subgraphs: bool) -> Node:
 def _written_as(graphs: list[Graph], name: str) -> Node | None:
     """The one operator the model writes as `name` where ge named it otherwise (a node named
     like a graph input is `x_1` in ge and `x` in the file, and in ge's error messages)."""
-    from ge.graph.onnx_export import written_name
+    from ge.graph.export_names import written_name
 
     found = [n for g in graphs for n in g.get_direct_nodes()
              if n.name != name and n.type != DATA and written_name(n) == name]

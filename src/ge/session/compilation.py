@@ -43,7 +43,7 @@ from ge.errors import (
     model_file_named,
 )
 from ge.graph import Graph
-from ge.graph.onnx_export import NodeNamesMadeUnique, unique_node_names
+from ge.graph.export_names import NodeNamesMadeUnique, unique_node_names
 from ge.graph.validation import check_acyclic
 from ge.passes.discovery import given_paths
 from ge.passes.source import collected_warnings, warn_user
