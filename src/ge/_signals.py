@@ -14,10 +14,17 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["held_signals"]
+__all__ = ["ENDING_SIGNALS", "ending_word", "held_signals"]
 
-#: The signals a user or a supervisor ends a command with.
-_HELD = (signal.SIGINT, signal.SIGTERM)
+#: The signals a user or a supervisor ends a command with (held here, and after a command
+#: has ended by `ge.cli.process_exit`).
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def ending_word(signum: int) -> str:
+    """How a message names the end by `signum`, as a shell would: Ctrl-C interrupts,
+    SIGTERM terminates."""
+    return "terminated" if signum == signal.SIGTERM else "interrupted"
 
 
 @contextlib.contextmanager
@@ -38,7 +45,7 @@ def held_signals() -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     try:
-        for each in _HELD:
+        for each in ENDING_SIGNALS:
             handler = signal.getsignal(each)
             if handler is None:
                 continue

@@ -92,15 +92,6 @@ def _check_report_target(report: Path, model: Path, output: Path,
     check_not_read(report, "the report", [*_model_files(model, output), *read])
 
 
-def _check_html_target(page: Path, others: Sequence[tuple[Path | None, str]]) -> None:
-    """Refuse an HTML page target that cannot be written or names another file in use."""
-    from ge.cli.layout import engine_from_environment
-
-    check_output_folder(page, "the HTML page")
-    check_not_read(page, "the HTML page", others)
-    engine_from_environment()
-
-
 def _check_not_dumps(targets: Sequence[tuple[Path | None, str]], dump: Path | None) -> None:
     """Refuse (GE1701) a file the command writes into the folder the graph dumps go to
     (`--dump`, else `DUMP_GRAPH_PATH` or the current folder with `DUMP_GE_GRAPH`) under a
@@ -197,7 +188,9 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     if report_path is not None:
         _check_report_target(report_path, model, output, read)
     if html_path is not None:
-        _check_html_target(html_path, [*_model_files(model, output),
+        from ge.cli.html_page import check_page_target
+
+        check_page_target(html_path, [*_model_files(model, output),
                                        (report_path, "the report"), *read])
     _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
                       (html_path, "the HTML page")], dump)

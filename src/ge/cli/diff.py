@@ -16,13 +16,10 @@ import click
 
 from ge.cli.output import (
     CommandOutput,
-    check_output_folder,
     command_output,
     file_target,
-    same_file,
 )
 from ge.compiler.report import NodeCounts
-from ge.errors import CommandLineError
 
 __all__ = ["diff_command"]
 
@@ -42,17 +39,11 @@ def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
 
 
 def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: int) -> None:
-    if html_path is not None:
-        from ge.cli.layout import engine_from_environment
-
-        check_output_folder(html_path, "the HTML page")
-        engine_from_environment()
-        for other, what in ((a, "model A"), (b, "model B")):
-            if same_file(html_path, other):
-                raise CommandLineError(f"cannot write the HTML page to {html_path}: it is "
-                                       f"{what}", path=str(html_path))
     import ge.graph
     from ge.cli import graph_diff, html_page
+
+    if html_path is not None:
+        html_page.check_page_target(html_path, [(a, "model A"), (b, "model B")])
 
     before = graph_diff.snapshot(ge.graph.load(a))
     after = graph_diff.snapshot(ge.graph.load(b))

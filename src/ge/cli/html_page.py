@@ -356,6 +356,17 @@ def render_page(*, title: str, subtitle: str, before: GraphSnapshot, after: Grap
         count_b=counts_b.text(), count_a=counts_a.text(), svg_b=svg_b, svg_a=svg_a)
 
 
+def check_page_target(page: Path, read: Sequence[tuple[Path | None, str]]) -> None:
+    """Refuse, before anything is loaded, a page target that cannot be written, that names
+    a file the command reads or writes (`read`: path and what it is), or a layout engine
+    `GE_HTML_LAYOUT` names wrongly (`ge compile --html`, `ge diff --html`)."""
+    from ge.cli.layout import engine_from_environment
+    from ge.cli.output import check_not_read, check_output_folder
+
+    check_output_folder(page, "the HTML page")
+    check_not_read(page, "the HTML page", read)
+    engine_from_environment()
+
 
 def write_page(path: Path, page: str) -> None:
     """Write the page atomically (see `ge.cli.output.write_atomically`)."""

@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ge._signals import ending_word
 from ge._text import printable
 from ge.errors import (
     CommandLineError,
@@ -548,7 +549,8 @@ def end_interrupted(prog: str, interrupt: KeyboardInterrupt,
             else f"{', '.join(str(p) for p in written)} had been written")
     if dumps is not None and _holds_dumps(dumps):
         what += f"{' but' if not written else ';'} the graph dumps made so far stay in {dumps}"
-    click.echo(f"{prog}: {'terminated' if terminated else 'interrupted'}; {what}", err=True)
+    word = ending_word(signal.SIGTERM if terminated else signal.SIGINT)
+    click.echo(f"{prog}: {word}; {what}", err=True)
     raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
 
 

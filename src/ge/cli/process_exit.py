@@ -20,6 +20,8 @@ import signal
 import sys
 import threading
 
+from ge._signals import ENDING_SIGNALS, ending_word
+
 __all__ = ["exit_status", "run"]
 
 
@@ -51,7 +53,7 @@ def _ending(status: int) -> None:
         return
 
     def ended(signum: int, frame: object) -> None:
-        word = "terminated" if signum == signal.SIGTERM else "interrupted"
+        word = ending_word(signum)
         try:
             sys.stderr.write(f"ge: {word} after the command had ended (status {status})\n")
             sys.stderr.flush()
@@ -59,6 +61,6 @@ def _ending(status: int) -> None:
             pass
         os._exit(128 + signum)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in ENDING_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:  # (ignored by the parent: stays)
             signal.signal(signum, ended)
