@@ -23,12 +23,14 @@ def _digest(path: Path) -> str:
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, Path]:
-    """An --inputs file for DistilBERT and a plugin file, in tmp_path."""
+    """An --inputs file for DistilBERT, a plugin file and a copy of the model, in tmp_path."""
     inputs = tmp_path / "in.npz"
     np.savez(inputs, **generate_inputs(str(DISTILBERT)))
     plugin = tmp_path / "plugin.py"
     plugin.write_text(ADDS_NEG)
-    return {"inputs": inputs, "plugin": plugin}
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes(DISTILBERT.read_bytes())
+    return {"inputs": inputs, "plugin": plugin, "copy": copy}
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -46,6 +48,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
       "--report", "{tmp}/out.onnx.data"],
      "cannot write the report to {tmp}/out.onnx.data: it is the output model's external "
      "data file"),
+    (["diff", "{model}", "{copy}", "--html", "{copy}"],
+     "cannot write the HTML page to {copy}: it is model B"),
 ])
 def test_an_output_naming_a_file_the_command_reads_is_refused(
         tmp_path: Path, files: dict[str, Path], args: list[str], message: str) -> None:
