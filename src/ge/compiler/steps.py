@@ -154,8 +154,12 @@ def undefined_operators(graph: Graph) -> list[str]:
     model = root.model
     defined = {(f.domain, f.name) for f in (model.functions if model is not None else ())}
     found: dict[str, None] = {}
-    known_domains = frozenset(STANDARD_DOMAINS) | runtime_domains()
+    known_domains = frozenset(STANDARD_DOMAINS)
+    asked_runtime = False  # (asking imports onnxruntime: only for a node of another domain)
     for node in root.get_all_nodes():
+        if node.domain not in known_domains and not asked_runtime:
+            known_domains |= runtime_domains()
+            asked_runtime = True
         key = (node.domain, node.type)
         if (node.domain in known_domains or node.type in (DATA, CONST, NET_OUTPUT)
                 or key in defined or get_custom_op(node.type, node.domain) is not None):

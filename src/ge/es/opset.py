@@ -40,7 +40,8 @@ def normalize_opset_imports(opset: int | Mapping[str, int] | None) -> dict[str, 
             raise BuilderTypeError(f"opset imports must map str to int, got {domain!r}: "
                                    f"{version!r}")
         out[normalize_domain(domain)] = version
-    out.setdefault("", new_model_opset())
+    if "" not in out:  # (asked only when missing: asking imports onnxruntime)
+        out[""] = new_model_opset()
     return out
 
 

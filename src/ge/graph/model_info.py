@@ -26,13 +26,13 @@ class ModelInfo:
     __slots__ = (
         "_function_index",
         "_functions",
+        "_ir_version",
+        "_opset_imports",
         "doc_string",
         "domain",
         "extras",
-        "ir_version",
         "metadata_props",
         "model_version",
-        "opset_imports",
         "opset_source",
         "producer_name",
         "producer_version",
@@ -41,9 +41,11 @@ class ModelInfo:
     )
 
     def __init__(self) -> None:
-        # a model made here is read by the installed onnxruntime too (ge._compat)
-        self.ir_version: int = new_model_ir_version()
-        self.opset_imports: dict[str, int] = {"": new_model_opset()}
+        # a model made here is read by the installed onnxruntime too (ge._compat), asked
+        # when first read: asking imports onnxruntime (~60 ms), which a model read from a
+        # file (its own IR version and opsets) never needs
+        self._ir_version: int | None = None
+        self._opset_imports: dict[str, int] | None = None
         self.opset_source: list[onnx.OperatorSetIdProto] = []  # as read, for byte-exact saves
         self.producer_name = "ge"
         self.producer_version = ""
@@ -64,6 +66,30 @@ class ModelInfo:
         # Whether the model as read typed its intermediate values (value_info in some graph);
         # a model built in Python counts as typed. `ge.compile` keeps an untyped model lean.
         self.typed_values = True
+
+    @property
+    def ir_version(self) -> int:
+        """The model's IR version; for a model made here, the newest onnx and the installed
+        onnxruntime both know."""
+        if self._ir_version is None:
+            self._ir_version = new_model_ir_version()
+        return self._ir_version
+
+    @ir_version.setter
+    def ir_version(self, value: int) -> None:
+        self._ir_version = value
+
+    @property
+    def opset_imports(self) -> dict[str, int]:
+        """Domain -> opset version; for a model made here, the standard domain at the newest
+        opset onnx and the installed onnxruntime both know."""
+        if self._opset_imports is None:
+            self._opset_imports = {"": new_model_opset()}
+        return self._opset_imports
+
+    @opset_imports.setter
+    def opset_imports(self, value: dict[str, int]) -> None:
+        self._opset_imports = value
 
     @property
     def functions(self) -> list[onnx.FunctionProto]:
