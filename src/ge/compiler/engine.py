@@ -25,11 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from ge._text import first_and_more
 from ge.compiler.arguments import described, flag, name_list
+from ge.compiler.built_patterns import BuiltPatterns
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
 from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
@@ -89,6 +90,8 @@ class _Engine:
     custom_ops: tuple[CustomOp, ...] = ()
     # started by `initialize()`, not by a compilation finding none running
     explicit: bool = False
+    # the built-in passes' patterns, built once per class and opsets
+    built_patterns: BuiltPatterns = field(default_factory=BuiltPatterns)
 
 
 _LOCK = threading.RLock()
@@ -276,8 +279,10 @@ class CompilationPasses:
 
     def __init__(self, registry: PassRegistry, options: CompilerOptions,
                  skipped: list[GeError], lease: PathLease | None = None,
-                 custom_ops: CustomOpView | None = None) -> None:
+                 custom_ops: CustomOpView | None = None,
+                 built_patterns: BuiltPatterns | None = None) -> None:
         self.registry = registry
+        self.built_patterns = built_patterns
         self.options = options
         self.skipped = skipped
         self.custom_ops = CustomOpView() if custom_ops is None else custom_ops
@@ -334,14 +339,16 @@ def _chosen(engine: _Engine, options: Mapping[str, str] | None,
     registry, skipped, ops = _registry_for(engine, merged)
     view = CustomOpView(ops, hidden=engine.loader.left_out_custom_ops(merged))
     if pass_paths is None:
-        return CompilationPasses(registry, merged, skipped, custom_ops=view)
+        return CompilationPasses(registry, merged, skipped, custom_ops=view,
+                                 built_patterns=engine.built_patterns)
     lease = engine.loader.lease_paths_into(view, pass_paths, merged)
     try:
         registry, extra = _build_registry(registry, lease.report, merged)
     except BaseException:
         lease.release()
         raise
-    return CompilationPasses(registry, merged, skipped + extra, lease, view)
+    return CompilationPasses(registry, merged, skipped + extra, lease, view,
+                             engine.built_patterns)
 
 
 def check_pass_names(registry: PassRegistry, names: Iterable[str],
@@ -509,7 +516,8 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     scheduler = Scheduler(registry, passes.options.values, steps,
                           disabled=disabled,
                           builtin=builtin_passes, check=check,
-                          on_pass_failure=on_pass_failure, observers=observers)
+                          on_pass_failure=on_pass_failure, observers=observers,
+                          built_patterns=passes.built_patterns)
     counts_before, ops_before = model_size(graph)
     records = scheduler.run(graph)
     counts_after, ops_after = model_size(graph)

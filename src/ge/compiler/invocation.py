@@ -12,6 +12,7 @@ check. A run kept records itself as the last change of the nodes it changed
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
+from ge.compiler.built_patterns import BuiltPatterns, OpsetsKey, opsets_key
 from ge.compiler.change_sites import change_sites
 from ge.compiler.folded_values import FoldedValueRejected, model_rejects_folded_values
 from ge.compiler.graph_facts import GraphFacts, declared_output_problem
@@ -91,6 +93,8 @@ class Invocation:
     round: int = 0
     # Each pattern pass instance's compiled patterns, built at its first invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] = field(default_factory=dict)
+    # Where the built-in passes' patterns are kept for later compilations (the engine's).
+    built_patterns: BuiltPatterns | None = None
     # The nodes plugin passes made (their pass and stage), and how many of them each
     # built-in fusion replaced: (built-in, plugin pass, its stage) -> nodes. A plugin whose
     # decomposition a built-in fusion puts back is told (`Scheduler.run`).
@@ -117,7 +121,10 @@ class Invocation:
         if entry.requires and self.facts.lacks(target, entry.requires):
             return self.idle_record(entry, target, stage)
         context = PassContext(entry.name, self.options)
+        kept = self.built_patterns if entry.builtin else None
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns,
+                      patterns_built=None if kept is None else functools.partial(
+                          _keep_patterns, kept, opsets_key(root.opset_imports)),
                       count_untyped=(not entry.builtin
                                      and stage == PassStage.BEFORE_INFER_SHAPE.value))
         before = root.mutation_count
@@ -540,6 +547,11 @@ def _where(problem: ValidationProblem) -> str:
     if owner is not None and owner.parent_node is not None:
         return f" ({graph_place(problem.graph or owner.name, body_owner(owner))})"
     return f" (graph {problem.graph})" if problem.graph else ""
+
+
+def _keep_patterns(kept: BuiltPatterns, opsets: OpsetsKey, instance: object,
+                   compiled: list[CompiledPattern]) -> None:
+    kept.keep(instance, opsets, compiled)
 
 
 def create_instance(entry: RegisteredPass, stage: str) -> Any:

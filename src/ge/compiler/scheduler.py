@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ge.compiler.arguments import described, item_list, mapping, text
+from ge.compiler.built_patterns import BuiltPatterns, opsets_key
 from ge.compiler.folded_values import FoldedValueRejected
 from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
 from ge.compiler.last_changes import LastChanges
@@ -185,10 +186,13 @@ class Scheduler:
                  steps: Mapping[str, EngineStep | None] | None = None, *,
                  disabled: Iterable[str] = (), builtin: bool = True, check: str = "region",
                  on_pass_failure: str = "stop",
-                 observers: Iterable[PipelineObserver] = ()) -> None:
+                 observers: Iterable[PipelineObserver] = (),
+                 built_patterns: BuiltPatterns | None = None) -> None:
         """`steps` replaces engine steps by name (None skips one). `disabled` names passes
         not to run; `builtin=False` runs no built-in pass. `check` is "region" (the nodes a
-        pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip"."""
+        pass touched), "full" or "none"; `on_pass_failure` is "stop" or "skip".
+        `built_patterns` (the engine's) gives built-in pattern passes the patterns an
+        earlier compilation built and keeps those this one builds."""
         check_modes(check, on_pass_failure)
         self._registry = registry
         self._options = dict(options)
@@ -199,7 +203,8 @@ class Scheduler:
         self._observers = list(observers)
         self._max_rounds = _max_rounds(self._options)
         self._instances: dict[str, Any] = {}
-        self._invocation = Invocation(self._options, InferenceMemo(), check=check)
+        self._invocation = Invocation(self._options, InferenceMemo(), check=check,
+                                      built_patterns=built_patterns)
         self.records: list[PassRunRecord] = []
         self.steps: list[StepRecord] = []
         self.fixed_point: FixedPointRecord | None = None
@@ -303,6 +308,19 @@ class Scheduler:
                 f"than it could be (--option {OPTION_MAX_ROUNDS}=N allows more rounds)"))
         self._invocation.round = 0
 
+    def _kept_instance(self, entry: RegisteredPass, graph: Graph) -> Any:
+        """A built-in pass instance with the patterns an earlier compilation built at this
+        model's opsets (`ge.compiler.built_patterns`), or None."""
+        kept = self._invocation.built_patterns
+        found = None if kept is None else kept.instance(
+            entry.descriptor.cls, opsets_key(graph.root_graph().opset_imports))
+        if found is None:
+            return None
+        instance, compiled = found
+        self._instances[entry.name] = instance
+        self._invocation.patterns[id(instance)] = (instance, compiled)
+        return instance
+
     def _run_everywhere(self, entry: RegisteredPass, graph: Graph,
                         stage: str | None = None) -> bool:
         """Run one pass on the root graph, then on every live subgraph (reported under
@@ -310,6 +328,8 @@ class Scheduler:
         stage = stage or entry.stage_label
         first = len(self.records)
         instance = self._instances.get(entry.name)
+        if instance is None and entry.builtin:
+            instance = self._kept_instance(entry, graph)
         if instance is None:
             try:
                 instance = self._instances[entry.name] = create_instance(entry, stage)

@@ -102,6 +102,9 @@ class PassRun:
     # The compiled patterns of each pass instance of one compilation (its root graph, then
     # every body and every round reuse them); None: build them for this invocation.
     patterns: dict[int, tuple[object, list[CompiledPattern]]] | None = None
+    # Told of each instance whose patterns were just built, before any match (the engine
+    # keeps a built-in pass's for later compilations: `ge.compiler.built_patterns`).
+    patterns_built: Callable[[object, list[CompiledPattern]], None] | None = None
     # The nodes each landmark filter let through, per graph state (`LandmarkFilter.for_sweep`).
     landmarks: dict[tuple[object, ...], frozenset[Node] | None] = field(default_factory=dict)
 
@@ -195,6 +198,8 @@ def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[Compil
             warn_uncompared_attributes(instance, pattern)
     if memo is not None:
         memo[id(instance)] = (instance, compiled)
+    if run.patterns_built is not None:
+        run.patterns_built(instance, compiled)
     return compiled
 
 
