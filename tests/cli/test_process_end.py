@@ -141,7 +141,9 @@ class Idle(FusionBasePass):
 def test_the_process_ends_as_a_normal_exit_would(tmp_path: Path) -> None:
     """A plugin's atexit callback runs, its non-daemon thread is waited for, its open file
     is flushed, its temporary file removed and its objects finalized (trial RR: a quicker
-    end through os._exit lost them)."""
+    end through os._exit lost them). The plugin's module, unloaded when its compilation
+    ended, is cleared by the shutdown as modules are: freed only by its last collection,
+    the file lost what it buffered."""
     mark = tmp_path / "mark"
     mark.mkdir()
     plugin = tmp_path / "at_exit.py"

@@ -6,9 +6,10 @@ command's own handlers are gone by then, and the interpreter's shutdown takes a 
 after a large compile (about 0.8 s after 100,000 nodes: the compiled graph is garbage in
 reference cycles, collected object by object), in which the default handler ended the
 process without a word (trial QQ), and an atexit callback that hangs could not be cut
-short. Everything of a normal exit happens: atexit callbacks, finalizers, module teardown,
-a profiler's report. (Freezing the collector, `gc.freeze()`, would skip that collection,
-but also the finalizers of what plugin modules hold: they live outside `sys.modules`.)
+short. Everything of a normal exit happens: atexit callbacks, finalizers, module teardown
+(that of the plugin modules unloaded when their compilation ended too: they are put back
+in `sys.modules` first), a profiler's report. (Freezing the collector, `gc.freeze()`,
+would skip that collection, but also the finalizers of what plugin modules hold.)
 
 A program calling `ge.cli.main` itself keeps its own signal handlers.
 """
@@ -39,12 +40,19 @@ def run() -> None:
     """Run the `ge` command line (`sys.argv`) as this process's own (see the module
     docstring); raises the command's SystemExit."""
     from ge.cli import main
+    from ge.passes.plugin_cache import CACHE
 
-    try:
-        main()
-    except SystemExit as exit_:
-        _ending(exit_status(exit_.code))
-        raise
+    with CACHE.retiring_modules() as unloaded:
+        try:
+            main()
+        except SystemExit as exit_:
+            _ending(exit_status(exit_.code))
+            raise
+        finally:
+            # the plugins unloaded when their compilation ended: back in `sys.modules`, so
+            # that the shutdown clears them as modules (a file they left open is flushed)
+            for module in unloaded:
+                sys.modules.setdefault(module.__name__, module)
 
 
 def _ending(status: int) -> None:
