@@ -17,6 +17,7 @@ from typing import ClassVar
 __all__ = [
     "ExternalDataError",
     "GeError",
+    "GraphClosedError",
     "GraphError",
     "GraphTypeError",
     "GraphValidationError",
@@ -122,6 +123,11 @@ class GraphError(GeError, RuntimeError):
     """A graph operation that cannot be done (GE raises RuntimeError for these)."""
 
     code = "GE1001"
+
+
+class GraphClosedError(GraphError):
+    """A closed graph (`Graph.close()`), or a node of one, used for anything but its name:
+    closing released the nodes, edges, attributes and descs."""
 
 
 class GraphTypeError(GeError, TypeError):

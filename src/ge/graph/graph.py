@@ -479,6 +479,27 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
         return clone_graph(self, name)
 
+    def close(self) -> None:
+        """Release the graph now (extension): cut the references between its nodes, its
+        bodies and its tables, so that reference counting frees them at once instead of
+        Python's cyclic collector, which traverses every object of the process to find a
+        dropped graph (about a second for a compiled 100,000-node model).
+
+        A root graph only, with every graph of its hierarchy (bodies, orphan subgraphs,
+        bodies being built for it); not inside one of its transactions (`GraphError`).
+        Afterwards the graph keeps its `name`, and a node of it that something still holds
+        (a report, an error, a plugin) its `name`, `type`, `domain` and `owner_graph`; any
+        other use of either raises `GraphClosedError`. Closing a closed graph does nothing.
+        See `ge.graph.closing`."""
+        from ge.graph.closing import close_graph
+
+        close_graph(self)
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` released the graph (or its root, for a body)."""
+        return False
+
     def __copy__(self) -> Graph:
         raise GraphError("ge.graph.Graph cannot be copied with copy(); use Graph.clone()")
 

@@ -62,6 +62,11 @@ class Journal:
             listener(kind, node, index)
 
     @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (also while it rolls back)."""
+        return self._steps is not None
+
+    @property
     def recording(self) -> bool:
         return self._steps is not None and not self._replaying
 

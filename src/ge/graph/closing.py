@@ -1,0 +1,145 @@
+"""`Graph.close()`: cut a graph's reference cycles so that reference counting frees it.
+
+Why: the IR is made of reference cycles (a node and its graph, a producer and its consumers,
+the links of the node list, a body and its owner node), so a graph nobody holds any more is
+freed only by Python's cyclic collector, which must traverse every tracked object of the
+process to find it. For a compiled 100,000-node model (about 800,000 objects) that is 0.75-1.2
+s, paid in a full collection or, for the `ge` command, at interpreter shutdown, after the
+command has ended (docs/performance.md). Closing cuts every reference between the objects of
+the graph's hierarchy, so that its objects are freed as their last reference goes: most
+during the close itself, the rest with the caller's last reference.
+
+What stays is what others still hold: a closed graph object keeps its name, a closed node
+its name, op type and domain (what a report, an error, a log line or a plugin needs to name
+it) and the closed graph it was of. Every other use of either raises `GraphClosedError`
+(GE1001, a `GraphError`), naming the graph, instead of an `AttributeError` somewhere inside:
+a closed graph or node becomes an instance of `ClosedGraph` / `ClosedNode`, subclasses whose
+attribute look-up refuses everything but those names. The classes are swapped in place, so
+the objects keep their identity (dict keys, `is`, weak references) and live graphs pay
+nothing for the check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ge.errors import GraphClosedError, GraphError
+from ge.graph.graph import Graph
+from ge.graph.node import Node
+
+__all__ = ["ClosedGraph", "ClosedNode", "close_graph"]
+
+#: What a closed graph still answers: its name, `closed`, and `close()` (a no-op).
+_GRAPH_KEPT = frozenset({"name", "closed", "close", "_name", "_root_name"})
+#: What a node of a closed graph still answers: its identity and the (closed) graph.
+_NODE_KEPT = frozenset({"name", "type", "domain", "get_name", "get_type", "owner_graph",
+                        "_name", "_type", "_domain", "_graph"})
+
+
+class ClosedGraph(Graph):
+    """What a `Graph` becomes when closed: its name, nothing else (module docstring)."""
+
+    _root_name: str | None  # the root graph closed with it (None: it is the root)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _GRAPH_KEPT or name.startswith("__"):
+            return object.__getattribute__(self, name)
+        raise GraphClosedError(f"{_described(self)}: it cannot be used ({name}); load the "
+                               "model again, or clone() a graph before closing it")
+
+    @property
+    def closed(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Closed already: nothing to do."""
+
+    def __repr__(self) -> str:
+        return f"<Graph {self._name!r} closed>"
+
+
+class ClosedNode(Node):
+    """What a node of a closed graph becomes: its name, op type and domain, nothing else."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _NODE_KEPT or name.startswith("__"):
+            return object.__getattribute__(self, name)
+        node = f"node {self._name!r} ({self._type})"
+        graph = self._graph
+        assert isinstance(graph, ClosedGraph)
+        raise GraphClosedError(
+            f"{node} is a node of {_described(graph)}: only its name, type and domain are "
+            f"left ({name} cannot be used)", nodes=[self._name])
+
+    def __repr__(self) -> str:
+        return f"<Node {self._name!r} type={self._type}, closed>"
+
+
+def _described(graph: ClosedGraph) -> str:
+    """`graph 'g', which is closed (Graph.close() ...)`, naming the root a body went with."""
+    root = graph._root_name
+    how = ("Graph.close() released its nodes" if root is None
+           else f"it went with its root graph {root!r}, closed by Graph.close()")
+    return f"graph {graph._name!r}, which is closed ({how})"
+
+
+def close_graph(graph: Graph) -> None:
+    """Close `graph`, a root graph, with every graph of its hierarchy (see `Graph.close`)."""
+    if isinstance(graph, ClosedGraph):
+        return  # (`Graph.close` bound before the graph was closed, as a callback is)
+    root = graph.root_graph()
+    if root is not graph:
+        raise GraphError(
+            f"graph {graph._name!r} is part of graph {root._name!r} (a body, an orphan "
+            "subgraph or a body being built for it): close the root graph, which closes "
+            "every graph of its hierarchy")
+    journal = graph._journal
+    if journal.in_transaction:
+        raise GraphError(
+            f"graph {graph._name!r} cannot be closed inside one of its transactions (a "
+            "rollback would need what closing releases): close it after the block")
+    hierarchy = _hierarchy(graph)
+    journal.listeners.clear()  # (a listener may hold the graph; the journal may be held)
+    for each in hierarchy:
+        _close_one(each, None if each is graph else graph._name)
+
+
+def _hierarchy(root: Graph) -> list[Graph]:
+    """`root` and every graph below it: the bodies of its nodes (of theirs, ...), its orphan
+    subgraphs and the bodies being built for one of them (`declare_parent`), whose nodes
+    may read its values. Read from `Graph._inner`, which holds every graph placed inside
+    another (and some that left: their parent graph is another now), not from the node
+    order, which a graph with a cycle has none of."""
+    found: dict[Graph, None] = {root: None}
+    pending = [root]
+    while pending:
+        graph = pending.pop()
+        inner = [sub for sub in graph._inner if sub.parent_graph is graph]
+        inner.extend(graph._orphans)
+        for sub in inner:
+            if sub not in found:
+                found[sub] = None
+                pending.append(sub)
+    return list(found)
+
+
+def _close_one(graph: Graph, root_name: str | None) -> None:
+    """Empty `graph` and its nodes of everything but their names (the module docstring):
+    the graph's tables go with its `__dict__`, each node's edges, links, attributes, descs
+    and proto with its slots, all but `_name`, `_type`, `_domain` and `_graph`."""
+    nodes = graph._nodes
+    state = graph.__dict__
+    name = state["_name"]
+    state.clear()
+    state["_name"] = name
+    state["_root_name"] = root_name
+    graph.__class__ = ClosedGraph
+    for node in nodes:
+        del (node._inputs, node._consumers, node._ctrl_in, node._ctrl_out, node._prev,
+             node._next, node._attrs, node._small_tensor, node._in_descs, node._out_descs,
+             node._in_anchor_attrs, node._out_anchor_attrs, node._out_names, node._proto,
+             node._clean, node._export_name, node._metadata, node._seq)
+        node._graph = graph
+        node.__class__ = ClosedNode

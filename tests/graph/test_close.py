@@ -1,0 +1,230 @@
+"""`Graph.close()`: a closed graph is freed by reference counting alone (no cyclic
+collection), refuses every use but its name with `GraphClosedError`, and leaves the nodes
+other objects still hold with their name, type and domain."""
+
+from __future__ import annotations
+
+import gc
+import re
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from builders import add_data, add_op, add_output, chain, if_graph
+
+import ge.graph
+from ge.errors import GeError, GraphClosedError, GraphError
+from ge.graph import Graph, Node, Tensor
+from model_paths import shared_model
+from sample_models import cyclic_model
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    """The cyclic collector disabled for the test: what is freed, reference counting freed."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _full_hierarchy() -> tuple[Graph, Graph]:
+    """An If graph (two bodies reading an outer value) with a control edge, a node holding a
+    constant and an output desc, an orphan subgraph, and a body being built for it that
+    reads one of its values (`declare_parent`): (the graph, that body)."""
+    graph = if_graph("main")
+    h = graph.find_node_by_name("h")
+    k = graph.add_const(Tensor([1.0, 2.0]), name="k")
+    graph.add_control_edge(k, h)
+    graph.add_subgraph(chain("orphan"))
+    built = Graph("being_built")
+    built.declare_parent(graph)
+    reader = built.add_node("Neg", name="reads_h", num_inputs=1)
+    built.add_data_edge(h, 0, reader, 0)
+    return graph, built
+
+
+def _every_object(graph: Graph, *more: Graph) -> list[weakref.ref[object]]:
+    """Weak references to `graph`, its subgraphs, `more` and the nodes of all of them."""
+    graphs = [graph, *graph.get_all_subgraphs(), *more]
+    objects: list[object] = [*graphs, *(n for g in graphs for n in g.get_direct_nodes())]
+    return [weakref.ref(o) for o in objects]
+
+
+def _alive(refs: list[weakref.ref[object]]) -> int:
+    return sum(ref() is not None for ref in refs)
+
+
+def test_a_dropped_graph_is_held_by_its_cycles_until_collected(collector_off: None) -> None:
+    """What closing is for: without it, dropping a graph frees none of it (its cycles hold
+    every object) until a cyclic collection runs."""
+    graph, built = _full_hierarchy()
+    refs = _every_object(graph, built)
+    del graph, built
+    assert _alive(refs) == len(refs)
+    gc.collect()
+    assert _alive(refs) == 0
+
+
+def test_a_closed_graph_is_freed_by_reference_counting(collector_off: None) -> None:
+    graph, built = _full_hierarchy()
+    refs = _every_object(graph, built)
+    assert len(refs) >= 15
+    graph.close()
+    assert built.closed and all(g.closed for g in [graph, built])
+    del graph, built
+    assert _alive(refs) == 0  # no collection ran: reference counting freed everything
+
+
+@pytest.mark.parametrize("name", ["control_flow", "distilbert_tiny"])
+def test_a_loaded_model_closed_leaves_nothing_to_collect(collector_off: None,
+                                                         name: str) -> None:
+    """A loaded model (nodes holding their protos, bodies, value infos, caches made by the
+    queries below) is freed by reference counting once closed."""
+    graph = ge.graph.load(shared_model(name))
+    graph.topological_order()
+    graph.get_all_nodes()
+    graph.nodes_of_type("Add")
+    refs = _every_object(graph)
+    graph.close()
+    del graph
+    assert _alive(refs) == 0
+
+
+@pytest.mark.parametrize("in_body", [False, True])
+def test_a_graph_with_a_cycle_can_be_closed(collector_off: None, in_body: bool) -> None:
+    """Closing walks node sets, not the node order, which a graph with a cycle has none of."""
+    graph = ge.graph.load(cyclic_model(in_body=in_body))
+    refs = _every_object(graph)
+    graph.close()
+    del graph
+    assert _alive(refs) == 0
+
+
+def _uses() -> list[tuple[str, Callable[[Graph], object]]]:
+    """(what, call on a graph) for a sample of the API: reads, edits, exports, dunders."""
+    return [
+        ("get_direct_nodes", lambda g: g.get_direct_nodes()),
+        ("get_all_nodes", lambda g: g.get_all_nodes()),
+        ("find_node_by_name", lambda g: g.find_node_by_name("h")),
+        ("nodes_of_type", lambda g: g.nodes_of_type("Relu")),
+        ("add_node", lambda g: g.add_node("Relu", num_inputs=1)),
+        ("transaction", lambda g: g.transaction().__enter__()),
+        ("validate", lambda g: g.validate()),
+        ("clone", lambda g: g.clone()),
+        ("to_onnx", lambda g: g.to_onnx()),
+        ("save", lambda g: g.save("never_written.onnx")),
+        ("root_graph", lambda g: g.root_graph()),
+        ("get_all_subgraphs", lambda g: g.get_all_subgraphs()),
+        ("opset_imports", lambda g: g.opset_imports),
+        ("model", lambda g: g.model),
+        ("len", len),
+        ("str", str),
+        ("in", lambda g: object() in g),
+    ]
+
+
+@pytest.mark.parametrize(("what", "use"), _uses(), ids=[w for w, _ in _uses()])
+def test_a_closed_graph_refuses_every_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         what: str, use: Callable[[Graph], object]) -> None:
+    monkeypatch.chdir(tmp_path)
+    graph, _ = _full_hierarchy()
+    graph.close()
+    with pytest.raises(GraphClosedError) as raised:
+        use(graph)
+    error = raised.value
+    assert isinstance(error, GraphError) and isinstance(error, GeError)
+    assert error.code == "GE1001"
+    assert "graph 'main', which is closed (Graph.close() released its nodes)" in str(error)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_graph_keeps_its_name() -> None:
+    graph, _ = _full_hierarchy()
+    body = graph.get_subgraph("then")
+    assert body is not None and not graph.closed and not body.closed
+    graph.close()
+    assert graph.name == "main" and graph.closed
+    assert repr(graph) == "<Graph 'main' closed>"
+    graph.close()  # closing again does nothing
+    assert body.closed and body.name == "then"
+    with pytest.raises(GraphClosedError, match=re.escape(
+            "graph 'then', which is closed (it went with its root graph 'main'")):
+        body.get_direct_nodes()
+
+
+def test_close_bound_before_closing_does_nothing_after() -> None:
+    """A callback (`ExitStack.callback(graph.close)`) bound before another closed the graph."""
+    graph = chain()
+    close = graph.close
+    graph.close()
+    close()
+    assert graph.closed
+
+
+def test_nodes_held_after_closing_keep_their_name_type_and_domain() -> None:
+    graph, _ = _full_hierarchy()
+    h = graph.find_node_by_name("h")
+    inner = graph.get_subgraph("then").get_direct_nodes()[0]  # type: ignore[union-attr]
+    custom = graph.add_node("Frob", name="frob", domain="my.domain")
+    kept = {h: "h", inner: "inner", custom: "custom"}  # (usable as keys, before and after)
+    graph.close()
+    assert kept[h] == "h" and kept[inner] == "inner" and kept[custom] == "custom"
+    assert (h.name, h.type, h.domain, h.get_name(), h.get_type()) == ("h", "Relu", "", "h",
+                                                                        "Relu")
+    assert (custom.type, custom.domain) == ("Frob", "my.domain")
+    assert isinstance(h, Node) and h.owner_graph is graph and inner.owner_graph.closed
+    assert repr(h) == "<Node 'h' type=Relu, closed>"
+    for use in (lambda n: n.get_attr("x"), lambda n: n.get_in_data_nodes_and_port_indexes(0),
+                lambda n: n.get_output_desc(0), lambda n: n.set_attr("alpha", 1.0),
+                lambda n: n.get_subgraphs(), lambda n: n.get_out_data_nodes()):
+        with pytest.raises(GraphClosedError) as raised:
+            use(h)
+        assert raised.value.nodes == ("h",)
+        assert str(raised.value).startswith(
+            "[GE1001] node 'h' (Relu) is a node of graph 'main', which is closed")
+    with pytest.raises(GraphClosedError, match=re.escape(
+            "node 'then_relu' (Relu) is a node of graph 'then', which is closed (it went with")):
+        inner.get_inputs_size()
+
+
+def test_only_a_root_graph_is_closed() -> None:
+    """A body, an orphan subgraph or a body being built is part of its root: closing it alone
+    would leave the root's nodes reading closed ones. Refused, nothing changed."""
+    graph, built = _full_hierarchy()
+    for part in (graph.get_subgraph("then"), graph.get_subgraph("orphan"), built):
+        assert part is not None
+        with pytest.raises(GraphError, match=r"is part of graph 'main'.*close the root graph"):
+            part.close()
+        assert not part.closed
+    graph.validate()
+    built.get_direct_nodes()[0].get_in_data_nodes_and_port_indexes(0)
+
+
+def test_a_graph_is_not_closed_inside_its_transaction() -> None:
+    graph = chain()
+    with graph.transaction():
+        graph.add_node("Relu", name="extra", num_inputs=1)
+        with pytest.raises(GraphError, match="cannot be closed inside one of its transactions"):
+            graph.close()
+        assert not graph.closed
+    assert graph.has_node("extra")
+    graph.close()
+    assert graph.closed
+
+
+def test_a_graph_closed_while_changes_are_tracked() -> None:
+    """Listeners are dropped with the graph; a `track_changes` block around the close ends
+    cleanly and keeps what it recorded (closed nodes)."""
+    graph = Graph("g")
+    with graph.track_changes() as changes:
+        x = add_data(graph, 0, "x")
+        add_output(graph, add_op(graph, "Relu", x, name="r"))
+        graph.close()
+    assert {n.name for n in changes.added} == {"x", "r", "out"}
+    assert all("closed" in repr(n) for n in changes.added)
