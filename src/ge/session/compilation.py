@@ -376,6 +376,7 @@ def compile(
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)  # a numpy scalar as a float
     atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
+    loaded_here = not in_place  # (a path or a proto: the graph is this compilation's own)
     # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
     # (GE1003 naming the nodes), before anything converts, runs or infers it.
     check_acyclic(given)
@@ -484,7 +485,13 @@ def compile(
 
             try:
                 if not in_place:
-                    return run()
+                    result = run()
+                    if loaded_here and graph is not given:
+                        # The model as loaded here, which a conversion replaced (`opset`,
+                        # `inline_functions`): closed now, not left to the cyclic collector
+                        # (a full collection, or the end of the process, traverses it all).
+                        given.close()
+                    return result
                 # (inside the outer one: the verdict below reads the graph as given back)
                 with graph.transaction():  # a failure gives the caller's graph back unchanged
                     return run()

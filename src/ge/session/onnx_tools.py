@@ -309,8 +309,12 @@ def converted_graph(graph: Graph, *, opset: int | None = None,
     `opset`; `graph` itself when neither is asked. One code path for every command that
     does it (`ge passes explain` too), so that they see the same model."""
     converted = inlined_functions(graph) if inline_functions else graph
-    return converted if opset is None else upgraded_opset(converted, opset,
-                                                          inlined=inline_functions)
+    if opset is None:
+        return converted
+    upgraded = upgraded_opset(converted, opset, inlined=inline_functions)
+    if converted is not graph and upgraded is not converted:
+        converted.close()  # (the inlined copy, read by the conversion only: `Graph.close`)
+    return upgraded
 
 
 def _through(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto], name: str,
