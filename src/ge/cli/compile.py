@@ -197,9 +197,12 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     out.dumps = dump if dump is not None else _environment_dumps()
     from ge.graph.validation import check_acyclic
 
-    with compile_progress(str(model)) as progress:
+    # Every graph of the command is closed (`Graph.close`) when its work ends, failed or
+    # not: the cyclic collector would free it at the process's end, after the command.
+    with compile_progress(str(model)) as progress, contextlib.ExitStack() as graphs:
         progress.phase("loading")
         graph = ge.graph.load(model)
+        graphs.callback(graph.close)
         # (ge.compile checks it too; here the error names the file as given, as ge run's)
         check_acyclic(graph, str(model))
         check_save_target(graph, output, external_data=external_data,
@@ -226,6 +229,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 dump=None if dump is None else dump.absolute(), dump_level=dump_level,
                 observers=observers, value_info=value_info, opset=opset,
                 inline_functions=inline_functions)
+        graphs.callback(result.graph.close)  # (a converted copy with --opset)
         from ge.passes.stage import PassStage
         from ge.session.hints import function_hints, opset_hints
 
@@ -480,5 +484,6 @@ def dump_command(model: Path, fmt: str) -> None:
     formats = {"readable": DumpFormat.kReadable, "onnx": DumpFormat.kOnnx,
                "txt": DumpFormat.kTxt}
     with command_output("ge"):
-        graph = ge.graph.load(model)
-        click.echo(graph.dump_to_stream(formats[fmt]), nl=False)
+        with contextlib.closing(ge.graph.load(model)) as graph:  # (see `_compile`)
+            text = graph.dump_to_stream(formats[fmt])
+        click.echo(text, nl=False)

@@ -9,8 +9,9 @@ unreadable model, an unwritable page).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +21,9 @@ from ge.cli.output import (
     file_target,
 )
 from ge.compiler.report import NodeCounts
+
+if TYPE_CHECKING:
+    from ge.cli.graph_diff import GraphSnapshot
 
 __all__ = ["diff_command"]
 
@@ -38,15 +42,23 @@ def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
     return out
 
 
-def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: int) -> None:
+def _snapshot(path: Path) -> GraphSnapshot:
+    """The snapshot of the model at `path`, its graph closed once taken (`Graph.close`: the
+    cyclic collector would free it at the process's end, after the command)."""
     import ge.graph
+    from ge.cli import graph_diff
+
+    with contextlib.closing(ge.graph.load(path)) as graph:
+        return graph_diff.snapshot(graph)
+
+
+def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: int) -> None:
     from ge.cli import graph_diff, html_page
 
     if html_path is not None:
         html_page.check_page_target(html_path, [(a, "model A"), (b, "model B")])
 
-    before = graph_diff.snapshot(ge.graph.load(a))
-    after = graph_diff.snapshot(ge.graph.load(b))
+    before, after = _snapshot(a), _snapshot(b)
     diff = graph_diff.diff_snapshots(before, after)
     types_a = {k: r.type for k, r in before.nodes.items()}
     types_b = {k: r.type for k, r in after.nodes.items()}

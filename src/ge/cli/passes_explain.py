@@ -14,6 +14,7 @@ named, with `--inline-functions` as the way to show it their bodies.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -144,13 +145,16 @@ def explain_command(pass_name: str, model: str, pass_paths: tuple[str, ...],
     values = parse_options(option_pairs)  # ge compile's parser: the same usage error
     with command_output("ge", as_json=as_json) as out:
         options = listing_options(values, ())  # checked as a compilation checks them (GE1202)
-        with loaded_passes(pass_paths, options) as found:
+        # (the graphs are closed when the command's work ends: `Graph.close`, as ge compile)
+        with loaded_passes(pass_paths, options) as found, contextlib.ExitStack() as graphs:
             entry = _known_pass(pass_name, found)
             entries = found.entries
             flags = _conversion_flags(inline_functions, opset)
             loaded = ge.graph.load(model)
+            graphs.callback(loaded.close)
             with model_file_named(model), concerning_model():  # (as ge compile names it)
                 graph = converted_graph(loaded, opset=opset, inline_functions=inline_functions)
+            graphs.callback(graph.close)
             if node is not None:
                 _check_node(graph, node)
             state = prepare_graph(graph, entry.stage_label, pass_name=entry.name,

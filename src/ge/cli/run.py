@@ -13,7 +13,7 @@ atomically: arrays, and sequences, maps and optionals as `ge.session.npz` writes
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -221,27 +221,28 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                                        "name must end in .npz", path=str(output))
             check_not_read(output, "the outputs", [
                 (model, "the model"), *files_read(inputs=inputs, pass_paths=pass_paths)])
-        graph = ge.graph.load(model)
-        # A graph with a cycle cannot be run by any inputs: say so (GE1003, as a compilation
-        # validates), not as a failed run of the inputs generated for it.
-        check_acyclic(graph, str(model))
-        with model_file_named(model):
-            feeds = (load_inputs(inputs, graph) if inputs is not None
-                     else _generated(graph, seed, dims))
-        custom = [node for node in graph.get_all_nodes()
-                  if not runs_in_onnxruntime(node.domain)]
-        with _custom_op_plugins(custom, pass_paths), model_file_named(model):
-            try:
-                with concerning_model():  # (the model, as in the file: none of ge's doing)
-                    results = ModelRunner(graph).run(feeds)
-            except SessionError as err:
-                if inputs is not None or isinstance(err, (MissingOperatorError,
-                                                          RuntimeLoadError)):
-                    raise
-                failed = SessionError(err.message + generated_inputs_note(graph, feeds),
-                                      nodes=err.nodes)
-                failed.about_model = True
-                raise failed from err
+        # (closed once run: `Graph.close`, as ge compile closes its graphs)
+        with closing(ge.graph.load(model)) as graph:
+            # A graph with a cycle cannot be run by any inputs: say so (GE1003, as a compilation
+            # validates), not as a failed run of the inputs generated for it.
+            check_acyclic(graph, str(model))
+            with model_file_named(model):
+                feeds = (load_inputs(inputs, graph) if inputs is not None
+                         else _generated(graph, seed, dims))
+            custom = [node for node in graph.get_all_nodes()
+                      if not runs_in_onnxruntime(node.domain)]
+            with _custom_op_plugins(custom, pass_paths), model_file_named(model):
+                try:
+                    with concerning_model():  # (the model, as in the file: none of ge's doing)
+                        results = ModelRunner(graph).run(feeds)
+                except SessionError as err:
+                    if inputs is not None or isinstance(err, (MissingOperatorError,
+                                                              RuntimeLoadError)):
+                        raise
+                    failed = SessionError(err.message + generated_inputs_note(graph, feeds),
+                                          nodes=err.nodes)
+                    failed.about_model = True
+                    raise failed from err
         if output is not None:
             from ge.session.npz import write_npz
 

@@ -13,6 +13,7 @@ non-zero exit status, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -247,30 +248,33 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     if ns.output is not None:
         prefix = str(ns.output)
         output = Path(prefix if prefix.endswith(".onnx") else f"{prefix}.onnx")
-    graph = ge.graph.load(model)
-    log.info("loaded %s: %s", model, node_counts(graph).text())
-    if shapes:
-        _set_input_shapes(graph, shapes)
-        log.info("input shapes set: %s", shapes)
+    # Closed once written (`Graph.close`; else the cyclic collector frees it at the end of
+    # the process, after the command); compiled in place: `result.graph` is this graph.
+    with contextlib.closing(ge.graph.load(model)) as graph:
+        log.info("loaded %s: %s", model, node_counts(graph).text())
+        if shapes:
+            _set_input_shapes(graph, shapes)
+            log.info("input shapes set: %s", shapes)
+        if output is not None:
+            _check_output(graph, model, output)  # refused before compiling, not after
+        with compile_progress(str(model)) as progress:
+            options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
+                       if ns.fusion_switch_file is not None else None)
+            with model_file_named(model):  # (given the graph: the errors name MODEL here)
+                result = ge.compile(graph, observers=progress.observers, options=options)
+        if shapes:
+            _refine_output_shapes(result.graph)
+        report = result.report
+        for record in report.records:
+            log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
+                      record.graph_name, record.outcome.value, record.nodes_before,
+                      record.nodes_after)
+        counts = report.counts_before.change(report.counts_after)  # as `ge compile` says them
+        log.info("compiled in %.1f ms: %d pass run(s); %s", report.seconds * 1000,
+                 len(report.records), counts)
+        if output is not None:
+            result.save(output)
     if output is not None:
-        _check_output(graph, model, output)  # refused before compiling, not after
-    with compile_progress(str(model)) as progress:
-        options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
-                   if ns.fusion_switch_file is not None else None)
-        with model_file_named(model):  # (given the graph: the errors name MODEL here)
-            result = ge.compile(graph, observers=progress.observers, options=options)
-    if shapes:
-        _refine_output_shapes(result.graph)
-    report = result.report
-    for record in report.records:
-        log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
-                  record.graph_name, record.outcome.value, record.nodes_before,
-                  record.nodes_after)
-    counts = report.counts_before.change(report.counts_after)  # as `ge compile` says them
-    log.info("compiled in %.1f ms: %d pass run(s); %s", report.seconds * 1000,
-             len(report.records), counts)
-    if output is not None:
-        result.save(output)
         print(f"pyatc: run success: wrote {output}; {counts}")
     else:
         print(f"pyatc: run success: compiled {model}; {counts}; no --output, nothing written")
