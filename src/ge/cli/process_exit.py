@@ -3,8 +3,8 @@
 `run` runs `ge.cli.main`; once the command has ended, SIGINT and SIGTERM end the process
 at once with status 130 or 143 and one line saying the command had already ended. The
 command's own handlers are gone by then, and the interpreter's shutdown takes a moment
-(0.15 s after a 100,000-node compile; 0.9-1.2 s before the commands closed their graphs
-with `Graph.close`, when the cyclic collector freed the compiled graph there), in which the
+(0.16-0.18 s after a 100,000-node compile; 0.9-1.0 s before the commands closed their
+graphs with `Graph.close`, when the cyclic collector freed the compiled graph there), in which the
 default handler ended the process without a word (trial QQ), and an atexit callback that
 hangs could not be cut short. Everything of a normal exit happens: atexit callbacks,
 finalizers, module teardown (that of the plugin modules unloaded when their compilation

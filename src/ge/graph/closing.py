@@ -3,11 +3,12 @@
 Why: the IR is made of reference cycles (a node and its graph, a producer and its consumers,
 the links of the node list, a body and its owner node), so a graph nobody holds any more is
 freed only by Python's cyclic collector, which must traverse every tracked object of the
-process to find it. For a compiled 100,000-node model (about 800,000 objects) that is 0.75-1.2
-s, paid in a full collection or, for the `ge` command, at interpreter shutdown, after the
-command has ended (docs/performance.md). Closing cuts every reference between the objects of
-the graph's hierarchy, so that its objects are freed as their last reference goes: most
-during the close itself, the rest with the caller's last reference.
+process to find it. For a compiled 100,000-node model (about 800,000 objects) that is
+0.75-1.3 s, paid in a full collection or, for the `ge` command, at interpreter shutdown,
+after the command has ended (docs/performance.md). Closing cuts every reference between
+the objects of the graph's hierarchy, so that its objects are freed as their last reference
+goes, most during the close itself (0.2-0.25 s for that model), the rest with the caller's
+last reference.
 
 What stays is what others still hold: a closed graph object keeps its name, a closed node
 its name, op type and domain (what a report, an error, a log line or a plugin needs to name
