@@ -295,3 +295,28 @@ def test_a_passs_runs_on_bodies_are_one_row(tmp_path: Path) -> None:
     summary = next(p for p in data["passes"] if p["name"] == "NoOpElimination")
     assert summary["runs"] == 8 and data["quiet_body_invocations"] > 0
     assert all(r["graph_path"] == "" or r["changed"] for r in runs)
+
+
+def test_a_model_with_a_sparse_initializer(tmp_path: Path) -> None:
+    """The user trial's model: a sparse initializer added to a graph input failed GE1305
+    (`sparse_tensor(float)`), and the saved model onnx's full checker; it compiles,
+    verified, and is written with its sparse initializer as it was (tests/compiler/
+    test_sparse_constants.py has the rest)."""
+    from onnx import helper, numpy_helper
+
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "s"),
+        numpy_helper.from_array(np.array([0, 5], np.int64), "s_indices"), [2, 3])
+    f = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "s"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info("y", f, [2, 3])], sparse_initializer=[sparse])
+    source = tmp_path / "sparse.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), "--verify", "-q")
+    assert code == 0, stderr
+    assert "verification ok" in stdout
+    written = onnx.load(out)
+    assert [s.values.name for s in written.graph.sparse_initializer] == ["s"]

@@ -52,11 +52,12 @@ from ge.graph.save_target import (
     rename_into_place,
     write_destination,
 )
+from ge.graph.sparse import dense_initializers, has_sparse_initializers
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "constants_nbytes", "load",
-           "parse_model", "save_model"]
+__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_model_full", "constants_nbytes",
+           "load", "parse_model", "save_model", "weightless"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -234,7 +235,7 @@ def _external_sink(writer: ExternalDataWriter) -> TensorSink:
 _CHECKED_VALUE_ELEMENTS = 1024
 
 
-def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
+def weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """`model` itself (after it was serialized: it is changed) with its root graph's large
     or external initializers turned into typed graph inputs, for the checker; None when a
     tensor elsewhere (a body, an attribute) still points into an external data file, which
@@ -251,20 +252,36 @@ def _weightless(model: onnx.ModelProto) -> onnx.ModelProto | None:
 def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
                      payloads: PayloadStore) -> None:
     """Refuse to write a model onnx's full checker (strict shape inference included)
-    rejects: runtimes reject it too. `model` is changed (`_weightless`), and the payloads
+    rejects: runtimes reject it too. `model` is changed (`weightless`), and the payloads
     of the placeholders it keeps are put back (inference reads constants' values)."""
-    checked = _weightless(model)
+    checked = weightless(model)
     if checked is None:
         return
     payloads.restore(checked)
     try:
-        onnx.checker.check_model(checked, full_check=True)
+        check_model_full(checked)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         named = _CHECKER_NODE.search(first)  # "(op_type:Gemm, node name: /fc1/Gemm)"
         raise GraphValidationError([ValidationProblem(
             "onnx-checker", (named.group(1),) if named else (), f"onnx.checker rejects the "
             f"model, nothing was written to {target}: {first}", graph.name)]) from exc
+
+
+def check_model_full(model: onnx.ModelProto) -> None:
+    """`onnx.checker.check_model(model, full_check=True)`, but for a model with sparse
+    initializers: the checker checks them as written (indices in range and sorted), and the
+    strict inference `full_check` adds gets the dense tensors they stand for
+    (`ge.graph.sparse`), as onnxruntime reads them; onnx's own types them `sparse_tensor`,
+    which no standard operator takes. `model` is changed when it has any. Raises what the
+    checker and inference raise."""
+    if not has_sparse_initializers(model.graph):
+        onnx.checker.check_model(model, full_check=True)
+        return
+    onnx.checker.check_model(model)
+    data_less = dense_initializers(model.graph, _CHECKED_VALUE_ELEMENTS)
+    initializers_as_inputs(model.graph, {t.name for t in data_less})  # (the root's)
+    onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
 
 
 #: The node onnx's checker and strict inference name in their messages, as the file writes it.

@@ -14,6 +14,7 @@ import onnx
 
 from ge.errors import GraphError, GraphTypeError
 from ge.graph.attributes import GRAPH_KINDS, StoredAttr, decode_attr
+from ge.graph.sparse import sparse_desc
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import UNKNOWN_DIM_NUM, TensorDesc
 from ge.graph.types import DATA_TYPE_ATTRIBUTES, DataType, OnnxElementType
@@ -421,6 +422,10 @@ class Node:
             value = self._stored_tensor("value")
             if isinstance(value, Tensor):  # anything else is for validate() to report
                 return value.get_tensor_desc()
+        elif is_const(self) and "sparse_value" in self._attrs:  # (a sparse initializer)
+            sparse = self._attr_value("sparse_value")
+            if isinstance(sparse, onnx.SparseTensorProto):
+                return sparse_desc(sparse)  # the dense tensor it stands for
         self._note_unknown_read(index, False)
         return TensorDesc.unknown()
 
@@ -450,6 +455,10 @@ class Node:
             value = self._stored_tensor("value")
             if isinstance(value, Tensor):
                 return value.data_type
+        elif is_const(self) and "sparse_value" in self._attrs:
+            sparse = self._attr_value("sparse_value")
+            if isinstance(sparse, onnx.SparseTensorProto):
+                return sparse_desc(sparse)._data_type
         return DataType.DT_UNDEFINED
 
     def update_output_desc(self, index: int, tensor_desc: TensorDesc) -> None:

@@ -26,6 +26,7 @@ from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.onnx_export import UNNAMED_PREFIX, graph_to_model, initializers_as_inputs
+from ge.graph.sparse import dense_initializers
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
@@ -313,6 +314,10 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         del model.functions[:]
         model.functions.extend(kept)
     gp = model.graph
+    # onnx types a sparse initializer `sparse_tensor`, which no operator takes: it gets the
+    # dense tensor it stands for, as onnxruntime reads it, the large ones as other constants
+    for stand_in in dense_initializers(gp, node_inference.VALUE_ELEMENTS):
+        typed_only(Tensor.from_proto(stand_in), stand_in.name)
     initializers_as_inputs(gp, stubs)
     _relax_outputs(gp)
     if custom:

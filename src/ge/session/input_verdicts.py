@@ -12,6 +12,8 @@ import onnx
 
 from ge.errors import GraphValidationError, ShapeInferenceError, ValidationProblem
 from ge.graph import Graph
+from ge.graph.model_io import check_model_full, weightless
+from ge.graph.sparse import has_sparse_initializers
 
 __all__ = ["inference_failure", "input_graph", "with_input_problems", "with_input_verdict"]
 
@@ -24,15 +26,36 @@ def with_input_verdict(err: GraphValidationError, source: Path | None
     if source is None or not any(p.kind == "onnx-checker" for p in err.problems):
         return err
     try:
-        onnx.checker.check_model(str(source), full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-        return _with_verdict(
-            err, lambda p: p.kind == "onnx-checker",
-            f" (the input model {source} fails this check too: it is not the compilation's "
-            "doing)")
+        fails = _fails_checker(source)
     except Exception:  # a verdict is never worth another error
         return err
-    return err
+    if not fails:
+        return err
+    return _with_verdict(
+        err, lambda p: p.kind == "onnx-checker",
+        f" (the input model {source} fails this check too: it is not the compilation's "
+        "doing)")
+
+
+def _fails_checker(source: Path) -> bool:
+    """Whether the model file fails onnx's full checker as ge's saving runs it
+    (`check_model_full`: its inference given each sparse initializer as the dense tensor it
+    stands for, where onnx's own refuses one to every operator); False when it cannot
+    tell."""
+    try:
+        onnx.checker.check_model(str(source), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        model = onnx.load(str(source), load_external_data=False)
+        if not has_sparse_initializers(model.graph):
+            return True
+        checked = weightless(model)  # (its external tensors as typed inputs)
+        if checked is None:
+            return False
+        try:
+            check_model_full(checked)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+            return True
+    return False
 
 
 def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProblem], bool],

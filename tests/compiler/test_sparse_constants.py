@@ -1,0 +1,270 @@
+"""Sparse constants (a graph's sparse initializers, a `Constant`'s `sparse_value`) are the
+dense tensors they stand for, as onnxruntime reads them: the user trial's model, a sparse
+initializer of float [4] or [2, 3] added to a graph input, failed GE1305 ("has unsupported
+type: sparse_tensor(float)": onnx's strict inference types one a `sparse_tensor`, and ge's
+`Const` node of one had no desc), while onnxruntime ran it. They compile, keep their sparse
+form in the saved model, and their outputs stay onnxruntime's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+import ge
+import ge.graph
+from ge.errors import GraphError, GraphValidationError, ShapeInferenceError
+from ge.graph.sparse import dense_of_sparse
+from ge.ops.inference import VALUE_ELEMENTS
+
+pytestmark = pytest.mark.builtin_passes  # the model goes through the whole pipeline
+
+F = onnx.TensorProto.FLOAT
+I64 = onnx.TensorProto.INT64
+node = helper.make_node
+
+
+def _sparse(name: str, dense: np.ndarray, *, coordinates: bool = False
+            ) -> onnx.SparseTensorProto:
+    """`dense` in sparse form: its nonzero values, with their positions in the flattened
+    tensor ([NNZ]) or, with `coordinates`, one row of coordinates each ([NNZ, rank])."""
+    flat = dense.reshape(-1)
+    where = np.flatnonzero(flat)
+    indices = (np.stack(np.unravel_index(where, dense.shape), axis=1) if coordinates
+               else where).astype(np.int64)
+    return helper.make_sparse_tensor(numpy_helper.from_array(flat[where], name),
+                                     numpy_helper.from_array(indices, name + "_indices"),
+                                     list(dense.shape))
+
+
+def _vi(name: str, dims: list[int] | None, elem_type: int = F) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, dims)
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto], sparse: list[onnx.SparseTensorProto] = (),
+           initializers: list[onnx.TensorProto] = (),
+           functions: list[onnx.FunctionProto] = ()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers),
+                              sparse_initializer=list(sparse))
+    opsets = [helper.make_opsetid("", 17)]
+    if functions:
+        opsets.append(helper.make_opsetid("mydomain", 1))
+    model = helper.make_model(graph, opset_imports=opsets, functions=list(functions))
+    onnx.checker.check_model(model)  # (not full_check: its inference refuses sparse ones)
+    return model
+
+
+def _dense(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """A float tensor of `shape` with about 60% zeros (the first and last elements not)."""
+    rng = np.random.default_rng(seed)
+    value = rng.standard_normal(shape).astype(np.float32)
+    value[rng.random(shape) < 0.6] = 0
+    flat = value.reshape(-1)
+    flat[0], flat[-1] = 1.5, -2.0
+    return value
+
+
+def _run(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
+    return ort.InferenceSession(source, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _compiled_like_original(model: onnx.ModelProto, tmp_path: Path,
+                            feeds: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """`model` compiled (verified) and saved: the saved model, whose outputs on `feeds` are
+    the original's in onnxruntime."""
+    result = ge.compile(model, verify=True)
+    assert result.verification is not None and result.verification.ok
+    target = tmp_path / "out.onnx"
+    result.save(target)
+    expected = _run(model, feeds)
+    for got, want in zip(_run(target, feeds), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    return onnx.load(target)
+
+
+@pytest.mark.parametrize("coordinates", [False, True], ids=["flat-indices", "coordinates"])
+@pytest.mark.parametrize("shape", [(4,), (2, 3)], ids=["4", "2x3"])
+def test_a_sparse_initializer_added_to_an_input_compiles(shape, coordinates,
+                                                         tmp_path: Path) -> None:
+    value = _dense(shape)
+    model = _model([node("Add", ["x", "s"], ["y"], name="add")], [_vi("x", list(shape))],
+                   [_vi("y", list(shape))], [_sparse("s", value, coordinates=coordinates)])
+    x = np.arange(value.size, dtype=np.float32).reshape(shape)
+    saved = _compiled_like_original(model, tmp_path, {"x": x})
+    np.testing.assert_array_equal(_run(saved, {"x": x})[0], x + value)
+    # kept as written: sparse, not made dense
+    assert [s.values.name for s in saved.graph.sparse_initializer] == ["s"]
+    assert not saved.graph.initializer
+
+
+def test_a_sparse_initializers_const_node_has_the_dense_tensors_desc() -> None:
+    model = _model([node("Add", ["x", "s"], ["y"], name="add")], [_vi("x", [2, 3])],
+                   [_vi("y", [2, 3])], [_sparse("s", _dense((2, 3)))])
+    graph = ge.graph.load(model)
+    const = graph.find_node_by_name("s")
+    desc = const.get_output_desc(0)
+    assert (desc.get_data_type(), list(desc.get_shape())) == (ge.graph.DataType.DT_FLOAT,
+                                                               [2, 3])
+    assert graph.find_node_by_name("add").get_input_desc(1).get_shape() == [2, 3]
+
+
+def test_passes_see_a_sparse_weight_typed(tmp_path: Path) -> None:
+    """MatMulAddFusion checks its operands' ranks: a sparse weight of no desc kept the
+    MatMul and the Add apart."""
+    w = _dense((4, 3), seed=1)
+    model = _model([node("MatMul", ["x", "w"], ["m"], name="mm"),
+                    node("Add", ["m", "b"], ["y"], name="add")],
+                   [_vi("x", [2, 4])], [_vi("y", [2, 3])], [_sparse("w", w)],
+                   [numpy_helper.from_array(np.ones(3, np.float32), "b")])
+    x = np.random.default_rng(2).standard_normal((2, 4)).astype(np.float32)
+    saved = _compiled_like_original(model, tmp_path, {"x": x})
+    assert [n.op_type for n in saved.graph.node] == ["Gemm"]
+    assert [s.values.name for s in saved.graph.sparse_initializer] == ["w"]
+
+
+def test_a_sparse_shape_is_read_by_inference() -> None:
+    """A small sparse initializer goes to onnx's inference with its values: a Reshape to a
+    shape given sparse gets that shape."""
+    shape = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([3, 4], np.int64), "shape"),
+        numpy_helper.from_array(np.array([0, 1], np.int64), "shape_indices"), [2])
+    model = _model([node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+                    node("Relu", ["r"], ["y"], name="relu")],
+                   [_vi("x", [2, 6])], [_vi("y", [3, 4])], [shape])
+    result = ge.compile(model, verify=True)
+    reshape = result.graph.find_node_by_name("reshape")
+    assert list(reshape.get_output_desc(0).get_shape()) == [3, 4]
+
+
+def test_a_sparse_initializer_in_an_if_branch_compiles(tmp_path: Path) -> None:
+    value = _dense((2, 3))
+    then = helper.make_graph([node("Add", ["x", "s"], ["t"], name="then_add")], "body", [],
+                             [_vi("t", [2, 3])], sparse_initializer=[_sparse("s", value)])
+    other = helper.make_graph([node("Neg", ["x"], ["e"], name="else_neg")], "body", [],
+                              [_vi("e", [2, 3])])
+    model = _model([node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)],
+                   [_vi("x", [2, 3]), _vi("c", [], onnx.TensorProto.BOOL)], [_vi("y", [2, 3])])
+    x = np.ones((2, 3), np.float32)
+    saved = _compiled_like_original(model, tmp_path, {"x": x, "c": np.array(True)})
+    np.testing.assert_array_equal(_run(saved, {"x": x, "c": np.array(True)})[0], x + value)
+    body = next(a.g for a in saved.graph.node[0].attribute if a.name == "then_branch")
+    assert [s.values.name for s in body.sparse_initializer] == ["s"]
+
+
+def test_large_sparse_initializers_compile(tmp_path: Path) -> None:
+    """Of more elements than inference reads values of (`VALUE_ELEMENTS`), in the root
+    graph and in a body: typed without their values, saved sparse."""
+    side = int(np.sqrt(VALUE_ELEMENTS)) + 8
+    big, other = _dense((side, side), seed=3), _dense((side, side), seed=4)
+    then = helper.make_graph([node("MatMul", ["x", "inner"], ["t"], name="then_mm")], "body",
+                             [], [_vi("t", [2, side])], sparse_initializer=[_sparse("inner", big)])
+    els = helper.make_graph([node("MatMul", ["x", "outer"], ["e"], name="else_mm")], "body",
+                            [], [_vi("e", [2, side])])
+    model = _model([node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=els)],
+                   [_vi("x", [2, side]), _vi("c", [], onnx.TensorProto.BOOL)],
+                   [_vi("y", [2, side])], [_sparse("outer", other)])
+    x = np.random.default_rng(5).standard_normal((2, side)).astype(np.float32)
+    for flag in (True, False):
+        _compiled_like_original(model, tmp_path, {"x": x, "c": np.array(flag)})
+
+
+def test_sparse_constant_operators_compile(tmp_path: Path) -> None:
+    """A `Constant` with a `sparse_value` in the root graph, in a branch and in a model-local
+    function: onnx's inference types its output dense, as onnxruntime runs it."""
+    k = _dense((4,), seed=6)
+    f = helper.make_function(
+        "mydomain", "f", ["a"], ["b"],
+        [node("Constant", [], ["fk"], sparse_value=_sparse("fk", k)),
+         node("Mul", ["a", "fk"], ["b"])], [helper.make_opsetid("", 17)])
+    then = helper.make_graph(
+        [node("Constant", [], ["bk"], name="body_k", sparse_value=_sparse("bk", k)),
+         node("Sub", ["x", "bk"], ["t"], name="then_sub")], "body", [], [_vi("t", [4])])
+    other = helper.make_graph([node("Neg", ["x"], ["e"], name="else_neg")], "body", [],
+                              [_vi("e", [4])])
+    model = _model([node("Constant", [], ["rk"], name="root_k", sparse_value=_sparse("rk", k)),
+                    node("Add", ["x", "rk"], ["a"], name="add"),
+                    node("f", ["a"], ["m"], domain="mydomain", name="call"),
+                    node("If", ["c"], ["i"], name="if", then_branch=then, else_branch=other),
+                    node("Add", ["m", "i"], ["y"], name="sum")],
+                   [_vi("x", [4]), _vi("c", [], onnx.TensorProto.BOOL)], [_vi("y", [4])],
+                   functions=[f])
+    x = np.array([1, 2, 3, 4], np.float32)
+    _compiled_like_original(model, tmp_path, {"x": x, "c": np.array(True)})
+    result = ge.compile(model, inline_functions=True, verify=True)
+    assert result.verification is not None and result.verification.ok
+
+
+def test_sparse_indices_out_of_range_are_refused_by_the_checker(tmp_path: Path) -> None:
+    """onnxruntime refuses such a model, and so does saving (onnx's checker still checks
+    the sparse tensor as written): GE1003, nothing written."""
+    bad = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "s"),
+        numpy_helper.from_array(np.array([0, 7], np.int64), "s_indices"), [4])
+    graph = helper.make_graph([node("Add", ["x", "s"], ["y"], name="add")], "g", [_vi("x", [4])],
+                              [_vi("y", [4])], sparse_initializer=[bad])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(Exception, match="index is out of bounds"):
+        _run(model, {"x": np.zeros(4, np.float32)})
+    result = ge.compile(model)
+    target = tmp_path / "out.onnx"
+    with pytest.raises(GraphValidationError) as caught:
+        result.save(target)
+    assert caught.value.code == "GE1003"
+    assert "Sparse tensor (s_indices) index value at position [1] out of range" in str(
+        caught.value)
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    with pytest.raises(GraphError, match=r"sparse tensor 's' cannot be made dense: an index "
+                                         r"is out of the range 0\.\.3"):
+        dense_of_sparse(bad)
+
+
+def test_a_node_rejecting_a_sparse_constant_is_still_named() -> None:
+    """A sparse constant of the wrong type for its consumer is the model's problem, said as
+    for a dense one (the dense type named, not `sparse_tensor`)."""
+    ints = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1], np.int64), "s"),
+        numpy_helper.from_array(np.array([0], np.int64), "s_indices"), [4])
+    model = _model([node("Add", ["x", "s"], ["y"], name="add")], [_vi("x", [4])],
+                   [_vi("y", [4])], [ints])
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(model)
+    assert caught.value.code == "GE1305"
+    assert "node name: add" in str(caught.value) and "sparse_tensor" not in str(caught.value)
+
+
+def test_dense_of_sparse_reads_both_index_forms() -> None:
+    value = _dense((3, 2, 4), seed=7)
+    for coordinates in (False, True):
+        dense = dense_of_sparse(_sparse("v", value, coordinates=coordinates))
+        np.testing.assert_array_equal(dense.numpy(), value)
+
+
+def test_a_valid_sparse_model_is_not_said_to_fail_the_checker(tmp_path: Path) -> None:
+    """When onnx's checker refuses a compiled model, ge says whether the input fails it too:
+    a model whose sparse initializer onnx's own full check refuses is not said to (its
+    check is ge's, the dense tensor), one whose indices are out of range is."""
+    from ge.errors import ValidationProblem
+    from ge.session.input_verdicts import with_input_verdict
+
+    def verdict(sparse: onnx.SparseTensorProto) -> str:
+        graph = helper.make_graph([node("Add", ["x", "s"], ["y"], name="add")], "g",
+                                  [_vi("x", [4])], [_vi("y", [4])], sparse_initializer=[sparse])
+        source = tmp_path / f"{len(list(tmp_path.iterdir()))}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                  source)
+        err = GraphValidationError([ValidationProblem("onnx-checker", ("add",),
+                                                      "onnx.checker rejects the model", "g")])
+        return with_input_verdict(err, source).message
+
+    good = _sparse("s", _dense((4,)))
+    assert "fails this check too" not in verdict(good)
+    bad = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0], np.float32), "s"),
+        numpy_helper.from_array(np.array([9], np.int64), "s_indices"), [4])
+    assert "fails this check too" in verdict(bad)
