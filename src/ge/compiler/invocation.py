@@ -39,6 +39,7 @@ from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
 from ge.graph.export_names import written_name
 from ge.graph.node import is_const
+from ge.graph.places import body_owner, graph_place
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
@@ -49,7 +50,6 @@ from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.context import PassContext
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
-from ge.passes.explain_bodies import body_owner, graph_place
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_FUSION_BASE
 from ge.passes.source import hook_location, warn_user

@@ -29,11 +29,11 @@ from typing import Any
 
 from ge.errors import GeError, PatternError
 from ge.graph import DATA, Graph, Node
+from ge.graph.places import BodyOwner, body_owner
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import _config, collect_patterns
-from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
     ask,

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge.graph import Graph, Node
+from ge.graph.places import BodyOwner, body_owner
 from ge.passes.candidates import Operator, candidates, named_operators
 from ge.passes.context import PassContext
 from ge.passes.explain import CandidateExplanation, changes_undone, explained_graphs
-from ge.passes.explain_bodies import BodyOwner, body_owner
 from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
     ask,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ge.graph.places import BodyOwner, graph_place
 from ge.passes.explain import CandidateExplanation, PatternExplanation
-from ge.passes.explain_bodies import BodyOwner, graph_place
 from ge.passes.explain_decompose import DecomposeExplanation
 from ge.passes.explain_functions import FunctionOps
 from ge.passes.explain_reasons import op_label

@@ -1,16 +1,19 @@
-"""Which node owns a body an explanation is about: exporters name If/Loop/Scan bodies
-`sub_graph`, `sub_graph1`, ..., so an explanation names the node and the attribute holding
-each one ("then_branch of If node 'cond_if'") beside the graph's name.
+"""How messages say where a body is: exporters name If/Loop/Scan bodies `sub_graph`,
+`sub_graph1`, ... (torch names both branches of every If `body`), so a message names the node
+and the attribute holding each one ("then_branch of If node 'cond_if'") beside the graph's
+name (explanations of passes, failed checks, errors about the model).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ge.graph import Graph
+from ge.graph.domains import qualified_op
 from ge.graph.subgraphs import body_attribute
-from ge.passes.explain_reasons import op_label
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
 
 __all__ = ["BodyOwner", "body_owner", "graph_place"]
 
@@ -30,7 +33,7 @@ class BodyOwner:
 
     def __str__(self) -> str:
         where = f" in the {self.within}" if self.within is not None else ""
-        return (f"{self.attribute} of {op_label(self.type, self.domain)} node "
+        return (f"{self.attribute} of {qualified_op(self.type, self.domain)} node "
                 f"{self.node!r}{where}")
 
     def as_dict(self) -> dict[str, Any]:
