@@ -152,6 +152,9 @@ class ValidationProblem:
     #: the `ge.graph.Node` objects named (when the check had them): names repeat across
     #: bodies, exporters name every body alike; not compared, not shown
     subjects: tuple[object, ...] = field(default=(), compare=False, repr=False)
+    #: where the graph is, for a body: "graph body, then_branch of If node 'if'" (its name
+    #: alone says little: exporters name every body alike); "" for a main graph
+    place: str = field(default="", compare=False)
 
     @property
     def text(self) -> str:
@@ -159,8 +162,8 @@ class ValidationProblem:
         return f"{self.message} ({self.advice})" if self.advice else self.message
 
     def __str__(self) -> str:
-        where = f"graph {self.graph}: " if self.graph else ""
-        return f"{where}{self.kind}: {self.text}"
+        where = self.place or (f"graph {self.graph}" if self.graph else "")
+        return f"{where}: {self.kind}: {self.text}" if where else f"{self.kind}: {self.text}"
 
 
 class GraphValidationError(GraphError):

@@ -26,8 +26,9 @@ from ge.pyatc import main as pyatc_main
 MALFORMED = ("graph 'g': initializer 'c' holds 8 bytes of raw_data, but its dims [4] of FLOAT "
              "need 16 (4 elements of 4 bytes): the model is malformed (a damaged file, or an "
              "exporter that wrote the tensor wrong)")
-DANGLING = ("graph 'g': input 0 of node 'Relu' (Relu) reads 'zz', which no node, graph input "
-            "or initializer produces")
+# (the nodes have no name: said by what finds them in the model, ge.graph.places)
+DANGLING = ("graph 'g': input 0 of unnamed Relu node (index 0 in the node list, computing 'y') "
+            "reads 'zz', which no node, graph input or initializer produces")
 UNKNOWN = ("graph 'g': Frobnicate node 'Frobnicate': ONNX has no operator Frobnicate in domain "
            f"'ai.onnx' (onnx {onnx.__version__}); onnx.checker and runtimes reject the model (a "
            "custom operator needs a domain of its own)")

@@ -337,11 +337,12 @@ def test_run_says_a_model_with_a_cycle_is_invalid_not_its_inputs(tmp_path: Path,
     model, out = tmp_path / "cycle.onnx", tmp_path / "out.npz"
     onnx.save(cyclic_model(in_body), model)
     graph = "then" if in_body else "g"
+    place = "then, then_branch of If node 'if'" if in_body else "g"  # (a body by its owner)
     for args in ((), ("--output", str(out))):
         code, _, stderr = run_ge("run", str(model), *args)
         assert code == 1
         assert stderr == (f"ge: [GE1003] {model}: graph is invalid (1 problem(s)): graph "
-                          f"{graph}: cycle: graph {graph!r} has a cycle through nodes: add, "
+                          f"{place}: cycle: graph {graph!r} has a cycle through nodes: add, "
                           "relu\n")
     code, stdout, _ = run_ge("run", str(model), "--json")
     error = json.loads(stdout)

@@ -594,8 +594,10 @@ class Raising(FusionBasePass):
 
 
 def _cycle_message(graph: str) -> str:
-    """What `ge run` says of the model (tests/cli/test_cli_run_inspect.py)."""
-    return (f"graph is invalid (1 problem(s)):\n  - graph {graph}: cycle: graph {graph!r} has "
+    """What `ge run` says of the model (tests/cli/test_cli_run_inspect.py); a body named by
+    the node holding it."""
+    place = f"{graph}, then_branch of If node 'if'" if graph == "then" else graph
+    return (f"graph is invalid (1 problem(s)):\n  - graph {place}: cycle: graph {graph!r} has "
             "a cycle through nodes: add, relu")
 
 

@@ -170,8 +170,10 @@ def test_an_operator_named_like_graph_inputs_or_outputs(op_type: str, in_body: b
         opset_imports=[oh.make_opsetid("", 17), oh.make_opsetid("my.domain", 1)])
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
-    graph_name = "then" if in_body else "g"
-    err = _load_fails(path, ModelLoadError, "GE1101", f"graph {graph_name!r}: node 'mine' is an "
+    # (a body by the node holding it: here an If of no name, by its index and its output)
+    graph_name = ("'then', then_branch of unnamed If node (index 0 in the node list, "
+                  "computing 'y')") if in_body else "'g'"
+    err = _load_fails(path, ModelLoadError, "GE1101", f"graph {graph_name}: node 'mine' is an "
                       f"operator {op_type!r} of domain 'my.domain'; ge names its graph inputs "
                       "'Data' and its graph outputs 'NetOutput' and cannot hold an operator of "
                       "either name", tmp_path)

@@ -232,7 +232,8 @@ def _if_with(body_node: onnx.NodeProto | None, body_init: TP | None) -> onnx.Mod
 
 def test_in_an_if_body(tmp_path: Path) -> None:
     body = oh.make_node("Add", ["x", "w"], ["t"])
-    _refused(_if_with(body, _SHORT), tmp_path, "graph 'then': initializer 'w' holds 4 bytes")
+    _refused(_if_with(body, _SHORT), tmp_path,
+             "graph 'then', then_branch of If node 'if': initializer 'w' holds 4 bytes")
 
 
 def test_a_constant_nodes_value(tmp_path: Path) -> None:
@@ -257,7 +258,8 @@ def test_a_constant_node_in_a_loop_body(tmp_path: Path) -> None:
                                         oh.make_tensor_value_info("n", TP.INT64, [])],
                           [oh.make_tensor_value_info("y", TP.FLOAT, [2])])
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    _refused(model, tmp_path, "graph 'body': Constant node 'k': attribute 'value' holds 4")
+    _refused(model, tmp_path, "graph 'body', body of Loop node 'loop': Constant node 'k': "
+             "attribute 'value' holds 4")
 
 
 def test_another_operators_tensor_attribute(tmp_path: Path) -> None:
@@ -392,7 +394,7 @@ def test_a_large_tensor_measured_and_refused(tmp_path: Path, measuring: None) ->
             (_model(nodes=[oh.make_node("Constant", [], ["y"], name="c", value=short)]),
              "Constant node 'c': attribute 'value' holds 200 bytes"),
             (_if_with(oh.make_node("Add", ["x", "w"], ["t"]), body_init),
-             "graph 'then': initializer 'w' holds 40 bytes")):
+             "graph 'then', then_branch of If node 'if': initializer 'w' holds 40 bytes")):
         path = tmp_path / "model.onnx"
         onnx.save(model, path)
         pieces = read_model_pieces(path)
@@ -461,7 +463,7 @@ def test_loading_takes_the_measured_lengths_not_a_copy(tmp_path: Path, measuring
     for model, fragment in (
             (_model([big]), "initializer 'w' holds 65 bytes of raw_data"),
             (_if_with(oh.make_node("Add", ["x", "w"], ["t"]), big),
-             "graph 'then': initializer 'w' holds 65 bytes"),
+             "graph 'then', then_branch of If node 'if': initializer 'w' holds 65 bytes"),
             (_model(nodes=[oh.make_node("Constant", [], ["y"], name="c", value=big)]),
              "Constant node 'c': attribute 'value' holds 65 bytes")):
         path = tmp_path / "model.onnx"

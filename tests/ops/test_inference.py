@@ -561,8 +561,8 @@ def test_an_unnamed_node_onnx_rejects_is_named_with_what_it_computes() -> None:
     (name,) = err.nodes
     assert graph.find_node_by_name(name).get_output_names() == ["y"]
     assert f"node name: ge:{name}" in str(err)
-    assert (f"'ge:{name}' is the DequantizeLinear node computing 'y' (it has no name in the "
-            "model)") in str(err)
+    assert (f"'ge:{name}' is the unnamed DequantizeLinear node (computing 'y') of "
+            "graph 'g'") in str(err)
     assert graph.to_onnx().SerializeToString() == before  # (the model keeps no name)
 
 

@@ -423,10 +423,12 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
             continue
         count = graph.count_of_type(NET_OUTPUT)
         if count != 1:
+            owner = body_owner(graph)
             problems.append(ValidationProblem(
                 "structure", (), f"graph {graph.name!r} has {count} NetOutput nodes after "
                 "the pass, not one: it removed the node that gives the graph's outputs",
-                graph.name, "rewire the NetOutput's inputs instead (graph.replace_all_uses)"))
+                graph.name, "rewire the NetOutput's inputs instead (graph.replace_all_uses)",
+                place=graph_place(graph.name, owner) if owner is not None else ""))
     for node in touched:
         if node.type != NET_OUTPUT or node.owner_graph is None:
             continue
@@ -438,7 +440,7 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
                 read = node.get_input_producer(index)
                 names = (node.name,) if read is None else (node.name, read[0].name)
                 problems.append(ValidationProblem("type", names, problem,
-                                                  node.owner_graph.name))
+                                                  node.owner_graph.name, subjects=(node,)))
     return problems
 
 
@@ -542,6 +544,8 @@ def _describe_problems(problems: list[ValidationProblem]) -> str:
 def _where(problem: ValidationProblem) -> str:
     """" (graph g)"; for a body, the node and attribute holding it too ("graph sub_graph,
     else_branch of If node 'if'"): exporters give every body one name."""
+    if problem.place:  # (a body's, said by its owner: `ge.graph.validation`)
+        return f" ({problem.place})"
     owner = next((n.owner_graph for n in problem.subjects
                   if isinstance(n, Node) and n.owner_graph is not None), None)
     if owner is not None and owner.parent_node is not None:

@@ -31,6 +31,8 @@ from ge.errors import (
     UnsupportedModelError,
     ValidationProblem,
 )
+from ge.graph.node import Node
+from ge.graph.places import graph_label
 from ge.graph.tensor_desc import Dim
 from ge.graph.validation import unknown_operators
 from ge.passes.source import warn_user
@@ -83,7 +85,10 @@ def check_operators_known(graph: Graph) -> None:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
         message = (_newer_than_imported(root, unknown[0])
                    or _written_by_onnxruntime(root, unknown[0]) or unknown[0].message)
-        raise ShapeInferenceError(f"graph {unknown[0].graph!r}: {message}{more}",
+        node = next((n for n in unknown[0].subjects if isinstance(n, Node)), None)
+        where = (graph_label(node.owner_graph) if node is not None and node.owner_graph
+                 else f"graph {unknown[0].graph!r}")  # (a body by its owner: graph_label)
+        raise ShapeInferenceError(f"{where}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,
                                   nodes=[n for p in unknown for n in p.nodes])
 

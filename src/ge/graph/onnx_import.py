@@ -30,6 +30,7 @@ from ge.graph.payload_checks import (
     refuse,
     sparse_problem,
 )
+from ge.graph.places import graph_label, model_node_label, node_label
 from ge.graph.tensor import Tensor
 
 __all__ = ["model_to_graph"]
@@ -113,25 +114,46 @@ def _check_strings(strings: Iterable[bytes], what: str) -> None:
 _STRUCTURAL_TYPES = frozenset({DATA, NET_OUTPUT})
 
 
-def _refuse_structural(proto: onnx.NodeProto, graph: Graph) -> None:
+def _refuse_structural(proto: onnx.NodeProto, index: int, graph: Graph) -> None:
     """A `ModelLoadError` for an operator named like the IR's graph inputs or outputs."""
     raise ModelLoadError(
-        f"graph {graph._name!r}: node {proto.name!r} is an operator {proto.op_type!r} of "
+        f"{_place(graph)}: {_named(proto, index)} is an operator {proto.op_type!r} of "
         f"domain {proto.domain!r}; ge names its graph inputs {DATA!r} and its graph outputs "
         f"{NET_OUTPUT!r} and cannot hold an operator of either name (it would be lost when "
         "the model is written): rename the operator (op_type) in the model and where its "
         "domain defines it", nodes=[proto.name] if proto.name else ())
 
 
-def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
-    """The value of a standard `Constant` operator, or None for a sparse one (kept as an op)."""
+def _place(graph: Graph) -> str:
+    """Where a graph is, as loading errors say it (`graph_label`: a body by its owner)."""
+    return graph_label(graph, as_read=True)
+
+
+def _named(proto: onnx.NodeProto, index: int) -> str:
+    """"node 'n'", or for a node of no name what finds it (`node_label`)."""
+    return f"node {proto.name!r}" if proto.name else _proto_label(proto, index)
+
+
+def _proto_label(proto: onnx.NodeProto, index: int) -> str:
+    """`node_label` of the node `proto`, at `index` in its graph's node list."""
+    return node_label(proto.op_type, proto.name, domain=proto.domain, index=index,
+                      outputs=proto.output)
+
+
+def _constant_tensor(proto: onnx.NodeProto, graph: Graph, index: int) -> Tensor | None:
+    """The value of a standard `Constant` operator (at `index` in the node list of `graph`),
+    or None for a sparse one (kept as an op)."""
     if len(proto.attribute) != 1:
         return None
     attr = proto.attribute[0]
     name = attr.name
+
+    def where() -> str:
+        return f"{_place(graph)}: {_proto_label(proto, index)}"
+
     if name == "value":
         if attr.t.data_type == onnx.TensorProto.STRING:
-            _check_strings(attr.t.string_data, f"Constant node {proto.name!r}")
+            _check_strings(attr.t.string_data, where())
         return Tensor.from_proto(attr.t)
     if name == "value_float":
         return Tensor(np.array(attr.f, dtype=np.float32))
@@ -142,10 +164,10 @@ def _constant_tensor(proto: onnx.NodeProto) -> Tensor | None:
     if name == "value_ints":
         return Tensor(np.array(list(attr.ints), dtype=np.int64))
     if name == "value_string":
-        _check_strings([attr.s], f"Constant node {proto.name!r}")
+        _check_strings([attr.s], where())
         return Tensor(np.array(attr.s, dtype=object))
     if name == "value_strings":
-        _check_strings(attr.strings, f"Constant node {proto.name!r}")
+        _check_strings(attr.strings, where())
         return Tensor(np.array(list(attr.strings), dtype=object))
     return None
 
@@ -155,18 +177,18 @@ def _add(graph: Graph, node: Node) -> None:
     are not text."""
     if type(node._name) is not str or type(node._type) is not str or (
             type(node._domain) is not str):
-        where = f"graph {graph._name!r}: a node's"
+        where = f"{_place(graph)}: a node's"
         _text(node._name, f"{where} name")
         _text(node._type, f"{where} op type")
         _text(node._domain, f"{where} domain")
     values = graph._values
     for value in node._out_names:
         if type(value) is not str:
-            _text(value, f"graph {graph._name!r}: an output name of node {node._name!r}")
+            _text(value, f"{_place(graph)}: an output name of {model_node_label(node)}")
         if value and value in values:
             raise ModelLoadError(
-                f"graph {graph._name!r}: value {value!r} is defined twice "
-                f"(by {values[value][0]._name!r} and {node._name!r})"
+                f"{_place(graph)}: value {value!r} is defined twice "
+                f"(by {model_node_label(values[value][0])} and {model_node_label(node)})"
             )
     graph._index_node(node)
 
@@ -227,13 +249,13 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     for tensor in gp.initializer:
         if tensor.data_type == onnx.TensorProto.STRING:
             _check_strings(tensor.string_data,
-                           f"graph {graph._name!r}: initializer {tensor.name!r}")
+                           f"{_place(graph)}: initializer {tensor.name!r}")
         dims = None
         if measured is not None:
             dims = tensor.dims[:]  # (kept by the Tensor: saving and inference read them)
             problem = payload_problem(tensor, measured, dims)
             if problem is not None:
-                raise refuse(f"graph {graph._name!r}: initializer {tensor.name!r}", problem)
+                raise refuse(f"{_place(graph)}: initializer {tensor.name!r}", problem)
         if tensor.name in graph._values:  # an input with a default value (IR >= 4)
             defaults[tensor.name] = tensor
             continue
@@ -247,7 +269,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
         if measured is not None:
             problem = sparse_problem(sparse, measured)
             if problem is not None:
-                raise refuse(f"graph {graph._name!r}: sparse initializer {name!r}", problem)
+                raise refuse(f"{_place(graph)}: sparse initializer {name!r}", problem)
         node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0, [name],
                         {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
         _add(graph, node)
@@ -263,13 +285,13 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     pending: list[Node] = []
     with_subgraphs: list[tuple[Node, onnx.NodeProto]] = []
     by_name = graph._by_name
-    for proto in gp.node:
+    for position, proto in enumerate(gp.node):
         op_type = proto.op_type
         name = proto.name
         if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
             if measured is not None:
-                _check_attributes(graph, proto, measured)
-            tensor = _constant_tensor(proto)
+                _check_attributes(graph, proto, position, measured)
+            tensor = _constant_tensor(proto, graph, position)
             if tensor is not None:
                 node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0,
                                 list(proto.output), {"value": (A.TENSOR, tensor)}, proto)
@@ -278,13 +300,14 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
                 _add(graph, node)
                 continue
         if op_type in _STRUCTURAL_TYPES:
-            _refuse_structural(proto, graph)
+            _refuse_structural(proto, position, graph)
         attrs: dict = {}
         has_graph = False
         for attr in proto.attribute:
             key = attr.name
             if type(key) is not str:
-                _text(key, f"graph {graph._name!r}: an attribute name of node {name!r}")
+                _text(key, f"{_place(graph)}: an attribute name of "
+                           f"{_proto_label(proto, position)}")
             kind = attr.type
             if kind in GRAPH_KINDS:
                 has_graph = True
@@ -294,7 +317,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
                 if kind in TENSOR_KINDS and measured is not None:
                     problem = attribute_problem(attr, measured)
                     if problem is not None:
-                        raise _refused_attribute(graph, proto, problem)
+                        raise _refused_attribute(graph, proto, position, problem)
         outputs = list(proto.output)
         unique = name if name and name not in by_name else naming.onnx_node_name(name, op_type)
         node = new_node(op_type, unique, proto.domain, len(proto.input), outputs, attrs, proto)
@@ -311,15 +334,19 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     typed = len(gp.value_info) > 0
     for node, proto in with_subgraphs:
         node._clean = False  # its subgraphs are written anew
+        # Each body is in its attribute before it is read: what it says of its own values
+        # names it by its owner and attribute (`graph_label`).
+        bodies: list[tuple[Graph, onnx.GraphProto]] = []
         for attr in proto.attribute:
             if attr.type == A.GRAPH:
-                sub, sub_typed = _subgraph(node, attr.g, measured)
-                node._attrs[attr.name] = (A.GRAPH, sub)
-                typed |= sub_typed
+                bodies.append(_subgraph(node, attr.g))
+                node._attrs[attr.name] = (A.GRAPH, bodies[-1][0])
             elif attr.type == A.GRAPHS:
-                subs = [_subgraph(node, g, measured) for g in attr.graphs]
-                node._attrs[attr.name] = (A.GRAPHS, [sub for sub, _ in subs])
-                typed |= any(sub_typed for _, sub_typed in subs)
+                listed = [_subgraph(node, g) for g in attr.graphs]
+                node._attrs[attr.name] = (A.GRAPHS, [sub for sub, _ in listed])
+                bodies += listed
+        for sub, sub_proto in bodies:
+            typed |= _read_graph(sub, sub_proto, measured)
 
     out_node = new_node(NET_OUTPUT, naming.onnx_node_name(NET_OUTPUT, NET_OUTPUT), "",
                         len(gp.output), [], {}, None)
@@ -353,30 +380,32 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     return typed
 
 
-def _check_attributes(graph: Graph, proto: onnx.NodeProto, measured: MeasuredRaw) -> None:
-    """Refuse a node whose tensor attributes hold payloads that disagree with their
-    declarations (a `Constant`'s value, a `ConstantOfShape`'s)."""
+def _check_attributes(graph: Graph, proto: onnx.NodeProto, index: int,
+                      measured: MeasuredRaw) -> None:
+    """Refuse a node (at `index` in the node list) whose tensor attributes hold payloads
+    that disagree with their declarations (a `Constant`'s value, a `ConstantOfShape`'s)."""
     for attr in proto.attribute:
         if attr.type in TENSOR_KINDS:
             problem = attribute_problem(attr, measured)
             if problem is not None:
-                raise _refused_attribute(graph, proto, problem)
+                raise _refused_attribute(graph, proto, index, problem)
 
 
-def _refused_attribute(graph: Graph, proto: onnx.NodeProto, problem: str) -> ModelLoadError:
-    return refuse(node_attribute(f"graph {graph._name!r}", proto), problem,
+def _refused_attribute(graph: Graph, proto: onnx.NodeProto, index: int, problem: str
+                       ) -> ModelLoadError:
+    return refuse(node_attribute(_place(graph), proto, index), problem,
                   [proto.name] if proto.name else ())
 
 
-def _subgraph(owner: Node, gp: onnx.GraphProto, measured: MeasuredRaw | None
-              ) -> tuple[Graph, bool]:
-    """A body of `owner` and whether it (or a body inside it) has value_info."""
-    sub = Graph(_text(gp.name, f"the name of a subgraph of node {owner._name!r}"))
+def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, onnx.GraphProto]:
+    """A new, empty body of `owner`, and the proto to read into it (`_unshadowed`)."""
     outer = owner._graph
     assert outer is not None  # (the owner is indexed)
+    sub = Graph(_text(gp.name, f"{_place(outer)}: the name of a subgraph of "
+                               f"{model_node_label(owner)}"))
     gp = _unshadowed(outer, gp)
     outer._enclose(sub, owner)
-    return sub, _read_graph(sub, gp, measured)
+    return sub, gp
 
 
 def _unshadowed(outer: Graph, gp: onnx.GraphProto) -> onnx.GraphProto:
@@ -428,15 +457,15 @@ def _rename_reads(gp: onnx.GraphProto, renames: Mapping[str, str]) -> None:
 
 
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
-    _text(value, f"graph {graph._name!r}: input {index} of node {node._name!r}")
+    _text(value, f"{_place(graph)}: input {index} of {model_node_label(node)}")
     found = graph.find_value(value)
     if found is None and node._type == NET_OUTPUT:
         raise ModelLoadError(
-            f"graph {graph._name!r}: graph output {index} ({value!r}) is produced by no node, "
+            f"{_place(graph)}: graph output {index} ({value!r}) is produced by no node, "
             "graph input or initializer")
     if found is None:
         raise ModelLoadError(
-            f"graph {graph._name!r}: input {index} of node {node._name!r} ({node._type}) reads "
+            f"{_place(graph)}: input {index} of {model_node_label(node)} reads "
             f"{value!r}, which no node, graph input or initializer produces",
             nodes=[node._name],
         )

@@ -26,6 +26,7 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
+from ge.graph.places import BodyOwner, graph_place, node_label
 
 __all__ = ["ITEM_BITS", "MEASURED_RAW_BYTES", "TENSOR_KINDS", "MeasuredRaw",
            "attribute_problem", "check_model_payloads", "external_length_problem",
@@ -266,34 +267,44 @@ def refuse(what: str, problem: str, nodes: Iterable[str] = ()) -> ModelLoadError
 Problem = tuple[str, str, tuple[str, ...]]  # (what: the tensor and where, problem, nodes)
 
 
-def node_attribute(where: str, node: onnx.NodeProto) -> str:
-    """How a tensor attribute's problem names its node, after `where` ("graph 'g'"): the
-    attribute's name follows ("graph 'g': Constant node 'c': attribute 'value' holds ...")."""
-    return f"{where}: {node.op_type} node {node.name!r}: attribute"
+def node_attribute(where: str, node: onnx.NodeProto, index: int) -> str:
+    """How a tensor attribute's problem names its node, at `index` in the node list, after
+    `where` ("graph 'g'"): the attribute's name follows ("graph 'g': Constant node 'c':
+    attribute 'value' holds ..."; a node of no name by its index and outputs,
+    `node_label`)."""
+    label = node_label(node.op_type, node.name, domain=node.domain, index=index,
+                       outputs=node.output)
+    return f"{where}: {label}: attribute"
 
 
-def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: MeasuredRaw
-                   ) -> Iterator[Problem]:
-    for node in nodes:
+def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: MeasuredRaw,
+                   within: BodyOwner | None = None, function: str = "") -> Iterator[Problem]:
+    """The problems of `nodes` (the node list of the graph `where` names, a body of
+    `within`'s node, or of `function`) and of the bodies they hold."""
+    for index, node in enumerate(nodes):
         for attr in node.attribute:
             kind = attr.type
             if kind in TENSOR_KINDS:
                 problem = attribute_problem(attr, measured)
                 if problem is not None:
-                    yield (node_attribute(where, node), problem,
+                    yield (node_attribute(where, node, index), problem,
                            (node.name,) if node.name else ())
-            elif kind == A.GRAPH:
-                yield from _graph_problems(attr.g, attr.g.name, measured)
-            elif kind == A.GRAPHS:
-                for body in attr.graphs:
-                    yield from _graph_problems(body, body.name, measured)
+            elif kind in (A.GRAPH, A.GRAPHS):
+                bodies = [(attr.name, attr.g)] if kind == A.GRAPH else [
+                    (f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
+                for label, body in bodies:
+                    owner = BodyOwner(node.name, node.op_type, node.domain, label, "", within,
+                                      None if node.name else index, tuple(node.output))
+                    place = graph_place(repr(body.name), owner)
+                    yield from _graph_problems(body, f"{place} in {function}" if function
+                                               else place, measured, owner, function)
 
 
-def _graph_problems(graph: onnx.GraphProto, name: str, measured: MeasuredRaw
-                    ) -> Iterator[Problem]:
-    """The tensors of `graph` and its bodies whose payload disagrees, named as loading
-    names them (`ge.graph.onnx_import`)."""
-    where = f"graph {name!r}"
+def _graph_problems(graph: onnx.GraphProto, where: str, measured: MeasuredRaw,
+                    owner: BodyOwner | None = None, function: str = "") -> Iterator[Problem]:
+    """The tensors of `graph` (named `where`; a body of `owner`'s node, in `function`) and
+    its bodies whose payload disagrees, named as loading names them
+    (`ge.graph.onnx_import`)."""
     for tensor in graph.initializer:
         problem = payload_problem(tensor, measured)
         if problem is not None:
@@ -302,7 +313,7 @@ def _graph_problems(graph: onnx.GraphProto, name: str, measured: MeasuredRaw
         problem = sparse_problem(sparse, measured)
         if problem is not None:
             yield f"{where}: sparse initializer {sparse.values.name!r}", problem, ()
-    yield from _node_problems(graph.node, where, measured)
+    yield from _node_problems(graph.node, where, measured, owner, function)
 
 
 def function_problems(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEASURED
@@ -310,15 +321,14 @@ def function_problems(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEAS
     """The tensors of the model's functions (their nodes' attributes, and bodies) whose
     payload disagrees. Loading keeps functions as protos, so it checks them so too."""
     for function in model.functions:
-        yield from _node_problems(
-            function.node, f"function {function.name!r} (domain {function.domain!r})",
-            measured)
+        where = f"function {function.name!r} (domain {function.domain!r})"
+        yield from _node_problems(function.node, where, measured, function=where)
 
 
 def check_model_payloads(model: onnx.ModelProto) -> None:
     """`refuse` the first tensor of `model` (its graph, bodies and functions) whose payload
     disagrees with its declaration: what loading it would say (`ge inspect`)."""
-    root = model.graph.name or "graph"
+    root = f"graph {model.graph.name or 'graph'!r}"
     for what, problem, nodes in itertools.chain(
             _graph_problems(model.graph, root, _NONE_MEASURED), function_problems(model)):
         raise refuse(what, problem, nodes)

@@ -1,11 +1,16 @@
-"""How messages say where a body is: exporters name If/Loop/Scan bodies `sub_graph`,
-`sub_graph1`, ... (torch names both branches of every If `body`), so a message names the node
-and the attribute holding each one ("then_branch of If node 'cond_if'") beside the graph's
-name (explanations of passes, failed checks, errors about the model).
+"""How messages say where something of a model is, so that its reader can find it there.
+
+A body is named by the node and attribute holding it ("then_branch of If node 'cond_if'"),
+beside its graph's name: exporters name every body alike (`sub_graph`, `sub_graph1`...;
+torch names both branches of every If `body`). A node the model gives no name (exporters
+leave many unnamed; ge names them `Relu`, `Relu_1` inside) is named by its operator, its
+index in its graph's or function's node list and the values it computes: "unnamed Constant
+node (index 3 in the node list, computing 'k')".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,15 +19,60 @@ from ge.graph.subgraphs import body_attribute
 
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
+    from ge.graph.node import Node
 
-__all__ = ["BodyOwner", "body_owner", "graph_place"]
+__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "model_node_label",
+           "node_label"]
+
+
+def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
+               outputs: Iterable[str] = ()) -> str:
+    """A node as a message names it: `Constant node 'k'`; without a name, by what finds it
+    in the model: `unnamed Constant node (index 3 in the node list, computing 'k')` (the
+    index where known: the node list of its graph or function, from 0)."""
+    op = qualified_op(op_type, domain)
+    if name:
+        return f"{op} node {name!r}"
+    computed = ", ".join(repr(o) for o in outputs if o)
+    said = [f"index {index} in the node list" if index is not None else "",
+            f"computing {computed}" if computed else ""]
+    details = ", ".join(s for s in said if s)
+    return f"unnamed {op} node" + (f" ({details})" if details else "")
+
+
+def model_node_label(node: Node) -> str:
+    """`node_label` of an IR node as its model names it, for the errors of loading: by the
+    name it was read with (a node of a graph that repeats a name has another in the IR),
+    and a node read without one by its index in the node list of its graph as read (which
+    a pass removing nodes would change) and the values it computes."""
+    written = node._export_name if node._export_name is not None else node._name
+    index = _index_as_read(node) if not written else None
+    return node_label(node._type, written, domain=node._domain, index=index,
+                      outputs=node._out_names)
+
+
+def _index_as_read(node: Node) -> int | None:
+    """The index of `node` in its graph's node list as read (the nodes made from it, in the
+    order made; the graph's inputs and initializers are not in it), or None for a node that
+    was not read from a model."""
+    graph = node._graph
+    if node._proto is None or graph is None:
+        return None
+    index = 0
+    for other in graph._nodes:  # (in the order made: a loaded graph's file order)
+        if other is node:
+            return index
+        if other._proto is not None:
+            index += 1
+    return None
 
 
 @dataclass(frozen=True)
 class BodyOwner:
     """The node owning a body (`node`, of `type` in `domain`, in graph `graph`) and the
     attribute holding it (`attribute`: "then_branch", "branches[1]"); `within`: the owner
-    of the body the node is in, when it is in one (bodies share names: named by owners)."""
+    of the body the node is in, when it is in one (bodies share names: named by owners).
+    A node of no name (`node` "") is named by `index` and `outputs` (`node_label`)."""
 
     node: str
     type: str
@@ -30,11 +80,14 @@ class BodyOwner:
     attribute: str
     graph: str
     within: BodyOwner | None = None
+    index: int | None = None
+    outputs: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = f" in the {self.within}" if self.within is not None else ""
-        return (f"{self.attribute} of {qualified_op(self.type, self.domain)} node "
-                f"{self.node!r}{where}")
+        label = node_label(self.type, self.node, domain=self.domain, index=self.index,
+                           outputs=self.outputs)
+        return f"{self.attribute} of {label}{where}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"node": self.node, "type": self.type, "domain": self.domain,
@@ -42,20 +95,34 @@ class BodyOwner:
                 "within": None if self.within is None else self.within.as_dict()}
 
 
-def body_owner(graph: Graph) -> BodyOwner | None:
+def body_owner(graph: Graph, *, as_read: bool = False) -> BodyOwner | None:
     """The owner of `graph` and the attribute holding it (and so on outwards); None for the
-    root graph (or a graph no node owns)."""
-    owner = graph.parent_node
+    root graph (or a graph no node owns). Nodes by their IR names, or with `as_read` as the
+    model names them (`model_node_label`: for the errors of loading)."""
+    owner = graph._parent_node
     attribute = body_attribute(graph)
     if owner is None or attribute is None:
         return None
-    outer = owner.owner_graph
+    outer = owner._graph
     assert outer is not None  # (a body's owner is a node of a graph)
-    return BodyOwner(owner.name, owner.type, owner.domain, attribute, outer.name,
-                     body_owner(outer))
+    within = body_owner(outer, as_read=as_read)
+    if not as_read:
+        return BodyOwner(owner._name, owner._type, owner._domain, attribute, outer._name,
+                         within)
+    written = owner._export_name if owner._export_name is not None else owner._name
+    return BodyOwner(written, owner._type, owner._domain, attribute, outer._name, within,
+                     None if written else _index_as_read(owner), tuple(owner._out_names))
 
 
 def graph_place(graph: str, owner: BodyOwner | None) -> str:
     """"graph NAME", and for a body the node and attribute holding it ("graph sub_graph,
     then_branch of If node 'cond_if'")."""
     return f"graph {graph}" if owner is None else f"graph {graph}, {owner}"
+
+
+def graph_label(graph: Graph, *, as_read: bool = False) -> str:
+    """Where a message about the model puts a graph: "graph 'g'"; for a body the node and
+    attribute holding it too ("graph 'body', then_branch of If node 'if_1' in the body of
+    Loop node 'loop'"); with `as_read`, the nodes as the model names them
+    (`model_node_label`: for the errors of loading)."""
+    return graph_place(repr(graph._name), body_owner(graph, as_read=as_read))

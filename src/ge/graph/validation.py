@@ -29,6 +29,7 @@ from ge.graph.attributes import kind_name
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
+from ge.graph.places import body_owner, graph_place
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -246,7 +247,10 @@ def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list
          message: str, advice: str = "") -> None:
     names = tuple(n if isinstance(n, str) else n._name for n in nodes)
     subjects = tuple(n for n in nodes if not isinstance(n, str))
-    problems.append(ValidationProblem(kind, names, message, graph.name, advice, subjects))
+    owner = body_owner(graph)  # (a body: named by its owner, exporters name bodies alike)
+    place = graph_place(graph.name, owner) if owner is not None else ""
+    problems.append(ValidationProblem(kind, names, message, graph.name, advice, subjects,
+                                      place))
 
 
 def _check_graph(g: Graph, problems: list[ValidationProblem],
@@ -312,6 +316,13 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
         _add(problems, g, "cycle", list(cycle.nodes), cycle.message)
 
 
+def _named(graph: Graph) -> str:
+    """A graph as a sentence names it: "graph 'g'"; a body with the node and attribute
+    holding it ("graph 'body' (else_branch of If node 'if')"): exporters name bodies alike."""
+    owner = body_owner(graph)
+    return f"graph {graph.name!r}" + (f" ({owner})" if owner is not None else "")
+
+
 def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
                  problems: list[ValidationProblem]) -> None:
     for i, producer in enumerate(node._inputs):
@@ -323,8 +334,8 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
                  f"input {i} of {node._name!r} reads from removed node {src._name!r}")
         elif src._graph not in enclosing:
             _add(problems, g, "dangling-edge", [node, src],
-                 f"input {i} of {node._name!r} reads from {src._name!r} of graph "
-                 f"{src._graph.name!r}, which does not enclose graph {g.name!r}")
+                 f"input {i} of {node._name!r} reads from {src._name!r} of "
+                 f"{_named(src._graph)}, which does not enclose {_named(g)}")
         if not 0 <= k < len(src._out_names):
             _add(problems, g, "dangling-edge", [node, src],
                  f"input {i} of {node._name!r} reads output {k} of {src._name!r}, which has "
@@ -339,8 +350,8 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
                      f"output {k} of {node._name!r} feeds removed node {consumer._name!r}")
             elif consumer._graph is not g and g not in consumer._graph._ancestors():
                 _add(problems, g, "dangling-edge", [node, consumer],
-                     f"output {k} of {node._name!r} feeds {consumer._name!r} of graph "
-                     f"{consumer._graph.name!r}, which graph {g.name!r} does not enclose")
+                     f"output {k} of {node._name!r} feeds {consumer._name!r} of "
+                     f"{_named(consumer._graph)}, which {_named(g)} does not enclose")
             elif j >= len(consumer._inputs) or consumer._inputs[j] != (node, k):
                 _add(problems, g, "dangling-edge", [node, consumer],
                      f"edge {node._name!r}:{k} -> {consumer._name!r}:{j} is missing on the "
@@ -349,7 +360,7 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
         if other._graph is not g:
             _add(problems, g, "dangling-edge", [node, other],
                  f"control edge between {node._name!r} and {other._name!r}, which is not a "
-                 f"node of graph {g.name!r}")
+                 f"node of {_named(g)}")
 
 
 def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],

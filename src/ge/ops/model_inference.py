@@ -26,6 +26,7 @@ from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.onnx_export import UNNAMED_PREFIX, graph_to_model, initializers_as_inputs
+from ge.graph.places import graph_label, node_label
 from ge.graph.sparse import dense_initializers
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
@@ -435,9 +436,10 @@ def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
     found = []
     for node in root.get_all_nodes():
         if node.name in wanted and not written_name(node):
-            outputs = ", ".join(repr(n) for n in node.get_output_names() if n)
-            found.append(f"{UNNAMED_PREFIX + node.name!r} is the {node.type} node computing "
-                         f"{outputs} (it has no name in the model)")
+            label = node_label(node.type, "", domain=node.domain,
+                               outputs=node.get_output_names())
+            where = f" of {graph_label(node.owner_graph)}" if node.owner_graph else ""
+            found.append(f"{UNNAMED_PREFIX + node.name!r} is the {label}{where}")
     return found
 
 

@@ -66,7 +66,8 @@ def _with_verdict(err: GraphValidationError, concerned: Callable[[ValidationProb
     after the problems, its pass and location) stays when a problem is not the input's,
     and goes when every one is: then no pass made any."""
     new = GraphValidationError([
-        ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph) if concerned(p) else p
+        ValidationProblem(p.kind, p.nodes, p.message + verdict, p.graph, place=p.place)
+        if concerned(p) else p
         for p in err.problems])
     new.stage = err.stage
     # every problem the input's own: an error about the model as given (its file named)
