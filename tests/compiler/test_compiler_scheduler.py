@@ -112,10 +112,10 @@ def test_not_changed_after_changing_the_graph_is_a_change_and_a_warning(write) -
     assert not [n for n in graph.get_all_nodes() if n.type in ("Relu", "Tanh")]
     (warning,) = [w for w in caught if issubclass(w.category, PassDefinitionWarning)]
     assert str(warning.message) == (
-        "pass Liar returned NOT_CHANGED from run() but changed graph 'sub_graph' (nodes 2 "
-        "-> 1; removed '/Relu'; changed '/Mul'): ge records the run as changed; return "
-        "True, None or SUCCESS when run() changes the graph, NOT_CHANGED only when it "
-        f"leaves the graph as it was (at {path}:7)")
+        "pass Liar returned NOT_CHANGED from run() but changed graph 'sub_graph', "
+        "then_branch of If node '/If' (nodes 2 -> 1; removed '/Relu'; changed '/Mul'): ge "
+        "records the run as changed; return True, None or SUCCESS when run() changes the "
+        f"graph, NOT_CHANGED only when it leaves the graph as it was (at {path}:7)")
     assert (warning.filename, warning.lineno) == (str(path), 7)
 
 

@@ -39,7 +39,7 @@ from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
 from ge.graph.export_names import written_name
 from ge.graph.node import is_const
-from ge.graph.places import body_owner, graph_place
+from ge.graph.places import body_owner, graph_label, graph_place
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
@@ -235,8 +235,8 @@ class Invocation:
         counts = (f"nodes {nodes_before} -> {nodes_after}" if nodes_before != nodes_after
                   else f"nodes {nodes_after}")
         warn_user(PassDefinitionWarning(
-            f"pass {entry.name} returned NOT_CHANGED from run() but changed graph "
-            f"{target.name!r} ({counts}; {_changed_nodes(changes)}): ge records the run "
+            f"pass {entry.name} returned NOT_CHANGED from run() but changed "
+            f"{graph_label(target)} ({counts}; {_changed_nodes(changes)}): ge records the run "
             "as changed; return True, None or SUCCESS when run() changes the graph, "
             f"NOT_CHANGED only when it leaves the graph as it was (at {where})"), where)
 
@@ -260,9 +260,9 @@ class Invocation:
         nothing (trial O); at AfterInferShape it would see them typed."""
         self._warn_hook_once(
             self.warned_untyped, entry, instance,
-            f"pass {entry.name} refused all {run.matches} of its match(es) in graph "
-            f"{target.name!r} at BeforeInferShape, {run.untyped_refusals} after reading a value "
-            f"with no type or rank ({run.first_untyped} first): before shape inference "
+            f"pass {entry.name} refused all {run.matches} of its match(es) in "
+            f"{graph_label(target)} at BeforeInferShape, {run.untyped_refusals} after reading a "
+            f"value with no type or rank ({run.first_untyped} first): before shape inference "
             "only the types and shapes the model file declares are known, so a "
             "meet_requirements reading data types or shapes sees DT_UNDEFINED there; "
             "register the pass at AfterInferShape to see them inferred (`ge passes explain "
@@ -276,7 +276,7 @@ class Invocation:
         explain` says it per match."""
         self._warn_hook_once(
             self.warned_none, entry, instance,
-            f"pass {entry.name} rewrote nothing in graph {target.name!r}: its "
+            f"pass {entry.name} rewrote nothing in {graph_label(target)}: its "
             f"meet_requirements returned None for {run.none_answers} of {run.matches} "
             "match(es), and None counts as False (a missing return?)")
 

@@ -19,6 +19,7 @@ from ge.compiler.scheduler import PipelineObserver
 from ge.compiler.steps import check_operators_known
 from ge.errors import (
     CompileWarning,
+    GeError,
     RuntimeLoadError,
     SessionError,
     VerificationError,
@@ -26,6 +27,7 @@ from ge.errors import (
 )
 from ge.graph import DATA, NET_OUTPUT, Graph
 from ge.graph.node import is_const
+from ge.graph.places import body_owner, graph_place
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
 from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
@@ -74,7 +76,7 @@ class EachPassVerifier(PipelineObserver):
         if not changed:
             return
         record = changed[0]
-        where = first_and_more([r.graph_name for r in changed], 1)
+        where = first_and_more([_graph_named(graph, r) for r in changed], 1)
         try:
             report = compare_run(ModelRunner(graph), self.expected, self.inputs,
                                  rtol=self.rtol, atol=self.atol,
@@ -83,16 +85,30 @@ class EachPassVerifier(PipelineObserver):
         except SessionError as err:  # the pass left a model the runtime cannot load or run
             said, _ = self._changed(record)
             raise SessionError(
-                f"after pass {record.pass_name} (graph {where}) the model cannot "
+                f"after pass {record.pass_name} ({where}) the model cannot "
                 f"be run: {err.message}{said}", pass_name=record.pass_name, stage=record.stage,
                 nodes=err.nodes, location=record.location) from err
         if not report.ok:
             said, names = self._changed(record)
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
-                f"(graph {where}): {report.summary()}{said}",
+                f"({where}): {report.summary()}{said}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
                 location=record.location, nodes=names)
+
+
+def _graph_named(root: Graph, record: PassRunRecord) -> str:
+    """The graph `record`'s run changed: "graph g"; a body by the node and attribute holding
+    it (`graph_place`: exporters name every body alike), by its path when it is gone."""
+    if not record.graph_path:
+        return f"graph {record.graph_name}"
+    try:
+        body = root.get_subgraph(record.graph_path)
+    except GeError:
+        body = None
+    if body is None:
+        return f"graph {record.graph_name} ({record.graph_path})"
+    return graph_place(body.name, body_owner(body))
 
 
 def warn_unexercised_bodies(report: CompileReport, graph: Graph,
