@@ -213,3 +213,19 @@ def test_node_label() -> None:
         "unnamed Add node (index 2 in the node list, computing 'a')")
     assert node_label("Split", "", outputs=["a", "b"]) == (
         "unnamed Split node (computing 'a', 'b')")
+
+
+def test_a_validation_problem_of_unnamed_nodes() -> None:
+    """ge's names for them (`If`, `Relu`) are in no file: the problem says what they
+    compute too (their IR names stay what `err.nodes` lists and dumps show)."""
+    then = _body([oh.make_node("Relu", ["x"], ["t"], foo=3)], "t")
+    other = _body([oh.make_node("Neg", ["x"], ["e"])], "e")
+    model = oh.make_model(oh.make_graph(
+        [oh.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "g",
+        [_vi("x"), _vi("c", TP.BOOL, [])], [_vi("y")]), opset_imports=[oh.make_opsetid("", 17)])
+    with pytest.raises(GraphValidationError) as caught:
+        ge.compile(model)
+    assert caught.value.code == "GE1003" and caught.value.nodes == ("Relu",)
+    assert ("graph body, then_branch of unnamed If node (computing 'y'): attribute: Relu node "
+            "'Relu' (no name in the model, computing 't') has attribute 'foo'"
+            ) in caught.value.message

@@ -86,7 +86,8 @@ def check_operators_known(graph: Graph) -> None:
         message = (_newer_than_imported(root, unknown[0])
                    or _written_by_onnxruntime(root, unknown[0]) or unknown[0].message)
         node = next((n for n in unknown[0].subjects if isinstance(n, Node)), None)
-        where = (graph_label(node.owner_graph) if node is not None and node.owner_graph
+        owner = node.owner_graph if node is not None else None
+        where = (graph_label(owner, as_read=True) if owner is not None
                  else f"graph {unknown[0].graph!r}")  # (a body by its owner: graph_label)
         raise ShapeInferenceError(f"{where}: {message}{more}",
                                   stage=INFER_SHAPE_STAGE,

@@ -126,7 +126,12 @@ def _refuse_structural(proto: onnx.NodeProto, index: int, graph: Graph) -> None:
 
 def _place(graph: Graph) -> str:
     """Where a graph is, as loading errors say it (`graph_label`: a body by its owner)."""
-    return graph_label(graph, as_read=True)
+    return graph_label(graph, loading=True)
+
+
+def _node(node: Node) -> str:
+    """A node read, as loading errors name it (`model_node_label`)."""
+    return model_node_label(node, loading=True)
 
 
 def _named(proto: onnx.NodeProto, index: int) -> str:
@@ -184,11 +189,11 @@ def _add(graph: Graph, node: Node) -> None:
     values = graph._values
     for value in node._out_names:
         if type(value) is not str:
-            _text(value, f"{_place(graph)}: an output name of {model_node_label(node)}")
+            _text(value, f"{_place(graph)}: an output name of {_node(node)}")
         if value and value in values:
             raise ModelLoadError(
                 f"{_place(graph)}: value {value!r} is defined twice "
-                f"(by {model_node_label(values[value][0])} and {model_node_label(node)})"
+                f"(by {_node(values[value][0])} and {_node(node)})"
             )
     graph._index_node(node)
 
@@ -402,7 +407,7 @@ def _subgraph(owner: Node, gp: onnx.GraphProto) -> tuple[Graph, onnx.GraphProto]
     outer = owner._graph
     assert outer is not None  # (the owner is indexed)
     sub = Graph(_text(gp.name, f"{_place(outer)}: the name of a subgraph of "
-                               f"{model_node_label(owner)}"))
+                               f"{_node(owner)}"))
     gp = _unshadowed(outer, gp)
     outer._enclose(sub, owner)
     return sub, gp
@@ -457,7 +462,7 @@ def _rename_reads(gp: onnx.GraphProto, renames: Mapping[str, str]) -> None:
 
 
 def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node, int]:
-    _text(value, f"{_place(graph)}: input {index} of {model_node_label(node)}")
+    _text(value, f"{_place(graph)}: input {index} of {_node(node)}")
     found = graph.find_value(value)
     if found is None and node._type == NET_OUTPUT:
         raise ModelLoadError(
@@ -465,7 +470,7 @@ def _outer_value(graph: Graph, node: Node, index: int, value: str) -> tuple[Node
             "graph input or initializer")
     if found is None:
         raise ModelLoadError(
-            f"{_place(graph)}: input {index} of {model_node_label(node)} reads "
+            f"{_place(graph)}: input {index} of {_node(node)} reads "
             f"{value!r}, which no node, graph input or initializer produces",
             nodes=[node._name],
         )

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ge.graph.node import Node
 
 __all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "model_node_label",
-           "node_label"]
+           "node_label", "node_ref"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
@@ -40,15 +40,32 @@ def node_label(op_type: str, name: str, *, domain: str = "", index: int | None =
     return f"unnamed {op} node" + (f" ({details})" if details else "")
 
 
-def model_node_label(node: Node) -> str:
-    """`node_label` of an IR node as its model names it, for the errors of loading: by the
-    name it was read with (a node of a graph that repeats a name has another in the IR),
-    and a node read without one by its index in the node list of its graph as read (which
-    a pass removing nodes would change) and the values it computes."""
-    written = node._export_name if node._export_name is not None else node._name
-    index = _index_as_read(node) if not written else None
+def model_node_label(node: Node, *, loading: bool = False) -> str:
+    """`node_label` of an IR node as its model names it: by the name it was read with (a
+    node of a graph that repeats a name has another in the IR), and a node read without
+    one by the values it computes, and with `loading` (the errors of loading) its index in
+    the node list of its graph as read, which a pass removing nodes would change."""
+    written = _written(node)
+    index = _index_as_read(node) if loading and not written else None
     return node_label(node._type, written, domain=node._domain, index=index,
                       outputs=node._out_names)
+
+
+def node_ref(node: Node) -> str:
+    """A node's IR name as a message quotes it (as `err.nodes` and dumps name it), and for
+    a node the model gives no name (ge's name for it is in no file) what finds it there:
+    "'Relu' (no name in the model, computing 't')"."""
+    if _written(node):
+        return repr(node._name)
+    computed = ", ".join(repr(o) for o in node._out_names if o)
+    return f"{node._name!r} (no name in the model" + (
+        f", computing {computed})" if computed else ")")
+
+
+def _written(node: Node) -> str:
+    """The name export writes for `node` (`ge.graph.export_names.written_name`): the name
+    it was read with, else its IR name; "" for a node read without one."""
+    return node._export_name if node._export_name is not None else node._name
 
 
 def _index_as_read(node: Node) -> int | None:
@@ -95,23 +112,25 @@ class BodyOwner:
                 "within": None if self.within is None else self.within.as_dict()}
 
 
-def body_owner(graph: Graph, *, as_read: bool = False) -> BodyOwner | None:
+def body_owner(graph: Graph, *, as_read: bool = False, loading: bool = False
+               ) -> BodyOwner | None:
     """The owner of `graph` and the attribute holding it (and so on outwards); None for the
     root graph (or a graph no node owns). Nodes by their IR names, or with `as_read` as the
-    model names them (`model_node_label`: for the errors of loading)."""
+    model names them, with `loading` an unnamed one's index too (`model_node_label`)."""
     owner = graph._parent_node
     attribute = body_attribute(graph)
     if owner is None or attribute is None:
         return None
     outer = owner._graph
     assert outer is not None  # (a body's owner is a node of a graph)
-    within = body_owner(outer, as_read=as_read)
-    if not as_read:
+    within = body_owner(outer, as_read=as_read, loading=loading)
+    if not (as_read or loading):
         return BodyOwner(owner._name, owner._type, owner._domain, attribute, outer._name,
                          within)
-    written = owner._export_name if owner._export_name is not None else owner._name
+    written = _written(owner)
+    index = _index_as_read(owner) if loading and not written else None
     return BodyOwner(written, owner._type, owner._domain, attribute, outer._name, within,
-                     None if written else _index_as_read(owner), tuple(owner._out_names))
+                     index, tuple(owner._out_names))
 
 
 def graph_place(graph: str, owner: BodyOwner | None) -> str:
@@ -120,9 +139,9 @@ def graph_place(graph: str, owner: BodyOwner | None) -> str:
     return f"graph {graph}" if owner is None else f"graph {graph}, {owner}"
 
 
-def graph_label(graph: Graph, *, as_read: bool = False) -> str:
+def graph_label(graph: Graph, *, as_read: bool = False, loading: bool = False) -> str:
     """Where a message about the model puts a graph: "graph 'g'"; for a body the node and
     attribute holding it too ("graph 'body', then_branch of If node 'if_1' in the body of
-    Loop node 'loop'"); with `as_read`, the nodes as the model names them
-    (`model_node_label`: for the errors of loading)."""
-    return graph_place(repr(graph._name), body_owner(graph, as_read=as_read))
+    Loop node 'loop'"); with `as_read` and `loading`, the nodes as `body_owner` names
+    them."""
+    return graph_place(repr(graph._name), body_owner(graph, as_read=as_read, loading=loading))

@@ -29,7 +29,7 @@ from ge.graph.attributes import kind_name
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.places import body_owner, graph_place
+from ge.graph.places import body_owner, graph_place, node_ref
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -158,7 +158,7 @@ def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
         if desc is not None and desc.data_type == DataType.DT_UNDEFINED and (
                 not holds_non_tensor(desc)):  # (a sequence's type is known, as its source)
             _add(problems, g, "untyped", [node],
-                 f"output {k} ({name!r}) of {node._type} node {node._name!r} has no known dtype")
+                 f"output {k} ({name!r}) of {node._type} node {node_ref(node)} has no known dtype")
 
 
 @lru_cache(maxsize=4096)
@@ -205,7 +205,7 @@ def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
     written = tuple([_tensor_type(node._output_dtype(k)) if name else None
                      for k, name in enumerate(node._out_names)])
     for message in _type_messages(node._type, node._domain, version, read, written):
-        _add(problems, g, "type", [node], message.replace("{node}", repr(node._name)))
+        _add(problems, g, "type", [node], message.replace("{node}", node_ref(node)))
 
 
 @lru_cache(maxsize=4096)
@@ -247,7 +247,7 @@ def _add(problems: list[ValidationProblem], graph: Graph, kind: str, nodes: list
          message: str, advice: str = "") -> None:
     names = tuple(n if isinstance(n, str) else n._name for n in nodes)
     subjects = tuple(n for n in nodes if not isinstance(n, str))
-    owner = body_owner(graph)  # (a body: named by its owner, exporters name bodies alike)
+    owner = body_owner(graph, as_read=True)  # (exporters name bodies alike)
     place = graph_place(graph.name, owner) if owner is not None else ""
     problems.append(ValidationProblem(kind, names, message, graph.name, advice, subjects,
                                       place))
@@ -390,7 +390,7 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
     if version is None:
         if node._domain:
             _add(problems, g, "opset-import", [node],
-                 f"node {node._name!r} uses domain {node._domain!r}, which the model does not "
+                 f"node {node_ref(node)} uses domain {node._domain!r}, which the model does not "
                  "import",
                  "a pass adding a node of a new domain imports it too: ge.es operators and "
                  "replacements built with GraphBuilder do, a node added by hand needs "
@@ -402,18 +402,18 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
         return  # a custom or function operator: no schema to check against
     if not schema.min_input <= n_in <= schema.max_input:
         _add(problems, g, "arity", [node],
-             f"{op} node {node._name!r} has {n_in} inputs; opset {version} allows "
+             f"{op} node {node_ref(node)} has {n_in} inputs; opset {version} allows "
              f"{schema.min_input}..{schema.max_input}")
     if not schema.min_output <= n_out <= schema.max_output:
         _add(problems, g, "arity", [node],
-             f"{op} node {node._name!r} has {n_out} outputs; opset {version} allows "
+             f"{op} node {node_ref(node)} has {n_out} outputs; opset {version} allows "
              f"{schema.min_output}..{schema.max_output}")
     for j, formal in enumerate(schema.inputs):
         if j >= n_in:
             break
         if formal.option == _Single and node._inputs[j] is None:
             _add(problems, g, "arity", [node],
-                 f"required input {j} ({formal.name}) of {op} node {node._name!r} is not "
+                 f"required input {j} ({formal.name}) of {op} node {node_ref(node)} is not "
                  "connected")
     if attributes:
         _check_attributes(g, node, version, problems)
@@ -455,10 +455,10 @@ def _unknown_op(node: Node, version: int) -> str:
     domain = node._domain or "ai.onnx"
     since = first_opset(node._type, node._domain)
     if since is None:
-        return (f"{node._type} node {node._name!r}: ONNX has no operator {node._type} in "
+        return (f"{node._type} node {node_ref(node)}: ONNX has no operator {node._type} in "
                 f"domain {domain!r} (onnx {_ONNX_VERSION}); onnx.checker and runtimes reject "
                 "the model (a custom operator needs a domain of its own)")
-    return (f"{node._type} node {node._name!r}: {domain} {node._type} exists from opset "
+    return (f"{node._type} node {node_ref(node)}: {domain} {node._type} exists from opset "
             f"{since}, the model imports opset {version}; onnx.checker and runtimes reject "
             "the model")
 
@@ -552,15 +552,15 @@ def _check_attributes(g: Graph, node: Node, version: int,
         kind = stored.type if not isinstance(stored, tuple) else stored[0]
         if expected is None:
             _add(problems, g, "attribute", [node],
-                 f"{op} node {node._name!r} has attribute {name!r}, which {op} (opset "
+                 f"{op} node {node_ref(node)} has attribute {name!r}, which {op} (opset "
                  f"{version}) does not define; ONNX runtimes reject it",
                  "keep private data in node metadata: Node.set_metadata")
         elif kind != expected:
             _add(problems, g, "attribute", [node],
-                 f"attribute {name!r} of {op} node {node._name!r} is {kind_name(kind)}; "
+                 f"attribute {name!r} of {op} node {node_ref(node)} is {kind_name(kind)}; "
                  f"{op} (opset {version}) takes {kind_name(expected)}")
     for name in required:
         if name not in attrs:
             _add(problems, g, "attribute", [node],
-                 f"required attribute {name!r} of {op} node {node._name!r} is not set")
+                 f"required attribute {name!r} of {op} node {node_ref(node)} is not set")
 

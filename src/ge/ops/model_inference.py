@@ -438,7 +438,7 @@ def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
         if node.name in wanted and not written_name(node):
             label = node_label(node.type, "", domain=node.domain,
                                outputs=node.get_output_names())
-            where = f" of {graph_label(node.owner_graph)}" if node.owner_graph else ""
+            where = f" of {graph_label(node.owner_graph, as_read=True)}" if node.owner_graph else ""
             found.append(f"{UNNAMED_PREFIX + node.name!r} is the {label}{where}")
     return found
 
