@@ -213,16 +213,15 @@ def test_sparse_constant_operators_compile(where: str, tmp_path: Path) -> None:
 
 
 def test_sparse_indices_out_of_range_are_refused_by_the_checker(tmp_path: Path) -> None:
-    """onnxruntime refuses such a model, and so does saving (onnx's checker still checks
-    the sparse tensor as written): GE1003, nothing written."""
+    """Saving refuses such a model (onnx's checker still checks the sparse tensor as
+    written): GE1003, nothing written. (onnxruntime 1.32 refuses to run it too; 1.19, the
+    oldest ge supports, runs it: that is not ge's to rely on.)"""
     bad = helper.make_sparse_tensor(
         numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "s"),
         numpy_helper.from_array(np.array([0, 7], np.int64), "s_indices"), [4])
     graph = helper.make_graph([node("Add", ["x", "s"], ["y"], name="add")], "g", [_vi("x", [4])],
                               [_vi("y", [4])], sparse_initializer=[bad])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(Exception, match="index is out of bounds"):
-        _run(model, {"x": np.zeros(4, np.float32)})
     result = ge.compile(model)
     target = tmp_path / "out.onnx"
     with pytest.raises(GraphValidationError) as caught:
