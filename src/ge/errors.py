@@ -125,9 +125,10 @@ class GraphError(GeError, RuntimeError):
     code = "GE1001"
 
 
-class GraphClosedError(GraphError):
+class GraphClosedError(GraphError, AttributeError):
     """A closed graph (`Graph.close()`), or a node of one, used for anything but its name:
-    closing released the nodes, edges, attributes and descs."""
+    closing released the nodes, edges, attributes and descs. An AttributeError too, so that
+    `hasattr` and `getattr(obj, name, default)` answer for a closed object as for another."""
 
 
 class GraphTypeError(GeError, TypeError):

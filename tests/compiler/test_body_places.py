@@ -71,3 +71,30 @@ def test_a_run_returning_not_changed_names_the_body_it_changed(tmp_path: Path) -
     assert len(told) == 1 and told[0].startswith(
         "pass NegToRelu returned NOT_CHANGED from run() but changed graph 'body', "
         "then_branch of If node 'cond_if' (nodes 1; ")
+
+
+RAISES_ON_A_BODY = """
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+@register_fusion_pass(name="RaisesOnABody", stage=PassStage.AFTER_INFER_SHAPE)
+class RaisesOnABody(FusionBasePass):
+    def run(self, graph, context):
+        if graph.parent_graph is not None and graph.nodes_of_type("Neg"):
+            raise ValueError("cannot handle this")
+        return None
+"""
+
+
+def test_a_pass_raising_on_a_body_is_told_which_body(tmp_path: Path) -> None:
+    """E13028 of a run on a body says which one (trial TT: only the exception was said)."""
+    from ge.errors import PassRunError
+
+    plugin = tmp_path / "raises.py"
+    plugin.write_text(RAISES_ON_A_BODY)
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(_model(), pass_paths=[plugin])
+    assert caught.value.code == "E13028" and caught.value.pass_name == "RaisesOnABody"
+    assert caught.value.message == (
+        "Failed to run custom fusion pass RaisesOnABody. Return code: FAILED. Reason: "
+        "ValueError: cannot handle this (in its run on graph 'body', then_branch of If node "
+        "'cond_if').")

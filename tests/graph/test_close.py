@@ -123,7 +123,6 @@ def _uses() -> list[tuple[str, Callable[[Graph], object]]]:
         ("get_all_subgraphs", lambda g: g.get_all_subgraphs()),
         ("opset_imports", lambda g: g.opset_imports),
         ("model", lambda g: g.model),
-        ("len", len),
         ("str", str),
         ("in", lambda g: object() in g),
     ]
@@ -142,6 +141,32 @@ def test_a_closed_graph_refuses_every_use(tmp_path: Path, monkeypatch: pytest.Mo
     assert error.code == "GE1001"
     assert "graph 'main', which is closed (Graph.close() released its nodes)" in str(error)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_graph_answers_as_an_empty_object_and_names_only_public_calls() -> None:
+    """`hasattr`, `getattr(..., default)` and `bool` answer for a closed graph (an
+    AttributeError too), and a message never names ge's own reads (trial TT: `(_nodes)`,
+    `(root_graph)` from inside `ge.compile`); a session refuses it when it is added."""
+    from ge.session import Session
+
+    graph, _ = _full_hierarchy()
+    graph.close()
+    assert len(graph) == 0 and not graph
+    assert not hasattr(graph, "validate") and getattr(graph, "validate", None) is None
+    with pytest.raises(GraphClosedError) as raised:
+        graph.validate()
+    assert "it cannot be used (validate); load the model again" in str(raised.value)
+    with pytest.raises(GraphClosedError) as raised:
+        graph._nodes  # noqa: B018  # (what ge's own code reads)
+    assert "it cannot be used; load the model again" in str(raised.value)
+    with pytest.raises(GraphClosedError) as raised:
+        ge.compile(graph)
+    assert "it cannot be used; load the model again" in str(raised.value)
+    session = Session()
+    with pytest.raises(GraphClosedError, match=r"graph 'main' is closed .*: a session cannot "
+                                               r"compile or run it"):
+        session.add_graph(1, graph)
+    assert session.get_graph_ids() == []
 
 
 def test_a_closed_graph_keeps_its_name() -> None:

@@ -229,3 +229,61 @@ def test_a_validation_problem_of_unnamed_nodes() -> None:
     assert ("graph body, then_branch of unnamed If node (computing 'y'): attribute: Relu node "
             "'Relu' (no name in the model, computing 't') has attribute 'foo'"
             ) in caught.value.message
+
+
+def test_a_body_whose_owner_was_removed_is_validated_as_a_graph_of_its_own() -> None:
+    """A branch kept after its If was removed still points at the removed node; its problems
+    are listed without a place (it has none), not an AssertionError (trial TT)."""
+    then = _body([oh.make_node("Neg", ["x"], ["t"], name="then_neg")], "t")
+    other = _body([oh.make_node("Relu", ["x"], ["e"], name="else_relu")], "e")
+    g = oh.make_graph([oh.make_node("If", ["c"], ["y"], name="cond_if", then_branch=then,
+                                    else_branch=other)], "g",
+                      [_vi("x"), _vi("c", TP.BOOL, [])], [_vi("y")])
+    graph = ge.graph.load(oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)]))
+    (if_node,) = graph.nodes_of_type("If")
+    then_body = if_node.get_subgraphs()[0]
+    graph.replace_all_uses(if_node, 0, graph.get_data_nodes()[0], 0)
+    graph.remove_node(if_node)
+    (problem,) = then_body.find_problems()
+    assert problem.kind == "arity" and problem.place == ""
+    assert problem.message == "required input 0 (X) of Neg node 'then_neg' is not connected"
+
+
+def _unnamed_owners_model(cycle: bool) -> onnx.ModelProto:
+    """A Loop whose body holds an If, neither named; the then branch has a cycle if asked."""
+    if cycle:
+        then = _body([oh.make_node("Add", ["x", "u"], ["t"]),
+                      oh.make_node("Relu", ["t"], ["u"])], "t")
+    else:
+        then = _body([oh.make_node("Neg", ["x"], ["t"])], "t")
+    other = _body([oh.make_node("Neg", ["x"], ["e"])], "e")
+    loop_body = oh.make_graph(
+        [oh.make_node("If", ["c"], ["r"], then_branch=then, else_branch=other),
+         oh.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [_vi("i", TP.INT64, []), _vi("cond_in", TP.BOOL, [])],
+        [_vi("cond_out", TP.BOOL, []), _vi("r")])
+    g = oh.make_graph([oh.make_node("Loop", ["n", ""], ["ys"], body=loop_body)], "g",
+                      [_vi("x"), _vi("c", TP.BOOL, []), _vi("n", TP.INT64, [])],
+                      [_vi("ys", TP.FLOAT, ["n", 4])])
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+
+
+def test_unnamed_owners_and_nodes_on_a_cycle_are_named_by_what_they_compute() -> None:
+    """ge's names for unnamed nodes ('If', 'Loop', 'Add') are in no file (trial TT): after
+    loading too, a body's unnamed owner is named by the values it computes, and so is an
+    unnamed node on a cycle."""
+    from ge.graph.places import graph_label
+
+    graph = ge.graph.load(_unnamed_owners_model(cycle=False))
+    (loop,) = graph.nodes_of_type("Loop")
+    (if_node,) = loop.get_subgraphs()[0].nodes_of_type("If")
+    assert graph_label(if_node.get_subgraphs()[0]) == (
+        "graph 'body', then_branch of unnamed If node (computing 'r') in the body of "
+        "unnamed Loop node (computing 'ys')")
+    with pytest.raises(GraphValidationError) as caught:
+        ge.compile(_unnamed_owners_model(cycle=True))  # (loading keeps it: validation says)
+    assert caught.value.code == "GE1003"
+    assert ("then_branch of unnamed If node (computing 'r') in the body of unnamed Loop node "
+            "(computing 'ys'): cycle: graph 'body' has a cycle through nodes: Add (no name in "
+            "the model, computing 't'), Relu (no name in the model, computing 'u')"
+            ) in caught.value.message

@@ -172,6 +172,7 @@ class Invocation:
                 failed.model_error.stage = stage
                 raise failed.model_error from None
             reason = failed.reason or context.get_error_message() or failed.status.reason
+            reason += on_body(target, root)
             raise run_error(entry, stage, failed.status.return_code, reason,
                             nodes=failed.nodes, location=failed.location,
                             earlier=earlier) from None
@@ -182,6 +183,7 @@ class Invocation:
             hint = symbolic_dim_hint(exc, _graph_symbols(root))
             if hint is not None:
                 reason += f" ({hint})"
+            reason += on_body(target, root)
             raise run_error(entry, stage, "FAILED", reason, exc,
                             unchecked=self.check == "none") from exc
         changed = root.mutation_count != before
@@ -551,6 +553,12 @@ def _where(problem: ValidationProblem) -> str:
     if owner is not None and owner.parent_node is not None:
         return f" ({graph_place(problem.graph or owner.name, body_owner(owner))})"
     return f" (graph {problem.graph})" if problem.graph else ""
+
+
+def on_body(target: Graph, root: Graph) -> str:
+    """Where a failed run was, when not on the root graph: every pass runs on each body
+    too, and exporters name bodies alike (`graph_label` names the owner)."""
+    return "" if target is root else f" (in its run on {graph_label(target)})"
 
 
 def _keep_patterns(kept: BuiltPatterns, opsets: OpsetsKey, instance: object,

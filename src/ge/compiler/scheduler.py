@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ge.compiler.arguments import described, item_list, mapping, text
 from ge.compiler.built_patterns import BuiltPatterns, opsets_key
 from ge.compiler.folded_values import FoldedValueRejected
-from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live
+from ge.compiler.invocation import CHECK_MODES, Invocation, create_instance, is_live, on_body
 from ge.compiler.last_changes import LastChanges
 from ge.compiler.opset_imports import drop_emptied_opset_imports, unused_opset_imports
 from ge.compiler.options import OPTION_MAX_ROUNDS
@@ -203,6 +203,7 @@ class Scheduler:
         self._observers = list(observers)
         self._max_rounds = _max_rounds(self._options)
         self._instances: dict[str, Any] = {}
+        self._skips_said: set[tuple[str, str]] = set()  # (pass, failure) warned of
         self._invocation = Invocation(self._options, InferenceMemo(), check=check,
                                       built_patterns=built_patterns)
         self.records: list[PassRunRecord] = []
@@ -363,8 +364,13 @@ class Scheduler:
                        root: Graph, stage: str | None = None) -> None:
         if not self._skip_failures:
             raise err
-        warn_user(CompileWarning(f"pass {entry.name} rolled back and skipped "
-                                 f"(on_pass_failure=skip): {err}"))
+        # Once per pass and failure: a pass failing alike in every body (they are run on
+        # each) is said once, where it failed first.
+        said = str(err).replace(on_body(target, root), "") if target is not root else str(err)
+        if (entry.name, said) not in self._skips_said:
+            self._skips_said.add((entry.name, said))
+            warn_user(CompileWarning(f"pass {entry.name} rolled back and skipped "
+                                     f"(on_pass_failure=skip): {err}"))
         self._record(self._invocation.idle_record(entry, target, stage or entry.stage_label,
                                                   rolled_back=err.message), root)
 

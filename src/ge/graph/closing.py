@@ -45,8 +45,11 @@ class ClosedGraph(Graph):
     def __getattribute__(self, name: str) -> Any:
         if name in _GRAPH_KEPT or name.startswith("__"):
             return object.__getattribute__(self, name)
-        raise GraphClosedError(f"{_described(self)}: it cannot be used ({name}); load the "
-                               "model again, or clone() a graph before closing it")
+        raise GraphClosedError(f"{_described(self)}: it cannot be used{_what(name)}; load "
+                               "the model again, or clone() a graph before closing it")
+
+    def __len__(self) -> int:
+        return 0  # (its nodes were released; `bool(graph)` is False, not an error)
 
     @property
     def closed(self) -> bool:
@@ -72,10 +75,23 @@ class ClosedNode(Node):
         assert isinstance(graph, ClosedGraph)
         raise GraphClosedError(
             f"{node} is a node of {_described(graph)}: only its name, type and domain are "
-            f"left ({name} cannot be used)", nodes=[self._name])
+            f"left{_what(name, ' cannot be used')}", nodes=[self._name])
 
     def __repr__(self) -> str:
         return f"<Node {self._name!r} type={self._type}, closed>"
+
+
+def _what(name: str, then: str = "") -> str:
+    """` (validate)`: the attribute asked for, when it is a public one (ge's own reads,
+    `_nodes`, `root_graph` from inside a call, would only puzzle the reader)."""
+    if name.startswith("_") or name in _INTERNAL:
+        return ""
+    return f" ({name}{then})"
+
+
+#: Public attributes ge's own code reads first when handed a graph (`ge.compile`, a
+#: session's run): not what the user called.
+_INTERNAL = frozenset({"root_graph", "mutation_count"})
 
 
 def _described(graph: ClosedGraph) -> str:

@@ -51,14 +51,16 @@ def model_node_label(node: Node, *, loading: bool = False) -> str:
                       outputs=node._out_names)
 
 
-def node_ref(node: Node) -> str:
+def node_ref(node: Node, *, quoted: bool = True) -> str:
     """A node's IR name as a message quotes it (as `err.nodes` and dumps name it), and for
     a node the model gives no name (ge's name for it is in no file) what finds it there:
-    "'Relu' (no name in the model, computing 't')"."""
+    "'Relu' (no name in the model, computing 't')"; `quoted=False` for a list of names
+    written bare."""
+    name = repr(node._name) if quoted else node._name
     if _written(node):
-        return repr(node._name)
+        return name
     computed = ", ".join(repr(o) for o in node._out_names if o)
-    return f"{node._name!r} (no name in the model" + (
+    return f"{name} (no name in the model" + (
         f", computing {computed})" if computed else ")")
 
 
@@ -115,19 +117,24 @@ class BodyOwner:
 def body_owner(graph: Graph, *, as_read: bool = False, loading: bool = False
                ) -> BodyOwner | None:
     """The owner of `graph` and the attribute holding it (and so on outwards); None for the
-    root graph (or a graph no node owns). Nodes by their IR names, or with `as_read` as the
-    model names them, with `loading` an unnamed one's index too (`model_node_label`)."""
+    root graph, a graph no node owns, or a body whose owner was removed from its graph (the
+    body is a graph of its own now). Nodes by their IR names, or with `as_read` as the
+    model names them, with `loading` an unnamed one's index too (`model_node_label`); a
+    node the model gives no name always as read (ge's name for it is in no file)."""
     owner = graph._parent_node
     attribute = body_attribute(graph)
     if owner is None or attribute is None:
         return None
     outer = owner._graph
-    assert outer is not None  # (a body's owner is a node of a graph)
+    if outer is None:  # (a body whose owner was removed: detached with it)
+        return None
     within = body_owner(outer, as_read=as_read, loading=loading)
-    if not (as_read or loading):
+    written = _written(owner)
+    if not (as_read or loading) and written:
         return BodyOwner(owner._name, owner._type, owner._domain, attribute, outer._name,
                          within)
-    written = _written(owner)
+    # (an owner the model gives no name: by the values it computes, as it is read, not by
+    # ge's name for it, which is in no file)
     index = _index_as_read(owner) if loading and not written else None
     return BodyOwner(written, owner._type, owner._domain, attribute, outer._name, within,
                      index, tuple(owner._out_names))

@@ -158,9 +158,10 @@ class GraphTopology:
                 if indegree[succ] == 0:
                     heapq.heappush(ready, (seq[succ], id(succ)))
         if len(out) != len(nodes):
-            stuck = sorted(n._name for n in self._on_cycles(nodes, successors, indegree))
-            raise GraphError(
-                f"graph {self._name!r} has a cycle through nodes: {', '.join(stuck[:20])}",
-                nodes=stuck,
-            )
+            from ge.graph.places import node_ref
+
+            cycled = sorted(self._on_cycles(nodes, successors, indegree), key=lambda n: n._name)
+            listed = ", ".join(node_ref(n, quoted=False) for n in cycled[:20])
+            raise GraphError(f"graph {self._name!r} has a cycle through nodes: {listed}",
+                             nodes=[n._name for n in cycled])
         return out

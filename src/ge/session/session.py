@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ge.errors import GraphTypeError, SessionError, VerificationInputError
+from ge.errors import GraphClosedError, GraphTypeError, SessionError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.tensor import Tensor
 from ge.session.runner import ModelRunner
@@ -104,6 +104,10 @@ class Session:
         _check_graph_id(graph_id)
         if not isinstance(graph, Graph):
             raise GraphTypeError(f"graph must be a ge.graph.Graph, got {type(graph).__name__}")
+        if graph.closed:
+            raise GraphClosedError(f"graph {graph.name!r} is closed (Graph.close() released "
+                                   "its nodes): a session cannot compile or run it; load the "
+                                   "model again")
         entry = _Entry(graph, _check_options(options, "graph options"))
         with self._lock:
             if graph_id in self._graphs:
