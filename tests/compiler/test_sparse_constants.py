@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
@@ -20,58 +19,16 @@ import ge.graph
 from ge.errors import GraphError, GraphValidationError, ShapeInferenceError
 from ge.graph.sparse import dense_of_sparse
 from ge.ops.inference import VALUE_ELEMENTS
+from sparse_models import dense_with_zeros as _dense
+from sparse_models import node
+from sparse_models import run_ort as _run
+from sparse_models import sparse as _sparse
+from sparse_models import sparse_model as _model
+from sparse_models import vi as _vi
 
 pytestmark = pytest.mark.builtin_passes  # the model goes through the whole pipeline
 
-F = onnx.TensorProto.FLOAT
 I64 = onnx.TensorProto.INT64
-node = helper.make_node
-
-
-def _sparse(name: str, dense: np.ndarray, *, coordinates: bool = False
-            ) -> onnx.SparseTensorProto:
-    """`dense` in sparse form: its nonzero values, with their positions in the flattened
-    tensor ([NNZ]) or, with `coordinates`, one row of coordinates each ([NNZ, rank])."""
-    flat = dense.reshape(-1)
-    where = np.flatnonzero(flat)
-    indices = (np.stack(np.unravel_index(where, dense.shape), axis=1) if coordinates
-               else where).astype(np.int64)
-    return helper.make_sparse_tensor(numpy_helper.from_array(flat[where], name),
-                                     numpy_helper.from_array(indices, name + "_indices"),
-                                     list(dense.shape))
-
-
-def _vi(name: str, dims: list[int] | None, elem_type: int = F) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, elem_type, dims)
-
-
-def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
-           outputs: list[onnx.ValueInfoProto], sparse: list[onnx.SparseTensorProto] = (),
-           initializers: list[onnx.TensorProto] = (),
-           functions: list[onnx.FunctionProto] = ()) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers),
-                              sparse_initializer=list(sparse))
-    opsets = [helper.make_opsetid("", 17)]
-    if functions:
-        opsets.append(helper.make_opsetid("mydomain", 1))
-    model = helper.make_model(graph, opset_imports=opsets, functions=list(functions))
-    onnx.checker.check_model(model)  # (not full_check: its inference refuses sparse ones)
-    return model
-
-
-def _dense(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
-    """A float tensor of `shape` with about 60% zeros (the first and last elements not)."""
-    rng = np.random.default_rng(seed)
-    value = rng.standard_normal(shape).astype(np.float32)
-    value[rng.random(shape) < 0.6] = 0
-    flat = value.reshape(-1)
-    flat[0], flat[-1] = 1.5, -2.0
-    return value
-
-
-def _run(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(source, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
 def _compiled_like_original(model: onnx.ModelProto, tmp_path: Path,

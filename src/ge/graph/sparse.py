@@ -8,10 +8,15 @@ takes, so its strict inference and full checker refuse every model whose operato
 one (an `Add` of a graph input and a sparse initializer), models onnxruntime runs. ge keeps
 them sparse in the IR (saved as they were read), gives their `Const` nodes the desc of the
 dense tensor (`sparse_desc`), and hands onnx's inference and checker the dense tensors
-(`dense_initializers`; `ge.graph.model_io.check_model_full`).
+(`dense_initializers`; `ge.graph.model_io.check_model_full`). onnx's version converter does
+not know sparse tensors at all ("Input s is undefined!" for a sparse initializer, "Sparse
+tensors not supported." for a sparse `Constant`): `sparse_stand_ins` and `put_sparse_back`
+give it dense stand-ins and take the sparse tensors back (`ge.session.onnx_tools`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -22,7 +27,8 @@ from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Shape, TensorDesc, _trusted
 from ge.graph.types import Format, data_type_from_onnx
 
-__all__ = ["dense_initializers", "dense_of_sparse", "has_sparse_initializers", "sparse_desc"]
+__all__ = ["dense_initializers", "dense_of_sparse", "has_sparse_initializers",
+           "put_sparse_back", "sparse_desc", "sparse_stand_ins"]
 
 
 def sparse_desc(sparse: onnx.SparseTensorProto) -> TensorDesc:
@@ -91,3 +97,72 @@ def dense_initializers(gp: onnx.GraphProto, limit: int) -> list[onnx.TensorProto
 def has_sparse_initializers(gp: onnx.GraphProto) -> bool:
     """Whether `gp` or one of its bodies has a sparse initializer."""
     return any(len(each.sparse_initializer) for each in proto_graphs(gp))
+
+
+def _sparse_constant(node: onnx.NodeProto) -> onnx.AttributeProto | None:
+    """The `sparse_value` attribute of a standard `Constant` operator, None for any other
+    node."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        return None
+    for attr in node.attribute:
+        if attr.name == "sparse_value" and attr.type == onnx.AttributeProto.SPARSE_TENSOR:
+            return attr
+    return None
+
+
+#: Gives the dense stand-in of a sparse tensor (a private copy of it, whether it was an
+#: initializer: True, or a `Constant`'s value: False), or back the sparse tensor a dense
+#: tensor stands in for (None for any other).
+StandIn = Callable[[onnx.SparseTensorProto, bool], onnx.TensorProto]
+Original = Callable[[onnx.TensorProto, bool], "onnx.SparseTensorProto | None"]
+
+
+def sparse_stand_ins(gp: onnx.GraphProto, stand_in: StandIn) -> None:
+    """Replace, in `gp` and its bodies, each sparse initializer by the dense initializer
+    `stand_in` gives for it, and the `sparse_value` of each sparse `Constant` operator by a
+    `value` of the tensor it gives: for a tool of onnx's that knows no sparse tensor (its
+    version converter). `put_sparse_back` undoes it."""
+    for each in proto_graphs(gp):
+        if len(each.sparse_initializer):
+            for sparse in each.sparse_initializer:
+                original = onnx.SparseTensorProto()
+                original.CopyFrom(sparse)
+                each.initializer.append(stand_in(original, True))
+            del each.sparse_initializer[:]
+        for node in each.node:
+            attr = _sparse_constant(node)
+            if attr is None:
+                continue
+            original = onnx.SparseTensorProto()
+            original.CopyFrom(attr.sparse_tensor)
+            attr.ClearField("sparse_tensor")
+            attr.name, attr.type = "value", onnx.AttributeProto.TENSOR
+            attr.t.CopyFrom(stand_in(original, False))
+
+
+def put_sparse_back(gp: onnx.GraphProto, original: Original) -> int:
+    """Put back, in `gp` and its bodies, the sparse tensor `original` gives for a dense
+    initializer (appended to the graph's sparse initializers, in the order they come) or
+    for a `Constant`'s `value` (its `sparse_value` again); how many were put back."""
+    count = 0
+    for each in proto_graphs(gp):
+        found = [(position, original(tensor, True))
+                 for position, tensor in enumerate(each.initializer)]
+        back = [(position, sparse) for position, sparse in found if sparse is not None]
+        for position, _ in reversed(back):
+            del each.initializer[position]
+        each.sparse_initializer.extend(sparse for _, sparse in back)
+        count += len(back)
+        for node in each.node:
+            if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+                continue
+            for attr in node.attribute:
+                if attr.name != "value" or attr.type != onnx.AttributeProto.TENSOR:
+                    continue
+                sparse = original(attr.t, False)
+                if sparse is not None:
+                    attr.ClearField("t")
+                    attr.name, attr.type = "sparse_value", onnx.AttributeProto.SPARSE_TENSOR
+                    attr.sparse_tensor.CopyFrom(sparse)
+                    count += 1
+    return count

@@ -6,14 +6,20 @@ Both take a serialized `ModelProto`: given the whole model, every weight went th
 protobuf (which refuses 2 GiB) and was copied four or five times. They get a stand-in
 instead: each tensor of more than `STAND_IN_BYTES` (initializers and tensor attributes, in
 the root graph and in bodies) is replaced by a reference to external data naming it, with
-its name, element type and dims and no data, which the tools carry through unchanged. What
+its name, element type and dims and no data, which the tools carry through unchanged, and so
+is every sparse tensor (a sparse initializer, a `Constant`'s `sparse_value`), as the dense
+tensor it stands for: the converter knows none ("Input s is undefined!"). What
 reads tensor values there reads small ones, which stay inline: the shape inference the
 converter runs first (a Reshape's shape, a Slice's starts) and the adapters that turn
-inputs back into attributes (axes, splits; converting down, which ge does not). The
+inputs back into attributes (axes, splits; converting down, which ge does not); a small
+sparse tensor goes without them (onnx's inference would not read a sparse one anyway, and
+ge's own reads it after the conversion: `ge.graph.sparse.dense_initializers`). The
 weights are then put back by that reference: an initializer's tensor is shared with the
-graph given (no copy), a tensor attribute's is copied into the converted node. A reference
+graph given (no copy), a tensor attribute's is copied into the converted node, a sparse
+tensor is written back sparse where its stand-in is (`ge.graph.sparse`). A reference
 a tool dropped, copied or changed cannot be put back unambiguously: the whole model goes
-through the tool instead when protobuf can hold it, else `CompileInputError` (GE1203).
+through the tool instead when protobuf can hold it and it has no sparse tensor (which the
+converter refuses), else `CompileInputError` (GE1203).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.onnx_export import graph_to_model, merge_annotations
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
+from ge.graph.sparse import put_sparse_back, sparse_stand_ins
 from ge.graph.types import data_type_to_onnx
 from ge.ops.functions import calls_left, inline_local_functions
 from ge.passes.source import warn_user
@@ -338,6 +345,12 @@ def _tool_output(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto
     try:
         return stand_ins.put_back(converted)
     except _NotPutBack as problem:
+        if stand_ins.sparse:  # (the whole model would fail: "Input s is undefined!")
+            raise CompileInputError(
+                f"onnx's {name} could {what} without its weights, but {problem}, so ge "
+                f"cannot put them back; the whole model cannot go through it with them: "
+                f"its sparse tensors ({_sparse_names(stand_ins)}) are what onnx's {name} "
+                "does not know") from None
         if size > WHOLE_MODEL_LIMIT:
             raise CompileInputError(
                 f"onnx's {name} could {what} without its weights, but {problem}, so ge "
@@ -348,6 +361,11 @@ def _tool_output(graph: Graph, tool: Callable[[onnx.ModelProto], onnx.ModelProto
             f"whole model ({size / 2**20:.0f} MiB) with its weights instead, which holds "
             "them twice while it runs"))
     return load(_run(tool, graph.to_onnx(), name, what))
+
+
+def _sparse_names(stand_ins: _StandIns) -> str:
+    return first_and_more([repr(sparse.values.name)
+                           for sparse, _ in stand_ins.sparse.values()], 2)
 
 
 def _run(tool: Callable[[onnx.ModelProto], onnx.ModelProto], model: onnx.ModelProto,
@@ -404,6 +422,8 @@ class _StandIns:
     constants: dict[int, Tensor] = field(default_factory=dict)
     # ... or a copy of another tensor (an attribute's), copied into the converted model.
     copies: dict[int, onnx.TensorProto] = field(default_factory=dict)
+    # ... or a sparse tensor, and whether it was an initializer (else a `Constant`'s value).
+    sparse: dict[int, tuple[onnx.SparseTensorProto, bool]] = field(default_factory=dict)
     # Constant metadata the converter drops, by stand-in index.
     metadata: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     stood_in_bytes: int = 0
@@ -438,7 +458,19 @@ class _StandIns:
                 original.CopyFrom(tensor)
                 tensor.CopyFrom(self._add(original, tensor.name, tensor.data_type,
                                           list(tensor.dims), nbytes))
+            sparse_stand_ins(model.graph, self._add_sparse)
         return model
+
+    def _add_sparse(self, sparse: onnx.SparseTensorProto, initializer: bool
+                    ) -> onnx.TensorProto:
+        """The stand-in of a sparse tensor: the dense tensor of its values' element type
+        and its dims, without data, whatever its size."""
+        index = len(self.expected)
+        self.sparse[index] = (sparse, initializer)
+        name, data_type, dims = sparse.values.name, sparse.values.data_type, list(sparse.dims)
+        self.expected.append((name, data_type, tuple(dims)))
+        self.stood_in_bytes += sparse.ByteSize()
+        return _stand_in(name, data_type, dims, index)
 
     def _add(self, original: Tensor | onnx.TensorProto, name: str, data_type: int,
              dims: list[int], nbytes: int) -> onnx.TensorProto:
@@ -468,12 +500,16 @@ class _StandIns:
                 raise _NotPutBack(f"it changed the stand-in of tensor {name!r}")
             if index in self.constants and not initializer:
                 raise _NotPutBack(f"it moved initializer {name!r} into an attribute")
+            if index in self.sparse and self.sparse[index][1] != initializer:
+                raise _NotPutBack(f"it moved the stand-in of sparse tensor {name!r}")
             found[index] = tensor
         missing = [self.expected[i][0] for i in range(len(self.expected)) if i not in found]
         if missing:
             raise _NotPutBack("it dropped the stand-in of tensor "
                               + first_and_more([repr(name) for name in missing], 1))
         with no_gc_pauses():
+            if self.sparse:
+                put_sparse_back(converted.graph, self._sparse_of)
             for index, tensor in found.items():
                 if index in self.copies:  # each copy goes as soon as it is in place
                     tensor.CopyFrom(self.copies.pop(index))
@@ -484,6 +520,14 @@ class _StandIns:
             raise _NotPutBack(f"{len(self.constants) - shared} stand-in initializer(s) did "
                               "not come back as constants")
         return result
+
+    def _sparse_of(self, tensor: onnx.TensorProto, initializer: bool
+                   ) -> onnx.SparseTensorProto | None:
+        """The sparse tensor `tensor` (an initializer, or a `Constant`'s value) stands in
+        for; None for any other tensor."""
+        index = _index(tensor)
+        found = self.sparse.get(index) if index is not None else None
+        return found[0] if found is not None and found[1] == initializer else None
 
     def _share_constants(self, graph: Graph) -> int:
         """Give each stand-in constant of the converted graph its original tensor (shared,
