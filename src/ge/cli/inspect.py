@@ -1,7 +1,9 @@
 """`ge inspect MODEL`: what a model file holds, without compiling or running it.
 
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
-and the operator histogram, initializers (count and bytes), the file size and the external
+and the operator histogram, initializers (count and bytes; sparse ones apart: their count,
+the bytes of their values and indices, how many values of how many elements), the file
+size and the external
 data files it refers to (and whether they exist). Nodes are counted as `ge compile` counts
 them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but its
 `Constant` operators, which are constants (as initializers are); subgraph nodes apart.
@@ -70,6 +72,19 @@ def _tensor_bytes(tensor: onnx.TensorProto) -> int:
     if tensor.data_type == TensorProto.STRING:
         return sum(len(s) for s in tensor.string_data)
     return payload_nbytes(tensor.data_type, tensor.dims) or 0
+
+
+def _sparse_initializers(graph: onnx.GraphProto) -> dict[str, int]:
+    """The main graph's sparse initializers: how many, the bytes their values and indices
+    take as stored, how many values they hold and how many elements the dense tensors they
+    stand for have (what onnxruntime makes of them when it loads the model)."""
+    from math import prod
+
+    found = graph.sparse_initializer
+    return {"count": len(found),
+            "bytes": sum(_tensor_bytes(s.values) + _tensor_bytes(s.indices) for s in found),
+            "values": sum(prod(s.values.dims) for s in found),
+            "elements": sum(prod(s.dims) for s in found)}
 
 
 def _is_constant(node: onnx.NodeProto) -> bool:
@@ -150,6 +165,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "ops": dict(ops.most_common()),
         "initializers": {"count": len(graph.initializer),
                          "bytes": sum(_tensor_bytes(t) for t in graph.initializer)},
+        "sparse_initializers": _sparse_initializers(graph),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
         "metadata": {p.key: p.value for p in model.metadata_props},
     }
@@ -176,7 +192,8 @@ def _size_text(size: int) -> str:
 def _counts_text(summary: dict[str, Any]) -> str:
     """`104 node(s) and 23 Constant node(s) (127 in graph.node), 13 in 2 subgraph(s); 18
     initializer(s), 1.2 MiB (...)`: the nodes as `ge compile` counts them, how they make
-    ONNX's count, the initializers."""
+    ONNX's count, the initializers; then the sparse ones, when there are some (`; 1 sparse
+    initializer(s), 36 B as stored (values and indices: 3 value(s) of 6 element(s))`)."""
     text = f"{summary['nodes']} node(s)"
     if summary["constant_nodes"]:
         text += (f" and {summary['constant_nodes']} Constant node(s) "
@@ -184,7 +201,13 @@ def _counts_text(summary: dict[str, Any]) -> str:
     if summary["subgraphs"]:
         text += f", {summary['subgraph_nodes']} in {summary['subgraphs']} subgraph(s)"
     init = summary["initializers"]
-    return f"{text}; {init['count']} initializer(s), {_size_text(init['bytes'])}"
+    text += f"; {init['count']} initializer(s), {_size_text(init['bytes'])}"
+    sparse = summary["sparse_initializers"]
+    if sparse["count"]:
+        text += (f"; {sparse['count']} sparse initializer(s), {_size_text(sparse['bytes'])} "
+                 f"as stored (values and indices: {sparse['values']} value(s) of "
+                 f"{sparse['elements']} element(s))")
+    return text
 
 
 def _print(summary: dict[str, Any]) -> None:
