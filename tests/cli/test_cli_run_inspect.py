@@ -139,12 +139,13 @@ def test_inspect_lists_external_data(tmp_path: Path) -> None:
     assert code == 0
     data = json.loads(stdout)
     assert data["external_data"] == [{"file": "ext.data", "tensors": 1, "exists": True,
-                                      "bytes": 64 * 64 * 4}]
+                                      "bytes": 64 * 64 * 4, "tensor_bytes": 64 * 64 * 4}]
     assert data["initializers"]["bytes"] == 64 * 64 * 4
     assert data["inputs"][0]["shape"] == ["n", 64]
-    (tmp_path / "ext.data").unlink()
-    code, stdout, _ = run_ge("inspect", str(path))
-    assert code == 0 and "MISSING" in stdout
+    (tmp_path / "ext.data").unlink()  # (was a row "MISSING", exit status 0)
+    code, stdout, stderr = run_ge("inspect", str(path))
+    assert code == 1 and stdout == "" and stderr.startswith("ge: [GE1103] ")
+    assert "external data file 'ext.data' does not exist" in stderr
 
 
 _SUB_BYTE = [name for name in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "FLOAT6E2M3")

@@ -3,8 +3,11 @@
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
 and the operator histogram, initializers (count and bytes; sparse ones apart: their count,
 the bytes of their values and indices, how many values of how many elements), the file
-size and the external
-data files it refers to (and whether they exist). Nodes are counted as `ge compile` counts
+size and the external data files it refers to, with the bytes its tensors take of them.
+What loading would refuse is refused alike, in its words: a tensor whose data disagrees
+with its dims (`ge.graph.payload_checks`), an external reference out of the model's folder,
+to a missing file, or to a range the file does not hold (`external_ranges`: checked
+against the file's size; no data file is read). Nodes are counted as `ge compile` counts
 them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but its
 `Constant` operators, which are constants (as initializers are); subgraph nodes apart.
 """
@@ -106,9 +109,8 @@ def _op_name(node: onnx.NodeProto) -> str:
 
 def model_summary(path: Path) -> dict[str, Any]:
     """The facts `ge inspect` shows, as JSON-ready data."""
-    import onnx
-
     from ge.errors import ModelLoadError, ModelNotFoundError, model_file_named
+    from ge.graph.external_data import external_ranges
     from ge.graph.model_io import parse_model
     from ge.graph.payload_checks import check_model_payloads
 
@@ -119,26 +121,22 @@ def model_summary(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     # (in the words of ge compile and ge run, which load it with the same check)
     model = parse_model(data, str(path))
-    with model_file_named(path):  # (a tensor that disagrees with its dims: as loading says)
+    # (a tensor that disagrees with its dims, inline or in its data file: as loading says,
+    # without reading a data file: the ranges are checked against the files' sizes)
+    with model_file_named(path):
         check_model_payloads(model)
+        ranges = external_ranges(model, path.parent)
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
     subgraphs = list(proto_graphs(graph))
     ops = Counter(_op_name(n) for g in subgraphs for n in g.node)
     external: dict[str, dict[str, Any]] = {}
-    for g in subgraphs:
-        tensors = list(g.initializer) + [
-            a.t for n in g.node for a in n.attribute if a.HasField("t")]
-        for tensor in tensors:
-            if tensor.data_location != onnx.TensorProto.EXTERNAL:
-                continue
-            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-            entry = external.setdefault(location, {"file": location, "tensors": 0})
-            entry["tensors"] += 1
-    for entry in external.values():
-        file = path.parent / entry["file"]
-        entry["exists"] = file.is_file()
-        entry["bytes"] = file.stat().st_size if file.is_file() else None
+    for where in ranges:
+        entry = external.setdefault(where.location, {
+            "file": where.location, "tensors": 0, "exists": True, "bytes": where.file_size,
+            "tensor_bytes": 0})
+        entry["tensors"] += 1
+        entry["tensor_bytes"] += where.length
     return {
         "model": str(path),
         "file_bytes": len(data),
@@ -244,12 +242,11 @@ def _print(summary: dict[str, Any]) -> None:
     con.print(ops)
     if summary["external_data"]:
         ext = Table(title="External data files", title_justify="left")
-        for column in ("File", "Tensors", "Bytes", "Exists"):
-            ext.add_column(column)
+        for column in ("File", "Tensors", "Tensor bytes", "File bytes"):
+            ext.add_column(column, justify="left" if column == "File" else "right")
         for entry in summary["external_data"]:
-            ext.add_row(cell(entry["file"]), str(entry["tensors"]),
-                        "-" if entry["bytes"] is None else str(entry["bytes"]),
-                        "yes" if entry["exists"] else "MISSING")
+            ext.add_row(cell(entry["file"]), str(entry["tensors"]), str(entry["tensor_bytes"]),
+                        str(entry["bytes"]))
         con.print(ext)
     else:
         con.print("external data: none")

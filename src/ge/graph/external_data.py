@@ -15,6 +15,7 @@ import shlex
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
@@ -28,8 +29,9 @@ from ge.graph.payload_checks import external_length_problem, payload_nbytes
 if TYPE_CHECKING:
     from ge.graph.payloads import PayloadStore
 
-__all__ = ["ExternalDataWriter", "SharedExternalData", "TensorKind", "graph_tensors",
-           "iter_tensors", "packed_bytes", "read_external_data", "write_external_data"]
+__all__ = ["ExternalDataWriter", "ExternalRange", "SharedExternalData", "TensorKind",
+           "external_ranges", "graph_tensors", "iter_tensors", "packed_bytes",
+           "read_external_data", "write_external_data"]
 
 A = AttributeProto
 _ALIGNMENT = 4096  # offsets aligned so the data file can be memory-mapped
@@ -130,57 +132,97 @@ def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class ExternalRange:
+    """Where a tensor's external data is: `offset` and `length` in the data file `path`
+    (resolved; `location` as the model writes it, `file_size` its size when checked)."""
+
+    tensor: onnx.TensorProto
+    location: str
+    path: Path
+    offset: int
+    length: int
+    file_size: int
+
+
+def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None
+                    ) -> list[ExternalRange]:
+    """Every external reference of `model` (graphs, bodies, functions; sparse tensors'
+    values and indices too), checked as loading checks it, reading no data: the file is in
+    the model's folder `base_dir` (`_resolve`), the `length` recorded is what the tensor's
+    dims and element type need (a reference without one takes what they need, as
+    onnxruntime reads it; onnx reads the rest of the file, which a data file of several
+    tensors has more of), and the file, whose size is asked once, holds that range.
+    `ExternalDataError` (GE1103) naming the tensor and the file otherwise: what `ge inspect`
+    says of a model without reading its weights, and `read_external_data` before it reads."""
+    base = Path(base_dir) if base_dir is not None else None
+    sizes: dict[Path, int] = {}
+    found = []
+    for tensor in iter_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = _entries(tensor)
+        if base is None:
+            raise ExternalDataError(
+                f"tensor {tensor.name!r} has external data, but the model was given without "
+                "its folder; load it from its path or pass base_dir"
+            )
+        location = entries.get("location", "")
+        path = _resolve(base, location, tensor.name)
+        size = sizes.get(path)
+        if size is None:
+            size = sizes[path] = path.stat().st_size
+        found.append(_checked_range(tensor, entries, location, path, size))
+    return found
+
+
+def _checked_range(tensor: onnx.TensorProto, entries: dict[str, str], location: str,
+                   path: Path, size: int) -> ExternalRange:
+    """The range of `tensor`'s external data in `path` (of `size` bytes), which must hold
+    it; see `external_ranges`."""
+    offset = int(entries.get("offset", 0) or 0)
+    length = entries.get("length") or None  # ("": none recorded)
+    if length is not None:
+        want = int(length)
+        problem = external_length_problem(tensor, want)
+        if problem is not None:
+            raise ExternalDataError(f"{problem} (in {path.name})", path=str(path))
+    else:  # what the dims need, as onnxruntime reads it; of no fixed size: the rest
+        need = payload_nbytes(tensor.data_type, tensor.dims)
+        want = size - offset if need is None else need
+    if offset < 0 or want < 0 or offset + want > size:
+        why = ("its offset is negative" if offset < 0 else
+               "the file is too short (truncated, or not the data file of this model)")
+        raise ExternalDataError(
+            f"tensor {tensor.name!r}: external data asks for bytes "
+            f"{offset}..{offset + want} of {path.name}, which has {size}: {why}",
+            path=str(path),
+        )
+    return ExternalRange(tensor, location, path, offset, want, size)
+
+
 def read_external_data(model: onnx.ModelProto,
                        base_dir: str | os.PathLike[str] | None,
                        measured: dict[int, tuple[onnx.TensorProto, int]] | None = None
                        ) -> list[str]:
-    """Replace every external reference of `model` by the bytes it points to (in place);
-    returns the resolved paths of the data files read.
-
-    The bytes read are those its `length` records, which must be what the tensor's dims and
-    element type need (`ExternalDataError` otherwise, before reading); a reference without
-    a length reads what they need, as onnxruntime does (onnx reads the rest of the file,
-    which a data file of several tensors has more of). Each tensor read is entered in
-    `measured` (`ge.graph.payload_checks.MeasuredRaw`): its length is known, uncopied."""
-    base = Path(base_dir) if base_dir is not None else None
+    """Replace every external reference of `model` by the bytes it points to (in place),
+    once all are checked (`external_ranges`: nothing is read of a model one of whose
+    references is wrong); returns the resolved paths of the data files read. Each tensor
+    read is entered in `measured` (`ge.graph.payload_checks.MeasuredRaw`): its length is
+    known, uncopied."""
     handles: dict[Path, BinaryIO] = {}
     try:
-        for tensor in iter_tensors(model):
-            if tensor.data_location != onnx.TensorProto.EXTERNAL:
-                continue
-            entries = _entries(tensor)
-            if base is None:
-                raise ExternalDataError(
-                    f"tensor {tensor.name!r} has external data, but the model was given without "
-                    "its folder; load it from its path or pass base_dir"
-                )
-            path = _resolve(base, entries.get("location", ""), tensor.name)
-            offset = int(entries.get("offset", 0) or 0)
-            length = entries.get("length") or None  # ("": none recorded)
-            handle = handles.get(path)
+        for where in external_ranges(model, base_dir):
+            handle = handles.get(where.path)
             if handle is None:
-                handle = handles[path] = open(path, "rb")  # noqa: SIM115 (closed below)
-            size = os.fstat(handle.fileno()).st_size
-            if length is not None:
-                want = int(length)
-                problem = external_length_problem(tensor, want)
-                if problem is not None:
-                    raise ExternalDataError(f"{problem} (in {path.name})", path=str(path))
-            else:  # what the dims need, as onnxruntime reads it; of no fixed size: the rest
-                need = payload_nbytes(tensor.data_type, tensor.dims)
-                want = size - offset if need is None else need
-            if offset < 0 or want < 0 or offset + want > size:
-                raise ExternalDataError(
-                    f"tensor {tensor.name!r}: external data asks for bytes "
-                    f"{offset}..{offset + want} of {path.name}, which has {size}",
-                    path=str(path),
-                )
-            handle.seek(offset)
-            tensor.raw_data = handle.read(want)
+                handle = handles[where.path] = open(where.path, "rb")  # noqa: SIM115 (closed below)
+            handle.seek(where.offset)
+            tensor = where.tensor
+            tensor.raw_data = handle.read(where.length)
             tensor.data_location = onnx.TensorProto.DEFAULT
             del tensor.external_data[:]
             if measured is not None:
-                measured[id(tensor)] = (tensor, want)
+                measured[id(tensor)] = (tensor, where.length)
     finally:
         for handle in handles.values():
             handle.close()
