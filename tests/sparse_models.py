@@ -36,16 +36,19 @@ def sparse_model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
                  outputs: list[onnx.ValueInfoProto],
                  sparse_initializers: list[onnx.SparseTensorProto] = (),
                  initializers: list[onnx.TensorProto] = (),
-                 functions: list[onnx.FunctionProto] = (), opset: int = 17) -> onnx.ModelProto:
+                 functions: list[onnx.FunctionProto] = (), opset: int = 17,
+                 check: bool = True) -> onnx.ModelProto:
     """A model of graph "g" at `opset` (and "mydomain" 1 with `functions`), checked by onnx's
-    checker (not its full check: its inference refuses sparse initializers)."""
+    checker unless not to `check` (not its full check: its inference refuses sparse
+    initializers)."""
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers),
                               sparse_initializer=list(sparse_initializers))
     opsets = [helper.make_opsetid("", opset)]
     if functions:
         opsets.append(helper.make_opsetid("mydomain", 1))
     model = helper.make_model(graph, opset_imports=opsets, functions=list(functions))
-    onnx.checker.check_model(model)
+    if check:
+        onnx.checker.check_model(model)
     return model
 
 

@@ -1,5 +1,7 @@
 """The `ge` commands on models with sparse initializers: `ge compile --opset` converts them
-(onnx's converter knows none), `ge inspect` counts them."""
+(onnx's converter knows none), `ge inspect` counts them; indices out of the order onnx's
+checker requires are written sorted by `ge compile` (onnxruntime ran such a model, and ge
+compiled it but refused to save it: GE1003), or, repeated, refused saying which and why."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from cli_helpers import run_ge
+from cli_helpers import listing, run_ge
+from onnx import helper, numpy_helper
 
 from sparse_models import node, run_ort, sparse, sparse_model, vi
 
@@ -69,3 +72,75 @@ def test_inspect_says_nothing_of_sparse_initializers_a_model_has_none_of(
     assert code == 0 and "sparse" not in stdout
     data = json.loads(run_ge("inspect", str(path), "--json")[1])
     assert data["sparse_initializers"] == {"count": 0, "bytes": 0, "values": 0, "elements": 0}
+
+
+def _out_of_order(path: Path, indices: list[int]) -> onnx.ModelProto:
+    """y = x + s, s a sparse initializer of float [2, 3] of values 2, 1.5, -2 at `indices`,
+    saved at `path` (onnx's checker refuses it)."""
+    s = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([2.0, 1.5, -2.0], np.float32), "s"),
+        numpy_helper.from_array(np.array(indices, np.int64), "s_indices"), [2, 3])
+    model = sparse_model([node("Add", ["x", "s"], ["y"], name="add")], [vi("x", [2, 3])],
+                         [vi("y", [2, 3])], [s], check=False)
+    onnx.save(model, path)
+    return model
+
+
+@pytest.mark.builtin_passes
+def test_compile_writes_unsorted_sparse_indices_sorted(tmp_path: Path) -> None:
+    source, target = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    model = _out_of_order(source, [4, 0, 5])
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(target), "--verify", "-q")
+    assert code == 0, stderr
+    assert "verification ok" in stdout
+    saved = onnx.load(target)
+    onnx.checker.check_model(saved)  # (the source fails it)
+    stored = saved.graph.sparse_initializer[0]
+    assert numpy_helper.to_array(stored.indices).tolist() == [0, 4, 5]
+    assert numpy_helper.to_array(stored.values).tolist() == [1.5, 2.0, -2.0]
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(run_ort(saved, {"x": x})[0], run_ort(model, {"x": x})[0])
+
+
+@pytest.mark.builtin_passes
+def test_compile_refuses_a_repeated_sparse_index_saying_which_and_why(tmp_path: Path) -> None:
+    source, target = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    _out_of_order(source, [4, 0, 4])
+    before = listing(tmp_path)
+    code, stdout, _ = run_ge("compile", str(source), "-o", str(target), "--json")
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["type"]) == ("GE1003", "GraphValidationError")
+    for said in ("sparse initializer 's' has index 4 twice (at positions 0 and 2)",
+                 "onnxruntime runs such a model, but onnx's checker refuses indices out of "
+                 "increasing order, and so does ge's save",
+                 "which of a repeated index's values the dense tensor holds is the reader's "
+                 "choice (onnxruntime takes the last), so ge cannot sort them",
+                 f"(the input model {source} fails this check too"):
+        assert said in error["message"], said
+    assert listing(tmp_path) == before  # nothing written
+
+
+def test_inspect_notes_sparse_indices_out_of_order(tmp_path: Path) -> None:
+    unsorted, repeated = tmp_path / "unsorted.onnx", tmp_path / "repeated.onnx"
+    _out_of_order(unsorted, [4, 0, 5])
+    _out_of_order(repeated, [4, 0, 4])
+    data = json.loads(run_ge("inspect", str(unsorted), "--json")[1])
+    assert data["sparse_index_order"] == [{
+        "tensor": "sparse initializer 's'", "onnxruntime_runs": True, "sorted_by_ge": True,
+        "problem": "has its indices unsorted: 4 at position 0 comes before 0 at position 1"}]
+    code, stdout, _ = run_ge("inspect", str(unsorted))
+    assert code == 0
+    assert stdout.count("note: ") == 1
+    assert ("note: sparse initializer 's' has its indices unsorted: 4 at position 0 comes "
+            "before 0 at position 1; onnxruntime runs it, onnx's checker refuses it: ge writes "
+            "them sorted (the same dense tensor), which the checker passes"
+            ) in " ".join(stdout.split())
+    data = json.loads(run_ge("inspect", str(repeated), "--json")[1])
+    assert [(e["problem"], e["sorted_by_ge"]) for e in data["sparse_index_order"]] == [
+        ("has index 4 twice (at positions 0 and 2)", False)]
+    code, stdout, _ = run_ge("inspect", str(repeated))
+    assert code == 0
+    assert ("ge cannot sort a repeated index away (which of its values counts is the "
+            "reader's choice), so ge compile refuses to save it (GE1003)"
+            ) in " ".join(stdout.split())

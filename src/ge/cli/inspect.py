@@ -2,7 +2,8 @@
 
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
 and the operator histogram, initializers (count and bytes; sparse ones apart: their count,
-the bytes of their values and indices, how many values of how many elements), the file
+the bytes of their values and indices, how many values of how many elements; those whose
+indices are out of the order onnx's checker requires, `ge.graph.sparse_order`), the file
 size and the external data files it refers to, with the bytes its tensors take of them.
 What loading would refuse is refused alike, in its words: a tensor whose data disagrees
 with its dims (`ge.graph.payload_checks`), an external reference out of the model's folder,
@@ -90,6 +91,36 @@ def _sparse_initializers(graph: onnx.GraphProto) -> dict[str, int]:
             "elements": sum(prod(s.dims) for s in found)}
 
 
+def _index_order(model: onnx.ModelProto) -> list[dict[str, Any]]:
+    """The sparse tensors whose indices are not in the order onnx's checker requires (read
+    when stored inline), with whether ge writes them sorted (`ge.graph.sparse_order`)."""
+    from ge.graph.sparse_order import index_order_problem, labelled_sparse_tensors, sorted_sparse
+
+    found = []
+    for each in labelled_sparse_tensors(model):
+        problem = index_order_problem(each.sparse)
+        if problem is not None:
+            found.append({"tensor": each.label, "problem": problem, "sorted_by_ge": (
+                each.sorted_on_load and sorted_sparse(each.sparse) is not None),
+                "onnxruntime_runs": not each.in_body})
+    return found
+
+
+def _index_order_text(entry: dict[str, Any]) -> str:
+    """`note: sparse initializer 's' has its indices unsorted: ...`: what onnxruntime and
+    onnx's checker make of it, and what ge does."""
+    ge_does = ("ge writes them sorted (the same dense tensor), which the checker passes"
+               if entry["sorted_by_ge"] else
+               "ge cannot sort a repeated index away (which of its values counts is the "
+               "reader's choice), so ge compile refuses to save it (GE1003)"
+               if entry["problem"].startswith("has index ") else
+               "ge sorts only those of sparse initializers and sparse Constants of the "
+               "graphs, so ge compile refuses to save it (GE1003)")
+    runtime = ("onnxruntime runs it, onnx's checker refuses it" if entry["onnxruntime_runs"]
+               else "onnx's checker refuses it, and so does onnxruntime in a body")
+    return f"note: {entry['tensor']} {entry['problem']}; {runtime}: {ge_does}"
+
+
 def _is_constant(node: onnx.NodeProto) -> bool:
     """Whether `node` is a `Constant` operator (a constant to ge, as an initializer is)."""
     return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
@@ -164,6 +195,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "initializers": {"count": len(graph.initializer),
                          "bytes": sum(_tensor_bytes(t) for t in graph.initializer)},
         "sparse_initializers": _sparse_initializers(graph),
+        "sparse_index_order": _index_order(model),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
         "metadata": {p.key: p.value for p in model.metadata_props},
     }
@@ -232,6 +264,8 @@ def _print(summary: dict[str, Any]) -> None:
                          cell(_shape_text(value)))
     con.print(io_table)
     con.print(_counts_text(summary))
+    for entry in summary["sparse_index_order"]:
+        con.print(escape(_index_order_text(entry)))
     if summary["functions"]:
         con.print("functions: " + escape(", ".join(summary["functions"])))
     ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")

@@ -53,6 +53,7 @@ from ge.graph.save_target import (
     write_destination,
 )
 from ge.graph.sparse import dense_initializers, has_sparse_initializers
+from ge.graph.sparse_order import index_order_note
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
@@ -262,6 +263,9 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
         check_model_full(checked)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        note = index_order_note(checked, first)  # (a sparse tensor's indices out of order)
+        if note:
+            first = first.rstrip(".") + note
         named = _CHECKER_NODE.search(first)  # "(op_type:Gemm, node name: /fc1/Gemm)"
         raise GraphValidationError([ValidationProblem(
             "onnx-checker", (named.group(1),) if named else (), f"onnx.checker rejects the "

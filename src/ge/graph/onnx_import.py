@@ -31,6 +31,7 @@ from ge.graph.payload_checks import (
     sparse_problem,
 )
 from ge.graph.places import graph_label, model_node_label, node_label
+from ge.graph.sparse_order import sort_sparse_constant, sorted_sparse
 from ge.graph.tensor import Tensor
 
 __all__ = ["model_to_graph"]
@@ -275,8 +276,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
             problem = sparse_problem(sparse, measured)
             if problem is not None:
                 raise refuse(f"{_place(graph)}: sparse initializer {name!r}", problem)
+        ordered = sorted_sparse(sparse)  # (for onnx's checker: the same dense tensor)
         node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0, [name],
-                        {"sparse_value": (A.SPARSE_TENSOR, sparse)}, None)
+                        {"sparse_value": (A.SPARSE_TENSOR, ordered or sparse)}, None)
         _add(graph, node)
     graph._input_defaults = defaults
     if defaults and any(t.name in defaults for t in
@@ -304,6 +306,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
                     node._export_name = name
                 _add(graph, node)
                 continue
+            sort_sparse_constant(proto)  # (a sparse one: indices sorted, as a sparse initializer's)
         if op_type in _STRUCTURAL_TYPES:
             _refuse_structural(proto, position, graph)
         attrs: dict = {}

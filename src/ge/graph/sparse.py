@@ -12,6 +12,7 @@ dense tensor (`sparse_desc`), and hands onnx's inference and checker the dense t
 not know sparse tensors at all ("Input s is undefined!" for a sparse initializer, "Sparse
 tensors not supported." for a sparse `Constant`): `sparse_stand_ins` and `put_sparse_back`
 give it dense stand-ins and take the sparse tensors back (`ge.session.onnx_tools`).
+The order of their indices is `ge.graph.sparse_order`'s.
 """
 
 from __future__ import annotations
@@ -166,3 +167,4 @@ def put_sparse_back(gp: onnx.GraphProto, original: Original) -> int:
                     attr.sparse_tensor.CopyFrom(sparse)
                     count += 1
     return count
+
