@@ -144,3 +144,20 @@ def test_inspect_notes_sparse_indices_out_of_order(tmp_path: Path) -> None:
     assert ("ge cannot sort a repeated index away (which of its values counts is the "
             "reader's choice), so ge compile refuses to save it (GE1003)"
             ) in " ".join(stdout.split())
+
+
+def test_inspect_notes_a_sparse_constant_out_of_order(tmp_path: Path) -> None:
+    """Attributes are looked at when the model's bytes can hold a sparse one
+    (`SPARSE_ATTRIBUTE_TAGS`)."""
+    k = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "k"),
+        numpy_helper.from_array(np.array([3, 0], np.int64), "k_indices"), [4])
+    path = tmp_path / "m.onnx"
+    onnx.save(sparse_model([node("Constant", [], ["k"], name="kc", sparse_value=k),
+                            node("Add", ["x", "k"], ["y"], name="add")],
+                           [vi("x", [4])], [vi("y", [4])], check=False), path)
+    data = json.loads(run_ge("inspect", str(path), "--json")[1])
+    assert data["sparse_index_order"] == [{
+        "tensor": "attribute 'sparse_value' of Constant node 'kc'", "sorted_by_ge": True,
+        "onnxruntime_runs": True,
+        "problem": "has its indices unsorted: 3 at position 0 comes before 0 at position 1"}]

@@ -27,7 +27,7 @@ from ge.graph.places import node_label
 from ge.graph.tensor import Tensor
 from ge.graph.types import data_type_from_onnx
 
-__all__ = ["LabelledSparse", "index_order_note", "index_order_problem",
+__all__ = ["SPARSE_ATTRIBUTE_TAGS", "LabelledSparse", "index_order_note", "index_order_problem",
            "labelled_sparse_tensors", "sort_sparse_constant", "sorted_sparse"]
 
 
@@ -157,17 +157,34 @@ class LabelledSparse(NamedTuple):
     in_body: bool = False
 
 
-def labelled_sparse_tensors(model: onnx.ModelProto) -> Iterator[LabelledSparse]:
-    """Every sparse tensor of `model`: the sparse initializers and sparse attributes of its
+#: How an `AttributeProto` field holding sparse tensors (`sparse_tensor`, 22;
+#: `sparse_tensors`, 23) begins in the serialized model: a model whose bytes hold neither
+#: has no sparse attribute (the bytes may hold them by chance, in a tensor's data: then the
+#: nodes are looked at).
+SPARSE_ATTRIBUTE_TAGS = (b"\xb2\x01", b"\xba\x01")
+
+
+def labelled_sparse_tensors(model: onnx.ModelProto, *, attributes: bool = True
+                            ) -> Iterator[LabelledSparse]:
+    """Every sparse tensor of `model`: the sparse initializers and, unless not to look at
+    `attributes` (a model with none: `SPARSE_ATTRIBUTE_TAGS`), sparse attributes of its
     graphs (a body's named with its graph) and of its functions' nodes."""
     root = model.graph
+    look = attributes
 
-    def attributes(nodes: Iterable[onnx.NodeProto], where: str, in_graph: bool,
-                   in_body: bool = False) -> Iterator[LabelledSparse]:
+    def of_nodes(nodes: Iterable[onnx.NodeProto], where: str, in_graph: bool,
+                 in_body: bool = False) -> Iterator[LabelledSparse]:
+        if not look:
+            return
         for index, node in enumerate(nodes):
             for attr in node.attribute:
-                items = ([attr.sparse_tensor] if attr.type == onnx.AttributeProto.SPARSE_TENSOR
-                         else attr.sparse_tensors)
+                kind = attr.type
+                if kind == onnx.AttributeProto.SPARSE_TENSOR:
+                    items: Iterable[onnx.SparseTensorProto] = [attr.sparse_tensor]
+                elif kind == onnx.AttributeProto.SPARSE_TENSORS:
+                    items = attr.sparse_tensors
+                else:
+                    continue
                 for item in items:
                     label = node_label(node.op_type, node.name, domain=node.domain, index=index,
                                        outputs=node.output)
@@ -181,9 +198,9 @@ def labelled_sparse_tensors(model: onnx.ModelProto) -> Iterator[LabelledSparse]:
         for sparse in each.sparse_initializer:
             yield LabelledSparse(f"sparse initializer {sparse.values.name!r}{where}", sparse,
                                  True, body)
-        yield from attributes(each.node, where, True, body)
+        yield from of_nodes(each.node, where, True, body)
     for function in model.functions:
-        yield from attributes(function.node, f" in function {function.name!r}", False)
+        yield from of_nodes(function.node, f" in function {function.name!r}", False)
 
 
 #: onnx's checker refusing a sparse tensor's order: "Sparse tensor (s_indices) index value
