@@ -236,3 +236,22 @@ def test_a_valid_sparse_model_is_not_said_to_fail_the_checker(tmp_path: Path) ->
         numpy_helper.from_array(np.array([1.0], np.float32), "s"),
         numpy_helper.from_array(np.array([9], np.int64), "s_indices"), [4])
     assert "fails this check too" in verdict(bad)
+
+
+@pytest.mark.builtin_passes
+def test_a_sparse_constant_left_feeding_an_output_gets_an_identity() -> None:
+    """NoOpElimination removes the Identity between a sparse Constant and the graph output;
+    onnxruntime cannot give a sparse value back ("do not support dims higher than 2"), so
+    the written model keeps an Identity producing the output (trial UU)."""
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 2.0, 3.0], np.float32), "s"),
+        numpy_helper.from_array(np.array([0, 3, 5], np.int64), "s_indices"), [6])
+    graph = helper.make_graph([helper.make_node("Constant", [], ["y0"], sparse_value=sparse),
+                               helper.make_node("Identity", ["y0"], ["y"])], "g", [],
+                              [_vi("y", [6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    written = ge.compile(model).to_onnx()
+    assert [n.op_type for n in written.graph.node] == ["Constant", "Identity"]
+    assert [o.name for o in written.graph.output] == ["y"]
+    np.testing.assert_array_equal(_run(written, {})[0],
+                                  np.array([1, 0, 0, 2, 0, 3], np.float32))

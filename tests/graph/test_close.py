@@ -123,7 +123,6 @@ def _uses() -> list[tuple[str, Callable[[Graph], object]]]:
         ("get_all_subgraphs", lambda g: g.get_all_subgraphs()),
         ("opset_imports", lambda g: g.opset_imports),
         ("model", lambda g: g.model),
-        ("str", str),
         ("in", lambda g: object() in g),
     ]
 
@@ -152,6 +151,7 @@ def test_a_closed_graph_answers_as_an_empty_object_and_names_only_public_calls()
     graph, _ = _full_hierarchy()
     graph.close()
     assert len(graph) == 0 and not graph
+    assert str(graph) == f"{graph}" == repr(graph) == "<Graph 'main' closed>"
     assert not hasattr(graph, "validate") and getattr(graph, "validate", None) is None
     with pytest.raises(GraphClosedError) as raised:
         graph.validate()

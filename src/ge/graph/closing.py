@@ -61,6 +61,8 @@ class ClosedGraph(Graph):
     def __repr__(self) -> str:
         return f"<Graph {self._name!r} closed>"
 
+    __str__ = __repr__  # (a log line's `%s` of a closed graph must not raise)
+
 
 class ClosedNode(Node):
     """What a node of a closed graph becomes: its name, op type and domain, nothing else."""

@@ -40,7 +40,10 @@ class OutputNames:
     output must be produced inside it); a stale value still holding the name is renamed.
     Graphs built in memory keep their producers' names, with an `Identity` only where ONNX
     needs a distinct or local output. A value listed as several outputs under one name keeps
-    it in each (one producer). Made-up names are unique in the model and deterministic.
+    it in each (one producer). A sparse constant (a sparse initializer, a `Constant` of
+    `sparse_value`) is never an output itself: onnxruntime cannot give one back ("do not
+    support dims higher than 2"), so an `Identity` produces it. Made-up names are unique
+    in the model and deterministic.
 
     Graphs are planned as they are written, enclosing graphs first, so a subgraph never
     renames a value of an enclosing graph (part of it is written already).
@@ -93,11 +96,13 @@ class OutputNames:
                     continue
             current = self.name(producer)
             local = producer[0]._graph is graph
-            renamable = local and producer[0]._type != DATA and producer not in fixed
+            sparse = "sparse_value" in producer[0]._attrs  # (never an output: class doc)
+            renamable = (local and producer[0]._type != DATA and producer not in fixed
+                         and not sparse)
             if want and renamable and self._take(want, graph, producer, fixed):
                 self._rename(producer, want)
                 current = want
-            if local and current not in assigned and (renamable or not want):
+            if local and current not in assigned and (renamable or not want) and not sparse:
                 name = current  # the producer's value is the output
                 fixed.add(producer)
             else:

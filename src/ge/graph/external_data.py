@@ -176,14 +176,28 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
     return found
 
 
+def _entry_int(tensor: onnx.TensorProto, entries: dict[str, str], key: str,
+               path: Path) -> int | None:
+    """The integer an external-data entry records (`offset`, `length`), None when absent
+    or empty; GE1103 naming the tensor and the value when it is no integer (onnxruntime
+    refuses such a model too)."""
+    text = entries.get(key) or ""
+    if not text:
+        return None
+    if not text.isdigit() and not (text.startswith("-") and text[1:].isdigit()):
+        raise ExternalDataError(f"tensor {tensor.name!r}: external data {key} {text!r} is not "
+                                f"an integer (in {path.name})", path=str(path))
+    return int(text)
+
+
 def _checked_range(tensor: onnx.TensorProto, entries: dict[str, str], location: str,
                    path: Path, size: int) -> ExternalRange:
     """The range of `tensor`'s external data in `path` (of `size` bytes), which must hold
     it; see `external_ranges`."""
-    offset = int(entries.get("offset", 0) or 0)
+    offset = _entry_int(tensor, entries, "offset", path) or 0
     length = entries.get("length") or None  # ("": none recorded)
     if length is not None:
-        want = int(length)
+        want = _entry_int(tensor, entries, "length", path) or 0
         problem = external_length_problem(tensor, want)
         if problem is not None:
             raise ExternalDataError(f"{problem} (in {path.name})", path=str(path))

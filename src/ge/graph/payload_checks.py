@@ -169,7 +169,14 @@ def payload_problem(proto: onnx.TensorProto, measured: MeasuredRaw = _NONE_MEASU
 def _refined(proto: onnx.TensorProto, problem: str) -> str | None:
     """`problem`, unless the tensor's payload is not this module's to judge (external data,
     a segment of a larger tensor), or has negative dims (said as such)."""
-    if proto.data_location == T.EXTERNAL or proto.HasField("segment"):
+    if proto.data_location == T.EXTERNAL:
+        if any(entry.key == "location" and entry.value for entry in proto.external_data):
+            return None  # (checked as it is read)
+        # (loading reads external data only from a model naming a location: this one names
+        # none, and its tensor would reach a pass undecodable)
+        return ("is marked as stored in an external data file but names none (no "
+                "'location' entry)")
+    if proto.HasField("segment"):
         return None
     return _negative_dims(proto) or problem
 
