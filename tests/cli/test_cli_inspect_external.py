@@ -13,6 +13,7 @@ import builtins
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -159,4 +160,8 @@ def test_inspect_reads_no_data_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(io, "open", recording(io.open))
     data = _inspect_json(path)
     assert data["external_data"][0]["tensors"] == 2
-    assert "m.onnx" in opened and "m.data" not in opened
+    # (Python 3.10's pathlib opens through an accessor bound at import, which the patch
+    # cannot see: the recording is checked where it records)
+    assert "m.data" not in opened
+    if sys.version_info >= (3, 11):
+        assert "m.onnx" in opened
