@@ -60,3 +60,42 @@ def test_bad_external_entries_are_the_models_error(
         status, _, err = run_ge(*command)
         assert status == 1 and f"[{code}]" in err and message in err
     assert sorted(p.name for p in tmp_path.iterdir()) == listed  # nothing written
+
+
+def test_a_functions_attribute_default_in_external_data_is_read(tmp_path: Path) -> None:
+    """A model-local function's default for an attribute (`attribute_proto`) may point into
+    the data file: it was never read, and the model written elsewhere pointed at a data file
+    that is not there (trial UU)."""
+    import onnxruntime as ort
+
+    (tmp_path / "m.data").write_bytes(np.full(4, 10, np.float32).tobytes())
+    default = onnx.TensorProto(name="dv", data_type=TP.FLOAT, dims=[4],
+                               data_location=TP.EXTERNAL)
+    for key, value in (("location", "m.data"), ("offset", "0"), ("length", "16")):
+        entry = default.external_data.add()
+        entry.key, entry.value = key, value
+    constant = oh.make_node("Constant", [], ["k"])
+    ref = constant.attribute.add()
+    ref.name, ref.ref_attr_name, ref.type = "value", "w", onnx.AttributeProto.TENSOR
+    function = oh.make_function("loc", "F", ["a"], ["b"],
+                                [constant, oh.make_node("Add", ["a", "k"], ["b"])],
+                                [oh.make_opsetid("", 17)])
+    attribute = onnx.AttributeProto(name="w", type=onnx.AttributeProto.TENSOR)
+    attribute.t.CopyFrom(default)
+    function.attribute_proto.append(attribute)
+    graph = oh.make_graph([oh.make_node("F", ["x"], ["y"], domain="loc")], "g",
+                          [oh.make_tensor_value_info("x", TP.FLOAT, [4])],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, [4])])
+    path = tmp_path / "m.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17),
+                                                  oh.make_opsetid("loc", 1)],
+                            functions=[function]), path)
+    elsewhere = tmp_path / "out"
+    elsewhere.mkdir()
+    for extra in ([], ["--inline-functions"]):
+        out = elsewhere / f"o{len(extra)}.onnx"
+        status, _, err = run_ge("compile", str(path), "-o", str(out), *extra)
+        assert status == 0, err
+        got = ort.InferenceSession(str(out)).run(None, {"x": np.ones(4, np.float32)})[0]
+        np.testing.assert_array_equal(got, np.full(4, 11, np.float32))
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["o0.onnx", "o1.onnx"]

@@ -55,6 +55,10 @@ def _attr_tensors(attrs: Iterable[onnx.AttributeProto]
         elif attr.type == A.SPARSE_TENSOR:
             yield attr.sparse_tensor.values, "sparse"
             yield attr.sparse_tensor.indices, "sparse"
+        elif attr.type == A.SPARSE_TENSORS:
+            for sparse in attr.sparse_tensors:
+                yield sparse.values, "sparse"
+                yield sparse.indices, "sparse"
         elif attr.type == A.GRAPH:
             yield from graph_tensors(attr.g)
         elif attr.type == A.GRAPHS:
@@ -76,10 +80,13 @@ def graph_tensors(graph: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, Te
 
 
 def iter_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    """Every tensor of a model: initializers and tensor attributes, in subgraphs and functions."""
+    """Every tensor of a model: initializers and tensor attributes, in subgraphs and
+    functions (their nodes', and the defaults of their attributes)."""
     for tensor, _ in graph_tensors(model.graph):
         yield tensor
     for function in model.functions:
+        for tensor, _ in _attr_tensors(function.attribute_proto):
+            yield tensor
         for node in function.node:
             for tensor, _ in _attr_tensors(node.attribute):
                 yield tensor
