@@ -99,3 +99,39 @@ def test_a_functions_attribute_default_in_external_data_is_read(tmp_path: Path) 
         got = ort.InferenceSession(str(out)).run(None, {"x": np.ones(4, np.float32)})[0]
         np.testing.assert_array_equal(got, np.full(4, 11, np.float32))
     assert sorted(p.name for p in elsewhere.iterdir()) == ["o0.onnx", "o1.onnx"]
+
+
+def test_external_data_leaves_sparse_tensors_in_the_model(tmp_path: Path) -> None:
+    """`--external-data` moved a sparse initializer's values and indices into the data file,
+    which onnx's checker and `onnx.load` do not read back (trial UU); they stay in the model,
+    as onnx's own writer leaves them, and a dense weight beside them still moves."""
+    import onnxruntime as ort
+
+    indices = np.sort(np.random.default_rng(0).permutation(1000)[:600]).astype(np.int64)
+    sparse = oh.make_sparse_tensor(
+        numpy_helper.from_array(np.arange(600, dtype=np.float32) + 1, "s"),
+        numpy_helper.from_array(indices, "s_indices"), [1000])
+    dense = numpy_helper.from_array(np.linspace(0, 1, 1000, dtype=np.float32), "d")
+    graph = oh.make_graph([oh.make_node("Add", ["x", "s"], ["t"], name="add_s"),
+                           oh.make_node("Mul", ["t", "d"], ["y"], name="mul_d")], "g",
+                          [oh.make_tensor_value_info("x", TP.FLOAT, [1000])],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, [1000])], [dense],
+                          sparse_initializer=[sparse])
+    source = tmp_path / "in.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)]), source)
+    out = tmp_path / "out" / "o.onnx"
+    out.parent.mkdir()
+    status, _, err = run_ge("compile", str(source), "-o", str(out), "--external-data")
+    assert status == 0, err
+    assert sorted(p.name for p in out.parent.iterdir()) == ["o.onnx", "o.onnx.data"]
+    onnx.checker.check_model(str(out))
+    loaded = onnx.load(str(out))
+    onnx.checker.check_model(loaded)
+    written = onnx.load(str(out), load_external_data=False)
+    (kept,) = written.graph.sparse_initializer
+    assert kept.values.data_location != TP.EXTERNAL and kept.indices.data_location != TP.EXTERNAL
+    assert written.graph.initializer[0].data_location == TP.EXTERNAL
+    x = np.ones(1000, np.float32)
+    np.testing.assert_array_equal(
+        ort.InferenceSession(str(out)).run(None, {"x": x})[0],
+        ort.InferenceSession(str(source)).run(None, {"x": x})[0])

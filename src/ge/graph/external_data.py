@@ -79,16 +79,19 @@ def graph_tensors(graph: onnx.GraphProto) -> Iterator[tuple[onnx.TensorProto, Te
             yield from _attr_tensors(node.attribute)
 
 
-def iter_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+def iter_tensors(model: onnx.ModelProto, *, sparse: bool = True
+                 ) -> Iterator[onnx.TensorProto]:
     """Every tensor of a model: initializers and tensor attributes, in subgraphs and
-    functions (their nodes', and the defaults of their attributes)."""
-    for tensor, _ in graph_tensors(model.graph):
-        yield tensor
-    for function in model.functions:
-        for tensor, _ in _attr_tensors(function.attribute_proto):
-            yield tensor
-        for node in function.node:
-            for tensor, _ in _attr_tensors(node.attribute):
+    functions (their nodes', and the defaults of their attributes); `sparse=False` leaves
+    out the values and indices of sparse tensors."""
+    tensors = graph_tensors(model.graph)
+    functions = ((tensor, kind) for function in model.functions
+                 for attrs in (function.attribute_proto,
+                               *(node.attribute for node in function.node))
+                 for tensor, kind in _attr_tensors(attrs))
+    for source in (tensors, functions):
+        for tensor, kind in source:
+            if sparse or kind != "sparse":
                 yield tensor
 
 
@@ -387,8 +390,10 @@ def write_external_data(model: onnx.ModelProto, writer: ExternalDataWriter,
     a placeholder of `payloads` (see ge.graph.payloads) moves as the tensor it stands for.
 
     The model must be a private copy: its tensors are changed to point into the data file.
+    Sparse tensors stay in the model, as onnx's own writer leaves them: onnx's checker and
+    `onnx.load` do not read a sparse tensor's parts from a data file.
     """
-    for tensor in iter_tensors(model):
+    for tensor in iter_tensors(model, sparse=False):
         index = payloads.index_of(tensor) if payloads is not None else None
         if index is None:
             writer.move(tensor)
