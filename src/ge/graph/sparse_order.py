@@ -66,18 +66,29 @@ def _index_text(index: np.ndarray) -> str:
     return str(index.tolist())
 
 
+def _out_of_order(sparse: onnx.SparseTensorProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """The indices of `sparse` as read and their positions in the flattened tensor, when
+    those are not strictly increasing (onnx's order); None when they are, or when they
+    cannot be read (`_positions`)."""
+    found = _positions(sparse)
+    if found is None:
+        return None
+    flat = found[1]
+    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
+        return None
+    return found
+
+
 def index_order_problem(sparse: onnx.SparseTensorProto) -> str | None:
     """What keeps the indices of `sparse` from the order onnx's checker requires (each
     position in the flattened tensor after the one before), as the end of a sentence naming
     the tensor: "has its indices unsorted: 4 at position 0 comes before 0 at position 1",
     "has index 4 twice (at positions 0 and 2)"; None when they are in order or cannot be
     read (`_positions`)."""
-    found = _positions(sparse)
+    found = _out_of_order(sparse)
     if found is None:
         return None
     indices, flat = found
-    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
-        return None
     ordered = np.sort(flat)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     if repeated.size:
@@ -106,12 +117,10 @@ def sorted_sparse(sparse: onnx.SparseTensorProto) -> onnx.SparseTensorProto | No
     None when they are in order already, when an index repeats (which of its values the
     dense tensor holds is the reader's choice: onnxruntime 1.32 takes the last) or when
     they cannot be read (`_positions`)."""
-    found = _positions(sparse)
+    found = _out_of_order(sparse)
     if found is None:
         return None
     indices, flat = found
-    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
-        return None
     order = np.argsort(flat, kind="stable")
     if bool(np.any(flat[order][1:] == flat[order][:-1])):
         return None
