@@ -93,17 +93,11 @@ def test_sparse_constants_are_converted_and_kept_sparse(where: str, kind: str,
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-def test_the_converter_is_given_no_sparse_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_converter_is_given_no_sparse_tensor(
+        converter_calls: list[onnx.ModelProto]) -> None:
     """It gets a dense initializer (a `Constant`'s dense value) of the sparse tensor's type
     and dims, without data, as it gets a large weight."""
-    given: list[onnx.ModelProto] = []
-    convert = version_converter.convert_version
-
-    def recording(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
-        given.append(model)
-        return convert(model, opset)
-
-    monkeypatch.setattr(version_converter, "convert_version", recording)
+    given = converter_calls
     for kind in ("initializer", "constant"):
         model = _with_sparse("branch", kind)
         converted = upgraded_opset(ge.graph.load(model), 20)
