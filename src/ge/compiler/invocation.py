@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ge._text import first_and_more
-from ge.compiler.built_patterns import BuiltPatterns, OpsetsKey, opsets_key
+from ge.compiler.built_patterns import BuiltPatterns, opsets_key
 from ge.compiler.change_sites import change_sites
 from ge.compiler.folded_values import FoldedValueRejected, model_rejects_folded_values
 from ge.compiler.graph_facts import GraphFacts, declared_output_problem
@@ -124,7 +124,7 @@ class Invocation:
         kept = self.built_patterns if entry.builtin else None
         run = PassRun(context, tuple(entry.descriptor.op_types), patterns=self.patterns,
                       patterns_built=None if kept is None else functools.partial(
-                          _keep_patterns, kept, opsets_key(root.opset_imports)),
+                          _keep_patterns, kept, root),
                       count_untyped=(not entry.builtin
                                      and stage == PassStage.BEFORE_INFER_SHAPE.value))
         before = root.mutation_count
@@ -561,9 +561,11 @@ def on_body(target: Graph, root: Graph) -> str:
     return "" if target is root else f" (in its run on {graph_label(target)})"
 
 
-def _keep_patterns(kept: BuiltPatterns, opsets: OpsetsKey, instance: object,
+def _keep_patterns(kept: BuiltPatterns, root: Graph, instance: object,
                    compiled: list[CompiledPattern]) -> None:
-    kept.keep(instance, opsets, compiled)
+    """Keep a built-in pass's patterns, just built at `root`'s opsets (asked only then:
+    most invocations find them built)."""
+    kept.keep(instance, opsets_key(root.opset_imports), compiled)
 
 
 def create_instance(entry: RegisteredPass, stage: str) -> Any:
