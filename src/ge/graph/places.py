@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ge.graph.domains import qualified_op
+from ge.graph.export_names import written_name
 from ge.graph.subgraphs import body_attribute
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def model_node_label(node: Node, *, loading: bool = False) -> str:
     node of a graph that repeats a name has another in the IR), and a node read without
     one by the values it computes, and with `loading` (the errors of loading) its index in
     the node list of its graph as read, which a pass removing nodes would change."""
-    written = _written(node)
+    written = written_name(node)
     index = _index_as_read(node) if loading and not written else None
     return node_label(node._type, written, domain=node._domain, index=index,
                       outputs=node._out_names)
@@ -57,17 +58,11 @@ def node_ref(node: Node, *, quoted: bool = True) -> str:
     "'Relu' (no name in the model, computing 't')"; `quoted=False` for a list of names
     written bare."""
     name = repr(node._name) if quoted else node._name
-    if _written(node):
+    if written_name(node):
         return name
     computed = ", ".join(repr(o) for o in node._out_names if o)
     return f"{name} (no name in the model" + (
         f", computing {computed})" if computed else ")")
-
-
-def _written(node: Node) -> str:
-    """The name export writes for `node` (`ge.graph.export_names.written_name`): the name
-    it was read with, else its IR name; "" for a node read without one."""
-    return node._export_name if node._export_name is not None else node._name
 
 
 def _index_as_read(node: Node) -> int | None:
@@ -129,7 +124,7 @@ def body_owner(graph: Graph, *, as_read: bool = False, loading: bool = False
     if outer is None:  # (a body whose owner was removed: detached with it)
         return None
     within = body_owner(outer, as_read=as_read, loading=loading)
-    written = _written(owner)
+    written = written_name(owner)
     if not (as_read or loading) and written:
         return BodyOwner(owner._name, owner._type, owner._domain, attribute, outer._name,
                          within)
