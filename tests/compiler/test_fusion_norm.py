@@ -68,6 +68,28 @@ def test_layer_norm_fuses_in_both_reduce_mean_styles(opset: int, form: str,
     assert count_rewrites(LayerNormFusion, graph) == 0  # nothing left to fuse
 
 
+def test_replacement_takes_the_plan_of_meet_requirements(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two hooks of one match get two handles of it: the plan meet_requirements made is
+    taken by replacement, not made again (it was, on every rewrite): one plan per rewrite,
+    the one the fused node carries."""
+    plans: list[float] = []
+    make = LayerNormFusion._plan
+
+    def counted(self: LayerNormFusion, c: Any) -> Any:
+        plan = make(self, c)
+        plans.append(plan.epsilon)
+        return plan
+
+    monkeypatch.setattr(LayerNormFusion, "_plan", counted)
+    for source in (layer_norm(17), layer_norm(18, bias=False)):
+        graph = load(source)
+        assert count_rewrites(LayerNormFusion, graph) == 1
+        assert plans == [pytest.approx(1e-3, rel=1e-3)]
+        assert fused_node(graph, "LayerNormalization").get_attr("epsilon") == plans[0]
+        plans.clear()
+
+
 @pytest.mark.parametrize("opset", [17, 18])
 def test_layer_norm_operands_in_the_other_order_and_separate_axes(opset: int) -> None:
     source = layer_norm(opset, form="reciprocal", swapped=True, shared_axes=False)

@@ -33,7 +33,8 @@ from ge.passes.match_plan import PLAN_AFTER, Plan, plan_for
 from ge.passes.pattern import NodeIo, Pattern
 from ge.passes.rewrite import Region, is_constant
 
-__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern", "is_constant"]
+__all__ = ["CompiledPattern", "Match", "MatchResult", "Matcher", "compile_pattern", "is_constant",
+           "match_identity"]
 
 Producer = tuple[Node, int]
 CONST_TYPES = frozenset({CONST, "Constant"})  # (and of the standard domain: `is_constant`)
@@ -579,3 +580,10 @@ class MatchResult:
         if self._match is None:
             return "<MatchResult expired>"
         return f"<MatchResult {self._match.pattern.name!r} {len(self._match.bindings)} nodes>"
+
+
+def match_identity(result: MatchResult) -> Match:
+    """The match a live `MatchResult` stands for. `meet_requirements` and `replacement` of
+    one match get two handles (each expires with its hook) of the same match: a pass that
+    keeps what `meet_requirements` worked out compares this, not the handles."""
+    return result._live()

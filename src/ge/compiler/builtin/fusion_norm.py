@@ -86,7 +86,7 @@ from ge.graph import CONST, DataType, Node, Tensor
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
-from ge.passes.matcher import MatchResult
+from ge.passes.matcher import Match, MatchResult, match_identity
 from ge.passes.pattern import NodeIo, Pattern, PatternInputs, create_pattern
 
 __all__ = ["LayerNormFusion", "NormFusion", "RMSNormFusion"]
@@ -381,7 +381,7 @@ def _parameter(builder: GraphBuilder, given: TensorHolder, affine: _Affine) -> T
 
 class NormFusion(PatternFusionPass):
     """What both fusions share: the roles of each generated pattern, and the plan a match
-    gets (computed by `meet_requirements`, computed again by `replacement`)."""
+    gets (computed by `meet_requirements`, taken by `replacement` of the same match)."""
 
     MIN_OPSET = 0
 
@@ -393,11 +393,13 @@ class NormFusion(PatternFusionPass):
         self.reduce_mean_opset = reduce_mean_opset
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
         # The last match meet_requirements accepted and its plan (None: it refused the last).
-        self._decided: tuple[MatchResult, _Plan] | None = None
+        # (replacement gets a handle of its own of that match: `match_identity`)
+        self._decided: tuple[Match, _Plan] | None = None
 
     def _plan_of(self, match_result: MatchResult) -> _Plan:
-        if self._decided is not None and self._decided[0] is match_result:
-            return self._decided[1]  # meet_requirements has just planned this match
+        decided, self._decided = self._decided, None
+        if decided is not None and decided[0] is match_identity(match_result):
+            return decided[1]  # meet_requirements has just planned this match
         c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
         if node_opset(c.node("out")) < self.MIN_OPSET:
             raise _Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
@@ -415,7 +417,7 @@ class NormFusion(PatternFusionPass):
             if context is not None:
                 context.set_error_message(str(refused))
             return False
-        self._decided = (match_result, plan)  # for the replacement of this match
+        self._decided = (match_identity(match_result), plan)  # for its replacement
         if context is not None:
             context.set_error_message("")
         return True
