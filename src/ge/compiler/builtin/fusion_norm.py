@@ -57,13 +57,19 @@ non-constant must have it already); the result has X's shape and type. See docs/
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass
 
-import numpy as np
 import onnx
 
-from ge.compiler.builtin._support import const_input, known_dtype, same_known_dims
+from ge.compiler.builtin.norm_checks import (
+    Captures,
+    Plan,
+    Refused,
+    affine,
+    check_restored,
+    common_checks,
+    param_index,
+    parameter,
+)
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import (
@@ -82,17 +88,15 @@ from ge.es.all import (
     Sqrt,
     Sub,
 )
-from ge.graph import CONST, DataType, Node, Tensor
+from ge.graph import DataType, Node
 from ge.graph.types import data_type_to_onnx
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass, PatternMatcherConfigBuilder
 from ge.passes.matcher import Match, MatchResult, match_identity
-from ge.passes.pattern import NodeIo, Pattern, PatternInputs, create_pattern
+from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 
 __all__ = ["LayerNormFusion", "NormFusion", "RMSNormFusion"]
 
-#: Element types the fused operators compute exactly as the primitives do (in float32).
-FUSIBLE_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16})
 LAYER_NORM_OPSET = 17
 RMS_NORM_OPSET = 23
 #: ReduceMean takes `axes` as an input from this opset on (an attribute before).
@@ -178,207 +182,6 @@ def _normalized(v: _Variant, centered: TensorHolder, rms: TensorHolder, form: st
     return v.mark("normed", Mul(centered, inverse))
 
 
-# -- reading the match ----------------------------------------------------------------------
-
-
-class _Captures:
-    """The captured tensors of one match, by role."""
-
-    def __init__(self, match_result: MatchResult, roles: dict[str, int]) -> None:
-        self._result = match_result
-        self._roles = roles
-
-    def __contains__(self, role: str) -> bool:
-        return role in self._roles
-
-    def io(self, role: str) -> NodeIo:
-        return self._result.get_captured_tensor(self._roles[role])
-
-    def node(self, role: str) -> Node:
-        return self.io(role).node
-
-    def out_desc(self, role: str) -> tuple[list[int | str] | None, DataType | None]:
-        """(dims or None for an unknown rank, element type or None) of a captured value."""
-        io = self.io(role)
-        desc = io.node.get_output_desc(io.index)
-        shape = desc.get_shape()
-        dims = None if shape.is_unknown_rank() else list(shape)
-        return dims, known_dtype(desc)
-
-
-def constant_scalar(node: Node) -> float | None:
-    """The value of a one-element numeric `Const` node, or None."""
-    if node.type != CONST or node.domain or not node.has_attr("value"):
-        return None
-    value = node.get_attr("value")
-    if not isinstance(value, Tensor) or value.size != 1:
-        return None
-    array = np.asarray(value.numpy())
-    if array.dtype.kind not in "fiu":
-        return None
-    number = float(array.reshape(-1)[0])
-    return number if math.isfinite(number) else None
-
-
-def _reduced_axes(node: Node, keepdims: bool = True) -> list[int] | None:
-    """The axes a ReduceMean reduces (as written), or None; with `keepdims`, only when it
-    keeps them (keepdims=1)."""
-    if keepdims and node.has_attr("keepdims") and int(node.get_attr("keepdims")) != 1:
-        return None
-    if node.has_attr("axes"):  # before opset 18 (the form decides, not the opset: see
-        return [int(a) for a in node.get_attr("axes")]  # reduce_mean_opset)
-    if node.get_inputs_size() < 2:
-        return None
-    value = const_input(node, 1)
-    if value is None:
-        return None
-    return [int(a) for a in np.asarray(value.numpy()).reshape(-1)]
-
-
-def trailing_axes(axes: list[int], rank: int) -> int | None:
-    """k when `axes` are exactly the k >= 1 last axes of a rank-`rank` tensor, else None."""
-    if not axes or rank < 1:
-        return None
-    normalized = sorted(a + rank if a < 0 else a for a in axes)
-    k = len(normalized)
-    if len(set(normalized)) != k or normalized != list(range(rank - k, rank)):
-        return None
-    return k
-
-
-@dataclass(frozen=True)
-class _Affine:
-    """How a scale or bias goes into the fused operator: the matched value as it is
-    (`value` None), or a constant broadcast to the normalised shape."""
-
-    value: np.ndarray | None = None
-
-
-def _affine(node: Node, index: int, param: NodeIo, x_dims: list[int | str],
-            x_type: DataType, k: int) -> _Affine:
-    """The scale/bias read by input `index` of `node` (a Mul, Div or Add of the match), when it
-    has X's type and broadcasts over the k normalised axes only; else _Refused."""
-    what = f"the {'scale' if node.type in ('Mul', 'Div') else 'bias'} of {node.name!r}"
-    desc = param.node.get_output_desc(param.index)
-    if known_dtype(desc) != x_type:
-        raise _Refused(f"{what} is not of X's type")
-    shape = desc.get_shape()
-    if shape.is_unknown_rank() or shape.is_unknown_shape():
-        raise _Refused(f"{what} has an unknown shape")
-    dims = [int(d) for d in shape]
-    norm_dims = x_dims[len(x_dims) - k:]
-    if not all(isinstance(d, int) and d > 0 for d in norm_dims):
-        # the normalised dims must be known to compare (and to broadcast)
-        raise _Refused(f"the normalised dims {norm_dims} of X are not all known")
-    rank = len(x_dims)
-    padded = [1] * (rank - len(dims)) + dims
-    trailing = padded[rank - k:]
-    if len(dims) > rank or any(d != 1 for d in padded[:rank - k]) or any(
-            d not in (1, n) for d, n in zip(trailing, norm_dims)):
-        raise _Refused(f"{what} has shape {dims}: it must broadcast over the normalised "
-                       f"dims {norm_dims} only")
-    if dims == norm_dims:
-        return _Affine()
-    value = const_input(node, index)
-    if value is None:  # a non-constant that needs broadcasting: left alone
-        raise _Refused(f"{what} is not a constant and would need broadcasting")
-    array = np.asarray(value.numpy()).reshape(trailing)
-    return _Affine(np.ascontiguousarray(np.broadcast_to(array, [int(n) for n in norm_dims])))
-
-
-def _param_index(node: Node, param: NodeIo) -> int:
-    """Which input of `node` reads `param` (commutative matching may have swapped them)."""
-    for i in range(node.get_inputs_size()):
-        producer = node.get_input_producer(i)
-        if producer is not None and producer == (param.node, param.index):
-            return i
-    raise AssertionError(f"{node.name} does not read {param.node.name}:{param.index}")
-
-
-def _epsilon(c: _Captures) -> float | None:
-    eps = constant_scalar(c.node("eps"))
-    return eps if eps is not None and eps >= 0 else None
-
-
-class _Refused(Exception):
-    """Why a full match is not fused: `meet_requirements` says it through the context, so
-    `ge passes explain` shows it ("the pass says: ...")."""
-
-
-def _common(c: _Captures, reduces: tuple[str, ...], dropping: str | None = None
-            ) -> tuple[list[int | str], DataType, int, float]:
-    """The checks both fusions make (the ReduceMeans of roles `reduces`, of which `dropping`
-    may have keepdims=0): X's dims and type, the result's, the axes, the constants;
-    (X's dims, X's type, k, epsilon), else _Refused."""
-    x_dims, x_type = c.out_desc("x")
-    if x_dims is None:
-        raise _Refused("X's rank is unknown")
-    if x_type not in FUSIBLE_TYPES:
-        raise _Refused(f"X is {x_type.name if x_type is not None else 'of an unknown type'}, "
-                       "not float16, bfloat16, float32 or float64")
-    out_dims, out_type = c.out_desc("out")
-    if out_dims is None or not same_known_dims(out_dims, x_dims) or out_type != x_type:
-        raise _Refused(f"the result is {out_dims} where X is {x_dims} (or another type): "
-                       "a broadcast or a cast inside the match")
-    rank = len(x_dims)
-    ks = []
-    for role in reduces:
-        if role not in c:
-            continue  # this variant has no such ReduceMean
-        if c.node(role).type == "GlobalAveragePool":
-            if rank != 3:  # (it averages every axis after axis 1)
-                raise _Refused(f"GlobalAveragePool {c.node(role).name!r} averages a rank-"
-                               f"{rank} X: taken for a rank-3 X only, where it averages the "
-                               "last axis")
-            ks.append(1)
-            continue
-        axes = _reduced_axes(c.node(role), keepdims=role != dropping)
-        if axes is None:
-            raise _Refused(f"ReduceMean {c.node(role).name!r} has no constant axes (or "
-                           "keepdims=0)")
-        k = trailing_axes(axes, rank)
-        if k is None:
-            raise _Refused(f"ReduceMean {c.node(role).name!r} reduces axes {axes} of a rank-"
-                           f"{rank} X: the fused operator normalises the last axes only (a "
-                           "channels-first norm needs a Transpose around it)")
-        ks.append(k)
-    if any(k != ks[0] for k in ks):
-        raise _Refused("the ReduceMeans reduce different axes")
-    if "exponent" in c:  # (a square written Mul(d, d) has none)
-        exponent = constant_scalar(c.node("exponent"))
-        if exponent != 2.0:
-            raise _Refused(f"the power is {exponent}, not 2")
-    if "one" in c and constant_scalar(c.node("one")) != 1.0:
-        raise _Refused("the numerator is not 1")
-    eps = _epsilon(c)
-    if eps is None:
-        raise _Refused("epsilon is not a constant >= 0")
-    return x_dims, x_type, ks[0], eps
-
-
-def _check_restored(c: _Captures, x_dims: list[int | str], k: int) -> None:
-    """The Reshape after the variance's ReduceMean gives it the shape keepdims=1 would: X's
-    leading dims (known, or the same symbols), then k ones; else _Refused."""
-    restored, _ = c.out_desc("var_reshaped")
-    kept = [*x_dims[:len(x_dims) - k], *[1] * k]
-    if restored != kept or any(isinstance(d, int) and d < 0 for d in kept):
-        raise _Refused(f"the variance is reshaped to {restored}, not to the kept shape {kept}")
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What replaces one match: the fused operator's attributes and parameters."""
-
-    axis: int
-    epsilon: float
-    scale: _Affine
-    bias: _Affine | None = None
-
-
-def _parameter(builder: GraphBuilder, given: TensorHolder, affine: _Affine) -> TensorHolder:
-    return given if affine.value is None else builder.create_const(affine.value)
-
-
 class NormFusion(PatternFusionPass):
     """What both fusions share: the roles of each generated pattern, and the plan a match
     gets (computed by `meet_requirements`, taken by `replacement` of the same match)."""
@@ -394,18 +197,18 @@ class NormFusion(PatternFusionPass):
         self._roles: dict[str, dict[str, int]] = {}  # pattern name -> role -> capture
         # The last match meet_requirements accepted and its plan (None: it refused the last).
         # (replacement gets a handle of its own of that match: `match_identity`)
-        self._decided: tuple[Match, _Plan] | None = None
+        self._decided: tuple[Match, Plan] | None = None
 
-    def _plan_of(self, match_result: MatchResult) -> _Plan:
+    def _plan_of(self, match_result: MatchResult) -> Plan:
         decided, self._decided = self._decided, None
         if decided is not None and decided[0] is match_identity(match_result):
             return decided[1]  # meet_requirements has just planned this match
-        c = _Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
+        c = Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
         if node_opset(c.node("out")) < self.MIN_OPSET:
-            raise _Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
+            raise Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
         return self._plan(c)
 
-    def _plan(self, c: _Captures) -> _Plan:
+    def _plan(self, c: Captures) -> Plan:
         raise NotImplementedError
 
     def meet_requirements(self, match_result: MatchResult,
@@ -413,7 +216,7 @@ class NormFusion(PatternFusionPass):
         self._decided = None
         try:
             plan = self._plan_of(match_result)
-        except _Refused as refused:
+        except Refused as refused:
             if context is not None:
                 context.set_error_message(str(refused))
             return False
@@ -509,34 +312,34 @@ class LayerNormFusion(NormFusion):
                   for offset, pool, divided in itertools.product(
                       _TF_OFFSETS, (False, True), (False, True)))]
 
-    def _plan(self, c: _Captures) -> _Plan:
+    def _plan(self, c: Captures) -> Plan:
         reshaped = "var_reshaped" in c
-        x_dims, x_type, k, eps = _common(c, ("mean", "var_mean", "var"),
+        x_dims, x_type, k, eps = common_checks(c, ("mean", "var_mean", "var"),
                                          dropping="var" if reshaped else None)
         if reshaped:
-            _check_restored(c, x_dims, k)
+            check_restored(c, x_dims, k)
         if all(d == 1 for d in x_dims[len(x_dims) - k:]):
             # nothing to normalise, and onnxruntime 1.21 to 1.23 refuse to run it
-            raise _Refused("it normalises one element (whose result is the bias): "
+            raise Refused("it normalises one element (whose result is the bias): "
                            "onnxruntime 1.21 to 1.23 refuse such a LayerNormalization")
         scaled = c.node("scaled")
-        scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
+        scale = affine(scaled, param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
         bias = None
         if "bias" in c:
             add = c.node("biased" if "biased" in c else "out")
-            bias = _affine(add, _param_index(add, c.io("bias")), c.io("bias"), x_dims, x_type, k)
-        return _Plan(-k, eps, scale, bias)
+            bias = affine(add, param_index(add, c.io("bias")), c.io("bias"), x_dims, x_type, k)
+        return Plan(-k, eps, scale, bias)
 
     def replacement(  # type: ignore[override]  # expression style: built in place
             self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
         """LayerNormalization of X (input 0) by the scale and bias inputs, or by constants
-        broadcast to the normalised shape (`_Plan`)."""
+        broadcast to the normalised shape (`Plan`)."""
         plan = self._plan_of(match_result)
         assert plan is not None  # meet_requirements accepted this match
         builder = inputs[0].get_owner_builder()
-        scale = _parameter(builder, inputs[1], plan.scale)
-        bias = _parameter(builder, inputs[2], plan.bias) if plan.bias is not None else None
+        scale = parameter(builder, inputs[1], plan.scale)
+        bias = parameter(builder, inputs[2], plan.bias) if plan.bias is not None else None
         y = LayerNormalization(inputs[0], scale, bias, axis=plan.axis, epsilon=plan.epsilon)
         assert isinstance(y, TensorHolder)  # Y alone: Mean and InvStdDev are not asked for
         return y
@@ -584,18 +387,18 @@ class RMSNormFusion(NormFusion):
         return [_rms_pattern(self, style, *variant) for variant in itertools.product(
             _RMS_CASTS, ("div", "reciprocal", "one_over"), _SQUARES)]
 
-    def _plan(self, c: _Captures) -> _Plan:
-        x_dims, x_type, k, eps = _common(c, ("mean_square",))
+    def _plan(self, c: Captures) -> Plan:
+        x_dims, x_type, k, eps = common_checks(c, ("mean_square",))
         x_onnx = data_type_to_onnx(x_type)
         if "cast_in" in c and _cast_to(c.node("cast_in")) not in (onnx.TensorProto.FLOAT,
                                                                   x_onnx):
-            raise _Refused("the norm is computed in another type than float32 or X's own")
+            raise Refused("the norm is computed in another type than float32 or X's own")
         if "cast_out" in c and _cast_to(c.node("cast_out")) != x_onnx:
-            raise _Refused("the result is cast to another type than X's")
+            raise Refused("the result is cast to another type than X's")
         scaled = c.node("scaled")
-        scale = _affine(scaled, _param_index(scaled, c.io("scale")), c.io("scale"),
+        scale = affine(scaled, param_index(scaled, c.io("scale")), c.io("scale"),
                         x_dims, x_type, k)
-        return _Plan(-k, eps, scale)
+        return Plan(-k, eps, scale)
 
     def replacement(  # type: ignore[override]  # expression style: built in place
             self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:
@@ -603,7 +406,7 @@ class RMSNormFusion(NormFusion):
         plan = self._plan_of(match_result)
         assert plan is not None  # meet_requirements accepted this match
         x, weight = inputs[:2]
-        y = RMSNormalization(x, _parameter(x.get_owner_builder(), weight, plan.scale),
+        y = RMSNormalization(x, parameter(x.get_owner_builder(), weight, plan.scale),
                              axis=plan.axis, epsilon=plan.epsilon, stash_type=1)
         assert isinstance(y, TensorHolder)
         return y

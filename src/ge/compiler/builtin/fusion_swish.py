@@ -24,7 +24,7 @@ from __future__ import annotations
 import onnx
 
 from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
-from ge.compiler.builtin.fusion_norm import constant_scalar
+from ge.compiler.builtin.norm_checks import constant_scalar
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Mul, Sigmoid, Swish
