@@ -5,12 +5,14 @@ as "a bug in ge"; an offset that is no integer was a raw ValueError."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from cli_helpers import run_ge
+from cli_helpers import listing, run_ge
 from onnx import TensorProto as TP
 from onnx import helper as oh
 from onnx import numpy_helper
@@ -135,3 +137,111 @@ def test_external_data_leaves_sparse_tensors_in_the_model(tmp_path: Path) -> Non
     np.testing.assert_array_equal(
         ort.InferenceSession(str(out)).run(None, {"x": x})[0],
         ort.InferenceSession(str(source)).run(None, {"x": x})[0])
+
+
+def _linked(folder: Path, link: str, to: str) -> None:
+    (folder / link).symlink_to(to)
+
+
+#: (location or entries, how the folder is laid out, what loading says after the tensor):
+#: the references trial UU found ge inspect (and loading) passing while onnx or onnxruntime
+#: refuse them (UU #8), and a folder given as the location ("does not exist" before).
+_REFUSED = {
+    "climbs out and back in": (
+        [("location", "../m/d.data")], None,
+        "external data location '../m/d.data' climbs out of the model's folder {base} and "
+        "back into it ('d.data' in it): onnx refuses a location whose '..' leads above the "
+        "folder (onnxruntime reads it)"),
+    "a link to a file inside": (
+        [("location", "link.data")], lambda f: _linked(f, "link.data", "d.data"),
+        "external data location 'link.data' is a symbolic link (to 'd.data' in the model's "
+        "folder {base}): onnx refuses every link in a location (onnxruntime follows one that "
+        "stays in the folder); copy the folder with its links dereferenced, cp -rL {base} "
+        "NEW_FOLDER, and load the model from NEW_FOLDER"),
+    "through a linked folder inside": (
+        [("location", "sub/d.data")],
+        lambda f: ((f / "real").mkdir(), (f / "real" / "d.data").write_bytes(bytes(16)),
+                   _linked(f, "sub", "real")),
+        "external data location 'sub/d.data' passes through 'sub', a symbolic link (to "
+        "'real' in the model's folder {base}): onnx refuses every link in a location "
+        "(onnxruntime follows one that stays in the folder); copy the folder with its links "
+        "dereferenced, cp -rL {base} NEW_FOLDER, and load the model from NEW_FOLDER"),
+    "a link out": (
+        [("location", "out.data")],
+        lambda f: ((f.parent / "o.data").write_bytes(bytes(16)),
+                   _linked(f, "out.data", "../o.data")),
+        "external data location 'out.data' resolves to {base.parent}/o.data, outside the "
+        "model's folder {base}; refusing to read it: 'out.data' is, or passes through, a "
+        "symbolic link out of the folder (as in a Hugging Face cache, whose snapshot files "
+        "link into ../../blobs), which onnx refuses too; copy the folder with its links "
+        "dereferenced, cp -rL {base} NEW_FOLDER, and load the model from NEW_FOLDER"),
+    "two locations": (
+        [("location", "d.data"), ("location", "d.data")], None,
+        "tensor 'w' names more than one external data file ('d.data', 'd.data'): "
+        "onnxruntime refuses a tensor with two 'location' entries (onnx reads the last)"),
+    "offset with a leading space": (
+        [("location", "d.data"), ("offset", " 16")], None,
+        "external data offset ' 16' is not an integer (in d.data): onnxruntime refuses it "
+        "(its integers are the digits 0-9 alone), onnx reads it as 16"),
+    "length in other digits": (
+        [("location", "d.data"), ("length", "１６")], None,
+        "external data length '１６' is not an integer (in d.data): onnxruntime refuses it "
+        "(its integers are the digits 0-9 alone), onnx reads it as 16"),
+    "empty offset": (
+        [("location", "d.data"), ("offset", "")], None,
+        "external data offset '' is not an integer (in d.data): an empty entry, which "
+        "onnxruntime refuses"),
+    "a folder": (
+        [("location", "sub")], lambda f: (f / "sub").mkdir(),
+        "external data location 'sub' is a folder in {base}, not a file"),
+    "through a missing folder": (
+        [("location", "nosub/../d.data")], None,
+        "external data location 'nosub/../d.data' passes through 'nosub', which does not "
+        "exist in {base}"),
+    "through a file": (
+        [("location", "d.data/")], None,
+        "external data location 'd.data/' passes through 'd.data', which is a file, not a "
+        "folder, in {base}"),
+}
+
+
+@pytest.mark.parametrize("case", list(_REFUSED))
+def test_references_onnx_or_onnxruntime_refuse_are_refused(tmp_path: Path, case: str) -> None:
+    """Loading, `ge inspect` and `ge compile` refuse them alike (GE1103, exit status 1), in
+    words naming the tensor, the file and what is wrong, and write nothing."""
+    entries, lay_out, said = _REFUSED[case]
+    folder = tmp_path / "m"
+    folder.mkdir()
+    path = _model(folder, entries)
+    if lay_out is not None:
+        lay_out(folder)
+    base = folder.resolve()
+    said = said.format(base=base)
+    expected = f"{path}: " + (said if said.startswith("tensor") else f"tensor 'w': {said}")
+    before = listing(tmp_path)
+    with pytest.raises(ExternalDataError) as caught:
+        ge.graph.load(path)
+    assert (caught.value.code, caught.value.message) == ("GE1103", expected)
+    status, out, err = run_ge("inspect", str(path))
+    assert (status, out, err) == (1, "", f"ge: [GE1103] {expected}\n")
+    status, out, _ = run_ge("inspect", str(path), "--json")
+    assert status == 1 and json.loads(out)["code"] == "GE1103"
+    assert json.loads(out)["message"] == expected
+    status, _, err = run_ge("compile", str(path), "-o", str(tmp_path / "out.onnx"))
+    assert (status, err) == (1, f"ge: [GE1103] {expected}\n")
+    assert listing(tmp_path) == before  # nothing written
+
+
+def test_a_hard_linked_data_file_is_read(tmp_path: Path) -> None:
+    """onnx 1.23 refuses a data file with more than one hard link, onnxruntime reads it;
+    ge reads it: it is the file itself, not a path out of the folder, and hard-linked
+    copies of model folders (cp -al, deduplicating caches) are what users have."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    path = _model(folder, [("location", "h.data")])
+    os.link(folder / "d.data", folder / "h.data")
+    np.testing.assert_array_equal(
+        ge.graph.load(path).to_onnx().graph.initializer[0].raw_data, bytes(16))
+    status, out, err = run_ge("inspect", str(path), "--json")
+    assert status == 0, err
+    assert json.loads(out)["external_data"][0]["file"] == "h.data"

@@ -1,7 +1,7 @@
 """External tensor data: reading it safely on load, writing it on save.
 
-On load every external reference must resolve, after following symlinks, to a regular file
-inside the model's folder; `..`, absolute locations and links that escape are refused. On
+On load every external reference must name a regular file inside the model's folder, by a
+path onnx and onnxruntime would both open (`ge.graph.external_references`). On
 save, large tensors go into one data file beside the model, which is how models over
 protobuf's 2 GB limit are written. The walk over a model's tensor protos that both need
 (`graph_tensors`, `iter_tensors`) is here too, for every other walk of them to share.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import onnx
 from onnx import AttributeProto, numpy_helper
 
 from ge.errors import ExternalDataError
+from ge.graph.external_references import entry_int, reference_entries, resolve_location
 from ge.graph.payload_checks import external_length_problem, payload_nbytes
 
 if TYPE_CHECKING:
@@ -95,53 +95,6 @@ def iter_tensors(model: onnx.ModelProto, *, sparse: bool = True
                 yield tensor
 
 
-def _entries(tensor: onnx.TensorProto) -> dict[str, str]:
-    return {e.key: e.value for e in tensor.external_data}
-
-
-def _linked_out_hint(base: Path, location: str) -> str:
-    """What to do when `location`, inside the model's folder `base` as written, leads out of
-    it through a symbolic link: the layout of a Hugging Face cache snapshot, whose files
-    link into ../../blobs. Links stay refused (onnx.load refuses them too: the folder is
-    the boundary of what a model file may make a program read), and a copy of the folder
-    with its links dereferenced is a folder onnx, onnxruntime and ge all read ("" when the
-    location itself leads out: `..`)."""
-    written = Path(os.path.normpath(base / location))
-    if written != base and base not in written.parents:
-        return ""
-    return (f": {location!r} is, or passes through, a symbolic link out of the folder (as in "
-            "a Hugging Face cache, whose snapshot files link into ../../blobs), which onnx "
-            "refuses too; copy the folder with its links dereferenced, "
-            f"cp -rL {shlex.quote(str(base))} NEW_FOLDER, and load the model from NEW_FOLDER")
-
-
-def _resolve(base_dir: Path, location: str, tensor_name: str) -> Path:
-    if not location:
-        raise ExternalDataError(f"tensor {tensor_name!r} has external data without a location")
-    if os.path.isabs(location) or Path(location).is_absolute():
-        raise ExternalDataError(
-            f"tensor {tensor_name!r}: external data location {location!r} is an absolute path; "
-            "only files inside the model's folder are read",
-            path=location,
-        )
-    base = base_dir.resolve()
-    target = (base / location).resolve()
-    if target != base and base not in target.parents:
-        raise ExternalDataError(
-            f"tensor {tensor_name!r}: external data location {location!r} resolves to {target}, "
-            f"outside the model's folder {base}; refusing to read it"
-            f"{_linked_out_hint(base, location)}",
-            path=str(target),
-        )
-    if not target.is_file():
-        raise ExternalDataError(
-            f"tensor {tensor_name!r}: external data file {location!r} does not exist "
-            f"in {base}",
-            path=str(target),
-        )
-    return target
-
-
 @dataclass(frozen=True)
 class ExternalRange:
     """Where a tensor's external data is: `offset` and `length` in the data file `path`
@@ -159,26 +112,29 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
                     ) -> list[ExternalRange]:
     """Every external reference of `model` (graphs, bodies, functions; sparse tensors'
     values and indices too), checked as loading checks it, reading no data: the file is in
-    the model's folder `base_dir` (`_resolve`), the `length` recorded is what the tensor's
-    dims and element type need (a reference without one takes what they need, as
+    the model's folder `base_dir` (`resolve_location`), the `length` recorded is what the
+    tensor's dims and element type need (a reference without one takes what they need, as
     onnxruntime reads it; onnx reads the rest of the file, which a data file of several
     tensors has more of), and the file, whose size is asked once, holds that range.
     `ExternalDataError` (GE1103) naming the tensor and the file otherwise: what `ge inspect`
     says of a model without reading its weights, and `read_external_data` before it reads."""
     base = Path(base_dir) if base_dir is not None else None
     sizes: dict[Path, int] = {}
+    resolved: dict[str, Path] = {}  # (a data file of many tensors is walked to once)
     found = []
     for tensor in iter_tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
-        entries = _entries(tensor)
+        entries = reference_entries(tensor)
         if base is None:
             raise ExternalDataError(
                 f"tensor {tensor.name!r} has external data, but the model was given without "
                 "its folder; load it from its path or pass base_dir"
             )
         location = entries.get("location", "")
-        path = _resolve(base, location, tensor.name)
+        path = resolved.get(location)
+        if path is None:
+            path = resolved[location] = resolve_location(base, location, tensor.name)
         size = sizes.get(path)
         if size is None:
             size = sizes[path] = path.stat().st_size
@@ -186,28 +142,14 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
     return found
 
 
-def _entry_int(tensor: onnx.TensorProto, entries: dict[str, str], key: str,
-               path: Path) -> int | None:
-    """The integer an external-data entry records (`offset`, `length`), None when absent
-    or empty; GE1103 naming the tensor and the value when it is no integer (onnxruntime
-    refuses such a model too)."""
-    text = entries.get(key) or ""
-    if not text:
-        return None
-    if not text.isdigit() and not (text.startswith("-") and text[1:].isdigit()):
-        raise ExternalDataError(f"tensor {tensor.name!r}: external data {key} {text!r} is not "
-                                f"an integer (in {path.name})", path=str(path))
-    return int(text)
-
-
 def _checked_range(tensor: onnx.TensorProto, entries: dict[str, str], location: str,
                    path: Path, size: int) -> ExternalRange:
     """The range of `tensor`'s external data in `path` (of `size` bytes), which must hold
     it; see `external_ranges`."""
-    offset = _entry_int(tensor, entries, "offset", path) or 0
-    length = entries.get("length") or None  # ("": none recorded)
+    offset = entry_int(tensor, entries, "offset", path) or 0
+    length = entry_int(tensor, entries, "length", path)
     if length is not None:
-        want = _entry_int(tensor, entries, "length", path) or 0
+        want = length
         problem = external_length_problem(tensor, want)
         if problem is not None:
             raise ExternalDataError(f"{problem} (in {path.name})", path=str(path))
