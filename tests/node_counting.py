@@ -2,7 +2,8 @@
 (`ge.compiler.report.NodeCounts`), read straight from the protos so that tests can hold
 ge's numbers against it: the main graph's `node` without `Constant` operators; the nodes
 of If/Loop/Scan bodies likewise; constants = initializers (but an input's default) and
-`Constant` operators of every graph."""
+`Constant` operators of every graph, but a sparse one (`sparse_value`), which ge keeps as
+the operator it is, in `graph.node` of the model it writes: a node."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from ge.graph.domains import proto_graphs
 
 
 def _constant_op(node: onnx.NodeProto) -> bool:
-    return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+    return (node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+            and not any(a.name == "sparse_value" for a in node.attribute))
 
 
 def onnx_node_counts(model: onnx.ModelProto) -> tuple[int, int, int]:

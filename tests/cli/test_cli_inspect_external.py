@@ -59,7 +59,7 @@ def _inspect_json(path: Path) -> dict:
 def test_inspect_reports_external_tensors_as_inline_ones(tmp_path: Path) -> None:
     path = _saved_by_onnx(tmp_path / "m")
     data = _inspect_json(path)
-    assert data["initializers"] == {"count": 2, "bytes": W_BYTES + B_BYTES}
+    assert data["initializers"] == {"count": 2, "in_subgraphs": 0, "bytes": W_BYTES + B_BYTES}
     assert data["external_data"] == [{"file": "m.data", "tensors": 2, "exists": True,
                                       "bytes": W_BYTES + B_BYTES,
                                       "tensor_bytes": W_BYTES + B_BYTES}]
@@ -175,3 +175,89 @@ def test_inspect_reads_no_data_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "m.data" not in opened
     if sys.version_info >= (3, 11):
         assert "m.onnx" in opened
+
+
+def test_a_string_tensor_in_a_data_file_is_refused_as_loading_refuses_it(
+        tmp_path: Path) -> None:
+    """A STRING tensor stored externally without a `length` counted 0 bytes in inspect's
+    total (helper C) and exited 0, while loading refused it after reading (GE1101 "holds
+    raw_data") and onnxruntime refuses it ("External data type cannot be ... STRING"):
+    strings live in string_data only. Both refuse it now, before reading, naming it."""
+    strings = TensorProto(name="s", data_type=TensorProto.STRING, dims=[2],
+                          data_location=TensorProto.EXTERNAL)
+    entry = strings.external_data.add()
+    entry.key, entry.value = "location", "s.data"
+    graph = helper.make_graph([helper.make_node("Identity", ["s"], ["y"], name="id")], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+                              [strings])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    (tmp_path / "s.data").write_bytes(b"abcdef")
+    expected = (f"{path}: tensor 's' is a STRING tensor stored in external data ('s.data'): "
+                "ONNX keeps strings in string_data, never in a data file (onnxruntime refuses "
+                "it; onnx reads the bytes into raw_data, which a STRING tensor cannot hold)")
+    before = listing(tmp_path)
+    assert run_ge("inspect", str(path)) == (1, "", f"ge: [GE1103] {expected}\n")
+    with pytest.raises(ExternalDataError) as caught:
+        ge.graph.load(path)
+    assert caught.value.message == expected
+    code, _, stderr = run_ge("compile", str(path), "-o", str(tmp_path / "out.onnx"))
+    assert (code, stderr) == (1, f"ge: [GE1103] {expected}\n")
+    assert listing(tmp_path) == before
+
+
+def test_inspect_counts_the_initializers_of_bodies(tmp_path: Path) -> None:
+    """Only the main graph's initializers were counted (helper C): a body's, dense or
+    sparse, inline or in a data file, count too, and how many are in bodies is said."""
+    weight = numpy_helper.from_array(np.arange(64, dtype=np.float32), "bw")
+    then = helper.make_graph([helper.make_node("Add", ["x", "bw"], ["a"], name="b_add"),
+                              helper.make_node("Add", ["a", "bs"], ["t"], name="b_add2")],
+                             "then", [], [vi("t", [64])], [weight],
+                             sparse_initializer=[sparse("bs", np.eye(8, dtype=np.float32)
+                                                        .reshape(64))])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="neg")], "else", [],
+                              [vi("e", [64])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["i"], name="if", then_branch=then, else_branch=other),
+         helper.make_node("Mul", ["i", "w"], ["y"], name="mul")], "g",
+        [vi("x", [64]), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [vi("y", [64])], [numpy_helper.from_array(np.ones(64, np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    inline, external = tmp_path / "inline.onnx", tmp_path / "ext" / "m.onnx"
+    onnx.save(model, inline)
+    external.parent.mkdir()
+    onnx.save(model, external, save_as_external_data=True, location="m.data",
+              size_threshold=0, convert_attribute=True)
+    stored = {a.name: a.g for a in onnx.load(external, load_external_data=False).graph.node[0]
+              .attribute}
+    assert stored["then_branch"].initializer[0].data_location == TensorProto.EXTERNAL
+    for path in (inline, external):
+        data = _inspect_json(path)
+        assert data["initializers"] == {"count": 2, "in_subgraphs": 1, "bytes": 2 * 64 * 4}
+        assert data["sparse_initializers"] == {"count": 1, "in_subgraphs": 1,
+                                               "bytes": 8 * 4 + 8 * 8, "values": 8,
+                                               "elements": 64}
+        code, stdout, _ = run_ge("inspect", str(path))
+        assert code == 0
+        assert ("2 initializer(s) (1 in subgraphs), 512 B; 1 sparse initializer(s) (1 in "
+                "subgraphs), 96 B as stored") in stdout
+
+
+def test_inspect_reads_a_large_file_in_pieces_as_loading_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inspect read the whole file into memory (`path.read_bytes()`, helper C): a file of
+    many GB held twice at once. It reads it as loading does (`ge.graph.model_io`), a large
+    one a piece at a time, and says the same of it."""
+    from ge.graph import model_file
+
+    path = tmp_path / "m.onnx"
+    onnx.save(_matmul_add(), path)
+    whole = _inspect_json(path)
+    monkeypatch.setattr(model_file, "PIECEWISE_FROM_BYTES", 1)  # (every file is large)
+    monkeypatch.setattr(model_file, "MEASURED_RAW_BYTES", 1, raising=False)
+
+    def whole_read(self: Path) -> bytes:
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole_read)
+    assert _inspect_json(path) == whole

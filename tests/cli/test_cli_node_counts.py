@@ -251,3 +251,52 @@ def test_the_identity_writing_adds_back_is_counted(tmp_path: Path) -> None:
     assert counted == onnx_node_counts(written) == (1, 2, 0)
     assert report["ops_after"]["Identity"] == 1
     assert "NoOpElimination" in {p["name"] for p in report["passes"] if p["changed"]}
+
+
+def test_a_sparse_constant_is_a_node_to_inspect_as_to_compile(tmp_path: Path) -> None:
+    """A `Constant` of a `sparse_value` was a node in `ge compile`'s report and a constant in
+    `ge inspect`'s (helper C). ge keeps it as the operator it is and writes it in
+    `graph.node`, so it is a node to both: compile's "before" is inspect's count of the
+    file, its "after" inspect's count of the file written, `len(graph.node)` less the dense
+    `Constant`s; in a body likewise."""
+    from sparse_models import sparse
+
+    dense = np.array([0, 2, 0, 5], np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["bk"], name="bk", sparse_value=sparse("bk", dense)),
+         helper.make_node("Add", ["x", "bk"], ["b"], name="b_add")], "then", [],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["o"], name="neg")], "else", [],
+                              [helper.make_tensor_value_info("o", TensorProto.FLOAT, [4])])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["k"], name="k", sparse_value=sparse("k", dense)),
+         helper.make_node("Constant", [], ["d"], name="d",
+                          value=numpy_helper.from_array(np.ones(4, np.float32))),
+         helper.make_node("Add", ["x", "k"], ["s"], name="add"),
+         helper.make_node("Mul", ["s", "d"], ["m"], name="mul"),
+         helper.make_node("If", ["c"], ["t"], name="if", then_branch=body, else_branch=other),
+         helper.make_node("Add", ["m", "t"], ["y"], name="out")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+              helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    for side, path in (("before", source), ("after", out)):
+        code, stdout, _ = run_ge("inspect", str(path), "--json")
+        assert code == 0
+        data = json.loads(stdout)
+        assert (data["nodes"], data["subgraph_nodes"], data["constants"]) == (
+            report[f"nodes_{side}"], report[f"subgraph_nodes_{side}"],
+            report[f"constants_{side}"]) == onnx_node_counts(onnx.load(path))
+    written = onnx.load(out).graph
+    assert "k" in {n.name for n in written.node}  # (the sparse Constant is written a node)
+    assert report["nodes_after"] == len(written.node)
+    # the file given: add, mul, if, out and the sparse k; its dense d is a constant
+    assert (report["nodes_before"], report["subgraph_nodes_before"],
+            report["constants_before"]) == (5, 3, 1)
+    code, stdout, _ = run_ge("inspect", str(source))
+    assert code == 0
+    assert "5 node(s) and 1 Constant node(s) (6 in graph.node), 3 in 2 subgraph(s)" in stdout

@@ -87,7 +87,7 @@ def test_inspect_shows_the_model() -> None:
     assert data["opsets"] == {"ai.onnx": 17} and data["ir_version"] == proto.ir_version
     assert data["file_bytes"] == DISTILBERT.stat().st_size
     assert data["initializers"] == {
-        "count": len(proto.graph.initializer),
+        "count": len(proto.graph.initializer), "in_subgraphs": 0,
         "bytes": sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)}
     assert data["inputs"][0] == {"name": "input_ids", "dtype": "int64", "shape": [1, 12],
                                  "kind": "tensor", "has_default": False, "constant": False}

@@ -53,9 +53,9 @@ def test_inspect_counts_sparse_initializers(tmp_path: Path) -> None:
     code, stdout, stderr = run_ge("inspect", str(path), "--json")
     assert code == 0, stderr
     data = json.loads(stdout)
-    assert data["initializers"] == {"count": 0, "bytes": 0}
-    assert data["sparse_initializers"] == {"count": 1, "bytes": stored, "values": 3,
-                                           "elements": 6}
+    assert data["initializers"] == {"count": 0, "in_subgraphs": 0, "bytes": 0}
+    assert data["sparse_initializers"] == {"count": 1, "in_subgraphs": 0, "bytes": stored,
+                                           "values": 3, "elements": 6}
     assert data["constants"] == 1
     code, stdout, _ = run_ge("inspect", str(path))
     assert code == 0
@@ -71,7 +71,8 @@ def test_inspect_says_nothing_of_sparse_initializers_a_model_has_none_of(
     code, stdout, _ = run_ge("inspect", str(path))
     assert code == 0 and "sparse" not in stdout
     data = json.loads(run_ge("inspect", str(path), "--json")[1])
-    assert data["sparse_initializers"] == {"count": 0, "bytes": 0, "values": 0, "elements": 0}
+    assert data["sparse_initializers"] == {"count": 0, "in_subgraphs": 0, "bytes": 0,
+                                           "values": 0, "elements": 0}
 
 
 def _out_of_order(path: Path, indices: list[int]) -> onnx.ModelProto:

@@ -1,16 +1,18 @@
 """`ge inspect MODEL`: what a model file holds, without compiling or running it.
 
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
-and the operator histogram, initializers (count and bytes; sparse ones apart: their count,
-the bytes of their values and indices, how many values of how many elements; those whose
-indices are out of the order onnx's checker requires, `ge.graph.sparse_order`), the file
-size and the external data files it refers to, with the bytes its tensors take of them.
-What loading would refuse is refused alike, in its words: a tensor whose data disagrees
-with its dims (`ge.graph.payload_checks`), an external reference out of the model's folder,
-to a missing file, or to a range the file does not hold (`external_ranges`: checked
-against the file's size; no data file is read). Nodes are counted as `ge compile` counts
-them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but its
-`Constant` operators, which are constants (as initializers are); subgraph nodes apart.
+and the operator histogram, initializers of every graph (count and bytes; sparse ones
+apart: their count, the bytes of their values and indices, how many values of how many
+elements; those whose indices are out of the order onnx's checker requires,
+`ge.graph.sparse_order`), the file size and the external data files it refers to, with the
+bytes its tensors take of them. The file is read as loading reads it (`read_model_file`: a
+large one a piece at a time). What loading would refuse is refused alike, in its words: a
+tensor whose data disagrees with its dims (`ge.graph.payload_checks`), an external
+reference onnx or onnxruntime would not read or to a range the file does not hold
+(`external_ranges`: checked against the file's size; no data file is read). Nodes are
+counted as `ge compile` counts them (`ge.compiler.report.NodeCounts`): what the main graph
+lists in `node` but the `Constant` operators loading reads as constants (as initializers
+are; a sparse one stays an operator); subgraph nodes apart.
 """
 
 from __future__ import annotations
@@ -60,51 +62,63 @@ def _value(vi: onnx.ValueInfoProto) -> dict[str, Any]:
     return {"name": vi.name, "dtype": elem, "shape": dims, "kind": kind}
 
 
-def _tensor_bytes(tensor: onnx.TensorProto) -> int:
-    """The bytes of a tensor's data as its file holds them: its external data or `raw_data`
-    length, and for a typed field the `raw_data` it stands for (int4: two to a byte)."""
+def _tensor_bytes(tensor: onnx.TensorProto, external: dict[int, int]) -> int:
+    """The bytes of a tensor's data as its file holds them: the range of its data file that
+    loading reads (`external`: by id of the tensor proto; a string tensor without a
+    recorded `length` takes the rest of the file, as onnx reads it), else what its dims and
+    element type need, which the payload check found it holds (for a typed field the
+    `raw_data` it stands for; int4: two to a byte), else its strings' or raw_data's
+    bytes."""
     from onnx import TensorProto
 
     from ge.graph.payloads import payload_nbytes
 
     if tensor.data_location == TensorProto.EXTERNAL:
-        info = {e.key: e.value for e in tensor.external_data}
-        if "length" in info:
-            return int(info["length"])
-    if tensor.HasField("raw_data") and tensor.raw_data:
-        return len(tensor.raw_data)
-    if tensor.data_type == TensorProto.STRING:
+        length = external.get(id(tensor))
+        if length is not None:
+            return length
+    size = payload_nbytes(tensor.data_type, tensor.dims)
+    if size is not None:
+        return size
+    if tensor.string_data:
         return sum(len(s) for s in tensor.string_data)
-    return payload_nbytes(tensor.data_type, tensor.dims) or 0
+    return len(tensor.raw_data)  # (an element type the installed onnx does not know)
 
 
-def _sparse_initializers(graph: onnx.GraphProto) -> dict[str, int]:
-    """The main graph's sparse initializers: how many, the bytes their values and indices
-    take as stored, how many values they hold and how many elements the dense tensors they
-    stand for have (what onnxruntime makes of them when it loads the model)."""
+def _initializers(graphs: list[onnx.GraphProto], external: dict[int, int]) -> dict[str, int]:
+    """The dense initializers of the main graph and its bodies (functions have none): how
+    many, how many of those in bodies, and the bytes their data takes as stored."""
+    return {"count": sum(len(g.initializer) for g in graphs),
+            "in_subgraphs": sum(len(g.initializer) for g in graphs[1:]),
+            "bytes": sum(_tensor_bytes(t, external) for g in graphs for t in g.initializer)}
+
+
+def _sparse_initializers(graphs: list[onnx.GraphProto], external: dict[int, int]
+                         ) -> dict[str, int]:
+    """The sparse initializers of the main graph and its bodies: how many (and in bodies),
+    the bytes their values and indices take as stored, how many values they hold and how
+    many elements the dense tensors they stand for have (what onnxruntime makes of them
+    when it loads the model)."""
     from math import prod
 
-    found = graph.sparse_initializer
+    found = [s for g in graphs for s in g.sparse_initializer]
     return {"count": len(found),
-            "bytes": sum(_tensor_bytes(s.values) + _tensor_bytes(s.indices) for s in found),
+            "in_subgraphs": sum(len(g.sparse_initializer) for g in graphs[1:]),
+            "bytes": sum(_tensor_bytes(s.values, external) + _tensor_bytes(s.indices, external)
+                         for s in found),
             "values": sum(prod(s.values.dims) for s in found),
             "elements": sum(prod(s.dims) for s in found)}
 
 
-def _index_order(model: onnx.ModelProto, data: bytes) -> list[dict[str, Any]]:
+def _index_order(model: onnx.ModelProto, attributes: bool) -> list[dict[str, Any]]:
     """The sparse tensors whose indices are not in the order onnx's checker requires (read
     when stored inline), with whether ge writes them sorted (`ge.graph.sparse_order`).
-    `data`, the model's bytes, tells whether it can have a sparse attribute at all: most
-    have none, and looking at every node's attributes costs about 0.1 s per 50,000 nodes."""
-    from ge.graph.sparse_order import (
-        SPARSE_ATTRIBUTE_TAGS,
-        index_order_problem,
-        labelled_sparse_tensors,
-        sorted_sparse,
-    )
+    `attributes`: whether the model's bytes hold a sparse attribute's tag at all
+    (`SPARSE_ATTRIBUTE_TAGS`): most have none, and looking at every node's attributes costs
+    about 0.1 s per 50,000 nodes."""
+    from ge.graph.sparse_order import index_order_problem, labelled_sparse_tensors, sorted_sparse
 
     found = []
-    attributes = any(tag in data for tag in SPARSE_ATTRIBUTE_TAGS)
     for each in labelled_sparse_tensors(model, attributes=attributes):
         problem = index_order_problem(each.sparse)
         if problem is not None:
@@ -130,8 +144,12 @@ def _index_order_text(entry: dict[str, Any]) -> str:
 
 
 def _is_constant(node: onnx.NodeProto) -> bool:
-    """Whether `node` is a `Constant` operator (a constant to ge, as an initializer is)."""
-    return node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+    """Whether `node` is a `Constant` operator loading reads as a constant, as an initializer
+    is (`read_as_constant`): a sparse one (`sparse_value`) stays an operator, as ge writes
+    it, so `ge compile` counts it as a node, and so does inspect."""
+    from ge.graph.onnx_import import read_as_constant
+
+    return read_as_constant(node)
 
 
 def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
@@ -150,23 +168,26 @@ def model_summary(path: Path) -> dict[str, Any]:
     """The facts `ge inspect` shows, as JSON-ready data."""
     from ge.errors import ModelLoadError, ModelNotFoundError, model_file_named
     from ge.graph.external_data import external_ranges
-    from ge.graph.model_file import EXTERNAL_KEY
-    from ge.graph.model_io import parse_model
+    from ge.graph.model_io import read_model_file
     from ge.graph.payload_checks import check_model_payloads
+    from ge.graph.sparse_order import SPARSE_ATTRIBUTE_TAGS
 
     if not path.exists():
         raise ModelNotFoundError(f"model file not found: {path}", path=str(path))
     if not path.is_file():
         raise ModelLoadError(f"{path} is not a file", path=str(path))
-    data = path.read_bytes()
-    # (in the words of ge compile and ge run, which load it with the same check)
-    model = parse_model(data, str(path))
+    file_bytes = path.stat().st_size
+    # (in the words of ge compile and ge run, which load it with the same check; a large
+    # file a piece at a time, as loading reads it, never whole into memory)
+    pieces = read_model_file(path, str(path), SPARSE_ATTRIBUTE_TAGS)
+    model = pieces.model
     # (a tensor that disagrees with its dims, inline or in its data file: as loading says,
     # without reading a data file: the ranges are checked against the files' sizes)
     with model_file_named(path):
-        check_model_payloads(model)
+        check_model_payloads(model, pieces.measured)
         # (a file without the word every external reference has, "location", has none)
-        ranges = external_ranges(model, path.parent) if EXTERNAL_KEY in data else []
+        ranges = (external_ranges(model, path.parent) if pieces.may_have_external_data
+                  else [])
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
     subgraphs = list(proto_graphs(graph))
@@ -178,9 +199,10 @@ def model_summary(path: Path) -> dict[str, Any]:
             "tensor_bytes": 0})
         entry["tensors"] += 1
         entry["tensor_bytes"] += where.length
+    lengths = {id(where.tensor): where.length for where in ranges}
     return {
         "model": str(path),
-        "file_bytes": len(data),
+        "file_bytes": file_bytes,
         "ir_version": model.ir_version,
         "producer": {"name": model.producer_name, "version": model.producer_version},
         "domain": model.domain,
@@ -202,10 +224,9 @@ def model_summary(path: Path) -> dict[str, Any]:
         "subgraphs": len(subgraphs) - 1,
         "functions": [qualified_op(f.name, f.domain, f.overload) for f in model.functions],
         "ops": dict(ops.most_common()),
-        "initializers": {"count": len(graph.initializer),
-                         "bytes": sum(_tensor_bytes(t) for t in graph.initializer)},
-        "sparse_initializers": _sparse_initializers(graph),
-        "sparse_index_order": _index_order(model, data),
+        "initializers": _initializers(subgraphs, lengths),
+        "sparse_initializers": _sparse_initializers(subgraphs, lengths),
+        "sparse_index_order": _index_order(model, bool(pieces.found)),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
         "metadata": {p.key: p.value for p in model.metadata_props},
     }
@@ -231,9 +252,10 @@ def _size_text(size: int) -> str:
 
 def _counts_text(summary: dict[str, Any]) -> str:
     """`104 node(s) and 23 Constant node(s) (127 in graph.node), 13 in 2 subgraph(s); 18
-    initializer(s), 1.2 MiB (...)`: the nodes as `ge compile` counts them, how they make
-    ONNX's count, the initializers; then the sparse ones, when there are some (`; 1 sparse
-    initializer(s), 36 B as stored (values and indices: 3 value(s) of 6 element(s))`)."""
+    initializer(s) (2 in subgraphs), 1.2 MiB (...)`: the nodes as `ge compile` counts them,
+    how they make ONNX's count, the initializers of every graph; then the sparse ones, when
+    there are some (`; 1 sparse initializer(s), 36 B as stored (values and indices: 3
+    value(s) of 6 element(s))`)."""
     text = f"{summary['nodes']} node(s)"
     if summary["constant_nodes"]:
         text += (f" and {summary['constant_nodes']} Constant node(s) "
@@ -241,13 +263,19 @@ def _counts_text(summary: dict[str, Any]) -> str:
     if summary["subgraphs"]:
         text += f", {summary['subgraph_nodes']} in {summary['subgraphs']} subgraph(s)"
     init = summary["initializers"]
-    text += f"; {init['count']} initializer(s), {_size_text(init['bytes'])}"
+    text += (f"; {init['count']} initializer(s){_in_bodies(init)}, "
+             f"{_size_text(init['bytes'])}")
     sparse = summary["sparse_initializers"]
     if sparse["count"]:
-        text += (f"; {sparse['count']} sparse initializer(s), {_size_text(sparse['bytes'])} "
-                 f"as stored (values and indices: {sparse['values']} value(s) of "
-                 f"{sparse['elements']} element(s))")
+        text += (f"; {sparse['count']} sparse initializer(s){_in_bodies(sparse)}, "
+                 f"{_size_text(sparse['bytes'])} as stored (values and indices: "
+                 f"{sparse['values']} value(s) of {sparse['elements']} element(s))")
     return text
+
+
+def _in_bodies(counted: dict[str, int]) -> str:
+    """` (2 in subgraphs)` of initializers some of which are in bodies, else nothing."""
+    return f" ({counted['in_subgraphs']} in subgraphs)" if counted["in_subgraphs"] else ""
 
 
 def _print(summary: dict[str, Any]) -> None:

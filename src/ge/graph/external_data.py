@@ -115,7 +115,8 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
     the model's folder `base_dir` (`resolve_location`), the `length` recorded is what the
     tensor's dims and element type need (a reference without one takes what they need, as
     onnxruntime reads it; onnx reads the rest of the file, which a data file of several
-    tensors has more of), and the file, whose size is asked once, holds that range.
+    tensors has more of), and the file, whose size is asked once, holds that range (a
+    STRING tensor is refused: its strings cannot be stored so).
     `ExternalDataError` (GE1103) naming the tensor and the file otherwise: what `ge inspect`
     says of a model without reading its weights, and `read_external_data` before it reads."""
     base = Path(base_dir) if base_dir is not None else None
@@ -132,6 +133,12 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
                 "its folder; load it from its path or pass base_dir"
             )
         location = entries.get("location", "")
+        if tensor.data_type == onnx.TensorProto.STRING and location:
+            raise ExternalDataError(
+                f"tensor {tensor.name!r} is a STRING tensor stored in external data "
+                f"({location!r}): ONNX keeps strings in string_data, never in a data file "
+                "(onnxruntime refuses it; onnx reads the bytes into raw_data, which a STRING "
+                "tensor cannot hold)", path=location)
         path = resolved.get(location)
         if path is None:
             path = resolved[location] = resolve_location(base, location, tensor.name)

@@ -13,6 +13,7 @@ most one piece (the largest tensor, or a few MiB of small fields) is held beside
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -118,14 +119,20 @@ class ModelPieces(NamedTuple):
     #: the raw_data lengths of its large tensors, read from their fields' headers
     #: (`ge.graph.payload_checks.MeasuredRaw`)
     measured: dict[int, tuple[onnx.TensorProto, int]]
+    #: those of the byte strings asked for that some piece holds: a file holding none of
+    #: the tags a kind of field begins with has no such field (`read_model_pieces`)
+    found: frozenset[bytes] = frozenset()
 
 
-def read_model_pieces(path: Path) -> ModelPieces | None:
-    """The model in the file at `path`, parsed piece by piece; None when the file is not
-    made of well-formed fields or protobuf refuses a piece (the caller parses it whole to
-    say why). OSError propagates."""
+def read_model_pieces(path: Path, words: Iterable[bytes] = ()) -> ModelPieces | None:
+    """The model in the file at `path`, parsed piece by piece, and which of `words` its
+    pieces hold (a piece is whole fields, so a field's bytes are never split); None when
+    the file is not made of well-formed fields or protobuf refuses a piece (the caller
+    parses it whole to say why). OSError propagates."""
     model = onnx.ModelProto()
     may_have_external_data = False
+    wanted = set(words)
+    found: set[bytes] = set()
     with open(path, "rb", buffering=0) as file:
         size = os.fstat(file.fileno()).st_size
         try:
@@ -147,13 +154,16 @@ def read_model_pieces(path: Path) -> ModelPieces | None:
             for target, (start, end) in plan:  # in file order: repeated fields keep theirs
                 piece = _read(file, start, end)
                 may_have_external_data = may_have_external_data or EXTERNAL_KEY in piece
+                if wanted:
+                    found.update(word for word in wanted if word in piece)
+                    wanted -= found
                 target.MergeFromString(piece)
                 del piece
             measured: dict[int, tuple[onnx.TensorProto, int]] = {}
             _measure_raw(file, 0, size, model, listed, measured)
         except (_NotPlain, DecodeError):
             return None
-    return ModelPieces(model, may_have_external_data, measured)
+    return ModelPieces(model, may_have_external_data, measured, frozenset(found))
 
 
 def _once(fields: list[tuple[int, int, int, int]], number: int) -> bool:

@@ -12,7 +12,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import onnx
@@ -58,7 +58,7 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
 __all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_model_full", "constants_nbytes",
-           "load", "parse_model", "save_model", "weightless"]
+           "load", "parse_model", "read_model_file", "save_model", "weightless"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
 #: larger one neither serializes nor parses. Every size limit of ge's models derives from it.
@@ -105,19 +105,21 @@ def _check_is_model(model: onnx.ModelProto, where: str) -> None:
         )
 
 
-def _parse_file(path: Path, where: str) -> ModelPieces:
-    """The model in the file at `path`, whether it may hold external data references and
-    the raw_data lengths learnt reading it: a large file read a piece at a time
-    (`read_model_pieces`); a small one, or one that is not well-formed (so that the error
-    says what is wrong), whole."""
+def read_model_file(path: Path, where: str, words: Iterable[bytes] = ()) -> ModelPieces:
+    """The model in the file at `path` (`where` names it in errors), whether it may hold
+    external data references, the raw_data lengths learnt reading it, and which of `words`
+    its bytes hold (`ModelPieces`): a large file read a piece at a time
+    (`read_model_pieces`), never whole into memory; a small one, or one that is not
+    well-formed (so that the error says what is wrong), whole. ModelLoadError (GE1101)."""
     try:
         large = path.stat().st_size >= model_file.PIECEWISE_FROM_BYTES
-        pieces = read_model_pieces(path) if large else None
+        pieces = read_model_pieces(path, words) if large else None
         data = path.read_bytes() if pieces is None else b""
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}", path=where) from None
     if pieces is None:
-        return ModelPieces(_parse(data, where), EXTERNAL_KEY in data, {})
+        return ModelPieces(_parse(data, where), EXTERNAL_KEY in data, {},
+                           frozenset(word for word in words if word in data))
     _check_is_model(pieces.model, where)
     return pieces
 
@@ -157,7 +159,7 @@ def load(
             raise ModelLoadError(f"{path} is not a file", path=where)
         # Not `path.read_bytes()`: its bytes and the parsed model would be two copies of
         # the weights at once.
-        model, may_have_external_data, measured = _parse_file(path, where)
+        model, may_have_external_data, measured, _ = read_model_file(path, where)
         named = where
         if base_dir is None:
             base_dir = path.parent

@@ -34,10 +34,23 @@ from ge.graph.places import graph_label, model_node_label, node_label
 from ge.graph.sparse_order import sort_sparse_constant, sorted_sparse
 from ge.graph.tensor import Tensor
 
-__all__ = ["model_to_graph"]
+__all__ = ["CONSTANT_VALUE_ATTRIBUTES", "model_to_graph", "read_as_constant"]
 
 A = AttributeProto
 _CONSTANT_DOMAINS = ("", "ai.onnx")
+#: The attributes a standard `Constant` operator may give its value in for loading to read
+#: it as a constant (a `Const` node, written as an initializer); one with `sparse_value`
+#: (or with more than one attribute) stays an operator, in `graph.node` as ge writes it.
+CONSTANT_VALUE_ATTRIBUTES = frozenset({"value", "value_float", "value_floats", "value_int",
+                                       "value_ints", "value_string", "value_strings"})
+
+
+def read_as_constant(proto: onnx.NodeProto) -> bool:
+    """Whether loading reads the node `proto` as a constant (`CONSTANT_VALUE_ATTRIBUTES`):
+    what `ge inspect` counts as one, as `ge compile` does."""
+    return (proto.op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS
+            and len(proto.attribute) == 1
+            and proto.attribute[0].name in CONSTANT_VALUE_ATTRIBUTES)
 
 
 def _text(value: str | bytes, what: str) -> str:
@@ -148,8 +161,8 @@ def _proto_label(proto: onnx.NodeProto, index: int) -> str:
 
 def _constant_tensor(proto: onnx.NodeProto, graph: Graph, index: int) -> Tensor | None:
     """The value of a standard `Constant` operator (at `index` in the node list of `graph`),
-    or None for a sparse one (kept as an op)."""
-    if len(proto.attribute) != 1:
+    or None for one `read_as_constant` does not read so (a sparse one: kept as an op)."""
+    if len(proto.attribute) != 1 or proto.attribute[0].name not in CONSTANT_VALUE_ATTRIBUTES:
         return None
     attr = proto.attribute[0]
     name = attr.name

@@ -332,10 +332,12 @@ def function_problems(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEAS
         yield from _node_problems(function.node, where, measured, function=where)
 
 
-def check_model_payloads(model: onnx.ModelProto) -> None:
+def check_model_payloads(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEASURED
+                         ) -> None:
     """`refuse` the first tensor of `model` (its graph, bodies and functions) whose payload
-    disagrees with its declaration: what loading it would say (`ge inspect`)."""
+    disagrees with its declaration: what loading it would say (`ge inspect`). `measured`:
+    the raw_data lengths reading the file learnt (`ge.graph.model_file`), not copied."""
     root = f"graph {model.graph.name or 'graph'!r}"
     for what, problem, nodes in itertools.chain(
-            _graph_problems(model.graph, root, _NONE_MEASURED), function_problems(model)):
+            _graph_problems(model.graph, root, measured), function_problems(model, measured)):
         raise refuse(what, problem, nodes)
