@@ -162,3 +162,41 @@ def test_inspect_notes_a_sparse_constant_out_of_order(tmp_path: Path) -> None:
         "tensor": "attribute 'sparse_value' of Constant node 'kc'", "sorted_by_ge": True,
         "onnxruntime_runs": True,
         "problem": "has its indices unsorted: 3 at position 0 comes before 0 at position 1"}]
+
+
+def test_inspect_names_a_body_by_its_owner_node_and_attribute(tmp_path: Path) -> None:
+    """A note named a body's sparse tensor by the body's graph name alone ("in graph
+    'then'"), which exporters give every body alike (trial UU); it is named by the node and
+    attribute holding it, outwards, as loading's messages name bodies (`ge.graph.places`):
+    an unnamed owner by its index and what it computes."""
+    s = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "s"),
+        numpy_helper.from_array(np.array([3, 0], np.int64), "s_indices"), [4])
+    k = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 4.0], np.float32), "k"),
+        numpy_helper.from_array(np.array([2, 1], np.int64), "k_indices"), [4])
+    inner_then = helper.make_graph([node("Add", ["x", "s"], ["a"], name="a_add")], "then",
+                                   [], [vi("a", [4])], sparse_initializer=[s])
+    inner_else = helper.make_graph([node("Constant", [], ["b"], name="kc", sparse_value=k)],
+                                   "else", [], [vi("b", [4])])
+    outer_then = helper.make_graph(
+        [node("If", ["c"], ["ti"], then_branch=inner_then, else_branch=inner_else)], "then",
+        [], [vi("ti", [4])])
+    outer_else = helper.make_graph([node("Neg", ["x"], ["e"], name="neg")], "else", [],
+                                   [vi("e", [4])])
+    path = tmp_path / "m.onnx"
+    onnx.save(sparse_model([node("If", ["c"], ["y"], name="outer_if", then_branch=outer_then,
+                                 else_branch=outer_else)],
+                           [vi("x", [4]), vi("c", [], onnx.TensorProto.BOOL)], [vi("y", [4])],
+                           check=False), path)
+    inner = ("unnamed If node (index 0 in the node list, computing 'ti') in the then_branch "
+             "of If node 'outer_if'")
+    data = json.loads(run_ge("inspect", str(path), "--json")[1])
+    assert [(e["tensor"], e["onnxruntime_runs"]) for e in data["sparse_index_order"]] == [
+        ("attribute 'sparse_value' of Constant node 'kc' in graph 'else', else_branch of "
+         f"{inner}", False),  # (helper.make_node sorts attributes by name: else first)
+        (f"sparse initializer 's' in graph 'then', then_branch of {inner}", False)]
+    code, stdout, _ = run_ge("inspect", str(path))
+    assert code == 0
+    assert (f"note: sparse initializer 's' in graph 'then', then_branch of {inner} has its "
+            "indices unsorted") in " ".join(stdout.split())

@@ -26,7 +26,7 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
-from ge.graph.places import BodyOwner, graph_place, node_label
+from ge.graph.places import BodyOwner, graph_place, node_label, proto_body_owner
 
 __all__ = ["ITEM_BITS", "MEASURED_RAW_BYTES", "TENSOR_KINDS", "MeasuredRaw",
            "attribute_problem", "check_model_payloads", "external_length_problem",
@@ -300,8 +300,7 @@ def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: Measur
                 bodies = [(attr.name, attr.g)] if kind == A.GRAPH else [
                     (f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
                 for label, body in bodies:
-                    owner = BodyOwner(node.name, node.op_type, node.domain, label, "", within,
-                                      None if node.name else index, tuple(node.output))
+                    owner = proto_body_owner(node, index, label, within)
                     place = graph_place(repr(body.name), owner)
                     yield from _graph_problems(body, f"{place} in {function}" if function
                                                else place, measured, owner, function)

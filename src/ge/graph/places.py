@@ -10,9 +10,11 @@ node (index 3 in the node list, computing 'k')".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import onnx
 
 from ge.graph.domains import qualified_op
 from ge.graph.export_names import written_name
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ge.graph.node import Node
 
 __all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "model_node_label",
-           "node_label", "node_ref"]
+           "node_label", "node_ref", "proto_bodies", "proto_body_owner"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
@@ -107,6 +109,34 @@ class BodyOwner:
         return {"node": self.node, "type": self.type, "domain": self.domain,
                 "attribute": self.attribute, "graph": self.graph,
                 "within": None if self.within is None else self.within.as_dict()}
+
+
+def proto_body_owner(node: onnx.NodeProto, index: int, attribute: str,
+                     within: BodyOwner | None = None) -> BodyOwner:
+    """The `BodyOwner` of a body a node proto holds in `attribute` ("then_branch",
+    "branches[1]"): the node at `index` of its node list, in the body `within` owns; as
+    loading names it (a node of no name by its index and outputs)."""
+    return BodyOwner(node.name, node.op_type, node.domain, attribute, "", within,
+                     None if node.name else index, tuple(node.output))
+
+
+def proto_bodies(nodes: Iterable[onnx.NodeProto], within: BodyOwner | None = None
+                 ) -> Iterator[tuple[onnx.GraphProto, BodyOwner]]:
+    """The bodies the attributes of `nodes` (a graph's or a function's node list, in the
+    body `within` owns) hold, at any depth, depth first (`proto_graphs`' order), each with
+    its owner, for a message to name it as loading does (`graph_place`)."""
+    for index, node in enumerate(nodes):
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                bodies = [(attr.name, attr.g)]
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                bodies = [(f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
+            else:
+                continue
+            for label, body in bodies:
+                owner = proto_body_owner(node, index, label, within)
+                yield body, owner
+                yield from proto_bodies(body.node, owner)
 
 
 def body_owner(graph: Graph, *, as_read: bool = False, loading: bool = False

@@ -22,8 +22,7 @@ import numpy as np
 import onnx
 
 from ge.errors import GeError
-from ge.graph.domains import proto_graphs
-from ge.graph.places import node_label
+from ge.graph.places import graph_place, node_label, proto_bodies
 from ge.graph.tensor import Tensor
 from ge.graph.types import data_type_from_onnx
 
@@ -177,7 +176,8 @@ def labelled_sparse_tensors(model: onnx.ModelProto, *, attributes: bool = True
                             ) -> Iterator[LabelledSparse]:
     """Every sparse tensor of `model`: the sparse initializers and, unless not to look at
     `attributes` (a model with none: `SPARSE_ATTRIBUTE_TAGS`), sparse attributes of its
-    graphs (a body's named with its graph) and of its functions' nodes."""
+    graphs (a body's named with its graph and the node and attribute holding it) and of its
+    functions' nodes."""
     root = model.graph
     look = attributes
 
@@ -201,9 +201,9 @@ def labelled_sparse_tensors(model: onnx.ModelProto, *, attributes: bool = True
                                          in_graph and _is_sparse_constant(node, attr),
                                          in_body)
 
-    for each in proto_graphs(root):
-        body = each is not root
-        where = f" in graph {each.name!r}" if body else ""
+    for each, owner in [(root, None), *proto_bodies(root.node)]:
+        body = owner is not None  # (named by the node and attribute holding it: `places`)
+        where = f" in {graph_place(repr(each.name), owner)}" if body else ""
         for sparse in each.sparse_initializer:
             yield LabelledSparse(f"sparse initializer {sparse.values.name!r}{where}", sparse,
                                  True, body)
