@@ -25,6 +25,7 @@ import click
 
 from ge.cli.output import cell, command_output, console
 from ge.graph.domains import proto_graphs, qualified_op
+from ge.graph.onnx_import import read_as_constant
 
 if TYPE_CHECKING:
     import onnx
@@ -143,13 +144,10 @@ def _index_order_text(entry: dict[str, Any]) -> str:
     return f"note: {entry['tensor']} {entry['problem']}; {runtime}: {ge_does}"
 
 
-def _is_constant(node: onnx.NodeProto) -> bool:
-    """Whether `node` is a `Constant` operator loading reads as a constant, as an initializer
-    is (`read_as_constant`): a sparse one (`sparse_value`) stays an operator, as ge writes
-    it, so `ge compile` counts it as a node, and so does inspect."""
-    from ge.graph.onnx_import import read_as_constant
-
-    return read_as_constant(node)
+#: Whether a node is a `Constant` operator loading reads as a constant, as an initializer
+#: is: a sparse one (`sparse_value`) stays an operator, as ge writes it, so `ge compile`
+#: counts it as a node, and so does inspect.
+_is_constant = read_as_constant
 
 
 def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
