@@ -16,6 +16,8 @@ the terminal shows. Under click 8.1 (which mixes stderr into stdout unless told 
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
     make_model.__ge_runtime_ir__ = True  # type: ignore[attr-defined]
     helper.make_model = make_model
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    """The cyclic collector disabled for the test: what is freed, reference counting freed."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,19 +18,6 @@ from ge.errors import GeError, GraphClosedError, GraphError
 from ge.graph import Graph, Node, Tensor
 from model_paths import shared_model
 from sample_models import cyclic_model
-
-
-@pytest.fixture
-def collector_off() -> Iterator[None]:
-    """The cyclic collector disabled for the test: what is freed, reference counting freed."""
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _full_hierarchy() -> tuple[Graph, Graph]:

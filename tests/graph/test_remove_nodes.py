@@ -3,9 +3,13 @@ them one by one, undone exactly (every consumer order included), told to listene
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import weakref
+
 import onnx
 import pytest
-from builders import add_data, add_op, add_output, attach_branch
+from builders import add_data, add_op, add_output, attach_branch, if_graph
 
 import ge.graph
 from ge.errors import GraphError, GraphTypeError
@@ -149,3 +153,53 @@ def test_rollback_keeps_a_consumer_removed_while_it_was_last() -> None:
         ("a", 0), ("b", 0), ("c", 0), ("d", 0)]
     assert _edges(graph) == edges
     assert graph.to_onnx().SerializeToString() == before
+
+
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_removed_nodes_are_freed_by_reference_counting(collector_off: None,
+                                                       in_transaction: bool) -> None:
+    """A removed region keeps no edge, no link and no graph: nothing of it is left for the
+    cyclic collector once nobody holds its nodes (a committed transaction lets go of them)."""
+    graph = _fan()
+    removed = [_node(graph, "a"), _node(graph, "b")]  # the edge a -> b goes with them
+    refs = [weakref.ref(node) for node in removed]
+    with graph.transaction() if in_transaction else contextlib.nullcontext():
+        graph.remove_nodes(removed)
+    del removed
+    assert [ref() for ref in refs] == [None, None]  # no collection ran
+    assert _node(graph, "out").get_input_producer(0) is None  # (what read b is cut)
+
+
+def test_the_bodies_of_a_removed_node_are_not_held_by_its_graph() -> None:
+    """A removed If (and a body discarded with `remove_attr`) is a hierarchy of its own:
+    the graph it left keeps no reference to it, so dropping it frees it (its bodies' own
+    cycles leave that to a collection) instead of it living as long as the graph."""
+    graph = if_graph("main")
+    if_node = _node(graph, "if")
+    bodies = if_node.get_subgraphs()
+    refs = [weakref.ref(o) for o in (if_node, *bodies, *bodies[0].get_direct_nodes())]
+    graph.remove_node(if_node)
+    del if_node, bodies
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * len(refs)
+    other = if_graph("other")
+    else_body = weakref.ref(_node(other, "if").get_subgraphs()[1])
+    _node(other, "if").remove_attr("else_branch")
+    gc.collect()
+    assert else_body() is None
+    assert [n.name for n in other.get_all_nodes()] == [
+        "x", "cond", "h", "if", "then_relu", "then_out", "out"]
+
+
+def test_a_rolled_back_removal_puts_the_bodies_back_in_the_hierarchy() -> None:
+    """Undone, the If's bodies are the graph's again: saved as before and closed with it."""
+    graph = if_graph("main")
+    if_node = _node(graph, "if")
+    then_body, else_body = if_node.get_subgraphs()
+    before = graph.to_onnx().SerializeToString()
+    with pytest.raises(Boom), graph.transaction():
+        graph.remove_nodes([if_node, _node(graph, "h")])
+        raise Boom
+    assert graph.to_onnx().SerializeToString() == before
+    graph.close()
+    assert then_body.closed and else_body.closed

@@ -100,8 +100,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._declared_parent: Graph | None = None
         # The graphs placed directly inside this one (bodies of its nodes, graphs declared
         # for it), so that a value name can be kept clear of every enclosed graph too
-        # (`NameAuthority`): registered wherever a graph gets this one as its parent, and
-        # checked on use (a superset: a body whose node left stays until then).
+        # (`NameAuthority`): registered wherever a graph gets this one as its parent,
+        # dropped when a body leaves with its node or attribute (the graph would otherwise
+        # hold it as long as it lives), and checked on use (a superset: a body moved to
+        # another node of the hierarchy stays until then).
         self._inner: dict[Graph, None] = {}
         # The value names held inside this graph, at the journal's `inner_version` they
         # were collected at (`naming._held_inside`).

@@ -138,7 +138,10 @@ class GraphNodeSet:
             if value_name and values.get(value_name, (None,))[0] is node:
                 del values[value_name]
         node._graph = None
-        if node.get_subgraphs():  # (its bodies leave the graph with it)
+        bodies = node.get_subgraphs()
+        if bodies:  # (its bodies leave the graph with it: `_insert` puts them back)
+            for sub in bodies:
+                self._inner.pop(sub, None)  # (the graph would hold them for its lifetime)
             self.root_graph()._journal.inner_version += 1
         before, label = node._prev, node._seq
         order.unlink(self, node)

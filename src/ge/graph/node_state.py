@@ -125,16 +125,20 @@ class GraphNodeState:
                     ) -> None:
         """Give `sub` an owner node (or none; then `declared_for` says where it may go)."""
         old, declared = sub._parent_node, sub._declared_parent
+        left = sub.parent_graph
         sub._parent_node = node
         # An owner says where the body lives; a detached body remembers the scope it reads.
         sub._declared_parent = None if node is not None else declared_for
+        _unregister_inner(sub, left)
         _register_inner(sub)
         if node is not None and node._graph is not None:
             # The body's outer reads are new dependencies of its owner: check at next query.
             order.mark_unknown(node._graph)
 
         def undo() -> None:
+            joined = sub.parent_graph
             sub._parent_node, sub._declared_parent = old, declared
+            _unregister_inner(sub, joined)
             _register_inner(sub)
 
         journal = self._changed(True)
@@ -240,6 +244,14 @@ def _register_inner(sub: Graph) -> None:
     if parent is not None:
         parent._inner[sub] = None
         parent.root_graph()._journal.inner_version += 1
+
+
+def _unregister_inner(sub: Graph, left: Graph | None) -> None:
+    """Forget `sub` among the inner graphs of `left`, the graph it sat in, once it no longer
+    does: a body discarded with its attribute would otherwise be held by that graph for as
+    long as it lives (`Graph._inner`)."""
+    if left is not None and sub.parent_graph is not left:
+        left._inner.pop(sub, None)
 
 
 def _restore_slots(old: list[tuple[list, int, Any]]) -> None:
