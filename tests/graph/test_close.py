@@ -240,3 +240,38 @@ def test_a_graph_closed_while_changes_are_tracked() -> None:
         graph.close()
     assert {n.name for n in changes.added} == {"x", "r", "out"}
     assert all("closed" in repr(n) for n in changes.added)
+
+
+def test_a_body_taken_out_and_not_given_back_is_closed_with_its_root(
+        collector_off: None) -> None:
+    """A body taken with `take_subgraph` still reads the graph's values (it may only go to
+    another node of the graph): it is part of the graph until then, and closed with it."""
+    graph = if_graph("main")
+    taken = graph.find_node_by_name("if").take_subgraph("then_branch")
+    h = graph.find_node_by_name("h")
+    assert taken.get_direct_nodes()[0].get_input_producer(0) == (h, 0)
+    refs = [weakref.ref(o) for o in (taken, *taken.get_direct_nodes())]
+    graph.close()
+    assert taken.closed
+    with pytest.raises(GraphClosedError, match="it went with its root graph 'main'"):
+        taken.get_direct_nodes()
+    del taken, h
+    assert _alive(refs) == 0
+
+
+def test_a_discarded_body_is_the_callers_and_not_closed_with_the_graph() -> None:
+    """A body discarded with `remove_attr`, or with its removed owner node, reads nothing of
+    the graph any more: a graph of its own, which closing the graph leaves alone (whoever
+    holds it closes it, or lets the collector free it)."""
+    graph = if_graph("main")
+    if_node = graph.find_node_by_name("if")
+    else_body = if_node.get_subgraphs()[1]
+    if_node.remove_attr("else_branch")
+    graph.remove_node(if_node)
+    (then_body,) = if_node.get_subgraphs()
+    graph.close()
+    for body in (then_body, else_body):
+        assert not body.closed and body.root_graph() is body
+        assert [n.type for n in body.get_direct_nodes()][-1] == "NetOutput"
+        body.close()
+        assert body.closed
