@@ -32,7 +32,6 @@ def _uniform_cli_runner() -> None:
     import contextlib
     import inspect
     import sys
-    from collections.abc import Iterator
 
     import click.testing
 

@@ -15,7 +15,7 @@ from builders import add_data, add_op, add_output, chain, if_graph
 
 import ge.graph
 from ge.errors import GeError, GraphClosedError, GraphError
-from ge.graph import Graph, Node, Tensor
+from ge.graph import Graph, Node, Tensor, closing
 from model_paths import shared_model
 from sample_models import cyclic_model
 
@@ -275,3 +275,69 @@ def test_a_discarded_body_is_the_callers_and_not_closed_with_the_graph() -> None
         assert [n.type for n in body.get_direct_nodes()][-1] == "NetOutput"
         body.close()
         assert body.closed
+
+
+def _interrupting(monkeypatch: pytest.MonkeyPatch, step: str, at: int,
+                  partly: Callable[..., None] | None = None) -> None:
+    """Make call `at` of `ge.graph.closing.<step>` raise KeyboardInterrupt, as Ctrl-C would
+    midway through a close: after doing `partly(*args)` (half the step), or the whole step."""
+    real = getattr(closing, step)
+    calls = [0]
+
+    def interrupted(*args: object) -> None:
+        calls[0] += 1
+        if calls[0] == at:
+            (partly or real)(*args)
+            raise KeyboardInterrupt
+        real(*args)
+
+    monkeypatch.setattr(closing, step, interrupted)
+
+
+def _half_released(node: Node, graph: Graph) -> None:
+    node.__class__ = closing.ClosedNode
+    del node._inputs
+
+
+@pytest.mark.parametrize(("step", "at", "partly"), [
+    ("_mark_closed", 2, None),  # a body marked, the others not yet
+    ("_release_node", 5, None),  # between two nodes
+    ("_release_node", 3, _half_released),  # inside one node's release
+], ids=["between-graphs", "between-nodes", "inside-a-node"])
+def test_an_interrupted_close_finishes_before_the_interrupt_goes_on(
+        collector_off: None, monkeypatch: pytest.MonkeyPatch, step: str, at: int,
+        partly: Callable[..., None] | None) -> None:
+    """Ctrl-C inside `close()` leaves no half-closed graph (some nodes released, others
+    reading them): the close is finished, then the KeyboardInterrupt propagates."""
+    graph, built = _full_hierarchy()
+    h = graph.find_node_by_name("h")
+    refs = _every_object(graph, built)
+    _interrupting(monkeypatch, step, at, partly)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        graph.close()
+    del raised  # (its traceback holds the frames of the close)
+    assert graph.closed and built.closed
+    assert repr(h) == "<Node 'h' type=Relu, closed>"
+    with pytest.raises(GraphClosedError, match=r"node 'h' \(Relu\) is a node of graph 'main'"):
+        h.get_inputs_size()
+    del graph, built, h
+    assert _alive(refs) == 0  # released all the same: reference counting freed it
+
+
+def test_a_close_interrupted_before_it_changed_anything_leaves_the_graph_usable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph, built = _full_hierarchy()
+    before = graph.to_onnx().SerializeToString()
+
+    def interrupted(root: Graph) -> list[Graph]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(closing, "_hierarchy", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        graph.close()
+    assert not graph.closed and not built.closed
+    graph.validate()
+    assert graph.to_onnx().SerializeToString() == before
+    monkeypatch.undo()
+    graph.close()
+    assert graph.closed and built.closed

@@ -26,6 +26,7 @@ from typing import Any
 
 from ge.errors import GraphClosedError, GraphError
 from ge.graph.graph import Graph
+from ge.graph.journal import Journal
 from ge.graph.node import Node
 
 __all__ = ["ClosedGraph", "ClosedNode", "close_graph"]
@@ -114,15 +115,37 @@ def close_graph(graph: Graph) -> None:
             f"graph {graph._name!r} is part of graph {root._name!r} (a body, an orphan "
             "subgraph or a body being built for it): close the root graph, which closes "
             "every graph of its hierarchy")
-    journal = graph._journal
-    if journal.in_transaction:
+    if graph._journal.in_transaction:
         raise GraphError(
             f"graph {graph._name!r} cannot be closed inside one of its transactions (a "
             "rollback would need what closing releases): close it after the block")
+    # Read only, so that an interrupt here leaves the graph as it was: what to close.
     hierarchy = _hierarchy(graph)
+    tables = [each._nodes for each in hierarchy]
+    journal = graph._journal
+    try:
+        _close_all(graph, hierarchy, tables, journal)
+    except BaseException:
+        # Interrupted midway (Ctrl-C), the graph would be half closed: some nodes released,
+        # others reading them. Every step can run again, so the close is finished first.
+        _close_all(graph, hierarchy, tables, journal, again=True)
+        raise
+
+
+def _close_all(root: Graph, hierarchy: list[Graph], tables: list[dict[Node, None]],
+               journal: Journal, *, again: bool = False) -> None:
+    """Close every graph of `hierarchy` (`root`'s; `tables` their nodes, `journal` their
+    journal). Each graph is marked closed before any node is released, so that from the
+    first change on a use of any of them is a `GraphClosedError`, never a read of a
+    half-released graph. `again`: finishing an interrupted close, whose steps may have
+    been done in part."""
     journal.listeners.clear()  # (a listener may hold the graph; the journal may be held)
     for each in hierarchy:
-        _close_one(each, None if each is graph else graph._name)
+        _mark_closed(each, None if each is root else root._name)
+    release = _release_node_again if again else _release_node
+    for each, nodes in zip(hierarchy, tables):
+        for node in nodes:
+            release(node, each)
 
 
 def _hierarchy(root: Graph) -> list[Graph]:
@@ -144,21 +167,39 @@ def _hierarchy(root: Graph) -> list[Graph]:
     return list(found)
 
 
-def _close_one(graph: Graph, root_name: str | None) -> None:
-    """Empty `graph` and its nodes of everything but their names (the module docstring):
-    the graph's tables go with its `__dict__`, each node's edges, links, attributes, descs
-    and proto with its slots, all but `_name`, `_type`, `_domain` and `_graph`."""
-    nodes = graph._nodes
+def _mark_closed(graph: Graph, root_name: str | None) -> None:
+    """Make `graph` a `ClosedGraph` holding only its name (the module docstring): its class
+    first, then its tables go with its `__dict__` (its nodes are released apart)."""
     state = graph.__dict__
-    name = state["_name"]
-    state.clear()
-    state["_name"] = name
     state["_root_name"] = root_name
     graph.__class__ = ClosedGraph
-    for node in nodes:
-        del (node._inputs, node._consumers, node._ctrl_in, node._ctrl_out, node._prev,
-             node._next, node._attrs, node._small_tensor, node._in_descs, node._out_descs,
-             node._in_anchor_attrs, node._out_anchor_attrs, node._out_names, node._proto,
-             node._clean, node._export_name, node._metadata, node._seq)
-        node._graph = graph
-        node.__class__ = ClosedNode
+    for key in [k for k in state if k not in ("_name", "_root_name")]:
+        del state[key]
+
+
+#: A node's slots that closing releases: all but `_name`, `_type`, `_domain` and `_graph`.
+_RELEASED = tuple(slot for slot in Node.__slots__
+                  if slot.startswith("_") and not slot.startswith("__") and slot not in _NODE_KEPT)
+
+
+def _release_node(node: Node, graph: Graph) -> None:
+    """Make `node` a `ClosedNode` of `graph` (closed already) and drop its edges, links,
+    attributes, descs and proto: its class first, so that it is never half released."""
+    node._graph = graph
+    node.__class__ = ClosedNode
+    del (node._inputs, node._consumers, node._ctrl_in, node._ctrl_out, node._prev,
+         node._next, node._attrs, node._small_tensor, node._in_descs, node._out_descs,
+         node._in_anchor_attrs, node._out_anchor_attrs, node._out_names, node._proto,
+         node._clean, node._export_name, node._metadata, node._seq)
+
+
+def _release_node_again(node: Node, graph: Graph) -> None:
+    """`_release_node` of a node that an interrupted close may have released, in part or
+    whole."""
+    node._graph = graph
+    node.__class__ = ClosedNode
+    for slot in _RELEASED:
+        try:
+            delattr(node, slot)
+        except AttributeError:
+            pass  # (released already)
