@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -159,6 +160,41 @@ def test_add_graph_with_copy_leaves_the_callers_graph_alone(compiler: None) -> N
     assert session.get_graph(1) is not graph
     session.compile_graph(1)
     assert (graph.mutation_count, graph.to_onnx().SerializeToString()) == before
+
+
+def test_remove_graph_closes_the_sessions_own_copy_only(
+        collector_off: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy `add_graph_with_copy` made is the session's: `remove_graph` closes it (freed by
+    reference counting, not left to the collector); a graph added as it is stays the
+    caller's; a copy made for an id in use is closed at once."""
+    session = Session()
+    graph = ge.graph.load(double_negation_model())
+    session.add_graph_with_copy(1, graph)
+    session.add_graph(2, graph)
+    copy = session.get_graph(1)
+    assert len(session.run_graph(1, [np.ones([3], np.float32)])) == 1  # (its runner made)
+    refs = [weakref.ref(o) for o in (copy, *copy.get_all_nodes())]
+    session.remove_graph(1)
+    assert copy.closed and session.get_graph_ids() == [2]
+    del copy
+    assert [ref() for ref in refs] == [None] * len(refs)
+    session.remove_graph(2)
+    assert not graph.closed
+    graph.validate()
+    session.add_graph(3, graph)
+    copies: list[weakref.ref[Graph]] = []
+    clone = Graph.clone
+
+    def recorded(self: Graph) -> Graph:
+        made = clone(self)
+        copies.append(weakref.ref(made))
+        return made
+
+    monkeypatch.setattr(Graph, "clone", recorded)
+    with pytest.raises(SessionError, match=r"graph id 3 is already in the session"):
+        session.add_graph_with_copy(3, graph)
+    assert len(copies) == 1 and copies[0]() is None
+    assert session.get_graph(3) is graph and not graph.closed
 
 
 def test_a_vendored_model_runs_like_run_model() -> None:

@@ -16,7 +16,7 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec
@@ -34,6 +34,7 @@ from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE, check_t
 from ge.errors import (
     CompileInputError,
     CompileWarning,
+    GraphError,
     GraphValidationError,
     SessionError,
     ShapeInferenceError,
@@ -194,6 +195,20 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
     raise CompileInputError(
         "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
         f"{described(model)}")
+
+
+@contextlib.contextmanager
+def _closed_on_failure(owned: list[Graph]) -> Iterator[None]:
+    """Close the graphs in `owned` (the compilation's own: loaded or converted by it, never
+    the caller's) when the block fails, once its error is made (it names nodes by their
+    names: a message is the same after): not left to the cyclic collector."""
+    try:
+        yield
+    except BaseException:
+        for graph in owned:
+            with contextlib.suppress(GraphError):  # (closing is never worth another error)
+                graph.close()
+        raise
 
 
 def _warn_duplicate_node_names(changed: Iterable[NodeNamesMadeUnique]) -> None:
@@ -377,18 +392,24 @@ def compile(
     atol = DEFAULT_ATOL if atol is None else float(atol)
     given, in_place, source = _as_graph(model)
     loaded_here = not in_place  # (a path or a proto: the graph is this compilation's own)
-    # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
-    # (GE1003 naming the nodes), before anything converts, runs or infers it.
-    check_acyclic(given)
-    check_training_info(given)  # (before opset= conversion, which drops it)
+    # The graphs this compilation made (the model loaded here, a converted copy) are closed
+    # when it fails, once its error is made: its traceback would hold them for the collector.
+    owned = [] if in_place else [given]
     # A Graph given is compiled in place: a failure gives it back with its names as given
     # too (the other changes are undone by the transaction around the passes, inside).
-    with given.transaction() if in_place else contextlib.nullcontext():
+    with (_closed_on_failure(owned),
+          given.transaction() if in_place else contextlib.nullcontext()):
+        # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
+        # (GE1003 naming the nodes), before anything converts, runs or infers it.
+        check_acyclic(given)
+        check_training_info(given)  # (before opset= conversion, which drops it)
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
         converting = time.perf_counter()
         with concerning_model():  # (the model as given is what the converter refuses)
             graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
         converted_in = time.perf_counter() - converting
+        if graph is not given:
+            owned.append(graph)  # (the result's graph, unless the compilation fails)
         in_place = in_place and graph is given
         # The report's "before" is the model as given, not the converted copy the passes get:
         # the user holds it against the file (`ge inspect`, `ge diff`, onnx), in which a call

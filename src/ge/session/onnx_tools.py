@@ -318,7 +318,12 @@ def converted_graph(graph: Graph, *, opset: int | None = None,
     converted = inlined_functions(graph) if inline_functions else graph
     if opset is None:
         return converted
-    upgraded = upgraded_opset(converted, opset, inlined=inline_functions)
+    try:
+        upgraded = upgraded_opset(converted, opset, inlined=inline_functions)
+    except BaseException:
+        if converted is not graph:
+            converted.close()  # (the inlined copy is this function's own, failed or not)
+        raise
     if converted is not graph and upgraded is not converted:
         converted.close()  # (the inlined copy, read by the conversion only: `Graph.close`)
     return upgraded

@@ -67,6 +67,7 @@ class _Entry:
     report: CompileReport | None = None
     compiled_version: int | None = None  # mutation_count right after the last compile
     lock: threading.Lock = field(default_factory=threading.Lock)
+    copied: bool = False  # the session's own copy (`add_graph_with_copy`): closed on removal
 
 
 class Session:
@@ -108,7 +109,9 @@ class Session:
             raise GraphClosedError(f"graph {graph.name!r} is closed (Graph.close() released "
                                    "its nodes): a session cannot compile or run it; load the "
                                    "model again")
-        entry = _Entry(graph, _check_options(options, "graph options"))
+        self._add(graph_id, _Entry(graph, _check_options(options, "graph options")))
+
+    def _add(self, graph_id: int, entry: _Entry) -> None:
         with self._lock:
             if graph_id in self._graphs:
                 raise SessionError(
@@ -118,16 +121,30 @@ class Session:
 
     def add_graph_with_copy(self, graph_id: int, graph: Graph,
                             options: Mapping[str, str] | None = None) -> None:
-        """Add a copy of `graph`: compiling it leaves the caller's graph as it is."""
+        """Add a copy of `graph`: compiling it leaves the caller's graph as it is. The copy
+        is the session's: `remove_graph` closes it (`Graph.close`)."""
+        _check_graph_id(graph_id)
         if not isinstance(graph, Graph):
             raise GraphTypeError(f"graph must be a ge.graph.Graph, got {type(graph).__name__}")
-        self.add_graph(graph_id, graph.clone(), options)
+        entry = _Entry(graph.clone(), _check_options(options, "graph options"), copied=True)
+        try:
+            self._add(graph_id, entry)
+        except BaseException:
+            entry.graph.close()  # (an id in use: the copy is nobody's)
+            raise
 
     def remove_graph(self, graph_id: int) -> None:
-        """Forget the graph and everything prepared for it."""
-        self._entry(graph_id)
+        """Forget the graph and everything prepared for it; a copy the session made
+        (`add_graph_with_copy`) is closed, not left to the cyclic collector."""
+        entry = self._entry(graph_id)
         with self._lock:
-            self._graphs.pop(graph_id, None)
+            if self._graphs.get(graph_id) is not entry:
+                return  # (another thread removed it first)
+            del self._graphs[graph_id]
+        if entry.copied:
+            with entry.lock:  # (after a compilation of it, or its runner being made, ends)
+                entry.runner = None
+                entry.graph.close()
 
     def get_graph(self, graph_id: int) -> Graph:
         """The graph added under `graph_id` (extension)."""
