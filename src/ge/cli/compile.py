@@ -306,7 +306,9 @@ def _failure_page(html_path: Path | None, recorder: Any, model: Path,
     except GeError as err:
         after = None if recorder is None else (
             recorder.failed_at if recorder.failed_at is not None
-            else graph_snapshot(recorder.graph) if recorder.graph is not None else None)
+            else graph_snapshot(recorder.graph)
+            # (a converted copy: `ge.compile` closed it, failing)
+            if recorder.graph is not None and not recorder.graph.closed else None)
         if html_path is not None and recorder is not None and recorder.before is not None \
                 and after is not None:
             from ge.cli import html_page
