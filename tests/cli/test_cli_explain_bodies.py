@@ -84,14 +84,15 @@ def test_each_body_is_named_with_its_owner_and_attribute(write, tmp_path: Path) 
                             "--json")
     assert code == 0, err
     owners = [(p["graph"], p["owner"]) for p in json.loads(out)["patterns"]]
+    named = {"index": None, "outputs": []}  # (what finds a node the model gives no name)
     loop = {"node": "loop", "type": "Loop", "domain": "", "attribute": "body",
-            "graph": "main", "within": None}
+            "graph": "main", "within": None, **named}
     assert owners[:2] == [("main", None), ("sub_graph", {
         "node": "cond_if", "type": "If", "domain": "", "attribute": "then_branch",
-        "graph": "main", "within": None})]
+        "graph": "main", "within": None, **named})]
     assert owners[3:5] == [("sub_graph", loop), ("sub_graph", {
         "node": "inner_if", "type": "If", "domain": "", "attribute": "then_branch",
-        "graph": "sub_graph", "within": loop})]
+        "graph": "sub_graph", "within": loop, **named})]
 
 
 def test_a_decompose_pass_names_them_too(write, tmp_path: Path) -> None:
@@ -109,4 +110,5 @@ def test_a_decompose_pass_names_them_too(write, tmp_path: Path) -> None:
     graphs = json.loads(out)["graphs"]
     assert graphs[0]["owner"] is None
     assert graphs[3]["owner"] == {"node": "loop", "type": "Loop", "domain": "",
-                                  "attribute": "body", "graph": "main", "within": None}
+                                  "attribute": "body", "graph": "main", "within": None,
+                                  "index": None, "outputs": []}

@@ -272,7 +272,7 @@ def test_unnamed_owners_and_nodes_on_a_cycle_are_named_by_what_they_compute() ->
     """ge's names for unnamed nodes ('If', 'Loop', 'Add') are in no file (trial TT): after
     loading too, a body's unnamed owner is named by the values it computes, and so is an
     unnamed node on a cycle."""
-    from ge.graph.places import graph_label
+    from ge.graph.places import body_owner, graph_label, model_node_label
 
     graph = ge.graph.load(_unnamed_owners_model(cycle=False))
     (loop,) = graph.nodes_of_type("Loop")
@@ -284,6 +284,21 @@ def test_unnamed_owners_and_nodes_on_a_cycle_are_named_by_what_they_compute() ->
         ge.compile(_unnamed_owners_model(cycle=True))  # (loading keeps it: validation says)
     assert caught.value.code == "GE1003"
     assert ("then_branch of unnamed If node (computing 'r') in the body of unnamed Loop node "
-            "(computing 'ys'): cycle: graph 'body' has a cycle through nodes: Add (no name in "
-            "the model, computing 't'), Relu (no name in the model, computing 'u')"
+            "(computing 'ys'): cycle: graph 'body' has a cycle through nodes: unnamed Add node "
+            "(computing 't'), unnamed Relu node (computing 'u')"
             ) in caught.value.message
+    # one wording, loading's (`model_node_label`), for an unnamed node wherever it is listed
+    cyclic = ge.graph.load(_unnamed_owners_model(cycle=True))
+    (loop,) = cyclic.nodes_of_type("Loop")
+    (if_node,) = loop.get_subgraphs()[0].nodes_of_type("If")
+    add, relu = (n for n in if_node.get_subgraphs()[0].get_direct_nodes()
+                 if n.type in ("Add", "Relu"))
+    assert [model_node_label(add), model_node_label(relu)] == [
+        "unnamed Add node (computing 't')", "unnamed Relu node (computing 'u')"]
+    # and in JSON (`ge passes explain --json`), with what finds it: index and outputs
+    owner = body_owner(if_node.get_subgraphs()[0], loading=True)
+    assert owner is not None and owner.as_dict() == {
+        "node": "", "type": "If", "domain": "", "attribute": "then_branch", "graph": "body",
+        "index": 0, "outputs": ["r"],
+        "within": {"node": "", "type": "Loop", "domain": "", "attribute": "body",
+                   "graph": "g", "index": 0, "outputs": ["ys"], "within": None}}

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "model_node_label",
-           "node_label", "node_ref", "proto_bodies", "proto_body_owner"]
+__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "listed_node",
+           "model_node_label", "node_label", "node_ref", "proto_bodies", "proto_body_owner"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
@@ -54,17 +54,22 @@ def model_node_label(node: Node, *, loading: bool = False) -> str:
                       outputs=node._out_names)
 
 
-def node_ref(node: Node, *, quoted: bool = True) -> str:
+def node_ref(node: Node) -> str:
     """A node's IR name as a message quotes it (as `err.nodes` and dumps name it), and for
     a node the model gives no name (ge's name for it is in no file) what finds it there:
-    "'Relu' (no name in the model, computing 't')"; `quoted=False` for a list of names
-    written bare."""
-    name = repr(node._name) if quoted else node._name
+    "'Relu' (no name in the model, computing 't')"."""
+    name = repr(node._name)
     if written_name(node):
         return name
     computed = ", ".join(repr(o) for o in node._out_names if o)
     return f"{name} (no name in the model" + (
         f", computing {computed})" if computed else ")")
+
+
+def listed_node(node: Node) -> str:
+    """A node in a list of node names (a cycle's): its IR name, bare; a node the model gives
+    no name as loading names it (`model_node_label`: "unnamed Add node (computing 'a')")."""
+    return node._name if written_name(node) else model_node_label(node)
 
 
 def _index_as_read(node: Node) -> int | None:
@@ -108,7 +113,8 @@ class BodyOwner:
     def as_dict(self) -> dict[str, Any]:
         return {"node": self.node, "type": self.type, "domain": self.domain,
                 "attribute": self.attribute, "graph": self.graph,
-                "within": None if self.within is None else self.within.as_dict()}
+                "within": None if self.within is None else self.within.as_dict(),
+                "index": self.index, "outputs": list(self.outputs)}
 
 
 def proto_body_owner(node: onnx.NodeProto, index: int, attribute: str,

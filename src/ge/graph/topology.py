@@ -158,10 +158,10 @@ class GraphTopology:
                 if indegree[succ] == 0:
                     heapq.heappush(ready, (seq[succ], id(succ)))
         if len(out) != len(nodes):
-            from ge.graph.places import node_ref
+            from ge.graph.places import listed_node
 
             cycled = sorted(self._on_cycles(nodes, successors, indegree), key=lambda n: n._name)
-            listed = ", ".join(node_ref(n, quoted=False) for n in cycled[:20])
+            listed = ", ".join(listed_node(n) for n in cycled[:20])
             raise GraphError(f"graph {self._name!r} has a cycle through nodes: {listed}",
                              nodes=[n._name for n in cycled])
         return out
