@@ -5,6 +5,7 @@ other objects still hold with their name, type and domain."""
 from __future__ import annotations
 
 import gc
+import pickle
 import re
 import weakref
 from collections.abc import Callable
@@ -111,6 +112,7 @@ def _uses() -> list[tuple[str, Callable[[Graph], object]]]:
         ("opset_imports", lambda g: g.opset_imports),
         ("model", lambda g: g.model),
         ("in", lambda g: object() in g),
+        ("iter", lambda g: iter(g)),  # (not "'ClosedGraph' object is not iterable")
     ]
 
 
@@ -341,3 +343,16 @@ def test_a_close_interrupted_before_it_changed_anything_leaves_the_graph_usable(
     monkeypatch.undo()
     graph.close()
     assert graph.closed and built.closed
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "closed"])
+def test_a_graph_is_not_pickled_open_or_closed(closed: bool) -> None:
+    """Pickling refuses a graph alike (a closed one pickled as its bare name before, while
+    an open one failed on a node: "ge.graph.Node cannot be copied")."""
+    graph, _ = _full_hierarchy()
+    if closed:
+        graph.close()
+    with pytest.raises(GraphError, match=r"^\[GE1001\] ge\.graph\.Graph cannot be pickled; "
+                                         r"save it as ONNX"):
+        pickle.dumps(graph)
+    assert graph.closed == closed

@@ -46,8 +46,12 @@ class ClosedGraph(Graph):
     def __getattribute__(self, name: str) -> Any:
         if name in _GRAPH_KEPT or name.startswith("__"):
             return object.__getattribute__(self, name)
-        raise GraphClosedError(f"{_described(self)}: it cannot be used{_what(name)}; load "
-                               "the model again, or clone() a graph before closing it")
+        raise _refused(self, name)
+
+    def __iter__(self) -> Any:
+        # (`iter()` looks `__iter__` up on the class: without this, a TypeError naming
+        # `ClosedGraph`, which no user wrote)
+        raise _refused(self, "iter")
 
     def __len__(self) -> int:
         return 0  # (its nodes were released; `bool(graph)` is False, not an error)
@@ -82,6 +86,12 @@ class ClosedNode(Node):
 
     def __repr__(self) -> str:
         return f"<Node {self._name!r} type={self._type}, closed>"
+
+
+def _refused(graph: ClosedGraph, name: str) -> GraphClosedError:
+    """The error of any use of the closed `graph` but its name (`name`: what was asked)."""
+    return GraphClosedError(f"{_described(graph)}: it cannot be used{_what(name)}; load the "
+                            "model again, or clone() a graph before closing it")
 
 
 def _what(name: str, then: str = "") -> str:

@@ -508,6 +508,11 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
     def __deepcopy__(self, memo: Any) -> Graph:
         raise GraphError("ge.graph.Graph cannot be copied with deepcopy(); use Graph.clone()")
 
+    def __reduce__(self) -> Any:
+        # (a closed graph too: it holds only its name, and an open one's nodes refuse)
+        raise GraphError("ge.graph.Graph cannot be pickled; save it as ONNX (Graph.save, "
+                         "Graph.to_onnx) and load that (ge.graph.load)")
+
     def to_onnx(self, *, value_info: bool = True, lift_constants: bool = False
                 ) -> onnx.ModelProto:
         """The graph as an ONNX model (a root graph; a subgraph exports as its own model).
