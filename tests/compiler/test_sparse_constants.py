@@ -255,3 +255,39 @@ def test_a_sparse_constant_left_feeding_an_output_gets_an_identity() -> None:
     assert [o.name for o in written.graph.output] == ["y"]
     np.testing.assert_array_equal(_run(written, {})[0],
                                   np.array([1, 0, 0, 2, 0, 3], np.float32))
+
+
+def _sparse_default_model(order: str) -> onnx.ModelProto:
+    """y = x + w + k: `w` a graph input whose default is a sparse initializer (valid ONNX,
+    onnxruntime runs it, with or without a value fed for `w`), `k` a sparse constant;
+    `order` says which the file lists first among the sparse initializers."""
+    w, k = _sparse("w", _dense((2, 3), seed=1)), _sparse("k", _dense((2, 3), seed=2))
+    return _model([node("Add", ["x", "w"], ["s"]), node("Add", ["s", "k"], ["y"])],
+                  [_vi("x", [2, 3]), _vi("w", [2, 3])], [_vi("y", [2, 3])],
+                  sparse_initializers=[w, k] if order == "default-first" else [k, w])
+
+
+@pytest.mark.parametrize("order", ["default-first", "default-last"])
+def test_an_input_with_a_sparse_default(tmp_path: Path, order: str) -> None:
+    """Refused GE1101 before ("value 'w' is defined twice (by Data node 'w' and Const node
+    'w_1')"): the input is an input, its sparse default written back as it was read."""
+    model = _sparse_default_model(order)
+    source = tmp_path / "m.onnx"
+    onnx.save(model, source)
+    graph = ge.graph.load(source)
+    assert [n.type for n in graph.get_data_nodes()] == ["Data", "Data"]
+    assert [n.name for n in graph.nodes_of_type("Const")] == ["k"]
+    graph.save(tmp_path / "again.onnx")
+    assert (tmp_path / "again.onnx").read_bytes() == source.read_bytes()
+    clone = graph.clone().to_onnx()
+    assert [s.values.name for s in clone.graph.sparse_initializer] == [
+        s.values.name for s in model.graph.sparse_initializer]
+    x = np.ones((2, 3), np.float32)
+    saved = _compiled_like_original(model, tmp_path, {"x": x})
+    assert [i.name for i in saved.graph.input] == ["x", "w"]
+    for feeds in ({"x": x}, {"x": x, "w": np.full((2, 3), 3, np.float32)}):
+        np.testing.assert_array_equal(_run(saved, feeds)[0], _run(model, feeds)[0])
+    converted = ge.compile(model, opset=20, verify=True)  # (the converter's stand-ins too)
+    assert converted.verification is not None and converted.verification.ok
+    assert [s.values.name for s in converted.to_onnx().graph.sparse_initializer] == [
+        s.values.name for s in model.graph.sparse_initializer]

@@ -37,6 +37,7 @@ def _clone_graph_nodes(graph: Graph, name: str, mapping: dict[Node, Node]) -> Gr
     new._stray_value_info = list(graph._stray_value_info)
     new._value_info_order = graph._value_info_order
     new._initializer_order = graph._initializer_order
+    new._sparse_order = graph._sparse_order
     new._output_names = list(graph._output_names)
     for node in order.walk(graph):
         attrs: dict[str, Any] = {}

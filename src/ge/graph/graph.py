@@ -124,9 +124,10 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # annotation of one a pass has since removed is stale and not saved (one naming no
         # value from the start is kept as it was).
         self._annotated_values: frozenset[str] = frozenset()
-        # Initializers that give graph inputs a default value (IR >= 4), and value infos
-        # naming no value of the graph: both written back as they were read.
-        self._input_defaults: dict[str, onnx.TensorProto] = {}
+        # Initializers that give graph inputs a default value (IR >= 4; a sparse one, which
+        # onnxruntime reads too, as a SparseTensorProto), and value infos naming no value of
+        # the graph: both written back as they were read.
+        self._input_defaults: dict[str, onnx.TensorProto | onnx.SparseTensorProto] = {}
         # Graph inputs that an initializer makes constants (IR < 4: read as Const nodes), by
         # value name: how many real inputs came before each, its position among the inputs
         # and its value info as read; saving writes each one still held by a Const back as
@@ -140,6 +141,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         # Where the file put the initializers giving inputs their defaults among the others,
         # when not last (saving writes them after the constants otherwise): {name: position}.
         self._initializer_order: dict[str, int] | None = None
+        # The same for the sparse initializers, when a sparse default was not last.
+        self._sparse_order: dict[str, int] | None = None
         self.model = ModelInfo()
 
     # -- identity and hierarchy ---------------------------------------------------------

@@ -463,11 +463,17 @@ def write_graph(graph: Graph, gp: onnx.GraphProto, names: OutputNames | None = N
                 value_infos.append(_value_info(value_name((node, i), renames), slot))
     gp.input.extend(_merged_inputs(inputs, kept_inputs))
     if graph._input_defaults:
-        defaults = graph._input_defaults.values()
+        defaults = [t for t in graph._input_defaults.values()
+                    if isinstance(t, onnx.TensorProto)]
         initializers += defaults if store is None else [store.default(t) for t in defaults]
         if graph._initializer_order is not None:
             file_order = graph._initializer_order  # (new constants after, as they come)
             initializers.sort(key=lambda t: file_order.get(t.name, len(file_order)))
+        sparse += [t for t in graph._input_defaults.values()
+                   if isinstance(t, onnx.SparseTensorProto)]
+        if graph._sparse_order is not None:
+            sparse_order = graph._sparse_order
+            sparse.sort(key=lambda t: sparse_order.get(t.values.name, len(sparse_order)))
     gp.initializer.extend(initializers)
     gp.sparse_initializer.extend(sparse)
     gp.node.extend(protos)

@@ -212,6 +212,15 @@ def _add(graph: Graph, node: Node) -> None:
     graph._index_node(node)
 
 
+def _order_kept(names: list[str], defaults: Mapping[str, object]) -> dict[str, int] | None:
+    """{name: position} of an initializer list read (dense or sparse) whose inputs'
+    defaults were not all last, as saving writes them; None when they were."""
+    count = sum(name in defaults for name in names)
+    if not any(name in defaults for name in names[:len(names) - count]):
+        return None
+    return {name: i for i, name in enumerate(names)}
+
+
 def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None, *,
                 constant_inputs: bool = False) -> bool:
     """Read `gp` into `graph`; whether it or one of its subgraphs declares the type of an
@@ -251,7 +260,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
             note.metadata_props.extend(vi.metadata_props)
         graph._onnx_extras = extras
 
-    defaults: dict[str, onnx.TensorProto] = {}
+    defaults: dict[str, onnx.TensorProto | onnx.SparseTensorProto] = {}
     initialized = {t.name for t in gp.initializer} if constant_inputs else set()
     index = 0
     for position, vi in enumerate(gp.input):
@@ -290,15 +299,19 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
             if problem is not None:
                 raise refuse(f"{_place(graph)}: sparse initializer {name!r}", problem)
         ordered = sorted_sparse(sparse)  # (for onnx's checker: the same dense tensor)
+        if name in graph._values:  # an input with a sparse default value (IR >= 4)
+            defaults[name] = ordered or sparse
+            continue
         node = new_node(CONST, naming.onnx_node_name(name, CONST), "", 0, [name],
                         {"sparse_value": (A.SPARSE_TENSOR, ordered or sparse)}, None)
         _add(graph, node)
     graph._input_defaults = defaults
-    if defaults and any(t.name in defaults for t in
-                        gp.initializer[:len(gp.initializer) - len(defaults)]):
+    if defaults:
         # (saving writes the defaults last: where the file had one among the others, keep
         # the file's order, so that an untouched model saves byte-identical)
-        graph._initializer_order = {t.name: i for i, t in enumerate(gp.initializer)}
+        graph._initializer_order = _order_kept([t.name for t in gp.initializer], defaults)
+        graph._sparse_order = _order_kept([t.values.name for t in gp.sparse_initializer],
+                                          defaults)
 
     # The hot loop of loading: one pass creating the operator nodes, a second wiring their
     # inputs once every value of the graph is known.
