@@ -29,6 +29,7 @@ from ge.errors import (
 )
 from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.checker_places import checker_text, model_failure
 from ge.graph.external_data import (
     ExternalDataWriter,
     SharedExternalData,
@@ -256,7 +257,9 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
                      payloads: PayloadStore) -> None:
     """Refuse to write a model onnx's full checker (strict shape inference included)
     rejects: runtimes reject it too. `model` is changed (`weightless`), and the payloads
-    of the placeholders it keeps are put back (inference reads constants' values)."""
+    of the placeholders it keeps are put back (inference reads constants' values). The
+    refusal gives onnx's text whole, and names where the checker's problem is (a body, a
+    function, the node: `ge.graph.checker_places`), which its own text does not say."""
     checked = weightless(model)
     if checked is None:
         return
@@ -264,14 +267,23 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
     try:
         check_model_full(checked)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        note = index_order_note(checked, first)  # (a sparse tensor's indices out of order)
+        text = checker_text(exc)
+        # (found only for the checker's refusals: inference's name their nodes already; the
+        # model is as checked then, check_model_full changes it only after the checker)
+        failure = (model_failure(checked) if isinstance(exc, onnx.checker.ValidationError)
+                   else None)
+        if failure is not None:
+            text = f"{failure.node}: {failure.message}" if failure.node else failure.message
+        note = index_order_note(checked, text)  # (a sparse tensor's indices out of order)
         if note:
-            first = first.rstrip(".") + note
-        named = _CHECKER_NODE.search(first)  # "(op_type:Gemm, node name: /fc1/Gemm)"
+            text = text.rstrip(".") + note
+        named = _CHECKER_NODE.search(text)  # "(op_type:Gemm, node name: /fc1/Gemm)"
+        nodes = ((failure.name,) if failure is not None and failure.name else
+                 (named.group(1),) if named else ())
         raise GraphValidationError([ValidationProblem(
-            "onnx-checker", (named.group(1),) if named else (), f"onnx.checker rejects the "
-            f"model, nothing was written to {target}: {first}", graph.name)]) from exc
+            "onnx-checker", nodes, f"onnx.checker rejects the model, nothing was written to "
+            f"{target}: {text}", failure.graph if failure is not None and failure.graph
+            else graph.name, place=failure.place if failure is not None else "")]) from exc
 
 
 def check_model_full(model: onnx.ModelProto) -> None:

@@ -12,7 +12,10 @@ onnx.checker and runtimes reject such a model),
 opset, and no function of the model), `structure` (Data indexes, NetOutput count) and, for
 the region checks after a pass, `untyped` (an output without a known dtype) and `type`
 (element types the operator's schema does not allow, or a type variable bound to two types:
-a stale output type included).
+a stale output type included). The whole validation (`validate()`) also runs onnx's checker
+on the model's local functions, which ge holds as the protos it read (no IR check sees
+them): `function`, a problem in one, named by the function, the body inside it if in one,
+and the node (`ge.graph.checker_places`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from onnx import TensorProto, defs
 
 from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
+from ge.graph.checker_places import function_failures
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
@@ -34,8 +38,8 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
-__all__ = ["attribute_problems", "check_acyclic", "cycle_problems",
-           "find_node_problems", "find_problems", "first_opset", "newer_operators",
+__all__ = ["attribute_problems", "check_acyclic", "cycle_problems", "find_node_problems",
+           "find_problems", "first_opset", "function_problems", "newer_operators",
            "redeclaring_advice", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
@@ -79,7 +83,25 @@ def find_problems(graph: Graph, *, attributes_of: Callable[[Node], bool] | None 
                 pass  # reported by _check_graph
     for g in [graph, *graph.get_all_subgraphs()]:
         _check_graph(g, problems, attributes_of)
+    if attributes_of is None:  # (a pass's checks: it changes no function)
+        problems += function_problems(graph)
     return problems
+
+
+def function_problems(graph: Graph) -> list[ValidationProblem]:
+    """The `function` problems of the model whose root graph is `graph`: each model-local
+    function onnx's checker refuses (checked as `check_model` checks it: the model's IR
+    version and opsets), named by the function, the body inside it and the node. Functions
+    are few and small beside the graph: the check costs little."""
+    model = graph.model if graph._parent_node is None else None
+    if model is None or not model.functions:
+        return []
+    return [ValidationProblem("function", (failure.name,) if failure.name else (),
+                              (f"{failure.node}: " if failure.node else "")
+                              + f"onnx.checker refuses it: {failure.message}",
+                              graph.name, place=failure.place)
+            for failure in function_failures(model.functions, model.ir_version,
+                                             model.opset_imports)]
 
 
 def cycle_problems(graph: Graph) -> list[ValidationProblem]:
