@@ -200,3 +200,41 @@ def test_inspect_names_a_body_by_its_owner_node_and_attribute(tmp_path: Path) ->
     assert code == 0
     assert (f"note: sparse initializer 's' in graph 'then', then_branch of {inner} has its "
             "indices unsorted") in " ".join(stdout.split())
+
+
+def test_a_sparse_constant_in_a_body_of_a_function_is_noted_and_sorted(tmp_path: Path) -> None:
+    """User trial UU #6: a sparse Constant out of order in an If body inside a model-local
+    function was neither noted by `ge inspect` (which looked at the functions' nodes, not
+    at the bodies they hold) nor sorted on load, and `ge compile` refused to save the
+    model with the checker's bare text (GE1003)."""
+    k = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "k"),
+        numpy_helper.from_array(np.array([3, 0], np.int64), "k_indices"), [4])
+    then = helper.make_graph([node("Constant", [], ["k"], name="sparse_k", sparse_value=k),
+                              node("Add", ["a", "k"], ["t"], name="add")], "then_body", [],
+                             [vi("t", None)])
+    other = helper.make_graph([node("Identity", ["a"], ["e"], name="same")], "else_body", [],
+                              [vi("e", None)])
+    f = helper.make_function(
+        "mydomain", "f", ["c", "a"], ["b"],
+        [node("If", ["c"], ["b"], name="cond_if", then_branch=then, else_branch=other)],
+        [helper.make_opsetid("", 17)])
+    graph = helper.make_graph([node("f", ["c", "x"], ["y"], domain="mydomain", name="call")],
+                              "g", [vi("c", [], onnx.TensorProto.BOOL), vi("x", [4])],
+                              [vi("y", [4])])
+    model = helper.make_model(graph, functions=[f], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
+    source, target = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    data = json.loads(run_ge("inspect", str(source), "--json")[1])
+    assert data["sparse_index_order"] == [{
+        "tensor": "attribute 'sparse_value' of Constant node 'sparse_k' in graph "
+                  "'then_body', then_branch of If node 'cond_if' in function 'f'",
+        "sorted_by_ge": True, "onnxruntime_runs": True,
+        "problem": "has its indices unsorted: 3 at position 0 comes before 0 at position 1"}]
+    code, _, stderr = run_ge("compile", str(source), "-o", str(target), "-q")
+    assert code == 0, stderr
+    feeds = {"c": np.array(True), "x": np.arange(4, dtype=np.float32)}
+    onnx.checker.check_model(onnx.load(target), full_check=True)
+    assert run_ort(target, feeds)[0].tolist() == run_ort(model, feeds)[0].tolist() == [
+        1.5, 1, 2, 5]

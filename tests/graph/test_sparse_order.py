@@ -167,22 +167,84 @@ def test_a_repeated_index_is_refused_on_save_saying_which_and_why(tmp_path: Path
 
 
 def test_unsorted_indices_ge_does_not_sort_are_named_on_save(tmp_path: Path) -> None:
-    """A sparse `Constant` in a model-local function is kept as the file has it."""
+    """A sparse attribute of another operator than `Constant` (in a model-local function
+    here) is kept as the file has it: the save's refusal names it, the function and the
+    node holding it."""
     k = _sparse(np.array([2.0, 1.5], np.float32), [3, 0], [4], name="fk")
     f = helper.make_function("mydomain", "f", ["a"], ["b"],
-                             [node("Constant", [], ["fk"], name="fconst", sparse_value=k),
-                              node("Mul", ["a", "fk"], ["b"])], [helper.make_opsetid("", 17)])
+                             [node("Lookup", ["a"], ["b"], domain="other", name="lookup",
+                                   table=k)],
+                             [helper.make_opsetid("", 17), helper.make_opsetid("other", 1)])
     graph = helper.make_graph([node("f", ["x"], ["y"], domain="mydomain", name="call")], "g",
                               [vi("x", [4])], [vi("y", [4])])
     model = helper.make_model(graph, functions=[f], opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
+        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1),
+        helper.make_opsetid("other", 1)])
     target = tmp_path / "out.onnx"
     with pytest.raises(GraphValidationError) as caught:
         ge.graph.load(model).save(target, full_check=True)
-    message = caught.value.problems[0].message
-    assert ("not in sorted order: attribute 'sparse_value' of Constant node 'fconst' in "
-            "function 'f' has its indices unsorted: 3 at position 0 comes before 0 at "
-            "position 1; onnxruntime runs such a model") in message
-    assert message.endswith("ge sorts those of the sparse initializers and sparse Constants "
-                            "of a model's graphs when it loads it, not these")
+    problem = caught.value.problems[0]
+    assert problem.place == "function 'f' (domain 'mydomain')"
+    assert problem.nodes == ("lookup",)
+    assert problem.message.startswith(
+        f"onnx.checker rejects the model, nothing was written to {target}: other.Lookup "
+        "node 'lookup': Sparse tensor (fk_indices) index value at position [1] not in "
+        "sorted order: attribute 'table' of other.Lookup node 'lookup' in function 'f' has "
+        "its indices unsorted: 3 at position 0 comes before 0 at position 1; onnxruntime "
+        "runs such a model")
+    assert problem.message.endswith(
+        "ge sorts those of sparse initializers and sparse Constants (of the graphs and "
+        "functions) when it loads a model, not those of another operator's attribute")
     assert list(tmp_path.iterdir()) == []
+
+
+def _function_with_sparse_branch(indices: list[int]) -> onnx.ModelProto:
+    """A model calling a model-local function whose If takes a then_branch adding a sparse
+    `Constant` of `indices` (values 2 and 1.5) to the function's input (user trial UU)."""
+    k = _sparse(np.array([2.0, 1.5], np.float32), indices, [4], name="k")
+    then = helper.make_graph([node("Constant", [], ["k"], name="sparse_k", sparse_value=k),
+                              node("Add", ["a", "k"], ["t"], name="add")], "then_body", [],
+                             [vi("t", None)])
+    other = helper.make_graph([node("Identity", ["a"], ["e"], name="same")], "else_body", [],
+                              [vi("e", None)])
+    f = helper.make_function(
+        "mydomain", "f", ["c", "a"], ["b"],
+        [node("If", ["c"], ["b"], name="cond_if", then_branch=then, else_branch=other)],
+        [helper.make_opsetid("", 17)])
+    graph = helper.make_graph([node("f", ["c", "x"], ["y"], domain="mydomain", name="call")],
+                              "g", [vi("c", [], BOOL), vi("x", [4])], [vi("y", [4])])
+    return helper.make_model(graph, functions=[f], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
+
+
+def test_sparse_constant_in_a_body_of_a_function_is_sorted_on_load(tmp_path: Path) -> None:
+    """User trial UU #6: loading sorted the sparse Constants of the graphs, not those of a
+    model-local function, nor of a body inside one: onnxruntime ran the model, and ge's
+    save refused it with the checker's bare text. Now they are sorted too (the one change
+    made to a function), and the model saved is the same model."""
+    model = _function_with_sparse_branch([3, 0])
+    with pytest.raises(onnx.checker.ValidationError, match="not in sorted order"):
+        onnx.checker.check_model(model)
+    feeds = {"c": np.array(True), "x": np.arange(4, dtype=np.float32)}
+    expected = run_ort(model, feeds)[0]
+    assert expected.tolist() == [1.5, 1, 2, 5]
+    graph = ge.graph.load(model)
+    target = tmp_path / "out.onnx"
+    graph.save(target, full_check=True)
+    saved = onnx.load(target)
+    onnx.checker.check_model(saved, full_check=True)
+    then = next(a.g for a in saved.functions[0].node[0].attribute if a.name == "then_branch")
+    sparse = then.node[0].attribute[0].sparse_tensor
+    assert numpy_helper.to_array(sparse.indices).tolist() == [0, 3]
+    assert numpy_helper.to_array(sparse.values).tolist() == [1.5, 2.0]
+    assert run_ort(saved, feeds)[0].tolist() == expected.tolist()
+    # nothing else of the function changed
+    unsorted = _function_with_sparse_branch([0, 3])
+    then_given = next(a.g for a in unsorted.functions[0].node[0].attribute
+                      if a.name == "then_branch")
+    then_given.node[0].attribute[0].sparse_tensor.CopyFrom(sparse)
+    assert saved.functions[0] == unsorted.functions[0]
+    # the proto given is not changed
+    assert numpy_helper.to_array(next(
+        a.g for a in model.functions[0].node[0].attribute if a.name == "then_branch"
+    ).node[0].attribute[0].sparse_tensor.indices).tolist() == [3, 0]

@@ -137,8 +137,8 @@ def _index_order_text(entry: dict[str, Any]) -> str:
                "ge cannot sort a repeated index away (which of its values counts is the "
                "reader's choice), so ge compile refuses to save it (GE1003)"
                if entry["problem"].startswith("has index ") else
-               "ge sorts only those of sparse initializers and sparse Constants of the "
-               "graphs, so ge compile refuses to save it (GE1003)")
+               "ge sorts only those of sparse initializers and sparse Constants (of the "
+               "graphs and functions), so ge compile refuses to save it (GE1003)")
     runtime = ("onnxruntime runs it, onnx's checker refuses it" if entry["onnxruntime_runs"]
                else "onnx's checker refuses it, and so does onnxruntime in a body")
     return f"note: {entry['tensor']} {entry['problem']}; {runtime}: {ge_does}"

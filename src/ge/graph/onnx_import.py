@@ -83,8 +83,8 @@ def model_to_graph(model: onnx.ModelProto, *, check_payloads: bool = True,
     known = (measured or {}) if check_payloads else None
     graph.model.typed_values = _read_graph(graph, model.graph, known,
                                            constant_inputs=model.ir_version < 4)
-    if known is not None:
-        for what, problem, nodes in function_problems(model, known):
+    if known is not None:  # (and their sparse Constants sorted, as the graphs')
+        for what, problem, nodes in function_problems(model, known, sort_sparse=True):
             raise refuse(what, problem, nodes)
     return graph
 

@@ -6,10 +6,11 @@ order."); onnxruntime reads them in any order. So a model with unsorted ones ran
 compiled it but then refused to save it (GE1003 from the checker its save runs). Loading
 now writes them sorted, their values permuted alike (`sorted_sparse`: the same dense
 tensor, a normalised representation), for sparse initializers and sparse `Constant`s of
-the model's graphs (`ge.graph.onnx_import`). A repeated index cannot be sorted away (which
-of its values the dense tensor holds is the reader's choice): the checker's refusal then
-says which tensor, what repeats and why (`index_order_note`), and `ge inspect` says so
-beforehand (`index_order_problem`).
+the model's graphs (`ge.graph.onnx_import`) and of its local functions and their bodies
+(`ge.graph.payload_checks.function_problems`: the one change loading makes to a
+function). A repeated index cannot be sorted away (which of its values the dense tensor
+holds is the reader's choice): the checker's refusal then says which tensor, what repeats
+and why (`index_order_note`), and `ge inspect` says so beforehand (`index_order_problem`).
 """
 
 from __future__ import annotations
@@ -155,9 +156,10 @@ def sort_sparse_constant(node: onnx.NodeProto) -> None:
 
 class LabelledSparse(NamedTuple):
     """A sparse tensor of a model, what names it in a message, whether loading sorts its
-    indices (a sparse initializer's, a sparse `Constant`'s of a graph) and whether it is in
-    a body (whose sparse tensors onnxruntime checks as onnx's checker does: it refuses a
-    model with unsorted ones there, and runs one with them elsewhere)."""
+    indices (a sparse initializer's, a sparse `Constant`'s, of a graph or a function) and
+    whether it is in a body of the model's graphs (whose sparse tensors onnxruntime checks
+    as onnx's checker does: it refuses a model with unsorted ones there, and runs one with
+    them elsewhere, in a body of a function too)."""
 
     label: str
     sparse: onnx.SparseTensorProto
@@ -176,13 +178,13 @@ def labelled_sparse_tensors(model: onnx.ModelProto, *, attributes: bool = True
                             ) -> Iterator[LabelledSparse]:
     """Every sparse tensor of `model`: the sparse initializers and, unless not to look at
     `attributes` (a model with none: `SPARSE_ATTRIBUTE_TAGS`), sparse attributes of its
-    graphs (a body's named with its graph and the node and attribute holding it) and of its
-    functions' nodes."""
+    graphs and of its functions' nodes, and the sparse initializers and attributes of the
+    bodies those hold (a body named by the node and attribute holding it, outwards)."""
     root = model.graph
     look = attributes
 
-    def of_nodes(nodes: Iterable[onnx.NodeProto], where: str, in_graph: bool,
-                 in_body: bool = False) -> Iterator[LabelledSparse]:
+    def of_nodes(nodes: Iterable[onnx.NodeProto], where: str, in_body: bool = False
+                 ) -> Iterator[LabelledSparse]:
         if not look:
             return
         for index, node in enumerate(nodes):
@@ -198,18 +200,26 @@ def labelled_sparse_tensors(model: onnx.ModelProto, *, attributes: bool = True
                     label = node_label(node.op_type, node.name, domain=node.domain, index=index,
                                        outputs=node.output)
                     yield LabelledSparse(f"attribute {attr.name!r} of {label}{where}", item,
-                                         in_graph and _is_sparse_constant(node, attr),
-                                         in_body)
+                                         _is_sparse_constant(node, attr), in_body)
+
+    def of_graph(graph: onnx.GraphProto, where: str, in_body: bool
+                 ) -> Iterator[LabelledSparse]:
+        for sparse in graph.sparse_initializer:
+            yield LabelledSparse(f"sparse initializer {sparse.values.name!r}{where}", sparse,
+                                 True, in_body)
+        yield from of_nodes(graph.node, where, in_body)
 
     for each, owner in [(root, None), *proto_bodies(root.node)]:
-        body = owner is not None  # (named by the node and attribute holding it: `places`)
-        where = f" in {graph_place(repr(each.name), owner)}" if body else ""
-        for sparse in each.sparse_initializer:
-            yield LabelledSparse(f"sparse initializer {sparse.values.name!r}{where}", sparse,
-                                 True, body)
-        yield from of_nodes(each.node, where, True, body)
+        body = owner is not None
+        yield from of_graph(each, f" in {graph_place(repr(each.name), owner)}" if body else "",
+                            body)
     for function in model.functions:
-        yield from of_nodes(function.node, f" in function {function.name!r}", False)
+        where = f" in function {function.name!r}"
+        yield from of_nodes(function.node, where)
+        if look:
+            for each, owner in proto_bodies(function.node):
+                yield from of_graph(each, f" in {graph_place(repr(each.name), owner)}{where}",
+                                    False)
 
 
 #: onnx's checker refusing a sparse tensor's order: "Sparse tensor (s_indices) index value
@@ -235,8 +245,8 @@ def index_order_note(model: onnx.ModelProto, checker_message: str) -> str:
     why = ("which of a repeated index's values the dense tensor holds is the reader's "
            "choice (onnxruntime takes the last), so ge cannot sort them"
            if problem.startswith("has index ") else
-           "ge sorts those of the sparse initializers and sparse Constants of a model's "
-           "graphs when it loads it, not these")
+           "ge sorts those of sparse initializers and sparse Constants (of the graphs and "
+           "functions) when it loads a model, not those of another operator's attribute")
     runtime = ("onnxruntime refuses it too, in a body" if each.in_body else
                "onnxruntime runs such a model, but")
     return (f": {label} {problem}; {runtime} onnx's checker refuses indices out of "
