@@ -4,8 +4,9 @@ Inputs and outputs with their types and shapes, opsets, IR version, producer, no
 and the operator histogram, initializers of every graph (count and bytes; sparse ones
 apart: their count, the bytes of their values and indices, how many values of how many
 elements; those whose indices are out of the order onnx's checker requires,
-`ge.graph.sparse_order`), the file size and the external data files it refers to, with the
-bytes its tensors take of them. The file is read as loading reads it (`read_model_file`: a
+`ge.graph.sparse_order`), what onnx's checker refuses in the model's local functions
+(`Graph.validate()`'s `function` problems), the file size and the external data files it
+refers to, with the bytes its tensors take of them. The file is read as loading reads it (`read_model_file`: a
 large one a piece at a time). What loading would refuse is refused alike, in its words: a
 tensor whose data disagrees with its dims (`ge.graph.payload_checks`), an external
 reference onnx or onnxruntime would not read or to a range the file does not hold
@@ -150,6 +151,16 @@ def _index_order_text(entry: dict[str, Any]) -> str:
 _is_constant = read_as_constant
 
 
+def _function_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
+    """What onnx's checker refuses in the model's local functions, where and at which node
+    (`Graph.validate()`'s `function` problems, which `ge compile` refuses the model for)."""
+    from ge.graph.checker_places import function_failures
+
+    return [{"function": f.place, "node": f.node, "problem": f.message}
+            for f in function_failures(model.functions, model.ir_version,
+                                       {o.domain: o.version for o in model.opset_import})]
+
+
 def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
     """The constants of one graph as ge counts them: its initializers (not an input's
     default, from IR version 4), sparse ones too, and its `Constant` operators."""
@@ -225,6 +236,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "initializers": _initializers(subgraphs, lengths),
         "sparse_initializers": _sparse_initializers(subgraphs, lengths),
         "sparse_index_order": _index_order(model, bool(pieces.found)),
+        "function_problems": _function_problems(model),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
         "metadata": {p.key: p.value for p in model.metadata_props},
     }
@@ -304,6 +316,11 @@ def _print(summary: dict[str, Any]) -> None:
         con.print(escape(_index_order_text(entry)))
     if summary["functions"]:
         con.print("functions: " + escape(", ".join(summary["functions"])))
+    for entry in summary["function_problems"]:
+        node = f"{entry['node']}: " if entry["node"] else ""
+        problem = entry["problem"].rstrip(".")
+        con.print(escape(f"note: {entry['function']}: {node}onnx.checker refuses it: "
+                         f"{problem}; ge compile refuses the model for it (GE1003)"))
     ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")
     ops.add_column("Op")
     ops.add_column("Count", justify="right")
