@@ -29,7 +29,7 @@ from ge.errors import (
 )
 from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
-from ge.graph.checker_places import checker_text, model_failure
+from ge.graph.checker_places import CheckerFailure, checker_text, model_failure
 from ge.graph.external_data import (
     ExternalDataWriter,
     SharedExternalData,
@@ -270,8 +270,12 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
         text = checker_text(exc)
         # (found only for the checker's refusals: inference's name their nodes already; the
         # model is as checked then, check_model_full changes it only after the checker)
-        failure = (model_failure(checked) if isinstance(exc, onnx.checker.ValidationError)
-                   else None)
+        failure: CheckerFailure | None = None
+        if isinstance(exc, onnx.checker.ValidationError):
+            try:
+                failure = model_failure(checked)
+            except Exception:  # (a place is never worth another error than onnx's)
+                failure = None
         if failure is not None:
             text = f"{failure.node}: {failure.message}" if failure.node else failure.message
         note = index_order_note(checked, text)  # (a sparse tensor's indices out of order)
