@@ -1,19 +1,19 @@
 """`ge inspect MODEL`: what a model file holds, without compiling or running it.
 
 Inputs and outputs with their types and shapes, opsets, IR version, producer, node counts
-and the operator histogram, initializers of every graph (count and bytes; sparse ones
-apart: their count, the bytes of their values and indices, how many values of how many
-elements; those whose indices are out of the order onnx's checker requires,
-`ge.graph.sparse_order`), what onnx's checker refuses in the model's local functions
-(`Graph.validate()`'s `function` problems), the file size and the external data files it
-refers to, with the bytes its tensors take of them. The file is read as loading reads it (`read_model_file`: a
-large one a piece at a time). What loading would refuse is refused alike, in its words: a
-tensor whose data disagrees with its dims (`ge.graph.payload_checks`), an external
-reference onnx or onnxruntime would not read or to a range the file does not hold
-(`external_ranges`: checked against the file's size; no data file is read). Nodes are
-counted as `ge compile` counts them (`ge.compiler.report.NodeCounts`): what the main graph
-lists in `node` but the `Constant` operators loading reads as constants (as initializers
-are; a sparse one stays an operator); subgraph nodes apart.
+and the operator histogram, initializers of every graph (count and bytes; sparse ones apart:
+their count, the bytes of their values and indices, how many values of how many elements;
+those whose indices are out of the order onnx's checker requires, `ge.graph.sparse_order`),
+what onnx's checker refuses in the model's local functions (`Graph.validate()`'s `function`
+problems), the file size and the external data files it refers to, with the bytes its
+tensors take of them. The file is read as loading reads it (`read_model_file`: a large one a
+piece at a time). What loading would refuse is refused alike, in its words: a tensor whose
+data disagrees with its dims (`ge.graph.payload_checks`), an external reference onnx or
+onnxruntime would not read or to a range the file does not hold (`external_ranges`: checked
+against the file's size; no data file is read). Nodes are counted as `ge compile` counts
+them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but the
+`Constant` operators loading reads as constants (as initializers are; a sparse one stays an
+operator); subgraph nodes apart.
 """
 
 from __future__ import annotations
