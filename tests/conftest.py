@@ -17,13 +17,17 @@ the terminal shows. Under click 8.1 (which mixes stderr into stdout unless told 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from model_paths import shared_models_dir
+
+if TYPE_CHECKING:
+    from ge.graph import Graph
 
 
 def _uniform_cli_runner() -> None:
@@ -100,6 +104,30 @@ def collector_off() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@pytest.fixture
+def made_graphs(monkeypatch: pytest.MonkeyPatch, collector_off: None
+                ) -> Callable[..., list[Graph]]:
+    """`made_graphs(name=None)`: the graphs made while the test runs that are still alive
+    (weakly held; those named `name` only, if given), with the cyclic collector off, so that
+    what is freed was freed by reference counting."""
+    from ge.graph import Graph
+
+    made: list[weakref.ref[Graph]] = []
+    init = Graph.__init__
+
+    def recording(self: Graph, name: str | None = "graph") -> None:
+        init(self, name)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(Graph, "__init__", recording)
+
+    def alive(name: str | None = None) -> list[Graph]:
+        return [g for g in (ref() for ref in made)
+                if g is not None and (name is None or g.name == name)]
+
+    return alive
 
 
 @pytest.fixture(scope="session")

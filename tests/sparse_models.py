@@ -62,6 +62,29 @@ def dense_with_zeros(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return value
 
 
+def function_with_sparse_branch(indices: list[int]) -> onnx.ModelProto:
+    """A model calling a model-local function whose If takes a then_branch adding a sparse
+    `Constant` of `indices` (values 2 and 1.5, dims [4]) to the function's input (user
+    trial UU: unsorted indices there were neither noted nor sorted)."""
+    k = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "k"),
+        numpy_helper.from_array(np.array(indices, np.int64), "k_indices"), [4])
+    then = helper.make_graph([node("Constant", [], ["k"], name="sparse_k", sparse_value=k),
+                              node("Add", ["a", "k"], ["t"], name="add")], "then_body", [],
+                             [vi("t", None)])
+    other = helper.make_graph([node("Identity", ["a"], ["e"], name="same")], "else_body", [],
+                              [vi("e", None)])
+    f = helper.make_function(
+        "mydomain", "f", ["c", "a"], ["b"],
+        [node("If", ["c"], ["b"], name="cond_if", then_branch=then, else_branch=other)],
+        [helper.make_opsetid("", 17)])
+    graph = helper.make_graph([node("f", ["c", "x"], ["y"], domain="mydomain", name="call")],
+                              "g", [vi("c", [], onnx.TensorProto.BOOL), vi("x", [4])],
+                              [vi("y", [4])])
+    return helper.make_model(graph, functions=[f], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
+
+
 def run_ort(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """`model`'s outputs on `feeds` in onnxruntime (CPU)."""
     source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)

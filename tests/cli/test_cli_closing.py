@@ -6,9 +6,7 @@ finalizers run, seeing closed nodes by name."""
 
 from __future__ import annotations
 
-import gc
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -67,32 +65,6 @@ class Keeper(FusionBasePass):
 '''
 
 
-@pytest.fixture
-def model_graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], list[Graph]]]:
-    """`made(name)`: the graphs named `name` made while the test runs (weakly held), with the
-    cyclic collector off, so that what is freed was freed by reference counting."""
-    made: list[weakref.ref[Graph]] = []
-    init = Graph.__init__
-
-    def recording(self: Graph, name: str | None = "graph") -> None:
-        init(self, name)
-        made.append(weakref.ref(self))
-
-    monkeypatch.setattr(Graph, "__init__", recording)
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-
-    def alive(name: str) -> list[Graph]:
-        return [g for g in (ref() for ref in made) if g is not None and g.name == name]
-
-    try:
-        yield alive
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _graph_name(path: Path) -> str:
     return onnx.load(str(path), load_external_data=False).graph.name
 
@@ -116,7 +88,7 @@ def test_ge_compile_writes_what_the_api_writes(tmp_path: Path, model: Path,
 @pytest.mark.builtin_passes
 def test_every_command_frees_the_graphs_it_loaded(
         tmp_path: Path, write: Callable[[str, str], Path],
-        model_graphs: Callable[[str], list[Graph]],
+        made_graphs: Callable[[str], list[Graph]],
         capsys: pytest.CaptureFixture[str]) -> None:
     distilbert = _graph_name(DISTILBERT)
     out = str(tmp_path / "out.onnx")
@@ -132,9 +104,9 @@ def test_every_command_frees_the_graphs_it_loaded(
     for command in commands:
         code, _, err = run_ge(*command)
         assert code == 0, (command, err)
-        assert model_graphs(distilbert) == [], command
+        assert made_graphs(distilbert) == [], command
     assert pyatc(args=[f"--model={DISTILBERT}", f"--output={tmp_path / 'atc'}"]) == 0
-    assert model_graphs(distilbert) == []
+    assert made_graphs(distilbert) == []
     # a conversion in two steps (functions inlined, then the opset): the middle graph too
     model = tmp_path / "f.onnx"
     onnx.save(silu_model(), model)
@@ -144,14 +116,14 @@ def test_every_command_frees_the_graphs_it_loaded(
                      "--inline-functions", "--opset", "20"]):
         code, _, err = run_ge(*command)
         assert code == 0, (command, err)
-        assert model_graphs(_graph_name(model)) == [], command
+        assert made_graphs(_graph_name(model)) == [], command
     capsys.readouterr()
 
 
 @pytest.mark.builtin_passes
 def test_a_failed_compile_frees_its_graph_too(
         tmp_path: Path, write: Callable[[str, str], Path],
-        model_graphs: Callable[[str], list[Graph]]) -> None:
+        made_graphs: Callable[[str], list[Graph]]) -> None:
     plugin = write("p/boom.py", """
         from ge.passes import FusionBasePass, PassStage, register_fusion_pass
 
@@ -165,7 +137,7 @@ def test_a_failed_compile_frees_its_graph_too(
     assert code == 1 and "[E13028]" in err
     assert (tmp_path / "p.html").exists()  # (the failure page, written before closing)
     # (the error's traceback may hold the graph: closed, it holds nothing of the model)
-    assert all(g.closed for g in model_graphs(_graph_name(DISTILBERT)))
+    assert all(g.closed for g in made_graphs(_graph_name(DISTILBERT)))
 
 
 def test_a_plugin_holding_nodes_sees_their_names_at_exit(tmp_path: Path) -> None:

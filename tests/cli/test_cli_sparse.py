@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import listing, run_ge
 from onnx import helper, numpy_helper
 
-from sparse_models import node, run_ort, sparse, sparse_model, vi
+from sparse_models import function_with_sparse_branch, node, run_ort, sparse, sparse_model, vi
 
 
 def _add_sparse(path: Path) -> onnx.ModelProto:
@@ -207,23 +207,7 @@ def test_a_sparse_constant_in_a_body_of_a_function_is_noted_and_sorted(tmp_path:
     function was neither noted by `ge inspect` (which looked at the functions' nodes, not
     at the bodies they hold) nor sorted on load, and `ge compile` refused to save the
     model with the checker's bare text (GE1003)."""
-    k = helper.make_sparse_tensor(
-        numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "k"),
-        numpy_helper.from_array(np.array([3, 0], np.int64), "k_indices"), [4])
-    then = helper.make_graph([node("Constant", [], ["k"], name="sparse_k", sparse_value=k),
-                              node("Add", ["a", "k"], ["t"], name="add")], "then_body", [],
-                             [vi("t", None)])
-    other = helper.make_graph([node("Identity", ["a"], ["e"], name="same")], "else_body", [],
-                              [vi("e", None)])
-    f = helper.make_function(
-        "mydomain", "f", ["c", "a"], ["b"],
-        [node("If", ["c"], ["b"], name="cond_if", then_branch=then, else_branch=other)],
-        [helper.make_opsetid("", 17)])
-    graph = helper.make_graph([node("f", ["c", "x"], ["y"], domain="mydomain", name="call")],
-                              "g", [vi("c", [], onnx.TensorProto.BOOL), vi("x", [4])],
-                              [vi("y", [4])])
-    model = helper.make_model(graph, functions=[f], opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
+    model = function_with_sparse_branch([3, 0])
     source, target = tmp_path / "m.onnx", tmp_path / "out.onnx"
     onnx.save(model, source)
     data = json.loads(run_ge("inspect", str(source), "--json")[1])

@@ -95,28 +95,6 @@ class Boom(FusionBasePass):
 """
 
 
-@pytest.fixture
-def made_graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], list[Graph]]]:
-    """`alive()`: the root graphs made while the test runs and still alive (weakly held),
-    with the cyclic collector off, so that what is freed was freed by reference counting."""
-    made: list[weakref.ref[Graph]] = []
-    init = Graph.__init__
-
-    def recording(self: Graph, name: str | None = "graph") -> None:
-        init(self, name)
-        made.append(weakref.ref(self))
-
-    monkeypatch.setattr(Graph, "__init__", recording)
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield lambda: [g for g in (ref() for ref in made) if g is not None]
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _failure(compile_: Callable[[], object]) -> GeError:
     """The error `compile_()` raises (not through `pytest.raises`, whose record and the
     error's traceback would hold each other, and the graphs, for the collector)."""

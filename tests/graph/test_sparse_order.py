@@ -19,7 +19,7 @@ import ge.graph
 from ge.errors import GraphValidationError
 from ge.graph.sparse import dense_of_sparse
 from ge.graph.sparse_order import index_order_problem, sorted_sparse
-from sparse_models import node, run_ort, sparse_model, vi
+from sparse_models import function_with_sparse_branch, node, run_ort, sparse_model, vi
 
 BOOL = onnx.TensorProto.BOOL
 
@@ -198,31 +198,12 @@ def test_unsorted_indices_ge_does_not_sort_are_named_on_save(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == []
 
 
-def _function_with_sparse_branch(indices: list[int]) -> onnx.ModelProto:
-    """A model calling a model-local function whose If takes a then_branch adding a sparse
-    `Constant` of `indices` (values 2 and 1.5) to the function's input (user trial UU)."""
-    k = _sparse(np.array([2.0, 1.5], np.float32), indices, [4], name="k")
-    then = helper.make_graph([node("Constant", [], ["k"], name="sparse_k", sparse_value=k),
-                              node("Add", ["a", "k"], ["t"], name="add")], "then_body", [],
-                             [vi("t", None)])
-    other = helper.make_graph([node("Identity", ["a"], ["e"], name="same")], "else_body", [],
-                              [vi("e", None)])
-    f = helper.make_function(
-        "mydomain", "f", ["c", "a"], ["b"],
-        [node("If", ["c"], ["b"], name="cond_if", then_branch=then, else_branch=other)],
-        [helper.make_opsetid("", 17)])
-    graph = helper.make_graph([node("f", ["c", "x"], ["y"], domain="mydomain", name="call")],
-                              "g", [vi("c", [], BOOL), vi("x", [4])], [vi("y", [4])])
-    return helper.make_model(graph, functions=[f], opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("mydomain", 1)])
-
-
 def test_sparse_constant_in_a_body_of_a_function_is_sorted_on_load(tmp_path: Path) -> None:
     """User trial UU #6: loading sorted the sparse Constants of the graphs, not those of a
     model-local function, nor of a body inside one: onnxruntime ran the model, and ge's
     save refused it with the checker's bare text. Now they are sorted too (the one change
     made to a function), and the model saved is the same model."""
-    model = _function_with_sparse_branch([3, 0])
+    model = function_with_sparse_branch([3, 0])
     with pytest.raises(onnx.checker.ValidationError, match="not in sorted order"):
         onnx.checker.check_model(model)
     feeds = {"c": np.array(True), "x": np.arange(4, dtype=np.float32)}
@@ -239,7 +220,7 @@ def test_sparse_constant_in_a_body_of_a_function_is_sorted_on_load(tmp_path: Pat
     assert numpy_helper.to_array(sparse.values).tolist() == [1.5, 2.0]
     assert run_ort(saved, feeds)[0].tolist() == expected.tolist()
     # nothing else of the function changed
-    unsorted = _function_with_sparse_branch([0, 3])
+    unsorted = function_with_sparse_branch([0, 3])
     then_given = next(a.g for a in unsorted.functions[0].node[0].attribute
                       if a.name == "then_branch")
     then_given.node[0].attribute[0].sparse_tensor.CopyFrom(sparse)
