@@ -440,3 +440,47 @@ def test_a_symbolic_link_keeps_pointing_at_the_saved_file(tmp_path: Path) -> Non
     assert link.is_symlink() and os.readlink(link) == "real.onnx"
     onnx.checker.check_model(onnx.load(real))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.onnx", "real.onnx"]
+
+
+def test_a_link_s_data_file_goes_beside_the_file_it_names(tmp_path: Path) -> None:
+    """Saved through a link to a file in another folder (`current.onnx` -> `v1/model.onnx`),
+    the data file goes beside the file written, named after it, and the model refers to it
+    by that name; `save` and `CompileResult.save` return it. ge once wrote
+    `current.onnx.data` beside the link, which the model in `v1` could not read."""
+    (tmp_path / "v1").mkdir()
+    real = tmp_path / "v1" / "model.onnx"
+    real.touch()
+    link = tmp_path / "current.onnx"
+    link.symlink_to(Path("v1") / "model.onnx")
+    graph = ge.graph.load(_model(big=True))
+    for save in (lambda: graph.save(link, external_data=True),
+                 lambda: ge.compile(_model(big=True)).save(link, external_data=True)):
+        assert save() == real.resolve().parent / "model.onnx.data"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["current.onnx", "v1"]
+        assert sorted(p.name for p in real.parent.iterdir()) == ["model.onnx",
+                                                                 "model.onnx.data"]
+        (w,) = onnx.load(real, load_external_data=False).graph.initializer
+        assert {e.key: e.value for e in w.external_data}["location"] == "model.onnx.data"
+        np.testing.assert_array_equal(
+            onnx.numpy_helper.to_array(onnx.load(real).graph.initializer[0]),
+            np.ones(4096, np.float32))
+        assert os.readlink(link) == os.path.join("v1", "model.onnx")
+    # `external_data_name` names a file beside the file written too
+    assert graph.save(link, external_data=True, external_data_name="w.bin") == \
+        real.resolve().parent / "w.bin"
+
+
+def test_a_data_file_that_is_a_folder_is_refused(tmp_path: Path) -> None:
+    """`m.onnx.data` a folder: refused before anything is written, naming it (ge once wrote
+    the model, then failed renaming the data file: 'Not a directory')."""
+    (tmp_path / "m.onnx.data").mkdir()
+    target = tmp_path / "m.onnx"
+    graph = ge.graph.load(_model(big=True))
+    _save_fails(graph, target, ModelSaveError, "GE1104",
+                f"cannot save to {target}: its external data file {target}.data is a folder; "
+                "remove or rename it, or save elsewhere", external_data=True)
+    with pytest.raises(ModelSaveError, match="is a folder"):
+        ge.compile(_model(big=True)).save(target, external_data=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx.data"]
+    graph.save(target)  # inline: the folder is not in the way
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.onnx.data"]

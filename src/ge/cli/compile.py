@@ -120,9 +120,12 @@ def _environment_dumps() -> Path | None:
 
 def _model_files(model: Path, output: Path) -> list[tuple[Path | None, str]]:
     """MODEL, OUT and OUT's external data file (`OUT.data`, which --external-data or a
-    large model writes), as what a report or page must not replace."""
+    large model writes; beside the file OUT links to, named after it, when OUT is a
+    symbolic link), as what a report or page must not replace."""
+    from ge.graph.save_target import data_file_of
+
     return [(model, "the model"), (output, "the output model"),
-            (output.with_name(f"{output.name}.data"), "the output model's external data file")]
+            (data_file_of(output), "the output model's external data file")]
 
 
 # -- ge compile -------------------------------------------------------------------------------
@@ -182,9 +185,16 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
                                "existing folder", path=str(dump))
     check_not_read(output, "the output model", read)
-    from ge.graph.save_target import check_save_target, check_target_path
+    from ge.graph.save_target import (
+        check_data_target,
+        check_save_target,
+        check_target_path,
+        data_file_of,
+    )
 
     check_target_path(output)  # before loading (a large model takes seconds to load)
+    if external_data:  # (a data file that is a folder was found only once compiled)
+        check_data_target(output, data_file_of(output))
     if report_path is not None:
         _check_report_target(report_path, model, output, read)
     if html_path is not None:
@@ -277,6 +287,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                                     overwrite_input=overwrite_input, before_commit=describe)
         out.wrote(output)
         out.wrote(data_file)
+        _warn_link_elsewhere(output, data_file)
     (payload,) = described
     if out.as_json:
         del payload["warnings"]  # added (complete) when the command ends
@@ -288,6 +299,25 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
             click.echo(f"wrote page {html_path}")
+
+
+def _warn_link_elsewhere(output: Path, data_file: Path | None) -> None:
+    """Warn when OUT is a symbolic link into another folder and a data file was written:
+    beside the file the link names, where the model refers to it, but onnx, onnxruntime
+    and ge look for it beside the path they are given, so the model opens by its own path,
+    not through the link."""
+    from ge.graph.save_target import write_destination
+
+    if data_file is None or not os.path.islink(output):
+        return
+    if same_file(output.parent if str(output.parent) else Path("."), data_file.parent):
+        return
+    written, _ = write_destination(output)
+    warnings.warn(CompileWarning(
+        f"{output} links to a file in another folder; its weights went beside that file "
+        f"({data_file}), where the model refers to them, but onnx, onnxruntime and ge look "
+        f"for them beside the path they are given: open {written}, not the link"),
+        stacklevel=2)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ prints a table of a row per pass, most of them finding nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,5 +193,19 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
             con.print(_verification_table(result.verification))
         con.print(f"verification {escape(result.verification.summary())}")
     if output is not None:
-        weights = "" if data_file is None else f" (its weights in {escape(str(data_file))})"
-        con.print(f"wrote {escape(str(output))}{weights}")
+        con.print(wrote_line(output, data_file, escape))
+
+
+def wrote_line(output: Path, data_file: Path | None,
+               escape: Callable[[str], str] = str) -> str:
+    """The line naming what a compilation wrote: OUT and its data file; when OUT is a
+    symbolic link, the file it names, which is the one written (the link stays), with the
+    data file beside it."""
+    from ge.graph.save_target import write_destination
+
+    weights = "" if data_file is None else f" (its weights in {escape(str(data_file))})"
+    written, _ = write_destination(output)
+    if written != output:
+        return (f"wrote {escape(str(written))}, the file {escape(str(output))} links to"
+                f"{weights}")
+    return f"wrote {escape(str(output))}{weights}"

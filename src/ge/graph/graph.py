@@ -537,7 +537,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
         `external_data=None` decides by size (over protobuf's 2 GB limit → external);
         `True` puts tensors of at least `size_threshold` bytes into one data file beside the
-        model (`<model file>.data` unless `external_data_name` says otherwise). Writing over
+        model (`<model file>.data` unless `external_data_name` says otherwise; `path` a
+        symbolic link: the file it names is written, and its data file goes beside that file,
+        named after it, which is the path returned). Writing over
         the file the model was loaded from (or its data files) needs `overwrite_input=True`;
         saved over its model file, a model that read its weights from one data file beside
         it keeps them there (that file written anew, renamed into place with the model),

@@ -346,12 +346,16 @@ def save_model(
     payload once, and that file is not replaced: only the model is written atomically."""
     check_target_spelling(path)
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
     check_target_path(target)
+    # Every file written derives from the file `target` names, resolved once here: a
+    # symbolic link's target (the link stays), beside which its data file goes, named
+    # after it (`data_file_of`).
+    destination, in_place = write_destination(target)
+    folder = destination.parent if str(destination.parent) else Path(".")
     if (overwrite_input and shared_data is None and external_data is not False
             and external_data_name is None):
-        kept = kept_data_name(graph, target)
-        if kept is not None and kept != target.name:
+        kept = kept_data_name(graph, destination)
+        if kept is not None and kept != destination.name:
             external_data, external_data_name = True, kept
     if shared_data is not None:
         if shared_data.path.parent.resolve() != folder.resolve():
@@ -367,24 +371,23 @@ def save_model(
                 f"cannot save to {target} without external data: its constants alone are "
                 f"{constant_bytes / 2**30:.1f} GiB, over protobuf's 2 GiB limit for one "
                 "file; save with external data (--external-data)", path=str(target))
-    data_name = external_data_name or f"{target.name}.data"
+    data_name = external_data_name or f"{destination.name}.data"
     if external_data and (os.sep in data_name or data_name in ("", ".", "..")):
         raise ModelSaveError(
             f"external data name {data_name!r} must be a plain file name (it is written beside "
             "the model)", path=str(target))
-    if external_data and data_name == target.name:
+    if external_data and data_name == destination.name:
         raise ModelSaveError(
             f"external data name {data_name!r} is the model file's own name; choose another",
             path=str(target))
     check_save_target(graph, target, external_data=external_data,
                       external_data_name=data_name, overwrite_input=overwrite_input)
 
-    destination, in_place = write_destination(target)
     if in_place and external_data:
         raise ModelSaveError(
             f"cannot save to {target}: it is not a regular file, and external data is written "
             "into a file beside the model; save to a file", path=str(target))
-    data_target = folder / data_name  # beside the path given (a link's data: beside the link)
+    data_target = folder / data_name  # beside the file written (a link's: beside its file)
     temporaries: list[Path] = []
     wrote_data = False
     # Large tensors left inline are written from the graph's bytes, not copied into the

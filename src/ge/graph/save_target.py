@@ -15,9 +15,10 @@ from ge._signals import held_signals
 from ge.errors import ModelSaveError
 from ge.graph.graph import Graph
 
-__all__ = ["check_save_target", "check_target_path", "check_target_spelling",
-           "folder_spelling_problem", "kept_data_name", "new_file_mode", "rename_into_place",
-           "replaced_data_files", "write_destination", "write_target_problem"]
+__all__ = ["check_data_target", "check_save_target", "check_target_path",
+           "check_target_spelling", "data_file_of", "folder_spelling_problem",
+           "kept_data_name", "new_file_mode", "rename_into_place", "replaced_data_files",
+           "write_destination", "write_target_problem"]
 
 
 _UMASK_LOCK = threading.Lock()
@@ -103,6 +104,17 @@ def write_destination(target: Path) -> tuple[Path, bool]:
     return real, not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def data_file_of(target: Path, name: str | None = None) -> Path:
+    """The external data file a save to `target` writes: `name` (default: the model file's
+    name + `.data`) beside the model file written, which for a symbolic link is the file it
+    names (`write_destination`), not the link: the model refers to its data file by a name
+    in its own folder, so the data file must sit beside, and be named after, the file
+    actually written (ge once wrote `current.onnx.data` beside the link while the model went
+    to `v1/model.onnx`, which then read no weights, or a later version's)."""
+    destination, _ = write_destination(target)
+    return destination.parent / (name or f"{destination.name}.data")
+
+
 def write_target_problem(target: Path) -> str | None:
     """Why a file cannot be written at `target` (its folder missing, `target` a folder, no
     permission), or None: asked before any work is done, by `save` and by the CLI for each
@@ -151,6 +163,17 @@ def check_target_path(target: Path) -> None:
         raise ModelSaveError(f"cannot save to {target}: {problem}", path=str(target))
 
 
+def check_data_target(target: Path, data_file: Path) -> None:
+    """Refuse (ModelSaveError, GE1104) to save to `target` when its external data file
+    `data_file` cannot be written: it is a folder (which a rename of a file cannot replace;
+    ge found that only after the whole compilation). Asked before any work is done when
+    the data file is sure to be written (`external_data=True`)."""
+    if os.path.isdir(data_file) and not os.path.islink(data_file):
+        raise ModelSaveError(
+            f"cannot save to {target}: its external data file {data_file} is a folder; "
+            "remove or rename it, or save elsewhere", path=str(target))
+
+
 def check_save_target(
     graph: Graph,
     path: str | os.PathLike[str],
@@ -164,16 +187,21 @@ def check_save_target(
     its external data. `ge compile` asks before compiling; `save` asks again.
 
     The data file is checked only when `external_data` is True (None decides at save time).
-    A path ending with a separator ("out/") names a folder: refused too.
+    A path ending with a separator ("out/") names a folder: refused too, and so is a data
+    file that is a folder (`check_data_target`). Of a symbolic link, the data file is the
+    one beside the file it names (`data_file_of`).
     """
     check_target_spelling(path)
     target = Path(path)
     check_target_path(target)
+    data_file = data_file_of(target, external_data_name)
+    if external_data:
+        check_data_target(target, data_file)
     if overwrite_input:
         return
     written = [target]
     if external_data:
-        written.append(target.parent / (external_data_name or f"{target.name}.data"))
+        written.append(data_file)
     for file in written:
         found = _loaded_from(graph, file)
         if found is None:
