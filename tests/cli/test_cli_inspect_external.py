@@ -74,10 +74,10 @@ def test_inspect_reports_external_tensors_as_inline_ones(tmp_path: Path) -> None
 
 
 def test_inspect_reports_what_ge_compile_external_data_writes(tmp_path: Path) -> None:
-    """ge aligns each tensor at 4 KiB in its data file, so the file holds more bytes than
-    its tensors; a sparse initializer's values and indices stay in the model, as onnx's own
-    writer leaves them (onnx's checker and `onnx.load` do not read them from a data file),
-    and inspect counts them apart."""
+    """ge packs tensors under 1 MiB in its data file at 16-byte offsets (these two of
+    15 KiB: the file holds their bytes and no more); a sparse initializer's values and
+    indices stay in the model, as onnx's own writer leaves them (onnx's checker and
+    `onnx.load` do not read them from a data file), and inspect counts them apart."""
     from onnx import numpy_helper
 
     source = tmp_path / "m.onnx"
@@ -101,7 +101,7 @@ def test_inspect_reports_what_ge_compile_external_data_writes(tmp_path: Path) ->
     assert data["external_data"] == [
         {"file": "out.onnx.data", "tensors": 2, "exists": True,
          "bytes": (tmp_path / "out.onnx.data").stat().st_size, "tensor_bytes": dense}]
-    assert data["external_data"][0]["bytes"] > dense  # (aligned)
+    assert data["external_data"][0]["bytes"] == dense  # (packed: 15,360 is 16 x 960)
     assert data["sparse_initializers"]["bytes"] == values + indices
 
 
