@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ENDING_SIGNALS", "ending_word", "held_signals"]
+__all__ = ["ENDING_SIGNALS", "ending_word", "held_signals", "interrupt_behind"]
 
 #: The signals a user or a supervisor ends a command with (held here, and after a command
 #: has ended by `ge.cli.process_exit`).
@@ -25,6 +25,28 @@ def ending_word(signum: int) -> str:
     """How a message names the end by `signum`, as a shell would: Ctrl-C interrupts,
     SIGTERM terminates."""
     return "terminated" if signum == signal.SIGTERM else "interrupted"
+
+
+#: How far `interrupt_behind` follows a chain of causes.
+_MAX_CHAIN = 32
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM (`KeyboardInterrupt`, `ge.cli.output.Terminated`) `exc` is or
+    was raised from (its cause), or while handling (its context), if any: native code that
+    catches every exception wraps it in one of its own (pybind11's module init made a SIGTERM
+    during `import onnxruntime` an `ImportError: initialization failed`, and `ge compile
+    --verify` ended with a traceback and status 1 instead of 143; trial VV), and so may a
+    plugin. Such an error is that signal, not a failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < _MAX_CHAIN:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ if current.__cause__ is not None else (
+            None if current.__suppress_context__ else current.__context__)
+    return None
 
 
 @contextlib.contextmanager

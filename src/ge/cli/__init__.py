@@ -67,22 +67,27 @@ class _GeGroup(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from ge._signals import interrupt_behind
+
         try:
             return super().invoke(ctx)
-        except GeError as err:
-            if ctx.find_root().params.get("debug"):
-                raise
-            from ge.cli.output import one_line
+        except (KeyboardInterrupt, Exception) as exc:
+            debug = ctx.find_root().params.get("debug")
+            # a signal, or an error raised from one (native code wrapping it)
+            interrupt = exc if isinstance(exc, KeyboardInterrupt) else interrupt_behind(exc)
+            if interrupt is None and isinstance(exc, GeError) and not debug:
+                from ge.cli.output import one_line
 
-            click.echo(f"ge: {one_line(str(err))}", err=True)
-            ctx.exit(1)
-        except KeyboardInterrupt as interrupt:
+                click.echo(f"ge: {one_line(str(exc))}", err=True)
+                ctx.exit(1)
+            if interrupt is None:
+                raise
             # Before a command's output handling began (while it imports what it needs), or
             # re-raised by it under --debug: ended as the command would, not as click's
             # "Aborted!" with status 1, which a script cannot tell from a failure.
             from ge.cli.output import end_interrupted
 
-            if ctx.find_root().params.get("debug"):
+            if debug:
                 import traceback
 
                 traceback.print_exc()

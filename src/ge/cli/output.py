@@ -283,7 +283,7 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
         # pyatc logs ge's records itself (--log); the ge command makes them warnings
         logs = _logs_as_warnings() if prog == "ge" else contextlib.nullcontext()
         try:
-            with body_stdout, logs:
+            with body_stdout, logs, _interrupts_unwrapped():
                 yield out
         except KeyboardInterrupt as interrupt:
             if out.debug:
@@ -308,6 +308,31 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                 f"could give; nothing was written{where}"))
             raise SystemExit(1) from None
         out._finish()
+
+
+@contextlib.contextmanager
+def _interrupts_unwrapped() -> Iterator[None]:
+    """An error raised from a Ctrl-C or SIGTERM (`ge._signals.interrupt_behind`: onnxruntime's
+    `ImportError: initialization failed` of a SIGTERM during its import) raised as that
+    interrupt, so that the command ends as on the signal (one line, status 130 or 143)."""
+    from ge._signals import interrupt_behind
+
+    try:
+        yield
+    except Exception as exc:
+        interrupt = interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        raise _same_signal(interrupt) from exc
+
+
+def _same_signal(interrupt: KeyboardInterrupt) -> KeyboardInterrupt:
+    """A new interrupt of `interrupt`'s kind (raising that one from the error it caused
+    would make a cycle of causes)."""
+    try:
+        return type(interrupt)(*interrupt.args)
+    except Exception:  # (a subclass of other arguments)
+        return Terminated() if isinstance(interrupt, Terminated) else KeyboardInterrupt()
 
 
 #: ASCII for the symbols ge's own lines and tables use, where the output cannot encode

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ge._signals import interrupt_behind
 from ge.compiler.last_changes import Blame
 from ge.compiler.pass_registry import RegisteredPass
 from ge.errors import GeError, PassRunError, SourceLocation
@@ -24,8 +25,11 @@ __all__ = ["describe_exception", "is_pass_failure", "run_error"]
 def is_pass_failure(exc: BaseException) -> bool:
     """Whether `exc`, escaping a pass, fails that pass (E13028): any exception, `SystemExit`
     (a pass calling `sys.exit()` must not end the compiler, let alone with status 0) and
-    other BaseExceptions; only Ctrl-C and generator shutdown pass through."""
-    return not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
+    other BaseExceptions; only Ctrl-C and generator shutdown pass through, and an error
+    raised from a Ctrl-C or SIGTERM (`interrupt_behind`: an import of native code the
+    signal came in, which wraps it), which is that signal, not the pass's failure."""
+    return (not isinstance(exc, (KeyboardInterrupt, GeneratorExit))
+            and interrupt_behind(exc) is None)
 
 
 def describe_exception(exc: BaseException) -> str:

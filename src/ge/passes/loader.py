@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from ge._signals import interrupt_behind
 from ge.errors import (
     DuplicatePassNameError,
     GeError,
@@ -190,7 +191,8 @@ def import_isolated(
             remove_custom_ops(_plugin_ops(ops, new, owned))
             if isinstance(exc, DuplicatePassNameError):
                 hint_clash(exc)
-            if isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError)):
+            if (isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError))
+                    or interrupt_behind(exc) is not None):  # (a signal, wrapped: not the plugin's)
                 raise
             raise load_error(target, exc, roots) from exc
         descriptors = list(captured)
