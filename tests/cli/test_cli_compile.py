@@ -247,10 +247,46 @@ def test_overwrite_input_never_writes_over_a_data_file_another_model_may_read(
     assert stderr == (
         f"ge: warning: {path} replaced the model it was loaded from, whose weights were in "
         f"{data.resolve()}; the model written does not read it (its weights are inside it: "
-        "none is over the external data threshold), so it is left in place: delete it if no "
-        "other model reads it\n")
+        "under protobuf's 2 GB limit a model is written as one file; --external-data, "
+        "external_data=True, writes them to a data file), so it is left in place: delete it "
+        "if no other model reads it\n")
     for got, want in zip(_outputs(path), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _two_weights(path: Path, size: int) -> None:
+    """y = (x + w0) * w1, w0 and w1 of `size` floats each, in data files `w0` and `w1`."""
+    inits = [onnx.numpy_helper.from_array(np.full(size, i + 2.0, np.float32), f"w{i}")
+             for i in range(2)]
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["x", "w0"], ["t"]),
+         onnx.helper.make_node("Mul", ["t", "w1"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [size])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [size])], inits)
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
+              path, save_as_external_data=True, all_tensors_to_one_file=False,
+              size_threshold=0)
+
+
+@pytest.mark.parametrize(("size", "flags", "why"), [
+    (1024, (), "under protobuf's 2 GB limit a model is written as one file; "
+               "--external-data, external_data=True, writes them to a data file"),
+    (16, ("--external-data",), "no tensor is of 1 KiB or more")])
+def test_the_warning_of_data_files_left_says_why_and_is_grammatical(
+        tmp_path: Path, size: int, flags: tuple[str, ...], why: str) -> None:
+    """Trial VV: weights in several data files, compiled over the model inline, were
+    'left in place' as 'so them are', for a reason that was not true (tensors of 4 KiB
+    were 'none over the external data threshold': the model was simply under 2 GB)."""
+    path = tmp_path / "m.onnx"
+    _two_weights(path, size)
+    code, _, stderr = _run("compile", str(path), "-o", str(path), "--overwrite-input", *flags)
+    assert code == 0, stderr
+    files = ", ".join(str((tmp_path / name).resolve()) for name in ("w0", "w1"))
+    assert stderr == (
+        f"ge: warning: {path} replaced the model it was loaded from, whose weights were in "
+        f"{files}; the model written does not read them (its weights are inside it: {why}), "
+        "so they are left in place: delete them if no other model reads them\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "w0", "w1"]
 
 
 def test_overwrite_input_without_external_data_says_the_data_file_is_left(

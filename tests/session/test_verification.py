@@ -368,3 +368,31 @@ def test_generated_inputs_warn_when_a_plugin_changed_a_body(tmp_path: Path) -> N
     with warnings.catch_warnings():  # built-in passes changing bodies: nothing to say
         warnings.simplefilter("error", CompileWarning)
         ge.compile(model, verify=True)
+
+
+def _repeating_model(op: str = "Neg") -> onnx.ModelProto:
+    """Outputs [y, z, y]: y = op(x), z = Relu(x); three outputs, two distinct values."""
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"]), helper.make_node("Relu", ["x"], ["z"])], "g",
+        [_vi("x", [3])], [_vi("y", [3]), _vi("z", [3]), _vi("y", [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_repeated_output_name_is_counted_as_listed() -> None:
+    """Trial VV: outputs [y, z, y] verified as '2 output(s) match'; the model lists 3, two
+    of them one value: the summary says both, and the JSON names the repeat."""
+    report = verify(_repeating_model(), _repeating_model())
+    assert [out.name for out in report.outputs] == ["y", "z"]
+    assert report.repeated == {"y": 2}
+    assert report.summary() == ("ok: 2 distinct output(s) match (the model lists 3: 'y' "
+                                "twice), max abs diff 0 (rtol=0.0001, atol=1e-05)")
+    assert report.as_dict()["repeated"] == {"y": 2}
+    failed = verify(_repeating_model(), _repeating_model("Abs"))
+    assert failed.summary().startswith(
+        "FAILED: 1 of 2 distinct output(s) differ (the model lists 3: 'y' twice) "
+        "(rtol=0.0001, atol=1e-05); worst output 'y'")
+    single = helper.make_model(helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"])], "g", [_vi("x", [3])], [_vi("y", [3])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    assert verify(single, single).summary().startswith("ok: 1 output(s) match, ")
+    assert "repeated" not in verify(single, single).as_dict()

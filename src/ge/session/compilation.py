@@ -150,11 +150,12 @@ class CompileResult:
         left = [file for file in replaced
                 if written is None or os.path.realpath(written) != str(file)]
         if left:
-            it, is_ = ("it", "is") if len(left) == 1 else ("them", "are")
+            # (object, subject, verb): "does not read them ..., so they are left"
+            it, they, is_ = ("it", "it", "is") if len(left) == 1 else ("them", "they", "are")
             warn_user(CompileWarning(
                 f"{path} replaced the model it was loaded from, whose weights were in "
                 f"{', '.join(map(str, left))}; the model written does not read {it} "
-                f"({_why_not_read(external_data, written)}), so {it} {is_} left in place: "
+                f"({_why_not_read(external_data, written)}), so {they} {is_} left in place: "
                 f"delete {it} if no other model reads {it}"))
         return written
 
@@ -169,7 +170,10 @@ def _why_not_read(external_data: bool | None, written: Path | None) -> str:
         return "its weights are inside it: --no-external-data, external_data=False"
     if written is not None:
         return f"its weights are in {written}"
-    return "its weights are inside it: none is over the external data threshold"
+    if external_data:  # (asked for, but no tensor as large as the threshold: no data file)
+        return "its weights are inside it: no tensor is of 1 KiB or more"
+    return ("its weights are inside it: under protobuf's 2 GB limit a model is written as "
+            "one file; --external-data, external_data=True, writes them to a data file")
 
 
 def _model_file(graph: Graph) -> Path | None:

@@ -14,6 +14,7 @@ gives outputs its declared output shapes allow (`run_at_other_sizes`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -161,11 +162,15 @@ def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mappin
                              not_compared=not_compared, computed_in=computed_in)
     if report.ok and resized is not None:
         if resized.skipped:
-            return replace(report, not_at=dict(resized.sizes), not_at_reason=resized.skipped,
-                           given_dims=resized.given)
-        report = compare_at_other_sizes(report, resized, runner, not_compared=not_compared,
-                                        computed_in=computed_in)
-    return report
+            report = replace(report, not_at=dict(resized.sizes),
+                             not_at_reason=resized.skipped, given_dims=resized.given)
+        else:
+            report = compare_at_other_sizes(report, resized, runner,
+                                            not_compared=not_compared, computed_in=computed_in)
+    # (outputs are compared by name: a name listed twice is one comparison)
+    repeated = {name: times for name, times in Counter(runner.output_names).items()
+                if times > 1}
+    return replace(report, repeated=repeated) if repeated else report
 
 
 # -- checking again at other sizes ------------------------------------------------------------

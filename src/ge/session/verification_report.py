@@ -147,6 +147,9 @@ class VerificationReport:
     #: The dims of `sizes`, `also_at` or `not_at` whose sizes the caller gave (`dims=`,
     #: `--dims`): the messages name the sizes the check chose first, then these "as given".
     given_dims: tuple[str, ...] = ()
+    #: The output names the model lists more than once, with how many times (`[y, z, y]`:
+    #: {"y": 2}): `outputs` has one comparison per name, so the messages count those.
+    repeated: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -192,12 +195,29 @@ class VerificationReport:
                 also = (f"; not checked at other sizes ({self._sizes_text(self.not_at)}: "
                         f"{self.not_at_reason}; give those dims with --dims to check at sizes "
                         "of your choice)")
-            return (f"ok: {compared} output(s) match{diff} ({self.tolerance()}){left_out}"
-                    f"{also}")
+            return (f"ok: {compared} {self._distinct}output(s) match{self._listed}{diff} "
+                    f"({self.tolerance()}){left_out}{also}")
         assert worst is not None
         where = f" at {self._sizes_text(self.sizes)}" if self.sizes else ""
-        return (f"FAILED{where}: {len(self.failures)} of {len(self.outputs)} output(s) differ "
-                f"({self.tolerance()}); worst {worst.describe()}{left_out}")
+        return (f"FAILED{where}: {len(self.failures)} of {len(self.outputs)} "
+                f"{self._distinct}output(s) differ{self._listed} ({self.tolerance()}); worst "
+                f"{worst.describe()}{left_out}")
+
+    @property
+    def _distinct(self) -> str:
+        return "distinct " if self.repeated else ""
+
+    @property
+    def _listed(self) -> str:
+        """How many outputs the model lists when it lists a name more than once (`[y, z,
+        y]`: " (the model lists 3: 'y' twice)"), which the counts by name leave out."""
+        if not self.repeated:
+            return ""
+        listed = len(self.outputs) + sum(times - 1 for times in self.repeated.values())
+        times_text = {2: "twice", 3: "three times"}
+        names = ", ".join(f"{name!r} {times_text.get(times, f'{times} times')}"
+                          for name, times in self.repeated.items())
+        return f" (the model lists {listed}: {names})"
 
     def _sizes_text(self, sizes: Mapping[str, int]) -> str:
         """`sizes` for a message: those the check chose, then those given (`sizes_text`)."""
@@ -213,6 +233,8 @@ class VerificationReport:
             data["also_at"] = dict(self.also_at)
         if self.not_at:
             data["not_at"] = {"sizes": dict(self.not_at), "reason": self.not_at_reason}
+        if self.repeated:
+            data["repeated"] = dict(self.repeated)
         if self.given_dims and (self.sizes or self.also_at or self.not_at):
             data["given_dims"] = list(self.given_dims)
         return data
