@@ -157,3 +157,28 @@ def test_a_data_file_that_is_a_folder_is_refused_before_any_work(tmp_path: Path)
     code, _, stderr = run_ge("compile", str(model), "-o", str(out), "-q")
     assert code == 0, stderr
     assert sorted(p.name for p in folder.iterdir()) == ["out.onnx", "out.onnx.data"]
+
+
+def test_a_data_file_the_model_written_does_not_read_is_named(tmp_path: Path) -> None:
+    """Recompiling to OUT without --external-data left the previous run's `OUT.data`
+    beside it without a word (it would ship with the folder, unread): a warning names it,
+    and it stays (another model may read it). Not when the model reads it."""
+    model = tmp_path / "small.onnx"
+    onnx.save(_matmul_model(1), model)
+    out = tmp_path / "out.onnx"
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "-q", "--external-data")
+    assert (code, stderr) == (0, "")
+    previous = (tmp_path / "out.onnx.data").read_bytes()
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "-q")
+    assert code == 0
+    assert " ".join(stdout.split()).endswith(f"wrote {out}")
+    assert stderr == (
+        f"ge: warning: {out}.data is not read by the model written, {out} (its weights are "
+        "inside it), and ge left it as it was (an earlier save with external data wrote it, "
+        "or another program did); delete it if no other model reads it\n")
+    assert (tmp_path / "out.onnx.data").read_bytes() == previous
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json")
+    assert [w["message"] for w in json.loads(stdout)["warnings"]] == [
+        stderr.removeprefix("ge: warning: ").strip()]
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "-q", "--external-data")
+    assert (code, stderr) == (0, "")  # (read again: nothing to say)
