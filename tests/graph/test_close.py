@@ -113,6 +113,8 @@ def _uses() -> list[tuple[str, Callable[[Graph], object]]]:
         ("model", lambda g: g.model),
         ("in", lambda g: object() in g),
         ("iter", lambda g: iter(g)),  # (not "'ClosedGraph' object is not iterable")
+        ("indexing", lambda g: g[0]),  # (not "'ClosedGraph' object is not subscriptable")
+        ("reversed", lambda g: reversed(g)),  # (not "... is not reversible")
     ]
 
 
@@ -156,6 +158,35 @@ def test_a_closed_graph_answers_as_an_empty_object_and_names_only_public_calls()
                                                r"compile or run it"):
         session.add_graph(1, graph)
     assert session.get_graph_ids() == []
+
+
+def test_each_use_python_syntax_makes_of_a_closed_graph() -> None:
+    """What each operation a Graph supports through Python's syntax (its dunders, looked up
+    on the class past the attribute check) does on a closed graph: `len` and `bool` answer
+    as an empty object and `str` and `repr` name it; every other one is GE1001 saying what
+    was asked, never a TypeError naming `ClosedGraph`, which no user wrote."""
+    import copy
+
+    graph, _ = _full_hierarchy()
+    graph.close()
+    assert (len(graph), bool(graph)) == (0, False)
+    assert str(graph) == repr(graph) == f"{graph}" == "<Graph 'main' closed>"
+    refused: list[tuple[str, Callable[[], object]]] = [
+        ("in", lambda: object() in graph), ("iter", lambda: iter(graph)),
+        ("indexing", lambda: graph[0]), ("reversed", lambda: reversed(graph))]
+    for what, use in refused:
+        with pytest.raises(GraphClosedError) as raised:
+            use()
+        assert str(raised.value) == (
+            f"[GE1001] graph 'main', which is closed (Graph.close() released its nodes): it "
+            f"cannot be used ({what}); load the model again, or clone() a graph before "
+            "closing it"), what
+    for way, use in [("copy()", lambda: copy.copy(graph)),
+                     ("deepcopy()", lambda: copy.deepcopy(graph))]:
+        with pytest.raises(GraphError, match=re.escape(f"[GE1001] ge.graph.Graph cannot be "
+                                                       f"copied with {way}; use Graph.clone()")):
+            use()
+    assert graph.closed
 
 
 def test_a_closed_graph_keeps_its_name() -> None:

@@ -48,10 +48,20 @@ class ClosedGraph(Graph):
             return object.__getattribute__(self, name)
         raise _refused(self, name)
 
+    # Python looks the dunders of `iter()`, `in`, `g[i]` and `reversed()` up on the class,
+    # past `__getattribute__`: without these, a TypeError naming `ClosedGraph`, which no
+    # user wrote ("'ClosedGraph' object is not subscriptable"), or a message naming none.
     def __iter__(self) -> Any:
-        # (`iter()` looks `__iter__` up on the class: without this, a TypeError naming
-        # `ClosedGraph`, which no user wrote)
         raise _refused(self, "iter")
+
+    def __contains__(self, node: object) -> bool:
+        raise _refused(self, "in")
+
+    def __getitem__(self, key: object) -> Any:
+        raise _refused(self, "indexing")
+
+    def __reversed__(self) -> Any:
+        raise _refused(self, "reversed")
 
     def __len__(self) -> int:
         return 0  # (its nodes were released; `bool(graph)` is False, not an error)
