@@ -89,8 +89,8 @@ class Bad(FusionBasePass):
         mystery = graph.add_node("Mystery", domain="my.ops", num_inputs=1)
         graph.replace_all_uses(relu, 0, mystery, 0)
         graph.add_data_edge(relu, 0, mystery, 0)
-""", 9, "untyped: output 0 ('Mystery:0') of Mystery node 'Mystery' has no known "
-       "dtype"),
+""", 9, "untyped: output 0 ('Mystery:0') of my.ops.Mystery node 'Mystery' has no known "
+       "dtype"),  # (its domain said: my.ops.Mystery is not ONNX's, ge.graph.domains.qualified_op)
     "sets_an_attribute_onnx_does_not_define": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

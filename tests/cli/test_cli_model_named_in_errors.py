@@ -29,8 +29,8 @@ MALFORMED = ("graph 'g': initializer 'c' holds 8 bytes of raw_data, but its dims
 # (the nodes have no name: said by what finds them in the model, ge.graph.places)
 DANGLING = ("graph 'g': input 0 of unnamed Relu node (index 0 in the node list, computing 'y') "
             "reads 'zz', which no node, graph input or initializer produces")
-UNKNOWN = ("graph 'g': Frobnicate node 'Frobnicate' (no name in the model, computing 'y'): ONNX "
-           "has no operator Frobnicate in domain "
+UNKNOWN = ("graph 'g': unnamed Frobnicate node (computing 'y'): ONNX has no operator Frobnicate "
+           "in domain "
            f"'ai.onnx' (onnx {onnx.__version__}); onnx.checker and runtimes reject the model (a "
            "custom operator needs a domain of its own)")
 

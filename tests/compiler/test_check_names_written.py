@@ -131,9 +131,9 @@ def test_a_graph_output_read_from_it_names_it_so(write: Write) -> None:
 def test_a_name_not_surely_the_models_stays_the_irs(write: Write, relu: str, relu_out: str,
                                                     shown: str) -> None:
     err = _fails(write, CUT, _model(relu, relu_out))
-    # (an unnamed one says what finds it in the model: ge.graph.places.node_ref)
-    note = f" (no name in the model, computing {relu_out!r})" if not relu else ""
-    assert f"required input 0 (X) of Relu node {shown!r}{note} is not connected" in err.message
+    # (an unnamed one is named by what finds it in the model: ge.graph.places.ir_node_label)
+    said = f"Relu node {shown!r}" if relu else f"unnamed Relu node (computing {relu_out!r})"
+    assert f"required input 0 (X) of {said} is not connected" in err.message
     assert err.nodes == (shown,)
 
 

@@ -216,8 +216,10 @@ def test_node_label() -> None:
 
 
 def test_a_validation_problem_of_unnamed_nodes() -> None:
-    """ge's names for them (`If`, `Relu`) are in no file: the problem says what they
-    compute too (their IR names stay what `err.nodes` lists and dumps show)."""
+    """ge's names for them (`If`, `Relu`) are in no file: the problem names them as loading
+    does, by what they compute (not by their index in the node list as read, which a pass
+    removing nodes makes wrong); their IR names stay what `err.nodes` lists and dumps
+    show."""
     then = _body([oh.make_node("Relu", ["x"], ["t"], foo=3)], "t")
     other = _body([oh.make_node("Neg", ["x"], ["e"])], "e")
     model = oh.make_model(oh.make_graph(
@@ -226,9 +228,9 @@ def test_a_validation_problem_of_unnamed_nodes() -> None:
     with pytest.raises(GraphValidationError) as caught:
         ge.compile(model)
     assert caught.value.code == "GE1003" and caught.value.nodes == ("Relu",)
-    assert ("graph body, then_branch of unnamed If node (computing 'y'): attribute: Relu node "
-            "'Relu' (no name in the model, computing 't') has attribute 'foo'"
-            ) in caught.value.message
+    assert ("graph body, then_branch of unnamed If node (computing 'y'): attribute: unnamed "
+            "Relu node (computing 't') has attribute 'foo', which Relu (opset 17) does not "
+            "define; ONNX runtimes reject it") in caught.value.message
 
 
 def test_a_body_whose_owner_was_removed_is_validated_as_a_graph_of_its_own() -> None:
@@ -302,3 +304,31 @@ def test_unnamed_owners_and_nodes_on_a_cycle_are_named_by_what_they_compute() ->
         "index": 0, "outputs": ["r"],
         "within": {"node": "", "type": "Loop", "domain": "", "attribute": "body",
                    "graph": "g", "index": 0, "outputs": ["ys"], "within": None}}
+
+
+def test_every_check_of_the_ir_names_an_unnamed_node_as_loading_does_without_the_index(
+        ) -> None:
+    """The checks of the IR (arity, attributes, types, edges) name a node the model gives no
+    name in loading's words (`node_label`), never by ge's name for it ('Relu', in no file),
+    and by what it computes alone: after a node before it was removed, loading's index (1:
+    'Neg' came first) would name another node of the model."""
+    model = oh.make_model(oh.make_graph(
+        [oh.make_node("Neg", ["x"], ["n"]), oh.make_node("Relu", ["n"], ["t"], foo=3),
+         oh.make_node("Sqrt", ["t"], ["y"])], "g", [_vi("x")], [_vi("y")]),
+        opset_imports=[oh.make_opsetid("", 17)])
+    graph = ge.graph.load(model)
+    neg, relu = (graph.nodes_of_type(op)[0] for op in ("Neg", "Relu"))
+    source, index = neg.get_in_data_nodes_and_port_indexes(0)
+    graph.replace_all_uses(neg, 0, source, index)
+    graph.remove_node(neg)
+    relu._consumers[0] = []  # (an edge half removed: what only a broken pass leaves)
+    before = model.SerializeToString()
+    problems = [str(p) for p in graph.find_problems()]
+    assert problems == [
+        "graph g: attribute: unnamed Relu node (computing 't') has attribute 'foo', which Relu "
+        "(opset 17) does not define; ONNX runtimes reject it (keep private data in node "
+        "metadata: Node.set_metadata)",
+        "graph g: dangling-edge: edge unnamed Relu node (computing 't'):0 -> unnamed Sqrt node "
+        "(computing 'y'):0 is missing on the producer side"]
+    assert {n for p in graph.find_problems() for n in p.nodes} == {"Relu", "Sqrt"}  # ge's
+    assert relu.name == "Relu" and model.SerializeToString() == before

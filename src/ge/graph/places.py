@@ -5,7 +5,9 @@ beside its graph's name: exporters name every body alike (`sub_graph`, `sub_grap
 torch names both branches of every If `body`). A node the model gives no name (exporters
 leave many unnamed; ge names them `Relu`, `Relu_1` inside) is named by its operator, its
 index in its graph's or function's node list and the values it computes: "unnamed Constant
-node (index 3 in the node list, computing 'k')".
+node (index 3 in the node list, computing 'k')", in every message (`node_label`); the index
+only where it is that of the model as read (loading's errors, the checker's), not in a check
+of the IR (`ir_node_label`), which may run after a pass removed nodes before it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "listed_node",
-           "model_node_label", "node_label", "node_ref", "proto_bodies", "proto_body_owner"]
+__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "ir_node_label",
+           "listed_node", "model_node_label", "node_label", "node_ref", "proto_bodies",
+           "proto_body_owner"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
@@ -54,21 +57,26 @@ def model_node_label(node: Node, *, loading: bool = False) -> str:
                       outputs=node._out_names)
 
 
+def ir_node_label(node: Node) -> str:
+    """`node_label` of an IR node as the checks of the IR name it: by its IR name (as
+    `err.nodes` and dumps name it: "Relu node 'r'"), and a node the model gives no name
+    (ge's name for it is in no file) as `model_node_label` names it, by the values it
+    computes: "unnamed Relu node (computing 't')" (not by its index as read, which a pass
+    removing nodes before it makes wrong)."""
+    if not written_name(node):
+        return model_node_label(node)
+    return node_label(node._type, node._name, domain=node._domain)
+
+
 def node_ref(node: Node) -> str:
-    """A node's IR name as a message quotes it (as `err.nodes` and dumps name it), and for
-    a node the model gives no name (ge's name for it is in no file) what finds it there:
-    "'Relu' (no name in the model, computing 't')"."""
-    name = repr(node._name)
-    if written_name(node):
-        return name
-    computed = ", ".join(repr(o) for o in node._out_names if o)
-    return f"{name} (no name in the model" + (
-        f", computing {computed})" if computed else ")")
+    """A node where a message says what it is already ("input 0 of 'r'"): its IR name
+    quoted, and a node the model gives no name as `ir_node_label` names it."""
+    return repr(node._name) if written_name(node) else model_node_label(node)
 
 
 def listed_node(node: Node) -> str:
     """A node in a list of node names (a cycle's): its IR name, bare; a node the model gives
-    no name as loading names it (`model_node_label`: "unnamed Add node (computing 'a')")."""
+    no name as `ir_node_label` names it ("unnamed Add node (computing 'a')")."""
     return node._name if written_name(node) else model_node_label(node)
 
 

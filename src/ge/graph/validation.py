@@ -31,9 +31,10 @@ from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.checker_places import function_failures
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
+from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.places import body_owner, graph_place, node_ref
+from ge.graph.places import body_owner, graph_place, ir_node_label, node_ref
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -180,7 +181,7 @@ def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
         if desc is not None and desc.data_type == DataType.DT_UNDEFINED and (
                 not holds_non_tensor(desc)):  # (a sequence's type is known, as its source)
             _add(problems, g, "untyped", [node],
-                 f"output {k} ({name!r}) of {node._type} node {node_ref(node)} has no known dtype")
+                 f"output {k} ({name!r}) of {ir_node_label(node)} has no known dtype")
 
 
 @lru_cache(maxsize=4096)
@@ -227,14 +228,14 @@ def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
     written = tuple([_tensor_type(node._output_dtype(k)) if name else None
                      for k, name in enumerate(node._out_names)])
     for message in _type_messages(node._type, node._domain, version, read, written):
-        _add(problems, g, "type", [node], message.replace("{node}", node_ref(node)))
+        _add(problems, g, "type", [node], message.replace("{node}", ir_node_label(node)))
 
 
 @lru_cache(maxsize=4096)
 def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, ...],
                    written: tuple[str | None, ...]) -> tuple[str, ...]:
     """What is wrong with an `op` node reading and writing these types ("{node}" stands for
-    its name): nothing, usually; one signature is checked once per process."""
+    its label, `ir_node_label`): nothing, usually; one signature is checked once per process."""
     inputs, outputs, constraints = _type_rules(op, domain, version)
     bound: dict[str, tuple[str, str]] = {}  # type variable -> (type, where it was bound)
     for formals, types, what in ((inputs, read, "input"), (outputs, written, "output")):
@@ -245,20 +246,20 @@ def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, .
             allowed = constraints.get(type_str)
             if allowed is None:  # a fixed type, e.g. tensor(int64) for Reshape's shape
                 if type_str.startswith("tensor(") and found != type_str:
-                    return (f"{what} {i} of {op} node {{node}} is {found}; {op} (opset "
+                    return (f"{what} {i} of {{node}} is {found}; {op} (opset "
                             f"{version}) takes {type_str}",)
                 continue
             tensors = sorted(a[7:-1] for a in allowed if a.startswith("tensor("))
             if not tensors:
                 continue  # sequences, optionals: not described by a desc's element type
             if found not in allowed:
-                return (f"{what} {i} of {op} node {{node}} is {found}, which {op} (opset "
+                return (f"{what} {i} of {{node}} is {found}, which {op} (opset "
                         f"{version}) does not take ({type_str}: {', '.join(tensors)})",)
             if not shared:
                 continue  # a heterogeneous variadic (Loop's state): each value its own type
             first = bound.setdefault(type_str, (found, f"{what} {i}"))
             if first[0] != found:
-                return (f"{what} {i} of {op} node {{node}} is {found} but {first[1]} is "
+                return (f"{what} {i} of {{node}} is {found} but {first[1]} is "
                         f"{first[0]}; {op} wants both of type {type_str} (a node whose inputs "
                         "changed keeps its output descs until inferred again: "
                         "ge.ops.infer_node)",)
@@ -301,7 +302,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
     defined: Counter[str] = Counter()
     for node in nodes:
         if node._graph is not g:
-            _add(problems, g, "structure", [node], f"node {node._name!r} does not point back to "
+            _add(problems, g, "structure", [node], f"{ir_node_label(node)} does not point back to "
                  "its graph")
         for value in node._out_names:
             if value:
@@ -321,7 +322,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
     for node in data_nodes:
         index = node.get_attr("index") if node.has_attr("index") else None
         if not isinstance(index, int):
-            _add(problems, g, "arity", [node], f"Data node {node._name!r} has no int 'index'")
+            _add(problems, g, "arity", [node], f"{ir_node_label(node)} has no int 'index'")
         else:
             indexes.append(index)
     if sorted(indexes) != list(range(len(indexes))):
@@ -353,35 +354,37 @@ def _check_edges(g: Graph, node: Node, enclosing: list[Graph],
         src, k = producer
         if src._graph is None:
             _add(problems, g, "dangling-edge", [node, src],
-                 f"input {i} of {node._name!r} reads from removed node {src._name!r}")
+                 f"input {i} of {node_ref(node)} reads from {node_ref(src)}, which was removed")
         elif src._graph not in enclosing:
             _add(problems, g, "dangling-edge", [node, src],
-                 f"input {i} of {node._name!r} reads from {src._name!r} of "
+                 f"input {i} of {node_ref(node)} reads from {node_ref(src)} of "
                  f"{_named(src._graph)}, which does not enclose {_named(g)}")
         if not 0 <= k < len(src._out_names):
             _add(problems, g, "dangling-edge", [node, src],
-                 f"input {i} of {node._name!r} reads output {k} of {src._name!r}, which has "
+                 f"input {i} of {node_ref(node)} reads output {k} of {node_ref(src)}, which has "
                  f"{len(src._out_names)} outputs")
         elif (node, i) not in (src._consumers[k] or ()):
             _add(problems, g, "dangling-edge", [node, src],
-                 f"edge {src._name!r}:{k} -> {node._name!r}:{i} is missing on the producer side")
+                 f"edge {node_ref(src)}:{k} -> {node_ref(node)}:{i} is missing on the producer "
+                 "side")
     for k, consumers in enumerate(node._consumers):
         for consumer, j in consumers or ():
             if consumer._graph is None:
                 _add(problems, g, "dangling-edge", [node, consumer],
-                     f"output {k} of {node._name!r} feeds removed node {consumer._name!r}")
+                     f"output {k} of {node_ref(node)} feeds {node_ref(consumer)}, which was "
+                     "removed")
             elif consumer._graph is not g and g not in consumer._graph._ancestors():
                 _add(problems, g, "dangling-edge", [node, consumer],
-                     f"output {k} of {node._name!r} feeds {consumer._name!r} of "
+                     f"output {k} of {node_ref(node)} feeds {node_ref(consumer)} of "
                      f"{_named(consumer._graph)}, which {_named(g)} does not enclose")
             elif j >= len(consumer._inputs) or consumer._inputs[j] != (node, k):
                 _add(problems, g, "dangling-edge", [node, consumer],
-                     f"edge {node._name!r}:{k} -> {consumer._name!r}:{j} is missing on the "
+                     f"edge {node_ref(node)}:{k} -> {node_ref(consumer)}:{j} is missing on the "
                      "consumer side")
     for other in list(node._ctrl_in or ()) + list(node._ctrl_out or ()):
         if other._graph is not g:
             _add(problems, g, "dangling-edge", [node, other],
-                 f"control edge between {node._name!r} and {other._name!r}, which is not a "
+                 f"control edge between {node_ref(node)} and {node_ref(other)}, which is not a "
                  f"node of {_named(g)}")
 
 
@@ -392,11 +395,11 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
     if op == DATA or is_const(node):  # (a custom domain's Const is checked as an operator)
         if n_in != 0 or n_out != 1:
             _add(problems, g, "arity", [node],
-                 f"{op} node {node._name!r} has {n_in} inputs and {n_out} outputs; "
+                 f"{ir_node_label(node)} has {n_in} inputs and {n_out} outputs; "
                  "expected 0 and 1")
         if op == CONST and not node.has_attr("sparse_value") and (
                 not node.has_attr("value") or not isinstance(node.get_attr("value"), Tensor)):
-            _add(problems, g, "arity", [node], f"Const node {node._name!r} has no Tensor 'value'")
+            _add(problems, g, "arity", [node], f"{ir_node_label(node)} has no Tensor 'value'")
         return
     if op == NET_OUTPUT:
         if n_out:
@@ -412,8 +415,9 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
     if version is None:
         if node._domain:
             _add(problems, g, "opset-import", [node],
-                 f"node {node_ref(node)} uses domain {node._domain!r}, which the model does not "
-                 "import",
+                 # (the domain said once: "node 'n' uses domain 'x'", not "x.Op node 'n'")
+                 f"{f'node {node._name!r}' if written_name(node) else ir_node_label(node)} "
+                 f"uses domain {node._domain!r}, which the model does not import",
                  "a pass adding a node of a new domain imports it too: ge.es operators and "
                  "replacements built with GraphBuilder do, a node added by hand needs "
                  "graph.opset_imports[domain] = version")
@@ -424,18 +428,18 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
         return  # a custom or function operator: no schema to check against
     if not schema.min_input <= n_in <= schema.max_input:
         _add(problems, g, "arity", [node],
-             f"{op} node {node_ref(node)} has {n_in} inputs; opset {version} allows "
+             f"{ir_node_label(node)} has {n_in} inputs; opset {version} allows "
              f"{schema.min_input}..{schema.max_input}")
     if not schema.min_output <= n_out <= schema.max_output:
         _add(problems, g, "arity", [node],
-             f"{op} node {node_ref(node)} has {n_out} outputs; opset {version} allows "
+             f"{ir_node_label(node)} has {n_out} outputs; opset {version} allows "
              f"{schema.min_output}..{schema.max_output}")
     for j, formal in enumerate(schema.inputs):
         if j >= n_in:
             break
         if formal.option == _Single and node._inputs[j] is None:
             _add(problems, g, "arity", [node],
-                 f"required input {j} ({formal.name}) of {op} node {node_ref(node)} is not "
+                 f"required input {j} ({formal.name}) of {ir_node_label(node)} is not "
                  "connected")
     if attributes:
         _check_attributes(g, node, version, problems)
@@ -477,10 +481,10 @@ def _unknown_op(node: Node, version: int) -> str:
     domain = node._domain or "ai.onnx"
     since = first_opset(node._type, node._domain)
     if since is None:
-        return (f"{node._type} node {node_ref(node)}: ONNX has no operator {node._type} in "
+        return (f"{ir_node_label(node)}: ONNX has no operator {node._type} in "
                 f"domain {domain!r} (onnx {_ONNX_VERSION}); onnx.checker and runtimes reject "
                 "the model (a custom operator needs a domain of its own)")
-    return (f"{node._type} node {node_ref(node)}: {domain} {node._type} exists from opset "
+    return (f"{ir_node_label(node)}: {domain} {node._type} exists from opset "
             f"{since}, the model imports opset {version}; onnx.checker and runtimes reject "
             "the model")
 
@@ -574,15 +578,15 @@ def _check_attributes(g: Graph, node: Node, version: int,
         kind = stored.type if not isinstance(stored, tuple) else stored[0]
         if expected is None:
             _add(problems, g, "attribute", [node],
-                 f"{op} node {node_ref(node)} has attribute {name!r}, which {op} (opset "
+                 f"{ir_node_label(node)} has attribute {name!r}, which {op} (opset "
                  f"{version}) does not define; ONNX runtimes reject it",
                  "keep private data in node metadata: Node.set_metadata")
         elif kind != expected:
             _add(problems, g, "attribute", [node],
-                 f"attribute {name!r} of {op} node {node_ref(node)} is {kind_name(kind)}; "
+                 f"attribute {name!r} of {ir_node_label(node)} is {kind_name(kind)}; "
                  f"{op} (opset {version}) takes {kind_name(expected)}")
     for name in required:
         if name not in attrs:
             _add(problems, g, "attribute", [node],
-                 f"required attribute {name!r} of {op} node {node_ref(node)} is not set")
+                 f"required attribute {name!r} of {ir_node_label(node)} is not set")
 
