@@ -886,3 +886,21 @@ def test_a_folded_value_contradicting_a_declared_output_is_no_verdict() -> None:
         ge.compile(model)
     assert "invalid as given" not in caught.value.message
     assert "output 0 of Add node 'add' is TensorDesc(int64[M])" in caught.value.message
+
+
+def test_an_unnamed_operator_of_a_later_opset_is_named_by_what_it_computes(
+        tmp_path: Path) -> None:
+    """A node the model gives no name is named as loading names it (ge's name for it,
+    'Gelu', is in no file), by what it computes, in the compilation's words for an operator
+    of a later opset (`ge.graph.places.ir_node_label`); err.nodes keeps ge's name."""
+    model = _model_with("Gelu", 17)
+    model.graph.node[1].name = ""
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    with pytest.raises(ShapeInferenceError) as caught:
+        ge.compile(source)
+    assert caught.value.message.startswith(
+        f"{source}: graph 'g': unnamed Gelu node (computing 'b'): Gelu is an operator of "
+        "opset 20 and later, and the model imports opset 17;")
+    assert list(caught.value.nodes) == ["Gelu"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]

@@ -32,7 +32,7 @@ from ge.errors import (
     ValidationProblem,
 )
 from ge.graph.node import Node
-from ge.graph.places import graph_label
+from ge.graph.places import graph_label, ir_node_label
 from ge.graph.tensor_desc import Dim
 from ge.graph.validation import unknown_operators
 from ge.passes.source import warn_user
@@ -201,7 +201,7 @@ def _newer_than_imported(root: Graph, problem: ValidationProblem) -> str | None:
                  f"{node.type} at any opset" if runs and _SESSION_DOMAINS & imported else "")
         rejected = (f"onnxruntime runs it as an operator of its own{saved}, but onnx.checker "
                     "rejects the model" if runs else "onnx.checker and runtimes reject the model")
-        return (f"{node.type} node {node.name!r}: {node.type} is an operator of opset "
+        return (f"{ir_node_label(node)}: {node.type} is an operator of opset "
                 f"{since} and later, and the model imports opset {version}; {rejected}, "
                 "and ge writes no model it rejects: "
                 f"{redeclaring_advice(root, node.domain, version, since)}; --opset cannot "
@@ -226,7 +226,7 @@ def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | No
             if version is None or not runtime_defines_in_onnx_domain(
                     node.type, node.domain, version):
                 continue
-            return (f"{node.type} node {node.name!r}: onnxruntime defines {node.type} in "
+            return (f"{ir_node_label(node)}: onnxruntime defines {node.type} in "
                     f"domain {node.domain or 'ai.onnx'!r} at opset {version}, ONNX does not "
                     "(onnxruntime's optimiser writes it there, so the model was most likely saved "
                     "from an onnxruntime session); onnx.checker rejects the model, and ge "
