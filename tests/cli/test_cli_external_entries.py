@@ -245,3 +245,49 @@ def test_a_hard_linked_data_file_is_read(tmp_path: Path) -> None:
     status, out, err = run_ge("inspect", str(path), "--json")
     assert status == 0, err
     assert json.loads(out)["external_data"][0]["file"] == "h.data"
+
+
+@pytest.mark.parametrize(("extra", "keys"), [
+    ([("basepath", "/models/m")], ["basepath"]),  # (what onnx's set_external_data may write)
+    ([("foo", "bar"), ("basepath", ""), ("foo", "baz")], ["foo", "basepath"]),
+    ([("checksum", "abc")], []),  # (onnxruntime reads past a checksum: nothing to note)
+], ids=["basepath", "two-keys", "checksum"])
+def test_a_key_onnxruntime_refuses_is_noted_by_inspect_and_dropped_by_compile(
+        tmp_path: Path, extra: list[tuple[str, str]], keys: list[str]) -> None:
+    """onnx ignores an external data key beside location, offset, length and checksum, and
+    so does loading; onnxruntime 1.32 refuses the model for it, so `ge inspect` (exit 0)
+    notes it for each tensor, and `ge compile` writes a model onnxruntime loads."""
+    import onnxruntime as ort
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    path = _model(folder, [("location", "d.data"), ("offset", "0"), ("length", "16"), *extra])
+    (folder / "d.data").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    listed = sorted(p.name for p in folder.iterdir())
+    if keys:
+        with pytest.raises(Exception, match="model format error!"):
+            ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    status, out, err = run_ge("inspect", str(path))
+    assert status == 0 and err == ""
+    notes = [" ".join(note.split()) for note in ("\n" + out).split("\nnote: ")[1:]]
+    said, it = ((f"key {keys[0]!r}", "it") if len(keys) == 1
+                else ("keys " + ", ".join(map(repr, keys)), "them"))
+    assert notes == ([] if not keys else [
+        f"tensor 'w' (in d.data) has external data {said}, which onnxruntime refuses: it does "
+        f"not load the model (\"model format error!\"); onnx ignores {it}, and ge's output "
+        f"drops {it}"])
+    status, out, _ = run_ge("inspect", "--json", str(path))
+    assert status == 0
+    assert json.loads(out)["external_data_keys"] == (
+        [{"tensor": "w", "file": "d.data", "keys": keys}] if keys else [])
+    assert sorted(p.name for p in folder.iterdir()) == listed  # inspect wrote nothing
+    for external in ("--no-external-data", "--external-data"):
+        output = tmp_path / f"out{external}.onnx"
+        status, _, err = run_ge("compile", str(path), "-o", str(output), external)
+        assert status == 0, err
+        written = onnx.load(str(output), load_external_data=False)
+        assert all(e.key in ("location", "offset", "length")
+                   for t in written.graph.initializer for e in t.external_data)
+        session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
+        (result,) = session.run(None, {"x": np.ones(4, np.float32)})
+        np.testing.assert_array_equal(result, np.arange(1, 5, dtype=np.float32))

@@ -10,7 +10,8 @@ tensors take of them. The file is read as loading reads it (`read_model_file`: a
 piece at a time). What loading would refuse is refused alike, in its words: a tensor whose
 data disagrees with its dims (`ge.graph.payload_checks`), an external reference onnx or
 onnxruntime would not read or to a range the file does not hold (`external_ranges`: checked
-against the file's size; no data file is read). Nodes are counted as `ge compile` counts
+against the file's size; no data file is read); an external data key onnxruntime refuses
+and onnx ignores (`basepath`) is noted, tensor by tensor. Nodes are counted as `ge compile` counts
 them (`ge.compiler.report.NodeCounts`): what the main graph lists in `node` but the
 `Constant` operators loading reads as constants (as initializers are; a sparse one stays an
 operator); subgraph nodes apart.
@@ -30,6 +31,8 @@ from ge.graph.onnx_import import read_as_constant
 
 if TYPE_CHECKING:
     import onnx
+
+    from ge.graph.external_data import ExternalRange
 
 __all__ = ["inspect_command", "model_summary"]
 
@@ -161,6 +164,31 @@ def _function_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
                                        {o.domain: o.version for o in model.opset_import})]
 
 
+def _refused_keys(ranges: list[ExternalRange]) -> list[dict[str, Any]]:
+    """Each tensor whose external data entries hold a key onnxruntime refuses to load a
+    model for and onnx ignores (`runtime_refused_keys`): the tensor, its data file, the
+    keys."""
+    from ge.graph.external_references import runtime_refused_keys
+
+    found = []
+    for where in ranges:
+        keys = runtime_refused_keys(where.tensor)
+        if keys:
+            found.append({"tensor": where.tensor.name, "file": where.location, "keys": keys})
+    return found
+
+
+def _refused_keys_text(entry: dict[str, Any]) -> str:
+    """`note: tensor 'w' (in m.data) has external data key 'basepath', which onnxruntime
+    refuses ...`: what each reader makes of it, and that ge's output has it no more."""
+    keys = entry["keys"]
+    said, it = ((f"key {keys[0]!r}", "it") if len(keys) == 1
+                else ("keys " + ", ".join(repr(k) for k in keys), "them"))
+    return (f"note: tensor {entry['tensor']!r} (in {entry['file']}) has external data {said}, "
+            f"which onnxruntime refuses: it does not load the model (\"model format error!\"); "
+            f"onnx ignores {it}, and ge's output drops {it}")
+
+
 def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
     """The constants of one graph as ge counts them: its initializers (not an input's
     default, from IR version 4), sparse ones too, and its `Constant` operators."""
@@ -238,6 +266,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "sparse_index_order": _index_order(model, bool(pieces.found)),
         "function_problems": _function_problems(model),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
+        "external_data_keys": _refused_keys(ranges),
         "metadata": {p.key: p.value for p in model.metadata_props},
     }
 
@@ -337,6 +366,8 @@ def _print(summary: dict[str, Any]) -> None:
         con.print(ext)
     else:
         con.print("external data: none")
+    for entry in summary["external_data_keys"]:
+        con.print(escape(_refused_keys_text(entry)))
 
 
 @click.command("inspect")

@@ -19,6 +19,12 @@ path out of the folder, and hard-linked copies of model folders are common):
   `int()` does).
 
 Every refusal is `ExternalDataError` (GE1103) naming the tensor, the file and the problem.
+
+A key beside `location`, `offset`, `length` and `checksum` (`basepath`, which onnx's own
+`set_external_data` writes when given one, or any other) is read past: onnx ignores it (with
+a warning for one it does not know), and ge's output never holds it (ge writes references
+of its own). onnxruntime 1.32 refuses the whole model for it ("model format error!"), so
+`ge inspect` notes it (`runtime_refused_keys`).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ import onnx
 
 from ge.errors import ExternalDataError
 
-__all__ = ["entry_int", "reference_entries", "resolve_location"]
+__all__ = ["RUNTIME_KEYS", "entry_int", "reference_entries", "resolve_location",
+           "runtime_refused_keys"]
 
 #: An integer as onnxruntime reads an external data entry: decimal digits alone (a `-` is
 #: let through for the range check to say the offset is negative).
@@ -55,6 +62,17 @@ def reference_entries(tensor: onnx.TensorProto) -> dict[str, str]:
                 "last)", path=entry.value)
         entries[key] = entry.value
     return entries
+
+
+#: The external data keys onnxruntime (1.32) reads; it refuses a model whose tensor has
+#: another ("model format error!"), where onnx ignores it.
+RUNTIME_KEYS = frozenset({"location", "offset", "length", "checksum"})
+
+
+def runtime_refused_keys(tensor: onnx.TensorProto) -> list[str]:
+    """The keys of `tensor`'s external data entries that onnxruntime refuses (any but
+    `RUNTIME_KEYS`), each once, in the order the model lists them."""
+    return list(dict.fromkeys(e.key for e in tensor.external_data if e.key not in RUNTIME_KEYS))
 
 
 def entry_int(tensor: onnx.TensorProto, entries: dict[str, str], key: str,
