@@ -8,23 +8,27 @@ context the whole model gives it (its IR version and opsets, the function's opse
 values a body sees around it), and narrow down to the first node it refuses: the shortest
 prefix of a node list that fails (the checker goes through a list in order), then the
 bodies of that node. Run only when the checker has refused something, and on the
-model-local functions (held as protos: `Graph.validate()` checks them here), never on
-every load.
+model-local functions (held as protos: `Graph.validate()` checks them here, and what
+`check_model` refuses across them: `across_functions`), never on every load.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import onnx
 from onnx import AttributeProto, helper
 
+from ge.errors import ValidationProblem
 from ge.graph.places import BodyOwner, graph_place, node_label
 
-__all__ = ["CheckerFailure", "checker_text", "function_failures", "function_place",
-           "model_failure"]
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
+
+__all__ = ["CheckerFailure", "across_functions", "checker_text", "function_failures",
+           "function_place", "function_problems", "function_set_problems", "model_failure"]
 
 C = onnx.checker.C
 ValidationError = onnx.checker.ValidationError
@@ -61,9 +65,13 @@ def checker_text(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def function_place(function: onnx.FunctionProto) -> str:
-    """A model-local function as messages name it: "function 'f' (domain 'custom')"."""
-    return f"function {function.name!r} (domain {function.domain!r})"
+def function_place(function: onnx.FunctionProto, count: int = 1) -> str:
+    """A model-local function as messages name it: "function 'f' (domain 'custom')", with
+    its overload when it has one ("..., overload 'neg')": IR 10 tells two apart by it);
+    `count` of them: "2 functions 'f' (domain 'custom')"."""
+    overload = f", overload {function.overload!r}" if function.overload else ""
+    what = "function" if count == 1 else f"{count} functions"
+    return f"{what} {function.name!r} (domain {function.domain!r}{overload})"
 
 
 def _context(ir_version: int, opsets: dict[str, int]) -> C.CheckerContext:
@@ -228,9 +236,11 @@ def function_failures(functions: Sequence[onnx.FunctionProto], ir_version: int,
                       opsets: dict[str, int]) -> Iterator[CheckerFailure]:
     """Each model-local function onnx's checker refuses, as `check_model` checks them in a
     model of `ir_version` importing `opsets` (from IR version 8; each function against its
-    own opsets and the model's, those it adds to the model's merged in), with where."""
+    own opsets and the model's, those it adds to the model's merged in), with where; first
+    what it refuses across them (`across_functions`), which it checks first."""
     if ir_version < _FUNCTIONS_CHECKED_FROM_IR or not functions:
         return
+    yield from across_functions(functions, ir_version, opsets)
     merged = dict(opsets)
     for function in functions:
         for opset in function.opset_import:
@@ -259,3 +269,150 @@ def _in_function(function: onnx.FunctionProto, ctx: C.CheckerContext, scope: _Sc
 
     place = function_place(function)
     return _in_nodes(function.node, fails, scope_at, place, "", None, error, place)
+
+
+_Key = tuple[str, str, str]  # a function's (domain, name, overload), as a node calls it
+
+
+def across_functions(functions: Sequence[onnx.FunctionProto], ir_version: int,
+                     opsets: dict[str, int]) -> Iterator[CheckerFailure]:
+    """What `check_model` refuses across the model-local functions, which checking each
+    alone does not see: two functions of one (domain, name, overload) (onnxruntime refuses
+    the model too: "Duplicate model-local function identifier"), and a call cycle, a
+    function calling itself directly or through others, in its nodes or their bodies
+    (onnxruntime: "must not be recursive"). Each is found here, then put to onnx's checker
+    in a model of `ir_version` and `opsets` holding only the functions involved, bare but
+    for their calls (no node of theirs fails it otherwise): reported, in its words, when
+    the installed onnx refuses it."""
+    by_key: dict[_Key, list[onnx.FunctionProto]] = {}
+    for function in functions:
+        by_key.setdefault(_key(function), []).append(function)
+    for same in by_key.values():
+        if len(same) > 1:
+            error = _probe(ir_version, opsets, [(same[0], ()), (same[1], ())])
+            if error is not None:
+                yield CheckerFailure(function_place(same[0], len(same)), "", "", "",
+                                     checker_text(error))
+    calls = {key: {c for f in same for c in _calls(f.node) if c in by_key}
+             for key, same in by_key.items()}
+    for cycle in _call_cycles(list(by_key), calls):
+        members = set(cycle)
+        probed = [(by_key[key][0], tuple(c for c in sorted(calls[key]) if c in members))
+                  for key in cycle]
+        error = _probe(ir_version, opsets, probed)
+        if error is not None:
+            places = [function_place(by_key[key][0]) for key in cycle]
+            yield CheckerFailure(_listed(places), "", "", "", checker_text(error))
+
+
+def _key(function: onnx.FunctionProto) -> _Key:
+    return function.domain, function.name, function.overload
+
+
+def _calls(nodes: Iterable[onnx.NodeProto]) -> Iterator[_Key]:
+    """What `nodes` and the nodes of their bodies, at any depth, call, as function keys."""
+    for node in nodes:
+        yield node.domain, node.op_type, node.overload
+        for _, body in _bodies(node):
+            yield from _calls(body.node)
+
+
+def _call_cycles(keys: list[_Key], calls: dict[_Key, set[_Key]]) -> list[list[_Key]]:
+    """The functions of each call cycle (a strongly connected set of `calls` that calls
+    itself), each in the model's order, by their first function (Tarjan's algorithm,
+    iterative: a chain of thousands of functions would pass Python's recursion limit)."""
+    index: dict[_Key, int] = {}
+    low: dict[_Key, int] = {}
+    stack: list[_Key] = []
+    on_stack: set[_Key] = set()
+    found: list[list[_Key]] = []
+
+    def enter(key: _Key) -> tuple[_Key, Iterator[_Key]]:
+        index[key] = low[key] = len(index)
+        stack.append(key)
+        on_stack.add(key)
+        return key, iter(sorted(calls[key]))
+
+    for root in keys:
+        if root in index:
+            continue
+        work = [enter(root)]
+        while work:
+            key, pending = work[-1]
+            callee = next(pending, None)
+            if callee is not None:
+                if callee not in index:
+                    work.append(enter(callee))
+                elif callee in on_stack:
+                    low[key] = min(low[key], index[callee])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[key])
+            if low[key] != index[key]:
+                continue
+            component: list[_Key] = []
+            while not component or component[-1] != key:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1 or key in calls[key]:
+                found.append(component)
+    order = {key: i for i, key in enumerate(keys)}
+    return sorted((sorted(c, key=order.__getitem__) for c in found),
+                  key=lambda c: order[c[0]])
+
+
+def _probe(ir_version: int, opsets: dict[str, int],
+           functions: list[tuple[onnx.FunctionProto, tuple[_Key, ...]]]
+           ) -> ValidationError | None:
+    """onnx's `check_model` on a model of no nodes holding `functions`, each bare (its
+    name, domain, overload and opsets) but for a call of each key given with it."""
+    model = onnx.ModelProto()
+    model.ir_version = ir_version
+    model.graph.name = "ge_checker_probe"
+    model.opset_import.extend(helper.make_opsetid(d, v) for d, v in opsets.items())
+    for function, called in functions:
+        bare = model.functions.add()
+        bare.domain, bare.name, bare.overload = _key(function)
+        bare.opset_import.extend(function.opset_import)
+        for domain, name, overload in called:
+            node = bare.node.add()
+            node.domain, node.op_type, node.overload = domain, name, overload
+    return _error(lambda: onnx.checker.check_model(model))
+
+
+def _listed(places: list[str]) -> str:
+    """"function 'f' (...)", "function 'f' (...) and function 'g' (...)", "a, b and c"."""
+    return places[0] if len(places) == 1 else f"{', '.join(places[:-1])} and {places[-1]}"
+
+
+def function_problems(graph: Graph) -> list[ValidationProblem]:
+    """The `function` problems of the model whose root graph is `graph`: each model-local
+    function onnx's checker refuses (checked as `check_model` checks it: the model's IR
+    version and opsets), named by the function, the body inside it and the node. Functions
+    are few and small beside the graph: the check costs little."""
+    model = graph.model if graph._parent_node is None else None
+    if model is None or not model.functions:
+        return []
+    return [_function_problem(graph, failure)
+            for failure in function_failures(model.functions, model.ir_version,
+                                             model.opset_imports)]
+
+
+def function_set_problems(graph: Graph) -> list[ValidationProblem]:
+    """The `function` problems across the model-local functions of the model whose root
+    graph is `graph` (`across_functions`): two of one (domain, name, overload), a call
+    cycle; onnx's checker and onnxruntime refuse the model for either. Cheap: no onnx call
+    unless there is one."""
+    model = graph.model if graph._parent_node is None else None
+    if model is None or not model.functions:
+        return []
+    return [_function_problem(graph, failure) for failure in across_functions(
+        model.functions, model.ir_version, model.opset_imports)]
+
+
+def _function_problem(graph: Graph, failure: CheckerFailure) -> ValidationProblem:
+    return ValidationProblem("function", (failure.name,) if failure.name else (),
+                             (f"{failure.node}: " if failure.node else "")
+                             + f"onnx.checker refuses it: {failure.message}",
+                             graph.name, place=failure.place)

@@ -15,7 +15,8 @@ the region checks after a pass, `untyped` (an output without a known dtype) and 
 a stale output type included). The whole validation (`validate()`) also runs onnx's checker
 on the model's local functions, which ge holds as the protos it read (no IR check sees
 them): `function`, a problem in one, named by the function, the body inside it if in one,
-and the node (`ge.graph.checker_places`).
+and the node, or across them (two of one identity, a call cycle), named by the functions
+(`ge.graph.checker_places`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from onnx import TensorProto, defs
 
 from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
-from ge.graph.checker_places import function_failures
+from ge.graph.checker_places import function_problems, function_set_problems
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
 from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
@@ -40,7 +41,8 @@ from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
 __all__ = ["attribute_problems", "check_acyclic", "cycle_problems", "find_node_problems",
-           "find_problems", "first_opset", "function_problems", "newer_operators",
+           "find_problems", "first_opset", "function_problems", "function_set_problems",
+           "newer_operators",
            "redeclaring_advice", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
@@ -89,22 +91,6 @@ def find_problems(graph: Graph, *, attributes_of: Callable[[Node], bool] | None 
     return problems
 
 
-def function_problems(graph: Graph) -> list[ValidationProblem]:
-    """The `function` problems of the model whose root graph is `graph`: each model-local
-    function onnx's checker refuses (checked as `check_model` checks it: the model's IR
-    version and opsets), named by the function, the body inside it and the node. Functions
-    are few and small beside the graph: the check costs little."""
-    model = graph.model if graph._parent_node is None else None
-    if model is None or not model.functions:
-        return []
-    return [ValidationProblem("function", (failure.name,) if failure.name else (),
-                              (f"{failure.node}: " if failure.node else "")
-                              + f"onnx.checker refuses it: {failure.message}",
-                              graph.name, place=failure.place)
-            for failure in function_failures(model.functions, model.ir_version,
-                                             model.opset_imports)]
-
-
 def cycle_problems(graph: Graph) -> list[ValidationProblem]:
     """The cycles of `graph` and of every subgraph below it, as `find_problems` reports
     them (kind `cycle`), found by the topological order alone: what a command that only
@@ -123,7 +109,9 @@ def cycle_problems(graph: Graph) -> list[ValidationProblem]:
 
 def check_acyclic(graph: Graph, path: str | None = None) -> None:
     """`GraphValidationError` (GE1003) listing the cycles of `graph` and of every subgraph
-    below it (`cycle_problems`), naming their nodes, and `path` (the model file, when
+    below it (`cycle_problems`), naming their nodes, and the call cycles and repeated
+    identities of its model's local functions (`function_set_problems`, which no runtime
+    loads and a function inliner cannot take), and `path` (the model file, when
     there is one: `GeError.name_model_file`); nothing when there is none. An error about
     the model as given (`about_model`): `ge.compile` names the file it was given, if any.
     What a command checks of the
@@ -132,7 +120,7 @@ def check_acyclic(graph: Graph, path: str | None = None) -> None:
     take it (shape inference and export need a topological order), so the model itself
     is said to be invalid, the same in every command, rather than the first step failing
     in its own words."""
-    cycles = cycle_problems(graph)
+    cycles = cycle_problems(graph) + function_set_problems(graph)
     if cycles:
         invalid = GraphValidationError(cycles)
         invalid.about_model = True
