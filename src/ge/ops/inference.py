@@ -411,16 +411,24 @@ def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, Te
             continue
         if node.get_input_producer(2 + k) is None or net.get_input_producer(1 + k) is None:
             continue
-        first, following = node.get_input_desc(2 + k), net.get_input_desc(1 + k)
-        dims, next_dims = first.get_shape(), following.get_shape()
-        dtype = first.data_type
-        if (dims.is_unknown_rank() or next_dims.is_unknown_rank()
-                or len(dims) != len(next_dims) or dtype == DataType.DT_UNDEFINED
-                or following.data_type not in (dtype, DataType.DT_UNDEFINED)):
-            continue
-        found[k] = TensorDesc([a if a == b else UNKNOWN_DIM for a, b in zip(dims, next_dims)],
-                              data_type=dtype)
+        final = carried_desc(node.get_input_desc(2 + k), net.get_input_desc(1 + k))
+        if final is not None:
+            found[k] = final
     return found
+
+
+def carried_desc(first: TensorDesc, following: TensorDesc) -> TensorDesc | None:
+    """The desc of a Loop's carried value from its initial value's (`first`) and the body's
+    next value's (`following`): their shared rank, each dim kept where the two agree; None
+    when the ranks are not both known and equal or the types differ."""
+    dims, next_dims = first.get_shape(), following.get_shape()
+    dtype = first.data_type
+    if (dims.is_unknown_rank() or next_dims.is_unknown_rank()
+            or len(dims) != len(next_dims) or dtype == DataType.DT_UNDEFINED
+            or following.data_type not in (dtype, DataType.DT_UNDEFINED)):
+        return None
+    return TensorDesc([a if a == b else UNKNOWN_DIM for a, b in zip(dims, next_dims)],
+                      data_type=dtype)
 
 
 def proto_contradicts(held: onnx.ValueInfoProto, desc: TensorDesc) -> bool:

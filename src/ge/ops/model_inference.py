@@ -45,6 +45,14 @@ from ge.ops.inference import (
     is_runtime_domain_node,
     typed_by_ge,
 )
+from ge.ops.loop_claims import (
+    CLAIM_ROUNDS,
+    LoopClaims,
+    add_claims,
+    carried_types,
+    corrected_claims,
+    loop_claims,
+)
 from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
 
@@ -278,10 +286,14 @@ _PROPAGATED_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
 
 
 def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
-               custom: bool, opaque: set[FunctionKey]) -> None:
+               custom: bool, opaque: set[FunctionKey], claims: LoopClaims | None = None
+               ) -> LoopClaims | None:
     """One run of onnx's inference over the exported model, its results written back;
     `custom`: whether the model has custom operators (their typed outputs are kept);
-    `opaque`: the model-local functions onnx is not given (`opaque_functions`)."""
+    `opaque`: the model-local functions onnx is not given (`opaque_functions`);
+    `claims`: types of Loop outputs onnx is handed (`ge.ops.loop_claims`). When the run
+    does not prove them all, nothing is written back: the corrected claims are returned
+    (else None)."""
     exported: ExportedNames = {}
     root_constants = {n.get_output_name(0) for n in root.nodes_of_type(CONST)}
     stubs: set[str] = set()  # constants of the root graph written as typed graph inputs
@@ -323,6 +335,8 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     _relax_outputs(gp)
     if custom:
         _strip(gp, _custom_output_names(root, exported))
+    if claims:
+        add_claims(gp, claims, exported)
     if known_values:
         by_name = {n.name: n.get_output_name(0) for n in root.get_data_nodes()}
         for data_name, tensor in known_values.items():
@@ -353,8 +367,16 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
             inferred = _infer(serialized, strict, False)
         except Exception as plain:
             raise _inference_error(root, plain) from plain
-    _copy_back(root, inferred.graph, exported)
+    decoder = _Decoder()
+    if claims:
+        types = _Types(inferred.graph, decoder)
+        typed = carried_types(inferred.graph, exported, types.get, decoder.typed)
+        corrected = corrected_claims(claims, typed)
+        if corrected is not None:
+            return corrected
+    _copy_back(root, inferred.graph, exported, decoder)
     _fill_from_declared_outputs(root)
+    return None
 
 
 def _declared_outputs(root: Graph) -> Iterator[tuple[int, Node, int, TensorDesc]]:
@@ -535,11 +557,32 @@ def _settled(node: Node) -> bool:
         for i in range(node.get_outputs_size()) if node.get_output_name(i))
 
 
+def _pass_through_loops(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
+                        custom: bool, opaque: set[FunctionKey]) -> LoopClaims:
+    """The first whole-model run, the types of the root graph's Loop outputs handed to onnx
+    (`ge.ops.loop_claims`) and run again until each is proven (`CLAIM_ROUNDS`), else a run
+    without them; the claims it settled on. A run refused with claims is done again
+    without them: the model's error is the one onnx gives it as it is."""
+    claims: LoopClaims | None = loop_claims(root)
+    for _ in range(CLAIM_ROUNDS):
+        if not claims:
+            break
+        try:
+            corrected = _onnx_pass(root, known_values, strict, custom, opaque, claims)
+        except ShapeInferenceError:
+            break
+        if corrected is None:
+            return claims
+        claims = corrected
+    _onnx_pass(root, known_values, strict, custom, opaque)
+    return {}
+
+
 def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool) -> None:
     custom = [n for n in root.get_all_nodes() if n.domain and typed_by_ge(n)]
     # functions whose bodies onnx cannot type: their calls are typed with the custom ones
     opaque = opaque_functions(root.model.functions) if custom else set()
-    _onnx_pass(root, known_values, strict, bool(custom), opaque)
+    claims = _pass_through_loops(root, known_values, strict, bool(custom), opaque)
     for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
         for k, desc in _loop_carried(loop, held).items():
@@ -560,6 +603,6 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         if rounds >= _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
             refine_output_descs({consumer: None for node in custom
                                  for consumer in node.get_out_data_nodes()})
-        _onnx_pass(root, known_values, strict, True, opaque)
+        _onnx_pass(root, known_values, strict, True, opaque, claims)
     for node in declared:
         check_declared_runtime_node(node)

@@ -1,0 +1,215 @@
+"""The values computed from a Loop's carried output (trial VV): onnx's inference gives the
+output its element type only, so everything after the first Loop of a decoder was
+`float32?` and the LayerNorms written out after it did not fuse (52 of 60). Whole-model
+inference now hands onnx the type the body declares for the carried value, kept where
+`carried_desc` proves it from the initial value and the body's next value
+(`ge.ops.loop_claims`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import ge
+import ge.graph
+import ge.ops.model_inference as model_inference
+from ge.graph import Graph
+from ge.ops import infer_shapes
+
+D = 8
+SHAPE: list[int | str] = ["batch", "seq", D]
+
+
+def _layer_norm(x: str, p: str) -> list[onnx.NodeProto]:
+    return [h.make_node("ReduceMean", [x, "axes"], [f"{p}m"]),
+            h.make_node("Sub", [x, f"{p}m"], [f"{p}d"]),
+            h.make_node("Pow", [f"{p}d", "two"], [f"{p}p"]),
+            h.make_node("ReduceMean", [f"{p}p", "axes"], [f"{p}v"]),
+            h.make_node("Add", [f"{p}v", "eps"], [f"{p}ve"]),
+            h.make_node("Sqrt", [f"{p}ve"], [f"{p}s"]),
+            h.make_node("Div", [f"{p}d", f"{p}s"], [f"{p}n"]),
+            h.make_node("Mul", [f"{p}n", "gamma"], [f"{p}g"]),
+            h.make_node("Add", [f"{p}g", "beta"], [f"{p}ln"])]
+
+
+def _loop(x: str, p: str, body_shape: list[int | str]) -> onnx.NodeProto:
+    """Loop(2 trips) carrying x through `v * one` (an outer value), the body declaring the
+    carried value `body_shape`."""
+    body = h.make_graph(
+        [h.make_node("Identity", [f"{p}c"], [f"{p}c_out"]),
+         h.make_node("Mul", [f"{p}v", "one"], [f"{p}v_out"])], f"{p}body",
+        [h.make_tensor_value_info(f"{p}i", TP.INT64, []),
+         h.make_tensor_value_info(f"{p}c", TP.BOOL, []),
+         h.make_tensor_value_info(f"{p}v", TP.FLOAT, body_shape)],
+        [h.make_tensor_value_info(f"{p}c_out", TP.BOOL, []),
+         h.make_tensor_value_info(f"{p}v_out", TP.FLOAT, body_shape)])
+    return h.make_node("Loop", ["trips", "", x], [f"{p}out"], name=f"{p}Loop", body=body)
+
+
+def _model(x_shape: list[int | str] | None = None,
+           body_shape: list[int | str] | None = None) -> onnx.ModelProto:
+    """x -> Loop -> LayerNorm -> Reshape(Concat(Shape[:2], [D])) -> Loop -> LayerNorm -> Relu
+    -> y: two chained Loops, each followed by a LayerNorm written out whose result is not a
+    graph output (whose declared dims would have typed it)."""
+    nodes = [_loop("x", "a_", body_shape or SHAPE), *_layer_norm("a_out", "a_"),
+             h.make_node("Shape", ["a_ln"], ["shape"]),
+             h.make_node("Gather", ["shape", "first_two"], ["lead"], axis=0),
+             h.make_node("Concat", ["lead", "tail"], ["target"], axis=0),
+             h.make_node("Reshape", ["a_ln", "target"], ["r"]),
+             _loop("r", "b_", body_shape or SHAPE), *_layer_norm("b_out", "b_"),
+             h.make_node("Relu", ["b_ln"], ["y"])]
+    rng = np.random.default_rng(0)
+    inits = [nh.from_array(np.array(2, np.int64), "trips"),
+             nh.from_array(np.array(1.0, np.float32), "one"),
+             nh.from_array(np.array([-1], np.int64), "axes"),
+             nh.from_array(np.array([0, 1], np.int64), "first_two"),
+             nh.from_array(np.array([D], np.int64), "tail"),
+             nh.from_array(np.array(2.0, np.float32), "two"),
+             nh.from_array(np.array(1e-5, np.float32), "eps"),
+             nh.from_array(rng.uniform(0.5, 1.5, D).astype(np.float32), "gamma"),
+             nh.from_array(rng.standard_normal(D).astype(np.float32), "beta")]
+    shape = x_shape or SHAPE
+    graph = h.make_graph(nodes, "main", [h.make_tensor_value_info("x", TP.FLOAT, shape)],
+                         [h.make_tensor_value_info("y", TP.FLOAT, shape)], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _dims(graph: Graph) -> dict[str, list[int | str] | None]:
+    found = {}
+    for node in graph.get_direct_nodes():
+        for i, name in enumerate(node.get_output_names()):
+            if name and node.has_output_desc(i):
+                shape = node.get_output_desc(i).get_shape()
+                found[name] = None if shape.is_unknown_rank() else list(shape)
+    return found
+
+
+@pytest.fixture
+def onnx_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The whole-model runs of onnx's inference, one entry each."""
+    runs: list[bool] = []
+    real = model_inference._infer
+
+    def counted(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
+        runs.append(data_prop)
+        return real(serialized, strict, data_prop)
+
+    monkeypatch.setattr(model_inference, "_infer", counted)
+    return runs
+
+
+def test_onnx_leaves_what_follows_a_loop_without_a_shape() -> None:
+    """What the fix is about: onnx's own inference of the model."""
+    inferred = onnx.shape_inference.infer_shapes(_model(), strict_mode=True, data_prop=True)
+    infos = {vi.name: vi.type.tensor_type for vi in inferred.graph.value_info}
+    assert not infos["a_out"].HasField("shape") and not infos["a_m"].HasField("shape")
+
+
+def test_values_after_chained_loops_are_typed_in_one_run(onnx_runs: list[bool]) -> None:
+    graph = ge.graph.load(_model())
+    infer_shapes(graph, strict=True)
+    dims = _dims(graph)
+    for name in ("a_out", "a_d", "a_ln", "r", "b_out", "b_d", "b_ln", "y"):
+        assert dims[name] == SHAPE, name
+    assert dims["a_m"] == dims["b_v"] == ["batch", "seq", 1]
+    assert dims["target"] == [3]
+    assert onnx_runs == [True]  # the bodies declare the carried values as they are
+
+
+def test_a_body_declaring_other_dims_than_proven(onnx_runs: list[bool]) -> None:
+    """x is [2, 3, D] while the bodies declare [batch, seq, D]: the claim is corrected to
+    what is proven, [?, ?, D] (rank and last dim: the LayerNorms can be checked), and the
+    body's symbols never reach the values after the Loop."""
+    graph = ge.graph.load(_model(x_shape=[2, 3, D]))
+    infer_shapes(graph, strict=True)
+    dims = _dims(graph)
+    for name in ("a_out", "a_ln", "b_out", "b_ln"):
+        got = dims[name]
+        assert got is not None and len(got) == 3 and got[2] == D, (name, got)
+        assert "batch" not in got and "seq" not in got and 2 not in got, (name, got)
+    # a run with both claims, one with the first corrected (the second Loop's initial value
+    # then loses its symbols), one with both corrected
+    assert len(onnx_runs) == 3
+
+
+def test_a_body_declaring_another_rank_claims_nothing(onnx_runs: list[bool]) -> None:
+    """A body declaring its carried value [n, D] for a [batch, seq, D] initial value proves
+    nothing: inference runs again without claims, and the values after the Loop keep the
+    element type only, as before."""
+    model = _model(body_shape=["n", D])
+    graph = ge.graph.load(model)
+    infer_shapes(graph)
+    dims = _dims(graph)
+    assert dims["a_m"] is None and dims["b_m"] is None
+    assert len(onnx_runs) == 2
+
+
+@pytest.mark.builtin_passes
+def test_every_layer_norm_after_a_loop_fuses() -> None:
+    x = np.random.default_rng(1).standard_normal((2, 5, D)).astype(np.float32)
+    result = ge.compile(_model(), verify=True, inputs={"x": x})
+    assert result.report.rewrites_by_pass().get("LayerNormFusion") == 2
+    ops = [n.type for n in result.graph.get_direct_nodes()]
+    assert ops.count("LayerNormalization") == 2 and "ReduceMean" not in ops
+    assert result.verification is not None and result.verification.ok
+
+
+def test_a_claim_onnx_refuses_is_dropped() -> None:
+    """A body declaring its carried value [3, D] for a [2, D] initial value, the output then
+    added to the initial value: with the claim, onnx's strict inference refuses the Add (3
+    against 2); inference runs again without it and the model is typed as before."""
+    body = h.make_graph(
+        [h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Neg", ["v"], ["v_out"])],
+        "body", [h.make_tensor_value_info("i", TP.INT64, []),
+                 h.make_tensor_value_info("c", TP.BOOL, []),
+                 h.make_tensor_value_info("v", TP.FLOAT, [3, D])],
+        [h.make_tensor_value_info("c_out", TP.BOOL, []),
+         h.make_tensor_value_info("v_out", TP.FLOAT, [3, D])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["trips", "", "x"], ["out"], body=body),
+         h.make_node("Add", ["out", "x"], ["y"])], "main",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, D])],
+        [h.make_tensor_value_info("y", TP.FLOAT, None)],
+        [nh.from_array(np.array(2, np.int64), "trips")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    loaded = ge.graph.load(model)
+    infer_shapes(loaded, strict=True)
+    dims = _dims(loaded)
+    assert dims["out"] == [-1, D]  # (`carried_desc`, written after the run, as before)
+    assert dims["y"] is None
+
+
+def test_a_body_outgrowing_its_declared_dims_proves_no_symbol() -> None:
+    """The body declares its carried value [L, 4] in and out, and doubles it (Concat(v, v):
+    trial AA's body): onnx takes the declared dims of a body output over what it infers, so
+    they are cleared for the claim's proof, and the values after the Loop get [?, 4], never
+    the body's L (vf is [16, 4] for a [2, 4] v0 after 3 trips)."""
+    body = h.make_graph(
+        [h.make_node("Identity", ["c"], ["c_out"]),
+         h.make_node("Concat", ["v", "v"], ["v_next"], axis=0)], "body",
+        [h.make_tensor_value_info("i", TP.INT64, []), h.make_tensor_value_info("c", TP.BOOL, []),
+         h.make_tensor_value_info("v", TP.FLOAT, ["L", 4])],
+        [h.make_tensor_value_info("c_out", TP.BOOL, []),
+         h.make_tensor_value_info("v_next", TP.FLOAT, ["L", 4])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["n", "", "v0"], ["vf"], body=body),
+         h.make_node("Relu", ["vf"], ["y"])], "main",
+        [h.make_tensor_value_info("v0", TP.FLOAT, ["L", 4]),
+         h.make_tensor_value_info("n", TP.INT64, [])],
+        [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    loaded = ge.graph.load(model)
+    infer_shapes(loaded, strict=True)
+    dims = _dims(loaded)
+    for name in ("vf", "y"):
+        got = dims[name]
+        assert got is not None and len(got) == 2 and got[1] == 4 and got[0] != "L", (name, got)
+    feeds = {"v0": np.ones((2, 4), np.float32), "n": np.array(3, np.int64)}
+    result = ge.compile(model, verify=True, inputs=feeds)
+    assert result.verification is not None and result.verification.ok
