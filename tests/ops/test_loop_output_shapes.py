@@ -18,7 +18,7 @@ import ge
 import ge.graph
 import ge.ops.model_inference as model_inference
 from ge.graph import Graph
-from ge.ops import infer_shapes
+from ge.ops import infer_shapes, register_op, unregister_op
 
 D = 8
 SHAPE: list[int | str] = ["batch", "seq", D]
@@ -213,3 +213,28 @@ def test_a_body_outgrowing_its_declared_dims_proves_no_symbol() -> None:
     feeds = {"v0": np.ones((2, 4), np.float32), "n": np.array(3, np.int64)}
     result = ge.compile(model, verify=True, inputs=feeds)
     assert result.verification is not None and result.verification.ok
+
+
+@pytest.fixture
+def same_op() -> object:
+    register_op("Same", domain="test.loops", inputs=["x"], outputs=["y"],
+                infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x)
+    yield
+    unregister_op("Same", "test.loops")
+
+
+def test_a_loop_after_a_custom_operator(same_op: object, onnx_runs: list[bool]) -> None:
+    """The Loop's initial value comes from a custom operator, which onnx cannot type: the
+    first runs cannot prove the claim; once ge typed the operator, the next run does."""
+    nodes = [h.make_node("Same", ["x"], ["xs"], domain="test.loops"), _loop("xs", "a_", SHAPE),
+             *_layer_norm("a_out", "a_"), h.make_node("Relu", ["a_ln"], ["y"])]
+    model = _model()
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.opset_import.append(h.make_opsetid("test.loops", 1))
+    graph = ge.graph.load(model)
+    infer_shapes(graph, strict=True)
+    dims = _dims(graph)
+    assert dims["a_out"] == dims["a_ln"] == SHAPE and dims["a_m"] == ["batch", "seq", 1]
+    # with the claim (unproven), without it, then with it once `Same` is typed
+    assert len(onnx_runs) == 3

@@ -558,12 +558,14 @@ def _settled(node: Node) -> bool:
 
 
 def _pass_through_loops(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
-                        custom: bool, opaque: set[FunctionKey]) -> LoopClaims:
-    """The first whole-model run, the types of the root graph's Loop outputs handed to onnx
-    (`ge.ops.loop_claims`) and run again until each is proven (`CLAIM_ROUNDS`), else a run
-    without them; the claims it settled on. A run refused with claims is done again
-    without them: the model's error is the one onnx gives it as it is."""
-    claims: LoopClaims | None = loop_claims(root)
+                        custom: bool, opaque: set[FunctionKey], settled: LoopClaims
+                        ) -> LoopClaims:
+    """A whole-model run, the types of the root graph's Loop outputs handed to onnx
+    (`ge.ops.loop_claims`: those an earlier run `settled` on, the bodies' for the others)
+    and run again until each is proven (`CLAIM_ROUNDS`), else a run without them; the
+    claims it settled on. A run refused with claims is done again without them: the
+    model's error is the one onnx gives it as it is."""
+    claims: LoopClaims | None = {**loop_claims(root), **settled}
     for _ in range(CLAIM_ROUNDS):
         if not claims:
             break
@@ -582,7 +584,7 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
     custom = [n for n in root.get_all_nodes() if n.domain and typed_by_ge(n)]
     # functions whose bodies onnx cannot type: their calls are typed with the custom ones
     opaque = opaque_functions(root.model.functions) if custom else set()
-    claims = _pass_through_loops(root, known_values, strict, bool(custom), opaque)
+    claims = _pass_through_loops(root, known_values, strict, bool(custom), opaque, {})
     for loop in [n for g in (root, *root.get_all_subgraphs()) for n in g.nodes_of_type("Loop")]:
         held = [loop.get_output_desc(i) for i in range(loop.get_outputs_size())]
         for k, desc in _loop_carried(loop, held).items():
@@ -603,6 +605,6 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         if rounds >= _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
             refine_output_descs({consumer: None for node in custom
                                  for consumer in node.get_out_data_nodes()})
-        _onnx_pass(root, known_values, strict, True, opaque, claims)
+        claims = _pass_through_loops(root, known_values, strict, True, opaque, claims)
     for node in declared:
         check_declared_runtime_node(node)
