@@ -7,6 +7,8 @@ inference now hands onnx the type the body declares for the carried value, kept 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import onnx
 import pytest
@@ -18,7 +20,9 @@ import ge
 import ge.graph
 import ge.ops.model_inference as model_inference
 from ge.graph import Graph
+from ge.graph.tensor_desc import TensorDesc
 from ge.ops import infer_shapes, register_op, unregister_op
+from ge.ops.registry import InferContext
 
 D = 8
 SHAPE: list[int | str] = ["batch", "seq", D]
@@ -215,15 +219,21 @@ def test_a_body_outgrowing_its_declared_dims_proves_no_symbol() -> None:
     assert result.verification is not None and result.verification.ok
 
 
+def _same_desc(ctx: InferContext) -> list[TensorDesc]:
+    desc = ctx.input_descs[0]
+    assert desc is not None
+    return [desc]
+
+
 @pytest.fixture
-def same_op() -> object:
-    register_op("Same", domain="test.loops", inputs=["x"], outputs=["y"],
-                infer=lambda ctx: [ctx.input_descs[0]], kernel=lambda x: x)
+def same_op() -> Iterator[None]:
+    register_op("Same", domain="test.loops", inputs=["x"], outputs=["y"], infer=_same_desc,
+                kernel=lambda x: x)
     yield
     unregister_op("Same", "test.loops")
 
 
-def test_a_loop_after_a_custom_operator(same_op: object, onnx_runs: list[bool]) -> None:
+def test_a_loop_after_a_custom_operator(same_op: None, onnx_runs: list[bool]) -> None:
     """The Loop's initial value comes from a custom operator, which onnx cannot type: the
     first runs cannot prove the claim; once ge typed the operator, the next run does."""
     nodes = [h.make_node("Same", ["x"], ["xs"], domain="test.loops"), _loop("xs", "a_", SHAPE),
