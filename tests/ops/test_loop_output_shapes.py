@@ -219,6 +219,49 @@ def test_a_body_outgrowing_its_declared_dims_proves_no_symbol() -> None:
     assert result.verification is not None and result.verification.ok
 
 
+def test_a_dim_equal_after_one_trip_only_is_not_folded() -> None:
+    """v [1, 4] -> Reshape(Concat(v, v), [2, -1]) per trip: [2, 4] after one trip, [2, 8]
+    after two; the second dim agrees after one trip only. ge typed the Loop's output
+    [?, 4] from one step and folded Shape(vf)[1] to 4: `ge compile` (no --verify) wrote a
+    model answering 4 where the original answers 8. The body's next value is inferred
+    with its declared dims cleared, so nothing is claimed of a dim it does not keep."""
+    body = h.make_graph(
+        [h.make_node("Concat", ["v", "v"], ["c"], axis=0),
+         h.make_node("Reshape", ["c", "two_by"], ["v_next"]),
+         h.make_node("Identity", ["cond"], ["cond_out"])], "body",
+        [h.make_tensor_value_info("i", TP.INT64, []),
+         h.make_tensor_value_info("cond", TP.BOOL, []),
+         h.make_tensor_value_info("v", TP.FLOAT, ["L", 4])],
+        [h.make_tensor_value_info("cond_out", TP.BOOL, []),
+         h.make_tensor_value_info("v_next", TP.FLOAT, ["L", 4])],
+        initializer=[nh.from_array(np.array([2, -1], np.int64), "two_by")])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["trips", "go", "v0"], ["vf"], body=body),
+         h.make_node("Shape", ["vf"], ["s"]),
+         h.make_node("Gather", ["s", "one"], ["d1"], axis=0),
+         h.make_node("Relu", ["vf"], ["r"])], "main",
+        [h.make_tensor_value_info("v0", TP.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("d1", TP.INT64, []),
+         h.make_tensor_value_info("r", TP.FLOAT, ["a", "b"])],
+        initializer=[nh.from_array(np.array(2, np.int64), "trips"),
+                     nh.from_array(np.array(True), "go"),
+                     nh.from_array(np.array(1, np.int64), "one")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {"v0": np.ones((1, 4), np.float32)}
+    import onnxruntime as ort
+
+    def run(proto: onnx.ModelProto) -> list[np.ndarray]:
+        session = ort.InferenceSession(proto.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        return session.run(None, feeds)
+
+    expected = run(model)
+    assert int(expected[0]) == 8 and expected[1].shape == (2, 8)
+    compiled = ge.compile(model).to_onnx()
+    got = run(compiled)
+    assert int(got[0]) == 8 and got[1].shape == (2, 8)
+
+
 def _same_desc(ctx: InferContext) -> list[TensorDesc]:
     desc = ctx.input_descs[0]
     assert desc is not None
