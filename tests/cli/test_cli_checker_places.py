@@ -39,7 +39,8 @@ def test_inspect_notes_a_function_the_checker_refuses(tmp_path: Path) -> None:
     code, stdout, _ = run_ge("inspect", str(source), "--json")
     assert code == 0
     assert json.loads(stdout)["function_problems"] == [{
-        "function": "function 'MyFn' (domain 'custom')", "node": NODE, "problem": PROBLEM}]
+        "function": "function 'MyFn' (domain 'custom')", "node": NODE, "problem": PROBLEM,
+        "verdict": "onnx.checker refuses it"}]
     code, stdout, _ = run_ge("inspect", str(source))
     assert code == 0
     assert (f"note: function 'MyFn' (domain 'custom'): {NODE}: onnx.checker refuses it: "

@@ -159,7 +159,7 @@ def _function_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
     (`Graph.validate()`'s `function` problems, which `ge compile` refuses the model for)."""
     from ge.graph.checker_places import function_failures
 
-    return [{"function": f.place, "node": f.node, "problem": f.message}
+    return [{"function": f.place, "node": f.node, "problem": f.message, "verdict": f.verdict}
             for f in function_failures(model.functions, model.ir_version,
                                        {o.domain: o.version for o in model.opset_import})]
 
@@ -348,7 +348,7 @@ def _print(summary: dict[str, Any]) -> None:
     for entry in summary["function_problems"]:
         node = f"{entry['node']}: " if entry["node"] else ""
         problem = entry["problem"].rstrip(".")
-        con.print(escape(f"note: {entry['function']}: {node}onnx.checker refuses it: "
+        con.print(escape(f"note: {entry['function']}: {node}{entry['verdict']}: "
                          f"{problem}; ge compile refuses the model for it (GE1003)"))
     ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")
     ops.add_column("Op")

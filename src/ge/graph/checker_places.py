@@ -9,7 +9,7 @@ values a body sees around it), and narrow down to the first node it refuses: the
 prefix of a node list that fails (the checker goes through a list in order), then the
 bodies of that node. Run only when the checker has refused something, and on the
 model-local functions (held as protos: `Graph.validate()` checks them here, and what
-`check_model` refuses across them: `across_functions`), never on every load.
+the ONNX rules forbid across them: `across_functions`), never on every load.
 """
 
 from __future__ import annotations
@@ -44,13 +44,16 @@ class CheckerFailure(NamedTuple):
     the main graph), `node` the node as messages name it (`node_label`; "" when the
     problem is the graph's or function's own: its inputs, outputs, initializers), `name`
     its name in the model, `graph` the name of the graph it is in, and `message` onnx's
-    text on one line (without its context line once the node is found)."""
+    text on one line (without its context line once the node is found); `verdict` who
+    refuses it: onnx's checker, or the ONNX rules themselves for what not every onnx the
+    project supports checks (`across_functions`)."""
 
     place: str
     node: str
     name: str
     graph: str
     message: str
+    verdict: str = "onnx.checker refuses it"
 
     @property
     def where(self) -> str:
@@ -274,35 +277,46 @@ def _in_function(function: onnx.FunctionProto, ctx: C.CheckerContext, scope: _Sc
 _Key = tuple[str, str, str]  # a function's (domain, name, overload), as a node calls it
 
 
+#: Who refuses what `across_functions` finds: ONNX's IR rules. onnx checks them from some
+#: release after 1.19 (1.23 does, 1.19 does not), onnxruntime 1.32 refuses both (1.19 runs
+#: the last of two definitions, and crashes on a recursive call).
+_ONNX_RULE = "ONNX forbids it"
+
+
 def across_functions(functions: Sequence[onnx.FunctionProto], ir_version: int,
                      opsets: dict[str, int]) -> Iterator[CheckerFailure]:
-    """What `check_model` refuses across the model-local functions, which checking each
-    alone does not see: two functions of one (domain, name, overload) (onnxruntime refuses
-    the model too: "Duplicate model-local function identifier"), and a call cycle, a
-    function calling itself directly or through others, in its nodes or their bodies
-    (onnxruntime: "must not be recursive"). Each is found here, then put to onnx's checker
-    in a model of `ir_version` and `opsets` holding only the functions involved, bare but
-    for their calls (no node of theirs fails it otherwise): reported, in its words, when
-    the installed onnx refuses it."""
+    """What the ONNX rules forbid across the model-local functions, which checking each
+    alone does not see: two functions of one (domain, name, overload), and a call cycle, a
+    function calling itself directly or through others, in its nodes or their bodies.
+    Found by ge, not by asking onnx: onnx 1.23's `check_model` refuses both, 1.19's
+    neither, and onnxruntime 1.19 runs the last of two definitions and crashes on a
+    recursive call, while 1.32 refuses both. From IR version 8, as onnx checks functions."""
+    if ir_version < _FUNCTIONS_CHECKED_FROM_IR:
+        return
     by_key: dict[_Key, list[onnx.FunctionProto]] = {}
     for function in functions:
         by_key.setdefault(_key(function), []).append(function)
-    for same in by_key.values():
+    for key, same in by_key.items():
         if len(same) > 1:
-            error = _probe(ir_version, opsets, [(same[0], ()), (same[1], ())])
-            if error is not None:
-                yield CheckerFailure(function_place(same[0], len(same)), "", "", "",
-                                     checker_text(error))
+            yield CheckerFailure(
+                function_place(same[0], len(same)), "", "", "",
+                f"the model defines {_qualified(key)} {len(same)} times; a model holds one "
+                "function per (domain, name, overload)", _ONNX_RULE)
     calls = {key: {c for f in same for c in _calls(f.node) if c in by_key}
              for key, same in by_key.items()}
     for cycle in _call_cycles(list(by_key), calls):
-        members = set(cycle)
-        probed = [(by_key[key][0], tuple(c for c in sorted(calls[key]) if c in members))
-                  for key in cycle]
-        error = _probe(ir_version, opsets, probed)
-        if error is not None:
-            places = [function_place(by_key[key][0]) for key in cycle]
-            yield CheckerFailure(_listed(places), "", "", "", checker_text(error))
+        places = [function_place(by_key[key][0]) for key in cycle]
+        named = [_qualified(key) for key in cycle]
+        said = (f"{named[0]} calls itself" if len(cycle) == 1 else
+                f"{_listed(named)} call each other")
+        yield CheckerFailure(_listed(places), "", "", "",
+                             f"{said}: model-local functions must not be recursive",
+                             _ONNX_RULE)
+
+
+def _qualified(key: _Key) -> str:
+    """A function key as onnx writes it: `local::F`, `local::F::overload`."""
+    return "::".join(part for part in key if part)
 
 
 def _key(function: onnx.FunctionProto) -> _Key:
@@ -362,25 +376,6 @@ def _call_cycles(keys: list[_Key], calls: dict[_Key, set[_Key]]) -> list[list[_K
                   key=lambda c: order[c[0]])
 
 
-def _probe(ir_version: int, opsets: dict[str, int],
-           functions: list[tuple[onnx.FunctionProto, tuple[_Key, ...]]]
-           ) -> ValidationError | None:
-    """onnx's `check_model` on a model of no nodes holding `functions`, each bare (its
-    name, domain, overload and opsets) but for a call of each key given with it."""
-    model = onnx.ModelProto()
-    model.ir_version = ir_version
-    model.graph.name = "ge_checker_probe"
-    model.opset_import.extend(helper.make_opsetid(d, v) for d, v in opsets.items())
-    for function, called in functions:
-        bare = model.functions.add()
-        bare.domain, bare.name, bare.overload = _key(function)
-        bare.opset_import.extend(function.opset_import)
-        for domain, name, overload in called:
-            node = bare.node.add()
-            node.domain, node.op_type, node.overload = domain, name, overload
-    return _error(lambda: onnx.checker.check_model(model))
-
-
 def _listed(places: list[str]) -> str:
     """"function 'f' (...)", "function 'f' (...) and function 'g' (...)", "a, b and c"."""
     return places[0] if len(places) == 1 else f"{', '.join(places[:-1])} and {places[-1]}"
@@ -402,8 +397,8 @@ def function_problems(graph: Graph) -> list[ValidationProblem]:
 def function_set_problems(graph: Graph) -> list[ValidationProblem]:
     """The `function` problems across the model-local functions of the model whose root
     graph is `graph` (`across_functions`): two of one (domain, name, overload), a call
-    cycle; onnx's checker and onnxruntime refuse the model for either. Cheap: no onnx call
-    unless there is one."""
+    cycle, which the ONNX rules forbid (onnxruntime 1.32 refuses the model for either).
+    Cheap: no onnx call."""
     model = graph.model if graph._parent_node is None else None
     if model is None or not model.functions:
         return []
@@ -414,5 +409,5 @@ def function_set_problems(graph: Graph) -> list[ValidationProblem]:
 def _function_problem(graph: Graph, failure: CheckerFailure) -> ValidationProblem:
     return ValidationProblem("function", (failure.name,) if failure.name else (),
                              (f"{failure.node}: " if failure.node else "")
-                             + f"onnx.checker refuses it: {failure.message}",
+                             + f"{failure.verdict}: {failure.message}",
                              graph.name, place=failure.place)
