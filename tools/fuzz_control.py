@@ -301,6 +301,41 @@ def _carried_output(b: Builder, v: Value, made: Sequence[Value], visible: Sequen
     return b.op("Tanh", [y], v.shape, pool=False) if b.chance(0.5) else y
 
 
+def _growing(b: Builder, initial: Sequence[Value], trips: int) -> dict[int, str]:
+    """Which carried values change shape per trip, and how: "grow", Concat(v, v) on axis 0
+    (that dim doubles per trip); "grow-mix", for a [1, n] value, Reshape(Concat(v, v),
+    [2, -1]) ([1, n], [2, n], [2, 2n], ...: its second dim agrees with the initial value's
+    after one trip and changes after two, which a one-step proof of the Loop's output type
+    gets wrong)."""
+    found = {}
+    for i, v in enumerate(initial):
+        if (v.dtype == FLOAT and v.shape and v.numel > 0 and v.numel << trips <= MAX_NUMEL
+                and b.chance(0.2)):
+            mix = len(v.shape) == 2 and v.shape[0] == 1 and b.chance(0.6)
+            found[i] = "grow-mix" if mix else "grow"
+            b.tags[f"Loop:carried-{found[i]}"] += 1
+    return found
+
+
+def _grown(b: Builder, v: Value, form: str) -> Value:
+    """The next value of a carried value that changes shape per trip (`_growing`); its
+    Value's shape is the first trip's (no other node of the body reads it)."""
+    doubled = b.op("Concat", [v, v], (2 * v.shape[0], *v.shape[1:]), pool=False, axis=0)
+    if form == "grow":
+        return doubled
+    target = b.const(np.array([2, -1], np.int64))
+    return b.op("Reshape", [doubled, target], (2, v.shape[1]), pool=False)
+
+
+def _final_shape(shape: tuple[int, ...], form: str | None, runs: int) -> tuple[int, ...]:
+    """A carried value's shape after `runs` trips of a body that grows it as `form`."""
+    if form == "grow":
+        return (shape[0] << runs, *shape[1:])
+    if form == "grow-mix" and runs:
+        return (2, shape[1] << (runs - 1))
+    return shape
+
+
 def _stop(b: Builder, iteration: Value, cond_in: Value, trips: int, form: str
           ) -> tuple[Value, int]:
     """The body's condition output, and how many iterations the loop then runs."""
@@ -347,36 +382,64 @@ def g_loop(b: Builder) -> bool:
     iteration = Value(b.fresh("iter"), INT64, ())
     cond_in = Value(b.fresh("cond"), BOOL, ())
     carried = [Value(b.fresh("carried"), v.dtype, v.shape, exact=False) for v in initial]
-    visible = [*outer_view(b, "Loop"), iteration, cond_in, *carried]
+    # carried values whose shape changes per trip: read by nothing else in the body (its
+    # other nodes assume one shape), declared without dims; only where the trips are known
+    grows = _growing(b, initial, trips) if form != "input" else {}
+    visible = [*outer_view(b, "Loop"), iteration, cond_in,
+               *[c for i, c in enumerate(carried) if i not in grows]]
     runs = trips
     with body_scope(b, "Loop", visible) as body:
         fill(b, int(b.rng.integers(1, 4)))
-        if b.chance(0.35):  # a constant sub-expression in the body: folding material
-            x = b.choice(carried)
+        steady = [c for i, c in enumerate(carried) if i not in grows]
+        if steady and b.chance(0.35):  # a constant sub-expression in the body: folding material
+            x = b.choice(steady)
             if x.dtype == FLOAT:
                 k = b.op("Mul", [b.scalar(float(b.rng.normal())), b.scalar(0.5)], (), pool=False)
                 b.op("Add", [x, k], x.shape)
                 b.tags["Loop:foldable-body"] += 1
         made = [v for v in b.values[len(visible):] if v.dtype in (FLOAT, INT64)]
         stop, runs = _stop(b, iteration, cond_in, trips, form)
-        nexts = [_carried_output(b, v, made, visible) for v in carried]
-        fits = [v for v in [*made, *carried, iteration]
+        nexts = [_grown(b, v, grows[i]) if i in grows else _carried_output(b, v, made, visible)
+                 for i, v in enumerate(carried)]
+        fits = [v for v in [*made, *steady, iteration]
                 if v.numel * trips <= MAX_NUMEL and v.dtype in (FLOAT, INT64)]
         scans = [b.choice(fits) for _ in range(int(b.rng.integers(0, 3)) if fits else 0)]
         outs = _unique_outputs(b, [stop, *nexts, *scans])
     b.tags["Loop:scan-outputs"] += len(scans)
     b.tags["Loop:carried-values"] += len(carried)
     loose = b.chance(0.1)
+    grown = {carried[i].name for i in grows} | {nexts[i].name for i in grows}
+    # a grow-mix value declared as an exporter tracing one trip declares it: [L, n] in and
+    # out (n holds for one trip only; onnx's checker cannot tell, onnxruntime warns)
+    traced = {name: ("L", carried[i].shape[1]) for i in grows if grows[i] == "grow-mix"
+              and b.chance(0.5) for name in (carried[i].name, nexts[i].name)}
+    b.tags["Loop:grow-mix-traced"] += len(traced) // 2
+
+    def declared(v: Value, loose_too: bool) -> onnx.ValueInfoProto:
+        if v.name in traced:
+            return helper.make_tensor_value_info(v.name, v.dtype, list(traced[v.name]))
+        return _vi(v.name, (v.dtype, v.shape), loose_too or v.name in grown)
+
     graph = helper.make_graph(
         body.nodes, b.fresh("body_"),
-        [_vi(v.name, (v.dtype, v.shape)) for v in (iteration, cond_in, *carried)],
-        [_vi(v.name, (v.dtype, v.shape), loose) for v in outs],
+        [declared(v, False) for v in (iteration, cond_in, *carried)],
+        [declared(v, loose) for v in outs],
         initializer=body.initializers)
-    out_specs = [(v.dtype, v.shape) for v in initial]
+    out_specs = [(v.dtype, _final_shape(v.shape, grows.get(i), runs))
+                 for i, v in enumerate(initial)]
     rows = runs if form != "input" else None  # 0 or `trips` rows: unknown
     out_specs += [(v.dtype, (rows or 0, *v.shape)) for v in outs[1 + len(carried):]]
     results = b.emit("Loop", [count or "", cond, *initial], out_specs, pool=False, body=graph)
     live = list(results[:len(initial)])
+    for i in grows:  # a dim of it (`Gather(Shape(v), k)`, what a dim known after one trip
+        if b.chance(0.5):  # only would fold wrongly), or its whole Shape
+            v = results[i]
+            dims = b.op("Shape", [v], (len(v.shape),), INT64, pool=False)
+            if b.chance(0.7):
+                k = b.const(np.array(int(b.rng.integers(0, len(v.shape))), np.int64))
+                dims = b.op("Gather", [dims, k], (), INT64, pool=False, axis=0)
+            live.append(b.op("Cast", [dims], dims.shape, pool=False, to=FLOAT))
+            b.tags["Loop:grown-shape-read"] += 1
     for v in results[len(initial):]:
         if b.chance(0.25):  # its Shape: folded only where the row count is known
             dims = b.op("Shape", [v], (len(v.shape),), INT64, pool=False)
