@@ -22,7 +22,7 @@ import onnx
 from onnx import AttributeProto, helper
 
 from ge.errors import ValidationProblem
-from ge.graph.places import BodyOwner, graph_place, node_label
+from ge.graph.places import BodyOwner, attribute_graphs, graph_place, node_label
 
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
@@ -114,13 +114,7 @@ def _outputs(nodes: Iterable[onnx.NodeProto]) -> list[str]:
 
 def _bodies(node: onnx.NodeProto) -> list[tuple[str, onnx.GraphProto]]:
     """The bodies a node holds, each with the attribute holding it ("branches[1]")."""
-    found: list[tuple[str, onnx.GraphProto]] = []
-    for attr in node.attribute:
-        if attr.type == AttributeProto.GRAPH:
-            found.append((attr.name, attr.g))
-        elif attr.type == AttributeProto.GRAPHS:
-            found += [(f"{attr.name}[{i}]", g) for i, g in enumerate(attr.graphs)]
-    return found
+    return [found for attr in node.attribute for found in attribute_graphs(attr)]
 
 
 class _Scope(NamedTuple):

@@ -26,7 +26,13 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
-from ge.graph.places import BodyOwner, graph_place, node_label, proto_body_owner
+from ge.graph.places import (
+    BodyOwner,
+    attribute_graphs,
+    graph_place,
+    node_label,
+    proto_body_owner,
+)
 from ge.graph.sparse_order import sort_sparse_constant, sorted_sparse
 
 __all__ = ["ITEM_BITS", "MEASURED_RAW_BYTES", "TENSOR_KINDS", "MeasuredRaw",
@@ -301,10 +307,8 @@ def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: Measur
                            (node.name,) if node.name else ())
                 elif sort_sparse and kind == A.SPARSE_TENSOR:
                     sort_sparse_constant(node)  # (a Constant's sparse_value; nothing else)
-            elif kind in (A.GRAPH, A.GRAPHS):
-                bodies = [(attr.name, attr.g)] if kind == A.GRAPH else [
-                    (f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
-                for label, body in bodies:
+            else:
+                for label, body in attribute_graphs(attr):
                     owner = proto_body_owner(node, index, label, within)
                     place = graph_place(repr(body.name), owner)
                     yield from _graph_problems(body, f"{place} in {function}" if function

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
     from ge.graph.node import Node
 
-__all__ = ["BodyOwner", "body_owner", "graph_label", "graph_place", "ir_node_label",
-           "listed_node", "model_node_label", "node_label", "node_ref", "proto_bodies",
-           "proto_body_owner"]
+__all__ = ["BodyOwner", "attribute_graphs", "body_owner", "graph_label", "graph_place",
+           "ir_node_label", "listed_node", "model_node_label", "node_label", "node_ref",
+           "proto_bodies", "proto_body_owner"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,
@@ -125,6 +125,16 @@ class BodyOwner:
                 "index": self.index, "outputs": list(self.outputs)}
 
 
+def attribute_graphs(attr: onnx.AttributeProto) -> list[tuple[str, onnx.GraphProto]]:
+    """The bodies an attribute proto holds, each labelled as messages name the attribute
+    ("then_branch", "branches[1]"); none for an attribute of another kind."""
+    if attr.type == onnx.AttributeProto.GRAPH:
+        return [(attr.name, attr.g)]
+    if attr.type == onnx.AttributeProto.GRAPHS:
+        return [(f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
+    return []
+
+
 def proto_body_owner(node: onnx.NodeProto, index: int, attribute: str,
                      within: BodyOwner | None = None) -> BodyOwner:
     """The `BodyOwner` of a body a node proto holds in `attribute` ("then_branch",
@@ -141,13 +151,7 @@ def proto_bodies(nodes: Iterable[onnx.NodeProto], within: BodyOwner | None = Non
     its owner, for a message to name it as loading does (`graph_place`)."""
     for index, node in enumerate(nodes):
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                bodies = [(attr.name, attr.g)]
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                bodies = [(f"{attr.name}[{i}]", body) for i, body in enumerate(attr.graphs)]
-            else:
-                continue
-            for label, body in bodies:
+            for label, body in attribute_graphs(attr):
                 owner = proto_body_owner(node, index, label, within)
                 yield body, owner
                 yield from proto_bodies(body.node, owner)
