@@ -392,15 +392,21 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
     return outputs
 
 
+def loop_body(node: Node) -> Graph | None:
+    """The body of an ONNX `Loop` node (None for another domain's Loop or none held)."""
+    if node._domain not in ("", "ai.onnx") or not node.has_attr("body"):
+        return None
+    body = node._attr_value("body")
+    return body if isinstance(body, Graph) else None
+
+
 def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, TensorDesc]:
     """The final values of a Loop's carried variables whose rank onnx leaves unknown (it
     lets a carried value change shape between iterations), by output index: the rank its
     initial value and the body's next value share, each dim kept where the two agree. A
     graph output of unknown rank is one onnx.checker refuses."""
-    if node._domain not in ("", "ai.onnx") or not node.has_attr("body"):
-        return {}
-    body = node._attr_value("body")
-    net = body.get_net_output() if isinstance(body, Graph) else None
+    body = loop_body(node)
+    net = body.get_net_output() if body is not None else None
     if net is None:
         return {}
     found: dict[int, TensorDesc] = {}

@@ -29,7 +29,7 @@ from ge.graph.graph import Graph
 from ge.graph.node import Node, is_const
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
-from ge.ops.inference import carried_desc
+from ge.ops.inference import carried_desc, loop_body
 from ge.ops.onnx_node import type_proto
 
 __all__ = [
@@ -54,13 +54,6 @@ CarriedTypes = Callable[[Node, int], tuple[TensorDesc | None, TensorDesc | None]
 CLAIM_ROUNDS = 3
 
 
-def _body(loop: Node) -> Graph | None:
-    if loop.domain not in ("", "ai.onnx") or not loop.has_attr("body"):
-        return None
-    body = loop._attr_value("body")
-    return body if isinstance(body, Graph) else None
-
-
 def _same(a: TensorDesc, b: TensorDesc) -> bool:
     return a.data_type == b.data_type and list(a.get_shape()) == list(b.get_shape())
 
@@ -70,7 +63,7 @@ def loop_claims(root: Graph) -> LoopClaims:
     (with a shape) the body declares for its carried input."""
     claims: LoopClaims = {}
     for loop in root.nodes_of_type("Loop"):
-        body = _body(loop)
+        body = loop_body(loop)
         if body is None:
             continue
         inputs = body.get_data_nodes()
