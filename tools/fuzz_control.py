@@ -240,10 +240,15 @@ def g_if(b: Builder) -> bool:
         made = b.local.functions[len(known):] if b.local is not None else []
         if b.local is not None:  # (the functions the first branch defined, kept)
             b.local.functions[:] = known
-        other, _, exact2 = _branch(b, b.fresh("else_"), visible, None, outputs)
+        other, specs2, exact2 = _branch(b, b.fresh("else_"), visible, None, outputs)
         if b.local is not None:
             b.local.functions[len(known):len(known)] = made
         exact = exact and exact2
+        if specs2 != specs:  # the draws went otherwise (the first branch changed what they
+            other = onnx.GraphProto()  # pick from): its outputs would not be the declared
+            other.CopyFrom(then)  # ones, so the copy under other names is taken instead
+            other.name = b.fresh("else_")
+            b.tags["If:replay-diverged"] += 1
     else:
         want = list(specs)
         dtype, shape = specs[0]
@@ -408,6 +413,7 @@ def g_loop(b: Builder) -> bool:
     b.tags["Loop:scan-outputs"] += len(scans)
     b.tags["Loop:carried-values"] += len(carried)
     loose = b.chance(0.1)
+    rows_unknown = form == "input"  # (the condition read from the graph: 0 trips or all)
     grown = {carried[i].name for i in grows} | {nexts[i].name for i in grows}
     # a grow-mix value declared as an exporter tracing one trip declares it: [L, n] in and
     # out (n holds for one trip only; onnx's checker cannot tell, onnxruntime warns)
@@ -423,11 +429,14 @@ def g_loop(b: Builder) -> bool:
     graph = helper.make_graph(
         body.nodes, b.fresh("body_"),
         [declared(v, False) for v in (iteration, cond_in, *carried)],
-        [declared(v, loose) for v in outs],
+        # (a scan output of a loop that may run no trip keeps its dims: onnxruntime makes
+        # its empty result from the declared shape, [0, 0, 0] for one declared without dims)
+        [declared(v, loose and not (rows_unknown and k > len(carried)))
+         for k, v in enumerate(outs)],
         initializer=body.initializers)
     out_specs = [(v.dtype, _final_shape(v.shape, grows.get(i), runs))
                  for i, v in enumerate(initial)]
-    rows = runs if form != "input" else None  # 0 or `trips` rows: unknown
+    rows = None if rows_unknown else runs  # 0 or `trips` rows: unknown
     out_specs += [(v.dtype, (rows or 0, *v.shape)) for v in outs[1 + len(carried):]]
     results = b.emit("Loop", [count or "", cond, *initial], out_specs, pool=False, body=graph)
     live = list(results[:len(initial)])
