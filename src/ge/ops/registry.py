@@ -40,15 +40,8 @@ import numpy as np
 
 from ge.errors import OpRegisterError, SourceLocation
 from ge.graph.tensor_desc import TensorDesc
-from ge.ops.schemas import (
-    STANDARD_DOMAINS,
-    AttrSpec,
-    OpSpec,
-    ParamOption,
-    ParamSpec,
-    attr_kind_from_name,
-    normalize_domain,
-)
+from ge.ops.op_declaration import declared_spec
+from ge.ops.schemas import AttrSpec, OpSpec, ParamSpec, normalize_domain
 
 __all__ = [
     "CustomOp",
@@ -411,46 +404,6 @@ def _registration_site(frame: FrameType | None) -> tuple[SourceLocation | None, 
     return where, module
 
 
-def _param(item: str | ParamSpec, what: str) -> ParamSpec:
-    if isinstance(item, ParamSpec):
-        return item
-    if not isinstance(item, str) or not item.rstrip("?*"):
-        raise OpRegisterError(f"{what} must be a name (str, 'x?' optional, 'xs*' variadic)")
-    if item.endswith("?"):
-        return ParamSpec(item[:-1], ParamOption.OPTIONAL, "T")
-    if item.endswith("*"):
-        return ParamSpec(item[:-1], ParamOption.VARIADIC, "T")
-    return ParamSpec(item, ParamOption.SINGLE, "T")
-
-
-def _attr(name: str, item: Any) -> AttrSpec:
-    if isinstance(item, AttrSpec):
-        return item
-    try:
-        if isinstance(item, str):
-            return AttrSpec(name, attr_kind_from_name(item), required=True)
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-            return AttrSpec(name, attr_kind_from_name(item[0]), required=False, default=item[1])
-    except ValueError as err:
-        raise OpRegisterError(f"attribute {name!r}: {err}") from None
-    raise OpRegisterError(
-        f"attribute {name!r} must be an AttrSpec, a kind name (e.g. 'ints') or "
-        f"(kind name, default), got {item!r}"
-    )
-
-
-def _arity(params: tuple[ParamSpec, ...], what: str) -> tuple[int, int]:
-    for i, p in enumerate(params):
-        if p.variadic and i != len(params) - 1:
-            raise OpRegisterError(f"only the last {what} may be variadic ({p.name!r} is not last)")
-        if p.option is ParamOption.SINGLE and any(q.optional for q in params[:i]):
-            raise OpRegisterError(f"required {what} {p.name!r} follows an optional one")
-    required = sum(1 for p in params if p.option is ParamOption.SINGLE)
-    if params and params[-1].variadic:
-        return required + params[-1].min_arity, 2**31 - 1
-    return required, len(params)
-
-
 def register_op(
     op_type: str,
     *,
@@ -478,34 +431,17 @@ def register_op(
     plugin is the compilation's only (`CustomOpView`), never in the process-wide table.
     One registered by any other code stays until `unregister_op`.
     """
-    if not isinstance(op_type, str) or not op_type.isidentifier():
-        raise OpRegisterError(f"op_type must be an identifier str, got {op_type!r}")
-    if not isinstance(domain, str) or not domain:
-        raise OpRegisterError("custom operators need a non-empty domain, e.g. 'com.example'")
-    domain = normalize_domain(domain)
-    if domain in STANDARD_DOMAINS:
-        raise OpRegisterError(
-            f"cannot register {op_type} in the standard domain {domain!r}; use your own domain"
-        )
+    spec = declared_spec(op_type, domain, inputs, outputs, attributes, since_version, doc)
     if not callable(infer):
-        raise OpRegisterError(f"{domain}::{op_type}: infer must be callable")
-    if kernel is None and decomposition is None:
-        raise OpRegisterError(
-            f"{domain}::{op_type}: give a numpy kernel or a decomposition so the op can be "
-            "evaluated"
-        )
+        raise OpRegisterError(f"{spec.domain}::{op_type}: infer must be callable")
     for fn, what in ((kernel, "kernel"), (decomposition, "decomposition")):
         if fn is not None and not callable(fn):
-            raise OpRegisterError(f"{domain}::{op_type}: {what} must be callable")
-    ins = tuple(_param(p, "an input") for p in inputs)
-    outs = tuple(_param(p, "an output") for p in outputs)
-    if not outs:
-        raise OpRegisterError(f"{domain}::{op_type}: an operator needs at least one output")
-    attrs = {name: _attr(name, a) for name, a in (attributes or {}).items()}
-    min_in, max_in = _arity(ins, "input")
-    min_out, max_out = _arity(outs, "output")
-    spec = OpSpec(domain, op_type, int(since_version), ins, outs, attrs, min_in, max_in,
-                  min_out, max_out, doc=doc, custom=True)
+            raise OpRegisterError(f"{spec.domain}::{op_type}: {what} must be callable")
+    if kernel is None and decomposition is None:
+        raise OpRegisterError(
+            f"{spec.domain}::{op_type}: give a numpy kernel or a decomposition so the op can "
+            "be evaluated"
+        )
     where, module = _registration_site(sys._getframe(1))
     _TABLE.add(CustomOp(spec, infer, kernel, decomposition, location=where, module=module))
     return spec
