@@ -61,8 +61,9 @@ def test_an_optional_attribute_not_compared_is_warned_at_the_pattern(tmp_path: P
         "pattern 'DropTranspose_swap_pattern' of DropTranspose sets attributes of "
         "Transpose(perm), which are not compared: the matcher compares attributes only with "
         "PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so the pattern "
-        "matches those operators whatever their attributes are; enable it, or check them in "
-        f"meet_requirements (at {tmp_path / 'drop_transpose.py'}:{line})")
+        "matches those operators whatever their attributes are; enable it, or leave that "
+        "attribute unset in the pattern (Transpose(perm)) and check it in meet_requirements "
+        f"(at {tmp_path / 'drop_transpose.py'}:{line})")
 
 
 def test_a_required_attribute_not_compared_is_warned_too(tmp_path: Path) -> None:
@@ -76,8 +77,14 @@ def test_a_required_attribute_not_compared_is_warned_too(tmp_path: Path) -> None
                              "        return True\n\n"
                              "    def replacement(self, inputs):")
     assert _compile(tmp_path, "", "Concat([inputs[0], inputs[0]], axis=0)", checked) == []
+    (warning,) = _compile(tmp_path, "", "Concat([inputs[0], inputs[0]], axis=0)")
+    assert str(warning.message).endswith(  # (no optional one: a meet_requirements is the way)
+        "enable it, or check them in meet_requirements "
+        f"(at {tmp_path / 'drop_transpose.py'}:{PLUGIN.splitlines().index('    @pattern') + 1})")
     (warning,) = _compile(tmp_path, "", "Transpose(inputs[0], perm=[1, 0])", checked)
     assert "Transpose(perm)" in str(warning.message)  # an optional one, set: still warned
+    # what the warning says to do silences it: the attribute left unset, checked in the hook
+    assert _compile(tmp_path, "", "Transpose(inputs[0])", checked) == []
 
 
 @pytest.mark.parametrize(("config", "op"), [

@@ -218,18 +218,30 @@ def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) ->
     # a required attribute only when no meet_requirements could be checking it (trial FF's
     # pass read Concat's axis there: warned on every compilation, it was noise)
     required_too = type(instance).meet_requirements is PatternFusionPass.meet_requirements
-    set_attrs = sorted({f"{node.type}({', '.join(names)})"
-                        for node in pattern.get_graph().get_direct_nodes()
+    nodes = pattern.get_graph().get_direct_nodes()
+    set_attrs = sorted({f"{node.type}({', '.join(names)})" for node in nodes
                         if (names := _attributes_set(node, required_too))})
     if not set_attrs:
         return
+    # an optional attribute is warned about whatever meet_requirements checks (it cannot be
+    # told): what silences it is leaving it out of the pattern (trial WW)
+    optional = [(node.type, names) for node in nodes
+                if (names := _attributes_set(node, False))]
+    if optional:
+        one = sum(len(names) for _, names in optional) == 1
+        shown = ", ".join(sorted({f"{op}({', '.join(names)})" for op, names in optional}))
+        advice = (f"or leave {'that attribute' if one else 'those attributes'} unset in the "
+                  f"pattern ({shown}) and check {'it' if one else 'them'} in "
+                  "meet_requirements")
+    else:
+        advice = "or check them in meet_requirements"
     where = hook_location(pattern._source) or definition_location(type(instance))
     warn_user(PassDefinitionWarning(
         f"pattern {pattern.name!r} of {type(instance).__name__} sets attributes of "
         f"{', '.join(set_attrs)}, which are not compared: the matcher compares attributes "
         "only with PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so "
-        "the pattern matches those operators whatever their attributes are; enable it, or "
-        f"check them in meet_requirements (at {where})"), where)
+        "the pattern matches those operators whatever their attributes are; enable it, "
+        f"{advice} (at {where})"), where)
 
 
 def _attributes_set(node: Node, required_too: bool) -> list[str]:

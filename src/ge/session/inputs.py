@@ -345,7 +345,9 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     Floats (and complex parts) are standard normal (clipped to the range of a narrow float:
     float4e2m1's ±6; float8e8m0, which has no sign and no zero, is 1/4, 1/2, 1, 2 or 4);
     integers are 0..3 (int2: 0..1), so they are valid indices into small tables
-    (embeddings, Gather) and small trip counts; bools are random;
+    (embeddings, Gather) and small trip counts; bools are random; an input whose name
+    says "mask" (`attention_mask`) of integers, booleans or floats is a right-padded 0/1
+    mask, each row keeping at least half and not all of its last axis (`_padding_mask`);
     strings are drawn from four short words. A symbolic dim takes its size from `dims`
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
@@ -435,6 +437,8 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
             what: str) -> np.ndarray:
     """An array of element type `elem` drawn from `rng` (`name` and its type `what` say
     what it is for, should the type be one ge does not draw)."""
+    if _is_mask(name, elem, shape):
+        return _padding_mask(rng, elem, shape)
     if elem == TensorProto.STRING:
         words = np.array(_WORDS, dtype=object)
         return _filled(shape, object, lambda n: words[rng.integers(0, len(words), size=n)])
@@ -460,6 +464,28 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
                 else _INT_HIGH)
         return _filled(shape, dtype, lambda n: rng.integers(0, high, size=n))
     raise VerificationInputError(f"input {name!r}: cannot generate values of type {what}")
+
+
+def _is_mask(name: str, elem: int, shape: tuple[int, ...]) -> bool:
+    """Whether input `name` is drawn as a padding mask: its name says mask, its type holds 0
+    and 1 (integers, booleans, floats), and its last axis has room for both."""
+    return ("mask" in name.lower() and len(shape) >= 1 and shape[-1] >= 2
+            and math.prod(shape) > 0 and elem != _E8M0
+            and (elem in _INTS or elem in _FLOATS or elem == TensorProto.BOOL))
+
+
+def _padding_mask(rng: np.random.Generator, elem: int, shape: tuple[int, ...]) -> np.ndarray:
+    """A right-padded 0/1 mask: along the last axis, each row keeps a prefix of at least half
+    its length and not all of it. Both values occur in every row, so a rewrite that drops or
+    misreads the mask changes the outputs (random small integers would seldom hold a 0), and
+    no row is masked whole whichever value a model takes as "keep"."""
+    length = shape[-1]
+    rows = math.prod(shape[:-1])
+    kept = rng.integers((length + 1) // 2, length, size=rows)
+    mask = np.arange(length)[None, :] < kept[:, None]
+    dtype = bool if elem == TensorProto.BOOL else np.dtype(
+        helper.tensor_dtype_to_np_dtype(elem))
+    return mask.reshape(shape).astype(dtype)
 
 
 def load_inputs(path: str | os.PathLike[str], model: ModelOrPath) -> dict[str, Any]:
