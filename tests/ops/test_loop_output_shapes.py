@@ -291,3 +291,152 @@ def test_a_loop_after_a_custom_operator(same_op: None, onnx_runs: list[bool]) ->
     assert dims["a_out"] == dims["a_ln"] == SHAPE and dims["a_m"] == ["batch", "seq", 1]
     # with the claim (unproven), without it, then with it once `Same` is typed
     assert len(onnx_runs) == 3
+
+
+def _doubling_loop(v0: str, trips: str, out: str, n: int, declared_next: list[int | str]
+                   ) -> onnx.NodeProto:
+    """Loop carrying v0 ([1, n]) through Reshape(Concat(v, v), [2, -1]): [2, n] after one
+    trip, [2, 2n] after two. The body declares its carried input [L, n] and its next value
+    `declared_next`, as an exporter tracing one trip would (the fuzzer's bodies)."""
+    body = h.make_graph(
+        [h.make_node("Identity", ["d_c"], ["d_c_out"]),
+         h.make_node("Concat", ["d_v", "d_v"], ["d_cat"], axis=0),
+         h.make_node("Reshape", ["d_cat", "d_two_by"], ["d_next"])], "doubling",
+        [h.make_tensor_value_info("d_i", TP.INT64, []),
+         h.make_tensor_value_info("d_c", TP.BOOL, []),
+         h.make_tensor_value_info("d_v", TP.FLOAT, ["L", n])],
+        [h.make_tensor_value_info("d_c_out", TP.BOOL, []),
+         h.make_tensor_value_info("d_next", TP.FLOAT, declared_next)],
+        initializer=[nh.from_array(np.array([2, -1], np.int64), "d_two_by")])
+    return h.make_node("Loop", [trips, "", v0], [out], name="doubling", body=body)
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+@pytest.mark.builtin_passes
+def test_a_loop_output_read_only_in_another_body_is_not_typed_from_the_declared_one() -> None:
+    """Fuzzer seed 34669: the doubling Loop's output vf ([2, 2] after 2 trips) is read only
+    in another Loop's body (MatMul(vf, W[2, 3]) + b), so no root node reads it and nothing
+    is claimed of it; it was typed [?, 1] from the body's next value, which onnx had given
+    the dims the body declares for it ([L, 1]), and MatMulAddFusion failed (E13028) on a
+    Gemm of [?, 1] and [2, 3]. The next value is inferred from the body's nodes alone."""
+    rng = np.random.default_rng(3)
+    reader = h.make_graph(
+        [h.make_node("Identity", ["r_c"], ["r_c_out"]),
+         h.make_node("MatMul", ["vf", "w"], ["r_mm"]),
+         h.make_node("Add", ["r_mm", "b"], ["r_y"]),
+         h.make_node("Add", ["r_s", "one"], ["r_s_next"])], "reader",
+        [h.make_tensor_value_info("r_i", TP.INT64, []),
+         h.make_tensor_value_info("r_c", TP.BOOL, []),
+         h.make_tensor_value_info("r_s", TP.FLOAT, [1])],
+        [h.make_tensor_value_info("r_c_out", TP.BOOL, []),
+         h.make_tensor_value_info("r_s_next", TP.FLOAT, [1]),
+         h.make_tensor_value_info("r_y", TP.FLOAT, ["a", "b"])],
+        initializer=[nh.from_array(rng.standard_normal((2, 3)).astype(np.float32), "w"),
+                     nh.from_array(rng.standard_normal((1, 3)).astype(np.float32), "b"),
+                     nh.from_array(np.array(1.0, np.float32), "one")])
+    graph = h.make_graph(
+        [_doubling_loop("v0", "two", "vf", 1, ["L", 1]),
+         h.make_node("Loop", ["one_trip", "", "s0"], ["s", "ys"], name="reading", body=reader)],
+        "main", [h.make_tensor_value_info("v0", TP.FLOAT, [1, 1]),
+                 h.make_tensor_value_info("s0", TP.FLOAT, [1])],
+        [h.make_tensor_value_info("s", TP.FLOAT, [1]),
+         h.make_tensor_value_info("ys", TP.FLOAT, ["t", "a", "b"])],
+        [nh.from_array(np.array(2, np.int64), "two"),
+         nh.from_array(np.array(1, np.int64), "one_trip")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"v0": np.full((1, 1), 2.0, np.float32), "s0": np.zeros(1, np.float32)}
+    assert _ort(model, feeds)[1].shape == (1, 2, 3)  # vf is [2, 2]
+
+    loaded = ge.graph.load(model)
+    infer_shapes(loaded, strict=True)
+    vf = _dims(loaded)["vf"]
+    assert vf is None or (len(vf) == 2 and 1 not in vf), vf  # never [?, 1]
+    result = ge.compile(model, verify=True, inputs=feeds)
+    assert result.verification is not None and result.verification.ok
+    np.testing.assert_allclose(_ort(result.to_onnx(), feeds)[1], _ort(model, feeds)[1],
+                               rtol=1e-5)
+
+
+def test_a_loop_output_read_in_another_body_compiles_into_a_valid_model() -> None:
+    """Fuzzer seed 35654: the doubling Loop runs n trips (a graph input) from [1, 12], its
+    body declaring the next value [2, 12]; another Loop's body reads its output vf
+    (Mul(vf, x), Reshape(.., Shape(vf))), its scan outputs declared [2, 24] (what vf is
+    after 2 trips). ge typed vf [?, 12] from the declared next value and wrote that into
+    the compiled model, where onnx's inference of the reading Loop then met [?, 12]
+    against the declared [2, 24]: ge refused to save it (GE1003). The model declares vf
+    with its element type only, so ge writes vf's type back."""
+    reader = h.make_graph(
+        [h.make_node("Mul", ["vf", "x"], ["r_mul"]),
+         h.make_node("Shape", ["vf"], ["r_shape"]),
+         h.make_node("Reshape", ["r_mul", "r_shape"], ["r_re"]),
+         h.make_node("Constant", [], ["r_go"], value=nh.from_array(np.array(True))),
+         h.make_node("Add", ["r_s", "x"], ["r_s_next"])], "reader",
+        [h.make_tensor_value_info("r_i", TP.INT64, []),
+         h.make_tensor_value_info("r_c", TP.BOOL, []),
+         h.make_tensor_value_info("r_s", TP.FLOAT, [])],
+        [h.make_tensor_value_info("r_go", TP.BOOL, []),
+         h.make_tensor_value_info("r_s_next", TP.FLOAT, []),
+         h.make_tensor_value_info("r_re", TP.FLOAT, [2, 24]),
+         h.make_tensor_value_info("r_mul", TP.FLOAT, [2, 24])])
+    graph = h.make_graph(
+        [_doubling_loop("v0", "n", "vf", 12, [2, 12]),
+         h.make_node("Loop", ["three", "", "s0"], ["s", "res", "muls"], name="reading",
+                     body=reader)],
+        "main", [h.make_tensor_value_info("x", TP.FLOAT, []),
+                 h.make_tensor_value_info("s0", TP.FLOAT, []),
+                 h.make_tensor_value_info("n", TP.INT64, []),
+                 h.make_tensor_value_info("v0", TP.FLOAT, [1, 12])],
+        [h.make_tensor_value_info("muls", TP.FLOAT, [3, 2, 24])],
+        [nh.from_array(np.array(3, np.int64), "three")],
+        value_info=[h.make_tensor_value_info("vf", TP.FLOAT, None)])  # (as onnx types it)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"x": np.array(1.5, np.float32), "s0": np.array(0.0, np.float32),
+             "n": np.array(2, np.int64),
+             "v0": np.arange(12, dtype=np.float32).reshape(1, 12)}
+    expected = _ort(model, feeds)
+    assert expected[0].shape == (3, 2, 24)
+
+    compiled = ge.compile(model).to_onnx()
+    onnx.checker.check_model(compiled, full_check=True)
+    np.testing.assert_allclose(_ort(compiled, feeds)[0], expected[0], rtol=1e-6)
+
+
+def test_a_loop_inside_a_body_is_not_typed_from_the_declared_next_value() -> None:
+    """The doubling Loop inside another Loop's body (never claimed for): its output is
+    typed after the run from the body's next value as its nodes compute it, [?, ?], not
+    [?, 1] from the [L, 1] the body declares; Relu of it follows."""
+    outer = h.make_graph(
+        [_doubling_loop("v0", "two", "vf", 1, ["L", 1]),
+         h.make_node("Relu", ["vf"], ["o_y"]),
+         h.make_node("Identity", ["o_s"], ["o_s_next"])], "outer",
+        [h.make_tensor_value_info("o_i", TP.INT64, []),
+         h.make_tensor_value_info("o_c", TP.BOOL, []),
+         h.make_tensor_value_info("o_s", TP.FLOAT, [1])],
+        [h.make_tensor_value_info("o_c", TP.BOOL, []),
+         h.make_tensor_value_info("o_s_next", TP.FLOAT, [1]),
+         h.make_tensor_value_info("o_y", TP.FLOAT, ["a", "b"])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["one_trip", "", "s0"], ["s", "ys"], body=outer)], "main",
+        [h.make_tensor_value_info("v0", TP.FLOAT, [1, 1]),
+         h.make_tensor_value_info("s0", TP.FLOAT, [1])],
+        [h.make_tensor_value_info("ys", TP.FLOAT, ["t", "a", "b"])],
+        [nh.from_array(np.array(2, np.int64), "two"),
+         nh.from_array(np.array(1, np.int64), "one_trip")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"v0": np.ones((1, 1), np.float32), "s0": np.zeros(1, np.float32)}
+    assert _ort(model, feeds)[0].shape == (1, 2, 2)
+    loaded = ge.graph.load(model)
+    infer_shapes(loaded, strict=True)
+    body = next(g for g in loaded.get_all_subgraphs() if g.name == "outer")
+    dims = _dims(body)
+    for name in ("vf", "o_y"):
+        assert dims[name] is None or 1 not in dims[name], (name, dims[name])

@@ -404,7 +404,9 @@ def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, Te
     """The final values of a Loop's carried variables whose rank onnx leaves unknown (it
     lets a carried value change shape between iterations), by output index: the rank its
     initial value and the body's next value share, each dim kept where the two agree. A
-    graph output of unknown rank is one onnx.checker refuses."""
+    graph output of unknown rank is one onnx.checker refuses. The next value is its
+    producer's desc, never the type the body declares for its output (the NetOutput's
+    own desc): a body traced for one trip declares `[L, 1]` for a value that grows."""
     body = loop_body(node)
     net = body.get_net_output() if body is not None else None
     if net is None:
@@ -415,9 +417,13 @@ def _loop_carried(node: Node, held: Sequence[TensorDesc | None]) -> dict[int, Te
         desc = held[k]
         if desc is not None and not desc.get_shape().is_unknown_rank():
             continue
-        if node.get_input_producer(2 + k) is None or net.get_input_producer(1 + k) is None:
+        source = net.get_input_producer(1 + k)
+        if node.get_input_producer(2 + k) is None or source is None:
             continue
-        final = carried_desc(node.get_input_desc(2 + k), net.get_input_desc(1 + k))
+        producer, index = source
+        if not producer.has_output_desc(index):
+            continue
+        final = carried_desc(node.get_input_desc(2 + k), producer.get_output_desc(index))
         if final is not None:
             found[k] = final
     return found

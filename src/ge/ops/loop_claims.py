@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 
 import onnx
 
+from ge.graph.domains import proto_graphs
 from ge.graph.graph import Graph
 from ge.graph.node import Node, is_const
 from ge.graph.tensor_desc import TensorDesc
@@ -40,6 +41,7 @@ __all__ = [
     "carried_types",
     "corrected_claims",
     "loop_claims",
+    "relax_carried_outputs",
 ]
 
 #: (Loop node, carried output index) -> the type claimed for that output.
@@ -142,30 +144,44 @@ def carried_types(gp: onnx.GraphProto, exported: Mapping[tuple[Node, int], str],
     return typed
 
 
+def relax_carried_outputs(gp: onnx.GraphProto) -> None:
+    """Clear the dims the body of every Loop in the exported model `gp` (at any depth)
+    declares for its carried next values (their rank stays), so that what onnx infers for
+    them follows from the body's nodes alone: onnx takes a declared dim over an inferred
+    one, and a body that outgrows what it declares (`Concat(v, v)` declared `[L, 4]` like
+    v: trial AA; fuzzer seeds 34669, 35654) would prove its claim (`carried_types`) or,
+    for a Loop nothing in the root graph reads, type its output (`_loop_carried`) with
+    dims it does not keep. The declared types are written back unchanged."""
+    for graph in proto_graphs(gp):
+        for node in graph.node:
+            if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
+                continue
+            body = next((a.g for a in node.attribute if a.name == "body"), None)
+            if body is None:
+                continue
+            carried = max(0, len(node.input) - 2)
+            for vi in body.output[1:1 + carried]:
+                tensor = vi.type.tensor_type
+                if vi.type.HasField("tensor_type") and tensor.HasField("shape"):
+                    for dim in tensor.shape.dim:
+                        dim.Clear()
+
+
 def add_claims(gp: onnx.GraphProto, claims: LoopClaims,
                exported: Mapping[tuple[Node, int], str]) -> None:
     """Write `claims` into the exported root graph `gp` as value infos (replacing what it
-    says of those values; a graph output keeps its own entry), and clear the dims the
-    bodies declare for the claimed next values (their rank stays): what onnx infers for
-    them then follows from the body's nodes alone, which `carried_types` reads. A
-    declared dim onnx takes over an inferred one, and a body that outgrows what it
-    declares (`Concat(v, v)` declared `[L, 4]` like v: trial AA) would prove its claim."""
+    says of those values; a graph output keeps its own entry). The bodies' declared next
+    values are relaxed for every run (`relax_carried_outputs`): what onnx infers for them
+    follows from the body's nodes alone, which `carried_types` reads."""
     if not claims:
         return
     outputs = {vi.name for vi in gp.output}
-    body_of = _loop_protos(gp, exported)
     infos = {}
     for (loop, k), desc in claims.items():
         name = exported.get((loop, k), loop.get_output_name(k))
         tp = type_proto(desc)
         if name and name not in outputs and tp is not None:
             infos[name] = onnx.helper.make_value_info(name, tp)
-        body = body_of(loop)
-        if body is not None and 1 + k < len(body.output):
-            tensor = body.output[1 + k].type.tensor_type
-            if tensor.HasField("shape"):
-                for dim in tensor.shape.dim:
-                    dim.Clear()
     kept = [vi for vi in gp.value_info if vi.name not in infos]
     del gp.value_info[:]
     gp.value_info.extend(kept)

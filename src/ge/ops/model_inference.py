@@ -52,6 +52,7 @@ from ge.ops.loop_claims import (
     carried_types,
     corrected_claims,
     loop_claims,
+    relax_carried_outputs,
 )
 from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
@@ -333,6 +334,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         typed_only(Tensor.from_proto(stand_in), stand_in.name)
     initializers_as_inputs(gp, stubs)
     _relax_outputs(gp)
+    relax_carried_outputs(gp)
     if custom:
         _strip(gp, _custom_output_names(root, exported))
     if claims:
