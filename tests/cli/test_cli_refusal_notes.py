@@ -86,3 +86,27 @@ def test_the_notes_are_bounded(tmp_path: Path) -> None:
     assert [n.split()[0] for n in notes] == [f"Refuses{i:02d}" for i in range(10)]
     assert ("and 2 more pass(es) refused matches with a reason (the JSON report, --report "
             "FILE, has each pass's)") in out.splitlines()
+
+
+def test_a_plugin_pattern_pass_that_matched_nothing_gets_the_explain_command(
+        tmp_path: Path) -> None:
+    """Trial WW: a pattern with the operands of a Mul in the wrong order matched nothing and
+    `ge compile` said only `-` in the table; now it names the command that says why, with
+    the options that load and convert the model as the compilation did."""
+    model, plugin = _files(tmp_path, 1)
+    plugin.write_text(plugin.read_text().replace(  # x * Sigmoid(x) read as Sigmoid(x) * x
+        "return inputs[0] * es.Sigmoid(inputs[0])", "return es.Sigmoid(inputs[0]) * inputs[0]"))
+    code, out, err = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                            "--pass-path", str(plugin), "--opset", "18", "-q")
+    assert code == 0, err
+    command = (f"ge passes explain Refuses00 {model} --pass-path {plugin} --opset 18")
+    assert f"Refuses00 matched nothing: {command} shows where its patterns stop" in " ".join(
+        out.split())
+    code, explained, err = run_ge(*command.split()[1:])
+    assert code == 0, err
+    assert "0 would be rewritten" in explained and "wants Sigmoid" in explained
+
+    code, out, err = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                            "--pass-path", str(_files(tmp_path, 1)[1]))  # matches: no note
+    assert code == 0, err
+    assert "matched nothing" not in out

@@ -294,8 +294,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         del payload["warnings"]  # added (complete) when the command ends
         out.result(payload)
     else:
+        explain_args = [str(model), *(a for path in pass_paths for a in ("--pass-path", path)),
+                        *(["--inline-functions"] if inline_functions else []),
+                        *(["--opset", str(opset)] if opset is not None else [])]
         print_compile_result(result, output=output, hints=hints, data_file=data_file,
-                             quiet=quiet)
+                             quiet=quiet, explain_args=explain_args)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
         if html_path is not None:

@@ -7,6 +7,7 @@ prints a table of a row per pass, most of them finding nothing.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,10 +166,12 @@ def _verification_table(verification: VerificationReport) -> Any:
 
 def print_compile_result(result: CompileResult, *, output: Path | None,
                          hints: Sequence[OpsetHint | FunctionHint] = (),
-                         data_file: Path | None = None, quiet: bool = False
-                         ) -> None:
+                         data_file: Path | None = None, quiet: bool = False,
+                         explain_args: Sequence[str] = ()) -> None:
     """The text report: pass runs, operator changes, totals, hints, verification; with
-    `quiet`, the lines without the tables."""
+    `quiet`, the lines without the tables. `explain_args` (the model and the options that
+    load and convert it as this compilation did) complete the `ge passes explain` command
+    suggested for a plugin pattern pass that matched nothing."""
     from rich.markup import escape
 
     report = result.report
@@ -181,6 +184,9 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     if len(notes) > _REFUSAL_NOTES:
         con.print(f"and {len(notes) - _REFUSAL_NOTES} more pass(es) refused matches with a "
                   "reason (the JSON report, --report FILE, has each pass's)")
+    for name in report.unmatched_plugin_passes():
+        command = shlex.join(["ge", "passes", "explain", name, *explain_args])
+        con.print(cell(f"{name} matched nothing: {command} shows where its patterns stop"))
     if not quiet:
         con.print(ops_table(report.ops_before, report.ops_after))
     con.print(report.summary())

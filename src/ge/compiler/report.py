@@ -23,7 +23,7 @@ from ge.errors import GeError, SourceLocation
 from ge.graph.domains import qualified_op
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import overload_of
-from ge.passes.registry import PASS_KIND_DECOMPOSE
+from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION
 from ge.passes.status import RunOutcome, note_refusal_reason
 
 if TYPE_CHECKING:
@@ -339,6 +339,14 @@ class CompileReport:
             notes.append(f"{row['name']} refused {row['refusals']} {what}: "
                          + "; ".join(given))
         return notes
+
+    def unmatched_plugin_passes(self) -> list[str]:
+        """The plugin pattern passes that found no match in any of their runs: the table's
+        M/R/F says only `-` for them (a pattern that never matches, an operand order the
+        author got wrong), and `ge compile` says which command tells why (trial WW)."""
+        return [row["name"] for row in self.by_pass()
+                if row["origin"] != BUILTIN_ORIGIN and row["kind"] == PASS_KIND_PATTERN_FUSION
+                and not row["matches"]]
 
     def summary(self) -> str:
         """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →
