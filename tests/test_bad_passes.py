@@ -13,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
+import ge
 from ge.cli import cli
+from ge.errors import PassRunError
 from plugin_fixtures import clean_plugin_state  # noqa: F401  (no plugin outlives the test)
 
 HEAD = """\
@@ -183,8 +185,8 @@ class Bad(FusionBasePass):
         graph.replace_all_uses(relu, 0, softmax, 0)
         graph.add_data_edge(relu, 0, softmax, 0)
 """, 9, "the pass left the graph invalid: untyped: output 0 ('bad_softmax:0') of Softmax node "
-       "'bad_softmax' has no known dtype: inference refused it: node 'bad_softmax' (Softmax, "
-       "opset 13 schema): shape inference failed"),
+       "'bad_softmax' has no known dtype: inference refused it: Softmax node 'bad_softmax': "
+       "shape inference (opset 13 schema) failed"),
     # a GE author's expression-style decompose replacement: what the hook gets is said
     "decompose_replacement_takes_inputs": ("""\
 import ge.es.all as es
@@ -243,5 +245,41 @@ def test_a_bad_pass_fails_its_compilation_with_nothing_written(case: str,
     assert "Bad" in message and "AfterInferShape" in message
     assert reason in message
     assert message.endswith(f"bad_pass.py:{line})")  # the raising line, or the class
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_pass.py", "model.onnx"]
+    assert model.read_bytes() == original
+
+
+def test_an_unnamed_node_a_pass_leaves_uninferable_is_named_by_what_it_computes(
+        tmp_path: Path) -> None:
+    """A pass rewiring a node the model gives no name so that its inputs do not broadcast:
+    the per-node inference failure names it as the model does, by the value it computes
+    (ge's name for it, 'Add', is in no file the user has); err.nodes keeps ge's name."""
+    plugin = tmp_path / "bad_pass.py"
+    plugin.write_text(HEAD + textwrap.dedent("""\
+        @register_fusion_pass(name="Bad", stage="AfterInferShape")
+        class Bad(FusionBasePass):
+            def run(self, graph, context):
+                add = graph.nodes_of_type("Add")[0]
+                z = graph.find_node_by_name("z")
+                graph.remove_edge(*add.get_in_data_nodes_and_port_indexes(1), add, 1)
+                graph.add_data_edge(z, 0, add, 1)
+        """))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])]
+    model = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x, z], [y]),
+                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    original = model.read_bytes()
+    with pytest.raises(PassRunError) as caught:
+        ge.compile(model, pass_paths=[plugin], builtin_passes=False)
+    assert caught.value.code == "E13028" and caught.value.pass_name == "Bad"
+    assert caught.value.message == (
+        "Failed to run custom fusion pass Bad. Return code: FAILED. Reason: the pass left the "
+        "graph invalid: shape: unnamed Add node (computing 'y'): shape inference (opset 14 "
+        "schema) failed for inputs (TensorDesc(float32[2,3]), TensorDesc(float32[4])): "
+        "[ShapeInferenceError] Incompatible dimensions (graph g).")
+    assert tuple(caught.value.nodes) == ("Add",)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_pass.py", "model.onnx"]
     assert model.read_bytes() == original

@@ -60,5 +60,7 @@ def test_neither_set_nor_defaulted_is_one_graph_error(op: str, name: str, why: s
     with pytest.raises(GraphError) as caught:
         get_attr_or_default(node, name)
     assert caught.value.code == "GE1001" and tuple(caught.value.nodes) == (node.name,)
-    assert f"node {node.name!r} ({op}) {why}" in str(caught.value)
+    # (the model gives it no name: named by what it computes, not by ge's name for it)
+    computed = node.get_output_name(0)
+    assert f"[GE1001] unnamed {op} node (computing {computed!r}) {why}" in str(caught.value)
     assert not node.has_attr(name)  # (nothing set on the way)

@@ -216,6 +216,26 @@ def test_node_evaluator_failures_are_constant_evaluation_errors() -> None:
         NodeEvaluator().evaluate(node)
 
 
+def test_a_node_the_model_gives_no_name_is_named_by_what_it_computes() -> None:
+    """ge's name for it ('Relu') is in no file: the refusal names it as the model does;
+    err.nodes keeps ge's name. Nothing of the graph changes."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = load(helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)]))
+    (node,) = graph.nodes_of_type("Relu")
+    before = graph.to_onnx().SerializeToString()
+    for evaluate in (evaluate_node, NodeEvaluator().evaluate):
+        with pytest.raises(ConstantEvaluationError) as caught:
+            evaluate(node)
+        assert caught.value.code == ConstantEvaluationError.code
+        assert caught.value.message == (
+            "unnamed Relu node (computing 'y'): input 0 is not a constant")
+        assert tuple(caught.value.nodes) == ("Relu",)
+    assert graph.to_onnx().SerializeToString() == before
+
+
 def test_string_tensor_attributes_are_not_cached() -> None:
     """A string tensor has no exact key (numpy keeps object pointers): such a node is
     evaluated without the cache, so two different values never share an evaluator."""

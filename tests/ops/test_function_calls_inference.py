@@ -92,10 +92,10 @@ def test_unregistered_operator_in_a_body() -> None:
     with pytest.raises(ShapeInferenceError) as caught:
         infer_shapes(graph)
     assert caught.value.message == (
-        "node 'call' calls model-local function local.F, whose body cannot be typed: node "
-        "'Widen': custom operator com.example.fn::Widen is not registered; a plugin "
-        "registers it with ge.ops.register_op (its shape inference, and a kernel or a "
-        "decomposition to run it)")
+        "node 'call' calls model-local function local.F, whose body cannot be typed: unnamed "
+        "com.example.fn.Widen node (computing 'c'): custom operator com.example.fn::Widen is "
+        "not registered; a plugin registers it with ge.ops.register_op (its shape inference, "
+        "and a kernel or a decomposition to run it)")
     assert caught.value.nodes == ("call",)
     assert not _call(graph).has_output_desc(0)
 

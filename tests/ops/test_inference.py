@@ -530,7 +530,7 @@ def test_a_node_that_does_not_fit_its_registered_signature(inputs: int | str, ou
             infer_node(node)
         assert info.value.code == "GE1305"
         joint = ": " if inputs == "gap" else " "
-        assert str(info.value) == f"[GE1305] node 's' (test.arity::Scale2){joint}{message}"
+        assert str(info.value) == f"[GE1305] test.arity.Scale2 node 's'{joint}{message}"
         assert info.value.nodes == ("s",) and not called
     finally:
         unregister_op("Scale2", "test.arity")

@@ -119,7 +119,7 @@ def test_a_node_onnxruntime_refuses_is_ge1305_and_nothing_is_written(tmp_path: P
     assert err.code == "GE1305" and err.stage == "InferShape"
     assert err.path == str(source)  # (a path given: named)
     assert err.message == (
-        f"{source}: node 'fmm' (com.microsoft::FusedMatMul): onnxruntime "
+        f"{source}: com.microsoft.FusedMatMul node 'fmm': onnxruntime "
         f"{onnxruntime.__version__} "
         "refuses it: Type Error: Type 'tensor(int32)' of input parameter "
         "(input 0) of operator (FusedMatMul) is invalid.")
@@ -284,13 +284,30 @@ def test_a_model_with_onnxruntime_layout_operators_compiles_and_runs(
      "a plugin registers it with ge.ops.register_op (its shape inference, and a kernel or a "
      "decomposition to run it)"),
     (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS, name="fm", alpah=2.0),
-     [2, 4], f"node 'fm' (com.microsoft::FusedMatMul): onnxruntime {onnxruntime.__version__} "
+     [2, 4], f"com.microsoft.FusedMatMul node 'fm': onnxruntime {onnxruntime.__version__} "
      "refuses it: Unrecognized attribute: alpah for operator FusedMatMul"),
     (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS, name="fm"), [2, 5],
-     "node 'fm' (com.microsoft::FusedMatMul): the model declares output 0 as "
+     "com.microsoft.FusedMatMul node 'fm': the model declares output 0 as "
      "TensorDesc(float32[2,5]), onnxruntime "
      f"{onnxruntime.__version__} infers TensorDesc(float32[2,4]) from its inputs"),
-], ids=["misspelled", "attribute", "declared-shape"])
+    # a node the model gives no name: named by what it computes, not by ge's name for it
+    # ('FusedMatmul', in no file), as loading names it
+    (helper.make_node("FusedMatmul", ["x", "w"], ["y"], domain=MS), [2, 4],
+     "unnamed com.microsoft.FusedMatmul node (computing 'y'): custom operator "
+     "com.microsoft::FusedMatmul is not registered (onnxruntime "
+     f"{onnxruntime.__version__} defines no operator FusedMatmul in 'com.microsoft' either); "
+     "a plugin registers it with ge.ops.register_op (its shape inference, and a kernel or a "
+     "decomposition to run it)"),
+    (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS, alpah=2.0), [2, 4],
+     "unnamed com.microsoft.FusedMatMul node (computing 'y'): onnxruntime "
+     f"{onnxruntime.__version__} refuses it: Unrecognized attribute: alpah for operator "
+     "FusedMatMul"),
+    (helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain=MS), [2, 5],
+     "unnamed com.microsoft.FusedMatMul node (computing 'y'): the model declares output 0 as "
+     "TensorDesc(float32[2,5]), onnxruntime "
+     f"{onnxruntime.__version__} infers TensorDesc(float32[2,4]) from its inputs"),
+], ids=["misspelled", "attribute", "declared-shape", "unnamed-misspelled", "unnamed-attribute",
+        "unnamed-declared-shape"])
 def test_a_node_whose_outputs_the_model_declares_is_checked_too(
         node: onnx.NodeProto, declared: list[int], message: str, tmp_path: Path) -> None:
     """A graph output's type is declared, so inference need not run for its producer: the
@@ -573,9 +590,9 @@ def test_a_replacement_typed_otherwise_than_what_it_replaces_is_refused_there(
     with pytest.raises(ge.errors.PassRunError) as caught:
         ge.compile(source, pass_paths=[plugin], builtin_passes=False)
     assert caught.value.code == "E13028" and caught.value.pass_name == "OrtBiasGelu"
-    assert ("RewriteError: [GE1502] output 0 of the replacement (BiasGelu node 'BiasGelu') "
-            "is TensorDesc(float32[16]) where the output it replaces (Mul node 'gelu_out') "
-            "is TensorDesc(float32[2,4,16]): the nodes reading it expect the latter"
+    assert ("RewriteError: [GE1502] output 0 of the replacement (com.microsoft.BiasGelu node "
+            "'BiasGelu') is TensorDesc(float32[16]) where the output it replaces (Mul node "
+            "'gelu_out') is TensorDesc(float32[2,4,16]): the nodes reading it expect the latter"
             ) in caught.value.message
     assert str(caught.value.location).startswith(str(plugin))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bias_gelu.py", "mlp.onnx"]
@@ -616,7 +633,7 @@ class ScoresToFusedMatMul(PatternFusionPass):
     with pytest.raises(ge.errors.PassRunError) as caught:
         ge.compile(source, pass_paths=[plugin], builtin_passes=False)
     assert caught.value.code == "E13028"
-    assert ("node 'FusedMatMul' (com.microsoft::FusedMatMul): onnxruntime "
+    assert ("com.microsoft.FusedMatMul node 'FusedMatMul': onnxruntime "
             f"{onnxruntime.__version__} refuses it: [ShapeInferenceError] Incompatible "
             "dimensions") in caught.value.message
     assert str(caught.value.location).startswith(str(plugin))

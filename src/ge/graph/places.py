@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ge.graph.node import Node
 
 __all__ = ["BodyOwner", "attribute_graphs", "body_owner", "graph_label", "graph_place",
-           "ir_node_label", "listed_node", "model_node_label", "node_label", "node_ref",
+           "ir_node_label", "listed_node", "model_node_label", "node_label", "node_named",
+           "node_ref",
            "proto_bodies", "proto_body_owner"]
 
 
@@ -72,6 +73,12 @@ def node_ref(node: Node) -> str:
     """A node where a message says what it is already ("input 0 of 'r'"): its IR name
     quoted, and a node the model gives no name as `ir_node_label` names it."""
     return repr(node._name) if written_name(node) else model_node_label(node)
+
+
+def node_named(node: Node) -> str:
+    """A node where a message names its operator itself ("node 'n' uses domain 'x'"):
+    "node 'n'" by its IR name, and a node the model gives no name as `ir_node_label` names it."""
+    return f"node {node._name!r}" if written_name(node) else model_node_label(node)
 
 
 def listed_node(node: Node) -> str:

@@ -32,10 +32,9 @@ from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.checker_places import function_problems, function_set_problems
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
-from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
-from ge.graph.places import body_owner, graph_place, ir_node_label, node_ref
+from ge.graph.places import body_owner, graph_place, ir_node_label, node_named, node_ref
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -404,8 +403,8 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
         if node._domain:
             _add(problems, g, "opset-import", [node],
                  # (the domain said once: "node 'n' uses domain 'x'", not "x.Op node 'n'")
-                 f"{f'node {node._name!r}' if written_name(node) else ir_node_label(node)} "
-                 f"uses domain {node._domain!r}, which the model does not import",
+                 f"{node_named(node)} uses domain {node._domain!r}, which the model does not "
+                 "import",
                  "a pass adding a node of a new domain imports it too: ge.es operators and "
                  "replacements built with GraphBuilder do, a node added by hand needs "
                  "graph.opset_imports[domain] = version")

@@ -35,6 +35,7 @@ from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.graph import Graph
 from ge.graph.keys import hashable_value
 from ge.graph.node import Node, is_const
+from ge.graph.places import ir_node_label
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_from_numpy
 from ge.ops.inference import is_custom_node
@@ -73,7 +74,7 @@ def _inputs(node: Node) -> list[Tensor | None]:
         value = const_value(node, i)
         if value is None:
             raise ConstantEvaluationError(
-                f"node {node.name!r} ({node.type}): input {i} is not a constant",
+                f"{ir_node_label(node)}: input {i} is not a constant",
                 nodes=[node.name])
         values.append(value)
     return values
@@ -94,7 +95,7 @@ def _check_version(node: Node) -> None:
     written (`ge.ops.reference_versions`): its values would be another version's."""
     gap = version_gap(node)
     if gap is not None:
-        raise ConstantEvaluationError(f"node {node.name!r} ({node.type}) is not evaluated: {gap}",
+        raise ConstantEvaluationError(f"{ir_node_label(node)} is not evaluated: {gap}",
                                       nodes=[node.name])
 
 
@@ -107,7 +108,7 @@ def _run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str) 
 
 def _evaluate_custom(node: Node, values: list[Tensor | None]) -> list[Tensor]:
     custom = get_custom_op(node.type, node.domain)
-    what = f"node {node.name!r} ({node.domain}::{node.type})"
+    what = ir_node_label(node)
     if custom is None:
         raise ConstantEvaluationError(f"{what}: the custom operator is not registered")
     attrs = {k: s.default for k, s in custom.spec.attributes.items() if s.default is not None}
@@ -146,13 +147,13 @@ def evaluate_node(node: Node) -> list[Tensor]:
     for name, (src, _) in outer_inputs(node).items():
         if not is_const(src):
             raise ConstantEvaluationError(
-                f"node {node.name!r} ({node.type}): its subgraphs read {name!r}, "
+                f"{ir_node_label(node)}: its subgraphs read {name!r}, "
                 "which is not a constant", nodes=[node.name])
         initializers.append(src.get_attr("value").to_proto(name))
     outputs = [helper.make_empty_tensor_value_info(n) for n in node.get_output_names() if n]
     graph = helper.make_graph([proto], "evaluate", [], outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=opset_imports_of(node))
-    results = _run_model(model, {}, f"node {node.name!r} ({node.type})")
+    results = _run_model(model, {}, ir_node_label(node))
     return [Tensor(np.asarray(r)) for r in results]
 
 
@@ -242,17 +243,18 @@ class NodeEvaluator:
             return evaluate_node(node)
         except Exception as err:
             raise ConstantEvaluationError(
-                f"node {node.name!r} ({node.type}): an input cannot be decoded: {err}",
+                f"{ir_node_label(node)}: an input cannot be decoded: {err}",
                 nodes=[node.name]) from err
         entry = self._evaluators.get(signature.key)
-        what = f"node {node.name!r} ({node.type})"
         if entry is None:
-            entry = self._evaluators[signature.key] = _build(node, signature.slots, what)
+            entry = self._evaluators[signature.key] = _build(node, signature.slots,
+                                                             ir_node_label(node))
         evaluator, outputs = entry
         try:
             results = evaluator.run(outputs, feeds)
         except Exception as err:
-            raise ConstantEvaluationError(f"{what}: evaluation failed: {err}") from err
+            raise ConstantEvaluationError(f"{ir_node_label(node)}: evaluation failed: {err}"
+                                          ) from err
         return [Tensor(np.asarray(r)) for r in results]
 
     @staticmethod

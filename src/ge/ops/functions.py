@@ -25,6 +25,7 @@ from ge.graph.model_info import FunctionKey
 from ge.graph.node import Node, overload_of
 from ge.graph.onnx_export import merge_annotations
 from ge.graph.onnx_import import model_to_graph
+from ge.graph.places import node_named
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.ml_shapes import ML_DOMAIN, ml_rule_types
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
@@ -220,7 +221,7 @@ def _call_model(node: Node, function: onnx.FunctionProto) -> onnx.ModelProto:
     for attr in proto.attribute:
         if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise ShapeInferenceError(
-                f"node {node.name!r} calls function {function.domain}.{function.name} with "
+                f"{node_named(node)} calls function {function.domain}.{function.name} with "
                 "a graph attribute, which ge cannot infer", nodes=[node.name])
     inputs: list[onnx.ValueInfoProto] = []
     initializers: list[onnx.TensorProto] = []
@@ -282,7 +283,7 @@ def infer_call(node: Node) -> list[TensorDesc | None]:
 
     function = called_function(node)
     assert function is not None
-    what = f"node {node.name!r} calls model-local function {function.domain}.{function.name}"
+    what = f"{node_named(node)} calls model-local function {function.domain}.{function.name}"
     try:
         inlined = inline_local_functions(_call_model(node, function))
     except GeError:

@@ -21,6 +21,7 @@ from onnx import shape_inference
 from ge.errors import ShapeInferenceError
 from ge.graph.graph import Graph
 from ge.graph.node import Node
+from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, is_known_type
@@ -145,7 +146,7 @@ def _check_custom_arity(node: Node, spec: OpSpec) -> None:
     output count, a required input not connected), said before its inference function is
     called, which would fail on it in its own terms ("list index out of range")."""
     n_in, n_out = node.get_inputs_size(), node.get_outputs_size()
-    where = f"node {node.name!r} ({node.domain}::{node.type})"
+    where = ir_node_label(node)
     signature = f"registered as {spec.summary()}"
     if not spec.min_input <= n_in <= spec.max_input:
         raise ShapeInferenceError(f"{where} has {n_in} input(s), {signature}", nodes=[node.name])
@@ -189,13 +190,13 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
         result = list(custom.infer(ctx))
     except Exception as err:
         raise ShapeInferenceError(
-            f"node {node.name!r} ({node.domain}::{node.type}): the registered inference "
+            f"{ir_node_label(node)}: the registered inference "
             f"function failed: {err}", nodes=[node.name]) from err
     if len(result) < node.get_outputs_size() or not all(
         isinstance(d, TensorDesc) for d in result
     ):
         raise ShapeInferenceError(
-            f"node {node.name!r} ({node.domain}::{node.type}): the inference function must "
+            f"{ir_node_label(node)}: the inference function must "
             f"return {node.get_outputs_size()} TensorDesc(s), got {result!r}", nodes=[node.name])
     for i in range(node.get_outputs_size()):
         _write(node, i, result[i])
@@ -216,7 +217,7 @@ def _unregistered(node: Node) -> ShapeInferenceError:
                f"{', '.join(untyped)}, which ge needs to compile around an operator nothing "
                "defines; declare it in the model's value_info, or")
     return ShapeInferenceError(
-        f"node {node.name!r}: custom operator {node.domain}::{node.type} is not "
+        f"{node_named(node)}: custom operator {node.domain}::{node.type} is not "
         f"registered{_runtime_note(node)}{why} a plugin registers it with ge.ops.register_op "
         "(its shape inference, and a kernel or a decomposition to run it)",
         nodes=[node.name],
@@ -237,7 +238,7 @@ def check_declared_runtime_node(node: Node) -> None:
     if found is not None:
         i, held, desc = found
         raise ShapeInferenceError(
-            f"node {node.name!r} ({node.domain}::{node.type}): the model declares "
+            f"{ir_node_label(node)}: the model declares "
             f"output {i} as {held!r}, onnxruntime {runtime_version()} infers {desc!r} "
             "from its inputs", nodes=[node.name])
 
@@ -377,8 +378,8 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
             for i in range(node.get_inputs_size())
         )
         raise ShapeInferenceError(
-            f"node {node.name!r} ({node.type}, opset {spec.since_version} schema): shape "
-            f"inference failed for inputs ({ins}): {err}", nodes=[node.name]) from err
+            f"{ir_node_label(node)}: shape inference (opset {spec.since_version} schema) "
+            f"failed for inputs ({ins}): {err}", nodes=[node.name]) from err
     outputs: list[TensorDesc | None] = []
     for out_name in node.get_output_names():
         tp = inferred.get(out_name) if out_name else None
@@ -516,7 +517,7 @@ def shape_conflict(node: Node) -> ShapeConflict | None:
     if found is None:
         return None
     i, held, desc = found
-    return ShapeConflict(f"output {i} of {node.type} node {node.name!r} is {held!r} in the "
+    return ShapeConflict(f"output {i} of {ir_node_label(node)} is {held!r} in the "
                          f"graph, but its inputs and attributes now give {desc!r}", stale=True)
 
 

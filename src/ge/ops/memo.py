@@ -23,6 +23,7 @@ from onnx import AttributeProto
 from ge.errors import ShapeInferenceError
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.keys import hashable_value
+from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
@@ -42,7 +43,8 @@ _FLOAT_DATA_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.D
                                DataType.DT_BF16})
 _ACTIVE: ContextVar[InferenceMemo | None] = ContextVar("ge_inference_memo", default=None)
 
-Outcome = tuple[str, Any]  # ("unknown", None) | ("ok", descs) | ("failed", (node, message))
+# ("unknown", None) | ("ok", descs) | ("failed", (node name, its `node_named`, message))
+Outcome = tuple[str, Any]
 
 
 class InferenceMemo:
@@ -85,7 +87,7 @@ class InferenceMemo:
             try:
                 result = infer(node)
             except ShapeInferenceError as err:
-                self._known[key] = ("failed", (node.name, err.message))
+                self._known[key] = ("failed", (node.name, node_named(node), err.message))
                 if quiet:
                     return None
                 raise
@@ -121,24 +123,26 @@ class InferenceMemo:
             try:
                 result = infer(node)
             except ShapeInferenceError as err:
-                self._pure[key] = ("failed", (node.name, err.message))
+                self._pure[key] = ("failed", (node.name, node_named(node), err.message))
                 raise
             self._pure[key] = ("unknown", None) if result is None else ("ok", result)
             return result
         kind, value = outcome
         if kind == "failed":
-            first, message = value
+            first, label, message = value
             if first == node.name:  # the same node, checked again
                 raise ShapeInferenceError(message, nodes=[node.name])
-            raise _failed_as(node, first, message)
+            raise _failed_as(node, first, label, message)
         return value if kind == "ok" else None
 
 
-def _failed_as(node: Node, first: str, message: str) -> ShapeInferenceError:
-    """The error of a node whose signature failed before, on node `first`."""
+def _failed_as(node: Node, first: str, label: str, message: str) -> ShapeInferenceError:
+    """The error of a node whose signature failed before, on node `first` (IR name; `label`
+    names it in the message as `node_named` does: a node the model gives no name by its
+    outputs)."""
     return ShapeInferenceError(
-        f"node {node.name!r} ({node.type}): shape inference failed as for node "
-        f"{first!r} with the same operator and input types: {message}", nodes=[node.name])
+        f"{ir_node_label(node)}: shape inference failed as for {label} with the same "
+        f"operator and input types: {message}", nodes=[node.name])
 
 
 def active_memo() -> InferenceMemo | None:

@@ -16,6 +16,7 @@ from onnx import AttributeProto, helper
 from ge.errors import GeError, GraphError
 from ge.graph.graph import CONST, DATA, NET_OUTPUT
 from ge.graph.node import Node, overload_of
+from ge.graph.places import ir_node_label
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
@@ -68,7 +69,7 @@ def get_attr_or_default(node: Node, name: str) -> Any:
     the schema does not have, an operator ge knows no schema of)."""
     if node.has_attr(name):
         return node.get_attr(name)
-    where = f"node {node.name!r} ({node.type})"
+    where = ir_node_label(node)
     try:
         spec = node_spec(node)
     except GeError:

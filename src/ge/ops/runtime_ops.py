@@ -25,6 +25,7 @@ from onnx import helper
 
 from ge.errors import ShapeInferenceError
 from ge.graph.node import Node
+from ge.graph.places import ir_node_label
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.value_info import desc_from_value_info
 from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_proto
@@ -145,7 +146,7 @@ def infer_runtime_node(node: Node) -> list[TensorDesc | None]:
             inferred = _inferred_outputs(probe.SerializeToString())[: len(inferred)]
     except _RuntimeRefusal as refusal:
         raise ShapeInferenceError(
-            f"node {node.name!r} ({node.domain}::{node.type}): onnxruntime "
+            f"{ir_node_label(node)}: onnxruntime "
             f"{runtime_version()} refuses it: {refusal}",
             nodes=[node.name]) from None
     typed = dict(zip(names, inferred))
