@@ -63,7 +63,7 @@ def test_inputs_sharing_a_producer_are_named_with_their_boundary_input(write: Wr
     err = _fails(write, "LayerNormalization", 3, _layer_norm(["x", "s", "s"]))
     assert _reason(err) == (
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
-        "replaces has 2: inputs 1 and 2 of 'ln' (LayerNormalization) read the same value 's', "
+        "replaces has 2: inputs 1 and 2 of LayerNormalization node 'ln' read the same value 's', "
         "so they are one boundary input (node input -> replacement input: 0 -> 0, 1 -> 1, "
         "2 -> 1); create one Data per boundary input (builder.create_inputs(2): the values "
         "node 'ln' reads, in input order: 'x':0, 's':0).")
@@ -75,7 +75,7 @@ def test_three_positions_of_one_value(write: Write) -> None:
     err = _fails(write, "Sum", 3, proto)
     assert _reason(err) == (
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
-        "replaces has 1: inputs 0, 1 and 2 of 'sum' (Sum) read the same value 'x', so they "
+        "replaces has 1: inputs 0, 1 and 2 of Sum node 'sum' read the same value 'x', so they "
         "are one boundary input (node input -> replacement input: 0 -> 0, 1 -> 0, 2 -> 0); "
         "create one Data per boundary input (builder.create_inputs(1): the values node 'sum' "
         "reads, in input order: 'x':0).")
@@ -87,19 +87,33 @@ def test_an_absent_input_is_named_and_the_later_ones_move_down(write: Write) -> 
     err = _fails(write, "Clip", 3, proto)
     assert _reason(err) == (
         "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
-        "replaces has 2: input 1 of 'clip' (Clip) is absent, so it has no boundary input "
+        "replaces has 2: input 1 of Clip node 'clip' is absent, so it has no boundary input "
         "(node input -> replacement input: 0 -> 0, 1 -> none, 2 -> 1); create one Data per "
         "boundary input (builder.create_inputs(2): the values node 'clip' reads, in input order: "
         "'x':0, 'hi':0).")
+
+
+def test_a_node_the_model_gives_no_name_is_named_by_what_it_computes(write: Write) -> None:
+    """ge's name for it ('Clip') is in no file: the reason names it as the model does."""
+    proto = model([helper.make_node("Clip", ["x", "", "hi"], ["y"])],
+                  [("x", [2, 4])], [("y", [2, 4])], [const("hi", 1.0)])
+    err = _fails(write, "Clip", 3, proto)
+    assert _reason(err) == (
+        "RewriteError: [GE1502] replacement 'per_position' has 3 input(s) but the region it "
+        "replaces has 2: input 1 of unnamed Clip node (computing 'y') is absent, so it has no "
+        "boundary input (node input -> replacement input: 0 -> 0, 1 -> none, 2 -> 1); create "
+        "one Data per boundary input (builder.create_inputs(2): the values unnamed Clip node "
+        "(computing 'y') reads, in input order: 'x':0, 'hi':0).")
+    assert tuple(err.nodes) == ("Clip",)  # (ge's names, for dumps)
 
 
 def test_shared_and_absent_inputs_together(write: Write) -> None:
     proto = model([helper.make_node("Clip", ["x", "", "x"], ["y"], name="clip")],
                   [("x", [])], [("y", [])])
     err = _fails(write, "Clip", 3, proto)
-    assert ("has 3 input(s) but the region it replaces has 1: inputs 0 and 2 of 'clip' "
-            "(Clip) read the same value 'x', so they are one boundary input; input 1 of 'clip' "
-            "(Clip) is absent, so it has no boundary input (node input -> replacement input: "
+    assert ("has 3 input(s) but the region it replaces has 1: inputs 0 and 2 of Clip node "
+            "'clip' read the same value 'x', so they are one boundary input; input 1 of Clip "
+            "node 'clip' is absent, so it has no boundary input (node input -> replacement input: "
             "0 -> 0, 1 -> none, 2 -> 0)") in err.message
 
 

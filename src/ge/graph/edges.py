@@ -116,7 +116,9 @@ class GraphEdges:
             return
         if allow_outer and graph is not None and graph in list(self._ancestors()):
             return
-        raise GraphError(f"{what} {node._name!r} is not a node of graph {self._name!r}")
+        from ge.graph.places import node_ref  # (places imports the graph: not at import)
+
+        raise GraphError(f"{what} {node_ref(node)} is not a node of graph {self._name!r}")
 
     def add_data_edge(self: Graph, src_node: Node, src_port_index: int, dst_node: Node,
                       dst_port_index: int) -> None:
@@ -135,9 +137,11 @@ class GraphEdges:
         dst_node._check_in(dst_port_index)
         current = dst_node._inputs[dst_port_index]
         if current is not None:
+            from ge.graph.places import ir_node_label, node_ref
+
             raise GraphError(
-                f"input {dst_port_index} of node {dst_node._name!r} is already connected to "
-                f"output {current[1]} of {current[0]._name!r}; remove that edge first"
+                f"input {dst_port_index} of {ir_node_label(dst_node)} is already connected to "
+                f"output {current[1]} of {node_ref(current[0])}; remove that edge first"
             )
         self._connect(src_node, src_port_index, dst_node, dst_port_index)
 
@@ -151,16 +155,20 @@ class GraphEdges:
         self._check_member(dst_node, "dst_node")
         if src_port_index == -1 and dst_port_index == -1:
             if not dst_node._ctrl_in or src_node not in dst_node._ctrl_in:
+                from ge.graph.places import node_ref
+
                 raise GraphError(
-                    f"there is no control edge {src_node._name!r} -> {dst_node._name!r}"
+                    f"there is no control edge {node_ref(src_node)} -> {node_ref(dst_node)}"
                 )
             self._ctrl_unlink(src_node, dst_node)
             return
         dst_node._check_in(dst_port_index)
         if dst_node._inputs[dst_port_index] != (src_node, src_port_index):
+            from ge.graph.places import node_ref
+
             raise GraphError(
-                f"there is no data edge {src_node._name!r}:{src_port_index} -> "
-                f"{dst_node._name!r}:{dst_port_index}"
+                f"there is no data edge {node_ref(src_node)}:{src_port_index} -> "
+                f"{node_ref(dst_node)}:{dst_port_index}"
             )
         self._disconnect(dst_node, dst_port_index)
 
@@ -192,13 +200,17 @@ class GraphEdges:
         for consumer, _ in consumers:  # check all first: a refused call changes nothing
             scope: Graph = consumer._graph  # type: ignore[assignment]
             if scope is not new._graph and new._graph not in list(scope._ancestors()):
-                raise GraphError(f"node {consumer._name!r} (graph {scope.name!r}) can't read "
-                                 f"{new._name!r}, which is not in its scope")
+                from ge.graph.places import ir_node_label, node_ref
+
+                raise GraphError(f"{ir_node_label(consumer)} (graph {scope.name!r}) can't "
+                                 f"read {node_ref(new)}, which is not in its scope")
             if self.would_create_cycle(new, consumer):
+                from ge.graph.places import node_ref
+
                 raise GraphError(
-                    f"moving the uses of {old._name!r}:{old_index} to {new._name!r}:"
-                    f"{new_index} would make a cycle: {new._name!r} depends on its "
-                    f"consumer-to-be {consumer._name!r}; exclude it",
+                    f"moving the uses of {node_ref(old)}:{old_index} to {node_ref(new)}:"
+                    f"{new_index} would make a cycle: {node_ref(new)} depends on its "
+                    f"consumer-to-be {node_ref(consumer)}; exclude it",
                     nodes=[new._name, consumer._name])
         for consumer, j in consumers:
             consumer._graph._disconnect(consumer, j)  # type: ignore[union-attr]
@@ -214,7 +226,9 @@ class GraphEdges:
             raise GraphError(f"a node can't have {size} inputs")
         old = len(node._inputs)
         if size < old and any(p is not None for p in node._inputs[size:]):
-            raise GraphError(f"cannot drop connected inputs of node {node._name!r}")
+            from ge.graph.places import ir_node_label
+
+            raise GraphError(f"cannot drop connected inputs of {ir_node_label(node)}")
         if size == old:
             return
         dropped_descs = node._in_descs[size:] if node._in_descs is not None else None
@@ -245,7 +259,9 @@ class GraphEdges:
         self._check_member(src_node, "src_node")
         self._check_member(dst_node, "dst_node")
         if src_node is dst_node:
-            raise GraphError(f"a control edge from {src_node._name!r} to itself makes a cycle")
+            from ge.graph.places import node_ref
+
+            raise GraphError(f"a control edge from {node_ref(src_node)} to itself makes a cycle")
         if dst_node._ctrl_in and src_node in dst_node._ctrl_in:
             return
         self._ctrl_link(src_node, dst_node)

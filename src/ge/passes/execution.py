@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
+from ge.graph.places import ir_node_label, node_ref
 from ge.ops.onnx_node import node_spec
 from ge.passes.candidates import LandmarkFilter, candidates, named_operators
 from ge.passes.config import PatternMatcherConfig
@@ -413,13 +414,13 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
     where = [None if p is None else slot[p] for p in node._inputs]
     if where == list(range(len(where))):
         return ""
-    shown = f"{node.name!r} ({node.type})"
+    shown = ir_node_label(node)
     reasons = []
     for i, producer in enumerate(boundary):
         positions = [k for k, s in enumerate(where) if s == i]
         if len(positions) > 1:
             source, index = producer
-            value = source.get_output_name(index) or f"output {index} of {source.name!r}"
+            value = source.get_output_name(index) or f"output {index} of {node_ref(source)}"
             reasons.append(f"{_numbered(positions)} of {shown} read the same value {value!r}, "
                            "so they are one boundary input")
     absent = [k for k, s in enumerate(where) if s is None]
@@ -446,7 +447,7 @@ def _note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
     run.untyped_refusals += 1
     if not run.first_untyped and graph._last_unknown_read is not None:
         node, index, of_input = graph._last_unknown_read
-        run.first_untyped = f"{'input' if of_input else 'output'} {index} of {node.name!r}"
+        run.first_untyped = f"{'input' if of_input else 'output'} {index} of {node_ref(node)}"
 
 
 def untyped_values(nodes: Iterable[Node]) -> Iterator[str]:
@@ -456,10 +457,10 @@ def untyped_values(nodes: Iterable[Node]) -> Iterator[str]:
         for i in range(node.get_inputs_size()):
             producer = node.get_input_producer(i)
             if producer is not None and untyped_desc(producer[0].get_output_desc(producer[1])):
-                yield f"input {i} of {node.name!r}"
+                yield f"input {i} of {node_ref(node)}"
         for k in range(node.get_outputs_size()):
             if untyped_desc(node.get_output_desc(k)):
-                yield f"output {k} of {node.name!r}"
+                yield f"output {k} of {node_ref(node)}"
 
 
 def untyped_desc(desc: TensorDesc) -> bool:

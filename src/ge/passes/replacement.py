@@ -17,6 +17,7 @@ from typing import Any
 from ge.errors import GeError
 from ge.graph import DATA, NET_OUTPUT, Graph, Node, Tensor
 from ge.graph.node import is_const
+from ge.graph.places import node_named, node_ref
 from ge.passes.context import PassContext
 from ge.passes.matcher import MatchResult
 from ge.passes.rewrite import Region, apply_replacement, closed_region, forget_output_descs
@@ -50,9 +51,9 @@ def _readers_of(node: Node, index: int) -> str:
     if 0 <= index < node.get_outputs_size():
         readers = node.get_out_data_nodes_and_port_indexes(index)
         if readers:
-            named = ", ".join(f"input {i} of {reader.name!r}" for reader, i in readers)
+            named = ", ".join(f"input {i} of {node_ref(reader)}" for reader, i in readers)
             pairs = ", ".join(f"(node {reader.name!r}, {i})" for reader, i in readers)
-            return (f"; output {index} of {node.name!r} is read by {named}: pass the pair "
+            return (f"; output {index} of {node_ref(node)} is read by {named}: pass the pair "
                     f"of each reader inside the region, {pairs}")
     return ("; pass (consumer, i) for each node of the region whose input i reads the "
             "value: consumer.get_in_data_nodes_and_port_indexes(i) is its producer")
@@ -105,14 +106,14 @@ class SubgraphInput:
         if not 0 <= input_index < node.get_inputs_size():
             count = node.get_inputs_size()
             has = f"it has {count} input(s)" if count else "it has none"
-            return (f"node {node.name!r} has no input {input_index} ({has}). "
+            return (f"{node_named(node)} has no input {input_index} ({has}). "
                     f"{_INPUT_PAIR}{_readers_of(node, input_index)}")
         producer = node.get_input_producer(input_index)
         if producer is None:
-            return (f"input {input_index} of node {node.name!r} is not connected. "
+            return (f"input {input_index} of {node_named(node)} is not connected. "
                     f"{_INPUT_PAIR}{_readers_of(node, input_index)}")
         if self._anchors and self.producer() != producer:
-            return (f"input {input_index} of node {node.name!r} is fed by another producer "
+            return (f"input {input_index} of {node_named(node)} is fed by another producer "
                     "than the anchors already in this SubgraphInput (one SubgraphInput is "
                     "one value: its pairs are the inputs that read it)")
         return None
@@ -219,7 +220,7 @@ class SubgraphBoundary:
             raise GeError("the boundary has no output")
         graph = outputs[0][0].owner_graph
         if graph is None:
-            raise GeError(f"boundary output node {outputs[0][0].name!r} is not in a graph")
+            raise GeError(f"boundary output {node_named(outputs[0][0])} is not in a graph")
         inputs = self._slots(self._inputs, "input")
         producers = self.producers()  # first: an input without an anchor says why
         nodes = closed_region(graph, outputs, [i.anchors() for i in inputs])
@@ -227,7 +228,7 @@ class SubgraphBoundary:
         for i, item in enumerate(inputs):
             for node, index in item.anchors():
                 if node not in members:
-                    raise GeError(f"boundary input {i} names input {index} of {node.name!r}, "
+                    raise GeError(f"boundary input {i} names input {index} of {node_ref(node)}, "
                                   "which is not in the region")
         return Region(graph, nodes, producers, outputs)
 

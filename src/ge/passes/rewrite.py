@@ -24,6 +24,7 @@ from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 from ge.graph.domains import normalize_domain
 from ge.graph.node import is_const
+from ge.graph.places import ir_node_label, node_named, node_ref
 from ge.graph.types import DataType
 from ge.ops.inference import descs_contradict, proto_contradicts
 from ge.ops.shape_values import fill_unknown_dims, unfilled_desc
@@ -143,11 +144,11 @@ def closed_region(graph: Graph, outputs: Sequence[Producer],
         if node in found:
             continue
         if node._graph is not graph:
-            raise RewriteError(f"node {node.name!r} is not a node of graph {graph.name!r}",
+            raise RewriteError(f"{ir_node_label(node)} is not a node of graph {graph.name!r}",
                                nodes=[node.name])
         if node._type in (DATA, NET_OUTPUT):
             raise RewriteError(
-                f"the region reaches {node._type} node {node.name!r}: the boundary must "
+                f"the region reaches {ir_node_label(node)}: the boundary must "
                 "name every input of the replaced nodes", nodes=[node.name])
         found[node] = None
         for i, producer in enumerate(node._inputs):
@@ -162,7 +163,7 @@ def closed_region(graph: Graph, outputs: Sequence[Producer],
             for consumer, _ in consumers:
                 if consumer not in members:
                     raise RewriteError(
-                        f"output {index} of node {node.name!r} is read by {consumer.name!r} "
+                        f"output {index} of {ir_node_label(node)} is read by {node_ref(consumer)} "
                         "outside the region but is not a boundary output",
                         nodes=[node.name, consumer.name])
     return sorted(found, key=graph_order.label)
@@ -194,8 +195,8 @@ def _inputs_advice(region: Region) -> str:
     count = len(region.inputs)
     if not region.decomposed:
         return f"inputs[:{count}]"
-    read = first_and_more([f"{p.name!r}:{k}" for p, k in region.inputs], 8)
-    return (f"builder.create_inputs({count}): the values node {region.nodes[0].name!r} "
+    read = first_and_more([f"{node_ref(p)}:{k}" for p, k in region.inputs], 8)
+    return (f"builder.create_inputs({count}): the values {node_named(region.nodes[0])} "
             f"reads, in input order: {read}")
 
 
@@ -348,8 +349,8 @@ def _check_output_descs(region: Region, outputs: Sequence[Producer]) -> None:
         before = old._held_output_desc(old_index)
         if before is not None and descs_contradict(before, after):
             raise RewriteError(
-                f"output {j} of the replacement ({new.type} node {new.name!r}) is "
-                f"{after!r} where the output it replaces ({old.type} node {old.name!r}) is "
+                f"output {j} of the replacement ({ir_node_label(new)}) is "
+                f"{after!r} where the output it replaces ({ir_node_label(old)}) is "
                 f"{before!r}: the nodes reading it expect the latter",
                 nodes=[old.name])
 
