@@ -326,6 +326,19 @@ def test_op_type_mismatch_names_both_op_types_and_nodes(passes) -> None:
     assert [str(b) for b in cand.bindings] == ["Relu=relu"]
 
 
+def test_target_nodes_the_model_gives_no_name_are_named_by_what_they_compute(passes) -> None:
+    """ge's names for them ('Abs', 'Relu') are in no file: the reason names them as the model
+    does; the candidate and the reason's data keep ge's names (dumps and --node use them)."""
+    graph = _graph([helper.make_node("Abs", ["x"], ["a"]),
+                    helper.make_node("Relu", ["a"], ["y"])], [("y", [2, 4])])
+    cand = _one(explain(passes["ReluNeg"], graph), "Relu")
+    assert cand.reason is not None and cand.reason.kind == "op_type"
+    assert cand.reason.pattern_node == "Neg" and cand.reason.target_node == "Abs"
+    assert cand.reason.message == (
+        "op type: pattern node 'Neg' (Neg) wants Neg, target unnamed Abs node (computing 'a') "
+        "is Abs (input 0 of unnamed Relu node (computing 'y'))")
+
+
 def test_input_count_mismatch_gives_both_counts(passes) -> None:
     graph = _graph([helper.make_node("Sum", ["x", "x", "x"], ["y"], name="sum3")],
                    [("y", [2, 4])])

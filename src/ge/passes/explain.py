@@ -29,7 +29,7 @@ from typing import Any
 
 from ge.errors import GeError, PatternError
 from ge.graph import DATA, Graph, Node
-from ge.graph.places import BodyOwner, body_owner
+from ge.graph.places import BodyOwner, body_owner, node_named
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
@@ -281,7 +281,7 @@ def _find_node(graph: Graph, node: str | Node, subgraphs: bool) -> Node:
     if isinstance(node, Node):
         if node.owner_graph in graphs:
             return node
-        raise GraphError(f"node {node.name!r} is not a node of graph {graph.name!r}",
+        raise GraphError(f"{node_named(node)} is not a node of graph {graph.name!r}",
                          nodes=[node.name])
     for g in graphs:
         if g.has_node(node):
@@ -318,7 +318,7 @@ def _focused(explanation: PatternExplanation, focus: Node) -> PatternExplanation
     if explanation.error is None and (focus.type != explanation.anchor_type or normalize_domain(
             focus.domain) != explanation.anchor_domain):
         anchor = op_label(explanation.anchor_type, explanation.anchor_domain)
-        note = (f"{focus.name!r} ({op_label(focus.type, focus.domain)}) is not a candidate: the "
+        note = (f"{node_label(focus)} is not a candidate: the "
                 f"pattern's anchor {explanation.anchor!r} is of op type {anchor}")
         if kept:
             note += f"; {len(kept)} candidate(s) bind it to another pattern node"

@@ -31,7 +31,7 @@ from ge.passes.explain_hooks import (
     runs_before_inference,
     value_symbols,
 )
-from ge.passes.explain_reasons import op_label
+from ge.passes.explain_reasons import node_label, op_label
 from ge.passes.stage import PassStage
 
 __all__ = ["DecomposeExplanation", "explain_decompose"]
@@ -140,7 +140,7 @@ def _explain_graph(instance: Any, graph: Graph, op_types: list[str], context: Pa
     if focus is not None:
         explanation.node = focus.name
         if focus not in offered:
-            explanation.note = (f"{focus.name!r} ({op_label(focus.type, focus.domain)}) is not "
+            explanation.note = (f"{node_label(focus)} is not "
                                 f"a candidate: the pass decomposes {wanted} nodes")
         offered = [focus] if focus in offered else []
     elif not offered:

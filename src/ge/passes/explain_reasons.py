@@ -16,6 +16,8 @@ import numpy as np
 from ge.errors import GeError
 from ge.graph import NET_OUTPUT, Node, Tensor
 from ge.graph.domains import qualified_op
+from ge.graph.export_names import written_name
+from ge.graph.places import model_node_label, node_ref
 from ge.passes.config import COMMUTATIVE_OPS
 from ge.passes.matcher import _DATA, PatternNode
 from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
@@ -53,8 +55,25 @@ def op_label(op_type: str, domain: str = "") -> str:
 
 
 def node_label(node: Node) -> str:
-    """A target node as messages name it: its name and operator."""
+    """A target node as messages name it: its name and operator; a node the model gives no
+    name by what it computes (ge's name for it is in no file: `model_node_label`)."""
+    if not written_name(node):
+        return model_node_label(node)
     return f"{node.name!r} ({op_label(node.type, node.domain)})"
+
+
+def _target(node: Node | None, what: str = "node") -> str:
+    """"target node 'n'" (or "target constant 'c'"); a node the model gives no name as
+    `node_label` names it ("target unnamed Add node (computing 'a')")."""
+    if node is not None and not written_name(node):
+        return f"target {model_node_label(node)}"
+    return f"target {what} {None if node is None else node.name!r}"
+
+
+def _ref(node: Node | None, name: str | None) -> str:
+    """A node where the message says what it is: `node_ref` (quoted name, or an unnamed
+    node's label); `name` quoted where there is no node."""
+    return repr(name) if node is None else node_ref(node)
 
 
 def _p(pnode: PatternNode) -> str:
@@ -83,37 +102,37 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
             at = (f"; the target reads its output {info['output']}, the pattern output "
                   f"{info['expected_output']}")
             details.update(output=info["output"], expected_output=info["expected_output"])
-        return Reason(kind, f"op type: {_p(pnode)} wants {want}, target node {tname!r} is "
+        return Reason(kind, f"op type: {_p(pnode)} wants {want}, {_target(target)} is "
                       f"{got}{_reached(r)}{at}", pname, tname, named, details)
     if kind == "input_count" and pnode is not None:
         return Reason(kind, f"input count: {_p(pnode)} has {info['expected']} input(s), "
-                      f"target node {tname!r} has {info['found']} connected{_reached(r)}",
+                      f"{_target(target)} has {info['found']} connected{_reached(r)}",
                       pname, tname, named, {"expected": info["expected"],
                                             "found": info["found"]})
     if kind == "input_position" and pnode is not None:
         return Reason(kind, f"input positions: {_p(pnode)} has inputs at {info['expected']}, "
-                      f"target node {tname!r} at {info['found']} (an absent optional input "
+                      f"{_target(target)} at {info['found']} (an absent optional input "
                       f"must be absent in both){_reached(r)}", pname, tname, named,
                       {"expected": info["expected"], "found": info["found"]})
     if kind == "consumers" and pnode is not None:
         return _consumers_reason(pnode, target, info)
     if kind == "const_value" and pnode is not None:
         want, got = _value(info["expected"]), _value(info["found"])
-        return Reason(kind, f"const value: pattern constant {pname!r} is {want}, target "
-                      f"constant {tname!r} is {got} (const-value match wants equal dtype, "
-                      f"shape and bytes){_reached(r)}", pname, tname, named,
+        return Reason(kind, f"const value: pattern constant {pname!r} is {want}, "
+                      f"{_target(target, 'constant')} is {got} (const-value match wants equal "
+                      f"dtype, shape and bytes){_reached(r)}", pname, tname, named,
                       {"expected": want, "found": got})
     if kind == "attribute" and pnode is not None and target is not None:
         return _attribute_reason(matcher, pnode, target, info, warnings)
     if kind == "subgraph" and pnode is not None:
-        return Reason(kind, f"target node {tname!r} owns a subgraph; {_p(pnode)} cannot "
+        return Reason(kind, f"{_target(target)} owns a subgraph; {_p(pnode)} cannot "
                       "stand for it", pname, tname, named)
     if kind == "data_twice" and pnode is not None:
         bound, producer = info["bound"], info["producer"]
         consumer = info.get("consumer")
         where = ""
         if consumer is not None and consumer in r.bound:
-            where = (f" at an input of target node {r.bound[consumer].name!r} (pattern node "
+            where = (f" at an input of {_target(r.bound[consumer])} (pattern node "
                      f"{consumer.node.name!r})")
         return Reason(kind, f"pattern input used twice: {_p(pnode)} is bound to "
                       f"{_producer(bound)}, but {_producer(producer)} is read{where}; one "
@@ -135,16 +154,16 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
     if kind == "target_used" and pnode is not None:
         other = info.get("by")
         by = f" (to {_p(other)})" if other is not None else ""
-        return Reason(kind, f"target node {tname!r} is already bound{by}; it cannot also "
+        return Reason(kind, f"{_target(target)} is already bound{by}; it cannot also "
                       f"stand for {_p(pnode)}", pname, tname, named)
     if kind == "no_output_candidate" and pnode is not None:
         return Reason(kind, f"no candidate for the pattern output of {_p(pnode)}: no "
                       "consumer of the values already bound is of its op type", pname, None)
     if kind == "input_inside" and pnode is not None:
-        return Reason(kind, f"{_p(pnode)} is bound to {tname!r}, a node of the match "
+        return Reason(kind, f"{_p(pnode)} is bound to {_ref(target, tname)}, a node of the match "
                       "itself: a pattern input must come from outside the match", pname,
                       tname, named)
-    return Reason(kind, f"the matcher refused target node {tname!r} for "
+    return Reason(kind, f"the matcher refused {_target(target)} for "
                   f"{_p(pnode) if pnode is not None else 'the pattern'} (no check explains "
                   "it)", pname, tname, named)
 
@@ -160,7 +179,7 @@ def _reached(r: Rejection) -> str:
         if any(source is r.pnode for source, _ in pnode.inputs):
             for k, producer in enumerate(node._inputs):
                 if producer is not None and producer[0] is r.target:
-                    return f" (input {k} of {node.name!r}){_order_hint(pnode, node)}"
+                    return f" (input {k} of {node_ref(node)}){_order_hint(pnode, node)}"
     return ""
 
 
@@ -171,7 +190,7 @@ def _order_hint(pnode: PatternNode, node: Node) -> str:
     symbol = {"Add": "+", "Mul": "*"}.get(pnode.type)
     es_note = (f" (ES builds {pnode.type}(x, c) for `c {symbol} x`, as GE does)"
                if symbol else "")
-    return (f"; {node.name!r} may hold the same inputs in the other order: "
+    return (f"; {node_ref(node)} may hold the same inputs in the other order: "
             "PatternMatcherConfigBuilder().enable_commutative_match() tries both, or write "
             f"them in its order{es_note}")
 
@@ -189,12 +208,12 @@ def _consumers_reason(pnode: PatternNode, target: Node | None,
                            for c in outside)
         role = "an intermediate" if output not in pnode.out_anchors else "an output"
         return Reason(
-            "outside_consumer", f"outside consumer: output {output} of target node {tname!r} "
+            "outside_consumer", f"outside consumer: output {output} of {_target(target)} "
             f"({_p(pnode)}, {role} of the pattern) is also read by {listed}, outside the "
             f"match ({count} consumer(s), the pattern has {expected})", pnode.node.name,
             tname, (*((tname,) if tname else ()), *(c.name for c in outside)), details)
     return Reason(
-        "consumer_count", f"consumer count: output {output} of target node {tname!r} has "
+        "consumer_count", f"consumer count: output {output} of {_target(target)} has "
         f"{count} consumer(s), {_p(pnode)} has {expected} in the pattern", pnode.node.name,
         tname, (tname,) if tname else (), details)
 
@@ -208,11 +227,11 @@ def _attribute_reason(matcher: TracingMatcher, pnode: PatternNode, target: Node,
         schema = _schema_known(missing)
         if not schema:
             warnings.append(
-                f"attribute {name!r} of {node_label(target)}: {missing.name!r} does not set it and "
-                f"the schema of {op_label(missing.type, missing.domain)} is not known, so its "
+                f"attribute {name!r} of {node_label(target)}: {node_ref(missing)} does not set it "
+                f"and the schema of {op_label(missing.type, missing.domain)} is not known, so its "
                 "default could not be filled in (the attributes may in fact be equal)")
-    return Reason("attribute", f"attribute {name!r}: {_p(pnode)} has {_attr(want)}, target "
-                  f"node {target.name!r} has {_attr(got)} (IR attribute match)",
+    return Reason("attribute", f"attribute {name!r}: {_p(pnode)} has {_attr(want)}, "
+                  f"{_target(target)} has {_attr(got)} (IR attribute match)",
                   pnode.node.name, target.name, (target.name,),
                   {"name": name, "expected": _plain(want), "found": _plain(got)})
 
