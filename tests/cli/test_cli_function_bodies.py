@@ -54,7 +54,8 @@ def test_unregistered_operator_in_a_body_writes_nothing(tmp_path: Path) -> None:
     assert code == 1 and stdout == ""
     assert stderr.startswith(f"ge: [GE1305] {source}: node 'call' calls model-local function "
                              "local.F, "
-                             "whose body cannot be typed: node 'Nope': custom operator "
+                             "whose body cannot be typed: unnamed com.nowhere.Nope node "
+                             "(computing 'c'): custom operator "
                              "com.nowhere::Nope is not registered")
     assert stderr.rstrip().endswith("(stage InferShape)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]

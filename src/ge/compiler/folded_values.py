@@ -22,6 +22,7 @@ from ge.errors import ShapeInferenceError, ValidationProblem
 from ge.graph import Node
 from ge.graph.changes import ChangeSet
 from ge.graph.node import is_const
+from ge.graph.places import ir_node_label
 from ge.graph.tensor_desc import format_desc
 from ge.ops.inference import STALE_DESC_ADVICE
 
@@ -67,11 +68,12 @@ def model_rejects_folded_values(pass_name: str, problems: Sequence[ValidationPro
         if not folded:
             return None
         nodes.append(problem.nodes[0])
-        said = problem.message  # ("node 'x' (Tile, opset 13 schema): ..." names it again)
-        if said.startswith(f"node {problem.nodes[0]!r} (") and "): " in said:
-            said = said.split("): ", 1)[1]
+        label = ir_node_label(node)  # (an unnamed node by what it computes, as read)
+        said = problem.message  # ("Tile node 'x': shape inference ..." names it again)
+        if said.startswith(f"{label}: "):
+            said = said[len(label) + 2:]
         sentences.append(
-            f"node {problem.nodes[0]!r} ({node.type}) rejects its input(s) "
+            f"{label} rejects its input(s) "
             f"{', '.join(folded)}, which the model computes from constants alone "
             f"({pass_name} computed them): {said}")
     if not sentences:
