@@ -188,9 +188,12 @@ def test_compile_says_when_the_compiled_model_cannot_run_where_the_original_does
     assert info.value.message.startswith(
         "the compiled model cannot run at batch=3, seq=5, where the original runs: "
         "onnxruntime failed to run graph 'g'")
-    # the pass that made the node onnxruntime names is named (not --verify each-pass)
+    # the pass that made the node onnxruntime names is named, and --verify each-pass,
+    # which says after which pass it first cannot run
     assert info.value.message.endswith(
-        "; node 'Reshape' was last changed by pass BakedBatch (AfterInferShape)")
+        "; node 'Reshape' was last changed by pass BakedBatch (AfterInferShape) "
+        '(verify="each-pass", --verify each-pass, names the first pass after which it '
+        "cannot run)")
     assert info.value.pass_name == "BakedBatch"
     with pytest.raises(SessionError) as info:
         ge.compile(model, pass_paths=[plugin], verify="each-pass")

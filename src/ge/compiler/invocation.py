@@ -250,8 +250,7 @@ class Invocation:
         if not entry.builtin:
             return None
         blamed = self.last_changes.blame(root, nodes)
-        plugin_stages = {s.value for s in PassStage}
-        return blamed if blamed is not None and blamed.change.stage in plugin_stages else None
+        return blamed if blamed is not None and not blamed.cause.builtin else None
 
     def _warn_untyped_refusals(self, entry: RegisteredPass, instance: Any, target: Graph,
                                run: PassRun) -> None:
@@ -301,8 +300,9 @@ class Invocation:
         Slices back into a Split too). A built-in that only removes or folds them (dead
         code, a common subexpression, constants) is not counted: that is cleanup, not a
         rewrite the plugin's result must survive."""
-        self.last_changes.record(PassChange(entry.name, stage, entry.origin.location),
-                                 changes.live(), changes.removed)
+        self.last_changes.record(
+            PassChange(entry.name, stage, entry.origin.location, builtin=entry.builtin),
+            changes.live(), changes.removed, changes.added)
         if entry.step is None:
             self.made_by_plugins.update(dict.fromkeys(changes.added, (entry.name, stage)))
         elif self.made_by_plugins and not all(map(is_const, changes.added)):

@@ -30,29 +30,58 @@ __all__ = ["Blame", "LastChanges", "PassChange"]
 @dataclass(frozen=True)
 class PassChange:
     """A kept pass run that changed nodes: the pass, the stage it ran at (a built-in pass's
-    engine step), and its class statement."""
+    engine step), its class statement, and whether it is one of ge's own."""
 
     pass_name: str
     stage: str
     location: SourceLocation | None = None
+    builtin: bool = False
+
+    @property
+    def described(self) -> str:
+        """"pass P (stage, at file:line)", as a sentence about a node names it (a built-in
+        pass without its line: ge's file is not the user's)."""
+        where = (f", at {self.location}" if self.location is not None and not self.builtin
+                 else "")
+        return f"pass {self.pass_name} ({self.stage}{where})"
 
 
 @dataclass(frozen=True)
 class Blame:
     """The pass an error about nodes is put down to: `change` last changed node `node` (as
     the error names it) or, when `via` is set, node `via`, which `node` reads (a constant
-    a pass rewrote)."""
+    a pass rewrote). `maker` is the pass that made (added) `node` when another pass changed
+    it last: `cause` says which of the two the error is put down to."""
 
     node: str
     change: PassChange
     via: str | None = None
     #: how far upstream `via` is: 1, `node` reads it; more, through other nodes
     distance: int = 1
+    maker: PassChange | None = None
+
+    @property
+    def cause(self) -> PassChange:
+        """The pass the error is put down to: the maker, which chose the node's operator,
+        attributes and inputs (a later pass rewiring an input, dropping an Identity, keeps
+        what it reads), unless ge made it and a plugin changed it last: ge's built-in passes
+        are tested against onnxruntime, a plugin under development is not."""
+        maker = self.maker
+        if maker is None or (maker.builtin and not self.change.builtin):
+            return self.change
+        return maker
 
     @property
     def sentence(self) -> str:
         """What the error's message gets: "; node 'n' was last changed by pass P (stage)"."""
         by = f"pass {self.change.pass_name} ({self.change.stage})"
+        if self.maker is not None:
+            cause = self.cause
+            why = ("which made it" if cause is self.maker
+                   else "the plugin pass that changed it last")
+            return (f"; node {self.node!r} was made by {self.maker.described}, last changed "
+                    f"by {self.change.described}: the likely cause is pass {cause.pass_name}, "
+                    f"{why}")
         if self.via is None:
             return f"; node {self.node!r} was last changed by {by}"
         if self.distance == 1:
@@ -78,32 +107,35 @@ class Blame:
                             "the model does)")
             return
         if err.pass_name is None:
-            err.pass_name = self.change.pass_name
+            err.pass_name = self.cause.pass_name
         if err.location is None:
-            err.location = self.change.location
+            err.location = self.cause.location
 
 
 class LastChanges:
     """Per node, the pass run that last changed it (added it, or changed its inputs,
-    attributes or output descs) and was kept: a run rolled back (`on_pass_failure="skip"`)
-    and an engine step (shape inference) record nothing. Built-in passes count as well as
-    plugins: the pass named is the last one, whichever it is."""
+    attributes or output descs) and was kept, and the one that made it: a run rolled back
+    (`on_pass_failure="skip"`) and an engine step (shape inference) record nothing.
+    Built-in passes count as well as plugins."""
 
     def __init__(self) -> None:
         self._last: dict[Node, PassChange] = {}
+        self._made: dict[Node, PassChange] = {}
 
     def __len__(self) -> int:
         return len(self._last)
 
     def record(self, change: PassChange, changed: Iterable[Node],
-               removed: Iterable[Node] = ()) -> None:
-        """`changed` nodes were last changed by `change`; `removed` ones are gone (no error
-        names them any more)."""
-        last = self._last
+               removed: Iterable[Node] = (), added: Iterable[Node] = ()) -> None:
+        """`changed` nodes were last changed by `change`, which made those `added` (among
+        them); `removed` ones are gone (no error names them any more)."""
+        last, made = self._last, self._made
         last.update(dict.fromkeys(changed, change))
+        made.update(dict.fromkeys(added, change))
         if last:
             for node in removed:
                 last.pop(node, None)
+                made.pop(node, None)
 
     def changed_by(self, pass_name: str, stage: str) -> list[Node]:
         """The nodes whose last change is pass `pass_name`'s run at `stage` (in the order
@@ -115,11 +147,16 @@ class LastChanges:
         """The pass run that last changed `node`, or None when no pass did."""
         return self._last.get(node)
 
+    def maker(self, node: Node) -> PassChange | None:
+        """The pass run that made (added) `node`, or None when the model had it."""
+        return self._made.get(node)
+
     def blame(self, graph: Graph, names: Iterable[str], *, written: bool = False
               ) -> Blame | None:
         """The pass behind an error naming nodes `names` of `graph`'s model (its root and
-        bodies): the one that last changed the first of them a pass changed, else the one
-        that last changed a node one of them reads; None when no pass changed any.
+        bodies): the one that last changed the first of them a pass changed (and the one
+        that made it, when another), else the one that last changed a node one of them
+        reads; None when no pass changed any.
 
         `written`: the names are those the saved model writes (onnxruntime's), which differ
         from the nodes' own where export kept a name as read (a node named like a graph
@@ -150,7 +187,10 @@ class LastChanges:
             for node in named[name]:
                 change = last.get(node)
                 if change is not None:
-                    return Blame(name, change)
+                    maker = self._made.get(node)
+                    if maker is not None and maker.pass_name == change.pass_name:
+                        maker = None  # (one pass: nothing to choose between)
+                    return Blame(name, change, maker=maker)
         for name in wanted:
             for node in named[name]:
                 for producer in node.get_in_data_nodes():

@@ -267,25 +267,25 @@ def _each_pass_hint(report: CompileReport, names: str = "the pass that changed t
 def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionError:
     """GE1601 (of `err`'s class) for the compiled model that onnxruntime (or the reference
     evaluator) cannot load or run while the original runs: saying that it is the compiled
-    model (the runtime's words name a graph, which both have), and the pass that last
-    changed the node the runtime names (by the name the saved model writes for it) or a
-    node it reads (`CompileReport.last_changes`: its pass, stage and location), else how
-    to find it."""
+    model (the runtime's words name a graph, which both have), and the pass behind the node
+    the runtime names (by the name the saved model writes for it) or a node it reads
+    (`CompileReport.last_changes`: the pass that last changed it, and the one that made it
+    when another, `Blame.cause` being the error's pass, stage and location), and how to
+    find the first pass after which it cannot run: the last pass to touch a node need not
+    be the one that broke it."""
     message = err.message
     if not message.startswith("the compiled model"):  # (at other sizes: it says so)
         message = f"the compiled model cannot be run (the original runs): {message}"
     blamed = report.last_changes.blame(report.graph, err.nodes, written=True)
     kind = type(err)  # (RuntimeLoadError: no input would make it run)
+    hint = _each_pass_hint(report, "the first pass after which it cannot run")
     if blamed is None:
-        return kind(message + _each_pass_hint(report, "the pass after which it cannot"),
-                    nodes=err.nodes)
-    change = blamed.change
+        return kind(message + hint, nodes=err.nodes)
     if not blamed.sure:  # (further upstream, the nearest change is a guess)
-        return kind(message + blamed.sentence
-                    + _each_pass_hint(report, "the pass after which it cannot"),
-                    nodes=err.nodes)
-    return kind(message + blamed.sentence, pass_name=change.pass_name,
-                stage=change.stage, location=change.location, nodes=err.nodes)
+        return kind(message + blamed.sentence + hint, nodes=err.nodes)
+    cause = blamed.cause
+    return kind(message + blamed.sentence + hint, pass_name=cause.pass_name,
+                stage=cause.stage, location=cause.location, nodes=err.nodes)
 
 
 def _collecting(compile_: Callable[_P, CompileResult]) -> Callable[_P, CompileResult]:
