@@ -97,8 +97,8 @@ class P(PatternFusionPass):
      "KeyError: 'boom'", 13),
     # the engine cannot put it in place: blamed on the hook that built it
     ("    def replacement(self, inputs):\n        return es.Neg(inputs[0]), es.Abs(inputs[0])\n",
-     "RewriteError: [GE1502] the replacement has 2 output(s) but the region it replaces has 1",
-     12),
+     "RewriteError: [GE1502] the replacement has 2 output(s) but the region it replaces has 1 "
+     "(pattern 'P_twice_pattern', matched at Neg node 'n2')", 12),
     ("    def replacement(self, match_result):\n        pass\n",
      "PatternFusionPass.replacement must return ge.graph.Graph, got None (a missing return?); "
      "a replacement cannot skip its match: to leave a match alone, return False from "
@@ -109,12 +109,12 @@ class P(PatternFusionPass):
      "        neg = match_result.get_matched_nodes()[0]\n"
      "        neg.owner_graph.add_node('Relu', num_inputs=1)\n"
      "        return False\n",
-     "RewriteError: [GE1502] meet_requirements changed graph 'g'; it may only read the graph",
+     "RewriteError: [GE1502] meet_requirements changed graph 'g': first, it added Relu node ",
      12),
     ("    def replacement(self, match_result):\n"
      "        match_result.get_matched_nodes()[0].owner_graph.add_node('Relu', num_inputs=1)\n"
      "        return None\n",
-     "RewriteError: [GE1502] replacement changed graph 'g'; it may only read the graph", 12),
+     "RewriteError: [GE1502] replacement changed graph 'g': first, it added Relu node ", 12),
 ])
 def test_hook_failures_fail_the_pass_and_roll_back(write, body, message, line) -> None:
     graph = load(_neg_neg())

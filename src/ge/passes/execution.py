@@ -41,6 +41,7 @@ from ge.passes.matcher import (
     is_constant,
 )
 from ge.passes.pattern import NodeIo, Pattern, create_pattern
+from ge.passes.read_only import read_only_call
 from ge.passes.registry import (
     PASS_KIND_DECOMPOSE,
     PASS_KIND_FUSION_BASE,
@@ -316,21 +317,6 @@ def _rewrite_first(matcher: Matcher, candidate: Node, instance: PatternFusionPas
     return False
 
 
-def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
-    """Call a hook that is asked about the graph and may only read it (`meet_requirements`,
-    a `replacement` building a graph of its own): a change it makes would be neither checked
-    as a rewrite nor counted in the pass's outcome, so it fails the pass at the hook's line
-    (`ge passes explain` asks hooks through it too, to say the same)."""
-    before = graph.mutation_count
-    value = hook(*args)
-    if graph.mutation_count != before:
-        name = getattr(hook, "__name__", "the hook")
-        raise blame(RewriteError(
-            f"{name} changed graph {graph.name!r}; it may only read the graph (the "
-            f"engine makes the change from what replacement returns)"), hook)
-    return value
-
-
 def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     pass_name = run.context.get_pass_name()
     in_place: InPlace | None = None
@@ -384,8 +370,17 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
             apply_replacement(region, replacement, pass_name=pass_name, cycle_checked=True)
     except RewriteError as err:  # it does not fit the region: the hook's fault
         mark_match(err, match.nodes)
-        raise _blame_replacement(err, instance) from None
+        raise _blame_replacement(_at_match(err, match), instance) from None
     return True
+
+
+def _at_match(err: RewriteError, match: Match) -> RewriteError:
+    """`err` naming the pattern whose replacement did not fit and the node its (first)
+    output matched, as the IR's checks name nodes: a pass of several patterns, on a model
+    of many layers, otherwise leaves both to guess."""
+    root = match.outputs[0][0] if match.outputs else match.nodes[-1]
+    err.message += f" (pattern {match.pattern.name!r}, matched at {ir_node_label(root)})"
+    return err
 
 
 def decompose_region(node: Node) -> Region:

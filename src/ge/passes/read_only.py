@@ -1,0 +1,83 @@
+"""Calling a hook that may only read the graph (`meet_requirements`, a `replacement`
+building a graph of its own), and, when it changed the graph anyway, saying what it changed
+first: the node, the kind of change, and the line of the user's code that made it. A change
+listener keeps only the first change; a call that changes nothing (every call but a
+mistaken one, once per match) pays a subscription and a counter comparison.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from ge.errors import RewriteError, SourceLocation
+from ge.graph.journal import ChangeKind
+from ge.graph.places import ir_node_label
+from ge.passes.source import blame, is_internal_file
+
+if TYPE_CHECKING:
+    from ge.graph import Graph
+
+__all__ = ["read_only_call"]
+
+#: How many frames above a change are looked at for the user's line that made it.
+_DEPTH = 40
+
+
+def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
+    """Call a hook that is asked about the graph and may only read it: a change it makes
+    would be neither checked as a rewrite nor counted in the pass's outcome, so it fails
+    the pass at the hook's line, saying what the first change was (`ge passes explain` asks
+    hooks through it too, to say the same)."""
+    before = graph.mutation_count
+    first = _FirstChange()
+    unsubscribe = graph.subscribe(first)
+    try:
+        value = hook(*args)
+    finally:
+        unsubscribe()
+    if graph.mutation_count != before:
+        name = getattr(hook, "__name__", "the hook")
+        raise blame(RewriteError(
+            f"{name} changed graph {graph.name!r}{first.described}; it may only read the "
+            f"graph (the engine makes the change from what replacement returns)"), hook)
+    return value
+
+
+class _FirstChange:
+    """A change listener keeping the first change it is told of, as words, with the line of
+    the user's code on the stack when it was made."""
+
+    __slots__ = ("described",)
+
+    def __init__(self) -> None:
+        #: ": it set an attribute of Softmax node 's' (at p.py:12)", or "" before a change
+        self.described = ""
+
+    def __call__(self, kind: ChangeKind, node: Any, index: int) -> None:
+        if self.described:
+            return
+        label = ir_node_label(node)
+        what = {
+            ChangeKind.NODE_ADDED: f"added {label}",
+            ChangeKind.NODE_REMOVED: f"removed {label}",
+            ChangeKind.INPUT_CHANGED: f"rewired input {index} of {label}",
+            ChangeKind.ATTR_CHANGED: f"set an attribute of {label}",
+            ChangeKind.OUTPUT_DESC_CHANGED: f"set the desc of output {index} of {label}",
+        }.get(kind, f"changed {label}")
+        where = _user_line(sys._getframe(1))
+        at = f", at {where}" if where is not None else ""
+        self.described = f": first, it {what}{at}"
+
+
+def _user_line(frame: FrameType | None) -> SourceLocation | None:
+    """The innermost frame from `frame` outwards that is not ge's: the user's line."""
+    for _ in range(_DEPTH):
+        if frame is None:
+            return None
+        if not is_internal_file(frame.f_code.co_filename):
+            return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
