@@ -467,3 +467,41 @@ def test_a_hook_that_raises_is_the_engines_error(plugin) -> None:
             assert caught.value.location.file.endswith("raising.py")
         with pytest.raises(PassRunError, match="KeyError"):
             run_pass("FuseMatMulAdd", mm_add_model(), passes=passes)
+
+
+SWAPPED_MATMUL = """
+import ge.es.all as es
+from ge.passes import PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="SwappedMatMul", stage="AfterInferShape")
+class SwappedMatMul(PatternFusionPass):
+    @pattern
+    def attend(self, inputs):
+        return es.MatMul(inputs[0], es.Softmax(inputs[1]))
+
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])
+"""
+
+
+def test_why_not_prefers_the_candidate_whose_operands_are_in_the_other_order(plugin) -> None:
+    """Trial WW: a pattern with MatMul(v, probs) for the model's MatMul(probs, v). Two
+    MatMuls fail at the same depth (the pattern input binds their input 0, input 1 is not a
+    Softmax); the one reading a Softmax at its other input is explained first, saying the
+    operands may be in the other order (MatMul is not commutative: no switch tries both),
+    not the projection MatMul that comes first in the graph."""
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["p"], name="proj"),
+                        helper.make_node("Softmax", ["p"], ["s"], name="soft", axis=-1),
+                        helper.make_node("MatMul", ["s", "v"], ["y"], name="attend")],
+                       [("x", [2, 3]), ("w", [3, 4]), ("v", [4, 5])], [("y", [2, 5])])
+    with load_passes(plugin(SWAPPED_MATMUL)) as passes, \
+            pytest.raises(AssertionError) as caught:
+        assert_rewrites("SwappedMatMul", model, 1, passes=passes)
+    why = str(caught.value).split("why not (as `ge passes explain` says):\n")[1]
+    first, second = why.split("\n      1. ")[1].split("\n      2. ")[:2]
+    assert first.startswith(
+        "'attend': depth 2/4: op type: pattern node 'Softmax' (Softmax) wants Softmax, target "
+        "node 'v' is Data (input 1 of 'attend'); input 0 of 'attend' is 'soft' (Softmax), the "
+        "operator wanted here: operands in the other order? (write the pattern's inputs in "
+        "the model's order)")
+    assert second.startswith("'proj': depth 2/4: ") and "other order" not in second

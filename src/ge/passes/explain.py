@@ -153,9 +153,12 @@ class PatternExplanation:
 
     @property
     def closest(self) -> list[CandidateExplanation]:
-        """The candidates not rewritten, deepest first (the graph's order among equals)."""
+        """The candidates not rewritten, deepest first; among equals, one whose operands the
+        pattern may hold in the other order first (the author's intent, more likely than a
+        node that merely shares the operator), then the graph's order."""
         return sorted((c for c in self.candidates if not c.rewritten),
-                      key=lambda c: -c.depth)
+                      key=lambda c: (-c.depth, not (c.reason is not None
+                                                    and c.reason.details.get("other_order"))))
 
     @property
     def warnings(self) -> list[str]:

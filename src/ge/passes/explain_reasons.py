@@ -102,8 +102,11 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
             at = (f"; the target reads its output {info['output']}, the pattern output "
                   f"{info['expected_output']}")
             details.update(output=info["output"], expected_output=info["expected_output"])
+        swapped = _other_order(r, info["expected"], info.get("expected_domain", ""))
+        if swapped:
+            details["other_order"] = True
         return Reason(kind, f"op type: {_p(pnode)} wants {want}, {_target(target)} is "
-                      f"{got}{_reached(r)}{at}", pname, tname, named, details)
+                      f"{got}{_reached(r)}{at}{swapped}", pname, tname, named, details)
     if kind == "input_count" and pnode is not None:
         return Reason(kind, f"input count: {_p(pnode)} has {info['expected']} input(s), "
                       f"{_target(target)} has {info['found']} connected{_reached(r)}",
@@ -180,6 +183,30 @@ def _reached(r: Rejection) -> str:
             for k, producer in enumerate(node._inputs):
                 if producer is not None and producer[0] is r.target:
                     return f" (input {k} of {node_ref(node)}){_order_hint(pnode, node)}"
+    return ""
+
+
+def _other_order(r: Rejection, op_type: str, domain: str) -> str:
+    """When the node that reads the refused target at input k has, at another input, a
+    producer of the operator wanted there: that the pattern may hold the operands in the
+    other order (trial WW: MatMul(v, probs) for the model's MatMul(probs, v); MatMul is not
+    commutative, so no matcher switch tries both). "" otherwise."""
+    if r.target is None or r.pnode is None:
+        return ""
+    for pnode, node in r.bound.items():
+        if not any(source is r.pnode for source, _ in pnode.inputs) or (
+                pnode.type in COMMUTATIVE_OPS and not pnode.domain):  # (`_order_hint`'s)
+            continue
+        inputs = node._inputs
+        k = next((i for i, p in enumerate(inputs) if p is not None and p[0] is r.target), None)
+        if k is None:
+            continue
+        for j, producer in enumerate(inputs):
+            if (j != k and producer is not None and producer[0].type == op_type
+                    and producer[0].domain == domain):
+                return (f"; input {j} of {node_ref(node)} is {node_label(producer[0])}, the "
+                        "operator wanted here: operands in the other order? (write the "
+                        "pattern's inputs in the model's order)")
     return ""
 
 
