@@ -440,3 +440,60 @@ def test_a_loop_inside_a_body_is_not_typed_from_the_declared_next_value() -> Non
     dims = _dims(body)
     for name in ("vf", "o_y"):
         assert dims[name] is None or 1 not in dims[name], (name, dims[name])
+
+
+def test_a_dim_read_at_the_root_of_a_loop_output_another_body_reads() -> None:
+    """Fuzzer seed 86861 (a wrong model on stop 44's code): vf grows per trip, the body
+    declaring [L, 3]; the trip count is an input. Another Loop's body reads vf (a Gemm), so
+    the root Loop got no claim and vf was typed from the body's declared next value,
+    [?, 3]: Shape(vf)[1] folded to 3 where two trips give 6, and the model was written
+    without a word. Typed from what the body computes, the dim stays unknown."""
+    body1 = h.make_graph(
+        [h.make_node("Identity", ["cond"], ["cond_out"]),
+         h.make_node("Concat", ["v", "v"], ["c"], axis=0),
+         h.make_node("Reshape", ["c", "two_by"], ["v_next"]),
+         h.make_node("Identity", ["x1"], ["scan"])], "body1",
+        [h.make_tensor_value_info("i", TP.INT64, []),
+         h.make_tensor_value_info("cond", TP.BOOL, []),
+         h.make_tensor_value_info("v", TP.FLOAT, ["L", 3])],
+        [h.make_tensor_value_info("cond_out", TP.BOOL, []),
+         h.make_tensor_value_info("v_next", TP.FLOAT, ["L", 3]),
+         h.make_tensor_value_info("scan", TP.FLOAT, [4, 1, 2])],
+        initializer=[nh.from_array(np.array([2, -1], np.int64), "two_by")])
+    body2 = h.make_graph(
+        [h.make_node("Identity", ["cond2"], ["cond2_out"]),
+         h.make_node("Gemm", ["vf", "b"], ["g"]),
+         h.make_node("Sub", ["w", "scans"], ["w_next"])], "body2",
+        [h.make_tensor_value_info("j", TP.INT64, []),
+         h.make_tensor_value_info("cond2", TP.BOOL, []),
+         h.make_tensor_value_info("w", TP.FLOAT, [2, 4, 1, 2])],
+        [h.make_tensor_value_info("cond2_out", TP.BOOL, []),
+         h.make_tensor_value_info("w_next", TP.FLOAT, [2, 4, 1, 2])],
+        initializer=[nh.from_array(np.ones((6, 5), np.float32), "b")])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["trips", "go", "x0"], ["vf", "scans"], body=body1),
+         h.make_node("Shape", ["vf"], ["s"]),
+         h.make_node("Gather", ["s", "one"], ["d1"], axis=0),
+         h.make_node("Cast", ["d1"], ["y"], to=TP.FLOAT),
+         h.make_node("Loop", ["trips2", "", "scans"], ["wf"], body=body2)], "main",
+        [h.make_tensor_value_info("x0", TP.FLOAT, [1, 3]),
+         h.make_tensor_value_info("x1", TP.FLOAT, [4, 1, 2]),
+         h.make_tensor_value_info("trips", TP.INT64, []),
+         h.make_tensor_value_info("trips2", TP.INT64, [])],
+        [h.make_tensor_value_info("y", TP.FLOAT, []),
+         h.make_tensor_value_info("wf", TP.FLOAT, [2, 4, 1, 2])],
+        initializer=[nh.from_array(np.array(True), "go"),
+                     nh.from_array(np.array(1, np.int64), "one")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    import onnxruntime as ort
+
+    def run(proto: onnx.ModelProto, trips: int) -> float:
+        feeds = {"x0": np.ones((1, 3), np.float32), "x1": np.ones((4, 1, 2), np.float32),
+                 "trips": np.array(trips, np.int64), "trips2": np.array(1, np.int64)}
+        session = ort.InferenceSession(proto.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        return float(session.run(["y"], feeds)[0])
+
+    compiled = ge.compile(model).to_onnx()  # (two trips: the Gemm's [6, 5] needs vf [2, 6])
+    assert run(compiled, 2) == run(model, 2) == 6.0
