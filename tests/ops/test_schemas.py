@@ -85,7 +85,8 @@ def test_custom_op_registered_twice_is_an_error() -> None:
     ("kwargs", "message"),
     [
         ({"domain": ""}, "non-empty domain"),
-        ({"domain": "ai.onnx.ml"}, "standard domain"),
+        ({"domain": "ai.onnx.ml"}, "in domain 'ai.onnx.ml', a standard ONNX domain"),
+        ({"domain": "ai.onnx"}, "in domain 'ai.onnx', a standard ONNX domain"),  # (not '')
         ({"kernel": None}, "kernel or a decomposition"),
         ({"inputs": ["xs*", "y"]}, "only the last input may be variadic"),
         ({"attributes": {"a": "nonsense"}}, "unknown attribute kind"),

@@ -31,10 +31,11 @@ def declared_spec(op_type: str, domain: str, inputs: Sequence[str | ParamSpec],
         raise OpRegisterError(f"op_type must be an identifier str, got {op_type!r}")
     if not isinstance(domain, str) or not domain:
         raise OpRegisterError("custom operators need a non-empty domain, e.g. 'com.example'")
-    domain = normalize_domain(domain)
-    if domain in STANDARD_DOMAINS:
+    given, domain = domain, normalize_domain(domain)
+    if domain in STANDARD_DOMAINS:  # (said as written: 'ai.onnx' is '' normalised)
         raise OpRegisterError(
-            f"cannot register {op_type} in the standard domain {domain!r}; use your own domain"
+            f"cannot register {op_type} in domain {given!r}, a standard ONNX domain; use "
+            "your own domain, e.g. 'com.example'"
         )
     ins = tuple(_param(p, "an input") for p in inputs)
     outs = tuple(_param(p, "an output") for p in outputs)
