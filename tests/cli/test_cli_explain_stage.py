@@ -208,7 +208,7 @@ def test_passes_of_the_same_stage_that_run_first_are_a_warning(write, tmp_path: 
         "stage run by name); this explains MODEL without their changes. To explain what the "
         "pass sees: ge compile MODEL -o OUT --dump DIR --dump-level 1, then ge passes explain "
         "EarlyMatMulAdd on the last DIR/ge_*_BeforeInferShape_*.onnx before EarlyMatMulAdd's "
-        "(none: they changed nothing)\n")
+        "(if there is none, they changed nothing and MODEL is what it sees)\n")
     code, _, err = run_ge("passes", "explain", "AReluNeg", str(model), "--pass-path",
                           str(folder))
     assert code == 0 and err == ""

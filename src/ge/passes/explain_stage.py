@@ -118,5 +118,5 @@ def earlier_passes_warning(pass_name: str, stage: str, earlier: Sequence[str],
     return (f"{pass_name} runs at {stage} after {listed} (the passes of a stage run by name); "
             "this explains MODEL without their changes. To explain what the pass sees: ge "
             f"compile MODEL -o OUT{flags} --dump DIR --dump-level 1, then ge passes explain "
-            f"{pass_name} on the last DIR/ge_*_{stage}_*.onnx before {pass_name}'s (none: "
-            "they changed nothing)")
+            f"{pass_name} on the last DIR/ge_*_{stage}_*.onnx before {pass_name}'s (if "
+            "there is none, they changed nothing and MODEL is what it sees)")
