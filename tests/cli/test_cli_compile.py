@@ -705,3 +705,63 @@ def test_a_refused_pass_api_call_is_a_warning_line_not_a_bare_log_line(
         assert warning["category"] == "PassDefinitionWarning"
     else:
         assert len(lines) == 1 and lines[0].startswith("ge: warning: ") and want in lines[0]
+
+
+DOUBLE_RELU = """
+import numpy as np
+
+import ge.es.all as es
+from ge.es.custom import operator
+from ge.ops import register_op
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+register_op("DoubleRelu", domain="trial.ops", inputs=["x"], outputs=["y"],
+            infer=lambda ctx: [ctx.input_descs[0]],
+            kernel=lambda x: np.maximum(np.asarray(x), 0) * 2)
+
+
+@register_fusion_pass(name="FuseDoubleRelu", stage=PassStage.AFTER_INFER_SHAPE)
+class FuseDoubleRelu(PatternFusionPass):
+    @pattern
+    def relu_twice(self, inputs):
+        return es.Relu(inputs[0]) * 2.0
+
+    def replacement(self, inputs):
+        return operator("DoubleRelu", "trial.ops")(inputs[0])
+"""
+
+
+def test_a_model_written_with_a_custom_operator_says_onnxruntime_will_not_load_it(
+        tmp_path: Path) -> None:
+    """Trial XX: `ge compile --verify` said "verification ok" (run with the plugin's kernel
+    in onnx's reference evaluator) and onnxruntime then refused the file; the compile now
+    says so (a call of a model-local function is not one: test_inline_functions_flag)."""
+    from onnx import TensorProto, helper
+
+    plugin = tmp_path / "double_relu.py"
+    plugin.write_text(DOUBLE_RELU)
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [two])
+    source = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    out = tmp_path / "out.onnx"
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(out), "--pass-path",
+                                  str(plugin), "--verify")
+    assert code == 0, stderr
+    text = ("the model uses custom operator(s) trial.ops::DoubleRelu (1 node(s)), which "
+            "onnxruntime loads only with an implementation of its own (a custom-op library); "
+            "ge runs them with their registered kernels in onnx's reference evaluator (ge run "
+            "--pass-path), as its verification did")
+    assert f"hint: {text}" in " ".join(stdout.split())
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["DoubleRelu"]
+    with pytest.raises(Exception, match="DoubleRelu"):  # what the hint warns of
+        ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--pass-path",
+                             str(plugin), "--json")
+    assert json.loads(stdout)["hints"] == [
+        {"operators": ["trial.ops::DoubleRelu"], "count": 1, "text": text}]
+    code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--json")  # no plugin
+    assert code == 0 and json.loads(stdout)["hints"] == []

@@ -17,7 +17,7 @@ from ge.cli.output import cell, console, encodable
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
     from ge.session.compilation import CompileResult
-    from ge.session.hints import FunctionHint, OpsetHint
+    from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint
     from ge.session.verification import VerificationReport
 
 __all__ = ["TOP_OPS", "builtins_not_in", "ops_table", "print_compile_result",
@@ -165,7 +165,7 @@ def _verification_table(verification: VerificationReport) -> Any:
 
 
 def print_compile_result(result: CompileResult, *, output: Path | None,
-                         hints: Sequence[OpsetHint | FunctionHint] = (),
+                         hints: Sequence[OpsetHint | FunctionHint | CustomOpHint] = (),
                          data_file: Path | None = None, quiet: bool = False,
                          explain_args: Sequence[str] = ()) -> None:
     """The text report: pass runs, operator changes, totals, hints, verification; with

@@ -1,4 +1,5 @@
-"""Fusions a newer opset would enable: what `ge compile` suggests after compiling.
+"""What `ge compile` says after compiling: fusions a newer opset would enable, functions
+compiled as calls, and custom operators onnxruntime will not load.
 
 Exports are often at opset 13 to 17, where `LayerNormalization` (17), `Gelu` (20) or
 `Swish` (24) does not exist yet, so their layer norms, GELUs and SiLUs stay written out in
@@ -18,7 +19,8 @@ from ge._text import first_and_more
 from ge.graph import Graph, Node
 from ge.graph.node import is_const
 
-__all__ = ["FunctionHint", "OpsetHint", "function_hints", "fusion_opset", "opset_hints"]
+__all__ = ["CustomOpHint", "FunctionHint", "OpsetHint", "custom_op_hints", "function_hints",
+           "fusion_opset", "opset_hints"]
 
 
 @dataclass(frozen=True)
@@ -146,3 +148,46 @@ def function_hints(graph: Graph) -> list[FunctionHint]:
         return []
     names = tuple(sorted({op_label(n) for n in calls}))  # (`local.F:neg`: overloads apart)
     return [FunctionHint(names, len(calls))]
+
+
+@dataclass(frozen=True)
+class CustomOpHint:
+    """`count` nodes of custom operators `operators` ("domain::op") in the written model,
+    which onnxruntime does not load without an implementation of its own: ge runs them with
+    their registered kernels (or decompositions) in onnx's reference evaluator, which is
+    where `--verify` ran them (trial XX: "verification ok", then onnxruntime refused the
+    file)."""
+
+    operators: tuple[str, ...]
+    count: int
+
+    def __str__(self) -> str:
+        return (f"the model uses custom operator(s) {first_and_more(self.operators)} "
+                f"({self.count} node(s)), which onnxruntime loads only with an "
+                "implementation of its own (a custom-op library); ge runs them with their "
+                "registered kernels in onnx's reference evaluator (ge run --pass-path), as "
+                "its verification did")
+
+
+def custom_op_hints(graph: Graph) -> list[CustomOpHint]:
+    """A hint when `graph` (a compiled root graph) holds operators of a domain onnxruntime
+    does not run itself, which a compilation that wrote it had registered (a call of a
+    function the model defines is not one)."""
+    from ge.ops.functions import function_key, node_call_key
+    from ge.session.runner import runs_in_onnxruntime
+
+    defined = {function_key(f) for f in graph.root_graph().model.functions}
+    counts: dict[str, int] = {}
+    for g in (graph, *graph.get_all_subgraphs()):
+        for op_type in g.op_types():
+            if g.count_of_type(op_type, None) == g.count_of_type(op_type):
+                continue  # ONNX's operator only (an index look-up, no scan)
+            for node in g.nodes_of_type(op_type, None):
+                domain = node.domain
+                if (domain and not runs_in_onnxruntime(domain)
+                        and node_call_key(node) not in defined):
+                    label = f"{domain}::{op_type}"
+                    counts[label] = counts.get(label, 0) + 1
+    if not counts:
+        return []
+    return [CustomOpHint(tuple(sorted(counts)), sum(counts.values()))]
