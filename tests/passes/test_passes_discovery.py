@@ -495,3 +495,24 @@ def test_a_folder_with_a_plugin_is_not_told(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         report = discover_plugins([tmp_path], entry_points=False)
     assert len(report.plugins) == 1
+
+
+@pytest.mark.parametrize(("given", "meant"), [("my_pases", "my_passes"),
+                                              ("fuse_relu", "fuse_relu.py"),
+                                              ("fuse_rleu.py", "fuse_relu.py")])
+def test_a_missing_path_names_the_entry_it_likely_means(tmp_path: Path, given: str,
+                                                        meant: str) -> None:
+    """Trial WW: a typo in a plugin path, or a file named without .py, said only that the
+    path does not exist."""
+    (tmp_path / "my_passes").mkdir()
+    (tmp_path / "fuse_relu.py").write_text("")
+    (tmp_path / "_private.py").write_text("")
+    with pytest.raises(PluginPathNotFoundError) as info:
+        scan_modules_from_path(tmp_path / given)
+    assert info.value.code == "E13029"
+    assert info.value.message == (f"python pass path does not exist: {tmp_path / given} "
+                                  f"(did you mean {tmp_path / meant}?)")
+    with pytest.raises(PluginPathNotFoundError) as info:  # nothing close: nothing guessed
+        scan_modules_from_path(tmp_path / "attention")
+    assert info.value.message == f"python pass path does not exist: {tmp_path / 'attention'}"
+    assert get_registered_passes() == []

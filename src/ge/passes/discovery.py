@@ -8,6 +8,7 @@ name. Nothing is imported here; `ge.passes.loader` does that.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
@@ -128,6 +129,18 @@ def _separator_note(item: Path) -> str:
     return ""
 
 
+def _near_note(item: Path) -> str:
+    """For a missing path whose folder exists: the entry of that folder it most likely
+    means (trial WW: `my_pases` for my_passes, `attention_mha` for attention_mha.py)."""
+    try:
+        names = [n for n in os.listdir(item.parent) if not _skipped(n)]
+    except OSError:
+        return ""
+    close = ([f"{item.name}.py"] if f"{item.name}.py" in names
+             else difflib.get_close_matches(item.name, names, n=1, cutoff=0.8))
+    return f" (did you mean {item.parent / close[0]}?)" if close else ""
+
+
 def plugin_sources(
     item: Path,
     *,
@@ -138,7 +151,8 @@ def plugin_sources(
     item = Path(item).resolve()
     if not item.exists():
         raise PluginPathNotFoundError(f"{plugin_kind} path does not exist: {item}"
-                                      f"{_separator_note(item)}", path=str(item))
+                                      f"{_separator_note(item) or _near_note(item)}",
+                                      path=str(item))
     if not item.is_dir():
         if item.suffix != ".py":
             raise PluginPathSuffixError(
