@@ -49,6 +49,7 @@ from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Gemm, MatMul
 from ge.graph import Node, Tensor
+from ge.graph.node import is_const
 from ge.ops.onnx_node import node_opset
 from ge.passes import PassContext, PatternFusionPass
 from ge.passes.config import PatternMatcherConfigBuilder
@@ -154,14 +155,17 @@ class GemmBatchNormFusion(PatternFusionPass):
 def _linear_pattern(name: str, producer: str, *, bias: bool, outer: str) -> Pattern:
     """`<outer>(<producer>(A, B[, C]) [+ bias], k)`: `producer` is "MatMul" (A, B),
     "Gemm" (A, B, C) or "Gemm_no_c" (A, B); `bias` an Add of a pattern input between
-    them (after a MatMul); `outer` "Mul" or "Add". Inputs in that order, k last."""
+    them (after a MatMul); `outer` "Mul" or "Add". Inputs in that order; k is a pattern
+    constant (any constant: its values are checked in `meet_requirements`), so the matcher
+    refuses the residual `(x @ W + b) + x` of every transformer block itself, which
+    `meet_requirements` was asked about: 2,740 matches per round at 100k nodes."""
     builder = GraphBuilder(name)
     operands = {"Gemm": 3, "Gemm_no_c": 2, "MatMul": 2}[producer]
-    inputs = builder.create_inputs(operands + int(bias) + 1)
+    inputs = builder.create_inputs(operands + int(bias))
     value = MatMul(*inputs[:2]) if producer == "MatMul" else Gemm(*inputs[:operands])
     if bias:
         value = value + inputs[operands]
-    last = inputs[-1]
+    last = builder.create_const(np.zeros((), np.float32))
     return create_pattern(builder.build_and_reset([value * last if outer == "Mul"
                                                    else value + last]))
 
@@ -177,7 +181,7 @@ class _Linear:
 
     @classmethod
     def of(cls, match_result: MatchResult) -> _Linear:
-        nodes = match_result.get_matched_nodes()
+        nodes = [n for n in match_result.get_matched_nodes() if not is_const(n)]  # (not k)
         product = next(n for n in nodes if n.type in ("MatMul", "Gemm"))
         # the product's one reader: the matcher refuses a match whose inner value has others
         ((first, _),) = product.get_out_data_nodes_and_port_indexes(0)
