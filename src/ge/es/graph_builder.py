@@ -19,6 +19,7 @@ from ge.es.scopes import attr_scope, builder_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.domains import add_opset_imports
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
+from ge.graph.node import Node
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, Format
@@ -419,8 +420,11 @@ class GraphBuilder:
             graph.add_control_edge(self._holder(src, "src_tensors item")._node, dst._node)
 
     # -- build ------------------------------------------------------------------------------
-    def build_and_reset(self, outputs: list[TensorHolder] | None = None) -> Graph:
-        """Add the `NetOutput` node fed by `outputs` (a list) and hand the graph over."""
+    def build_and_reset(self, outputs: list[TensorHolder] | None = None, *,
+                        names: Sequence[str | None] | None = None) -> Graph:
+        """Add the `NetOutput` node fed by `outputs` (a list) and hand the graph over.
+        `names` (an extension) names the ONNX graph outputs, one per output (None keeps the
+        value's own name, `<node>:<i>`), as `create_input(name=)` names the inputs."""
         graph = self._live_graph("build_and_reset")
         self._check_owned("build_and_reset")
         if outputs is None:
@@ -434,11 +438,48 @@ class GraphBuilder:
         indexes = sorted(n.get_attr("index") for n in graph.nodes_of_type(DATA))
         if indexes != list(range(len(indexes))):
             raise BuilderValueError(f"input indexes must be contiguous from 0, got {indexes}")
+        if names is not None:
+            self._name_outputs(graph, holders, names)
         net_output = graph.add_node(NET_OUTPUT, num_inputs=len(holders), num_outputs=0)
         for i, holder in enumerate(holders):
             graph.add_data_edge(holder._node, holder._index, net_output, i)
         self._graph = None
         return graph
+
+    @staticmethod
+    def _name_outputs(graph: Graph, holders: list[TensorHolder],
+                      names: Sequence[str | None]) -> None:
+        """Give the values `holders` name the graph output names `names` (checked whole
+        before any is given: a refusal changes nothing)."""
+        if isinstance(names, str) or not isinstance(names, Sequence):
+            raise BuilderTypeError(f"names must be a list of str (or None), got "
+                                   f"{type(names).__name__}")
+        if len(names) != len(holders):
+            raise BuilderValueError(f"names has {len(names)} name(s) for {len(holders)} "
+                                    "output(s)")
+        wanted: dict[tuple[Node, int], str] = {}
+        for i, (holder, name) in enumerate(zip(holders, names)):
+            if name is None:
+                continue
+            if not isinstance(name, str) or not name:
+                raise BuilderTypeError(f"names[{i}] must be a non-empty str or None, got "
+                                       f"{name!r}")
+            key = (holder._node, holder._index)
+            current = holder._node.get_output_name(holder._index)
+            if holder._node.type == DATA:
+                raise BuilderValueError(
+                    f"output {i} is graph input {current!r}, whose name is the input's: "
+                    "name it with create_input(name=)")
+            if wanted.get(key, name) != name:
+                raise BuilderValueError(f"output {i} is the value of another output named "
+                                        f"{wanted[key]!r}: one value has one name")
+            if name != current and (name in wanted.values()
+                                        or graph._naming.value_taken(name)):
+                raise BuilderValueError(f"names[{i}] {name!r} is already a value of the graph")
+            wanted[key] = name
+        for (node, index), name in wanted.items():
+            if node.get_output_name(index) != name:
+                graph._rename_value(node, index, name)
 
     def __copy__(self) -> GraphBuilder:
         raise BuilderStateError("GraphBuilder cannot be copied")
