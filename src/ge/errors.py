@@ -439,6 +439,27 @@ class ConstantEvaluationError(GeError, RuntimeError):
     code = "GE1306"
 
 
+class _SaysWhere(GeError):
+    """An error whose message names its `location` already: `str()` does not repeat it."""
+
+    def _context(self) -> list[str]:
+        context = super()._context()
+        if self.location and str(self.location) in self.message:
+            context.remove(f"at {self.location}")
+        return context
+
+
+class InferenceFunctionError(_SaysWhere, ShapeInferenceError):
+    """A custom operator's registered inference function raised, or returned other than one
+    `TensorDesc` per output: its author's bug, raised even where inference is quiet (the
+    ES builder), so a pass building the operator fails instead of leaving it untyped."""
+
+
+class KernelError(_SaysWhere, ConstantEvaluationError):
+    """A custom operator's registered kernel raised, or returned values whose number, dtype
+    or shape contradict the node's outputs: its author's bug, wherever ge runs it."""
+
+
 class BuilderStateError(GeError, RuntimeError):
     """A `GraphBuilder` used after `build_and_reset` (or a TensorHolder constructed directly)."""
 
@@ -469,6 +490,8 @@ __all__ += [
     "BuilderTypeError",
     "BuilderValueError",
     "ConstantEvaluationError",
+    "InferenceFunctionError",
+    "KernelError",
     "OpAttributeError",
     "OpInputError",
     "OpNotFoundError",

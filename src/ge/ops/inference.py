@@ -18,13 +18,14 @@ from typing import NamedTuple
 import onnx
 from onnx import shape_inference
 
-from ge.errors import ShapeInferenceError
+from ge.errors import InferenceFunctionError, ShapeInferenceError
 from ge.graph.graph import Graph
 from ge.graph.node import Node
 from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, is_known_type
+from ge.ops.custom_calls import call_infer
 from ge.ops.functions import called_function, infer_call
 from ge.ops.memo import active_memo
 from ge.ops.ml_shapes import infer_ml_node, typed_by_ml_rule
@@ -186,20 +187,9 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
         tensor = const_value(node, i)
         values.append(tensor.numpy() if tensor is not None else None)
     ctx = InferContext(node.type, node.domain, descs, values, attrs, node.get_outputs_size())
-    try:
-        result = list(custom.infer(ctx))
-    except Exception as err:
-        raise ShapeInferenceError(
-            f"{ir_node_label(node)}: the registered inference "
-            f"function failed: {err}", nodes=[node.name]) from err
-    if len(result) < node.get_outputs_size() or not all(
-        isinstance(d, TensorDesc) for d in result
-    ):
-        raise ShapeInferenceError(
-            f"{ir_node_label(node)}: the inference function must "
-            f"return {node.get_outputs_size()} TensorDesc(s), got {result!r}", nodes=[node.name])
-    for i in range(node.get_outputs_size()):
-        _write(node, i, result[i])
+    result = call_infer(custom, ctx, ir_node_label(node), node.name)
+    for i, desc in enumerate(result):
+        _write(node, i, desc)
     return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
 
 
@@ -269,7 +259,8 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     `OpNotFoundError` for an operator without a schema. Inside `inference_memo_scope`
     (`ge.ops.memo`) a node with the signature of one inferred before takes its result.
     `quiet=True` returns None instead of raising `ShapeInferenceError` (the ES builder: a
-    pattern or replacement graph need not be well-typed).
+    pattern or replacement graph need not be well-typed), but never for an
+    `InferenceFunctionError`: a custom operator's own function failing is its author's bug.
     """
     if node._type in STRUCTURAL and not node._domain:
         return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
@@ -281,6 +272,8 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     else:
         try:
             inferred = _infer_node(node)
+        except InferenceFunctionError:
+            raise
         except ShapeInferenceError:
             return None
     if inferred is not None and node._type in SHAPED_BY_VALUE and refine_from_shape_values(
@@ -300,6 +293,8 @@ def infer_new_node(node: Node) -> None:
     else:
         try:
             _infer_node(node)
+        except InferenceFunctionError:
+            raise
         except ShapeInferenceError:
             return
     if node._type in SHAPED_BY_VALUE:

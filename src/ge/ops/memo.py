@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import AttributeProto
 
-from ge.errors import ShapeInferenceError
+from ge.errors import InferenceFunctionError, ShapeInferenceError
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.keys import hashable_value
 from ge.graph.places import ir_node_label, node_named
@@ -75,7 +75,8 @@ class InferenceMemo:
               write: Callable[[Node, int, TensorDesc], None], *,
               quiet: bool = False, copies: bool = True) -> list[TensorDesc] | None:
         """`infer(node)`, or the result it gave for a node of the same signature. `quiet`:
-        a failure gives None instead of raising (a builder that types what it can).
+        a failure gives None instead of raising (a builder that types what it can), but an
+        `InferenceFunctionError` (a custom operator's own function failing) is raised.
         `copies=False`: a hit writes the descs but returns [] instead of copies of them (a
         caller that only wants the node typed)."""
         key = signature(node, self)
@@ -86,6 +87,8 @@ class InferenceMemo:
             self.misses += 1
             try:
                 result = infer(node)
+            except InferenceFunctionError:
+                raise  # (a custom operator's own function: never quiet, never kept)
             except ShapeInferenceError as err:
                 self._known[key] = ("failed", (node.name, node_named(node), err.message))
                 if quiet:
