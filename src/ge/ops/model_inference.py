@@ -33,6 +33,7 @@ from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
+from ge.ops.custom_typing import provisional_nodes, ready, settled, type_in_order, typed
 from ge.ops.functions import FunctionKey, function_key, opaque_functions
 from ge.ops.inference import (
     _fresh_symbol,
@@ -54,7 +55,6 @@ from ge.ops.loop_claims import (
     loop_claims,
     relax_carried_outputs,
 )
-from ge.ops.ml_shapes import typed_by_ml_rule
 from ge.ops.refinement import refine_output_descs
 
 __all__ = ["contradicted_outputs", "infer_shapes"]
@@ -527,37 +527,20 @@ def _shape_bodies(root: Graph) -> None:
     exported `torch.cond`'s layer norms then had no rank, and no fusion checking shapes
     fired in them)."""
     unshaped = [n for body in root.get_all_subgraphs() for n in body.get_direct_nodes()
-                if any(n._output_dtype(i) == DataType.DT_UNDEFINED
+                if not typed_by_ge(n) and any(n._output_dtype(i) == DataType.DT_UNDEFINED
                        or n.get_output_desc(i).get_shape().is_unknown_rank()
                        for i in range(n.get_outputs_size()))]
-    if unshaped:
-        refine_output_descs(unshaped)
+    if unshaped:  # (those typed by ge wait for final inputs: `ge.ops.custom_typing`)
+        refine_output_descs(unshaped, leave=typed_by_ge)
 
 
 #: Custom operators are typed by their own functions once onnx's whole-model inference has
-#: typed their inputs, which then runs again to carry their outputs on. A chain of hundreds
-#: of them (an onnxruntime-optimised transformer has a few per layer) would re-run it once
-#: per link: after this many rounds the rest of the chain is typed node by node
-#: (`refine_output_descs`), and one more whole-model run settles it.
+#: typed their inputs from final values (`ge.ops.custom_typing`), which then runs again to
+#: carry their outputs on. A chain of hundreds of them with standard operators between (an
+#: onnxruntime-optimised transformer has a few per layer) would re-run it once per link:
+#: after this many rounds the rest is typed node by node (`type_in_order`), and one more
+#: whole-model run settles it.
 _WHOLE_MODEL_ROUNDS = 4
-
-
-def _typed(node: Node) -> bool:
-    """Whether every output `node` gives (an absent optional one, named "", is not given)
-    has a desc."""
-    return all(node.has_output_desc(i) for i in range(node.get_outputs_size())
-               if node.get_output_name(i))
-
-
-def _settled(node: Node) -> bool:
-    """Whether a node typed by ge needs no inference: every output typed, and for an
-    `ai.onnx.ml` one with a known rank (strict inference gives its outputs an element type
-    only)."""
-    if not _typed(node):
-        return False
-    return not typed_by_ml_rule(node) or not any(
-        node.get_output_desc(i).get_shape().is_unknown_rank()
-        for i in range(node.get_outputs_size()) if node.get_output_name(i))
 
 
 def _pass_through_loops(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
@@ -595,19 +578,29 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
     _shape_bodies(root)
     # onnxruntime's operators whose types the file declares: inference skips them, so they
     # are checked against onnxruntime once their inputs are typed (below)
-    declared = [n for n in custom if strict and is_runtime_domain_node(n) and _typed(n)]
-    for rounds in range(1, len(custom) + 1):
-        changed = False
-        for node in custom:
-            if _settled(node):
-                continue
-            if infer_node(node) is not None:
-                changed = True
-        if not changed:
+    declared = [n for n in custom if strict and is_runtime_domain_node(n) and typed(n)]
+    for rounds in range(1, len(custom) + 2):
+        pending = [n for n in custom if not settled(n)]
+        if not pending:
             break
-        if rounds >= _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
-            refine_output_descs({consumer: None for node in custom
-                                 for consumer in node.get_out_data_nodes()})
+        # what the last run typed from their missing outputs: not final yet
+        provisional = provisional_nodes(pending)
+        if rounds > _WHOLE_MODEL_ROUNDS:  # a long chain of them: the rest node by node
+            changed = type_in_order(root, provisional)
+        else:
+            changed = False
+            for node in pending:
+                if not settled(node) and ready(node, provisional) and (
+                        infer_node(node) is not None):
+                    changed = True
+        if not changed:
+            # none became final: those whose inputs stay provisional (behind a node nothing
+            # types) are typed from what is known of them, unknown ranks included
+            for node in pending:
+                if not settled(node) and infer_node(node) is not None:
+                    changed = True
+            if not changed:
+                break
         claims = _pass_through_loops(root, known_values, strict, True, opaque, claims)
     for node in declared:
         check_declared_runtime_node(node)

@@ -15,7 +15,7 @@ consumers, so one call settles everything the new constants decide.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ge.errors import GeError
 from ge.graph.node import Node
@@ -63,11 +63,12 @@ def _consumers(node: Node, outputs: Iterable[int]) -> Iterator[Node]:
             yield consumer
 
 
-def refine_output_descs(nodes: Iterable[Node]) -> int:
+def refine_output_descs(nodes: Iterable[Node],
+                        leave: Callable[[Node], bool] | None = None) -> int:
     """Infer `nodes` again and keep what that adds to their output descs (see the module
     docstring), then do the same for the consumers of every refined output. Nodes owning
-    subgraphs, structural nodes and nodes onnx cannot type are left as they are. Returns
-    the number of outputs refined."""
+    subgraphs, structural nodes, nodes onnx cannot type and those `leave` is true of are
+    left as they are. Returns the number of outputs refined."""
     queue = deque(nodes)
     queued = set(queue)
     refined_count = 0
@@ -76,7 +77,7 @@ def refine_output_descs(nodes: Iterable[Node]) -> int:
         queued.discard(node)
         if node.owner_graph is None or (node.type in STRUCTURAL and not node.domain):
             continue
-        if node.get_subgraphs():
+        if node.get_subgraphs() or (leave is not None and leave(node)):
             continue
         count = node.get_outputs_size()
         old = [node.get_output_desc(i) for i in range(count)]
