@@ -19,14 +19,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ge._text import first_and_more
-from ge.errors import GeError, RewriteError
+from ge.errors import GeError, RewriteError, SourceLocation
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node, TensorDesc
 from ge.graph import order as graph_order
 from ge.graph.domains import normalize_domain
 from ge.graph.node import is_const
 from ge.graph.places import ir_node_label, node_named, node_ref
 from ge.graph.types import DataType
+from ge.ops.custom_calls import function_location, inference_function_text
+from ge.ops.functions import called_function
 from ge.ops.inference import descs_contradict, proto_contradicts
+from ge.ops.registry import get_custom_op
 from ge.ops.shape_values import fill_unknown_dims, unfilled_desc
 
 __all__ = [
@@ -348,11 +351,30 @@ def _check_output_descs(region: Region, outputs: Sequence[Producer]) -> None:
             continue  # (a value info not decoded yet, read as it is: cheaper than decoding)
         before = old._held_output_desc(old_index)
         if before is not None and descs_contradict(before, after):
-            raise RewriteError(
+            note, location = _typed_by_function(new, new_index)
+            err = RewriteError(
                 f"output {j} of the replacement ({ir_node_label(new)}) is "
                 f"{after!r} where the output it replaces ({ir_node_label(old)}) is "
-                f"{before!r}: the nodes reading it expect the latter",
+                f"{before!r}: the nodes reading it expect the latter{note}",
                 nodes=[old.name])
+            if location is not None:  # the E13028 points at that function, not the hook
+                err.__ge_location__ = location  # type: ignore[attr-defined]
+            raise err
+
+
+def _typed_by_function(node: Node, index: int) -> tuple[str, SourceLocation | None]:
+    """For an output typed by a custom operator's registered inference function (not a
+    call of a model-local function), the sentence saying so, with what it was given, and
+    the function's `def` line; else ("", None)."""
+    custom = get_custom_op(node.type, node.domain) if node._domain else None
+    if custom is None or called_function(node) is not None:
+        return "", None
+    ins = ", ".join(repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
+                    for i in range(node.get_inputs_size()))
+    return (f"; output {index} of {node.domain}::{node.type} is typed by "
+            f"{inference_function_text(custom)}, which gave it for input descs ({ins}): "
+            "if the replacement is the operator the match needs, that function is wrong",
+            function_location(custom.infer))
 
 
 def _reaching_outputs(graph: Graph, made: list[Node], outputs: Sequence[Producer]

@@ -130,9 +130,11 @@ def hook_location(hook: object) -> SourceLocation | None:
 def blame(exc: BaseException, hook: object) -> BaseException:
     """Mark `exc`, raised by ge about what `hook` returned, as that hook's fault: the E13028
     it becomes points at the hook's `def` (its first decorator's) line rather than at the
-    pass's class statement. Hooks of ge's own (a synthesized `patterns()`) are not marked."""
+    pass's class statement. Hooks of ge's own (a synthesized `patterns()`) are not marked,
+    nor is an error marked already (the line of a custom operator's inference function that
+    typed the replacement's output wrongly: `ge.passes.rewrite`)."""
     location = hook_location(hook)
-    if location is not None:
+    if location is not None and blamed_location(exc) is None:  # (a nearer cause stays)
         exc.__ge_location__ = location  # type: ignore[attr-defined]
     return exc
 
