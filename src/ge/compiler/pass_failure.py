@@ -9,7 +9,13 @@ from collections.abc import Iterable
 from ge._signals import interrupt_behind
 from ge.compiler.last_changes import Blame
 from ge.compiler.pass_registry import RegisteredPass
-from ge.errors import GeError, PassRunError, SourceLocation
+from ge.errors import (
+    GeError,
+    InferenceFunctionError,
+    KernelError,
+    PassRunError,
+    SourceLocation,
+)
 from ge.passes.hooks import hook_note
 from ge.passes.source import (
     blamed_location,
@@ -87,7 +93,13 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
             reason = f"{reason.rstrip('.')}. {note}"
         # the hooks failed on one match: which (of two Divs, which one was it?)
         nodes = nodes or marked_match(exc)
-    if entry.builtin and unchecked:  # the graph it got may be what was broken
+    if entry.builtin and isinstance(exc, (InferenceFunctionError, KernelError)):
+        what = "built-in pass"  # it ran a custom operator's own function, which failed
+        advice = (" The custom operator's registered function is at fault (its plugin's "
+                  f"code, not ge): fix it, or disable={entry.name!r} (--disable "
+                  f"{entry.name}) compiles without this pass.")
+        location = exc.location or location
+    elif entry.builtin and unchecked:  # the graph it got may be what was broken
         what = "built-in pass"
         advice = (" The checks after each pass were off (check='none', --check none), so a "
                   "pass that ran before it may have left the graph invalid: compile with the "

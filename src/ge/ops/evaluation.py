@@ -38,6 +38,7 @@ from ge.graph.node import Node, is_const
 from ge.graph.places import ir_node_label
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_from_numpy
+from ge.ops.custom_calls import call_kernel
 from ge.ops.inference import is_custom_node
 from ge.ops.onnx_node import (
     STRUCTURAL,
@@ -115,11 +116,9 @@ def _evaluate_custom(node: Node, values: list[Tensor | None]) -> list[Tensor]:
     attrs.update({k: node.get_attr(k) for k in node.get_attr_names()})
     if custom.kernel is not None:
         arrays = [v.numpy() if v is not None else None for v in values]
-        try:
-            result = custom.kernel(*arrays, **attrs)
-        except Exception as err:
-            raise ConstantEvaluationError(f"{what}: the kernel failed: {err}") from err
-        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        expected = [node.get_output_desc(i) if node.has_output_desc(i) else None
+                    for i in range(node.get_outputs_size())]
+        results = call_kernel(custom, arrays, attrs, what, expected, node_name=node.name)
     else:
         if _decomposition_builder is None:
             raise ConstantEvaluationError(

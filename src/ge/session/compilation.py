@@ -73,7 +73,7 @@ from ge.session.input_verdicts import (
     with_input_verdict,
 )
 from ge.session.onnx_tools import check_opset, converted_graph, upgraded_opset
-from ge.session.runner import ModelRunner, exported_to_run
+from ge.session.runner import ModelRunner, custom_output_descs, exported_to_run
 from ge.session.verification import (
     SizedRun,
     VerificationReport,
@@ -492,7 +492,8 @@ def compile(
                     with exported_to_run(graph, value_info=typed, lift_constants=True) as saved:
                         try:
                             verification = compare_run(
-                                ModelRunner(saved), expected, feeds, rtol=rtol, atol=atol,
+                                ModelRunner(saved, output_descs=custom_output_descs(graph)),
+                                expected, feeds, rtol=rtol, atol=atol,
                                 not_compared=random, computed_in=narrow, resized=resized)
                         except SessionError as err:
                             raise _compiled_unrunnable(err, report) from err

@@ -34,12 +34,15 @@ from ge.errors import (
     VerificationInputError,
 )
 from ge.graph.attributes import decode_attr
-from ge.graph.domains import ONNX_DOMAINS
+from ge.graph.domains import ONNX_DOMAINS, proto_graphs
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
+from ge.graph.places import node_label
 from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
-from ge.graph.value_info import holds_non_tensor
+from ge.graph.value_info import desc_from_value_info, holds_non_tensor, is_known_type
+from ge.ops.custom_calls import call_kernel
 from ge.ops.evaluation import evaluate_node
 from ge.ops.functions import inline_local_functions
 from ge.ops.registry import CustomOp, get_custom_op
@@ -60,6 +63,7 @@ __all__ = [
     "InputSpec",
     "ModelRunner",
     "checked_inputs",
+    "custom_output_descs",
     "exported_to_run",
     "model_inputs",
     "model_name",
@@ -332,11 +336,12 @@ def _decomposed(custom: CustomOp, inputs: tuple[Any, ...], attrs: dict[str, Any]
     return [t.numpy() for t in evaluate_node(node)]
 
 
-def _op_run_class(custom: CustomOp) -> type[OpRun]:
+def _op_run_class(custom: CustomOp, declared: Mapping[str, TensorDesc]) -> type[OpRun]:
     """An `OpRun` subclass the reference evaluator calls for the operator's nodes.
 
     Attributes reach the kernel as keyword arguments, decoded the way `Node.get_attr` does,
-    with the schema's defaults filled in (as in constant evaluation).
+    with the schema's defaults filled in (as in constant evaluation). Its values are checked
+    against the output types the model declares (`declared`, by value name): `KernelError`.
     """
     spec = custom.spec
     defaults = {k: a.default for k, a in spec.attributes.items() if a.default is not None}
@@ -346,12 +351,14 @@ def _op_run_class(custom: CustomOp) -> type[OpRun]:
         attrs = dict(defaults)
         attrs.update((a.name, decode_attr(a)[1]) for a in node.attribute)
         count = len(node.output)
+        if custom.kernel is not None:
+            label = node_label(node.op_type, node.name, domain=node.domain,
+                               outputs=node.output)
+            expected = [declared.get(name) if name else None for name in node.output]
+            results = call_kernel(custom, inputs, attrs, label, expected, node_name=node.name)
+            return tuple(np.asarray(r) for r in results)
         try:
-            if custom.kernel is not None:
-                result = custom.kernel(*inputs, **attrs)
-                results = list(result) if isinstance(result, (tuple, list)) else [result]
-            else:
-                results = _decomposed(custom, inputs, attrs, count)
+            results = _decomposed(custom, inputs, attrs, count)
         except Exception as err:
             # Not a TypeError: OpRun.run would replace the message with a generic one.
             raise RuntimeError(f"custom operator {spec.domain}::{spec.op_type} (node "
@@ -359,6 +366,33 @@ def _op_run_class(custom: CustomOp) -> type[OpRun]:
         return tuple(np.asarray(r) for r in results[:count])
 
     return type(spec.op_type, (OpRun,), {"op_domain": spec.domain, "_run": _run})
+
+
+def custom_output_descs(graph: Graph) -> dict[str, TensorDesc]:
+    """The known output descs of `graph`'s custom-domain nodes by value name (subgraphs
+    included): what their kernels' values must fit when the model runs exported without
+    value_info."""
+    found: dict[str, TensorDesc] = {}
+    for node in graph.root_graph().get_all_nodes():
+        if node.domain and not runs_in_onnxruntime(node.domain):
+            for i, name in enumerate(node.get_output_names()):
+                if name and node.has_output_desc(i):
+                    found[name] = node.get_output_desc(i)
+    return found
+
+
+def _declared_types(model: onnx.ModelProto, customs: Iterable[CustomOp]) -> dict[str, TensorDesc]:
+    """The descs the model declares (value_info, graph outputs) for the outputs of the nodes
+    of `customs`' operators, by value name: what their kernels' values must fit."""
+    keys = {c.key for c in customs}
+    wanted = {name for node in _all_nodes(model.graph) if (node.domain, node.op_type) in keys
+              for name in node.output if name}
+    found: dict[str, TensorDesc] = {}
+    for graph in proto_graphs(model.graph):
+        for vi in (*graph.value_info, *graph.output):
+            if vi.name in wanted and is_known_type(vi.type):
+                found[vi.name] = desc_from_value_info(vi)
+    return found
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -444,9 +478,12 @@ class ModelRunner:
 
     A float8, 4-bit or 2-bit input goes to onnxruntime as an OrtValue; a model with such an
     output runs with `run_with_ort_values`, which a string, sequence, map or optional input
-    or output cannot go through: such a model is `RuntimeLoadError` here, before it runs."""
+    or output cannot go through: such a model is `RuntimeLoadError` here, before it runs.
+    `output_descs` (by value name) adds to the types the model declares what a custom
+    operator's kernel's values are checked against (`custom_output_descs`)."""
 
-    def __init__(self, model: Model | ExportedModel) -> None:
+    def __init__(self, model: Model | ExportedModel, *,
+                 output_descs: Mapping[str, TensorDesc] | None = None) -> None:
         if isinstance(model, ExportedModel):  # checked as the proto it is, as a proto is
             self.inputs, self.name = _proto_inputs(model.proto), model.proto.graph.name
         else:  # a Graph is read before export: nothing changes
@@ -462,12 +499,13 @@ class ModelRunner:
                 f"graph {self.name!r} cannot be exported to run: {_one_line(err)}",
                 nodes=getattr(err, "nodes", ())) from err
         try:
-            self._prepare(exported)
+            self._prepare(exported, output_descs or {})
         finally:  # what the backend needs of the file it has read
             if folder is not None:
                 folder.cleanup()
 
-    def _prepare(self, exported: ExportedModel) -> None:
+    def _prepare(self, exported: ExportedModel, output_descs: Mapping[str, TensorDesc]
+                 ) -> None:
         proto = exported.proto
         self.output_names = [o.name for o in proto.graph.output]
         customs = custom_ops_of(proto)  # (an operator nothing defines: refused here)
@@ -489,8 +527,10 @@ class ModelRunner:
                     copy = onnx.ModelProto()
                     copy.CopyFrom(whole)  # (the defaults are filled in in place)
                     whole = inline_local_functions(copy)
+                declared = {**output_descs, **_declared_types(whole, customs)}
                 self._evaluator = ReferenceEvaluator(
-                    whole, new_ops=[*(_op_run_class(c) for c in customs), *RUNTIME_KERNELS])
+                    whole, new_ops=[*(_op_run_class(c, declared) for c in customs),
+                                    *RUNTIME_KERNELS])
             elif exported.path is not None:
                 self._session = self._ort_session(str(exported.path))
             else:
