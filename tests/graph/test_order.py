@@ -197,6 +197,36 @@ def test_a_cycle_made_by_edges_is_reported_by_topological_order() -> None:
         graph.topological_order()
 
 
+def test_would_create_cycle_answers_on_a_graph_an_edit_left_with_a_cycle() -> None:
+    """An edge closing a cycle is accepted (a pass may pass through one while rewiring);
+    the list stays as it was, topological_order() reports the cycle, and the question
+    would_create_cycle() still gets its answer, by a plain search, changing nothing."""
+    graph, nodes = _long_chain(5)  # x -> r0 -> ... -> r4 -> out
+    x, r0, r1, r2, r3, r4 = nodes
+    side = add_op(graph, "Neg", x, name="side")  # reads x, read by nobody
+    graph.topological_order()
+    listed = _names(graph.get_direct_nodes())
+    graph.remove_edge(r1, 0, r2, 0)
+    graph.add_data_edge(r4, 0, r2, 0)  # r2 -> r3 -> r4 -> r2
+    assert _names(graph.get_direct_nodes()) == listed  # not re-sorted, not refused
+    version, mutations = graph.journal.structure_version, graph.mutation_count
+    assert graph.would_create_cycle(r4, r3)  # r3 -> r4 already
+    assert graph.would_create_cycle(r3, r0) is False  # r0 does not lead to r3 any more
+    assert graph.would_create_cycle(side, r0) is False
+    assert graph.would_create_cycle(r0, side) is False  # side reads x only
+    assert graph.would_create_cycle(side, x)  # x -> side
+    assert graph.would_create_cycle(r2, r2)
+    assert (graph.journal.structure_version, graph.mutation_count) == (version, mutations)
+    assert _names(graph.get_direct_nodes()) == listed
+    with pytest.raises(GraphError, match=r"has a cycle through nodes: r2, r3, r4$"):
+        graph.topological_order()
+    graph.remove_edge(r4, 0, r2, 0)  # the cycle is gone: the order is established again
+    graph.add_data_edge(r1, 0, r2, 0)
+    assert _names(graph.topological_order()) == listed
+    assert graph.would_create_cycle(r4, r2) and not graph.would_create_cycle(r2, r4)
+    assert _valid(graph)
+
+
 def test_a_model_listed_out_of_order_is_sorted_stably_on_first_use(tmp_path) -> None:
     nodes = [oh.make_node("Neg", ["b"], ["y"], name="last"),
              oh.make_node("Relu", ["x"], ["a"], name="first"),

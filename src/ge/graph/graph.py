@@ -297,7 +297,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
     def get_direct_nodes(self) -> list[Node]:
         """Nodes of this graph (not of its subgraphs) in the graph's order: a new list, so
         the graph may be changed while iterating it. The order is a topological one once
-        `topological_order()` established it (always, for graphs built with the API)."""
+        `topological_order()` established it, until an edge closes a cycle (graph.md)."""
         return list(self._listed())
 
     def _listed(self) -> list[Node]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
 __all__ = ["GAP", "append", "establish", "fix_edge", "label", "mark_unknown", "move",
-           "owner_in", "successors", "walk", "would_create_cycle"]
+           "owner_in", "reaches", "successors", "walk", "would_create_cycle"]
 
 #: Label distance between nodes appended one after the other.
 GAP = 1 << 32
@@ -268,6 +268,22 @@ def would_create_cycle(graph: Graph, src: Node, dst: Node) -> bool:
     if src._seq < dst._seq:
         return False
     return _search(graph, src, dst) is None
+
+
+def reaches(graph: Graph, start: Node, target: Node) -> bool:
+    """Whether `target` depends on `start` (both direct nodes of `graph`), by a plain search
+    from `start`: right whatever the order holds, so what answers when a cycle broke it."""
+    if start is target:
+        return True
+    stack, seen = [start], {start}
+    while stack:
+        for succ in successors(graph, stack.pop()):
+            if succ is target:
+                return True
+            if succ not in seen:
+                seen.add(succ)
+                stack.append(succ)
+    return False
 
 
 # -- establishing the order -----------------------------------------------------------

@@ -52,7 +52,8 @@ class GraphTopology:
         """Would an edge from an output of `src_node` to an input of `dst_node` make a cycle
         (extension)? `dst_node` may be in a subgraph of src's graph (its owner then depends
         on `src_node`). Answered by a search bounded to the nodes between the two in the
-        maintained order, so the common case visits a handful of nodes."""
+        maintained order, so the common case visits a handful of nodes. On a graph whose
+        order a cycle broke (an edit closed one), a plain search from `dst_node` answers."""
         _check_node_arg(src_node, "src_node")
         _check_node_arg(dst_node, "dst_node")
         self._check_member(src_node, "src_node", allow_outer=True)
@@ -63,7 +64,10 @@ class GraphTopology:
             raise GraphError(f"node {dst_node._name!r} cannot read {src_node._name!r}: it is "
                              f"not in the scope of graph {graph._name!r}")
         if not graph._order_ok:
-            order.establish(graph)
+            try:
+                order.establish(graph)
+            except GraphError:  # a cycle already: no order bounds the search
+                return order.reaches(graph, owner, src_node)
         return order.would_create_cycle(graph, src_node, owner)
 
     def insert_before(self: Graph, anchor: Node, nodes: Node | Sequence[Node]) -> None:
