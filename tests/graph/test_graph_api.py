@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -581,6 +582,58 @@ def test_const_value_of_a_loaded_model_is_a_tensor() -> None:
     assert weight.get_attr("value").shape == [8, 8]
     constant = graph.find_node_by_name("/Constant")
     assert constant.type == "Const" and constant.get_attr("value").data is True
+
+
+@pytest.mark.parametrize(("value", "data_type", "shape"), [
+    ([0, 0, 12], DataType.DT_INT64, [3]),
+    (3, DataType.DT_INT64, []),
+    (2.5, DataType.DT_FLOAT, []),
+    ([1, 2.5], DataType.DT_FLOAT, [2]),  # ints among floats are floats
+    (True, DataType.DT_BOOL, []),
+    ([[True], [False]], DataType.DT_BOOL, [2, 1]),
+    ("abc", DataType.DT_STRING, []),  # as np.array("abc")
+    (["a", "bc"], DataType.DT_STRING, [2]),
+])
+def test_add_const_types_python_values_as_ge_es_does(value: object, data_type: DataType,
+                                                      shape: list[int]) -> None:
+    """Python ints are int64 and floats float32 (ge.es's scalars, numpy's ints), so an int
+    list is a valid Reshape target (trial YY: it was float32 and passed validate())."""
+    graph = Graph("g")
+    const = graph.add_const(value, name="c")
+    tensor = const.get_attr("value")
+    assert (tensor.data_type, tensor.shape) == (data_type, shape)
+    assert const.get_output_desc(0).data_type is data_type
+    assert tensor.data == value
+
+
+def test_an_int_list_from_add_const_is_a_reshape_target_onnx_accepts(tmp_path: Path) -> None:
+    graph = Graph("g")
+    x = add_data(graph, 0, "x", TensorDesc([2, 3, 4], data_type=DataType.DT_FLOAT))
+    reshape = add_op(graph, "Reshape", x, graph.add_const([0, 12], name="target"), name="r")
+    reshape.update_output_desc(0, TensorDesc([2, 12], data_type=DataType.DT_FLOAT))
+    add_output(graph, reshape)
+    graph.save(tmp_path / "m.onnx", full_check=True)
+    saved = onnx.load(tmp_path / "m.onnx")
+    assert saved.graph.initializer[0].data_type == onnx.TensorProto.INT64
+
+
+@pytest.mark.parametrize(("value", "error", "message"), [
+    (object(), GraphTypeError, "holds bool, int, float or str (or nested lists of one of "
+                               "them), got object"),
+    (b"abc", GraphTypeError, "got bytes"),
+    ([1, True], GraphTypeError, "mixes bool and int"),
+    (["a", 1.0], GraphTypeError, "mixes float and str"),
+    ([[1, 2], [3]], GraphError, "cannot be made an array of int64"),
+    (2**70, GraphError, "does not fit int64"),
+])
+def test_add_const_refuses_a_python_value_it_cannot_type(value: object, error: type,
+                                                        message: str) -> None:
+    graph = chain()
+    nodes, mutations = len(graph), graph.mutation_count
+    with pytest.raises(error, match=re.escape(message)) as info:
+        graph.add_const(value)
+    assert info.value.code == ("GE1002" if error is GraphTypeError else "GE1001")
+    assert (len(graph), graph.mutation_count) == (nodes, mutations)
 
 
 def test_attribute_values_are_owned_by_the_node() -> None:

@@ -246,9 +246,10 @@ def test_tensor_desc_copy_and_equality() -> None:
 # -- Tensor ------------------------------------------------------------------------------------
 
 
-def test_tensor_from_list_is_float_by_default() -> None:
-    """Python data becomes DT_FLOAT with the nested shape; data reads back as lists."""
-    tensor = Tensor([[1, 2, 3], [4, 5, 6]])
+def test_tensor_from_python_floats_is_float() -> None:
+    """Python floats become DT_FLOAT with the nested shape (ints among them too: ge.es's
+    rule); data reads back as lists."""
+    tensor = Tensor([[1, 2, 3.0], [4, 5, 6]])
     assert tensor.data_type is DataType.DT_FLOAT and tensor.get_data_type() is DataType.DT_FLOAT
     assert tensor.shape == [2, 3] and tensor.get_shape() == Shape([2, 3])
     assert tensor.data == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]] == tensor.get_data()

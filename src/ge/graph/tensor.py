@@ -25,14 +25,60 @@ from ge.graph.types import (
     data_type_to_onnx,
 )
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "python_array"]
+
+#: The element kind of a Python value, by its type (bool before int: bool is an int).
+_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    ((bool, np.bool_), "bool"), ((int, np.integer), "int"), ((float, np.floating), "float"),
+    (str, "str"))
+#: The numpy dtype of Python data holding these element kinds (None: refused).
+_DTYPES: dict[frozenset[str], Any] = {
+    frozenset(): np.float32, frozenset({"bool"}): np.bool_, frozenset({"int"}): np.int64,
+    frozenset({"float"}): np.float32, frozenset({"int", "float"}): np.float32,
+    frozenset({"str"}): np.str_}
+
+
+def _kinds(data: Any, kinds: set[str]) -> None:
+    """Add the element kinds of `data` (a scalar or nested lists and tuples) to `kinds`."""
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            _kinds(item, kinds)
+        return
+    for types, kind in _KINDS:
+        if isinstance(data, types):
+            kinds.add(kind)
+            return
+    raise GraphTypeError(
+        f"a constant's Python value holds bool, int, float or str (or nested lists of one of "
+        f"them), got {type(data).__name__}; give a numpy array or a Tensor for other data")
+
+
+def python_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """The array of Python data (a scalar or nested lists), by `ge.es`'s rule unless `dtype`
+    says: ints are int64, floats (ints among them too) float32, bools bool, str strings."""
+    kinds: set[str] = set()
+    _kinds(data, kinds)
+    if dtype is None:
+        dtype = _DTYPES.get(frozenset(kinds))
+        if dtype is None:
+            raise GraphTypeError(f"a constant's Python value mixes {' and '.join(sorted(kinds))}"
+                                 "; give one kind, or a numpy array of the dtype meant")
+    try:
+        return np.asarray(data, dtype=dtype)
+    except OverflowError as exc:
+        raise GraphError(f"a constant's Python value does not fit {np.dtype(dtype)}: {exc}"
+                         ) from None
+    except ValueError as exc:  # ragged lists, or text given a numeric data_type
+        raise GraphError(f"a constant's Python value cannot be made an array of "
+                         f"{np.dtype(dtype)}: {exc}") from None
 
 
 class Tensor:
     """A constant tensor: data, data type, shape, format and placement.
 
-    `data_type=None` takes the type from a numpy array (DT_FLOAT for Python data); a `shape`
-    reshapes the data and must have the same element count (`ValueError` otherwise).
+    `data_type=None` takes the type from a numpy array, and from Python data as `ge.es`
+    does (`python_array`: ints are DT_INT64, floats DT_FLOAT); a `shape` reshapes the data
+    and must have the same element count (`ValueError` otherwise).
     """
 
     __slots__ = ("_array", "_dims", "_dtype", "_format", "_placement", "_proto")
@@ -73,7 +119,8 @@ class Tensor:
         elif data is None:
             array = np.zeros((0,), dtype=data_type_to_numpy(data_type or DataType.DT_FLOAT))
         else:
-            array = np.asarray(data, dtype=data_type_to_numpy(data_type or DataType.DT_FLOAT))
+            array = python_array(data, None if data_type is None
+                                 else data_type_to_numpy(data_type))
         if shape is not None:
             dims = [int(d) for d in shape]
             if int(np.prod(dims, dtype=np.int64)) != array.size:
