@@ -6,6 +6,7 @@ import copy
 import pickle
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -634,6 +635,42 @@ def test_add_const_refuses_a_python_value_it_cannot_type(value: object, error: t
         graph.add_const(value)
     assert info.value.code == ("GE1002" if error is GraphTypeError else "GE1001")
     assert (len(graph), graph.mutation_count) == (nodes, mutations)
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    (lambda g: g.nodes_of_type(5), "op_type must be a str, got int"),
+    (lambda g: g.nodes_of_type(b"Relu"), "op_type must be a str, got bytes"),
+    (lambda g: g.nodes_of_type(["Relu"]), "op_type must be a str, got list"),
+    (lambda g: g.nodes_of_type("Relu", 5), "domain must be a str or None, got int"),
+    (lambda g: g.nodes_of_type("Abs", b""), "domain must be a str or None, got bytes"),
+    (lambda g: g.count_of_type(5), "op_type must be a str, got int"),
+    (lambda g: g.count_of_type("Relu", 0), "domain must be a str or None, got int"),
+    (lambda g: g.count_of_type("Abs", ["x"]), "domain must be a str or None, got list"),
+    (lambda g: g.has_node(123), "name must be a str, got int"),
+    (lambda g: g.find_value(b"x:0"), "value_name must be a str, got bytes"),
+    (lambda g: g.get_opset_version(17), "domain must be a str, got int"),
+])
+def test_graph_queries_refuse_arguments_of_the_wrong_type(query: Any, message: str) -> None:
+    """As find_node_by_name(123) does: GE1002, not an empty answer (trial YY:
+    nodes_of_type(5) was [] and count_of_type(5) was 0)."""
+    graph = chain()
+    mutations = graph.mutation_count
+    with pytest.raises(GraphTypeError, match=re.escape(message)) as info:
+        query(graph)
+    assert info.value.code == "GE1002"
+    assert graph.mutation_count == mutations
+
+
+def test_graph_queries_take_str_subclasses_and_answer_misses() -> None:
+    class Name(str):
+        pass
+
+    graph = chain()
+    assert _names(graph.nodes_of_type(Name("Relu"), Name("ai.onnx"))) == ["n0", "n1", "n2"]
+    assert graph.nodes_of_type(Name("Abs")) == [] and graph.count_of_type(Name("Abs")) == 0
+    assert graph.count_of_type("Relu", Name("")) == 3 and graph.count_of_type("Relu", "x") == 0
+    assert graph.has_node(Name("n0")) and not graph.has_node("missing")
+    assert graph.find_value("missing") is None
 
 
 def test_attribute_values_are_owned_by_the_node() -> None:

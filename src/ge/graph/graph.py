@@ -55,6 +55,14 @@ CONST = "Const"
 NET_OUTPUT = "NetOutput"
 
 
+
+def _check_op_query(op_type: object, domain: object) -> None:
+    """GE1002 unless `op_type` is a str and `domain` a str or None (an operator query)."""
+    if not isinstance(op_type, str):
+        raise GraphTypeError(f"op_type must be a str, got {type(op_type).__name__}")
+    if domain is not None and not isinstance(domain, str):
+        raise GraphTypeError(f"domain must be a str or None, got {type(domain).__name__}")
+
 class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
     """A graph of nodes: the root of a model, or a subgraph owned by a node (If/Loop/Scan)."""
 
@@ -229,6 +237,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
     def get_opset_version(self, domain: str = "") -> int | None:
         """The model's opset version for `domain` ("" and "ai.onnx" are the same domain)."""
+        if not isinstance(domain, str):
+            raise GraphTypeError(f"domain must be a str, got {type(domain).__name__}")
         imports = self.root_graph().model.opset_imports
         if domain in ("", "ai.onnx"):
             return imports.get("", imports.get("ai.onnx"))
@@ -353,16 +363,26 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         different operators); "" and "ai.onnx" are the same domain, and None is every
         domain.
         """
-        nodes = self._by_type.get(op_type)
-        if not nodes:
+        try:
+            nodes = self._by_type.get(op_type)
+        except TypeError:  # unhashable: refused below
+            nodes = None
+        if not nodes:  # (only a miss checks the types: a hit had a str op_type)
+            if op_type.__class__ is not str or (domain.__class__ is not str
+                                                and domain is not None):
+                _check_op_query(op_type, domain)  # (a str subclass passes)
             return []
         journal = self.root_graph()._journal
         version = (journal, journal.structure_version)
         typed = self._typed
         if typed is None or typed[0] != version:
             typed = self._typed = (version, {})
-        found = typed[1].get((op_type, domain))
+        try:
+            found = typed[1].get((op_type, domain))
+        except TypeError:  # unhashable: refused below
+            found = None
         if found is None:
+            _check_op_query(op_type, domain)
             if domain is None:
                 found = sorted(nodes, key=order.label)
             else:
@@ -376,9 +396,20 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         """How many direct nodes `nodes_of_type(op_type, domain)` would give: ONNX's
         operator by default, another domain's, or every domain's with None. O(1) for every
         domain and for the standard one; another counts the op's nodes."""
-        nodes = self._by_type.get(op_type)
-        if not nodes or domain is None:
-            return len(nodes) if nodes else 0
+        try:
+            nodes = self._by_type.get(op_type)
+        except TypeError:  # unhashable: refused below
+            nodes = None
+        if not nodes:
+            if op_type.__class__ is not str or (domain.__class__ is not str
+                                                and domain is not None):
+                _check_op_query(op_type, domain)  # (a str subclass passes)
+            return 0
+        if domain is None:
+            return len(nodes)
+        if domain == "":  # the default, before the type check it makes needless
+            return len(nodes) - self._custom_typed.get(op_type, 0)
+        _check_op_query(op_type, domain)
         wanted = normalize_domain(domain)
         if not wanted:
             return len(nodes) - self._custom_typed.get(op_type, 0)
@@ -397,7 +428,15 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
             raise GraphError(f"graph {self._name!r} has no node named {name!r}") from None
 
     def has_node(self, name: str) -> bool:
-        return name in self._by_name
+        """Whether a direct node is called `name`."""
+        try:
+            if name in self._by_name:
+                return True
+        except TypeError:  # unhashable: refused below
+            pass
+        if not isinstance(name, str):
+            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
+        return False
 
     def get_data_nodes(self) -> list[Node]:
         """The graph's inputs (`Data` nodes) ordered by their `index` attribute."""
@@ -424,10 +463,15 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
     def find_value(self, value_name: str) -> tuple[Node, int] | None:
         """The producer of an ONNX value name, looked up in this graph then enclosing ones."""
-        for graph in self._ancestors():
-            found = graph._values.get(value_name)
-            if found is not None:
-                return found
+        try:
+            for graph in self._ancestors():
+                found = graph._values.get(value_name)
+                if found is not None:
+                    return found
+        except TypeError:  # unhashable: refused below
+            pass
+        if not isinstance(value_name, str):  # (only a miss checks: a hit had a str)
+            raise GraphTypeError(f"value_name must be a str, got {type(value_name).__name__}")
         return None
 
     def quantization_annotations(self) -> dict[str, dict[str, str]]:
