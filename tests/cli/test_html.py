@@ -495,3 +495,24 @@ def test_nodes_of_bodies_of_one_name_are_kept_apart(tmp_path: Path) -> None:
     assert [(r["key"], r["graph"], r["graph_path"], r["op"]) for r in payload["removed"]] == [
         ("if2.then_branch::Relu", "sub_graph", "if2.then_branch", "Relu")]
     assert [(r["key"], r["op"]) for r in payload["added"]] == [("if2.then_branch::Abs", "Abs")]
+
+
+def test_a_graph_output_read_by_another_node_has_its_declared_type_on_every_edge(
+        tmp_path: Path, builtin_engine: None) -> None:
+    """Trial YY: `Relu:0: ? ?` on the edge to Neg, `float [n, 4]` on the edge to the output:
+    the type a model declares on a graph output is the value's, whoever reads it."""
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", 4]) for n in "xyz"]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+         helper.make_node("Neg", ["y"], ["z"], name="neg")], "g", vi[:1], vi[1:]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    path, page = tmp_path / "m.onnx", tmp_path / "page.html"
+    onnx.save(model, path)
+    snap = graph_diff.snapshot(ge.graph.load(path))
+    assert snap.nodes["neg"].inputs == [("relu", 0, "y", "[n, 4]", "float")]
+    assert snap.nodes["relu"].outputs == [("y", "[n, 4]", "float")]
+    code, _, stderr = run_ge("diff", str(path), str(path), "--html", str(page))
+    assert code == 0, stderr
+    titles = re.findall(r"<title>([^<]*)", page.read_text(encoding="utf-8"))
+    # (both sides of the page draw both edges of y)
+    assert sorted(t for t in titles if t.startswith("y:")) == ["y: float [n, 4]"] * 4

@@ -54,6 +54,29 @@ def _shape(desc: Any) -> str:
     return "[" + ", ".join(dims) + "]"
 
 
+def _declared_outputs(graph: Graph) -> dict[tuple[Node, int], Any]:
+    """The desc each graph output (of `graph` and its bodies) declares, by its producer's
+    output: what a value's type is where its producer's desc says nothing (a model's graph
+    output carries its type on the output, not on the node computing it)."""
+    declared: dict[tuple[Node, int], Any] = {}
+    for g in [graph, *graph.get_all_subgraphs()]:
+        net = g.get_net_output()
+        if net is None:
+            continue
+        for i in range(net.get_inputs_size()):
+            producer = net.get_input_producer(i)
+            if producer is not None and net.has_input_desc(i):
+                declared.setdefault(producer, net.get_input_desc(i))
+    return declared
+
+
+def _known(desc: Any, declared: dict[tuple[Node, int], Any], value: tuple[Node, int]) -> Any:
+    """`desc`, or the type a graph output declares for `value` when `desc` knows nothing."""
+    if desc.data_type.name in ("DT_UNDEFINED", "DT_MAX") or desc.shape.is_unknown_rank():
+        return declared.get(value, desc)
+    return desc
+
+
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -136,6 +159,7 @@ def snapshot(graph: Graph) -> GraphSnapshot:
     root = graph.name
     nodes: dict[str, NodeRecord] = {}
     subgraphs: list[tuple[str, str]] = []
+    declared = _declared_outputs(graph)
     for node in graph.get_all_nodes():
         key = node_key(node, root)
         inputs: list[tuple[str | None, int, str, str, str]] = []
@@ -147,14 +171,14 @@ def snapshot(graph: Graph) -> GraphSnapshot:
                 producers.append(None)
                 continue
             src, port = found
-            desc = node.get_input_desc(i)
+            desc = _known(node.get_input_desc(i), declared, found)
             src_key = node_key(src, root)
             inputs.append((src_key, port, src.get_output_name(port), _shape(desc),
                            _dtype(desc)))
             producers.append((src_key, port))
         outputs = []
         for o, value in enumerate(node.get_output_names()):
-            desc = node.get_output_desc(o)
+            desc = _known(node.get_output_desc(o), declared, (node, o))
             outputs.append((value, _shape(desc), _dtype(desc)))
         attrs: dict[str, str] = {}
         compared: list[tuple[str, Any]] = []
