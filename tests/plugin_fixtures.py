@@ -109,6 +109,32 @@ class AddsNeg(FusionBasePass):
         graph.add_data_edge(relu, 0, neg, 0)
 """
 
+def node_replacing_plugin(pass_name: str, old: str, new_type: str, new_name: str) -> str:
+    """The source of a plugin whose pass (at AfterInferShape) replaces node `old` by a node
+    of `new_type` it makes, named `new_name`, reading what `old` read and read by its
+    reader: a node the plugin made, which the tests of blame then see a later pass change."""
+    return f"""\
+from ge.ops import infer_node
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="{pass_name}", stage=PassStage.AFTER_INFER_SHAPE)
+class {pass_name}(FusionBasePass):
+    def run(self, graph, context):
+        old = graph.find_node_by_name("{old}")
+        src, index = old.get_in_data_nodes_and_port_indexes(0)
+        (reader, slot), = old.get_out_data_nodes_and_port_indexes(0)
+        new = graph.add_node("{new_type}", name="{new_name}", num_inputs=1)
+        graph.remove_edge(src, index, old, 0)
+        graph.remove_edge(old, 0, reader, slot)
+        graph.add_data_edge(src, index, new, 0)
+        graph.add_data_edge(new, 0, reader, slot)
+        graph.remove_node(old)
+        infer_node(new)
+        return True
+"""
+
+
 def small_graph(name: str = "g") -> Graph:
     """Data (float [2, 3]) -> Relu -> Relu -> NetOutput, built with the graph API."""
     graph = Graph(name)

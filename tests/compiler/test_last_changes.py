@@ -17,6 +17,7 @@ import ge.graph
 from ge.compiler.last_changes import Blame, PassChange
 from ge.errors import CompileWarning
 from ge.testing import make_model
+from plugin_fixtures import node_replacing_plugin
 
 SET_ALPHA = """\
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
@@ -191,25 +192,7 @@ class ScaleGemm(FusionBasePass):
 """
 
 # Replaces Neg by a LeakyRelu it makes ...
-MAKE_LEAKY = """\
-from ge.ops import infer_node
-from ge.passes import FusionBasePass, PassStage, register_fusion_pass
-
-
-@register_fusion_pass(name="MakeLeaky", stage=PassStage.AFTER_INFER_SHAPE)
-class MakeLeaky(FusionBasePass):
-    def run(self, graph, context):
-        old = graph.find_node_by_name("neg")
-        src, index = old.get_in_data_nodes_and_port_indexes(0)
-        (reader, slot), = old.get_out_data_nodes_and_port_indexes(0)
-        leaky = graph.add_node("LeakyRelu", name="leaky", num_inputs=1)
-        graph.remove_edge(src, index, old, 0)
-        graph.remove_edge(old, 0, reader, slot)
-        graph.add_data_edge(src, index, leaky, 0)
-        graph.add_data_edge(leaky, 0, reader, slot)
-        graph.remove_node(old)
-        infer_node(leaky)
-"""
+MAKE_LEAKY = node_replacing_plugin("MakeLeaky", "neg", "LeakyRelu", "leaky")
 
 # ... whose alpha a later plugin sets.
 SET_LEAKY = """\

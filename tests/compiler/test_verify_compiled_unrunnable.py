@@ -20,6 +20,7 @@ import ge
 import ge.graph
 from ge.cli import cli
 from ge.errors import CompileWarning, RuntimeLoadError, SessionError
+from plugin_fixtures import node_replacing_plugin
 
 COMPILED = "the compiled model cannot be run (the original runs): "
 # What every such error ends with: the pass named may not be the one that broke the model.
@@ -231,26 +232,7 @@ def test_a_renamed_node_reading_a_changed_constant_names_its_pass(tmp_path: Path
 # An int64 Abs replaced by a Relu the pass makes (onnxruntime has no int64 Relu kernel),
 # reading what the Abs read: the output of an Identity, which the built-in NoOpElimination
 # removes afterwards, rewiring the Relu: it changed the node last, the plugin made it.
-MADE_RELU = """\
-from ge.ops import infer_node
-from ge.passes import FusionBasePass, PassStage, register_fusion_pass
-
-
-@register_fusion_pass(name="AbsToRelu", stage=PassStage.AFTER_INFER_SHAPE)
-class AbsToRelu(FusionBasePass):
-    def run(self, graph, context):
-        old = graph.find_node_by_name("abs")
-        src, index = old.get_in_data_nodes_and_port_indexes(0)
-        (reader, slot), = old.get_out_data_nodes_and_port_indexes(0)
-        relu = graph.add_node("Relu", name="relu", num_inputs=1)
-        graph.remove_edge(src, index, old, 0)
-        graph.remove_edge(old, 0, reader, slot)
-        graph.add_data_edge(src, index, relu, 0)
-        graph.add_data_edge(relu, 0, reader, slot)
-        graph.remove_node(old)
-        infer_node(relu)
-        return True
-"""
+MADE_RELU = node_replacing_plugin("AbsToRelu", "abs", "Relu", "relu")
 
 
 def _int_abs_model() -> onnx.ModelProto:
