@@ -56,17 +56,13 @@ def _shape(desc: Any) -> str:
 
 def _declared_outputs(graph: Graph) -> dict[tuple[Node, int], Any]:
     """The desc each graph output (of `graph` and its bodies) declares, by its producer's
-    output: what a value's type is where its producer's desc says nothing (a model's graph
-    output carries its type on the output, not on the node computing it)."""
+    output: what a value's type is where its producer's desc says nothing."""
+    from ge.ops.model_inference import declared_outputs
+
     declared: dict[tuple[Node, int], Any] = {}
     for g in [graph, *graph.get_all_subgraphs()]:
-        net = g.get_net_output()
-        if net is None:
-            continue
-        for i in range(net.get_inputs_size()):
-            producer = net.get_input_producer(i)
-            if producer is not None and net.has_input_desc(i):
-                declared.setdefault(producer, net.get_input_desc(i))
+        for _, node, index, desc in declared_outputs(g):
+            declared.setdefault((node, index), desc)
     return declared
 
 

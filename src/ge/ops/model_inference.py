@@ -57,7 +57,7 @@ from ge.ops.loop_claims import (
 )
 from ge.ops.refinement import refine_output_descs
 
-__all__ = ["contradicted_outputs", "infer_shapes"]
+__all__ = ["contradicted_outputs", "declared_outputs", "infer_shapes"]
 
 # (node, output index) -> the name the value was exported under, when not its IR name.
 ExportedNames = dict[tuple[Node, int], str]
@@ -382,10 +382,11 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
     return None
 
 
-def _declared_outputs(root: Graph) -> Iterator[tuple[int, Node, int, TensorDesc]]:
-    """(graph output position, producer, its output index, declared desc) of each graph
-    output whose type the model declares (the NetOutput's own input desc)."""
-    net_output = root.get_net_output()
+def declared_outputs(graph: Graph) -> Iterator[tuple[int, Node, int, TensorDesc]]:
+    """(graph output position, producer, its output index, declared desc) of each output
+    of `graph` whose type the model declares (the NetOutput's own input desc: a model's
+    graph output carries its type on the output, not on the node computing it)."""
+    net_output = graph.get_net_output()
     if net_output is None:
         return
     for i in range(net_output.get_inputs_size()):
@@ -398,7 +399,7 @@ def _fill_from_declared_outputs(root: Graph) -> None:
     """Give each graph output's producer the dims the model declares for the output where
     inference could not name them (`unk__N`, unknown; a Loop's outputs): onnx saw the
     outputs without their dims (`_relax_outputs`)."""
-    for _, node, index, declared in _declared_outputs(root):
+    for _, node, index, declared in declared_outputs(root):
         if node.type == DATA or is_const(node) or not node.has_output_desc(index):
             continue
         held = node.get_output_desc(index)
@@ -415,7 +416,7 @@ def contradicted_outputs(root: Graph) -> list[tuple[str, list[Dim], list[Dim], N
     left unknown is no contradiction."""
     found = []
     names = root._output_names  # (as the model writes them: a pass may rewire an output)
-    for i, node, index, declared in _declared_outputs(root):
+    for i, node, index, declared in declared_outputs(root):
         said_shape, got_shape = declared.get_shape(), node.get_output_desc(index).get_shape()
         if said_shape.is_unknown_rank() or got_shape.is_unknown_rank():
             continue
