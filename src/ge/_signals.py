@@ -4,6 +4,12 @@ A save with external data renames two files into place, the data file and then t
 an interrupt between the two left the previous model reading the new weights (a model that
 loads and computes what neither version did; trial QQ). `held_signals` holds SIGINT and
 SIGTERM for such a step and delivers them, to the handlers the process had, when it ends.
+
+And how a command ends on one: `terminated_as_interrupt` raises SIGTERM as `Terminated`, a
+KeyboardInterrupt, so that it ends as Ctrl-C does, with its status (`TERMINATED_STATUS`,
+`INTERRUPTED_STATUS`). Nothing here imports more than the standard library: `ge.cli.main`
+installs it before the command line imports its output and the command's modules, so a
+signal in those first moments ends it with its one line too (trial ZZ).
 """
 
 from __future__ import annotations
@@ -14,11 +20,22 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ENDING_SIGNALS", "ending_word", "held_signals", "interrupt_behind"]
+__all__ = ["BROKEN_PIPE_STATUS", "ENDING_SIGNALS", "INTERRUPTED_STATUS", "TERMINATED_STATUS",
+           "Terminated",
+           "ending_word", "held_signals", "interrupt_behind", "terminated_as_interrupt"]
 
 #: The signals a user or a supervisor ends a command with (held here, and after a command
 #: has ended by `ge.cli.process_exit`).
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: The exit status of a command ended by SIGTERM or SIGINT (128 + the signal's number, as a
+#: shell reports it).
+TERMINATED_STATUS = 128 + signal.SIGTERM
+INTERRUPTED_STATUS = 128 + signal.SIGINT
+#: The exit status of a command whose reader stopped reading its output (`ge inspect m.onnx
+#: | head`), as SIGPIPE would end it (Python ignores SIGPIPE; click exited 1, without a word,
+#: which a script with `set -o pipefail` read as the command's failure: trial ZZ).
+BROKEN_PIPE_STATUS = 128 + 13  # (SIGPIPE's number; `signal.SIGPIPE` is not on Windows)
 
 
 def ending_word(signum: int) -> str:
@@ -32,7 +49,7 @@ _MAX_CHAIN = 32
 
 
 def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
-    """The Ctrl-C or SIGTERM (`KeyboardInterrupt`, `ge.cli.output.Terminated`) `exc` is or
+    """The Ctrl-C or SIGTERM (`KeyboardInterrupt`, `Terminated`) `exc` is or
     was raised from (its cause), or while handling (its context), if any: native code that
     catches every exception wraps it in one of its own (pybind11's module init made a SIGTERM
     during `import onnxruntime` an `ImportError: initialization failed`, and `ge compile
@@ -79,3 +96,29 @@ def held_signals() -> Iterator[None]:
             signal.signal(held, handler)
         for signum in noted:
             signal.raise_signal(signum)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) raised as an interrupt, so that
+    a command ends as on Ctrl-C: files being written are removed, outputs stay as they
+    were, and no pass reports it as its own failure."""
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[list[bool]]:
+    """While the block runs, SIGTERM raises `Terminated` in the main thread; the list it
+    yields holds True once that happened. Outside the main thread: nothing changes."""
+    seen: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)

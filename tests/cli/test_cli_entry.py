@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import DISTILBERT, SRC, run_ge, run_process
+from cli_helpers import DISTILBERT, SRC, process_env, run_ge, run_process
 
 import ge
 from ge.cli.progress import CompileProgress, compile_progress, progress_wanted
@@ -49,6 +49,47 @@ def test_import_and_help_are_light() -> None:
     result = run_process("-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "[] []"
+
+
+def test_the_process_entry_point_is_light_until_the_command_runs() -> None:
+    """`ge --version` through the console script's entry point (`process_exit.run`) imports
+    nothing heavy: the entry point imported the plugin cache, hence onnx and numpy, before
+    the command line's own signal handling was in place, so a Ctrl-C in that half second
+    printed a traceback, and `ge --version` took 0.6 s (trial ZZ)."""
+    code = (
+        "import sys\n"
+        "from ge.cli.process_exit import run\n"
+        "sys.argv = ['ge', '--version']\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    result = run_process("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", [["inspect", str(DISTILBERT)], ["passes", "list"],
+                                     ["compile", str(DISTILBERT), "-o", "{out}"]])
+def test_a_reader_that_stops_reading_ends_the_command_as_sigpipe_would(
+        tmp_path: Path, command: list[str]) -> None:
+    """`ge inspect m.onnx | head -1` exited 1 without a word (rich's and click's handling of
+    a broken pipe), which a script with `set -o pipefail` read as a failure of the command
+    (trial ZZ): now 141, as SIGPIPE ends a process, still without a word. A model the
+    compilation had written stays (it was complete; only the report could not be read)."""
+    out = tmp_path / "o.onnx"
+    args = [a.format(out=out) for a in command]
+    process = subprocess.Popen([sys.executable, "-m", "ge", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=process_env(None))
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command writes anything
+    stderr = process.stderr.read()
+    assert process.wait(timeout=300) == 141, stderr
+    assert stderr == b""
+    if command[0] == "compile":
+        assert out.is_file()
 
 
 def test_compile_in_a_pipe_shows_no_progress(tmp_path: Path) -> None:

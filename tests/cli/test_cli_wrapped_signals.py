@@ -12,9 +12,8 @@ import onnx
 import pytest
 from click.testing import CliRunner
 
-from ge._signals import interrupt_behind
+from ge._signals import Terminated, interrupt_behind
 from ge.cli import cli
-from ge.cli.output import Terminated
 from sample_models import double_negation_model
 
 

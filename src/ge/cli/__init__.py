@@ -10,6 +10,7 @@ Errors of `ge` (GeError) print as one line with their code; `--debug` shows the 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,7 +106,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the `ge` command line (`argv`, default `sys.argv[1:]`); raises SystemExit with
     its status, as click does. The console script and `python -m ge` run it through
     `ge.cli.process_exit.run`, which also prepares the end of their process."""
-    from ge.cli.output import TERMINATED_STATUS, terminated_as_interrupt
+    import signal
+
+    from ge._signals import (
+        TERMINATED_STATUS,
+        Terminated,
+        ending_word,
+        terminated_as_interrupt,
+    )
 
     with terminated_as_interrupt() as terminated:
         try:
@@ -114,3 +122,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             if terminated:
                 raise SystemExit(TERMINATED_STATUS) from None
             raise
+        except KeyboardInterrupt as interrupt:
+            # before a command's own handling (its first moments: the imports of the
+            # command line's output, the command's module): nothing was written (trial ZZ
+            # saw a traceback)
+            signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+            sys.stderr.write(f"ge: {ending_word(signum)}; nothing was written\n")
+            raise SystemExit(128 + signum) from None

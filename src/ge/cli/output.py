@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
+import functools
 import io
 import json
 import logging
@@ -18,7 +20,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -26,7 +27,13 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ge._signals import ending_word
+from ge._signals import (
+    BROKEN_PIPE_STATUS,
+    INTERRUPTED_STATUS,
+    TERMINATED_STATUS,
+    Terminated,
+    ending_word,
+)
 from ge._text import printable
 from ge.errors import (
     CommandLineError,
@@ -298,6 +305,11 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                 raise
             out._fail(err)
             raise SystemExit(1) from None
+        except BrokenPipeError:
+            if out.debug:
+                raise
+            _silence_stdout()
+            raise SystemExit(BROKEN_PIPE_STATUS) from None
         except MemoryError as exc:
             if out.debug:
                 raise
@@ -308,6 +320,15 @@ def command_output(prog: str = "ge", *, as_json: bool = False, debug: bool | Non
                 f"could give; nothing was written{where}"))
             raise SystemExit(1) from None
         out._finish()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device: its reader stopped reading (`| head`), and the
+    interpreter's flush of what is left would fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 @contextlib.contextmanager
@@ -414,13 +435,24 @@ def _encodable_streams() -> Iterator[None]:
 def console(*, stderr: bool = False) -> Console:
     """A rich console for tables: no colours when not a terminal, and wide enough for the
     tables when writing to a pipe or file (unless COLUMNS says otherwise)."""
-    from rich.console import Console
-
     stream = sys.stderr if stderr else sys.stdout
     width = None
     if not (hasattr(stream, "isatty") and stream.isatty()) and "COLUMNS" not in os.environ:
         width = 160
-    return Console(file=stream, soft_wrap=False, width=width, highlight=False)
+    return _console_class()(file=stream, soft_wrap=False, width=width, highlight=False)
+
+
+@functools.cache
+def _console_class() -> type[Console]:
+    """rich's Console, a broken pipe raised as BrokenPipeError (rich 13.x ends the process
+    with status 1 itself), which `command_output` ends as a pipe's reader expects."""
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "the reader of the output stopped reading")
+
+    return PipeConsole
 
 
 def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
@@ -550,16 +582,6 @@ def write_json_atomically(path: Path, data: Any, what: str = "the report") -> No
     write_atomically(path, write, what)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) raised as an interrupt, so that
-    a command ends as on Ctrl-C: files being written are removed, outputs stay as they
-    were, and no pass reports it as its own failure."""
-
-
-#: The exit status of a command ended by SIGTERM or SIGINT (128 + the signal's number, as a
-#: shell reports it).
-TERMINATED_STATUS = 128 + signal.SIGTERM
-INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 def end_interrupted(prog: str, interrupt: KeyboardInterrupt,
@@ -589,21 +611,3 @@ def _holds_dumps(folder: Path) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def terminated_as_interrupt() -> Iterator[list[bool]]:
-    """While the block runs, SIGTERM raises `Terminated` in the main thread; the list it
-    yields holds True once that happened. Outside the main thread: nothing changes."""
-    seen: list[bool] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield seen
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        seen.append(True)
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield seen
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -40,10 +40,10 @@ def exit_status(code: object) -> int:
 def run() -> None:
     """Run the `ge` command line (`sys.argv`) as this process's own (see the module
     docstring); raises the command's SystemExit."""
-    from ge.cli import main
-    from ge.passes.plugin_cache import CACHE
+    from ge._retired_modules import RETIRED  # (nothing heavy: a signal meets the command's
+    from ge.cli import main  # own handling from its first moments, trial ZZ)
 
-    with CACHE.retiring_modules() as unloaded:
+    with RETIRED.collecting() as unloaded:
         try:
             main()
         except SystemExit as exit_:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from ge._retired_modules import RETIRED
 from ge._text import first_and_more
 from ge.errors import DuplicatePassNameError, GeError, PluginLoadError, PluginLoadErrors
 from ge.ops.registry import CustomOp, ensure_custom_op, publish_custom_ops, remove_custom_ops
@@ -162,34 +162,14 @@ class _PluginCache:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._plugins: dict[str, LoadedPlugin] = {}
-        # Where the modules of unloaded plugins go while `retiring_modules` runs.
-        self._retired: list[ModuleType] | None = None
-
-    @contextmanager
-    def retiring_modules(self) -> Iterator[list[ModuleType]]:
-        """Inside the block, the modules an unload drops from `sys.modules` are also put
-        in the list it gives: a process about to end puts them back (`ge.cli.process_exit`)
-        so that the interpreter's shutdown clears them as it clears every module. A module
-        dropped from `sys.modules` is freed only by the last collection of a shutdown, when
-        a file it left open is no longer flushed (what it wrote is lost)."""
-        with self.lock:
-            previous, self._retired = self._retired, []
-            retired = self._retired
-        try:
-            yield retired
-        finally:
-            with self.lock:
-                self._retired = previous
-                if previous is not None:
-                    previous.extend(retired)
 
     def purge_modules(self, names: Iterable[str]) -> None:
         """Drop the modules `names` from `sys.modules` (those a plugin owned)."""
         with self.lock:
             for name in names:
                 module = sys.modules.pop(name, None)
-                if module is not None and self._retired is not None:
-                    self._retired.append(module)
+                if module is not None:
+                    RETIRED.retire(module)  # (the `ge` process puts it back at its end)
 
     def get(self, key: str) -> LoadedPlugin | None:
         with self.lock:

@@ -283,12 +283,8 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
 def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
     """Run pyatc with `args` (default: sys.argv[1:]); `cmdline_argv0` names the program in
     messages. Returns the exit status: 0 on success, 1 for an error, 2 for bad usage."""
-    from ge.cli.output import (
-        TERMINATED_STATUS,
-        Terminated,
-        command_output,
-        terminated_as_interrupt,
-    )
+    from ge._signals import TERMINATED_STATUS, Terminated, terminated_as_interrupt
+    from ge.cli.output import command_output
 
     prog = Path(cmdline_argv0).name if cmdline_argv0 else "pyatc"
     parser = _parser(prog)
