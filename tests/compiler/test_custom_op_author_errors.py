@@ -8,10 +8,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from click.testing import CliRunner
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.cli import cli
@@ -228,3 +229,28 @@ def test_a_wrong_kernel_is_said_at_verification(tmp_path: Path, edit: tuple[str,
     assert " of test.authors::Twice, registered at " in err.message
     assert said in err.message
     _refused_by_cli(tmp_path, _add_model(), plugin, "--verify")
+
+
+@pytest.mark.builtin_passes  # (the conftest runs plugin passes alone unless marked)
+def test_a_wrong_kernel_is_said_when_constant_folding_runs_it(tmp_path: Path) -> None:
+    """Twice of an initializer: ConstantFolding runs the kernel, which returns one row of
+    two. It skipped the node in silence before; now the fold fails, blaming the kernel."""
+    plugin = _plugin(tmp_path / "p", ("(x * scale).astype(x.dtype)  # KERNEL",
+                                      "(x * scale)[:1].astype(x.dtype)  # KERNEL"))
+    weight = numpy_helper.from_array(np.ones((2, 3), np.float32), "c")
+    model = _with_domain(make_model(
+        [helper.make_node("Twice", ["c"], ["t"], domain=DOMAIN, name="tw"),
+         helper.make_node("Add", ["x", "t"], ["y"], name="add")],
+        [("x", [2, 3])], [("y", [2, 3])], [weight], check=False))
+    with pytest.raises(PassRunError) as info:
+        ge.compile(model, pass_paths=[plugin])
+    err = info.value
+    assert (err.code, err.pass_name) == ("E13028", "ConstantFolding")
+    kernel, registered = _line(plugin, "# KERNEL") - 1, _line(plugin, "register_op(")
+    assert (f"KernelError: [GE1306] test.authors.Twice node 'tw': the kernel twice_kernel "
+            f"({plugin}:{kernel}) of test.authors::Twice, registered at {plugin}:{registered} "
+            "returned shape [1, 3] for output 0 (an array of float32[1, 3]), where the "
+            "node's output desc, which its inference gave, is TensorDesc(float32[2,3]). The "
+            "custom operator's registered function is at fault (its plugin's code, not ge)"
+            ) in err.message
+    _refused_by_cli(tmp_path, model, plugin)
