@@ -424,6 +424,32 @@ def test_assert_numerically_equal_reports_a_shape_difference() -> None:
         assert_numerically_equal(a, b)
 
 
+def test_a_model_that_cannot_run_is_named_as_the_expected_or_the_actual() -> None:
+    """Trial WW: both models' graphs were 'main_graph', and onnxruntime's refusal named
+    the graph only: which model could not run was left to guess."""
+    from ge.errors import RuntimeLoadError
+    from ge.session import verify
+
+    runs = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2, 3])],
+                      [("y", [2, 3])])
+    refused = make_model([helper.make_node("Relu", ["x"], ["y"])],  # (no int64 Relu kernel)
+                         [("x", [2, 3], onnx.TensorProto.INT64)],
+                         [("y", [2, 3], onnx.TensorProto.INT64)], check=False)
+    with pytest.raises(RuntimeLoadError) as caught:
+        assert_numerically_equal(runs, refused)
+    assert caught.value.code == "GE1601"
+    assert caught.value.message.startswith(
+        "the actual model cannot be run (the expected runs): onnxruntime cannot load graph "
+        "'g': ")
+    with pytest.raises(RuntimeLoadError) as caught:
+        assert_numerically_equal(refused, runs)
+    assert caught.value.message.startswith("the expected model cannot be run: onnxruntime ")
+    with pytest.raises(RuntimeLoadError) as caught:
+        verify(runs, refused)
+    assert caught.value.message.startswith("the compiled model cannot be run (the original "
+                                           "runs): ")
+
+
 def test_describe_region_of_an_empty_selection_on_a_large_graph() -> None:
     graph: Graph = as_graph(mm_add_model(1, relus=60))
     text = describe_region(graph)

@@ -14,8 +14,9 @@ gives outputs its declared output shapes allow (`run_at_other_sizes`).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -131,23 +132,41 @@ def reference_outputs(model: ModelOrPath, inputs: Mapping[str, Any]) -> dict[str
 def verify(original: ModelOrPath, compiled: ModelOrPath, *,
            inputs: Mapping[str, Any] | None = None, rtol: float = 1e-4,
            atol: float = 1e-5, seed: int = 0,
-           dims: Mapping[str, int] | None = None) -> VerificationReport:
+           dims: Mapping[str, int] | None = None,
+           names: tuple[str, str] = ("original", "compiled")) -> VerificationReport:
     """Run both models (each may be the path of a model file) on the same inputs (generated
     from `original` when None, see `generate_inputs`) and compare their outputs;
     `report.raise_if_failed(...)` to enforce. Generated inputs are tried at other sizes of
     the symbolic dims too (see the module docstring): the report of a difference there has
-    those `sizes`; when the outputs match there too, the report's `also_at` says where."""
+    those `sizes`; when the outputs match there too, the report's `also_at` says where. A
+    model that cannot be run is SessionError saying which one, by `names` (the runtime's
+    words name a graph, which both models may share: trial WW)."""
     original, compiled = as_model(original, "original"), as_model(compiled, "compiled")
     feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
-    first = ModelRunner(original)
-    expected = first.run(feeds)
+    with _named_side(f"the {names[0]} model cannot be run"):
+        first = ModelRunner(original)
+        expected = first.run(feeds)
     not_compared = random_output_reasons(original)
     warn_tiny_outputs(expected, rtol, atol, not_compared)  # (as `ge.compile` does)
-    resized = None if inputs is not None else run_at_other_sizes(original, dims, seed=seed,
-                                                                  runner=first)
-    return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
-                       not_compared=not_compared, computed_in=narrow_float_outputs(original),
-                       resized=resized)
+    with _named_side(f"the {names[0]} model cannot be run"):
+        resized = None if inputs is not None else run_at_other_sizes(
+            original, dims, seed=seed, runner=first)
+    with _named_side(f"the {names[1]} model cannot be run (the {names[0]} runs)"):
+        return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
+                           not_compared=not_compared,
+                           computed_in=narrow_float_outputs(original), resized=resized)
+
+
+@contextlib.contextmanager
+def _named_side(said: str) -> Iterator[None]:
+    """A SessionError raised in the block (a model onnxruntime or the reference evaluator
+    cannot load or run) prefixed with `said`, unless it names its model already."""
+    try:
+        yield
+    except SessionError as err:
+        if err.code != SessionError.code or err.message.startswith("the "):
+            raise  # (inputs that do not fit are not a model's; at other sizes it says which)
+        raise type(err)(f"{said}: {err.message}", nodes=err.nodes) from err
 
 
 def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mapping[str, Any], *,

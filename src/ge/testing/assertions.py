@@ -280,7 +280,7 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
 
     reference, candidate = _model(expected), _model(actual)
     report = verify(reference, candidate, inputs=inputs, rtol=rtol, atol=atol, seed=seed,
-                    dims=dims)
+                    dims=dims, names=("expected", "actual"))
     if report.ok:
         return report
     # the inputs of the failing run: generated again, the same for a seed and sizes
