@@ -64,6 +64,25 @@ def test_tensors_of_two_builders() -> None:
         Add(x, y)
 
 
+
+def test_a_numpy_dtype_as_an_element_type_names_the_data_type() -> None:
+    """Trial YY: `Cast(x, to=np.float16)` said only that `to` must be an INT; an element
+    type is a DataType here (or ONNX's int), which the message now names."""
+    import numpy as np
+
+    from ge.es.onnx import Cast
+
+    _, x = _builder()
+    with pytest.raises(OpAttributeError) as err:
+        Cast(x, to=np.float16)
+    assert err.value.code == "GE1304"
+    assert str(err.value).endswith(
+        "attribute 'to' must be of type INT, got type <class 'numpy.float16'>; an element "
+        "type is given as a DataType: DataType.DT_FLOAT16")
+    with pytest.raises(OpAttributeError) as err:  # not an element type: no such hint
+        Transpose(x, perm=np.int64)
+    assert "DataType" not in str(err.value)
+
 def test_builder_used_after_build_and_reset() -> None:
     builder, x = _builder()
     builder.build_and_reset([Relu(x)])

@@ -19,6 +19,7 @@ from onnx import AttributeProto, helper
 from ge.errors import (
     BuilderMixError,
     BuilderTypeError,
+    GeError,
     OpAttributeError,
     OpInputError,
 )
@@ -28,7 +29,7 @@ from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import Graph
 from ge.graph.node import is_const
 from ge.graph.tensor import Tensor
-from ge.graph.types import DataType, data_type_to_onnx
+from ge.graph.types import DataType, data_type_from_numpy, data_type_to_onnx
 from ge.ops.inference import infer_new_node
 from ge.ops.schemas import STANDARD_DOMAINS, AttrSpec, OpSpec, get_op_spec, normalize_domain
 
@@ -105,9 +106,23 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
     if ok is None:
         raise OpAttributeError(
             f"{where}: attribute {spec.name!r} must be of type {spec.kind_name}, got "
-            f"{type(value).__name__} {value!r:.60}"
+            f"{type(value).__name__} {value!r:.60}{_element_type_hint(kind, value)}"
         )
     return helper.make_attribute(spec.name, ok, attr_type=kind)
+
+
+def _element_type_hint(kind: int, value: Any) -> str:
+    """For a numpy dtype given where ONNX takes an element type as an INT (`Cast(x,
+    to=np.float16)`, trial YY): the DataType that says it."""
+    if kind != A.INT or not (isinstance(value, np.dtype) or (
+            isinstance(value, type) and issubclass(value, np.generic))):
+        return ""
+    try:
+        data_type = data_type_from_numpy(value)
+    except GeError:
+        return ""
+    return f"; an element type is given as a DataType: DataType.{data_type.name}"
+
 
 
 # -- inputs -------------------------------------------------------------------------------
