@@ -375,6 +375,40 @@ def test_diff_text_json_and_html(tmp_path: Path, builtin_engine: None) -> None:
     _self_contained(html_file.read_text(encoding="utf-8"))
 
 
+
+def test_diff_pairs_a_constant_the_compilation_renamed(tmp_path: Path) -> None:
+    """A `Constant` operator `k` is the initializer `k_out` (named by the value it gives)
+    once compiled: `ge diff` listed it removed and added and its reader changed (trial XX:
+    every constant of a compiled model); now a rename, the reader unchanged. A constant of
+    another value under that name is no rename."""
+    k = helper.make_tensor("kv", TensorProto.FLOAT, [2], [1.0, 2.0])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["k_out"], name="k", value=k),
+         helper.make_node("Identity", ["x"], ["i"], name="noop"),
+         helper.make_node("Add", ["i", "k_out"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    source, compiled = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    assert run_ge("compile", str(source), "-o", str(compiled))[0] == 0
+    code, stdout, stderr = run_ge("diff", str(source), str(compiled), "--json")
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    assert data["renamed"] == [{"a": "k", "b": "k_out"}]
+    assert [r["key"] for r in data["removed"]] == ["noop"] and data["added"] == []
+    assert [(r["key"], r["what"]) for r in data["changed"]] == [("add", ["inputs"])]
+    code, stdout, _ = run_ge("diff", str(source), str(compiled))
+    assert "Constants renamed (the same value, named by it in B): 1\n  k → k_out\n" in stdout
+    assert stdout.rstrip().endswith(
+        "1 removed, 0 added, 1 changed (nodes matched by name; 1 constant(s) renamed)")
+    other = onnx.load(compiled)  # the constant holding another value: removed and added
+    other.graph.initializer[0].CopyFrom(numpy_helper.from_array(
+        np.array([5.0, 6.0], np.float32), "k_out"))
+    onnx.save(other, compiled)
+    _, stdout, _ = run_ge("diff", str(source), str(compiled), "--json")
+    data = json.loads(stdout)
+    assert data["renamed"] == [] and {r["key"] for r in data["removed"]} == {"k", "noop"}
+
 def test_diff_lists_a_limited_number_of_nodes_per_section(tmp_path: Path,
                                                           builtin_engine: None) -> None:
     """A diff of a 150k-node model and its compiled file printed 134,975 lines (trial DD):

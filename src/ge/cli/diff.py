@@ -71,6 +71,7 @@ def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: i
         **{f"{field}_{side}": value for side, snap in (("a", before), ("b", after))
            for field, value in snap.node_counts().as_dict().items()},
         "removed": _rows(diff.removed, before), "added": _rows(diff.added, after),
+        "renamed": [{"a": old, "b": new} for old, new in diff.renamed.items()],
         "changed": [{**row, "op_a": types_a[row["key"]], "op_b": types_b[row["key"]],
                      "what": diff.changed[row["key"]]}
                     for row in _rows(list(diff.changed), after)],
@@ -121,6 +122,12 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
                              *_listed([f"  {row['key']}  {row['op']}" for row in rows],
                                       limit)]),
                   markup=False, highlight=False, soft_wrap=True)
+    if payload["renamed"]:
+        con.print("\n".join([f"Constants renamed (the same value, named by it in B): "
+                             f"{len(payload['renamed'])}",
+                             *_listed([f"  {row['a']} → {row['b']}"
+                                       for row in payload["renamed"]], limit)]),
+                  markup=False, highlight=False, soft_wrap=True)
     lines = []
     for row in payload["changed"]:
         op = row["op_b"] if row["op_a"] == row["op_b"] else f"{row['op_a']} → {row['op_b']}"
@@ -134,7 +141,9 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
     total = len(payload["removed"]) + len(payload["added"]) + len(payload["changed"])
     con.print("the models' graphs are the same" if not total else
               f"{len(payload['removed'])} removed, {len(payload['added'])} added, "
-              f"{len(payload['changed'])} changed (nodes matched by name)")
+              f"{len(payload['changed'])} changed (nodes matched by name"
+              + (f"; {len(payload['renamed'])} constant(s) renamed" if payload["renamed"]
+                 else "") + ")")
     if payload["html"] is not None:
         con.print(f"wrote page {escape(payload['html'])}")
 

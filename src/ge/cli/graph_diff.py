@@ -24,7 +24,8 @@ from ge.graph.node import Node
 from ge.graph.subgraphs import body_path
 
 __all__ = ["IO_TYPES", "GraphDiff", "GraphSnapshot", "NodeRecord", "PassChange",
-           "PassChangeRecorder", "diff_snapshots", "node_key", "snapshot"]
+           "PassChangeRecorder", "diff_snapshots", "node_key", "renamed_constants",
+           "snapshot"]
 
 #: Op types of the graph inputs and outputs (drawn and counted apart from operators).
 IO_TYPES = ("Data", "NetOutput")
@@ -296,6 +297,8 @@ class GraphDiff:
     matched: set[str]
     ops_before: Counter[str]
     ops_after: Counter[str]
+    #: constants under another name only, before key -> after key (`renamed_constants`)
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def ops_delta(self) -> dict[str, int]:
         names = sorted(set(self.ops_before) | set(self.ops_after),
@@ -310,13 +313,24 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot,
     and what the recorded pass runs rewrote."""
     removed = [k for k in before.nodes if k not in after.nodes]
     added = [k for k in after.nodes if k not in before.nodes]
+    renamed = renamed_constants(before, after, removed, added)
+    if renamed:
+        removed = [k for k in removed if k not in renamed]
+        taken = set(renamed.values())
+        added = [k for k in added if k not in taken]
+    was = {new: old for old, new in renamed.items()}
     changed: dict[str, list[str]] = {}
     for key, a in after.nodes.items():
-        b = before.nodes.get(key)
-        if b is None or b.signature == a.signature:
+        b = before.nodes.get(key) or before.nodes.get(was.get(key, ""))
+        if b is None:
+            continue
+        signature = b.signature if not renamed else (
+            b.signature[0], tuple(None if p is None else (renamed.get(p[0], p[0]), p[1])
+                                  for p in b.signature[1]), b.signature[2])
+        if signature == a.signature:
             continue
         what = []
-        for label, x, y in zip(("op", "inputs", "attributes"), b.signature, a.signature,
+        for label, x, y in zip(("op", "inputs", "attributes"), signature, a.signature,
                                strict=True):
             if x != y:
                 what.append(label)
@@ -326,7 +340,32 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot,
         matched.update(after.nodes[key].origin_nodes)
     for change in passes:
         matched.update(change.matched)
-    return GraphDiff(removed, added, changed, matched, before.operators(), after.operators())
+    return GraphDiff(removed, added, changed, matched, before.operators(), after.operators(),
+                     renamed)
+
+
+def renamed_constants(before: GraphSnapshot, after: GraphSnapshot, removed: Sequence[str],
+                      added: Sequence[str]) -> dict[str, str]:
+    """The constants of `removed` that are constants of `added` under another name, in the
+    same graph with the same value: a model's `Constant` operator `/Constant` is the
+    initializer `/Constant_output_0` once ge has compiled it (named by the value it gives).
+    Paired by that value's name, so that `ge diff` lists neither them nor their readers
+    (trial XX: every constant of a compiled model was listed removed and added)."""
+    by_value: dict[tuple[str, str], str] = {}
+    for key in added:
+        record = after.nodes[key]
+        if record.type == CONST and record.outputs:
+            by_value.setdefault((record.graph, record.outputs[0][0]), key)
+    pairs: dict[str, str] = {}
+    for key in removed:
+        record = before.nodes[key]
+        if record.type != CONST or not record.outputs:
+            continue
+        found = by_value.get((record.graph, record.outputs[0][0]))
+        if found is not None and found not in pairs.values() and (
+                after.nodes[found].signature[2] == record.signature[2]):
+            pairs[key] = found
+    return pairs
 
 
 # -- drawing ----------------------------------------------------------------------------------
