@@ -225,18 +225,8 @@ def test_a_dim_equal_after_one_trip_only_is_not_folded() -> None:
     [?, 4] from one step and folded Shape(vf)[1] to 4: `ge compile` (no --verify) wrote a
     model answering 4 where the original answers 8. The body's next value is inferred
     with its declared dims cleared, so nothing is claimed of a dim it does not keep."""
-    body = h.make_graph(
-        [h.make_node("Concat", ["v", "v"], ["c"], axis=0),
-         h.make_node("Reshape", ["c", "two_by"], ["v_next"]),
-         h.make_node("Identity", ["cond"], ["cond_out"])], "body",
-        [h.make_tensor_value_info("i", TP.INT64, []),
-         h.make_tensor_value_info("cond", TP.BOOL, []),
-         h.make_tensor_value_info("v", TP.FLOAT, ["L", 4])],
-        [h.make_tensor_value_info("cond_out", TP.BOOL, []),
-         h.make_tensor_value_info("v_next", TP.FLOAT, ["L", 4])],
-        initializer=[nh.from_array(np.array([2, -1], np.int64), "two_by")])
     graph = h.make_graph(
-        [h.make_node("Loop", ["trips", "go", "v0"], ["vf"], body=body),
+        [_doubling_loop("v0", "trips", "vf", 4, ["L", 4]),
          h.make_node("Shape", ["vf"], ["s"]),
          h.make_node("Gather", ["s", "one"], ["d1"], axis=0),
          h.make_node("Relu", ["vf"], ["r"])], "main",
@@ -244,21 +234,13 @@ def test_a_dim_equal_after_one_trip_only_is_not_folded() -> None:
         [h.make_tensor_value_info("d1", TP.INT64, []),
          h.make_tensor_value_info("r", TP.FLOAT, ["a", "b"])],
         initializer=[nh.from_array(np.array(2, np.int64), "trips"),
-                     nh.from_array(np.array(True), "go"),
                      nh.from_array(np.array(1, np.int64), "one")])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     feeds = {"v0": np.ones((1, 4), np.float32)}
-    import onnxruntime as ort
-
-    def run(proto: onnx.ModelProto) -> list[np.ndarray]:
-        session = ort.InferenceSession(proto.SerializeToString(),
-                                       providers=["CPUExecutionProvider"])
-        return session.run(None, feeds)
-
-    expected = run(model)
+    expected = _ort(model, feeds)
     assert int(expected[0]) == 8 and expected[1].shape == (2, 8)
     compiled = ge.compile(model).to_onnx()
-    got = run(compiled)
+    got = _ort(compiled, feeds)
     assert int(got[0]) == 8 and got[1].shape == (2, 8)
 
 
@@ -448,52 +430,33 @@ def test_a_dim_read_at_the_root_of_a_loop_output_another_body_reads() -> None:
     the root Loop got no claim and vf was typed from the body's declared next value,
     [?, 3]: Shape(vf)[1] folded to 3 where two trips give 6, and the model was written
     without a word. Typed from what the body computes, the dim stays unknown."""
-    body1 = h.make_graph(
-        [h.make_node("Identity", ["cond"], ["cond_out"]),
-         h.make_node("Concat", ["v", "v"], ["c"], axis=0),
-         h.make_node("Reshape", ["c", "two_by"], ["v_next"]),
-         h.make_node("Identity", ["x1"], ["scan"])], "body1",
-        [h.make_tensor_value_info("i", TP.INT64, []),
-         h.make_tensor_value_info("cond", TP.BOOL, []),
-         h.make_tensor_value_info("v", TP.FLOAT, ["L", 3])],
-        [h.make_tensor_value_info("cond_out", TP.BOOL, []),
-         h.make_tensor_value_info("v_next", TP.FLOAT, ["L", 3]),
-         h.make_tensor_value_info("scan", TP.FLOAT, [4, 1, 2])],
-        initializer=[nh.from_array(np.array([2, -1], np.int64), "two_by")])
-    body2 = h.make_graph(
-        [h.make_node("Identity", ["cond2"], ["cond2_out"]),
-         h.make_node("Gemm", ["vf", "b"], ["g"]),
-         h.make_node("Sub", ["w", "scans"], ["w_next"])], "body2",
-        [h.make_tensor_value_info("j", TP.INT64, []),
-         h.make_tensor_value_info("cond2", TP.BOOL, []),
-         h.make_tensor_value_info("w", TP.FLOAT, [2, 4, 1, 2])],
-        [h.make_tensor_value_info("cond2_out", TP.BOOL, []),
-         h.make_tensor_value_info("w_next", TP.FLOAT, [2, 4, 1, 2])],
+    reader = h.make_graph(
+        [h.make_node("Identity", ["r_c"], ["r_c_out"]),
+         h.make_node("Gemm", ["vf", "b"], ["r_g"]),
+         h.make_node("Identity", ["r_s"], ["r_s_next"])], "reader",
+        [h.make_tensor_value_info("r_i", TP.INT64, []),
+         h.make_tensor_value_info("r_c", TP.BOOL, []),
+         h.make_tensor_value_info("r_s", TP.FLOAT, [1])],
+        [h.make_tensor_value_info("r_c_out", TP.BOOL, []),
+         h.make_tensor_value_info("r_s_next", TP.FLOAT, [1])],
         initializer=[nh.from_array(np.ones((6, 5), np.float32), "b")])
     graph = h.make_graph(
-        [h.make_node("Loop", ["trips", "go", "x0"], ["vf", "scans"], body=body1),
+        [_doubling_loop("x0", "trips", "vf", 3, ["L", 3]),
          h.make_node("Shape", ["vf"], ["s"]),
          h.make_node("Gather", ["s", "one"], ["d1"], axis=0),
          h.make_node("Cast", ["d1"], ["y"], to=TP.FLOAT),
-         h.make_node("Loop", ["trips2", "", "scans"], ["wf"], body=body2)], "main",
+         h.make_node("Loop", ["trips2", "", "s0"], ["sf"], body=reader)], "main",
         [h.make_tensor_value_info("x0", TP.FLOAT, [1, 3]),
-         h.make_tensor_value_info("x1", TP.FLOAT, [4, 1, 2]),
+         h.make_tensor_value_info("s0", TP.FLOAT, [1]),
          h.make_tensor_value_info("trips", TP.INT64, []),
          h.make_tensor_value_info("trips2", TP.INT64, [])],
         [h.make_tensor_value_info("y", TP.FLOAT, []),
-         h.make_tensor_value_info("wf", TP.FLOAT, [2, 4, 1, 2])],
-        initializer=[nh.from_array(np.array(True), "go"),
-                     nh.from_array(np.array(1, np.int64), "one")])
+         h.make_tensor_value_info("sf", TP.FLOAT, [1])],
+        [nh.from_array(np.array(1, np.int64), "one")])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
-    import onnxruntime as ort
-
-    def run(proto: onnx.ModelProto, trips: int) -> float:
-        feeds = {"x0": np.ones((1, 3), np.float32), "x1": np.ones((4, 1, 2), np.float32),
-                 "trips": np.array(trips, np.int64), "trips2": np.array(1, np.int64)}
-        session = ort.InferenceSession(proto.SerializeToString(),
-                                       providers=["CPUExecutionProvider"])
-        return float(session.run(["y"], feeds)[0])
-
-    compiled = ge.compile(model).to_onnx()  # (two trips: the Gemm's [6, 5] needs vf [2, 6])
-    assert run(compiled, 2) == run(model, 2) == 6.0
+    # two trips: the Gemm's [6, 5] needs vf [2, 6]
+    feeds = {"x0": np.ones((1, 3), np.float32), "s0": np.zeros(1, np.float32),
+             "trips": np.array(2, np.int64), "trips2": np.array(1, np.int64)}
+    compiled = ge.compile(model).to_onnx()
+    assert _ort(compiled, feeds)[0] == _ort(model, feeds)[0] == 6.0
