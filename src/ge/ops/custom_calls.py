@@ -11,14 +11,12 @@ numeric difference at --verify.
 
 from __future__ import annotations
 
-import os
-import sysconfig
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
+from ge._user_code import innermost_user_location, is_internal_file, traceback_location
 from ge.errors import InferenceFunctionError, KernelError, SourceLocation
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType, data_type_from_numpy
@@ -31,11 +29,6 @@ __all__ = [
     "inference_function_text",
     "value_contradiction",
 ]
-
-_GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_LIBRARY_ROOTS = tuple(os.path.realpath(p) for p in {
-    sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p)
-
 
 def _unwrapped(fn: object) -> Any:
     """The plain function behind `fn` (a bound method, a `functools.partial`, a decorated
@@ -55,7 +48,7 @@ def _unwrapped(fn: object) -> Any:
 def function_location(fn: object) -> SourceLocation | None:
     """The file and `def` line of a user's function (None for a builtin or ge's own)."""
     code = getattr(_unwrapped(fn), "__code__", None)
-    if code is None or code.co_filename.startswith("<"):
+    if code is None or is_internal_file(code.co_filename):
         return None
     return SourceLocation(code.co_filename, code.co_firstlineno)
 
@@ -77,30 +70,14 @@ def inference_function_text(custom: CustomOp) -> str:
             f"{spec.domain}::{spec.op_type}{registered}")
 
 
-def _is_library(filename: str) -> bool:
-    path = os.path.realpath(filename)
-    return (any(path.startswith(root + os.sep) for root in _LIBRARY_ROOTS)
-            or "site-packages" in path or "dist-packages" in path)
-
-
 def raised_at(err: BaseException, fn: object) -> SourceLocation | None:
     """The user's line `err` was raised at inside `fn`: the innermost frame in `fn`'s file,
     else the innermost frame of the user's code (neither ge's, nor the standard library's
     nor an installed package's); None when the call itself failed (no frame inside)."""
     where = function_location(fn)
-    own = os.path.realpath(where.file) if where is not None else None
-    in_file: SourceLocation | None = None
-    user: SourceLocation | None = None
-    tb: TracebackType | None = err.__traceback__
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if own is not None and os.path.realpath(filename) == own:
-            in_file = SourceLocation(filename, tb.tb_lineno)
-        elif not filename.startswith("<") and not os.path.abspath(filename).startswith(
-                _GE_ROOT + os.sep) and not _is_library(filename):
-            user = SourceLocation(filename, tb.tb_lineno)
-        tb = tb.tb_next
-    return in_file or user
+    return ((traceback_location(err.__traceback__, [where.file], only_within=True)
+             if where is not None else None)
+            or innermost_user_location(err.__traceback__))
 
 
 def _called_inside(err: BaseException) -> bool:

@@ -26,7 +26,6 @@ executes the file again and registers them afresh.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ge._user_code import is_internal_file
 from ge.errors import OpRegisterError, SourceLocation
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.op_declaration import declared_spec
@@ -380,14 +380,6 @@ _TABLE = _CustomOpTable()
 #: The views active in this context, innermost last (`CustomOpView.enter`).
 _VIEWS: ContextVar[tuple[CustomOpView, ...]] = ContextVar("ge_custom_op_views", default=())
 
-#: Frames of files under this folder are `ge`'s own, never the user's call site.
-_GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _is_internal(filename: str) -> bool:
-    return filename.startswith("<") or os.path.abspath(filename).startswith(_GE_ROOT + os.sep)
-
-
 def _registration_site(frame: FrameType | None) -> tuple[SourceLocation | None, str | None]:
     """(the innermost caller outside `ge`, the module whose import is running the call: the
     innermost module-body frame) walking out from `frame`."""
@@ -395,7 +387,7 @@ def _registration_site(frame: FrameType | None) -> tuple[SourceLocation | None, 
     module: str | None = None
     while frame is not None and (where is None or module is None):
         code = frame.f_code
-        if where is None and not _is_internal(code.co_filename):
+        if where is None and not is_internal_file(code.co_filename):
             where = SourceLocation(code.co_filename, frame.f_lineno)
         if module is None and code.co_name == "<module>":
             name = frame.f_globals.get("__name__")

@@ -5,19 +5,16 @@ Errors name the user's file and line, never a line of `ge` itself; these helpers
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 import sys
-import sysconfig
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
+from ge._user_code import innermost_user_location, is_internal_file, traceback_location
 from ge.errors import SourceLocation
 
 __all__ = [
@@ -36,25 +33,6 @@ __all__ = [
     "user_stacklevel",
     "warn_user",
 ]
-
-_GE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: The standard library's import machinery (`importlib` and `importlib.metadata`).
-_IMPORTLIB_ROOT = os.path.dirname(os.path.abspath(importlib.__file__))
-#: The names of the folders installed packages go in: code in them is no user's helper
-#: (`innermost_user_location`), nor is the standard library's (`_library_roots`).
-_PACKAGE_FOLDERS = frozenset({"site-packages", "dist-packages"})
-
-
-@functools.lru_cache(maxsize=1024)
-def is_internal_file(filename: str) -> bool:
-    """True for frames of `ge` itself and of the import machinery (never the user's code):
-    frozen modules and the standard library's `importlib` (an entry point's missing module
-    or attribute fails there, and is the entry point's to name, not a line of importlib)."""
-    if filename.startswith("<"):
-        return True
-    path = os.path.abspath(filename)
-    return path.startswith(_GE_ROOT + os.sep) or path.startswith(_IMPORTLIB_ROOT + os.sep)
-
 
 def user_stacklevel() -> int:
     """The `stacklevel` with which the function calling this one makes a warning point at
@@ -157,65 +135,6 @@ def blamed_location(exc: BaseException) -> SourceLocation | None:
     """The hook location `blame` put on `exc`, if any."""
     location = getattr(exc, "__ge_location__", None)
     return location if isinstance(location, SourceLocation) else None
-
-
-def _within(filename: str, roots: list[str]) -> bool:
-    real = os.path.realpath(filename)
-    return any(real == root or real.startswith(root + os.sep) for root in roots)
-
-
-def traceback_location(
-    tb: TracebackType | None, within: Iterable[str | Path] = (), *, only_within: bool = False
-) -> SourceLocation | None:
-    """The innermost traceback frame in one of `within` (files or directories), else (unless
-    `only_within`) the innermost frame that is not `ge`'s own."""
-    roots = [os.path.realpath(str(root)) for root in within]
-    in_roots: SourceLocation | None = None
-    outside: SourceLocation | None = None
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if roots and _within(filename, roots):
-            in_roots = SourceLocation(filename, tb.tb_lineno)
-        if not is_internal_file(filename):
-            outside = SourceLocation(filename, tb.tb_lineno)
-        tb = tb.tb_next
-    return in_roots if only_within else in_roots or outside
-
-
-@functools.cache
-def _library_roots() -> tuple[str, ...]:
-    """The standard library's folders (asked only once an error needs them)."""
-    paths = sysconfig.get_paths()
-    return tuple(dict.fromkeys(os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib")
-                               if paths.get(key)))
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_library_file(filename: str) -> bool:
-    """Whether `filename` is the standard library's or an installed package's."""
-    path = os.path.realpath(filename)
-    return (any(path.startswith(root + os.sep) for root in _library_roots())
-            or not _PACKAGE_FOLDERS.isdisjoint(Path(path).parts))
-
-
-def innermost_user_location(tb: TracebackType | None, plugin_file: str | None = None
-                            ) -> SourceLocation | None:
-    """The innermost traceback frame in the user's code: neither `ge`'s nor the standard
-    library's nor an installed package's, unless it is in the folder of `plugin_file` (a
-    plugin installed as a package has its helpers beside it). The line that raised, or that
-    called the library that raised: a pass's hook calling a helper module of its own
-    (`_helpers.py` beside it) names the helper's line there. None when no frame is the
-    user's (ge raised about what a hook returned)."""
-    folder = os.path.dirname(os.path.realpath(plugin_file)) if plugin_file else None
-    found: SourceLocation | None = None
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not is_internal_file(filename) and (
-                not _is_library_file(filename)
-                or (folder is not None and _within(filename, [folder]))):
-            found = SourceLocation(filename, tb.tb_lineno)
-        tb = tb.tb_next
-    return found
 
 
 def same_file(a: str, b: str) -> bool:
