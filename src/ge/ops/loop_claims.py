@@ -102,6 +102,11 @@ def corrected_claims(claims: LoopClaims, typed: CarriedTypes) -> LoopClaims | No
     return corrected if wrong else None
 
 
+def _body_proto(loop: onnx.NodeProto) -> onnx.GraphProto | None:
+    """The body graph an exported Loop node holds, if any."""
+    return next((a.g for a in loop.attribute if a.name == "body"), None)
+
+
 def _loop_protos(gp: onnx.GraphProto, exported: Mapping[tuple[Node, int], str]
                  ) -> Callable[[Node], onnx.GraphProto | None]:
     """The exported body of a root-graph Loop of `gp`, by the Loop."""
@@ -113,7 +118,7 @@ def _loop_protos(gp: onnx.GraphProto, exported: Mapping[tuple[Node, int], str]
         proto = by_output.get(name) if name else None
         if proto is None:
             proto = by_name.get(loop.name)
-        return next((a.g for a in proto.attribute if a.name == "body"), None) if proto else None
+        return _body_proto(proto) if proto else None
 
     return body
 
@@ -123,7 +128,8 @@ def carried_types(gp: onnx.GraphProto, exported: Mapping[tuple[Node, int], str],
                   decode: Callable[[onnx.ValueInfoProto], TensorDesc | None]) -> CarriedTypes:
     """The types the inferred root graph `gp` gives a Loop's initial carried values (by
     `lookup` of their exported names; a constant's as ge holds it) and its body's next
-    values (its outputs, by `decode`: inferred, `add_claims` having cleared their dims)."""
+    values (its outputs, by `decode`: inferred, `relax_carried_outputs` having cleared their
+    dims)."""
     body_of = _loop_protos(gp, exported)
 
     def typed(loop: Node, k: int) -> tuple[TensorDesc | None, TensorDesc | None]:
@@ -156,7 +162,7 @@ def relax_carried_outputs(gp: onnx.GraphProto) -> None:
         for node in graph.node:
             if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
                 continue
-            body = next((a.g for a in node.attribute if a.name == "body"), None)
+            body = _body_proto(node)
             if body is None:
                 continue
             carried = max(0, len(node.input) - 2)
