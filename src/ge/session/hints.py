@@ -174,20 +174,14 @@ def custom_op_hints(graph: Graph) -> list[CustomOpHint]:
     does not run itself, which a compilation that wrote it had registered (a call of a
     function the model defines is not one)."""
     from ge.ops.functions import function_key, node_call_key
-    from ge.session.runner import runs_in_onnxruntime
+    from ge.session.runner import foreign_nodes
 
     defined = {function_key(f) for f in graph.root_graph().model.functions}
     counts: dict[str, int] = {}
-    for g in (graph, *graph.get_all_subgraphs()):
-        for op_type in g.op_types():
-            if g.count_of_type(op_type, None) == g.count_of_type(op_type):
-                continue  # ONNX's operator only (an index look-up, no scan)
-            for node in g.nodes_of_type(op_type, None):
-                domain = node.domain
-                if (domain and not runs_in_onnxruntime(domain)
-                        and node_call_key(node) not in defined):
-                    label = f"{domain}::{op_type}"
-                    counts[label] = counts.get(label, 0) + 1
+    for node in foreign_nodes(graph):
+        if node_call_key(node) not in defined:
+            label = f"{node.domain}::{node.type}"
+            counts[label] = counts.get(label, 0) + 1
     if not counts:
         return []
     return [CustomOpHint(tuple(sorted(counts)), sum(counts.values()))]

@@ -37,6 +37,7 @@ from ge.graph.attributes import decode_attr
 from ge.graph.domains import ONNX_DOMAINS, proto_graphs
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
+from ge.graph.node import Node
 from ge.graph.places import node_label
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
@@ -65,6 +66,7 @@ __all__ = [
     "checked_inputs",
     "custom_output_descs",
     "exported_to_run",
+    "foreign_nodes",
     "model_inputs",
     "model_name",
     "model_outputs",
@@ -368,16 +370,28 @@ def _op_run_class(custom: CustomOp, declared: Mapping[str, TensorDesc]) -> type[
     return type(spec.op_type, (OpRun,), {"op_domain": spec.domain, "_run": _run})
 
 
+def foreign_nodes(graph: Graph) -> Iterator[Node]:
+    """The nodes of `graph` and its subgraphs of a domain onnxruntime does not run itself
+    (a custom operator's, a call of a model-local function), found through the op-type
+    index: a model without them costs no scan of its nodes."""
+    for g in (graph, *graph.get_all_subgraphs()):
+        for op_type in g.op_types():
+            if g.count_of_type(op_type, None) == g.count_of_type(op_type):
+                continue  # ONNX's operator only
+            for node in g.nodes_of_type(op_type, None):
+                if node.domain and not runs_in_onnxruntime(node.domain):
+                    yield node
+
+
 def custom_output_descs(graph: Graph) -> dict[str, TensorDesc]:
     """The known output descs of `graph`'s custom-domain nodes by value name (subgraphs
     included): what their kernels' values must fit when the model runs exported without
     value_info."""
     found: dict[str, TensorDesc] = {}
-    for node in graph.root_graph().get_all_nodes():
-        if node.domain and not runs_in_onnxruntime(node.domain):
-            for i, name in enumerate(node.get_output_names()):
-                if name and node.has_output_desc(i):
-                    found[name] = node.get_output_desc(i)
+    for node in foreign_nodes(graph.root_graph()):
+        for i, name in enumerate(node.get_output_names()):
+            if name and node.has_output_desc(i):
+                found[name] = node.get_output_desc(i)
     return found
 
 
