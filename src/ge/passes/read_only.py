@@ -7,24 +7,18 @@ mistaken one, once per match) pays a subscription and a counter comparison.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import RewriteError, SourceLocation
+from ge.errors import RewriteError
 from ge.graph.journal import ChangeKind
 from ge.graph.places import ir_node_label
-from ge.passes.source import blame, is_internal_file
+from ge.passes.source import blame, caller_location
 
 if TYPE_CHECKING:
     from ge.graph import Graph
 
 __all__ = ["read_only_call"]
-
-#: How many frames above a change are looked at for the user's line that made it.
-_DEPTH = 40
-
 
 def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
     """Call a hook that is asked about the graph and may only read it: a change it makes
@@ -67,17 +61,6 @@ class _FirstChange:
             ChangeKind.ATTR_CHANGED: f"set an attribute of {label}",
             ChangeKind.OUTPUT_DESC_CHANGED: f"set the desc of output {index} of {label}",
         }.get(kind, f"changed {label}")
-        where = _user_line(sys._getframe(1))
+        where = caller_location()  # (the user's line on the stack that made the change)
         at = f", at {where}" if where is not None else ""
         self.described = f": first, it {what}{at}"
-
-
-def _user_line(frame: FrameType | None) -> SourceLocation | None:
-    """The innermost frame from `frame` outwards that is not ge's: the user's line."""
-    for _ in range(_DEPTH):
-        if frame is None:
-            return None
-        if not is_internal_file(frame.f_code.co_filename):
-            return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
-        frame = frame.f_back
-    return None

@@ -31,6 +31,7 @@ from ge.ops.functions import called_function
 from ge.ops.inference import descs_contradict, proto_contradicts
 from ge.ops.registry import get_custom_op
 from ge.ops.shape_values import fill_unknown_dims, unfilled_desc
+from ge.passes.source import blame_at
 
 __all__ = [
     "ORIGIN_NODES",
@@ -358,7 +359,7 @@ def _check_output_descs(region: Region, outputs: Sequence[Producer]) -> None:
                 f"{before!r}: the nodes reading it expect the latter{note}",
                 nodes=[old.name])
             if location is not None:  # the E13028 points at that function, not the hook
-                err.__ge_location__ = location  # type: ignore[attr-defined]
+                blame_at(err, location)
             raise err
 
 

@@ -19,6 +19,7 @@ from ge.errors import SourceLocation
 
 __all__ = [
     "blame",
+    "blame_at",
     "blamed_location",
     "caller_location",
     "collected_warnings",
@@ -112,7 +113,15 @@ def blame(exc: BaseException, hook: object) -> BaseException:
     nor is an error marked already (the line of a custom operator's inference function that
     typed the replacement's output wrongly: `ge.passes.rewrite`)."""
     location = hook_location(hook)
-    if location is not None and blamed_location(exc) is None:  # (a nearer cause stays)
+    if location is not None:
+        blame_at(exc, location)
+    return exc
+
+
+def blame_at(exc: BaseException, location: SourceLocation) -> BaseException:
+    """Mark `exc` as the fault of the user's code at `location` (what `blame` does with a
+    hook's `def` line), unless it is marked already: a nearer cause stays."""
+    if blamed_location(exc) is None:
         exc.__ge_location__ = location  # type: ignore[attr-defined]
     return exc
 
