@@ -22,6 +22,7 @@ import onnx
 from onnx import AttributeProto, helper
 
 from ge.errors import ValidationProblem
+from ge.graph.model_info import FunctionKey, call_key, function_key
 from ge.graph.places import BodyOwner, attribute_graphs, graph_place, node_label
 
 if TYPE_CHECKING:
@@ -268,9 +269,6 @@ def _in_function(function: onnx.FunctionProto, ctx: C.CheckerContext, scope: _Sc
     return _in_nodes(function.node, fails, scope_at, place, "", None, error, place)
 
 
-_Key = tuple[str, str, str]  # a function's (domain, name, overload), as a node calls it
-
-
 #: Who refuses what `across_functions` finds: ONNX's IR rules. onnx checks them from some
 #: release after 1.19 (1.23 does, 1.19 does not), onnxruntime 1.32 refuses both (1.19 runs
 #: the last of two definitions, and crashes on a recursive call).
@@ -287,9 +285,9 @@ def across_functions(functions: Sequence[onnx.FunctionProto], ir_version: int,
     recursive call, while 1.32 refuses both. From IR version 8, as onnx checks functions."""
     if ir_version < _FUNCTIONS_CHECKED_FROM_IR:
         return
-    by_key: dict[_Key, list[onnx.FunctionProto]] = {}
+    by_key: dict[FunctionKey, list[onnx.FunctionProto]] = {}
     for function in functions:
-        by_key.setdefault(_key(function), []).append(function)
+        by_key.setdefault(function_key(function), []).append(function)
     for key, same in by_key.items():
         if len(same) > 1:
             yield CheckerFailure(
@@ -308,34 +306,31 @@ def across_functions(functions: Sequence[onnx.FunctionProto], ir_version: int,
                              _ONNX_RULE)
 
 
-def _qualified(key: _Key) -> str:
+def _qualified(key: FunctionKey) -> str:
     """A function key as onnx writes it: `local::F`, `local::F::overload`."""
     return "::".join(part for part in key if part)
 
 
-def _key(function: onnx.FunctionProto) -> _Key:
-    return function.domain, function.name, function.overload
-
-
-def _calls(nodes: Iterable[onnx.NodeProto]) -> Iterator[_Key]:
+def _calls(nodes: Iterable[onnx.NodeProto]) -> Iterator[FunctionKey]:
     """What `nodes` and the nodes of their bodies, at any depth, call, as function keys."""
     for node in nodes:
-        yield node.domain, node.op_type, node.overload
+        yield call_key(node)
         for _, body in _bodies(node):
             yield from _calls(body.node)
 
 
-def _call_cycles(keys: list[_Key], calls: dict[_Key, set[_Key]]) -> list[list[_Key]]:
+def _call_cycles(keys: list[FunctionKey], calls: dict[FunctionKey, set[FunctionKey]]
+                 ) -> list[list[FunctionKey]]:
     """The functions of each call cycle (a strongly connected set of `calls` that calls
     itself), each in the model's order, by their first function (Tarjan's algorithm,
     iterative: a chain of thousands of functions would pass Python's recursion limit)."""
-    index: dict[_Key, int] = {}
-    low: dict[_Key, int] = {}
-    stack: list[_Key] = []
-    on_stack: set[_Key] = set()
-    found: list[list[_Key]] = []
+    index: dict[FunctionKey, int] = {}
+    low: dict[FunctionKey, int] = {}
+    stack: list[FunctionKey] = []
+    on_stack: set[FunctionKey] = set()
+    found: list[list[FunctionKey]] = []
 
-    def enter(key: _Key) -> tuple[_Key, Iterator[_Key]]:
+    def enter(key: FunctionKey) -> tuple[FunctionKey, Iterator[FunctionKey]]:
         index[key] = low[key] = len(index)
         stack.append(key)
         on_stack.add(key)
@@ -359,7 +354,7 @@ def _call_cycles(keys: list[_Key], calls: dict[_Key, set[_Key]]) -> list[list[_K
                 low[work[-1][0]] = min(low[work[-1][0]], low[key])
             if low[key] != index[key]:
                 continue
-            component: list[_Key] = []
+            component: list[FunctionKey] = []
             while not component or component[-1] != key:
                 component.append(stack.pop())
                 on_stack.discard(component[-1])

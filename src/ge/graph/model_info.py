@@ -13,11 +13,21 @@ import onnx
 from ge._compat import new_model_ir_version, new_model_opset
 from ge.graph.domains import normalize_domain
 
-__all__ = ["FunctionKey", "FunctionList", "ModelInfo"]
+__all__ = ["FunctionKey", "FunctionList", "ModelInfo", "call_key", "function_key"]
 
 #: A model-local function's identity: (domain, name, overload), as a call names it (the
 #: domain normalised; `NodeProto.overload`, IR 10, tells two functions of one name apart).
 FunctionKey = tuple[str, str, str]
+
+
+def function_key(function: onnx.FunctionProto) -> FunctionKey:
+    """The key of a local function, as `call_key` gives it for a call of it."""
+    return normalize_domain(function.domain), function.name, function.overload
+
+
+def call_key(node: onnx.NodeProto) -> FunctionKey:
+    """The function a node proto would call, if the model defines it."""
+    return normalize_domain(node.domain), node.op_type, node.overload
 
 
 class ModelInfo:
@@ -112,7 +122,7 @@ class ModelInfo:
         if indexed is not functions or version != functions.version:
             index = {}
             for f in functions:
-                index.setdefault((normalize_domain(f.domain), f.name, f.overload), f)
+                index.setdefault(function_key(f), f)
             self._function_index = ((functions, functions.version), index)
         return index.get(key)
 

@@ -21,7 +21,7 @@ from onnx import helper, inliner
 from ge.errors import GeError, ShapeInferenceError
 from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
-from ge.graph.model_info import FunctionKey
+from ge.graph.model_info import FunctionKey, call_key, function_key
 from ge.graph.node import Node, overload_of
 from ge.graph.onnx_export import merge_annotations
 from ge.graph.onnx_import import model_to_graph
@@ -33,16 +33,6 @@ from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = ["FunctionKey", "call_key", "called_function", "calls_left", "function_key",
            "infer_call", "inline_local_functions", "node_call_key", "opaque_functions"]
-
-def function_key(function: onnx.FunctionProto) -> FunctionKey:
-    """The key of a local function, as `call_key` gives it for a call of it."""
-    return normalize_domain(function.domain), function.name, function.overload
-
-
-def call_key(node: onnx.NodeProto) -> FunctionKey:
-    """The function a node proto would call, if the model defines it."""
-    return normalize_domain(node.domain), node.op_type, node.overload
-
 
 def node_call_key(node: Node) -> FunctionKey:
     """The function an IR node would call, if the model defines it (`call_key`'s)."""
