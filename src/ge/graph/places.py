@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BodyOwner", "attribute_graphs", "body_owner", "graph_label", "graph_place",
            "ir_node_label", "listed_node", "model_node_label", "node_label", "node_named",
-           "node_ref",
-           "proto_bodies", "proto_body_owner"]
+           "node_ref", "proto_bodies", "proto_body_owner"]
 
 
 def node_label(op_type: str, name: str, *, domain: str = "", index: int | None = None,

@@ -41,8 +41,7 @@ from ge.graph.value_info import holds_non_tensor
 
 __all__ = ["attribute_problems", "check_acyclic", "cycle_problems", "find_node_problems",
            "find_problems", "first_opset", "function_problems", "function_set_problems",
-           "newer_operators",
-           "redeclaring_advice", "unknown_operators"]
+           "newer_operators", "redeclaring_advice", "unknown_operators"]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
