@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["first_and_more", "printable"]
+__all__ = ["error_text", "first_and_more", "printable"]
 
 
 def first_and_more(items: Sequence[str], shown: int = 3, separator: str = ", ") -> str:
@@ -26,3 +26,10 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                    for c in text)
+
+
+def error_text(err: BaseException) -> str:
+    """What `err` says on one line, whole (onnx and onnxruntime spread one message over
+    lines, and its first line alone cuts it short), or its type's name when it says
+    nothing."""
+    return " ".join(str(err).split()) or type(err).__name__

@@ -211,8 +211,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
         import ge.graph
         from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
         from ge.graph.validation import check_acyclic
+        from ge.session.custom_evaluation import runs_in_onnxruntime
         from ge.session.inputs import generated_inputs_note, load_inputs
-        from ge.session.runner import ModelRunner, runs_in_onnxruntime
+        from ge.session.runner import ModelRunner
 
         if output is not None:
             check_output_folder(output, "the outputs")

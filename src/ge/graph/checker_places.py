@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import onnx
 from onnx import AttributeProto, helper
 
+from ge._text import error_text
 from ge.errors import ValidationProblem
 from ge.graph.model_info import FunctionKey, call_key, function_key
 from ge.graph.places import BodyOwner, attribute_graphs, graph_place, node_label
@@ -28,7 +29,7 @@ from ge.graph.places import BodyOwner, attribute_graphs, graph_place, node_label
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["CheckerFailure", "across_functions", "checker_text", "function_failures",
+__all__ = ["CheckerFailure", "across_functions", "function_failures",
            "function_place", "function_problems", "function_set_problems", "model_failure"]
 
 C = onnx.checker.C
@@ -61,12 +62,6 @@ class CheckerFailure(NamedTuple):
         """"Relu node 'r' in graph then_body, then_branch of If node 'cond_if'", "function
         'f' (domain 'custom')", "" for the main graph itself."""
         return " in ".join(part for part in (self.node, self.place) if part)
-
-
-def checker_text(exc: BaseException) -> str:
-    """onnx's message on one line, whole: it spreads one over lines ("input 'zz' of node:
-    \\nName: ...\\n is neither output ..."), and its first line alone cuts it short."""
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def function_place(function: onnx.FunctionProto, count: int = 1) -> str:
@@ -169,7 +164,7 @@ def _in_nodes(nodes: Sequence[onnx.NodeProto], fails: Callable[[int], bool],
     bodies), at any depth."""
     k = _shortest_failing(len(nodes), fails)
     if not k:  # (0: its inputs or initializers; None: its outputs)
-        return CheckerFailure(place, "", "", graph, checker_text(error))
+        return CheckerFailure(place, "", "", graph, error_text(error))
     index = k - 1
     node = nodes[index]
     for attribute, body in _bodies(node):
@@ -204,7 +199,7 @@ def _in_graph(body: onnx.GraphProto, scope: _Scope, owner: BodyOwner,
 def _without_context(error: ValidationError) -> str:
     """onnx's text without the node it names as context (the outermost one, which the
     place found says better)."""
-    return checker_text(error).split(" ==> Context: ", 1)[0]
+    return error_text(error).split(" ==> Context: ", 1)[0]
 
 
 def model_failure(model: onnx.ModelProto) -> CheckerFailure | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
 
+from ge._text import error_text
 from ge.errors import (
     GraphTypeError,
     GraphValidationError,
@@ -29,7 +30,7 @@ from ge.errors import (
 )
 from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
-from ge.graph.checker_places import CheckerFailure, checker_text, model_failure
+from ge.graph.checker_places import CheckerFailure, model_failure
 from ge.graph.external_data import (
     ExternalDataWriter,
     SharedExternalData,
@@ -267,7 +268,7 @@ def _check_with_onnx(model: onnx.ModelProto, graph: Graph, target: Path,
     try:
         check_model_full(checked)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        text = checker_text(exc)
+        text = error_text(exc)
         # (found only for the checker's refusals: inference's name their nodes already; the
         # model is as checked then, check_model_full changes it only after the checker)
         failure: CheckerFailure | None = None

@@ -11,7 +11,8 @@ the other way round; the compiler is imported when a compilation starts, not wit
 package.
 """
 
-from ge.session.runner import InputSpec, ModelRunner, model_inputs, run_model
+from ge.session.model_interface import InputSpec, model_inputs
+from ge.session.runner import ModelRunner, run_model
 from ge.session.session import Session
 from ge.session.verification import (
     OutputComparison,

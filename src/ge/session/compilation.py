@@ -66,6 +66,7 @@ from ge.session.compile_verification import (
     warn_not_compared,
     warn_unexercised_bodies,
 )
+from ge.session.custom_evaluation import custom_output_descs
 from ge.session.input_verdicts import (
     inference_failure,
     input_graph,
@@ -73,7 +74,7 @@ from ge.session.input_verdicts import (
     with_input_verdict,
 )
 from ge.session.onnx_tools import check_opset, converted_graph, upgraded_opset
-from ge.session.runner import ModelRunner, custom_output_descs, exported_to_run
+from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
     SizedRun,
     VerificationReport,

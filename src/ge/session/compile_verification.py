@@ -30,7 +30,8 @@ from ge.graph.node import is_const
 from ge.graph.places import body_owner, graph_place
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
-from ge.session.runner import InputSpec, ModelRunner, exported_to_run, model_inputs
+from ge.session.model_interface import InputSpec, model_inputs
+from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
     SizedRun,
     check_inputs,

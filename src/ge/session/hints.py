@@ -174,7 +174,7 @@ def custom_op_hints(graph: Graph) -> list[CustomOpHint]:
     does not run itself, which a compilation that wrote it had registered (a call of a
     function the model defines is not one)."""
     from ge.ops.functions import function_key, node_call_key
-    from ge.session.runner import foreign_nodes
+    from ge.session.custom_evaluation import foreign_nodes
 
     defined = {function_key(f) for f in graph.root_graph().model.functions}
     counts: dict[str, int] = {}

@@ -37,8 +37,8 @@ from ge.graph.graph import Graph
 from ge.graph.types import elem_type_name
 from ge.session.comparison import BLOCK_ELEMENTS
 from ge.session.low_bit import ML_DTYPES, read_one_byte_floats
+from ge.session.model_interface import InputSpec, Model, checked_inputs, model_inputs, model_name
 from ge.session.npz import read_npz
-from ge.session.runner import InputSpec, Model, checked_inputs, model_inputs, model_name
 from ge.session.values import (
     MAP,
     OPTIONAL,

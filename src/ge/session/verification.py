@@ -43,7 +43,8 @@ from ge.session.inputs import (  # (so are the inputs')
     input_symbols,
     load_inputs,
 )
-from ge.session.runner import ExportedModel, Model, ModelRunner, model_outputs, run_model
+from ge.session.model_interface import Model, model_outputs
+from ge.session.runner import ExportedModel, ModelRunner, run_model
 
 __all__ = [
     "ENV_MAX_GENERATED_INPUT_BYTES",
