@@ -227,7 +227,7 @@ def check_markers(path: Path) -> None:
 def replace_between_markers(path: Path, table: str) -> None:
     """Put `table` between the START and END lines of `path`, atomically (the way `ge`
     writes its reports: a temporary file in the same folder renamed over it)."""
-    from ge.cli.output import write_atomically
+    from ge.cli.output_files import write_atomically
 
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     start, end = _marker_lines(path, lines)

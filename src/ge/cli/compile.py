@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ge.cli.compile_report import builtins_not_in, print_compile_result, result_payload
-from ge.cli.output import (
-    CommandOutput,
+from ge.cli.output import CommandOutput, command_output
+from ge.cli.output_files import (
     check_not_read,
     check_output_folder,
-    command_output,
     file_target,
     files_read,
     same_file,

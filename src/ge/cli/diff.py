@@ -15,11 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ge.cli.output import (
-    CommandOutput,
-    command_output,
-    file_target,
-)
+from ge.cli.output import CommandOutput, command_output
+from ge.cli.output_files import file_target
 from ge.compiler.report import NodeCounts
 
 if TYPE_CHECKING:

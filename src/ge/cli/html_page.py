@@ -361,7 +361,7 @@ def check_page_target(page: Path, read: Sequence[tuple[Path | None, str]]) -> No
     a file the command reads or writes (`read`: path and what it is), or a layout engine
     `GE_HTML_LAYOUT` names wrongly (`ge compile --html`, `ge diff --html`)."""
     from ge.cli.layout import engine_from_environment
-    from ge.cli.output import check_not_read, check_output_folder
+    from ge.cli.output_files import check_not_read, check_output_folder
 
     check_output_folder(page, "the HTML page")
     check_not_read(page, "the HTML page", read)
@@ -369,8 +369,8 @@ def check_page_target(page: Path, read: Sequence[tuple[Path | None, str]]) -> No
 
 
 def write_page(path: Path, page: str) -> None:
-    """Write the page atomically (see `ge.cli.output.write_atomically`)."""
-    from ge.cli.output import write_atomically
+    """Write the page atomically (see `ge.cli.output_files.write_atomically`)."""
+    from ge.cli.output_files import write_atomically
 
     encoded = page.encode("utf-8")
 

@@ -20,12 +20,10 @@ from typing import IO, Any
 import click
 
 from ge.cli.compile import parse_dims
-from ge.cli.output import (
-    cell,
+from ge.cli.output import cell, command_output, console
+from ge.cli.output_files import (
     check_not_read,
     check_output_folder,
-    command_output,
-    console,
     file_target,
     files_read,
     write_atomically,
