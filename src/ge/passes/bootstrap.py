@@ -39,6 +39,7 @@ from ge.passes.loader import (
     PluginLoadReport,
     cached_source,
     load_source,
+    unload_plugins,
 )
 from ge.passes.source import warn_user
 
@@ -163,17 +164,25 @@ def discover_plugins(
                 SourceLocation(str(item)))
     report = PluginLoadReport()
     importlib.invalidate_caches()  # (files written since the last import are found)
-    for item, sources in planned:
-        _load_sources(report, item, sources, copies)
-    if entry_points:
-        for ep in plugin_entry_points():
-            if is_disabled(ep, disabled):
-                report.disabled.append(entry_point_id(ep))
-                continue
-            try:
-                report.add(load_entry_point(ep))
-            except GeError as err:
-                report.failures.append(err)
+    try:
+        for item, sources in planned:
+            _load_sources(report, item, sources, copies)
+        if entry_points:
+            for ep in plugin_entry_points():
+                if is_disabled(ep, disabled):
+                    report.disabled.append(entry_point_id(ep))
+                    continue
+                try:
+                    report.add(load_entry_point(ep))
+                except GeError as err:
+                    report.failures.append(err)
+    except BaseException:
+        # A Ctrl-C (or a signal handler's exception) between two plugins: the caller gets
+        # no report to unload them by, so those imported so far are unloaded here, as after
+        # a failed compilation (else a later load takes their modules for the user's own and
+        # ignores an edit of the file: trial R).
+        unload_plugins(report.imported)
+        raise
     # after all of them: another plugin may register the class, or a copy of it (a plugin
     # importing another's file by name gets its own module of it)
     registered = {d.cls.__ge_pass_source__ for p in report.plugins for d in p.descriptors}

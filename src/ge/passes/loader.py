@@ -326,12 +326,14 @@ def publish_plugin(key: str, plugin: LoadedPlugin, target: str,
     custom operators (and `library_ops`, those of the libraries it imported) and passes
     registered (where this thread registers) and its cache entry, in one step. On a clash
     (a pass or an operator of its name registered meanwhile) the import is undone: the
-    E13030 error, or E13029 for an operator."""
+    E13030 error, or E13029 for an operator; on an interrupt too."""
     try:
         CACHE.publish(key, plugin, library_ops)
-    except GeError as err:
+    except BaseException as err:  # (a Ctrl-C as well: nothing of the import stays)
         if not plugin.adopted:
             purge_modules(plugin.owned_modules)
+        if not isinstance(err, GeError):
+            raise
         if isinstance(err, DuplicatePassNameError):
             hint_clash(err)
         if isinstance(err, PassRegisterError):
@@ -375,9 +377,17 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
     own = None if adopted is not None else source.module_name
     with guard_helpers(source, roots, CACHE.plugins, CACHE.lock) as guard:
         imported = import_isolated(run, target=target, roots=roots, own_module=own)
-    files = [sys.modules.get(name) for name in imported.owned_modules]
-    plugin = LoadedPlugin(origin, imported.module, imported.descriptors, imported.owned_modules,
-                          imported.custom_ops, _stamps([imported.module, *files]),
-                          adopted=adopted is not None)
+    try:
+        files = [sys.modules.get(name) for name in imported.owned_modules]
+        plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
+                              imported.owned_modules, imported.custom_ops,
+                              _stamps([imported.module, *files]), adopted=adopted is not None)
+    except BaseException:
+        # A Ctrl-C (or a signal handler's exception) while the files are digested: the
+        # import is undone, or the next load would take the modules left in sys.modules
+        # for the user's own, ignoring edits of the file (trial R).
+        if adopted is None:
+            purge_modules(imported.owned_modules)
+        raise
     publish_plugin(key, plugin, target, imported.library_ops)
     return plugin
