@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,32 @@ def test_a_plugin_edited_while_the_compiler_holds_it_is_never_run_old_silently(
 
     ge.finalize()
     assert identities(compile_graph(small_graph()).graph) == ["new"]
+
+
+def test_a_plugin_file_added_to_the_variables_folder_is_named_until_finalize(
+        write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file added to an ASCEND_GE_PY_PASS_PATH folder after the compiler loaded it is not
+    loaded (D13) and was not mentioned either (trial R): a compilation now names it."""
+    plugin = write("env/marks.py", PLUGIN.format(marker="first"))
+    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(plugin.parent))
+    ge.initialize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (nothing new: no warning)
+        assert identities(compile_graph(small_graph()).graph) == ["first"]
+    added = write("env/later.py", PLUGIN.format(marker="later").replace('"Marks"', '"Later"'))
+
+    with pytest.warns(CompileWarning) as caught:
+        report = compile_graph(small_graph())
+    assert identities(report.graph) == ["first"]
+    assert [str(w.message) for w in caught] == [
+        f"{added} appeared in ASCEND_GE_PY_PASS_PATH's folders since the compiler loaded its "
+        "plugins: this compilation does not load it; ge.finalize() makes the next compilation "
+        "load the path afresh"]
+
+    ge.finalize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sorted(identities(compile_graph(small_graph()).graph)) == ["first", "later"]
 
 
 @pytest.mark.ge_entry_points

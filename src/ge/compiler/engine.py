@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ge._text import first_and_more
@@ -54,7 +55,7 @@ from ge.errors import (
     GeError,
 )
 from ge.ops.registry import CustomOp, CustomOpView
-from ge.passes.bootstrap import warn_failures
+from ge.passes.bootstrap import ENV_PY_PASS_PATH, warn_failures
 from ge.passes.loader import LoadedPlugin, PluginLoadReport, in_process_plugin
 from ge.passes.source import warn_user
 
@@ -133,6 +134,7 @@ def _registry_for(engine: _Engine, options: CompilerOptions
         assert error is not None
         raise error
     _warn_stale(engine.loader.plugins)
+    _warn_new(engine.loader.new_environment_plugins())
     report = engine.loader.entry_points_for(options)
     in_process = in_process_plugin()  # registered by the user's code itself: GE runs them
     if in_process is not None:
@@ -152,6 +154,18 @@ def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
                 f"plugin {plugin.origin} changed (or went) since the compiler loaded it "
                 f"({first_and_more(changed)}): this compilation runs the code imported "
                 "then; ge.finalize() makes the next compilation load it afresh"))
+
+
+def _warn_new(paths: list[Path]) -> None:
+    """A `CompileWarning` for plugin files added to `ASCEND_GE_PY_PASS_PATH`'s folders since
+    the compiler loaded them (trial R: a notebook's new file did nothing, without a word)."""
+    if paths:
+        warn_user(CompileWarning(
+            f"{first_and_more([str(p) for p in paths])} appeared in "
+            f"{ENV_PY_PASS_PATH}'s folders since the compiler loaded its plugins: "
+            "this compilation does not load "
+            f"{'it' if len(paths) == 1 else 'them'}; ge.finalize() makes the next "
+            "compilation load the path afresh"))
 
 
 def _start(options: CompilerOptions, *, keep: bool) -> _Engine:

@@ -44,7 +44,7 @@ from ge.errors import (
 )
 from ge.ops.registry import CustomOp, CustomOpView, process_custom_ops
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
-from ge.passes.discovery import given_paths, normalize_path_list
+from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
     entry_point_id,
@@ -91,6 +91,18 @@ def _discover(items: list[Path], source: str,
     except (PluginPathNotFoundError, PluginPathSuffixError) as err:
         err.message += f" ({source})"
         raise
+
+
+def _environment_sources(value: str) -> list[Path]:
+    """The plugin sources the items of a path variable's `value` name, in load order (an
+    item that went names none: the stale-plugin warning says so)."""
+    found: list[Path] = []
+    for item in normalize_path_list(value):
+        try:
+            found += [source.path for source in plugin_sources(item)]
+        except (GeError, OSError):
+            continue
+    return found
 
 
 def environment_disables_autoload(environ: Mapping[str, str]) -> bool:
@@ -152,6 +164,7 @@ class PluginLoader:
         self._entry_failures: dict[str, GeError] = {}
         self._warned_unknown: set[str] = set()
         self._leases: dict[int, tuple[LoadedPlugin, int]] = {}
+        self._env_sources: frozenset[Path] = frozenset()  # the variable's plugins at start
 
     @property
     def plugins(self) -> list[LoadedPlugin]:
@@ -178,7 +191,19 @@ class PluginLoader:
             self._check_open()
             self.env_value = value = self._environ.get(ENV_PY_PASS_PATH, "")
             self._autoload_off = environment_disables_autoload(self._environ)
-        return self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV)
+        report = self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV)
+        self._env_sources = frozenset(_environment_sources(value))
+        return report
+
+    def new_environment_plugins(self) -> list[Path]:
+        """The plugin files and packages the path variable's items name now that they did
+        not at `start()` (a file added to its folder since): not loaded until `ge.finalize()`
+        (D13), which a compilation says (one listing of each folder)."""
+        with self._lock:
+            value, known = self.env_value, self._env_sources
+        if not value:
+            return []
+        return [path for path in _environment_sources(value) if path not in known]
 
     def load_from_environment(self, options: CompilerOptions) -> PluginLoadReport:
         """`start()`, then the entry points `options` want: what an initialisation loads,
