@@ -59,7 +59,9 @@ def random_source(node: Node) -> str | None:
         return f"the random operator {node.type} {node.name!r}{mode}"
     if node._attrs and not node._clean:
         for body in node.get_subgraphs():
-            for inner in body.get_all_nodes():
+            # (its direct nodes: the call on each looks into their bodies; every node at any
+            # depth from here took time exponential in the depth of nested Ifs: trial Q)
+            for inner in body.get_direct_nodes():
                 found = random_source(inner)
                 if found is not None:
                     return f"{found} in a body of {node.name!r}"
