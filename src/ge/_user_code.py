@@ -9,14 +9,15 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from ge.errors import SourceLocation
 
-__all__ = ["innermost_user_location", "is_internal_file", "is_library_file",
+__all__ = ["caller_location", "innermost_user_location", "is_internal_file", "is_library_file",
            "traceback_location", "within"]
 
 _GE_ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -36,6 +37,17 @@ def is_internal_file(filename: str) -> bool:
         return True
     path = os.path.abspath(filename)
     return path.startswith(_GE_ROOT + os.sep) or path.startswith(_IMPORTLIB_ROOT + os.sep)
+
+
+def caller_location() -> SourceLocation | None:
+    """The innermost frame on the stack that is not `ge`'s own: the user's call site."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not is_internal_file(filename):
+            return SourceLocation(filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
 
 
 def within(filename: str, roots: list[str]) -> bool:

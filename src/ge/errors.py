@@ -484,7 +484,16 @@ class BuilderTypeError(GeError, TypeError):
     code = "GE1404"
 
 
+class BuilderInferenceError(GeError, ValueError):
+    """An operator the ES builder was asked to build that onnx's shape inference (or the
+    operator's own typing) proves invalid for inputs whose descs are fully known (a MatMul
+    of [2, 3] and [4, 5]): raised at the user's line that built it."""
+
+    code = "GE1405"
+
+
 __all__ += [
+    "BuilderInferenceError",
     "BuilderMixError",
     "BuilderStateError",
     "BuilderTypeError",

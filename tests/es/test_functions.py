@@ -89,7 +89,7 @@ def test_constants_scopes_and_holders() -> None:
     c = b.create_const_float([[0.1, 0.1], [0.1, 0.1]])
     assert list(c._get_node_snapshot().get_output_desc(0).shape) == [2, 2]
     assert b.create_const_int64([1, 2, 3]).get_owner_builder() is b
-    x = b.create_input(0, shape=[2, 2])
+    x = b.create_input(0)  # (no shape: `0 + x` adds an int64 to a float, quietly here)
     assert x.name == "input_0"
     zero_plus = 0 + x
     node = zero_plus._get_node_snapshot()

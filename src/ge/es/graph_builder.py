@@ -89,6 +89,9 @@ class GraphBuilder:
         # were taken (given name -> asked name).
         self._name_scope = ""
         self._asked_names: dict[str, str] = {}
+        # The inputs created without a shape whose holders were not given one since: their
+        # scalar desc is GE's placeholder, not a declaration (`shapeless_sources`).
+        self._shapeless: set[Node] = set()
 
     @classmethod
     def _into(cls, graph: Graph, name: str) -> GraphBuilder:
@@ -106,6 +109,7 @@ class GraphBuilder:
         builder._in_place = True
         builder._name_scope = ""
         builder._asked_names = {}
+        builder._shapeless = set()
         return builder
 
     def _node_name(self, name: str | None, op_type: str) -> str | None:
@@ -264,6 +268,8 @@ class GraphBuilder:
                               attrs={"index": index},
                               output_names=[name] if name is not None else None)
         node.update_output_desc(0, TensorDesc(list(shape or []), format, data_type))
+        if shape is None:
+            self._shapeless.add(node)
         holder = TensorHolder._make(self, node, 0)
         self._inputs[index] = holder
         return holder

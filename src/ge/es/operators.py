@@ -16,19 +16,23 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, helper
 
+from ge._user_code import caller_location
 from ge.errors import (
+    BuilderInferenceError,
     BuilderMixError,
     BuilderTypeError,
     GeError,
     OpAttributeError,
     OpInputError,
+    ShapeInferenceError,
 )
 from ge.es.graph_builder import GraphBuilder
-from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
+from ge.es.scopes import active_builder, building_patterns, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import Graph
-from ge.graph.node import is_const
+from ge.graph.node import Node, is_const
 from ge.graph.tensor import Tensor
+from ge.graph.tensor_desc import TensorDesc, format_desc
 from ge.graph.types import DataType, data_type_from_numpy, data_type_to_onnx
 from ge.ops.inference import infer_new_node
 from ge.ops.schemas import STANDARD_DOMAINS, AttrSpec, OpSpec, get_op_spec, normalize_domain
@@ -503,10 +507,82 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
             graph._connect(holder._node, holder._index, node, i)
     for dep in scoped_control_deps():
         graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
-    infer_new_node(node)  # (quiet: descs stay unknown; patterns need not be well-typed)
+    rejected = infer_new_node(node)
+    if rejected is not None:
+        _check_rejection(owner, spec, node, rejected)
     if count == 1 and not spec.variadic_output:
         return TensorHolder._make(owner, node, 0)
     return tuple([TensorHolder._make(owner, node, i) for i in range(count)])
+
+
+def _fully_known(desc: TensorDesc) -> bool:
+    """Whether a desc says all there is to know for inference: an element type, a rank and
+    every dim (a number or a name)."""
+    if desc._data_type == DataType.DT_UNDEFINED:
+        return False
+    shape = desc._shape
+    return not shape.is_unknown_rank() and all(isinstance(d, str) or d >= 0 for d in shape)
+
+
+def _reads_shapeless_input(owner: GraphBuilder, node: Node) -> bool:
+    """Whether `node` reads, directly or through the nodes feeding it, an input created
+    without a shape (of `owner` or a builder enclosing it): GE's samples create inputs
+    as scalar placeholders (`create_inputs(3)`) for a replacement typed from its match,
+    so what such an input feeds is not known, whatever its desc says."""
+    shapeless: set[Node] = set()
+    builder: GraphBuilder | None = owner
+    while builder is not None:
+        shapeless |= builder._shapeless
+        builder = builder._parent
+    if not shapeless:
+        return False
+    seen = {node}
+    stack = [node]
+    while stack:
+        for producer in stack.pop()._inputs:
+            if producer is None or producer[0] in seen:
+                continue
+            if producer[0] in shapeless:
+                return True
+            seen.add(producer[0])
+            stack.append(producer[0])
+    return False
+
+
+def _check_rejection(owner: GraphBuilder, spec: OpSpec, node: Node,
+                     rejected: ShapeInferenceError) -> None:
+    """`BuilderInferenceError` at the user's line for a `node` that inference `rejected`
+    while every input it reads has a fully known desc, declared (not an input created
+    without a shape, nor computed from one); the node is taken out again. Quiet (the node
+    keeps unknown descs) when an input's desc is unknown or partial, and in a pattern,
+    which need not be well typed (`pattern_scope`)."""
+    if building_patterns():
+        return
+    descs: list[TensorDesc | None] = []
+    for i in range(node.get_inputs_size()):
+        if node.get_input_producer(i) is None:
+            descs.append(None)
+            continue
+        desc = node.get_input_desc(i)
+        if not _fully_known(desc):
+            return
+        descs.append(desc)
+    if _reads_shapeless_input(owner, node):
+        return
+    cause = rejected.__cause__  # (onnx's own words, when onnx refused it)
+    reason = str(cause).strip() if cause is not None else rejected.message
+    names = [p.name for p in spec.inputs]
+    ins = ", ".join(f"{names[min(i, len(names) - 1)] if names else i} "
+                    f"{'absent' if d is None else format_desc(d)}" for i, d in enumerate(descs))
+    prefix = f"{node.domain}::" if node.domain else ""
+    by = "onnx's shape inference" if cause is not None else "its inference"
+    name = node.name
+    graph = node._graph
+    if graph is not None:
+        graph.remove_node(node)
+    raise BuilderInferenceError(
+        f"{prefix}{node.type} node {name!r} is invalid for its inputs ({ins}): {by} says: "
+        f"{reason}", location=caller_location(), nodes=[name]) from rejected
 
 
 def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"

@@ -23,7 +23,9 @@ __all__ = [
     "active_builder",
     "attr_scope",
     "builder_scope",
+    "building_patterns",
     "control_dependency_scope",
+    "pattern_scope",
     "scoped_attrs",
     "scoped_control_deps",
 ]
@@ -34,6 +36,7 @@ class _State(threading.local):
         self.attrs: list[dict[str, Any]] = []
         self.deps: list[list[TensorHolder]] = []
         self.builders: list[GraphBuilder] = []
+        self.patterns = 0  # how many `pattern_scope`s are open
 
 
 _STATE = _State()
@@ -92,3 +95,21 @@ def builder_scope(builder: GraphBuilder) -> Iterator[GraphBuilder]:
 def active_builder() -> GraphBuilder | None:
     """The builder of the innermost `with builder:` block of this thread, if any."""
     return _STATE.builders[-1] if _STATE.builders else None
+
+
+@contextmanager
+def pattern_scope() -> Iterator[None]:
+    """Operators built inside the block are a pattern's (a `PatternFusionPass`'s
+    `patterns()` and `@pattern` methods run inside one): a pattern need not be well typed
+    (GE's `inputs[0] + 0` adds an int64 to a float), so an operator inference rejects keeps
+    unknown descs instead of raising `BuilderInferenceError`."""
+    _STATE.patterns += 1
+    try:
+        yield
+    finally:
+        _STATE.patterns -= 1
+
+
+def building_patterns() -> bool:
+    """Whether this thread is inside a `pattern_scope`."""
+    return _STATE.patterns > 0

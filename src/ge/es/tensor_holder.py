@@ -85,7 +85,9 @@ class TensorHolder:
 
     def set_shape(self, shape: Iterable[Dim]) -> TensorHolder:
         dims = Shape(shape)
-        return self._update("set_shape", lambda d: d.set_shape(dims))
+        self._update("set_shape", lambda d: d.set_shape(dims))
+        self._builder._shapeless.discard(self._node)  # (an input's shape given after all)
+        return self
 
     def _check_own(self, what: str) -> None:
         """Holders of a builder's own nodes may be changed (see `BoundTensorHolder`)."""

@@ -282,23 +282,26 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     return inferred
 
 
-def infer_new_node(node: Node) -> None:
+def infer_new_node(node: Node) -> ShapeInferenceError | None:
     """`infer_node(node, quiet=True)` for a node just built (the ES builder), which needs
-    no copies of the descs handed back: a memo hit only writes them."""
+    no copies of the descs handed back: a memo hit only writes them. Returns the
+    `ShapeInferenceError` kept quiet when the node is rejected (the builder judges whether
+    its inputs were known enough for that to be the node's fault), else None."""
     if node._type in STRUCTURAL and not node._domain:
-        return
+        return None
     memo = active_memo()
-    if memo is not None:
-        memo.infer(node, _infer_node, _write_new, quiet=True, copies=False)
-    else:
-        try:
+    try:
+        if memo is not None:
+            memo.infer(node, _infer_node, _write_new, copies=False)
+        else:
             _infer_node(node)
-        except InferenceFunctionError:
-            raise
-        except ShapeInferenceError:
-            return
+    except InferenceFunctionError:
+        raise
+    except ShapeInferenceError as err:
+        return err
     if node._type in SHAPED_BY_VALUE:
         refine_from_shape_values(node)
+    return None
 
 
 def _write_new(node: Node, index: int, desc: TensorDesc) -> None:

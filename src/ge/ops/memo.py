@@ -43,7 +43,8 @@ _FLOAT_DATA_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.D
                                DataType.DT_BF16})
 _ACTIVE: ContextVar[InferenceMemo | None] = ContextVar("ge_inference_memo", default=None)
 
-# ("unknown", None) | ("ok", descs) | ("failed", (node name, its `node_named`, message))
+# ("unknown", None) | ("ok", descs) |
+# ("failed", (node name, its `node_named`, message, what onnx raised or None))
 Outcome = tuple[str, Any]
 
 
@@ -90,7 +91,7 @@ class InferenceMemo:
             except InferenceFunctionError:
                 raise  # (a custom operator's own function: never quiet, never kept)
             except ShapeInferenceError as err:
-                self._known[key] = ("failed", (node.name, node_named(node), err.message))
+                self._known[key] = ("failed", _failure(node, err))
                 if quiet:
                     return None
                 raise
@@ -126,26 +127,35 @@ class InferenceMemo:
             try:
                 result = infer(node)
             except ShapeInferenceError as err:
-                self._pure[key] = ("failed", (node.name, node_named(node), err.message))
+                self._pure[key] = ("failed", _failure(node, err))
                 raise
             self._pure[key] = ("unknown", None) if result is None else ("ok", result)
             return result
         kind, value = outcome
         if kind == "failed":
-            first, label, message = value
+            first, _, message, cause = value
             if first == node.name:  # the same node, checked again
-                raise ShapeInferenceError(message, nodes=[node.name])
-            raise _failed_as(node, first, label, message)
+                raise ShapeInferenceError(message, nodes=[node.name]) from cause
+            raise _failed_as(node, *value)
         return value if kind == "ok" else None
 
 
-def _failed_as(node: Node, first: str, label: str, message: str) -> ShapeInferenceError:
+def _failure(node: Node, err: ShapeInferenceError) -> tuple[str, str, str, BaseException | None]:
+    """What the memo keeps of a node's failed inference: its name, label, the message and
+    what onnx raised (its reason in its own words, for the ES builder's error)."""
+    return node.name, node_named(node), err.message, err.__cause__
+
+
+def _failed_as(node: Node, first: str, label: str, message: str,
+               cause: BaseException | None) -> ShapeInferenceError:
     """The error of a node whose signature failed before, on node `first` (IR name; `label`
     names it in the message as `node_named` does: a node the model gives no name by its
-    outputs)."""
-    return ShapeInferenceError(
+    outputs), caused by what onnx raised there (`cause`)."""
+    error = ShapeInferenceError(
         f"{ir_node_label(node)}: shape inference failed as for {label} with the same "
         f"operator and input types: {message}", nodes=[node.name])
+    error.__cause__ = cause
+    return error
 
 
 def active_memo() -> InferenceMemo | None:

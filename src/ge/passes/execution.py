@@ -116,7 +116,16 @@ def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> ob
 
 
 def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
-    """The patterns of `instance.patterns()`, checked as GE checks them (§3.2)."""
+    """The patterns of `instance.patterns()`, checked as GE checks them (§3.2), built in
+    the ES builder's `pattern_scope` (a pattern need not be well typed: an operator onnx
+    rejects in it is kept untyped, not refused)."""
+    from ge.es.scopes import pattern_scope
+
+    with pattern_scope():  # (a generator builds its patterns as it is iterated, below)
+        return _collected(instance)
+
+
+def _collected(instance: PatternFusionPass) -> list[Pattern]:
     produced = instance.patterns()
     if produced is None:
         return []

@@ -11,10 +11,14 @@ import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from types import FrameType
 from typing import Any
 
-from ge._user_code import innermost_user_location, is_internal_file, traceback_location
+from ge._user_code import (
+    caller_location,
+    innermost_user_location,
+    is_internal_file,
+    traceback_location,
+)
 from ge.errors import SourceLocation
 
 __all__ = [
@@ -42,17 +46,6 @@ def user_stacklevel() -> int:
     while frame.f_back is not None and is_internal_file(frame.f_code.co_filename):
         level, frame = level + 1, frame.f_back
     return level
-
-
-def caller_location() -> SourceLocation | None:
-    """The innermost frame on the stack that is not `ge`'s own: the user's call site."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not is_internal_file(filename):
-            return SourceLocation(filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
 
 
 def warn_user(warning: Warning, location: SourceLocation | None = None) -> None:
