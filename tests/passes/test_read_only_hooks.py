@@ -13,7 +13,8 @@ import pytest
 from onnx import helper
 
 import ge
-from ge.errors import PassRunError
+from ge.errors import PassRunError, RewriteError
+from ge.passes.read_only import read_only_call
 from ge.testing import make_model
 
 PLUGIN = """\
@@ -67,7 +68,7 @@ def _fails(tmp_path: Path, change: str = "        pass", accept: str = "True",
 
 
 @pytest.mark.parametrize(("change", "what"), [
-    ('        first.set_attr("seen", 1)', "set an attribute of Neg node 'n1'"),
+    ('        first.set_attr("seen", 1)', "set attribute 'seen' of Neg node 'n1'"),
     ("        src, i = first.get_in_data_nodes_and_port_indexes(0)\n"
      "        graph.remove_edge(src, i, first, 0)", "rewired input 0 of Neg node 'n1'"),
     ('        graph.add_node("Relu", name="extra", num_inputs=1)', "added Relu node 'extra'"),
@@ -91,3 +92,22 @@ def test_a_replacement_with_another_output_count_names_its_pattern_and_match(
     assert ("RewriteError: [GE1502] the replacement has 2 output(s) but the region it "
             "replaces has 1 (pattern 'P_relu_neg_pattern', matched at Neg node 'n3')"
             ) in err.message
+
+
+def test_a_removed_attribute_is_named_and_only_the_first_change_is_told() -> None:
+    graph = ge.graph.load(make_model(
+        [helper.make_node("Softmax", ["x"], ["y"], name="s", axis=0)], [("x", [2, 4])],
+        [("y", [2, 4])]))
+    (node,) = graph.nodes_of_type("Softmax")
+
+    def meet_requirements() -> bool:
+        node.remove_attr("axis")  # the first change
+        node.set_attr("axis", 1)
+        return True
+
+    line = meet_requirements.__code__.co_firstlineno + 1
+    with pytest.raises(RewriteError) as caught:
+        read_only_call(meet_requirements, graph)
+    assert (f"meet_requirements changed graph 'g': first, it removed attribute 'axis' of "
+            f"Softmax node 's', at {__file__}:{line}; ") in caught.value.message
+    assert graph.changing_attribute is None  # only while listeners are told

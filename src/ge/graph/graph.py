@@ -293,6 +293,13 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
 
         return unsubscribe
 
+    @property
+    def changing_attribute(self) -> str | None:
+        """While `subscribe` listeners are told of an `ATTR_CHANGED`, the name of the
+        attribute set or removed (else None): the notification's `index` is -1, and a
+        listener that wants the name reads it here, so edits pay nothing for it."""
+        return self.root_graph()._journal.changing_attribute
+
     @contextmanager
     def track_changes(self) -> Iterator[ChangeSet]:
         """Collect the nodes changed inside the block (a matcher's worklist, a pass's region)."""

@@ -38,8 +38,8 @@ ChangeListener = Callable[[ChangeKind, Any, int], None]
 class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
-    __slots__ = ("_marks", "_replaying", "_steps", "inner_version", "listeners",
-                 "mutation_count", "structure_version")
+    __slots__ = ("_marks", "_replaying", "_steps", "changing_attribute", "inner_version",
+                 "listeners", "mutation_count", "structure_version")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
@@ -55,11 +55,25 @@ class Journal:
         self.inner_version = 0
         # Change listeners of the hierarchy (`Graph.subscribe`); rollbacks notify them too.
         self.listeners: list[ChangeListener] = []
+        # The name of the attribute whose change the listeners are being told of (an
+        # ATTR_CHANGED, `notify_attribute`), else None: `Graph.changing_attribute`.
+        self.changing_attribute: str | None = None
 
     def notify(self, kind: ChangeKind, node: object, index: int = -1) -> None:
         """Tell every listener about one change (a no-op without listeners)."""
         for listener in self.listeners:
             listener(kind, node, index)
+
+    def notify_attribute(self, node: object, key: str) -> None:
+        """Tell every listener that attribute `key` of `node` was set or removed
+        (ATTR_CHANGED), `key` being `changing_attribute` while they are told. The callers
+        ask only when there are listeners: an edit nobody listens to pays nothing."""
+        self.changing_attribute = key
+        try:
+            for listener in self.listeners:
+                listener(ChangeKind.ATTR_CHANGED, node, -1)
+        finally:
+            self.changing_attribute = None
 
     @property
     def in_transaction(self) -> bool:

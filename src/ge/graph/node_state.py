@@ -155,7 +155,7 @@ class GraphNodeState:
         node._proto_dirty()
         journal = self._changed(False)
         if journal.listeners:
-            journal.notify(ChangeKind.ATTR_CHANGED, node)
+            journal.notify_attribute(node, key)
         if journal.recording:
             journal.record((GraphNodeState._replace_attr, self, node, key, old, stored))
 

@@ -26,7 +26,7 @@ def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
     the pass at the hook's line, saying what the first change was (`ge passes explain` asks
     hooks through it too, to say the same)."""
     before = graph.mutation_count
-    first = _FirstChange()
+    first = _FirstChange(graph)
     unsubscribe = graph.subscribe(first)
     try:
         value = hook(*args)
@@ -41,26 +41,38 @@ def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
 
 
 class _FirstChange:
-    """A change listener keeping the first change it is told of, as words, with the line of
-    the user's code on the stack when it was made."""
+    """A change listener of `graph` keeping the first change it is told of, as words, with
+    the line of the user's code on the stack when it was made."""
 
-    __slots__ = ("described",)
+    __slots__ = ("described", "graph")
 
-    def __init__(self) -> None:
-        #: ": it set an attribute of Softmax node 's' (at p.py:12)", or "" before a change
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        #: ": first, it set attribute 'axis' of Softmax node 's', at p.py:12", or "" before
         self.described = ""
 
     def __call__(self, kind: ChangeKind, node: Any, index: int) -> None:
         if self.described:
             return
         label = ir_node_label(node)
-        what = {
-            ChangeKind.NODE_ADDED: f"added {label}",
-            ChangeKind.NODE_REMOVED: f"removed {label}",
-            ChangeKind.INPUT_CHANGED: f"rewired input {index} of {label}",
-            ChangeKind.ATTR_CHANGED: f"set an attribute of {label}",
-            ChangeKind.OUTPUT_DESC_CHANGED: f"set the desc of output {index} of {label}",
-        }.get(kind, f"changed {label}")
+        if kind is ChangeKind.ATTR_CHANGED:
+            what = self._attribute_change(node, label)
+        else:
+            what = {
+                ChangeKind.NODE_ADDED: f"added {label}",
+                ChangeKind.NODE_REMOVED: f"removed {label}",
+                ChangeKind.INPUT_CHANGED: f"rewired input {index} of {label}",
+                ChangeKind.OUTPUT_DESC_CHANGED: f"set the desc of output {index} of {label}",
+            }.get(kind, f"changed {label}")
         where = caller_location()  # (the user's line on the stack that made the change)
         at = f", at {where}" if where is not None else ""
         self.described = f": first, it {what}{at}"
+
+    def _attribute_change(self, node: Any, label: str) -> str:
+        """What an ATTR_CHANGED did: set or removed which attribute (the graph names it
+        while its listeners are told)."""
+        key = self.graph.changing_attribute
+        if key is None:
+            return f"set an attribute of {label}"
+        verb = "set" if node.has_attr(key) else "removed"
+        return f"{verb} attribute {key!r} of {label}"
