@@ -254,3 +254,63 @@ def test_a_wrong_kernel_is_said_when_constant_folding_runs_it(tmp_path: Path) ->
             "custom operator's registered function is at fault (its plugin's code, not ge)"
             ) in err.message
     _refused_by_cli(tmp_path, model, plugin)
+
+
+# -- 5. inference again after folding fails as inference anywhere ---------------------------
+
+# `RepeatRows` tiles its input `times` times along each axis; its inference reads `times`
+# when it is a constant, taking it for a scalar (the rows' count): the model's is a vector
+# of two, which only folding makes a constant (`Mul` of two initializers), so the function
+# fails only then.
+REPEAT_PLUGIN = '''
+import numpy as np
+
+from ge.graph import TensorDesc
+from ge.ops import register_op
+
+
+def infer_repeat(ctx):
+    x, times = ctx.input_descs[0], ctx.input_values[1]
+    rows = -1 if times is None else x.get_shape()[0] * int(times)  # SCALAR
+    return [TensorDesc([rows, *x.get_shape()[1:]], data_type=x.data_type)]
+
+
+def repeat_kernel(x, times):
+    return np.tile(x, times)
+
+
+register_op("RepeatRows", domain="test.authors", inputs=["x", "times"], outputs=["y"],
+            infer=infer_repeat, kernel=repeat_kernel)
+'''
+
+
+@pytest.mark.builtin_passes
+def test_an_inference_function_failing_on_what_folding_computed_fails_the_fold(
+        tmp_path: Path) -> None:
+    """`refine_output_descs` kept the node's earlier descs in silence when the function
+    raised there; now it is the GE1305 it is anywhere else, put down to the plugin."""
+    plugin = tmp_path / "p" / "repeat.py"
+    plugin.parent.mkdir()
+    plugin.write_text(textwrap.dedent(REPEAT_PLUGIN))
+    model = _with_domain(make_model(
+        [helper.make_node("Mul", ["k", "k"], ["t"], name="mul"),
+         helper.make_node("RepeatRows", ["x", "t"], ["r"], domain=DOMAIN, name="rep"),
+         helper.make_node("Relu", ["r"], ["y"], name="relu")],
+        [("x", [4, 3])], [("y", [-1, 3])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "k")], check=False))
+    ge.compile(model, pass_paths=[plugin], disable=["ConstantFolding"])  # typed before it
+    with pytest.raises(PassRunError) as info:
+        ge.compile(model, pass_paths=[plugin])
+    err = info.value
+    assert (err.code, err.pass_name, err.stage) == ("E13028", "ConstantFolding",
+                                                    "OriginGraphOptimize")
+    raised = _line(plugin, "# SCALAR")
+    assert err.location is not None and (err.location.file, err.location.line) == (
+        str(plugin), raised)
+    assert (f"InferenceFunctionError: [GE1305] test.authors.RepeatRows node 'rep': the "
+            f"registered inference function infer_repeat ({plugin}:"
+            f"{_line(plugin, 'def infer_repeat')}) of test.authors::RepeatRows, registered at "
+            f"{plugin}:{_line(plugin, 'register_op(')} failed with TypeError: ") in err.message
+    assert (f"(raised at {plugin}:{raised}), given input descs (TensorDesc(float32[4,3]), "
+            "TensorDesc(int64[2]))") in err.message
+    assert "The custom operator's registered function is at fault" in err.message

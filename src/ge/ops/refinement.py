@@ -9,7 +9,8 @@ infers the consumers of such values again, node by node, and keeps only what add
 desc: an unknown type or rank, an unknown or symbolic dim made static. A desc is never made
 vaguer (one node's inference cannot see what data propagation saw across a chain) and never
 contradicted (a conflict keeps the desc as it was). Refined outputs carry on to their
-consumers, so one call settles everything the new constants decide.
+consumers, so one call settles everything the new constants decide. A custom operator's
+inference function failing here is the `InferenceFunctionError` it is anywhere else.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from ge.errors import GeError
+from ge.errors import GeError, InferenceFunctionError
 from ge.graph.node import Node
 from ge.graph.tensor_desc import Shape, TensorDesc
 from ge.graph.types import DataType
@@ -68,7 +69,8 @@ def refine_output_descs(nodes: Iterable[Node],
     """Infer `nodes` again and keep what that adds to their output descs (see the module
     docstring), then do the same for the consumers of every refined output. Nodes owning
     subgraphs, structural nodes, nodes onnx cannot type and those `leave` is true of are
-    left as they are. Returns the number of outputs refined."""
+    left as they are; a custom operator's inference function failing raises
+    (`InferenceFunctionError`). Returns the number of outputs refined."""
     queue = deque(nodes)
     queued = set(queue)
     refined_count = 0
@@ -83,6 +85,8 @@ def refine_output_descs(nodes: Iterable[Node],
         old = [node.get_output_desc(i) for i in range(count)]
         try:
             infer_node(node, quiet=True)  # (writes what it infers; undone below if worse)
+        except InferenceFunctionError:
+            raise  # a custom operator's own function failing: its author's bug, as anywhere
         except GeError:  # an operator without a schema: its descs stay as they are
             continue
         changed: list[int] = []
