@@ -428,9 +428,12 @@ class OpAttributeError(GeError, TypeError):
 
 
 class ShapeInferenceError(GeError, RuntimeError):
-    """Shape and type inference failed for a node or a graph; the message names the node."""
+    """Shape and type inference failed for a node or a graph; the message names the node.
+    `reason`, where set, is what onnx's inference said, in its own words (the ES builder's
+    `BuilderInferenceError` quotes it)."""
 
     code = "GE1305"
+    reason: str | None = None
 
 
 class ConstantEvaluationError(GeError, RuntimeError):

@@ -338,7 +338,7 @@ def test_a_hook_that_changes_the_graph_is_refused_as_a_compilation_fails_it(pass
     changed_at = _line(passes["Scribbles"], 'set_attr("seen", 1)')
     assert refused.reason.message.startswith(
         "meet_requirements raised RewriteError: [GE1502] meet_requirements changed graph 'g': "
-        f"first, it set an attribute of Relu node 'relu', at {changed_at}; it may "
+        f"first, it set attribute 'seen' of Relu node 'relu', at {changed_at}; it may "
         "only read the graph (the engine makes the change from what replacement returns) (at "
         f"{defined}")
     assert not graph.find_node_by_name("relu").has_attr("seen")

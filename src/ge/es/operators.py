@@ -24,7 +24,6 @@ from ge.errors import (
     GeError,
     OpAttributeError,
     OpInputError,
-    ShapeInferenceError,
 )
 from ge.es.graph_builder import GraphBuilder
 from ge.es.scopes import active_builder, building_patterns, scoped_attrs, scoped_control_deps
@@ -34,7 +33,7 @@ from ge.graph.node import Node, is_const
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc, format_desc
 from ge.graph.types import DataType, data_type_from_numpy, data_type_to_onnx
-from ge.ops.inference import infer_new_node
+from ge.ops.inference import Rejection, infer_new_node
 from ge.ops.schemas import STANDARD_DOMAINS, AttrSpec, OpSpec, get_op_spec, normalize_domain
 
 __all__ = ["EXTRA_KEYWORDS", "call_operator", "make_operator"]
@@ -550,7 +549,7 @@ def _reads_shapeless_input(owner: GraphBuilder, node: Node) -> bool:
 
 
 def _check_rejection(owner: GraphBuilder, spec: OpSpec, node: Node,
-                     rejected: ShapeInferenceError) -> None:
+                     rejected: Rejection) -> None:
     """`BuilderInferenceError` at the user's line for a `node` that inference `rejected`
     while every input it reads has a fully known desc, declared (not an input created
     without a shape, nor computed from one); the node is taken out again. Quiet (the node
@@ -569,20 +568,21 @@ def _check_rejection(owner: GraphBuilder, spec: OpSpec, node: Node,
         descs.append(desc)
     if _reads_shapeless_input(owner, node):
         return
-    cause = rejected.__cause__  # (onnx's own words, when onnx refused it)
-    reason = str(cause).strip() if cause is not None else rejected.message
+    reason = rejected.reason  # (onnx's own words, when onnx refused it)
     names = [p.name for p in spec.inputs]
     ins = ", ".join(f"{names[min(i, len(names) - 1)] if names else i} "
                     f"{'absent' if d is None else format_desc(d)}" for i, d in enumerate(descs))
     prefix = f"{node.domain}::" if node.domain else ""
-    by = "onnx's shape inference" if cause is not None else "its inference"
+    by = "onnx's shape inference" if reason is not None else "its inference"
+    if reason is None:
+        reason = rejected.message
     name = node.name
     graph = node._graph
     if graph is not None:
         graph.remove_node(node)
     raise BuilderInferenceError(
         f"{prefix}{node.type} node {name!r} is invalid for its inputs ({ins}): {by} says: "
-        f"{reason}", location=caller_location(), nodes=[name]) from rejected
+        f"{reason}", location=caller_location(), nodes=[name])
 
 
 def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"

@@ -282,11 +282,21 @@ def infer_node(node: Node, *, quiet: bool = False) -> list[TensorDesc] | None:
     return inferred
 
 
-def infer_new_node(node: Node) -> ShapeInferenceError | None:
+class Rejection(NamedTuple):
+    """Why inference refused a node the ES builder just built (`infer_new_node`): the
+    `ShapeInferenceError`'s message, and onnx's reason in its own words where onnx refused
+    it. Text, not the error itself: an exception kept in the builder's frame would hold its
+    traceback, whose frames hold that frame (a cycle keeping the model's graph alive)."""
+
+    message: str
+    reason: str | None
+
+
+def infer_new_node(node: Node) -> Rejection | None:
     """`infer_node(node, quiet=True)` for a node just built (the ES builder), which needs
     no copies of the descs handed back: a memo hit only writes them. Returns the
-    `ShapeInferenceError` kept quiet when the node is rejected (the builder judges whether
-    its inputs were known enough for that to be the node's fault), else None."""
+    `Rejection` kept quiet when inference refuses the node (the builder judges whether its
+    inputs were known enough for that to be the node's fault), else None."""
     if node._type in STRUCTURAL and not node._domain:
         return None
     memo = active_memo()
@@ -298,7 +308,7 @@ def infer_new_node(node: Node) -> ShapeInferenceError | None:
     except InferenceFunctionError:
         raise
     except ShapeInferenceError as err:
-        return err
+        return Rejection(err.message, err.reason)
     if node._type in SHAPED_BY_VALUE:
         refine_from_shape_values(node)
     return None
@@ -375,9 +385,8 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
             repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
             for i in range(node.get_inputs_size())
         )
-        raise ShapeInferenceError(
-            f"{ir_node_label(node)}: shape inference (opset {spec.since_version} schema) "
-            f"failed for inputs ({ins}): {err}", nodes=[node.name]) from err
+        raise _refused(f"{ir_node_label(node)}: shape inference (opset {spec.since_version} "
+                       f"schema) failed for inputs ({ins}): {err}", node, err) from err
     outputs: list[TensorDesc | None] = []
     for out_name in node.get_output_names():
         tp = inferred.get(out_name) if out_name else None
@@ -389,6 +398,15 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
         for k, desc in _loop_carried(node, outputs).items():
             outputs[k] = desc
     return outputs
+
+
+def _refused(message: str, node: Node, err: Exception) -> ShapeInferenceError:
+    """The GE1305 of a node onnx refused, with onnx's words as its `reason` (made here, not
+    in a local of the frame that raises it: the error's traceback holds that frame, and a
+    local holding the error would make a cycle keeping the node's graph alive)."""
+    error = ShapeInferenceError(message, nodes=[node.name])
+    error.reason = str(err).strip()
+    return error
 
 
 def loop_body(node: Node) -> Graph | None:

@@ -44,7 +44,8 @@ _FLOAT_DATA_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.D
 _ACTIVE: ContextVar[InferenceMemo | None] = ContextVar("ge_inference_memo", default=None)
 
 # ("unknown", None) | ("ok", descs) |
-# ("failed", (node name, its `node_named`, message, what onnx raised or None))
+# ("failed", (node name, its `node_named`, message, onnx's reason or None)): text only, never
+# an exception, whose traceback would keep the failed node's graph alive with the memo
 Outcome = tuple[str, Any]
 
 
@@ -133,28 +134,30 @@ class InferenceMemo:
             return result
         kind, value = outcome
         if kind == "failed":
-            first, _, message, cause = value
+            first, _, message, reason = value
             if first == node.name:  # the same node, checked again
-                raise ShapeInferenceError(message, nodes=[node.name]) from cause
+                error = ShapeInferenceError(message, nodes=[node.name])
+                error.reason = reason
+                raise error
             raise _failed_as(node, *value)
         return value if kind == "ok" else None
 
 
-def _failure(node: Node, err: ShapeInferenceError) -> tuple[str, str, str, BaseException | None]:
+def _failure(node: Node, err: ShapeInferenceError) -> tuple[str, str, str, str | None]:
     """What the memo keeps of a node's failed inference: its name, label, the message and
-    what onnx raised (its reason in its own words, for the ES builder's error)."""
-    return node.name, node_named(node), err.message, err.__cause__
+    onnx's reason in its own words (`ShapeInferenceError.reason`, the ES builder's)."""
+    return node.name, node_named(node), err.message, err.reason
 
 
 def _failed_as(node: Node, first: str, label: str, message: str,
-               cause: BaseException | None) -> ShapeInferenceError:
+               reason: str | None) -> ShapeInferenceError:
     """The error of a node whose signature failed before, on node `first` (IR name; `label`
     names it in the message as `node_named` does: a node the model gives no name by its
-    outputs), caused by what onnx raised there (`cause`)."""
+    outputs), with onnx's `reason` there."""
     error = ShapeInferenceError(
         f"{ir_node_label(node)}: shape inference failed as for {label} with the same "
         f"operator and input types: {message}", nodes=[node.name])
-    error.__cause__ = cause
+    error.reason = reason
     return error
 
 
