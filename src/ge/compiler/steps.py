@@ -238,10 +238,13 @@ def _written_by_onnxruntime(root: Graph, problem: ValidationProblem) -> str | No
 def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
     """Infer the output descs of the whole model; GE1305 (stage InferShape) on failure."""
     from ge.ops import infer_shapes
+    from ge.ops.expanded_defaults import explicit_expanded_defaults
 
     check_operators_known(graph)
     try:
         with graph.transaction():
+            # (what onnx cannot infer nor check unless written out: `ge.ops.expanded_defaults`)
+            explicit_expanded_defaults(graph.root_graph())
             infer_shapes(graph.root_graph(), strict=True)
     except ShapeInferenceError as err:
         err.stage = INFER_SHAPE_STAGE

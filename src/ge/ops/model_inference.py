@@ -34,6 +34,7 @@ from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops import inference as node_inference
 from ge.ops.custom_typing import provisional_nodes, ready, settled, type_in_order, typed
+from ge.ops.expanded_defaults import write_expanded_defaults
 from ge.ops.functions import FunctionKey, function_key, opaque_functions
 from ge.ops.inference import (
     _fresh_symbol,
@@ -334,6 +335,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         typed_only(Tensor.from_proto(stand_in), stand_in.name)
     initializers_as_inputs(gp, stubs)
     _relax_outputs(gp)
+    write_expanded_defaults(root, gp, root.get_opset_version("") or 1)
     if any(g.count_of_type("Loop") for g in (root, *root.get_all_subgraphs())):
         relax_carried_outputs(gp)  # (a walk of every exported node: 0.2 s at 100k nodes)
     if custom:

@@ -1,0 +1,90 @@
+"""Attributes written out for onnx's whole-model inference of operators it types by their
+function body.
+
+A few ONNX operators have no inference function of their own: onnx types them by expanding
+their function body, whose nodes may read the operator's attributes by reference. onnx
+1.23 resolves such a reference to nothing when the node leaves the attribute at its
+default, and then rejects the body (MeanVarianceNormalization without `axes`, opset 13 on:
+"One and only one of the attributes 'value', 'value_*' or 'sparse_value' must be
+specified for a Constant node"), a model onnxruntime runs; onnx.checker's full check
+rejects it alike. The exported model inference reads gets those defaults written on such
+nodes (`write_expanded_defaults`: loading and saving alone leave a model as it was), and a
+compilation writes them on the nodes themselves before it infers shapes
+(`explicit_expanded_defaults`), so that the model it writes passes the checker.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import onnx
+import onnx.defs
+
+from ge.graph.attributes import decode_attr
+from ge.graph.domains import proto_graphs
+from ge.graph.graph import Graph
+from ge.graph.node import Node
+
+__all__ = ["explicit_expanded_defaults", "write_expanded_defaults"]
+
+
+@lru_cache(maxsize=1)
+def _expanded_ops() -> frozenset[str]:
+    """The ONNX-domain operators onnx types by their function body (at some version) that
+    have an attribute with a default."""
+    return frozenset(
+        s.name for s in onnx.defs.get_all_schemas_with_history()
+        if s.domain == "" and (s.has_function or s.has_context_dependent_function)
+        and not s.has_type_and_shape_inference_function
+        and any(a.default_value.type for a in s.attributes.values()))
+
+
+@lru_cache(maxsize=64)
+def _defaults(op_type: str, version: int) -> tuple[onnx.AttributeProto, ...]:
+    """The defaulted attributes of `op_type`'s schema at opset `version`, () when its schema
+    there has an inference function of its own."""
+    try:
+        schema = onnx.defs.get_schema(op_type, version, "")
+    except onnx.defs.SchemaError:
+        return ()
+    if schema.has_type_and_shape_inference_function:
+        return ()
+    return tuple(a.default_value for a in schema.attributes.values() if a.default_value.type)
+
+
+def _expanded_nodes(root: Graph) -> list[Node]:
+    """The nodes of `root` and its bodies of an operator `_expanded_ops` names, through the
+    op-type index (a model without them costs no walk of its nodes)."""
+    wanted = _expanded_ops()
+    return [node for g in (root, *root.get_all_subgraphs()) for op in wanted
+            if g.count_of_type(op, "") for node in g.nodes_of_type(op, "")]
+
+
+def explicit_expanded_defaults(root: Graph) -> int:
+    """Set on each node of `root` (and its bodies) that onnx types by its function body the
+    attributes it leaves at their default (ONNX's domain at the model's opset); how many."""
+    version = root.get_opset_version("") or 1
+    count = 0
+    for node in _expanded_nodes(root):
+        for default in _defaults(node.type, version):
+            if not node.has_attr(default.name):
+                node.set_attr(default.name, decode_attr(default)[1])
+                count += 1
+    return count
+
+
+def write_expanded_defaults(root: Graph, graph: onnx.GraphProto, version: int) -> None:
+    """Write, on the nodes of exported `graph` (and its bodies) that onnx types by their
+    function body, the attributes they leave at the schema's default (opset `version` of
+    ONNX's domain). Found through `root`'s op-type index: a model without such nodes costs
+    no walk of its nodes."""
+    if not _expanded_nodes(root):
+        return
+    wanted = _expanded_ops()
+    for body in proto_graphs(graph):
+        for node in body.node:
+            if node.op_type not in wanted or node.domain not in ("", "ai.onnx"):
+                continue
+            present = {a.name for a in node.attribute}
+            node.attribute.extend(a for a in _defaults(node.op_type, version)
+                                  if a.name not in present)
