@@ -263,3 +263,24 @@ def test_a_memo_keys_the_opset_imports_as_they_are_now() -> None:
     graph.model.opset_imports = {"": 16}  # replaced
     assert signature(gemm, memo) == reference_signature(gemm)
     assert signature(gemm, memo)[-1] == (("", 16),)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("op, build", [
+    ("Resize", lambda x, v: es.Resize(x, None, v, mode="nearest")),
+    ("Upsample", lambda x, v: es.Upsample(x, v, mode="nearest")),
+    ("OneHot", lambda x, v: es.OneHot(es.Cast(x, to=7), v,
+                                      np.array([0, 1], np.float32))),
+])
+def test_float_values_that_decide_a_shape_key_the_memo(op: str, build: Any) -> None:
+    """Two operators whose float constants differ get their own shapes inside one memo
+    (trial U: a Resize by 0.5 got the shape of the one by 2 built first)."""
+    firsts, seconds = (([1, 1, 2, 2], [1, 1, 0.5, 0.5]) if op != "OneHot" else (4, 7))
+    with inference_memo_scope(InferenceMemo()):
+        builder = GraphBuilder("g", opset=9 if op == "Upsample" else 17)
+        x = builder.create_input(0, shape=[1, 3, 4, 4])
+        one = build(x, builder.create_const(np.array(firsts, np.float32)))
+        two = build(x, builder.create_const(np.array(seconds, np.float32)))
+    want = {"OneHot": ([1, 3, 4, 4, 4], [1, 3, 4, 4, 7])}.get(
+        op, ([1, 3, 8, 8], [1, 3, 2, 2]))
+    assert one.get_tensor_desc().shape.get_dims() == want[0]
+    assert two.get_tensor_desc().shape.get_dims() == want[1]

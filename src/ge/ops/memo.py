@@ -6,8 +6,8 @@ more than a key. An `InferenceMemo` keys a node by what decides its result: doma
 type, attributes, each input's type and shape, the values of small integer constants
 (shapes, axes: what data propagation reads) and the opset. While `inference_memo_scope(memo)`
 is active (the scheduler opens one per compilation), `ge.ops.infer_node` consults it, so
-the ES builder and the rewriter both profit. Float constants never decide an output shape
-except for `Range`, whose values are keyed too.
+the ES builder and the rewriter both profit. Float constants decide an output shape only
+for the few operators `_FLOAT_VALUE_OPS` names, whose values are keyed too.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ __all__ = ["InferenceMemo", "active_memo", "inference_memo_scope"]
 
 #: Constants with at most this many elements key the memo by value (when they can matter).
 _VALUE_LIMIT = 64
-#: Operators whose output shape depends on floating-point input values.
-_FLOAT_VALUE_OPS = frozenset({"Range"})
+#: Operators whose output shape onnx computes from floating-point input values: Range's
+#: bounds, Resize's and Upsample's scales, OneHot's depth (of any numeric type). A float
+#: constant of any other operator decides no shape (keying it by value would only cost
+#: hits); missing one here gave a Resize the shape of one of other scales (trial U).
+_FLOAT_VALUE_OPS = frozenset({"OneHot", "Range", "Resize", "Upsample"})
 _FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
                           onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16})
 _FLOAT_DATA_TYPES = frozenset({DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_FLOAT16,
