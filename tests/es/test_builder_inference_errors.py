@@ -109,3 +109,17 @@ def test_a_pattern_need_not_be_well_typed() -> None:
     with pattern_scope():
         assert MatMul(a, b).get_tensor_desc().data_type == DataType.DT_UNDEFINED
         assert (a + 0).get_tensor_desc().data_type == DataType.DT_UNDEFINED
+
+
+def test_a_scalar_of_another_type_is_named_with_how_to_write_it() -> None:
+    """`x * 0.5` on a float16 tensor, the commonest refusal (trial U): the message says the
+    constant came from the scalar and how to write it in the tensor's type."""
+    builder = GraphBuilder("b", opset=17)
+    x = builder.create_input(0, shape=[2, 3], data_type=DataType.DT_FLOAT16)
+    with pytest.raises(BuilderInferenceError) as caught:
+        x * 0.5
+    assert caught.value.message.endswith(
+        "; B is a scalar constant of another type than A (a Python float becomes a float32 "
+        "constant, an int an int64 one): write it in float16, e.g. np.float16(0.5), or "
+        "es.CastLike(c, A)")
+    assert (x * np.float16(0.5)).get_tensor_desc().get_data_type() == DataType.DT_FLOAT16

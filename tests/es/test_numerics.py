@@ -45,6 +45,24 @@ def test_elementwise_and_overloads() -> None:
     np.testing.assert_allclose(got[1], 3 / np.abs(b), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32])
+def test_a_numpy_scalar_keeps_its_dtype(dtype: type) -> None:
+    """`x * np.float16(0.5)` on a float16 tensor (trial U: numpy scalars became float32 or
+    int64 constants, and a float16 model's replacement was refused, GE1405)."""
+    builder = GraphBuilder("t")
+    types = {np.float16: DataType.DT_FLOAT16, np.float64: DataType.DT_DOUBLE,
+             np.int32: DataType.DT_INT32}
+    x = builder.create_input(0, data_type=types[dtype], shape=[2, 3])
+    y = x * dtype(3) + dtype(1)
+    model = builder.build_and_reset([y]).to_onnx()
+    onnx.checker.check_model(model, full_check=True)
+    a = np.arange(6).reshape(2, 3).astype(dtype)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: a})[0]
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, a * 3 + 1)
+
+
 def test_matmul_and_gemm() -> None:
     a, b, c = f32(2, 3), f32(3, 4), f32(4)
     got = _run(lambda _, x: [ops.MatMul(x[0], x[1]),

@@ -116,6 +116,11 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
                   "'skip' (--on-pass-failure skip) compiles without it.")
     else:
         what, advice = "custom fusion pass", ""
+    # (an error of ge's raised at the same line says it once: "... (at p.py:17)." and then
+    # "(pass P, ..., at p.py:17)" repeated it: trial U)
+    said_at = f" (at {location or defined_at})"
+    if reason.rstrip(".").endswith(said_at):
+        reason = reason.rstrip(".")[: -len(said_at)]
     return PassRunError(
         f"Failed to run {what} {entry.name}. Return code: {return_code}. "
         f"Reason: {_sentence(reason)}{advice}",

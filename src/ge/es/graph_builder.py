@@ -229,19 +229,21 @@ class GraphBuilder:
                     f"{self._name!r}; tensors of different builders cannot be mixed"
                 )
             return value
-        if isinstance(value, (bool, np.bool_)):
-            return self.create_const(np.asarray(bool(value)))
-        if isinstance(value, (int, np.integer)):
-            return self.create_scalar_int64(int(value))
-        if isinstance(value, (float, np.floating)):
-            return self.create_scalar_float(float(value))
+        if isinstance(value, np.generic):  # a numpy scalar keeps its dtype (np.float16 ...)
+            return self.create_const(np.asarray(value))
+        if isinstance(value, bool):
+            return self.create_const(np.asarray(value))
+        if isinstance(value, int):
+            return self.create_scalar_int64(value)
+        if isinstance(value, float):
+            return self.create_scalar_float(value)
         if isinstance(value, (list, tuple)):
             shape = nested_shape(value, what)
             flat = _flatten(value)
             if any(_is_float(v) for v in flat):
                 return self.create_const_float(flat, shape)
             return self.create_const_int64(flat, shape)
-        if isinstance(value, (np.ndarray, np.generic, Tensor)):
+        if isinstance(value, (np.ndarray, Tensor)):
             return self.create_const(value)
         raise BuilderTypeError(
             f"{what} must be a TensorHolder, a number, a (nested) list of numbers, a numpy "

@@ -576,13 +576,39 @@ def _check_rejection(owner: GraphBuilder, spec: OpSpec, node: Node,
     by = "onnx's shape inference" if reason is not None else "its inference"
     if reason is None:
         reason = rejected.message
+    hint = _constant_type_hint(node, descs, names)
     name = node.name
     graph = node._graph
     if graph is not None:
         graph.remove_node(node)
     raise BuilderInferenceError(
         f"{prefix}{node.type} node {name!r} is invalid for its inputs ({ins}): {by} says: "
-        f"{reason}", location=caller_location(), nodes=[name])
+        f"{reason}{hint}", location=caller_location(), nodes=[name])
+
+
+def _constant_type_hint(node: Node, descs: Sequence[TensorDesc | None],
+                        names: Sequence[str]) -> str:
+    """What to say of a scalar constant operand whose element type is not that of another
+    operand (`x * 0.5` on a float16 tensor: the commonest refusal), else ""."""
+    def label(i: int) -> str:
+        return str(names[min(i, len(names) - 1)]) if names else str(i)
+
+    for i, desc in enumerate(descs):
+        producer = node.get_input_producer(i)
+        if (desc is None or producer is None or not is_const(producer[0])
+                or desc.shape.get_dims()):
+            continue
+        other = next(((j, d) for j, d in enumerate(descs)
+                      if j != i and d is not None and d.data_type != desc.data_type), None)
+        if other is None:
+            continue
+        wanted = format_desc(other[1]).split("[", 1)[0]  # (e.g. "float16")
+        module = "ml_dtypes" if wanted == "bfloat16" else "np"
+        example = f"{module}.{wanted}({'1' if 'int' in wanted else '0.5'})"
+        return (f"; {label(i)} is a scalar constant of another type than {label(other[0])} (a "
+                f"Python float becomes a float32 constant, an int an int64 one): write it in "
+                f"{wanted}, e.g. {example}, or es.CastLike(c, {label(other[0])})")
+    return ""
 
 
 def make_operator(op_type: str, domain: str = "", module: str = "ge.es.onnx"

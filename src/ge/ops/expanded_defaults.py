@@ -34,7 +34,8 @@ def _expanded_ops() -> frozenset[str]:
     have an attribute with a default."""
     return frozenset(
         s.name for s in onnx.defs.get_all_schemas_with_history()
-        if s.domain == "" and (s.has_function or s.has_context_dependent_function)
+        if s.domain == "" and (s.has_function  # type: ignore[attr-defined]
+                               or s.has_context_dependent_function)  # type: ignore[attr-defined]
         and not s.has_type_and_shape_inference_function
         and any(a.default_value.type for a in s.attributes.values()))
 
