@@ -204,7 +204,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
     _check_not_dumps([*_model_files(model, output)[1:], (report_path, "the report"),
                       (html_path, "the HTML page")], dump)
     out.dumps = dump if dump is not None else _environment_dumps()
-    from ge.graph.validation import check_acyclic
+    from ge.graph.input_checks import check_model_as_given
 
     # Every graph of the command is closed (`Graph.close`) when its work ends, failed or
     # not: the cyclic collector would free it at the process's end, after the command.
@@ -213,7 +213,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         graph = ge.graph.load(model)
         graphs.callback(graph.close)
         # (ge.compile checks it too; here the error names the file as given, as ge run's)
-        check_acyclic(graph, str(model))
+        check_model_as_given(graph, str(model))
         check_save_target(graph, output, external_data=external_data,
                           overwrite_input=overwrite_input)
         recorder = None

@@ -208,7 +208,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
     with command_output("ge", as_json=as_json) as out:
         import ge.graph
         from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
-        from ge.graph.validation import check_acyclic
+        from ge.graph.input_checks import check_model_as_given
         from ge.session.custom_evaluation import runs_in_onnxruntime
         from ge.session.inputs import generated_inputs_note, load_inputs
         from ge.session.runner import ModelRunner
@@ -222,9 +222,9 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                 (model, "the model"), *files_read(inputs=inputs, pass_paths=pass_paths)])
         # (closed once run: `Graph.close`, as ge compile closes its graphs)
         with closing(ge.graph.load(model)) as graph:
-            # A graph with a cycle cannot be run by any inputs: say so (GE1003, as a compilation
-            # validates), not as a failed run of the inputs generated for it.
-            check_acyclic(graph, str(model))
+            # A graph with a cycle, or a node onnx's checker refuses, cannot be run by any
+            # inputs: say so (GE1003, as a compilation does), not as a failed run.
+            check_model_as_given(graph, str(model))
             with model_file_named(model):
                 feeds = (load_inputs(inputs, graph) if inputs is not None
                          else _generated(graph, seed, dims))

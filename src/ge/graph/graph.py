@@ -100,6 +100,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._unknown_desc_reads = 0
         self._last_unknown_read: tuple[Node, int, bool] | None = None
         self._orphans: list[Graph] = []
+        # (journal, mutation count) of a root when `check_model_as_given` last passed it
+        # (`ge.graph.input_checks`): a command and `ge.compile` check a model once.
+        self._checked_as_given: tuple[Journal, int] | None = None
         # The root holding this graph as an orphan subgraph (`add_subgraph`): orphans share
         # its journal, opsets and mutation count like subgraphs owned by nodes.
         self._orphan_of: Graph | None = None

@@ -192,11 +192,15 @@ def _same_info(old: onnx.ValueInfoProto, new: onnx.ValueInfoProto) -> bool:
 
 
 def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
-               decoder: _Decoder | None = None) -> None:
+               decoder: _Decoder | None = None, strict: bool = False) -> None:
     """Write the types onnx inferred in `gp` back into `graph`'s nodes (subgraphs too).
 
     `exported` holds the names values were exported under when not their IR names (a new
-    producer of a graph output is written under the output's name).
+    producer of a graph output is written under the output's name). With `strict`, a
+    value_info of the file declaring another element type than the node computes is a
+    `ShapeInferenceError`, as onnx says it of a graph output (`_declared_elsewise`):
+    onnxruntime refuses such a model, and onnx's full check; inference is given no value
+    info (`graph_to_model`), so it cannot say it itself.
     """
     if decoder is None:
         decoder = _Decoder()
@@ -228,6 +232,8 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
             # the file's value_info, of a node as read: its dims stand where onnx has none
             declared = node._clean and (isinstance(slot, onnx.ValueInfoProto)
                                         or getattr(slot, "_source", None) is not None)
+            if declared and strict:
+                _declared_elsewise(graph, node, template, old)
             inferred.append((node, i, _merged(template.copy(), old, from_file=declared)))
         subs = node.get_subgraphs()
         if not subs:
@@ -248,11 +254,28 @@ def _copy_back(graph: Graph, gp: onnx.GraphProto, exported: ExportedNames,
             if attr is None:
                 continue
             if attr.type == onnx.AttributeProto.GRAPH:
-                _copy_back(node.get_attr(key), attr.g, exported, decoder)
+                _copy_back(node.get_attr(key), attr.g, exported, decoder, strict)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub, sub_proto in zip(node.get_attr(key), attr.graphs):
-                    _copy_back(sub, sub_proto, exported, decoder)
+                    _copy_back(sub, sub_proto, exported, decoder, strict)
     graph._take_output_descs(inferred)
+
+
+def _declared_elsewise(graph: Graph, node: Node, inferred: TensorDesc, declared: TensorDesc
+                       ) -> None:
+    """`ShapeInferenceError` when the file declares (a value_info) another element type for
+    a value of `node` than inference gives it, in onnx's words for a graph output."""
+    said, got = declared.data_type, inferred.data_type
+    if DataType.DT_UNDEFINED in (said, got) or said == got:
+        return
+    message = _ELEM_TYPES.sub(_name_elem_types, (
+        f"(op_type:{node.type}, node name: {written_name(node) or node.name}): "
+        "[TypeInferenceError] Inferred elem type differs from existing elem type: "
+        f"({data_type_to_onnx(got)}) vs ({data_type_to_onnx(said)})"))
+    root = graph.root_graph()
+    where = "" if graph is root else f" ({graph_label(graph, as_read=True)})"
+    raise ShapeInferenceError(f"shape inference of graph {root.name!r} failed{where}: "
+                              f"{message}", nodes=[node.name])
 
 
 # onnx names each node it rejects as "(op_type:MatMul, node name: mm): ..."
@@ -379,7 +402,7 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         corrected = corrected_claims(claims, typed)
         if corrected is not None:
             return corrected
-    _copy_back(root, inferred.graph, exported, decoder)
+    _copy_back(root, inferred.graph, exported, decoder, strict)
     _fill_from_declared_outputs(root)
     return None
 

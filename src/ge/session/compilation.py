@@ -45,7 +45,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.graph.export_names import NodeNamesMadeUnique, unique_node_names
-from ge.graph.validation import check_acyclic
+from ge.graph.input_checks import check_model_as_given
 from ge.passes.discovery import given_paths
 from ge.passes.source import collected_warnings, warn_user
 from ge.session.comparison import warn_tiny_outputs
@@ -265,6 +265,15 @@ def _each_pass_hint(report: CompileReport, names: str = "the pass that changed t
             if report.passes_that_changed() else "")
 
 
+def _invalid_as_given(given: Graph) -> bool:
+    """Whether ge finds the model as given invalid, as its compilation would say without
+    verification: its validation, or its shape inference (a value_info declaring another
+    element type than its node computes, an input of a type its reader does not take).
+    Asked only when the original failed to run for the verification, so that the error is
+    the one a compilation without `--verify` gives (the diagnosis does not depend on it)."""
+    return bool(given.find_problems()) or inference_failure(given, given) is not None
+
+
 def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionError:
     """GE1601 (of `err`'s class) for the compiled model that onnxruntime (or the reference
     evaluator) cannot load or run while the original runs: saying that it is the compiled
@@ -404,9 +413,10 @@ def compile(
     # too (the other changes are undone by the transaction around the passes, inside).
     with (_closed_on_failure(owned),
           given.transaction() if in_place else contextlib.nullcontext()):
-        # A model with a cycle is invalid whatever the passes do: said as `ge run` says it
-        # (GE1003 naming the nodes), before anything converts, runs or infers it.
-        check_acyclic(given)
+        # A model with a cycle, or a node onnx's checker refuses, is invalid whatever the
+        # passes do (one might remove the node): said as `ge run` says it (GE1003 naming the
+        # nodes), before anything converts, runs or infers it.
+        check_model_as_given(given)
         check_training_info(given)  # (before opset= conversion, which drops it)
         _warn_duplicate_node_names(unique_node_names(given, lift_constants=True))
         converting = time.perf_counter()
@@ -435,7 +445,7 @@ def compile(
             feeds: dict[str, Any] = {}
             random: dict[str, str] = {}  # outputs two runs of the original may differ in
             narrow: dict[str, str] = {}  # outputs computed in float16 or bfloat16
-            unrunnable: SessionError | None = None  # the original's failure, told after compiling
+            unrunnable: SessionError | VerificationInputError | None = None  # told after compiling
             resized: SizedRun | None = None  # the original at other sizes of the symbolic dims
             if mode != "none":
                 try:
@@ -443,10 +453,14 @@ def compile(
                     # (an inputs file that does not fit is that file's error, not the model's)
                     with concerning_model(() if inputs is None else (VerificationInputError,)):
                         expected, feeds, resized = run_original(given, inputs, dims)
-                except SessionError as err:
-                    if not given.find_problems():
+                except (SessionError, VerificationInputError) as err:
+                    # (inputs given that do not fit are the inputs' problem, not the model's)
+                    generated = isinstance(err, SessionError) or inputs is None
+                    if not generated or not _invalid_as_given(given):
                         raise
-                    unrunnable = SessionError(err.message, nodes=err.nodes)  # (not its session)
+                    unrunnable = err
+                    if isinstance(err, SessionError):  # (not its session)
+                        unrunnable = SessionError(err.message, nodes=err.nodes)
                     unrunnable.about_model = True
                 else:
                     random, narrow = random_output_reasons(given), narrow_float_outputs(given)
@@ -482,9 +496,9 @@ def compile(
                 """The result of `report`'s compilation, once verified (when asked)."""
                 if unrunnable is not None:
                     # ge finds the model as given invalid, which onnxruntime refused to run in
-                    # its own words: the compilation said it in ge's, as without verification
-                    # (the input's own problem, GE1003); it did not fail, so the run's failure
-                    # is the error
+                    # its own words (or no input could be generated for): the compilation said
+                    # it in ge's, as without verification (the input's own problem, GE1003 or
+                    # GE1305); it did not fail, so the run's failure is the error
                     raise unrunnable
                 verification = None
                 if expected is not None:
