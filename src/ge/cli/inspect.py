@@ -5,7 +5,9 @@ and the operator histogram, initializers of every graph (count and bytes; sparse
 their count, the bytes of their values and indices, how many values of how many elements;
 those whose indices are out of the order onnx's checker requires, `ge.graph.sparse_order`),
 what onnx's checker refuses in the model's local functions (`Graph.validate()`'s `function`
-problems), the file size and the external data files it refers to, with the bytes its
+problems), what `ge compile` and `ge run` refuse that this reading passes over (loading's
+GE1101, the check of the model as given's GE1003: `_load_problems`, a `note:`, exit status
+0), the file size and the external data files it refers to, with the bytes its
 tensors take of them. The file is read as loading reads it (`read_model_file`: a large one a
 piece at a time). What loading would refuse is refused alike, in its words: a tensor whose
 data disagrees with its dims (`ge.graph.payload_checks`), an external reference onnx or
@@ -164,6 +166,42 @@ def _function_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
                                        {o.domain: o.version for o in model.opset_import})]
 
 
+def _load_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
+    """What `ge compile` and `ge run` refuse the model for that inspect's own reading does
+    not: loading's GE1101 (a value defined twice or read and never defined, an output
+    nothing produces, an IR version onnx cannot read...; `ge dump` refuses it too) or the
+    check of the model as given, GE1003 (a cycle, a node onnx's checker refuses:
+    `ge.graph.input_checks`). The IR is built for it, without the weights' data (the
+    payloads were checked, the data files are not read): about 1 s per 100,000 nodes."""
+    from ge.errors import GeError, GraphValidationError, ModelLoadError
+    from ge.graph.allocation import no_gc_pauses
+    from ge.graph.input_checks import check_model_as_given
+    from ge.graph.onnx_import import model_to_graph
+
+    commands = "ge compile, run and dump"
+    try:
+        with no_gc_pauses():
+            graph = model_to_graph(model, check_payloads=False)
+        commands = "ge compile and run"
+        try:
+            check_model_as_given(graph)
+        finally:
+            graph.close()
+    except (ModelLoadError, GraphValidationError) as err:
+        return [{"code": err.code, "message": _one_line(err), "refused_by": commands}]
+    except GeError:  # (another check's error: loading says it in full)
+        return []
+    return []
+
+
+def _one_line(err: Exception) -> str:
+    """An error's message on one line, as `ge compile` prints it."""
+    from ge.errors import GeError
+
+    message = err.message if isinstance(err, GeError) else str(err)
+    return " ".join(line.strip() for line in message.splitlines())
+
+
 def _refused_keys(ranges: list[ExternalRange]) -> list[dict[str, Any]]:
     """Each tensor whose external data entries hold a key onnxruntime refuses to load a
     model for and onnx ignores (`runtime_refused_keys`): the tensor, its data file, the
@@ -265,6 +303,7 @@ def model_summary(path: Path) -> dict[str, Any]:
         "sparse_initializers": _sparse_initializers(subgraphs, lengths),
         "sparse_index_order": _index_order(model, bool(pieces.found)),
         "function_problems": _function_problems(model),
+        "load_problems": _load_problems(model),
         "external_data": sorted(external.values(), key=lambda e: e["file"]),
         "external_data_keys": _refused_keys(ranges),
         "metadata": {p.key: p.value for p in model.metadata_props},
@@ -350,6 +389,9 @@ def _print(summary: dict[str, Any]) -> None:
         problem = entry["problem"].rstrip(".")
         con.print(escape(f"note: {entry['function']}: {node}{entry['verdict']}: "
                          f"{problem}; ge compile refuses the model for it (GE1003)"))
+    for entry in summary["load_problems"]:
+        con.print(escape(f"note: {entry['refused_by']} refuse the model: [{entry['code']}] "
+                         f"{entry['message']}"))
     ops = Table(title=f"Operators ({len(summary['ops'])})", title_justify="left")
     ops.add_column("Op")
     ops.add_column("Count", justify="right")

@@ -1,0 +1,91 @@
+"""`ge inspect` notes what `ge compile` and `ge run` refuse a model for (trial Q: it said
+nothing, exit 0, of 47 files the loader refuses with GE1101): a `note:` line with the code
+and loading's message, `load_problems` in the JSON; exit status 0, as its other notes of
+what ge compile refuses (a function onnx's checker refuses), and nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+from ge.cli import cli
+
+
+def _base() -> onnx.ModelProto:
+    g = h.make_graph([h.make_node("Add", ["x", "W"], ["a"], name="add"),
+                      h.make_node("Relu", ["a"], ["y"], name="relu"),
+                      h.make_node("Neg", ["a"], ["z"], name="neg")], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3]),
+                      h.make_tensor_value_info("z", T.FLOAT, [2, 3])],
+                     [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _dangling() -> onnx.ModelProto:
+    m = _base()
+    m.graph.node[1].input[0] = "zz"
+    return m
+
+
+def _twice() -> onnx.ModelProto:
+    m = _base()
+    m.graph.node[2].output[0] = "y"
+    m.graph.output.pop()
+    return m
+
+
+def _bad_attribute() -> onnx.ModelProto:
+    m = _base()
+    m.graph.node[1].CopyFrom(h.make_node("Concat", ["a"], ["y"], name="relu", axis="zero"))
+    return m
+
+
+CASES = {
+    "dangling_input": (_dangling(), "ge compile, run and dump", "GE1101",
+                       "graph 'g': input 0 of Relu node 'relu' reads 'zz', which no node, "
+                       "graph input or initializer produces"),
+    "dup_value": (_twice(), "ge compile, run and dump", "GE1101",
+                  "graph 'g': value 'y' is defined twice (by Relu node 'relu' and Neg node "
+                  "'neg')"),
+    "attr_string_for_int": (_bad_attribute(), "ge compile and run", "GE1003",
+                            "graph is invalid (1 problem(s)): - graph g: attribute: attribute "
+                            "'axis' of Concat node 'relu' is STRING; Concat (opset 17) takes "
+                            "INT"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_inspect_notes_what_loading_refuses(name: str, tmp_path: Path) -> None:
+    model, commands, code, message = CASES[name]
+    source = tmp_path / "model.onnx"
+    onnx.save(model, source)
+    result = CliRunner().invoke(cli, ["inspect", str(source)], env={"COLUMNS": "1000"})
+    assert result.exit_code == 0
+    assert f"note: {commands} refuse the model: [{code}] {message}\n" in result.stdout
+    result = CliRunner().invoke(cli, ["inspect", str(source), "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["load_problems"] == [
+        {"code": code, "message": message, "refused_by": commands}]
+    compiled = CliRunner().invoke(cli, ["compile", str(source), "-o", str(tmp_path / "o.onnx")])
+    assert compiled.exit_code == 1 and f"[{code}]" in compiled.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_a_valid_model_has_no_load_problem(tmp_path: Path) -> None:
+    source = tmp_path / "model.onnx"
+    onnx.save(_base(), source)
+    result = CliRunner().invoke(cli, ["inspect", str(source), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["load_problems"] == []
+    result = CliRunner().invoke(cli, ["inspect", str(source)])
+    assert "note:" not in result.stdout
