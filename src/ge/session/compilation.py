@@ -34,8 +34,10 @@ from ge.compiler.steps import FINAL_VALIDATION_STAGE, INFER_SHAPE_STAGE, check_t
 from ge.errors import (
     CompileInputError,
     CompileWarning,
+    GeError,
     GraphError,
     GraphValidationError,
+    MissingOperatorError,
     SessionError,
     ShapeInferenceError,
     VerificationError,
@@ -265,13 +267,19 @@ def _each_pass_hint(report: CompileReport, names: str = "the pass that changed t
             if report.passes_that_changed() else "")
 
 
-def _invalid_as_given(given: Graph) -> bool:
+def _invalid_as_given(given: Graph, err: GeError) -> bool:
     """Whether ge finds the model as given invalid, as its compilation would say without
     verification: its validation, or its shape inference (a value_info declaring another
     element type than its node computes, an input of a type its reader does not take).
     Asked only when the original failed to run for the verification, so that the error is
-    the one a compilation without `--verify` gives (the diagnosis does not depend on it)."""
-    return bool(given.find_problems()) or inference_failure(given, given) is not None
+    the one a compilation without `--verify` gives (the diagnosis does not depend on it).
+    An operator nothing loaded defines (`MissingOperatorError`) is said as the run says
+    it, which names what to load."""
+    if given.find_problems():
+        return True
+    missing = (isinstance(cause, MissingOperatorError)
+               for cause in (err, err.__cause__))  # (run_original says it in a SessionError)
+    return not any(missing) and inference_failure(given, given) is not None
 
 
 def _compiled_unrunnable(err: SessionError, report: CompileReport) -> SessionError:
@@ -456,7 +464,7 @@ def compile(
                 except (SessionError, VerificationInputError) as err:
                     # (inputs given that do not fit are the inputs' problem, not the model's)
                     generated = isinstance(err, SessionError) or inputs is None
-                    if not generated or not _invalid_as_given(given):
+                    if not generated or not _invalid_as_given(given, err):
                         raise
                     unrunnable = err
                     if isinstance(err, SessionError):  # (not its session)
