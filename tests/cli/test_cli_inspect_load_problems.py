@@ -59,7 +59,7 @@ CASES = {
                   "graph 'g': value 'y' is defined twice (by Relu node 'relu' and Neg node "
                   "'neg')"),
     "attr_string_for_int": (_bad_attribute(), "ge compile and run", "GE1003",
-                            "graph is invalid (1 problem(s)): - graph g: attribute: attribute "
+                            "graph is invalid (1 problem(s)): graph g: attribute: attribute "
                             "'axis' of Concat node 'relu' is STRING; Concat (opset 17) takes "
                             "INT"),
 }

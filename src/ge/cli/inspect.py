@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ge.cli.output import cell, command_output, console
+from ge.cli.output import cell, command_output, console, one_line
 from ge.graph.domains import proto_graphs, qualified_op
 from ge.graph.onnx_import import read_as_constant
 
@@ -188,18 +188,10 @@ def _load_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
         finally:
             graph.close()
     except (ModelLoadError, GraphValidationError) as err:
-        return [{"code": err.code, "message": _one_line(err), "refused_by": commands}]
+        return [{"code": err.code, "message": one_line(err.message), "refused_by": commands}]
     except GeError:  # (another check's error: loading says it in full)
         return []
     return []
-
-
-def _one_line(err: Exception) -> str:
-    """An error's message on one line, as `ge compile` prints it."""
-    from ge.errors import GeError
-
-    message = err.message if isinstance(err, GeError) else str(err)
-    return " ".join(line.strip() for line in message.splitlines())
 
 
 def _refused_keys(ranges: list[ExternalRange]) -> list[dict[str, Any]]:
