@@ -183,7 +183,7 @@ def test_the_keys_of_constants_in_every_form_are_unchanged() -> None:
         es.Add(x, 1.5),  # a float constant: by type and shape only
         es.Range(0.0, 4.0, 1.0, builder=builder),  # Range: float values too
         es.Expand(x, np.ones(80, dtype=np.int64)),  # too large for its values
-        es.Mul(x, np.float64(2.0)),
+        es.Mul(x, np.float32(2.0)),  # (a numpy scalar: its own dtype)
     ]
     graph = builder.graph
     for holder in made:
