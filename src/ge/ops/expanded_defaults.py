@@ -10,7 +10,9 @@ specified for a Constant node"), a model onnxruntime runs; onnx.checker's full c
 rejects it alike. The exported model inference reads gets those defaults written on such
 nodes (`write_expanded_defaults`: loading and saving alone leave a model as it was), and a
 compilation writes them on the nodes themselves before it infers shapes
-(`explicit_expanded_defaults`), so that the model it writes passes the checker.
+(`explicit_expanded_defaults`), so that the model it writes passes the checker. One such
+node alone (the ES builder's, a pass's) is typed through a one-node model, where onnx
+expands the body (`infer_by_body`): its per-node inference gives their outputs no shape.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ge.graph.domains import proto_graphs
 from ge.graph.graph import Graph
 from ge.graph.node import Node
 
-__all__ = ["explicit_expanded_defaults", "write_expanded_defaults"]
+__all__ = ["explicit_expanded_defaults", "infer_by_body", "typed_by_body",
+           "write_expanded_defaults"]
 
 
 @lru_cache(maxsize=1)
@@ -34,9 +37,7 @@ def _expanded_ops() -> frozenset[str]:
     have an attribute with a default."""
     return frozenset(
         s.name for s in onnx.defs.get_all_schemas_with_history()
-        if s.domain == "" and (s.has_function  # type: ignore[attr-defined]
-                               or s.has_context_dependent_function)  # type: ignore[attr-defined]
-        and not s.has_type_and_shape_inference_function
+        if s.domain == "" and typed_by_body(s)
         and any(a.default_value.type for a in s.attributes.values()))
 
 
@@ -89,3 +90,32 @@ def write_expanded_defaults(root: Graph, graph: onnx.GraphProto, version: int) -
             present = {a.name for a in node.attribute}
             node.attribute.extend(a for a in _defaults(node.op_type, version)
                                   if a.name not in present)
+
+
+def typed_by_body(schema: onnx.defs.OpSchema) -> bool:
+    """Whether onnx types a node of `schema` only by expanding its function body."""
+    return not schema.has_type_and_shape_inference_function and (
+        schema.has_function  # type: ignore[attr-defined]
+        or schema.has_context_dependent_function)  # type: ignore[attr-defined]
+
+
+def infer_by_body(proto: onnx.NodeProto, types: dict[str, onnx.TypeProto],
+                  data: dict[str, onnx.TensorProto],
+                  opset_imports: list[onnx.OperatorSetIdProto]) -> dict[str, onnx.TypeProto]:
+    """What onnx infers for the outputs of node `proto` (of an operator `typed_by_body`)
+    from its inputs' `types` and constant `data`, by name: the node alone in a model, its
+    defaulted attributes written out, inferred strictly (a refusal raises)."""
+    node = onnx.NodeProto()
+    node.CopyFrom(proto)
+    version = next((o.version for o in opset_imports if o.domain in ("", "ai.onnx")), 1)
+    present = {a.name for a in node.attribute}
+    node.attribute.extend(a for a in _defaults(node.op_type, version) if a.name not in present)
+    inputs = [onnx.helper.make_value_info(name, tp) for name, tp in types.items()
+              if name not in data]
+    graph = onnx.helper.make_graph(
+        [node], "node", inputs, [onnx.ValueInfoProto(name=o) for o in node.output if o],
+        initializer=list(data.values()))
+    model = onnx.helper.make_model(graph, opset_imports=opset_imports)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    return {vi.name: vi.type for vi in (*inferred.graph.value_info, *inferred.graph.output)
+            if vi.type.WhichOneof("value") is not None}

@@ -26,6 +26,7 @@ from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, is_known_type
 from ge.ops.custom_calls import call_infer
+from ge.ops.expanded_defaults import infer_by_body, typed_by_body
 from ge.ops.functions import called_function, infer_call
 from ge.ops.memo import active_memo
 from ge.ops.ml_shapes import infer_ml_node, typed_by_ml_rule
@@ -378,8 +379,10 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
     assert spec.schema is not None  # standard operators always carry their onnx schema
     try:
         inferred = shape_inference.infer_node_outputs(
-            spec.schema, proto, types, data, opset_imports=opset_imports_of(node)
-        )
+            spec.schema, proto, types, data, opset_imports=opset_imports_of(node))
+        if typed_by_body(spec.schema):  # (per node onnx gives no shape: its body does)
+            inferred.update((name, tp) for name, tp in infer_by_body(
+                proto, types, data, opset_imports_of(node)).items() if is_known_type(tp))
     except Exception as err:
         ins = ", ".join(
             repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
