@@ -17,8 +17,11 @@ from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
 from ge.graph.attributes import GRAPH_KINDS
+from ge.graph.declared_types import ATTRIBUTE_KINDS, attribute_kind_error, check_declared_types
 from ge.graph.domains import defined_value_names, proto_value_names
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph, ModelInfo
+from ge.graph.model_text import check_graph_text, check_model_fields
+from ge.graph.model_text import text as _text
 from ge.graph.node import Node
 from ge.graph.payload_checks import (
     TENSOR_KINDS,
@@ -53,16 +56,6 @@ def read_as_constant(proto: onnx.NodeProto) -> bool:
             and proto.attribute[0].name in CONSTANT_VALUE_ATTRIBUTES)
 
 
-def _text(value: str | bytes, what: str) -> str:
-    """A string field of the model; protobuf hands back bytes when it is not valid UTF-8,
-    which only a corrupt (or hand-made broken) file contains."""
-    if type(value) is not str:
-        raise ModelLoadError(
-            f"{what} is not valid UTF-8 text ({value!r}); the model file is corrupt"
-        )
-    return value
-
-
 def model_to_graph(model: onnx.ModelProto, *, check_payloads: bool = True,
                    measured: MeasuredRaw | None = None) -> Graph:
     """Build the IR of a model whose external data has already been read in.
@@ -78,7 +71,8 @@ def model_to_graph(model: onnx.ModelProto, *, check_payloads: bool = True,
             f"the model's IR version is {model.ir_version}; onnx {onnx.__version__} reads up "
             f"to {onnx.IR_VERSION} (a newer exporter wrote it, or the file is damaged): "
             "nothing can check it, and runtimes refuse it")
-    graph = Graph(_text(model.graph.name, "the graph name") or "graph")
+    check_model_fields(model)
+    graph = Graph(model.graph.name or "graph")
     graph.model = _model_info(model)
     known = (measured or {}) if check_payloads else None
     graph.model.typed_values = _read_graph(graph, model.graph, known,
@@ -92,16 +86,14 @@ def model_to_graph(model: onnx.ModelProto, *, check_payloads: bool = True,
 def _model_info(model: onnx.ModelProto) -> ModelInfo:
     info = ModelInfo()
     info.ir_version = model.ir_version
-    info.opset_imports = {_text(op.domain, "an opset domain"): op.version
-                          for op in model.opset_import}
+    info.opset_imports = {op.domain: op.version for op in model.opset_import}
     info.opset_source = list(model.opset_import)
-    info.producer_name = _text(model.producer_name, "the producer name")
-    info.producer_version = _text(model.producer_version, "the producer version")
-    info.domain = _text(model.domain, "the model domain")
+    info.producer_name = model.producer_name
+    info.producer_version = model.producer_version
+    info.domain = model.domain
     info.model_version = model.model_version
-    info.doc_string = _text(model.doc_string, "the model doc string")
-    info.metadata_props = {_text(p.key, "a metadata key"): _text(p.value, "a metadata value")
-                           for p in model.metadata_props}
+    info.doc_string = model.doc_string
+    info.metadata_props = {p.key: p.value for p in model.metadata_props}
     info.functions = list(model.functions)
     if model.training_info or model.configuration:
         extras = onnx.ModelProto()
@@ -244,6 +236,7 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     notes = [vi for vi in (*gp.input, *gp.output, *gp.value_info)
              if vi.doc_string or len(vi.metadata_props)]
     if gp.doc_string or len(gp.metadata_props) or len(gp.quantization_annotation) or notes:
+        check_graph_text(gp, _place(graph))  # (the text copied below)
         extras = onnx.GraphProto()
         extras.doc_string = gp.doc_string
         extras.metadata_props.extend(gp.metadata_props)
@@ -263,6 +256,11 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
     defaults: dict[str, onnx.TensorProto | onnx.SparseTensorProto] = {}
     initialized = {t.name for t in gp.initializer} if constant_inputs else set()
     index = 0
+    for kind, values in (("input", gp.input), ("output", gp.output)):
+        for position, vi in enumerate(values):  # (said as `ge inspect` says it)
+            if type(vi.name) is not str:
+                _text(vi.name, f"{_place(graph)}: the name of {kind} {position}")
+    check_declared_types(gp, _place(graph))
     for position, vi in enumerate(gp.input):
         if vi.name in initialized:  # a constant (ir_version < 4): made with the initializers
             graph._initializer_inputs[vi.name] = (index, position, vi)
@@ -274,7 +272,9 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
         if node._name != vi.name:
             node._export_name = vi.name
         _add(graph, node)
-    for tensor in gp.initializer:
+    for position, tensor in enumerate(gp.initializer):
+        if type(tensor.name) is not str:
+            _text(tensor.name, f"{_place(graph)}: the name of initializer {position}")
         if tensor.data_type == onnx.TensorProto.STRING:
             _check_strings(tensor.string_data,
                            f"{_place(graph)}: initializer {tensor.name!r}")
@@ -322,6 +322,10 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
         op_type = proto.op_type
         name = proto.name
         if op_type == "Constant" and proto.domain in _CONSTANT_DOMAINS:
+            for attr in proto.attribute:
+                if attr.type not in ATTRIBUTE_KINDS:
+                    raise attribute_kind_error(node_attribute(_place(graph), proto, position),
+                                               attr)
             if measured is not None:
                 _check_attributes(graph, proto, position, measured)
             tensor = _constant_tensor(proto, graph, position)
@@ -343,6 +347,8 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
                 _text(key, f"{_place(graph)}: an attribute name of "
                            f"{_proto_label(proto, position)}")
             kind = attr.type
+            if kind not in ATTRIBUTE_KINDS:
+                raise attribute_kind_error(node_attribute(_place(graph), proto, position), attr)
             if kind in GRAPH_KINDS:
                 has_graph = True
                 attrs[key] = None  # decoded once the outer values are known
@@ -400,6 +406,8 @@ def _read_graph(graph: Graph, gp: onnx.GraphProto, measured: MeasuredRaw | None,
         found = values.get(vi.name)
         # A value info naming a graph input or output is kept as written: the input or output
         # declares its own type, which a value info must neither replace nor be merged into.
+        if found is None:
+            _text(vi.name, f"{_place(graph)}: the name of value_info {len(stray)}")
         if found is None or found[0]._type == DATA or vi.name in output_names:
             stray.append(vi)
             key = (1, len(stray), 0)

@@ -26,6 +26,14 @@ import onnx
 from onnx import AttributeProto
 
 from ge.errors import ModelLoadError
+from ge.graph.declared_types import (
+    ATTRIBUTE_KINDS,
+    KNOWN_ELEM_TYPES,
+    attribute_kind_error,
+    check_declared_types,
+    unknown_elem_type,
+)
+from ge.graph.model_text import check_graph_text, check_model_fields, check_node_text, text
 from ge.graph.places import (
     BodyOwner,
     attribute_graphs,
@@ -151,12 +159,18 @@ def payload_problem(proto: onnx.TensorProto, measured: MeasuredRaw = _NONE_MEASU
         known = measured.get(id(proto)) if measured else None
         # (unset, raw_data is b"": a typed tensor gets here with 0)
         have = known[1] if known is not None and known[0] is proto else len(proto.raw_data)
-        if have == need and have and (len(dims) < 2 or min(dims) >= 0):
+        # (a tensor read from a data file is no longer EXTERNAL: one still marked so has
+        # not been, and holds no data of its own whatever its raw_data, `_refined`)
+        if (have == need and have and (len(dims) < 2 or min(dims) >= 0)
+                and proto.data_location != T.EXTERNAL):
             return None
         if proto.HasField("raw_data"):
-            if have == need and min(dims, default=0) >= 0:
+            if (have == need and min(dims, default=0) >= 0
+                    and proto.data_location != T.EXTERNAL):
                 return None
             return _refined(proto, _raw_problem(proto, have, need, count, bits))
+    elif proto.data_type not in KNOWN_ELEM_TYPES:  # (99: a damaged file)
+        return "has " + unknown_elem_type(proto.data_type)
     elif proto.HasField("raw_data"):
         if proto.data_type == T.STRING:
             return _refined(proto, "holds raw_data, which a STRING tensor cannot: its "
@@ -168,7 +182,7 @@ def payload_problem(proto: onnx.TensorProto, measured: MeasuredRaw = _NONE_MEASU
     field, entries, per = spec
     need = -(-count * entries // per)
     have = len(getattr(proto, field))
-    if have == need and min(dims, default=0) >= 0:
+    if have == need and min(dims, default=0) >= 0 and proto.data_location != T.EXTERNAL:
         return None
     return _refined(proto, _typed_problem(proto, field, have, need, entries, per))
 
@@ -293,13 +307,18 @@ def node_attribute(where: str, node: onnx.NodeProto, index: int) -> str:
 
 def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: MeasuredRaw,
                    within: BodyOwner | None = None, function: str = "",
-                   sort_sparse: bool = False) -> Iterator[Problem]:
+                   sort_sparse: bool = False, texts: bool = False) -> Iterator[Problem]:
     """The problems of `nodes` (the node list of the graph `where` names, a body of
     `within`'s node, or of `function`) and of the bodies they hold; with `sort_sparse`,
-    the sparse tensors found sound sorted as loading sorts them (`function_problems`)."""
+    the sparse tensors found sound sorted as loading sorts them (`function_problems`);
+    with `texts`, their text fields checked too (`ge.graph.model_text`: raised)."""
     for index, node in enumerate(nodes):
+        if texts:
+            check_node_text(node, index, where)
         for attr in node.attribute:
             kind = attr.type
+            if kind not in ATTRIBUTE_KINDS:
+                raise attribute_kind_error(node_attribute(where, node, index), attr)
             if kind in TENSOR_KINDS:
                 problem = attribute_problem(attr, measured)
                 if problem is not None:
@@ -310,18 +329,23 @@ def _node_problems(nodes: Iterable[onnx.NodeProto], where: str, measured: Measur
             else:
                 for label, body in attribute_graphs(attr):
                     owner = proto_body_owner(node, index, label, within)
+                    if texts:
+                        text(body.name, f"{where}: the name of a subgraph ({owner})")
                     place = graph_place(repr(body.name), owner)
                     yield from _graph_problems(body, f"{place} in {function}" if function
                                                else place, measured, owner, function,
-                                               sort_sparse)
+                                               sort_sparse, texts)
 
 
 def _graph_problems(graph: onnx.GraphProto, where: str, measured: MeasuredRaw,
                     owner: BodyOwner | None = None, function: str = "",
-                    sort_sparse: bool = False) -> Iterator[Problem]:
+                    sort_sparse: bool = False, texts: bool = False) -> Iterator[Problem]:
     """The tensors of `graph` (named `where`; a body of `owner`'s node, in `function`) and
     its bodies whose payload disagrees, named as loading names them
     (`ge.graph.onnx_import`); with `sort_sparse`, the sound sparse ones sorted."""
+    if texts:
+        check_graph_text(graph, where)
+    check_declared_types(graph, where)  # (raised: loading checks them first, as it reads)
     for tensor in graph.initializer:
         problem = payload_problem(tensor, measured)
         if problem is not None:
@@ -334,30 +358,40 @@ def _graph_problems(graph: onnx.GraphProto, where: str, measured: MeasuredRaw,
             ordered = sorted_sparse(sparse)
             if ordered is not None:
                 sparse.CopyFrom(ordered)
-    yield from _node_problems(graph.node, where, measured, owner, function, sort_sparse)
+    yield from _node_problems(graph.node, where, measured, owner, function, sort_sparse,
+                              texts)
 
 
 def function_problems(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEASURED, *,
-                      sort_sparse: bool = False) -> Iterator[Problem]:
+                      sort_sparse: bool = False, texts: bool = False) -> Iterator[Problem]:
     """The tensors of the model's functions (their nodes' attributes, and bodies) whose
     payload disagrees. Loading keeps functions as protos, so it checks them so too; and
     with `sort_sparse` (loading) it sorts, in place, the indices of the sparse `Constant`s
     and body sparse initializers it found sound, as it does the graphs'
     (`ge.graph.sparse_order`: the one change loading makes to a function), in the same
     walk: a model's functions can hold as many nodes as its graph, and one more walk over
-    their attributes would add about 45 ms per 50,000 nodes to its loading."""
+    their attributes would add about 45 ms per 50,000 nodes to its loading. With `texts`
+    (`ge inspect`), their text fields are checked too (`ge.graph.model_text`)."""
     for function in model.functions:
+        if texts:
+            text(function.name, "a function's name")
+            text(function.domain, f"the domain of function {function.name!r}")
+            text(function.overload, f"the overload of function {function.name!r}")
         where = f"function {function.name!r} (domain {function.domain!r})"
         yield from _node_problems(function.node, where, measured, function=where,
-                                  sort_sparse=sort_sparse)
+                                  sort_sparse=sort_sparse, texts=texts)
 
 
 def check_model_payloads(model: onnx.ModelProto, measured: MeasuredRaw = _NONE_MEASURED
                          ) -> None:
     """`refuse` the first tensor of `model` (its graph, bodies and functions) whose payload
-    disagrees with its declaration: what loading it would say (`ge inspect`). `measured`:
-    the raw_data lengths reading the file learnt (`ge.graph.model_file`), not copied."""
+    disagrees with its declaration, as the first value whose declared type
+    (`ge.graph.declared_types`) or text field (`ge.graph.model_text`) is not sound: what
+    loading it would say (`ge inspect`). `measured`: the raw_data lengths reading the file
+    learnt (`ge.graph.model_file`), not copied."""
+    check_model_fields(model)
     root = f"graph {model.graph.name or 'graph'!r}"
     for what, problem, nodes in itertools.chain(
-            _graph_problems(model.graph, root, measured), function_problems(model, measured)):
+            _graph_problems(model.graph, root, measured, texts=True),
+            function_problems(model, measured, texts=True)):
         raise refuse(what, problem, nodes)
