@@ -23,7 +23,7 @@ from onnx import helper as oh
 from onnx import numpy_helper as nh
 
 import ge.graph
-from ge.errors import ModelLoadError
+from ge.errors import ModelLoadError, ModelSaveError
 from ge.pyatc import main as pyatc_main
 
 ONNX = f"onnx {onnx.__version__}"
@@ -202,3 +202,55 @@ def test_a_value_info_of_an_unknown_element_type(tmp_path: Path) -> None:
     model = base()
     model.graph.value_info.append(oh.make_tensor_value_info("a", TP.FLOAT, [-1, 3]))
     ge.graph.load(model)  # (accepted)
+
+
+LONG = "a" * 300
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["compile", "{model}", "-o", f"{LONG}.onnx"], "GE1104",
+     f"cannot save to {LONG}.onnx: File name too long"),
+    (["compile", "{model}", "-o", "out.onnx", "--report", f"{LONG}.json"], "GE1701",
+     f"cannot write the report to {LONG}.json: File name too long"),
+    (["compile", f"{LONG}.onnx", "-o", "out.onnx"], "GE1101",
+     f"cannot read {LONG}.onnx: File name too long"),
+    (["inspect", f"{LONG}.onnx"], "GE1101", f"cannot read {LONG}.onnx: File name too long"),
+    (["run", "{model}", "--output", f"{LONG}.npz"], "GE1701",
+     f"cannot write the outputs to {LONG}.npz: File name too long"),
+    (["run", "{model}", "--inputs", f"{LONG}.npz"], "GE1602",
+     f"cannot read inputs from {LONG}.npz: [Errno 36] File name too long: '{LONG}.npz'"),
+], ids=["-o", "--report", "model", "inspect", "run --output", "run --inputs"])
+def test_a_file_name_too_long(args: list[str], code: str, message: str, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """One coded line, before any work (an OSError traceback from pathlib's stat)."""
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "m.onnx"
+    onnx.save(base(), model)
+    before = listing(tmp_path)
+    exit_code, _, stderr = run_ge(*(a.replace("{model}", str(model)) for a in args))
+    assert (exit_code, stderr) == (1, f"ge: [{code}] {message}\n")
+    assert listing(tmp_path) == before
+
+
+def test_a_pass_path_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "m.onnx"
+    onnx.save(base(), model)
+    exit_code, _, stderr = run_ge("compile", str(model), "-o", "out.onnx",
+                                  "--pass-path", f"{LONG}.py")
+    assert (exit_code, stderr) == (1, f"ge: [E13029] python pass path cannot be read: "
+                                      f"{tmp_path / LONG}.py: File name too long (given as a "
+                                      "pass path: --pass-path or pass_paths=)\n")
+    assert listing(tmp_path) == ["m.onnx"]
+
+
+def test_pyatc_output_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.chdir(tmp_path)
+    onnx.save(base(), tmp_path / "m.onnx")
+    assert pyatc_main("pyatc", ["--model=m.onnx", f"--output={LONG}"]) == 1
+    assert capsys.readouterr().err == (f"pyatc: [GE1104] cannot save to {LONG}.onnx: File "
+                                       "name too long\n")
+    with pytest.raises(ModelSaveError):
+        ge.graph.load(tmp_path / "m.onnx").save(tmp_path / f"{LONG}.onnx")
+    assert listing(tmp_path) == ["m.onnx"]

@@ -180,7 +180,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                              tolerances_given=tolerances_given, names=_cli_verify_names())
     if dump_level is not None and dump is None:
         raise CommandLineError("--dump-level needs --dump DIR")
-    if dump is not None and not dump.is_dir() and not dump.parent.is_dir():
+    if dump is not None and not os.path.isdir(dump) and not os.path.isdir(dump.parent):
         raise CommandLineError(f"cannot dump graphs to {dump}: {dump.parent} is not an "
                                "existing folder", path=str(dump))
     check_not_read(output, "the output model", read)

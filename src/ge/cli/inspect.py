@@ -233,16 +233,13 @@ def _op_name(node: onnx.NodeProto) -> str:
 
 def model_summary(path: Path) -> dict[str, Any]:
     """The facts `ge inspect` shows, as JSON-ready data."""
-    from ge.errors import ModelLoadError, ModelNotFoundError, model_file_named
+    from ge.errors import model_file_named
     from ge.graph.external_data import external_ranges
-    from ge.graph.model_io import read_model_file
+    from ge.graph.model_io import check_model_path, read_model_file
     from ge.graph.payload_checks import check_model_payloads
     from ge.graph.sparse_order import SPARSE_ATTRIBUTE_TAGS
 
-    if not path.exists():
-        raise ModelNotFoundError(f"model file not found: {path}", path=str(path))
-    if not path.is_file():
-        raise ModelLoadError(f"{path} is not a file", path=str(path))
+    check_model_path(path)  # (as loading does)
     file_bytes = path.stat().st_size
     # (in the words of ge compile and ge run, which load it with the same check; a large
     # file a piece at a time, as loading reads it, never whole into memory)

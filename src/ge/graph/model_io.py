@@ -8,9 +8,11 @@ intact; it refuses to write over the files a graph was loaded from unless asked 
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -59,7 +61,8 @@ from ge.graph.sparse_order import index_order_note
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_model_full", "constants_nbytes",
+__all__ = ["INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES", "check_model_full", "check_model_path",
+           "constants_nbytes",
            "load", "parse_model", "read_model_file", "save_model", "weightless"]
 
 #: Protobuf's limit for one serialized message, so for a model without external data: a
@@ -105,6 +108,26 @@ def _check_is_model(model: onnx.ModelProto, where: str) -> None:
             "not ONNX)",
             path=where,
         )
+
+
+def check_model_path(path: Path) -> None:
+    """Refuse a model path that names no file to read: `ModelNotFoundError` (GE1102) when
+    nothing is there, `ModelLoadError` (GE1101) for a folder or another kind of file, or a
+    path the system refuses ("File name too long"); asked by every command reading a model
+    (`load`, `ge inspect`), before anything is read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno in _MISSING_ERRNOS:
+            raise ModelNotFoundError(f"model file not found: {path}", path=str(path)) from None
+        raise ModelLoadError(f"cannot read {path}: {exc.strerror or exc}",
+                             path=str(path)) from None
+    if not stat.S_ISREG(mode):
+        raise ModelLoadError(f"{path} is not a file", path=str(path))
+
+
+#: The errors of a path that names nothing (as `Path.exists` answers False on them).
+_MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF})
 
 
 def read_model_file(path: Path, where: str, words: Iterable[bytes] = ()) -> ModelPieces:
@@ -155,10 +178,7 @@ def load(
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         where = str(path)
-        if not path.exists():
-            raise ModelNotFoundError(f"model file not found: {path}", path=where)
-        if not path.is_file():
-            raise ModelLoadError(f"{path} is not a file", path=where)
+        check_model_path(path)
         # Not `path.read_bytes()`: its bytes and the parsed model would be two copies of
         # the weights at once.
         model, may_have_external_data, measured, _ = read_model_file(path, where)

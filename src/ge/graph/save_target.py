@@ -117,8 +117,15 @@ def data_file_of(target: Path, name: str | None = None) -> Path:
 
 def write_target_problem(target: Path) -> str | None:
     """Why a file cannot be written at `target` (its folder missing, `target` a folder, no
-    permission), or None: asked before any work is done, by `save` and by the CLI for each
-    file it writes."""
+    permission, a name the system refuses: "File name too long"), or None: asked before any
+    work is done, by `save` and by the CLI for each file it writes."""
+    try:
+        return _target_problem(target)
+    except OSError as exc:  # (ENAMETOOLONG, ELOOP...: what the system says, said once)
+        return exc.strerror or str(exc)
+
+
+def _target_problem(target: Path) -> str | None:
     target, in_place = write_destination(target)
     if in_place:
         return None if os.access(target, os.W_OK) else "permission denied"

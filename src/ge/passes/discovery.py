@@ -9,6 +9,7 @@ name. Nothing is imported here; `ge.passes.loader` does that.
 from __future__ import annotations
 
 import difflib
+import errno
 import hashlib
 import os
 import re
@@ -149,10 +150,15 @@ def plugin_sources(
 ) -> list[PluginSource]:
     """The plugins one pass-path item names, in load order; checks the item exists first."""
     item = Path(item).resolve()
-    if not item.exists():
+    try:
+        item.stat()
+    except OSError as exc:  # (a name the system refuses, "File name too long", says so)
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise PluginPathNotFoundError(f"{plugin_kind} path cannot be read: {item}: "
+                                          f"{exc.strerror or exc}", path=str(item)) from None
         raise PluginPathNotFoundError(f"{plugin_kind} path does not exist: {item}"
                                       f"{_separator_note(item) or _near_note(item)}",
-                                      path=str(item))
+                                      path=str(item)) from None
     if not item.is_dir():
         if item.suffix != ".py":
             raise PluginPathSuffixError(

@@ -194,7 +194,7 @@ def _check_output_prefix(prefix: str) -> None:
         folder = prefix[:len(prefix) - len(name)] + (stem if stem else "")
         why = ("ends with a path separator" if not name and prefix
                else "names a folder" if stem else "names no file")
-    elif Path(prefix).is_dir():
+    elif os.path.isdir(prefix):  # (False for a name too long)
         folder, why = prefix, "is an existing folder"
     else:
         return

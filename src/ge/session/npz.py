@@ -61,7 +61,7 @@ def read_npz(path: str | os.PathLike[str], what: str = "values") -> dict[str, An
     path = Path(path)
     arrays: dict[str, np.ndarray] = {}
     pickled: list[str] = []
-    if path.is_file() and not zipfile.is_zipfile(path):
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
         # (numpy's own answer, about pickled data and allow_pickle=, misleads: it is not an
         # .npz at all, and ge never loads pickles)
         raise VerificationInputError(
