@@ -254,3 +254,17 @@ def test_pyatc_output_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(ModelSaveError):
         ge.graph.load(tmp_path / "m.onnx").save(tmp_path / f"{LONG}.onnx")
     assert listing(tmp_path) == ["m.onnx"]
+
+
+def test_no_opset_of_the_default_domain(tmp_path: Path) -> None:
+    """onnx's "No opset import for domain  optype Add" names the empty domain."""
+    model = base()
+    del model.opset_import[:]
+    model.opset_import.append(oh.make_opsetid("com.x", 1))
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    exit_code, _, stderr = run_ge("compile", str(path), "-o", str(tmp_path / "out.onnx"))
+    assert exit_code == 1
+    assert ("No opset import for domain '' (the default ONNX domain), op type Add "
+            "(stage InferShape)\n") in stderr
+    assert listing(tmp_path) == ["m.onnx"]

@@ -515,6 +515,7 @@ def _first_error(message: str) -> str:
     if first.startswith(prefix):
         first = first[len(prefix):]
     first = _ELEM_TYPES.sub(_name_elem_types, first)
+    first = _NO_OPSET.sub(_name_domain, first)
     later = len(_nodes_named_in(message)) - 1
     if later > 0:
         first += f" (and {later} node(s) after it could not be typed)"
@@ -524,6 +525,16 @@ def _first_error(message: str) -> str:
 #: onnx's "Inferred elem type differs from existing elem type: (1) vs (7)": element types
 #: by their numbers, which say nothing to whoever reads them.
 _ELEM_TYPES = re.compile(r"elem type differs from existing elem type: \((\d+)\) vs \((\d+)\)")
+
+
+#: onnx's "No opset import for domain  optype Add": the default domain, "", said as a blank.
+_NO_OPSET = re.compile(r"No opset import for domain (\S*) optype (\S+)")
+
+
+def _name_domain(found: re.Match[str]) -> str:
+    domain = found.group(1)
+    said = f"{domain!r} (the default ONNX domain)" if not domain else repr(domain)
+    return f"No opset import for domain {said}, op type {found.group(2)}"
 
 
 def _name_elem_types(found: re.Match[str]) -> str:
