@@ -90,8 +90,11 @@ CASES = {
                             "Concat node 'relu' is STRING; Concat (opset 17) takes INT"),
     "attr_type_field_mismatch": (_concat(onnx.AttributeProto.FLOAT, axis=0),
                                  GIVEN + CHECKER.format(node="Concat node 'relu'") + MISMATCH),
-    "attr_type_undefined": (_concat(onnx.AttributeProto.UNDEFINED, axis=0),
-                            GIVEN + CHECKER.format(node="Concat node 'relu'") + MISMATCH),
+    # (refused at load, before the check of the model as given: ge.graph.declared_types)
+    "attr_type_undefined": (_concat(onnx.AttributeProto.UNDEFINED, axis=0), (
+        "ge: [GE1101] {path}: graph 'g': Concat node 'relu': attribute 'axis' is declared "
+        "with type UNDEFINED (0): an attribute's type says which field holds its value "
+        "(onnx's checker and onnxruntime refuse it: \"type field and data field mismatch\")")),
     "empty_output_name": (_empty_output(), GIVEN + CHECKER.format(node="Neg node 'neg'")
                           + "Node (neg)'s output 0 is marked single but has an empty string "
                           "in the graph"),

@@ -1,5 +1,5 @@
 """Whether the type a model declares for a value (a graph input, output or value_info) is
-one ONNX defines: an element type the installed onnx knows, no negative dim, a dim name
+one ONNX defines: an element type the installed onnx knows, no dim below -1, a dim name
 that is text.
 
 A type that is not fails far from its cause: a table of `ge inspect` or the generation of
@@ -9,10 +9,11 @@ dimensions are not allowed"). Loading refuses it instead (`ModelLoadError`, GE11
 the value, the dim and its value), and `ge inspect` says the same
 (`ge.graph.payload_checks.check_model_payloads`).
 
-A negative dim is refused whatever its value, -1 included: onnx's checker passes it and
-onnxruntime reads it as an unknown dim, but onnx's shape inference, which compiling runs,
-takes it for a size (`[-1, 3]` and `[2, 3]` are "Incompatible dimensions"); an unknown dim
-is declared by a name (`dim_param`) or by no value, which every tool reads alike.
+A dim below -1 is refused. -1 is not: exporters write it for an unknown dim, onnx's
+checker passes it, and onnxruntime and ge's IR read it as unknown (ge's own tests declared
+outputs so); onnx's shape inference, which compiling runs, takes it for a size, so an input
+declared so is refused there (GE1305, "Incompatible dimensions"); an unknown dim is
+declared by a name (`dim_param`) or by no value, which every tool reads alike.
 """
 
 from __future__ import annotations
@@ -57,11 +58,10 @@ def type_problem(tp: onnx.TypeProto) -> str | None:
         dims = tensor.shape.dim
         for index, dim in enumerate(dims):
             kind = dim.WhichOneof("value")
-            if kind == "dim_value" and dim.dim_value < 0:
+            if kind == "dim_value" and dim.dim_value < -1:
                 return (f"dim {index} of {dim.dim_value} (shape {_shape_text(dims)}): a dim "
                         "cannot be negative; declare an unknown dim by a name (dim_param) or "
-                        "by no value (onnxruntime reads a negative dim as unknown, onnx's "
-                        "shape inference as a size)")
+                        "by no value")
             if kind == "dim_param" and type(dim.dim_param) is not str:
                 return (f"dim {index} named by bytes that are not UTF-8 text "
                         f"({dim.dim_param!r}); the model file is corrupt")

@@ -105,9 +105,10 @@ def _dims_of(shape: Iterable[Dim]) -> tuple[Dim, ...]:
 
 
 def _proto_dims(tensor: onnx.TypeProto.Tensor) -> tuple[Dim, ...]:
-    """A tensor type's declared dims: a size, a symbol, or None (neither)."""
-    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                 for d in tensor.shape.dim)
+    """A tensor type's declared dims: a size, a symbol, or None (neither; or -1, which
+    exporters write for an unknown dim and onnxruntime reads so)."""
+    return tuple((d.dim_value if d.dim_value >= 0 else None) if d.HasField("dim_value")
+                 else (d.dim_param or None) for d in tensor.shape.dim)
 
 
 def model_outputs(model: Model) -> dict[str, tuple[Dim, ...]]:
