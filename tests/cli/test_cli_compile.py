@@ -59,6 +59,19 @@ def test_compile_writes_the_optimised_model(model: Path, write) -> None:
     np.testing.assert_array_equal(session.run(["y"], {"x": x})[0], np.maximum(x, 0))
 
 
+def test_a_long_origin_is_cut_at_its_start_never_folded(model: Path, write) -> None:
+    """In a narrow terminal the pass table folded `file:line`, and the line number's last
+    digit, on a line of its own, read as another line (trial U)."""
+    name = "a_plugin_file_with_a_rather_long_name.py"
+    plugin = write(f"passes/{name}", "\n" * 9 + readme_pass_source())  # a 2-digit line
+    line = 9 + next(i for i, text in enumerate(readme_pass_source().splitlines(), 1)
+                    if text.startswith("class "))
+    result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(model.parent / "o.onnx"),
+                                      "--pass-path", str(plugin)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert f"…_rather_long_name.py:{line} │" in result.stdout, result.stdout
+
+
 def test_a_failing_pass_is_one_error_line_and_writes_nothing(model: Path, write) -> None:
     plugin = write("passes/broken.py", RAISING)
     out = model.parent / "out.onnx"

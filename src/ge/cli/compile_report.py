@@ -58,15 +58,30 @@ def _short_origin(origin: str) -> str:
     return origin or "-"
 
 
+#: The widest an origin is shown in the pass table (cut at its start beyond).
+_ORIGIN_WIDTH = 24
+
+
+def _cut_start(text: str, width: int) -> str:
+    """`text`, or its last `width - 1` characters after an ellipsis when it is longer."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
+
+
 def _pass_table(report: CompileReport) -> Any:
     from rich.table import Table
 
     from ge.compiler.report import overall_outcome
 
     table = Table(title=f"Pass runs ({len(report.records)})", title_justify="left")
+    # An origin (`file:line`) folded in a narrow terminal showed `p.py:1` over a `1` that
+    # read as another line (trial U): it is never folded, and a long one is cut at its start
+    # (`…ompose_layernorm.py:11`), so that its line stays.
     for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
                    "ms"):
         numeric = column in ("M/R/F", "Nodes", "ms")
+        if column == "Origin":
+            table.add_column(column, overflow="ellipsis", no_wrap=True)
+            continue
         table.add_column(column, justify="right" if numeric else "left", overflow="fold",
                          no_wrap=numeric)
     bodies = False
@@ -85,7 +100,8 @@ def _pass_table(report: CompileReport) -> Any:
         counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
         graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
         bodies |= len(runs) > 1
-        table.add_row(stage, cell(r.pass_name), r.kind or "-", cell(_short_origin(r.origin)),
+        table.add_row(stage, cell(r.pass_name), r.kind or "-",
+                      cell(_cut_start(_short_origin(r.origin), _ORIGIN_WIDTH)),
                       cell(graph), outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
                      "fusions reported (report_fuse)") + (
