@@ -8,45 +8,30 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from click.testing import CliRunner
-from onnx import TensorProto as T
 from onnx import helper as h
-from onnx import numpy_helper as nh
 
 from ge.cli import cli
-
-
-def _base() -> onnx.ModelProto:
-    g = h.make_graph([h.make_node("Add", ["x", "W"], ["a"], name="add"),
-                      h.make_node("Relu", ["a"], ["y"], name="relu"),
-                      h.make_node("Neg", ["a"], ["z"], name="neg")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3]),
-                      h.make_tensor_value_info("z", T.FLOAT, [2, 3])],
-                     [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
+from sample_models import add_relu_neg_model
 
 
 def _dangling() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.node[1].input[0] = "zz"
     return m
 
 
 def _twice() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.node[2].output[0] = "y"
     m.graph.output.pop()
     return m
 
 
 def _bad_attribute() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.node[1].CopyFrom(h.make_node("Concat", ["a"], ["y"], name="relu", axis="zero"))
     return m
 
@@ -84,7 +69,7 @@ def test_inspect_notes_what_loading_refuses(name: str, tmp_path: Path) -> None:
 
 def test_a_valid_model_has_no_load_problem(tmp_path: Path) -> None:
     source = tmp_path / "model.onnx"
-    onnx.save(_base(), source)
+    onnx.save(add_relu_neg_model(), source)
     result = CliRunner().invoke(cli, ["inspect", str(source), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["load_problems"] == []
     result = CliRunner().invoke(cli, ["inspect", str(source)])

@@ -18,25 +18,13 @@ from onnx import numpy_helper as nh
 import ge
 from ge.cli import cli
 from ge.errors import GeError
+from sample_models import add_relu_neg_model
 
 pytestmark = pytest.mark.builtin_passes  # (the pass that removed the Concat runs)
 
 
-def _base() -> onnx.ModelProto:
-    g = h.make_graph([h.make_node("Add", ["x", "W"], ["a"], name="add"),
-                      h.make_node("Relu", ["a"], ["y"], name="relu"),
-                      h.make_node("Neg", ["a"], ["z"], name="neg")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3]),
-                      h.make_tensor_value_info("z", T.FLOAT, [2, 3])],
-                     [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
 def _concat(attr_type: int | None = None, **attrs: object) -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     node = h.make_node("Concat", ["a"], ["y"], name="relu", **attrs)
     if attr_type is not None:
         node.attribute[0].type = attr_type  # type: ignore[assignment]
@@ -45,7 +33,7 @@ def _concat(attr_type: int | None = None, **attrs: object) -> onnx.ModelProto:
 
 
 def _empty_output() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.node[2].output[0] = ""
     m.graph.output.pop()
     return m
@@ -71,13 +59,13 @@ def _loop_body_reads_nothing() -> onnx.ModelProto:
 
 
 def _wrong_value_info() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.value_info.append(h.make_tensor_value_info("a", T.INT64, [9, 9]))
     return m
 
 
 def _sequence_input() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     m.graph.input[0].type.sequence_type.elem_type.tensor_type.elem_type = T.FLOAT
     return m
 

@@ -14,36 +14,20 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from cli_helpers import listing, run_ge
 from onnx import TensorProto as TP
 from onnx import helper as oh
-from onnx import numpy_helper as nh
 
 import ge.graph
 from ge.errors import ModelLoadError, ModelSaveError
 from ge.pyatc import main as pyatc_main
+from sample_models import add_relu_neg_model
 
 ONNX = f"onnx {onnx.__version__}"
 TENSOR_TAIL = (": the model is malformed (a damaged file, or an exporter that wrote the tensor "
                "wrong)")
-
-
-def base() -> onnx.ModelProto:
-    """x[2,3] + W → a; Relu(a) → y, Neg(a) → z (the trial's model)."""
-    graph = oh.make_graph(
-        [oh.make_node("Add", ["x", "W"], ["a"], name="add"),
-         oh.make_node("Relu", ["a"], ["y"], name="relu"),
-         oh.make_node("Neg", ["a"], ["z"], name="neg")], "g",
-        [oh.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
-        [oh.make_tensor_value_info("y", TP.FLOAT, [2, 3]),
-         oh.make_tensor_value_info("z", TP.FLOAT, [2, 3])],
-        [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
 
 
 def _input_type_99(m: onnx.ModelProto) -> None:
@@ -133,7 +117,7 @@ CASES: dict[str, tuple[Callable[[onnx.ModelProto], None], str]] = {
 
 def _write(case: str, folder: Path) -> Path:
     change, _ = CASES[case]
-    model = base()
+    model = add_relu_neg_model()
     change(model)
     data = model.SerializeToString()
     if case == "op type not UTF-8":
@@ -189,7 +173,7 @@ def test_pyatc_and_load_say_the_same(case: str, tmp_path: Path,
 
 def test_a_value_info_of_an_unknown_element_type(tmp_path: Path) -> None:
     """onnxruntime refuses it; its dims are not checked (inference replaces them)."""
-    model = base()
+    model = add_relu_neg_model()
     model.graph.value_info.append(oh.make_tensor_value_info("a", 99, [2, 3]))
     path = tmp_path / "m.onnx"
     path.write_bytes(model.SerializeToString())
@@ -197,7 +181,7 @@ def test_a_value_info_of_an_unknown_element_type(tmp_path: Path) -> None:
         ge.graph.load(path)
     assert info.value.message == (f"{path}: graph 'g': value_info 'a' is declared with element "
                                   f"type 99, which ONNX ({ONNX}) does not define")
-    model = base()
+    model = add_relu_neg_model()
     model.graph.value_info.append(oh.make_tensor_value_info("a", TP.FLOAT, [-1, 3]))
     ge.graph.load(model)  # (accepted)
 
@@ -223,7 +207,7 @@ def test_a_file_name_too_long(args: list[str], code: str, message: str, tmp_path
     """One coded line, before any work (an OSError traceback from pathlib's stat)."""
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "m.onnx"
-    onnx.save(base(), model)
+    onnx.save(add_relu_neg_model(), model)
     before = listing(tmp_path)
     exit_code, _, stderr = run_ge(*(a.replace("{model}", str(model)) for a in args))
     assert (exit_code, stderr) == (1, f"ge: [{code}] {message}\n")
@@ -233,7 +217,7 @@ def test_a_file_name_too_long(args: list[str], code: str, message: str, tmp_path
 def test_a_pass_path_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "m.onnx"
-    onnx.save(base(), model)
+    onnx.save(add_relu_neg_model(), model)
     exit_code, _, stderr = run_ge("compile", str(model), "-o", "out.onnx",
                                   "--pass-path", f"{LONG}.py")
     assert (exit_code, stderr) == (1, f"ge: [E13029] python pass path cannot be read: "
@@ -245,7 +229,7 @@ def test_a_pass_path_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_pyatc_output_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture) -> None:
     monkeypatch.chdir(tmp_path)
-    onnx.save(base(), tmp_path / "m.onnx")
+    onnx.save(add_relu_neg_model(), tmp_path / "m.onnx")
     assert pyatc_main("pyatc", ["--model=m.onnx", f"--output={LONG}"]) == 1
     assert capsys.readouterr().err == (f"pyatc: [GE1104] cannot save to {LONG}.onnx: File "
                                        "name too long\n")
@@ -256,7 +240,7 @@ def test_pyatc_output_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_no_opset_of_the_default_domain(tmp_path: Path) -> None:
     """onnx's "No opset import for domain  optype Add" names the empty domain."""
-    model = base()
+    model = add_relu_neg_model()
     del model.opset_import[:]
     model.opset_import.append(oh.make_opsetid("com.x", 1))
     path = tmp_path / "m.onnx"
@@ -273,7 +257,7 @@ def test_a_dim_of_minus_one_is_an_unknown_dim(tmp_path: Path) -> None:
     as -5 is: `ge run` and `ge inspect` take the model (generated inputs give the dim a
     size: numpy refused -1 with a traceback before); compiling it is onnx's shape
     inference's refusal, one line, with and without --verify."""
-    model = base()
+    model = add_relu_neg_model()
     _minus_one_dim(model)
     path = tmp_path / "m.onnx"
     onnx.save(model, path)

@@ -23,13 +23,18 @@ import onnx
 from onnx import AttributeProto, defs
 from onnx.checker import C
 
-from ge.errors import GraphValidationError, ValidationProblem
+from ge.errors import ValidationProblem
 from ge.graph.domains import ONNX_DOMAINS
 from ge.graph.export_names import written_name
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node
 from ge.graph.places import body_owner, graph_place, node_label
-from ge.graph.validation import attribute_problems, cycle_problems, function_set_problems
+from ge.graph.validation import (
+    attribute_problems,
+    cycle_problems,
+    function_set_problems,
+    refuse_model,
+)
 
 __all__ = ["check_model_as_given", "node_checker_problems"]
 
@@ -150,12 +155,5 @@ def check_model_as_given(graph: Graph, path: str | None = None) -> None:
     if root._checked_as_given == stamp:
         return
     problems = cycle_problems(graph) + function_set_problems(graph)
-    if not problems:
-        problems = node_checker_problems(graph)
-    if problems:
-        invalid = GraphValidationError(problems)
-        invalid.about_model = True
-        if path is not None:
-            invalid.name_model_file(path)
-        raise invalid
+    refuse_model(problems or node_checker_problems(graph), path)
     root._checked_as_given = stamp

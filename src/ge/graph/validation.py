@@ -39,9 +39,20 @@ from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
 
-__all__ = ["attribute_problems", "check_acyclic", "cycle_problems", "find_node_problems",
-           "find_problems", "first_opset", "function_problems", "function_set_problems",
-           "newer_operators", "redeclaring_advice", "unknown_operators"]
+__all__ = [
+    "attribute_problems",
+    "check_acyclic",
+    "cycle_problems",
+    "find_node_problems",
+    "find_problems",
+    "first_opset",
+    "function_problems",
+    "function_set_problems",
+    "newer_operators",
+    "redeclaring_advice",
+    "refuse_model",
+    "unknown_operators",
+]
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
@@ -118,9 +129,14 @@ def check_acyclic(graph: Graph, path: str | None = None) -> None:
     take it (shape inference and export need a topological order), so the model itself
     is said to be invalid, the same in every command, rather than the first step failing
     in its own words."""
-    cycles = cycle_problems(graph) + function_set_problems(graph)
-    if cycles:
-        invalid = GraphValidationError(cycles)
+    refuse_model(cycle_problems(graph) + function_set_problems(graph), path)
+
+
+def refuse_model(problems: list[ValidationProblem], path: str | None = None) -> None:
+    """Raise `problems` (if any) as a `GraphValidationError` about the model as given,
+    naming its file `path` when there is one; nothing when there are none."""
+    if problems:
+        invalid = GraphValidationError(problems)
         invalid.about_model = True
         if path is not None:
             invalid.name_model_file(path)
