@@ -1,4 +1,5 @@
-"""What the installed onnx and onnxruntime have in common, for the models ge makes itself.
+"""What the installed onnx and onnxruntime have in common, for the models ge makes itself
+(and which ONNX operator versions onnxruntime has kernels for: `runtime_kernel_opsets`).
 
 onnx and onnxruntime are released apart, and an environment may pair a newer onnx with an
 older onnxruntime: onnxruntime 1.23 is the last with Python 3.10 wheels while onnx 1.23
@@ -24,12 +25,20 @@ import onnx
 from onnx import helper
 
 __all__ = [
+    "RUNTIME_GUARANTEED_OPSET",
     "ir_version_of_opset",
     "new_model_ir_version",
     "new_model_opset",
     "runtime_ir_version",
+    "runtime_kernel_opsets",
     "runtime_opset",
 ]
+
+#: The oldest standard opset onnxruntime guarantees to run ("ONNX Runtime only *guarantees*
+#: support for models stamped with opset version 7 or above"): from it on, its CPU kernels
+#: cover every operator of ai.onnx (but `Constant`, which it holds as a value); below it,
+#: most of opset 1 to 6's versions have none (Add-1, Relu-1, Gemm-6...).
+RUNTIME_GUARANTEED_OPSET = 7
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,3 +85,30 @@ def new_model_opset() -> int:
     """The standard (ai.onnx) opset of a model ge makes from nothing when none is asked for:
     the newest that both the installed onnx and the installed onnxruntime know."""
     return min(int(onnx.defs.onnx_opset_version()), runtime_opset())
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime_kernels() -> dict[str, tuple[tuple[int, int], ...]] | None:
+    """op type -> the opset ranges of the installed onnxruntime's CPU kernels of ai.onnx;
+    None when it does not list them."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    try:
+        kernels = ort_state.get_all_opkernel_def()
+    except (AttributeError, RuntimeError):
+        return None
+    ranges: dict[str, set[tuple[int, int]]] = {}
+    for kernel in kernels:
+        if kernel.provider == "CPUExecutionProvider" and kernel.domain in ("", "ai.onnx"):
+            low, high = kernel.version_range
+            ranges.setdefault(kernel.op_name, set()).add((int(low), int(high)))
+    return {op: tuple(sorted(found)) for op, found in ranges.items()}
+
+
+def runtime_kernel_opsets(op_type: str) -> tuple[tuple[int, int], ...] | None:
+    """The opset ranges (first, last) of the installed onnxruntime's CPU kernels of the
+    ai.onnx operator `op_type` (a node is run by the kernel whose range holds its
+    operator's version: Add-1 by none of Add's (7, 12), (13, 13), (14, ...)); () for none,
+    None when onnxruntime does not list its kernels. Imports onnxruntime when first asked."""
+    kernels = _runtime_kernels()
+    return None if kernels is None else kernels.get(op_type, ())

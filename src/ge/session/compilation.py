@@ -47,7 +47,7 @@ from ge.errors import (
 )
 from ge.graph import Graph
 from ge.graph.export_names import NodeNamesMadeUnique, unique_node_names
-from ge.graph.input_checks import check_model_as_given
+from ge.graph.input_checks import check_model_as_given, check_runtime_kernels
 from ge.passes.discovery import given_paths
 from ge.passes.source import collected_warnings, warn_user
 from ge.session.comparison import warn_tiny_outputs
@@ -431,6 +431,11 @@ def compile(
         with concerning_model():  # (the model as given is what the converter refuses)
             graph = converted_graph(given, opset=opset, inline_functions=inline_functions)
         converted_in = time.perf_counter() - converting
+        # onnxruntime could load neither the model nor what the passes make of it (an Add
+        # of opset 1, which onnx's checker passes): refused as --verify would; after the
+        # conversion, which is what makes such a model valid.
+        with concerning_model():
+            check_runtime_kernels(graph)
         if graph is not given:
             owned.append(graph)  # (the result's graph, unless the compilation fails)
         in_place = in_place and graph is given
