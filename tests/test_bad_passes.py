@@ -130,8 +130,8 @@ class Bad(FusionBasePass):
         graph.remove_edge(producer, index, relu, 0)
         graph.add_data_edge(producer, index, cast, 0)
         graph.add_data_edge(cast, 0, relu, 0)
-""", 11, "the pass left the graph invalid: type: output 0 of Relu node 'relu' is "
-       "tensor(float) but input 0 is tensor(int64); Relu wants both of type T"),
+""", 11, "the pass left the graph invalid: type: output 0 ('Y') of Relu node 'relu' is "
+       "tensor(float) but input 0 ('X') is tensor(int64); Relu wants both of type T"),
     # GE's API docs name SubgraphInput's pair (node, out_index); it is a node inside the
     # region and its input index (D4): a producer's pair is refused, saying so, and naming
     # the pairs of that output's readers (and no log line precedes the error)

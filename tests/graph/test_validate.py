@@ -286,9 +286,10 @@ def test_a_type_the_operator_does_not_take() -> None:
     graph.find_node_by_name("n0").update_output_desc(0, TensorDesc([2],
                                                                    data_type=DataType.DT_STRING))
     problems = _type_problems(graph)  # n0 writes a string (its input is float); n1 reads it
-    assert any(re.match(r"input 0 of Relu node 'n1' is tensor\(string\), which Relu "
+    assert any(re.match(r"input 0 \('X'\) of Relu node 'n1' is tensor\(string\), which Relu "
                         r"\(opset \d+\) does not take \(T: .*float.*\)", m) for m in problems)
-    assert any(m.startswith("output 0 of Relu node 'n0' is tensor(string)") for m in problems)
+    assert any(m.startswith("output 0 ('Y') of Relu node 'n0' is tensor(string)")
+               for m in problems)
 
 
 def test_a_fixed_input_type() -> None:
@@ -301,7 +302,7 @@ def test_a_fixed_input_type() -> None:
     graph.add_data_edge(shape, 0, reshape, 1)
     reshape.update_output_desc(0, TensorDesc([2], data_type=DataType.DT_FLOAT))
     assert [m for m in _type_problems(graph) if "'reshape'" in m] == [
-        f"input 1 of Reshape node 'reshape' is tensor(float); Reshape (opset "
+        f"input 1 ('shape') of Reshape node 'reshape' is tensor(float); Reshape (opset "
         f"{graph.get_opset_version('')}) takes tensor(int64)"]
 
 
@@ -395,3 +396,27 @@ def test_every_problem_is_reported_at_once() -> None:
     assert {p.kind for p in err.problems} == {"arity", "structure", "cycle"}
     assert {"r0", "x3", "a", "d"} <= set(err.nodes)
     assert str(err).count("\n  - ") == len(err.problems) >= 3
+
+
+def test_validate_checks_the_types_a_node_reads(tmp_path: Path) -> None:
+    """A float constant as Reshape's shape passed validate() (the type check ran only after
+    a pass, on the region it changed) and failed at a checked save or in onnxruntime."""
+    graph = chain(ops=("Relu",))
+    shape = graph.add_const(np.array([2.0], np.float32), name="shape")
+    reshape = graph.add_node("Reshape", name="reshape", num_inputs=2)
+    net_output = graph.nodes_of_type("NetOutput")[0]
+    relu = graph.find_node_by_name("n0")
+    graph.remove_edge(relu, 0, net_output, 0)
+    graph.add_data_edge(relu, 0, reshape, 0)
+    graph.add_data_edge(shape, 0, reshape, 1)
+    graph.add_data_edge(reshape, 0, net_output, 0)
+    err = _expect(graph, "type", "reshape")
+    assert [p.message for p in err.problems] == [
+        f"input 1 ('shape') of Reshape node 'reshape' is tensor(float); Reshape (opset "
+        f"{graph.get_opset_version('')}) takes tensor(int64)"]
+    with pytest.raises(GraphValidationError):
+        graph.save(tmp_path / "out.onnx", full_check=True)
+    assert list(tmp_path.iterdir()) == []
+    shape.set_attr("value", Tensor(np.array([2], np.int64)))
+    shape.update_output_desc(0, TensorDesc([1], data_type=DataType.DT_INT64))
+    graph.validate()

@@ -476,8 +476,8 @@ def _full_problems(root: Graph, typed: bool, changes: ChangeSet) -> list[Validat
     if not typed:  # before shape inference: nothing to check shapes against
         return problems
     nodes = [n for n in root.get_all_nodes() if n.type not in ("Data", "NetOutput")]
-    problems += [p for p in find_node_problems(nodes, typed=True)
-                 if p.kind in ("untyped", "type")]
+    # (`find_problems` checked the types; only whether every output has one is left)
+    problems += [p for p in find_node_problems(nodes, typed=True) if p.kind == "untyped"]
     return problems or _shape_problems(nodes, changes)
 
 

@@ -9,10 +9,12 @@ says which operator it is, and onnx.checker rejects the model), `attribute` (an 
 the operator's ONNX schema does not define, of another type, or a required one missing:
 onnx.checker and runtimes reject such a model),
 `unknown-op` (an operator of ONNX's own domains that ONNX does not define at the model's
-opset, and no function of the model), `structure` (Data indexes, NetOutput count) and, for
-the region checks after a pass, `untyped` (an output without a known dtype) and `type`
-(element types the operator's schema does not allow, or a type variable bound to two types:
-a stale output type included). The whole validation (`validate()`) also runs onnx's checker
+opset, and no function of the model), `structure` (Data indexes, NetOutput count), `type`
+(element types the operator's schema does not allow, the formal input or output named: a
+float constant as Reshape's "input 1 ('shape')", or a type variable bound to two types: a
+stale output type included; of the types known, so a node not typed yet passes) and, for
+the region checks after a pass, `untyped` (an output without a known dtype). The whole
+validation (`validate()`) also runs onnx's checker
 on the model's local functions, which ge holds as the protos it read (no IR check sees
 them): `function`, a problem in one, named by the function, the body inside it if in one,
 and the node, or across them (two of one identity, a call cycle), named by the functions
@@ -188,18 +190,19 @@ def _check_typed(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
 
 @lru_cache(maxsize=4096)
 def _type_rules(op_type: str, domain: str, version: int
-                ) -> tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...],
+                ) -> tuple[tuple[tuple[str, bool, str], ...], tuple[tuple[str, bool, str], ...],
                            dict[str, frozenset[str]]]:
-    """(inputs, outputs, type constraints) of a schema: each formal parameter's type string
-    and whether its values share one type (false for a heterogeneous variadic, as Loop's);
-    each type variable's allowed types ("tensor(float)")."""
+    """(inputs, outputs, type constraints) of a schema: each formal parameter's type string,
+    whether its values share one type (false for a heterogeneous variadic, as Loop's) and
+    its name ("shape"); each type variable's allowed types ("tensor(float)")."""
     schema = _schema(op_type, domain, version)
     assert schema is not None
     variadic = defs.OpSchema.FormalParameterOption.Variadic
 
     def formals(params: Sequence[defs.OpSchema.FormalParameter]
-                ) -> tuple[tuple[str, bool], ...]:
-        return tuple((p.type_str, p.option != variadic or p.is_homogeneous) for p in params)
+                ) -> tuple[tuple[str, bool, str], ...]:
+        return tuple((p.type_str, p.option != variadic or p.is_homogeneous, p.name)
+                     for p in params)
 
     constraints = {c.type_param_str: frozenset(c.allowed_type_strs)
                    for c in schema.type_constraints}
@@ -244,24 +247,26 @@ def _type_messages(op: str, domain: str, version: int, read: tuple[str | None, .
         for i, found in enumerate(types):
             if found is None or not formals:
                 continue
-            type_str, shared = formals[min(i, len(formals) - 1)]  # the last may be variadic
+            # (the last may be variadic)
+            type_str, shared, name = formals[min(i, len(formals) - 1)]
+            where = f"{what} {i} ({name!r})"  # the schema's name: "input 1 ('shape')"
             allowed = constraints.get(type_str)
             if allowed is None:  # a fixed type, e.g. tensor(int64) for Reshape's shape
                 if type_str.startswith("tensor(") and found != type_str:
-                    return (f"{what} {i} of {{node}} is {found}; {op} (opset "
+                    return (f"{where} of {{node}} is {found}; {op} (opset "
                             f"{version}) takes {type_str}",)
                 continue
             tensors = sorted(a[7:-1] for a in allowed if a.startswith("tensor("))
             if not tensors:
                 continue  # sequences, optionals: not described by a desc's element type
             if found not in allowed:
-                return (f"{what} {i} of {{node}} is {found}, which {op} (opset "
+                return (f"{where} of {{node}} is {found}, which {op} (opset "
                         f"{version}) does not take ({type_str}: {', '.join(tensors)})",)
             if not shared:
                 continue  # a heterogeneous variadic (Loop's state): each value its own type
-            first = bound.setdefault(type_str, (found, f"{what} {i}"))
+            first = bound.setdefault(type_str, (found, where))
             if first[0] != found:
-                return (f"{what} {i} of {{node}} is {found} but {first[1]} is "
+                return (f"{where} of {{node}} is {found} but {first[1]} is "
                         f"{first[0]}; {op} wants both of type {type_str} (a node whose inputs "
                         "changed keeps its output descs until inferred again: "
                         "ge.ops.infer_node)",)
@@ -311,6 +316,8 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
                 defined[value] += 1
         _check_edges(g, node, enclosing, problems)
         _check_arity(g, node, problems, attributes_of is None or attributes_of(node))
+        if node._type not in (DATA, NET_OUTPUT) and not is_const(node):
+            _check_types(g, node, problems)  # (of the types known: a node untyped passes)
     for value, count in defined.items():
         if count > 1:
             _add(problems, g, "duplicate-name", [value],
