@@ -20,7 +20,7 @@ to the checks that say more of them (`validation.unknown_operators`, inference).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
@@ -105,34 +105,41 @@ def node_checker_problems(graph: Graph) -> list[ValidationProblem]:
     context.opset_imports = dict(model.opset_imports) if model is not None else {}
     scope = C.LexicalScopeContext()
     problems: list[ValidationProblem] = []
+    for g, node, proto in _nodes_as_read(graph):
+        version = g.get_opset_version(proto.domain)
+        if version is None or not _checked(proto.op_type, proto.domain, version):
+            continue
+        refused = _refusal(proto, context, scope)
+        if refused is None:
+            continue
+        # ge's own words where its validation says it (an attribute the operator does
+        # not define, or of another type), as the final validation would; no advice:
+        # that is for a pass's author. Not for an attribute whose value is in another
+        # field than its type says, which ge would name by the type alone.
+        said = ([] if _FIELD_MISMATCH in refused
+                else [replace(p, advice="") for p in attribute_problems(node)])
+        problems += said or [ValidationProblem(
+            "onnx-checker", (node.name,),
+            f"{_label(node, proto)}: onnx's checker refuses it, and so do runtimes: "
+            f"{refused}", g.name, subjects=(node,), place=_place(g))]
+    return problems
+
+
+def _nodes_as_read(graph: Graph) -> Iterator[tuple[Graph, Node, onnx.NodeProto]]:
+    """Each node of `graph` and its bodies that still holds the proto it was read from
+    (`_proto_as_read`), with its graph and that proto."""
     for g in [graph, *graph.get_all_subgraphs()]:
-        place = ""
         for node in g.get_direct_nodes():
             proto = _proto_as_read(node)
-            if proto is None:
-                continue
-            version = g.get_opset_version(proto.domain)
-            if version is None or not _checked(proto.op_type, proto.domain, version):
-                continue
-            refused = _refusal(proto, context, scope)
-            if refused is None:
-                continue
-            # ge's own words where its validation says it (an attribute the operator does
-            # not define, or of another type), as the final validation would; no advice:
-            # that is for a pass's author. Not for an attribute whose value is in another
-            # field than its type says, which ge would name by the type alone.
-            said = ([] if _FIELD_MISMATCH in refused
-                    else [replace(p, advice="") for p in attribute_problems(node)])
-            if not said:
-                if not place:
-                    owner = body_owner(g, as_read=True)
-                    place = graph_place(g.name, owner) if owner is not None else " "
-                said = [ValidationProblem(
-                    "onnx-checker", (node.name,),
-                    f"{_label(node, proto)}: onnx's checker refuses it, and so do runtimes: "
-                    f"{refused}", g.name, subjects=(node,), place=place.strip())]
-            problems += said
-    return problems
+            if proto is not None:
+                yield g, node, proto
+
+
+def _place(graph: Graph) -> str:
+    """Where a problem of a node of `graph` is: its body as the file names it, "" for the
+    main graph."""
+    owner = body_owner(graph, as_read=True)
+    return graph_place(graph.name, owner) if owner is not None else ""
 
 
 def _label(node: Node, proto: onnx.NodeProto) -> str:
@@ -204,33 +211,24 @@ def call_problems(graph: Graph) -> list[ValidationProblem]:
         return []
     verdicts: dict[tuple[object, ...], str | None] = {}
     problems: list[ValidationProblem] = []
-    for g in [graph, *graph.get_all_subgraphs()]:
-        place = ""
-        for node in g.get_direct_nodes():
-            proto = _proto_as_read(node)
-            if proto is None:
-                continue
-            function = model.function(call_key(proto))
-            if function is None:
-                continue
-            kind = (call_key(proto), tuple(bool(name) for name in proto.input),
-                    tuple(bool(name) for name in proto.output),
-                    tuple(sorted((a.name, a.type) for a in proto.attribute)))
-            if kind not in verdicts:
-                verdicts[kind] = _inlined_refusal(proto, function, model.ir_version,
-                                                  model.opset_imports, model.functions)
-            refused = verdicts[kind]
-            if refused is None:
-                continue
-            if not place:
-                owner = body_owner(g, as_read=True)
-                place = graph_place(g.name, owner) if owner is not None else " "
-            problems.append(ValidationProblem(
-                "function", (node.name,),
-                f"{_label(node, proto)} {_arity(proto, function)}: onnx's checker refuses "
-                "the call with the function's body in its place, where onnxruntime puts it "
-                f"(and refuses the model): {refused}", g.name, subjects=(node,),
-                place=place.strip()))
+    for g, node, proto in _nodes_as_read(graph):
+        function = model.function(call_key(proto))
+        if function is None:
+            continue
+        kind = (call_key(proto), tuple(bool(name) for name in proto.input),
+                tuple(bool(name) for name in proto.output),
+                tuple(sorted((a.name, a.type) for a in proto.attribute)))
+        if kind not in verdicts:
+            verdicts[kind] = _inlined_refusal(proto, function, model.ir_version,
+                                              model.opset_imports, model.functions)
+        refused = verdicts[kind]
+        if refused is None:
+            continue
+        problems.append(ValidationProblem(
+            "function", (node.name,),
+            f"{_label(node, proto)} {_arity(proto, function)}: onnx's checker refuses "
+            "the call with the function's body in its place, where onnxruntime puts it "
+            f"(and refuses the model): {refused}", g.name, subjects=(node,), place=_place(g)))
     return problems
 
 
