@@ -72,9 +72,9 @@ def write_expanded_defaults(root: Graph, graph: onnx.GraphProto, version: int) -
     function body, the attributes they leave at the schema's default (opset `version` of
     ONNX's domain). Found through `root`'s op-type index: a model without such nodes costs
     no walk of its nodes."""
-    if not _expanded_nodes(root):
-        return
     wanted = {node.type for node in _expanded_nodes(root)}
+    if not wanted:
+        return
     for body in proto_graphs(graph):
         for node in body.node:
             if node.op_type not in wanted or node.domain not in ("", "ai.onnx"):

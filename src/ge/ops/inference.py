@@ -378,11 +378,12 @@ def _onnx_outputs(node: Node) -> list[TensorDesc | None] | None:
         types.setdefault(name, tp)
     assert spec.schema is not None  # standard operators always carry their onnx schema
     try:
+        imports = opset_imports_of(node)
         inferred = shape_inference.infer_node_outputs(
-            spec.schema, proto, types, data, opset_imports=opset_imports_of(node))
+            spec.schema, proto, types, data, opset_imports=imports)
         if typed_by_body(spec.schema):  # (per node onnx gives no shape: its body does)
             inferred.update((name, tp) for name, tp in infer_by_body(
-                proto, types, data, opset_imports_of(node)).items() if is_known_type(tp))
+                proto, types, data, imports).items() if is_known_type(tp))
     except Exception as err:
         ins = ", ".join(
             repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
