@@ -130,8 +130,8 @@ def two_ifs_with_bodies_named_alike() -> onnx.ModelProto:
     return model
 
 
-def add_relu_neg_model() -> onnx.ModelProto:
-    """x[2,3] + W → a; Relu(a) → y, Neg(a) → z, opset 17, IR 8: the model trial Q broke in
+def add_relu_neg_model(opset: int = 17) -> onnx.ModelProto:
+    """x[2,3] + W → a; Relu(a) → y, Neg(a) → z, at `opset`, IR 8: the model trial Q broke in
     hundreds of ways (the tests of malformed and invalid models start from it)."""
     graph = helper.make_graph(
         [helper.make_node("Add", ["x", "W"], ["a"], name="add"),
@@ -141,6 +141,6 @@ def add_relu_neg_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
          helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
         [numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import onnx
 from click.testing import CliRunner
 
 from ge.cli import cli
@@ -41,6 +42,21 @@ def run_process(*args: str, cwd: Path | None = None,
     `env_vars` set on top of this process's environment."""
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           cwd=cwd, env=process_env(env_vars), timeout=300, check=False)
+
+
+def refused_compile(model: onnx.ModelProto, folder: Path, *, verify: bool
+                    ) -> tuple[Path, int, str]:
+    """`ge compile -q [--verify]` of `model` saved as `folder`/model.onnx, in-process: (that
+    file, exit code, stderr), after checking that the command wrote nothing beside it and
+    left it as it was (what every refused model must leave)."""
+    source = folder / "model.onnx"
+    onnx.save(model, source)
+    before = source.read_bytes()
+    args = ["compile", str(source), "-o", str(folder / "out.onnx"), "-q"]
+    result = CliRunner().invoke(cli, args + (["--verify"] if verify else []))
+    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx"]
+    assert source.read_bytes() == before
+    return source, result.exit_code, result.stderr
 
 
 def listing(folder: Path) -> list[str]:

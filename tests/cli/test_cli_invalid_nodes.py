@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_helpers import refused_compile
 from click.testing import CliRunner
 from onnx import TensorProto as T
 from onnx import helper as h
@@ -107,15 +108,9 @@ CASES = {
 def test_a_model_the_checker_and_onnxruntime_refuse_is_refused(
         name: str, verify: bool, tmp_path: Path) -> None:
     model, expected = CASES[name]
-    source = tmp_path / "model.onnx"
-    onnx.save(model, source)
-    before = source.read_bytes()
-    args = ["compile", str(source), "-o", str(tmp_path / "out.onnx"), "-q"]
-    result = CliRunner().invoke(cli, args + (["--verify"] if verify else []))
-    assert result.exit_code == 1
-    assert result.stderr == expected.format(path=source) + "\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
-    assert source.read_bytes() == before
+    source, exit_code, stderr = refused_compile(model, tmp_path, verify=verify)
+    assert exit_code == 1
+    assert stderr == expected.format(path=source) + "\n"
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -10,36 +10,23 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_helpers import refused_compile
 from click.testing import CliRunner
-from onnx import TensorProto as T
 from onnx import helper as h
-from onnx import numpy_helper as nh
 
 import ge
 from ge.cli import cli
 from ge.cli.output import one_line
 from ge.errors import GeError
+from sample_models import add_relu_neg_model
 
 pytestmark = pytest.mark.builtin_passes  # (dead-code elimination emptied the graph)
-
-
-def _base(opset: int = 17) -> onnx.ModelProto:
-    g = h.make_graph([h.make_node("Add", ["x", "W"], ["a"], name="add"),
-                      h.make_node("Relu", ["a"], ["y"], name="relu"),
-                      h.make_node("Neg", ["a"], ["z"], name="neg")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3]),
-                      h.make_tensor_value_info("z", T.FLOAT, [2, 3])],
-                     [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "W")])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
 
 
 def _calling(inputs: list[str], body: list[onnx.NodeProto], call_inputs: list[str],
              outputs: tuple[str, ...] = ("o",)) -> onnx.ModelProto:
     """The Relu replaced by a call of a local function F of `inputs` computing `body`."""
-    m = _base()
+    m = add_relu_neg_model()
     m.functions.append(h.make_function("local", "F", inputs, list(outputs), body,
                                        [h.make_opsetid("", 17)]))
     m.opset_import.append(h.make_opsetid("local", 1))
@@ -51,7 +38,7 @@ def _calling(inputs: list[str], body: list[onnx.NodeProto], call_inputs: list[st
 
 
 def _no_outputs() -> onnx.ModelProto:
-    m = _base()
+    m = add_relu_neg_model()
     del m.graph.output[:]
     return m
 
@@ -67,7 +54,7 @@ CALL = ("function: local.F node 'relu' gives {given}; function local.F declares 
         "onnx's checker refuses the call with the function's body in its place, where "
         "onnxruntime puts it (and refuses the model): ")
 CASES = {
-    "opset_1": (_base(opset=1), (
+    "opset_1": (add_relu_neg_model(opset=1), (
         "ge: [GE1601] {path}: onnxruntime cannot load graph 'g': it has no kernel for Add-1 "
         "(node 'add'), Relu-1 (node 'relu'), Neg-1 (node 'neg'): it runs ai.onnx from opset 7 "
         "on (onnx's checker passes them; convert the model to opset 7 or later: ge compile "
@@ -95,14 +82,8 @@ CASES = {
 def test_a_model_onnxruntime_cannot_load_is_refused(name: str, verify: bool,
                                                     tmp_path: Path) -> None:
     model, expected = CASES[name]
-    source = tmp_path / "model.onnx"
-    onnx.save(model, source)
-    before = source.read_bytes()
-    args = ["compile", str(source), "-o", str(tmp_path / "out.onnx"), "-q"]
-    result = CliRunner().invoke(cli, args + (["--verify"] if verify else []))
-    assert (result.exit_code, result.stderr) == (1, expected.format(path=source) + "\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
-    assert source.read_bytes() == before
+    source, exit_code, stderr = refused_compile(model, tmp_path, verify=verify)
+    assert (exit_code, stderr) == (1, expected.format(path=source) + "\n")
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -155,7 +136,7 @@ def test_a_call_onnxruntime_loads_compiles(name: str, tmp_path: Path) -> None:
 
 def test_an_opset_1_model_converted_compiles(tmp_path: Path) -> None:
     """What the message advises: the converted model is what the check sees."""
-    result = ge.compile(_base(opset=1), opset=7)
+    result = ge.compile(add_relu_neg_model(opset=1), opset=7)
     assert result.graph.opset_imports[""] == 7
     result.save(tmp_path / "out.onnx")
     ge.session.runner.ModelRunner(ge.graph.load(tmp_path / "out.onnx")).run(
