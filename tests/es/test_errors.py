@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ge.errors import (
@@ -49,6 +50,13 @@ def test_wrong_attribute_type() -> None:
     assert "Gemm (opset 17): attribute 'alpha' must be of type FLOAT, got str" in str(err.value)
     with pytest.raises(OpAttributeError, match="'perm' must be of type INTS"):
         Transpose(x, perm=[1.5, 0])
+    with pytest.raises(OpAttributeError) as err:  # a matrix is not a list
+        Transpose(x, perm=np.array([[1, 0]]))
+    assert str(err.value).endswith(
+        "must be of type INTS, got ndarray array([[1, 0]]); a list attribute takes a 1-D "
+        "array, not one of 2 dims")
+    with pytest.raises(OpAttributeError, match="'perm' must be of type INTS"):
+        Transpose(x, perm=np.array([1.5, 0.0]))
 
 
 def test_tensors_of_two_builders() -> None:

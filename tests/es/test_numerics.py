@@ -63,6 +63,42 @@ def test_a_numpy_scalar_keeps_its_dtype(dtype: type) -> None:
     np.testing.assert_array_equal(got, a * 3 + 1)
 
 
+def test_a_numpy_vector_is_a_list_attribute() -> None:
+    """`perm=np.array([...])` and `value_floats=np.arange(...)` as the lists they hold
+    (trial U: a 1-D array given for a list attribute was GE1304)."""
+    builder = GraphBuilder("t")
+    x = builder.create_input(0, shape=[2, 3, 4])
+    swapped = ops.Transpose(x, perm=np.array([0, 2, 1], dtype=np.int32))
+    scale = ops.Constant(value_floats=np.array([2.0, 3.0, 4.0], np.float32), builder=builder)
+    model = builder.build_and_reset([ops.Mul(swapped, ops.Unsqueeze(
+        scale, ops.Constant(value_ints=np.array([0, 1]), builder=builder)))]).to_onnx()
+    onnx.checker.check_model(model, full_check=True)
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: a})[0]
+    np.testing.assert_array_equal(got, a.transpose(0, 2, 1) * np.float32([2, 3, 4]))
+
+
+@pytest.mark.parametrize("attrs", [{"value_ints": [0, 1]}, {"value": np.array([0, 1])},
+                                   {"value_ints": np.array([0, 1], dtype=np.int32)}])
+def test_a_constant_operator_is_read_as_loading_reads_it(attrs: dict) -> None:
+    """`Constant(value_ints=...)` builds the Const node loading makes of a Constant, so what
+    reads it is inferred from its value (it was an operator node: Unsqueeze by it had no
+    shape, and a graph output built on it failed onnx's checker)."""
+    builder = GraphBuilder("t")
+    axes = ops.Constant(**attrs, builder=builder)
+    assert axes._node.type == "Const"
+    x = builder.create_input(0, shape=[3])
+    y = ops.Unsqueeze(x, axes)
+    assert y.get_tensor_desc().get_shape().get_dims() == [1, 1, 3]
+    model = builder.build_and_reset([y]).to_onnx()
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    a = np.float32([1, 2, 3])
+    np.testing.assert_array_equal(session.run(None, {session.get_inputs()[0].name: a})[0],
+                                  a.reshape(1, 1, 3))
+
+
 def test_matmul_and_gemm() -> None:
     a, b, c = f32(2, 3), f32(3, 4), f32(4)
     got = _run(lambda _, x: [ops.MatMul(x[0], x[1]),

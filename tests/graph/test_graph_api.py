@@ -554,6 +554,28 @@ def test_tensor_attr_reads_back_as_tensor() -> None:
     assert isinstance(value, Tensor) and value.data == [1.0, 2.0, 3.0]
 
 
+def test_a_numpy_vector_sets_a_list_attribute() -> None:
+    """`set_attr("is", np.array([...]))` on a list attribute sets the list it holds, as ES
+    reads it (it was GE1002: the array would have made the attribute a TENSOR); a new
+    attribute given an array is a TENSOR, and a matrix never becomes a list."""
+    node = diamond().find_node_by_name("a")
+    node.set_attr("is", [1, 2])
+    node.set_attr("fs", [0.5])
+    node.set_attr("is", np.array([3, 4], dtype=np.int32))
+    node.set_attr("fs", np.arange(2, dtype=np.float32))
+    assert node.get_attr("is") == [3, 4] and type(node.get_attr("is")[0]) is int
+    assert node.get_attr("fs") == [0.0, 1.0]
+    assert node.get_attr_kind("is") == onnx.AttributeProto.INTS
+    node.set_attr("t", np.array([1, 2]))
+    assert node.get_attr_kind("t") == onnx.AttributeProto.TENSOR
+    with pytest.raises(GraphTypeError) as info:
+        node.set_attr("is", np.array([[1, 2]]))
+    assert info.value.code == "GE1002" and str(info.value).endswith(
+        "attribute 'is' is INTS; array([[1, 2]]) would make it TENSOR (remove_attr first "
+        "to give it another kind)")
+    assert node.get_attr("is") == [3, 4]
+
+
 def test_attributes_export_with_their_onnx_kinds() -> None:
     """Attributes set through the API are written to ONNX with the kinds they read back as."""
     graph = diamond()

@@ -30,6 +30,7 @@ from ge.es.scopes import active_builder, building_patterns, scoped_attrs, scoped
 from ge.es.tensor_holder import TensorHolder
 from ge.graph.graph import Graph
 from ge.graph.node import Node, is_const
+from ge.graph.onnx_import import CONSTANT_VALUE_ATTRIBUTES, constant_attribute_value
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc, format_desc
 from ge.graph.types import DataType, data_type_from_numpy, data_type_to_onnx
@@ -80,8 +81,8 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
         ok = float(value) if _is_number(value) else None
     elif kind == A.STRING:
         ok = value if isinstance(value, (str, bytes)) else None
-    elif kind in (A.INTS, A.FLOATS, A.STRINGS, A.TENSORS, A.GRAPHS) and isinstance(
-        value, (list, tuple)
+    elif kind in (A.INTS, A.FLOATS, A.STRINGS, A.TENSORS, A.GRAPHS) and (
+        isinstance(value, (list, tuple)) or _is_vector(kind, value)
     ):
         items = list(value)
         if kind == A.INTS and all(_is_int(v) or isinstance(v, DataType) for v in items):
@@ -114,9 +115,19 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
     return helper.make_attribute(spec.name, ok, attr_type=kind)
 
 
+def _is_vector(kind: int, value: Any) -> bool:
+    """Whether `value` is a 1-D numpy array given for a list attribute of numbers or
+    strings (`perm=np.array([0, 2, 1])`, `axes=np.arange(2)`): its elements are the list's."""
+    return (kind in (A.INTS, A.FLOATS, A.STRINGS) and isinstance(value, np.ndarray)
+            and value.ndim == 1)
+
+
 def _element_type_hint(kind: int, value: Any) -> str:
     """For a numpy dtype given where ONNX takes an element type as an INT (`Cast(x,
     to=np.float16)`, trial YY): the DataType that says it."""
+    if kind in (A.INTS, A.FLOATS, A.STRINGS) and isinstance(value, np.ndarray):
+        return (f"; a list attribute takes a 1-D array, not one of {value.ndim} dims"
+                if value.ndim != 1 else "")
     if kind != A.INT or not (isinstance(value, np.dtype) or (
             isinstance(value, type) and issubclass(value, np.generic))):
         return ""
@@ -496,6 +507,10 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
         for key, value in {**scoped, **attr_values}.items():
             attr_spec = spec.attributes.get(key)
             attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
+    if op_type == "Constant" and not plan.domain and not holders:
+        constant = _loaded_constant(attrs)
+        if constant is not None and not scoped_control_deps():
+            return owner.create_const(constant, name=name)
     if plan.domain:
         owner._use_domain(domain, op_type)
     node = graph.add_node(op_type, name=owner._node_name(name, op_type),
@@ -512,6 +527,18 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
     if count == 1 and not spec.variadic_output:
         return TensorHolder._make(owner, node, 0)
     return tuple([TensorHolder._make(owner, node, i) for i in range(count)])
+
+
+def _loaded_constant(attrs: dict[str, Any]) -> Tensor | None:
+    """The value of a `Constant` call with one value attribute, which is built as the `Const`
+    node loading reads such a node as: so what reads it is inferred from its value (an
+    Unsqueeze by `Constant(value_ints=[0])` has a shape) and a pattern matches constants."""
+    if len(attrs) != 1:
+        return None
+    ((key, attr),) = attrs.items()
+    if key not in CONSTANT_VALUE_ATTRIBUTES or not isinstance(attr, AttributeProto):
+        return None
+    return constant_attribute_value(attr)
 
 
 def _fully_known(desc: TensorDesc) -> bool:

@@ -120,6 +120,9 @@ def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any
     """
     if isinstance(value, AttributeProto):
         return decode_attr(value)
+    if (isinstance(value, np.ndarray) and value.ndim == 1
+            and previous_kind in (A.INTS, A.FLOATS, A.STRINGS)):
+        value = value.tolist()  # (`perm=np.array(...)`: the list it holds, as ES reads it)
     if isinstance(value, (list, tuple)):
         items = list(value)
         kinds = {_scalar_kind(v) for v in items}

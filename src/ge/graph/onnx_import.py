@@ -37,7 +37,8 @@ from ge.graph.places import graph_label, model_node_label, node_label
 from ge.graph.sparse_order import sort_sparse_constant, sorted_sparse
 from ge.graph.tensor import Tensor
 
-__all__ = ["CONSTANT_VALUE_ATTRIBUTES", "model_to_graph", "read_as_constant"]
+__all__ = ["CONSTANT_VALUE_ATTRIBUTES", "constant_attribute_value", "model_to_graph",
+           "read_as_constant"]
 
 A = AttributeProto
 _CONSTANT_DOMAINS = ("", "ai.onnx")
@@ -157,14 +158,19 @@ def _constant_tensor(proto: onnx.NodeProto, graph: Graph, index: int) -> Tensor 
     if len(proto.attribute) != 1 or proto.attribute[0].name not in CONSTANT_VALUE_ATTRIBUTES:
         return None
     attr = proto.attribute[0]
+    strings = ([attr.s] if attr.name == "value_string" else attr.strings
+               if attr.name == "value_strings" else attr.t.string_data
+               if attr.name == "value" and attr.t.data_type == onnx.TensorProto.STRING else None)
+    if strings is not None:
+        _check_strings(strings, f"{_place(graph)}: {_proto_label(proto, index)}")
+    return constant_attribute_value(attr)
+
+
+def constant_attribute_value(attr: AttributeProto) -> Tensor | None:
+    """The tensor a `Constant` operator's value attribute stands for (`value_floats` a float32
+    vector, `value_int` an int64 scalar, ...), None for another attribute."""
     name = attr.name
-
-    def where() -> str:
-        return f"{_place(graph)}: {_proto_label(proto, index)}"
-
     if name == "value":
-        if attr.t.data_type == onnx.TensorProto.STRING:
-            _check_strings(attr.t.string_data, where())
         return Tensor.from_proto(attr.t)
     if name == "value_float":
         return Tensor(np.array(attr.f, dtype=np.float32))
@@ -175,10 +181,8 @@ def _constant_tensor(proto: onnx.NodeProto, graph: Graph, index: int) -> Tensor 
     if name == "value_ints":
         return Tensor(np.array(list(attr.ints), dtype=np.int64))
     if name == "value_string":
-        _check_strings([attr.s], where())
         return Tensor(np.array(attr.s, dtype=object))
     if name == "value_strings":
-        _check_strings(attr.strings, where())
         return Tensor(np.array(list(attr.strings), dtype=object))
     return None
 
