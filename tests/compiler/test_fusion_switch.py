@@ -60,6 +60,36 @@ def test_all_off_then_one_on(tmp_path: Path) -> None:
     assert _fired(result) == {"ConvBatchNormFusion": 9}
 
 
+@pytest.mark.parametrize("sections", [
+    {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "on"}},
+    {"UBFusion": {"ALL": "on"}, "GraphFusion": {"ALL": "off"}}])
+def test_each_sections_all_switches_its_own_kind_of_pass(
+        tmp_path: Path, sections: dict[str, Any]) -> None:
+    """ge's passes are graph fusions: GraphFusion's "ALL" switches them, UBFusion's (UB
+    fusions, which ge has none of) nothing. The section written last won (trial A: graph
+    fusions ran, SwishFusion too, in one order; nothing in the other)."""
+    path = _switch(tmp_path, {"Switch": sections})
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path})
+    assert result.report.records == []
+    assert _fired(ge.compile(_silu(), options={OPTION_FUSION_SWITCH_FILE: path})) == {}
+    ub_off = _switch(tmp_path, {"Switch": {"UBFusion": {"ALL": "off"}}})
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: ub_off})
+    assert _fired(result).get("ConvBatchNormFusion") == 9
+
+
+def test_all_on_leaves_the_passes_off_by_default_off(tmp_path: Path) -> None:
+    """As in FE, whose built-in configuration switches such passes off by name, looked up
+    before "ALL": naming one runs it."""
+    all_on = _switch(tmp_path, {"Switch": {"GraphFusion": {"ALL": "on"}}})
+    assert "SwishFusion" not in _fired(
+        ge.compile(_silu(), options={OPTION_FUSION_SWITCH_FILE: all_on}))
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: all_on})
+    assert _fired(result).get("ConvBatchNormFusion") == 9
+    named = _switch(tmp_path, {"Switch": {"GraphFusion": {"ALL": "on", "SwishFusion": "on"}}})
+    assert _fired(ge.compile(_silu(), options={OPTION_FUSION_SWITCH_FILE: named})) == {
+        "SwishFusion": 1}
+
+
 def test_names_ge_does_not_have_are_ignored_with_a_warning(tmp_path: Path) -> None:
     """A file written for Ascend names Ascend's passes: compiling goes on without them."""
     path = _switch(tmp_path, {"Switch": {"GraphFusion": {
@@ -118,4 +148,4 @@ def test_read_fusion_switch_gives_the_names() -> None:
         switch = read_fusion_switch(str(path))
     assert (switch.on, switch.off, switch.all) == ({"A"}, {"B"}, True)
     enable, disable, ignored = switch.apply(["A", "B", "C"], ["C"], ["A", "B", "C"])
-    assert (enable, disable, ignored) == ({"C"}, {"B"}, [])
+    assert (enable, disable, ignored) == (set(), {"B"}, [])

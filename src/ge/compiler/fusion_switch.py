@@ -5,10 +5,15 @@ The file turns passes on and off by name, as atc reads it::
     {"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off", "SwishFusion": "on"},
                 "UBFusion": {"ALL": "off"}}}
 
-Both sections name passes of one namespace here (ge has no UB fusion). `"off"` leaves a pass
-out of the compilation, `"on"` runs a built-in one that is off by default; `"ALL"` sets every
-built-in pass first, the named ones then override it. A name no pass of the compilation has
-(a file written for Ascend names Ascend's own passes) is ignored, with a warning naming it.
+ge's passes are graph fusions: GraphFusion's `"ALL"` applies to them, UBFusion's to UB (unified
+buffer) fusions, which ge does not have, so it changes nothing (as in FE, where each section's
+"ALL" switches its own kind of pass only). A pass is named in either section (one namespace).
+`"off"` leaves a pass out of the compilation, `"on"` runs a built-in one that is off by default;
+`"ALL": "off"` leaves every built-in pass out but the ones named on. `"ALL": "on"` leaves the
+passes off by default off, as FE does (its built-in configuration switches those off by name,
+and a name is looked up before "ALL"): name them to run them. A name no pass of the
+compilation has (a file written for Ascend names Ascend's own passes) is ignored, with a
+warning naming it.
 """
 
 from __future__ import annotations
@@ -23,32 +28,30 @@ from ge.errors import CompilerOptionError
 
 __all__ = ["OPTION_FUSION_SWITCH_FILE", "FusionSwitch", "read_fusion_switch"]
 
-_SECTIONS = ("GraphFusion", "UBFusion")
+_GRAPH_FUSION = "GraphFusion"
+_SECTIONS = (_GRAPH_FUSION, "UBFusion")
 _ALL = "ALL"
 
 
 @dataclass(frozen=True)
 class FusionSwitch:
-    """What a fusion switch file says: passes named on and off, and "ALL" if set."""
+    """What a fusion switch file says: passes named on and off, and GraphFusion's "ALL" if
+    set (UBFusion's switches UB fusions, which ge has none of)."""
 
     path: str
     on: frozenset[str] = frozenset()
     off: frozenset[str] = frozenset()
-    all: bool | None = None  # True: ALL on, False: ALL off, None: not set
+    all: bool | None = None  # GraphFusion's ALL: True on, False off, None not set
 
     def apply(self, builtin: Iterable[str], off_by_default: Iterable[str],
               known: Iterable[str]) -> tuple[frozenset[str], frozenset[str], list[str]]:
         """`(enable, disable, ignored)` for a compilation whose built-in passes are
         `builtin` (`off_by_default` among them) and whose passes are `known`."""
         names, builtins, dormant = set(known), set(builtin), set(off_by_default)
-        enable: set[str] = set()
-        disable: set[str] = set()
-        if self.all is False:
-            disable |= builtins
-        elif self.all is True:
-            enable |= dormant
+        # "ALL": "on" keeps the defaults (the passes off by default stay off, as in FE)
+        disable = builtins if self.all is False else set()
         disable = (disable - self.on) | (self.off & names)
-        enable = (enable - self.off) | (self.on & dormant)
+        enable = self.on & dormant
         ignored = sorted((self.on | self.off) - names)
         return frozenset(enable), frozenset(disable), ignored
 
@@ -89,7 +92,8 @@ def read_fusion_switch(path: str) -> FusionSwitch:
             if state not in ("on", "off"):
                 raise _fail(path, f'{section}.{name} is {value!r}: "on" or "off"')
             if name == _ALL:
-                every = state == "on"
+                if section == _GRAPH_FUSION:  # (UBFusion's: UB fusions, ge has none)
+                    every = state == "on"
             else:
                 (on if state == "on" else off).add(name)
     both = sorted(on & off)
