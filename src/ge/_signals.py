@@ -10,19 +10,26 @@ KeyboardInterrupt, so that it ends as Ctrl-C does, with its status (`TERMINATED_
 `INTERRUPTED_STATUS`). Nothing here imports more than the standard library: `ge.cli.main`
 installs it before the command line imports its output and the command's modules, so a
 signal in those first moments ends it with its one line too (trial ZZ).
+
+`imported_held` imports the modules a command needs (onnx, numpy) with both signals held:
+a Ctrl-C in their native module inits crashed the process (onnx's nanobind init: SIGSEGV,
+SIGABRT) or was lost in it (the command ran on, exit 0), and a traceback printed instead of
+the one line (trial A). The entry points hold them from their start to the end of those
+imports, then deliver a noted signal, which ends the command as usual (`ending_of`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = ["BROKEN_PIPE_STATUS", "ENDING_SIGNALS", "INTERRUPTED_STATUS", "TERMINATED_STATUS",
-           "Terminated",
-           "ending_word", "held_signals", "interrupt_behind", "terminated_as_interrupt"]
+           "Terminated", "ending_of", "ending_word", "held_signals", "imported_held",
+           "interrupt_behind", "terminated_as_interrupt"]
 
 #: The signals a user or a supervisor ends a command with (held here, and after a command
 #: has ended by `ge.cli.process_exit`).
@@ -98,10 +105,26 @@ def held_signals() -> Iterator[None]:
             signal.raise_signal(signum)
 
 
+def imported_held(modules: Iterable[str]) -> None:
+    """Import `modules` with SIGINT and SIGTERM held (`held_signals`): one that came meanwhile
+    is delivered once they are all imported, never inside a native module's init (where it
+    crashed the process or was lost: module docstring)."""
+    with held_signals():
+        for name in modules:
+            importlib.import_module(name)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) raised as an interrupt, so that
     a command ends as on Ctrl-C: files being written are removed, outputs stay as they
     were, and no pass reports it as its own failure."""
+
+
+def ending_of(interrupt: KeyboardInterrupt) -> tuple[str, int]:
+    """How a command ended by `interrupt` says so, and its exit status: `("terminated",
+    143)` for SIGTERM (`Terminated`), `("interrupted", 130)` for Ctrl-C."""
+    signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+    return ending_word(signum), 128 + signum
 
 
 @contextlib.contextmanager

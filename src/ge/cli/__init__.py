@@ -102,22 +102,38 @@ def cli(debug: bool) -> None:
     """ge: a graph compiler for ONNX models with GE-style Python pass plugins."""
 
 
+#: The native modules every command imports (through ge.graph), imported with SIGINT and
+#: SIGTERM held before it runs: a signal inside their inits crashed the process or was
+#: lost (trial A; `ge._signals.imported_held`).
+_NATIVE_MODULES = ("numpy", "onnx")
+
+
+def _imports_of(args: Sequence[str]) -> tuple[str, ...]:
+    """What the command `args` name imports first: the native modules and its own module
+    (nothing for `ge --help`, `ge --version` or a name that is no command). The group's
+    options take no value, so the first word not starting with `-` is the command."""
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    if name not in _COMMANDS:
+        return ()
+    return (*_NATIVE_MODULES, _COMMANDS[name][0])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the `ge` command line (`argv`, default `sys.argv[1:]`); raises SystemExit with
     its status, as click does. The console script and `python -m ge` run it through
     `ge.cli.process_exit.run`, which also prepares the end of their process."""
-    import signal
-
     from ge._signals import (
         TERMINATED_STATUS,
-        Terminated,
-        ending_word,
+        ending_of,
+        imported_held,
         terminated_as_interrupt,
     )
 
+    args = list(argv) if argv is not None else sys.argv[1:]
     with terminated_as_interrupt() as terminated:
         try:
-            cli.main(args=list(argv) if argv is not None else None, prog_name="ge")
+            imported_held(_imports_of(args))  # a signal meanwhile: delivered after, here
+            cli.main(args=args, prog_name="ge")
         except SystemExit:
             if terminated:
                 raise SystemExit(TERMINATED_STATUS) from None
@@ -126,6 +142,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             # before a command's own handling (its first moments: the imports of the
             # command line's output, the command's module): nothing was written (trial ZZ
             # saw a traceback)
-            signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-            sys.stderr.write(f"ge: {ending_word(signum)}; nothing was written\n")
-            raise SystemExit(128 + signum) from None
+            word, status = ending_of(interrupt)
+            sys.stderr.write(f"ge: {word}; nothing was written\n")
+            raise SystemExit(status) from None

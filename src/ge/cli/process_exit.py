@@ -40,8 +40,16 @@ def exit_status(code: object) -> int:
 def run() -> None:
     """Run the `ge` command line (`sys.argv`) as this process's own (see the module
     docstring); raises the command's SystemExit."""
-    from ge._retired_modules import RETIRED  # (nothing heavy: a signal meets the command's
-    from ge.cli import main  # own handling from its first moments, trial ZZ)
+    from ge._signals import ending_of, held_signals, terminated_as_interrupt
+
+    try:  # (nothing heavy; a signal meanwhile is delivered after it: one line, trial A)
+        with terminated_as_interrupt(), held_signals():
+            from ge._retired_modules import RETIRED
+            from ge.cli import main
+    except KeyboardInterrupt as interrupt:
+        word, status = ending_of(interrupt)
+        sys.stderr.write(f"ge: {word}; nothing was written\n")
+        raise SystemExit(status) from None
 
     with RETIRED.collecting() as unloaded:
         try:

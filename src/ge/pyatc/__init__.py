@@ -280,27 +280,37 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         print(f"pyatc: run success: compiled {model}; {counts}; no --output, nothing written")
 
 
+#: What compiling imports, imported with SIGINT and SIGTERM held before any work (onnx's
+#: and numpy's native inits among them: a signal inside crashed the process or was lost,
+#: trial A; `ge._signals.imported_held`).
+_IMPORTS = ("numpy", "onnx", "ge.cli.output", "ge.cli.progress", "ge.session.compilation",
+            "ge.compiler.builtin")
+
+
 def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) -> int:
     """Run pyatc with `args` (default: sys.argv[1:]); `cmdline_argv0` names the program in
-    messages. Returns the exit status: 0 on success, 1 for an error, 2 for bad usage."""
-    from ge._signals import TERMINATED_STATUS, Terminated, terminated_as_interrupt
-    from ge.cli.output import command_output
+    messages. Returns the exit status: 0 on success, 1 for an error, 2 for bad usage, 130 or
+    143 ended by Ctrl-C or SIGTERM."""
+    from ge._signals import ending_of, held_signals, imported_held, terminated_as_interrupt
 
     prog = Path(cmdline_argv0).name if cmdline_argv0 else "pyatc"
-    parser = _parser(prog)
     try:
-        ns = parser.parse_args(list(args) if args is not None else sys.argv[1:])
+        with terminated_as_interrupt():
+            with held_signals():  # from the start to the imports' end: delivered after
+                ns = _parser(prog).parse_args(list(args) if args is not None
+                                              else sys.argv[1:])
+                imported_held(_IMPORTS)
+            from ge.cli.output import command_output
+
+            level = _LOG_LEVELS[ns.log]
+            show_warnings = level is not None and level <= logging.WARNING
+            with _logging(level), command_output(prog, debug=False,
+                                                 show_warnings=show_warnings):
+                _run(ns, logging.getLogger("ge.pyatc"))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
-    level = _LOG_LEVELS[ns.log]
-    show_warnings = level is not None and level <= logging.WARNING
-    try:
-        with terminated_as_interrupt(), _logging(level), command_output(
-                prog, debug=False, show_warnings=show_warnings):
-            _run(ns, logging.getLogger("ge.pyatc"))
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
-    except Terminated:
-        sys.stderr.write(f"{prog}: terminated; nothing was written\n")
-        return TERMINATED_STATUS
+    except KeyboardInterrupt as interrupt:  # before the command's output handling began
+        word, status = ending_of(interrupt)
+        sys.stderr.write(f"{prog}: {word}; nothing was written\n")
+        return status
     return 0
