@@ -78,8 +78,23 @@ def test_input_shape_fixes_dynamic_dims(dynamic_model: Path, tmp_path: Path) -> 
     ("nope:1,3", "'nope' is not an input of the model (inputs: x)"),
     ("x:1,2,3", "has rank 2"),
     ("x:4,5", "changes a static dim"),
-    ("x:a,3", "is not an integer"),
+    ("x:a,3", "dim 0 of input 'x' ('a,3') is 'a', not an integer >= -1 (-1 keeps a dim "
+              "dynamic)"),
     ("x", "is not NAME:D1,D2"),
+    # atc's ranges, an empty dim (was dropped), inputs not separated by ';', beyond int64
+    # (was GE1305 blaming the model's inference): trial A
+    ("x:1~8,3", "dim 0 of input 'x' ('1~8,3') is '1~8', a range (atc's n1~n2), which ge "
+                "does not support: give -1 to keep the dim dynamic (as the model declares "
+                "it), or a size to fix it"),
+    ("x:4,,3", "dim 1 of input 'x' ('4,,3') is empty: give every dim, -1 to keep one "
+               "dynamic"),
+    ("x:4,3,", "dim 2 of input 'x' ('4,3,') is empty"),
+    ("x:4,3 y:2", "'x:4,3 y' is not an input of the model (inputs: x); inputs are separated "
+                  "by ';' (\"x:1,3;y:4\")"),
+    ("x:99999999999999999999,3", "dim 0 of input 'x' ('99999999999999999999,3') is "
+                                 "99999999999999999999, beyond the int64 range of ONNX's "
+                                 "dims (at most 9223372036854775807)"),
+    ("x:+4,3", "is '+4', not an integer >= -1"),
 ])
 def test_bad_input_shapes(dynamic_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture,
                           shape: str, message: str) -> None:
@@ -109,16 +124,19 @@ def test_usage_errors_and_help(capsys: pytest.CaptureFixture) -> None:
     assert main("/usr/bin/pyatc", ["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: pyatc") and "--input_shape" in out and "--framework" in out
-    # atc's flags are exact: atc's `--mode=1` is not an abbreviation of `--model`
-    assert main(args=["--mode=1", "--framework=5"]) == 2
+    # atc's `--mode=1` is a flag of its own, not an abbreviation of `--model`
+    assert main(args=["--mode=1", "--framework=5"]) == 1
     err = capsys.readouterr().err
-    assert "the following arguments are required: --model" in err
+    assert err.startswith("pyatc: [GE1701] --mode=1 is not supported: pyatc builds a model")
+    assert main(args=["--mode=0", "--framework=5"]) == 2  # (atc's default: --model needed)
+    assert "the following arguments are required: --model" in capsys.readouterr().err
 
 
 def test_parse_input_shape() -> None:
     assert parse_input_shape("a:1,3,224,224; b:2 ;c:;") == {"a": [1, 3, 224, 224], "b": [2],
                                                             "c": []}
     assert parse_input_shape("in:0:1,-1") == {"in:0": [1, -1]}
+    assert parse_input_shape("x: 4, 3, 16 ,16") == {"x": [4, 3, 16, 16]}
 
 
 def test_module_and_console_script(tmp_path: Path) -> None:
@@ -186,8 +204,9 @@ def test_atc_flags_scripts_pass(tmp_path: Path, capsys: pytest.CaptureFixture) -
         target = tmp_path / "refused"
         assert main(args=["--model", str(bn_model), f"--output={target}", flag]) == 1
         err = capsys.readouterr().err.strip()
-        name = flag.split("=")[0]
-        assert err.startswith(f"pyatc: [GE1701] {name} is not supported: ") and "\n" not in err
+        given = flag if flag.startswith("--precision") else flag.split("=")[0]  # (a value
+        assert err.startswith(f"pyatc: [GE1701] {given} is not supported: ")  # of some is
+        assert "\n" not in err  # accepted: the one refused is named)
         assert not Path(f"{target}.onnx").exists()
 
 

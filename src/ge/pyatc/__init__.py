@@ -16,10 +16,13 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from ge.pyatc.atc_flags import add_atc_flags, atc_argv, check_atc_flags
 
 __all__ = ["FRAMEWORK_ONNX", "main", "parse_input_shape"]
 
@@ -29,29 +32,14 @@ _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.
                "error": logging.ERROR, "null": None}
 
 
-#: atc flags scripts pass that ge cannot honour, with why: refused (GE1701) rather than
-#: ignored, since the model written would not be what the script asks for.
-_UNSUPPORTED = (
-    ("dynamic_batch_size", "ge keeps dynamic dims dynamic, there are no gears; give "
-                           "--input_shape with -1 to keep a dim dynamic, or a size to fix it"),
-    ("dynamic_image_size", "ge keeps dynamic dims dynamic, there are no gears; give "
-                           "--input_shape with -1 to keep a dim dynamic, or a size to fix it"),
-    ("dynamic_dims", "ge keeps dynamic dims dynamic, there are no gears; give --input_shape "
-                     "with -1 to keep a dim dynamic, or a size to fix it"),
-    ("precision_mode", "ge keeps the model's element types"),
-    ("insert_op_conf", "ge inserts no AIPP preprocessing"),
-    ("out_nodes", "ge keeps every graph output"),
-)
-
-
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        allow_abbrev=False,  # atc's flags are exact: `--mode` is not a short `--model`
+        allow_abbrev=True,  # as atc's getopt_long: `--soc=` is `--soc_version=`
         description="Compile an ONNX model with ge (atc-style flags) and write PREFIX.onnx.",
         epilog="Errors print as one line `pyatc: [CODE] message` with exit status 1.")
-    parser.add_argument("--model", required=True, metavar="PATH",
-                        help="The ONNX model to compile.")
+    parser.add_argument("--model", default=None, metavar="PATH",  # (required: `main`)
+                        help="The ONNX model to compile (required).")
     parser.add_argument("--framework", default=FRAMEWORK_ONNX, metavar="N",
                         help="The model's framework; only 5 (ONNX) is supported (default 5).")
     parser.add_argument("--output", default=None, metavar="PREFIX",
@@ -71,15 +59,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--fusion_switch_file", default=None, metavar="PATH",
                         help='GE\'s fusion switch file: {"Switch": {"GraphFusion": '
                              '{"PassName": "off"}}} ("on" runs a pass off by default).')
-    for flag, _ in _UNSUPPORTED:
-        parser.add_argument(f"--{flag}", default=None, metavar="VALUE",
-                            help=argparse.SUPPRESS)
+    add_atc_flags(parser)
     return parser
+
+
+#: The largest dim ONNX holds (dims are int64).
+_MAX_DIM = 2**63 - 1
 
 
 def parse_input_shape(text: str) -> dict[str, list[int]]:
     """`"x:1,3,224,224;y:2"` as `{"x": [1, 3, 224, 224], "y": [2]}` (CommandLineError for
-    anything else). The name is what precedes the last `:`; an empty dim list is a scalar."""
+    anything else: an empty dim, one that is no integer >= -1 or beyond int64, atc's range
+    `n1~n2`). The name is what precedes the last `:`; an empty dim list is a scalar."""
     from ge.errors import CommandLineError
 
     shapes: dict[str, list[int]] = {}
@@ -89,22 +80,37 @@ def parse_input_shape(text: str) -> dict[str, list[int]]:
         name, sep, dims_text = item.rpartition(":")
         if not sep or not name:
             raise CommandLineError(f"--input_shape: {item!r} is not NAME:D1,D2,...")
-        dims: list[int] = []
-        for dim in (d.strip() for d in dims_text.split(",") if d.strip()):
-            try:
-                value = int(dim)
-            except ValueError:
-                value = -2
-            if value < -1:
-                raise CommandLineError(f"--input_shape: dim {dim!r} of input {name!r} is not "
-                                       "an integer >= -1")
-            dims.append(value)
+        parts = [d.strip() for d in dims_text.split(",")] if dims_text.strip() else []
+        dims = [_dim(dim, i, name, dims_text) for i, dim in enumerate(parts)]
         if name in shapes:
             raise CommandLineError(f"--input_shape: input {name!r} is given twice")
         shapes[name] = dims
     if not shapes:
         raise CommandLineError(f"--input_shape: {text!r} names no input")
     return shapes
+
+
+def _dim(dim: str, index: int, name: str, dims_text: str) -> int:
+    """Dim `index` of input `name` (`dims_text`) as given, or CommandLineError saying why
+    it is none."""
+    from ge.errors import CommandLineError
+
+    where = f"dim {index} of input {name!r} ({dims_text.strip()!r})"
+    if not dim:
+        raise CommandLineError(f"--input_shape: {where} is empty: give every dim, -1 to keep "
+                               "one dynamic")
+    if "~" in dim:
+        raise CommandLineError(
+            f"--input_shape: {where} is {dim!r}, a range (atc's n1~n2), which ge does not "
+            "support: give -1 to keep the dim dynamic (as the model declares it), or a size "
+            "to fix it")
+    if not re.fullmatch(r"-?[0-9]+", dim) or int(dim) < -1:
+        raise CommandLineError(f"--input_shape: {where} is {dim!r}, not an integer >= -1 "
+                               "(-1 keeps a dim dynamic)")
+    if int(dim) > _MAX_DIM:
+        raise CommandLineError(f"--input_shape: {where} is {dim}, beyond the int64 range of "
+                               f"ONNX's dims (at most {_MAX_DIM})")
+    return int(dim)
 
 
 def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
@@ -117,10 +123,13 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
     nodes = {node.get_output_names()[0]: node for node in graph.get_data_nodes()}
     unknown = [name for name in shapes if name not in nodes]
     if unknown:
+        # "x:1,3 y:4" reads as the input "x:1,3 y": inputs are separated by ';'
+        hint = ("; inputs are separated by ';' (\"x:1,3;y:4\")"
+                if any(":" in n or n != n.strip() or " " in n for n in unknown) else "")
         raise CommandLineError(
             f"--input_shape: {', '.join(repr(n) for n in unknown)} "
             f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
-            f"(inputs: {', '.join(nodes) or 'none'})")
+            f"(inputs: {', '.join(nodes) or 'none'}){hint}")
     for name, dims in shapes.items():
         node = nodes[name]
         desc = node.get_output_desc(0)
@@ -146,18 +155,31 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
 
 def _refine_output_shapes(graph: object) -> None:
     """After fixing input shapes, declare the graph outputs with the shapes inferred for
-    them (the model's declared output shapes would keep the old symbolic dims)."""
+    them (the model's declared output shapes would keep the old symbolic dims). A dim
+    inference could not tell (-1, or a name it made up: `unk__0`) keeps the declared name
+    when the inputs still have it: `-1` keeps an input's dim as declared, so an output
+    [N, 8, H, W] stays so, not [4, 8, unk__0, unk__1] (trial A)."""
     from ge.graph import Graph
 
     assert isinstance(graph, Graph)
     net_output = graph.get_net_output()
     if net_output is None:
         return
+    names = {dim for node in graph.get_data_nodes()
+             for dim in node.get_output_desc(0).shape if isinstance(dim, str)}
     for i in range(net_output.get_inputs_size()):
         producer, index = net_output.get_in_data_nodes_and_port_indexes(i)
         inferred = producer.get_output_desc(index)
-        if not inferred.shape.is_unknown_rank():
-            net_output.update_input_desc(i, inferred)
+        if inferred.shape.is_unknown_rank():
+            continue
+        declared = net_output.get_input_desc(i).shape
+        if not declared.is_unknown_rank() and len(declared) == len(inferred.shape):
+            dims = [old if isinstance(old, str) and old in names and (
+                new == -1 or (isinstance(new, str) and new not in names)) else new
+                for old, new in zip(declared, inferred.shape)]
+            inferred.set_shape(dims)
+            inferred.set_origin_shape(dims)
+        net_output.update_input_desc(i, inferred)
 
 
 def _check_output(graph: object, model: Path, output: Path) -> None:
@@ -231,9 +253,6 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     if framework != FRAMEWORK_ONNX:
         raise CommandLineError(f"framework {framework} is not supported: ge compiles ONNX "
                                "models (--framework=5)")
-    for flag, why in _UNSUPPORTED:
-        if getattr(ns, flag) is not None:
-            raise CommandLineError(f"--{flag} is not supported: {why}")
     if ns.output is not None:
         _check_output_prefix(str(ns.output))
     shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
@@ -297,8 +316,8 @@ def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) ->
     try:
         with terminated_as_interrupt():
             with held_signals():  # from the start to the imports' end: delivered after
-                ns = _parser(prog).parse_args(list(args) if args is not None
-                                              else sys.argv[1:])
+                parser = _parser(prog)
+                ns = parser.parse_args(atc_argv(args if args is not None else sys.argv[1:]))
                 imported_held(_IMPORTS)
             from ge.cli.output import command_output
 
@@ -306,6 +325,9 @@ def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) ->
             show_warnings = level is not None and level <= logging.WARNING
             with _logging(level), command_output(prog, debug=False,
                                                  show_warnings=show_warnings):
+                check_atc_flags(ns)  # (`--mode=1` needs no --model: said first)
+                if ns.model is None:
+                    parser.error("the following arguments are required: --model")
                 _run(ns, logging.getLogger("ge.pyatc"))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
