@@ -90,6 +90,18 @@ def test_all_on_leaves_the_passes_off_by_default_off(tmp_path: Path) -> None:
         "SwishFusion": 1}
 
 
+def test_the_old_text_format_switches_as_the_json_does(tmp_path: Path) -> None:
+    """FE reads a file that is not JSON as lines `PassName:on|off` (trial A: a GE1202)."""
+    path = _switch(tmp_path, "ConvBatchNormFusion:off\n\n SwishFusion : on \n")
+    assert read_fusion_switch(path).off == {"ConvBatchNormFusion"}
+    result = ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: path})
+    assert "ConvBatchNormFusion" not in {r.pass_name for r in result.report.records}
+    assert _fired(ge.compile(_silu(), options={OPTION_FUSION_SWITCH_FILE: path})) == {
+        "SwishFusion": 1}
+    every = read_fusion_switch(_switch(tmp_path, "ALL:off\nConvBatchNormFusion:on"))
+    assert (every.all, every.on) == (False, {"ConvBatchNormFusion"})
+
+
 def test_names_ge_does_not_have_are_ignored_with_a_warning(tmp_path: Path) -> None:
     """A file written for Ascend names Ascend's passes: compiling goes on without them."""
     path = _switch(tmp_path, {"Switch": {"GraphFusion": {
@@ -123,6 +135,14 @@ def test_explicit_enable_and_disable_win_over_the_file(tmp_path: Path) -> None:
                                                   r"\"off\""),
     ({"Switch": {"GraphFusion": {"X": "on"}, "UBFusion": {"X": "off"}}},
      r"turns X both on and off"),
+    ("  \n", r"is empty"),
+    # not JSON: FE's old format, a PassName:on|off per line
+    ("ConvBatchNormFusion off", r'is neither JSON \(\{"Switch": \{"GraphFusion": '
+                                r'\{"PassName": "off"\}\}\}\) nor the old format of a '
+                                r"PassName:on\|off per line: line 1 is 'ConvBatchNormFusion "
+                                r"off'$"),
+    ("A:on\nB:maybe", r"line 2: B is 'maybe': on or off$"),
+    ("A:on\n\nA:off", r"names A twice \(lines 1 and 3\)$"),
 ])
 def test_a_malformed_file_is_an_option_error_before_anything_runs(
         tmp_path: Path, content: Any, message: str) -> None:

@@ -13,7 +13,8 @@ buffer) fusions, which ge does not have, so it changes nothing (as in FE, where 
 passes off by default off, as FE does (its built-in configuration switches those off by name,
 and a name is looked up before "ALL"): name them to run them. A name no pass of the
 compilation has (a file written for Ascend names Ascend's own passes) is ignored, with a
-warning naming it.
+warning naming it. A file that is not JSON is read, as FE reads it, in the old format: a
+`PassName:on|off` per line.
 """
 
 from __future__ import annotations
@@ -62,16 +63,20 @@ def _fail(path: str, why: str) -> CompilerOptionError:
 
 def read_fusion_switch(path: str) -> FusionSwitch:
     """The switches of the file at `path`; CompilerOptionError (GE1202) naming the file and
-    the place for a file that is missing, not JSON, or not of the form above."""
+    the place for a file that is missing, empty, or of neither form above."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise _fail(path, f"cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise _fail(path, "is not UTF-8 text") from None
+    if not text.strip():
+        raise _fail(path, "is empty")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if not text.lstrip().startswith(("{", "[")):  # FE falls back to its old format
+            return _old_format(path, text)
         raise _fail(path, f"is not JSON: {exc.msg} at line {exc.lineno} column "
                           f"{exc.colno}") from None
     switch = data.get("Switch") if isinstance(data, dict) else None
@@ -99,4 +104,33 @@ def read_fusion_switch(path: str) -> FusionSwitch:
     both = sorted(on & off)
     if both:
         raise _fail(path, f"turns {', '.join(both)} both on and off")
+    return FusionSwitch(path, frozenset(on), frozenset(off), every)
+
+
+def _old_format(path: str, text: str) -> FusionSwitch:
+    """The switches of a file in FE's old text format, a `PassName:on|off` per line (blank
+    lines skipped; `ALL:off` is GraphFusion's "ALL"), which FE reads a file that is not JSON
+    as; CompilerOptionError naming the line otherwise."""
+    on: set[str] = set()
+    off: set[str] = set()
+    every: bool | None = None
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = (part.strip() for part in line.partition(":"))
+        if not sep or not name:
+            raise _fail(path, f"is neither JSON ({{\"Switch\": {{\"GraphFusion\": "
+                              f"{{\"PassName\": \"off\"}}}}}}) nor the old format of a "
+                              f"PassName:on|off per line: line {number} is {line.strip()!r}")
+        state = value.lower()
+        if state not in ("on", "off"):
+            raise _fail(path, f"line {number}: {name} is {value!r}: on or off")
+        if name in seen:
+            raise _fail(path, f"names {name} twice (lines {seen[name]} and {number})")
+        seen[name] = number
+        if name == _ALL:
+            every = state == "on"
+        else:
+            (on if state == "on" else off).add(name)
     return FusionSwitch(path, frozenset(on), frozenset(off), every)
