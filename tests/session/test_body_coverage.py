@@ -175,3 +175,104 @@ def test_bodies_of_one_name_are_told_apart(tmp_path: Path) -> None:
         "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
     given["c"] = np.array(True)
     assert _compile_warnings(_two_ifs_of_one_body_name(), plugin, inputs=given) == []
+
+
+# The root graph's run rebuilds if1's else branch (Neg(x) as a new Neg node), reaching it
+# through the If node: a right edit, made in no run of the branch itself.
+EDIT_ELSE_FROM_ROOT = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="RebuildElseFromRoot", stage=PassStage.AFTER_INFER_SHAPE)
+class RebuildElseFromRoot(FusionBasePass):
+    def run(self, graph, context):
+        if graph.parent_node is not None:
+            return None
+        body = graph.find_node_by_name("if1").get_subgraphs()[1]
+        (old,) = body.nodes_of_type("Neg")
+        src, index = old.get_in_data_nodes_and_port_indexes(0)
+        new = body.add_node("Neg", name="neg_again", num_inputs=1, num_outputs=1)
+        body.add_data_edge(src, index, new, 0)
+        body.replace_all_uses(old, 0, new, 0)
+        body.remove_node(old)
+        return True
+'''
+
+
+def test_a_body_changed_by_the_root_graphs_run_is_warned_about(tmp_path: Path) -> None:
+    """The trial's wrong model written: a root run's edit of a branch the inputs did not
+    take passed unwarned (the warning asked which graph each run was given, not which it
+    changed); it is named as the branch's own run's edit is."""
+    plugin = _plugin(tmp_path, EDIT_ELSE_FROM_ROOT)
+    given = {"x": np.array([1.0, -2.0], np.float32), "c": np.array(True)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ge.compile(_two_ifs_of_one_body_name(), pass_paths=[plugin], inputs=given)
+    assert [str(w.message) for w in caught if issubclass(w.category, CompileWarning)] == [
+        "the verification's given inputs did not run body 'sub_graph' (else_branch of If "
+        "'if1') (changed by RebuildElseFromRoot), so it did not check what the passes "
+        "changed there: give inputs that run it (--inputs FILE.npz, inputs=)"]
+    (record,) = [r for r in result.report.records if r.pass_name == "RebuildElseFromRoot"
+                 and r.changed]
+    assert (record.graph_path, record.bodies_changed) == ("", ("if1.else_branch",))
+    assert record.as_dict()["bodies_changed"] == ["if1.else_branch"]
+    given["c"] = np.array(False)
+    assert _compile_warnings(_two_ifs_of_one_body_name(), plugin, inputs=given) == []
+
+
+# Where(c, a, b) of a scalar condition -> If(c) {Identity(a)} else {Identity(b)}: bodies the
+# pass builds.
+WHERE_TO_IF = '''\
+from ge.graph import Graph
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+def _branch(graph, name, src):
+    body = Graph(name)
+    body.declare_parent(graph)
+    ident = body.add_node("Identity", name=name + "_id", num_inputs=1, num_outputs=1)
+    body.add_data_edge(src[0], src[1], ident, 0)
+    out = body.add_node("NetOutput", name="NetOutput", num_inputs=1, num_outputs=0)
+    body.add_data_edge(ident, 0, out, 0)
+    return body
+
+
+@register_fusion_pass(name="WhereToIf", stage=PassStage.AFTER_INFER_SHAPE)
+class WhereToIf(FusionBasePass):
+    def run(self, graph, context):
+        for where in list(graph.nodes_of_type("Where")):
+            c, a, b = (where.get_in_data_nodes_and_port_indexes(i) for i in range(3))
+            new = graph.add_node("If", name="w_if", num_inputs=1, num_outputs=1,
+                                 attrs={"then_branch": _branch(graph, "wt", a),
+                                        "else_branch": _branch(graph, "we", b)})
+            graph.add_data_edge(c[0], c[1], new, 0)
+            graph.replace_all_uses(where, 0, new, 0)
+            graph.remove_node(where)
+        return True
+'''
+
+
+def _scalar_where() -> onnx.ModelProto:
+    """y = Where(c, Relu(x), Neg(x)) of a scalar bool c."""
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"]),
+         helper.make_node("Where", ["c", "a", "b"], ["y"], name="where")], "g",
+        [vi("c", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [2])],
+        [vi("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_body_a_pass_builds_is_warned_about_when_not_run(tmp_path: Path) -> None:
+    """The trial's Where-to-If pass: the branches it built were never any run's graph, so
+    no warning said the given inputs took only one of them."""
+    plugin = _plugin(tmp_path, WHERE_TO_IF)
+    x = np.array([1.0, -2.0], np.float32)
+    assert _compile_warnings(_scalar_where(), plugin, inputs={"c": np.array(False), "x": x}) \
+        == ["the verification's given inputs did not run body 'wt' (then_branch of If "
+            "'w_if') (changed by WhereToIf), so it did not check what the passes changed "
+            "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
+    assert _compile_warnings(_scalar_where(), plugin, inputs={"c": np.array(True), "x": x}) \
+        == ["the verification's given inputs did not run body 'we' (else_branch of If "
+            "'w_if') (changed by WhereToIf), so it did not check what the passes changed "
+            "there: give inputs that run it (--inputs FILE.npz, inputs=)"]

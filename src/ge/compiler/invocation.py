@@ -221,7 +221,15 @@ class Invocation:
             round=self.round,
             refusals=run.refusals,
             refusal_reasons=tuple(run.refusal_reasons.items()),
+            bodies_changed=self._bodies_changed(changes, root) if changed else (),
         )
+
+    def _bodies_changed(self, changes: ChangeSet, root: Graph) -> tuple[str, ...]:
+        """The paths of the bodies of `root` still in the model that `changes` were made
+        in, whichever graph the run was given: what the verification's coverage warning
+        must know (a root run may edit or build a branch its inputs never take)."""
+        return tuple(self.facts.path(graph) for graph in changes.changed_graphs()
+                     if graph is not root and is_live(graph, root))
 
     def _warn_not_changed(self, entry: RegisteredPass, instance: Any, target: Graph,
                           changes: ChangeSet, nodes_before: int, nodes_after: int) -> None:

@@ -144,6 +144,9 @@ class PassRunRecord:
     # (`ge.passes.status.note_refusal_reason`), in the order given
     refusals: int = 0
     refusal_reasons: tuple[tuple[str, int], ...] = ()
+    # the bodies (by `graph_path`) whose nodes the run changed, whichever graph it ran on
+    # (a root run editing a branch through `node.get_subgraphs()`), bodies it made included
+    bodies_changed: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -157,6 +160,7 @@ class PassRunRecord:
             "rolled_back": self.rolled_back, "seconds": self.seconds,
             "refusals": self.refusals,
             "refusal_reasons": _reasons_as_data(self.refusal_reasons),
+            "bodies_changed": list(self.bodies_changed),
         }
 
 

@@ -5,8 +5,13 @@ Kept apart from graph.py: it is a listener's record of changes, not part of the 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ge.graph.journal import ChangeKind
 from ge.graph.node import Node
+
+if TYPE_CHECKING:
+    from ge.graph.graph import Graph
 
 __all__ = ["ChangeSet"]
 
@@ -51,6 +56,23 @@ class ChangeSet:
         """Whether the attributes `node` holds are the changes' doing: it was added, or an
         attribute of it set or removed (a node only rewired or retyped holds what it held)."""
         return node in self.added or node in self.reattributed
+
+    def changed_graphs(self) -> list[Graph]:
+        """The graphs the changes were made in: those of the touched nodes still in one,
+        and every body held by a node added or given attributes, with the bodies inside it
+        (a body built apart and put in place: its own nodes were never changed here). A
+        graph a node was only removed from is not one: what reads it is touched."""
+        graphs: dict[Graph, None] = {}
+        for node in self.touched:
+            graph = node._graph
+            if graph is None:
+                continue
+            graphs[graph] = None
+            if node in self.added or node in self.reattributed:
+                for body in node.get_subgraphs():
+                    graphs[body] = None
+                    graphs.update(dict.fromkeys(body.get_all_subgraphs()))
+        return list(graphs)
 
     def live_with_readers(self) -> list[Node]:
         """`live()` and the consumers of every node whose output desc was set: a value whose

@@ -116,15 +116,17 @@ def warn_unexercised_bodies(report: CompileReport, graph: Graph,
                             runs: Sequence[Mapping[str, Any]], *, generated: bool) -> None:
     """A run takes one path through an If (and runs a Loop's body only as its trip count
     allows): a plugin pass that changed a body the verification's inputs `runs` did not run
-    was not checked by it; say so, naming them (`ge.session.body_coverage`). Where ge cannot
-    tell (a body of a body, a Scan's), generated inputs get the warning too; given ones
-    were chosen by the user."""
+    (in any of its runs, the root graph's too, or by building it: `bodies_changed`) was not
+    checked by it; say so, naming them (`ge.session.body_coverage`). Where ge cannot tell (a
+    body of a body, a Scan's), generated inputs get the warning too; given ones were chosen
+    by the user."""
     changed: dict[str, list[str]] = {}  # body (`graph_path`) -> the plugin passes changing it
     for r in report.records:
-        if r.changed and r.graph_path and r.origin != BUILTIN_ORIGIN:
-            names = changed.setdefault(r.graph_path, [])
-            if r.pass_name not in names:
-                names.append(r.pass_name)
+        if r.changed and r.origin != BUILTIN_ORIGIN:
+            for path in r.bodies_changed:  # (whichever run made the change: the root's too)
+                names = changed.setdefault(path, [])
+                if r.pass_name not in names:
+                    names.append(r.pass_name)
     if not changed:
         return
     coverage = body_coverage(graph, list(changed), runs)
