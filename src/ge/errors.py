@@ -144,7 +144,8 @@ class ValidationProblem:
     message so that a problem the input model already had is not told to a pass author."""
 
     # "dangling-edge", "cycle", "duplicate-name", "arity", "opset-import", "attribute",
-    # "unknown-op", "structure", "function", "untyped", "type" (see ge.graph.validation);
+    # "unknown-op", "structure", "body", "function", "untyped", "type" (see
+    # ge.graph.validation);
     # "onnx-checker" (a save's full check, ge.graph.model_io)
     kind: str
     nodes: tuple[str, ...]

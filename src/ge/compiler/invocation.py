@@ -144,15 +144,18 @@ class Invocation:
                     raise _PassFailed(status)
                 if root.mutation_count != before and self.check != "none":
                     touched = _in_model(changes.live_with_readers(), root)
+                    changed_graphs = [g for g in changes.changed_graphs() if is_live(g, root)]
                     refused = _type_new_values(touched) if self.typed else {}
                     problems = (_full_problems(root, self.typed, changes)
                                 if self.check == "full"
                                 else find_node_problems(touched, typed=self.typed,
-                                                        attributes_of=changes.attributes_set))
+                                                        attributes_of=changes.attributes_set,
+                                                        graphs=changed_graphs))
                     if self.typed and not problems:
                         problems = _shape_problems(touched, changes)
                     if not problems:  # (a stale desc explains a wrong output type better)
-                        problems = _output_problems(root, target, touched, contradicted)
+                        problems = _output_problems(root, target, touched, contradicted,
+                                                    changed_graphs)
                     problems = [_with_refusal(p, refused) for p in problems]
                     if problems:
                         problems = sorted(problems, key=lambda p: _PRIORITY.get(p.kind, 9))
@@ -228,8 +231,8 @@ class Invocation:
         """The paths of the bodies of `root` still in the model that `changes` were made
         in, whichever graph the run was given: what the verification's coverage warning
         must know (a root run may edit or build a branch its inputs never take)."""
-        return tuple(self.facts.path(graph) for graph in changes.changed_graphs()
-                     if graph is not root and is_live(graph, root))
+        return tuple(dict.fromkeys(self.facts.path(graph) for graph in changes.changed_graphs()
+                                   if graph is not root and is_live(graph, root)))
 
     def _warn_not_changed(self, entry: RegisteredPass, instance: Any, target: Graph,
                           changes: ChangeSet, nodes_before: int, nodes_after: int) -> None:
@@ -420,14 +423,16 @@ def _with_refusal(problem: ValidationProblem, refused: dict[str, ShapeInferenceE
 
 
 def _output_problems(root: Graph, target: Graph, touched: list[Node],
-                     contradicted: Collection[int] = ()) -> list[ValidationProblem]:
+                     contradicted: Collection[int] = (), changed: Iterable[Graph] = ()
+                     ) -> list[ValidationProblem]:
     """What a pass did to a graph's outputs that the node checks do not see: a graph left
     without its one NetOutput (removed, not only disconnected), and an output rewired to a
     value of another element type or static shape than the graph declares for it (a model
     the checker rejects, blamed on ge's own Identity at save time), unless the output of
-    `target` (one of `contradicted`) read such a value before the pass already."""
+    `target` (one of `contradicted`) read such a value before the pass already. The graphs
+    looked at: the root, `target`, those of `touched` and the `changed` ones."""
     problems = []
-    graphs = dict.fromkeys([root, target, *(n.owner_graph for n in touched)])
+    graphs = dict.fromkeys([root, target, *(n.owner_graph for n in touched), *changed])
     for graph in graphs:
         if graph is None or not is_live(graph, root):
             continue
@@ -533,7 +538,7 @@ def _cycle_as_written(problem: ValidationProblem, read: tuple[str, ...]) -> Vali
 
 
 _PRIORITY = {"cycle": 0, "dangling-edge": 1, "arity": 2, "opset-import": 2, "structure": 3,
-             "duplicate-name": 4}
+             "body": 3, "duplicate-name": 4}
 
 
 def _describe_problems(problems: list[ValidationProblem]) -> str:

@@ -5,9 +5,9 @@ Kept apart from graph.py: it is a listener's record of changes, not part of the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from ge.graph.journal import ChangeKind
+from ge.graph.journal import ChangeKind, Journal
 from ge.graph.node import Node
 
 if TYPE_CHECKING:
@@ -19,9 +19,13 @@ __all__ = ["ChangeSet"]
 class ChangeSet:
     """Nodes touched while `Graph.track_changes()` was open, each once, in change order."""
 
-    __slots__ = ("added", "reattributed", "removed", "retyped", "touched")
+    __slots__ = ("_journal", "added", "reattributed", "removed", "removed_from", "retyped",
+                 "touched")
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
+        self._journal = journal  # (the hierarchy's: where a removed node was)
+        # The graphs nodes were removed from (known with the journal told of the removals).
+        self.removed_from: dict[Graph, None] = {}
         self.added: dict[Node, None] = {}
         self.removed: dict[Node, None] = {}
         # Nodes still in a graph whose inputs, attributes or output descs changed (added
@@ -41,6 +45,9 @@ class ChangeSet:
             if self.added.pop(node, "absent") == "absent":
                 self.removed[node] = None
             self.touched.pop(node, None)
+            graph = None if self._journal is None else self._journal.removing_from
+            if graph is not None:
+                self.removed_from[cast("Graph", graph)] = None
         elif node._graph is not None:
             self.touched[node] = None
             if kind is ChangeKind.OUTPUT_DESC_CHANGED:
@@ -58,10 +65,11 @@ class ChangeSet:
         return node in self.added or node in self.reattributed
 
     def changed_graphs(self) -> list[Graph]:
-        """The graphs the changes were made in: those of the touched nodes still in one,
-        and every body held by a node added or given attributes, with the bodies inside it
-        (a body built apart and put in place: its own nodes were never changed here). A
-        graph a node was only removed from is not one: what reads it is touched."""
+        """The graphs the changes were made in: those of the touched nodes still in one and
+        those nodes were removed from (a body input removed that nothing read), and every
+        body held by a node added or given attributes, with the bodies inside it (a body
+        built apart and put in place: its own nodes were never changed here). A graph may
+        have left the model since (`removed_from`)."""
         graphs: dict[Graph, None] = {}
         for node in self.touched:
             graph = node._graph
@@ -72,6 +80,7 @@ class ChangeSet:
                 for body in node.get_subgraphs():
                     graphs[body] = None
                     graphs.update(dict.fromkeys(body.get_all_subgraphs()))
+        graphs.update(self.removed_from)
         return list(graphs)
 
     def live_with_readers(self) -> list[Node]:

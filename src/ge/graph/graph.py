@@ -306,7 +306,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
     @contextmanager
     def track_changes(self) -> Iterator[ChangeSet]:
         """Collect the nodes changed inside the block (a matcher's worklist, a pass's region)."""
-        changes = ChangeSet()
+        changes = ChangeSet(self.root_graph()._journal)
         unsubscribe = self.subscribe(changes._record)
         try:
             yield changes

@@ -8,7 +8,7 @@ With no transaction open, recording costs one attribute test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from typing import Any
@@ -39,7 +39,7 @@ class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
     __slots__ = ("_marks", "_replaying", "_steps", "changing_attribute", "inner_version",
-                 "listeners", "mutation_count", "structure_version")
+                 "listeners", "mutation_count", "removing_from", "structure_version")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
@@ -58,6 +58,9 @@ class Journal:
         # The name of the attribute whose change the listeners are being told of (an
         # ATTR_CHANGED, `notify_attribute`), else None: `Graph.changing_attribute`.
         self.changing_attribute: str | None = None
+        # The graph the nodes listeners are being told are removed were in (a NODE_REMOVED,
+        # `notify_removed`), else None: a removed node no longer points to one.
+        self.removing_from: object | None = None
 
     def notify(self, kind: ChangeKind, node: object, index: int = -1) -> None:
         """Tell every listener about one change (a no-op without listeners)."""
@@ -74,6 +77,18 @@ class Journal:
                 listener(ChangeKind.ATTR_CHANGED, node, -1)
         finally:
             self.changing_attribute = None
+
+    def notify_removed(self, graph: object, nodes: Iterable[object]) -> None:
+        """Tell every listener that `nodes` were removed from `graph` (NODE_REMOVED each),
+        `graph` being `removing_from` while they are told. Asked only when there are
+        listeners."""
+        self.removing_from = graph
+        try:
+            for node in nodes:
+                for listener in self.listeners:
+                    listener(ChangeKind.NODE_REMOVED, node, -1)
+        finally:
+            self.removing_from = None
 
     @property
     def in_transaction(self) -> bool:

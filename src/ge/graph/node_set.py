@@ -119,7 +119,7 @@ class GraphNodeSet:
         before, label = self._unindex(node)
         journal = self._changed(True)
         if journal.listeners:
-            journal.notify(ChangeKind.NODE_REMOVED, node)
+            journal.notify_removed(self, (node,))
         if journal.recording:
             journal.record((GraphNodeSet._undo_erase, self, node, before, label))
 

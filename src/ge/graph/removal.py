@@ -95,8 +95,7 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
     if journal.listeners:
         for consumer, j, _ in cut:
             journal.notify(ChangeKind.INPUT_CHANGED, consumer, j)
-        for node in gone:
-            journal.notify(ChangeKind.NODE_REMOVED, node)
+        journal.notify_removed(graph, gone)
     if recording:
         journal.record((_undo, graph, saved, dropped, cut))
 

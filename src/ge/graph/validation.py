@@ -9,7 +9,9 @@ says which operator it is, and onnx.checker rejects the model), `attribute` (an 
 the operator's ONNX schema does not define, of another type, or a required one missing:
 onnx.checker and runtimes reject such a model),
 `unknown-op` (an operator of ONNX's own domains that ONNX does not define at the model's
-opset, and no function of the model), `structure` (Data indexes, NetOutput count), `type`
+opset, and no function of the model), `structure` (Data indexes, NetOutput count), `body`
+(a body's formal inputs and outputs the node holding it does not take: `ge.graph.formals`),
+`type`
 (element types the operator's schema does not allow, the formal input or output named: a
 float constant as Reshape's "input 1 ('shape')", or a type variable bound to two types: a
 stale output type included; of the types known, so a node not typed yet passes) and, for
@@ -34,6 +36,7 @@ from ge.errors import GraphError, GraphValidationError, ValidationProblem
 from ge.graph.attributes import kind_name
 from ge.graph.checker_places import function_problems, function_set_problems
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
+from ge.graph.formals import body_signature_problems, data_index_problems
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.places import body_owner, graph_place, ir_node_label, node_named, node_ref
@@ -146,10 +149,12 @@ def refuse_model(problems: list[ValidationProblem], path: str | None = None) -> 
 
 
 def find_node_problems(nodes: Iterable[Node], *, typed: bool = False,
-                       attributes_of: Callable[[Node], bool] | None = None
-                       ) -> list[ValidationProblem]:
+                       attributes_of: Callable[[Node], bool] | None = None,
+                       graphs: Iterable[Graph] = ()) -> list[ValidationProblem]:
     """The broken invariants at `nodes` (the region a pass changed): their edges, arity, and
-    cycles in their graphs; with `typed`, also outputs that have no known dtype. With
+    in their graphs and `graphs` (others the pass changed: a body it removed an unread node
+    from) cycles, Data indexes and what the owner of a body takes of its inputs and outputs
+    (`ge.graph.formals`); with `typed`, also outputs that have no known dtype. With
     `attributes_of`, the attributes of only the nodes it is true for are checked (those a
     pass set: a node it merely rewired holds the attributes it held, and an attribute the
     input model gave it is not the pass's doing).
@@ -158,24 +163,35 @@ def find_node_problems(nodes: Iterable[Node], *, typed: bool = False,
     the topological order it computes is the one the next pass needs anyway).
     """
     problems: list[ValidationProblem] = []
-    graphs: dict[Graph, list[Graph]] = {}  # each graph of the region, and its enclosing ones
+    # each graph of the region, and its enclosing ones (asked for the nodes' own)
+    region: dict[Graph, list[Graph]] = {g: [] for g in graphs}
+    owners: dict[Node, None] = {}  # nodes holding bodies of the region, or bodies in it
     for node in nodes:
         g = node._graph
         if g is None:
             continue
-        enclosing = graphs.get(g)
-        if enclosing is None:
-            enclosing = graphs[g] = list(g._ancestors())
+        enclosing = region.get(g)
+        if not enclosing:
+            enclosing = region[g] = list(g._ancestors())
         _check_edges(g, node, enclosing, problems)
         _check_arity(g, node, problems, attributes_of is None or attributes_of(node))
         if typed and node._type not in (NET_OUTPUT, DATA):
             _check_typed(g, node, problems)
             _check_types(g, node, problems)
-    for g in graphs:
+        if node._attrs and not node._clean and node.get_subgraphs():
+            owners[node] = None
+    for g in region:
         try:
             g.topological_order()
         except GraphError as exc:
             _add(problems, g, "cycle", list(exc.nodes), exc.message)
+        # (a body's inputs and outputs: its Data indexes, and what its owner takes of them)
+        problems += data_index_problems(g)
+        owner = g._parent_node
+        if owner is not None and owner._graph is not None:
+            owners[owner] = None
+    for owner in owners:
+        problems += body_signature_problems(owner)
     return problems
 
 
@@ -318,6 +334,8 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
         _check_arity(g, node, problems, attributes_of is None or attributes_of(node))
         if node._type not in (DATA, NET_OUTPUT) and not is_const(node):
             _check_types(g, node, problems)  # (of the types known: a node untyped passes)
+            if node._attrs and not node._clean:  # (a clean node holds no body)
+                problems += body_signature_problems(node)
     for value, count in defined.items():
         if count > 1:
             _add(problems, g, "duplicate-name", [value],
@@ -326,19 +344,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
             _add(problems, g, "duplicate-name", [value],
                  f"value {value!r} shadows a value of an enclosing graph")
 
-    data_nodes = g.nodes_of_type(DATA)
-    indexes = []
-    for node in data_nodes:
-        index = node.get_attr("index") if node.has_attr("index") else None
-        if not isinstance(index, int):
-            _add(problems, g, "arity", [node], f"{ir_node_label(node)} has no int 'index'")
-        else:
-            indexes.append(index)
-    if sorted(indexes) != list(range(len(indexes))):
-        named = ", ".join(f"{n._name!r}={n.get_attr('index')!r}" for n in data_nodes
-                          if n.has_attr("index"))
-        _add(problems, g, "structure", data_nodes,
-             f"Data indexes are {sorted(indexes)}, expected 0..{len(indexes) - 1} ({named})")
+    problems += data_index_problems(g)
     outputs = g.nodes_of_type(NET_OUTPUT)
     if len(outputs) != 1:
         named = "".join(f" {n._name!r}" for n in outputs)
