@@ -796,3 +796,30 @@ def test_a_before_infer_shape_refusal_on_untyped_values_says_a_compilation_sees_
     declared = ge.graph.load(onnx.shape_inference.infer_shapes(proto))
     assert _one(explain(passes["EarlyFloatOnly"], declared), "relu").rewritten
     assert len(testing_find_matches(passes["EarlyFloatOnly"], declared)) == 1
+
+
+def test_a_node_of_an_enclosing_graph_is_said_to_be_outside_the_matched_graph(passes) -> None:
+    """Trial C: Relu in an If branch reading a Neg of the main graph; the matcher refuses
+    the Neg (a pattern matches within one graph), which was "no check explains it"."""
+    vi = helper.make_tensor_value_info
+    then = helper.make_graph([helper.make_node("Relu", ["n"], ["t"], name="inner_relu")],
+                             "then_g", [], [vi("t", F32, [2, 4])])
+    other = helper.make_graph([helper.make_node("Abs", ["n"], ["e"], name="inner_abs")],
+                              "else_g", [], [vi("e", F32, [2, 4])])
+    proto = helper.make_model(helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["n"], name="root_neg"),
+         helper.make_node("If", ["c"], ["y"], name="cond_if", then_branch=then,
+                          else_branch=other)], "g",
+        [vi("x", F32, [2, 4]), vi("c", onnx.TensorProto.BOOL, [])], [vi("y", F32, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = load(proto)
+    assert infer_shapes_for_explain(graph) is None
+    body = [e for e in explain(passes["ReluNeg"], graph) if e.graph == "then_g"]
+    (cand,) = body[0].candidates
+    assert cand.reason is not None and cand.reason.kind == "enclosing_graph"
+    assert cand.reason.message == (
+        "target node 'root_neg' is a node of graph 'g', which encloses the graph matched "
+        "(graph 'then_g', then_branch of If node 'cond_if'), read by it from there (input 0 "
+        "of 'inner_relu'): a pattern matches within one graph, so pattern node 'Neg' (Neg) "
+        "cannot stand for it; such a value can only be an input of the pattern")
+    assert cand.reason.details == {"graph": "g", "matched_graph": "then_g"}

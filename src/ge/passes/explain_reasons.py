@@ -17,7 +17,7 @@ from ge.errors import GeError
 from ge.graph import NET_OUTPUT, Node, Tensor
 from ge.graph.domains import qualified_op
 from ge.graph.export_names import written_name
-from ge.graph.places import model_node_label, node_ref
+from ge.graph.places import graph_label, model_node_label, node_ref
 from ge.passes.config import COMMUTATIVE_OPS
 from ge.passes.matcher import _DATA, PatternNode
 from ge.passes.tracing import _UNSET, Rejection, TracingMatcher
@@ -166,6 +166,14 @@ def rejection_reason(matcher: TracingMatcher, r: Rejection, warnings: list[str])
         return Reason(kind, f"{_p(pnode)} is bound to {_ref(target, tname)}, a node of the match "
                       "itself: a pattern input must come from outside the match", pname,
                       tname, named)
+    if kind == "enclosing_graph" and pnode is not None and target is not None:
+        outer = info["graph"]
+        return Reason(kind, f"{_target(target)} is a node of {graph_label(outer)}, which "
+                      f"encloses the graph matched ({graph_label(matcher.graph)}), read by it "
+                      f"from there{_reached(r)}: a pattern matches within one graph, so "
+                      f"{_p(pnode)} cannot stand for it; such a value can only be an input of "
+                      "the pattern", pname, tname, named,
+                      {"graph": outer.name, "matched_graph": matcher.graph.name})
     return Reason(kind, f"the matcher refused {_target(target)} for "
                   f"{_p(pnode) if pnode is not None else 'the pattern'} (no check explains "
                   "it)", pname, tname, named)

@@ -144,6 +144,8 @@ class TracingMatcher(Matcher):
             return "op_type", {"expected": pnode.type, "expected_domain": pnode.domain,
                                "found": target.type,
                                "found_domain": normalize_domain(target._domain)}
+        if target._graph is not self.graph:  # a value the matched body reads from outside
+            return "enclosing_graph", {"graph": target._graph}
         connected = sum(1 for p in target._inputs if p is not None)
         if connected != len(pnode.inputs):
             return "input_count", {"expected": len(pnode.inputs), "found": connected}
