@@ -66,6 +66,57 @@ class Bad(FusionBasePass):
     def run(self, graph, context):
         return "done"
 """, 4, "Reason: python pass returned unsupported type: str."),
+    # trial C: a tensor of one match's replacement kept for a later match's; both builders
+    # are named Bad_replacement, which the message named on both sides
+    "reuses_a_tensor_of_an_earlier_replacement": ("""\
+import ge.es.all as es
+
+
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(PatternFusionPass):
+    kept = None
+
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    @pattern
+    def relu(self, inputs):
+        return es.Relu(inputs[0])
+
+    def replacement(self, inputs):
+        if Bad.kept is None:
+            Bad.kept = inputs[0]
+            return inputs[0] + inputs[1]
+        return es.Relu(inputs[0] + Bad.kept)
+""", 22, "BuilderMixError: [GE1402] Add: input 'x' belongs to an earlier GraphBuilder "
+       "'Bad_replacement', which built its graph already (a replacement of an earlier "
+       "match: a tensor kept from one replacement cannot be used in another; build each "
+       "from its own inputs), but the operator is built by 'Bad_replacement'"),
+    "reuses_a_tensor_of_an_earlier_replacement_alone": ("""\
+import ge.es.all as es
+
+
+@register_fusion_pass(name="Bad", stage="AfterInferShape")
+class Bad(PatternFusionPass):
+    kept = None
+
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    @pattern
+    def relu(self, inputs):
+        return es.Relu(inputs[0])
+
+    def replacement(self, inputs):
+        if Bad.kept is None:
+            Bad.kept = inputs[0]
+            return inputs[0] + inputs[1]
+        return es.Relu(Bad.kept)
+""", 22, "BuilderStateError: [GE1401] Cannot Relu: GraphBuilder 'Bad_replacement' "
+       "built the replacement of an earlier match already: a tensor kept from one "
+       "replacement cannot be used in another; build each from its own inputs"),
     "leaves_a_dangling_input": ("""\
 @register_fusion_pass(name="Bad", stage="AfterInferShape")
 class Bad(FusionBasePass):

@@ -112,6 +112,12 @@ class GraphBuilder:
         builder._shapeless = set()
         return builder
 
+    def _built_in_place(self) -> None:
+        """The replacement this `_into` builder made is complete: it builds nothing more,
+        as a builder that built its graph (a tensor of it kept for a later match is refused
+        as an earlier builder's, `described_beside`)."""
+        self._graph = None
+
     def _node_name(self, name: str | None, op_type: str) -> str | None:
         """The name to give a node: as asked, except that a builder building into a graph
         it does not own makes it unique there (a replacement is built once per match, as a
@@ -203,6 +209,11 @@ class GraphBuilder:
         add_opset_imports(graph, {domain: version})
 
     def _check_alive(self, op: str) -> None:
+        if self._graph is None and self._in_place:  # (`_built_in_place`)
+            raise BuilderStateError(
+                f"Cannot {op}: GraphBuilder {self._name!r} built the replacement of an earlier "
+                "match already: a tensor kept from one replacement cannot be used in another; "
+                "build each from its own inputs")
         if self._graph is None:
             raise BuilderStateError(
                 f"Cannot {op}: GraphBuilder has already been built. Create a new GraphBuilder "
@@ -219,13 +230,26 @@ class GraphBuilder:
         """The graph being built (extension; `build_and_reset` hands it over)."""
         return self._live_graph("get graph")
 
+    def described_beside(self, other: GraphBuilder) -> str:
+        """This builder as a message about one of its tensors used by `other` names it: by
+        name, and, when `other` has the same name (the engine names a pass's replacement
+        builders alike), as an earlier one that built its graph already (a tensor kept from
+        an earlier match's replacement), or as another builder of that name."""
+        if self._name != other._name:
+            return f"GraphBuilder {self._name!r}"
+        if self._graph is None:
+            return (f"an earlier GraphBuilder {self._name!r}, which built its graph already "
+                    "(a replacement of an earlier match: a tensor kept from one replacement "
+                    "cannot be used in another; build each from its own inputs)")
+        return f"another GraphBuilder also named {self._name!r}"
+
     def _holder(self, value: Any, what: str) -> TensorHolder:
         """A TensorHolder of this builder for a TensorHolder or TensorLike value."""
         if isinstance(value, TensorHolder):
             owner = value._builder  # own tensors (the usual case), or outer values of a body
             if owner is not self and not owner._encloses(self):
                 raise BuilderMixError(
-                    f"{what} belongs to GraphBuilder {value._builder.name!r}, not to "
+                    f"{what} belongs to {owner.described_beside(self)}, not to "
                     f"{self._name!r}; tensors of different builders cannot be mixed"
                 )
             return value

@@ -416,9 +416,9 @@ def _other_builder(found: GraphBuilder | None, builder: GraphBuilder | None,
         return value._builder  # the innermost builder: bodies read outer values
     if not value._builder._encloses(found):
         raise BuilderMixError(
-            f"{where}: input {value.name!r} belongs to GraphBuilder "
-            f"{value._builder.name!r}, but the operator is built by "
-            f"{found.name!r}; tensors of different builders cannot be mixed"
+            f"{where}: input {value.name!r} belongs to {value._builder.described_beside(found)}"
+            f", but the operator is built by {found.name!r}; tensors of different builders "
+            "cannot be mixed"
         )
     return found
 

@@ -139,12 +139,14 @@ def build_in_place(graph: Graph, name: str, body: Callable[[Any], object],
     finally:
         unsubscribe()
     if isinstance(result, es.Graph):
+        builder._built_in_place()
         for node in reversed(made):
             if node._graph is not None:
                 node._graph.remove_node(node)
         return result
     holders = _normalize_outputs(result, es, "replacement")
     outputs = [builder._holder(h, f"outputs[{i}]") for i, h in enumerate(holders)]
+    builder._built_in_place()
     asked = builder._asked_names
     return InPlace(list(made), [(h._node, h._index) for h in outputs],
                    {n: asked[n._name] for n in made if n._name in asked} if asked else {})
