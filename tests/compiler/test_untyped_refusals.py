@@ -162,3 +162,35 @@ def test_a_value_typed_without_a_rank_read_by_the_hook_is_told(tmp_path: Path) -
         ge.compile(model, pass_paths=[plugin], builtin_passes=False)
     (told,) = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
     assert "1 after reading a value with no type or rank (output 0 of 'mm' first)" in told
+
+
+def test_a_refusal_in_a_body_reading_an_enclosing_graphs_value_is_told(tmp_path: Path
+                                                                        ) -> None:
+    """Trial C: the Add of an If branch reads the MatMul of the graph enclosing it; the read
+    was counted on that graph, not on the branch the pass ran on, so the branch's refusal
+    was not told (a Loop body's own Add was)."""
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    then = helper.make_graph([helper.make_node("Add", ["m", "b"], ["t"], name="inner_add")],
+                             "then_g", [], [vi("t", f, [2, 2])])
+    other = helper.make_graph([helper.make_node("Identity", ["m"], ["e"], name="keep")],
+                              "else_g", [], [vi("e", f, [2, 2])])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+         helper.make_node("If", ["c"], ["y"], name="cond_if", then_branch=then,
+                          else_branch=other)], "g",
+        [vi("x", f, [2, 2]), vi("w", f, [2, 2]), vi("b", f, [2, 2]),
+         vi("c", TensorProto.BOOL, [])], [vi("y", f, [2, 2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "m.onnx")
+    plugin = tmp_path / "float_only.py"
+    plugin.write_text(PLUGIN.format(stage="BeforeInferShape", **DECOMPOSE))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ge.compile(tmp_path / "m.onnx", pass_paths=[plugin], builtin_passes=False)
+    told = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    assert len(told) == 1
+    assert told[0].startswith(
+        "pass FloatOnly refused all 1 of its match(es) in graph 'then_g', then_branch of If "
+        "node 'cond_if' at BeforeInferShape, 1 after reading a value with no type or rank "
+        "(output 0 of 'mm' first): ")

@@ -93,10 +93,11 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._all_nodes: tuple[tuple[int, int], list[Node]] | None = None
         self._all_subgraphs: tuple[tuple[int, int], list[Graph]] | None = None  # likewise
         self._attrs: dict[str, Any] = {}
-        # Reads of a desc with no type or no rank through this graph's nodes'
-        # `get_output_desc`/`get_input_desc`, and the last one as (node, index, of an
-        # input): the engine compares the count around a `meet_requirements` call, so that
-        # a refusal is said to come from untyped values only when the hook read one.
+        # Of a root graph: reads of a desc with no type or no rank through the nodes' of its
+        # hierarchy `get_output_desc`/`get_input_desc`, and the last one as (node, index, of
+        # an input): the engine compares the count around a `meet_requirements` call, so
+        # that a refusal is said to come from untyped values only when the hook read one
+        # (a body's node reading an enclosing graph's value included).
         self._unknown_desc_reads = 0
         self._last_unknown_read: tuple[Node, int, bool] | None = None
         self._orphans: list[Graph] = []

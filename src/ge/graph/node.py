@@ -430,12 +430,14 @@ class Node:
         return TensorDesc.unknown()
 
     def _note_unknown_read(self, index: int, of_input: bool) -> None:
-        """Count a read of a desc with no type or no rank on the node's graph (see
-        `Graph._unknown_desc_reads`)."""
+        """Count a read of a desc with no type or no rank on the root of the node's graph
+        (see `Graph._unknown_desc_reads`): a body's node reading a value of an enclosing
+        graph reads that graph's node's desc."""
         graph = self._graph
         if graph is not None:
-            graph._unknown_desc_reads += 1
-            graph._last_unknown_read = (self, index, of_input)
+            root = graph.root_graph()
+            root._unknown_desc_reads += 1
+            root._last_unknown_read = (self, index, of_input)
 
     def _held_output_desc(self, index: int) -> TensorDesc | None:
         """The desc output `index` holds (not a copy), or None; a value info read from ONNX

@@ -333,7 +333,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     # lifetime): one kept from meet_requirements raises in replacement, here as on GE.
     result = MatchResult(match)
     graph = match.graph
-    unknown_reads = graph._unknown_desc_reads
+    unknown_reads = graph.root_graph()._unknown_desc_reads
     run.context.set_error_message("")  # (a reason is this match's, not an earlier one's)
     try:
         answer = read_only_call(instance.meet_requirements, graph, result, run.context)
@@ -439,18 +439,19 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
 def _note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
     """Count a refusal by `meet_requirements`, with the reason the pass gave for it (taken
     from the context: a reason given once does not stay for the next match); and whether it
-    read a desc nothing is known of (no type, no rank): `graph._unknown_desc_reads` grew from
+    read a desc nothing is known of (no type, no rank): its root's `_unknown_desc_reads` grew from
     `unknown_reads` during the call."""
     run.refusals += 1
     reason = run.context.get_error_message()
     if reason:
         note_refusal_reason(run.refusal_reasons, reason)
         run.context.set_error_message("")
-    if not run.count_untyped or graph._unknown_desc_reads == unknown_reads:
+    root = graph.root_graph()
+    if not run.count_untyped or root._unknown_desc_reads == unknown_reads:
         return
     run.untyped_refusals += 1
-    if not run.first_untyped and graph._last_unknown_read is not None:
-        node, index, of_input = graph._last_unknown_read
+    if not run.first_untyped and root._last_unknown_read is not None:
+        node, index, of_input = root._last_unknown_read
         run.first_untyped = f"{'input' if of_input else 'output'} {index} of {node_ref(node)}"
 
 
@@ -483,7 +484,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             continue
         run.matches += 1
         try:
-            unknown_reads = graph._unknown_desc_reads
+            unknown_reads = graph.root_graph()._unknown_desc_reads
             run.context.set_error_message("")  # (a reason is this node's, not an earlier one's)
             answer = read_only_call(instance.meet_requirements, graph, node, run.context)
             run.none_answers += answer is None

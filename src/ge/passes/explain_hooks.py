@@ -90,7 +90,7 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
         if event == "return" and frame.f_code is code:
             returned_at.append(frame.f_lineno)
 
-    unknown_reads = None if graph is None else graph._unknown_desc_reads
+    unknown_reads = None if graph is None else graph.root_graph()._unknown_desc_reads
     if follow:
         sys.setprofile(profile)
     try:
@@ -106,7 +106,7 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
     if code is not None and returned_at:  # the outermost call returns last
         location = SourceLocation(code.co_filename, returned_at[-1])
     read_unknown = (None if graph is None or unknown_reads is None
-                    else graph._unknown_desc_reads != unknown_reads)
+                    else graph.root_graph()._unknown_desc_reads != unknown_reads)
     return HookAnswer(value, accepted, None, location, read_unknown)
 
 
