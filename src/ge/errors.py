@@ -287,7 +287,8 @@ class PassRegisterTypeError(PassRegisterError, TypeError):
 class DuplicatePassNameError(PassRegisterError):
     """E13030: a pass name is registered twice; both definitions are named.
 
-    `location` is the new definition, `previous_location` the one already registered.
+    `location` is the new definition, `previous_location` the one already registered;
+    `class_name` the new definition's class.
     """
 
     def __init__(
@@ -295,6 +296,7 @@ class DuplicatePassNameError(PassRegisterError):
         message: str,
         *,
         previous_location: SourceLocation | None = None,
+        class_name: str | None = None,
         pass_name: str | None = None,
         stage: str | None = None,
         location: SourceLocation | None = None,
@@ -304,6 +306,7 @@ class DuplicatePassNameError(PassRegisterError):
             message, pass_name=pass_name, stage=stage, location=location, path=path
         )
         self.previous_location = previous_location
+        self.class_name = class_name
 
     def details(self) -> dict[str, object]:
         data = super().details()

@@ -222,8 +222,8 @@ def test_a_copy_of_an_installed_pass_names_the_option_that_leaves_the_installed_
         compile_graph(small_graph(), pass_paths=[copy])
     assert caught.value.message.endswith(
         "; to run the other one, leave the installed plugin out: --option "
-        "ge.passes.disabled_plugins=marks (ge.compile's "
-        "options={'ge.passes.disabled_plugins': 'marks'})")
+        "ge.passes.disabled_plugins=geplug-marks:marks (ge.compile's "
+        "options={'ge.passes.disabled_plugins': 'geplug-marks:marks'})")
     report = compile_graph(small_graph(), pass_paths=[copy],
                            options={"ge.passes.disabled_plugins": "marks"})
     assert identities(report.graph) == ["dev"]
@@ -245,8 +245,8 @@ def test_an_installed_pass_loaded_after_a_path_copy_names_the_option_too(
     assert str(copy) in caught.value.message
     assert caught.value.message.endswith(
         "; to run the other one, leave the installed plugin out: --option "
-        "ge.passes.disabled_plugins=marks (ge.compile's "
-        "options={'ge.passes.disabled_plugins': 'marks'})")
+        "ge.passes.disabled_plugins=geplug-marks:marks (ge.compile's "
+        "options={'ge.passes.disabled_plugins': 'geplug-marks:marks'})")
     report = compile_graph(small_graph(), options={"ge.passes.disabled_plugins": "marks"})
     assert identities(report.graph) == ["dev"]
 

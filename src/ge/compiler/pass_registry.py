@@ -19,6 +19,7 @@ from ge.passes.loader import (
     leave_installed_out_hint,
     unregister_hint,
 )
+from ge.passes.plugin_cache import clash_hint
 from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 
@@ -54,6 +55,11 @@ class PassOrigin:
     @classmethod
     def of_plugin(cls, plugin: PluginOrigin, location: SourceLocation) -> PassOrigin:
         return cls(plugin.kind, location, plugin.entry_point, plugin.distribution, plugin.version)
+
+    def of_plugin_origin(self) -> PluginOrigin:
+        """The plugin origin this pass origin was made from (`of_plugin`)."""
+        return PluginOrigin(self.kind, self.location.file if self.location else None,
+                            self.entry_point, self.distribution, self.version)
 
     def __str__(self) -> str:
         if self.kind == "builtin":
@@ -149,14 +155,18 @@ class PassRegistry:
         installed = next((e.origin for e in (known, entry) if e.origin.kind == "entry_point"),
                          None)
         in_process = next((e for e in (known, entry) if e.origin.kind == "in_process"), None)
-        hint = (leave_installed_out_hint(installed.entry_point)
-                if installed is not None and installed.entry_point
-                else unregister_hint(in_process.descriptor) if in_process is not None else "")
+        hint = (clash_hint((entry.descriptor.class_name, entry.origin.of_plugin_origin()),
+                           (known.descriptor.class_name, known.origin.of_plugin_origin()))
+                or (leave_installed_out_hint(installed.entry_point, installed.distribution)
+                    if installed is not None and installed.entry_point
+                    else unregister_hint(in_process.descriptor) if in_process is not None
+                    else ""))
         raise DuplicatePassNameError(
             f"python pass name already exists: {entry.name}; "
             f"{entry.descriptor.class_name} ({entry.origin}) reuses the name of "
             f"{known.descriptor.class_name} ({known.origin}){hint}",
             previous_location=known.descriptor.location,
+            class_name=entry.descriptor.class_name,
             pass_name=entry.name,
             stage=entry.stage.value,
             location=entry.descriptor.location,

@@ -49,6 +49,7 @@ from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
     entry_point_id,
     entry_point_key,
+    is_disabled,
     load_entry_point,
     loaded_entry_point,
     plugin_entry_points,
@@ -248,7 +249,7 @@ class PluginLoader:
             self._warn_unknown(options.disabled_plugins, installed)
             wanted = []
             for ep, key in installed:
-                if ep.name in options.disabled_plugins or key in options.disabled_plugins:
+                if is_disabled(ep, options.disabled_plugins):
                     report.disabled.append(key)
                 else:
                     wanted.append((ep, key))
@@ -299,8 +300,8 @@ class PluginLoader:
 
     def _warn_unknown(self, disabled: Iterable[str],
                       installed: list[tuple[EntryPoint, str]]) -> None:
-        known = {ep.name for ep, _ in installed} | {key for _, key in installed}
-        unknown = sorted(n for n in disabled if n not in known and n not in self._warned_unknown)
+        unknown = sorted(n for n in disabled if n not in self._warned_unknown
+                         and not any(is_disabled(ep, (n,)) for ep, _ in installed))
         if not unknown:
             return
         self._warned_unknown.update(unknown)
@@ -317,7 +318,7 @@ class PluginLoader:
         off = options.disable_plugin_autoload or self.autoload_off_by_environment()
         disabled = options.disabled_plugins
         return [plugin for plugin in loaded_plugins() if plugin.origin.kind == "entry_point"
-                and (off or any(n in disabled for n in plugin.origin.entry_point_names()))]
+                and (off or plugin.origin.disabled_by(disabled))]
 
     # -- explicit pass paths ----------------------------------------------------------------
     def load_paths(

@@ -8,6 +8,7 @@ of them can be disabled by name (`name` or `distribution:name`) before it is imp
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
@@ -15,17 +16,17 @@ from collections.abc import Collection
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
-from ge.errors import DuplicatePassNameError, PassRegisterTypeError, SourceLocation
+from ge.errors import PassRegisterTypeError, SourceLocation
 from ge.passes.loader import (
     LOAD_LOCK,
     LoadedPlugin,
     PluginOrigin,
     descriptors_in_module,
     import_isolated,
-    leave_installed_out_hint,
     publish_plugin,
     reuse_cached,
 )
+from ge.passes.plugin_cache import disables
 from ge.passes.registry import PassDescriptor
 from ge.passes.source import definition_location, hook_location
 
@@ -43,10 +44,17 @@ ENTRY_POINT_GROUP = "ge.passes.plugins"
 
 
 def _distribution(ep: EntryPoint) -> tuple[str, str]:
+    """The name and version of `ep`'s distribution, as its metadata reads now: when the
+    metadata it was listed with went (an upgrade in the running process replaced it), the
+    distribution installed now that has this entry point."""
     dist = getattr(ep, "dist", None)
+    if dist is not None and dist.metadata["Name"] is None:
+        dist = next((found.dist for found in entry_points(group=ENTRY_POINT_GROUP, name=ep.name)
+                     if found.value == ep.value and found.dist is not None
+                     and found.dist.metadata["Name"] is not None), None)
     if dist is None:
         return "<unknown>", "<unknown>"
-    return str(dist.metadata["Name"] or dist.name), str(dist.version)
+    return str(dist.metadata["Name"]), str(dist.version)
 
 
 def entry_point_id(ep: EntryPoint) -> str:
@@ -61,15 +69,21 @@ def plugin_entry_points() -> list[EntryPoint]:
 
 
 def is_disabled(ep: EntryPoint, disabled: Collection[str]) -> bool:
-    """Whether `ep` is disabled by its name or by `distribution:name`."""
-    return ep.name in disabled or entry_point_id(ep) in disabled
+    """Whether `ep` is disabled by its name or by `distribution:name` (the distribution in
+    any spelling that normalises alike: `teamc_fusions:name` for `teamc-fusions`)."""
+    return bool(disabled) and disables(disabled, ep.name, _distribution(ep)[0])
+
+
+def _label(ep: EntryPoint) -> str:
+    """`name = value (distribution version)`: how errors name an entry point."""
+    return f"{ep.name} = {ep.value} ({' '.join(_distribution(ep))})"
 
 
 def _registered(cls: type, ep: EntryPoint) -> PassDescriptor:
     descriptor = getattr(cls, "__ge_pass_descriptor__", None)
     if not isinstance(descriptor, PassDescriptor) or descriptor.cls is not cls:
         raise PassRegisterTypeError(
-            f"entry point {ep.name} provides class {cls.__name__}, which is not a registered "
+            f"entry point {_label(ep)} provides class {cls.__name__}, which is not a registered "
             "pass; decorate it with @register_fusion_pass or @register_decompose_pass",
             location=definition_location(cls),  # its class statement: where to decorate it
         )
@@ -111,7 +125,7 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
         return module, [_registered(target, ep)]
     if not callable(target):
         raise PassRegisterTypeError(
-            f"entry point {ep.name} = {ep.value} names neither a module nor a callable",
+            f"entry point {_label(ep)} names neither a module nor a callable",
             location=_module_file(module),
         )
     result = target()
@@ -120,7 +134,7 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
     where = _callable_location(target, module)
     if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
         raise PassRegisterTypeError(
-            f"entry point {ep.name} returned {type(result).__name__}; expected None or an "
+            f"entry point {_label(ep)} returned {type(result).__name__}; expected None or an "
             "iterable of registered pass classes",
             location=where,
         )
@@ -128,7 +142,7 @@ def _resolve(ep: EntryPoint) -> tuple[ModuleType | None, list[PassDescriptor]]:
     for item in result:
         if not (isinstance(item, type) and issubclass(item, FusionBasePass)):
             raise PassRegisterTypeError(
-                f"entry point {ep.name} returned {item!r}; expected registered pass classes",
+                f"entry point {_label(ep)} returned {item!r}; expected registered pass classes",
                 location=where,
             )
         descriptors.append(_registered(item, ep))
@@ -161,28 +175,17 @@ def load_entry_point(ep: EntryPoint) -> LoadedPlugin:
         cached = reuse_cached(key)  # (the import waited for may have been this one)
         if cached is not None:
             return cached
-        target = f"entry point {ep.name} = {ep.value} ({dist_name} {version})"
-        try:
-            return _import_and_publish(ep, key, target, dist_name, version)
-        except DuplicatePassNameError as err:  # (its pass shadows one of a path, say)
-            hint = leave_installed_out_hint(f"{ep.name} = {ep.value}")
-            if hint not in err.message:
-                err.message += hint
-            raise
+        origin = PluginOrigin("entry_point", entry_point=f"{ep.name} = {ep.value}",
+                              distribution=dist_name, version=version)
+        return _import_and_publish(ep, key, f"entry point {origin.entry_point} "
+                                   f"({dist_name} {version})", origin)
 
 
-def _import_and_publish(ep: EntryPoint, key: str, target: str, dist_name: str,
-                        version: str) -> LoadedPlugin:
+def _import_and_publish(ep: EntryPoint, key: str, target: str,
+                        origin: PluginOrigin) -> LoadedPlugin:
     """Import entry point `ep` in isolation and publish it (under `LOAD_LOCK`)."""
-    imported = import_isolated(lambda: _resolve(ep), target=target)
-    module_file = getattr(imported.module, "__file__", None)
-    origin = PluginOrigin(
-        "entry_point",
-        module_file,
-        entry_point=f"{ep.name} = {ep.value}",
-        distribution=dist_name,
-        version=version,
-    )
+    imported = import_isolated(lambda: _resolve(ep), target=target, origin=origin)
+    origin = dataclasses.replace(origin, path=getattr(imported.module, "__file__", None))
     plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
                           custom_ops=imported.custom_ops)
     publish_plugin(key, plugin, target, imported.library_ops)

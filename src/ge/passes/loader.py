@@ -166,6 +166,7 @@ def import_isolated(
     target: str,
     roots: tuple[Path, ...] = (),
     own_module: str | None = None,
+    origin: PluginOrigin | None = None,
 ) -> Imported:
     """Run `run` (an import) so that a failure leaves no registration and no module behind.
 
@@ -173,7 +174,8 @@ def import_isolated(
     The passes it registers are kept aside (`registrations_aside`): the caller publishes
     them (`publish_plugin`). The plugin owns `own_module` and the other modules it added
     from inside `roots`, and the custom operators registered meanwhile, but those of a
-    library (`_plugin_ops`).
+    library (`_plugin_ops`). A pass-name clash says how to leave one side out, knowing
+    the importing plugin's `origin` (`hint_clash`).
     """
     before = set(sys.modules)
     kept: list[CustomOp] = []  # (what the operators' aside keeps: published with the plugin)
@@ -190,7 +192,7 @@ def import_isolated(
             purge_modules(owned)
             remove_custom_ops(_plugin_ops(ops, new, owned))
             if isinstance(exc, DuplicatePassNameError):
-                hint_clash(exc)
+                hint_clash(exc, origin)
             if (isinstance(exc, (KeyboardInterrupt, PassRegisterError, PluginLoadError))
                     or interrupt_behind(exc) is not None):  # (a signal, wrapped: not the plugin's)
                 raise
@@ -335,7 +337,7 @@ def publish_plugin(key: str, plugin: LoadedPlugin, target: str,
         if not isinstance(err, GeError):
             raise
         if isinstance(err, DuplicatePassNameError):
-            hint_clash(err)
+            hint_clash(err, plugin.origin)
         if isinstance(err, PassRegisterError):
             raise
         error = load_error(target, err)
@@ -376,7 +378,8 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
 
     own = None if adopted is not None else source.module_name
     with guard_helpers(source, roots, CACHE.plugins, CACHE.lock) as guard:
-        imported = import_isolated(run, target=target, roots=roots, own_module=own)
+        imported = import_isolated(run, target=target, roots=roots, own_module=own,
+                                   origin=origin)
     try:
         files = [sys.modules.get(name) for name in imported.owned_modules]
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors,

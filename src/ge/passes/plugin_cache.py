@@ -13,6 +13,7 @@ it, the edited file is loaded beside it instead, as a copy (`cached_source`).
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -41,6 +42,9 @@ __all__ = [
     "PluginLoadReport",
     "PluginOrigin",
     "cached_source",
+    "canonical_distribution",
+    "clash_hint",
+    "disables",
     "hint_clash",
     "in_process_plugin",
     "leave_installed_out_hint",
@@ -51,6 +55,25 @@ __all__ = [
     "unload_plugins",
     "unregister_hint",
 ]
+
+
+def canonical_distribution(name: str) -> str:
+    """A distribution's name as pip and importlib.metadata normalise it (PEP 503): `-`, `_`
+    and `.` runs are one `-`, lower case (`teamc_fusions` and `TeamC.Fusions` are
+    `teamc-fusions`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def disables(disabled: Iterable[str], name: str, distribution: str | None) -> bool:
+    """Whether a name of `disabled` (`ge.passes.disabled_plugins`) names the entry point
+    `name` of `distribution`: by `name`, or by `distribution:name` in any spelling of the
+    distribution that normalises alike (`canonical_distribution`)."""
+    qualified = f"{canonical_distribution(distribution or '')}:{name}"
+    for given in disabled:
+        dist, sep, entry = given.rpartition(":")
+        if given == name or (sep and f"{canonical_distribution(dist)}:{entry}" == qualified):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -68,13 +91,18 @@ class PluginOrigin:
             return f"entry point {self.entry_point} ({self.distribution} {self.version})"
         return str(self.path)
 
-    def entry_point_names(self) -> tuple[str, ...]:
-        """The names an entry point is disabled by (`name`, `distribution:name`); () for
-        a plugin of another kind."""
+    @property
+    def entry_point_name(self) -> str | None:
+        """The entry point's name (`name` of `name = module:attr`); None for another kind."""
         if self.kind != "entry_point" or not self.entry_point:
-            return ()
-        name = self.entry_point.partition(" = ")[0]
-        return (name, f"{self.distribution}:{name}")
+            return None
+        return self.entry_point.partition(" = ")[0]
+
+    def disabled_by(self, disabled: Iterable[str]) -> bool:
+        """Whether `ge.passes.disabled_plugins` naming `disabled` leaves this plugin out
+        (`disables`); never a plugin of another kind than an entry point."""
+        name = self.entry_point_name
+        return name is not None and disables(disabled, name, self.distribution)
 
 
 @dataclass(frozen=True)
@@ -208,13 +236,34 @@ class _PluginCache:
 CACHE = _PluginCache()
 
 
-def leave_installed_out_hint(entry_point: str) -> str:
-    """What to add to a pass-name clash with an installed plugin's pass (entry point
-    `"name = module:attr"`): the option that leaves that plugin out, so the other runs."""
-    name = entry_point.partition(" = ")[0]
-    return (f"; to run the other one, leave the installed plugin out: --option "
-            f"ge.passes.disabled_plugins={name} (ge.compile's "
+def _leave_out(distribution: str | None, entry_point: str) -> str:
+    """The option leaving out exactly the entry point `entry_point` (`name = module:attr`) of
+    `distribution`: by `distribution:name`, which another distribution's entry point of the
+    same name does not match."""
+    name = f"{distribution}:{entry_point.partition(' = ')[0]}"
+    return (f"--option ge.passes.disabled_plugins={name} (ge.compile's "
             f"options={{'ge.passes.disabled_plugins': '{name}'}})")
+
+
+def leave_installed_out_hint(entry_point: str, distribution: str | None) -> str:
+    """What to add to a pass-name clash with an installed plugin's pass (entry point
+    `"name = module:attr"` of `distribution`): the option that leaves that plugin out, so
+    the other runs."""
+    return ("; to run the other one, leave the installed plugin out: "
+            f"{_leave_out(distribution, entry_point)}")
+
+
+def clash_hint(new: tuple[str, PluginOrigin], old: tuple[str, PluginOrigin]) -> str:
+    """What to add to a clash of pass class `new[0]` with `old[0]` (each with its plugin's
+    origin) when both are installed plugins' passes: each side named (entry point,
+    distribution, version), and the option that runs each one; "" unless both are."""
+    if not (new[1].entry_point_name and old[1].entry_point_name):
+        return ""
+    parts = [f"{cls} is {origin}" for cls, origin in (new, old)]
+    ways = [f"to run {cls} ({origin.distribution}), leave the other out: "
+            f"{_leave_out(other.distribution, other.entry_point or '')}"
+            for (cls, origin), (_, other) in ((new, old), (old, new))]
+    return f"; {parts[0]}, {parts[1]}; {'; '.join(ways)}"
 
 
 def unregister_hint(descriptor: PassDescriptor) -> str:
@@ -226,16 +275,25 @@ def unregister_hint(descriptor: PassDescriptor) -> str:
             "it out")
 
 
-def hint_clash(err: DuplicatePassNameError) -> None:
-    """Add to a clash with an earlier pass how to leave that one out: the option for a
-    loaded entry point's, the unregistering call for one the user's code registered."""
+def hint_clash(err: DuplicatePassNameError, new: PluginOrigin | None = None) -> None:
+    """Add to a clash with an earlier pass how to leave one out: when the plugin whose
+    import or publication clashed (`new`) and the earlier pass's are both installed, both
+    named and the option that runs each; else the option for the installed one's, or the
+    unregistering call for one the user's code registered."""
     previous = get_registered_pass_by_name(err.pass_name or "")
-    for plugin in CACHE.plugins():
-        if previous is not None and any(d is previous for d in plugin.descriptors):
-            if plugin.origin.kind == "entry_point" and plugin.origin.entry_point:
-                err.message += leave_installed_out_hint(plugin.origin.entry_point)
-            return
-    if previous is not None:
+    if previous is None:
+        return
+    owner = next((plugin.origin for plugin in CACHE.plugins()
+                  if any(d is previous for d in plugin.descriptors)), None)
+    both = clash_hint((err.class_name or "", new), (previous.class_name, owner)) if (
+        owner is not None and new is not None) else ""
+    if both:
+        err.message += both
+    elif owner is not None and owner.entry_point:
+        err.message += leave_installed_out_hint(owner.entry_point, owner.distribution)
+    elif new is not None and new.entry_point:
+        err.message += leave_installed_out_hint(new.entry_point, new.distribution)
+    elif owner is None:
         err.message += unregister_hint(previous)
 
 

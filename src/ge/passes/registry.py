@@ -267,6 +267,7 @@ def _duplicate_name_error(new: PassDescriptor, old: PassDescriptor) -> Duplicate
         f"python pass name already exists: {new.pass_name}; {new.class_name} at {new.location} "
         f"reuses the name of {old.class_name} at {old.location}",
         previous_location=old.location,
+        class_name=new.class_name,
         pass_name=new.pass_name,
         stage=new.stage.value,
         location=new.location,

@@ -1,0 +1,114 @@
+"""Two installed distributions bringing a pass of one name (user trial B): the E13030 names
+each side (distribution, version, entry point, file:line) and gives, for each, the option
+that leaves out exactly the other one, which then compiles; `distribution:name` is accepted
+in any spelling of the distribution that pip and importlib.metadata normalise alike."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import onnx
+import pytest
+from cli_helpers import run_ge
+from onnx import TensorProto, helper
+
+import ge
+from plugin_fixtures import install_distribution
+
+pytestmark = pytest.mark.ge_entry_points  # the isolation lets installed plugins autoload
+
+PASS = """
+from ge.passes import FusionBasePass, register_fusion_pass
+
+
+@register_fusion_pass(name="FuseIt", stage="BeforeInferShape")
+class {cls}(FusionBasePass):
+    def run(self, graph, context):
+        graph.find_node_by_name("relu").set_metadata("by", "{cls}")
+        return True
+"""
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "relu.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_name: str) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    install_distribution(site, "teama-fusions", {"matmul_add": PASS.format(cls="TeamA")},
+                         version="1.0.0")
+    install_distribution(site, "teamc-fusions", {second_name: PASS.format(cls="TeamC")},
+                         version="0.1.0")
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def _refused(model: Path, out: Path) -> str:
+    """`ge compile --json` refused with E13030: its message, after checking nothing was
+    written and the model is as it was."""
+    before = model.read_bytes()
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json")
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["type"]) == ("E13030", "DuplicatePassNameError")
+    assert error["message"].startswith("python pass name already exists: FuseIt; ")
+    assert not out.exists() and model.read_bytes() == before
+    return str(error["message"])
+
+
+def _ran_by(model: Path, out: Path, disabled: str) -> str:
+    """Compile leaving `disabled` out: which class's FuseIt ran (the mark it left). As a
+    `ge compile` process of its own: the two plugins are never loaded in one lifetime."""
+    ge.finalize()
+    code, stdout, err = run_ge("compile", str(model), "-o", str(out), "--no-builtin", "--json",
+                               "--option", f"ge.passes.disabled_plugins={disabled}")
+    assert code == 0, stdout + err
+    assert json.loads(stdout)["warnings"] == []
+    (relu,) = onnx.load(out).graph.node
+    return {p.key: p.value for p in relu.metadata_props}["by"]
+
+
+@pytest.mark.parametrize("second_name", ["matmul_add", "fuse"])
+def test_the_clash_names_each_side_and_the_option_that_runs_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path, second_name: str) -> None:
+    site = _install(tmp_path, monkeypatch, second_name)
+    err = _refused(model, tmp_path / "out.onnx")
+    a_file = site / "teama_fusions_pkg" / "matmul_add.py"
+    c_file = site / "teamc_fusions_pkg" / f"{second_name}.py"
+    assert (f"TeamC at {c_file}:6 reuses the name of TeamA at {a_file}:6; TeamC is entry point "
+            f"{second_name} = teamc_fusions_pkg.{second_name} (teamc-fusions 0.1.0), TeamA is "
+            "entry point matmul_add = teama_fusions_pkg.matmul_add (teama-fusions 1.0.0); ") in err
+    ways = re.findall(r"to run (\w+) \(([\w-]+)\), leave the other out: --option "
+                      r"ge\.passes\.disabled_plugins=(\S+) ", err)
+    assert ways == [("TeamC", "teamc-fusions", "teama-fusions:matmul_add"),
+                    ("TeamA", "teama-fusions", f"teamc-fusions:{second_name}")]
+    assert "leave the installed plugin out" not in err  # (no unqualified hint, twice or once)
+    for cls, _, disabled in ways:  # each option leaves out exactly one: the other's runs
+        assert _ran_by(model, tmp_path / f"{cls}.onnx", disabled) == cls
+
+
+@pytest.mark.parametrize("spelling", ["teamc_fusions:matmul_add", "TeamC.Fusions:matmul_add"])
+def test_a_distribution_is_named_in_any_spelling_that_normalises_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path, spelling: str) -> None:
+    """`teamc_fusions:matmul_add` gave "unknown plugin ... ignored" and then the E13030."""
+    _install(tmp_path, monkeypatch, "matmul_add")
+    assert _ran_by(model, tmp_path / "out.onnx", spelling) == "TeamA"
+    code, stdout, _ = run_ge("passes", "list", "--json", "--option",
+                             f"ge.passes.disabled_plugins={spelling}")
+    assert code == 0
+    payload = json.loads(stdout)
+    assert payload["disabled"] == ["teamc-fusions:matmul_add"] and payload["warnings"] == []
+    # the bare name still leaves out both (it names both entry points), as documented
+    code, _, err = run_ge("compile", str(model), "-o", str(tmp_path / "none.onnx"), "-q",
+                          "--no-builtin", "--option", "ge.passes.disabled_plugins=matmul_add")
+    assert code == 0 and "warning" not in err
