@@ -116,3 +116,27 @@ def test_compile_disable_of_an_entry_point_name_says_how_to_leave_the_plugin_out
                              "--json", "--option", f"ge.passes.disabled_plugins={name}")
     assert code == 0
     assert [p["name"] for p in json.loads(stdout)["passes"]] == ["BetaPass"]
+
+
+@pytest.mark.parametrize("how", ["environment", "option"])
+def test_compile_disable_of_a_plugin_pass_with_autoloading_off_says_plugins_were_not_loaded(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Trial B: `GE_DISABLE_PLUGIN_AUTOLOAD=1 ge compile --disable AlphaPass` was a bare
+    "unknown pass": the GE1202 says the installed plugins were not loaded, and why."""
+    options = ["--option", "ge.passes.disable_plugin_autoload=true"] if how == "option" else []
+    if how == "environment":
+        monkeypatch.setenv("GE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    out = tmp_path / "out.onnx"
+    before = model.read_bytes()
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json",
+                             "--disable", "AlphaPass", *options)
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["type"]) == ("GE1202", "CompilerOptionError")
+    why = ("GE_DISABLE_PLUGIN_AUTOLOAD is set" if how == "environment"
+           else "the option ge.passes.disable_plugin_autoload is true")
+    assert error["message"].startswith(
+        "cannot disable unknown pass(es) AlphaPass (installed plugins were not loaded, as "
+        f"{why}: a pass of one is not known); known passes: ")
+    assert not out.exists() and model.read_bytes() == before

@@ -294,8 +294,12 @@ class CompilationPasses:
     def __init__(self, registry: PassRegistry, options: CompilerOptions,
                  skipped: list[GeError], lease: PathLease | None = None,
                  custom_ops: CustomOpView | None = None,
-                 built_patterns: BuiltPatterns | None = None) -> None:
+                 built_patterns: BuiltPatterns | None = None,
+                 plugins_off: str | None = None) -> None:
         self.registry = registry
+        #: why no installed plugin takes part (autoloading off), which a pass name unknown
+        #: to `registry` may be due to; None when they do
+        self.plugins_off = plugins_off
         self.built_patterns = built_patterns
         self.options = options
         self.skipped = skipped
@@ -352,9 +356,10 @@ def _chosen(engine: _Engine, options: Mapping[str, str] | None,
     merged = engine.options.merged(options)
     registry, skipped, ops = _registry_for(engine, merged)
     view = CustomOpView(ops, hidden=engine.loader.left_out_custom_ops(merged))
+    plugins_off = engine.loader.autoload_off_reason(merged)
     if pass_paths is None:
         return CompilationPasses(registry, merged, skipped, custom_ops=view,
-                                 built_patterns=engine.built_patterns)
+                                 built_patterns=engine.built_patterns, plugins_off=plugins_off)
     lease = engine.loader.lease_paths_into(view, pass_paths, merged)
     try:
         registry, extra = _build_registry(registry, lease.report, merged)
@@ -362,13 +367,14 @@ def _chosen(engine: _Engine, options: Mapping[str, str] | None,
         lease.release()
         raise
     return CompilationPasses(registry, merged, skipped + extra, lease, view,
-                             engine.built_patterns)
+                             engine.built_patterns, plugins_off)
 
 
 def check_pass_names(registry: PassRegistry, names: Iterable[str],
-                     verb: str = "disable") -> frozenset[str]:
+                     verb: str = "disable", plugins_off: str | None = None) -> frozenset[str]:
     """`names` as a set, each the name of a pass in `registry`; CompilerOptionError if not
-    (saying what could not be done to them: `verb`)."""
+    (saying what could not be done to them: `verb`; and, when installed plugins are
+    present but not loaded, why: `plugins_off`, as `CompilationPasses.plugins_off`)."""
     chosen = frozenset(names)
     unknown = sorted(n for n in chosen if n not in registry)
     if unknown:
@@ -380,8 +386,10 @@ def check_pass_names(registry: PassRegistry, names: Iterable[str],
                    else f"{name} (did you mean {close[0]}?)" if close else name
                    for name in unknown
                    for close in [difflib.get_close_matches(name, names, n=1, cutoff=0.8)]]
+        off = (f" (installed plugins were not loaded, as {plugins_off}: a pass of one is "
+               "not known)" if plugins_off and _entry_point_names() else "")
         raise CompilerOptionError(
-            f"cannot {verb} unknown pass(es) {', '.join(guesses)}; known passes: "
+            f"cannot {verb} unknown pass(es) {', '.join(guesses)}{off}; known passes: "
             f"{', '.join(names)}")
     return chosen
 
@@ -404,12 +412,13 @@ def _entry_point_names() -> dict[str, str]:
 
 
 def passes_not_run(registry: PassRegistry, disable: Iterable[str],
-                   enable: Iterable[str] = ()) -> frozenset[str]:
+                   enable: Iterable[str] = (), plugins_off: str | None = None) -> frozenset[str]:
     """The passes a compilation leaves out: those `disable` names and the built-ins that are
     off by default unless `enable` names them (each name checked: CompilerOptionError for
-    an unknown one, or one both enabled and disabled)."""
-    disabled = check_pass_names(registry, disable)
-    enabled = check_pass_names(registry, enable, "enable")
+    an unknown one, saying why installed plugins' passes are not known when `plugins_off`,
+    or one both enabled and disabled)."""
+    disabled = check_pass_names(registry, disable, plugins_off=plugins_off)
+    enabled = check_pass_names(registry, enable, "enable", plugins_off)
     both = sorted(disabled & enabled)
     if both:
         raise CompilerOptionError(f"pass(es) {', '.join(both)} both enabled and disabled")
@@ -515,7 +524,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
         switched_on, switched_off = _switched(registry, switch_file)
         disable = set(disable) | (switched_off - set(enable))
         enable = set(enable) | (switched_on - set(disable))
-    disabled = passes_not_run(registry, disable, enable)
+    disabled = passes_not_run(registry, disable, enable, passes.plugins_off)
     observers = list(observers)
     for observer in observers:  # a dump level naming no step nor pass would dump nothing
         if isinstance(observer, GraphDumper):

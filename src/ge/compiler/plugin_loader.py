@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
-from ge.compiler.options import CompilerOptions
+from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
 from ge.errors import (
     CompileWarning,
     GeError,
@@ -224,6 +224,15 @@ class PluginLoader:
             if self._autoload_off is None:
                 self._autoload_off = environment_disables_autoload(self._environ)
             return self._autoload_off
+
+    def autoload_off_reason(self, options: CompilerOptions) -> str | None:
+        """Why a compilation with `options` loads no installed plugin (the environment
+        variable, or the option), or None when it loads them."""
+        if self.autoload_off_by_environment():
+            return f"{ENV_DISABLE_PLUGIN_AUTOLOAD} is set"
+        if options.disable_plugin_autoload:
+            return f"the option {OPTION_DISABLE_PLUGIN_AUTOLOAD} is true"
+        return None
 
     # -- entry points -----------------------------------------------------------------------
     def entry_points_for(self, options: CompilerOptions) -> PluginLoadReport:
