@@ -18,7 +18,7 @@ from types import FrameType, TracebackType
 from ge.errors import SourceLocation
 
 __all__ = ["caller_location", "innermost_user_location", "is_internal_file", "is_library_file",
-           "traceback_location", "within"]
+           "outermost_user_location", "traceback_location", "within"]
 
 _GE_ROOT = os.path.dirname(os.path.abspath(__file__))
 #: The standard library's import machinery (`importlib` and `importlib.metadata`).
@@ -72,6 +72,18 @@ def traceback_location(
             outside = SourceLocation(filename, tb.tb_lineno)
         tb = tb.tb_next
     return in_roots if only_within else in_roots or outside
+
+
+def outermost_user_location(tb: TracebackType | None) -> SourceLocation | None:
+    """The outermost traceback frame that is neither `ge`'s nor the import machinery's:
+    in a plugin's failed import, the plugin's own line (its module body's, or its entry
+    point's callable's) that raised or imported what raised."""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not is_internal_file(filename):
+            return SourceLocation(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return None
 
 
 @functools.cache

@@ -207,15 +207,13 @@ class ModelSaveError(GeError, OSError):
     code = "GE1104"
 
 
-class PassRunError(GeError):
-    """E13028: a pass failed while running; the graph was left as the pass found it.
+class UserCodeError(GeError):
+    """An error of the user's code (a pass's run, a plugin's import) that raised.
 
-    `location` is the line of the pass's own file (its hook's line that raised, or called
-    what raised); `raised_in` the innermost line of the user's code that raised, when that
-    is in another file (a helper module beside the pass): `(at p.py:12, raised in
+    `location` is the line of the pass's or plugin's own file (the line that raised, or
+    called what raised); `raised_in` the innermost line of the user's code that raised,
+    when that is in another file (a helper module beside it): `(at p.py:12, raised in
     _helpers.py:3)`. None otherwise."""
-
-    code = "E13028"
 
     def __init__(self, message: str, *, pass_name: str | None = None,
                  stage: str | None = None, location: SourceLocation | None = None,
@@ -236,8 +234,17 @@ class PassRunError(GeError):
         return context
 
 
-class PluginLoadError(GeError):
-    """E13029: a pass plugin could not be loaded (import failed, bad path, name clash)."""
+class PassRunError(UserCodeError):
+    """E13028: a pass failed while running; the graph was left as the pass found it
+    (`location` the pass file's line, `raised_in` a helper's: `UserCodeError`)."""
+
+    code = "E13028"
+
+
+class PluginLoadError(UserCodeError):
+    """E13029: a pass plugin could not be loaded (import failed, bad path, name clash);
+    an import that raised in a helper module names the plugin's own line that imported
+    it (`location`) and the helper's (`raised_in`: `UserCodeError`)."""
 
     code = "E13029"
 

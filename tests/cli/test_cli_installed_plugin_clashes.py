@@ -112,3 +112,64 @@ def test_a_distribution_is_named_in_any_spelling_that_normalises_alike(
     code, _, err = run_ge("compile", str(model), "-o", str(tmp_path / "none.onnx"), "-q",
                           "--no-builtin", "--option", "ge.passes.disabled_plugins=matmul_add")
     assert code == 0 and "warning" not in err
+
+
+def test_a_skipped_plugin_is_told_once_and_its_helper_import_names_both_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path) -> None:
+    """An ImportError raised in a plugin's helper module named only `_helper.py:1`: the
+    E13029 names the plugin's importing line as its location and the helper's as
+    `raised_in`, as E13028 does. Under continue_on_plugin_error it is told once (a stderr
+    warning), not also as a stdout "skipped plugin:" line."""
+    site = tmp_path / "site"
+    site.mkdir()
+    package = install_distribution(site, "teamd-broken", {
+        "innerimp": PASS.format(cls="TeamD") + "\nfrom teamd_broken_pkg._helper import x\n"})
+    (site / package / "_helper.py").write_text("from ge.passes import no_such_name_in_ge\n")
+    monkeypatch.syspath_prepend(str(site))
+    own, helper = site / package / "innerimp.py", site / package / "_helper.py"
+
+    before = model.read_bytes()
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(tmp_path / "no.onnx"), "--json")
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["type"]) == ("E13029", "PluginLoadError")
+    assert error["message"].startswith(
+        "Failed to load custom fusion pass lib entry point innerimp = teamd_broken_pkg.innerimp "
+        "(teamd-broken 1.0). Reason: ImportError: cannot import name 'no_such_name_in_ge'")
+    assert (error["location"], error["raised_in"]) == (f"{own}:11", f"{helper}:1")
+    assert not (tmp_path / "no.onnx").exists() and model.read_bytes() == before
+
+    ge.finalize()
+    code, stdout, err = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"), "-q",
+                               "--option", "ge.passes.continue_on_plugin_error=true")
+    assert code == 0, err
+    assert err.count("python pass plugin skipped: [E13029]") == 1, err
+    assert f"(at {own}:11, raised in {helper}:1)" in err
+    assert "skipped plugin" not in stdout and "E13029" not in stdout
+
+
+def test_what_a_callable_entry_point_returned_names_its_distribution(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    package = install_distribution(site, "teamh-odd", {"hooks": "CONST = 42\n"
+                                                       "def returns_str():\n"
+                                                       "    return 'TeamHSomething'\n"})
+    (site / "teamh_odd-1.0.dist-info" / "entry_points.txt").write_text(
+        f"[ge.passes.plugins]\nretstr = {package}.hooks:returns_str\n"
+        f"notcallable = {package}.hooks:CONST\n")
+    monkeypatch.syspath_prepend(str(site))
+    for name, value, what in [
+            ("notcallable", f"{package}.hooks:CONST", "names neither a module nor a callable"),
+            ("retstr", f"{package}.hooks:returns_str",
+             "returned str; expected None or an iterable of registered pass classes")]:
+        ge.finalize()
+        before = model.read_bytes()
+        code, stdout, _ = run_ge("compile", str(model), "-o", str(tmp_path / "no.onnx"),
+                                 "--json", "--option", "ge.passes.disabled_plugins="
+                                 + ("retstr" if name == "notcallable" else "notcallable"))
+        assert code == 1
+        error = json.loads(stdout)
+        assert (error["code"], error["type"]) == ("E13030", "PassRegisterTypeError")
+        assert error["message"] == f"entry point {name} = {value} (teamh-odd 1.0) {what}"
+        assert not (tmp_path / "no.onnx").exists() and model.read_bytes() == before

@@ -206,8 +206,6 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     if not quiet:
         con.print(ops_table(report.ops_before, report.ops_after))
     con.print(report.summary())
-    for skipped in report.skipped_plugins:
-        con.print(f"skipped plugin: {escape(str(skipped))}")
     for hint in hints:
         con.print(f"hint: {escape(str(hint))}")
     if result.verification is not None:

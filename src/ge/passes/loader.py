@@ -37,6 +37,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ge._signals import interrupt_behind
+from ge._user_code import outermost_user_location
 from ge.errors import (
     DuplicatePassNameError,
     GeError,
@@ -78,7 +79,7 @@ from ge.passes.registry import (
     registrations_aside,
     unregister_passes,
 )
-from ge.passes.source import traceback_location
+from ge.passes.source import same_file, traceback_location
 
 __all__ = [
     "LOAD_LOCK",
@@ -129,11 +130,17 @@ def _imported_from(path: Path) -> ModuleType | None:
 
 
 def load_error(target: str, exc: BaseException, roots: Iterable[Path] = ()) -> PluginLoadError:
-    """E13029 for a plugin whose import raised `exc`, pointing at the user's file and line."""
+    """E13029 for a plugin whose import raised `exc`, pointing at the user's file and line:
+    the plugin's own line, and, when what raised is in another file (a helper module it
+    imports), that line too (`raised_in`), as E13028 does."""
     if isinstance(exc, SyntaxError) and exc.filename:
         location: SourceLocation | None = SourceLocation(exc.filename, exc.lineno)
     else:
         location = traceback_location(exc.__traceback__, roots)
+    own = outermost_user_location(exc.__traceback__)
+    raised_in = None
+    if own is not None and location is not None and not same_file(own.file, location.file):
+        location, raised_in = own, location
     shown: BaseException = exc
     if isinstance(exc, GeError) and exc.location is not None and exc.location == location:
         shown = copy.copy(exc)  # its "(at file:line)" is the E13029's own: said once
@@ -143,6 +150,7 @@ def load_error(target: str, exc: BaseException, roots: Iterable[Path] = ()) -> P
         f"Failed to load custom fusion pass lib {target}. Reason: {reason}.",
         location=location,
         path=target,
+        raised_in=raised_in,
     )
     error.__cause__ = exc
     return error
