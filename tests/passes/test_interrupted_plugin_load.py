@@ -89,7 +89,7 @@ def test_an_interrupted_load_leaves_no_module_and_the_next_load_sees_an_edit(
     assert _plugin_modules(folder) == []  # (unloaded after the compilation)
     call = 1 if "first" in where else 2  # (the second: the first plugin is published)
     if where.startswith("digesting"):
-        _interrupt_call(monkeypatch, loader, "_stamps", call)
+        _interrupt_call(monkeypatch, loader, "source_stamps", call)
     else:
         _interrupt_call(monkeypatch, CACHE, "publish", call)
     with pytest.raises(KeyboardInterrupt):

@@ -146,14 +146,24 @@ def _registry_for(engine: _Engine, options: CompilerOptions
 
 def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
     """A `CompileWarning` per plugin of the compiler whose files changed since it loaded
-    them: the compilation runs the code imported then (D13: read once, until finalize)."""
+    them: the compilation runs the code imported then (D13: read once, until finalize;
+    an installed plugin, an editable install's, stays imported for the process)."""
     for plugin in plugins:
         changed = plugin.changed_files()
-        if changed:
-            warn_user(CompileWarning(
-                f"plugin {plugin.origin} changed (or went) since the compiler loaded it "
-                f"({first_and_more(changed)}): this compilation runs the code imported "
-                "then; ge.finalize() makes the next compilation load it afresh"))
+        if not changed:
+            continue
+        if plugin.origin.kind == "entry_point":
+            name = f"{plugin.origin.distribution}:{plugin.origin.entry_point_name}"
+            how = ("an installed plugin stays imported for the life of the process, "
+                   "ge.finalize() included: restart the process to run the edited code, or "
+                   "give the file as a pass path with the installed plugin left out "
+                   f"(--option ge.passes.disabled_plugins={name})")
+        else:
+            how = "ge.finalize() makes the next compilation load it afresh"
+        warn_user(CompileWarning(
+            f"plugin {plugin.origin} changed (or went) since the compiler loaded it "
+            f"({first_and_more(changed)}): this compilation runs the code imported "
+            f"then; {how}"))
 
 
 def _warn_new(paths: list[Path]) -> None:

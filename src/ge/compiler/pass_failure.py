@@ -17,6 +17,7 @@ from ge.errors import (
     SourceLocation,
 )
 from ge.passes.hooks import hook_note
+from ge.passes.plugin_cache import loaded_plugins
 from ge.passes.source import (
     blamed_location,
     innermost_user_location,
@@ -121,6 +122,9 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
     said_at = f" (at {location or defined_at})"
     if reason.rstrip(".").endswith(said_at):
         reason = reason.rstrip(".")[: -len(said_at)]
+    if not entry.builtin and _edited_since_loaded(entry):
+        advice += (f" ({defined_at.file} changed since it was loaded: the code that ran, "
+                   "and the line named, are as it was then.)")
     return PassRunError(
         f"Failed to run {what} {entry.name}. Return code: {return_code}. "
         f"Reason: {_sentence(reason)}{advice}",
@@ -131,6 +135,16 @@ def run_error(entry: RegisteredPass, stage: str, return_code: str, reason: str,
         nodes=list(dict.fromkeys(nodes)),
         raised_in=raised_in,
     )
+
+
+def _edited_since_loaded(entry: RegisteredPass) -> bool:
+    """Whether the file of the pass's class changed since its plugin imported it (an
+    installed plugin edited in place, a plugin the compiler holds from its start): the
+    error's lines are the old code's. Asked of a failure only (a stat, rarely a read)."""
+    for plugin in loaded_plugins():
+        if any(d is entry.descriptor for d in plugin.descriptors):
+            return entry.descriptor.location.file in plugin.changed_files()
+    return False
 
 
 def _sentence(reason: str) -> str:

@@ -25,6 +25,7 @@ from ge.passes.loader import (
     import_isolated,
     publish_plugin,
     reuse_cached,
+    source_stamps,
 )
 from ge.passes.plugin_cache import disables
 from ge.passes.registry import PassDescriptor
@@ -186,7 +187,10 @@ def _import_and_publish(ep: EntryPoint, key: str, target: str,
     """Import entry point `ep` in isolation and publish it (under `LOAD_LOCK`)."""
     imported = import_isolated(lambda: _resolve(ep), target=target, origin=origin)
     origin = dataclasses.replace(origin, path=getattr(imported.module, "__file__", None))
+    # (its passes' files as imported: an editable install's edit is told, not run)
+    files = [sys.modules.get(d.cls.__module__) for d in imported.descriptors]
     plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
-                          custom_ops=imported.custom_ops)
+                          custom_ops=imported.custom_ops,
+                          stamps=source_stamps([imported.module, *files]))
     publish_plugin(key, plugin, target, imported.library_ops)
     return plugin

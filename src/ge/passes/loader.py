@@ -96,6 +96,7 @@ __all__ = [
     "loaded_plugins",
     "publish_plugin",
     "reuse_cached",
+    "source_stamps",
     "unload_all",
     "unload_plugins",
     "unregister_hint",
@@ -108,8 +109,8 @@ def _new_module_names(before: Collection[str]) -> list[str]:
     return [name for name in list(sys.modules) if name not in before]
 
 
-def _stamps(modules: Iterable[ModuleType | None]) -> tuple[FileStamp, ...]:
-    """The stamp of each module's source file, each file once."""
+def source_stamps(modules: Iterable[ModuleType | None]) -> tuple[FileStamp, ...]:
+    """The stamp of each module's source file, each file once (`LoadedPlugin.stamps`)."""
     found: dict[str, FileStamp] = {}
     for module in modules:
         file = getattr(module, "__file__", None)
@@ -392,7 +393,7 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
         files = [sys.modules.get(name) for name in imported.owned_modules]
         plugin = LoadedPlugin(origin, imported.module, imported.descriptors,
                               imported.owned_modules, imported.custom_ops,
-                              _stamps([imported.module, *files]), adopted=adopted is not None)
+                              source_stamps([imported.module, *files]), adopted=adopted is not None)
     except BaseException:
         # A Ctrl-C (or a signal handler's exception) while the files are digested: the
         # import is undone, or the next load would take the modules left in sys.modules

@@ -345,7 +345,9 @@ def _reuse(key: str) -> tuple[LoadedPlugin | None, list[str]]:
         if LOAD_LOCK.held():
             unload_plugins([cached])
         return None, []
-    changed = cached.changed_files()
+    # (an installed plugin stays imported, edited or not: each compilation warns of an
+    # edit, `stale_plugin_warning`)
+    changed = cached.changed_files() if cached.origin.kind != "entry_point" else []
     if changed:
         return cached, changed
     with CACHE.lock:  # (not unloaded meanwhile: its passes would outlive it)
