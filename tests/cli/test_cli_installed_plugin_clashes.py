@@ -173,3 +173,47 @@ def test_what_a_callable_entry_point_returned_names_its_distribution(
         assert (error["code"], error["type"]) == ("E13030", "PassRegisterTypeError")
         assert error["message"] == f"entry point {name} = {value} (teamh-odd 1.0) {what}"
         assert not (tmp_path / "no.onnx").exists() and model.read_bytes() == before
+
+
+def test_an_entry_point_registering_no_pass_is_told_as_a_pass_path_file_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path) -> None:
+    """An entry point naming a package whose `__init__` registers nothing, or a module whose
+    pass class lacks its decorator, loaded in silence, while the same file given as a pass
+    path warned "... is never run"."""
+    site = tmp_path / "site"
+    site.mkdir()
+    package = install_distribution(site, "teamh-odd", {"undecorated": """\
+        from ge.passes import FusionBasePass
+
+
+        class ForgotDecorator(FusionBasePass):
+            def run(self, graph, context):
+                return True
+        """})
+    (site / "teamh_odd-1.0.dist-info" / "entry_points.txt").write_text(
+        f"[ge.passes.plugins]\npkgonly = {package}\nundecorated = {package}.undecorated\n")
+    monkeypatch.syspath_prepend(str(site))
+    undecorated = site / package / "undecorated.py"
+    code, stdout, err = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"),
+                               "--json", "--no-builtin")
+    assert code == 0, err
+    assert [(w["category"], w["message"]) for w in json.loads(stdout)["warnings"]] == [
+        ("CompileWarning", "entry point pkgonly = teamh_odd_pkg (teamh-odd 1.0) registers no "
+         f"pass: importing module teamh_odd_pkg ({site / package / '__init__.py'}) registered "
+         "none, so ge runs nothing of it; an entry point of group ge.passes.plugins names the "
+         "module whose import registers passes (@register_fusion_pass, "
+         "@register_decompose_pass), or a callable that registers or returns them (or "
+         "registers custom operators)"),
+        ("PassDefinitionWarning", f"ForgotDecorator in {undecorated} is never run: the plugin "
+         "(entry point undecorated = teamh_odd_pkg.undecorated (teamh-odd 1.0)) registers no "
+         "pass, and ForgotDecorator has no @register_fusion_pass(name=..., stage=...) (at "
+         f"{undecorated}:4)")]
+
+    ge.finalize()  # the same file as a pass path, the installed plugin left out: as before
+    code, stdout, err = run_ge("compile", str(model), "-o", str(tmp_path / "out.onnx"),
+                               "--json", "--no-builtin", "--pass-path", str(undecorated),
+                               "--option", "ge.passes.disable_plugin_autoload=true")
+    assert code == 0, err
+    assert [w["message"] for w in json.loads(stdout)["warnings"]] == [
+        f"ForgotDecorator in {undecorated} is never run: the plugin registers no pass, and "
+        f"ForgotDecorator has no @register_fusion_pass(name=..., stage=...) (at {undecorated}:4)"]

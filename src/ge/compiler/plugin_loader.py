@@ -43,7 +43,12 @@ from ge.errors import (
     PluginPathSuffixError,
 )
 from ge.ops.registry import CustomOp, CustomOpView, process_custom_ops
-from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, warn_failures
+from ge.passes.bootstrap import (
+    ENV_PY_PASS_PATH,
+    discover_plugins,
+    warn_failures,
+    warn_registers_nothing,
+)
 from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.entry_points import (
     ENTRY_POINT_GROUP,
@@ -302,9 +307,13 @@ class PluginLoader:
             if self._closed:  # (finalized meanwhile: its passes must not outlive the loader)
                 unload_plugins([plugin])
                 raise PluginLoaderClosedError()
-            if key not in self._entry_plugins:
-                self._entry_plugins[key] = plugin
-                self._plugins.append(plugin)
+            if key in self._entry_plugins:
+                return []
+            self._entry_plugins[key] = plugin
+            self._plugins.append(plugin)
+        # (once per lifetime, as a path plugin of the environment is told)
+        warn_registers_nothing(plugin, {d.cls.__ge_pass_source__
+                                        for p in loaded_plugins() for d in p.descriptors})
         return []
 
     def _warn_unknown(self, disabled: Iterable[str],

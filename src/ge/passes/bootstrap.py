@@ -16,7 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from ge.errors import GeError, PassPathWarning, PluginLoadWarning, SourceLocation
+from ge.errors import (
+    CompileWarning,
+    GeError,
+    PassPathWarning,
+    PluginLoadWarning,
+    SourceLocation,
+)
 from ge.passes.discovery import (
     DEFAULT_MODULE_PREFIX,
     DEFAULT_PLUGIN_KIND,
@@ -52,6 +58,7 @@ __all__ = [
     "normalize_path_list",
     "scan_modules_from_path",
     "warn_failures",
+    "warn_registers_nothing",
 ]
 
 ENV_PY_PASS_PATH = "ASCEND_GE_PY_PASS_PATH"
@@ -96,17 +103,20 @@ def _load_sources(report: PluginLoadReport, item: Path, sources: list[PluginSour
             report.failures.append(err)
 
 
-def _warn_unregistered(module: ModuleType, registered: Collection[SourceLocation]) -> None:
+def _warn_unregistered(module: ModuleType, registered: Collection[SourceLocation],
+                       plugin: str) -> bool:
     """A `PassDefinitionWarning` at the class statement of each complete pass class a
     plugin that registers no pass defines (a pattern pass with its patterns and
     `replacement`, a decompose pass with `replacement`, a fusion pass with `run`), none of
     whose subclasses is registered: without `@register_fusion_pass` or
     `@register_decompose_pass` ge never runs it, and the plugin loaded in silence (trial EE).
     A base class a plugin's other passes build on has no complete hooks, or subclasses; a
-    class registered from another plugin (the same class statement) is registered."""
+    class registered from another plugin (the same class statement) is registered.
+    `plugin` is how the warning names the plugin; True if it warned."""
     from ge.errors import PassDefinitionWarning
     from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
 
+    warned = False
     for value in list(vars(module).values()):
         if (not isinstance(value, type) or value.__module__ != module.__name__
                 or not issubclass(value, FusionBasePass)
@@ -127,9 +137,49 @@ def _warn_unregistered(module: ModuleType, registered: Collection[SourceLocation
             continue
         where = value.__ge_pass_source__
         warn_user(PassDefinitionWarning(
-            f"{value.__name__} in {module.__file__} is never run: the plugin registers no "
+            f"{value.__name__} in {module.__file__} is never run: {plugin} registers no "
             f"pass, and {value.__name__} has no {decorator}(name=..., stage=...) (at {where})"),
             where)
+        warned = True
+    return warned
+
+
+def _registers_operators(plugin: LoadedPlugin, module: ModuleType) -> bool:
+    """Whether a plugin registered custom operators (`ge.ops.register_op`), which may be
+    all it is for: its own, or those its module's body registered (kept as a library's)."""
+    from ge.ops.registry import process_custom_ops
+
+    name = module.__name__
+    return bool(plugin.custom_ops) or any(
+        op.module is not None and (op.module == name or op.module.startswith(name + "."))
+        for op in process_custom_ops())
+
+
+def warn_registers_nothing(plugin: LoadedPlugin, registered: Collection[SourceLocation]
+                           ) -> None:
+    """Warn of a plugin that registered no pass: at each complete pass class it defines
+    without a decorator (`_warn_unregistered`); and, for an entry point, which names a
+    plugin on purpose, also when it defines none and registered no custom operator either
+    (a package whose `__init__` registers nothing, a callable returning None without
+    registering): a `CompileWarning` naming the entry point and its distribution, as ge
+    runs nothing of it (trial B: silent). A file of a pass path may be any module of a
+    folder: it is not told."""
+    module = plugin.module
+    if plugin.descriptors or module is None:
+        return
+    installed = plugin.origin.kind == "entry_point"
+    name = f"the plugin ({plugin.origin})" if installed else "the plugin"
+    if (_warn_unregistered(module, registered, name) or not installed
+            or _registers_operators(plugin, module)):
+        return
+    file = getattr(module, "__file__", None)
+    warn_user(CompileWarning(
+        f"{plugin.origin} registers no pass: importing module {module.__name__}"
+        f"{f' ({file})' if file else ''} registered none, so ge runs nothing of it; an "
+        f"entry point of group {ENTRY_POINT_GROUP} names the module whose import registers "
+        "passes (@register_fusion_pass, @register_decompose_pass), or a callable that "
+        "registers or returns them (or registers custom operators)"),
+        SourceLocation(file) if file else None)
 
 
 def discover_plugins(
@@ -187,8 +237,7 @@ def discover_plugins(
     # importing another's file by name gets its own module of it)
     registered = {d.cls.__ge_pass_source__ for p in report.plugins for d in p.descriptors}
     for plugin in report.plugins:
-        if not plugin.descriptors and plugin.module is not None:
-            _warn_unregistered(plugin.module, registered)
+        warn_registers_nothing(plugin, registered)
     return report
 
 
