@@ -66,12 +66,12 @@ def _refused(model: Path, out: Path) -> str:
     return str(error["message"])
 
 
-def _ran_by(model: Path, out: Path, disabled: str) -> str:
+def _ran_by(model: Path, out: Path, disabled: str, *given: str) -> str:
     """Compile leaving `disabled` out: which class's FuseIt ran (the mark it left). As a
     `ge compile` process of its own: the two plugins are never loaded in one lifetime."""
     ge.finalize()
     code, stdout, err = run_ge("compile", str(model), "-o", str(out), "--no-builtin", "--json",
-                               "--option", f"ge.passes.disabled_plugins={disabled}")
+                               "--option", f"ge.passes.disabled_plugins={disabled}", *given)
     assert code == 0, stdout + err
     assert json.loads(stdout)["warnings"] == []
     (relu,) = onnx.load(out).graph.node
@@ -217,3 +217,35 @@ def test_an_entry_point_registering_no_pass_is_told_as_a_pass_path_file_is(
     assert [w["message"] for w in json.loads(stdout)["warnings"]] == [
         f"ForgotDecorator in {undecorated} is never run: the plugin registers no pass, and "
         f"ForgotDecorator has no @register_fusion_pass(name=..., stage=...) (at {undecorated}:4)"]
+
+
+@pytest.mark.parametrize("how", ["environment", "pass path"])
+def test_one_file_reached_as_an_entry_point_and_a_pass_path_is_said_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path, how: str) -> None:
+    """It read "TeamA at f.py:6 reuses the name of TeamA at f.py:6", the same line twice."""
+    site = tmp_path / "site"
+    site.mkdir()
+    package = install_distribution(site, "teama-fusions", {"matmul_add": PASS.format(
+        cls="TeamA")}, version="1.0.0")
+    monkeypatch.syspath_prepend(str(site))
+    source = site / package / "matmul_add.py"
+    given = ["--pass-path", str(source)] if how == "pass path" else []
+    if how == "environment":
+        monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(source))
+    out = tmp_path / "out.onnx"
+    before = model.read_bytes()
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json", *given)
+    assert code == 1
+    error = json.loads(stdout)
+    assert (error["code"], error["type"]) == ("E13030", "DuplicatePassNameError")
+    assert error["message"] == (
+        f"python pass name already exists: FuseIt; TeamA at {source}:6 reuses the name of "
+        f"TeamA at {source}:6; that is one file, reached both as entry point matmul_add = "
+        "teama_fusions_pkg.matmul_add (teama-fusions 1.0.0) and as a pass path "
+        "(ASCEND_GE_PY_PASS_PATH or --pass-path), and imported for each: give it one way, "
+        "taking the file off the pass path or leaving the installed plugin out: --option "
+        "ge.passes.disabled_plugins=teama-fusions:matmul_add (ge.compile's "
+        "options={'ge.passes.disabled_plugins': 'teama-fusions:matmul_add'})")
+    assert not out.exists() and model.read_bytes() == before
+    ge.finalize()  # the way out given works
+    assert _ran_by(model, out, "teama-fusions:matmul_add", *given) == "TeamA"

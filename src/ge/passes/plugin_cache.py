@@ -13,6 +13,7 @@ it, the edited file is loaded beside it instead, as a copy (`cached_source`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 import threading
@@ -266,6 +267,22 @@ def clash_hint(new: tuple[str, PluginOrigin], old: tuple[str, PluginOrigin]) -> 
     return f"; {parts[0]}, {parts[1]}; {'; '.join(ways)}"
 
 
+def _reached_twice(err: DuplicatePassNameError, *origins: PluginOrigin | None) -> str:
+    """What to add to a clash of a file with itself, reached both as an installed plugin's
+    entry point (one of `origins`) and as a pass path, each of which imports it: that it is
+    so, and how to give it one way; "" for another clash."""
+    new, old = err.location, err.previous_location
+    installed = next((o for o in origins if o is not None and o.entry_point), None)
+    if (installed is None or new is None or old is None or new.line != old.line
+            or os.path.realpath(new.file) != os.path.realpath(old.file)):
+        return ""
+    leave_out = _leave_out(installed.distribution, installed.entry_point or "")
+    return (f"; that is one file, reached both as {installed} and as a pass path "
+            "(ASCEND_GE_PY_PASS_PATH or --pass-path), and imported for each: give it one "
+            f"way, taking the file off the pass path or leaving the installed plugin out: "
+            f"{leave_out}")
+
+
 def unregister_hint(descriptor: PassDescriptor) -> str:
     """What to add to a pass-name clash with a pass registered by the user's own code (in
     process): how to take that registration out."""
@@ -285,9 +302,12 @@ def hint_clash(err: DuplicatePassNameError, new: PluginOrigin | None = None) -> 
         return
     owner = next((plugin.origin for plugin in CACHE.plugins()
                   if any(d is previous for d in plugin.descriptors)), None)
+    twice = _reached_twice(err, owner, new)
     both = clash_hint((err.class_name or "", new), (previous.class_name, owner)) if (
         owner is not None and new is not None) else ""
-    if both:
+    if twice:
+        err.message += twice
+    elif both:
         err.message += both
     elif owner is not None and owner.entry_point:
         err.message += leave_installed_out_hint(owner.entry_point, owner.distribution)
