@@ -65,7 +65,7 @@ class Bad(PatternFusionPass):
 class Bad(FusionBasePass):
     def run(self, graph, context):
         return "done"
-""", 4, "Reason: python pass returned unsupported type: str."),
+""", 6, "Reason: python pass returned unsupported type: str."),  # (at its return)
     # trial C: a tensor of one match's replacement kept for a later match's; both builders
     # are named Bad_replacement, which the message named on both sides
     "reuses_a_tensor_of_an_earlier_replacement": ("""\

@@ -133,9 +133,12 @@ def test_not_changed_after_changing_the_graph_is_a_change_and_a_warning(write) -
         ("[1]", "FAILED", "python pass returned unsupported type: list"),
     ],
 )
-def test_failing_results_roll_back_and_raise_e13028_at_the_class(
+def test_failing_results_roll_back_and_raise_e13028_at_the_return(
     write, result: str, code: str, reason: str
 ) -> None:
+    """At the `return` that gave the result when its source says which (trial C: the
+    class line sent the author through the whole run()); at the class for a value no
+    return statement spells (a list)."""
     path = write("result_pass.py", RESULT_PASS.format(result=result))
     graph = small_graph()
     before = structure(graph)
@@ -147,8 +150,60 @@ def test_failing_results_roll_back_and_raise_e13028_at_the_class(
         f"Failed to run custom fusion pass ResultPass. Return code: {code}. Reason: {reason}."
     )
     assert (err.pass_name, err.stage) == ("ResultPass", "BeforeInferShape")
-    assert err.location is not None and (err.location.file, err.location.line) == (str(path), 5)
+    line = 5 if result == "[1]" else 8
+    assert err.location is not None and (err.location.file, err.location.line) == (str(path),
+                                                                                  line)
     assert structure(graph) == before
+
+
+def test_a_failing_result_two_returns_could_give_is_placed_at_the_class(write) -> None:
+    """Two `return False`, or a computed result: the source does not say which returned,
+    so the E13028 stays at the class line; the one `return FAILED` of a run with others is
+    found by its name, a nested function's return aside."""
+    path = write("two_returns.py", '''
+from ge.passes import FusionBasePass, register_fusion_pass, FAILED
+@register_fusion_pass(name="TwoReturns", stage="BeforeInferShape")
+class TwoReturns(FusionBasePass):
+    def run(self, graph, context):
+        if graph.name == "nothing":
+            return False
+        if len(graph.get_all_nodes()) > 1000:
+            return True
+        return False
+''')
+    with pytest.raises(PassRunError) as info:
+        compile_graph(small_graph(), pass_paths=[path])
+    assert info.value.location is not None and info.value.location.line == 4
+    named = write("named_return.py", '''
+from ge.passes import FusionBasePass, register_fusion_pass, FAILED
+@register_fusion_pass(name="NamedReturn", stage="BeforeInferShape")
+class NamedReturn(FusionBasePass):
+    def run(self, graph, context):
+        def inner():
+            return FAILED
+        result = FAILED if inner() else 0
+        if graph.name == "nothing":
+            return True
+        return result
+''')
+    with pytest.raises(PassRunError) as info:  # (a computed result: not read)
+        compile_graph(small_graph(), pass_paths=[named])
+    assert info.value.location is not None and info.value.location.line == 4
+    found = write("found_return.py", '''
+from ge.passes import FusionBasePass, register_fusion_pass, FAILED
+@register_fusion_pass(name="FoundReturn", stage="BeforeInferShape")
+class FoundReturn(FusionBasePass):
+    def run(self, graph, context):
+        def inner():
+            return FAILED
+        if graph.name == "nothing":
+            return True
+        return FAILED
+''')
+    with pytest.raises(PassRunError) as info:  # (the nested function's return is not run's)
+        compile_graph(small_graph(), pass_paths=[found])
+    assert info.value.location is not None and (
+        info.value.location.file, info.value.location.line) == (str(found), 10)
 
 
 def test_an_exception_rolls_back_and_points_at_the_raising_line(write) -> None:
@@ -198,7 +253,7 @@ def test_the_context_error_message_is_the_reason(write) -> None:
     )
     with pytest.raises(PassRunError, match=r"Reason: shape of Explains is wrong\.") as info:
         compile_graph(small_graph(), pass_paths=[path])
-    assert info.value.location.line == 5
+    assert info.value.location.line == 8  # (its `return False`)
 
 
 ORDER_PASS = """

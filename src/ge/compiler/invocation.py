@@ -52,7 +52,7 @@ from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
 from ge.passes.execution import PassRun, run_pass
 from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_FUSION_BASE
-from ge.passes.source import hook_location, warn_user
+from ge.passes.source import hook_location, returned_at, warn_user
 from ge.passes.stage import PassStage
 from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
 
@@ -138,10 +138,12 @@ class Invocation:
                     change_sites(root, _edited_by(entry)) as sites, \
                     opset_scope(root.opset_imports), inference_memo_scope(self.memo), \
                     no_full_collections():
-                status = interpret_run_result(
-                    run_pass(entry.descriptor.kind, instance, target, run))
+                returned = run_pass(entry.descriptor.kind, instance, target, run)
+                status = interpret_run_result(returned)
                 if status.failed:
-                    raise _PassFailed(status)
+                    raise _PassFailed(status, location=(
+                        returned_at(instance.run, returned)
+                        if entry.descriptor.kind == PASS_KIND_FUSION_BASE else None))
                 if root.mutation_count != before and self.check != "none":
                     touched = _in_model(changes.live_with_readers(), root)
                     changed_graphs = [g for g in changes.changed_graphs() if is_live(g, root)]

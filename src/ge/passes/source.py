@@ -5,6 +5,7 @@ Errors name the user's file and line, never a line of `ge` itself; these helpers
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import warnings
@@ -33,6 +34,7 @@ __all__ = [
     "is_internal_file",
     "mark_match",
     "marked_match",
+    "returned_at",
     "same_file",
     "traceback_location",
     "user_stacklevel",
@@ -97,6 +99,76 @@ def hook_location(hook: object) -> SourceLocation | None:
     if code is None or is_internal_file(code.co_filename):
         return None
     return SourceLocation(code.co_filename, code.co_firstlineno)
+
+
+def returned_at(hook: object, value: object) -> SourceLocation | None:
+    """The line of the `return` by which `hook` (a pass's `run`) returned `value`, read from
+    its code as it was loaded (not from its file, which may have changed since): the only
+    `return` of a literal or of a module-level name (`return False`, `return FAILED`,
+    `return ge.passes.FAILED`) equal to `value`, when every `return` of the function is
+    such a one; else None (a `return status` could have given it too). The `def` line
+    alone sends the author looking through the whole method."""
+    func = getattr(hook, "__ge_original_hook__", None) or getattr(hook, "__func__", hook)
+    code = getattr(func, "__code__", None)
+    if code is None or is_internal_file(code.co_filename):
+        return None
+    scope: dict[str, Any] = getattr(func, "__globals__", {})
+    found: list[int] = []
+    line: int | None = None
+    loaded: list[dis.Instruction] = []  # the instructions before the current one
+    for instruction in dis.get_instructions(code):
+        line = _line_of(instruction, line)
+        if instruction.opname == "RETURN_CONST":  # (Python 3.12: `return <literal>`)
+            returned: object = instruction.argval
+        elif instruction.opname == "RETURN_VALUE":
+            returned = _static_value(loaded[-2:], scope)
+        else:
+            loaded.append(instruction)
+            continue
+        loaded.clear()
+        if returned is _UNKNOWN:
+            return None  # a computed result: this return may have given it
+        if _same(returned, value) and line is not None:
+            found.append(line)
+    if len(set(found)) != 1:
+        return None
+    return SourceLocation(code.co_filename, found[0])
+
+
+_UNKNOWN = object()
+
+
+def _line_of(instruction: dis.Instruction, current: int | None) -> int | None:
+    """The source line of `instruction` (its position from Python 3.11, else the line the
+    last instruction starting one gave)."""
+    positions = getattr(instruction, "positions", None)
+    if positions is not None and positions.lineno is not None:
+        return int(positions.lineno)
+    starts = instruction.starts_line
+    return starts if isinstance(starts, int) and not isinstance(starts, bool) else current
+
+
+def _static_value(before: list[dis.Instruction], scope: dict[str, Any]) -> object:
+    """What the instructions just before a `RETURN_VALUE` load, when that is a literal, a
+    global name or an attribute of one (`ge.passes.FAILED`); `_UNKNOWN` for anything else
+    (nothing is evaluated)."""
+    if not before:
+        return _UNKNOWN
+    last = before[-1]
+    if last.opname == "LOAD_CONST":
+        return last.argval
+    if last.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return scope.get(str(last.argval), _UNKNOWN)
+    if last.opname == "LOAD_ATTR" and len(before) == 2 and (
+            before[0].opname in ("LOAD_GLOBAL", "LOAD_NAME")):
+        owner = scope.get(str(before[0].argval), _UNKNOWN)
+        return _UNKNOWN if owner is _UNKNOWN else getattr(owner, str(last.argval), _UNKNOWN)
+    return _UNKNOWN
+
+
+def _same(found: object, value: object) -> bool:
+    """Equal and of the same kind: `False` is not the status `0`."""
+    return type(found) is type(value) and found == value
 
 
 def blame(exc: BaseException, hook: object) -> BaseException:
