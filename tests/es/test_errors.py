@@ -130,3 +130,33 @@ def test_tensor_holder_is_not_constructible() -> None:
     with pytest.raises(RuntimeError) as err:
         TensorHolder()
     assert isinstance(err.value, GeError) and "cannot be constructed directly" in str(err.value)
+
+
+def test_strings_that_are_not_utf8_are_refused_as_loading_refuses_them() -> None:
+    """Trial D: `Constant(value_string=b"\\xff\\xfe")` built a Const that saved and passed
+    onnx's checker, which ge's loading then refused (GE1101) and onnxruntime failed on: ES
+    refuses the strings at the call, with loading's check (`string_problem`)."""
+    from ge.es.onnx import Constant
+    from ge.graph import Tensor
+
+    builder, _ = _builder()
+    bad = "holds a string that is not UTF-8 text (element {}: {}); ONNX strings are UTF-8"
+    cases = [({"value_string": b"\xff\xfe"}, "value_string", bad.format(0, r"b'\xff\xfe'")),
+             ({"value_strings": np.array([b"ok", b"\xc3"])}, "value_strings",
+              bad.format(1, r"b'\xc3'")),
+             ({"value_strings": [b"ok", b"\xc3"]}, "value_strings", bad.format(1, r"b'\xc3'")),
+             ({"value": np.array([b"\xc3"], dtype=object)}, "value", bad.format(0, r"b'\xc3'"))]
+    for kwargs, key, why in cases:
+        with pytest.raises(OpAttributeError) as err:
+            Constant(builder=builder, **kwargs)
+        assert err.value.code == "GE1304"
+        assert f"Constant (opset 17): attribute {key!r}" in err.value.message
+        assert err.value.message.endswith(why)
+    with pytest.raises(BuilderValueError) as made:
+        builder.create_const(np.array([b"ok", b"\xc3"], dtype=object))
+    assert made.value.code == "GE1403"
+    assert made.value.message == "create_const: a string tensor " + bad.format(1, r"b'\xc3'")
+    # no node was added by any refused call; text and UTF-8 bytes are taken
+    assert [n.type for n in builder.graph.get_all_nodes()] == ["Data"]
+    assert Constant(builder=builder, value_strings=["é", "é".encode()]) is not None
+    assert Tensor(np.array(["a", b"\xc3\xa9"], dtype=object)).size == 2

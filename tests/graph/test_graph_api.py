@@ -1283,3 +1283,21 @@ def test_a_subgraph_name_several_bodies_share_is_refused_and_a_path_names_one() 
     assert graph.get_subgraph("if2.else_branch/inner.then_branch") is inner
     assert else_of_if2.get_subgraph("inner.then_branch") is inner
     assert graph.get_subgraph("inner.then_branch") is None  # not a path from the root
+
+
+def test_a_string_tensor_holds_utf8_text_only() -> None:
+    """Trial D: a string tensor of bytes that are not UTF-8 made a model ge's loading refuses
+    (GE1101, loading's own check) and runtimes fail on: a Tensor refuses them (GE1002), so
+    add_const and set_attr do too, and the graph is left as it was."""
+    graph = diamond()
+    before = len(graph.get_all_nodes())
+    for value in (np.array([b"ok", b"\xc3"]), np.array([b"\xff\xfe"], dtype=object)):
+        with pytest.raises(GraphTypeError) as info:
+            graph.add_const(value, name="s")
+        assert info.value.code == "GE1002"
+        assert info.value.message.startswith(
+            "a string tensor holds a string that is not UTF-8 text (element ")
+    with pytest.raises(GraphTypeError, match=r"\(element 0: b'\\xc3'\); ONNX strings"):
+        graph.find_node_by_name("a").set_attr("t", np.array([b"\xc3"]))
+    assert len(graph.get_all_nodes()) == before and not graph.find_node_by_name("a").has_attr("t")
+    assert Tensor(np.array(["é", "é".encode()], dtype=object)).data == ["é", "é".encode()]

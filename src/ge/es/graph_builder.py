@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ge.errors import BuilderMixError, BuilderStateError, BuilderTypeError, BuilderValueError
+from ge.errors import (
+    BuilderMixError,
+    BuilderStateError,
+    BuilderTypeError,
+    BuilderValueError,
+    GraphTypeError,
+)
 from ge.es.opset import normalize_opset_imports
 from ge.es.scopes import attr_scope, builder_scope, control_dependency_scope
 from ge.es.tensor_holder import TensorHolder
@@ -316,9 +322,13 @@ class GraphBuilder:
     # -- constants --------------------------------------------------------------------------
     def create_const(self, value: Tensor | np.ndarray | np.generic,
                      *, name: str | None = None) -> TensorHolder:
-        """A `Const` node of a Tensor or numpy value, keeping its dtype (extension)."""
+        """A `Const` node of a Tensor or numpy value, keeping its dtype (extension);
+        `BuilderValueError` for a value no Tensor holds (strings that are not UTF-8)."""
         graph = self._live_graph("create_const")
-        tensor = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
+        try:
+            tensor = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
+        except GraphTypeError as exc:
+            raise BuilderValueError(f"create_const: {exc.message}") from None
         node = graph.add_const(tensor, name=self._node_name(name, CONST))
         return TensorHolder._make(self, node, 0)
 

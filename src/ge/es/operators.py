@@ -22,6 +22,7 @@ from ge.errors import (
     BuilderMixError,
     BuilderTypeError,
     GeError,
+    GraphTypeError,
     OpAttributeError,
     OpInputError,
 )
@@ -60,11 +61,16 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
-def _tensor_of(v: Any) -> Tensor | None:
+def _tensor_of(where: str, spec: AttrSpec, v: Any) -> Tensor | None:
+    """The Tensor an attribute's value gives, None for a value of no tensor;
+    `OpAttributeError` for an array a Tensor cannot hold (strings that are not UTF-8)."""
     if isinstance(v, Tensor):
         return v
     if isinstance(v, (np.ndarray, np.generic)):
-        return Tensor(np.asarray(v))
+        try:
+            return Tensor(np.asarray(v))
+        except GraphTypeError as exc:
+            raise OpAttributeError(f"{where}: attribute {spec.name!r}: {exc.message}") from None
     return None
 
 
@@ -91,12 +97,14 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
             ok = [float(v) for v in items]
         elif kind == A.STRINGS and all(isinstance(v, (str, bytes)) for v in items):
             ok = items
-        elif kind == A.TENSORS and all(_tensor_of(v) is not None for v in items):
-            ok = [_tensor_of(v).to_proto() for v in items]  # type: ignore[union-attr]
+        elif kind == A.TENSORS:
+            tensors = [_tensor_of(where, spec, v) for v in items]
+            if all(t is not None for t in tensors):
+                ok = [t.to_proto() for t in tensors]  # type: ignore[union-attr]
         elif kind == A.GRAPHS and all(isinstance(v, Graph) for v in items):
             return items
     elif kind == A.TENSOR:
-        tensor = _tensor_of(value)
+        tensor = _tensor_of(where, spec, value)
         ok = tensor.to_proto() if tensor is not None else None
     elif kind == A.GRAPH:
         if isinstance(value, Graph):
@@ -508,7 +516,7 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
             attr_spec = spec.attributes.get(key)
             attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
     if op_type == "Constant" and not plan.domain and not holders:
-        constant = _loaded_constant(attrs)
+        constant = _loaded_constant(where, attrs)
         if constant is not None and not scoped_control_deps():
             return owner.create_const(constant, name=name)
     if plan.domain:
@@ -529,16 +537,21 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
     return tuple([TensorHolder._make(owner, node, i) for i in range(count)])
 
 
-def _loaded_constant(attrs: dict[str, Any]) -> Tensor | None:
+def _loaded_constant(where: str, attrs: dict[str, Any]) -> Tensor | None:
     """The value of a `Constant` call with one value attribute, which is built as the `Const`
     node loading reads such a node as: so what reads it is inferred from its value (an
-    Unsqueeze by `Constant(value_ints=[0])` has a shape) and a pattern matches constants."""
+    Unsqueeze by `Constant(value_ints=[0])` has a shape) and a pattern matches constants.
+    Its strings are checked as loading checks them (`OpAttributeError`): a model holding
+    others is one ge and runtimes refuse."""
     if len(attrs) != 1:
         return None
     ((key, attr),) = attrs.items()
     if key not in CONSTANT_VALUE_ATTRIBUTES or not isinstance(attr, AttributeProto):
         return None
-    return constant_attribute_value(attr)
+    try:
+        return constant_attribute_value(attr)
+    except GraphTypeError as exc:  # (value_string(s) not UTF-8: `value`'s Tensor was checked)
+        raise OpAttributeError(f"{where}: attribute {key!r}: {exc.message}") from None
 
 
 def _fully_known(desc: TensorDesc) -> bool:

@@ -35,7 +35,7 @@ from ge.graph.payload_checks import (
 )
 from ge.graph.places import graph_label, model_node_label, node_label
 from ge.graph.sparse_order import sort_sparse_constant, sorted_sparse
-from ge.graph.tensor import Tensor
+from ge.graph.tensor import Tensor, string_problem
 
 __all__ = ["CONSTANT_VALUE_ATTRIBUTES", "constant_attribute_value", "model_to_graph",
            "read_as_constant"]
@@ -107,13 +107,9 @@ def _model_info(model: onnx.ModelProto) -> ModelInfo:
 def _check_strings(strings: Iterable[bytes], what: str) -> None:
     """ONNX strings are UTF-8 text (TensorProto.string_data); bytes that are not would fail
     later in whatever decodes them (folding, running, diffing), far from the cause."""
-    for index, value in enumerate(strings):
-        try:
-            value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ModelLoadError(
-                f"{what} holds a string that is not UTF-8 text (element {index}: "
-                f"{value[:16]!r}); ONNX strings are UTF-8") from None
+    problem = string_problem(strings)
+    if problem is not None:
+        raise ModelLoadError(f"{what} {problem}")
 
 
 #: The op types the IR gives its graph inputs and outputs: an operator of that name (a

@@ -25,7 +25,7 @@ from ge.graph.types import (
     data_type_to_onnx,
 )
 
-__all__ = ["Tensor", "python_array"]
+__all__ = ["Tensor", "python_array", "string_problem"]
 
 #: The element kind of a Python value, by its type (bool before int: bool is an int).
 _KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
@@ -71,6 +71,20 @@ def python_array(data: Any, dtype: Any = None) -> np.ndarray:
     except ValueError as exc:  # ragged lists, or text given a numeric data_type
         raise GraphError(f"a constant's Python value cannot be made an array of "
                          f"{np.dtype(dtype)}: {exc}") from None
+
+
+def string_problem(strings: Any) -> str | None:
+    """What is wrong with the elements of a string tensor (`str`, or bytes that must be UTF-8
+    text: ONNX strings are, and loading, folding and runtimes decode them), None if nothing:
+    the one check loading (`ge.graph.onnx_import`) and every Tensor made from an array share."""
+    for index, value in enumerate(strings):
+        if isinstance(value, (bytes, np.bytes_)):
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                return (f"holds a string that is not UTF-8 text (element {index}: "
+                        f"{bytes(value[:16])!r}); ONNX strings are UTF-8")
+    return None
 
 
 class Tensor:
@@ -121,6 +135,10 @@ class Tensor:
         else:
             array = python_array(data, None if data_type is None
                                  else data_type_to_numpy(data_type))
+        if array.dtype.kind in "OS":  # (a model holding other bytes is one ge cannot load)
+            problem = string_problem(array.reshape(-1).tolist())
+            if problem is not None:
+                raise GraphTypeError(f"a string tensor {problem}")
         if shape is not None:
             dims = [int(d) for d in shape]
             if int(np.prod(dims, dtype=np.int64)) != array.size:
