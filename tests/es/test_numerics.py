@@ -79,6 +79,16 @@ def test_a_numpy_vector_is_a_list_attribute() -> None:
     np.testing.assert_array_equal(got, a.transpose(0, 2, 1) * np.float32([2, 3, 4]))
 
 
+def test_bools_for_an_ints_attribute_are_ints_as_set_attr_reads_them() -> None:
+    """Trial D: ES refused `np.array([True, False])` for an INTS attribute (GE1304) where
+    `Node.set_attr` and ES's own INT attributes take bools as 0 and 1: they agree now."""
+    builder = GraphBuilder("t")
+    x = builder.create_input(0, shape=[2, 3])
+    node = ops.Transpose(x, perm=np.array([True, False]))._node
+    assert node.get_attr("perm") == [1, 0]
+    assert ops.Transpose(x, perm=[True, False])._node.get_attr("perm") == [1, 0]
+
+
 @pytest.mark.parametrize("attrs", [{"value_ints": [0, 1]}, {"value": np.array([0, 1])},
                                    {"value_ints": np.array([0, 1], dtype=np.int32)}])
 def test_a_constant_operator_is_read_as_loading_reads_it(attrs: dict) -> None:

@@ -14,7 +14,7 @@ import pytest
 from builders import F32, add_data, add_op, add_output, attach_branch, chain, diamond, if_graph
 
 import ge.graph
-from ge.errors import GraphError, GraphTypeError
+from ge.errors import GraphError, GraphTypeError, GraphValidationError
 from ge.graph import DataType, DumpFormat, Format, Graph, Node, Tensor, TensorDesc
 from ge.graph.onnx_import import model_to_graph
 from model_paths import shared_model
@@ -1301,3 +1301,35 @@ def test_a_string_tensor_holds_utf8_text_only() -> None:
         graph.find_node_by_name("a").set_attr("t", np.array([b"\xc3"]))
     assert len(graph.get_all_nodes()) == before and not graph.find_node_by_name("a").has_attr("t")
     assert Tensor(np.array(["é", "é".encode()], dtype=object)).data == ["é", "é".encode()]
+
+
+def test_a_new_attribute_the_schema_declares_is_read_as_its_kind() -> None:
+    """Trial D: `set_attr("perm", np.array([2, 1, 0]))` on a Transpose without perm stored a
+    TENSOR, which onnx's checker and onnxruntime refused at the save; a new attribute the
+    operator's schema declares is read as ES reads it (a 1-D array as the list, an int as a
+    float, bools as ints); a value of another kind keeps its own, which validate() names."""
+    graph = Graph("g")
+    graph.model.opset_imports = {"": 17}
+    x = add_data(graph, 0, "x", TensorDesc([1, 2, 3], data_type=DataType.DT_FLOAT))
+    tr = add_op(graph, "Transpose", x, name="tr")
+    lr = add_op(graph, "LeakyRelu", tr, name="lr")
+    add_output(graph, lr)
+    tr.set_attr("perm", np.array([2, 1, 0]))
+    lr.set_attr("alpha", 1)
+    assert tr.get_attr_kind("perm") == onnx.AttributeProto.INTS and tr.get_attr("perm") == [
+        2, 1, 0]
+    assert lr.get_attr_kind("alpha") == onnx.AttributeProto.FLOAT and lr.get_attr("alpha") == 1.0
+    graph.validate()
+    written = {n.name: n.attribute[0] for n in graph.to_onnx().graph.node}
+    assert written["tr"].ints == [2, 1, 0] and written["lr"].f == 1.0
+    tr.remove_attr("perm")
+    tr.set_attr("perm", np.array([True, False, True]))  # (as ES takes bools for INTS)
+    assert tr.get_attr("perm") == [1, 0, 1]
+    tr.remove_attr("perm")
+    tr.set_attr("perm", "201")  # another kind: kept, and validate() says what it takes
+    with pytest.raises(GraphValidationError, match=r"attribute 'perm' of Transpose "
+                       r"node 'tr' is STRING; Transpose \(opset 17\) takes INTS"):
+        graph.validate()
+    tr.remove_attr("perm")
+    tr.set_attr("t", np.array([1, 2]))  # (not declared: a TENSOR, as before)
+    assert tr.get_attr_kind("t") == onnx.AttributeProto.TENSOR

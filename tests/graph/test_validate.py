@@ -249,9 +249,9 @@ def test_an_attribute_of_another_type() -> None:
     graph = chain()
     leaky = graph.add_node("LeakyRelu", name="leaky", num_inputs=1)
     graph.add_data_edge(graph.find_node_by_name("n0"), 0, leaky, 0)
-    leaky.set_attr("alpha", 1)  # an int: LeakyRelu's alpha is a float
+    leaky.set_attr("alpha", [1.0])  # a list: LeakyRelu's alpha is a float (an int reads so)
     err = _expect(graph, "attribute", "leaky")
-    assert re.search(r"attribute 'alpha' of LeakyRelu node 'leaky' is INT; LeakyRelu "
+    assert re.search(r"attribute 'alpha' of LeakyRelu node 'leaky' is FLOATS; LeakyRelu "
                      r"\(opset \d+\) takes FLOAT", str(err))
 
 

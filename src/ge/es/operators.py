@@ -91,7 +91,8 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
         isinstance(value, (list, tuple)) or _is_vector(kind, value)
     ):
         items = list(value)
-        if kind == A.INTS and all(_is_int(v) or isinstance(v, DataType) for v in items):
+        if kind == A.INTS and all(_is_int(v) or isinstance(v, (bool, np.bool_, DataType))
+                                  for v in items):  # (bools as an INT takes them, 0 and 1)
             ok = [data_type_to_onnx(v) if isinstance(v, DataType) else int(v) for v in items]
         elif kind == A.FLOATS and all(_is_number(v) for v in items):
             ok = [float(v) for v in items]

@@ -112,14 +112,20 @@ def _normalise(kind: int, value: Any) -> Any:
     return value
 
 
-def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any]:
+def to_stored(key: str, value: Any, previous_kind: int | None,
+              declared_kind: int | None = None) -> tuple[int, Any]:
     """Turn an API value into `(kind, value)`, raising `GraphTypeError` for what ONNX can't hold.
 
     An `onnx.AttributeProto` (not of a graph kind) is taken with its own kind: the way to set
-    a typed value such as an empty FLOATS list, which Python values alone cannot say.
+    a typed value such as an empty FLOATS list, which Python values alone cannot say. A new
+    attribute the operator's schema declares (`declared_kind`) is read as ES reads it: a 1-D
+    array as a list, ints as floats where it takes floats; a value of another kind keeps its
+    own, which validation refuses (and blames the pass for).
     """
     if isinstance(value, AttributeProto):
         return decode_attr(value)
+    if previous_kind is None and declared_kind is not None:
+        return _as_declared(key, value, declared_kind)
     if (isinstance(value, np.ndarray) and value.ndim == 1
             and previous_kind in (A.INTS, A.FLOATS, A.STRINGS)):
         value = value.tolist()  # (`perm=np.array(...)`: the list it holds, as ES reads it)
@@ -156,6 +162,15 @@ def to_stored(key: str, value: Any, previous_kind: int | None) -> tuple[int, Any
         single = A.FLOAT
     _keeps_kind(key, value, single, previous_kind)
     return single, _normalise(single, value)
+
+
+def _as_declared(key: str, value: Any, declared: int) -> tuple[int, Any]:
+    """`to_stored` of a new attribute its schema declares of kind `declared`: converted to it
+    where the value reads so, stored with its own kind otherwise."""
+    try:
+        return to_stored(key, value, declared)
+    except GraphTypeError:
+        return to_stored(key, value, None)  # (another kind: validation says which it takes)
 
 
 def _keeps_kind(key: str, value: Any, kind: int, previous_kind: int | None) -> None:

@@ -20,6 +20,7 @@ from ge.graph.attributes import GRAPH_KINDS, decode_attr, to_stored
 from ge.graph.edges import _keep_order
 from ge.graph.journal import ChangeKind
 from ge.graph.node import Node
+from ge.graph.schema_rules import declared_kind
 from ge.graph.tensor_desc import TensorDesc
 
 if TYPE_CHECKING:
@@ -86,7 +87,9 @@ class GraphNodeState:
             raise GraphTypeError("attribute name must be a non-empty str")
         old = node._attrs.get(key)
         previous_kind = decode_attr(old)[0] if old is not None else None
-        stored = to_stored(key, value, previous_kind)
+        declared = None if old is not None else declared_kind(
+            node._type, node._domain, self.get_opset_version(node._domain), key)
+        stored = to_stored(key, value, previous_kind, declared)
         new_graphs = [] if stored[0] not in GRAPH_KINDS else (
             stored[1] if isinstance(stored[1], list) else [stored[1]])
         old_graphs = [] if old is None or previous_kind not in GRAPH_KINDS else (

@@ -40,6 +40,7 @@ from ge.graph.formals import body_signature_problems, data_index_problems
 from ge.graph.graph import CONST, DATA, NET_OUTPUT, Graph
 from ge.graph.node import Node, is_const
 from ge.graph.places import body_owner, graph_place, ir_node_label, node_named, node_ref
+from ge.graph.schema_rules import attribute_rules, op_schema
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import holds_non_tensor
@@ -61,27 +62,6 @@ __all__ = [
 
 _Single = defs.OpSchema.FormalParameterOption.Single
 _ONNX_VERSION = onnx.__version__
-
-
-@lru_cache(maxsize=4096)
-def _schema(op_type: str, domain: str, version: int) -> defs.OpSchema | None:
-    try:
-        return defs.get_schema(op_type, version, domain)
-    except defs.SchemaError:
-        return None
-
-
-@lru_cache(maxsize=4096)
-def _attribute_rules(op_type: str, domain: str, version: int
-                     ) -> tuple[dict[str, int], tuple[str, ...]]:
-    """(attribute name -> its ONNX AttributeProto type, the required names) of a schema."""
-    schema = _schema(op_type, domain, version)
-    assert schema is not None
-    # (AttrType's values are AttributeProto's; its stub does not declare the int conversion.)
-    types = {name: int(attr.type)  # type: ignore[call-overload]
-             for name, attr in schema.attributes.items()}
-    required = tuple(sorted(name for name, attr in schema.attributes.items() if attr.required))
-    return types, required
 
 
 def find_problems(graph: Graph, *, attributes_of: Callable[[Node], bool] | None = None
@@ -211,7 +191,7 @@ def _type_rules(op_type: str, domain: str, version: int
     """(inputs, outputs, type constraints) of a schema: each formal parameter's type string,
     whether its values share one type (false for a heterogeneous variadic, as Loop's) and
     its name ("shape"); each type variable's allowed types ("tensor(float)")."""
-    schema = _schema(op_type, domain, version)
+    schema = op_schema(op_type, domain, version)
     assert schema is not None
     variadic = defs.OpSchema.FormalParameterOption.Variadic
 
@@ -242,7 +222,7 @@ def _check_types(g: Graph, node: Node, problems: list[ValidationProblem]) -> Non
     puts an int64 value before a float-only operator, or leaves a node's output type
     stale, makes a model onnx.checker's full check and runtimes reject.)"""
     version = g.get_opset_version(node._domain)
-    if version is None or _schema(node._type, node._domain, version) is None:
+    if version is None or op_schema(node._type, node._domain, version) is None:
         return
     read = tuple([None if p is None else _tensor_type(p[0]._output_dtype(p[1]))
                   for p in node._inputs])
@@ -437,7 +417,7 @@ def _check_arity(g: Graph, node: Node, problems: list[ValidationProblem],
                  "replacements built with GraphBuilder do, a node added by hand needs "
                  "graph.opset_imports[domain] = version")
         return
-    schema = _schema(op, node._domain, version)
+    schema = op_schema(op, node._domain, version)
     if schema is None:
         _check_unknown(g, node, version, problems)
         return  # a custom or function operator: no schema to check against
@@ -471,7 +451,7 @@ def unknown_operators(graph: Graph) -> list[ValidationProblem]:
             if node._domain not in ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
                 continue  # (only ONNX's own domains can hold one: cheap to skip the rest)
             version = g.get_opset_version(node._domain)
-            if version is not None and _schema(node._type, node._domain, version) is None:
+            if version is not None and op_schema(node._type, node._domain, version) is None:
                 _check_unknown(g, node, version, problems)
     return problems
 
@@ -515,7 +495,7 @@ def newer_operators(graph: Graph) -> list[tuple[Node, int, int]]:
             if node._domain not in ONNX_DOMAINS or node._type in (DATA, CONST, NET_OUTPUT):
                 continue
             version = g.get_opset_version(node._domain)
-            if version is None or _schema(node._type, node._domain, version) is not None:
+            if version is None or op_schema(node._type, node._domain, version) is not None:
                 continue
             since = first_opset(node._type, node._domain)
             if since is not None and since > version and not _local_function(g, node):
@@ -534,8 +514,8 @@ def redeclaring_advice(graph: Graph, domain: str, imported: int, since: int) -> 
         for node in g.get_direct_nodes():
             if normalize_domain(node._domain) != normalize_domain(domain):
                 continue
-            then = _schema(node._type, node._domain, imported)
-            now = _schema(node._type, node._domain, since)
+            then = op_schema(node._type, node._domain, imported)
+            now = op_schema(node._type, node._domain, since)
             if then is not None and now is not None and then.since_version != now.since_version:
                 differing[node._type] = None
     name = normalize_domain(domain) or "ai.onnx"
@@ -578,7 +558,7 @@ def attribute_problems(node: Node) -> list[ValidationProblem]:
     if g is None or node._type in (DATA, CONST, NET_OUTPUT):
         return problems
     version = g.get_opset_version(node._domain)
-    if version is not None and _schema(node._type, node._domain, version) is not None:
+    if version is not None and op_schema(node._type, node._domain, version) is not None:
         _check_attributes(g, node, version, problems)
     return problems
 
@@ -586,7 +566,7 @@ def attribute_problems(node: Node) -> list[ValidationProblem]:
 def _check_attributes(g: Graph, node: Node, version: int,
                       problems: list[ValidationProblem]) -> None:
     """The node's attributes against its schema: names, types, the required ones."""
-    types, required = _attribute_rules(node._type, node._domain, version)
+    types, required = attribute_rules(node._type, node._domain, version)
     op, attrs = node._type, node._attrs
     for name, stored in attrs.items():
         expected = types.get(name)
