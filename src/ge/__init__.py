@@ -6,7 +6,9 @@ The layers live in sub-packages (see docs/architecture.md): `ge.graph` (IR and O
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # (typing not imported: the commands' entries start here, light)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

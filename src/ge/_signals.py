@@ -23,13 +23,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import signal
+import sys
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # (typing not imported: this module is imported before the hold)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
 __all__ = ["BROKEN_PIPE_STATUS", "ENDING_SIGNALS", "INTERRUPTED_STATUS", "TERMINATED_STATUS",
-           "Terminated", "ending_of", "ending_word", "held_signals", "imported_held",
-           "interrupt_behind", "terminated_as_interrupt"]
+           "Terminated", "ended_unwritten", "ending_of", "ending_word", "held_signals",
+           "imported_held", "interrupt_behind", "say_after_end", "terminated_as_interrupt"]
 
 #: The signals a user or a supervisor ends a command with (held here, and after a command
 #: has ended by `ge.cli.process_exit`).
@@ -127,10 +131,36 @@ def ending_of(interrupt: KeyboardInterrupt) -> tuple[str, int]:
     return ending_word(signum), 128 + signum
 
 
+def ended_unwritten(prog: str, interrupt: KeyboardInterrupt) -> int:
+    """Say on stderr, in one line, how command `prog` was ended by `interrupt` outside its
+    output handling, and return its exit status: before it began (its first moments: nothing
+    was written), or as the command's SystemExit was on its way out (the command had ended:
+    its status is said, as `ge.cli.process_exit` says a signal after the end)."""
+    word, status = ending_of(interrupt)
+    context = interrupt.__context__
+    if isinstance(context, SystemExit):
+        said = context.code if isinstance(context.code, int) else int(context.code is not None)
+        say_after_end(prog, word, said)
+    else:
+        sys.stderr.write(f"{prog}: {word}; nothing was written\n")
+    return status
+
+
+def say_after_end(prog: str, word: str, status: int) -> None:
+    """The line of a signal that came after command `prog` had ended with `status`."""
+    try:
+        sys.stderr.write(f"{prog}: {word} after the command had ended (status {status})\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 @contextlib.contextmanager
 def terminated_as_interrupt() -> Iterator[list[bool]]:
     """While the block runs, SIGTERM raises `Terminated` in the main thread; the list it
-    yields holds True once that happened. Outside the main thread: nothing changes."""
+    yields holds True once that happened. Outside the main thread: nothing changes. A
+    handler the block installed itself (`ge.cli.process_exit`'s, as its command ends) stays
+    when it ends."""
     seen: list[bool] = []
     if threading.current_thread() is not threading.main_thread():
         yield seen
@@ -143,5 +173,6 @@ def terminated_as_interrupt() -> Iterator[list[bool]]:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield seen
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    finally:  # (unless the block set a handler of its own: a process's end, kept)
+        if signal.getsignal(signal.SIGTERM) is interrupt:
+            signal.signal(signal.SIGTERM, previous)

@@ -100,3 +100,79 @@ def test_an_early_signal_ends_the_command_with_its_line_or_comes_too_late(
         else:  # never sent: the command was done before the timer
             assert (result.returncode, result.stderr, written) == (0, "", ["m.onnx"]), case
         assert model.read_bytes() == DISTILBERT.read_bytes(), case
+
+
+def test_the_entries_import_nothing_but_the_standard_library_before_holding() -> None:
+    """Trial D: a Ctrl-C while `ge.cli` imported click or `ge.pyatc` argparse (before their
+    code could hold a signal) printed a traceback. What the console scripts' targets and the
+    `python -m` entries import before `run` holds the signals is ge's light package inits,
+    `ge.cli.process_exit` and `ge._signals`: no click, argparse, numpy, onnx, not even
+    typing."""
+    code = ("import sys\nimport ge.cli.process_exit, ge.pyatc\n"
+            "print(sorted({'click', 'argparse', 'numpy', 'onnx', 'logging', 'typing', "
+            "'ge.errors', 'ge.cli.command_line', 'ge.pyatc.command'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=process_env(), timeout=120, check=True)
+    assert result.stdout == "[]\n", result.stderr
+
+
+#: A child running a command as its process (`-m`), which sends itself `signal` at `when`:
+#: "help" as `ge`'s help is formatted, "exit" from an atexit callback (the command has ended
+#: and the interpreter is shutting down).
+_SELF_SIGNAL = """\
+import atexit, os, runpy, signal, sys, time
+when, name, module, *args = sys.argv[1:]
+def send():
+    os.kill(os.getpid(), getattr(signal, name))
+    time.sleep(0.5)  # (the handler runs before this ends, or is held)
+if when == "help":
+    import click
+    original = click.Command.format_help
+    def format_help(self, ctx, formatter):
+        send()
+        return original(self, ctx, formatter)
+    click.Command.format_help = format_help
+else:
+    atexit.register(send)
+sys.argv = [module, *args]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(("signal_name", "status", "word"), [
+    ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize(("args", "ended"), [(["--help"], 0), ([], 2)])
+def test_a_signal_during_ge_s_help_is_its_line_not_aborted(
+        signal_name: str, status: int, word: str, args: list[str], ended: int) -> None:
+    """Trial D: a Ctrl-C during `ge --help` or a bare `ge` was click's "Aborted!" with status
+    1 (a failure to a script), or lost (status 0); SIGTERM "Aborted!" and 143. The help is
+    held whole (it writes nothing) and the signal then ends it with ge's line."""
+    result = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, "help", signal_name, "ge",
+                             *args], capture_output=True, text=True, env=process_env(),
+                            timeout=120, check=False)
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (
+        status, f"ge: {word} after the command had ended (status {ended})"), result.stderr
+    assert "Aborted" not in result.stderr and "Traceback" not in result.stderr
+    assert "Commands:" in result.stdout + result.stderr  # (the help was printed whole)
+
+
+@pytest.mark.parametrize("which", ["ge", "pyatc"])
+@pytest.mark.parametrize(("signal_name", "status", "word"), [
+    ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_a_signal_after_the_command_ended_says_so(
+        tmp_path: Path, which: str, signal_name: str, status: int, word: str) -> None:
+    """Trial D: pyatc said "run success: wrote out.onnx" and a SIGTERM in its shutdown ended
+    it with -15 and no word (SIGINT: -2); `ge` has said since trial QQ that the signal came
+    after the command had ended. Both now share it (`ge.cli.process_exit.run_command`)."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(DISTILBERT.read_bytes())
+    args = (["ge.pyatc", f"--model={model}", f"--output={tmp_path / 'out'}"]
+            if which == "pyatc" else ["ge", "compile", str(model), "-o",
+                                      str(tmp_path / "out.onnx"), "-q"])
+    result = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, "exit", signal_name, *args],
+                            capture_output=True, text=True, env=process_env(), timeout=300,
+                            check=False)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"{which}: {word} after the command had ended (status 0)"), result.stderr
+    assert (tmp_path / "out.onnx").is_file() and "Traceback" not in result.stderr

@@ -177,7 +177,7 @@ def test_docs_name_every_flag() -> None:
     import click
 
     from ge.cli import cli
-    from ge.pyatc import _parser
+    from ge.pyatc.command import _parser
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
     ctx = click.Context(cli)

@@ -1,8 +1,6 @@
 """`python -m ge.pyatc`: the `pyatc` command without the console script."""
 
-import sys
-
-from ge.pyatc import main
+from ge.pyatc import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
