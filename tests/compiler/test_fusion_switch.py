@@ -122,6 +122,25 @@ def test_explicit_enable_and_disable_win_over_the_file(tmp_path: Path) -> None:
     assert _fired(result).get("ConvBatchNormFusion") == 9
 
 
+def test_without_built_in_passes_the_warning_names_the_file(tmp_path: Path) -> None:
+    """Trial D: `ALL: off` with --no-builtin warned "disabling built-in pass(es)
+    ConvBatchNormFusion does nothing", where no --disable was given: a pass the file names
+    is said to be the file's, and "ALL", which agrees with --no-builtin, says nothing."""
+    every = _switch(tmp_path, "ALL:off\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: every},
+                   builtin_passes=False)
+    named = _switch(tmp_path, {"Switch": {"GraphFusion": {"ALL": "off",
+                                                          "ConvBatchNormFusion": "off"}}})
+    with pytest.warns(CompileWarning) as caught:
+        ge.compile(MOBILENET_BN, options={OPTION_FUSION_SWITCH_FILE: named},
+                   builtin_passes=False)
+    assert [str(w.message) for w in caught] == [
+        f"fusion switch file {named} switching built-in pass(es) ConvBatchNormFusion does "
+        "nothing: the built-in passes are off (builtin_passes=False, --no-builtin)"]
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (None, r"cannot be read: No such file or directory"),
     ("{not json", r"is not JSON: Expecting property name enclosed in double quotes at line 1 "
@@ -143,6 +162,15 @@ def test_explicit_enable_and_disable_win_over_the_file(tmp_path: Path) -> None:
                                 r"off'$"),
     ("A:on\nB:maybe", r"line 2: B is 'maybe': on or off$"),
     ("A:on\n\nA:off", r"names A twice \(lines 1 and 3\)$"),
+    # trial D: json.loads kept the last of a key given twice, where the old format refuses
+    ('{"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off", "ConvBatchNormFusion": '
+     '"on"}}}', r'"GraphFusion" names ConvBatchNormFusion twice$'),
+    ('{"Switch": {"GraphFusion": {"A": "off"}, "GraphFusion": {"B": "off"}}}',
+     r'"Switch" names GraphFusion twice$'),
+    ('{"Switch": {}, "Switch": {}}', r"the file names Switch twice$"),
+    # trial D: it warned "ignored: " with an empty list
+    ('{"Switch": {"GraphFusion": {"": "off"}}}', r"\"GraphFusion\" has an entry of no pass "
+                                                r"name \(''\)$"),
 ])
 def test_a_malformed_file_is_an_option_error_before_anything_runs(
         tmp_path: Path, content: Any, message: str) -> None:
@@ -157,6 +185,17 @@ def test_a_malformed_file_is_an_option_error_before_anything_runs(
     assert caught.match(message)
     assert graph.to_onnx().SerializeToString() == before
     assert not (tmp_path / "dumps").exists()
+
+
+@pytest.mark.parametrize("text", [
+    '{"Switch": {"GraphFusion": {"ConvBatchNormFusion": "off"}}}', "ConvBatchNormFusion:off\n"])
+def test_a_byte_order_mark_is_read_past(tmp_path: Path, text: str) -> None:
+    """Trial D: a UTF-8 BOM (which editors on Windows write) made a JSON file be read as the
+    old format (GE1202 "line 1: \\ufeff{...") and the first name of an old-format file one
+    no pass has (ignored with a warning): both formats are read past it."""
+    path = tmp_path / "bom.cfg"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_fusion_switch(str(path)).off == {"ConvBatchNormFusion"}
 
 
 def test_read_fusion_switch_gives_the_names() -> None:

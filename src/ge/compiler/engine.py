@@ -436,10 +436,11 @@ def passes_not_run(registry: PassRegistry, disable: Iterable[str],
     return disabled | off
 
 
-def _switched(registry: PassRegistry, path: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The passes GE's fusion switch file at `path` turns on and off in `registry`; names
-    it has no pass of are ignored, with a warning (a file written for Ascend names Ascend's
-    passes)."""
+def _switched(registry: PassRegistry, path: str
+              ) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The passes GE's fusion switch file at `path` turns on and off in `registry`, and
+    those it names; names it has no pass of are ignored, with a warning (a file written
+    for Ascend names Ascend's passes)."""
     switch = read_fusion_switch(path)
     builtin = [entry.name for entry in registry if entry.builtin]
     dormant = [entry.name for entry in registry if not entry.on_by_default]
@@ -448,7 +449,7 @@ def _switched(registry: PassRegistry, path: str) -> tuple[frozenset[str], frozen
         warn_user(CompileWarning(
             f"fusion switch file {path} names pass(es) ge does not have, ignored: "
             f"{', '.join(ignored)}"))
-    return enable, disable
+    return enable, disable, switch.on | switch.off
 
 
 def compile_graph(
@@ -529,9 +530,12 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
             "of the model, not onnxruntime's): ge compiles around it, its outputs typed as "
             "the model types them, but cannot check its types, verify or run it (load the "
             "plugin that defines it: --pass-path, ASCEND_GE_PY_PASS_PATH, pass_paths=)"))
+    # (what switches a built-in pass, said when the built-in passes are off: by its source)
+    switching: list[tuple[str, Iterable[str]]] = [("disabling", disable), ("enabling", enable)]
     switch_file = passes.options.values.get(OPTION_FUSION_SWITCH_FILE)
     if switch_file:  # GE's fusion switch file: on/off by name, under what is given here
-        switched_on, switched_off = _switched(registry, switch_file)
+        switched_on, switched_off, named = _switched(registry, switch_file)
+        switching.append((f"fusion switch file {switch_file} switching", named))
         disable = set(disable) | (switched_off - set(enable))
         enable = set(enable) | (switched_on - set(disable))
     disabled = passes_not_run(registry, disable, enable, passes.plugins_off)
@@ -539,7 +543,7 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
     for observer in observers:  # a dump level naming no step nor pass would dump nothing
         if isinstance(observer, GraphDumper):
             observer.check_level_names(entry.name for entry in registry)
-    for verb, names in (("disabling", disable), ("enabling", enable)):
+    for verb, names in switching:
         idle = sorted(name for name in set(names)
                       if (entry := registry.get(name)) is not None and entry.step is not None)
         if idle and not builtin_passes:

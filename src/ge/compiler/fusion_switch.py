@@ -14,7 +14,8 @@ passes off by default off, as FE does (its built-in configuration switches those
 and a name is looked up before "ALL"): name them to run them. A name no pass of the
 compilation has (a file written for Ascend names Ascend's own passes) is ignored, with a
 warning naming it. A file that is not JSON is read, as FE reads it, in the old format: a
-`PassName:on|off` per line.
+`PassName:on|off` per line. Either may begin with a UTF-8 BOM; a name given twice (a key of
+one JSON object too, which json.loads would keep the last of) is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ge.compiler.options import OPTION_FUSION_SWITCH_FILE
 from ge.errors import CompilerOptionError
@@ -65,7 +67,7 @@ def read_fusion_switch(path: str) -> FusionSwitch:
     """The switches of the file at `path`; CompilerOptionError (GE1202) naming the file and
     the place for a file that is missing, empty, or of neither form above."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # (a BOM, as editors may write)
     except OSError as exc:
         raise _fail(path, f"cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -73,12 +75,13 @@ def read_fusion_switch(path: str) -> FusionSwitch:
     if not text.strip():
         raise _fail(path, "is empty")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_Object.of)
     except json.JSONDecodeError as exc:
         if not text.lstrip().startswith(("{", "[")):  # FE falls back to its old format
             return _old_format(path, text)
         raise _fail(path, f"is not JSON: {exc.msg} at line {exc.lineno} column "
                           f"{exc.colno}") from None
+    _once_each(path, data, "the file")
     switch = data.get("Switch") if isinstance(data, dict) else None
     if not isinstance(switch, dict):
         raise _fail(path, 'must be an object with a "Switch" object: {"Switch": '
@@ -86,13 +89,17 @@ def read_fusion_switch(path: str) -> FusionSwitch:
     on: set[str] = set()
     off: set[str] = set()
     every: bool | None = None
+    _once_each(path, switch, '"Switch"')
     for section, entries in switch.items():
         if section not in _SECTIONS:
             raise _fail(path, f'"Switch" has {section!r}; its sections are GraphFusion and '
                               "UBFusion")
         if not isinstance(entries, dict):
             raise _fail(path, f'"{section}" must be an object of "PassName": "on" | "off"')
+        _once_each(path, entries, f'"{section}"')
         for name, value in entries.items():
+            if not name.strip():  # (it named no pass: it was a warning of an empty list)
+                raise _fail(path, f'"{section}" has an entry of no pass name ({name!r})')
             state = value.strip().lower() if isinstance(value, str) else None
             if state not in ("on", "off"):
                 raise _fail(path, f'{section}.{name} is {value!r}: "on" or "off"')
@@ -105,6 +112,28 @@ def read_fusion_switch(path: str) -> FusionSwitch:
     if both:
         raise _fail(path, f"turns {', '.join(both)} both on and off")
     return FusionSwitch(path, frozenset(on), frozenset(off), every)
+
+
+class _Object(dict[str, Any]):
+    """A JSON object of the file, with the keys it gives more than once (`repeated`), which
+    json.loads would keep the last of silently: refused where the place is known."""
+
+    repeated: list[str]
+
+    @classmethod
+    def of(cls, items: list[tuple[str, Any]]) -> _Object:
+        made = cls(items)
+        keys = [key for key, _ in items]
+        made.repeated = sorted({key for key in keys if keys.count(key) > 1})
+        return made
+
+
+def _once_each(path: str, data: object, where: str) -> None:
+    """CompilerOptionError for a key the JSON object `data` (at `where`) gives twice, as the
+    old format refuses a name given twice."""
+    repeated = getattr(data, "repeated", [])
+    if repeated:
+        raise _fail(path, f"{where} names {', '.join(repeated)} twice")
 
 
 def _old_format(path: str, text: str) -> FusionSwitch:
