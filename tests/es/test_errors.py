@@ -160,3 +160,19 @@ def test_strings_that_are_not_utf8_are_refused_as_loading_refuses_them() -> None
     assert [n.type for n in builder.graph.get_all_nodes()] == ["Data"]
     assert Constant(builder=builder, value_strings=["é", "é".encode()]) is not None
     assert Tensor(np.array(["a", b"\xc3\xa9"], dtype=object)).size == 2
+
+
+def test_ints_beyond_int64_are_refused_at_the_call() -> None:
+    """Trial D: `perm=np.array([2**64 - 1, 0, 1], np.uint64)` or a Python int past int64 was
+    a bare ValueError of onnx's make_attribute (no code): GE1304 naming the attribute."""
+    builder, _ = _builder()
+    x = builder.create_input(1, shape=[1, 2, 3])
+    for perm in (np.array([2**64 - 1, 0, 1], np.uint64), [2**63, 0, 1], [-2**63 - 1, 0, 1]):
+        with pytest.raises(OpAttributeError) as err:
+            Transpose(x, perm=perm)
+        assert err.value.code == "GE1304"
+        assert err.value.message == (
+            f"Transpose (opset 17): attribute 'perm' holds {perm[0]}, beyond int64: ONNX "
+            "attribute ints are int64")
+    assert [n.type for n in builder.graph.get_all_nodes()] == ["Data", "Data"]
+    assert Transpose(x, perm=[2, 1, 0])._node.get_attr("perm") == [2, 1, 0]

@@ -1333,3 +1333,21 @@ def test_a_new_attribute_the_schema_declares_is_read_as_its_kind() -> None:
     tr.remove_attr("perm")
     tr.set_attr("t", np.array([1, 2]))  # (not declared: a TENSOR, as before)
     assert tr.get_attr_kind("t") == onnx.AttributeProto.TENSOR
+
+
+def test_set_attr_refuses_ints_beyond_int64() -> None:
+    """Trial D: set_attr took `np.array([2**64 - 1, 0, 1], np.uint64)` and a list of Python
+    ints past int64, and to_onnx() failed later with onnx's bare ValueError: GE1002 at the
+    call, naming the attribute, the attribute left as it was."""
+    node = diamond().find_node_by_name("a")
+    node.set_attr("is", [1, 2])
+    for key, value in (("is", np.array([2**64 - 1, 0], np.uint64)), ("new", [2**63]),
+                       ("i", np.uint64(2**64 - 1)), ("i", -2**63 - 1)):
+        with pytest.raises(GraphTypeError) as info:
+            node.set_attr(key, value)
+        shown = int(value[0]) if isinstance(value, (list, np.ndarray)) else int(value)
+        assert info.value.code == "GE1002" and info.value.message == (
+            f"attribute {key!r} holds {shown}, beyond int64: ONNX attribute ints are int64")
+    assert node.get_attr("is") == [1, 2] and not node.has_attr("new") and not node.has_attr("i")
+    node.set_attr("i", 2**63 - 1)
+    assert node.get_attr("i") == 2**63 - 1

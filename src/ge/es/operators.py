@@ -29,6 +29,7 @@ from ge.errors import (
 from ge.es.graph_builder import GraphBuilder
 from ge.es.scopes import active_builder, building_patterns, scoped_attrs, scoped_control_deps
 from ge.es.tensor_holder import TensorHolder
+from ge.graph.attributes import int64_problem
 from ge.graph.graph import Graph
 from ge.graph.node import Node, is_const
 from ge.graph.onnx_import import CONSTANT_VALUE_ATTRIBUTES, constant_attribute_value
@@ -121,6 +122,9 @@ def _convert_attr(where: str, spec: AttrSpec, value: Any) -> AttributeProto | Gr
             f"{where}: attribute {spec.name!r} must be of type {spec.kind_name}, got "
             f"{type(value).__name__} {value!r:.60}{_element_type_hint(kind, value)}"
         )
+    problem = int64_problem(ok) if kind in (A.INT, A.INTS) else None
+    if problem is not None:
+        raise OpAttributeError(f"{where}: attribute {spec.name!r} {problem}")
     return helper.make_attribute(spec.name, ok, attr_type=kind)
 
 

@@ -19,7 +19,8 @@ from ge.errors import GraphTypeError
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx
 
-__all__ = ["AttrKind", "StoredAttr", "decode_attr", "encode_attr", "kind_name", "to_stored"]
+__all__ = ["AttrKind", "StoredAttr", "decode_attr", "encode_attr", "int64_problem", "kind_name",
+           "to_stored"]
 
 AttrKind = int  # onnx.AttributeProto.AttributeType
 A = AttributeProto
@@ -152,7 +153,7 @@ def to_stored(key: str, value: Any, previous_kind: int | None,
             kind = A.INTS
         _keeps_kind(key, value, kind, previous_kind)
         scalar = next(k for k, v in _LIST_OF.items() if v == kind)
-        return kind, [_normalise(scalar, v) for v in items]
+        return kind, _in_int64(key, kind, [_normalise(scalar, v) for v in items])
     single = _scalar_kind(value)
     if single is None:
         raise GraphTypeError(
@@ -161,7 +162,7 @@ def to_stored(key: str, value: Any, previous_kind: int | None,
     if single == A.INT and previous_kind == A.FLOAT and not isinstance(value, DataType):
         single = A.FLOAT
     _keeps_kind(key, value, single, previous_kind)
-    return single, _normalise(single, value)
+    return single, _in_int64(key, single, _normalise(single, value))
 
 
 def _as_declared(key: str, value: Any, declared: int) -> tuple[int, Any]:
@@ -171,6 +172,29 @@ def _as_declared(key: str, value: Any, declared: int) -> tuple[int, Any]:
         return to_stored(key, value, declared)
     except GraphTypeError:
         return to_stored(key, value, None)  # (another kind: validation says which it takes)
+
+
+#: The ints an INT or INTS attribute holds (int64).
+INT64_RANGE = range(-2**63, 2**63)
+
+
+def int64_problem(values: Any) -> str | None:
+    """What is wrong with ints an INT or INTS attribute is given, None if each fits int64
+    (`np.uint64(2**64 - 1)`, a Python int beyond: onnx's make_attribute raised a bare
+    ValueError, a Node's later at to_onnx): the one check of set_attr and ES."""
+    for value in values if isinstance(values, list) else [values]:
+        if isinstance(value, int) and value not in INT64_RANGE:
+            return f"holds {value}, beyond int64: ONNX attribute ints are int64"
+    return None
+
+
+def _in_int64(key: str, kind: int, value: Any) -> Any:
+    """`value`, an attribute's normalised value, if its ints fit int64 (GraphTypeError)."""
+    if kind in (A.INT, A.INTS):
+        problem = int64_problem(value)
+        if problem is not None:
+            raise GraphTypeError(f"attribute {key!r} {problem}")
+    return value
 
 
 def _keeps_kind(key: str, value: Any, kind: int, previous_kind: int | None) -> None:
