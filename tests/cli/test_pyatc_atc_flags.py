@@ -90,7 +90,8 @@ def test_atc_mode_1_with_its_own_flags_says_what_to_use(capsys: pytest.CaptureFi
     assert capsys.readouterr().err.startswith("pyatc: [GE1701] --mode=1 is not supported: ")
 
 
-@pytest.mark.parametrize("flag", ["--mode=0", "--precision_mode=must_keep_origin_dtype",
+@pytest.mark.parametrize("flag", ["--mode=0", "--mode=00", "--mode=+0", "--mode= 0",
+                                  "--precision_mode=must_keep_origin_dtype",
                                   "--precision_mode_v2=origin"])
 def test_values_asking_for_what_ge_does_are_accepted(
         model: Path, tmp_path: Path, capsys: pytest.CaptureFixture, flag: str) -> None:
@@ -118,6 +119,16 @@ def test_the_command_line_is_read_as_atc_reads_it(
     assert main(args=[f"--model={model}", f"--out={tmp_path / 'd'}"]) == 2
     assert "ambiguous option: --out=" in capsys.readouterr().err
     assert not (tmp_path / "d.onnx").exists()
+    # trial D: the message quoted the argument as read ("--Model=x"), not as typed
+    assert main(args=[f"--model={model}", f"--output={tmp_path / 'e'}", "-Model=x",
+                      "--no-such-flag"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "pyatc: error: unrecognized arguments: -Model=x --no-such-flag\n")
+    assert not (tmp_path / "e.onnx").exists()
+    # atc's int reads 00 as 0 (accepted above), 01 as 1: refused, as typed
+    assert main(args=[f"--model={model}", f"--output={tmp_path / 'f'}", "--mode=01"]) == 1
+    assert capsys.readouterr().err.startswith("pyatc: [GE1701] --mode=01 is not supported: ")
+    assert not (tmp_path / "f.onnx").exists()
 
 
 def test_minus_one_keeps_a_symbolic_dims_name_in_the_outputs(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ ignored, since the model written would not be what the script asks for.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,12 +25,16 @@ class AtcFlag:
     name: str
     instead: str
     accepted: tuple[str, ...] = ()
+    number: bool = False  # an int of atc's: read as its parsing reads it (`00`, `+0` are 0)
 
     def check(self, value: str) -> None:
         """Refuse `value` (CommandLineError, GE1701) unless it is an accepted one."""
         from ge.errors import CommandLineError
 
-        if value.strip() in self.accepted:
+        read = value.strip()
+        if self.number and re.fullmatch(r"[+-]?[0-9]+", read):
+            read = str(int(read))
+        if read in self.accepted:
             return
         given = f"--{self.name}={value}" if self.accepted else f"--{self.name}"
         raise CommandLineError(f"{given} is not supported: {self.instead}")
@@ -45,7 +50,7 @@ ATC_FLAGS = (
     AtcFlag("mode", "pyatc builds a model (atc's --mode=0); to see one, `ge dump MODEL` "
                     "prints it as text and `ge inspect MODEL --json` its inputs, outputs and "
                     "operators as JSON (atc's --mode=1, 6); `ge inspect MODEL` checks one "
-                    "without compiling it (atc's --mode=3)", accepted=("0",)),
+                    "without compiling it (atc's --mode=3)", accepted=("0",), number=True),
     AtcFlag("om", "it is atc's model to convert with --mode=1: see `ge dump MODEL` and `ge "
                   "inspect MODEL --json`"),
     AtcFlag("json", "it is atc's output of --mode=1: see `ge dump MODEL` and `ge inspect "

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
 from ge.pyatc.atc_flags import add_atc_flags, atc_argv, check_atc_flags
 
@@ -33,8 +34,27 @@ _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.
                "error": logging.ERROR, "null": None}
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _AtcParser(argparse.ArgumentParser):
+    """argparse reading the command line as atc does (`atc_argv`), whose messages quote the
+    arguments as the user typed them (`-Model=x`, not the `--Model=x` it read)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.typed: dict[str, str] = {}  # (an argument as read -> as typed, if they differ)
+
+    def parse_typed(self, args: Sequence[str]) -> argparse.Namespace:
+        read = atc_argv(args)
+        self.typed = {r: a for r, a in zip(read, args, strict=True) if r != a}
+        return self.parse_args(read)
+
+    def error(self, message: str) -> NoReturn:
+        for read in sorted(self.typed, key=len, reverse=True):
+            message = message.replace(read, self.typed[read])
+        super().error(message)
+
+
+def _parser(prog: str) -> _AtcParser:
+    parser = _AtcParser(
         prog=prog,
         allow_abbrev=True,  # as atc's getopt_long: `--soc=` is `--soc_version=`
         description="Compile an ONNX model with ge (atc-style flags) and write PREFIX.onnx.",
@@ -318,7 +338,7 @@ def main(cmdline_argv0: str | None = None, args: Sequence[str] | None = None) ->
         with terminated_as_interrupt():
             with held_signals():  # from the start to the imports' end: delivered after
                 parser = _parser(prog)
-                ns = parser.parse_args(atc_argv(args if args is not None else sys.argv[1:]))
+                ns = parser.parse_typed(list(args) if args is not None else sys.argv[1:])
                 imported_held(_IMPORTS)
             from ge.cli.output import command_output
 
