@@ -11,6 +11,7 @@ those a signal can have: ended before anything was written, or after the model w
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,13 @@ except Outside:
 sys.exit(status)
 """
 
+
+def _default_ctrl_c() -> None:
+    """The child starts with Ctrl-C's default action: a shell without job control starts a
+    background job (a suite run in one) with SIGINT ignored, which ge keeps ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 #: Seconds after the command started: in its imports (about 0.1-0.5 s here), in its work,
 #: and past its end on a fast machine.
 _DELAYS = (0.0, 0.01, 0.03, 0.06, 0.1, 0.2, 0.4)
@@ -72,6 +80,7 @@ _DELAYS = (0.0, 0.01, 0.03, 0.06, 0.1, 0.2, 0.4)
 @pytest.mark.parametrize("which", ["pyatc", "ge"])
 @pytest.mark.parametrize(("signal_name", "status", "word", "delays"), [
     ("SIGINT", 130, "interrupted", _DELAYS), ("SIGTERM", 143, "terminated", (0.02, 0.1))])
+
 def test_an_early_signal_ends_the_command_with_its_line_or_comes_too_late(
         tmp_path: Path, which: str, signal_name: str, status: int, word: str,
         delays: tuple[float, ...]) -> None:
@@ -84,7 +93,7 @@ def test_an_early_signal_ends_the_command_with_its_line_or_comes_too_late(
         result = subprocess.run(
             [sys.executable, "-c", _CHILD, str(delay), signal_name, which, str(model),
              str(out / "m")], capture_output=True, text=True, env=process_env(), timeout=300,
-            check=False)
+            check=False, preexec_fn=_default_ctrl_c)
         case = f"{which} {signal_name} at {delay} s: {result.returncode}\n{result.stderr}"
         assert "Traceback" not in result.stderr, case
         written = sorted(p.name for p in out.iterdir())
@@ -149,7 +158,7 @@ def test_a_signal_during_ge_s_help_is_its_line_not_aborted(
     held whole (it writes nothing) and the signal then ends it with ge's line."""
     result = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, "help", signal_name, "ge",
                              *args], capture_output=True, text=True, env=process_env(),
-                            timeout=120, check=False)
+                            timeout=120, check=False, preexec_fn=_default_ctrl_c)
     assert (result.returncode, result.stderr.splitlines()[-1]) == (
         status, f"ge: {word} after the command had ended (status {ended})"), result.stderr
     assert "Aborted" not in result.stderr and "Traceback" not in result.stderr
@@ -171,7 +180,7 @@ def test_a_signal_after_the_command_ended_says_so(
                                       str(tmp_path / "out.onnx"), "-q"])
     result = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, "exit", signal_name, *args],
                             capture_output=True, text=True, env=process_env(), timeout=300,
-                            check=False)
+                            check=False, preexec_fn=_default_ctrl_c)
     assert result.returncode == status, result.stderr
     assert result.stderr.splitlines()[-1] == (
         f"{which}: {word} after the command had ended (status 0)"), result.stderr
