@@ -68,6 +68,16 @@ def _fusion_pass_source(name: str, *, stage: str = "BeforeInferShape", body: str
 
 
 @pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty site folder on `sys.path` (removed again after the test), for the plugin
+    distributions a test installs into it (`install_distribution`)."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+@pytest.fixture
 def pass_source() -> Callable[..., str]:
     """pass_source(name, stage=..., body=...) is the source of a plugin registering one
     FusionBasePass named `name` whose run() returns True, followed by `body`."""

@@ -130,6 +130,16 @@ def two_ifs_with_bodies_named_alike() -> onnx.ModelProto:
     return model
 
 
+def relu_model(opset: int = 17) -> onnx.ModelProto:
+    """y = Relu(x), x and y float[2], at `opset`: the smallest model a compilation runs
+    plugin passes on (the plugin-loading and lifecycle tests compile it)."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
 def add_relu_neg_model(opset: int = 17) -> onnx.ModelProto:
     """x[2,3] + W → a; Relu(a) → y, Neg(a) → z, at `opset`, IR 8: the model trial Q broke in
     hundreds of ways (the tests of malformed and invalid models start from it)."""

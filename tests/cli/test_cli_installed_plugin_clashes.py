@@ -12,10 +12,10 @@ from pathlib import Path
 import onnx
 import pytest
 from cli_helpers import run_ge
-from onnx import TensorProto, helper
 
 import ge
 from plugin_fixtures import install_distribution
+from sample_models import relu_model
 
 pytestmark = pytest.mark.ge_entry_points  # the isolation lets installed plugins autoload
 
@@ -34,11 +34,7 @@ class {cls}(FusionBasePass):
 @pytest.fixture
 def model(tmp_path: Path) -> Path:
     path = tmp_path / "relu.onnx"
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(relu_model(), path)
     return path
 
 

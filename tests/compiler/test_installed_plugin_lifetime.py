@@ -29,13 +29,6 @@ class TeamB(FusionBasePass):
 """
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
-
 
 def _edit(path: Path, text: str) -> None:
     """Write `text` to `path` as an editor would (another size: the stamp reads it)."""

@@ -19,7 +19,6 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import onnx
@@ -136,13 +135,6 @@ def gate() -> Iterator[types.SimpleNamespace]:
         gate.go_on.set()
         sys.modules.pop("ge_test_gate", None)
 
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
 
 
 class Worker:

@@ -53,14 +53,6 @@ class {name}(FusionBasePass):
 """
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty site folder on `sys.path` (removed again after the test)."""
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
-
 
 @pytest.fixture
 def demo(site: Path) -> str:

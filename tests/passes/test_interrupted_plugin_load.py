@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 import ge
 import ge.passes.loader as loader
 from ge.passes.plugin_cache import CACHE
+from sample_models import relu_model
 
 PASS = """
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
@@ -35,11 +35,7 @@ FIRST = PASS.format(name="LoadedFirst").replace("class Tagger", "class First")
 
 
 def _model(path: Path) -> Path:
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(relu_model(), path)
     return path
 
 

@@ -20,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ge
 from ge.cli import cli
 from ge.errors import PassDefinitionWarning, PassRunError
+from sample_models import relu_model
 
 ADD_ZERO = """
 from ge.passes import (PassStage, PatternFusionPass, PatternMatcherConfigBuilder, pattern,
@@ -110,11 +111,7 @@ class Keeper(PatternFusionPass):
 
 
 def _relu_model(path: Path) -> Path:
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(relu_model(), path)
     return path
 
 

@@ -21,6 +21,7 @@ from ge.cli import cli
 from ge.compiler.report import node_counts, op_histogram
 from ge.errors import CompileInputError, CompilerOptionError, GraphValidationError
 from model_paths import shared_model
+from sample_models import relu_model
 from versions import needs_opset, onnx_at_least
 
 T5 = shared_model("t5_encoder_tiny")
@@ -368,11 +369,7 @@ def test_unnamed_nodes_and_small_weights_keep_their_annotations(tmp_path: Path) 
 
 
 def _relu_model(ir_version: int, opset: int = 17) -> onnx.ModelProto:
-    f = TensorProto.FLOAT
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
-                              [helper.make_tensor_value_info("x", f, [2])],
-                              [helper.make_tensor_value_info("y", f, [2])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = relu_model(opset)
     model.ir_version = ir_version
     return model
 
