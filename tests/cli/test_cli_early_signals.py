@@ -150,12 +150,15 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 @pytest.mark.parametrize(("signal_name", "status", "word"), [
     ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
-@pytest.mark.parametrize(("args", "ended"), [(["--help"], 0), ([], 2)])
+@pytest.mark.parametrize("args", [["--help"], []])
 def test_a_signal_during_ge_s_help_is_its_line_not_aborted(
-        signal_name: str, status: int, word: str, args: list[str], ended: int) -> None:
+        signal_name: str, status: int, word: str, args: list[str]) -> None:
     """Trial D: a Ctrl-C during `ge --help` or a bare `ge` was click's "Aborted!" with status
     1 (a failure to a script), or lost (status 0); SIGTERM "Aborted!" and 143. The help is
-    held whole (it writes nothing) and the signal then ends it with ge's line."""
+    held whole (it writes nothing) and the signal then ends it with ge's line, which names
+    the status the help ended with (a bare `ge`: 2 from click 8.2, 0 before)."""
+    ended = subprocess.run([sys.executable, "-m", "ge", *args], capture_output=True,
+                           env=process_env(), timeout=120, check=False).returncode
     result = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, "help", signal_name, "ge",
                              *args], capture_output=True, text=True, env=process_env(),
                             timeout=120, check=False, preexec_fn=_default_ctrl_c)
