@@ -1,7 +1,8 @@
 """The coverage warning of verification: a plugin pass changed an If branch or a Loop body,
 and the verification's inputs (given or generated) did not run it, so what it changed was
-not checked. ge tells for the root graph's If and Loop nodes (`ge.session.body_coverage`);
-inside a body it cannot, and says so for generated inputs only."""
+not checked. ge tells where the deciding values are constants or the root graph's
+(`ge.session.body_coverage`), and a body inside a branch no run took was not run either; a
+node deciding on a value computed in a body is undecided, said for generated inputs only."""
 
 from __future__ import annotations
 
@@ -92,9 +93,10 @@ def test_a_loop_body_runs_when_its_trip_count_lets_it(tmp_path: Path) -> None:
     assert _compile_warnings(model, plugin, inputs=_control_flow_inputs(1, 3)) == []
 
 
-def _nested_if() -> onnx.ModelProto:
+def _nested_if(computed: bool = False) -> onnx.ModelProto:
     """y = If(c1, then: If(c2, then: Relu(x) * 2, else: -x), else: x): the inner branches
-    are bodies of a body."""
+    are bodies of a body; `computed`: the inner If decides on Not(c2), computed in the outer
+    then branch."""
     vi = helper.make_tensor_value_info
     two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
     inner_then = helper.make_graph(
@@ -102,9 +104,10 @@ def _nested_if() -> onnx.ModelProto:
         "inner_then", [], [vi("t", TensorProto.FLOAT, [3])], [two])
     inner_else = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "inner_else", [],
                                    [vi("e", TensorProto.FLOAT, [3])])
+    decide = [helper.make_node("Not", ["c2"], ["n2"])] if computed else []
     outer_then = helper.make_graph(
-        [helper.make_node("If", ["c2"], ["i"], name="inner", then_branch=inner_then,
-                          else_branch=inner_else)],
+        [*decide, helper.make_node("If", ["n2" if computed else "c2"], ["i"], name="inner",
+                                   then_branch=inner_then, else_branch=inner_else)],
         "outer_then", [], [vi("i", TensorProto.FLOAT, [3])])
     outer_else = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "outer_else",
                                    [], [vi("o", TensorProto.FLOAT, [3])])
@@ -116,16 +119,108 @@ def _nested_if() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_a_body_of_a_body_is_undecided_and_warned_about_for_generated_inputs(
-        tmp_path: Path) -> None:
+def _nested_inputs(c1: bool, c2: bool) -> dict[str, np.ndarray]:
+    return {"c1": np.array(c1), "c2": np.array(c2), "x": np.array([1.0, -2.0, 3.0], np.float32)}
+
+
+INNER_THEN_NOT_RUN = (
+    "the verification's given inputs did not run body 'inner_then' (then_branch of If "
+    "'inner') (changed by ScaleIntoRelu), so it did not check what the passes changed there: "
+    "give inputs that run it (--inputs FILE.npz, inputs=)")
+
+
+def test_a_body_of_a_body_deciding_on_root_values_is_told(tmp_path: Path) -> None:
+    """The inner If decides on c2, an input of the run: told as the root graph's If is."""
     plugin = _plugin(tmp_path, RIGHT_THEN)
-    assert _compile_warnings(_nested_if(), plugin) == [
-        "verification ran generated inputs, which take one path through If and Loop nodes, "
-        "and ge cannot tell whether they ran body 'inner_then' (then_branch of If 'inner') "
-        "(changed by ScaleIntoRelu): give inputs that run it (--inputs FILE.npz, inputs=)"]
-    given = {"c1": np.array(True), "c2": np.array(False),
-             "x": np.array([1.0, -2.0, 3.0], np.float32)}
-    assert _compile_warnings(_nested_if(), plugin, inputs=given) == []
+    assert _compile_warnings(_nested_if(), plugin, inputs=_nested_inputs(True, False)) == [
+        INNER_THEN_NOT_RUN]
+    assert _compile_warnings(_nested_if(), plugin, inputs=_nested_inputs(True, True)) == []
+
+
+def test_a_body_inside_a_branch_not_run_was_not_run(tmp_path: Path) -> None:
+    """The trial's wrong model: c2 takes the inner then branch, but c1 never enters the outer
+    one, so the changed inner branch never ran; whatever the inner If decides on (here a
+    value computed in the outer branch, which ge cannot read)."""
+    plugin = _plugin(tmp_path, RIGHT_THEN)
+    for computed in (False, True):
+        assert _compile_warnings(_nested_if(computed), plugin,
+                                 inputs=_nested_inputs(False, not computed)) == [
+            INNER_THEN_NOT_RUN]
+
+
+def test_a_body_deciding_on_a_value_of_a_body_is_undecided(tmp_path: Path) -> None:
+    """Inside a branch that ran, an If deciding on a value computed there cannot be told (the
+    warning says so for generated inputs only)."""
+    graph = ge.graph.load(_nested_if(computed=True))
+    inner = ["outer.then_branch/inner.then_branch", "outer.then_branch/inner.else_branch"]
+    coverage = body_coverage(graph, inner, [_nested_inputs(True, False)])
+    assert (coverage.not_run, coverage.undecided) == ([], inner)
+    coverage = body_coverage(graph, inner, [_nested_inputs(False, False)])
+    assert (coverage.not_run, coverage.undecided) == (inner, [])
+    plugin = _plugin(tmp_path, RIGHT_THEN)
+    assert _compile_warnings(_nested_if(computed=True), plugin,
+                             inputs=_nested_inputs(True, False)) == []
+
+
+ADD_TO_SUB_IN_BODIES = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="AddToSubInBodies", stage=PassStage.AFTER_INFER_SHAPE)
+class AddToSubInBodies(FusionBasePass):
+    def run(self, graph, context):
+        if graph.parent_node is None:
+            return None
+        changed = False
+        for old in list(graph.nodes_of_type("Add")):
+            new = graph.add_node("Sub", name=old.name + "_sub", num_inputs=2, num_outputs=1)
+            for i in range(2):
+                s, k = old.get_in_data_nodes_and_port_indexes(i)
+                graph.add_data_edge(s, k, new, i)
+            graph.replace_all_uses(old, 0, new, 0)
+            graph.remove_node(old)
+            changed = True
+        return True if changed else 1
+'''
+
+
+def _if_holding_a_loop() -> onnx.ModelProto:
+    """y = If(c, then: Loop(3) {x + x}, else: -x): the trial's model."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x_in", "x_in"], ["x_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "lbody",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("x_in", TensorProto.FLOAT, [2])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("x_out", TensorProto.FLOAT, [2])])
+    three = helper.make_tensor("three", TensorProto.INT64, [], [3])
+    yes = helper.make_tensor("yes", TensorProto.BOOL, [], [True])
+    then = helper.make_graph(
+        [helper.make_node("Loop", ["three", "yes", "x"], ["t"], name="innerL", body=body)],
+        "then", [], [vi("t", TensorProto.FLOAT, [2])], [three, yes])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                              [vi("e", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)],
+        "g", [vi("c", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [2])],
+        [vi("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_loop_body_inside_a_branch_not_run_is_warned_about(tmp_path: Path) -> None:
+    """The trial's case: a wrong edit (Add -> Sub) of a Loop body under the branch the
+    inputs did not take said 'verification ok' with no warning."""
+    plugin = _plugin(tmp_path, ADD_TO_SUB_IN_BODIES)
+    x = np.array([1.0, 2.0], np.float32)
+    assert _compile_warnings(_if_holding_a_loop(), plugin,
+                             inputs={"c": np.array(False), "x": x}) == [
+        "the verification's given inputs did not run body 'lbody' (body of Loop 'innerL') "
+        "(changed by AddToSubInBodies), so it did not check what the passes changed there: "
+        "give inputs that run it (--inputs FILE.npz, inputs=)"]
+    with pytest.raises(ge.errors.VerificationError) as caught:
+        ge.compile(_if_holding_a_loop(), pass_paths=[plugin],
+                   inputs={"c": np.array(True), "x": x})
+    assert caught.value.code == "GE1603"
 
 
 def test_coverage_reads_constants_inputs_and_computed_values() -> None:
@@ -276,3 +371,31 @@ def test_a_body_a_pass_builds_is_warned_about_when_not_run(tmp_path: Path) -> No
         == ["the verification's given inputs did not run body 'we' (else_branch of If "
             "'w_if') (changed by WhereToIf), so it did not check what the passes changed "
             "there: give inputs that run it (--inputs FILE.npz, inputs=)"]
+
+
+
+def test_a_branch_built_inside_a_built_branch_is_warned_about(tmp_path: Path) -> None:
+    """The trial's nested build: the inner If the pass built in its new then branch decides
+    on c too; with c true its else branch never ran, and was not named."""
+    source = WHERE_TO_IF.replace(
+        '"then_branch": _branch(graph, "wt", a)', '"then_branch": _outer(graph, c, a, b)')
+    source += '''
+
+def _outer(graph, c, a, b):
+    body = Graph("ot")
+    body.declare_parent(graph)
+    inner = body.add_node("If", name="inner_if", num_inputs=1, num_outputs=1,
+                          attrs={"then_branch": _branch(body, "it", a),
+                                 "else_branch": _branch(body, "ie", b)})
+    body.add_data_edge(c[0], c[1], inner, 0)
+    out = body.add_node("NetOutput", name="NetOutput", num_inputs=1, num_outputs=0)
+    body.add_data_edge(inner, 0, out, 0)
+    return body
+'''
+    plugin = _plugin(tmp_path, source)
+    x = np.array([1.0, -2.0], np.float32)
+    assert _compile_warnings(_scalar_where(), plugin, inputs={"c": np.array(True), "x": x}) \
+        == ["the verification's given inputs did not run body 'ie' (else_branch of If "
+            "'inner_if') (changed by WhereToIf), body 'we' (else_branch of If 'w_if') "
+            "(changed by WhereToIf), so it did not check what the passes changed there: give "
+            "inputs that run it (--inputs FILE.npz, inputs=)"]

@@ -117,8 +117,9 @@ def warn_unexercised_bodies(report: CompileReport, graph: Graph,
     """A run takes one path through an If (and runs a Loop's body only as its trip count
     allows): a plugin pass that changed a body the verification's inputs `runs` did not run
     (in any of its runs, the root graph's too, or by building it: `bodies_changed`) was not
-    checked by it; say so, naming them (`ge.session.body_coverage`). Where ge cannot tell (a
-    body of a body, a Scan's), generated inputs get the warning too; given ones were chosen
+    checked by it; say so, naming them (`ge.session.body_coverage`: a body inside a branch
+    not run was not run either). Where ge cannot tell (a node deciding on a value computed
+    in a body, a Scan's body), generated inputs get the warning too; given ones were chosen
     by the user."""
     changed: dict[str, list[str]] = {}  # body (`graph_path`) -> the plugin passes changing it
     for r in report.records:
