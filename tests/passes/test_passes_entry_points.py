@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ge.errors import PluginLoadError
+from ge.errors import CompileWarning, PluginLoadError
 from ge.passes import get_registered_passes
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, discover_plugins, load_pass_plugins
 
@@ -291,3 +291,35 @@ def test_what_a_callable_entry_point_returns_that_is_no_pass_is_located_at_its_d
     assert "returned 'junk'; expected registered pass classes" in by_entry["items"].message
     assert str(by_entry["number"]).endswith(f"(at {module}:11)")
     assert get_registered_passes() == []
+
+
+def test_a_package_entry_point_is_not_credited_with_its_siblings_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial E: `pkgonly = weird` (an empty __init__) loaded after `p1 = weird.p1` and
+    `p2 = weird.p2` was credited with W1 and W2 (the submodules imported by the siblings,
+    found by module-name prefix): it got no "registers no pass" warning, and leaving p2 out
+    still ran W2 through it. A registration belongs to the entry point whose import made it."""
+    site = tmp_path / "weirdsite"
+    make_distribution(
+        site, "weird-eps", "0.1",
+        {"p1": "weird.p1", "p2": "weird.p2", "pkgonly": "weird"},
+        {"weird/__init__.py": "", "weird/p1.py": PASS_MODULE.format(name="W1"),
+         "weird/p2.py": PASS_MODULE.format(name="W2")},
+    )
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.warns(CompileWarning) as caught:
+        report = discover_plugins(entry_points=True)
+    assert report.failures == []
+    credited = {p.origin.entry_point: [d.pass_name for d in p.descriptors]
+                for p in report.plugins}
+    assert credited == {"p1 = weird.p1": ["W1"], "p2 = weird.p2": ["W2"],
+                        "pkgonly = weird": []}
+    assert [str(w.message) for w in caught] == [
+        "entry point pkgonly = weird (weird-eps 0.1) registers no pass: importing module "
+        f"weird ({site / 'weird' / '__init__.py'}) registered none, so ge runs nothing of it; "
+        "an entry point of group ge.passes.plugins names the module whose import registers "
+        "passes (@register_fusion_pass, @register_decompose_pass), or a callable that "
+        "registers or returns them (or registers custom operators)"]
+    again = discover_plugins(entry_points=True, disabled={"weird-eps:p2"})
+    assert sorted(d.pass_name for d in again.descriptors()) == ["W1"]

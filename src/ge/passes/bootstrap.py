@@ -45,6 +45,7 @@ from ge.passes.loader import (
     PluginLoadReport,
     cached_source,
     load_source,
+    loaded_plugins,
     unload_plugins,
 )
 from ge.passes.source import warn_user
@@ -146,12 +147,16 @@ def _warn_unregistered(module: ModuleType, registered: Collection[SourceLocation
 
 def _registers_operators(plugin: LoadedPlugin, module: ModuleType) -> bool:
     """Whether a plugin registered custom operators (`ge.ops.register_op`), which may be
-    all it is for: its own, or those its module's body registered (kept as a library's)."""
+    all it is for: its own, or those its module's body registered (kept as a library's),
+    a submodule's too unless another loaded plugin holds them (its import made them)."""
     from ge.ops.registry import process_custom_ops
 
     name = module.__name__
+    held = {id(op) for other in loaded_plugins() if other is not plugin
+            for op in other.custom_ops}
     return bool(plugin.custom_ops) or any(
-        op.module is not None and (op.module == name or op.module.startswith(name + "."))
+        op.module is not None and (op.module == name or (
+            op.module.startswith(name + ".") and id(op) not in held))
         for op in process_custom_ops())
 
 

@@ -252,9 +252,11 @@ def descriptors_in_module(module: ModuleType) -> list[PassDescriptor]:
     """Descriptors of the registered pass classes defined in `module` or its submodules.
 
     Used for modules imported before the loader saw them (their decorators ran earlier),
-    so their passes can be registered again after a clear.
-    """
+    so their passes can be registered again after a clear. A submodule's passes a loaded
+    plugin holds are that plugin's: its import made them (an entry point naming a package
+    is not credited with what the entry points naming its submodules registered)."""
     prefix = module.__name__ + "."
+    held = {id(d) for plugin in CACHE.plugins() for d in plugin.descriptors}
     found: list[PassDescriptor] = []
     for name, candidate in list(sys.modules.items()):
         if candidate is None or (name != module.__name__ and not name.startswith(prefix)):
@@ -263,7 +265,8 @@ def descriptors_in_module(module: ModuleType) -> list[PassDescriptor]:
             if not isinstance(value, type) or value.__module__ != name:
                 continue
             descriptor = getattr(value, "__ge_pass_descriptor__", None)
-            if isinstance(descriptor, PassDescriptor) and descriptor.cls is value:
+            if (isinstance(descriptor, PassDescriptor) and descriptor.cls is value
+                    and (name == module.__name__ or id(descriptor) not in held)):
                 found.append(descriptor)
     return found
 
