@@ -28,11 +28,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 import onnx
 from onnx import TensorProto, defs
 
 from ge.errors import GraphError, GraphValidationError, ValidationProblem
+from ge.graph import order
 from ge.graph.attributes import kind_name
 from ge.graph.checker_places import function_problems, function_set_problems
 from ge.graph.domains import ONNX_DOMAINS, normalize_domain
@@ -301,7 +303,8 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
                  f"{count} nodes are named {name!r}")
     # (looked up in each enclosing graph's own index, never copied: a model of thousands of
     # bodies would copy the main graph's names once per body)
-    outer_values = [outer._values for outer in enclosing[1:]]
+    # (each enclosing graph with its node holding the body on the way down to `g`)
+    scopes = [(outer, inner._parent_node) for inner, outer in pairwise(enclosing)]
     defined: Counter[str] = Counter()
     for node in nodes:
         if node._graph is not g:
@@ -320,7 +323,7 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
         if count > 1:
             _add(problems, g, "duplicate-name", [value],
                  f"value {value!r} is produced {count} times")
-        elif any(value in values for values in outer_values):
+        elif any(_visible_in(value, outer, owner) for outer, owner in scopes):
             _add(problems, g, "duplicate-name", [value],
                  f"value {value!r} shadows a value of an enclosing graph")
 
@@ -332,6 +335,19 @@ def _check_graph(g: Graph, problems: list[ValidationProblem],
              f"a graph needs exactly one NetOutput node, found {len(outputs)}{named}")
     if cycle is not None:
         _add(problems, g, "cycle", list(cycle.nodes), cycle.message)
+
+
+def _visible_in(value: str, outer: Graph, owner: Node | None) -> bool:
+    """Whether a body held by `owner` (a node of `outer`) could read `outer`'s value named
+    `value`, so that a value of the body of that name shadows it: not one `owner` or a node
+    depending on it makes, defined after `owner` in any order the graph is written in (a
+    Scan body's output named as the Scan's own output, which onnx's checker accepts)."""
+    found = outer._values.get(value)
+    if found is None:
+        return False
+    producer = found[0]
+    return owner is None or producer._graph is not outer or not order.reaches(
+        outer, owner, producer)
 
 
 def _named(graph: Graph) -> str:
