@@ -104,3 +104,47 @@ def test_inference_records_a_sequence_type_on_the_desc() -> None:
     length = graph.nodes_of_type("SequenceLength")[0]
     assert not holds_non_tensor(length.get_output_desc(0))
     assert length.get_output_desc(0).data_type == ge.graph.DataType.DT_INT64
+
+
+IDENTITY_ON_SEQUENCES = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="IdentityBeforeOutputs", stage=PassStage.AFTER_INFER_SHAPE)
+class IdentityBeforeOutputs(FusionBasePass):
+    def run(self, graph, context):
+        (net,) = graph.nodes_of_type("NetOutput")
+        src, j = net.get_in_data_nodes_and_port_indexes(0)
+        ident = graph.add_node("Identity", name="ib", num_inputs=1, num_outputs=1)
+        graph.add_data_edge(src, j, ident, 0)
+        graph.remove_edge(src, j, net, 0)
+        graph.add_data_edge(ident, 0, net, 0)
+        return True
+'''
+
+
+@pytest.mark.parametrize("kind", ["sequence", "optional"])
+@pytest.mark.parametrize("check", ["region", "full"])
+def test_an_identity_a_pass_adds_on_a_sequence_or_optional_is_typed(
+        tmp_path, kind: str, check: str) -> None:
+    """Trial E: the check after the pass refused the Identity it left untyped ("untyped:
+    ... has no known dtype"): inference waited for its input's element type, which a
+    sequence or an optional has not, though its type is known (its desc's source)."""
+    if kind == "sequence":
+        made = helper.make_node("SequenceConstruct", ["t", "t"], ["y"])
+        out = helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, [3])
+    else:
+        made = helper.make_node("Optional", ["t"], ["y"])
+        out = helper.make_value_info("y", helper.make_optional_type_proto(
+            helper.make_tensor_type_proto(TensorProto.FLOAT, [3])))
+    model = _model([made], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])],
+                   [out])
+    plugin = tmp_path / "ident.py"
+    plugin.write_text(IDENTITY_ON_SEQUENCES)
+    result = ge.compile(model, pass_paths=[plugin], builtin_passes=False, check=check)
+    (ident,) = result.graph.nodes_of_type("Identity")
+    assert holds_non_tensor(ident.get_output_desc(0))
+    saved = result.to_onnx()
+    onnx.checker.check_model(saved, full_check=True)
+    feeds = {"t": np.array([1, 2, 3], np.float32)}
+    np.testing.assert_equal(_run(saved, feeds), _run(model, feeds))

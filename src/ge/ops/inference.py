@@ -24,7 +24,7 @@ from ge.graph.node import Node
 from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
-from ge.graph.value_info import desc_from_value_info, is_known_type
+from ge.graph.value_info import desc_from_value_info, holds_non_tensor, is_known_type
 from ge.ops.custom_calls import call_infer
 from ge.ops.expanded_defaults import infer_by_body, typed_by_body
 from ge.ops.functions import called_function, infer_call
@@ -89,7 +89,9 @@ def typed_by_ge(node: Node) -> bool:
 
 
 def _known(desc: TensorDesc) -> bool:
-    return desc.data_type != DataType.DT_UNDEFINED
+    """Whether a value's type is known: a tensor's element type, or a sequence's, an
+    optional's, a map's (kept as the desc's source)."""
+    return desc.data_type != DataType.DT_UNDEFINED or holds_non_tensor(desc)
 
 
 def _fresh_symbol(dim: object) -> bool:

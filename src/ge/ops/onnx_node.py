@@ -20,7 +20,7 @@ from ge.graph.places import ir_node_label
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import DataType
-from ge.graph.value_info import value_info_from_desc
+from ge.graph.value_info import holds_non_tensor, value_info_from_desc
 from ge.ops.schemas import OpSpec, get_op_spec, latest_opset, normalize_domain
 
 __all__ = [
@@ -119,7 +119,11 @@ def const_value(node: Node, index: int) -> Tensor | None:
 
 
 def type_proto(desc: TensorDesc | None) -> onnx.TypeProto | None:
-    """The ONNX type of a desc, or None when its element type is not known."""
+    """The ONNX type of a desc, or None when its element type is not known; a sequence's,
+    an optional's or a map's as its source says (`holds_non_tensor`)."""
+    if desc is not None and holds_non_tensor(desc):
+        assert desc._source is not None
+        return desc._source.type
     if desc is None or desc.data_type == DataType.DT_UNDEFINED:
         return None
     return value_info_from_desc("v", desc).type
