@@ -245,3 +245,45 @@ def test_one_file_reached_as_an_entry_point_and_a_pass_path_is_said_so(
     assert not out.exists() and model.read_bytes() == before
     ge.finalize()  # the way out given works
     assert _ran_by(model, out, "teama-fusions:matmul_add", *given) == "TeamA"
+
+
+def _install_three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site3"
+    site.mkdir()
+    for dist, cls in (("teama-fusions", "TeamA"), ("teamb-fusions", "TeamB"),
+                      ("teamc-fusions", "TeamC")):
+        install_distribution(site, dist, {"matmul_add": PASS.format(cls=cls)})
+    monkeypatch.syspath_prepend(str(site))
+
+
+def _ways(message: str) -> dict[str, str]:
+    return dict(re.findall(r"to run (\w+) \([\w-]+\), leave the others? out: --option "
+                           r"ge\.passes\.disabled_plugins=(\S+) ", message))
+
+
+def test_a_three_way_clash_gives_each_side_the_value_leaving_out_all_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Path) -> None:
+    """Trial E: three distributions registering FuseIt failed twice (E13029 of two E13030),
+    each hint leaving out one other side and dropping what disabled_plugins held already:
+    following them went in a circle. Now one E13030 names the three, and each side's value
+    (the option is given once) leaves out both others, and runs it."""
+    _install_three(tmp_path, monkeypatch)
+    message = _refused(model, tmp_path / "out.onnx")
+    assert "TeamC at " in message and "reuses it too" in message
+    assert _ways(message) == {
+        "TeamB": "teama-fusions:matmul_add,teamc-fusions:matmul_add",
+        "TeamA": "teamb-fusions:matmul_add,teamc-fusions:matmul_add",
+        "TeamC": "teamb-fusions:matmul_add,teama-fusions:matmul_add"}
+    for cls, value in _ways(message).items():
+        assert _ran_by(model, tmp_path / f"{cls}.onnx", value) == cls
+    # what the option holds already is kept in each value
+    before = model.read_bytes()
+    out = tmp_path / "given.onnx"
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--json", "--option",
+                             "ge.passes.disabled_plugins=teamb-fusions:matmul_add")
+    assert code == 1 and not out.exists() and model.read_bytes() == before
+    error = json.loads(stdout)
+    assert error["code"] == "E13030", error["message"]
+    assert _ways(error["message"]) == {
+        "TeamC": "teamb-fusions:matmul_add,teama-fusions:matmul_add",
+        "TeamA": "teamb-fusions:matmul_add,teamc-fusions:matmul_add"}

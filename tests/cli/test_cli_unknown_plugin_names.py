@@ -107,8 +107,8 @@ def test_compile_disable_of_an_entry_point_name_says_how_to_leave_the_plugin_out
     assert err.startswith(
         f"ge: [GE1202] cannot disable unknown pass(es) {name} (the entry point "
         "geplug-cli:alpha of an installed plugin (group ge.passes.plugins), not a pass: "
-        f"leave it out with --option ge.passes.disabled_plugins={name}; from Python, "
-        f"options={{'ge.passes.disabled_plugins': '{name}'}}); known passes: ")
+        f"leave it out with --option ge.passes.disabled_plugins={name} (ge.compile's "
+        f"options={{'ge.passes.disabled_plugins': '{name}'}})); known passes: ")
     assert "AlphaPass" in err and "\n" not in err.rstrip("\n")
     assert not out.exists()
 
@@ -140,3 +140,69 @@ def test_compile_disable_of_a_plugin_pass_with_autoloading_off_says_plugins_were
         "cannot disable unknown pass(es) AlphaPass (installed plugins were not loaded, as "
         f"{why}: a pass of one is not known); known passes: ")
     assert not out.exists() and model.read_bytes() == before
+
+
+def test_disable_of_a_pass_of_a_plugin_left_out_says_so(model: Path, tmp_path: Path) -> None:
+    """Trial E: `--disable AlphaPass` with alpha's plugin left out read as a misspelt pass
+    ("cannot disable unknown pass(es) AlphaPass; known passes: ..."); it says the plugins
+    the option leaves out were not loaded, as the autoload-off case says."""
+    out = tmp_path / "out.onnx"
+    code, stdout, err = run_ge("compile", str(model), "-o", str(out), "--disable", "AlphaPass",
+                               "--option", "ge.passes.disabled_plugins=alpha")
+    assert code == 1 and stdout == "" and not out.exists()
+    assert err.startswith(
+        "ge: [GE1202] cannot disable unknown pass(es) AlphaPass (the installed plugins that "
+        "ge.passes.disabled_plugins=alpha leaves out were not loaded: a pass of one is not "
+        "known); known passes: ")
+
+
+def test_with_autoload_off_an_entry_point_name_is_not_advised_to_be_left_out(
+        model: Path, tmp_path: Path) -> None:
+    """Trial E: with installed plugins not loaded at all, `--disable alpha` advised leaving
+    the entry point out with disabled_plugins, which does nothing then."""
+    out = tmp_path / "out.onnx"
+    code, stdout, err = run_ge("compile", str(model), "-o", str(out), "--disable", "alpha",
+                               "--option", "ge.passes.disable_plugin_autoload=true")
+    assert code == 1 and stdout == "" and not out.exists()
+    assert err.startswith(
+        "ge: [GE1202] cannot disable unknown pass(es) alpha (the entry point "
+        "geplug-cli:alpha of an installed plugin (group ge.passes.plugins), not a pass: "
+        "installed plugins are not loaded, as the option ge.passes.disable_plugin_autoload "
+        "is true); known passes:")
+    assert "disabled_plugins" not in err
+
+
+def _odd_names(site: Path) -> None:
+    """Distribution odd-names: entry points `has space` and `p3,comma` (names pip takes)."""
+    (site / "odd_pkg").mkdir()
+    (site / "odd_pkg" / "__init__.py").write_text("")
+    (site / "odd_pkg" / "p2.py").write_text(PASS.format(name="OddTwo"))
+    (site / "odd_pkg" / "p3.py").write_text(PASS.format(name="OddThree"))
+    info = site / "odd_names-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: odd-names\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[ge.passes.plugins]\nhas space = odd_pkg.p2\np3,comma = odd_pkg.p3\n")
+
+
+def test_odd_entry_point_names_are_quoted_or_said_unnameable(
+        model: Path, tmp_path: Path, site: Path) -> None:
+    """Trial E: the option value given for `has space` was not quoted for a shell, and one
+    for `p3,comma` named two plugins (`p3` and `comma`), neither of them it."""
+    _odd_names(site)
+    out = tmp_path / "out.onnx"
+    code, _, err = run_ge("compile", str(model), "-o", str(out), "--disable", "has space")
+    assert code == 1 and not out.exists()
+    assert ("not a pass: leave it out with --option 'ge.passes.disabled_plugins=has space' "
+            "(ge.compile's options={'ge.passes.disabled_plugins': 'has space'})") in err
+    code, _, err = run_ge("compile", str(model), "-o", str(out), "--disable", "p3,comma")
+    assert code == 1 and not out.exists()
+    assert ("not a pass: entry point 'p3,comma' of odd-names cannot be left out: "
+            "ge.passes.disabled_plugins separates names by commas, and its name holds one; "
+            "uninstall odd-names") in err
+    assert "--option ge.passes.disabled_plugins=p3" not in err
+    # the quoted value, as a shell hands it over, leaves `has space` out
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--no-builtin", "--json",
+                             "--option", "ge.passes.disabled_plugins=has space")
+    assert code == 0
+    assert "OddTwo" not in [p["name"] for p in json.loads(stdout)["passes"]]

@@ -58,7 +58,8 @@ def test_an_edited_installed_plugin_is_told_at_each_compilation_finalize_include
             "compilation runs the code imported then; an installed plugin stays imported "
             "for the life of the process, ge.finalize() included: restart the process to "
             "run the edited code, or give the file as a pass path with the installed plugin "
-            "left out (--option ge.passes.disabled_plugins=teamb-fusions:double_neg)")
+            "left out (--option ge.passes.disabled_plugins=teamb-fusions:double_neg "
+            "(ge.compile's options={'ge.passes.disabled_plugins': 'teamb-fusions:double_neg'}))")
 
 
 def test_an_e13028_of_an_edited_plugins_old_code_says_its_file_changed(site: Path) -> None:

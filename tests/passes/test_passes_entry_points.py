@@ -323,3 +323,32 @@ def test_a_package_entry_point_is_not_credited_with_its_siblings_passes(
         "registers or returns them (or registers custom operators)"]
     again = discover_plugins(entry_points=True, disabled={"weird-eps:p2"})
     assert sorted(d.pass_name for d in again.descriptors()) == ["W1"]
+
+
+def test_disabled_plugins_names_are_trimmed_around_the_colon_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial E: " Team.A-Fusions : matmul_add " was an unknown plugin (only the spaces
+    around commas were trimmed), and `weird-eps:a:b` (entry point `a:b`) never matched: the
+    distribution was read up to the last colon."""
+    from ge.compiler.options import parse_options
+    from ge.passes.plugin_cache import disabled_names
+
+    site = tmp_path / "colonsite"
+    make_distribution(
+        site, "Team.A-Fusions", "1.0",
+        {"a:b": "colon_pkg.p1", "has space": "colon_pkg.p2", "matmul_add": "colon_pkg.p3"},
+        {"colon_pkg/__init__.py": "", "colon_pkg/p1.py": PASS_MODULE.format(name="C1"),
+         "colon_pkg/p2.py": PASS_MODULE.format(name="C2"),
+         "colon_pkg/p3.py": PASS_MODULE.format(name="C3")},
+    )
+    monkeypatch.syspath_prepend(str(site))
+    value = " Team.A-Fusions : matmul_add , team_a_fusions:a:b,  has space "
+    assert disabled_names(value) == {"Team.A-Fusions:matmul_add", "team_a_fusions:a:b",
+                                     "has space"}
+    options = parse_options({"ge.passes.disabled_plugins": value})
+    assert options.disabled_plugins == disabled_names(value)
+    report = discover_plugins(entry_points=True, disabled=options.disabled_plugins)
+    assert report.failures == [] and _names() == []
+    assert sorted(report.disabled) == ["Team.A-Fusions:a:b", "Team.A-Fusions:has space",
+                                       "Team.A-Fusions:matmul_add"]

@@ -27,6 +27,7 @@ from ge.errors import CompileWarning, GeError, PluginLoadError, PluginLoadWarnin
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.loader import PluginLoadReport
+from ge.passes.plugin_cache import merged_clashes
 
 __all__ = ["FoundPasses", "listing_options", "loaded_passes", "pass_path_option"]
 
@@ -119,6 +120,7 @@ def _collect(loader: PluginLoader, bad_env: list[GeError], pass_paths: Sequence[
                 registry.add_plugin(plugin)
             except GeError as err:
                 failures.append(err)
-    return FoundPasses(registry.passes(), failures, disabled_found)
+    return FoundPasses(registry.passes(),
+                       merged_clashes(failures, options.disabled_plugins), disabled_found)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,12 @@ from ge.compiler.arguments import described, flag, name_list
 from ge.compiler.built_patterns import BuiltPatterns
 from ge.compiler.dumping import GraphDumper
 from ge.compiler.fusion_switch import OPTION_FUSION_SWITCH_FILE, read_fusion_switch
-from ge.compiler.options import CompilerOptions, parse_options, unknown_ge_options
+from ge.compiler.options import (
+    OPTION_DISABLED_PLUGINS,
+    CompilerOptions,
+    parse_options,
+    unknown_ge_options,
+)
 from ge.compiler.pass_registry import PassRegistry
 from ge.compiler.plugin_loader import PathLease, PluginLoader, PluginLoaderClosedError
 from ge.compiler.report import CompileReport, model_size
@@ -57,6 +62,12 @@ from ge.errors import (
 from ge.ops.registry import CustomOp, CustomOpView
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, warn_failures
 from ge.passes.loader import LoadedPlugin, PluginLoadReport, in_process_plugin
+from ge.passes.plugin_cache import (
+    leave_out_hint,
+    leave_out_option,
+    unnameable,
+    unnameable_note,
+)
 from ge.passes.source import warn_user
 
 if TYPE_CHECKING:
@@ -153,11 +164,11 @@ def _warn_stale(plugins: Iterable[LoadedPlugin]) -> None:
         if not changed:
             continue
         if plugin.origin.kind == "entry_point":
-            name = f"{plugin.origin.distribution}:{plugin.origin.entry_point_name}"
+            left_out = leave_out_hint([(plugin.origin.distribution,
+                                        plugin.origin.entry_point_name or "")])
             how = ("an installed plugin stays imported for the life of the process, "
                    "ge.finalize() included: restart the process to run the edited code, or "
-                   "give the file as a pass path with the installed plugin left out "
-                   f"(--option ge.passes.disabled_plugins={name})")
+                   f"give the file as a pass path with the installed plugin left out ({left_out})")
         else:
             how = "ge.finalize() makes the next compilation load it afresh"
         warn_user(CompileWarning(
@@ -381,54 +392,68 @@ def _chosen(engine: _Engine, options: Mapping[str, str] | None,
 
 
 def check_pass_names(registry: PassRegistry, names: Iterable[str],
-                     verb: str = "disable", plugins_off: str | None = None) -> frozenset[str]:
+                     verb: str = "disable", plugins_off: str | None = None,
+                     left_out: Collection[str] = ()) -> frozenset[str]:
     """`names` as a set, each the name of a pass in `registry`; CompilerOptionError if not
     (saying what could not be done to them: `verb`; and, when installed plugins are
-    present but not loaded, why: `plugins_off`, as `CompilationPasses.plugins_off`)."""
+    present but not loaded, why: `plugins_off`, as `CompilationPasses.plugins_off`, or the
+    names `ge.passes.disabled_plugins` gave, `left_out`: their passes are not known either,
+    which a misspelt name is not told from)."""
     chosen = frozenset(names)
     unknown = sorted(n for n in chosen if n not in registry)
     if unknown:
         import difflib
 
         names = sorted(p.name for p in registry)
-        plugins = _entry_point_names() if verb == "disable" else {}
+        installed = _entry_point_names(plugins_off)
+        plugins = installed if verb == "disable" else {}
         guesses = [f"{name} ({plugins[name]})" if name in plugins
                    else f"{name} (did you mean {close[0]}?)" if close else name
                    for name in unknown
                    for close in [difflib.get_close_matches(name, names, n=1, cutoff=0.8)]]
-        off = (f" (installed plugins were not loaded, as {plugins_off}: a pass of one is "
-               "not known)" if plugins_off and _entry_point_names() else "")
+        off = ""
+        passes_asked = installed and any(n not in plugins for n in unknown)
+        if plugins_off and passes_asked:
+            off = (f" (installed plugins were not loaded, as {plugins_off}: a pass of one is "
+                   "not known)")
+        elif left_out and passes_asked:
+            off = (f" (the installed plugins that {OPTION_DISABLED_PLUGINS}="
+                   f"{','.join(sorted(left_out))} leaves out were not loaded: a pass of one "
+                   "is not known)")
         raise CompilerOptionError(
             f"cannot {verb} unknown pass(es) {', '.join(guesses)}{off}; known passes: "
             f"{', '.join(names)}")
     return chosen
 
 
-def _entry_point_names() -> dict[str, str]:
+def _entry_point_names(plugins_off: str | None = None) -> dict[str, str]:
     """What to say of each name of an installed plugin (`name` and `distribution:name`)
     given where a pass name belongs: `--disable` names passes, and an entry point is left
-    out with the option `ge.passes.disabled_plugins` (a user trial gave `--disable qkv`)."""
+    out with the option `ge.passes.disabled_plugins` (a user trial gave `--disable qkv`),
+    unless installed plugins are not loaded at all (`plugins_off`: nothing to leave out)."""
     from ge.passes.entry_points import ENTRY_POINT_GROUP, entry_point_id, plugin_entry_points
 
     said: dict[str, str] = {}
     for ep in plugin_entry_points():
         for name in (ep.name, entry_point_id(ep)):
+            how = (f"installed plugins are not loaded, as {plugins_off}" if plugins_off
+                   else unnameable_note(ep.name, entry_point_id(ep).partition(":")[0])
+                   if unnameable(ep.name) else f"leave it out with {leave_out_option([name])}")
             said.setdefault(name, (
                 f"the entry point {entry_point_id(ep)} of an installed plugin (group "
-                f"{ENTRY_POINT_GROUP}), not a pass: leave it out with --option "
-                f"ge.passes.disabled_plugins={name}; from Python, options="
-                f"{{'ge.passes.disabled_plugins': {name!r}}}"))
+                f"{ENTRY_POINT_GROUP}), not a pass: {how}"))
     return said
 
 
 def passes_not_run(registry: PassRegistry, disable: Iterable[str],
-                   enable: Iterable[str] = (), plugins_off: str | None = None) -> frozenset[str]:
+                   enable: Iterable[str] = (), plugins_off: str | None = None,
+                   left_out: Collection[str] = ()) -> frozenset[str]:
     """The passes a compilation leaves out: those `disable` names and the built-ins that are
     off by default unless `enable` names them (each name checked: CompilerOptionError for
-    an unknown one, saying why installed plugins' passes are not known when `plugins_off`,
-    or one both enabled and disabled)."""
-    disabled = check_pass_names(registry, disable, plugins_off=plugins_off)
-    enabled = check_pass_names(registry, enable, "enable", plugins_off)
+    an unknown one, saying why installed plugins' passes are not known when `plugins_off`
+    or `left_out` (`check_pass_names`), or one both enabled and disabled)."""
+    disabled = check_pass_names(registry, disable, plugins_off=plugins_off, left_out=left_out)
+    enabled = check_pass_names(registry, enable, "enable", plugins_off, left_out)
     both = sorted(disabled & enabled)
     if both:
         raise CompilerOptionError(f"pass(es) {', '.join(both)} both enabled and disabled")
@@ -538,7 +563,8 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
         switching.append((f"fusion switch file {switch_file} switching", named))
         disable = set(disable) | (switched_off - set(enable))
         enable = set(enable) | (switched_on - set(disable))
-    disabled = passes_not_run(registry, disable, enable, passes.plugins_off)
+    disabled = passes_not_run(registry, disable, enable, passes.plugins_off,
+                              passes.options.disabled_plugins)
     observers = list(observers)
     for observer in observers:  # a dump level naming no step nor pass would dump nothing
         if isinstance(observer, GraphDumper):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ge.compiler.arguments import described
 from ge.errors import CompilerOptionError, CompilerOptionTypeError
+from ge.passes.plugin_cache import disabled_names
 
 __all__ = [
     "GE_OPTIONS",
@@ -136,7 +137,7 @@ def parse_options(options: Mapping[str, str] | None) -> CompilerOptions:
         continue_on_plugin_error=_flag(
             OPTION_CONTINUE_ON_PLUGIN_ERROR, values.get(OPTION_CONTINUE_ON_PLUGIN_ERROR, "")
         ),
-        disabled_plugins=frozenset(n.strip() for n in disabled.split(",") if n.strip()),
+        disabled_plugins=disabled_names(disabled),
         disable_plugin_autoload=_flag(
             OPTION_DISABLE_PLUGIN_AUTOLOAD, values.get(OPTION_DISABLE_PLUGIN_AUTOLOAD, "")
         ),

@@ -278,7 +278,7 @@ class PluginLoader:
                     report.add(plugin)
                 elif failure is not None:
                     report.failures.append(failure)
-        error = report.error()
+        error = report.error(options.disabled_plugins)
         if error is not None and not options.continue_on_plugin_error:
             raise error
         warn_failures(PluginLoadReport(failures=fresh))

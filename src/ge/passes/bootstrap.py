@@ -271,7 +271,7 @@ def load_pass_plugins(
     if not items:
         return []
     report = discover_plugins(items, entry_points=entry_points, disabled=disabled)
-    error = report.error()
+    error = report.error(disabled)
     if error is not None:
         if not continue_on_error:
             raise error
