@@ -173,16 +173,18 @@ def test_with_autoload_off_an_entry_point_name_is_not_advised_to_be_left_out(
 
 
 def _odd_names(site: Path) -> None:
-    """Distribution odd-names: entry points `has space` and `p3,comma` (names pip takes)."""
+    """Distribution odd-names: entry points `a:b`, `has space` and `p3,comma` (names pip
+    takes)."""
     (site / "odd_pkg").mkdir()
     (site / "odd_pkg" / "__init__.py").write_text("")
     (site / "odd_pkg" / "p2.py").write_text(PASS.format(name="OddTwo"))
     (site / "odd_pkg" / "p3.py").write_text(PASS.format(name="OddThree"))
+    (site / "odd_pkg" / "p1.py").write_text(PASS.format(name="OddOne"))
     info = site / "odd_names-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: odd-names\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
-        "[ge.passes.plugins]\nhas space = odd_pkg.p2\np3,comma = odd_pkg.p3\n")
+        "[ge.passes.plugins]\na:b = odd_pkg.p1\nhas space = odd_pkg.p2\np3,comma = odd_pkg.p3\n")
 
 
 def test_odd_entry_point_names_are_quoted_or_said_unnameable(
@@ -206,3 +208,12 @@ def test_odd_entry_point_names_are_quoted_or_said_unnameable(
                              "--option", "ge.passes.disabled_plugins=has space")
     assert code == 0
     assert "OddTwo" not in [p["name"] for p in json.loads(stdout)["passes"]]
+
+
+def test_passes_list_prints_names_as_they_are(site: Path) -> None:
+    """Trial E: rich read `:a:` of `odd-names:a:b` as an emoji (`odd-names🅰b`)."""
+    _odd_names(site)
+    code, out, _ = run_ge("passes", "list", "--disable", "odd-names:a:b")
+    assert code == 0
+    assert "Disabled entry points: odd-names:a:b" in out and "\U0001f170" not in out
+    assert "OddOne" not in out and "OddTwo" in out

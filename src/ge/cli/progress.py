@@ -82,6 +82,6 @@ def compile_progress(model: str, *, enabled: bool | None = None) -> Iterator[Com
         return
     from rich.console import Console
 
-    console = Console(file=sys.stderr, highlight=False)
+    console = Console(file=sys.stderr, highlight=False, emoji=False)
     with console.status(f"compiling {model}", spinner="dots") as status:
         yield CommandProgress(status, model)
