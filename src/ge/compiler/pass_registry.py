@@ -155,12 +155,22 @@ class PassRegistry:
         installed = next((e.origin for e in (known, entry) if e.origin.kind == "entry_point"),
                          None)
         in_process = next((e for e in (known, entry) if e.origin.kind == "in_process"), None)
-        hint = (clash_hint((entry.descriptor.class_name, entry.origin.of_plugin_origin()),
-                           (known.descriptor.class_name, known.origin.of_plugin_origin()))
-                or (leave_installed_out_hint(installed.entry_point, installed.distribution)
-                    if installed is not None and installed.entry_point
-                    else unregister_hint(in_process.descriptor) if in_process is not None
-                    else ""))
+        if known.builtin or entry.builtin:
+            # A pass's name is how --disable, --enable, the fusion switch file, dump levels
+            # and reports name it: a plugin pass may not take a built-in's, even where the
+            # built-in is off (--no-builtin, --disable), nor can disabled_plugins help.
+            hint = ("; a plugin pass may not take the name of a built-in pass (names are how "
+                    "--disable, --enable, the fusion switch file and reports tell passes "
+                    "apart), with the built-in turned off too: rename your pass")
+            if installed is not None and installed.entry_point:  # (not the user's to rename)
+                hint += leave_installed_out_hint(installed.entry_point, installed.distribution)
+        else:
+            hint = (clash_hint((entry.descriptor.class_name, entry.origin.of_plugin_origin()),
+                               (known.descriptor.class_name, known.origin.of_plugin_origin()))
+                    or (leave_installed_out_hint(installed.entry_point, installed.distribution)
+                        if installed is not None and installed.entry_point
+                        else unregister_hint(in_process.descriptor) if in_process is not None
+                        else ""))
         raise DuplicatePassNameError(
             f"python pass name already exists: {entry.name}; "
             f"{entry.descriptor.class_name} ({entry.origin}) reuses the name of "
