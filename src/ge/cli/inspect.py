@@ -357,7 +357,7 @@ def _print(summary: dict[str, Any]) -> None:
               f"{_size_text(summary['file_bytes'])}")
     con.print(f"ir_version {summary['ir_version']}; producer "
               f"{escape(producer['name'] or '-')} {escape(producer['version'])}".rstrip())
-    con.print("opsets: " + ", ".join(f"{d}={v}" for d, v in summary["opsets"].items()))
+    con.print(cell("opsets: " + ", ".join(f"{d}={v}" for d, v in summary["opsets"].items())))
     io_table = Table(title="Inputs and outputs", title_justify="left")
     for column in ("Kind", "Name", "Dtype", "Shape"):
         io_table.add_column(column)
