@@ -315,7 +315,7 @@ class DuplicatePassNameError(PassRegisterError):
         self.previous_location = previous_location
         self.class_name = class_name
         #: A clash between installed plugins, as the plugin cache knows it
-        #: (`ge.passes.plugin_cache.InstalledClash`: its hint is composed when raised).
+        #: (`ge.passes.plugin_names.InstalledClash`: its hint is composed when raised).
         self.clash: object | None = None
 
     def details(self) -> dict[str, object]:

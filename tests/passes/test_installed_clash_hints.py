@@ -1,11 +1,12 @@
-"""The E13030 hint between installed plugins (`ge.passes.plugin_cache.clash_hint`): for each
+"""The E13030 hint between installed plugins (`ge.passes.plugin_names.clash_hint`): for each
 side, the one value of `ge.passes.disabled_plugins` that runs it (the option is given once:
 every other side and what the option holds already), quoted for a shell where a name needs
 it, and said impossible for an entry point whose name holds a comma (trial E)."""
 
 from __future__ import annotations
 
-from ge.passes.plugin_cache import PluginOrigin, clash_hint
+from ge.passes.plugin_cache import PluginOrigin
+from ge.passes.plugin_names import clash_hint
 
 
 def _origin(dist: str, name: str) -> PluginOrigin:

@@ -332,7 +332,7 @@ def test_disabled_plugins_names_are_trimmed_around_the_colon_too(
     around commas were trimmed), and `weird-eps:a:b` (entry point `a:b`) never matched: the
     distribution was read up to the last colon."""
     from ge.compiler.options import parse_options
-    from ge.passes.plugin_cache import disabled_names
+    from ge.passes.plugin_names import disabled_names
 
     site = tmp_path / "colonsite"
     make_distribution(

@@ -27,7 +27,7 @@ from ge.errors import CompileWarning, GeError, PluginLoadError, PluginLoadWarnin
 from ge.passes.bootstrap import ENV_PY_PASS_PATH
 from ge.passes.discovery import given_paths, normalize_path_list, plugin_sources
 from ge.passes.loader import PluginLoadReport
-from ge.passes.plugin_cache import merged_clashes
+from ge.passes.plugin_names import merged_clashes
 
 __all__ = ["FoundPasses", "listing_options", "loaded_passes", "pass_path_option"]
 

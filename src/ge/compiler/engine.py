@@ -62,7 +62,7 @@ from ge.errors import (
 from ge.ops.registry import CustomOp, CustomOpView
 from ge.passes.bootstrap import ENV_PY_PASS_PATH, warn_failures
 from ge.passes.loader import LoadedPlugin, PluginLoadReport, in_process_plugin
-from ge.passes.plugin_cache import (
+from ge.passes.plugin_names import (
     leave_out_hint,
     leave_out_option,
     unnameable,

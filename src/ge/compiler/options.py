@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ge.compiler.arguments import described
 from ge.errors import CompilerOptionError, CompilerOptionTypeError
-from ge.passes.plugin_cache import disabled_names
+from ge.passes.plugin_names import disabled_names
 
 __all__ = [
     "GE_OPTIONS",

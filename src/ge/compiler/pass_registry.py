@@ -19,7 +19,7 @@ from ge.passes.loader import (
     leave_installed_out_hint,
     unregister_hint,
 )
-from ge.passes.plugin_cache import clash_hint
+from ge.passes.plugin_names import clash_hint
 from ge.passes.registry import PassDescriptor, build_descriptor
 from ge.passes.stage import PassStage
 

@@ -27,7 +27,7 @@ from ge.passes.loader import (
     reuse_cached,
     source_stamps,
 )
-from ge.passes.plugin_cache import disables
+from ge.passes.plugin_names import disables
 from ge.passes.registry import PassDescriptor
 from ge.passes.source import definition_location, hook_location
 

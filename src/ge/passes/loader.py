@@ -64,7 +64,6 @@ from ge.passes.plugin_cache import (
     cached_source,
     hint_clash,
     in_process_plugin,
-    leave_installed_out_hint,
     loaded_plugins,
     purge_modules,
     reuse_cached,
@@ -72,6 +71,7 @@ from ge.passes.plugin_cache import (
     unload_plugins,
     unregister_hint,
 )
+from ge.passes.plugin_names import leave_installed_out_hint
 from ge.passes.registry import (
     PassDescriptor,
     capture_registrations,
