@@ -44,6 +44,7 @@ from ge.graph.node_state import GraphNodeState
 from ge.graph.subgraphs import GraphSubgraphs
 from ge.graph.topology import GraphTopology
 from ge.graph.types import DumpFormat
+from ge.graph.value_info import TypeDecoder
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,6 +102,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._unknown_desc_reads = 0
         self._last_unknown_read: tuple[Node, int, bool] | None = None
         self._orphans: list[Graph] = []
+        # Of a root graph: the value-info types its hierarchy's nodes decoded on first read
+        # of a desc loaded from ONNX (a pure memo: `ge.graph.value_info.TypeDecoder`).
+        self._types = TypeDecoder()
         # (journal, mutation count) of a root when `check_model_as_given` last passed it
         # (`ge.graph.input_checks`): a command and `ge.compile` check a model once.
         self._checked_as_given: tuple[Journal, int] | None = None

@@ -445,8 +445,13 @@ class Node:
         descs = self._out_descs
         desc = descs[index] if descs is not None else None
         if desc is not None and not isinstance(desc, TensorDesc):
-            desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
+            desc = descs[index] = self._decoded(desc)  # type: ignore[index]
         return desc
+
+    def _decoded(self, vi: onnx.ValueInfoProto) -> TensorDesc:
+        """The desc of a value info read from ONNX, through its root graph's type memo."""
+        graph = self._graph
+        return desc_from_value_info(vi) if graph is None else graph.root_graph()._types.decode(vi)
 
     def _output_dtype(self, index: int) -> DataType:
         """`get_output_desc(index).data_type` without the copy (the IR's own checks)."""
@@ -473,7 +478,7 @@ class Node:
         desc = descs[index] if descs is not None else None
         if desc is not None:
             if not isinstance(desc, TensorDesc):  # decoded once (lossless: keeps its proto)
-                desc = descs[index] = desc_from_value_info(desc)  # type: ignore[index]
+                desc = descs[index] = self._decoded(desc)  # type: ignore[index]
             return desc.copy()
         producer = self._inputs[index]
         if producer is not None:

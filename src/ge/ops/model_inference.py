@@ -31,7 +31,7 @@ from ge.graph.sparse import dense_initializers
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Dim, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
-from ge.graph.value_info import desc_from_value_info, is_known_type
+from ge.graph.value_info import TypeDecoder, is_known_type
 from ge.ops import inference as node_inference
 from ge.ops.custom_typing import provisional_nodes, ready, settled, type_in_order, typed
 from ge.ops.expanded_defaults import write_expanded_defaults
@@ -121,35 +121,15 @@ def _strip(gp: onnx.GraphProto, keep: set[str]) -> None:
                     _strip(sub, keep)
 
 
-class _Decoder:
-    """`desc_from_value_info`, decoding each distinct type once.
+class _Decoder(TypeDecoder):
+    """The desc of each inferred value's type (`TypeDecoder`), or None when the type says
+    nothing (`is_known_type`: what inference writes back); each value gets a copy."""
 
-    Most values of a large model share a handful of types (`float[1,8,16]`); the desc of
-    each value is a copy of its type's desc. Their source (what export reuses while a desc
-    says the same) is one detached, unnamed copy of the type's value info, shared: a
-    reference into the inferred model would keep all of it alive, about 440 MB beside a
-    200,000-node graph.
-    """
-
-    def __init__(self) -> None:
-        # serialized type -> its desc, or None when it says nothing (`is_known_type`)
-        self._by_type: dict[bytes, TensorDesc | None] = {}
+    __slots__ = ()
 
     def typed(self, vi: onnx.ValueInfoProto) -> TensorDesc | None:
-        """The desc of `vi`'s type when it says something (`is_known_type`: what inference
-        writes back), else None; each value gets its own copy of it."""
         tp = vi.type
-        key = tp.SerializeToString()
-        try:
-            return self._by_type[key]
-        except KeyError:
-            template = None
-            if is_known_type(tp):  # (a sequence: an unknown desc, its type the source)
-                detached = onnx.ValueInfoProto()
-                detached.type.CopyFrom(tp)
-                template = desc_from_value_info(detached)
-            self._by_type[key] = template
-            return template
+        return self.template(tp) if is_known_type(tp) else None
 
 
 class _Types:
