@@ -534,9 +534,10 @@ def call_operator(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[s
             graph._connect(holder._node, holder._index, node, i)
     for dep in scoped_control_deps():
         graph.add_control_edge(owner._holder(dep, "control dependency")._node, node)
-    rejected = infer_new_node(node)
-    if rejected is not None:
-        _check_rejection(owner, spec, node, rejected)
+    if not building_patterns():  # (a pattern's nodes stand for any types: none inferred)
+        rejected = infer_new_node(node)
+        if rejected is not None:
+            _check_rejection(owner, spec, node, rejected)
     if count == 1 and not spec.variadic_output:
         return TensorHolder._make(owner, node, 0)
     return tuple([TensorHolder._make(owner, node, i) for i in range(count)])
