@@ -51,6 +51,25 @@ def test_import_and_help_are_light() -> None:
     assert result.stderr.strip() == "[] []"
 
 
+def test_onnx_reference_is_imported_only_to_evaluate() -> None:
+    """`onnx.reference` (~60-90 ms to import) is imported when a compilation first
+    evaluates a node: a dynamo export, folded already, compiles without it; DistilBERT's
+    classic export folds its shape computations, so it is imported there."""
+    code = (
+        "import sys\n"
+        "import ge\n"
+        "loaded = []\n"
+        "for path in sys.argv[1:]:\n"
+        "    ge.compile(path)\n"
+        "    loaded.append('onnx.reference' in sys.modules)\n"
+        "print(loaded, file=sys.stderr)\n"
+    )
+    result = run_process("-c", code, str(DISTILBERT.with_name("distilbert_tiny_dynamo.onnx")),
+                         str(DISTILBERT))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[False, True]"
+
+
 def test_the_process_entry_point_is_light_until_the_command_runs() -> None:
     """`ge --version` through the console script's entry point (`process_exit.run`) imports
     nothing heavy: the entry point imported the plugin cache, hence onnx and numpy, before

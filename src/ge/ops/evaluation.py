@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 from ge.errors import ConstantEvaluationError
 from ge.graph.attributes import GRAPH_KINDS
@@ -50,7 +49,9 @@ from ge.ops.onnx_node import (
 )
 from ge.ops.reference_versions import version_gap
 from ge.ops.registry import CustomOp, get_custom_op
-from ge.ops.runtime_kernels import RUNTIME_KERNELS
+
+if TYPE_CHECKING:
+    from onnx.reference import ReferenceEvaluator
 
 __all__ = ["NodeEvaluator", "Signature", "evaluate_node", "is_constant_foldable",
            "set_decomposition_builder"]
@@ -100,9 +101,21 @@ def _check_version(node: Node) -> None:
                                       nodes=[node.name])
 
 
+def reference_evaluator(model: onnx.ModelProto) -> ReferenceEvaluator:
+    """onnx's `ReferenceEvaluator` of `model` with ge's kernels (`ge.ops.runtime_kernels`).
+    `onnx.reference` is imported here, when something is first evaluated: importing it costs
+    ~60-90 ms, which a compilation folding nothing (a dynamo export, folded already) need
+    not pay."""
+    from onnx.reference import ReferenceEvaluator
+
+    from ge.ops.runtime_kernels import RUNTIME_KERNELS
+
+    return ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS))
+
+
 def _run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str) -> list[Any]:
     try:
-        return list(ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS)).run(None, feeds))
+        return list(reference_evaluator(model).run(None, feeds))
     except Exception as err:
         raise ConstantEvaluationError(f"{what}: evaluation failed: {err}") from err
 
@@ -303,6 +316,6 @@ def _build(node: Node, slots: Sequence[int], what: str) -> tuple[ReferenceEvalua
                               [helper.make_empty_tensor_value_info(n) for n in named])
     model = helper.make_model(graph, opset_imports=opset_imports_of(node))
     try:
-        return ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS)), named
+        return reference_evaluator(model), named
     except Exception as err:
         raise ConstantEvaluationError(f"{what}: evaluation failed: {err}") from err

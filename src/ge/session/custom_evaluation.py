@@ -6,12 +6,11 @@ are checked against the types the model declares (`KernelError`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import AttributeProto
-from onnx.reference.op_run import OpRun
 
 from ge._text import error_text
 from ge.errors import MissingOperatorError
@@ -27,6 +26,9 @@ from ge.ops.custom_calls import call_kernel
 from ge.ops.evaluation import evaluate_node
 from ge.ops.registry import CustomOp, get_custom_op
 from ge.ops.runtime_ops import runtime_domains
+
+if TYPE_CHECKING:
+    from onnx.reference.op_run import OpRun
 
 __all__ = ["custom_ops_of", "custom_output_descs", "declared_types", "foreign_nodes",
            "op_run_class", "runs_in_onnxruntime"]
@@ -94,6 +96,8 @@ def op_run_class(custom: CustomOp, declared: Mapping[str, TensorDesc]) -> type[O
     with the schema's defaults filled in (as in constant evaluation). Its values are checked
     against the output types the model declares (`declared`, by value name): `KernelError`.
     """
+    from onnx.reference.op_run import OpRun  # (imported when first evaluated: see evaluation)
+
     spec = custom.spec
     defaults = {k: a.default for k, a in spec.attributes.items() if a.default is not None}
 

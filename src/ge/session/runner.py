@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import EncodeError
-from onnx.reference import ReferenceEvaluator
 
 from ge._text import error_text
 from ge.errors import RuntimeLoadError, SessionError
@@ -33,7 +32,6 @@ from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor_desc import TensorDesc
 from ge.ops.functions import inline_local_functions
-from ge.ops.runtime_kernels import RUNTIME_KERNELS
 from ge.session.custom_evaluation import custom_ops_of, declared_types, op_run_class
 from ge.session.low_bit import as_ort_value, check_ort_values, is_low_bit, output_array
 from ge.session.model_interface import (
@@ -191,6 +189,10 @@ class ModelRunner:
                     copy.CopyFrom(whole)  # (the defaults are filled in in place)
                     whole = inline_local_functions(copy)
                 declared = {**output_descs, **declared_types(whole, customs)}
+                from onnx.reference import ReferenceEvaluator  # (see ge.ops.evaluation)
+
+                from ge.ops.runtime_kernels import RUNTIME_KERNELS
+
                 self._evaluator = ReferenceEvaluator(
                     whole, new_ops=[*(op_run_class(c, declared) for c in customs),
                                     *RUNTIME_KERNELS])
