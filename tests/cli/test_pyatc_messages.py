@@ -3,6 +3,7 @@ changed static dim named as such even when the input's shape also has dynamic di
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -42,13 +43,54 @@ def test_output_onto_the_model_names_no_ge_compile_flag(
     assert listing(tmp_path) == ["m.onnx"]
 
 
-def test_an_output_in_a_missing_folder_keeps_ge_message(
+def test_the_missing_folders_of_the_output_are_made_once_compiled(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    target = tmp_path / "absent" / "out.onnx"
-    assert main(args=["--model", str(DISTILBERT), "--output", str(tmp_path / "absent" / "out")]) \
-        == 1
-    assert capsys.readouterr().err.startswith(f"pyatc: [GE1104] cannot save to {target}: ")
-    assert listing(tmp_path) == []
+    """As atc makes its output's folder (`--output=build/om/model` in a fresh checkout:
+    refused before, trial A), pyatc makes every missing folder, after compiling."""
+    prefix = tmp_path / "build" / "om" / "model"
+    assert main(args=["--model", str(DISTILBERT), "--output", str(prefix)]) == 0
+    assert f"wrote {prefix}.onnx" in capsys.readouterr().out
+    assert listing(tmp_path) == ["build", "build/om", "build/om/model.onnx"]
+    onnx.checker.check_model(str(prefix) + ".onnx", full_check=True)
+
+
+def test_no_folder_is_left_of_a_failed_run(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture) -> None:
+    """A model refused before compiling makes no folder; one whose compiled model the
+    checker refuses on saving (made after the folders) leaves none behind either."""
+    (tmp_path / "models").mkdir()
+    models = _bad_models(tmp_path / "models")
+    for model in models.values():
+        assert main(args=["--model", str(model), "--output",
+                          str(tmp_path / "build" / "om" / "model")]) == 1
+        assert "pyatc: [GE1003]" in capsys.readouterr().err
+    assert listing(tmp_path) == ["models", "models/bogus.onnx", "models/unshaped.onnx"]
+
+
+def test_a_folder_that_cannot_be_made_is_refused_before_compiling(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "notes.txt").write_text("a file")
+    target = tmp_path / "notes.txt" / "om" / "model.onnx"
+    assert main(args=["--model", str(DISTILBERT), "--output", str(target)]) == 1
+    assert capsys.readouterr().err == (
+        f"pyatc: [GE1104] cannot save to {target}: {tmp_path / 'notes.txt'} is not a folder\n")
+    assert listing(tmp_path) == ["notes.txt"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only folder")
+def test_a_folder_pyatc_may_not_write_in_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        target = locked / "om" / "model.onnx"
+        assert main(args=["--model", str(DISTILBERT), "--output", str(target)]) == 1
+        assert capsys.readouterr().err == (
+            f"pyatc: [GE1104] cannot save to {target}: permission denied to make folder "
+            f"{locked / 'om'}\n")
+    finally:
+        locked.chmod(0o700)
+    assert listing(tmp_path) == ["locked"]
 
 
 @pytest.mark.parametrize(("dims", "shape", "message"), [

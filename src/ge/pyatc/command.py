@@ -203,15 +203,22 @@ def _refine_output_shapes(graph: object) -> None:
         net_output.update_input_desc(i, inferred)
 
 
-def _check_output(graph: object, model: Path, output: Path) -> None:
-    """Refuse (ModelSaveError, GE1104) an output pyatc could not write: in a missing folder,
-    a folder, or the model itself. The last is said in pyatc's terms: `ge compile`'s
-    `--overwrite-input` has no pyatc counterpart: pyatc never overwrites its input."""
+def _check_output(graph: object, model: Path, output: Path) -> list[Path]:
+    """Refuse (ModelSaveError, GE1104) an output pyatc could not write: a folder, the model
+    itself, or in a folder that neither exists nor can be made. The folders missing above
+    it are returned, outermost first: pyatc makes them once the model is compiled, as atc
+    makes its output's folder (`--output=build/om/model` in a fresh checkout). The model
+    itself is said in pyatc's terms: `ge compile`'s `--overwrite-input` has no pyatc
+    counterpart: pyatc never overwrites its input."""
     from ge.errors import ModelSaveError
     from ge.graph import Graph
     from ge.graph.save_target import check_save_target
 
     assert isinstance(graph, Graph)
+    missing = _missing_folders(output)
+    if missing:
+        _check_creatable(output, missing[0])
+        return missing  # (nothing there yet: neither a folder nor the model)
     check_save_target(graph, output, overwrite_input=True)  # the folder: ge's own message
     try:
         check_save_target(graph, output)
@@ -220,6 +227,50 @@ def _check_output(graph: object, model: Path, output: Path) -> None:
             f"cannot save to {output}: it is the model being compiled ({model}); pyatc "
             "never overwrites its input, give --output another prefix",
             path=str(output)) from err
+    return []
+
+
+def _missing_folders(output: Path) -> list[Path]:
+    """The folders above `output` that do not exist, outermost first (none for a file in
+    an existing folder, or in the current one)."""
+    missing: list[Path] = []
+    folder = output.parent
+    while str(folder) not in ("", ".") and folder != folder.parent and not os.path.lexists(
+            folder):
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
+def _check_creatable(output: Path, outermost: Path) -> None:
+    """Refuse (ModelSaveError, GE1104) folders that cannot be made: the existing path they
+    would be made in is a file, or a folder pyatc may not write to."""
+    from ge.errors import ModelSaveError
+
+    parent = outermost.parent if str(outermost.parent) else Path(".")
+    if not parent.is_dir():  # (a file, or a link to nothing)
+        why = f"{parent} is not a folder"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        why = f"permission denied to make folder {outermost}"
+    else:
+        return
+    raise ModelSaveError(f"cannot save to {output}: {why}", path=str(output))
+
+
+def _save_making_folders(result: Any, output: Path, missing: list[Path]) -> None:
+    """Save `result` to `output`, first making the `missing` folders; if saving fails, the
+    folders made are removed again (nothing is left of a failed run)."""
+    made: list[Path] = []
+    try:
+        for folder in missing:
+            folder.mkdir()
+            made.append(folder)
+        result.save(output)
+    except BaseException:
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # (only while empty)
+        raise
 
 
 def _check_output_prefix(prefix: str) -> None:
@@ -295,8 +346,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         if shapes:
             _set_input_shapes(graph, shapes)
             log.info("input shapes set: %s", shapes)
+        missing: list[Path] = []
         if output is not None:
-            _check_output(graph, model, output)  # refused before compiling, not after
+            missing = _check_output(graph, model, output)  # refused before compiling
         with compile_progress(str(model)) as progress:
             options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
                        if ns.fusion_switch_file is not None else None)
@@ -313,7 +365,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
         log.info("compiled in %.1f ms: %d pass run(s); %s", report.seconds * 1000,
                  len(report.records), counts)
         if output is not None:
-            result.save(output)
+            _save_making_folders(result, output, missing)
     if output is not None:
         print(f"pyatc: run success: wrote {output}; {counts}")
     else:
