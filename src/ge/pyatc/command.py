@@ -6,9 +6,9 @@ for atc.
 
 compiles the ONNX model `net.onnx` with the built-in passes and the plugins of
 `ASCEND_GE_PY_PASS_PATH` (and entry points) and writes `out.onnx`. Only ONNX is compiled
-(`--framework=5`); another framework is an error. `--input_shape` fixes input shapes
-(dynamic dims) before compiling. Errors are one line, `pyatc: [CODE] message`, with a
-non-zero exit status, and nothing is written.
+(`--framework=5`); another framework is an error. `--input_shape` sets input shapes
+before compiling (static dims too, as atc does). Errors are one line, `pyatc: [CODE]
+message`, with a non-zero exit status, and nothing is written.
 """
 
 from __future__ import annotations
@@ -65,10 +65,12 @@ def _parser(prog: str) -> _AtcParser:
                         help="The model's framework; only 5 (ONNX) is supported (default 5).")
     parser.add_argument("--output", default=None, metavar="PREFIX",
                         help="Write the compiled model to PREFIX.onnx (a trailing .onnx is "
-                             "not doubled). Without it the model is compiled, not written.")
+                             "not doubled; missing folders are made). Without it the model "
+                             "is compiled, not written.")
     parser.add_argument("--input_shape", default=None, metavar='"NAME:D1,D2,...;NAME2:..."',
-                        help="Set input shapes before compiling (fixes dynamic dims; -1 "
-                             "keeps a dim dynamic).")
+                        help="Set input shapes before compiling, as atc does: a size fixes "
+                             "a dim, dynamic or static (re-batching); -1 keeps a dynamic dim "
+                             "and makes a static one dynamic.")
     parser.add_argument("--log", default="warning", choices=sorted(_LOG_LEVELS),
                         help="What to print on stderr besides errors (default warning; null "
                              "prints no warnings or log).")
@@ -134,11 +136,16 @@ def _dim(dim: str, index: int, name: str, dims_text: str) -> int:
     return int(dim)
 
 
-def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
-    """Set the shapes of the graph's inputs; an unknown name, another rank or a static dim
-    changed is a CommandLineError."""
+def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> list[str]:
+    """Set the shapes of the graph's inputs as atc does: a size fixes a dim, static or not
+    (re-batching a batch-1 export), and `-1` keeps a dynamic dim as the model declares it
+    and makes a static one dynamic. An unknown name or another rank is a CommandLineError.
+    Returns the static dims changed, in words (`dim 0 of input 'x' from 1 to 4`); when there
+    are some, the graph outputs' declared shapes are forgotten (their element types kept):
+    they were computed from the old shapes, and are declared again from what inference
+    gives (`_refine_output_shapes`)."""
     from ge.errors import CommandLineError
-    from ge.graph import Graph
+    from ge.graph import Graph, Shape, TensorDesc
 
     assert isinstance(graph, Graph)
     nodes = {node.get_output_names()[0]: node for node in graph.get_data_nodes()}
@@ -151,27 +158,43 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> None:
             f"--input_shape: {', '.join(repr(n) for n in unknown)} "
             f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
             f"(inputs: {', '.join(nodes) or 'none'}){hint}")
+    changed: list[str] = []
     for name, dims in shapes.items():
         node = nodes[name]
         desc = node.get_output_desc(0)
         current = desc.shape
-        if not current.is_unknown_rank():
+        if current.is_unknown_rank():
+            new_dims = list(dims)
+        else:
             if len(current) != len(dims):
                 raise CommandLineError(
                     f"--input_shape: input {name!r} has rank {len(current)} "
                     f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
-            changed = [f"dim {i} is {old}, not {new}"
-                       for i, (old, new) in enumerate(zip(current, dims))
-                       if isinstance(old, int) and old >= 0 and new != old]
-            if changed:  # the shape may have dynamic dims too: name the static ones given
-                raise CommandLineError(
-                    f"--input_shape: {dims} changes a static dim of input {name!r} (shape "
-                    f"{list(current)}): {'; '.join(changed)}")
-        new_dims = (list(dims) if current.is_unknown_rank()
-                    else [old if new == -1 else new for old, new in zip(current, dims)])
+            new_dims = []
+            for i, (old, new) in enumerate(zip(current, dims)):
+                static = isinstance(old, int) and old >= 0
+                if static and new != old:
+                    changed.append(f"dim {i} of input {name!r} from {old} to "
+                                   f"{'a dynamic dim' if new == -1 else new}")
+                new_dims.append(old if new == -1 and not static else new)
         desc.set_shape(new_dims)
         desc.set_origin_shape(new_dims)
         node.update_output_desc(0, desc)
+    net_output = graph.get_net_output()
+    if changed and net_output is not None:
+        for i in range(net_output.get_inputs_size()):
+            declared = net_output.get_input_desc(i)
+            net_output.update_input_desc(i, TensorDesc(Shape.unknown_rank(),
+                                                        data_type=declared.data_type))
+    return changed
+
+
+def _static_dims_note(changed: list[str]) -> str:
+    """What to add to a compilation's error after --input_shape changed static dims."""
+    return (f"; --input_shape changed {'; '.join(changed)}: the model may compute with the "
+            "shape it declares (an export without dynamic axes writes it into Reshape "
+            "targets and constants, which then contradict the new one): give the shape it "
+            "declares, or export it with dynamic axes")
 
 
 def _refine_output_shapes(graph: object) -> None:
@@ -319,7 +342,7 @@ def _logging(level: int | None) -> Iterator[None]:
 
 
 def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
-    from ge.errors import CommandLineError, model_file_named
+    from ge.errors import CommandLineError, GeError, model_file_named
 
     framework = str(ns.framework).strip()
     if framework != FRAMEWORK_ONNX:
@@ -343,8 +366,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     # the process, after the command); compiled in place: `result.graph` is this graph.
     with contextlib.closing(ge.graph.load(model)) as graph:
         log.info("loaded %s: %s", model, node_counts(graph).text())
+        changed: list[str] = []
         if shapes:
-            _set_input_shapes(graph, shapes)
+            changed = _set_input_shapes(graph, shapes)
             log.info("input shapes set: %s", shapes)
         missing: list[Path] = []
         if output is not None:
@@ -353,7 +377,12 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
             options = ({OPTION_FUSION_SWITCH_FILE: ns.fusion_switch_file}
                        if ns.fusion_switch_file is not None else None)
             with model_file_named(model):  # (given the graph: the errors name MODEL here)
-                result = ge.compile(graph, observers=progress.observers, options=options)
+                try:
+                    result = ge.compile(graph, observers=progress.observers, options=options)
+                except GeError as err:
+                    if changed:
+                        err.message += _static_dims_note(changed)
+                    raise
         if shapes:
             _refine_output_shapes(result.graph)
         report = result.report
