@@ -22,9 +22,12 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ge.pyatc.atc_flags import add_atc_flags, atc_argv, check_atc_flags
+
+if TYPE_CHECKING:
+    from ge.graph import TensorDesc
 
 __all__ = ["FRAMEWORK_ONNX", "main", "parse_input_shape"]
 
@@ -136,14 +139,16 @@ def _dim(dim: str, index: int, name: str, dims_text: str) -> int:
     return int(dim)
 
 
-def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> list[str]:
+def _set_input_shapes(graph: object, shapes: dict[str, list[int]]
+                      ) -> tuple[list[str], list[TensorDesc]]:
     """Set the shapes of the graph's inputs as atc does: a size fixes a dim, static or not
     (re-batching a batch-1 export), and `-1` keeps a dynamic dim as the model declares it
     and makes a static one dynamic. An unknown name or another rank is a CommandLineError.
-    Returns the static dims changed, in words (`dim 0 of input 'x' from 1 to 4`); when there
-    are some, the graph outputs' declared shapes are forgotten (their element types kept):
-    they were computed from the old shapes, and are declared again from what inference
-    gives (`_refine_output_shapes`)."""
+    Returns the static dims changed, in words (`dim 0 of input 'x' from 1 to 4`), and the
+    graph outputs' declarations it set aside: when a static dim changed, they were computed
+    from the old shapes, so the compilation gets them without a shape (their element types
+    kept) and `_refine_output_shapes` declares what inference gives (or the old one back
+    where it gives no rank)."""
     from ge.errors import CommandLineError
     from ge.graph import Graph, Shape, TensorDesc
 
@@ -181,12 +186,14 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> list[str]:
         desc.set_origin_shape(new_dims)
         node.update_output_desc(0, desc)
     net_output = graph.get_net_output()
+    aside: list[TensorDesc] = []
     if changed and net_output is not None:
         for i in range(net_output.get_inputs_size()):
             declared = net_output.get_input_desc(i)
+            aside.append(declared)
             net_output.update_input_desc(i, TensorDesc(Shape.unknown_rank(),
                                                         data_type=declared.data_type))
-    return changed
+    return changed, aside
 
 
 def _static_dims_note(changed: list[str]) -> str:
@@ -197,9 +204,12 @@ def _static_dims_note(changed: list[str]) -> str:
             "declares, or export it with dynamic axes")
 
 
-def _refine_output_shapes(graph: object) -> None:
+def _refine_output_shapes(graph: object, aside: Sequence[TensorDesc] = ()) -> None:
     """After fixing input shapes, declare the graph outputs with the shapes inferred for
-    them (the model's declared output shapes would keep the old symbolic dims). A dim
+    them (the model's declared output shapes would keep the old symbolic dims; `aside`, the
+    declarations `_set_input_shapes` set aside, are compared instead, and one is declared
+    again where inference gives no rank: a typed output without a shape fails onnx's
+    checker). A dim
     inference could not tell (-1, or a name it made up: `unk__0`) keeps the declared name
     when the inputs still have it: `-1` keeps an input's dim as declared, so an output
     [N, 8, H, W] stays so, not [4, 8, unk__0, unk__1] (trial A)."""
@@ -215,8 +225,10 @@ def _refine_output_shapes(graph: object) -> None:
         producer, index = net_output.get_in_data_nodes_and_port_indexes(i)
         inferred = producer.get_output_desc(index)
         if inferred.shape.is_unknown_rank():
+            if aside:
+                net_output.update_input_desc(i, aside[i])
             continue
-        declared = net_output.get_input_desc(i).shape
+        declared = aside[i].shape if aside else net_output.get_input_desc(i).shape
         if not declared.is_unknown_rank() and len(declared) == len(inferred.shape):
             dims = [old if isinstance(old, str) and old in names and (
                 new == -1 or (isinstance(new, str) and new not in names)) else new
@@ -367,8 +379,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     with contextlib.closing(ge.graph.load(model)) as graph:
         log.info("loaded %s: %s", model, node_counts(graph).text())
         changed: list[str] = []
+        aside: list[TensorDesc] = []
         if shapes:
-            changed = _set_input_shapes(graph, shapes)
+            changed, aside = _set_input_shapes(graph, shapes)
             log.info("input shapes set: %s", shapes)
         missing: list[Path] = []
         if output is not None:
@@ -384,7 +397,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
                         err.message += _static_dims_note(changed)
                     raise
         if shapes:
-            _refine_output_shapes(result.graph)
+            _refine_output_shapes(result.graph, aside)
         report = result.report
         for record in report.records:
             log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
