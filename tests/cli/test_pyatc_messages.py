@@ -155,6 +155,43 @@ def test_a_model_computing_with_its_declared_batch_says_so(
     assert listing(tmp_path) == []
 
 
+def _shared_symbol_model(path: Path) -> Path:
+    """z = x + y, all three float32[N, 8] (one symbol N)."""
+    typed = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 8]) for n in "xyz"]
+    graph = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "g", typed[:2],
+                              typed[2:])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("shape", ["x:4,8", "x:4,8;y:-1,8", "x:4,8;y:4,8"])
+def test_a_named_dim_fixed_in_one_input_is_fixed_in_all(
+        tmp_path: Path, capsys: pytest.CaptureFixture, shape: str) -> None:
+    """y stayed declared ['N', 8] beside an x fixed to 4 (trial A of stop 47): a model a
+    runtime then fed a y of another batch."""
+    model = _shared_symbol_model(tmp_path / "in.onnx")
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", shape]) == 0
+    assert capsys.readouterr().err == ""
+    compiled = onnx.load(tmp_path / "out.onnx")
+    assert [_dims(v) for v in (*compiled.graph.input, *compiled.graph.output)] == [[4, 8]] * 3
+    session = ort.InferenceSession(str(tmp_path / "out.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    x, y = np.ones((4, 8), np.float32), np.full((4, 8), 2, np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x, "y": y})[0], x + y)
+
+
+def test_two_sizes_for_one_named_dim_are_refused(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    model = _shared_symbol_model(tmp_path / "in.onnx")
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:4,8;y:5,8"]) == 1
+    assert capsys.readouterr().err == (
+        "pyatc: [GE1701] --input_shape: dim 'N' is 4 in input 'x' and 5 in input 'y': the "
+        "model declares one size by one name\n")
+    assert listing(tmp_path) == ["in.onnx"]
+
+
 @pytest.mark.parametrize(("prefix", "why", "example"), [
     ("out/", "ends with a path separator", "out/model"),  # wrote the hidden file out/.onnx
     ("absent/", "ends with a path separator", "absent/model"),

@@ -164,24 +164,35 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]
             f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
             f"(inputs: {', '.join(nodes) or 'none'}){hint}")
     changed: list[str] = []
+    planned: dict[str, list[int | str]] = {}
     for name, dims in shapes.items():
+        current = nodes[name].get_output_desc(0).shape
+        if current.is_unknown_rank():
+            planned[name] = list(dims)
+            continue
+        if len(current) != len(dims):
+            raise CommandLineError(
+                f"--input_shape: input {name!r} has rank {len(current)} "
+                f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
+        planned[name] = []
+        for i, (old, new) in enumerate(zip(current, dims)):
+            static = isinstance(old, int) and old >= 0
+            if static and new != old:
+                changed.append(f"dim {i} of input {name!r} from {old} to "
+                               f"{'a dynamic dim' if new == -1 else new}")
+            planned[name].append(old if new == -1 and not static else new)
+    sizes = _named_sizes(nodes, shapes)
+    for name, node in nodes.items():  # a named dim fixed in one input is fixed in all
+        dims_now = planned.get(name)
+        if dims_now is None:
+            shape = node.get_output_desc(0).shape
+            dims_now = [] if shape.is_unknown_rank() else list(shape)
+        if any(isinstance(d, str) and d in sizes for d in dims_now):
+            planned[name] = [sizes[d][0] if isinstance(d, str) and d in sizes else d
+                             for d in dims_now]
+    for name, new_dims in planned.items():
         node = nodes[name]
         desc = node.get_output_desc(0)
-        current = desc.shape
-        if current.is_unknown_rank():
-            new_dims = list(dims)
-        else:
-            if len(current) != len(dims):
-                raise CommandLineError(
-                    f"--input_shape: input {name!r} has rank {len(current)} "
-                    f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
-            new_dims = []
-            for i, (old, new) in enumerate(zip(current, dims)):
-                static = isinstance(old, int) and old >= 0
-                if static and new != old:
-                    changed.append(f"dim {i} of input {name!r} from {old} to "
-                                   f"{'a dynamic dim' if new == -1 else new}")
-                new_dims.append(old if new == -1 and not static else new)
         desc.set_shape(new_dims)
         desc.set_origin_shape(new_dims)
         node.update_output_desc(0, desc)
@@ -194,6 +205,31 @@ def _set_input_shapes(graph: object, shapes: dict[str, list[int]]
             net_output.update_input_desc(i, TensorDesc(Shape.unknown_rank(),
                                                         data_type=declared.data_type))
     return changed, aside
+
+
+def _named_sizes(nodes: dict[str, Any], shapes: dict[str, list[int]]
+                 ) -> dict[str, tuple[int, str]]:
+    """The size `shapes` gives each named dim of the inputs (`nodes`), with the input it is
+    given in: the model declares one size by one name, so fixing `N` in `x` fixes it in `y`
+    too (y stayed `['N', 8]` beside an x of 4, trial A of stop 47). Two sizes for one name
+    are a CommandLineError."""
+    from ge.errors import CommandLineError
+
+    sizes: dict[str, tuple[int, str]] = {}
+    for name, dims in shapes.items():
+        current = nodes[name].get_output_desc(0).shape
+        if current.is_unknown_rank():
+            continue
+        for old, new in zip(current, dims):
+            if not isinstance(old, str) or new < 0:
+                continue
+            if old in sizes and sizes[old][0] != new:
+                size, where = sizes[old]
+                raise CommandLineError(
+                    f"--input_shape: dim {old!r} is {size} in input {where!r} and {new} in "
+                    f"input {name!r}: the model declares one size by one name")
+            sizes.setdefault(old, (new, name))
+    return sizes
 
 
 def _static_dims_note(changed: list[str]) -> str:
