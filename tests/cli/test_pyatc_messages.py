@@ -62,6 +62,25 @@ def test_the_missing_folders_of_the_output_are_made_once_compiled(
     onnx.checker.check_model(str(prefix) + ".onnx", full_check=True)
 
 
+def test_a_parent_step_is_read_as_mkdir_p_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`new/x/../m` makes new and new/x and writes new/m.onnx (it was a FileExistsError
+    traceback, after compiling: trial P)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(args=["--model", str(DISTILBERT), "--output", "new/x/../m"]) == 0
+    assert "wrote new/x/../m.onnx" in capsys.readouterr().out
+    assert listing(tmp_path) == ["new", "new/m.onnx", "new/x"]
+
+
+def test_a_folder_name_too_long_is_refused_before_compiling(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    target = tmp_path / "out" / ("a" * 300) / "m.onnx"
+    assert main(args=["--model", str(DISTILBERT), "--output", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"pyatc: [GE1104] cannot save to {target}: File name too long (")
+    assert listing(tmp_path) == []
+
+
 def test_no_folder_is_left_of_a_failed_run(tmp_path: Path,
                                            capsys: pytest.CaptureFixture) -> None:
     """A model refused before compiling makes no folder; one whose compiled model the
@@ -99,60 +118,6 @@ def test_a_folder_pyatc_may_not_write_in_is_refused(
     finally:
         locked.chmod(0o700)
     assert listing(tmp_path) == ["locked"]
-
-
-def _runs_like_the_original(compiled: Path, original: Path, batch: int) -> None:
-    """The compiled model on a batch of `batch` gives the original's outputs sample by
-    sample (the original takes its declared batch of one) in onnxruntime."""
-    providers = ["CPUExecutionProvider"]
-    session = ort.InferenceSession(str(compiled), providers=providers)
-    reference = ort.InferenceSession(str(original), providers=providers)
-    name = session.get_inputs()[0].name
-    x = np.random.default_rng(0).standard_normal((batch, 3, 32, 32)).astype(np.float32)
-    (got,) = session.run(None, {name: x})
-    want = np.concatenate([reference.run(None, {name: x[i:i + 1]})[0] for i in range(batch)])
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-
-
-def test_a_static_batch_is_changed_as_atc_changes_it(
-        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """Re-batching a batch-1 export is routine in atc scripts (`--input_shape` overrides
-    the model's shape; refused before, trial A of stop 47): the output is declared with the
-    new batch, without the warning about the old declaration the flag made stale."""
-    assert main(args=["--model", str(MOBILENET), "--output", str(tmp_path / "b4"),
-                      "--input_shape", "input:4,3,32,32"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == "" and "wrote" in captured.out
-    compiled = onnx.load(tmp_path / "b4.onnx")
-    assert [_dims(v) for v in (*compiled.graph.input, *compiled.graph.output)] == [
-        [4, 3, 32, 32], [4, 10]]
-    _runs_like_the_original(tmp_path / "b4.onnx", MOBILENET, 4)
-
-
-def test_minus_one_makes_a_static_dim_dynamic(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture) -> None:
-    assert main(args=["--model", str(MOBILENET), "--output", str(tmp_path / "dyn"),
-                      "--input_shape", "input:-1,3,32,32"]) == 0
-    assert capsys.readouterr().err == ""
-    compiled = onnx.load(tmp_path / "dyn.onnx")
-    batch = compiled.graph.input[0].type.tensor_type.shape.dim[0]
-    assert not batch.HasField("dim_value")
-    _runs_like_the_original(tmp_path / "dyn.onnx", MOBILENET, 3)
-
-
-def test_a_model_computing_with_its_declared_batch_says_so(
-        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """A dynamo export writes its batch of one into its MatMuls' and Reshapes' constants:
-    the new batch contradicts them, and the error says which dims the flag changed."""
-    model = DISTILBERT.with_name("distilbert_tiny_dynamo.onnx")
-    assert main(args=["--model", str(model), "--output", str(tmp_path / "b4"),
-                      "--input_shape", "input_ids:4,12;attention_mask:4,12"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("pyatc: [GE1305] ")
-    assert ("; --input_shape changed dim 0 of input 'input_ids' from 1 to 4; dim 0 of input "
-            "'attention_mask' from 1 to 4: the model may compute with the shape it declares"
-            ) in err
-    assert listing(tmp_path) == []
 
 
 def _shared_symbol_model(path: Path) -> Path:

@@ -17,17 +17,14 @@ import argparse
 import contextlib
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from ge.pyatc.atc_flags import add_atc_flags, atc_argv, check_atc_flags
-
-if TYPE_CHECKING:
-    from ge.graph import TensorDesc
+from ge.pyatc.input_shapes import parse_input_shape
 
 __all__ = ["FRAMEWORK_ONNX", "main", "parse_input_shape"]
 
@@ -89,191 +86,6 @@ def _parser(prog: str) -> _AtcParser:
     return parser
 
 
-#: The largest dim ONNX holds (dims are int64).
-_MAX_DIM = 2**63 - 1
-
-
-def parse_input_shape(text: str) -> dict[str, list[int]]:
-    """`"x:1,3,224,224;y:2"` as `{"x": [1, 3, 224, 224], "y": [2]}` (CommandLineError for
-    anything else: an empty dim, one that is no integer >= -1 or beyond int64, atc's range
-    `n1~n2`). The name is what precedes the last `:`; an empty dim list is a scalar."""
-    from ge.errors import CommandLineError
-
-    shapes: dict[str, list[int]] = {}
-    for item in (part.strip() for part in text.split(";")):
-        if not item:
-            continue
-        name, sep, dims_text = item.rpartition(":")
-        if not sep or not name:
-            raise CommandLineError(f"--input_shape: {item!r} is not NAME:D1,D2,...")
-        parts = [d.strip() for d in dims_text.split(",")] if dims_text.strip() else []
-        dims = [_dim(dim, i, name, dims_text) for i, dim in enumerate(parts)]
-        if name in shapes:
-            raise CommandLineError(f"--input_shape: input {name!r} is given twice")
-        shapes[name] = dims
-    if not shapes:
-        raise CommandLineError(f"--input_shape: {text!r} names no input")
-    return shapes
-
-
-def _dim(dim: str, index: int, name: str, dims_text: str) -> int:
-    """Dim `index` of input `name` (`dims_text`) as given, or CommandLineError saying why
-    it is none."""
-    from ge.errors import CommandLineError
-
-    where = f"dim {index} of input {name!r} ({dims_text.strip()!r})"
-    if not dim:
-        raise CommandLineError(f"--input_shape: {where} is empty: give every dim, -1 to keep "
-                               "one dynamic")
-    if "~" in dim:
-        raise CommandLineError(
-            f"--input_shape: {where} is {dim!r}, a range (atc's n1~n2), which ge does not "
-            "support: give -1 to keep the dim dynamic (as the model declares it), or a size "
-            "to fix it")
-    if not re.fullmatch(r"-?[0-9]+", dim) or int(dim) < -1:
-        raise CommandLineError(f"--input_shape: {where} is {dim!r}, not an integer >= -1 "
-                               "(-1 keeps a dim dynamic)")
-    if int(dim) > _MAX_DIM:
-        raise CommandLineError(f"--input_shape: {where} is {dim}, beyond the int64 range of "
-                               f"ONNX's dims (at most {_MAX_DIM})")
-    return int(dim)
-
-
-def _set_input_shapes(graph: object, shapes: dict[str, list[int]]
-                      ) -> tuple[list[str], list[TensorDesc]]:
-    """Set the shapes of the graph's inputs as atc does: a size fixes a dim, static or not
-    (re-batching a batch-1 export), and `-1` keeps a dynamic dim as the model declares it
-    and makes a static one dynamic. An unknown name or another rank is a CommandLineError.
-    Returns the static dims changed, in words (`dim 0 of input 'x' from 1 to 4`), and the
-    graph outputs' declarations it set aside: when a static dim changed, they were computed
-    from the old shapes, so the compilation gets them without a shape (their element types
-    kept) and `_refine_output_shapes` declares what inference gives (or the old one back
-    where it gives no rank)."""
-    from ge.errors import CommandLineError
-    from ge.graph import Graph, Shape, TensorDesc
-
-    assert isinstance(graph, Graph)
-    nodes = {node.get_output_names()[0]: node for node in graph.get_data_nodes()}
-    unknown = [name for name in shapes if name not in nodes]
-    if unknown:
-        # "x:1,3 y:4" reads as the input "x:1,3 y": inputs are separated by ';'
-        hint = ("; inputs are separated by ';' (\"x:1,3;y:4\")"
-                if any(":" in n or n != n.strip() or " " in n for n in unknown) else "")
-        raise CommandLineError(
-            f"--input_shape: {', '.join(repr(n) for n in unknown)} "
-            f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
-            f"(inputs: {', '.join(nodes) or 'none'}){hint}")
-    changed: list[str] = []
-    planned: dict[str, list[int | str]] = {}
-    for name, dims in shapes.items():
-        current = nodes[name].get_output_desc(0).shape
-        if current.is_unknown_rank():
-            planned[name] = list(dims)
-            continue
-        if len(current) != len(dims):
-            raise CommandLineError(
-                f"--input_shape: input {name!r} has rank {len(current)} "
-                f"({list(current)}), the shape given has rank {len(dims)} ({dims})")
-        planned[name] = []
-        for i, (old, new) in enumerate(zip(current, dims)):
-            static = isinstance(old, int) and old >= 0
-            if static and new != old:
-                changed.append(f"dim {i} of input {name!r} from {old} to "
-                               f"{'a dynamic dim' if new == -1 else new}")
-            planned[name].append(old if new == -1 and not static else new)
-    sizes = _named_sizes(nodes, shapes)
-    for name, node in nodes.items():  # a named dim fixed in one input is fixed in all
-        dims_now = planned.get(name)
-        if dims_now is None:
-            shape = node.get_output_desc(0).shape
-            dims_now = [] if shape.is_unknown_rank() else list(shape)
-        if any(isinstance(d, str) and d in sizes for d in dims_now):
-            planned[name] = [sizes[d][0] if isinstance(d, str) and d in sizes else d
-                             for d in dims_now]
-    for name, new_dims in planned.items():
-        node = nodes[name]
-        desc = node.get_output_desc(0)
-        desc.set_shape(new_dims)
-        desc.set_origin_shape(new_dims)
-        node.update_output_desc(0, desc)
-    net_output = graph.get_net_output()
-    aside: list[TensorDesc] = []
-    if changed and net_output is not None:
-        for i in range(net_output.get_inputs_size()):
-            declared = net_output.get_input_desc(i)
-            aside.append(declared)
-            net_output.update_input_desc(i, TensorDesc(Shape.unknown_rank(),
-                                                        data_type=declared.data_type))
-    return changed, aside
-
-
-def _named_sizes(nodes: dict[str, Any], shapes: dict[str, list[int]]
-                 ) -> dict[str, tuple[int, str]]:
-    """The size `shapes` gives each named dim of the inputs (`nodes`), with the input it is
-    given in: the model declares one size by one name, so fixing `N` in `x` fixes it in `y`
-    too (y stayed `['N', 8]` beside an x of 4, trial A of stop 47). Two sizes for one name
-    are a CommandLineError."""
-    from ge.errors import CommandLineError
-
-    sizes: dict[str, tuple[int, str]] = {}
-    for name, dims in shapes.items():
-        current = nodes[name].get_output_desc(0).shape
-        if current.is_unknown_rank():
-            continue
-        for old, new in zip(current, dims):
-            if not isinstance(old, str) or new < 0:
-                continue
-            if old in sizes and sizes[old][0] != new:
-                size, where = sizes[old]
-                raise CommandLineError(
-                    f"--input_shape: dim {old!r} is {size} in input {where!r} and {new} in "
-                    f"input {name!r}: the model declares one size by one name")
-            sizes.setdefault(old, (new, name))
-    return sizes
-
-
-def _static_dims_note(changed: list[str]) -> str:
-    """What to add to a compilation's error after --input_shape changed static dims."""
-    return (f"; --input_shape changed {'; '.join(changed)}: the model may compute with the "
-            "shape it declares (an export without dynamic axes writes it into Reshape "
-            "targets and constants, which then contradict the new one): give the shape it "
-            "declares, or export it with dynamic axes")
-
-
-def _refine_output_shapes(graph: object, aside: Sequence[TensorDesc] = ()) -> None:
-    """After fixing input shapes, declare the graph outputs with the shapes inferred for
-    them (the model's declared output shapes would keep the old symbolic dims; `aside`, the
-    declarations `_set_input_shapes` set aside, are compared instead, and one is declared
-    again where inference gives no rank: a typed output without a shape fails onnx's
-    checker). A dim
-    inference could not tell (-1, or a name it made up: `unk__0`) keeps the declared name
-    when the inputs still have it: `-1` keeps an input's dim as declared, so an output
-    [N, 8, H, W] stays so, not [4, 8, unk__0, unk__1] (trial A)."""
-    from ge.graph import Graph
-
-    assert isinstance(graph, Graph)
-    net_output = graph.get_net_output()
-    if net_output is None:
-        return
-    names = {dim for node in graph.get_data_nodes()
-             for dim in node.get_output_desc(0).shape if isinstance(dim, str)}
-    for i in range(net_output.get_inputs_size()):
-        producer, index = net_output.get_in_data_nodes_and_port_indexes(i)
-        inferred = producer.get_output_desc(index)
-        if inferred.shape.is_unknown_rank():
-            if aside:
-                net_output.update_input_desc(i, aside[i])
-            continue
-        declared = aside[i].shape if aside else net_output.get_input_desc(i).shape
-        if not declared.is_unknown_rank() and len(declared) == len(inferred.shape):
-            dims = [old if isinstance(old, str) and old in names and (
-                new == -1 or (isinstance(new, str) and new not in names)) else new
-                for old, new in zip(declared, inferred.shape)]
-            inferred.set_shape(dims)
-            inferred.set_origin_shape(dims)
-        net_output.update_input_desc(i, inferred)
-
-
 def _check_output(graph: object, model: Path, output: Path) -> list[Path]:
     """Refuse (ModelSaveError, GE1104) an output pyatc could not write: a folder, the model
     itself, or in a folder that neither exists nor can be made. The folders missing above
@@ -303,38 +115,58 @@ def _check_output(graph: object, model: Path, output: Path) -> list[Path]:
 
 def _missing_folders(output: Path) -> list[Path]:
     """The folders above `output` that do not exist, outermost first (none for a file in
-    an existing folder, or in the current one)."""
+    an existing folder, or in the current one). `..` is read as `mkdir -p` reads it, after
+    the folder before it: `new/x/../m` makes `new` and `new/x`."""
     missing: list[Path] = []
     folder = output.parent
     while str(folder) not in ("", ".") and folder != folder.parent and not os.path.lexists(
             folder):
         missing.append(folder)
         folder = folder.parent
-    return missing[::-1]
+    return [f for f in reversed(missing) if f.name != ".."]
 
 
 def _check_creatable(output: Path, outermost: Path) -> None:
     """Refuse (ModelSaveError, GE1104) folders that cannot be made: the existing path they
-    would be made in is a file, or a folder pyatc may not write to."""
+    would be made in is not a folder, or one pyatc may not write to, or a name is longer
+    than the file system takes."""
     from ge.errors import ModelSaveError
 
     parent = outermost.parent if str(outermost.parent) else Path(".")
+    why = None
     if not parent.is_dir():  # (a file, or a link to nothing)
         why = f"{parent} is not a folder"
     elif not os.access(parent, os.W_OK | os.X_OK):
         why = f"permission denied to make folder {outermost}"
     else:
-        return
-    raise ModelSaveError(f"cannot save to {output}: {why}", path=str(output))
+        try:
+            longest = os.pathconf(parent, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            longest = 255
+        too_long = [part for part in (*output.relative_to(parent).parts,) if
+                    len(os.fsencode(part)) > longest]
+        if too_long:
+            why = f"File name too long ({too_long[0][:24]}...: over {longest} bytes)"
+    if why is not None:
+        raise ModelSaveError(f"cannot save to {output}: {why}", path=str(output))
 
 
 def _save_making_folders(result: Any, output: Path, missing: list[Path]) -> None:
-    """Save `result` to `output`, first making the `missing` folders; if saving fails, the
-    folders made are removed again (nothing is left of a failed run)."""
+    """Save `result` to `output`, first making the `missing` folders; if that or saving
+    fails, the folders made are removed again (nothing is left of a failed run), and a
+    folder the system refuses to make is ModelSaveError (GE1104), as saving's own are."""
+    from ge.errors import ModelSaveError
+
     made: list[Path] = []
     try:
         for folder in missing:
-            folder.mkdir()
+            if os.path.lexists(folder):  # (made as the parent of a `..` before it)
+                continue
+            try:
+                folder.mkdir()
+            except OSError as exc:
+                raise ModelSaveError(f"cannot save to {output}: cannot make folder {folder}: "
+                                     f"{exc.strerror or exc}", path=str(output)) from exc
             made.append(folder)
         result.save(output)
     except BaseException:
@@ -390,7 +222,15 @@ def _logging(level: int | None) -> Iterator[None]:
 
 
 def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
-    from ge.errors import CommandLineError, GeError, model_file_named
+    from ge.errors import CommandLineError, CompileWarning, GeError, model_file_named
+    from ge.passes.source import warn_user
+    from ge.pyatc.input_shapes import (
+        ShapeChange,
+        check_recomputed,
+        compile_error,
+        refine_output_shapes,
+        set_input_shapes,
+    )
 
     framework = str(ns.framework).strip()
     if framework != FRAMEWORK_ONNX:
@@ -414,10 +254,9 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     # the process, after the command); compiled in place: `result.graph` is this graph.
     with contextlib.closing(ge.graph.load(model)) as graph:
         log.info("loaded %s: %s", model, node_counts(graph).text())
-        changed: list[str] = []
-        aside: list[TensorDesc] = []
+        change = ShapeChange()
         if shapes:
-            changed, aside = _set_input_shapes(graph, shapes)
+            change = set_input_shapes(graph, shapes)
             log.info("input shapes set: %s", shapes)
         missing: list[Path] = []
         if output is not None:
@@ -429,11 +268,12 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
                 try:
                     result = ge.compile(graph, observers=progress.observers, options=options)
                 except GeError as err:
-                    if changed:
-                        err.message += _static_dims_note(changed)
-                    raise
+                    raise compile_error(err, change)  # noqa: B904  # (chained in it)
         if shapes:
-            _refine_output_shapes(result.graph, aside)
+            refine_output_shapes(result.graph, change)
+            unchecked = check_recomputed(model, result.graph, change)
+            if unchecked is not None:
+                warn_user(CompileWarning(unchecked))
         report = result.report
         for record in report.records:
             log.debug("pass %s (%s) on %s: %s, nodes %d -> %d", record.pass_name, record.stage,
