@@ -195,3 +195,88 @@ def test_a_loop_scan_output_is_compared_on_its_batch_axis(
     xf, scans = session.run(None, {"x": x})
     np.testing.assert_allclose(xf, np.sin(np.sin(np.sin(x))), rtol=1e-6)
     assert scans.shape == (3, 4, 3)
+
+
+def _one_node(path: Path, node: onnx.NodeProto, x: list[int], y: list[int] | None,
+              initializer: list[onnx.TensorProto] | None = None,
+              x_type: int = TensorProto.FLOAT) -> Path:
+    """A model of one node reading input x (float32 unless said) and writing output y."""
+    out = (helper.make_tensor_value_info("y", TensorProto.FLOAT, y) if y is not None
+           else helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None))
+    return _save(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, x)],
+                                   [out], initializer=initializer or []), path)
+
+
+def test_a_dim_made_dynamic_is_checked_at_another_size_than_it_had(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`-1` on a static batch of 2 was checked at 2, where a Reshape to [2, 12] runs: the
+    model written failed at any other batch (lstm_tagger, trial Q)."""
+    target = numpy_helper.from_array(np.array([2, 12], np.int64), "t")
+    model = _one_node(tmp_path / "in.onnx", helper.make_node("Reshape", ["x", "t"], ["y"]),
+                      [2, 3, 4], [2, 12], [target])
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:-1,3,4"]) == 1
+    assert "and the compiled model does not run with it: " in capsys.readouterr().err
+    assert listing(tmp_path) == ["in.onnx"]
+
+
+def test_a_reduction_over_the_batch_is_refused_in_its_own_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model = _one_node(tmp_path / "in.onnx",
+                      helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=1),
+                      [1, 4], [1, 4], [numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:8,4"]) == 1
+    assert capsys.readouterr().err.endswith(
+        "output 'y' has the shape of each sample's ([1, 4]) while the samples give it "
+        "different values: the model computes across the batch (a reduction or a choice "
+        "over dim 0)\n")
+    assert listing(tmp_path) == ["in.onnx"]
+
+
+def test_a_random_output_is_checked_for_its_shape(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    """Its values are drawn at random, its shape is not: a Reshape to [1, -1] after a
+    random term was written unchecked (trial Q)."""
+    target = numpy_helper.from_array(np.array([1, -1], np.int64), "t")
+    graph = helper.make_graph(
+        [helper.make_node("RandomNormalLike", ["x"], ["noise"]),
+         helper.make_node("Add", ["x", "noise"], ["sum"]),
+         helper.make_node("Reshape", ["sum", "t"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12])], initializer=[target])
+    model = _save(graph, tmp_path / "in.onnx")
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:8,3,4"]) == 1
+    assert "output 'y' has shape [1, 96] where each sample gives [1, 12]" in \
+        capsys.readouterr().err
+    assert listing(tmp_path) == ["in.onnx"]
+
+
+def test_a_sequence_output_keeps_its_type(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Forgetting declared shapes declared the sequence a tensor: GE1701 (trial Q)."""
+    model = _one_node(tmp_path / "in.onnx",
+                      helper.make_node("SplitToSequence", ["x"], ["y"], axis=1, keepdims=0),
+                      [1, 4], None)
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:8,4"]) == 0
+    assert capsys.readouterr().err == ""
+    compiled = onnx.load(tmp_path / "out.onnx")
+    assert compiled.graph.output[0].type.HasField("sequence_type")
+
+
+def test_generated_inputs_the_model_does_not_take_leave_it_unchecked(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Token type ids into a table of 2 rows: the generated ids (0..3) are out of range for
+    the original model too, so the check cannot tell; the model is written with a warning
+    (it was a false GE1701 blaming the declared shape, trial Q)."""
+    table = numpy_helper.from_array(np.ones((2, 3), np.float32), "table")
+    model = _one_node(tmp_path / "in.onnx", helper.make_node("Gather", ["table", "x"], ["y"]),
+                      [1, 6], [1, 6, 3], [table], x_type=TensorProto.INT64)
+    assert main(args=["--model", str(model), "--output", str(tmp_path / "out"),
+                      "--input_shape", "x:8,6"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("pyatc: warning: --input_shape changed dim 0 of input 'x' from 1 to "
+                          "8: the compiled model could not be checked: the model does not "
+                          "run on generated inputs either (")
+    assert listing(tmp_path) == ["in.onnx", "out.onnx"]

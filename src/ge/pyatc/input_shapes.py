@@ -40,6 +40,9 @@ class ShapeChange:
     #: is all that changed of static dims: the model can be checked sample by sample.
     batched: list[str] = field(default_factory=list)
     per_sample: bool = False
+    #: The static dims made dynamic (`-1`), by input: (axis, the size it had). The check
+    #: runs them at another size (at the old one it would test nothing: trial Q).
+    dynamic: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 #: The largest dim ONNX holds (dims are int64).
@@ -133,6 +136,8 @@ def set_input_shapes(graph: object, shapes: dict[str, list[int]]) -> ShapeChange
             if static and new != old:
                 change.changed.append(f"dim {i} of input {name!r} from {old} to "
                                       f"{'a dynamic dim' if new == -1 else new}")
+                if new == -1:
+                    change.dynamic.setdefault(name, []).append((i, int(old)))
                 if i == 0 and old == 1:
                     change.batched.append(name)
                 else:
@@ -165,10 +170,14 @@ def _forget_declared_shapes(graph: Graph) -> list[TensorDesc]:
     body, its outputs' and formal inputs' (If branches declared `[1, 3]` outputs that
     inference then contradicted: trial P)."""
     from ge.graph import Shape, TensorDesc
+    from ge.graph.value_info import holds_non_tensor
 
     def unshaped(desc: TensorDesc) -> TensorDesc:
         """`desc` with every dim unknown (its rank kept: onnxruntime refuses a Loop body
-        input of unknown rank; a scalar stays one)."""
+        input of unknown rank; a scalar stays one); a sequence's or optional's as it is
+        (a tensor desc would declare another type: trial Q)."""
+        if holds_non_tensor(desc):
+            return desc
         shape = desc.shape
         return TensorDesc(shape if shape.is_unknown_rank() else Shape([-1] * len(shape)),
                           data_type=desc.data_type)
@@ -287,76 +296,114 @@ _RTOL, _ATOL = 1e-4, 1e-5
 
 def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str | None:
     """After `change` changed static dims: run the compiled model in onnxruntime at the
-    new shapes (generated inputs; a dynamic dim at 2) and, when only the batch changed
-    (`per_sample`), compare it with the original model run on each sample. CommandLineError
-    (GE1701) when it does not run or computes otherwise; a warning's text when it cannot be
-    run here (an operator nothing ge sees implements), else None."""
+    new shapes (generated inputs; a dim made dynamic at another size than it had) and,
+    when only the batch changed (`per_sample`), compare it with the original model run on
+    each sample. CommandLineError (GE1701) when it does not run or computes otherwise; a
+    warning's text when it cannot be checked here (an operator nothing ge sees implements,
+    generated inputs the original model does not take either), else None."""
     import numpy as np
+    import onnx
 
     from ge.errors import CommandLineError, GeError
     from ge.session.inputs import generate_inputs
     from ge.session.runner import ModelRunner
-    from ge.session.verification import random_output_reasons
 
     if not change.changed:
         return None
     said = "; ".join(change.changed)
+    unchecked = f"--input_shape changed {said}: the compiled model could not be checked"
     try:
-        feeds = generate_inputs(compiled)
+        feeds = _resized(generate_inputs(compiled), change)
         runner = ModelRunner(compiled)
     except GeError as err:
-        return (f"--input_shape changed {said}: the compiled model could not be run to "
-                f"check it computes with that ({err.message})")
+        return f"{unchecked} ({err.message})"
+    source = onnx.load(str(model))
     try:
         got = runner.run(feeds)
     except GeError as err:
+        try:  # inputs the original does not take either (an index out of its table)?
+            ModelRunner(source).run(generate_inputs(source))
+        except GeError as original_err:
+            return f"{unchecked}: the model does not run on generated inputs either " \
+                   f"({_first_problem(original_err.message)})"
         raise CommandLineError(f"--input_shape changed {said}, and the compiled model does "
                                f"not run with it: {_ADVICE} (onnxruntime: "
                                f"{_first_problem(err.message)})") from err
-    if not change.per_sample:
+    batch = len(feeds[change.batched[0]]) if change.batched else 0
+    if not change.per_sample or batch == 0:
         return None
-    import onnx
-
-    source = onnx.load(str(model))
     original = ModelRunner(source)
-    batch = len(feeds[change.batched[0]])
     samples = [original.run({name: value[i:i + 1] if name in change.batched else value
                              for name, value in feeds.items()}) for i in range(batch)]
-    random = random_output_reasons(source)
+    random = _random_outputs(source)
     for name, value in got.items():
-        if name in random:
-            continue
         value = np.asarray(value)
         parts = [np.asarray(sample[name]) for sample in samples]
-        want = _batched(parts, value.shape)
-        if want is None or not np.allclose(value, want, rtol=_RTOL, atol=_ATOL,
-                                           equal_nan=True):
-            shown = (f"shape {list(value.shape)} where each sample gives "
-                     f"{list(parts[0].shape)}" if want is None else
-                     f"max abs difference {float(np.max(np.abs(value - want))):.3g}")
+        axis = _batch_axis([p.shape for p in parts], value.shape)
+        problem = None
+        if axis is None:
+            problem = (f"has shape {list(value.shape)} where each sample gives "
+                       f"{list(parts[0].shape)}: {_ADVICE}")
+        elif name in random:
+            continue  # (its shape fits; its values are drawn at random)
+        elif axis < 0:  # the samples' own shape: one value, the same for every sample
+            if not all(np.allclose(p, parts[0], rtol=_RTOL, atol=_ATOL, equal_nan=True)
+                       for p in parts[1:]):
+                problem = (f"has the shape of each sample's ({list(value.shape)}) while "
+                           "the samples give it different values: the model computes "
+                           "across the batch (a reduction or a choice over dim 0)")
+            elif not np.allclose(value, parts[0], rtol=_RTOL, atol=_ATOL, equal_nan=True):
+                problem = "differs from the value every sample gives it"
+        else:
+            want = np.concatenate(parts, axis=axis)
+            if not np.allclose(value, want, rtol=_RTOL, atol=_ATOL, equal_nan=True):
+                problem = (f"differs from the samples' (max abs difference "
+                           f"{float(np.max(np.abs(value - want))):.3g}): the model computes "
+                           "across the batch, or with the batch it declares")
+        if problem is not None:
             raise CommandLineError(
                 f"--input_shape changed {said}, and the compiled model does not compute on "
                 f"a batch of {batch} what the model computes on each sample: output "
-                f"{name!r} has {shown}: {_ADVICE}")
+                f"{name!r} {problem}")
     return None
 
 
-def _batched(parts: list[Any], shape: tuple[int, ...]) -> Any:
-    """What an output of `shape` on the whole batch should be, from its value on each
-    sample (`parts`): the samples stacked on the axis where each has 1 and the batch has
-    their count (axis 0 mostly; a Loop's scan output stacks its iterations first, so its
-    batch is axis 1); an output of the samples' shape (computed from no batched input)
-    is the same for each; None when the shapes fit neither."""
+def _resized(feeds: dict[str, Any], change: ShapeChange) -> dict[str, Any]:
+    """`feeds` with each dim made dynamic at another size than the one it had (generated
+    inputs take 2 for a dynamic dim: the old size of lstm_tagger's batch, trial Q): one
+    more, the first slice repeated."""
     import numpy as np
 
-    first = parts[0].shape
-    if any(part.shape != first for part in parts) or len(first) != len(shape):
+    for name, dims in change.dynamic.items():
+        value = feeds.get(name)
+        if not isinstance(value, np.ndarray):
+            continue
+        for axis, old in dims:
+            if axis < value.ndim and value.shape[axis] == old:
+                value = np.concatenate([value, np.take(value, [0], axis=axis)], axis=axis)
+        feeds[name] = value
+    return feeds
+
+
+def _random_outputs(model: Any) -> set[str]:
+    """The outputs of `model` computed from random operators (`ge.session.verification`)."""
+    from ge.session.verification import random_output_reasons
+
+    return set(random_output_reasons(model))
+
+
+def _batch_axis(parts: list[tuple[int, ...]], shape: tuple[int, ...]) -> int | None:
+    """Where an output of `shape` on the whole batch stacks the shapes it has on each
+    sample (`parts`): the axis where each has 1 and the batch has their count (axis 0
+    mostly; a Loop's scan output stacks its iterations first, so its batch is axis 1); -1
+    when it has the samples' own shape (computed from no batched input, or across the
+    batch); None when the shapes fit neither."""
+    first = parts[0]
+    if any(part != first for part in parts) or len(first) != len(shape):
         return None
     if shape == first:
-        return parts[0] if all(np.array_equal(p, parts[0], equal_nan=True)
-                               for p in parts[1:]) else None
-    axes = [i for i, (one, whole) in enumerate(zip(first, shape))
-            if one != whole]
+        return -1
+    axes = [i for i, (one, whole) in enumerate(zip(first, shape)) if one != whole]
     if len(axes) != 1 or first[axes[0]] != 1 or shape[axes[0]] != len(parts):
         return None
-    return np.concatenate(parts, axis=axes[0])
+    return axes[0]
