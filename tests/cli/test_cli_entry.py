@@ -51,6 +51,25 @@ def test_import_and_help_are_light() -> None:
     assert result.stderr.strip() == "[] []"
 
 
+@pytest.mark.parametrize("command", ["compile", "dump", "run"])
+def test_a_commands_help_imports_nothing_heavy(command: str) -> None:
+    """`ge compile --help` imported onnx and numpy first (0.2-0.45 s), as the command would
+    run (stop 47's held imports): click prints help before any command runs."""
+    code = (
+        "import sys\n"
+        "from ge.cli.command_line import main\n"
+        "try:\n"
+        f"    main([{command!r}, '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    result = run_process("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Usage: ge {command} ")
+    assert result.stderr.strip() == "[]"
+
+
 def test_onnx_reference_is_imported_only_to_evaluate() -> None:
     """`onnx.reference` (~60-90 ms to import) is imported when a compilation first
     evaluates a node: a dynamo export, folded already, compiles without it; DistilBERT's
