@@ -549,13 +549,19 @@ def _declared(owner: GraphBuilder, holders: Sequence[TensorHolder | None]) -> bo
     then: what a placeholder feeds was typed as a scalar's result, meaningless for the
     tensors it matches, and inferring it cost ~40% of building the built-in catalog's ~70
     patterns in every process; a pattern built on inputs given shapes keeps its descs."""
+    shapeless = _shapeless_inputs(owner)
+    return all(h is None or (h._node not in shapeless and h._node._output_dtype(h._index)
+                             is not DataType.DT_UNDEFINED) for h in holders)
+
+
+def _shapeless_inputs(owner: GraphBuilder) -> set[Node]:
+    """The inputs created without a shape of `owner` and of the builders enclosing it."""
     shapeless: set[Node] = set()
     builder: GraphBuilder | None = owner
     while builder is not None:
         shapeless |= builder._shapeless
         builder = builder._parent
-    return all(h is None or (h._node not in shapeless and h._node._output_dtype(h._index)
-                             is not DataType.DT_UNDEFINED) for h in holders)
+    return shapeless
 
 
 def _loaded_constant(where: str, attrs: dict[str, Any]) -> Tensor | None:
@@ -589,11 +595,7 @@ def _reads_shapeless_input(owner: GraphBuilder, node: Node) -> bool:
     without a shape (of `owner` or a builder enclosing it): GE's samples create inputs
     as scalar placeholders (`create_inputs(3)`) for a replacement typed from its match,
     so what such an input feeds is not known, whatever its desc says."""
-    shapeless: set[Node] = set()
-    builder: GraphBuilder | None = owner
-    while builder is not None:
-        shapeless |= builder._shapeless
-        builder = builder._parent
+    shapeless = _shapeless_inputs(owner)
     if not shapeless:
         return False
     seen = {node}
