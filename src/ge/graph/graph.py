@@ -103,8 +103,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._last_unknown_read: tuple[Node, int, bool] | None = None
         self._orphans: list[Graph] = []
         # Of a root graph: the value-info types its hierarchy's nodes decoded on first read
-        # of a desc loaded from ONNX (a pure memo: `ge.graph.value_info.TypeDecoder`).
-        self._types = TypeDecoder()
+        # of a desc loaded from ONNX (a pure memo, made at the first: `_type_decoder`).
+        self._types: TypeDecoder | None = None
         # (journal, mutation count) of a root when `check_model_as_given` last passed it
         # (`ge.graph.input_checks`): a command and `ge.compile` check a model once.
         self._checked_as_given: tuple[Journal, int] | None = None
@@ -196,6 +196,14 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         self._declared_parent = parent
         parent._inner[self] = None
         parent.root_graph()._journal.inner_version += 1
+
+    def _type_decoder(self) -> TypeDecoder:
+        """The root's memo of the value-info types decoded in its hierarchy (made at the
+        first decode: most graphs, bodies, patterns and replacements, decode none)."""
+        root = self.root_graph()
+        if root._types is None:
+            root._types = TypeDecoder()
+        return root._types
 
     def root_graph(self) -> Graph:
         """The top of the hierarchy: through owner nodes, and from an orphan to its root."""

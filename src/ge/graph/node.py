@@ -451,7 +451,7 @@ class Node:
     def _decoded(self, vi: onnx.ValueInfoProto) -> TensorDesc:
         """The desc of a value info read from ONNX, through its root graph's type memo."""
         graph = self._graph
-        return desc_from_value_info(vi) if graph is None else graph.root_graph()._types.decode(vi)
+        return desc_from_value_info(vi) if graph is None else graph._type_decoder().decode(vi)
 
     def _output_dtype(self, index: int) -> DataType:
         """`get_output_desc(index).data_type` without the copy (the IR's own checks)."""
