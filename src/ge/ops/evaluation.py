@@ -101,16 +101,17 @@ def _check_version(node: Node) -> None:
                                       nodes=[node.name])
 
 
-def reference_evaluator(model: onnx.ModelProto) -> ReferenceEvaluator:
-    """onnx's `ReferenceEvaluator` of `model` with ge's kernels (`ge.ops.runtime_kernels`).
-    `onnx.reference` is imported here, when something is first evaluated: importing it costs
-    ~60-90 ms, which a compilation folding nothing (a dynamo export, folded already) need
-    not pay."""
+def reference_evaluator(model: onnx.ModelProto, new_ops: Sequence[type] = ()
+                        ) -> ReferenceEvaluator:
+    """onnx's `ReferenceEvaluator` of `model` with `new_ops` and ge's kernels
+    (`ge.ops.runtime_kernels`). `onnx.reference` is imported here, when something is first
+    evaluated: importing it costs ~60-90 ms, which a compilation folding nothing (a dynamo
+    export, folded already) need not pay."""
     from onnx.reference import ReferenceEvaluator
 
     from ge.ops.runtime_kernels import RUNTIME_KERNELS
 
-    return ReferenceEvaluator(model, new_ops=list(RUNTIME_KERNELS))
+    return ReferenceEvaluator(model, new_ops=[*new_ops, *RUNTIME_KERNELS])
 
 
 def _run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str) -> list[Any]:

@@ -31,6 +31,7 @@ from ge.errors import RuntimeLoadError, SessionError
 from ge.graph.graph import Graph
 from ge.graph.model_io import INLINE_MODEL_BYTES
 from ge.graph.tensor_desc import TensorDesc
+from ge.ops.evaluation import reference_evaluator
 from ge.ops.functions import inline_local_functions
 from ge.session.custom_evaluation import custom_ops_of, declared_types, op_run_class
 from ge.session.low_bit import as_ort_value, check_ort_values, is_low_bit, output_array
@@ -189,13 +190,8 @@ class ModelRunner:
                     copy.CopyFrom(whole)  # (the defaults are filled in in place)
                     whole = inline_local_functions(copy)
                 declared = {**output_descs, **declared_types(whole, customs)}
-                from onnx.reference import ReferenceEvaluator  # (see ge.ops.evaluation)
-
-                from ge.ops.runtime_kernels import RUNTIME_KERNELS
-
-                self._evaluator = ReferenceEvaluator(
-                    whole, new_ops=[*(op_run_class(c, declared) for c in customs),
-                                    *RUNTIME_KERNELS])
+                self._evaluator = reference_evaluator(
+                    whole, [op_run_class(c, declared) for c in customs])
             elif exported.path is not None:
                 self._session = self._ort_session(str(exported.path))
             else:
