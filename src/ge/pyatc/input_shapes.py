@@ -290,10 +290,6 @@ def refine_output_shapes(graph: object, change: ShapeChange) -> None:
         net_output.update_input_desc(i, inferred)
 
 
-#: Tolerances of the check of a re-batched model (`ge.verify`'s defaults).
-_RTOL, _ATOL = 1e-4, 1e-5
-
-
 def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str | None:
     """After `change` changed static dims: run the compiled model in onnxruntime at the
     new shapes (generated inputs; a dim made dynamic at another size than it had) and,
@@ -305,8 +301,10 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
     import onnx
 
     from ge.errors import CommandLineError, GeError
+    from ge.session.compile_arguments import DEFAULT_ATOL, DEFAULT_RTOL
     from ge.session.inputs import generate_inputs
     from ge.session.runner import ModelRunner
+    from ge.session.verification import random_output_reasons
 
     if not change.changed:
         return None
@@ -335,7 +333,12 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
     original = ModelRunner(source)
     samples = [original.run({name: value[i:i + 1] if name in change.batched else value
                              for name, value in feeds.items()}) for i in range(batch)]
-    random = _random_outputs(source)
+    random = random_output_reasons(source)
+
+    def close(got: Any, want: Any) -> bool:  # (`ge.verify`'s default tolerances)
+        return bool(np.allclose(got, want, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL,
+                                equal_nan=True))
+
     for name, value in got.items():
         value = np.asarray(value)
         parts = [np.asarray(sample[name]) for sample in samples]
@@ -347,16 +350,15 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
         elif name in random:
             continue  # (its shape fits; its values are drawn at random)
         elif axis < 0:  # the samples' own shape: one value, the same for every sample
-            if not all(np.allclose(p, parts[0], rtol=_RTOL, atol=_ATOL, equal_nan=True)
-                       for p in parts[1:]):
+            if not all(close(p, parts[0]) for p in parts[1:]):
                 problem = (f"has the shape of each sample's ({list(value.shape)}) while "
                            "the samples give it different values: the model computes "
                            "across the batch (a reduction or a choice over dim 0)")
-            elif not np.allclose(value, parts[0], rtol=_RTOL, atol=_ATOL, equal_nan=True):
+            elif not close(value, parts[0]):
                 problem = "differs from the value every sample gives it"
         else:
             want = np.concatenate(parts, axis=axis)
-            if not np.allclose(value, want, rtol=_RTOL, atol=_ATOL, equal_nan=True):
+            if not close(value, want):
                 problem = (f"differs from the samples' (max abs difference "
                            f"{float(np.max(np.abs(value - want))):.3g}): the model computes "
                            "across the batch, or with the batch it declares")
@@ -383,13 +385,6 @@ def _resized(feeds: dict[str, Any], change: ShapeChange) -> dict[str, Any]:
                 value = np.concatenate([value, np.take(value, [0], axis=axis)], axis=axis)
         feeds[name] = value
     return feeds
-
-
-def _random_outputs(model: Any) -> set[str]:
-    """The outputs of `model` computed from random operators (`ge.session.verification`)."""
-    from ge.session.verification import random_output_reasons
-
-    return set(random_output_reasons(model))
 
 
 def _batch_axis(parts: list[tuple[int, ...]], shape: tuple[int, ...]) -> int | None:
