@@ -233,3 +233,25 @@ def test_an_input_that_is_also_an_output_keeps_the_dims_flowing(
     assert main(args=args + ([f"--input_shape={shape}"] if shape else [])) == 0
     written = onnx.load(tmp_path / "o.onnx")
     assert [(o.name, _dims(o)) for o in written.graph.output] == [("s2", s2), ("x", x)]
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "nchw", "NC1HWC0"])
+def test_input_format_outside_atcs_onnx_set_is_refused(
+        layout: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """atc refuses --input_format other than NCHW, ND, NCDHW for an ONNX model (E10001);
+    pyatc accepted any value in silence, so a typo in a build script went unnoticed."""
+    code = main(args=["--model", str(DISTILBERT), "--framework=5",
+                      f"--input_format={layout}", f"--output={tmp_path / 'p'}"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"pyatc: [GE1701] invalid value '{layout}' for --input_format: the value must be "
+        "NCHW, ND or NCDHW in an ONNX model\n")
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "ND", "NCDHW", ""])
+def test_input_format_of_atcs_onnx_set_is_accepted(layout: str, tmp_path: Path) -> None:
+    assert main(args=["--model", str(DISTILBERT), "--framework=5", "--log=null",
+                      f"--input_format={layout}", "--soc_version=Ascend310P3",
+                      f"--output={tmp_path / 'p'}"]) == 0
+    assert listing(tmp_path) == ["p.onnx"]

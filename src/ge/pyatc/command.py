@@ -30,6 +30,9 @@ __all__ = ["FRAMEWORK_ONNX", "main", "parse_input_shape"]
 
 #: atc's framework numbers: 0 Caffe, 1 MindSpore, 3 TensorFlow, 5 ONNX.
 FRAMEWORK_ONNX = "5"
+#: The --input_format values atc takes for an ONNX model (the layout of its inputs; ge keeps
+#: the model's own layout whatever is given, but a typo is refused as atc refuses it).
+ONNX_INPUT_FORMATS = ("NCHW", "ND", "NCDHW")
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
                "error": logging.ERROR, "null": None}
 
@@ -77,8 +80,9 @@ def _parser(prog: str) -> _AtcParser:
     parser.add_argument("--soc_version", default=None, metavar="SOC",
                         help="Accepted for atc compatibility and ignored.")
     parser.add_argument("--input_format", default=None, metavar="FORMAT",
-                        help="Accepted for atc compatibility and ignored: an ONNX model "
-                             "keeps its own layout (NCHW, NHWC, ND...).")
+                        help=f"The inputs' layout, one of {', '.join(ONNX_INPUT_FORMATS)} "
+                             "as atc takes for ONNX; checked, then ignored: an ONNX model "
+                             "keeps its own layout.")
     parser.add_argument("--fusion_switch_file", default=None, metavar="PATH",
                         help='GE\'s fusion switch file: {"Switch": {"GraphFusion": '
                              '{"PassName": "off"}}} ("on" runs a pass off by default).')
@@ -236,6 +240,11 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
     if framework != FRAMEWORK_ONNX:
         raise CommandLineError(f"framework {framework} is not supported: ge compiles ONNX "
                                "models (--framework=5)")
+    if ns.input_format and ns.input_format not in ONNX_INPUT_FORMATS:  # (empty: the default)
+        raise CommandLineError(  # (atc's E10001, in its words; case counts, as in atc)
+            f"invalid value {ns.input_format!r} for --input_format: the value must be "
+            f"{', '.join(ONNX_INPUT_FORMATS[:-1])} or {ONNX_INPUT_FORMATS[-1]} in an ONNX "
+            "model")
     if ns.output is not None:
         _check_output_prefix(str(ns.output))
     shapes = parse_input_shape(ns.input_shape) if ns.input_shape is not None else None
