@@ -4,6 +4,7 @@ report, `--json`; and every bad input refused with its code and nothing written.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -283,7 +284,7 @@ def test_a_passs_runs_on_bodies_are_one_row(tmp_path: Path) -> None:
 
     model = shared_model("control_flow")
     out = tmp_path / "o.onnx"
-    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out))
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--all-passes")
     assert code == 0, stderr
     rows = [line for line in stdout.splitlines() if "NoOpElimination" in line]
     assert len(rows) == 2 and all("main_graph +3" in row for row in rows)  # two rounds
@@ -320,3 +321,63 @@ def test_a_model_with_a_sparse_initializer(tmp_path: Path) -> None:
     assert "verification ok" in stdout
     written = onnx.load(out)
     assert [s.values.name for s in written.graph.sparse_initializer] == ["s"]
+
+
+def test_the_pass_table_leaves_out_builtin_passes_that_found_nothing(tmp_path: Path) -> None:
+    """Most rows of a compilation were built-in passes reporting not_changed with nothing
+    found (46 of the dynamo DistilBERT's 54; rich spent longer laying them out than ge
+    compiling): by default the table has the runs that changed, matched, reported or were
+    rolled back, and plugin passes whatever they did; its caption counts the others;
+    --all-passes lists every run; the JSON report is the same either way."""
+    from model_paths import shared_model
+
+    plugin = tmp_path / "idle.py"
+    plugin.write_text(
+        "from ge.passes import NOT_CHANGED, FusionBasePass, PassStage, "
+        "register_fusion_pass\n\n"
+        "@register_fusion_pass(name='IdlePass', stage=PassStage.AFTER_INFER_SHAPE)\n"
+        "class IdlePass(FusionBasePass):\n"
+        "    def run(self, graph, context):\n"
+        "        return NOT_CHANGED\n")
+    out = tmp_path / "o.onnx"
+    args = ["compile", str(shared_model("control_flow")), "-o", str(out), "--pass-path",
+            str(plugin)]
+    (code, few, stderr), (code_all, every, _) = run_ge(*args), run_ge(*args, "--all-passes")
+    assert code == code_all == 0, stderr
+
+    def rows(text: str) -> list[str]:  # (the cells without ms, which differ run to run)
+        return [" ".join(cell.strip() for cell in line.split("│")[1:-2])
+                for line in text.splitlines()
+                if line.startswith("│ ") and ("built-in" in line or "idle.py" in line)]
+
+    few_rows, all_rows = rows(few), rows(every)
+    assert few_rows == [row for row in all_rows if "idle.py" in row
+                        or row.split()[-3:-1] != ["not_changed", "-"]]
+    assert any("IdlePass" in r and "not_changed" in r for r in few_rows)  # a plugin: kept
+    assert any("NoOpElimination" in r for r in few_rows)  # changed the graph
+    assert not any("CastChainSimplification" in r for r in few_rows)
+    assert any("CastChainSimplification" in r for r in all_rows)
+    hidden = len(all_rows) - len(few_rows)
+    assert hidden > 0 and (f"{hidden} run(s) of built-in passes that found nothing are not "
+                           "shown (--all-passes lists them)") in " ".join(few.split())
+    assert "are not shown" not in " ".join(every.split())
+    first, second = (json.loads(run_ge(*args, "--json", *extra)[1])
+                     for extra in ([], ["--all-passes"]))
+    assert [r["name"] for r in first["invocations"]] == [
+        r["name"] for r in second["invocations"]]
+
+
+def test_a_pass_table_of_nothing_found_is_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "relu.onnx"
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
+              model)
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"))
+    assert code == 0, stderr
+    runs = re.search(r"(\d+) pass run\(s\)", stdout)
+    assert runs is not None, stdout
+    assert stdout.splitlines()[0] == (f"Pass runs ({runs[1]}): no built-in pass found anything "
+                                      "to change (--all-passes lists them)")

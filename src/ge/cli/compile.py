@@ -167,7 +167,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              value_info: str, html_path: Path | None = None,
              tolerances_given: Sequence[str] = (), opset: int | None = None,
              enable: tuple[str, ...] = (), inline_functions: bool = False,
-             quiet: bool = False) -> None:
+             quiet: bool = False, all_passes: bool = False) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -298,7 +298,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                         *(["--inline-functions"] if inline_functions else []),
                         *(["--opset", str(opset)] if opset is not None else [])]
         print_compile_result(result, output=output, hints=hints, data_file=data_file,
-                             quiet=quiet, explain_args=explain_args)
+                             quiet=quiet, explain_args=explain_args,
+                             all_passes=all_passes)
         if report_path is not None:
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
@@ -476,6 +477,9 @@ def _output_file(text: str) -> Path:
               help="Print the report (or the error) as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Print the summary, hints and verification lines without the tables.")
+@click.option("--all-passes", is_flag=True,
+              help="List every pass run in the pass table, also the built-in passes that "
+                   "found nothing (left out by default).")
 def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
                     dim_pairs: tuple[str, ...], rtol: float, atol: float, report_path: Path | None,
@@ -484,7 +488,7 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
                     external_data: bool | None, overwrite_input: bool, value_info: str,
                     opset: int | None, inline_functions: bool, as_json: bool,
-                    quiet: bool) -> None:
+                    quiet: bool, all_passes: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     dims = parse_dims(dim_pairs, inputs)
@@ -502,7 +506,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                          external_data=external_data, overwrite_input=overwrite_input,
                          value_info=value_info, html_path=html_path,
                          tolerances_given=given, opset=opset, enable=enable,
-                         inline_functions=inline_functions, quiet=quiet)
+                         inline_functions=inline_functions, quiet=quiet,
+                         all_passes=all_passes)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output), read, dump)
