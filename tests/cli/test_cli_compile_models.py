@@ -381,3 +381,22 @@ def test_a_pass_table_of_nothing_found_is_one_line(tmp_path: Path) -> None:
     assert runs is not None, stdout
     assert stdout.splitlines()[0] == (f"Pass runs ({runs[1]}): no built-in pass found anything "
                                       "to change (--all-passes lists them)")
+
+
+def test_a_model_whose_output_contradicts_its_declared_size_is_one_line(tmp_path: Path
+                                                                      ) -> None:
+    """Trial S: a warning promising the declared type would be written back, the whole
+    pipeline, then GE1003 at save; now one GE1305 line, nothing written."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
+    from test_declared_output_shapes import contradicting_block
+
+    source = tmp_path / "block.onnx"
+    onnx.save(contradicting_block(), source)
+    code, stdout, stderr = run_ge("compile", str(source), "-o", str(tmp_path / "out.onnx"))
+    assert code == 1 and stdout == ""
+    assert stderr.startswith(f"ge: [GE1305] {source}: graph output 'logits' is declared "
+                             "[batch, seq, 16] but its inputs give [batch, seq, 4]"), stderr
+    assert stderr.endswith("(stage InferShape)\n") and stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["block.onnx"]

@@ -260,16 +260,21 @@ def infer_shape(graph: Graph, options: Mapping[str, str]) -> None:
 
 
 def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = None) -> None:
-    """A `CompileWarning` per graph output whose declared dims its inputs contradict, after
-    shape inference (the scheduler's, which knows what the passes changed): the passes take
-    the inferred dims, and the output keeps its declared type. Where a pass changed a node
-    upstream of it (at BeforeInferShape, before the types were known), that pass is named:
-    the export is then likely right and the pass changed the output's shape. An output
-    computed from an operator whose inferred dims may be wrong (`UNSOUND_DIMS`) is left
-    out: no pass trusts those dims, and the declared ones may well be right."""
+    """Check the graph outputs' declared dims against what shape inference gives from the
+    inputs (the scheduler's, which knows what the passes changed). A declared size the
+    inputs give another size for is ShapeInferenceError (GE1305, stage InferShape): onnx's
+    checker rejects such a model, so it could never be written (it was a warning, and the
+    compilation then failed when saved: trial S). A declared size the inputs give a
+    symbol for (`[1, 5, 4]` for `[batch, seq, 4]`, an export with dynamic axes for its
+    inputs only) is a `CompileWarning`: the passes take the inferred dims, and the output
+    keeps its declared type. Where a pass changed a node upstream of the output (at
+    BeforeInferShape, before the types were known), that pass is named: the export is
+    then likely right and the pass changed the output's shape. An output computed from an
+    operator whose inferred dims may be wrong (`UNSOUND_DIMS`) is left out: no pass trusts
+    those dims, and the declared ones may well be right."""
 
     from ge.compiler.builtin._support import unsound_dims
-    from ge.errors import CompileWarning
+    from ge.errors import CompileWarning, ShapeInferenceError
     from ge.ops.model_inference import contradicted_outputs
 
     net_output = graph.get_net_output()
@@ -281,6 +286,20 @@ def warn_contradicted_outputs(graph: Graph, last_changes: LastChanges | None = N
             continue  # inference may be what is wrong there (an STFT's: trial GG)
         read = [producer.name, *outputs]
         blamed = last_changes.blame(graph, read) if last_changes is not None else None
+        sizes = [i for i, (d, g) in enumerate(zip(said, got, strict=True))
+                 if isinstance(d, int) and d >= 0 and isinstance(g, int) and g >= 0
+                 and d != g]
+        if sizes:
+            cause = ("correct the output's declared type in the model" if blamed is None else
+                     f"before inference,{blamed.sentence.removeprefix(';')}: that pass may "
+                     "have changed the output's shape")
+            raise ShapeInferenceError(
+                f"graph output {name!r} is declared {_dims_text(said)} but its inputs give "
+                f"{_dims_text(got)} (dim {sizes[0]}: {said[sizes[0]]} declared, "
+                f"{got[sizes[0]]} computed by {producer.type} node {producer.name!r}): "
+                f"onnx's checker rejects a model whose output contradicts its declared size, "
+                f"so ge cannot write it; {cause}",
+                stage=INFER_SHAPE_STAGE, nodes=(producer.name,))
         if blamed is None:
             cause = "Export the output with dynamic axes too"
         else:
