@@ -36,6 +36,14 @@ def _bad_attribute() -> onnx.ModelProto:
     return m
 
 
+def _misspelt_operator() -> onnx.ModelProto:
+    """Trial S: a Softmax misspelt `Sofmax`, which ge compile (GE1305) and ge run refuse and
+    inspect said nothing of."""
+    m = add_relu_neg_model()
+    m.graph.node[1].op_type = "Sofmax"
+    return m
+
+
 CASES = {
     "dangling_input": (_dangling(), "ge compile, run and dump", "GE1101",
                        "graph 'g': input 0 of Relu node 'relu' reads 'zz', which no node, "
@@ -47,6 +55,11 @@ CASES = {
                             "graph is invalid (1 problem(s)): graph g: attribute: attribute "
                             "'axis' of Concat node 'relu' is STRING; Concat (opset 17) takes "
                             "INT"),
+    "misspelt_operator": (_misspelt_operator(), "ge compile and run", "GE1305",
+                          "graph 'g': Sofmax node 'relu': ONNX has no operator Sofmax in "
+                          f"domain 'ai.onnx' (onnx {onnx.__version__}); onnx.checker and "
+                          "runtimes reject the model (a custom operator needs a domain of its "
+                          "own)"),
 }
 
 

@@ -171,10 +171,19 @@ def _load_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
     not: loading's GE1101 (a value defined twice or read and never defined, an output
     nothing produces, an IR version onnx cannot read...; `ge dump` refuses it too) or the
     check of the model as given, GE1003 (a cycle, a node onnx's checker refuses:
-    `ge.graph.input_checks`), or GE1601 of operators onnxruntime has no kernel for (ge run
-    says it in onnxruntime's words). The IR is built for it, without the weights' data (the
+    `ge.graph.input_checks`), GE1305 of an operator ONNX does not define at the model's
+    opset (a misspelt `Sofmax`: `check_operators_known`, which compiling checks first), or
+    GE1601 of operators onnxruntime has no kernel for (ge run says it in onnxruntime's
+    words). The IR is built for it, without the weights' data (the
     payloads were checked, the data files are not read): about 1 s per 100,000 nodes."""
-    from ge.errors import GeError, GraphValidationError, ModelLoadError, RuntimeLoadError
+    from ge.compiler.steps import check_operators_known
+    from ge.errors import (
+        GeError,
+        GraphValidationError,
+        ModelLoadError,
+        RuntimeLoadError,
+        ShapeInferenceError,
+    )
     from ge.graph.allocation import no_gc_pauses
     from ge.graph.input_checks import check_model_as_given, check_runtime_kernels
     from ge.graph.onnx_import import model_to_graph
@@ -186,10 +195,11 @@ def _load_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
         commands = "ge compile and run"
         try:
             check_model_as_given(graph)
+            check_operators_known(graph)
             check_runtime_kernels(graph)
         finally:
             graph.close()
-    except (ModelLoadError, GraphValidationError, RuntimeLoadError) as err:
+    except (ModelLoadError, GraphValidationError, ShapeInferenceError, RuntimeLoadError) as err:
         return [{"code": err.code, "message": one_line(err.message), "refused_by": commands}]
     except GeError:  # (another check's error: loading says it in full)
         return []
