@@ -7,6 +7,7 @@ has expired, as GE's bridge invalidates each borrowed handle when the hook retur
 
 from __future__ import annotations
 
+import ast
 import textwrap
 import warnings
 from pathlib import Path
@@ -199,3 +200,37 @@ def test_a_meet_requirements_answering_none_to_every_match_is_told(
     assert negs == 4 and messages == [
         "pass DoubleNeg rewrote nothing in graph 'g': its meet_requirements returned None for "
         f"3 of 3 match(es), and None counts as False (a missing return?) (at {plugin}:{line})"]
+
+
+@pytest.mark.parametrize("answer, rewritten", [
+    ('"no"', True),           # a refusal in words: bool("no") is True
+    ('""', False),
+    ("0.0", False),
+    ("[False]", True),
+    ("np.bool_(False)", None),  # numpy's bool is a bool: nothing to say
+])
+def test_a_meet_requirements_answering_other_than_a_bool_is_told(
+        tmp_path: Path, answer: str, rewritten: bool | None) -> None:
+    """Trial T: a hook returning "no" had its matches rewritten in silence. GE reads the
+    answer as bool(answer), and so does ge; the pass is now told once, at the hook's line,
+    what it returned and what that counts as."""
+    source = "import numpy as np\n" + NO_RETURN.format(body=f"return {answer}")
+    plugin = tmp_path / "double_neg.py"
+    plugin.write_text(source)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                            builtin_passes=False)
+    messages = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    negs = [n.type for n in result.graph.get_direct_nodes()].count("Neg")
+    if rewritten is None:
+        assert messages == [] and negs == 4
+        return
+    assert negs == (0 if rewritten else 4)
+    value = ast.literal_eval(answer)  # (the literal the hook returns)
+    line = 1 + source.splitlines().index("    def meet_requirements(self, match_result):")
+    matches = 2 if rewritten else 3  # (a rewrite takes the next match's first Neg)
+    assert messages == [
+        f"pass DoubleNeg: its meet_requirements returned {type(value).__name__} {value!r} for "
+        f"{matches} of {matches} match(es) in graph 'g', which counts as {bool(value)} (GE "
+        f"reads the answer as bool(answer)); return True or False (at {plugin}:{line})"]

@@ -109,6 +109,7 @@ class Invocation:
     # The BeforeInferShape passes told that they refused every match on untyped values.
     warned_untyped: set[str] = field(default_factory=set)
     warned_none: set[str] = field(default_factory=set)  # likewise, for None answers
+    warned_odd: set[str] = field(default_factory=set)  # likewise, for answers not bools
     # What is known of each graph while the hierarchy stays as it is: a model of thousands
     # of If/Loop bodies has each visited by every pass of every round, most runs changing
     # nothing.
@@ -199,6 +200,8 @@ class Invocation:
             self._warn_untyped_refusals(entry, instance, target, run)
         if run.none_answers and not run.rewrites:
             self._warn_none_answers(entry, instance, target, run)
+        if run.odd_answers:
+            self._warn_odd_answers(entry, instance, target, run)
         if outcome is RunOutcome.NOT_CHANGED and changed:
             # The graph says otherwise: the run changed it (and was checked as a change).
             outcome = RunOutcome.SUCCESS
@@ -293,6 +296,20 @@ class Invocation:
             f"pass {entry.name} rewrote nothing in {graph_label(target)}: its "
             f"meet_requirements returned None for {run.none_answers} of {run.matches} "
             "match(es), and None counts as False (a missing return?)")
+
+    def _warn_odd_answers(self, entry: RegisteredPass, instance: Any, target: Graph,
+                          run: PassRun) -> None:
+        """A `PassDefinitionWarning` for a `meet_requirements` that answered other than a
+        bool (`"no"`, `0.0`, a list), which GE reads as `bool(answer)`: a string meant as a
+        refusal accepts the match. Once per pass and compilation."""
+        odd = run.first_odd_answer
+        shown = repr(odd) if len(repr(odd)) <= 40 else repr(odd)[:37] + "..."
+        self._warn_hook_once(
+            self.warned_odd, entry, instance,
+            f"pass {entry.name}: its meet_requirements returned {type(odd).__name__} "
+            f"{shown} for {run.odd_answers} of {run.matches} match(es) in "
+            f"{graph_label(target)}, which counts as {bool(odd)} (GE reads the answer as "
+            f"bool(answer)); return True or False")
 
     @staticmethod
     def _warn_hook_once(warned: set[str], entry: RegisteredPass, instance: Any,

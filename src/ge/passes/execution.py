@@ -95,6 +95,10 @@ class PassRun:
     #: answers of `meet_requirements` that were None (a missing return?; None counts as
     #: False, as on GE)
     none_answers: int = 0
+    #: answers that were neither a bool (numpy's too) nor None (`"no"`, a status, a
+    #: message), read as GE reads them, `bool(answer)`, and the first of them (a warning)
+    odd_answers: int = 0
+    first_odd_answer: object = None
     #: matches (decompose: nodes) `meet_requirements` refused, and the reasons it gave for
     #: them with `context.set_error_message` (`note_refusal_reason`: the first few distinct
     #: messages, each with its count), for the report to carry what `ge passes explain`
@@ -337,8 +341,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     run.context.set_error_message("")  # (a reason is this match's, not an earlier one's)
     try:
         answer = read_only_call(instance.meet_requirements, graph, result, run.context)
-        run.none_answers += answer is None
-        accepted = bool(answer)
+        accepted = _accepted(answer, run)
     except Exception as err:  # (the E13028 names the match the hook failed on)
         mark_match(err, match.nodes)
         raise
@@ -381,6 +384,21 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
         mark_match(err, match.nodes)
         raise _blame_replacement(_at_match(err, match), instance) from None
     return True
+
+
+def _accepted(answer: object, run: PassRun) -> bool:
+    """`meet_requirements`'s answer as GE reads it, `bool(answer)`, counting the answers a
+    pass author did not mean as one: None (a missing return) and what is not a bool
+    (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse)."""
+    if answer is None:
+        run.none_answers += 1
+        return False
+    if not isinstance(answer, bool) and not (  # (numpy's bool: `bool_`, numpy 2's `bool`)
+            type(answer).__module__ == "numpy" and type(answer).__name__ in ("bool", "bool_")):
+        run.odd_answers += 1
+        if run.odd_answers == 1:
+            run.first_odd_answer = answer
+    return bool(answer)
 
 
 def _at_match(err: RewriteError, match: Match) -> RewriteError:
@@ -487,8 +505,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             unknown_reads = graph.root_graph()._unknown_desc_reads
             run.context.set_error_message("")  # (a reason is this node's, not an earlier one's)
             answer = read_only_call(instance.meet_requirements, graph, node, run.context)
-            run.none_answers += answer is None
-            if not bool(answer):
+            if not _accepted(answer, run):
                 _note_refusal(run, graph, unknown_reads)
                 continue
             replacement = read_only_call(instance.replacement, graph, node, run.context)
