@@ -83,6 +83,22 @@ def test_a_check_that_changes_the_graph_says_what_it_changed_first_and_where(
     assert err.location is not None and err.location.line == 15  # the hook's def, as before
 
 
+@pytest.mark.parametrize("change, later", [
+    ('        first.set_metadata("seen", "1")', ""),
+    ('        first.set_metadata("seen", "1")', '\n        first.set_attr("seen", 1)'),
+])
+def test_a_change_no_listener_is_told_of_is_said_by_its_line(
+        tmp_path: Path, change: str, later: str) -> None:
+    """Trial T: set_metadata in meet_requirements failed with "meet_requirements changed
+    graph 'main_graph'" and no line but the hook's def: metadata changes are not told to
+    the graph's listeners. The journal's watcher gives the line (first change first: a
+    later set_attr, which listeners are told of, is not said instead)."""
+    err, plugin = _fails(tmp_path, change=change + later, accept="False")
+    assert ("RewriteError: [GE1502] meet_requirements changed graph 'g': first, it made a "
+            "change (of metadata, a name or an anchor's attribute) at "
+            f"{plugin}:{CHANGE_LINE}; it may only read the graph") in err.message
+
+
 def test_a_replacement_with_another_output_count_names_its_pattern_and_match(
         tmp_path: Path) -> None:
     """The first pattern's match (n2 over n1) is replaced; the second's (n3 over r) gets

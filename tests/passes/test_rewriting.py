@@ -490,7 +490,9 @@ class D(DecomposePass):
 """
     graph = load(_neg_neg())
     err = _compile_fails(write, source, graph)
-    assert "meet_requirements changed graph 'g'; it may only read the graph" in err.message
+    assert ("meet_requirements changed graph 'g': first, it made a change (of metadata, a "
+            "name or an anchor's attribute) at ") in err.message
+    assert ".py:10; it may only read the graph" in err.message  # (the set_metadata line)
     assert err.location is not None and err.location.line == 9
     assert all(not n.get_metadata() for n in graph.get_all_nodes())
 

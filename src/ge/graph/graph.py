@@ -279,6 +279,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         root._all_nodes = root._all_subgraphs = None
         journal = root._journal
         journal.mutation_count += 1
+        if journal.watcher is not None:
+            journal.watcher()
         if root is not self:
             journal.inner_version += 1
         if structural:

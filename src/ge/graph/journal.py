@@ -39,7 +39,8 @@ class Journal:
     """Undo log of one root graph; transactions nest (each is a savepoint)."""
 
     __slots__ = ("_marks", "_replaying", "_steps", "changing_attribute", "inner_version",
-                 "listeners", "mutation_count", "removing_from", "structure_version")
+                 "listeners", "mutation_count", "removing_from", "structure_version",
+                 "watcher")
 
     def __init__(self) -> None:
         self._steps: list[UndoStep] | None = None
@@ -61,6 +62,10 @@ class Journal:
         # The graph the nodes listeners are being told are removed were in (a NODE_REMOVED,
         # `notify_removed`), else None: a removed node no longer points to one.
         self.removing_from: object | None = None
+        # Called (no arguments) on every mutation, before its listeners are told, while a
+        # hook that may only read the graph runs (`ge.passes.read_only`): it also sees the
+        # changes no listener is told of (metadata, names, anchor attributes).
+        self.watcher: Callable[[], None] | None = None
 
     def notify(self, kind: ChangeKind, node: object, index: int = -1) -> None:
         """Tell every listener about one change (a no-op without listeners)."""

@@ -28,9 +28,12 @@ def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
     before = graph.mutation_count
     first = _FirstChange(graph)
     unsubscribe = graph.subscribe(first)
+    journal = graph.root_graph()._journal
+    watching, journal.watcher = journal.watcher, first.mutated
     try:
         value = hook(*args)
     finally:
+        journal.watcher = watching
         unsubscribe()
     if graph.mutation_count != before:
         name = getattr(hook, "__name__", "the hook")
@@ -42,18 +45,31 @@ def read_only_call(hook: Callable[..., Any], graph: Graph, *args: Any) -> Any:
 
 class _FirstChange:
     """A change listener of `graph` keeping the first change it is told of, as words, with
-    the line of the user's code on the stack when it was made."""
+    the line of the user's code on the stack when it was made; and the journal's watcher
+    while the hook runs (`mutated`), which also sees the changes no listener is told of
+    (metadata, names, anchor attributes: `set_metadata` said neither what nor where)."""
 
-    __slots__ = ("described", "graph")
+    __slots__ = ("described", "graph", "mutations")
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         #: ": first, it set attribute 'axis' of Softmax node 's', at p.py:12", or "" before
         self.described = ""
+        self.mutations = 0  # (told by the watcher; a listener is told after it)
+
+    def mutated(self) -> None:
+        """The journal's watcher: the first change, if no listener is told of it, is said
+        by the line that made it."""
+        self.mutations += 1
+        if self.mutations == 1:
+            where = caller_location()
+            self.described = (f": first, it made a change (of metadata, a name or an "
+                              f"anchor's attribute) at {where}" if where is not None else "")
 
     def __call__(self, kind: ChangeKind, node: Any, index: int) -> None:
-        if self.described:
-            return
+        if self.mutations > 1:
+            return  # (a later change than the first)
+        self.mutations += 1  # (told once: the watcher's count of the same change ends here)
         label = ir_node_label(node)
         if kind is ChangeKind.ATTR_CHANGED:
             what = self._attribute_change(node, label)
