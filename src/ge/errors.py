@@ -340,15 +340,35 @@ class PluginPathTypeError(PluginLoadError, TypeError):
 class PluginLoadErrors(PluginLoadError):
     """E13029: several plugins failed to load; `errors` holds each failure (E13029 or E13030)."""
 
+    #: what the first line says failed
+    failed_to = "load"
+
     def __init__(self, errors: Sequence[GeError]) -> None:
         self.errors = list(errors)
         lines = "\n".join(f"  - {err}" for err in self.errors)
-        super().__init__(f"{len(self.errors)} python pass plugins failed to load:\n{lines}")
+        super().__init__(f"{len(self.errors)} python pass plugins failed to {self.failed_to}:"
+                         f"\n{lines}")
+
+    @staticmethod
+    def of(errors: Sequence[GeError]) -> PluginLoadErrors:
+        """The bundle of `errors`: E13030 (`PassRegisterErrors`) when each is a failure to
+        register (trial T: three name clashes were E13029 together, E13030 alone)."""
+        if all(err.code == PassRegisterError.code for err in errors):
+            return PassRegisterErrors(errors)
+        return PluginLoadErrors(errors)
 
     def details(self) -> dict[str, object]:
         data = super().details()
         data["errors"] = [err.details() for err in self.errors]
         return data
+
+
+class PassRegisterErrors(PluginLoadErrors, PassRegisterError):
+    """E13030: several passes failed to register (each failure E13030: name clashes, bad
+    descriptors); a `PluginLoadErrors`, whose `errors` holds each."""
+
+    code = "E13030"
+    failed_to = "register"
 
 
 class CompilerStateError(GeError, RuntimeError):
@@ -404,6 +424,7 @@ __all__ += [
     "DuplicatePassNameError",
     "PassDefinitionWarning",
     "PassPathWarning",
+    "PassRegisterErrors",
     "PassRegisterTypeError",
     "PluginLoadErrors",
     "PluginLoadWarning",

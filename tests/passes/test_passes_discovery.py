@@ -13,6 +13,7 @@ import pytest
 from ge.errors import (
     DuplicatePassNameError,
     PassPathWarning,
+    PassRegisterErrors,
     PassRegisterTypeError,
     PluginLoadError,
     PluginLoadErrors,
@@ -429,6 +430,25 @@ def test_every_plugin_is_tried_and_failures_are_reported_together(
     assert [e.code for e in errors] == ["E13029", "E13030"]
     assert "RuntimeError: first" in errors[0].message
     assert _names() == ["Good"]
+
+
+def test_failures_to_register_alone_are_e13030_together(
+    write, pass_source, tmp_path: Path
+) -> None:
+    """Trial T: three name clashes were E13029 ("failed to load") together and E13030
+    alone; a CI dashboard keyed on the code saw two kinds of one mistake."""
+    write("plugins/a.py", pass_source("One"))
+    write("plugins/b.py", pass_source("One"))
+    write("plugins/c.py", pass_source("Two"))
+    write("plugins/d.py", pass_source("Two"))
+    with pytest.raises(PassRegisterErrors) as info:
+        scan_modules_from_path(tmp_path / "plugins")
+    err = info.value
+    assert err.code == "E13030" and isinstance(err, PluginLoadErrors)
+    assert [e.code for e in err.errors] == ["E13030", "E13030"]
+    assert err.message.startswith("2 python pass plugins failed to register:\n  - [E13030] "
+                                  "python pass name already exists: One")
+    assert _names() == ["One", "Two"]
 
 
 def test_continue_on_error_warns_once_per_failed_plugin(

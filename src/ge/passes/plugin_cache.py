@@ -159,7 +159,8 @@ class PluginLoadReport:
         return [d for plugin in self.plugins for d in plugin.descriptors]
 
     def error(self, disabled: Collection[str] = ()) -> GeError | None:
-        """The failure to raise: the only one as is, several together as E13029; the
+        """The failure to raise: the only one as is, several together as E13029 (E13030
+        when each failed to register: `PluginLoadErrors.of`); the
         clashes of one pass name between installed plugins as one (`merged_clashes`, its
         hints given the `ge.passes.disabled_plugins` names `disabled`)."""
         failures = merged_clashes(self.failures, disabled)
@@ -167,7 +168,7 @@ class PluginLoadReport:
             return None
         if len(failures) == 1:
             return failures[0]
-        return PluginLoadErrors(failures)
+        return PluginLoadErrors.of(failures)
 
 
 class _PluginCache:
