@@ -297,8 +297,12 @@ def test_patterns_without_candidates_in_a_graph_share_one_line(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["passes", "explain", "LayerNormFusion", str(path)])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    idle = [line for line in lines if line.startswith("graph main: ")]
     assert lines[1] == "matched against the model after shape inference: the pass's stage"
+    # (the deepest partial matches of all patterns lead, then each pattern's lines)
+    assert lines[2].startswith("deepest partial matches of the 36 pattern(s) (top 5 of ")
+    lines = [lines[0], lines[1], *lines[8:]]
+    assert all(line.startswith("  ") for line in result.stdout.splitlines()[3:8])
+    idle = [line for line in lines if line.startswith("graph main: ")]
     assert len(idle) == 1 and idle == [lines[2]]
     assert idle[0].startswith("graph main: no candidate for 36 pattern(s): it has no Add or "
                               "Mul node (their anchors' op type): LayerNorm_div_pow_shared_")

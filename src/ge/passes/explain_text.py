@@ -46,9 +46,10 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
     partial matches with their bindings and the check that failed. The patterns that have
     no candidate in a graph (its anchor's op type is absent there) share one line, where the
     first of them would be: a pass of many patterns does not bury the graphs they match in.
-    A function holding nodes of a pattern's anchor type gets a line ending with
+    Several patterns with partial matches are led by the deepest of all of them
+    (`_deepest_lines`). A function holding nodes of a pattern's anchor type gets a line ending with
     `inline_advice` ("--inline-functions inlines them") when given."""
-    lines: list[str] = []
+    lines = _deepest_lines(explanations, top, indent)
     # The explanations of one graph come in a run (bodies often share one name: each
     # exporter's `sub_graph`): a run's patterns without candidates share its line.
     idle: dict[int, list[PatternExplanation]] = {}  # the run's first index -> those patterns
@@ -95,6 +96,25 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
             if bound:
                 lines.append(f"{indent * 3}bound: {', '.join(bound)}")
             lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+    return lines
+
+
+def _deepest_lines(explanations: Sequence[PatternExplanation], top: int,
+                   indent: str) -> list[str]:
+    """The `top` partial matches that got furthest of all patterns (bound share of the
+    pattern, then depth), each with its pattern: a pass of many forms (RMSNormFusion's 18)
+    listed a screen of depth-1 misses per form before the one refused in meet_requirements
+    with the pass's reason (trial S). Nothing for fewer than two patterns with some."""
+    partial = [(e, c) for e in explanations if e.error is None for c in e.closest]
+    if len({id(e) for e, _ in partial}) < 2:
+        return []
+    partial.sort(key=lambda pair: (-pair[1].depth / max(pair[1].size, 1), -pair[1].depth))
+    lines = [f"deepest partial matches of the {len({e.pattern for e in explanations})} "
+             f"pattern(s) (top "
+             f"{min(top, len(partial))} of {len(partial)}; each pattern's below):"]
+    for rank, (e, cand) in enumerate(partial[:top], 1):
+        lines.append(f"{indent}{rank}. pattern {e.pattern} at {cand.candidate!r}{_role(cand)}"
+                     f": depth {cand.depth}/{cand.size}: {cand.summary()}")
     return lines
 
 
