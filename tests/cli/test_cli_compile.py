@@ -778,3 +778,43 @@ def test_a_model_written_with_a_custom_operator_says_onnxruntime_will_not_load_i
         {"operators": ["trial.ops::DoubleRelu"], "count": 1, "text": text}]
     code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--json")  # no plugin
     assert code == 0 and json.loads(stdout)["hints"] == []
+
+
+NONE_ANSWER = '''\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="Silent", stage=PassStage.AFTER_INFER_SHAPE)
+class Silent(PatternFusionPass):
+    @pattern
+    def neg_neg(self, inputs):
+        return es.Neg(es.Neg(inputs[0]))
+
+    def meet_requirements(self, match_result):
+        match_result.get_matched_nodes()
+
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])
+'''
+
+
+def test_the_json_report_says_where_a_warning_about_a_pass_is(tmp_path: Path) -> None:
+    """Trial U: every warning of ge's had `"location": null` in the JSON report, though its
+    message ended with `(at p.py:11)`: a tool reading the report had to parse the text. A
+    warning about the user's code has its file:line; one about the model stays null."""
+    plugin = tmp_path / "silent.py"
+    plugin.write_text(NONE_ANSWER)
+    model = tmp_path / "m.onnx"
+    onnx.save(double_negation_model(), model)
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                                  "--pass-path", str(plugin), "--json")
+    assert code == 0, stderr
+    warned = [w for w in json.loads(stdout)["warnings"]
+              if w["category"] == "PassDefinitionWarning"]
+    line = 1 + NONE_ANSWER.splitlines().index("    def meet_requirements(self, match_result):")
+    assert len(warned) == 1 and warned[0]["location"] == f"{plugin}:{line}"
+    assert warned[0]["message"].endswith(f"(at {plugin}:{line})")
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                                  "--pass-path", str(plugin))
+    assert stderr.count(f"{plugin}:{line}") == 1  # (the text line does not say it twice)

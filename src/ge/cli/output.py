@@ -97,17 +97,25 @@ def one_line(text: str) -> str:
 
 
 def _warning_data(caught: warnings.WarningMessage) -> dict[str, Any]:
+    """A caught warning as the JSON report has it: a warning of ge's has the location of
+    the user's code it is about (a pass's hook, a plugin's line: `warn_user`'s), or None
+    (it is about the model or the options); another module's, where it was issued."""
     category = caught.category
-    ours = issubclass(category, _GE_WARNINGS)
+    if issubclass(category, _GE_WARNINGS):
+        location = getattr(caught.message, "ge_location", None)
+    else:
+        location = f"{caught.filename}:{caught.lineno}"
     return {
         "category": category.__name__,
         "message": one_line(str(caught.message)),
-        "location": None if ours else f"{caught.filename}:{caught.lineno}",
+        "location": location,
     }
 
 
 def _warning_text(data: dict[str, Any]) -> str:
-    if data["location"] is None:
+    """A warning as its `warning:` line: ge's by their message, which says where they
+    are about; another module's with its category and location, as Python prints it."""
+    if data["category"] in {category.__name__ for category in _GE_WARNINGS}:
         return data["message"]
     return f"{data['category']}: {data['message']} (at {data['location']})"
 

@@ -58,6 +58,8 @@ def warn_user(warning: Warning, location: SourceLocation | None = None) -> None:
     collected = _COLLECTED.get()
     if collected is not None:
         collected.append(warning)
+    if location is not None:  # (what a report says the warning is about: `ge_location`)
+        warning.ge_location = str(location)  # type: ignore[attr-defined]
     where = location or caller_location()
     filename, line = (where.file, where.line or 0) if where is not None else ("ge", 0)
     warnings.warn_explicit(warning, type(warning), filename, line)
