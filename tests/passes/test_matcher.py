@@ -21,7 +21,7 @@ from onnx import helper
 
 import ge.es.all as es
 from ge.es import GraphBuilder
-from ge.graph import Graph
+from ge.graph import DataType, Graph
 from ge.passes import (
     MatchResult,
     PatternFusionPass,
@@ -509,6 +509,38 @@ def test_find_matches_does_not_rewrite() -> None:
     assert graph.mutation_count == before
     with pytest.raises(TypeError, match="PatternFusionPass"):
         find_matches(object(), graph)
+
+
+def test_find_matches_on_an_untyped_graph_says_why_it_found_nothing() -> None:
+    """Trial U: a pass whose meet_requirements reads the MatMul's output type found nothing
+    on a freshly loaded graph (the model declares no value_info: the type is unknown before
+    inference), in silence; ge compile and ge passes explain warn of it. After
+    ge.ops.infer_shapes it finds the match, and says nothing."""
+    import warnings
+
+    from ge.errors import PassDefinitionWarning
+    from ge.ops import infer_shapes
+
+    class FloatOnly(MatMulAddToGemm):
+        def meet_requirements(self, match_result):
+            mm = match_result.get_matched_nodes()[0]
+            return mm.get_output_desc(0).get_data_type() == DataType.DT_FLOAT
+
+    proto = _matmul_add_model()
+    proto.graph.ClearField("value_info")  # (as an export declaring none)
+    graph = load(proto)
+    assert graph.find_node_by_name("mm").get_output_desc(0).get_data_type() == (
+        DataType.DT_UNDEFINED)
+    with pytest.warns(PassDefinitionWarning, match=(
+            r"^find_matches: FloatOnly refused all 1 match\(es\), 1 after its "
+            r"meet_requirements read a value with no type or rank \(output 0 of "
+            r"'mm' first\): the graph was not shape-inferred; ge\.ops\.infer_shapes\(graph\) "
+            r"types it, .* \(at .*test_matcher\.py:\d+\)$")):
+        assert find_matches(FloatOnly, graph) == []
+    infer_shapes(graph)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(find_matches(FloatOnly, graph)) == 1
 
 
 def test_a_pattern_given_as_a_graph_is_used_as_a_pattern() -> None:

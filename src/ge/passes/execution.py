@@ -571,14 +571,26 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
         compiled = [compile_pattern(p, config) for p in collect_patterns(instance)]
     found: list[FoundMatch] = []
     below = [s for s in graph.get_all_subgraphs() if not s.is_orphan()] if bodies else []
+    run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     for each in [graph, *below]:
-        found += _matches_in(instance, compiled, each, context)
+        found += _matches_in(instance, compiled, each, run)
+    if not found and run.untyped_refusals:
+        where = (hook_location(instance.meet_requirements)
+                 or definition_location(type(instance)))
+        warn_user(PassDefinitionWarning(
+            f"find_matches: {type(instance).__name__} refused all {run.matches} match(es), "
+            f"{run.untyped_refusals} after its meet_requirements read a value with no type "
+            f"or rank ({run.first_untyped} first): the graph was not shape-inferred; "
+            "ge.ops.infer_shapes(graph) types it, as a compilation does before its "
+            f"AfterInferShape passes (at {where})"), where)
     return found
 
 
 def _matches_in(instance: Any, compiled: list[CompiledPattern], graph: Graph,
-                context: PassContext) -> list[FoundMatch]:
-    """`find_matches` in one graph's direct nodes."""
+                run: PassRun) -> list[FoundMatch]:
+    """`find_matches` in one graph's direct nodes; `run` counts the matches and refusals
+    (those after reading an untyped value too)."""
+    context = run.context
     found: list[FoundMatch] = []
     taken: set[Node] = set()
     for pattern in compiled:
@@ -591,11 +603,16 @@ def _matches_in(instance: Any, compiled: list[CompiledPattern], graph: Graph,
                 if taken.intersection(nodes):
                     continue  # shared constants aside, a node is rewritten once
                 result = MatchResult(match)
+                run.matches += 1
+                unknown_reads = graph.root_graph()._unknown_desc_reads
                 try:
-                    accepted = bool(instance.meet_requirements(result, context))
+                    accepted = _accepted(instance.meet_requirements(result, context), run)
                 finally:
                     result._invalidate()
-                if not accepted or would_create_cycle(match.region()):
+                if not accepted:
+                    _note_refusal(run, graph, unknown_reads)
+                    continue
+                if would_create_cycle(match.region()):
                     continue
                 taken.update(nodes)
                 captured = [match.captured(i) for i in range(len(match.pattern.captures))]
