@@ -94,3 +94,49 @@ def test_with_the_checks_off_a_built_in_failing_later_is_not_called_a_bug(
     assert message.endswith("The checks after each pass were off (check='none', --check none), "
                             "so a pass that ran before it may have left the graph invalid: "
                             "compile with the checks on to find that pass.")
+
+
+MERGE_TRANSPOSES = HEADER + '''import ge.ops
+
+
+@register_fusion_pass(name="MergeTransposes", stage=PassStage.AFTER_INFER_SHAPE)
+class MergeTransposes(FusionBasePass):
+    def run(self, graph, context):
+        outer = graph.find_node_by_name("tb")
+        inner, _ = outer.get_in_data_nodes_and_port_indexes(0)
+        p1, p2 = list(inner.get_attr("perm")), list(outer.get_attr("perm"))
+        src, idx = inner.get_in_data_nodes_and_port_indexes(0)
+        graph.remove_edge(inner, 0, outer, 0)
+        graph.add_data_edge(src, idx, outer, 0)
+        outer.set_attr("perm", [p2[i] for i in p1])
+        ge.ops.infer_node(outer)
+        for reader, _ in outer.get_out_data_nodes_and_port_indexes(0):
+            ge.ops.infer_node(reader)
+        return True
+'''
+
+
+def test_an_output_shaped_wrongly_names_the_changed_nodes_above_it(tmp_path: Path) -> None:
+    """Trial U: a pass composing two Transposes' perms the wrong way round, re-inferring the
+    Transpose and the Relu below it, was told the output read 'relu' has another shape, at
+    its class line. It is told the nodes it changed above the output too, the Transpose
+    first, and the line that last changed that one."""
+    from onnx import helper
+
+    from ge.testing import make_model
+
+    model = make_model([helper.make_node("Transpose", ["x"], ["a"], name="ta", perm=[1, 2, 0]),
+                        helper.make_node("Transpose", ["a"], ["b"], name="tb", perm=[0, 2, 1]),
+                        helper.make_node("Relu", ["b"], ["y"], name="relu")],
+                       [("x", [2, 3, 4])], [("y", [3, 2, 4])])
+    plugin = tmp_path / "merge_transposes.py"
+    plugin.write_text(MERGE_TRANSPOSES)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(model, pass_paths=[plugin])
+    err = info.value
+    assert ("graph output 0 is declared [3, 2, 4] but the pass made it read 'y' of 'relu', "
+            "shaped [4, 3, 2]; the pass changed, upstream of it: Transpose node 'tb', Relu "
+            "node 'relu'") in err.message
+    line = 1 + MERGE_TRANSPOSES.splitlines().index("        ge.ops.infer_node(outer)")
+    assert err.location is not None and (err.location.file, err.location.line) == (
+        str(plugin), line)

@@ -39,7 +39,7 @@ from ge.graph import NET_OUTPUT, DataType, Node
 from ge.graph.allocation import no_full_collections
 from ge.graph.export_names import written_name
 from ge.graph.node import is_const
-from ge.graph.places import body_owner, graph_label, graph_place
+from ge.graph.places import body_owner, graph_label, graph_place, ir_node_label
 from ge.graph.validation import attribute_problems, find_node_problems, find_problems
 from ge.ops.inference import (
     STALE_DESC_ADVICE,
@@ -473,9 +473,41 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
             if problem is not None:  # (about the node read too, as the message names it)
                 read = node.get_input_producer(index)
                 names = (node.name,) if read is None else (node.name, read[0].name)
+                upstream = [] if read is None else _changed_upstream(read[0], touched)
+                if upstream:  # (the first of them located: `ChangeSites`)
+                    problem += ("; the pass changed, upstream of it: "
+                                + first_and_more([ir_node_label(n) for n in upstream], 3))
+                subjects = (node, *upstream[:1]) if upstream else (
+                    (node,) if read is None else (node, read[0]))
                 problems.append(ValidationProblem("type", names, problem,
-                                                  node.owner_graph.name, subjects=(node,)))
+                                                  node.owner_graph.name, subjects=subjects))
     return problems
+
+
+#: How many nodes above a wrongly shaped output `_changed_upstream` looks at.
+_UPSTREAM_LIMIT = 10_000
+
+
+def _changed_upstream(producer: Node, touched: list[Node]) -> list[Node]:
+    """The nodes above an output (its `producer` included) that the pass changed, in the
+    order it changed them; none when only the producer was: an output shaped wrongly
+    names the node read, whose desc inference only carried down what a node above it got
+    wrong (trial U: a Transpose's perm, set and re-inferred; the error named the Relu read
+    and the pass's class line)."""
+    changed = dict.fromkeys(n for n in touched if n.type != NET_OUTPUT)
+    found, seen, stack = [], {producer}, [producer]
+    while stack and len(seen) < _UPSTREAM_LIMIT:
+        node = stack.pop()
+        if node in changed:
+            found.append(node)
+        for above in node.get_in_data_nodes():
+            if above not in seen:
+                seen.add(above)
+                stack.append(above)
+    if found == [producer]:
+        return []
+    order = {n: i for i, n in enumerate(changed)}
+    return sorted(found, key=lambda n: order[n])
 
 
 def _shape_problems(nodes: list[Node], changes: ChangeSet | None = None
