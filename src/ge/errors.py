@@ -21,6 +21,7 @@ __all__ = [
     "GraphError",
     "GraphTypeError",
     "GraphValidationError",
+    "MatchResultError",
     "ModelLoadError",
     "ModelNotFoundError",
     "ModelSaveError",
@@ -554,6 +555,18 @@ class PatternError(GeError, ValueError):
     """A pattern graph the matcher cannot use (GE §6.1: bodies, control edges, no output)."""
 
     code = "GE1501"
+
+
+class MatchResultError(GeError, RuntimeError):
+    """A `MatchResult` used wrongly: after its hook returned (GE's "MatchResult handle has
+    expired"), or asked for a capture index its pattern does not have; a RuntimeError, as
+    GE raises, and ge's own diagnostic (`ge.testing` shows the hook's line, not ge's).
+    Its text is GE's message alone, without the code, as GE's RuntimeError reads."""
+
+    code = "GE1503"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class RewriteError(GeError, RuntimeError):

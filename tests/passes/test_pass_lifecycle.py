@@ -127,7 +127,10 @@ def test_a_match_result_kept_from_meet_requirements_has_expired_in_replacement(
         ge.compile(model, pass_paths=[plugin], builtin_passes=False)
     err = info.value
     assert err.code == "E13028" and err.pass_name == "Keeper"
-    assert "RuntimeError: MatchResult handle has expired" in str(err)
+    # (a MatchResultError, GE1503: a RuntimeError with GE's message, as GE raises)
+    assert "MatchResultError: MatchResult handle has expired" in str(err)
+    assert isinstance(err.__cause__, RuntimeError)
+    assert str(err.__cause__) == "MatchResult handle has expired"
     assert err.location is not None and err.location.line == 1 + source.splitlines().index(
         "        self.kept.get_matched_nodes()")
     assert model.read_bytes() == before

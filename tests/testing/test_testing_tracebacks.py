@@ -50,6 +50,12 @@ class AsksMissingAttribute(SiluPass):
 class ReturnsNone(SiluPass):
     def replacement(self, inputs):
         return None
+
+
+@register_fusion_pass(name="AsksCaptureTwo", stage=PassStage.AFTER_INFER_SHAPE)
+class AsksCaptureTwo(SiluPass):
+    def meet_requirements(self, match_result):
+        return match_result.get_captured_tensor(2)  # line 35
 """
 
 TESTS = """\
@@ -75,6 +81,10 @@ def test_run_pass(ge_model, ge_passes):
 
 def test_find_matches(ge_model, ge_passes):
     find_matches("AsksMissingAttribute", model(ge_model), passes=ge_passes(HERE / "plugin.py"))
+
+
+def test_capture_index(ge_model, ge_passes):
+    find_matches("AsksCaptureTwo", model(ge_model), passes=ge_passes(HERE / "plugin.py"))
 
 
 def test_assert_rewrites(ge_model, ge_passes):
@@ -114,7 +124,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", ".",
          "test_author.py"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-    assert "5 failed" in run.stdout, run.stdout + run.stderr
+    assert "6 failed" in run.stdout, run.stdout + run.stderr
     sections = re.split(r"^_{3,} (test_\w+) _{3,}$", run.stdout, flags=re.M)
     return dict(zip(sections[1::2], sections[2::2]))
 
@@ -146,6 +156,17 @@ def test_a_ge_error_ends_at_the_users_call(session: dict[str, str]) -> None:
     assert re.search(r"^E +ge\.errors\.GraphError: \[GE1001\] node .* has no attribute "
                      r"'alpha'$", out, re.M)
     assert "plugin.py:23: GraphError" in out
+
+
+def test_a_capture_index_out_of_range_ends_at_the_hooks_line(session: dict[str, str]
+                                                             ) -> None:
+    """Trial U: a MatchResult asked for capture 2 of 2 raised a plain RuntimeError, so the
+    traceback kept ge's matcher.py frame (with locals reading `<MatchResult expired>`); it
+    is a MatchResultError (GE1503, a RuntimeError), ge's own diagnostic: the hook's line."""
+    out = session["test_capture_index"]
+    assert _frames(out) == ["plugin.py", "test_author.py"]
+    assert "plugin.py:35: MatchResultError" in out
+    assert "capture index 2 is out of range; pattern" in out
 
 
 def test_what_ge_refused_of_a_hook_shows_no_ge_frames(session: dict[str, str]) -> None:

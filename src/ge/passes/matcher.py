@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ge.errors import GeError, PatternError
+from ge.errors import GeError, MatchResultError, PatternError
 from ge.graph import CONST, DATA, NET_OUTPUT, Graph, Node
 from ge.graph import order as graph_order
 from ge.graph.attributes import GRAPH_KINDS, decode_attr
@@ -542,7 +542,7 @@ class MatchResult:
 
     def _live(self) -> Match:
         if self._match is None:
-            raise RuntimeError("MatchResult handle has expired")
+            raise MatchResultError("MatchResult handle has expired")
         return self._match
 
     def get_matched_nodes(self) -> list[Node]:
@@ -556,7 +556,7 @@ class MatchResult:
         match = self._live()
         if (isinstance(capture_index, bool) or not isinstance(capture_index, int)
                 or not 0 <= capture_index < len(match.pattern.captures)):
-            raise RuntimeError("Failed to get captured tensor from MatchResult: "
+            raise MatchResultError("Failed to get captured tensor from MatchResult: "
                                f"{_capture_problem(match.pattern, capture_index)}")
         return match.captured(capture_index)
 
