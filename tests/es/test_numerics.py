@@ -243,14 +243,15 @@ def test_an_ai_onnx_ml_operator_builds_and_runs() -> None:
 
 def test_a_named_input_keeps_its_name_in_onnx() -> None:
     """create_input(name="x") is the graph input "x" (it was "x:0", so run_model(g, {"x":
-    ...}) failed); an unnamed one keeps its generated name."""
+    ...}) failed); an unnamed one is the graph input of its Data node's generated name
+    (`input_1`; it was `input_1:0`)."""
     from ge.session import run_model
 
     b = GraphBuilder("g", opset=17)
     x = b.create_input(0, name="x", shape=[2])
     y = b.create_input(1, shape=[2])
     graph = b.build_and_reset([ops.Relu(x) + y])
-    assert [i.name for i in graph.to_onnx().graph.input] == ["x", "input_1:0"]
+    assert [i.name for i in graph.to_onnx().graph.input] == ["x", "input_1"]
     out = run_model(graph, {"x": np.array([-1.0, 2.0], np.float32),
-                            "input_1:0": np.ones(2, np.float32)})
+                            "input_1": np.ones(2, np.float32)})
     np.testing.assert_array_equal(next(iter(out.values())), [1.0, 3.0])

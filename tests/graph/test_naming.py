@@ -45,7 +45,21 @@ def test_a_value_name_in_an_enclosing_graph_is_not_reused_below() -> None:
     owner = graph.add_node("Custom", domain="t", name="owner")
     owner.set_attr("body", sub)
     assert sub.add_node("Neg", name="inner", num_inputs=1).get_output_name(0) == "inner:0_1"
-    assert x.get_output_name(0) == "x:0"
+    assert x.get_output_name(0) == "x"  # (a Data node gives the graph input of its name)
+
+
+def test_a_data_node_added_gives_the_graph_input_of_its_name() -> None:
+    """`add_node("Data", name="x")` wrote the graph input as `x:0` (a model loaded names
+    the value of its Data node `x` as the input, `x`); a name taken is made unique, and
+    output_names still decides."""
+    graph = Graph("g")
+    graph.add_node("Relu", name="r", num_inputs=1, output_names=["y"])
+    x = graph.add_node("Data", name="x", attrs={"index": 0})
+    y = graph.add_node("Data", name="y", attrs={"index": 1})
+    z = graph.add_node("Data", name="z", attrs={"index": 2}, output_names=["zz"])
+    assert [n.get_output_name(0) for n in (x, y, z)] == ["x", "y_1", "zz"]
+    custom = graph.add_node("Data", domain="my.ops", name="d")
+    assert custom.get_output_name(0) == "d:0"  # (another domain's Data: an operator)
 
 
 def test_rolled_back_names_are_given_again() -> None:

@@ -278,5 +278,5 @@ def test_an_in_memory_branch_outputting_an_outer_value() -> None:
     assert again.to_onnx().SerializeToString() == saved.SerializeToString()
     value = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     for flag, want in ((True, np.maximum(value, 0)), (False, -np.maximum(value, 0))):
-        results = run(saved, {x.get_output_name(0): value, "cond:0": np.array(flag)})
+        results = run(saved, {x.get_output_name(0): value, "cond": np.array(flag)})
         np.testing.assert_array_equal(results["if:0"], want)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphNodeSet"]
 
+_DATA = "Data"  # (`ge.graph.graph.DATA`: graph.py imports this module)
+
 
 class GraphNodeSet:
     """Node creation and removal of `Graph` (a mixin; its methods run on a `Graph`)."""
@@ -166,7 +168,9 @@ class GraphNodeSet:
         """Create a node with unconnected anchors (extension; GE creates nodes via the builder).
 
         `name=None` picks a unique name from the op type; an explicit name already taken is a
-        `RuntimeError`. Output value names default to `<node name>:<index>`.
+        `RuntimeError`. Output value names default to `<node name>:<index>`; a `Data` node's
+        one output to the node's name (the graph input `x` of a `Data` node `x`, as a model
+        loaded names it; it was `x:0`).
         """
         if not isinstance(op_type, str) or not op_type:
             raise GraphTypeError("op_type must be a non-empty str")
@@ -182,7 +186,9 @@ class GraphNodeSet:
             raise GraphTypeError("node name must be a non-empty str")
         elif name in self._by_name:
             raise GraphError(f"graph {self._name!r} already has a node named {name!r}")
-        if output_names is None:
+        if output_names is None and op_type == _DATA and not domain and num_outputs == 1:
+            out_names = [self._naming.value_name(name)]  # (the graph input, as loading names it)
+        elif output_names is None:
             out_names = [self._naming.value_name(f"{name}:{i}") for i in range(num_outputs)]
         else:
             out_names = list(output_names)
