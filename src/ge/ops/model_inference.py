@@ -368,13 +368,13 @@ def _onnx_pass(root: Graph, known_values: Mapping[str, Tensor], strict: bool,
         inferred = _infer(serialized, strict, data_prop)
     except Exception as err:
         if not data_prop:
-            raise _inference_error(root, err) from err
+            raise _inference_error(root, err, serialized) from err
         # onnx's data propagation has faults of its own (1.23 rejects x[4] * Unsqueeze(v[3],
         # -1), which broadcasts to [3, 4]): the model is judged without it.
         try:
             inferred = _infer(serialized, strict, False)
         except Exception as plain:
-            raise _inference_error(root, plain) from plain
+            raise _inference_error(root, plain, serialized) from plain
     decoder = _Decoder()
     if claims:
         types = _Types(inferred.graph, decoder)
@@ -450,14 +450,70 @@ def _infer(serialized: bytes, strict: bool, data_prop: bool) -> onnx.ModelProto:
         serialized, check_type=strict, strict_mode=strict, data_prop=data_prop)
 
 
-def _inference_error(root: Graph, err: Exception) -> ShapeInferenceError:
+def _inference_error(root: Graph, err: Exception, serialized: bytes = b""
+                     ) -> ShapeInferenceError:
     message = _first_error(str(err))
     unnamed = _unnamed_in_model(root, [m for m in _ONNX_NODE_NAME.findall(message)
                                        if m.startswith(UNNAMED_PREFIX)])
     if unnamed:  # onnx was given ge's names for them (`name_every_node`): say which they are
         message += "; " + "; ".join(unnamed)
+    named = _nodes_named_in(message)
+    if serialized and named:
+        message += _input_types(serialized, named[0])
     return ShapeInferenceError(f"shape inference of graph {root.name!r} failed: {message}",
                                nodes=_ir_names(root, _nodes_named_in(str(err))))
+
+
+def _input_types(serialized: bytes, node_name: str) -> str:
+    """"; its inputs: float[batch, seq, 64], float[33, 64]" for the node onnx's inference
+    refused, as inference types them up to it (again, not strict: the nodes before it
+    typed): onnx says "Incompatible dimensions for matrix multiplication" without the
+    dims (trial S: a weight of the wrong shape). "" when it cannot tell."""
+    inferred = None
+    for data_prop in (True, False):  # (its data propagation may fault: `infer_shapes`)
+        try:
+            inferred = _infer(serialized, False, data_prop)
+            break
+        except Exception:  # (the error reported is the one that counts)
+            continue
+    if inferred is None:
+        return ""
+    graphs, node = [inferred.graph], None
+    while graphs and node is None:
+        graph = graphs.pop()
+        for candidate in graph.node:
+            if candidate.name == node_name:
+                node = candidate
+                break
+            graphs.extend(a.g for a in candidate.attribute if a.HasField("g"))
+            graphs.extend(g for a in candidate.attribute for g in a.graphs)
+    if node is None:
+        return ""
+    types = {vi.name: vi.type for vi in (*inferred.graph.input, *inferred.graph.value_info,
+                                         *inferred.graph.output)}
+    types.update((t.name, onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims)))
+                 for t in inferred.graph.initializer)
+    shown = [_type_text(types.get(name)) if name else "(none)" for name in node.input]
+    if not shown or all(text == "?" for text in shown):
+        return ""
+    return f"; its inputs: {', '.join(shown)}"
+
+
+def _type_text(type_proto: onnx.TypeProto | None) -> str:
+    """A tensor type as messages show it, `float[batch, 64]` ("?" for what is not known)."""
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return "?"
+    tensor = type_proto.tensor_type
+    try:
+        elem = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+    except (KeyError, ValueError, TypeError):
+        elem = "?"
+    if not tensor.HasField("shape"):
+        return elem
+    dims = [str(d.dim_value) if d.HasField("dim_value") else "?" if (
+        not d.dim_param or d.dim_param.startswith("unk__")) else d.dim_param  # (made up)
+        for d in tensor.shape.dim]
+    return f"{elem}[{', '.join(dims)}]"
 
 
 def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
