@@ -89,11 +89,14 @@ def _pass_table(report: CompileReport, every: bool = False) -> Any:
     groups = _runs_of_each_pass(report.records)
     shown = groups if every else [runs for runs in groups if not _found_nothing(runs)]
     hidden = len(groups) - len(shown)
+    if not report.records:
+        return "Pass runs (0): no pass ran"
     if hidden and not shown:  # (no table of headers alone)
         return (f"Pass runs ({len(report.records)}): no built-in pass found anything to "
                 "change (--all-passes lists them)")
     title = f"Pass runs ({len(report.records)}" + (
-        f"; {len(shown)} row(s) shown" if hidden else "") + ")"
+        f"; {len(shown)} of {len(groups)} row(s) shown" if hidden else "") + ")"
+    hidden_runs = sum(len(runs) for runs in groups) - sum(len(runs) for runs in shown)
     table = Table(title=title, title_justify="left")
     # An origin (`file:line`) folded in a narrow terminal showed `p.py:1` over a `1` that
     # read as another line (trial U): it is never folded, and a long one is cut at its start
@@ -130,8 +133,9 @@ def _pass_table(report: CompileReport, every: bool = False) -> Any:
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
         "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
         if bodies else "") + (
-        f"; {hidden} run(s) of built-in passes that found nothing are not shown "
-        "(--all-passes lists them)" if hidden else "")
+        f"; {hidden} row(s) of built-in passes that found nothing are not shown"
+        + (f" ({hidden_runs} runs, bodies included)" if hidden_runs != hidden else "")
+        + " (--all-passes lists them)" if hidden else "")
     table.caption_justify = "left"
     return table
 
