@@ -774,10 +774,21 @@ def test_a_model_written_with_a_custom_operator_says_onnxruntime_will_not_load_i
         ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--pass-path",
                              str(plugin), "--json")
+    unverified = text.removesuffix(", as its verification did")  # (trial V: it said so)
     assert json.loads(stdout)["hints"] == [
-        {"operators": ["trial.ops::DoubleRelu"], "count": 1, "text": text}]
+        {"operators": ["trial.ops::DoubleRelu"], "count": 1, "unregistered": [],
+         "verified": False, "text": unverified}]
     code, stdout, _ = run_ge("compile", str(source), "-o", str(out), "--json")  # no plugin
     assert code == 0 and json.loads(stdout)["hints"] == []
+    # a model read with the operator, and nothing registering it: no kernel in ge either
+    custom = tmp_path / "custom.onnx"
+    assert run_ge("compile", str(source), "-o", str(custom), "--pass-path", str(plugin))[0] == 0
+    code, stdout, _ = run_ge("compile", str(custom), "-o", str(tmp_path / "again.onnx"),
+                             "--json")
+    (hint,) = json.loads(stdout)["hints"]
+    assert code == 0 and hint["unregistered"] == ["trial.ops::DoubleRelu"]
+    assert hint["text"].endswith("(a custom-op library); nothing registers them in ge either "
+                                 "(ge.ops.register_op)")
 
 
 NONE_ANSWER = '''\

@@ -98,8 +98,8 @@ CASES = {
         "output's or a value_info's type) (stage InferShape)")),
     "input_two_types": (_sequence_input(), (
         "ge: [GE1305] {path}: shape inference of graph 'g' failed: [ShapeInferenceError] "
-        "(op_type:Add, node name: add): A typestr: T, has unsupported type: seq(tensor(float)) "
-        "(stage InferShape)")),
+        "(op_type:Add, node name: add): A typestr: T, has unsupported type: seq(tensor(float)); "
+        "its inputs: seq(float32), float32[2, 3] (stage InferShape)")),
 }
 
 

@@ -426,7 +426,7 @@ def test_a_declared_type_inference_contradicts_is_named_by_type(tmp_path: Path) 
     assert code == 1
     assert ("Inferred elem type differs from existing elem type: (1) vs (7): the node "
             "computes float32, the model declares int64 for that value (a graph output's or "
-            "a value_info's type) (stage InferShape)\n") in stderr
+            "a value_info's type); its inputs: float32[2] (stage InferShape)\n") in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
 
 

@@ -250,7 +250,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             *(opset_hints(result.graph, builtins_not_in(ran), ran, late=late)
               if builtin else []),
             *(function_hints(result.graph) if not inline_functions else []),
-            *custom_op_hints(result.graph)]
+            *custom_op_hints(result.graph, verified=result.verification is not None,
+                             undefined=result.report.undefined_operators)]
         described: list[dict[str, Any]] = []
 
         def describe(data_file: Path | None) -> None:

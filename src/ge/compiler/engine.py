@@ -590,5 +590,6 @@ def _compile_with(graph: Graph, passes: CompilationPasses, start: float,
                          seconds=time.perf_counter() - start, counts_before=counts_before,
                          counts_after=counts_after,
                          last_changes=scheduler.last_changes,
+                         undefined_operators=tuple(undefined),
                          dump_seconds=sum(o.seconds for o in observers
                                           if isinstance(o, GraphDumper)))

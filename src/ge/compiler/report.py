@@ -265,6 +265,9 @@ class CompileReport:
     #: node of the compiled model names); not part of `as_dict`.
     last_changes: LastChanges = field(default_factory=LastChanges, repr=False,
                                       compare=False)
+    #: `domain::op` of the operators nothing the compilation saw defines (its warning's;
+    #: the custom-operator hint's "nothing registers them"); not part of `as_dict`.
+    undefined_operators: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Of `seconds`, the time spent writing graph dumps (`dump=`, GE's `DUMP_GE_GRAPH`):
     #: no step's time includes it, so without it the steps did not add up to `seconds`.
     dump_seconds: float = 0.0

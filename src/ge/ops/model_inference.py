@@ -500,8 +500,15 @@ def _input_types(serialized: bytes, node_name: str) -> str:
 
 
 def _type_text(type_proto: onnx.TypeProto | None) -> str:
-    """A tensor type as messages show it, `float[batch, 64]` ("?" for what is not known)."""
-    if type_proto is None or not type_proto.HasField("tensor_type"):
+    """A type as messages show it, `float32[batch, 64]`, `seq(float32[3])` ("?" for what is
+    not known)."""
+    if type_proto is None:
+        return "?"
+    if type_proto.HasField("sequence_type"):
+        return f"seq({_type_text(type_proto.sequence_type.elem_type)})"
+    if type_proto.HasField("optional_type"):
+        return f"optional({_type_text(type_proto.optional_type.elem_type)})"
+    if not type_proto.HasField("tensor_type"):
         return "?"
     tensor = type_proto.tensor_type
     try:

@@ -156,32 +156,52 @@ class CustomOpHint:
     which onnxruntime does not load without an implementation of its own: ge runs them with
     their registered kernels (or decompositions) in onnx's reference evaluator, which is
     where `--verify` ran them (trial XX: "verification ok", then onnxruntime refused the
-    file)."""
+    file). `unregistered`: those of them nothing in this process registers (a model read
+    with them: no kernel anywhere); `verified`: whether the compilation verified the model
+    (the hint said "as its verification did" without it: trial V)."""
 
     operators: tuple[str, ...]
     count: int
+    unregistered: tuple[str, ...] = ()
+    verified: bool = False
 
     def __str__(self) -> str:
-        return (f"the model uses custom operator(s) {first_and_more(self.operators)} "
+        text = (f"the model uses custom operator(s) {first_and_more(self.operators)} "
                 f"({self.count} node(s)), which onnxruntime loads only with an "
-                "implementation of its own (a custom-op library); ge runs them with their "
-                "registered kernels in onnx's reference evaluator (ge run --pass-path), as "
-                "its verification did")
+                "implementation of its own (a custom-op library)")
+        if len(self.unregistered) == len(self.operators):
+            return text + "; nothing registers them in ge either (ge.ops.register_op)"
+        text += ("; ge runs them with their registered kernels in onnx's reference evaluator "
+                 "(ge run --pass-path)" + (", as its verification did" if self.verified
+                                           else ""))
+        if self.unregistered:
+            text += (f", except {first_and_more(self.unregistered)}, which nothing "
+                     "registers")
+        return text
 
 
-def custom_op_hints(graph: Graph) -> list[CustomOpHint]:
+def custom_op_hints(graph: Graph, verified: bool = False,
+                    undefined: Iterable[str] = ()) -> list[CustomOpHint]:
     """A hint when `graph` (a compiled root graph) holds operators of a domain onnxruntime
-    does not run itself, which a compilation that wrote it had registered (a call of a
-    function the model defines is not one)."""
+    does not run itself (a call of a function the model defines is not one), saying which
+    of them nothing the compilation saw defines (`undefined`, its report's
+    `undefined_operators`: `domain::op`, a body's with ` (in PATH)`) and whether its
+    verification (`verified`) ran them."""
     from ge.ops.functions import function_key, node_call_key
     from ge.session.custom_evaluation import foreign_nodes
 
+    nowhere = {text.split(" (in ", 1)[0] for text in undefined}
+
     defined = {function_key(f) for f in graph.root_graph().model.functions}
     counts: dict[str, int] = {}
+    unregistered: set[str] = set()
     for node in foreign_nodes(graph):
         if node_call_key(node) not in defined:
             label = f"{node.domain}::{node.type}"
             counts[label] = counts.get(label, 0) + 1
+            if label in nowhere:
+                unregistered.add(label)
     if not counts:
         return []
-    return [CustomOpHint(tuple(sorted(counts)), sum(counts.values()))]
+    return [CustomOpHint(tuple(sorted(counts)), sum(counts.values()),
+                         tuple(sorted(unregistered)), verified)]
