@@ -18,6 +18,12 @@ def first_and_more(items: Sequence[str], shown: int = 3, separator: str = ", ") 
     return text + f" and {len(items) - shown} more" if len(items) > shown else text
 
 
+def short_repr(value: object, width: int = 40) -> str:
+    """`repr(value)`, cut to `width` characters with "..." (a value quoted in a message)."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def printable(text: str) -> str:
     """`text` with every character that is not printable written as its escape (`\\x1b`):
     text from a model or a plugin shown in a terminal, which would obey an escape sequence

@@ -829,3 +829,29 @@ def test_the_json_report_says_where_a_warning_about_a_pass_is(tmp_path: Path) ->
     code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
                                   "--pass-path", str(plugin))
     assert stderr.count(f"{plugin}:{line}") == 1  # (the text line does not say it twice)
+
+
+RAISES = '''\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="Raises", stage=PassStage.AFTER_INFER_SHAPE)
+class Raises(FusionBasePass):
+    def run(self, graph, context):
+        raise ValueError("no")
+'''
+
+
+def test_a_rolled_back_pass_warning_has_the_pass_line_as_location(tmp_path: Path) -> None:
+    """Trial V: the warning of a pass rolled back under --on-pass-failure skip had
+    `"location": null` in the JSON, its message ending `at raises.py:7`."""
+    plugin = tmp_path / "raises.py"
+    plugin.write_text(RAISES)
+    model = tmp_path / "m.onnx"
+    onnx.save(double_negation_model(), model)
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                                  "--pass-path", str(plugin), "--on-pass-failure", "skip",
+                                  "--json")
+    assert code == 0, stderr
+    (warned,) = [w for w in json.loads(stdout)["warnings"] if "rolled back" in w["message"]]
+    assert warned["location"] == f"{plugin}:7" and warned["message"].endswith(f"{plugin}:7)")

@@ -237,3 +237,69 @@ def test_a_meet_requirements_answering_other_than_a_bool_is_told(
         f"pass DoubleNeg: its meet_requirements returned {type(value).__name__} {value!r} for "
         f"{matches} of {matches} match(es) in graph 'g', which counts as {bool(value)} (GE "
         f"reads the answer as bool(answer)); return True or False (at {plugin}:{line})"]
+
+
+def test_a_meet_requirements_answer_bool_refuses_is_a_type_error_at_the_hook(
+        tmp_path: Path) -> None:
+    """Trial V: an array of two answers gave numpy's "truth value ... is ambiguous" as
+    E13028 at the pass's class line, not saying it was meet_requirements' answer."""
+    source = "import numpy as np\n" + NO_RETURN.format(body="return np.array([True, False])")
+    plugin = tmp_path / "double_neg.py"
+    plugin.write_text(source)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                   builtin_passes=False)
+    err = info.value
+    assert ("TypeError: meet_requirements must return a bool, got ndarray, which bool() "
+            "refuses: The truth value of an array with more than one element is ambiguous"
+            ) in err.message
+    line = 1 + source.splitlines().index("    def meet_requirements(self, match_result):")
+    assert err.location is not None and err.location.line == line
+
+
+def test_find_matches_tells_of_an_answer_other_than_a_bool(tmp_path: Path) -> None:
+    """Trial V: ge.passes.find_matches took "no" as True in silence, where a compilation
+    warns of it."""
+    from ge.passes import find_matches
+
+    source = NO_RETURN.format(body='return "no"').replace(
+        '@register_fusion_pass(name="DoubleNeg", stage=PassStage.AFTER_INFER_SHAPE)', "")
+    namespace: dict[str, object] = {}
+    exec(compile(source, str(tmp_path / "p.py"), "exec"), namespace)  # (not registered)
+    graph = ge.graph.load(_neg_neg_twice(tmp_path / "m.onnx"))
+    with pytest.warns(PassDefinitionWarning, match=(
+            r"^find_matches: the meet_requirements of DoubleNeg returned str 'no' for 2 of 2 "
+            r"match\(es\), which counts as True .*return True or False \(at .*p\.py:\d+\)$")):
+        found = find_matches(namespace["DoubleNeg"], graph)
+    assert len(found) == 2
+
+
+DECOMPOSE_SAYS_NO = """
+import ge.es.all as es
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+
+@register_decompose_pass(name="NegAsMul", stage=PassStage.AFTER_INFER_SHAPE, op_types=["Neg"])
+class NegAsMul(DecomposePass):
+    def meet_requirements(self, node):
+        return "no"
+
+    def replacement(self, node):
+        builder = GraphBuilder("neg")
+        return builder.build_and_reset([builder.create_input(0) * -1.0])
+"""
+
+
+def test_a_decompose_pass_answering_other_than_a_bool_is_told_of_nodes(tmp_path: Path
+                                                                     ) -> None:
+    """Trial V: its warning said "4 of 4 match(es)" of a pass asked about nodes."""
+    plugin = tmp_path / "neg_as_mul.py"
+    plugin.write_text(DECOMPOSE_SAYS_NO)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                   builtin_passes=False)
+    (message,) = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    assert message.startswith("pass NegAsMul: its meet_requirements returned str 'no' for "
+                              "4 of 4 node(s) in graph 'g', which counts as True")

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ge._text import first_and_more
+from ge._text import first_and_more, short_repr
 from ge.compiler.built_patterns import BuiltPatterns, opsets_key
 from ge.compiler.change_sites import change_sites
 from ge.compiler.folded_values import FoldedValueRejected, model_rejects_folded_values
@@ -303,11 +303,11 @@ class Invocation:
         bool (`"no"`, `0.0`, a list), which GE reads as `bool(answer)`: a string meant as a
         refusal accepts the match. Once per pass and compilation."""
         odd = run.first_odd_answer
-        shown = repr(odd) if len(repr(odd)) <= 40 else repr(odd)[:37] + "..."
+        what = "node(s)" if run.op_types else "match(es)"  # (a DecomposePass is asked of nodes)
         self._warn_hook_once(
             self.warned_odd, entry, instance,
             f"pass {entry.name}: its meet_requirements returned {type(odd).__name__} "
-            f"{shown} for {run.odd_answers} of {run.matches} match(es) in "
+            f"{short_repr(odd)} for {run.odd_answers} of {run.matches} {what} in "
             f"{graph_label(target)}, which counts as {bool(odd)} (GE reads the answer as "
             f"bool(answer)); return True or False")
 

@@ -370,7 +370,8 @@ class Scheduler:
         if (entry.name, said) not in self._skips_said:
             self._skips_said.add((entry.name, said))
             warn_user(CompileWarning(f"pass {entry.name} rolled back and skipped "
-                                     f"(on_pass_failure=skip): {err}"))
+                                     f"(on_pass_failure=skip): {err}"),
+                      about=getattr(err, "location", None))  # (the report's `location`)
         self._record(self._invocation.idle_record(entry, target, stage or entry.stage_label,
                                                   rolled_back=err.message), root)
 

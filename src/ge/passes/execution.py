@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ge._text import short_repr
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
@@ -341,7 +342,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     run.context.set_error_message("")  # (a reason is this match's, not an earlier one's)
     try:
         answer = read_only_call(instance.meet_requirements, graph, result, run.context)
-        accepted = _accepted(answer, run)
+        accepted = _accepted(answer, run, instance.meet_requirements)
     except Exception as err:  # (the E13028 names the match the hook failed on)
         mark_match(err, match.nodes)
         raise
@@ -386,19 +387,28 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     return True
 
 
-def _accepted(answer: object, run: PassRun) -> bool:
+def _accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
     """`meet_requirements`'s answer as GE reads it, `bool(answer)`, counting the answers a
     pass author did not mean as one: None (a missing return) and what is not a bool
-    (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse)."""
+    (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse). An answer
+    bool() refuses (a numpy array of several elements) is a TypeError at the `hook`'s line
+    saying what it returned (it was numpy's ValueError at the pass's class line)."""
     if answer is None:
         run.none_answers += 1
         return False
-    if not isinstance(answer, bool) and not (  # (numpy's bool: `bool_`, numpy 2's `bool`)
-            type(answer).__module__ == "numpy" and type(answer).__name__ in ("bool", "bool_")):
+    if isinstance(answer, bool):
+        return answer
+    if not (type(answer).__module__ == "numpy"  # (numpy's bool: `bool_`, numpy 2's `bool`)
+            and type(answer).__name__ in ("bool", "bool_")):
         run.odd_answers += 1
         if run.odd_answers == 1:
             run.first_odd_answer = answer
-    return bool(answer)
+    try:
+        return bool(answer)
+    except Exception as exc:  # (a user's type whose __bool__ raises, too)
+        raise blame(TypeError(
+            f"meet_requirements must return a bool, got {type(answer).__name__}, which "
+            f"bool() refuses: {exc}"), hook) from None
 
 
 def _at_match(err: RewriteError, match: Match) -> RewriteError:
@@ -505,7 +515,7 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             unknown_reads = graph.root_graph()._unknown_desc_reads
             run.context.set_error_message("")  # (a reason is this node's, not an earlier one's)
             answer = read_only_call(instance.meet_requirements, graph, node, run.context)
-            if not _accepted(answer, run):
+            if not _accepted(answer, run, instance.meet_requirements):
                 _note_refusal(run, graph, unknown_reads)
                 continue
             replacement = read_only_call(instance.replacement, graph, node, run.context)
@@ -574,6 +584,15 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
     run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     for each in [graph, *below]:
         found += _matches_in(instance, compiled, each, run)
+    if run.odd_answers:
+        odd = run.first_odd_answer
+        where = (hook_location(instance.meet_requirements)
+                 or definition_location(type(instance)))
+        warn_user(PassDefinitionWarning(
+            f"find_matches: the meet_requirements of {type(instance).__name__} returned "
+            f"{type(odd).__name__} {short_repr(odd)} for {run.odd_answers} of {run.matches} "
+            f"match(es), which counts as {bool(odd)} (GE reads the answer as bool(answer)); "
+            f"return True or False (at {where})"), where)
     if not found and run.untyped_refusals:
         where = (hook_location(instance.meet_requirements)
                  or definition_location(type(instance)))
@@ -606,7 +625,8 @@ def _matches_in(instance: Any, compiled: list[CompiledPattern], graph: Graph,
                 run.matches += 1
                 unknown_reads = graph.root_graph()._unknown_desc_reads
                 try:
-                    accepted = _accepted(instance.meet_requirements(result, context), run)
+                    accepted = _accepted(instance.meet_requirements(result, context), run,
+                                         instance.meet_requirements)
                 finally:
                     result._invalidate()
                 if not accepted:

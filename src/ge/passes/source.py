@@ -50,16 +50,20 @@ def user_stacklevel() -> int:
     return level
 
 
-def warn_user(warning: Warning, location: SourceLocation | None = None) -> None:
+def warn_user(warning: Warning, location: SourceLocation | None = None, *,
+              about: SourceLocation | None = None) -> None:
     """Issue `warning` at `location`, else at the user's line that called into `ge`, each
     time (not once per line, Python's default): a compilation's warnings are about that
     compilation, and a notebook cell run again must show them again. A `collected_warnings()`
-    block of this thread (or task) gets it too, whatever the warning filters."""
+    block of this thread (or task) gets it too, whatever the warning filters. The place in
+    the user's code it is about (a report's `location`: `ge_location`) is `location`, or
+    `about` for a warning issued at the user's call but about a pass's line (a pass rolled
+    back)."""
     collected = _COLLECTED.get()
     if collected is not None:
         collected.append(warning)
-    if location is not None:  # (what a report says the warning is about: `ge_location`)
-        warning.ge_location = str(location)  # type: ignore[attr-defined]
+    if location is not None or about is not None:
+        warning.ge_location = str(location or about)  # type: ignore[attr-defined]
     where = location or caller_location()
     filename, line = (where.file, where.line or 0) if where is not None else ("ge", 0)
     warnings.warn_explicit(warning, type(warning), filename, line)
