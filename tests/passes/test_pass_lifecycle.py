@@ -303,3 +303,18 @@ def test_a_decompose_pass_answering_other_than_a_bool_is_told_of_nodes(tmp_path:
     (message,) = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
     assert message.startswith("pass NegAsMul: its meet_requirements returned str 'no' for "
                               "4 of 4 node(s) in graph 'g', which counts as True")
+
+
+def test_a_failure_after_an_answer_other_than_a_bool_says_so(tmp_path: Path) -> None:
+    """Trial V: a hook answering "no" to refuse, whose replacement then raised on the match
+    "no" accepted, failed E13028 without a word about the answer (the warning comes only
+    when a run ends)."""
+    source = NO_RETURN.format(body='return "no"').replace(
+        "        return es.Identity(inputs[0])", "        raise ValueError('not this one')")
+    plugin = tmp_path / "double_neg.py"
+    plugin.write_text(source)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                   builtin_passes=False)
+    assert ("ValueError: not this one (before it, meet_requirements returned str 'no', which "
+            "counts as True: return True or False)") in info.value.message

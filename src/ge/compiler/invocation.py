@@ -189,6 +189,12 @@ class Invocation:
             hint = symbolic_dim_hint(exc, _graph_symbols(root))
             if hint is not None:
                 reason += f" ({hint})"
+            reading = _reading(run.first_odd_answer) if run.odd_answers else None
+            if reading is not None:  # (the match that failed may be one it meant to refuse)
+                odd = run.first_odd_answer
+                reason += (f" (before it, meet_requirements returned {type(odd).__name__} "
+                           f"{short_repr(odd)}, which counts as {reading}: return True "
+                           "or False)")
             reason += on_body(target, root)
             raise run_error(entry, stage, "FAILED", reason, exc,
                             unchecked=self.check == "none") from exc
@@ -486,6 +492,14 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
 
 #: How many nodes above a wrongly shaped output `_changed_upstream` looks at.
 _UPSTREAM_LIMIT = 10_000
+
+
+def _reading(answer: object) -> bool | None:
+    """`bool(answer)`, or None when bool() refuses it (that answer is the error itself)."""
+    try:
+        return bool(answer)
+    except Exception:
+        return None
 
 
 def _changed_upstream(producer: Node, touched: list[Node]) -> list[Node]:
