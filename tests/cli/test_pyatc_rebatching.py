@@ -282,31 +282,38 @@ def test_generated_inputs_the_model_does_not_take_leave_it_unchecked(
     assert listing(tmp_path) == ["in.onnx", "out.onnx"]
 
 
-def test_a_float16_model_is_compared_at_its_precision(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("io", ["float16", "float32"])
+def test_a_float16_model_is_compared_at_its_precision(
+        tmp_path: Path, capsys: pytest.CaptureFixture, io: str) -> None:
     """Trial W: a float16 Conv + BatchNormalization, folded, is one float16 step off the
     original at some elements (0.0156 at values near 16); --verify accepts it (float16 is
-    held to its precision), and the re-batch check refused it with float32's tolerances."""
+    held to its precision), and the re-batch check refused it with float32's tolerances;
+    trial X: also when the model takes and gives float32, casting to float16 inside."""
     rng = np.random.default_rng(0)  # (a seed whose fold is a step off: 0.0156 before)
     channels = 8
     inits = [numpy_helper.from_array(a.astype(np.float16), n) for n, a in (
         ("w", rng.standard_normal((channels, 3, 3, 3)) * 0.5),
         ("sc", rng.random(channels) + 0.5), ("b", rng.standard_normal(channels)),
         ("m", rng.standard_normal(channels)), ("v", rng.random(channels) + 0.1))]
+    nodes = [helper.make_node("Conv", ["x16", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "sc", "b", "m", "v"], ["y16"])]
+    elem = TensorProto.FLOAT16 if io == "float16" else TensorProto.FLOAT
+    if io == "float16":
+        nodes[0].input[0], nodes[1].output[0] = "x", "y"
+    else:
+        nodes = [helper.make_node("Cast", ["x"], ["x16"], to=TensorProto.FLOAT16), *nodes,
+                 helper.make_node("Cast", ["y16"], ["y"], to=TensorProto.FLOAT)]
     graph = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-         helper.make_node("BatchNormalization", ["c", "sc", "b", "m", "v"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, channels, 8, 8])],
-        inits)
+        nodes, "g", [helper.make_tensor_value_info("x", elem, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", elem, [1, channels, 8, 8])], inits)
     source = _save(graph, tmp_path / "conv_bn16.onnx")
     assert main(args=["--model", str(source), "--output", str(tmp_path / "b4"),
                       "--input_shape", "x:4,3,8,8", "--log=null"]) == 0, capsys.readouterr()
     compiled = onnx.load(tmp_path / "b4.onnx")
-    assert [n.op_type for n in compiled.graph.node] == ["Conv"]  # (folded)
+    assert "BatchNormalization" not in [n.op_type for n in compiled.graph.node]  # (folded)
     session = ort.InferenceSession(str(tmp_path / "b4.onnx"), providers=["CPUExecutionProvider"])
     reference = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
-    x = rng.standard_normal((4, 3, 8, 8)).astype(np.float16)
+    x = rng.standard_normal((4, 3, 8, 8)).astype(np.float16 if io == "float16" else np.float32)
     got = session.run(None, {"x": x})[0]
     want = np.concatenate([reference.run(None, {"x": x[i:i + 1]})[0] for i in range(4)])
     scale = float(np.abs(want).max())

@@ -305,7 +305,7 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
     from ge.session.compile_arguments import DEFAULT_ATOL, DEFAULT_RTOL
     from ge.session.inputs import generate_inputs
     from ge.session.runner import ModelRunner
-    from ge.session.verification import random_output_reasons
+    from ge.session.verification import narrow_float_outputs, random_output_reasons
 
     if not change.changed:
         return None
@@ -335,13 +335,15 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
     samples = [original.run({name: value[i:i + 1] if name in change.batched else value
                              for name, value in feeds.items()}) for i in range(batch)]
     random = random_output_reasons(source)
+    narrow = narrow_float_outputs(source)
 
-    def close(got: Any, want: Any) -> bool:
-        """As `ge.verify` compares at its default tolerances: a float16 or bfloat16 output
-        held to its type's precision (trial W: a folded float16 BatchNormalization one
-        ulp off at 12 refused a re-batch that --verify accepts)."""
+    def close(name: str, got: Any, want: Any) -> bool:
+        """As `ge.verify` compares at its default tolerances: a float16 or bfloat16 output,
+        or one computed in such a type (`narrow_float_outputs`), held to that type's
+        precision (trials W and X: a folded float16 BatchNormalization one step off
+        refused a re-batch that --verify accepts)."""
         want = np.asarray(want)
-        rtol, atol = precision_floor(want, DEFAULT_RTOL, DEFAULT_ATOL)
+        rtol, atol = precision_floor(want, DEFAULT_RTOL, DEFAULT_ATOL, narrow.get(name))
         return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
     for name, value in got.items():
@@ -355,15 +357,15 @@ def check_recomputed(model: Path, compiled: Graph, change: ShapeChange) -> str |
         elif name in random:
             continue  # (its shape fits; its values are drawn at random)
         elif axis < 0:  # the samples' own shape: one value, the same for every sample
-            if not all(close(p, parts[0]) for p in parts[1:]):
+            if not all(close(name, p, parts[0]) for p in parts[1:]):
                 problem = (f"has the shape of each sample's ({list(value.shape)}) while "
                            "the samples give it different values: the model computes "
                            "across the batch (a reduction or a choice over dim 0)")
-            elif not close(value, parts[0]):
+            elif not close(name, value, parts[0]):
                 problem = "differs from the value every sample gives it"
         else:
             want = np.concatenate(parts, axis=axis)
-            if not close(value, want):
+            if not close(name, value, want):
                 problem = (f"differs from the samples' (max abs difference "
                            f"{float(np.max(np.abs(value - want))):.3g}): the model computes "
                            "across the batch, or with the batch it declares")
