@@ -398,3 +398,39 @@ def test_a_shape_inference_failure_names_the_cause_once() -> None:
     assert message.endswith("(and 1 node(s) after it could not be typed); its inputs: "
                             "float32[2, 3], float32[4, 5]")
     assert info.value.nodes == ("the_matmul", "the_relu")
+
+
+def test_a_failing_node_of_a_body_gets_no_input_types_of_its_owner() -> None:
+    """Trial X: a MatMul failing in an If's branch was followed by "its inputs: bool[]",
+    the If's condition: onnx names the owner first. Only a node of the main graph named
+    alone gets its inputs; a string tensor's type is `string`, not numpy's `object`."""
+    from onnx import TensorProto, helper
+
+    import ge
+
+    branch = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["t"], name="mm_in_then")], "then", [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["a"], ["e"], name="id_else")], "else", [],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["o"], name="if", then_branch=branch,
+                          else_branch=other)], "g",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])],
+        [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ShapeInferenceError) as info:
+        ge.compile(model)
+    assert "Incompatible dimensions" in info.value.message
+    assert "its inputs" not in info.value.message
+    strings = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["o"], name="mm")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.STRING, [2, 3]),
+         helper.make_tensor_value_info("b", TensorProto.STRING, [4, 5])],
+        [helper.make_tensor_value_info("o", TensorProto.STRING, None)])
+    with pytest.raises(ShapeInferenceError) as info:
+        ge.compile(helper.make_model(strings, opset_imports=[helper.make_opsetid("", 17)]))
+    assert info.value.message.endswith("; its inputs: string[2, 3], string[4, 5]")

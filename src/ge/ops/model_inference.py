@@ -458,17 +458,19 @@ def _inference_error(root: Graph, err: Exception, serialized: bytes = b""
     if unnamed:  # onnx was given ge's names for them (`name_every_node`): say which they are
         message += "; " + "; ".join(unnamed)
     named = _nodes_named_in(message)
-    if serialized and named:
+    if serialized and len(named) == 1:  # (one node: not a node of a body, named after its owner)
         message += _input_types(serialized, named[0])
     return ShapeInferenceError(f"shape inference of graph {root.name!r} failed: {message}",
                                nodes=_ir_names(root, _nodes_named_in(str(err))))
 
 
 def _input_types(serialized: bytes, node_name: str) -> str:
-    """"; its inputs: float[batch, seq, 64], float[33, 64]" for the node onnx's inference
-    refused, as inference types them up to it (again, not strict: the nodes before it
-    typed): onnx says "Incompatible dimensions for matrix multiplication" without the
-    dims (trial S: a weight of the wrong shape). "" when it cannot tell."""
+    """"; its inputs: float32[batch, seq, 64], float32[33, 64]" for the node of the main
+    graph onnx's inference refused, as inference types them up to it (again, not strict:
+    the nodes before it typed): onnx says "Incompatible dimensions for matrix
+    multiplication" without the dims (trial S: a weight of the wrong shape). "" when it
+    cannot tell, and for a call of one of the model's functions (the node that failed is
+    inside it, trial X)."""
     inferred = None
     for data_prop in (True, False):  # (its data propagation may fault: `infer_shapes`)
         try:
@@ -478,16 +480,9 @@ def _input_types(serialized: bytes, node_name: str) -> str:
             continue
     if inferred is None:
         return ""
-    graphs, node = [inferred.graph], None
-    while graphs and node is None:
-        graph = graphs.pop()
-        for candidate in graph.node:
-            if candidate.name == node_name:
-                node = candidate
-                break
-            graphs.extend(a.g for a in candidate.attribute if a.HasField("g"))
-            graphs.extend(g for a in candidate.attribute for g in a.graphs)
-    if node is None:
+    node = next((n for n in inferred.graph.node if n.name == node_name), None)
+    functions = {(f.domain, f.name) for f in inferred.functions}
+    if node is None or (node.domain, node.op_type) in functions:
         return ""
     types = {vi.name: vi.type for vi in (*inferred.graph.input, *inferred.graph.value_info,
                                          *inferred.graph.output)}
@@ -508,19 +503,30 @@ def _type_text(type_proto: onnx.TypeProto | None) -> str:
         return f"seq({_type_text(type_proto.sequence_type.elem_type)})"
     if type_proto.HasField("optional_type"):
         return f"optional({_type_text(type_proto.optional_type.elem_type)})"
+    if type_proto.HasField("map_type"):
+        key = _elem_text(type_proto.map_type.key_type)
+        return f"map({key}, {_type_text(type_proto.map_type.value_type)})"
     if not type_proto.HasField("tensor_type"):
         return "?"
     tensor = type_proto.tensor_type
-    try:
-        elem = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
-    except (KeyError, ValueError, TypeError):
-        elem = "?"
+    elem = _elem_text(tensor.elem_type)
     if not tensor.HasField("shape"):
         return elem
     dims = [str(d.dim_value) if d.HasField("dim_value") else "?" if (
         not d.dim_param or d.dim_param.startswith("unk__")) else d.dim_param  # (made up)
         for d in tensor.shape.dim]
     return f"{elem}[{', '.join(dims)}]"
+
+
+def _elem_text(elem_type: int) -> str:
+    """An element type as numpy names it (`float32`), `string` for ONNX's strings ("?"
+    when unset or unknown)."""
+    if elem_type == onnx.TensorProto.STRING:
+        return "string"
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
+    except (KeyError, ValueError, TypeError):
+        return "?"
 
 
 def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
