@@ -318,3 +318,47 @@ def test_a_failure_after_an_answer_other_than_a_bool_says_so(tmp_path: Path) -> 
                    builtin_passes=False)
     assert ("ValueError: not this one (before it, meet_requirements returned str 'no', which "
             "counts as True: return True or False)") in info.value.message
+
+
+def test_a_failure_after_a_plain_answer_says_nothing_of_an_earlier_odd_one(
+        tmp_path: Path) -> None:
+    """Trial X: the note quoted the run's first odd answer ("" for an earlier match, which
+    counted as False) on a failure after a True: it is about the answer that let the
+    failing match through, and only when it was not a bool."""
+    body = ('self.n = getattr(self, "n", 0) + 1\n'
+            '        return "" if self.n == 1 else True')
+    source = NO_RETURN.format(body=body).replace(
+        "        return es.Identity(inputs[0])", "        raise ValueError('not this one')")
+    plugin = tmp_path / "double_neg.py"
+    plugin.write_text(source)
+    with pytest.raises(PassRunError) as info:
+        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                   builtin_passes=False)
+    assert "ValueError: not this one" in info.value.message
+    assert "before it, meet_requirements returned" not in info.value.message
+
+
+def test_a_decompose_pass_answering_none_is_told_of_nodes(tmp_path: Path) -> None:
+    plugin = tmp_path / "neg_as_mul.py"
+    plugin.write_text(DECOMPOSE_SAYS_NO.replace('return "no"', "pass"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                   builtin_passes=False)
+    (message,) = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    assert "returned None for 4 of 4 node(s), and None counts as False" in message
+
+
+def test_find_matches_tells_of_none_answers(tmp_path: Path) -> None:
+    """Trial X: find_matches returned [] in silence for a hook without a return."""
+    from ge.passes import find_matches
+
+    source = NO_RETURN.format(body="match_result.get_matched_nodes()").replace(
+        '@register_fusion_pass(name="DoubleNeg", stage=PassStage.AFTER_INFER_SHAPE)', "")
+    namespace: dict[str, object] = {}
+    exec(compile(source, str(tmp_path / "p.py"), "exec"), namespace)  # (not registered)
+    graph = ge.graph.load(_neg_neg_twice(tmp_path / "m.onnx"))
+    with pytest.warns(PassDefinitionWarning, match=(
+            r"^find_matches: the meet_requirements of DoubleNeg returned None for 3 of 3 "
+            r"match\(es\), and None counts as False \(a missing return\?\) \(at .*p\.py:\d+\)$")):
+        assert find_matches(namespace["DoubleNeg"], graph) == []

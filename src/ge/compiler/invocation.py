@@ -189,12 +189,12 @@ class Invocation:
             hint = symbolic_dim_hint(exc, _graph_symbols(root))
             if hint is not None:
                 reason += f" ({hint})"
-            reading = _reading(run.first_odd_answer) if run.odd_answers else None
-            if reading is not None:  # (the match that failed may be one it meant to refuse)
-                odd = run.first_odd_answer
+            # the match (or node) that failed may be one its hook meant to refuse
+            reading = _reading(run.last_answer) if run.last_answer_odd else None
+            if reading:
+                odd = run.last_answer
                 reason += (f" (before it, meet_requirements returned {type(odd).__name__} "
-                           f"{short_repr(odd)}, which counts as {reading}: return True "
-                           "or False)")
+                           f"{short_repr(odd)}, which counts as True: return True or False)")
             reason += on_body(target, root)
             raise run_error(entry, stage, "FAILED", reason, exc,
                             unchecked=self.check == "none") from exc
@@ -301,7 +301,8 @@ class Invocation:
             self.warned_none, entry, instance,
             f"pass {entry.name} rewrote nothing in {graph_label(target)}: its "
             f"meet_requirements returned None for {run.none_answers} of {run.matches} "
-            "match(es), and None counts as False (a missing return?)")
+            f"{'node(s)' if run.op_types else 'match(es)'}, and None counts as False (a "
+            "missing return?)")
 
     def _warn_odd_answers(self, entry: RegisteredPass, instance: Any, target: Graph,
                           run: PassRun) -> None:

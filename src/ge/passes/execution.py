@@ -100,6 +100,9 @@ class PassRun:
     #: message), read as GE reads them, `bool(answer)`, and the first of them (a warning)
     odd_answers: int = 0
     first_odd_answer: object = None
+    #: whether the last answer was such an answer (a failure after it says so)
+    last_answer_odd: bool = False
+    last_answer: object = None
     #: matches (decompose: nodes) `meet_requirements` refused, and the reasons it gave for
     #: them with `context.set_error_message` (`note_refusal_reason`: the first few distinct
     #: messages, each with its count), for the report to carry what `ge passes explain`
@@ -393,6 +396,7 @@ def _accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
     (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse). An answer
     bool() refuses (a numpy array of several elements) is a TypeError at the `hook`'s line
     saying what it returned (it was numpy's ValueError at the pass's class line)."""
+    run.last_answer_odd, run.last_answer = False, answer
     if answer is None:
         run.none_answers += 1
         return False
@@ -401,6 +405,7 @@ def _accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
     if not (type(answer).__module__ == "numpy"  # (numpy's bool: `bool_`, numpy 2's `bool`)
             and type(answer).__name__ in ("bool", "bool_")):
         run.odd_answers += 1
+        run.last_answer_odd = True
         if run.odd_answers == 1:
             run.first_odd_answer = answer
     try:
@@ -593,6 +598,13 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
             f"{type(odd).__name__} {short_repr(odd)} for {run.odd_answers} of {run.matches} "
             f"match(es), which counts as {bool(odd)} (GE reads the answer as bool(answer)); "
             f"return True or False (at {where})"), where)
+    if not found and run.none_answers:
+        where = (hook_location(instance.meet_requirements)
+                 or definition_location(type(instance)))
+        warn_user(PassDefinitionWarning(
+            f"find_matches: the meet_requirements of {type(instance).__name__} returned None "
+            f"for {run.none_answers} of {run.matches} match(es), and None counts as False "
+            f"(a missing return?) (at {where})"), where)
     if not found and run.untyped_refusals:
         where = (hook_location(instance.meet_requirements)
                  or definition_location(type(instance)))
