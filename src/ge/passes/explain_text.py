@@ -101,24 +101,28 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
 
 def _deepest_lines(explanations: Sequence[PatternExplanation], top: int,
                    indent: str) -> list[str]:
-    """The rewrites over all patterns, then the `top` partial matches that got furthest of
-    all patterns (bound share of the pattern, then depth), each with its pattern, leaving
-    out the candidates another pattern rewrites: a pass of many forms (RMSNormFusion's 18)
-    listed a screen of depth-1 misses per form before the one refused in meet_requirements
-    with the pass's reason (trial S), and the first version led with nodes rewritten after
-    all (trial V). Nothing for fewer than two patterns with partial matches."""
+    """For a pass of several patterns: the rewrites over all of them, then the `top`
+    partial matches that got furthest of all patterns (bound share of the pattern, then
+    depth), each with its pattern, leaving out the candidates a pattern rewrites: a pass of
+    many forms (RMSNormFusion's 18) listed a screen of depth-1 misses per form before the
+    one refused in meet_requirements with the pass's reason (trial S), and the first
+    version led with nodes rewritten after all (trial V). Patterns are counted per graph
+    (each is explained in every graph), not by name: two may share one (trial X)."""
+    graphs = len({(e.graph, e.owner) for e in explanations}) or 1
+    patterns = len(explanations) // graphs
+    if patterns < 2:
+        return []
     usable = [e for e in explanations if e.error is None]
     rewritten = {(e.graph, name) for e in usable for c in e.rewrites
                  for name in (c.candidate, *c.matched_nodes)}
     partial = [(e, c) for e in usable for c in e.closest
                if (e.graph, c.candidate) not in rewritten]
-    if len({id(e) for e, _ in partial}) < 2:
-        return []
     partial.sort(key=lambda pair: (-pair[1].depth / max(pair[1].size, 1), -pair[1].depth))
-    patterns = len({e.pattern for e in explanations})
     rewrites = sum(len(e.rewrites) for e in usable)
-    lines = [f"{rewrites} rewrite(s) by the {patterns} pattern(s) (each pattern's below); "
-             f"the deepest partial matches of nodes none rewrites (top "
+    head = f"{rewrites} rewrite(s) by the {patterns} pattern(s) (each pattern's below)"
+    if not partial:
+        return [head + "; no partial match of a node none rewrites"]
+    lines = [f"{head}; the deepest partial matches of nodes none rewrites (top "
              f"{min(top, len(partial))} of {len(partial)}):"]
     for rank, (e, cand) in enumerate(partial[:top], 1):
         lines.append(f"{indent}{rank}. pattern {e.pattern} at {cand.candidate!r}{_role(cand)}"
