@@ -540,3 +540,47 @@ def test_a_pass_of_several_patterns_leads_with_rewrites_and_the_deepest_refusals
         block.append(line)
     assert len(block) == 3 and not any("at 'r1'" in line or "at 'n1'" in line
                                        for line in block)  # (rewritten by relu_neg)
+
+
+SAYS_NO = """
+import numpy as np
+from ge.es import GraphBuilder
+from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+
+@register_decompose_pass(name="SaysNo", stage=PassStage.AFTER_INFER_SHAPE, op_types=["Neg"])
+class SaysNo(DecomposePass):
+    def meet_requirements(self, node):
+        return {"n1": "no", "n2": np.array([True, False])}.get(node.name, True)
+
+    def replacement(self, node):
+        builder = GraphBuilder("neg")
+        return builder.build_and_reset([builder.create_input(0) * -1.0])
+"""
+
+
+def test_explain_notes_answers_other_than_bools_as_a_compilation_warns(tmp_path: Path) -> None:
+    """Trial X: explain said nothing of a "no" that accepted a node (compile, find_matches
+    and ge.testing warn), and called an array bool() refuses "meet_requirements raised
+    ValueError", where the compilation says TypeError: it must return a bool."""
+    plugin = tmp_path / "says_no.py"
+    plugin.write_text(SAYS_NO)
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="n1"),
+             helper.make_node("Neg", ["a"], ["y"], name="n2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2])], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, [2])])
+    source = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    code, out, err = _run("passes", "explain", "SaysNo", str(source), "--pass-path",
+                          str(plugin))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = lines.index("  rewrite at 'n1' (Neg)")
+    assert lines[at + 1] == (
+        "    note: meet_requirements returned str 'no', which counts as True (GE reads the "
+        "answer as bool(answer)); return True or False")
+    refused = next(line for line in lines if line.startswith("    1. 'n2' (Neg): "))
+    assert ("meet_requirements raised TypeError: meet_requirements must return a bool, got "
+            "ndarray, which bool() refuses: The truth value of an array") in refused
+    assert "check(s) made while shape, type or schema information was missing" not in err

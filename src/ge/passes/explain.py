@@ -39,6 +39,7 @@ from ge.passes.explain_hooks import (
     ask,
     describe_desc,
     missing_descs_warning,
+    odd_answer_note,
     refusal,
     runs_before_inference,
     value_symbols,
@@ -101,6 +102,8 @@ class CandidateExplanation:
     warnings: list[str] = field(default_factory=list)
     matched_nodes: list[str] = field(default_factory=list)  # of a full match
     role: str = "anchor"  # with `node=`: "anchor", or "non-anchor" when it binds the node
+    #: what the compilation warns of about the hook's answer (one that is no bool)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def rewritten(self) -> bool:
@@ -123,7 +126,8 @@ class CandidateExplanation:
                 "matched": self.matched, "rewritten": self.rewritten,
                 "reason": None if self.reason is None else self.reason.as_dict(),
                 "bindings": [b.as_dict() for b in self.bindings],
-                "matched_nodes": list(self.matched_nodes), "warnings": list(self.warnings)}
+                "matched_nodes": list(self.matched_nodes), "warnings": list(self.warnings),
+                "notes": list(self.notes)}
 
 
 @dataclass
@@ -382,7 +386,7 @@ class _Explainer:
         match: Match | None = None
         reason: Reason | None = None
         for found in matcher.matches_at(candidate):
-            found_reason = self._accept(found, explained.warnings)
+            found_reason = self._accept(found, explained.warnings, explained.notes)
             if match is None or found_reason is None:
                 match, reason = found, found_reason
             if found_reason is None:
@@ -413,7 +417,7 @@ class _Explainer:
                       f"{pattern} at {candidate!r}, which is rewritten first", None, node.name,
                       (node.name, candidate), {"pattern": pattern, "candidate": candidate})
 
-    def _accept(self, match: Match, warnings: list[str]) -> Reason | None:
+    def _accept(self, match: Match, warnings: list[str], notes: list[str]) -> Reason | None:
         """After a full match, what the engine checks before rewriting (as `find_matches`)."""
         anchor = match.outputs[0][0]
         nodes = [n for n in match.bindings.values() if not is_constant(n)]
@@ -427,6 +431,9 @@ class _Explainer:
                          type(self.instance), match.graph)
         finally:
             result._invalidate()
+        odd = odd_answer_note(answer)
+        if odd is not None:
+            notes.append(odd)
         if not answer.accepted:
             warning = missing_descs_warning(
                 (n for n in match.nodes if not is_constant(n)), answer,

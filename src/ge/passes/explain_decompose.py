@@ -27,6 +27,7 @@ from ge.passes.explain_hooks import (
     ask,
     describe_desc,
     missing_descs_warning,
+    odd_answer_note,
     refusal,
     runs_before_inference,
     value_symbols,
@@ -171,6 +172,9 @@ def _candidate(instance: Any, graph: Graph, node: Node, context: PassContext,
                                      matched_nodes=[node.name])
     context.set_error_message("")
     answer = ask(instance.meet_requirements, (node, context), type(instance), graph)
+    odd = odd_answer_note(answer)
+    if odd is not None:
+        explained.notes.append(odd)
     if answer.accepted:
         return explained
     warning = missing_descs_warning([node], answer, before_inference=before_inference)

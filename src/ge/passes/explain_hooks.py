@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
-from ge._text import first_and_more
+from ge._text import first_and_more, short_repr
 from ge.errors import SourceLocation
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
@@ -95,19 +95,42 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
         sys.setprofile(profile)
     try:
         value = hook(*args) if graph is None else read_only_call(hook, graph, *args)
-        accepted = bool(value)
     except Exception as exc:
         location = blamed_location(exc) or _raised_at(exc, pass_class)
         return HookAnswer(error=exc, location=location)
     finally:
         if follow:
             sys.setprofile(None)
-    location = None
-    if code is not None and returned_at:  # the outermost call returns last
-        location = SourceLocation(code.co_filename, returned_at[-1])
+    try:
+        accepted = bool(value)
+    except Exception as exc:  # (what it returned, as a compilation says it: TypeError)
+        return HookAnswer(value, error=TypeError(
+            f"meet_requirements must return a bool, got {type(value).__name__}, which "
+            f"bool() refuses: {exc}"), location=_returned_at(code, returned_at))
+    location = _returned_at(code, returned_at)
     read_unknown = (None if graph is None or unknown_reads is None
                     else graph.root_graph()._unknown_desc_reads != unknown_reads)
     return HookAnswer(value, accepted, None, location, read_unknown)
+
+
+def _returned_at(code: CodeType | None, lines: list[int]) -> SourceLocation | None:
+    """The line the hook returned from (the outermost call returns last), if followed."""
+    if code is None or not lines:
+        return None
+    return SourceLocation(code.co_filename, lines[-1])
+
+
+def odd_answer_note(answer: HookAnswer) -> str | None:
+    """A warning for an answer that is no bool (nor None), as a compilation gives it: GE
+    reads it as `bool(answer)` ("no" accepts the match)."""
+    value = answer.value
+    if (answer.error is not None or value is None or isinstance(value, bool)
+            or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool",
+                                                                                 "bool_"))):
+        return None
+    return (f"meet_requirements returned {type(value).__name__} {short_repr(value)}, which "
+            f"counts as {answer.accepted} (GE reads the answer as bool(answer)); return True "
+            "or False")
 
 
 def _raised_at(exc: BaseException, pass_class: type) -> SourceLocation | None:

@@ -84,6 +84,7 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
         for cand in rewrites[:top]:
             lines.append(f"{indent}rewrite at {cand.candidate!r}{_role(cand)}: "
                          f"{', '.join(cand.matched_nodes)}")
+            lines += [f"{indent * 2}note: {n}" for n in cand.notes]
         if len(rewrites) > top:
             lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
         if closest:
@@ -96,6 +97,7 @@ def format_explanations(explanations: Sequence[PatternExplanation], *, top: int 
             if bound:
                 lines.append(f"{indent * 3}bound: {', '.join(bound)}")
             lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+            lines += [f"{indent * 3}note: {n}" for n in cand.notes]
     return lines
 
 
@@ -158,6 +160,7 @@ def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: 
         for cand in rewrites[:top]:
             lines.append(f"{indent}rewrite at {cand.candidate!r} "
                          f"({op_label(cand.candidate_type)})")
+            lines += [f"{indent * 2}note: {n}" for n in cand.notes]
         if len(rewrites) > top:
             lines.append(f"{indent}... and {len(rewrites) - top} more rewrite(s)")
         if refused:
@@ -166,6 +169,7 @@ def format_decompositions(explanations: Sequence[DecomposeExplanation], *, top: 
             lines.append(f"{indent * 2}{rank}. {cand.candidate!r} "
                          f"({op_label(cand.candidate_type)}): {cand.summary()}")
             lines += [f"{indent * 3}warning: {w}" for w in cand.warnings]
+            lines += [f"{indent * 3}note: {n}" for n in cand.notes]
     return lines
 
 
