@@ -589,32 +589,35 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
     run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     for each in [graph, *below]:
         found += _matches_in(instance, compiled, each, run)
+    for told in _answers_told(type(instance).__name__, run, found=bool(found)):
+        where = (hook_location(instance.meet_requirements)
+                 or definition_location(type(instance)))
+        warn_user(PassDefinitionWarning(f"find_matches: {told} (at {where})"), where)
+    return found
+
+
+def _answers_told(name: str, run: PassRun, *, found: bool) -> list[str]:
+    """What `find_matches` warns of the answers of pass `name`'s meet_requirements, as a
+    compilation does: answers that are no bool, and when nothing was found, None answers
+    and refusals after reading untyped values (a graph loaded, not inferred: trial U)."""
+    told = []
     if run.odd_answers:
         odd = run.first_odd_answer
-        where = (hook_location(instance.meet_requirements)
-                 or definition_location(type(instance)))
-        warn_user(PassDefinitionWarning(
-            f"find_matches: the meet_requirements of {type(instance).__name__} returned "
-            f"{type(odd).__name__} {short_repr(odd)} for {run.odd_answers} of {run.matches} "
-            f"match(es), which counts as {bool(odd)} (GE reads the answer as bool(answer)); "
-            f"return True or False (at {where})"), where)
+        told.append(f"the meet_requirements of {name} returned {type(odd).__name__} "
+                    f"{short_repr(odd)} for {run.odd_answers} of {run.matches} match(es), "
+                    f"which counts as {bool(odd)} (GE reads the answer as bool(answer)); "
+                    "return True or False")
     if not found and run.none_answers:
-        where = (hook_location(instance.meet_requirements)
-                 or definition_location(type(instance)))
-        warn_user(PassDefinitionWarning(
-            f"find_matches: the meet_requirements of {type(instance).__name__} returned None "
-            f"for {run.none_answers} of {run.matches} match(es), and None counts as False "
-            f"(a missing return?) (at {where})"), where)
+        told.append(f"the meet_requirements of {name} returned None for {run.none_answers} "
+                    f"of {run.matches} match(es), and None counts as False (a missing "
+                    "return?)")
     if not found and run.untyped_refusals:
-        where = (hook_location(instance.meet_requirements)
-                 or definition_location(type(instance)))
-        warn_user(PassDefinitionWarning(
-            f"find_matches: {type(instance).__name__} refused all {run.matches} match(es), "
-            f"{run.untyped_refusals} after its meet_requirements read a value with no type "
-            f"or rank ({run.first_untyped} first): the graph was not shape-inferred; "
-            "ge.ops.infer_shapes(graph) types it, as a compilation does before its "
-            f"AfterInferShape passes (at {where})"), where)
-    return found
+        told.append(f"{name} refused all {run.matches} match(es), {run.untyped_refusals} "
+                    "after its meet_requirements read a value with no type or rank "
+                    f"({run.first_untyped} first): the graph was not shape-inferred; "
+                    "ge.ops.infer_shapes(graph) types it, as a compilation does before its "
+                    "AfterInferShape passes")
+    return told
 
 
 def _matches_in(instance: Any, compiled: list[CompiledPattern], graph: Graph,
