@@ -855,3 +855,21 @@ def test_a_rolled_back_pass_warning_has_the_pass_line_as_location(tmp_path: Path
     assert code == 0, stderr
     (warned,) = [w for w in json.loads(stdout)["warnings"] if "rolled back" in w["message"]]
     assert warned["location"] == f"{plugin}:7" and warned["message"].endswith(f"{plugin}:7)")
+
+
+def test_a_plugin_refusing_every_match_without_a_reason_is_pointed_to_explain(
+        tmp_path: Path) -> None:
+    """Trial Y: a pass whose meet_requirements refused all its matches (M/R/F 12/0/0)
+    without set_error_message got no line under the table, where one that matched
+    nothing is pointed to ge passes explain."""
+    plugin = tmp_path / "silent.py"
+    plugin.write_text(NONE_ANSWER.replace("        match_result.get_matched_nodes()\n",
+                                          "        return False\n"))
+    model = tmp_path / "m.onnx"
+    onnx.save(double_negation_model(), model)
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(tmp_path / "o.onnx"),
+                                  "--pass-path", str(plugin), "-q")
+    assert code == 0, stderr
+    assert (f"Silent's meet_requirements refused 1 match(es), giving no reason: ge passes "
+            f"explain Silent {model} --pass-path {plugin} shows each refusal and its inputs "
+            "(context.set_error_message gives a reason here)") in " ".join(stdout.split())

@@ -232,6 +232,11 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     for name in report.unmatched_plugin_passes():
         command = shlex.join(["ge", "passes", "explain", name, *explain_args])
         con.print(cell(f"{name} matched nothing: {command} shows where its patterns stop"))
+    for name, refusals, what in report.silently_refusing_plugin_passes():
+        command = shlex.join(["ge", "passes", "explain", name, *explain_args])
+        con.print(cell(f"{name}'s meet_requirements refused {refusals} {what}, giving no "
+                       f"reason: {command} shows each refusal and its inputs "
+                       "(context.set_error_message gives a reason here)"))
     if not quiet:
         con.print(ops_table(report.ops_before, report.ops_after))
     con.print(report.summary())

@@ -355,6 +355,17 @@ class CompileReport:
                 if row["origin"] != BUILTIN_ORIGIN and row["kind"] == PASS_KIND_PATTERN_FUSION
                 and not row["matches"]]
 
+    def silently_refusing_plugin_passes(self) -> list[tuple[str, int, str]]:
+        """(name, refusals, "match(es)" or "node(s)") of each plugin pass that rewrote
+        nothing while its `meet_requirements` refused every match it was asked about giving
+        no reason: the table's M/R/F said `12/0/0` and nothing pointed to `ge passes
+        explain` (trial Y; a reason given is a `refusal_notes` line instead)."""
+        return [(row["name"], row["refusals"],
+                 "node(s)" if row["kind"] == PASS_KIND_DECOMPOSE else "match(es)")
+                for row in self.by_pass()
+                if row["origin"] != BUILTIN_ORIGIN and row["refusals"]
+                and not (row["rewrites"] or row["fusions"] or row["refusal_reasons"])]
+
     def summary(self) -> str:
         """One line, as `ge compile` ends its table: `nodes 104 → 60 (-44), constants 41 →
         24; 50 pass run(s), 5 pass(es) changed the graph; origin-graph optimisation: 2
