@@ -587,3 +587,23 @@ def test_a_name_that_is_not_utf8_is_reported_as_corruption() -> None:
                        match=r"is not valid UTF-8 text .* the model file is corrupt") as info:
         ge.graph.load(data)
     assert info.value.code == "GE1101"
+
+
+@pytest.mark.parametrize(("flag", "value"), [("external_data", "false"),
+                                              ("external_data", "weights.bin"),
+                                              ("overwrite_input", "yes"),
+                                              ("value_info", 0)])
+def test_save_flags_must_be_bools(tmp_path: Path, flag: str, value: object) -> None:
+    """Trial Z: `external_data="false"` wrote a data file (a str is true), and
+    `external_data="weights.bin"` one named after the model, not weights.bin."""
+    from ge.errors import GraphTypeError
+    from ge.graph import Graph
+
+    graph = Graph("g")
+    with pytest.raises(GraphTypeError) as info:
+        graph.save(tmp_path / "m.onnx", **{flag: value})
+    assert info.value.code == "GE1002"
+    assert str(info.value.args[0]).startswith(f"{flag} must be True or False")
+    if value == "weights.bin":
+        assert str(info.value.args[0]).endswith("the data file is named by external_data_name")
+    assert list(tmp_path.iterdir()) == []

@@ -214,3 +214,16 @@ def test_importing_ge_session_does_not_import_the_compiler() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_run_model_given_a_path_says_how_to_read_it() -> None:
+    """Trial Z: a path gave a plain TypeError, outside ge's errors (errors.md: every
+    deliberate error is a GeError)."""
+    from ge.errors import GraphTypeError
+    from ge.session import run_model
+
+    with pytest.raises(GraphTypeError) as info:
+        run_model("model.onnx", {})
+    assert info.value.code == "GE1002" and isinstance(info.value, TypeError)
+    assert str(info.value.args[0]) == ("model must be a ge.graph.Graph or an onnx.ModelProto, "
+                                       "got str; ge.graph.load(path) reads a model file")

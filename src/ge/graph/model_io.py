@@ -366,6 +366,15 @@ def save_model(
     folder, as the graph dumps of a compilation share one) the large tensors go there, each
     payload once, and that file is not replaced: only the model is written atomically."""
     check_target_spelling(path)
+    for flag, value in (("external_data", external_data), ("overwrite_input", overwrite_input),
+                        ("value_info", value_info)):
+        if value is not None and not isinstance(value, bool):  # ("false" is true: trial Z)
+            raise GraphTypeError(f"{flag} must be True or False"
+                                 + (" or None" if flag == "external_data" else "")
+                                 + f", got {type(value).__name__} {value!r}"
+                                 + ("; the data file is named by external_data_name"
+                                    if flag == "external_data" and isinstance(value, str)
+                                    else ""))
     target = Path(path)
     check_target_path(target)
     # Every file written derives from the file `target` names, resolved once here: a

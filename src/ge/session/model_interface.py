@@ -4,6 +4,7 @@ read as it is (nothing exported), a `ModelProto` from its declarations."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ge.errors import VerificationInputError
+from ge.errors import GraphTypeError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.tensor import Tensor
 from ge.graph.types import DataType, data_type_to_onnx, elem_type_name
@@ -94,8 +95,10 @@ def model_inputs(model: Model) -> list[InputSpec]:
         return _graph_inputs(model)
     if isinstance(model, onnx.ModelProto):
         return proto_inputs(model)
-    raise TypeError(f"model must be a ge.graph.Graph or an onnx.ModelProto, "
-                    f"got {type(model).__name__}")
+    hint = ("; ge.graph.load(path) reads a model file" if isinstance(model, (str, os.PathLike))
+            else "")  # (a plain TypeError, outside ge's errors: trial Z)
+    raise GraphTypeError(f"model must be a ge.graph.Graph or an onnx.ModelProto, "
+                         f"got {type(model).__name__}{hint}")
 
 
 def _dims_of(shape: Iterable[Dim]) -> tuple[Dim, ...]:
