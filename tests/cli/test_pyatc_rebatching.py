@@ -318,3 +318,22 @@ def test_a_float16_model_is_compared_at_its_precision(
     want = np.concatenate([reference.run(None, {"x": x[i:i + 1]})[0] for i in range(4)])
     scale = float(np.abs(want).max())
     np.testing.assert_allclose(got, want, rtol=2 ** -10, atol=2 ** -10 * scale)
+
+
+def test_a_model_that_never_compiles_is_told_so_not_blamed_on_the_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Trial X: a MatMul of [2, 3] by [4, 5] was said not to compile "with" --input_shape
+    ("it may compute with the shape it declares"): it fails without the flag too, and that
+    failure is the one said."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    source = _save(graph, tmp_path / "mm.onnx")
+    assert main(args=["--model", str(source), "--output", str(tmp_path / "p"),
+                      "--input_shape", "a:4,3"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"pyatc: [GE1305] {source}: shape inference of graph 'g' failed: ")
+    assert "--input_shape" not in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mm.onnx"]

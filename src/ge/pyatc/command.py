@@ -277,7 +277,7 @@ def _run(ns: argparse.Namespace, log: logging.Logger) -> None:
                 try:
                     result = ge.compile(graph, observers=progress.observers, options=options)
                 except GeError as err:
-                    raise compile_error(err, change)  # noqa: B904  # (chained in it)
+                    raise compile_error(err, change, model, options)  # noqa: B904
         if shapes:
             refine_output_shapes(result.graph, change)
             unchecked = check_recomputed(model, result.graph, change)

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ge.errors import GeError
     from ge.graph import Graph, TensorDesc
 
@@ -227,15 +229,28 @@ _ADVICE = ("it may compute with the shape it declares (an export without dynamic
            "export the model with dynamic axes")
 
 
-def compile_error(err: GeError, change: ShapeChange) -> GeError:
+def compile_error(err: GeError, change: ShapeChange, model: Path | None = None,
+                  options: Mapping[str, str] | None = None) -> GeError:
     """The error to report for a compilation that failed after `change`: said as what the
     flag asked of a model that does not compute with it (GE1701), with what failed; the
     compilation's own words (a pass's bug, an invalid input model) would blame ge or the
-    model for what the flag did (trial P)."""
-    from ge.errors import CommandLineError
+    model for what the flag did (trial P). Unless the `model` file (compiled again with
+    `options`, as given) fails too: then its own error is the one (trial X: a model that
+    never compiles was said not to compile "with" the flag)."""
+    import warnings
+
+    import ge
+    from ge.errors import CommandLineError, GeError
 
     if not change.changed:
         return err
+    if model is not None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ge.compile(str(model), options=options)
+        except GeError as own:
+            return own
     failed = f"[{err.code}] {_first_problem(err.message)}"
     found = CommandLineError(f"--input_shape changed {'; '.join(change.changed)}, and the "
                              f"model does not compile with it: {_ADVICE} (what failed: "
