@@ -176,6 +176,17 @@ def _neg_neg_twice(path: Path) -> Path:
     return path
 
 
+def _definition_warnings_and_negs(plugin: Path, tmp_path: Path) -> tuple[list[str], int]:
+    """Compile the four-Neg chain with `plugin` alone: its PassDefinitionWarnings, and how
+    many Neg nodes are left."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
+                            builtin_passes=False)
+    messages = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
+    return messages, [n.type for n in result.graph.get_direct_nodes()].count("Neg")
+
+
 @pytest.mark.parametrize("body, told", [
     ("match_result.get_matched_nodes()", True),            # no return at all
     ("if len(match_result.get_matched_nodes()) == 3:\n            return True", True),
@@ -190,12 +201,7 @@ def test_a_meet_requirements_answering_none_to_every_match_is_told(
     source = NO_RETURN.format(body=body)
     plugin = tmp_path / "double_neg.py"
     plugin.write_text(source)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
-                            builtin_passes=False)
-    messages = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
-    negs = [n.type for n in result.graph.get_direct_nodes()].count("Neg")
+    messages, negs = _definition_warnings_and_negs(plugin, tmp_path)
     if not told:
         assert messages == [] and negs == (0 if body == "return True" else 4)
         return
@@ -220,12 +226,7 @@ def test_a_meet_requirements_answering_other_than_a_bool_is_told(
     source = "import numpy as np\n" + NO_RETURN.format(body=f"return {answer}")
     plugin = tmp_path / "double_neg.py"
     plugin.write_text(source)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
-                            builtin_passes=False)
-    messages = [str(w.message) for w in caught if w.category is PassDefinitionWarning]
-    negs = [n.type for n in result.graph.get_direct_nodes()].count("Neg")
+    messages, negs = _definition_warnings_and_negs(plugin, tmp_path)
     if rewritten is None:
         assert messages == [] and negs == 4
         return
