@@ -54,7 +54,12 @@ from ge.passes.matcher import CompiledPattern
 from ge.passes.registry import PASS_KIND_FUSION_BASE
 from ge.passes.source import hook_location, returned_at, warn_user
 from ge.passes.stage import PassStage
-from ge.passes.status import RunOutcome, RunStatus, interpret_run_result
+from ge.passes.status import (
+    RunOutcome,
+    RunStatus,
+    interpret_run_result,
+    odd_answer_text,
+)
 
 if TYPE_CHECKING:
     from ge.graph import Graph
@@ -190,8 +195,7 @@ class Invocation:
             if hint is not None:
                 reason += f" ({hint})"
             # the match (or node) that failed may be one its hook meant to refuse
-            reading = _reading(run.last_answer) if run.last_answer_odd else None
-            if reading:
+            if run.last_odd_accepted:
                 odd = run.last_answer
                 reason += (f" (before it, meet_requirements returned {type(odd).__name__} "
                            f"{short_repr(odd)}, which counts as True: return True or False)")
@@ -309,14 +313,12 @@ class Invocation:
         """A `PassDefinitionWarning` for a `meet_requirements` that answered other than a
         bool (`"no"`, `0.0`, a list), which GE reads as `bool(answer)`: a string meant as a
         refusal accepts the match. Once per pass and compilation."""
-        odd = run.first_odd_answer
         what = "node(s)" if run.op_types else "match(es)"  # (a DecomposePass is asked of nodes)
         self._warn_hook_once(
             self.warned_odd, entry, instance,
-            f"pass {entry.name}: its meet_requirements returned {type(odd).__name__} "
-            f"{short_repr(odd)} for {run.odd_answers} of {run.matches} {what} in "
-            f"{graph_label(target)}, which counts as {bool(odd)} (GE reads the answer as "
-            f"bool(answer)); return True or False")
+            f"pass {entry.name}: its meet_requirements returned " + odd_answer_text(
+                run.first_odd_answer, run.first_odd_accepted,
+                f" for {run.odd_answers} of {run.matches} {what} in {graph_label(target)}"))
 
     @staticmethod
     def _warn_hook_once(warned: set[str], entry: RegisteredPass, instance: Any,
@@ -493,14 +495,6 @@ def _output_problems(root: Graph, target: Graph, touched: list[Node],
 
 #: How many nodes above a wrongly shaped output `_changed_upstream` looks at.
 _UPSTREAM_LIMIT = 10_000
-
-
-def _reading(answer: object) -> bool | None:
-    """`bool(answer)`, or None when bool() refuses it (that answer is the error itself)."""
-    try:
-        return bool(answer)
-    except Exception:
-        return None
 
 
 def _changed_upstream(producer: Node, touched: list[Node]) -> list[Node]:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge._text import short_repr
 from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
@@ -56,7 +55,14 @@ from ge.passes.source import (
     mark_match,
     warn_user,
 )
-from ge.passes.status import NOT_CHANGED, SUCCESS, note_refusal_reason
+from ge.passes.status import (
+    NOT_CHANGED,
+    SUCCESS,
+    answer_truth,
+    is_bool_answer,
+    note_refusal_reason,
+    odd_answer_text,
+)
 
 if TYPE_CHECKING:
     from ge.passes.base import DecomposePass, FusionBasePass, PatternFusionPass
@@ -100,9 +106,11 @@ class PassRun:
     #: message), read as GE reads them, `bool(answer)`, and the first of them (a warning)
     odd_answers: int = 0
     first_odd_answer: object = None
-    #: whether the last answer was such an answer (a failure after it says so)
-    last_answer_odd: bool = False
+    first_odd_accepted: bool = False
+    #: the last answer, and whether it was such an answer accepting its match (a failure
+    #: after it says so)
     last_answer: object = None
+    last_odd_accepted: bool = False
     #: matches (decompose: nodes) `meet_requirements` refused, and the reasons it gave for
     #: them with `context.set_error_message` (`note_refusal_reason`: the first few distinct
     #: messages, each with its count), for the report to carry what `ge passes explain`
@@ -391,29 +399,27 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
 
 
 def _accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
-    """`meet_requirements`'s answer as GE reads it, `bool(answer)`, counting the answers a
+    """`meet_requirements`'s answer as GE reads it (`answer_truth`), counting the answers a
     pass author did not mean as one: None (a missing return) and what is not a bool
     (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse). An answer
-    bool() refuses (a numpy array of several elements) is a TypeError at the `hook`'s line
-    saying what it returned (it was numpy's ValueError at the pass's class line)."""
-    run.last_answer_odd, run.last_answer = False, answer
+    bool() refuses is a TypeError at the `hook`'s line saying what it returned (it was
+    numpy's ValueError at the pass's class line)."""
+    run.last_answer, run.last_odd_accepted = answer, False
     if answer is None:
         run.none_answers += 1
         return False
     if isinstance(answer, bool):
         return answer
-    if not (type(answer).__module__ == "numpy"  # (numpy's bool: `bool_`, numpy 2's `bool`)
-            and type(answer).__name__ in ("bool", "bool_")):
-        run.odd_answers += 1
-        run.last_answer_odd = True
-        if run.odd_answers == 1:
-            run.first_odd_answer = answer
     try:
-        return bool(answer)
-    except Exception as exc:  # (a user's type whose __bool__ raises, too)
-        raise blame(TypeError(
-            f"meet_requirements must return a bool, got {type(answer).__name__}, which "
-            f"bool() refuses: {exc}"), hook) from None
+        accepted = answer_truth(answer)
+    except TypeError as err:
+        raise blame(err, hook) from None
+    if not is_bool_answer(answer):
+        run.odd_answers += 1
+        run.last_odd_accepted = accepted
+        if run.odd_answers == 1:
+            run.first_odd_answer, run.first_odd_accepted = answer, accepted
+    return accepted
 
 
 def _at_match(err: RewriteError, match: Match) -> RewriteError:
@@ -602,11 +608,9 @@ def _answers_told(name: str, run: PassRun, *, found: bool) -> list[str]:
     and refusals after reading untyped values (a graph loaded, not inferred: trial U)."""
     told = []
     if run.odd_answers:
-        odd = run.first_odd_answer
-        told.append(f"the meet_requirements of {name} returned {type(odd).__name__} "
-                    f"{short_repr(odd)} for {run.odd_answers} of {run.matches} match(es), "
-                    f"which counts as {bool(odd)} (GE reads the answer as bool(answer)); "
-                    "return True or False")
+        told.append(f"the meet_requirements of {name} returned " + odd_answer_text(
+            run.first_odd_answer, run.first_odd_accepted,
+            f" for {run.odd_answers} of {run.matches} match(es)"))
     if not found and run.none_answers:
         told.append(f"the meet_requirements of {name} returned None for {run.none_answers} "
                     f"of {run.matches} match(es), and None counts as False (a missing "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
-from ge._text import first_and_more, short_repr
+from ge._text import first_and_more
 from ge.errors import SourceLocation
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.passes.dim_hints import shape_symbols, symbolic_dim_hint
@@ -33,6 +33,7 @@ from ge.passes.source import (
     is_internal_file,
     traceback_location,
 )
+from ge.passes.status import answer_truth, is_bool_answer, odd_answer_text
 
 __all__ = [
     "HookAnswer",
@@ -102,11 +103,9 @@ def ask(hook: Callable[..., Any], args: Iterable[Any], pass_class: type,
         if follow:
             sys.setprofile(None)
     try:
-        accepted = bool(value)
-    except Exception as exc:  # (what it returned, as a compilation says it: TypeError)
-        return HookAnswer(value, error=TypeError(
-            f"meet_requirements must return a bool, got {type(value).__name__}, which "
-            f"bool() refuses: {exc}"), location=_returned_at(code, returned_at))
+        accepted = answer_truth(value)
+    except TypeError as exc:  # (what it returned, as a compilation says it)
+        return HookAnswer(value, error=exc, location=_returned_at(code, returned_at))
     location = _returned_at(code, returned_at)
     read_unknown = (None if graph is None or unknown_reads is None
                     else graph.root_graph()._unknown_desc_reads != unknown_reads)
@@ -123,14 +122,9 @@ def _returned_at(code: CodeType | None, lines: list[int]) -> SourceLocation | No
 def odd_answer_note(answer: HookAnswer) -> str | None:
     """A warning for an answer that is no bool (nor None), as a compilation gives it: GE
     reads it as `bool(answer)` ("no" accepts the match)."""
-    value = answer.value
-    if (answer.error is not None or value is None or isinstance(value, bool)
-            or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool",
-                                                                                 "bool_"))):
+    if answer.error is not None or answer.value is None or is_bool_answer(answer.value):
         return None
-    return (f"meet_requirements returned {type(value).__name__} {short_repr(value)}, which "
-            f"counts as {answer.accepted} (GE reads the answer as bool(answer)); return True "
-            "or False")
+    return "meet_requirements returned " + odd_answer_text(answer.value, answer.accepted)
 
 
 def _raised_at(exc: BaseException, pass_class: type) -> SourceLocation | None:

@@ -1,5 +1,6 @@
-"""What a pass's `run()` may return, and how the engine reads it (decision D2); the reasons
-a pass gave for refusing matches, as a pass run keeps them.
+"""What a pass's `run()` may return, and how the engine reads it (decision D2); how a
+`meet_requirements` answer is read (GE's `bool(answer)`) and said when it is no bool; the
+reasons a pass gave for refusing matches, as a pass run keeps them.
 
 `None` or `True` is success; `False` is failure; an `int` is a GE status: `0` success,
 `NOT_CHANGED` success without change, any other value failure; any other type is a failure
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from ge._text import printable
+from ge._text import printable, short_repr
 
 __all__ = [
     "ACCEPTED_RESULTS",
@@ -26,8 +27,11 @@ __all__ = [
     "RunOutcome",
     "RunStatus",
     "StatusLike",
+    "answer_truth",
     "interpret_run_result",
+    "is_bool_answer",
     "note_refusal_reason",
+    "odd_answer_text",
 ]
 
 #: GE's `SUCCESS` status.
@@ -114,6 +118,32 @@ def _refused_status(value: int) -> str:
 #: reasons as matches, and a report or a terminal line must stay readable.
 MAX_REFUSAL_REASONS: Final[int] = 5
 MAX_REFUSAL_REASON_LENGTH: Final[int] = 200
+
+
+def is_bool_answer(value: object) -> bool:
+    """Whether a `meet_requirements` answer is a bool (numpy's too: `bool_`, numpy 2's
+    `bool`); None and anything else are answers GE reads with `bool()` all the same."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy"
+                                       and type(value).__name__ in ("bool", "bool_"))
+
+
+def answer_truth(value: object) -> bool:
+    """A `meet_requirements` answer as GE reads it, `bool(value)`; a TypeError saying what
+    it returned when bool() refuses it (a numpy array of several elements: numpy's
+    ValueError said nothing of the hook)."""
+    try:
+        return bool(value)
+    except Exception as exc:  # (a user's type whose __bool__ raises, too)
+        raise TypeError(f"meet_requirements must return a bool, got {type(value).__name__}, "
+                        f"which bool() refuses: {exc}") from None
+
+
+def odd_answer_text(value: object, accepted: bool, counted: str = "") -> str:
+    """An answer that is no bool, as the warnings say it after "meet_requirements
+    returned": `str 'no'` (then `counted`, ` for 2 of 2 match(es)`), what it counts as,
+    and what to return instead (trial T: "no" accepted every match)."""
+    return (f"{type(value).__name__} {short_repr(value)}{counted}, which counts as {accepted} "
+            "(GE reads the answer as bool(answer)); return True or False")
 
 
 def note_refusal_reason(reasons: dict[str, int], message: str, count: int = 1) -> None:
