@@ -69,13 +69,13 @@ def _cut_start(text: str, width: int) -> str:
 
 
 def _found_nothing(runs: Sequence[PassRunRecord]) -> bool:
-    """Whether a built-in pass's runs (one row) changed nothing, found no match, reported
-    no fusion and were not rolled back: the rows the table leaves out unless asked."""
+    """Whether a built-in pass's runs (one row) changed nothing (`not_changed`: a run that
+    changed the graph is `success`), found no match, reported no fusion and were not rolled
+    back: the rows the table leaves out unless asked."""
     from ge.compiler.pass_registry import BUILTIN_ORIGIN
 
-    return all(run.origin == BUILTIN_ORIGIN and not (
-        run.changed or run.matches or run.rewrites or run.fusions or run.rolled_back)
-        and run.outcome.value == "not_changed" for run in runs)
+    return all(run.origin == BUILTIN_ORIGIN and run.outcome.value == "not_changed" and not (
+        run.matches or run.rewrites or run.fusions or run.rolled_back) for run in runs)
 
 
 def _pass_table(report: CompileReport, every: bool = False) -> Any:
