@@ -504,12 +504,12 @@ def _type_text(type_proto: onnx.TypeProto | None) -> str:
     if type_proto.HasField("optional_type"):
         return f"optional({_type_text(type_proto.optional_type.elem_type)})"
     if type_proto.HasField("map_type"):
-        key = _elem_text(type_proto.map_type.key_type)
+        key = _elem_name(type_proto.map_type.key_type)
         return f"map({key}, {_type_text(type_proto.map_type.value_type)})"
     if not type_proto.HasField("tensor_type"):
         return "?"
     tensor = type_proto.tensor_type
-    elem = _elem_text(tensor.elem_type)
+    elem = _elem_name(tensor.elem_type)
     if not tensor.HasField("shape"):
         return elem
     dims = [str(d.dim_value) if d.HasField("dim_value") else "?" if (
@@ -518,15 +518,9 @@ def _type_text(type_proto: onnx.TypeProto | None) -> str:
     return f"{elem}[{', '.join(dims)}]"
 
 
-def _elem_text(elem_type: int) -> str:
-    """An element type as numpy names it (`float32`), `string` for ONNX's strings ("?"
-    when unset or unknown)."""
-    if elem_type == onnx.TensorProto.STRING:
-        return "string"
-    try:
-        return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
-    except (KeyError, ValueError, TypeError):
-        return "?"
+def _elem_name(elem_type: int) -> str:
+    """`elem_type_name` (numpy's name, `string`), "?" when unset."""
+    return elem_type_name(elem_type) if elem_type else "?"
 
 
 def _unnamed_in_model(root: Graph, names: list[str]) -> list[str]:
