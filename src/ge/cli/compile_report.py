@@ -229,13 +229,15 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     if len(notes) > _REFUSAL_NOTES:
         con.print(f"and {len(notes) - _REFUSAL_NOTES} more pass(es) refused matches with a "
                   "reason (the JSON report, --report FILE, has each pass's)")
+    def explain(name: str) -> str:
+        return shlex.join(["ge", "passes", "explain", name, *explain_args])
+
     for name in report.unmatched_plugin_passes():
-        command = shlex.join(["ge", "passes", "explain", name, *explain_args])
-        con.print(cell(f"{name} matched nothing: {command} shows where its patterns stop"))
+        con.print(cell(f"{name} matched nothing: {explain(name)} shows where its patterns "
+                       "stop"))
     for name, refusals, what in report.silently_refusing_plugin_passes():
-        command = shlex.join(["ge", "passes", "explain", name, *explain_args])
         con.print(cell(f"{name}'s meet_requirements refused {refusals} {what}, giving no "
-                       f"reason: {command} shows each refusal and its inputs "
+                       f"reason: {explain(name)} shows each refusal and its inputs "
                        "(context.set_error_message gives a reason here)"))
     if not quiet:
         con.print(ops_table(report.ops_before, report.ops_after))

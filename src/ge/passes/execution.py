@@ -595,10 +595,11 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
     run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     for each in [graph, *below]:
         found += _matches_in(instance, compiled, each, run)
-    for told in _answers_told(type(instance).__name__, run, found=bool(found)):
-        where = (hook_location(instance.meet_requirements)
-                 or definition_location(type(instance)))
-        warn_user(PassDefinitionWarning(f"find_matches: {told} (at {where})"), where)
+    told = _answers_told(type(instance).__name__, run, found=bool(found))
+    where = (hook_location(instance.meet_requirements)
+             or definition_location(type(instance))) if told else None
+    for text in told:
+        warn_user(PassDefinitionWarning(f"find_matches: {text} (at {where})"), where)
     return found
 
 
