@@ -258,20 +258,26 @@ def test_a_meet_requirements_answer_bool_refuses_is_a_type_error_at_the_hook(
     assert err.location is not None and err.location.line == line
 
 
+def _unregistered_double_neg(body: str, tmp_path: Path) -> tuple[type, ge.graph.Graph]:
+    """NO_RETURN's DoubleNeg with `body`, defined (in a file p.py) but not registered, and
+    the four-Neg chain loaded, not inferred: what find_matches is given."""
+    source = NO_RETURN.format(body=body).replace(
+        '@register_fusion_pass(name="DoubleNeg", stage=PassStage.AFTER_INFER_SHAPE)', "")
+    namespace: dict[str, type] = {}
+    exec(compile(source, str(tmp_path / "p.py"), "exec"), namespace)
+    return namespace["DoubleNeg"], ge.graph.load(_neg_neg_twice(tmp_path / "m.onnx"))
+
+
 def test_find_matches_tells_of_an_answer_other_than_a_bool(tmp_path: Path) -> None:
     """Trial V: ge.passes.find_matches took "no" as True in silence, where a compilation
     warns of it."""
     from ge.passes import find_matches
 
-    source = NO_RETURN.format(body='return "no"').replace(
-        '@register_fusion_pass(name="DoubleNeg", stage=PassStage.AFTER_INFER_SHAPE)', "")
-    namespace: dict[str, object] = {}
-    exec(compile(source, str(tmp_path / "p.py"), "exec"), namespace)  # (not registered)
-    graph = ge.graph.load(_neg_neg_twice(tmp_path / "m.onnx"))
+    pass_class, graph = _unregistered_double_neg('return "no"', tmp_path)
     with pytest.warns(PassDefinitionWarning, match=(
             r"^find_matches: the meet_requirements of DoubleNeg returned str 'no' for 2 of 2 "
             r"match\(es\), which counts as True .*return True or False \(at .*p\.py:\d+\)$")):
-        found = find_matches(namespace["DoubleNeg"], graph)
+        found = find_matches(pass_class, graph)
     assert len(found) == 2
 
 
@@ -354,12 +360,8 @@ def test_find_matches_tells_of_none_answers(tmp_path: Path) -> None:
     """Trial X: find_matches returned [] in silence for a hook without a return."""
     from ge.passes import find_matches
 
-    source = NO_RETURN.format(body="match_result.get_matched_nodes()").replace(
-        '@register_fusion_pass(name="DoubleNeg", stage=PassStage.AFTER_INFER_SHAPE)', "")
-    namespace: dict[str, object] = {}
-    exec(compile(source, str(tmp_path / "p.py"), "exec"), namespace)  # (not registered)
-    graph = ge.graph.load(_neg_neg_twice(tmp_path / "m.onnx"))
+    pass_class, graph = _unregistered_double_neg("match_result.get_matched_nodes()", tmp_path)
     with pytest.warns(PassDefinitionWarning, match=(
             r"^find_matches: the meet_requirements of DoubleNeg returned None for 3 of 3 "
             r"match\(es\), and None counts as False \(a missing return\?\) \(at .*p\.py:\d+\)$")):
-        assert find_matches(namespace["DoubleNeg"], graph) == []
+        assert find_matches(pass_class, graph) == []
