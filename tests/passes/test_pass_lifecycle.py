@@ -312,19 +312,26 @@ def test_a_decompose_pass_answering_other_than_a_bool_is_told_of_nodes(tmp_path:
                               "4 of 4 node(s) in graph 'g', which counts as True")
 
 
-def test_a_failure_after_an_answer_other_than_a_bool_says_so(tmp_path: Path) -> None:
-    """Trial V: a hook answering "no" to refuse, whose replacement then raised on the match
-    "no" accepted, failed E13028 without a word about the answer (the warning comes only
-    when a run ends)."""
-    source = NO_RETURN.format(body='return "no"').replace(
+def _failure_after(body: str, tmp_path: Path) -> str:
+    """The E13028 message of NO_RETURN's DoubleNeg with `body` answering, whose replacement
+    raises ValueError('not this one') on the first match accepted."""
+    source = NO_RETURN.format(body=body).replace(
         "        return es.Identity(inputs[0])", "        raise ValueError('not this one')")
     plugin = tmp_path / "double_neg.py"
     plugin.write_text(source)
     with pytest.raises(PassRunError) as info:
         ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
                    builtin_passes=False)
+    return info.value.message
+
+
+def test_a_failure_after_an_answer_other_than_a_bool_says_so(tmp_path: Path) -> None:
+    """Trial V: a hook answering "no" to refuse, whose replacement then raised on the match
+    "no" accepted, failed E13028 without a word about the answer (the warning comes only
+    when a run ends)."""
+    message = _failure_after('return "no"', tmp_path)
     assert ("ValueError: not this one (before it, meet_requirements returned str 'no', which "
-            "counts as True: return True or False)") in info.value.message
+            "counts as True: return True or False)") in message
 
 
 def test_a_failure_after_a_plain_answer_says_nothing_of_an_earlier_odd_one(
@@ -334,15 +341,9 @@ def test_a_failure_after_a_plain_answer_says_nothing_of_an_earlier_odd_one(
     failing match through, and only when it was not a bool."""
     body = ('self.n = getattr(self, "n", 0) + 1\n'
             '        return "" if self.n == 1 else True')
-    source = NO_RETURN.format(body=body).replace(
-        "        return es.Identity(inputs[0])", "        raise ValueError('not this one')")
-    plugin = tmp_path / "double_neg.py"
-    plugin.write_text(source)
-    with pytest.raises(PassRunError) as info:
-        ge.compile(_neg_neg_twice(tmp_path / "m.onnx"), pass_paths=[plugin],
-                   builtin_passes=False)
-    assert "ValueError: not this one" in info.value.message
-    assert "before it, meet_requirements returned" not in info.value.message
+    message = _failure_after(body, tmp_path)
+    assert "ValueError: not this one" in message
+    assert "before it, meet_requirements returned" not in message
 
 
 def test_a_decompose_pass_answering_none_is_told_of_nodes(tmp_path: Path) -> None:
