@@ -199,16 +199,61 @@ def test_a_wrong_inferred_type_names_the_inference_function(tmp_path: Path) -> N
     _refused_by_cli(tmp_path, _add_model(), plugin)
 
 
+@pytest.mark.parametrize("declared_in", ["output", "value_info"])
+def test_a_declared_type_its_inference_contradicts_is_refused(tmp_path: Path,
+                                                               declared_in: str) -> None:
+    """Trial V: the model declares Twice's output [2, 3], its inference gives [4, 3]. The
+    declared type spared the function's call, and the model was written in silence (its
+    kernel then failed `ge run`); now the compilation fails at InferShape, naming both."""
+    plugin = _plugin(tmp_path / "p", ("Shape([dims[0], dims[1]])",
+                                      "Shape([dims[0] * 2, dims[1]])"))
+    nodes = [helper.make_node("Twice", ["x"], ["t"], domain=DOMAIN, name="tw")]
+    if declared_in == "output":
+        model = _with_domain(make_model(nodes, [("x", [2, 3])], [("t", [2, 3])], check=False))
+    else:
+        nodes.append(helper.make_node("Relu", ["t"], ["y"], name="out"))
+        model = _with_domain(make_model(nodes, [("x", [2, 3])], [("y", [2, 3])], check=False))
+        model.graph.value_info.append(
+            helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3]))
+    before = model.SerializeToString()
+    with pytest.raises(ShapeInferenceError) as info:
+        ge.compile(model, pass_paths=[plugin])
+    err = info.value
+    assert (err.code, err.stage) == ("GE1305", "InferShape")
+    infer_line = _line(plugin, "def infer_twice")
+    assert (f"test.authors.Twice node 'tw': the model declares output 0 as "
+            f"TensorDesc(float32[2,3]), the registered inference function infer_twice "
+            f"({plugin}:{infer_line}) of test.authors::Twice, registered at "
+            f"{plugin}:{_line(plugin, 'register_op(')}, gives TensorDesc(float32[4,3]) from "
+            "its inputs (TensorDesc(float32[2,3])): correct the model's declared type or the "
+            "function") in err.message
+    assert err.location is not None and err.location.line == infer_line
+    assert model.SerializeToString() == before
+    said = _refused_by_cli(tmp_path, model, plugin)
+    assert "[GE1305]" in said and "gives TensorDesc(float32[4,3])" in said
+
+
+def test_a_declared_type_its_inference_agrees_with_compiles(tmp_path: Path) -> None:
+    """The same model with the function as registered: the declared [2, 3] is what it
+    gives, and the compilation runs the kernel at verification."""
+    plugin = _plugin(tmp_path / "p")
+    model = _with_domain(make_model(
+        [helper.make_node("Twice", ["x"], ["t"], domain=DOMAIN, name="tw")],
+        [("x", [2, 3])], [("t", [2, 3])], check=False))
+    result = ge.compile(model, pass_paths=[plugin], verify=True)
+    assert [n.type for n in result.graph.get_direct_nodes() if n.domain] == ["Twice"]
+
+
 # -- 4. kernels are checked against the node's descs -----------------------------------------
 
 
 @pytest.mark.parametrize(("edit", "said"), [
     (("(x * scale).astype(x.dtype)  # KERNEL", "(x * scale)[:1].astype(x.dtype)  # KERNEL"),
      "returned shape [1, 3] for output 0 (an array of float32[1, 3]), where the node's "
-     "output desc, which its inference gave, is TensorDesc(float32[2,3])"),
+     "output desc (its inference's, or the type the model declares) is TensorDesc(float32[2,3])"),
     (("(x * scale).astype(x.dtype)  # KERNEL", "(x * scale).astype(np.float64)  # KERNEL"),
      "returned dtype float64 for output 0 (an array of float64[2, 3]), where the node's "
-     "output desc, which its inference gave, is TensorDesc(float32[2,3])"),
+     "output desc (its inference's, or the type the model declares) is TensorDesc(float32[2,3])"),
     (("(x * scale).astype(x.dtype)  # KERNEL", "x.undefined  # KERNEL"),
      "failed with AttributeError: 'numpy.ndarray' object has no attribute 'undefined' "
      "(raised at {plugin}:{kernel})"),
@@ -250,8 +295,9 @@ def test_a_wrong_kernel_is_said_when_constant_folding_runs_it(tmp_path: Path) ->
     assert (f"KernelError: [GE1306] test.authors.Twice node 'tw': the kernel twice_kernel "
             f"({plugin}:{kernel}) of test.authors::Twice, registered at {plugin}:{registered} "
             "returned shape [1, 3] for output 0 (an array of float32[1, 3]), where the "
-            "node's output desc, which its inference gave, is TensorDesc(float32[2,3]). The "
-            "custom operator's registered function is at fault (its plugin's code, not ge)"
+            "node's output desc (its inference's, or the type the model declares) is "
+            "TensorDesc(float32[2,3]). The custom operator's registered function is at fault "
+            "(its plugin's code, not ge)"
             ) in err.message
     _refused_by_cli(tmp_path, model, plugin)
 

@@ -506,6 +506,33 @@ def test_an_undefined_operator_with_an_untyped_output_names_it(tmp_path: Path) -
     assert code == 0 and out.exists()
 
 
+def test_an_undefined_one_output_operator_gets_the_same_hint(tmp_path: Path) -> None:
+    """Trial Z: the hint to declare the output's type was given only when some other output
+    was typed; a one-output operator got "not registered" alone. Declaring it compiles."""
+    f = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Bar", ["x"], ["b"], domain="com.foo", name="bar"),
+         helper.make_node("Relu", ["b"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info("y", f, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.foo", 1)])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(model, source)
+    code, stderr = _compile_cli(source, out)
+    assert code == 1 and not out.exists()
+    assert stderr.splitlines()[-1] == (
+        f"ge: [GE1305] {source}: node 'bar': custom operator com.foo::Bar is not registered: "
+        "the model gives no type to its output 0 ('b'), which ge needs to compile around an "
+        "operator nothing defines; declare it in the model's value_info, or a plugin "
+        "registers it with ge.ops.register_op (its shape inference, and a kernel or a "
+        "decomposition to run it) (stage InferShape)")
+    model.graph.value_info.append(helper.make_tensor_value_info("b", f, [2, 3]))
+    onnx.save(model, source)
+    code, _ = _compile_cli(source, out)
+    assert code == 0 and out.exists()
+
+
 def test_with_the_check_off_the_save_still_refuses_what_onnx_rejects(tmp_path: Path) -> None:
     """`--check none` lets the broken pass through; saving runs onnx's full checker on what
     it would write and writes nothing (GE1003)."""

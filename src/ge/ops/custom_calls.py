@@ -185,6 +185,7 @@ def call_kernel(custom: CustomOp, inputs: Sequence[Any], attrs: Mapping[str, Any
             array = np.asarray(value)
             raise error(f"{what} returned {wrong} for output {i} "
                         f"(an array of {array.dtype}{list(array.shape)}), where the node's "
-                        f"output desc, which its inference gave, is {desc!r}",
+                        "output desc (its inference's, or the type the model declares) is "
+                        f"{desc!r}",
                         location=function_location(kernel), nodes=nodes)
     return results[:len(expected)]

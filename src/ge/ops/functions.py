@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 
 import onnx
 from onnx import helper, inliner
@@ -32,7 +33,18 @@ from ge.ops.onnx_node import const_value, node_proto, opset_imports_of, type_pro
 from ge.ops.schemas import STANDARD_DOMAINS, normalize_domain
 
 __all__ = ["FunctionKey", "call_key", "called_function", "calls_left", "function_key",
-           "infer_call", "inline_local_functions", "node_call_key", "opaque_functions"]
+           "infer_call", "inline_local_functions", "inside_call_body", "node_call_key",
+           "opaque_functions"]
+
+#: Whether the inference running is of a function's body inlined by `infer_call` (whose
+#: values the model cannot declare in its value_info).
+_IN_CALL_BODY: ContextVar[bool] = ContextVar("ge_in_call_body", default=False)
+
+
+def inside_call_body() -> bool:
+    """Whether the inference running is typing a model-local function's body
+    (`infer_call`), not the model's own graphs."""
+    return _IN_CALL_BODY.get()
 
 def node_call_key(node: Node) -> FunctionKey:
     """The function an IR node would call, if the model defines it (`call_key`'s)."""
@@ -289,11 +301,14 @@ def infer_call(node: Node) -> list[TensorDesc | None]:
             "that so, inline them first: ge compile --inline-functions, "
             "ge.compile(inline_functions=True))", nodes=[node.name])
     body = model_to_graph(inlined)
+    token = _IN_CALL_BODY.set(True)
     try:
         infer_shapes(body, strict=True)
     except ShapeInferenceError as err:
         raise ShapeInferenceError(f"{what}, whose body cannot be typed: {err.message}",
                                   nodes=[node.name]) from err
+    finally:
+        _IN_CALL_BODY.reset(token)
     net_output = body.get_net_output()
     outputs: list[TensorDesc | None] = []
     index = 0

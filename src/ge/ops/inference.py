@@ -25,9 +25,9 @@ from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, holds_non_tensor, is_known_type
-from ge.ops.custom_calls import call_infer
+from ge.ops.custom_calls import call_infer, function_location, inference_function_text
 from ge.ops.expanded_defaults import infer_by_body, typed_by_body
-from ge.ops.functions import called_function, infer_call
+from ge.ops.functions import called_function, infer_call, inside_call_body
 from ge.ops.memo import active_memo
 from ge.ops.ml_shapes import infer_ml_node, typed_by_ml_rule
 from ge.ops.onnx_node import (
@@ -41,7 +41,7 @@ from ge.ops.onnx_node import (
     outer_inputs,
     type_proto,
 )
-from ge.ops.registry import InferContext, get_custom_op
+from ge.ops.registry import CustomOp, InferContext, get_custom_op
 from ge.ops.runtime_ops import infer_runtime_node, runtime_domains, runtime_op_spec, runtime_version
 from ge.ops.schemas import STANDARD_DOMAINS, OpSpec, ParamOption, normalize_domain
 from ge.ops.shape_values import SHAPED_BY_VALUE, refine_from_shape_values
@@ -50,7 +50,7 @@ __all__ = [
     "STALE_DESC_ADVICE",
     "VALUE_ELEMENTS",
     "ShapeConflict",
-    "check_declared_runtime_node",
+    "check_declared_node",
     "descs_contradict",
     "infer_node",
     "is_custom_node",
@@ -180,6 +180,14 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
                     _write(node, i, desc)
             return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
         raise _unregistered(node)
+    for i, desc in enumerate(_registered_inference(node, custom)):
+        _write(node, i, desc)
+    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+
+
+def _registered_inference(node: Node, custom: CustomOp) -> list[TensorDesc]:
+    """What the registered operator's inference function gives `node` (checked: one desc
+    per output), nothing written."""
     _check_custom_arity(node, custom.spec)
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
     attrs.update({key: node.get_attr(key) for key in node.get_attr_names()})
@@ -190,22 +198,23 @@ def _infer_custom(node: Node) -> list[TensorDesc]:
         tensor = const_value(node, i)
         values.append(tensor.numpy() if tensor is not None else None)
     ctx = InferContext(node.type, node.domain, descs, values, attrs, node.get_outputs_size())
-    result = call_infer(custom, ctx, ir_node_label(node), node.name)
-    for i, desc in enumerate(result):
-        _write(node, i, desc)
-    return [node.get_output_desc(i) for i in range(node.get_outputs_size())]
+    return call_infer(custom, ctx, ir_node_label(node), node.name)
 
 
 def _unregistered(node: Node) -> ShapeInferenceError:
     """GE1305 for a custom-domain node nothing defines (no registered operator, and not one
     of onnxruntime's), naming the outputs the model leaves untyped: ge compiles around such
     a node where the model types all its outputs (trial Y: an unused second output without
-    a type made it "not registered", naming neither)."""
+    a type made it "not registered", naming neither; trial Z: a one-output one had no
+    hint). Not in a function's body, whose values the model's value_info cannot type, nor
+    for an operator of onnxruntime's domains typed nowhere (a misspelt FusedMatmul: typing
+    it would not make onnxruntime run it)."""
     untyped = [f"{i} ({name!r})" if name else str(i)
                for i, name in enumerate(node._out_names)
                if node._output_dtype(i) is DataType.DT_UNDEFINED]
     why = ";"
-    if untyped and len(untyped) < node.get_outputs_size():  # typed but for these
+    if untyped and not inside_call_body() and (
+            len(untyped) < node.get_outputs_size() or not is_runtime_domain_node(node)):
         why = (f": the model gives no type to its output{'s' if len(untyped) > 1 else ''} "
                f"{', '.join(untyped)}, which ge needs to compile around an operator nothing "
                "defines; declare it in the model's value_info, or")
@@ -217,13 +226,25 @@ def _unregistered(node: Node) -> ShapeInferenceError:
     )
 
 
-def check_declared_runtime_node(node: Node) -> None:
-    """Check a node of one of onnxruntime's domains whose output types the model declares,
-    so that inference did not need to run for it: GE1305 when onnxruntime does not define
-    the operator, refuses the node with its inputs, or infers output types that contradict
-    the declared ones (onnxruntime would not load the model). A custom operator registered
-    under that name is the plugin's to judge."""
-    if get_custom_op(node.type, node.domain) is not None:
+def check_declared_node(node: Node) -> None:
+    """Check a custom-domain node whose output types the model declares, so that inference
+    did not need to run for it. A registered operator: GE1305 when its inference function
+    gives types that contradict the declared ones (trial V: `[4, 3]` for a declared
+    `[2, 3]` was written in silence, and its kernel's `[4, 3]` then failed `ge run`). One of
+    onnxruntime's: GE1305 when onnxruntime does not define the operator, refuses the node
+    with its inputs, or infers output types that contradict the declared ones (onnxruntime
+    would not load the model)."""
+    custom = get_custom_op(node.type, node.domain)
+    if custom is not None:
+        found = _contradicted_output(node, _registered_inference(node, custom))
+        if found is not None:
+            i, held, desc = found
+            raise ShapeInferenceError(
+                f"{ir_node_label(node)}: the model declares output {i} as {held!r}, "
+                f"{inference_function_text(custom)}, gives {desc!r} from its inputs "
+                f"({_input_descs_text(node)}): correct the model's declared type or the function",
+                nodes=[node.name],
+                location=function_location(custom.infer))
         return
     if runtime_op_spec(node.type, node.domain, node_opset(node)) is None:
         raise _unregistered(node)
@@ -234,6 +255,11 @@ def check_declared_runtime_node(node: Node) -> None:
             f"{ir_node_label(node)}: the model declares "
             f"output {i} as {held!r}, onnxruntime {runtime_version()} infers {desc!r} "
             "from its inputs", nodes=[node.name])
+
+
+def _input_descs_text(node: Node) -> str:
+    return ", ".join(repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
+                     for i in range(node.get_inputs_size()))
 
 
 def is_runtime_domain_node(node: Node) -> bool:

@@ -35,14 +35,14 @@ from ge.graph.value_info import TypeDecoder, is_known_type
 from ge.ops import inference as node_inference
 from ge.ops.custom_typing import provisional_nodes, ready, settled, type_in_order, typed
 from ge.ops.expanded_defaults import write_expanded_defaults
-from ge.ops.functions import FunctionKey, function_key, opaque_functions
+from ge.ops.functions import FunctionKey, called_function, function_key, opaque_functions
 from ge.ops.inference import (
     _fresh_symbol,
     _known,
     _loop_carried,
     _merged,
     _write,
-    check_declared_runtime_node,
+    check_declared_node,
     infer_node,
     is_runtime_domain_node,
     typed_by_ge,
@@ -57,6 +57,7 @@ from ge.ops.loop_claims import (
     relax_carried_outputs,
 )
 from ge.ops.refinement import refine_output_descs
+from ge.ops.registry import get_custom_op
 
 __all__ = ["contradicted_outputs", "declared_outputs", "infer_shapes"]
 
@@ -656,9 +657,11 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
         for k, desc in _loop_carried(loop, held).items():
             _write(loop, k, desc)
     _shape_bodies(root)
-    # onnxruntime's operators whose types the file declares: inference skips them, so they
-    # are checked against onnxruntime once their inputs are typed (below)
-    declared = [n for n in custom if strict and is_runtime_domain_node(n) and typed(n)]
+    # custom operators whose types the file declares: inference skips them, so they are
+    # checked against their registered functions or onnxruntime once their inputs are typed
+    # (below)
+    declared = [n for n in custom if strict and typed(n) and called_function(n) is None and (
+        is_runtime_domain_node(n) or get_custom_op(n.type, n.domain) is not None)]
     for rounds in range(1, len(custom) + 2):
         pending = [n for n in custom if not settled(n)]
         if not pending:
@@ -683,4 +686,4 @@ def _infer_shapes(root: Graph, known_values: Mapping[str, Tensor], strict: bool)
                 break
         claims = _pass_through_loops(root, known_values, strict, True, opaque, claims)
     for node in declared:
-        check_declared_runtime_node(node)
+        check_declared_node(node)
