@@ -162,10 +162,13 @@ class IdBeforeTanh(FusionBasePass):
 """
 
 
-def test_a_model_broken_by_itself_is_not_blamed_on_a_harmless_pass(tmp_path: Path) -> None:
+@pytest.mark.parametrize("given_as", ["proto", "bytes"])
+def test_a_model_broken_by_itself_is_not_blamed_on_a_harmless_pass(tmp_path: Path,
+                                                                   given_as: str) -> None:
     """Trial S: a MatMul of [2, 4] by [5, 3] fails inference whatever the passes do; a pass
     that put an Identity before the Tanh the MatMul reads was named, with certainty. The
-    model as given is inferred too when a GE1305 names a pass: it fails, so no pass is."""
+    model as given is inferred too when a GE1305 names a pass: it fails, so no pass is
+    (the model given as bytes is read again as such)."""
     plugin = tmp_path / "id_before_tanh.py"
     plugin.write_text(ID_BEFORE_TANH)
     model = make_model([helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
@@ -173,7 +176,8 @@ def test_a_model_broken_by_itself_is_not_blamed_on_a_harmless_pass(tmp_path: Pat
                        [("x", [2, 4]), ("w", [5, 3])], [("y", [2, 3])],
                        check=False)  # (the MatMul's operands do not fit: the point)
     with pytest.raises(ge.errors.ShapeInferenceError) as caught:
-        ge.compile(model, pass_paths=[plugin])
+        ge.compile(model if given_as == "proto" else model.SerializeToString(),
+                   pass_paths=[plugin])
     err = caught.value
     assert err.message.endswith("; the model as given fails shape inference too (at node "
                                 "'mm'): it is the model's doing, not a pass's")

@@ -99,8 +99,8 @@ def test_compile_graph_takes_a_graph_only(tmp_path: Path) -> None:
 
 def test_ge_compile_names_the_type_of_a_model_it_cannot_take(tmp_path: Path) -> None:
     _refused(tmp_path, lambda graph, **kwargs: ge.compile([graph], **kwargs), {},
-             "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
-             "the list [<Graph 'g' nodes=4>]", CompileInputError)
+             "ge.compile expects a model path, an onnx.ModelProto, its serialized bytes or a "
+             "ge.graph.Graph, got the list [<Graph 'g' nodes=4>]", CompileInputError)
 
 
 def test_a_value_of_the_right_type_keeps_its_value_error(tmp_path: Path) -> None:

@@ -195,12 +195,15 @@ def _as_graph(model: object) -> tuple[Graph, bool, Path | None]:
 
     if isinstance(model, Graph):
         return model, True, _model_file(model)
-    if isinstance(model, onnx.ModelProto):
+    if isinstance(model, (bytearray, memoryview)):
+        model = bytes(model)  # (as ge.graph.load reads them)
+    if isinstance(model, (onnx.ModelProto, bytes)):
         return ge.graph.load(model), False, None
     if isinstance(model, (str, os.PathLike)):
         return ge.graph.load(model), False, Path(model)
     raise CompileInputError(
-        "ge.compile expects a model path, an onnx.ModelProto or a ge.graph.Graph, got "
+        "ge.compile expects a model path, an onnx.ModelProto, its serialized bytes or a "
+        "ge.graph.Graph, got "
         f"{described(model)}")
 
 
@@ -338,7 +341,7 @@ def _naming_model_file(compile_: Callable[_P, CompileResult]
 @_collecting
 @_naming_model_file
 def compile(
-    model: str | os.PathLike[str] | onnx.ModelProto | Graph,
+    model: str | os.PathLike[str] | onnx.ModelProto | bytes | Graph,
     *,
     pass_paths: Iterable[str | os.PathLike[str]] | None = None,
     options: Mapping[str, str] | None = None,

@@ -96,7 +96,7 @@ def inference_failure(input_graph: Graph, given: Graph) -> str | None:
     return None
 
 
-def input_graph(model: str | os.PathLike[str] | onnx.ModelProto | Graph, given: Graph,
+def input_graph(model: str | os.PathLike[str] | onnx.ModelProto | bytes | Graph, given: Graph,
                  unchanged: bool) -> Graph:
     """The model as `ge.compile` was given it, to check what it already had: `given` when
     `unchanged` (a Graph compiled in place is given back as it was when the compilation
@@ -108,8 +108,9 @@ def input_graph(model: str | os.PathLike[str] | onnx.ModelProto | Graph, given: 
 
     if unchanged or isinstance(model, Graph):
         return given
-    if isinstance(model, onnx.ModelProto):
-        return ge.graph.load(model)
+    if isinstance(model, (onnx.ModelProto, bytes, bytearray, memoryview)):
+        return ge.graph.load(model if isinstance(model, (onnx.ModelProto, bytes))
+                             else bytes(model))
     with no_gc_pauses():  # (as ge.graph.load: the collector would scan every new node)
         return model_to_graph(onnx.load(os.fspath(model), load_external_data=False))
 
