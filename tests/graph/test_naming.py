@@ -8,7 +8,7 @@ import pytest
 from builders import add_data, add_op, add_output
 
 import ge.graph
-from ge.graph import Graph
+from ge.graph import DataType, Graph, TensorDesc
 
 
 class Boom(Exception):
@@ -60,6 +60,31 @@ def test_a_data_node_added_gives_the_graph_input_of_its_name() -> None:
     assert [n.get_output_name(0) for n in (x, y, z)] == ["x", "y_1", "zz"]
     custom = graph.add_node("Data", domain="my.ops", name="d")
     assert custom.get_output_name(0) == "d:0"  # (another domain's Data: an operator)
+
+
+def test_a_graph_built_by_hand_needs_no_index_nor_output_count() -> None:
+    """Trial Z: a NetOutput added without `num_outputs=0` had one output and a Data without
+    `index` none, which only validate() and save said. A Data takes the next index (after
+    the graph's last, given or not), a NetOutput no outputs; what is given still decides."""
+    graph = Graph("g")
+    x = graph.add_node("Data", name="x")
+    w = graph.add_node("Data", name="w", attrs={"index": 4})
+    b = graph.add_node("Data", name="b")
+    relu = graph.add_node("Relu", num_inputs=1)
+    out = graph.add_node("NetOutput", num_inputs=1)
+    assert [n.get_attr("index") for n in (x, w, b)] == [0, 4, 5]
+    assert (relu.get_outputs_size(), out.get_outputs_size()) == (1, 0)
+    assert graph.add_node("NetOutput", name="n2", num_outputs=2).get_outputs_size() == 2
+    assert not graph.add_node("Data", domain="my.ops", name="d").has_attr("index")
+    graph.remove_node(graph.find_node_by_name("n2"))
+    graph.remove_node(graph.find_node_by_name("d"))
+    graph.remove_node(w)
+    graph.remove_node(b)
+    graph.add_data_edge(x, 0, relu, 0)
+    graph.add_data_edge(relu, 0, out, 0)
+    x.update_output_desc(0, TensorDesc([2], data_type=DataType.DT_FLOAT))
+    graph.validate()
+    assert [i.name for i in graph.to_onnx().graph.input] == ["x"]
 
 
 def test_rolled_back_names_are_given_again() -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["GraphNodeSet"]
 
 _DATA = "Data"  # (`ge.graph.graph.DATA`: graph.py imports this module)
+_NET_OUTPUT = "NetOutput"  # (`ge.graph.graph.NET_OUTPUT`)
 
 
 class GraphNodeSet:
@@ -161,21 +162,26 @@ class GraphNodeSet:
         name: str | None = None,
         domain: str = "",
         num_inputs: int = 0,
-        num_outputs: int = 1,
+        num_outputs: int | None = None,
         attrs: dict[str, Any] | None = None,
         output_names: list[str] | None = None,
     ) -> Node:
         """Create a node with unconnected anchors (extension; GE creates nodes via the builder).
 
         `name=None` picks a unique name from the op type; an explicit name already taken is a
-        `RuntimeError`. Output value names default to `<node name>:<index>`; a `Data` node's
-        one output to the node's name (the graph input `x` of a `Data` node `x`, as a model
-        loaded names it; it was `x:0`).
+        `RuntimeError`. `num_outputs` defaults to 1, to 0 for a `NetOutput`. Output value
+        names default to `<node name>:<index>`; a `Data` node's one output to the node's
+        name (the graph input `x` of a `Data` node `x`, as a model loaded names it; it was
+        `x:0`). A `Data` node given no `index` attribute gets the next one (one more than
+        the graph's last): it was invalid until given one, which only validate() and save
+        said (trial Z).
         """
         if not isinstance(op_type, str) or not op_type:
             raise GraphTypeError("op_type must be a non-empty str")
         if not isinstance(domain, str):
             raise GraphTypeError(f"domain must be a str, got {type(domain).__name__}")
+        if num_outputs is None:
+            num_outputs = 0 if op_type == _NET_OUTPUT and not domain else 1
         _check_index(num_inputs, "num_inputs")
         _check_index(num_outputs, "num_outputs")
         if num_inputs < 0 or num_outputs < 0:
@@ -202,9 +208,16 @@ class GraphNodeSet:
                 if value_name and self._naming.value_taken(value_name):
                     raise GraphError(f"value name {value_name!r} is already used in the graph")
         node = self._new_node(op_type, name, domain, num_inputs, out_names, {}, None)
+        index = None
+        if op_type == _DATA and not domain and "index" not in (attrs or {}):
+            taken = [n.get_attr("index") for n in self.nodes_of_type(_DATA)
+                     if n.has_attr("index")]
+            index = 1 + max((i for i in taken if isinstance(i, int)), default=-1)
         self._insert(node)
         for key, value in (attrs or {}).items():
             self._set_attr(node, key, value)
+        if index is not None:
+            self._set_attr(node, "index", index)
         return node
 
     def add_const(self: Graph, value: Tensor | Any, *, name: str | None = None) -> Node:
