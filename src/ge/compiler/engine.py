@@ -197,8 +197,9 @@ def _start(options: CompilerOptions, *, keep: bool) -> _Engine:
     """
     loader = PluginLoader()
     try:
-        report = loader.start(options)
-        registry, skipped = _build_registry(PassRegistry.with_builtins(), report, options)
+        builtins = PassRegistry.with_builtins()
+        report = loader.start(options, builtins.clashes)
+        registry, skipped = _build_registry(builtins, report, options)
         engine = _Engine(options if keep else CompilerOptions(), loader, registry, skipped,
                          _plugin_ops(report.plugins), explicit=keep)
         _registry_for(engine, options)  # D13: installed plugins load at initialisation
@@ -381,7 +382,7 @@ def _chosen(engine: _Engine, options: Mapping[str, str] | None,
     if pass_paths is None:
         return CompilationPasses(registry, merged, skipped, custom_ops=view,
                                  built_patterns=engine.built_patterns, plugins_off=plugins_off)
-    lease = engine.loader.lease_paths_into(view, pass_paths, merged)
+    lease = engine.loader.lease_paths_into(view, pass_paths, merged, registry.clashes)
     try:
         registry, extra = _build_registry(registry, lease.report, merged)
     except BaseException:

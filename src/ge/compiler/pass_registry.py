@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ge.errors import DuplicatePassNameError, SourceLocation
+from ge.errors import DuplicatePassNameError, GeError, SourceLocation
 from ge.passes.loader import (
     LoadedPlugin,
     PluginOrigin,
@@ -144,6 +144,21 @@ class PassRegistry:
             new = [entry for entry in entries if self._check(entry)]
             for entry in new:
                 self._passes[entry.name] = entry
+
+    def clashes(self, plugins: Iterable[LoadedPlugin]) -> list[GeError]:
+        """The E13030 errors adding `plugins` in order would raise, one per plugin that
+        clashes (nothing is added): what a failing load says beside its own failures, so
+        that a plugin taking a built-in's name is told with the others (trial V: three
+        plugins named ConstantFolding were "2 failed to register", the second and third
+        against the first, not the first against the built-in)."""
+        trial = self.copy()
+        found = []
+        for plugin in plugins:
+            try:
+                trial.add_plugin(plugin)
+            except GeError as err:
+                found.append(err)
+        return found
 
     def _check(self, entry: RegisteredPass) -> bool:
         """True if `entry` is new, False if it is already here; E13030 if its name is taken."""

@@ -99,6 +99,20 @@ def _discover(items: list[Path], source: str,
         raise
 
 
+#: What a failing load asks of the passes its plugins were to join: the clashes the loaded
+#: plugins would have with them (`PassRegistry.clashes`).
+Clashes = Callable[[list[LoadedPlugin]], list[GeError]]
+
+
+def _load_error(report: PluginLoadReport, clashes: Clashes | None) -> GeError:
+    """The error of a load that failed: its failures, then the clashes of the plugins that
+    did load with the passes they were to join (which adding them would have found next)."""
+    failures = [*report.failures, *(clashes(report.plugins) if clashes is not None else [])]
+    error = PluginLoadReport(failures=failures).error()
+    assert error is not None
+    return error
+
+
 def _environment_sources(value: str) -> list[Path]:
     """The plugin sources the items of a path variable's `value` name, in load order (an
     item that went names none: the stale-plugin warning says so)."""
@@ -190,14 +204,15 @@ class PluginLoader:
                 raise PluginLoaderClosedError()
 
     # -- the environment --------------------------------------------------------------------
-    def start(self, options: CompilerOptions) -> PluginLoadReport:
+    def start(self, options: CompilerOptions, clashes: Clashes | None = None
+              ) -> PluginLoadReport:
         """Snapshot `ASCEND_GE_PY_PASS_PATH` and `GE_DISABLE_PLUGIN_AUTOLOAD` (D13) and load
-        the plugins the path variable names."""
+        the plugins the path variable names (`clashes`: as `_load`'s)."""
         with self._lock:
             self._check_open()
             self.env_value = value = self._environ.get(ENV_PY_PASS_PATH, "")
             self._autoload_off = environment_disables_autoload(self._environ)
-        report = self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV)
+        report = self._load(normalize_path_list(value), options, PASS_PATH_IN_ENV, clashes)
         self._env_sources = frozenset(_environment_sources(value))
         return report
 
@@ -347,7 +362,8 @@ class PluginLoader:
         return self._load(paths, options)
 
     def lease_paths(
-        self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions
+        self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
+        clashes: Clashes | None = None
     ) -> PathLease:
         """Load explicit pass paths for one compilation.
 
@@ -361,7 +377,7 @@ class PluginLoader:
         closes while the lease imports stays good (it holds its own plugins only). A file
         edited since the plugin another running compilation holds was imported from it is
         loaded beside that one, as a copy (`ge.passes.plugin_cache.cached_source`), when
-        only leases hold it; else it is E13029.
+        only leases hold it; else it is E13029. `clashes` as `_load`'s.
         """
         items = given_paths(paths)
         self._check_open()
@@ -380,16 +396,15 @@ class PluginLoader:
                     continue  # someone else's (the environment's, a test's set)
                 owned.append(plugin)
         lease = PathLease(self, report, owned)
-        error = report.error()
-        if error is not None and not options.continue_on_plugin_error:
+        if report.failures and not options.continue_on_plugin_error:
             lease.release()
-            raise error
+            raise _load_error(report, clashes)
         warn_failures(report)
         return lease
 
     def lease_paths_into(
         self, view: CustomOpView, paths: Iterable[str | os.PathLike[str]],
-        options: CompilerOptions
+        options: CompilerOptions, clashes: Clashes | None = None
     ) -> PathLease:
         """`lease_paths`, the custom operators the plugins register at import going into
         the compilation's `view` only (`CustomOpView.importing`): kept out of the
@@ -398,7 +413,7 @@ class PluginLoader:
         name; a clash is checked against what the compilation sees."""
         with view.importing(
                 lambda: [op for plugin in loaded_plugins() for op in plugin.custom_ops]):
-            return self.lease_paths(paths, options)
+            return self.lease_paths(paths, options, clashes)
 
     def left_out_custom_ops(self, options: CompilerOptions) -> list[CustomOp]:
         """The custom operators of the installed plugins loaded so far that `options`
@@ -435,7 +450,11 @@ class PluginLoader:
 
     # -- shared -----------------------------------------------------------------------------
     def _load(self, paths: Iterable[str | os.PathLike[str]], options: CompilerOptions,
-              source: str = PASS_PATH_GIVEN) -> PluginLoadReport:
+              source: str = PASS_PATH_GIVEN, clashes: Clashes | None = None
+              ) -> PluginLoadReport:
+        """Load the plugins of `paths`; a failure raises (unless `continue_on_plugin_error`)
+        with the clashes `clashes` finds between the plugins that did load and the passes
+        they are to join (the built-ins): every failure of the load at once."""
         items = given_paths(paths)
         self._check_open()
         report = _discover(items, source)
@@ -449,9 +468,7 @@ class PluginLoader:
             unload_plugins(report.imported)
             if closed:
                 raise PluginLoaderClosedError()
-            error = report.error()
-            assert error is not None
-            raise error
+            raise _load_error(report, clashes)
         warn_failures(report)
         return report
 
