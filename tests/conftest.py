@@ -93,6 +93,18 @@ def pytest_configure(config: pytest.Config) -> None:
     helper.make_model = make_model
 
 
+@pytest.fixture(autouse=True)
+def _terminal_width_of_a_pipe() -> Iterator[None]:
+    """The CLI's tables at the width ge gives output that is no terminal (160 columns),
+    whatever terminal the suite is run from: an exported COLUMNS (rich reads it) narrowed
+    them, and 47 CLI tests reading a row on one line failed under COLUMNS=60. A test
+    about a width sets COLUMNS itself (its own `monkeypatch`, or the runner's `env=`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("COLUMNS", raising=False)
+        patch.delenv("LINES", raising=False)
+        yield
+
+
 @pytest.fixture
 def collector_off() -> Iterator[None]:
     """The cyclic collector disabled for the test: what is freed, reference counting freed."""

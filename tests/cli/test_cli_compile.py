@@ -72,6 +72,32 @@ def test_a_long_origin_is_cut_at_its_start_never_folded(model: Path, write) -> N
     assert f"…_rather_long_name.py:{line} │" in result.stdout, result.stdout
 
 
+@pytest.mark.parametrize(("columns", "left_out"), [
+    ("100", []), ("80", ["Kind", "Graph"]), ("50", ["Stage", "Kind", "Origin", "Graph", "ms"])])
+def test_a_narrow_terminal_gets_fewer_columns_not_folded_names(
+        model: Path, write, columns: str, left_out: list[str]) -> None:
+    """Trial V: at 80 columns the nine columns folded every pass name over three lines, at
+    60 Stage/Pass/Kind/Graph/Outcome were two characters wide. The table leaves columns out
+    (kind, graph and time first) until the rest fits, and its caption says which."""
+    plugin = write("passes/p.py", readme_pass_source())
+    result = CliRunner().invoke(cli, ["compile", str(model), "-o", str(model.parent / "o.onnx"),
+                                      "--pass-path", str(plugin)], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if line.startswith("┃"))
+    names = [n.strip() for n in header.strip("┃ ").split("┃")]
+    every = ["Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes", "ms"]
+    assert names == [n for n in every if n not in left_out]
+    assert all(len(line) <= int(columns) for line in result.stdout.splitlines())
+    pass_row = next(line for line in result.stdout.splitlines() if "FoldDoubleNeg" in line)
+    assert "success" in pass_row  # (the pass's name and outcome on one line)
+    caption = " ".join(result.stdout.split())
+    if left_out:
+        assert (f"columns {', '.join(left_out)} left out for the terminal's width "
+                f"({columns}; a wider terminal, or --json, has them)") in caption
+    else:
+        assert "left out for the terminal" not in caption
+
+
 def test_a_failing_pass_is_one_error_line_and_writes_nothing(model: Path, write) -> None:
     plugin = write("passes/broken.py", RAISING)
     out = model.parent / "out.onnx"

@@ -149,6 +149,47 @@ def test_builtin_passes_are_marked(write, pass_source,
     assert "yes" in row and "built-in" in row
 
 
+@pytest.mark.builtin_passes
+def test_the_json_lists_the_passes_in_the_tables_order(write, pass_source,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial Y: the table lists the passes in pipeline order, the JSON listed them as
+    registered; both are in pipeline order now."""
+    plugin = write("plugins/fusion.py", pass_source("AEarlyPass", stage="BeforeInferShape"))
+    monkeypatch.setenv("COLUMNS", "240")
+    _, table, _ = _run("passes", "list", "--pass-path", str(plugin))
+    _, listed, _ = _run("passes", "list", "--pass-path", str(plugin), "--json")
+    names = [p["name"] for p in json.loads(listed)["passes"]]
+    rows = [line.split("│")[1].strip() for line in table.splitlines()
+            if line.startswith("│")]
+    assert rows == names and len(names) > 20
+    assert names.index("AEarlyPass") < names.index("ConstantFolding")
+
+
+@pytest.mark.builtin_passes
+@pytest.mark.parametrize(("columns", "left_out"), [
+    ("240", []), ("80", ["Kind", "Op types", "Built-in"])])
+def test_a_narrow_terminal_lists_fewer_columns(monkeypatch: pytest.MonkeyPatch, columns: str,
+                                               left_out: list[str]) -> None:
+    """At 80 columns the six columns folded every name (`ConvBatchNor` / `mFusion`): the
+    table leaves the built-in mark, op types and kind out (the caption says so), and a pass
+    off by default says "(off)" by its name."""
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = _run("passes", "list")
+    assert code == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("┃"))
+    every = ["Name", "Kind", "Stage", "Op types", "Built-in", "Source"]
+    assert [n.strip() for n in header.strip("┃ ").split("┃")] == [
+        n for n in every if n not in left_out]
+    assert all(len(line) <= int(columns) for line in lines)
+    swish = next(line for line in lines if "SwishFusion" in line)
+    assert ("SwishFusion (off)" in swish) == bool(left_out)
+    assert "ConvBatchNormFusion" in out
+    caption = " ".join(out.split())
+    assert (f"columns {', '.join(left_out)} left out for the terminal's width" in caption
+            ) == bool(left_out)
+
+
 @pytest.mark.parametrize(("env", "options", "autoload", "disabled_by"), [
     (None, [], True, None),
     ("1", [], False, "GE_DISABLE_PLUGIN_AUTOLOAD=1"),

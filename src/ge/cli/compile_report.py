@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ge.cli.output import cell, console, encodable
+from ge.cli.output import cell, console, encodable, fitting_columns, left_out_note
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
@@ -78,10 +78,18 @@ def _found_nothing(runs: Sequence[PassRunRecord]) -> bool:
         run.matches or run.rewrites or run.fusions or run.rolled_back) for run in runs)
 
 
-def _pass_table(report: CompileReport, every: bool = False) -> Any:
+#: The pass table's columns, and those left out when a terminal is too narrow for all, in
+#: that order: a row's pass, outcome, counts and nodes always stay.
+_PASS_COLUMNS = ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes", "ms")
+_NARROW_DROPS = ("Kind", "Graph", "ms", "Stage", "Origin")
+
+
+def _pass_table(report: CompileReport, every: bool = False, width: int | None = None) -> Any:
     """A row per pass invocation (its runs on bodies summed in); without `every`, the
     built-in passes that found nothing are counted in the caption instead of listed (a
-    plugin pass always has its row: its author looks for it)."""
+    plugin pass always has its row: its author looks for it). Columns a terminal of `width`
+    cannot hold are left out, the caption says which."""
+    from rich.markup import escape
     from rich.table import Table
 
     from ge.compiler.report import overall_outcome
@@ -94,22 +102,17 @@ def _pass_table(report: CompileReport, every: bool = False) -> Any:
     if hidden and not shown:  # (no table of headers alone)
         return (f"Pass runs ({len(report.records)}): no built-in pass found anything to "
                 "change (--all-passes lists them)")
-    title = f"Pass runs ({len(report.records)}" + (
-        f"; {len(shown)} of {len(groups)} row(s) shown" if hidden else "") + ")"
+    # (runs on bodies are summed into their pass's row: trial Y read "Pass runs (216; 2 of
+    # 54 row(s) shown)" as 216 rows)
+    if len(report.records) == len(groups):
+        title = f"Pass runs ({len(groups)}" + (
+            f"; {len(shown)} of {len(groups)} row(s) shown" if hidden else "") + ")"
+    else:
+        title = f"Pass runs ({len(report.records)} in {len(groups)} row(s)" + (
+            f"; {len(shown)} row(s) shown" if hidden else "") + ")"
     hidden_runs = sum(len(runs) for runs in groups) - sum(len(runs) for runs in shown)
-    table = Table(title=title, title_justify="left")
-    # An origin (`file:line`) folded in a narrow terminal showed `p.py:1` over a `1` that
-    # read as another line (trial U): it is never folded, and a long one is cut at its start
-    # (`…ompose_layernorm.py:11`), so that its line stays.
-    for column in ("Stage", "Pass", "Kind", "Origin", "Graph", "Outcome", "M/R/F", "Nodes",
-                   "ms"):
-        numeric = column in ("M/R/F", "Nodes", "ms")
-        if column == "Origin":
-            table.add_column(column, overflow="ellipsis", no_wrap=True)
-            continue
-        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
-                         no_wrap=numeric)
     bodies = False
+    rows: list[list[str]] = []  # (plain text: the cells are escaped once the columns are known)
     for runs in shown:
         r = runs[0]
         outcome = overall_outcome([run.outcome.value for run in runs])
@@ -125,17 +128,35 @@ def _pass_table(report: CompileReport, every: bool = False) -> Any:
         counts = f"{matches}/{rewrites}/{fusions}" if matches or rewrites or fusions else "-"
         graph = r.graph_name if len(runs) == 1 else f"{r.graph_name} +{len(runs) - 1}"
         bodies |= len(runs) > 1
-        table.add_row(stage, cell(r.pass_name), r.kind or "-",
-                      cell(_cut_start(_short_origin(r.origin), _ORIGIN_WIDTH)),
-                      cell(graph), outcome, counts, nodes, _ms(sum(run.seconds for run in runs)))
+        rows.append([stage, encodable(r.pass_name), r.kind or "-",
+                     encodable(_cut_start(_short_origin(r.origin), _ORIGIN_WIDTH)),
+                     encodable(graph), outcome, counts, nodes,
+                     _ms(sum(run.seconds for run in runs))])
+    columns = fitting_columns(_PASS_COLUMNS, rows, width, _NARROW_DROPS)
+    table = Table(title=title, title_justify="left")
+    # An origin (`file:line`) folded in a narrow terminal showed `p.py:1` over a `1` that
+    # read as another line (trial U): it is never folded, and a long one is cut at its start
+    # (`…ompose_layernorm.py:11`), so that its line stays.
+    for i in columns:
+        column = _PASS_COLUMNS[i]
+        numeric = column in ("M/R/F", "Nodes", "ms")
+        if column == "Origin":
+            table.add_column(column, overflow="ellipsis", no_wrap=True)
+            continue
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
+                         no_wrap=numeric)
+    for row in rows:
+        table.add_row(*(escape(row[i]) for i in columns))
+    left_out = left_out_note(_PASS_COLUMNS, columns, width)
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
-                     "fusions reported (report_fuse)") + (
+                     "fusions reported (report_fuse); -: none") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
         "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
-        if bodies else "") + (
+        if bodies and "Graph" in [_PASS_COLUMNS[i] for i in columns] else "") + (
         f"; {hidden} row(s) of built-in passes that found nothing are not shown"
         + (f" ({hidden_runs} runs, bodies included)" if hidden_runs != hidden else "")
-        + " (--all-passes lists them)" if hidden else "")
+        + " (--all-passes lists them)" if hidden else "") + (
+        f"; {left_out}" if left_out else "")
     table.caption_justify = "left"
     return table
 
@@ -222,7 +243,7 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     report = result.report
     con = console()
     if not quiet:
-        con.print(_pass_table(report, every=all_passes))
+        con.print(_pass_table(report, every=all_passes, width=con.width))
     notes = report.refusal_notes()
     for note in notes[:_REFUSAL_NOTES]:
         con.print(cell(note))

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -52,6 +52,8 @@ __all__ = [
     "command_output",
     "console",
     "dumps_json",
+    "fitting_columns",
+    "left_out_note",
     "one_line",
 ]
 
@@ -389,6 +391,37 @@ def encodable(text: str) -> str:
     if text.isascii() or all(_can_encode(stream) for stream in (sys.stdout, sys.stderr)):
         return text
     return "".join(map(_ascii_char, text))
+
+
+def fitting_columns(headers: Sequence[str], rows: Iterable[Sequence[str]], width: int | None,
+                    drops: Sequence[str], caps: Mapping[str, int] | None = None) -> list[int]:
+    """The indexes of a table's columns to show in a terminal of `width` columns: all when
+    they fit at their widest cell (a column of `caps` at most that wide: one that folds well,
+    a path at its separators), else without the columns `drops` names, the first first,
+    until the rest do (None: any width). Nine columns at 80 folded every name of ge
+    compile's pass table over three lines (trial V): fewer, whole, read better."""
+    shown = list(range(len(headers)))
+    if width is None:
+        return shown
+    widest = [len(h) for h in headers]
+    for row in rows:
+        widest = [max(w, len(text)) for w, text in zip(widest, row, strict=True)]
+    for i, header in enumerate(headers):
+        if caps and header in caps:
+            widest[i] = min(widest[i], max(caps[header], len(header)))
+    pending = [headers.index(name) for name in drops]
+    while pending and sum(widest[i] for i in shown) + 3 * len(shown) + 1 > width:
+        shown.remove(pending.pop(0))
+    return shown
+
+
+def left_out_note(headers: Sequence[str], shown: Sequence[int], width: int | None) -> str:
+    """What a table's caption says of the columns `fitting_columns` left out ("" if none)."""
+    left_out = [h for i, h in enumerate(headers) if i not in shown]
+    if not left_out:
+        return ""
+    return (f"columns {', '.join(left_out)} left out for the terminal's width ({width}; a "
+            "wider terminal, or --json, has them)")
 
 
 def cell(text: str) -> str:

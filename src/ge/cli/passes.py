@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ge.cli.compile import parse_options
 from ge.cli.listed_passes import listing_options, loaded_passes, pass_path_option
-from ge.cli.output import cell, command_output, console
+from ge.cli.output import cell, command_output, console, fitting_columns, left_out_note
 from ge.cli.path_cell import path_cell
 from ge.compiler.options import OPTION_DISABLE_PLUGIN_AUTOLOAD, CompilerOptions
 from ge.compiler.pass_registry import RegisteredPass
@@ -79,24 +79,41 @@ def _failure_dict(err: GeError) -> dict[str, object]:
     return data
 
 
+#: `ge passes list`'s columns, and those left out when a terminal is too narrow for all,
+#: in that order (a built-in's Source says it is one; most passes have no op types).
+_LIST_COLUMNS = ("Name", "Kind", "Stage", "Op types", "Built-in", "Source")
+_LIST_DROPS = ("Built-in", "Op types", "Kind")
+
+
+def _listing_order(entries: list[RegisteredPass]) -> list[RegisteredPass]:
+    """The passes in pipeline order; within a step in run order (built-in: declared,
+    plugins: by name): the table's order and the JSON's (trial Y: they differed)."""
+    order = {step_label(step): i for i, step in enumerate(PIPELINE)}
+    return sorted(entries, key=lambda e: (order[e.stage_label], "" if e.step else e.name))
+
+
 def _print_tables(
     entries: list[RegisteredPass], failures: list[GeError], disabled: list[str],
     autoload: Mapping[str, object],
 ) -> None:
     con = console()
+    rows = [[d.pass_name, d.kind, entry.stage_label, ", ".join(d.op_types) or "-",
+             ("yes" if entry.on_by_default else "yes (off)") if entry.builtin else "-",
+             str(entry.origin)]
+            for entry in entries for d in [entry.descriptor]]
+    columns = fitting_columns(_LIST_COLUMNS, rows, con.width, _LIST_DROPS, {"Source": 30})
+    if _LIST_COLUMNS.index("Built-in") not in columns:  # (its "(off)" goes with the name)
+        for row, entry in zip(rows, entries, strict=True):
+            row[0] += "" if entry.on_by_default else " (off)"
     table = Table(title=f"Passes ({len(entries)})", title_justify="left")
-    for column in ("Name", "Kind", "Stage", "Op types", "Built-in", "Source"):
-        table.add_column(column, overflow="fold")
-    # In pipeline order; within a step in run order (built-in: declared, plugins: by name).
-    order = {step_label(step): i for i, step in enumerate(PIPELINE)}
-    for entry in sorted(entries, key=lambda e: (order[e.stage_label],
-                                                "" if e.step else e.name)):
-        d = entry.descriptor
-        table.add_row(
-            cell(d.pass_name), d.kind, entry.stage_label, cell(", ".join(d.op_types) or "-"),
-            ("yes" if entry.on_by_default else "yes (off)")
-            if entry.builtin else "-", path_cell(str(entry.origin)),
-        )
+    for i in columns:
+        table.add_column(_LIST_COLUMNS[i], overflow="fold")
+    for row in rows:
+        table.add_row(*(path_cell(row[i]) if _LIST_COLUMNS[i] == "Source" else cell(row[i])
+                        for i in columns))
+    left_out = left_out_note(_LIST_COLUMNS, columns, con.width)
+    if left_out:
+        table.caption, table.caption_justify = left_out, "left"
     con.print(table)
     if any(not entry.on_by_default for entry in entries):
         con.print("(off): a built-in pass off by default; `ge compile --enable NAME` runs it")
@@ -138,13 +155,14 @@ def list_passes(
         with loaded_passes(pass_paths, options) as found:
             if as_json:
                 out.result({
-                    "passes": [_pass_dict(e) for e in found.entries],
+                    "passes": [_pass_dict(e) for e in _listing_order(found.entries)],
                     "failures": [_failure_dict(f) for f in found.failures],
                     "disabled": found.disabled,
                     "entry_points": autoload,
                 })
             else:
-                _print_tables(found.entries, found.failures, found.disabled, autoload)
+                _print_tables(_listing_order(found.entries), found.failures, found.disabled,
+                              autoload)
     if found.failures:
         ctx.exit(1)
 
