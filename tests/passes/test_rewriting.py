@@ -93,6 +93,12 @@ class P(PatternFusionPass):
      "match_result.get_captured_tensor(i)).", 12),
     ("    def replacement(self, match_result):\n        return 42\n",
      "TypeError: PatternFusionPass.replacement must return ge.graph.Graph", 12),
+    # trial U: a legacy replacement returning its builder's output, not the built graph
+    ("    def replacement(self, match_result):\n"
+     "        return es.Neg(GraphBuilder('r').create_input(0))\n",
+     "TypeError: PatternFusionPass.replacement must return ge.graph.Graph, got TensorHolder, "
+     "the output of a GraphBuilder: return the graph it builds, "
+     "builder.build_and_reset([output, ...])", 12),
     ("    def replacement(self, match_result):\n        raise KeyError('boom')\n",
      "KeyError: 'boom'", 13),
     # the engine cannot put it in place: blamed on the hook that built it

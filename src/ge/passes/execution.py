@@ -191,7 +191,14 @@ def _not_a_graph(kind: str, returned: object) -> str:
     """Why a replacement's result is refused; None may be a missing return or an attempt to
     skip (GE has no such return: meet_requirements decides, before replacement is asked)."""
     if returned is not None:
-        return f"{kind}.replacement must return ge.graph.Graph, got {type(returned).__name__}"
+        what = type(returned).__name__
+        tensors = returned if isinstance(returned, (list, tuple)) else [returned]
+        if tensors and all(type(t).__name__ == "TensorHolder" for t in tensors):
+            # (trial U: the builder's outputs returned as they are)
+            what = (("TensorHolder" if tensors is not returned else f"a {what} of "
+                     "TensorHolders") + ", the output of a GraphBuilder: return the graph it "
+                    "builds, builder.build_and_reset([output, ...])")
+        return f"{kind}.replacement must return ge.graph.Graph, got {what}"
     what = "node" if kind == "DecomposePass" else "match"
     return (f"{kind}.replacement must return ge.graph.Graph, got None (a missing return?); "
             f"a replacement cannot skip its {what}: to leave a {what} alone, return False "
