@@ -517,3 +517,25 @@ def test_pass_records_count_nodes_as_the_totals_do() -> None:
         totals["nodes_after"] - totals["nodes_before"])
     assert sum(row["constant_delta"] for row in rows) == (
         totals["constants_after"] - totals["constants_before"])
+
+
+def test_saving_over_a_model_with_external_data_names_the_data_file_left(tmp_path: Path
+                                                                        ) -> None:
+    """Trial Z: `ge compile` warned that `out.onnx.data`, written by an earlier save with
+    external data, is not read by a model saved inline over it; `CompileResult.save` said
+    nothing. Both say it now (the file is left: another model may read it)."""
+    result = ge.compile(shared_model("distilbert_tiny"))
+    out = tmp_path / "out.onnx"
+    assert result.save(out, external_data=True) == tmp_path / "out.onnx.data"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert result.save(out, external_data=True) is not None  # (rewritten: read)
+        assert not caught
+        assert result.save(out) is None
+    assert [str(w.message) for w in caught] == [
+        f"{out}.data is not read by the model written, {out} (its weights are inside it), "
+        "and ge left it as it was (an earlier save with external data wrote it, or another "
+        "program did); delete it if no other model reads it"]
+    assert caught[0].filename == __file__  # (at the user's call)
+    assert (tmp_path / "out.onnx.data").exists()
+    onnx.checker.check_model(onnx.load(out), full_check=True)

@@ -289,7 +289,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         out.wrote(output)
         out.wrote(data_file)
         _warn_link_elsewhere(output, data_file)
-        _warn_stale_data(output, data_file, graph)
     (payload,) = described
     if out.as_json:
         del payload["warnings"]  # added (complete) when the command ends
@@ -305,27 +304,6 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
             click.echo(f"wrote page {html_path}")
-
-
-def _warn_stale_data(output: Path, data_file: Path | None, graph: Any) -> None:
-    """Warn when a data file named after OUT (`OUT.data`) is beside it and the model written
-    does not read it: left by an earlier save (with --external-data), it would ship with the
-    folder unread. It is not deleted: another model may read it. One the compiled model was
-    loaded from is `CompileResult.save`'s to name (--overwrite-input), or MODEL's own."""
-    from ge.graph.save_target import data_file_of, write_destination
-
-    stale = data_file_of(output)
-    if (data_file is not None and same_file(data_file, stale)) or not stale.is_file():
-        return
-    if os.path.realpath(stale) in graph.root_graph().model.source_files:
-        return
-    written, _ = write_destination(output)
-    reads = (f"its weights are inside it and in {data_file}" if data_file is not None
-             else "its weights are inside it")
-    warnings.warn(CompileWarning(
-        f"{stale} is not read by the model written, {written} ({reads}), and ge left it as "
-        "it was (an earlier save with external data wrote it, or another program did); "
-        "delete it if no other model reads it"), stacklevel=2)
 
 
 def _warn_link_elsewhere(output: Path, data_file: Path | None) -> None:

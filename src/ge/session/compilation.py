@@ -160,7 +160,31 @@ class CompileResult:
                 f"{', '.join(map(str, left))}; the model written does not read {it} "
                 f"({_why_not_read(external_data, written)}), so {they} {is_} left in place: "
                 f"delete {it} if no other model reads {it}"))
+        elif not overwrite_input:
+            self._warn_stale_data(path, written)
         return written
+
+    def _warn_stale_data(self, path: str | os.PathLike[str], written: Path | None) -> None:
+        """Warn when a data file named after the model saved (`OUT.data`) is beside it and
+        the model written does not read it: left by an earlier save with external data, it
+        would ship with the folder unread (trial Z: `ge compile` said so, `save` did not). It
+        is not deleted: another model may read it. One the model was loaded from is the
+        input's (MODEL's own, or `overwrite_input`'s to name)."""
+        from ge.graph.save_target import data_file_of, write_destination
+
+        stale = data_file_of(Path(path))
+        if not stale.is_file() or (written is not None and os.path.exists(written)
+                                   and os.path.samefile(written, stale)):
+            return
+        if os.path.realpath(stale) in self.graph.root_graph().model.source_files:
+            return
+        destination, _ = write_destination(Path(path))
+        reads = (f"its weights are inside it and in {written}" if written is not None
+                 else "its weights are inside it")
+        warn_user(CompileWarning(
+            f"{stale} is not read by the model written, {destination} ({reads}), and ge left "
+            "it as it was (an earlier save with external data wrote it, or another program "
+            "did); delete it if no other model reads it"))
 
     def to_onnx(self) -> onnx.ModelProto:
         """The compiled model as `save` writes it (`Constant` operators as initializers)."""
