@@ -931,3 +931,40 @@ def test_an_unnamed_operator_of_a_later_opset_is_named_by_what_it_computes(
         "opset 20 and later, and the model imports opset 17;")
     assert list(caught.value.nodes) == ["Gelu"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+
+
+def test_many_problems_are_listed_ten_and_counted(tmp_path: Path) -> None:
+    """Trial AA: one exporter mistake in every layer (a ReduceMean given its axes as an
+    input at opset 13) made a GE1003 of 4,764 problems, one line of about 1 MB. The message
+    lists the first 10 and counts the others by kind; `problems` (and --json) has all."""
+    nodes, previous = [], "x"
+    for i in range(40):
+        nodes.append(helper.make_node("ReduceMean", [previous, "axes"], [f"r{i}"],
+                                      name=f"rm{i}"))
+        previous = f"r{i}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(previous, onnx.TensorProto.FLOAT, None)],
+        [helper.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])])
+    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), source)
+    with pytest.raises(GraphValidationError) as caught:
+        ge.compile(source)
+    err = caught.value
+    assert len(err.problems) == 40 and err.message.count("\n  - ") == 11
+    assert err.message.startswith(f"{source}: graph is invalid (40 problem(s)):\n  - graph g: "
+                                  "onnx-checker: ReduceMean node 'rm0': ")
+    assert "'rm9'" in err.message and "'rm10'" not in err.message
+    assert err.message.endswith("\n  - and 30 more (onnx-checker: 30; the error's "
+                                "`problems`, and --json, list every one)")
+    code, stderr = _compile_cli(source, out)
+    assert code == 1 and not out.exists() and stderr.count("\n") == 1
+    assert len(stderr) < 2500
+    from click.testing import CliRunner
+
+    from ge.cli import cli
+
+    ran = CliRunner().invoke(cli, ["compile", str(source), "-o", str(out), "--json"])
+    listed = json.loads(ran.stdout)["problems"]
+    assert [p["nodes"] for p in listed] == [[f"rm{i}"] for i in range(40)]
+    assert {p["kind"] for p in listed} == {"onnx-checker"} and not out.exists()
