@@ -177,9 +177,11 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float,
     # largest difference
     flat = scan.worst if mismatches else scan.largest
     index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
+    # (measured when it fails only: what `VerificationReport.rounding_note` weighs)
+    largest = _largest_finite(e) if mismatches and _is_float(e.dtype) else None
     return OutputComparison(name, not reasons, *shapes, *dtypes, scan.max_abs, scan.max_rel,
                             index, e[index], a[index], mismatches, e.size, "; ".join(reasons),
-                            rtol, atol, computed_in=computed_in)
+                            rtol, atol, computed_in=computed_in, largest_expected=largest)
 
 
 @dataclass
