@@ -234,12 +234,17 @@ def test_one_file_reached_as_an_entry_point_and_a_pass_path_is_said_so(
     assert code == 1
     error = json.loads(stdout)
     assert (error["code"], error["type"]) == ("E13030", "DuplicatePassNameError")
+    # (trial T: it said "(ASCEND_GE_PY_PASS_PATH or --pass-path)" though ge knew which)
+    reached, off = {
+        "environment": ("a pass path in ASCEND_GE_PY_PASS_PATH", "ASCEND_GE_PY_PASS_PATH"),
+        "pass path": ("a pass path given to the compilation (--pass-path, pass_paths=)",
+                      "the pass paths given")}[how]
     assert error["message"] == (
         f"python pass name already exists: FuseIt; TeamA at {source}:6 reuses the name of "
         f"TeamA at {source}:6; that is one file, reached both as entry point matmul_add = "
-        "teama_fusions_pkg.matmul_add (teama-fusions 1.0.0) and as a pass path "
-        "(ASCEND_GE_PY_PASS_PATH or --pass-path), and imported for each: give it one way, "
-        "taking the file off the pass path or leaving the installed plugin out: --option "
+        f"teama_fusions_pkg.matmul_add (teama-fusions 1.0.0) and as {reached}, and imported "
+        f"for each: give it one way, taking the file off {off} or leaving the installed "
+        "plugin out: --option "
         "ge.passes.disabled_plugins=teama-fusions:matmul_add (ge.compile's "
         "options={'ge.passes.disabled_plugins': 'teama-fusions:matmul_add'})")
     assert not out.exists() and model.read_bytes() == before

@@ -93,7 +93,9 @@ def _discover(items: list[Path], source: str,
     """`discover_plugins` of path items; a missing path or a non-`.py` file says where it
     came from."""
     try:
-        return discover_plugins(items, entry_points=False, copies=copies)
+        return discover_plugins(items, entry_points=False, copies=copies,
+                                reached_as="environment" if source == PASS_PATH_IN_ENV
+                                else "given")
     except (PluginPathNotFoundError, PluginPathSuffixError) as err:
         err.message += f" ({source})"
         raise

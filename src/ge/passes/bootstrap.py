@@ -8,6 +8,7 @@ disabled entry points) for the compiler and `ge passes list`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
@@ -195,8 +196,10 @@ def discover_plugins(
     module_prefix: str = DEFAULT_MODULE_PREFIX,
     plugin_kind: str = DEFAULT_PLUGIN_KIND,
     copies: Callable[[LoadedPlugin], bool] | None = None,
+    reached_as: str = "",
 ) -> PluginLoadReport:
     """Load the plugins of `paths` (in order), then the entry points; collect every failure.
+    `reached_as` says how `paths` were given (`PluginSource.reached_as`), for messages.
 
     A missing path or a non-`.py` file is a configuration error raised before anything is
     imported (E13029 that is also FileNotFoundError / ValueError). Plugins that fail to
@@ -207,7 +210,8 @@ def discover_plugins(
     """
     items = [item.resolve() for item in given_paths(paths)]
     planned = [
-        (item, plugin_sources(item, module_prefix=module_prefix, plugin_kind=plugin_kind))
+        (item, [dataclasses.replace(source, reached_as=reached_as) for source in
+                plugin_sources(item, module_prefix=module_prefix, plugin_kind=plugin_kind)])
         for item in items
     ]
     for item, sources in planned:

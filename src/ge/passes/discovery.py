@@ -48,6 +48,9 @@ class PluginSource:
     path: Path
     module_name: str
     search_dir: Path | None = None
+    #: how the pass path naming it was given: "environment" (ASCEND_GE_PY_PASS_PATH),
+    #: "given" (--pass-path, pass_paths=), or "" (not said)
+    reached_as: str = ""
 
 
 def given_paths(paths: Iterable[str | os.PathLike[str]], what: str = "pass_paths"

@@ -364,7 +364,7 @@ def _import_source(source: PluginSource, key: str) -> LoadedPlugin:
         roots = (source.path.parent,)
     if source.search_dir is not None:
         roots += (source.search_dir,)
-    origin = PluginOrigin(source.kind, str(source.path))
+    origin = PluginOrigin(source.kind, str(source.path), reached_as=source.reached_as)
     adopted: ModuleType | None = None
     if source.kind == "package":
         adopted, clash = _package_clash(source)

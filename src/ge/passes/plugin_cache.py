@@ -70,6 +70,8 @@ class PluginOrigin:
     entry_point: str | None = None
     distribution: str | None = None
     version: str | None = None
+    #: how its pass path was given (`PluginSource.reached_as`): not part of what it is
+    reached_as: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         if self.kind == "entry_point":
@@ -235,10 +237,22 @@ def _reached_twice(err: DuplicatePassNameError, *origins: PluginOrigin | None) -
             or os.path.realpath(new.file) != os.path.realpath(old.file)):
         return ""
     leave_out = leave_out_hint([(installed.distribution, installed.entry_point_name or "")])
-    return (f"; that is one file, reached both as {installed} and as a pass path "
-            "(ASCEND_GE_PY_PASS_PATH or --pass-path), and imported for each: give it one "
-            f"way, taking the file off the pass path or leaving the installed plugin out: "
-            f"{leave_out}")
+    path = next((o for o in origins if o is not None and not o.entry_point), None)
+    reached, off = _REACHED.get(path.reached_as if path is not None else "", _REACHED[""])
+    return (f"; that is one file, reached both as {installed} and as {reached}, and imported "
+            f"for each: give it one way, taking the file off {off} or leaving the installed "
+            f"plugin out: {leave_out}")
+
+
+#: How a pass path was given (`PluginOrigin.reached_as`), as `_reached_twice` says it: the
+#: way the file was reached, and what to take it off (trial T: ge knew which, and said
+#: "ASCEND_GE_PY_PASS_PATH or --pass-path").
+_REACHED = {
+    "environment": ("a pass path in ASCEND_GE_PY_PASS_PATH", "ASCEND_GE_PY_PASS_PATH"),
+    "given": ("a pass path given to the compilation (--pass-path, pass_paths=)",
+              "the pass paths given"),
+    "": ("a pass path (ASCEND_GE_PY_PASS_PATH or --pass-path)", "the pass path"),
+}
 
 
 def unregister_hint(descriptor: PassDescriptor) -> str:
