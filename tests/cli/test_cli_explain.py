@@ -39,8 +39,9 @@ def test_matmul_add_on_vit_says_meet_requirements_refuses_the_3d_matmuls() -> No
     first = next(line for line in lines if line.startswith("    1. "))
     assert first == (
         f"    1. '{Q_PROJ_ADD}': depth 5/5: meet_requirements returned False: the pass "
-        "refuses this match; its inputs: input_0 float[1, 17, 48], input_1 float[48, 48], "
-        "input_2 float[48]")
+        "refuses this match (the pass says: MatMul's operands are not both 2-D (a batched "
+        "or vector MatMul): Gemm takes 2-D A and B); its inputs: input_0 float[1, 17, 48], "
+        "input_1 float[48, 48], input_2 float[48]")
     assert "      bound: " in out and "MatMul=/model/layers.0/attention/q_proj/MatMul" in out
     assert err == ""
 

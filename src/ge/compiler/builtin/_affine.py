@@ -37,6 +37,7 @@ from ge.ops.onnx_node import node_opset
 from ge.passes.matcher import MatchResult
 
 __all__ = [
+    "UNREPRESENTABLE",
     "Fold",
     "FoldNames",
     "as_float64",
@@ -157,35 +158,51 @@ def cast_like(values: np.ndarray, like: Tensor, *, output_axis: int | None = Non
     return Tensor(cast, data_type=like.data_type)
 
 
-def _inference_epsilon(bn: Node) -> float | None:
-    """The epsilon of a BatchNormalization computing with its stored statistics, or None
-    (training mode, optional outputs asked for, non-spatial, or an opset before 7)."""
+#: Why a fold is refused, in the words of every pass that folds (`_support.refuse`).
+UNREPRESENTABLE = ("a folded value is not finite in the weight's element type, or all the "
+                   "folded weights of an output fall below its normal range (a float16 "
+                   "overflow or underflow)")
+_BN_OLD_OPSET = "the BatchNormalization is of an opset before 7 (is_test semantics)"
+_BN_TRAINING = "the BatchNormalization is in training mode"
+_BN_NOT_SPATIAL = ("the BatchNormalization has spatial=0 (statistics per element, not per "
+                   "channel)")
+_BN_STATISTICS_OUT = ("the BatchNormalization outputs its running or saved statistics "
+                      "(training)")
+_BN_NOT_CONSTANT = ("the BatchNormalization's scale, bias, mean or var is not a "
+                    "floating-point constant of one value per channel")
+_BN_NOT_FINITE = ("the BatchNormalization's own result is not finite (var + epsilon <= 0, "
+                  "or huge values)")
+
+
+def _inference_epsilon(bn: Node) -> float | str:
+    """The epsilon of a BatchNormalization computing with its stored statistics, or why it
+    does not (training mode, optional outputs asked for, non-spatial, an opset before 7)."""
     if node_opset(bn) < _BN_MIN_OPSET:
-        return None
+        return _BN_OLD_OPSET
     if bn.has_attr("training_mode") and int(bn.get_attr("training_mode")) != 0:
-        return None
+        return _BN_TRAINING
     if bn.has_attr("spatial") and int(bn.get_attr("spatial")) != 1:
-        return None  # opset 7-8: statistics per element, not per channel
+        return _BN_NOT_SPATIAL  # opset 7-8: statistics per element, not per channel
     if any(bn.get_output_names()[1:]):
-        return None  # running mean / var outputs: training
+        return _BN_STATISTICS_OUT  # running mean / var outputs: training
     return float(bn.get_attr("epsilon")) if bn.has_attr("epsilon") else 1e-5
 
 
-def bn_affine(bn: Node, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
+def bn_affine(bn: Node, channels: int) -> tuple[np.ndarray, np.ndarray] | str:
     """`(f, shift)` of an inference BatchNormalization over `channels` channels, with
-    `y = x * f + shift`, in float64; None when it cannot be folded."""
+    `y = x * f + shift`, in float64; when it cannot be folded, why (a refusal's reason)."""
     epsilon = _inference_epsilon(bn)
-    if epsilon is None:
-        return None
+    if isinstance(epsilon, str):
+        return epsilon
     params = [float_const(bn, i) for i in range(1, 5)]
     if any(p is None or tuple(p.shape) != (channels,) for p in params):
-        return None  # scale, bias, mean, var: constants of one value per channel
+        return _BN_NOT_CONSTANT  # scale, bias, mean, var: constants of one value per channel
     scale, bias, mean, var = (as_float64(p) for p in params if p is not None)
     with np.errstate(all="ignore"):
         f = scale / np.sqrt(var + epsilon)
         shift = bias - mean * f
     if not (np.all(np.isfinite(f)) and np.all(np.isfinite(shift))):
-        return None  # var + epsilon <= 0 (or huge values): BN's own result is not finite
+        return _BN_NOT_FINITE  # var + epsilon <= 0 (or huge values)
     return f, shift
 
 

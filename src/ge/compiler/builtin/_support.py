@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -23,6 +23,9 @@ from ge.ops.onnx_node import (
     slice_arguments,
 )
 from ge.ops.reshape import allow_zero, reshaped_dims
+
+if TYPE_CHECKING:
+    from ge.passes import PassContext
 
 __all__ = [
     "FLOAT_TYPES",
@@ -43,6 +46,7 @@ __all__ = [
     "raw_bytes",
     "raw_item_size",
     "read_by_body",
+    "refuse",
     "reshaped_dims",
     "retyped_name",
     "reverses_to_front",
@@ -65,6 +69,16 @@ _STRUCTURAL = frozenset({DATA, CONST, NET_OUTPUT})
 #: producing them check for these).
 FLOAT_TYPES = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE,
                          DataType.DT_BF16})
+
+
+def refuse(context: PassContext | None, reason: str) -> bool:
+    """Refuse a match saying why: set `reason` as the context's error message (GE's
+    `set_error_message`, which the report counts and `ge passes explain` shows) and return
+    False. One text per cause, never naming a node or dims, so that the report's few kept
+    reasons add up the refusals of a model instead of listing its first matches."""
+    if context is not None:
+        context.set_error_message(reason)
+    return False
 
 
 def is_operator(node: Node) -> bool:

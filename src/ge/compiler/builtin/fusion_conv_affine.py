@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ge.compiler.builtin._affine import (
+    UNREPRESENTABLE,
     Fold,
     as_float64,
     batch_norm,
@@ -38,7 +39,7 @@ from ge.compiler.builtin._affine import (
     other_input,
     per_axis,
 )
-from ge.compiler.builtin._support import dims_of, input_connected
+from ge.compiler.builtin._support import dims_of, input_connected, refuse
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Conv, ConvTranspose
@@ -72,27 +73,42 @@ def _groups(conv: Node) -> int | None:
     return int(conv.get_attr("group")) if conv.has_attr("group") else 1
 
 
-def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | None:
+#: Why a match is refused (`ge passes explain` shows it, the report counts it), by the
+#: matched operator's type: one text per cause, built once.
+_CONVS, _STEPS = ("Conv", "ConvTranspose"), ("Mul", "Add")
+_WEIGHT_NOT_CONSTANT = {c: f"the {c}'s weight is not a floating-point constant of rank 3 or "
+                           "more" for c in _CONVS}
+_BAD_GROUPS = "the ConvTranspose's group does not divide its weight's first dim"
+_BIAS_NOT_CONSTANT = {c: f"the {c}'s bias is not a floating-point constant of one value per "
+                         "output channel, of the weight's type" for c in _CONVS}
+_OUTPUT_RANK = {c: f"the {c}'s output rank is unknown or not its weight's" for c in _CONVS}
+_NOT_CONSTANT = {s: f"the {s}'s other operand is not a floating-point constant of the "
+                    "weight's element type" for s in _STEPS}
+_NOT_PER_CHANNEL = {s: f"the {s}'s constant varies over another axis than the channel axis, "
+                       "or has a higher rank than the output" for s in _STEPS}
+
+
+def _conv_weights(conv: Node) -> tuple[Tensor, Tensor | None, int] | str:
     """`(W, B or None, output channels)` of a Conv (or ConvTranspose) with constant weights
-    of its shapes and an output of known rank ([N, M, spatial...], W's rank)."""
+    of its shapes and an output of known rank ([N, M, spatial...], W's rank); else why not."""
     weight = float_const(conv, 1)
     if weight is None or len(weight.shape) < 3:
-        return None
+        return _WEIGHT_NOT_CONSTANT[conv.type]
     groups = _groups(conv)
     if groups is None:
         channels = int(weight.shape[0])
     elif groups < 1 or int(weight.shape[0]) % groups:
-        return None
+        return _BAD_GROUPS
     else:
         channels = int(weight.shape[1]) * groups
     bias: Tensor | None = None
     if input_connected(conv, 2):
         bias = float_const(conv, 2)
         if bias is None or tuple(bias.shape) != (channels,) or bias.data_type != weight.data_type:
-            return None
+            return _BIAS_NOT_CONSTANT[conv.type]
     out = dims_of(conv.get_output_desc(0))
     if out is None or len(out) != len(weight.shape):
-        return None
+        return _OUTPUT_RANK[conv.type]
     return weight, bias, channels
 
 
@@ -171,15 +187,15 @@ class ConvBatchNormFusion(PatternFusionPass):
                     if n.type in ("Conv", "ConvTranspose"))
         bn = matched_node(match_result, "BatchNormalization")
         weights = _conv_weights(conv)
-        if weights is None:
-            return False
+        if isinstance(weights, str):
+            return refuse(context, weights)
         weight, bias, channels = weights
         affine = bn_affine(bn, channels)
-        if affine is None:
-            return False
+        if isinstance(affine, str):
+            return refuse(context, affine)
         folded = _conv_fold(weight, bias, *affine, transposed_groups=_groups(conv))
-        if folded is None or folded[1] is None:
-            return False
+        if folded is None or folded[1] is None:  # (a BN's shift always makes a bias)
+            return refuse(context, UNREPRESENTABLE)
         self._fold = Fold(folded[0], folded[1], fold_names(conv, bias_from=(bn, 2)),
                           node_attrs(conv), conv.type)
         return True
@@ -251,21 +267,21 @@ class ConvAddMulFusion(PatternFusionPass):
                     if n.type in ("Conv", "ConvTranspose"))
         op = next(n for n in match_result.get_matched_nodes() if n.type in ("Mul", "Add"))
         weights = _conv_weights(conv)
-        if weights is None:
-            return False
+        if isinstance(weights, str):
+            return refuse(context, weights)
         weight, bias, channels = weights
         operand = float_const(op, other_input(op, conv))
         if operand is None or operand.data_type != weight.data_type:
-            return False
+            return refuse(context, _NOT_CONSTANT[op.type])
         vector = _per_channel(operand, len(weight.shape), channels)
         if vector is None:
-            return False
+            return refuse(context, _NOT_PER_CHANNEL[op.type])
         if op.type == "Mul":
             folded = _conv_fold(weight, bias, vector, None, transposed_groups=_groups(conv))
         else:
             folded = _conv_fold(weight, bias, None, vector)
         if folded is None:
-            return False
+            return refuse(context, UNREPRESENTABLE)
         self._fold = Fold(folded[0], folded[1],
                           fold_names(conv, bias_from=(op, other_input(op, conv))),
                           node_attrs(conv), conv.type)

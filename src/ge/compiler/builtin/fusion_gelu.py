@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, same_known_dims
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, refuse, same_known_dims
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
 from ge.es.all import Add, Div, Erf, Gelu, Mul, Pow, Tanh
@@ -62,6 +62,24 @@ _EXPECTED = {
 
 #: Where the 0.5 goes: (X*0.5)*t, (X*t)*0.5, X*(0.5*t).
 _ORDERINGS = ("half_first", "half_last", "half_inner")
+
+#: Why a match is refused (`ge passes explain` shows it, the report counts it): one text per
+#: cause, whatever the match.
+_NO_GELU = "the opset lacks Gelu (it needs opset 20)"
+_NOT_FLOAT = ("X's element type is unknown or not floating-point (Gelu takes float16, "
+              "bfloat16, float, double)")
+_OTHER_TYPE = "the result is not of X's element type"
+_UNKNOWN_RANK = "the rank of X or of the result is unknown"
+_OTHER_SHAPE = "the result's shape is not X's: a constant broadcast X to another shape"
+#: A pattern constant that is not what GELU has, by role.
+_WRONG_CONSTANT = {role: f"a constant is not GELU's {what} (a one-element constant within a "
+                         "relative 1e-5 of it, or of its type's precision)"
+                   for role, what in (("half", "0.5"), ("one", "1 added to the erf or tanh"),
+                                      ("sqrt2", "divisor sqrt(2)"),
+                                      ("inv_sqrt2", "factor 1/sqrt(2)"),
+                                      ("three", "exponent 3"), ("coef", "coefficient 0.044715"),
+                                      ("sqrt_2_over_pi", "factor sqrt(2/pi)"),
+                                      ("one_inner", "1 of the factored tanh form"))}
 
 
 def _close(node: Node, want: float) -> bool:
@@ -152,6 +170,7 @@ class GeluFusion(PatternFusionPass):
         # called for that match next with a handle of its own, takes it instead of deciding
         # again, which cost a sixth of each rewrite).
         self._decided: tuple[Match | None, str | None] = (None, None)
+        self._refusal = ""  # why `_approximation` last returned None
 
     def patterns(self) -> list[Pattern]:
         opset = current_opset_imports().get("", 0)  # the model's: patterns build in its scope
@@ -166,7 +185,8 @@ class GeluFusion(PatternFusionPass):
         return found
 
     def _approximation(self, match_result: MatchResult) -> str | None:
-        """"none" or "tanh" when the match is a GELU that Gelu computes, else None."""
+        """"none" or "tanh" when the match is a GELU that Gelu computes, else None (and
+        `self._refusal` says why)."""
         name = match_result.get_pattern_graph_name()
         roles = self._roles[name]
 
@@ -175,25 +195,36 @@ class GeluFusion(PatternFusionPass):
 
         out, x = (match_result.get_captured_tensor(roles[r]) for r in ("out", "x"))
         if node_opset(out.node) < GELU_OPSET:
+            self._refusal = _NO_GELU
             return None
         x_desc, out_desc = x.node.get_output_desc(x.index), out.node.get_output_desc(out.index)
         x_type = known_dtype(x_desc)
-        if x_type not in GELU_TYPES or known_dtype(out_desc) != x_type:
+        if x_type not in GELU_TYPES:
+            self._refusal = _NOT_FLOAT
+            return None
+        if known_dtype(out_desc) != x_type:
+            self._refusal = _OTHER_TYPE
             return None
         x_shape, out_shape = x_desc.get_shape(), out_desc.get_shape()
-        if x_shape.is_unknown_rank() or out_shape.is_unknown_rank() or not same_known_dims(
-                list(out_shape), list(x_shape)):
-            return None  # a constant broadcast X to another shape
-        if not all(_close(node(role), want) for role, want in _EXPECTED.items()
-                   if role in roles):
+        if x_shape.is_unknown_rank() or out_shape.is_unknown_rank():
+            self._refusal = _UNKNOWN_RANK
             return None
+        if not same_known_dims(list(out_shape), list(x_shape)):
+            self._refusal = _OTHER_SHAPE  # a constant broadcast X to another shape
+            return None
+        for role, want in _EXPECTED.items():
+            if role in roles and not _close(node(role), want):
+                self._refusal = _WRONG_CONSTANT[role]
+                return None
         return "tanh" if name.startswith("GeluTanh") else "none"
 
     def meet_requirements(self, match_result: MatchResult,
                           context: PassContext | None = None) -> bool:
         approximate = self._approximation(match_result)
         self._decided = (match_identity(match_result), approximate)  # for its replacement
-        return approximate is not None
+        if approximate is None:
+            return refuse(context, self._refusal)
+        return True
 
     def replacement(  # type: ignore[override]  # expression style: built in place
             self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:

@@ -22,7 +22,7 @@ output keeps its name.
 
 from __future__ import annotations
 
-from ge.compiler.builtin._support import broadcasts_to, dims_of
+from ge.compiler.builtin._support import broadcasts_to, dims_of, refuse
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import TensorHolder
 from ge.es.all import Gemm, MatMul
@@ -38,6 +38,20 @@ __all__ = ["MatMulAddFusion", "gemm_dtypes"]
 #: Gemm's floating-point element types by the opset that introduced them (Gemm-7 onwards).
 _GEMM_FLOATS = (DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOUBLE)
 _GEMM_MIN_OPSET = 7  # Gemm-6 and earlier broadcast C only with `broadcast=1`
+
+
+#: Why a match is refused (`ge passes explain` shows it, the report counts it): one text per
+#: cause, whatever the match.
+_UNKNOWN_AB_RANK = "the rank of MatMul's A or B is unknown: Gemm takes 2-D A and B"
+_NOT_2D = ("MatMul's operands are not both 2-D (a batched or vector MatMul): Gemm takes "
+           "2-D A and B")
+_UNKNOWN_C_RANK = "the rank of the added C is unknown"
+_C_GROWS = ("the added C does not broadcast to the [M, N] product without growing it (a "
+            "higher rank, or a dim neither 1 nor provably the product's)")
+_MIXED_TYPES = "A, B, C and the result are not all of one element type"
+_OLD_OPSET = "the opset is before 7, where Gemm broadcasts C only with broadcast=1"
+_NOT_GEMM_TYPE = ("the element type is unknown or not one Gemm takes here (float16, float, "
+                  "double; bfloat16 from opset 13)")
 
 
 def gemm_dtypes(opset: int) -> frozenset[DataType]:
@@ -70,20 +84,27 @@ class MatMulAddFusion(PatternFusionPass):
         a_in, b_in = match_result.get_captured_tensor(0), match_result.get_captured_tensor(1)
         a, b = a_in.node.get_output_desc(a_in.index), b_in.node.get_output_desc(b_in.index)
         a_dims, b_dims = dims_of(a), dims_of(b)
-        if a_dims is None or b_dims is None:
-            return False  # a rank inference did not find: no way to tell
+        if a_dims is None or b_dims is None:  # a rank inference did not find: no way to tell
+            return refuse(context, _UNKNOWN_AB_RANK)
         if len(a_dims) != 2 or len(b_dims) != 2:
-            return False  # batched or vector MatMul: not a Gemm (checked first: the usual no)
+            # batched or vector MatMul: not a Gemm (checked first: the usual no)
+            return refuse(context, _NOT_2D)
         c_in = match_result.get_captured_tensor(2)
         c = c_in.node.get_output_desc(c_in.index)
         c_dims = dims_of(c)
         if c_dims is None:
-            return False
+            return refuse(context, _UNKNOWN_C_RANK)
         if not broadcasts_to(c_dims, [a_dims[0], b_dims[1]]):
-            return False  # C would grow the product, or its dims are not known
+            return refuse(context, _C_GROWS)  # C would grow the product, or its dims unknown
         allowed = gemm_dtypes(node_opset(add))
         dtypes = {a.data_type, b.data_type, c.data_type, add.get_output_desc(0).data_type}
-        return len(dtypes) == 1 and dtypes <= allowed
+        if len(dtypes) != 1:
+            return refuse(context, _MIXED_TYPES)
+        if not allowed:
+            return refuse(context, _OLD_OPSET)
+        if not dtypes <= allowed:
+            return refuse(context, _NOT_GEMM_TYPE)
+        return True
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, context: PassContext | None = None) -> TensorHolder:

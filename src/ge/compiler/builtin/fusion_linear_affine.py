@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.compiler.builtin._affine import (
+    UNREPRESENTABLE,
     Fold,
     FoldNames,
     as_float64,
@@ -43,7 +44,7 @@ from ge.compiler.builtin._affine import (
     other_input,
     per_axis,
 )
-from ge.compiler.builtin._support import dims_of, input_connected, value_desc
+from ge.compiler.builtin._support import dims_of, input_connected, refuse, value_desc
 from ge.compiler.builtin.fusion_gemm import gemm_dtypes
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
@@ -57,6 +58,25 @@ from ge.passes.matcher import MatchResult
 from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 
 __all__ = ["GemmAddMulFusion", "GemmBatchNormFusion"]
+
+
+#: Why a match is refused (`ge passes explain` shows it, the report counts it), by the
+#: matched operator's type where the text names it: one text per cause, built once.
+_PRODUCTS, _STEPS = ("MatMul", "Gemm"), ("Mul", "Add")
+_BN_NOT_2D = ("the BatchNormalization's input is not known to be 2-D: it is folded over the "
+              "features of an [N, C] value only")
+_A_NOT_2D = "MatMul's A is not 2-D (a batched or vector MatMul): Gemm takes a 2-D A"
+_B_NOT_CONSTANT = {p: f"the {p}'s B is not a 2-D floating-point constant" for p in _PRODUCTS}
+_NOT_GEMM_TYPE = ("the element type is not one Gemm takes at the model's opset, or the "
+                  "product is not of B's type")
+_C_NOT_CONSTANT = "the Gemm's C is not a floating-point constant of B's element type"
+_SCALAR_PRODUCT = "the MatMul's result is a scalar (a vector product): it has no feature axis"
+_STEP_NOT_CONSTANT = {s: f"the {s}'s constant is not of the weight's floating-point element "
+                         "type" for s in _STEPS}
+_NOT_PER_FEATURE = {s: f"the {s}'s constant varies over another axis than the last (feature) "
+                       "axis, or has a higher rank than the result" for s in _STEPS}
+_BIAS_NOT_PER_FEATURE = ("the MatMul's bias is not a floating-point constant of the weight's "
+                         "type varying over the last (feature) axis only")
 
 
 # -- BatchNormalization ---------------------------------------------------------------------
@@ -103,30 +123,30 @@ class GemmBatchNormFusion(PatternFusionPass):
         product = producer[0]
         out = dims_of(product.get_output_desc(0))
         if out is None or len(out) != 2:
-            return False  # BN over the features of a [N, C] value only
+            return refuse(context, _BN_NOT_2D)  # BN over the features of a [N, C] value only
         if product.type == "MatMul":
             a = dims_of(value_desc(product, 0))
             if a is None or len(a) != 2:
-                return False  # a batched (or vector) MatMul is not a Gemm
+                return refuse(context, _A_NOT_2D)  # a batched (or vector) MatMul: no Gemm
         weight = float_const(product, 1)
         if weight is None or len(weight.shape) != 2:
-            return False
+            return refuse(context, _B_NOT_CONSTANT[product.type])
         dtype = weight.data_type
         if dtype not in gemm_dtypes(node_opset(bn)) or (
                 product.get_output_desc(0).data_type != dtype):
-            return False
+            return refuse(context, _NOT_GEMM_TYPE)
         attrs = node_attrs(product) if product.type == "Gemm" else {}
         trans_b = int(attrs.get("transB", 0))
         channels = int(weight.shape[0 if trans_b else 1])
         affine = bn_affine(bn, channels)
-        if affine is None:
-            return False
+        if isinstance(affine, str):
+            return refuse(context, affine)
         factor, shift = affine
         c: np.ndarray | None = None
         if input_connected(product, 2):
             c_value = float_const(product, 2)
             if c_value is None or c_value.data_type != dtype:
-                return False
+                return refuse(context, _C_NOT_CONSTANT)
             c = as_float64(c_value) * float(attrs.get("beta", 1.0))
         axis = 0 if trans_b else 1  # the axis of B that indexes output features
         scaled = as_float64(weight) * (factor[:, None] if axis == 0 else factor[None, :])
@@ -134,7 +154,7 @@ class GemmBatchNormFusion(PatternFusionPass):
         # y = (alpha * A'B' + beta * C) * f + shift: scale B's feature axis by f, C by f too.
         new_c = cast_like(shift if c is None else c * factor + shift, weight)
         if new_weight is None or new_c is None:
-            return False
+            return refuse(context, UNREPRESENTABLE)
         attrs["beta"] = 1.0
         self._fold = Fold(new_weight, new_c, fold_names(product, bias_from=(bn, 2)), attrs)
         return True
@@ -191,37 +211,39 @@ class _Linear:
         return cls(product, first, outer)
 
 
-def _linear_features(product: Node) -> tuple[Tensor, int, int] | None:
+def _linear_features(product: Node) -> tuple[Tensor, int, int] | str:
     """`(W, output features, rank)` of a MatMul (any rank of A) or Gemm whose B is a 2-D
     floating-point constant (for a Gemm, of an element type Gemm accepts at the model's
     opset). `rank` is what the per-feature constants are checked against: the output's
     rank; 2 for a Gemm; 1 for a MatMul whose output rank inference did not find (after a
     Keras Flatten exported at opset 13 or below, onnx's inference gives the Reshape to a
     computed shape no rank): its output has at least one axis, the features last, so a
-    constant of rank 1 or 0 varies over them only."""
+    constant of rank 1 or 0 varies over them only. Else why not (a refusal's reason)."""
     weight = float_const(product, 1)
     if weight is None or len(weight.shape) != 2:
-        return None
+        return _B_NOT_CONSTANT[product.type]
     out = dims_of(product.get_output_desc(0))
     if product.type == "MatMul":
-        return None if out == [] else (weight, int(weight.shape[1]), 1 if out is None
-                                       else len(out))
+        return _SCALAR_PRODUCT if out == [] else (weight, int(weight.shape[1]),
+                                                  1 if out is None else len(out))
     dtype = weight.data_type
     if dtype not in gemm_dtypes(node_opset(product)) or (
             product.get_output_desc(0).data_type != dtype):
-        return None
+        return _NOT_GEMM_TYPE
     trans_b = product.has_attr("transB") and int(product.get_attr("transB")) != 0
     return weight, int(weight.shape[0 if trans_b else 1]), 2
 
 
 def _per_feature_input(node: Node, index: int, like: Tensor, rank: int,
-                       features: int) -> np.ndarray | None:
-    """Input `index` of `node` as a float64 `[features]` vector, when it is a constant of
-    `like`'s element type that varies over the last axis of the rank-`rank` result only."""
+                       features: int) -> np.ndarray | str:
+    """Input `index` of `node` (a Mul or Add) as a float64 `[features]` vector, when it is a
+    constant of `like`'s element type that varies over the last axis of the rank-`rank`
+    result only; else why not (a refusal's reason)."""
     value = float_const(node, index)
     if value is None or value.data_type != like.data_type:
-        return None
-    return per_axis(value, rank, features, rank - 1)
+        return _STEP_NOT_CONSTANT[node.type]
+    vector = per_axis(value, rank, features, rank - 1)
+    return _NOT_PER_FEATURE[node.type] if vector is None else vector
 
 
 @builtin_pass(name="GemmAddMulFusion", step="builtin_fusion", requires=("MatMul", "Gemm"),
@@ -260,55 +282,60 @@ class GemmAddMulFusion(PatternFusionPass):
         chain = _Linear.of(match_result)
         product, outer = chain.product, chain.outer
         found = _linear_features(product)
-        if found is None:
-            return False
+        if isinstance(found, str):
+            return refuse(context, found)
         weight, features, rank = found
         inner = chain.bias_add or product
         k_index = other_input(outer, inner)
         k = _per_feature_input(outer, k_index, weight, rank, features)
-        if k is None:
-            return False
+        if isinstance(k, str):
+            return refuse(context, k)
         if product.type == "Gemm":
             fold = self._gemm_fold(product, weight, k, outer)
         else:
             fold = self._matmul_fold(chain, weight, features, rank, k)
+        if isinstance(fold, str):
+            return refuse(context, fold)
         self._fold = fold
-        return fold is not None
+        return True
 
     @staticmethod
     def _matmul_fold(chain: _Linear, weight: Tensor, features: int, rank: int,
-                     k: np.ndarray) -> Fold | None:
+                     k: np.ndarray) -> Fold | str:
+        """The fold of a MatMul [+ bias] match, or why there is none (a refusal's reason)."""
         product, add = chain.product, chain.bias_add
         b: np.ndarray | None = None
         names = FoldNames(product.name, folded_name(product, 1), "")
         if add is not None:
             b_index = other_input(add, product)
-            b = _per_feature_input(add, b_index, weight, rank, features)
-            if b is None:
-                return None
+            bias = _per_feature_input(add, b_index, weight, rank, features)
+            if isinstance(bias, str):
+                return _BIAS_NOT_PER_FEATURE
+            b = bias
             names.bias = folded_name(add, b_index)
         new_weight: Tensor | None = None
         if chain.outer.type == "Mul":
             new_weight = cast_like(as_float64(weight) * k[None, :], weight, output_axis=1)
             if new_weight is None:
-                return None
+                return UNREPRESENTABLE
             b = None if b is None else b * k
         elif b is not None:
             b = b + k
         new_bias = None if b is None else cast_like(b, weight)
         if b is not None and new_bias is None:
-            return None
+            return UNREPRESENTABLE
         return Fold(new_weight, new_bias, names, op="MatMul",
                      add=None if add is None else add.name)
 
     @staticmethod
-    def _gemm_fold(gemm: Node, weight: Tensor, k: np.ndarray, outer: Node) -> Fold | None:
+    def _gemm_fold(gemm: Node, weight: Tensor, k: np.ndarray, outer: Node) -> Fold | str:
+        """The fold of a Gemm match, or why there is none (a refusal's reason)."""
         attrs = node_attrs(gemm)
         c: np.ndarray | None = None
         if input_connected(gemm, 2):
             c_value = float_const(gemm, 2)
             if c_value is None or c_value.data_type != weight.data_type:
-                return None
+                return _C_NOT_CONSTANT
             c = as_float64(c_value) * float(attrs.get("beta", 1.0))
             attrs["beta"] = 1.0
         new_weight: Tensor | None = None
@@ -317,14 +344,14 @@ class GemmAddMulFusion(PatternFusionPass):
             scale = k[:, None] if axis == 0 else k[None, :]
             new_weight = cast_like(as_float64(weight) * scale, weight)
             if new_weight is None:
-                return None
+                return UNREPRESENTABLE
             c = None if c is None else c * k
         else:
             c = k if c is None else c + k
             attrs["beta"] = 1.0  # (a beta without C meant nothing; with the new C it would)
         new_c = None if c is None else cast_like(c, weight)
         if c is not None and new_c is None:
-            return None
+            return UNREPRESENTABLE
         bias_from = (gemm, 2) if input_connected(gemm, 2) else (
             outer, other_input(outer, gemm))
         names = FoldNames(gemm.name, folded_name(gemm, 1), folded_name(*bias_from))

@@ -26,6 +26,7 @@ from ge.compiler.builtin._support import (
     broadcasts_to,
     dims_of,
     known_dtype,
+    refuse,
     retyped_name,
     value_desc,
 )
@@ -42,18 +43,28 @@ from ge.passes.pattern import PatternInputs
 __all__ = ["ReciprocalMulFusion"]
 
 
-def _is_one_over(div: Node) -> bool:
-    """Whether `div` is `Div(1, S)` with a `1` that leaves `S`'s dims as they are."""
+#: Why a match is refused (`ge passes explain` shows it, the report counts it): one text per
+#: cause, whatever the match.
+_NOT_FLOAT = ("the product's element type is unknown or not floating-point (an integer "
+              "Div(1, S) truncates: 1 / 3 is 0)")
+_NOT_ONE = "the dividend of Div(1, S) is not a constant whose every element is 1"
+_ONE_GROWS = ("the 1 of Div(1, S) does not broadcast to S's dims without growing them (or "
+              "S's rank is unknown)")
+
+
+def _not_one_over(div: Node) -> str | None:
+    """None when `div` is `Div(1, S)` with a `1` that leaves `S`'s dims as they are; else
+    why it is not (a refusal's reason)."""
     producer = div.get_input_producer(0)
     if producer is None or not is_const(producer[0]) or not producer[0].has_attr("value"):
-        return False
+        return _NOT_ONE
     one = producer[0].get_attr("value")
     if not isinstance(one, Tensor) or not np.all(one.numpy() == 1):
-        return False
+        return _NOT_ONE
     if not one.shape:
-        return True  # a scalar broadcasts to anything unchanged
+        return None  # a scalar broadcasts to anything unchanged
     divisor = dims_of(value_desc(div, 1))
-    return divisor is not None and broadcasts_to(one.shape, divisor)
+    return None if divisor is not None and broadcasts_to(one.shape, divisor) else _ONE_GROWS
 
 
 @builtin_pass(name="ReciprocalMulFusion", step="builtin_fusion", requires=("Reciprocal", "Div"),
@@ -80,9 +91,10 @@ class ReciprocalMulFusion(PatternFusionPass):
                           context: PassContext | None = None) -> bool:
         nodes = match_result.get_matched_nodes()
         if known_dtype(_mul(match_result).get_output_desc(0)) not in FLOAT_TYPES:
-            return False
+            return refuse(context, _NOT_FLOAT)
         div = next((n for n in nodes if n.type == "Div"), None)
-        return div is None or _is_one_over(div)
+        why = None if div is None else _not_one_over(div)
+        return True if why is None else refuse(context, why)
 
     def replacement(  # type: ignore[override]  # expression style: the engine builds the graph
             self, inputs: PatternInputs, match_result: MatchResult) -> TensorHolder:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import onnx
 
-from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype
+from ge.compiler.builtin._support import FLOAT_TYPES, known_dtype, refuse
 from ge.compiler.builtin.norm_checks import constant_scalar
 from ge.compiler.pass_registry import builtin_pass
 from ge.es import GraphBuilder, TensorHolder, current_opset_imports
@@ -38,6 +38,14 @@ from ge.passes.pattern import Pattern, PatternInputs, create_pattern
 __all__ = ["SWISH_OPSET", "SwishFusion"]
 
 SWISH_OPSET = 24
+
+#: Why a match is refused (`ge passes explain` shows it, the report counts it): one text per
+#: cause, whatever the match.
+_NO_SWISH = "the opset lacks Swish (it needs opset 24, and an onnx that knows Swish)"
+_NOT_FLOAT = ("X's element type is unknown or not floating-point (Swish takes float16, "
+              "bfloat16, float, double)")
+_BAD_ALPHA = ("the scaling constant a is not one finite floating-point element of no higher "
+              "rank than X")
 
 
 def _available(opset: int) -> bool:
@@ -86,11 +94,11 @@ class SwishFusion(PatternFusionPass):
         nodes = match_result.get_matched_nodes()
         sigmoid = next(n for n in nodes if n.type == "Sigmoid")
         if not _available(node_opset(sigmoid)):
-            return False
+            return refuse(context, _NO_SWISH)
         x = match_result.get_captured_tensor(0)
         desc = x.node.get_output_desc(x.index)
         if known_dtype(desc) not in FLOAT_TYPES:
-            return False
+            return refuse(context, _NOT_FLOAT)
         constants = [n for n in nodes if is_const(n)]
         if not constants:
             self._alpha = 1.0
@@ -98,7 +106,7 @@ class SwishFusion(PatternFusionPass):
         shape = desc.get_shape()
         alpha = _alpha(constants[0], None if shape.is_unknown_rank() else len(shape))
         if alpha is None:
-            return False
+            return refuse(context, _BAD_ALPHA)
         self._alpha = alpha
         return True
 
