@@ -592,7 +592,8 @@ def test_a_name_that_is_not_utf8_is_reported_as_corruption() -> None:
 @pytest.mark.parametrize(("flag", "value"), [("external_data", "false"),
                                               ("external_data", "weights.bin"),
                                               ("overwrite_input", "yes"),
-                                              ("value_info", 0)])
+                                              ("value_info", 0),
+                                              ("strip_metadata", "no")])
 def test_save_flags_must_be_bools(tmp_path: Path, flag: str, value: object) -> None:
     """Trial Z: `external_data="false"` wrote a data file (a str is true), and
     `external_data="weights.bin"` one named after the model, not weights.bin."""

@@ -167,7 +167,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              value_info: str, html_path: Path | None = None,
              tolerances_given: Sequence[str] = (), opset: int | None = None,
              enable: tuple[str, ...] = (), inline_functions: bool = False,
-             quiet: bool = False, all_passes: bool = False) -> None:
+             quiet: bool = False, all_passes: bool = False,
+             strip_metadata: bool = False) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -285,7 +286,8 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         progress.phase(f"writing {output}")
         with out.writing(output):
             data_file = result.save(output, external_data=external_data,
-                                    overwrite_input=overwrite_input, before_commit=describe)
+                                    overwrite_input=overwrite_input, before_commit=describe,
+                                    strip_metadata=strip_metadata)
         out.wrote(output)
         out.wrote(data_file)
         _warn_link_elsewhere(output, data_file)
@@ -446,6 +448,9 @@ def _output_file(text: str) -> Path:
               show_default=True,
               help="Types of intermediate values in OUTPUT: all, none, or auto (all when "
                    "MODEL had any).")
+@click.option("--strip-metadata", is_flag=True,
+              help="Leave the doc strings and metadata_props of nodes, values and tensors "
+                   "out of OUTPUT (exporters' namespaces and stack traces): a smaller file.")
 @click.option("--opset", type=int, default=None, metavar="N",
               help="Convert MODEL to standard opset N first (onnx's version converter), so "
                    "that fusions into newer operators apply (Gelu: 20, RMSNormalization: 23).")
@@ -466,8 +471,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     dump_level: str | None, no_builtin: bool, disable: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
                     external_data: bool | None, overwrite_input: bool, value_info: str,
-                    opset: int | None, inline_functions: bool, as_json: bool,
-                    quiet: bool, all_passes: bool) -> None:
+                    strip_metadata: bool, opset: int | None, inline_functions: bool,
+                    as_json: bool, quiet: bool, all_passes: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     dims = parse_dims(dim_pairs, inputs)
@@ -486,7 +491,7 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                          value_info=value_info, html_path=html_path,
                          tolerances_given=given, opset=opset, enable=enable,
                          inline_functions=inline_functions, quiet=quiet,
-                         all_passes=all_passes)
+                         all_passes=all_passes, strip_metadata=strip_metadata)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output), read, dump)

@@ -596,7 +596,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
              external_data_name: str | None = None, size_threshold: int = 1024,
              overwrite_input: bool = False, value_info: bool = True,
              lift_constants: bool = False, full_check: bool = False,
-             before_commit: Callable[[Path | None], None] | None = None) -> Path | None:
+             before_commit: Callable[[Path | None], None] | None = None,
+             strip_metadata: bool = False) -> Path | None:
         """Write the model to `path` (atomically: on failure nothing is left behind); returns
         the external data file written beside it, or None.
 
@@ -616,6 +617,9 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         runs once the files are written and checked, before they are renamed into place (the
         data file that will be, or None): a caller writes there what describes the model (a
         report), so that its failure leaves the previous model where it was.
+        `strip_metadata=True` leaves out the doc strings and `metadata_props` of nodes,
+        values, tensors, graphs and functions (`ge.graph.onnx_export.strip_annotations`:
+        exporters' stack traces and namespaces, ge's `ge.origin_*`); the graph keeps them.
         """
         from ge.graph.model_io import save_model
 
@@ -623,7 +627,8 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
                           external_data_name=external_data_name,
                           size_threshold=size_threshold, overwrite_input=overwrite_input,
                           value_info=value_info, lift_constants=lift_constants,
-                          full_check=full_check, before_commit=before_commit)
+                          full_check=full_check, before_commit=before_commit,
+                          strip_metadata=strip_metadata)
 
     def dump_to_stream(self, format: DumpFormat = DumpFormat.kReadable) -> str:
         """The graph as text: readable (one line per node) or ONNX's text form."""

@@ -43,7 +43,12 @@ from ge.graph.external_data import (
 )
 from ge.graph.graph import CONST, Graph
 from ge.graph.model_file import EXTERNAL_KEY, ModelPieces, read_model_pieces
-from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
+from ge.graph.onnx_export import (
+    TensorSink,
+    graph_to_model,
+    initializers_as_inputs,
+    strip_annotations,
+)
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payload_checks import payload_nbytes
 from ge.graph.payloads import PayloadStore, SplicedModel
@@ -360,6 +365,7 @@ def save_model(
     full_check: bool = False,
     before_commit: Callable[[Path | None], None] | None = None,
     shared_data: SharedExternalData | None = None,
+    strip_metadata: bool = False,
 ) -> Path | None:
     """Write `graph` to `path`; see `Graph.save`. Returns the data file written beside the
     model (None: every tensor is inside it). With `shared_data` (a data file in the same
@@ -367,7 +373,7 @@ def save_model(
     payload once, and that file is not replaced: only the model is written atomically."""
     check_target_spelling(path)
     for flag, value in (("external_data", external_data), ("overwrite_input", overwrite_input),
-                        ("value_info", value_info)):
+                        ("value_info", value_info), ("strip_metadata", strip_metadata)):
         if value is not None and not isinstance(value, bool):  # ("false" is true: trial Z)
             raise GraphTypeError(f"{flag} must be True or False"
                                  + (" or None" if flag == "external_data" else "")
@@ -447,6 +453,8 @@ def save_model(
             with no_gc_pauses():  # graph errors surface before anything is written
                 model = graph_to_model(graph, value_info=value_info,
                                        lift_constants=lift_constants, payloads=payloads)
+        if strip_metadata:
+            strip_annotations(model)
         spliced = _serialized(model, payloads, target)
         if full_check:
             _check_with_onnx(model, graph, target, payloads)  # the model goes: serialized

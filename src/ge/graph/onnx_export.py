@@ -21,7 +21,7 @@ from onnx import AttributeProto
 from ge.errors import GraphError
 from ge.graph.allocation import no_gc_pauses
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
-from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain
+from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain, proto_graphs
 from ge.graph.export_names import (
     OutputNames,
     Renames,
@@ -37,7 +37,8 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["UNNAMED_PREFIX", "graph_to_model", "initializers_as_inputs", "merge_annotations"]
+__all__ = ["UNNAMED_PREFIX", "graph_to_model", "initializers_as_inputs", "merge_annotations",
+           "strip_annotations"]
 
 A = AttributeProto
 
@@ -355,6 +356,28 @@ def merge_annotations(source: Any, target: Any) -> None:
     target.metadata_props.extend(p for p in source.metadata_props if p.key not in own)
     if source.doc_string and not target.doc_string:
         target.doc_string = source.doc_string
+
+
+def strip_annotations(model: onnx.ModelProto) -> None:
+    """Clear, in place, the doc strings and `metadata_props` of `model`'s graphs, bodies and
+    functions, and of their nodes, values and tensors: what exporters write beside the
+    computation (a dynamo export's `namespace` and `pkg.torch.onnx.*`, a quarter of the
+    vendored DistilBERT's file) and ge's own `ge.origin_pass`, `ge.origin_nodes`. The
+    model's own doc string and metadata (a licence, a version) stay."""
+    bodies = (body for f in model.functions for n in f.node for a in n.attribute
+              if a.type in GRAPH_KINDS
+              for body in (a.graphs if a.type == AttributeProto.GRAPHS else [a.g]))
+    annotated: list[Any] = [*model.functions, *(n for f in model.functions for n in f.node)]
+    for root in (model.graph, *bodies):
+        for graph in proto_graphs(root):
+            annotated.extend((graph, *graph.node, *graph.input, *graph.output,
+                              *graph.value_info, *graph.initializer,
+                              *(sparse.values for sparse in graph.sparse_initializer)))
+    for proto in annotated:
+        if len(proto.metadata_props):
+            proto.ClearField("metadata_props")
+        if proto.doc_string:
+            proto.ClearField("doc_string")
 
 
 def _annotated(vi: onnx.ValueInfoProto, notes: dict[str, onnx.ValueInfoProto]

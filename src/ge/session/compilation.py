@@ -128,8 +128,10 @@ class CompileResult:
 
     def save(self, path: str | os.PathLike[str], *, external_data: bool | None = None,
              overwrite_input: bool = False,
-             before_commit: Callable[[Path | None], None] | None = None) -> Path | None:
-        """Write the compiled model atomically (see `Graph.save`, also for `before_commit`),
+             before_commit: Callable[[Path | None], None] | None = None,
+             strip_metadata: bool = False) -> Path | None:
+        """Write the compiled model atomically (see `Graph.save`, also for `before_commit`
+        and `strip_metadata`),
         never one onnx's full checker rejects (`GraphValidationError`, nothing written; it
         says so when the input model fails the checker too). Returns the external data file
         written beside it, or None."""
@@ -140,7 +142,8 @@ class CompileResult:
             written = self.graph.save(path, external_data=external_data,
                                       overwrite_input=overwrite_input,
                                       value_info=self.value_info, lift_constants=True,
-                                      full_check=True, before_commit=before_commit)
+                                      full_check=True, before_commit=before_commit,
+                                      strip_metadata=strip_metadata)
         except GraphValidationError as err:
             verdict = with_input_verdict(err, self.source)
             if verdict is not err:
