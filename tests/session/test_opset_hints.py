@@ -211,3 +211,21 @@ def test_what_a_pass_made_after_the_fusions_is_not_hinted(tmp_path: Path) -> Non
     # the same graph, counted as if nothing ran late: the norms would have been hinted
     compiled = ge.compile(out, builtin_passes=False)
     assert any(h.pass_name == "RMSNormFusion" for h in opset_hints(compiled.graph))
+
+
+def test_a_hint_beyond_the_installed_runtime_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial AB: `--opset 23` makes a model only a runtime of opset 23 runs; when the
+    onnxruntime installed runs less, the hint says so (and nothing when it runs it)."""
+    import onnxruntime
+
+    import ge._compat
+
+    hint = OpsetHint("RMSNormFusion", "RMS norm", "RMSNormalization", 23, 3)
+    monkeypatch.setattr(ge._compat, "runtime_opset", lambda: 23)
+    assert str(hint) == ("3 RMS norm(s) written in primitives would become RMSNormalization "
+                         "at opset 23 (--opset 23)")
+    monkeypatch.setattr(ge._compat, "runtime_opset", lambda: 21)
+    assert str(hint) == (
+        "3 RMS norm(s) written in primitives would become RMSNormalization at opset 23 "
+        "(--opset 23; the compiled model would then need a newer onnxruntime than this one, "
+        f"{onnxruntime.__version__}, which runs opsets up to 21)")

@@ -34,8 +34,21 @@ class OpsetHint:
     count: int
 
     def __str__(self) -> str:
+        from ge._compat import runtime_opset
+
+        runs = runtime_opset()
+        # (trial AB: the compiled model imports that opset, which the runtime must run)
+        newer = "" if runs >= self.opset else (
+            f"; the compiled model would then need a newer onnxruntime than this one, "
+            f"{_runtime_version()}, which runs opsets up to {runs}")
         return (f"{self.count} {self.what}(s) written in primitives would become "
-                f"{self.operator} at opset {self.opset} (--opset {self.opset})")
+                f"{self.operator} at opset {self.opset} (--opset {self.opset}{newer})")
+
+
+def _runtime_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
 
 
 #: Below this the primitives' schemas differ from those at the targets (ReduceMean, Pow,
