@@ -178,10 +178,17 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float,
     flat = scan.worst if mismatches else scan.largest
     index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
     # (measured when it fails only: what `VerificationReport.rounding_note` weighs)
-    largest = _largest_finite(e) if mismatches and _is_float(e.dtype) else None
+    typical = _typical_magnitude(e) if mismatches and _is_float(e.dtype) else None
     return OutputComparison(name, not reasons, *shapes, *dtypes, scan.max_abs, scan.max_rel,
                             index, e[index], a[index], mismatches, e.size, "; ".join(reasons),
-                            rtol, atol, computed_in=computed_in, largest_expected=largest)
+                            rtol, atol, computed_in=computed_in, typical_expected=typical)
+
+
+def _typical_magnitude(array: np.ndarray) -> float | None:
+    """The median magnitude of `array`'s finite elements (None when none is): the scale
+    float rounding of the values works at, which one outlying value does not move."""
+    magnitudes = np.abs(array[np.isfinite(array)])
+    return float(np.median(magnitudes)) if magnitudes.size else None
 
 
 @dataclass
