@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 import ge
 from ge.cli import cli
 from ge.errors import GraphValidationError
+from model_paths import shared_model
 from plugin_fixtures import clean_plugin_state  # noqa: F401  (no plugin outlives the test)
 
 vi = helper.make_tensor_value_info
@@ -131,13 +132,25 @@ def test_a_dropped_scan_body_input_is_refused() -> None:
     body.replace_all_uses(row, 0, state, 0)
     body.remove_node(row)
     assert _problems(graph) == [
-        "graph scan_body, body of Scan node 'scan': body: Scan node 'scan' (opset 17) does not "
-        "take its body as it is: onnx's inference says: [ShapeInferenceError] Graph has 1 "
-        "inputs but 2 were provided; the body takes ('s': tensor(float)) and gives ('s_out': "
-        "tensor(float), 'row_out': tensor(float)), the node is given (tensor(float), "
-        "tensor(float)) and declares outputs (?, ?) (a pass changing a body's inputs or "
-        "outputs (their order, their `index`, their types) changes them on its owner node "
-        "too)"]
+        "graph scan_body, body of Scan node 'scan': body: Scan node 'scan' (opset 17) gives its "
+        "body 2 input(s) (one per Scan input), but the body takes 1: ('s': tensor(float)) (a "
+        "pass changing a body's inputs or outputs changes them on its owner node too)"]
+
+
+def test_a_data_node_added_to_a_loop_body_is_refused() -> None:
+    """Trial AC: a Data added to a Loop body (its index the next one) passed validation,
+    onnx's inference of the Loop took it, and onnxruntime refused the model saved ("Got 4
+    inputs but subgraph has 5 inputs"). The counts are told whatever the types."""
+    graph = ge.graph.load(shared_model("control_flow"))
+    body = next(b for b in graph.get_all_subgraphs() if b.parent_node.type == "Loop")
+    body.add_node("Data", name="extra")
+    (problem,) = graph.find_problems()
+    assert problem.kind == "body" and problem.place.endswith("body of Loop node '/Loop'")
+    assert problem.message.startswith(
+        "Loop node '/Loop' (opset 17) gives its body 4 input(s) (the iteration number, the "
+        "condition and one per state), but the body takes 5: ('i.1': tensor(int64), 'cond': "
+        "tensor(bool), ")
+    assert problem.message.endswith("'extra': ?)")
 
 
 SWAP = """\

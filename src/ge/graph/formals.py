@@ -83,6 +83,9 @@ def body_signature_problems(owner: Node) -> list[ValidationProblem]:
     bodies = labelled_bodies(owner)
     if version is None or not bodies:
         return []
+    miscounted = _count_problems(owner, version, bodies)
+    if miscounted:
+        return miscounted
     signatures = []
     for _, body in bodies:
         signature = _body_signature(body)
@@ -116,6 +119,45 @@ def body_signature_problems(owner: Node) -> list[ValidationProblem]:
         f"{_types(inputs)} and declares outputs {_types(outputs)}",
         "a pass changing a body's inputs or outputs (their order, their `index`, their "
         "types) changes them on its owner node too")]
+
+
+def _count_problems(owner: Node, version: int, bodies: list[tuple[str, Graph]]
+                    ) -> list[ValidationProblem]:
+    """`body`: an If, Loop or Scan body with another number of formal inputs or outputs than
+    its node gives and takes (a Loop body's inputs: the iteration number, the condition and
+    one per state; its outputs: the condition, the states and the scan outputs), told
+    whatever their types (trial AC: a Data added to a Loop body passed validation, and
+    onnxruntime refused the model saved). The rest of the signature is onnx's to judge."""
+    n_in, n_out = len(owner._inputs), len(owner._out_names)
+    if owner._type == "If":
+        want, what = (0, n_out), ("no inputs", "one output per If output")
+    elif owner._type == "Loop":
+        want, what = (n_in, 1 + n_out), (
+            "the iteration number, the condition and one per state",
+            "the condition, then one per Loop output")
+    elif owner._type == "Scan" and version >= 9:
+        want, what = (n_in, n_out), ("one per Scan input", "one per Scan output")
+    else:
+        return []
+    problems = []
+    for label, body in bodies:
+        nets = body.nodes_of_type(_NET_OUTPUT)
+        got = (len(body.nodes_of_type(_DATA)), len(nets[0]._inputs) if len(nets) == 1 else None)
+        for side, wanted, had, said in (("input", want[0], got[0], what[0]),
+                                       ("output", want[1], got[1], what[1])):
+            if had is None or had == wanted:
+                continue
+            listed = _listed(body, inputs=side == "input")
+            how = (f"gives its {label} {wanted} input(s) ({said}), but the body takes {had}"
+                   if side == "input" else
+                   f"takes {wanted} output(s) from its {label} ({said}), but the body gives "
+                   f"{had}")
+            problems.append(_problem(
+                body, "body", (owner, *_formals(body)),
+                f"{ir_node_label(owner)} (opset {version}) {how}: {listed}",
+                "a pass changing a body's inputs or outputs changes them on its owner node "
+                "too"))
+    return problems
 
 
 def _no_graph(graph: object) -> onnx.GraphProto:
