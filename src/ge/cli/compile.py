@@ -449,8 +449,9 @@ def _output_file(text: str) -> Path:
               help="Types of intermediate values in OUTPUT: all, none, or auto (all when "
                    "MODEL had any).")
 @click.option("--strip-metadata", is_flag=True,
-              help="Leave the doc strings and metadata_props of nodes, values and tensors "
-                   "out of OUTPUT (exporters' namespaces and stack traces): a smaller file.")
+              help="Leave the doc strings and metadata_props of nodes, values, tensors, "
+                   "graphs and functions out of OUTPUT (exporters' namespaces and stack "
+                   "traces; the model's own stay): a smaller file.")
 @click.option("--opset", type=int, default=None, metavar="N",
               help="Convert MODEL to standard opset N first (onnx's version converter), so "
                    "that fusions into newer operators apply (Gelu: 20, RMSNormalization: 23).")
