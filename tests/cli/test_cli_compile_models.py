@@ -409,3 +409,22 @@ def test_a_model_whose_output_contradicts_its_declared_size_is_one_line(tmp_path
                              "[batch, seq, 16] but its inputs give [batch, seq, 4]"), stderr
     assert stderr.endswith("(stage InferShape)\n") and stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["block.onnx"]
+
+
+def test_a_narrow_table_still_says_bodies_are_summed(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial AC: at 120 columns the Graph column was left out, and the note that a row sums
+    a pass's runs on the bodies went with it: Nodes read 16→15 beside a summary of 6 → 5."""
+    from model_paths import shared_model
+
+    args = ["compile", str(shared_model("control_flow")), "-o", str(tmp_path / "o.onnx"),
+            "--all-passes"]
+    for columns, said in (("250", "(GRAPH +N: N bodies; "), ("120", "(its Nodes count theirs "
+                                                                   "too; ")):
+        monkeypatch.setenv("COLUMNS", columns)
+        code, stdout, stderr = run_ge(*args)
+        assert code == 0, stderr
+        caption = " ".join(stdout.split())
+        assert ("a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
+                + said + "the JSON report lists each run that did something on one)") in caption
+        assert ("columns Kind, Graph left out" in caption) == (columns == "120")

@@ -151,8 +151,10 @@ def _pass_table(report: CompileReport, every: bool = False, width: int | None = 
     table.caption = ("M/R/F: matches found (before meet_requirements) / rewrites applied / "
                      "fusions reported (report_fuse); -: none") + (
         "; a pass's runs on the bodies of If/Loop/Scan nodes are summed into its row "
-        "(GRAPH +N: N bodies; the JSON report lists each run that did something on one)"
-        if bodies and "Graph" in [_PASS_COLUMNS[i] for i in columns] else "") + (
+        + ("(GRAPH +N: N bodies; " if _PASS_COLUMNS.index("Graph") in columns
+           else "(its Nodes count theirs too; ")
+        + "the JSON report lists each run that did something on one)"
+        if bodies else "") + (
         f"; {hidden} row(s) of built-in passes that found nothing are not shown"
         + (f" ({hidden_runs} runs, bodies included)" if hidden_runs != hidden else "")
         + " (--all-passes lists them)" if hidden else "") + (
