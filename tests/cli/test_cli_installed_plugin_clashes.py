@@ -237,7 +237,7 @@ def test_one_file_reached_as_an_entry_point_and_a_pass_path_is_said_so(
     # (trial T: it said "(ASCEND_GE_PY_PASS_PATH or --pass-path)" though ge knew which)
     reached, off = {
         "environment": ("a pass path in ASCEND_GE_PY_PASS_PATH", "ASCEND_GE_PY_PASS_PATH"),
-        "pass path": ("a pass path given to the compilation (--pass-path, pass_paths=)",
+        "pass path": ("a pass path given (--pass-path, pass_paths=)",
                       "the pass paths given")}[how]
     assert error["message"] == (
         f"python pass name already exists: FuseIt; TeamA at {source}:6 reuses the name of "

@@ -64,22 +64,24 @@ def test_a_data_node_added_gives_the_graph_input_of_its_name() -> None:
 
 def test_a_graph_built_by_hand_needs_no_index_nor_output_count() -> None:
     """Trial Z: a NetOutput added without `num_outputs=0` had one output and a Data without
-    `index` none, which only validate() and save said. A Data takes the next index (after
-    the graph's last, given or not), a NetOutput no outputs; what is given still decides."""
+    `index` none, which only validate() and save said. A Data takes the smallest index no
+    Data has (trial AC: after a removal, one more than the last left a gap), a NetOutput no
+    outputs; what is given still decides."""
     graph = Graph("g")
     x = graph.add_node("Data", name="x")
-    w = graph.add_node("Data", name="w", attrs={"index": 4})
+    w = graph.add_node("Data", name="w", attrs={"index": 2})
     b = graph.add_node("Data", name="b")
+    c = graph.add_node("Data", name="c")
     relu = graph.add_node("Relu", num_inputs=1)
     out = graph.add_node("NetOutput", num_inputs=1)
-    assert [n.get_attr("index") for n in (x, w, b)] == [0, 4, 5]
+    assert [n.get_attr("index") for n in (x, w, b, c)] == [0, 2, 1, 3]
     assert (relu.get_outputs_size(), out.get_outputs_size()) == (1, 0)
     assert graph.add_node("NetOutput", name="n2", num_outputs=2).get_outputs_size() == 2
     assert not graph.add_node("Data", domain="my.ops", name="d").has_attr("index")
-    graph.remove_node(graph.find_node_by_name("n2"))
-    graph.remove_node(graph.find_node_by_name("d"))
-    graph.remove_node(w)
-    graph.remove_node(b)
+    for name in ("n2", "d", "w", "b", "c", "x"):
+        graph.remove_node(graph.find_node_by_name(name))
+    x = graph.add_node("Data", name="x")  # (index 0: the gap the removals left)
+    assert x.get_attr("index") == 0
     graph.add_data_edge(x, 0, relu, 0)
     graph.add_data_edge(relu, 0, out, 0)
     x.update_output_desc(0, TensorDesc([2], data_type=DataType.DT_FLOAT))

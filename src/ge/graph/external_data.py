@@ -141,7 +141,8 @@ def external_ranges(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
         if base is None:
             raise ExternalDataError(
                 f"tensor {tensor.name!r} has external data, but the model was given without "
-                "its folder; load it from its path or pass base_dir"
+                "its folder; load it from its path or pass base_dir "
+                "(ge.graph.load(model, base_dir=FOLDER), which ge.compile then takes)"
             )
         location = entries.get("location", "")
         if tensor.data_type == onnx.TensorProto.STRING and location:

@@ -172,9 +172,9 @@ class GraphNodeSet:
         `RuntimeError`. `num_outputs` defaults to 1, to 0 for a `NetOutput`. Output value
         names default to `<node name>:<index>`; a `Data` node's one output to the node's
         name (the graph input `x` of a `Data` node `x`, as a model loaded names it; it was
-        `x:0`). A `Data` node given no `index` attribute gets the next one (one more than
-        the graph's last): it was invalid until given one, which only validate() and save
-        said (trial Z).
+        `x:0`). A `Data` node given no `index` attribute gets the smallest one no Data node
+        of the graph has (the next, while they are 0..n-1; a gap a removal left, trial AC):
+        it was invalid until given one, which only validate() and save said (trial Z).
         """
         if not isinstance(op_type, str) or not op_type:
             raise GraphTypeError("op_type must be a non-empty str")
@@ -210,9 +210,9 @@ class GraphNodeSet:
         node = self._new_node(op_type, name, domain, num_inputs, out_names, {}, None)
         index = None
         if op_type == _DATA and not domain and "index" not in (attrs or {}):
-            taken = [n.get_attr("index") for n in self.nodes_of_type(_DATA)
-                     if n.has_attr("index")]
-            index = 1 + max((i for i in taken if isinstance(i, int)), default=-1)
+            taken = {n.get_attr("index") for n in self.nodes_of_type(_DATA)
+                     if n.has_attr("index")}
+            index = next(i for i in range(len(taken) + 1) if i not in taken)
         self._insert(node)
         for key, value in (attrs or {}).items():
             self._set_attr(node, key, value)

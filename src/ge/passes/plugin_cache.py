@@ -249,8 +249,7 @@ def _reached_twice(err: DuplicatePassNameError, *origins: PluginOrigin | None) -
 #: "ASCEND_GE_PY_PASS_PATH or --pass-path").
 _REACHED = {
     "environment": ("a pass path in ASCEND_GE_PY_PASS_PATH", "ASCEND_GE_PY_PASS_PATH"),
-    "given": ("a pass path given to the compilation (--pass-path, pass_paths=)",
-              "the pass paths given"),
+    "given": ("a pass path given (--pass-path, pass_paths=)", "the pass paths given"),
     "": ("a pass path (ASCEND_GE_PY_PASS_PATH or --pass-path)", "the pass path"),
 }
 

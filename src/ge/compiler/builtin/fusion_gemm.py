@@ -50,8 +50,9 @@ _C_GROWS = ("the added C does not broadcast to the [M, N] product without growin
             "higher rank, or a dim neither 1 nor provably the product's)")
 _MIXED_TYPES = "A, B, C and the result are not all of one element type"
 _OLD_OPSET = "the opset is before 7, where Gemm broadcasts C only with broadcast=1"
-_NOT_GEMM_TYPE = ("the element type is unknown or not one Gemm takes here (float16, float, "
-                  "double; bfloat16 from opset 13)")
+_NOT_GEMM_TYPE = ("the element type is unknown or not a floating-point one (float16, float, "
+                  "double; bfloat16 from opset 13): ONNX's Gemm takes integers from opset "
+                  "11, but onnxruntime has no integer Gemm kernel")
 
 
 def gemm_dtypes(opset: int) -> frozenset[DataType]:
