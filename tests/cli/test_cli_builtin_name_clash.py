@@ -29,12 +29,7 @@ class Mine(FusionBasePass):
 @pytest.mark.parametrize("switch", [["--no-builtin"], ["--disable", "MatMulAddFusion"], []])
 def test_a_plugin_pass_with_a_builtins_name_is_told_to_rename(
         tmp_path: Path, switch: list[str]) -> None:
-    model = tmp_path / "relu.onnx"
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    model = _relu_model(tmp_path)
     plugin = tmp_path / "mine.py"
     plugin.write_text(PLUGIN)
     out = tmp_path / "out.onnx"

@@ -475,17 +475,21 @@ def test_the_custom_domain_message_is_unchanged(tmp_path: Path) -> None:
         ge.compile(model)
 
 
-def test_an_undefined_operator_with_an_untyped_output_names_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("outputs", "untyped"), [(["b", "b2"], "1 ('b2')"),
+                                                (["b"], "0 ('b')")])
+def test_an_undefined_operator_with_an_untyped_output_names_it(
+        tmp_path: Path, outputs: list[str], untyped: str) -> None:
     """Trial Y: ge compiles around an operator nothing defines when the model types its
     outputs; one unused output left untyped made it "not registered", naming neither the
-    output nor the fix (declaring its type). Nothing is written."""
+    output nor the fix (declaring its type). Trial Z: a one-output operator got no hint at
+    all. Nothing is written; declaring the type compiles."""
     f = onnx.TensorProto.FLOAT
     graph = helper.make_graph(
-        [helper.make_node("Bar", ["x"], ["b", "b2"], domain="com.foo", name="bar"),
+        [helper.make_node("Bar", ["x"], outputs, domain="com.foo", name="bar"),
          helper.make_node("Relu", ["b"], ["y"], name="relu")], "g",
         [helper.make_tensor_value_info("x", f, [2, 3])],
         [helper.make_tensor_value_info("y", f, [2, 3])],
-        value_info=[helper.make_tensor_value_info("b", f, [2, 3])])
+        value_info=[helper.make_tensor_value_info(o, f, [2, 3]) for o in outputs[:-1]])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("com.foo", 1)])
     source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
@@ -494,40 +498,11 @@ def test_an_undefined_operator_with_an_untyped_output_names_it(tmp_path: Path) -
     assert code == 1 and not out.exists()
     assert stderr.splitlines()[-1] == (
         f"ge: [GE1305] {source}: node 'bar': custom operator com.foo::Bar is not registered: "
-        "the model "
-        "gives no type to its output 1 ('b2'), which ge needs to compile around an operator "
-        "nothing defines; declare it in the model's value_info, or a plugin registers it "
-        "with ge.ops.register_op (its shape inference, and a kernel or a decomposition to "
-        "run it) (stage InferShape)")
-    value_info = helper.make_tensor_value_info("b2", f, [2, 3])
-    model.graph.value_info.append(value_info)
-    onnx.save(model, source)
-    code, _ = _compile_cli(source, out)
-    assert code == 0 and out.exists()
-
-
-def test_an_undefined_one_output_operator_gets_the_same_hint(tmp_path: Path) -> None:
-    """Trial Z: the hint to declare the output's type was given only when some other output
-    was typed; a one-output operator got "not registered" alone. Declaring it compiles."""
-    f = onnx.TensorProto.FLOAT
-    graph = helper.make_graph(
-        [helper.make_node("Bar", ["x"], ["b"], domain="com.foo", name="bar"),
-         helper.make_node("Relu", ["b"], ["y"], name="relu")], "g",
-        [helper.make_tensor_value_info("x", f, [2, 3])],
-        [helper.make_tensor_value_info("y", f, [2, 3])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.foo", 1)])
-    source, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
-    onnx.save(model, source)
-    code, stderr = _compile_cli(source, out)
-    assert code == 1 and not out.exists()
-    assert stderr.splitlines()[-1] == (
-        f"ge: [GE1305] {source}: node 'bar': custom operator com.foo::Bar is not registered: "
-        "the model gives no type to its output 0 ('b'), which ge needs to compile around an "
-        "operator nothing defines; declare it in the model's value_info, or a plugin "
+        f"the model gives no type to its output {untyped}, which ge needs to compile around "
+        "an operator nothing defines; declare it in the model's value_info, or a plugin "
         "registers it with ge.ops.register_op (its shape inference, and a kernel or a "
         "decomposition to run it) (stage InferShape)")
-    model.graph.value_info.append(helper.make_tensor_value_info("b", f, [2, 3]))
+    model.graph.value_info.append(helper.make_tensor_value_info(outputs[-1], f, [2, 3]))
     onnx.save(model, source)
     code, _ = _compile_cli(source, out)
     assert code == 0 and out.exists()
