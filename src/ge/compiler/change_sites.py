@@ -44,6 +44,10 @@ class ChangeSites:
                 return
             frame = frame.f_back
 
+    def lines(self) -> tuple[tuple[str, int], ...]:
+        """(node name, line) of every node the pass changed, for its run's record."""
+        return tuple(self._by_name.items())
+
     def location_of(self, problems: Iterable[ValidationProblem]) -> SourceLocation | None:
         """The line that last changed the first node of `problems` the pass changed: by the
         node where the problem has it (two bodies may each have a node of one name), else

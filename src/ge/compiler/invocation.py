@@ -240,6 +240,10 @@ class Invocation:
             refusals=run.refusals,
             refusal_reasons=tuple(run.refusal_reasons.items()),
             bodies_changed=self._bodies_changed(changes, root) if changed else (),
+            edit_lines=sites.lines() if sites is not None and changed else (),
+            edit_location=(hook_location(getattr(instance, "replacement", None))
+                           if changed and not entry.builtin
+                           and entry.descriptor.kind != PASS_KIND_FUSION_BASE else None),
         )
 
     def _bodies_changed(self, changes: ChangeSet, root: Graph) -> tuple[str, ...]:

@@ -147,6 +147,12 @@ class PassRunRecord:
     # the bodies (by `graph_path`) whose nodes the run changed, whichever graph it ran on
     # (a root run editing a branch through `node.get_subgraphs()`), bodies it made included
     bodies_changed: tuple[str, ...] = ()
+    # where the pass's own code changed the graph, for an error about what it did after it
+    # returned (`--verify each-pass`): a plugin FusionBasePass's line that last changed
+    # each node, by name (`ge.compiler.change_sites`); a plugin pattern or decompose pass's
+    # `replacement`, which built what the engine put in (`edit_location`)
+    edit_lines: tuple[tuple[str, int], ...] = ()
+    edit_location: SourceLocation | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -354,6 +360,13 @@ class CompileReport:
         return [row["name"] for row in self.by_pass()
                 if row["origin"] != BUILTIN_ORIGIN and row["kind"] == PASS_KIND_PATTERN_FUSION
                 and not row["matches"]]
+
+    def changing_plugin_passes(self) -> list[str]:
+        """The plugin passes that changed the graph (each once, in the order they first
+        ran): what a compilation without verification leaves unchecked numerically."""
+        return list(dict.fromkeys(r.pass_name for r in self.records
+                                  if r.changed and not r.rolled_back
+                                  and r.origin != BUILTIN_ORIGIN))
 
     def silently_refusing_plugin_passes(self) -> list[tuple[str, int, str]]:
         """(name, refusals, "match(es)" or "node(s)") of each plugin pass that rewrote

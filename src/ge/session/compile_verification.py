@@ -22,10 +22,11 @@ from ge.errors import (
     GeError,
     RuntimeLoadError,
     SessionError,
+    SourceLocation,
     VerificationError,
     VerificationInputError,
 )
-from ge.graph import DATA, NET_OUTPUT, Graph
+from ge.graph import DATA, NET_OUTPUT, Graph, Node
 from ge.graph.node import is_const
 from ge.graph.places import body_owner, graph_place
 from ge.passes.source import warn_user
@@ -63,11 +64,16 @@ class EachPassVerifier(PipelineObserver):
 
     def _changed(self, record: PassRunRecord) -> tuple[str, list[str]]:
         """What the message says of the nodes `record`'s pass changed (and is not said when
-        it changed none that are left: a pass that only removed), and their names."""
-        nodes = (self.last_changes.changed_by(record.pass_name, record.stage)
-                 if self.last_changes is not None else [])
-        names = [n.name for n in nodes if n.owner_graph is not None and not is_const(n)
-                 and n.type not in (DATA, NET_OUTPUT)]  # (the operators it made or rewired)
+        it changed none that are left: a pass that only removed), and their names: the
+        operators it made or rewired, and the constants it changed without making them
+        (trial AD: a value changed in place, which another node read too, was not named;
+        the constants a pass makes, folding, are many and said by the operators reading
+        them)."""
+        changes = self.last_changes
+        nodes = changes.changed_by(record.pass_name, record.stage) if changes else []
+        names = [n.name for n in nodes if n.owner_graph is not None and (
+            not _made_by(changes, n, record) if is_const(n)
+            else n.type not in (DATA, NET_OUTPUT))]
         if not names:
             return "", []
         return f"; pass {record.pass_name} changed {first_and_more(list(map(repr, names)))}", names
@@ -95,7 +101,26 @@ class EachPassVerifier(PipelineObserver):
                 f"the outputs differ from the original's after pass {record.pass_name} "
                 f"({where}): {report.summary()}{said}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
-                location=record.location, nodes=names)
+                location=_edited_at(record, names), nodes=names)
+
+
+def _made_by(changes: LastChanges | None, node: Node, record: PassRunRecord) -> bool:
+    """Whether `record`'s pass made `node` (rather than changed one the graph had)."""
+    maker = changes.maker(node) if changes is not None else None
+    return maker is not None and (maker.pass_name, maker.stage) == (record.pass_name,
+                                                                  record.stage)
+
+
+def _edited_at(record: PassRunRecord, names: Sequence[str]) -> SourceLocation | None:
+    """The line of the pass's own code an error about what it did points at: the one that
+    last changed the first of `names` a FusionBasePass changed itself, a pattern or
+    decompose pass's `replacement` (which built what the engine put in), else its class
+    (trial AD: the class line every time, the bug three hooks below)."""
+    lines = dict(record.edit_lines)
+    line = next((lines[n] for n in names if n in lines), None)
+    if line is not None and record.location is not None:
+        return SourceLocation(record.location.file, line)
+    return record.edit_location or record.location
 
 
 def _graph_named(root: Graph, record: PassRunRecord) -> str:

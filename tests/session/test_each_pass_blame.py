@@ -1,0 +1,102 @@
+"""`verify="each-pass"` names what the failing pass did and where in its code (trial AD):
+a constant it changed in place (not made: folding makes many) among the nodes, and the
+line of its file that changed them (a FusionBasePass) or its `replacement` (a pattern
+pass), where the class statement was all it gave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper, numpy_helper
+
+import ge
+from ge.errors import VerificationError
+from ge.testing import make_model
+
+# Folds Mul(Mul(x, c1), c2) into the inner constant in place, whatever else reads it.
+IN_PLACE = """\
+import numpy as np
+
+from ge.graph import Tensor
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="FoldInPlace", stage=PassStage.AFTER_INFER_SHAPE)
+class FoldInPlace(FusionBasePass):
+    def run(self, graph, context):
+        outer = graph.find_node_by_name("outer")
+        inner, _ = outer.get_in_data_nodes_and_port_indexes(0)
+        c1, _ = inner.get_in_data_nodes_and_port_indexes(1)
+        c2, _ = outer.get_in_data_nodes_and_port_indexes(1)
+        folded = c1.get_attr("value").numpy() * c2.get_attr("value").numpy()
+        c1.set_attr("value", Tensor(np.asarray(folded, np.float32)))  # THE BUG
+        graph.replace_all_uses(outer, 0, inner, 0)
+        graph.remove_node(outer)
+        return True
+"""
+
+# Gemm with transB=1: wrong for the square weight.
+TRANSPOSED = """\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="BadGemm", stage=PassStage.AFTER_INFER_SHAPE)
+class BadGemm(PatternFusionPass):
+    @pattern
+    def linear(self, inputs):
+        return es.MatMul(inputs[0], inputs[1]) + inputs[2]
+
+    def replacement(self, inputs):
+        return es.Gemm(inputs[0], inputs[1], inputs[2], transB=1)
+"""
+
+
+def _plugin(tmp_path: Path, source: str) -> Path:
+    path = tmp_path / "plugin.py"
+    path.write_text(source)
+    return path
+
+
+def _line(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_a_constant_changed_in_place_is_named_with_its_line(tmp_path: Path) -> None:
+    """`z = Relu(Mul(x, c1))` reads the inner Mul too: folding c2 into c1 in place changes
+    z. The error named no node (the constant was left out) and the class line."""
+    plugin = _plugin(tmp_path, IN_PLACE)
+    model = make_model(
+        [helper.make_node("Mul", ["x", "c1"], ["m"], name="inner"),
+         helper.make_node("Mul", ["m", "c2"], ["y"], name="outer"),
+         helper.make_node("Relu", ["m"], ["z"], name="relu")],
+        [("x", [4])], [("y", [4]), ("z", [4])],
+        [numpy_helper.from_array(np.full(4, 0.5, np.float32), "c1"),
+         numpy_helper.from_array(np.full(4, 3.0, np.float32), "c2")])
+    with pytest.raises(VerificationError) as caught:
+        ge.compile(model, pass_paths=[plugin], verify="each-pass")
+    err = caught.value
+    assert err.pass_name == "FoldInPlace"
+    assert err.message.endswith("; pass FoldInPlace changed 'c1'")  # (was named by none)
+    assert err.location is not None
+    assert (err.location.file, err.location.line) == (str(plugin), _line(plugin, "THE BUG"))
+
+
+def test_a_pattern_pass_is_located_at_its_replacement(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, TRANSPOSED)
+    weight = np.arange(16, dtype=np.float32).reshape(4, 4)
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+         helper.make_node("Add", ["m", "b"], ["y"], name="add")],
+        [("x", [2, 4])], [("y", [2, 4])],
+        [numpy_helper.from_array(weight, "w"),
+         numpy_helper.from_array(np.zeros(4, np.float32), "b")])
+    with pytest.raises(VerificationError) as caught:
+        ge.compile(model, pass_paths=[plugin], verify="each-pass")
+    err = caught.value
+    assert err.pass_name == "BadGemm" and "; pass BadGemm changed " in err.message
+    assert err.location is not None
+    assert (err.location.file, err.location.line) == (str(plugin),
+                                                      _line(plugin, "def replacement"))
