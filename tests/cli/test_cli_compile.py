@@ -441,7 +441,7 @@ class Liar(FusionBasePass):
     code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
                                 str(plugin))
     assert code == 0, stderr
-    (row,) = [line for line in stdout.splitlines() if " Liar " in line]
+    (row,) = [line for line in stdout.splitlines() if " Liar " in line and line[0] == "│"]
     cells = [cell.strip() for cell in row.split("│")]
     assert cells[6:9] == ["success", "-", "3→2"]
     assert stderr.splitlines() == [
@@ -899,3 +899,23 @@ def test_a_plugin_refusing_every_match_without_a_reason_is_pointed_to_explain(
     assert (f"Silent's meet_requirements refused 1 match(es), giving no reason: ge passes "
             f"explain Silent {model} --pass-path {plugin} shows each refusal and its inputs "
             "(context.set_error_message gives a reason here)") in " ".join(stdout.split())
+
+
+def test_a_plugin_pass_changing_the_graph_unverified_gets_a_hint(model: Path, write) -> None:
+    """Trial AD: three wrong plugin passes compiled with "success" and nothing suggested
+    checking the numbers; with --verify the hint goes (the check ran)."""
+    plugin = write("passes/fold.py", readme_pass_source())
+    out = model.parent / "o.onnx"
+    hint = ("hint: plugin pass(es) FoldDoubleNeg changed the graph, and nothing compared its "
+            "outputs with the original's: --verify does (--verify each-pass names the first "
+            "pass after which they differ)")
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
+                                str(plugin), "-q")
+    assert code == 0, stderr
+    assert hint in " ".join(stdout.split())
+    code, stdout, stderr = _run("compile", str(model), "-o", str(out), "--pass-path",
+                                str(plugin), "-q", "--verify")
+    assert code == 0, stderr
+    assert "hint: plugin pass" not in stdout
+    code, stdout, _ = _run("compile", str(model), "-o", str(out), "-q")  # (no plugin)
+    assert "hint: plugin pass" not in stdout

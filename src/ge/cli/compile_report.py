@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ge._text import first_and_more
 from ge.cli.output import cell, console, encodable, fitting_columns, left_out_note
 
 if TYPE_CHECKING:
@@ -267,6 +268,11 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     con.print(report.summary())
     for hint in hints:
         con.print(f"hint: {escape(str(hint))}")
+    changing = report.changing_plugin_passes()
+    if result.verification is None and changing:  # (trial AD: three wrong plugins, silence)
+        con.print(cell(f"hint: plugin pass(es) {first_and_more(changing)} changed the graph, "
+                       "and nothing compared its outputs with the original's: --verify does "
+                       "(--verify each-pass names the first pass after which they differ)"))
     if result.verification is not None:
         if not quiet:
             con.print(_verification_table(result.verification))
