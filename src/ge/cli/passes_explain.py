@@ -66,7 +66,10 @@ def _known_pass(name: str, found: FoundPasses) -> RegisteredPass:
     if kind not in (PASS_KIND_PATTERN_FUSION, PASS_KIND_DECOMPOSE):
         raise CommandLineError(
             f"pass {name!r} is a FusionBasePass ({kind}), not a pattern or decompose pass: "
-            "its run() finds what it changes itself, so it cannot be explained")
+            "its run() finds what it changes itself, so it cannot be explained; what it "
+            "changed: ge diff MODEL OUT after a compile, or --dump-level "
+            f"{name} (its graph after it ran), and ge compile --verify each-pass checks "
+            "its numbers")
     return entry
 
 

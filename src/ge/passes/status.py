@@ -85,7 +85,10 @@ def interpret_run_result(value: object) -> RunStatus:
     if value is None or value is True:
         return RunStatus(RunOutcome.SUCCESS, str(SUCCESS))
     if value is False:
-        return RunStatus(RunOutcome.FAILED, "False", "run() returned False")
+        # (GE reads False as a failure; trial AD meant "nothing changed")
+        return RunStatus(RunOutcome.FAILED, "False",
+                         "run() returned False, which GE reads as a failure: return "
+                         "ge.passes.NOT_CHANGED when the pass found nothing to change")
     if isinstance(value, int):
         if value == SUCCESS:
             return RunStatus(RunOutcome.SUCCESS, str(value))
