@@ -376,6 +376,46 @@ def test_diff_text_json_and_html(tmp_path: Path, builtin_engine: None) -> None:
 
 
 
+def test_diff_shows_attribute_values(tmp_path: Path) -> None:
+    """Trial AD: `ge diff` said "c1 Const: attributes" for a constant folded 0.5 -> 1.5, and
+    listed an added LayerNormalization without its (wrong) epsilon."""
+    from onnx import helper, numpy_helper
+
+    def model(scale: float, epsilon: float, path: Path) -> Path:
+        graph = helper.make_graph(
+            [helper.make_node("Mul", ["x", "c1"], ["m"], name="mul"),
+             helper.make_node("LayerNormalization", ["m", "g"], ["y"], name="ln",
+                              epsilon=epsilon)], "g",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 4])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+            [numpy_helper.from_array(np.float32(scale), "c1"),
+             numpy_helper.from_array(np.ones(4, np.float32), "g")])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+
+    a = model(0.5, 1e-5, tmp_path / "a.onnx")
+    b = model(1.5, 0.25, tmp_path / "b.onnx")
+    code, stdout, stderr = run_ge("diff", str(a), str(b))
+    assert code == 0, stderr
+    assert ("  c1  Const: attributes (value: tensor float scalar 0.5 → tensor float scalar "
+            "1.5)") in stdout.splitlines()
+    assert "  ln  LayerNormalization: attributes (epsilon: " in stdout
+    assert stdout.split("  ln  LayerNormalization: attributes (epsilon: ")[1].split(
+        "\n")[0].endswith(" → 0.25)")
+    data = json.loads(run_ge("diff", str(a), str(b), "--json")[1])
+    changed = {row["key"]: row["attributes_changed"] for row in data["changed"]}
+    assert changed["c1"] == [{"name": "value", "a": "tensor float scalar 0.5",
+                              "b": "tensor float scalar 1.5"}]
+    b2 = tmp_path / "b2.onnx"
+    renamed = onnx.load(b)
+    renamed.graph.node[1].name = "ln2"
+    onnx.save(renamed, b2)
+    code, stdout, _ = run_ge("diff", str(b), str(b2))
+    assert "  ln2  LayerNormalization (epsilon=0.25)" in stdout.splitlines()
+    assert {"key": "ln2"}.items() <= json.loads(run_ge("diff", str(b), str(b2), "--json")[1])[
+        "added"][0].items()
+
+
 def test_diff_pairs_a_constant_the_compilation_renamed(tmp_path: Path) -> None:
     """A `Constant` operator `k` is the initializer `k_out` (named by the value it gives)
     once compiled: `ge diff` listed it removed and added and its reader changed (trial XX:

@@ -25,9 +25,20 @@ if TYPE_CHECKING:
 __all__ = ["diff_command"]
 
 
-def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
+def _attributes_text(attributes: dict[str, str]) -> str:
+    """A removed or added node's attributes, as its line ends: " (axis=-1, epsilon=1e-12)",
+    at most 100 characters (trial AD: an added LayerNormalization's wrong epsilon was
+    nowhere but the HTML page)."""
+    if not attributes:
+        return ""
+    text = ", ".join(f"{name}={value}" for name, value in attributes.items())
+    return f" ({text if len(text) <= 100 else text[:99] + '…'})"
+
+
+def _rows(keys: list[str], snap: Any) -> list[dict[str, Any]]:
     """Nodes as the JSON lists them: `graph` their body's name ("" for the main graph),
-    `graph_path` where that body is (`if1.then_branch`: bodies share names), `key` both."""
+    `graph_path` where that body is (`if1.then_branch`: bodies share names), `key` both,
+    `attributes` as the page shows them (a small tensor's values, a long one cut)."""
     out = []
     for key in keys:
         path, sep, name = key.rpartition("::")
@@ -35,7 +46,8 @@ def _rows(keys: list[str], snap: Any) -> list[dict[str, str]]:
         out.append({"name": name if sep else key,
                     "graph": record.graph if sep and record is not None else "",
                     "graph_path": path if sep else "", "key": key,
-                    "op": record.type if record is not None else ""})
+                    "op": record.type if record is not None else "",
+                    "attributes": dict(record.attrs) if record is not None else {}})
     return out
 
 
@@ -70,7 +82,10 @@ def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: i
         "removed": _rows(diff.removed, before), "added": _rows(diff.added, after),
         "renamed": [{"a": old, "b": new} for old, new in diff.renamed.items()],
         "changed": [{**row, "op_a": types_a[row["key"]], "op_b": types_b[row["key"]],
-                     "what": diff.changed[row["key"]]}
+                     "what": diff.changed[row["key"]],
+                     "attributes_changed": [{"name": name, "a": was, "b": now}
+                                            for name, was, now
+                                            in diff.attributes.get(row["key"], [])]}
                     for row in _rows(list(diff.changed), after)],
         "ops_a": dict(diff.ops_before.most_common()),
         "ops_b": dict(diff.ops_after.most_common()),
@@ -116,8 +131,9 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
     for label, rows in (("Removed (in A, not in B)", payload["removed"]),
                         ("Added (in B, not in A)", payload["added"])):
         con.print("\n".join([f"{label}: {len(rows)}",
-                             *_listed([f"  {row['key']}  {row['op']}" for row in rows],
-                                      limit)]),
+                             *_listed([f"  {row['key']}  {row['op']}"
+                                       f"{_attributes_text(row['attributes'])}"
+                                       for row in rows], limit)]),
                   markup=False, highlight=False, soft_wrap=True)
     if payload["renamed"]:
         con.print("\n".join([f"Constants renamed (the same value, named by it in B): "
@@ -128,7 +144,10 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
     lines = []
     for row in payload["changed"]:
         op = row["op_b"] if row["op_a"] == row["op_b"] else f"{row['op_a']} → {row['op_b']}"
-        lines.append(f"  {row['key']}  {op}: {', '.join(row['what'])}")
+        what = [w if w != "attributes" else "attributes (" + "; ".join(
+                    f"{a['name']}: {a['a'] or '(none)'} → {a['b'] or '(none)'}"
+                    for a in row["attributes_changed"]) + ")" for w in row["what"]]
+        lines.append(f"  {row['key']}  {op}: {', '.join(what)}")
     con.print("\n".join([f"Changed: {len(payload['changed'])}", *_listed(lines, limit)]),
               markup=False, highlight=False, soft_wrap=True)
     if payload["ops_delta"]:

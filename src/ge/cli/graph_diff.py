@@ -299,6 +299,10 @@ class GraphDiff:
     ops_after: Counter[str]
     #: constants under another name only, before key -> after key (`renamed_constants`)
     renamed: dict[str, str] = field(default_factory=dict)
+    #: key -> (attribute, as in A, as in B) of each attribute that differs, as the page
+    #: shows it ("" where one side has none): a changed constant's value (trial AD: `ge
+    #: diff` said "c1 Const: attributes", not 0.5 → 1.5)
+    attributes: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
     def ops_delta(self) -> dict[str, int]:
         names = sorted(set(self.ops_before) | set(self.ops_after),
@@ -320,6 +324,7 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot,
         added = [k for k in added if k not in taken]
     was = {new: old for old, new in renamed.items()}
     changed: dict[str, list[str]] = {}
+    attributes: dict[str, list[tuple[str, str, str]]] = {}
     for key, a in after.nodes.items():
         b = before.nodes.get(key) or before.nodes.get(was.get(key, ""))
         if b is None:
@@ -335,13 +340,18 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot,
             if x != y:
                 what.append(label)
         changed[key] = what
+        if signature[2] != a.signature[2]:
+            was_digests, now_digests = dict(signature[2]), dict(a.signature[2])
+            attributes[key] = [(name, b.attrs.get(name, ""), a.attrs.get(name, ""))
+                               for name in sorted(set(was_digests) | set(now_digests))
+                               if was_digests.get(name) != now_digests.get(name)]
     matched: set[str] = set()
     for key in added:
         matched.update(after.nodes[key].origin_nodes)
     for change in passes:
         matched.update(change.matched)
     return GraphDiff(removed, added, changed, matched, before.operators(), after.operators(),
-                     renamed)
+                     renamed, attributes)
 
 
 def renamed_constants(before: GraphSnapshot, after: GraphSnapshot, removed: Sequence[str],
