@@ -79,24 +79,39 @@ def test_a_constant_changed_in_place_is_named_with_its_line(tmp_path: Path) -> N
         ge.compile(model, pass_paths=[plugin], verify="each-pass")
     err = caught.value
     assert err.pass_name == "FoldInPlace"
-    assert err.message.endswith("; pass FoldInPlace changed 'c1'")  # (was named by none)
+    assert err.message.endswith("; pass FoldInPlace changed 'c1'; the first value it changed "
+                                "that differs from the original's: constant 'c1' (max abs "
+                                "diff 1)")  # (it named no node)
     assert err.location is not None
     assert (err.location.file, err.location.line) == (str(plugin), _line(plugin, "THE BUG"))
 
 
-def test_a_pattern_pass_is_located_at_its_replacement(tmp_path: Path) -> None:
+def test_a_pattern_pass_is_located_at_its_replacement_and_its_wrong_rewrite_named(
+        tmp_path: Path) -> None:
+    """Three Linear layers, the pass writing each as a Gemm of the weight transposed: right
+    for the first and the last, whose weights are symmetric, wrong for the second. The
+    error names the pass, its replacement's line, and the first value that differs: the
+    second Gemm's (trial AD cut the model up by hand to find it)."""
     plugin = _plugin(tmp_path, TRANSPOSED)
-    weight = np.arange(16, dtype=np.float32).reshape(4, 4)
-    model = make_model(
-        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
-         helper.make_node("Add", ["m", "b"], ["y"], name="add")],
-        [("x", [2, 4])], [("y", [2, 4])],
-        [numpy_helper.from_array(weight, "w"),
-         numpy_helper.from_array(np.zeros(4, np.float32), "b")])
+    rng = np.random.default_rng(0)
+    nodes, constants = [], []
+    for i in range(3):
+        source = "x" if i == 0 else f"r{i - 1}"
+        nodes += [helper.make_node("MatMul", [source, f"w{i}"], [f"m{i}"], name=f"mm{i}"),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}" if i < 2 else "y"],
+                                   name=f"relu{i}")]
+        weight = rng.standard_normal((4, 4)).astype(np.float32)
+        constants += [numpy_helper.from_array(weight if i == 1 else weight + weight.T,
+                                              f"w{i}"),
+                      numpy_helper.from_array(np.full(4, 0.1, np.float32), f"b{i}")]
+    model = make_model(nodes, [("x", [2, 4])], [("y", [2, 4])], constants)
     with pytest.raises(VerificationError) as caught:
         ge.compile(model, pass_paths=[plugin], verify="each-pass")
     err = caught.value
     assert err.pass_name == "BadGemm" and "; pass BadGemm changed " in err.message
+    assert "; the first value it changed that differs from the original's: 'a1' of Gemm " \
+        "node " in err.message
     assert err.location is not None
     assert (err.location.file, err.location.line) == (str(plugin),
                                                       _line(plugin, "def replacement"))

@@ -69,6 +69,7 @@ from ge.session.compile_verification import (
     warn_unexercised_bodies,
 )
 from ge.session.custom_evaluation import custom_output_descs
+from ge.session.first_difference import snapshot
 from ge.session.input_verdicts import (
     inference_failure,
     input_graph,
@@ -515,7 +516,7 @@ def compile(
                             _verify_conversion(graph, expected, feeds, rtol, atol, random,
                                                narrow, resized, opset, inline_functions)
                         watchers.append(EachPassVerifier(expected, feeds, rtol, atol, random,
-                                                          narrow, resized))
+                                                          narrow, resized, snapshot(graph)))
 
             def run() -> CompileResult:
                 report = compile_graph(graph, passes=passes, builtin_passes=builtin_passes,

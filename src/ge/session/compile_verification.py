@@ -31,6 +31,7 @@ from ge.graph.node import is_const
 from ge.graph.places import body_owner, graph_place
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
+from ge.session.first_difference import first_difference
 from ge.session.model_interface import InputSpec, model_inputs
 from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
@@ -54,10 +55,14 @@ class EachPassVerifier(PipelineObserver):
 
     def __init__(self, expected: Mapping[str, Any], inputs: Mapping[str, Any],
                  rtol: float, atol: float, not_compared: Mapping[str, str],
-                 computed_in: Mapping[str, str], resized: SizedRun | None = None) -> None:
+                 computed_in: Mapping[str, str], resized: SizedRun | None = None,
+                 original: onnx.ModelProto | None = None) -> None:
         self.expected, self.inputs, self.rtol, self.atol = expected, inputs, rtol, atol
         self.not_compared, self.computed_in, self.resized = not_compared, computed_in, resized
         self.last_changes: LastChanges | None = None
+        #: the model the passes start from, whose values a failure is compared with
+        #: (`ge.session.first_difference`)
+        self.original = original
 
     def compilation_started(self, last_changes: LastChanges) -> None:
         self.last_changes = last_changes
@@ -97,6 +102,9 @@ class EachPassVerifier(PipelineObserver):
                 nodes=err.nodes, location=record.location) from err
         if not report.ok:
             said, names = self._changed(record)
+            if names and self.original is not None:
+                said += first_difference(self.original, graph, names, self.inputs,
+                                         self.rtol, self.atol)
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
                 f"({where}): {report.summary()}{said}",
