@@ -6,6 +6,7 @@ pass), where the class statement was all it gave."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -54,6 +55,28 @@ class BadGemm(PatternFusionPass):
 """
 
 
+# Each MatMul + Add as a Gemm whose output has a new name; the second transposed (wrong).
+NEW_NAMES = """\
+from ge.passes import FusionBasePass, PassStage, register_fusion_pass
+
+
+@register_fusion_pass(name="GemmNewNames", stage=PassStage.BEFORE_INFER_SHAPE)
+class GemmNewNames(FusionBasePass):
+    def run(self, graph, context):
+        for i in range(3):
+            mm, add = graph.find_node_by_name(f"mm{i}"), graph.find_node_by_name(f"add{i}")
+            gemm = graph.add_node("Gemm", name=f"gemm{i}", num_inputs=3,
+                                  attrs={"transB": int(i == 1)})  # THE BUG
+            for port, (node, index) in enumerate((mm.get_in_data_nodes_and_port_indexes(0),
+                                                  mm.get_in_data_nodes_and_port_indexes(1),
+                                                  add.get_in_data_nodes_and_port_indexes(1))):
+                graph.add_data_edge(node, index, gemm, port)
+            graph.replace_all_uses(add, 0, gemm, 0)
+            graph.remove_nodes([mm, add])
+        return True
+"""
+
+
 def _plugin(tmp_path: Path, source: str) -> Path:
     path = tmp_path / "plugin.py"
     path.write_text(source)
@@ -86,13 +109,9 @@ def test_a_constant_changed_in_place_is_named_with_its_line(tmp_path: Path) -> N
     assert (err.location.file, err.location.line) == (str(plugin), _line(plugin, "THE BUG"))
 
 
-def test_a_pattern_pass_is_located_at_its_replacement_and_its_wrong_rewrite_named(
-        tmp_path: Path) -> None:
-    """Three Linear layers, the pass writing each as a Gemm of the weight transposed: right
-    for the first and the last, whose weights are symmetric, wrong for the second. The
-    error names the pass, its replacement's line, and the first value that differs: the
-    second Gemm's (trial AD cut the model up by hand to find it)."""
-    plugin = _plugin(tmp_path, TRANSPOSED)
+def _three_linear_layers() -> Any:
+    """x -> 3 x (MatMul 4x4, Add, Relu) -> y; the first and last weights symmetric, so that
+    a Gemm of the weight transposed is right for them and wrong for the second."""
     rng = np.random.default_rng(0)
     nodes, constants = [], []
     for i in range(3):
@@ -105,7 +124,33 @@ def test_a_pattern_pass_is_located_at_its_replacement_and_its_wrong_rewrite_name
         constants += [numpy_helper.from_array(weight if i == 1 else weight + weight.T,
                                               f"w{i}"),
                       numpy_helper.from_array(np.full(4, 0.1, np.float32), f"b{i}")]
-    model = make_model(nodes, [("x", [2, 4])], [("y", [2, 4])], constants)
+    return make_model(nodes, [("x", [2, 4])], [("y", [2, 4])], constants)
+
+
+def test_a_rewrite_giving_a_new_name_is_named_through_its_reader(tmp_path: Path) -> None:
+    """Trial AE: the wrong Gemm's output has a name the original lacks; its reader, the
+    Relu, was named as the first difference and the line of the first Gemm given."""
+    plugin = _plugin(tmp_path, NEW_NAMES)
+    with pytest.raises(VerificationError) as caught:
+        ge.compile(_three_linear_layers(), pass_paths=[plugin], verify="each-pass")
+    err = caught.value
+    assert "; the first value it changed that differs from the original's: 'r1' of Relu " \
+        "node 'relu1' (max abs diff " in err.message
+    assert err.message.endswith(", which reads 'gemm1:0' of Gemm node 'gemm1', a value the "
+                                "original has no name for")
+    # (the line that last changed gemm1: its last input wired)
+    assert err.location is not None and err.location.line == _line(
+        plugin, "graph.add_data_edge(node, index, gemm, port)")
+
+
+def test_a_pattern_pass_is_located_at_its_replacement_and_its_wrong_rewrite_named(
+        tmp_path: Path) -> None:
+    """Three Linear layers, the pass writing each as a Gemm of the weight transposed: right
+    for the first and the last, whose weights are symmetric, wrong for the second. The
+    error names the pass, its replacement's line, and the first value that differs: the
+    second Gemm's (trial AD cut the model up by hand to find it)."""
+    plugin = _plugin(tmp_path, TRANSPOSED)
+    model = _three_linear_layers()
     with pytest.raises(VerificationError) as caught:
         ge.compile(model, pass_paths=[plugin], verify="each-pass")
     err = caught.value

@@ -31,7 +31,7 @@ from ge.graph.node import is_const
 from ge.graph.places import body_owner, graph_place
 from ge.passes.source import warn_user
 from ge.session.body_coverage import BodyCoverage, body_coverage
-from ge.session.first_difference import first_difference
+from ge.session.first_difference import Difference, first_difference
 from ge.session.model_interface import InputSpec, model_inputs
 from ge.session.runner import ModelRunner, exported_to_run
 from ge.session.verification import (
@@ -102,14 +102,17 @@ class EachPassVerifier(PipelineObserver):
                 nodes=err.nodes, location=record.location) from err
         if not report.ok:
             said, names = self._changed(record)
-            if names and self.original is not None:
-                said += first_difference(self.original, graph, names, self.inputs,
-                                         self.rtol, self.atol)
+            first = (first_difference(self.original, graph, names, self.inputs, self.rtol,
+                                      self.atol) if names and self.original is not None
+                     else Difference(""))
+            # (the line that changed the node the first difference is put down to, else
+            # the first node named: trial AE was sent to a harmless line)
+            blamed = [first.node, *names] if first.node is not None else names
             raise VerificationError(
                 f"the outputs differ from the original's after pass {record.pass_name} "
-                f"({where}): {report.summary()}{said}",
+                f"({where}): {report.summary()}{said}{first.text}",
                 pass_name=record.pass_name, stage=record.stage, report=report,
-                location=_edited_at(record, names), nodes=names)
+                location=_edited_at(record, blamed), nodes=names)
 
 
 def _made_by(changes: LastChanges | None, node: Node, record: PassRunRecord) -> bool:

@@ -5,7 +5,9 @@ weights only, one layer of three; the user cut the model up by hand to find it).
 
 The values the pass's changed nodes give (in the graph's order) that the model the passes
 started from also has, by name, are made outputs of both models, which run once more on the
-verification's inputs; the first whose values differ beyond the tolerance is the answer.
+verification's inputs, `BATCH` values at a time until one differs beyond the tolerance:
+that is the answer, with the node that computes it (and, when that node reads a value of a
+changed node the original has no name for, that node: the one a pass gave a new output).
 Only asked when the check failed, and never worth another error: a model that cannot be so
 run (a value of a body, a name the pass gave anew), or one too large to be kept whole beside
 the graph (`snapshot`), leaves the message as it was.
@@ -14,6 +16,7 @@ the graph (`snapshot`), leaves the message as it was.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import onnx
@@ -22,10 +25,20 @@ from ge.graph import Graph, Node
 from ge.graph.node import is_const
 from ge.graph.places import ir_node_label
 
-__all__ = ["first_difference", "snapshot"]
+__all__ = ["Difference", "first_difference", "snapshot"]
 
-#: How many values are compared at most: the first ones the pass changed, in graph order.
-_MOST = 200
+#: How many values one more run of the two models compares, and how many at most in all.
+BATCH = 200
+MOST = 5000
+
+
+@dataclass(frozen=True)
+class Difference:
+    """What `first_difference` found: the message's words, and the node whose change the
+    difference is put down to (its error's location follows it)."""
+
+    text: str
+    node: str | None = None
 
 
 def snapshot(graph: Graph) -> onnx.ModelProto | None:
@@ -41,13 +54,11 @@ def snapshot(graph: Graph) -> onnx.ModelProto | None:
 
 
 def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[str],
-                     inputs: Mapping[str, Any], rtol: float, atol: float) -> str:
+                     inputs: Mapping[str, Any], rtol: float, atol: float) -> Difference:
     """"; the first value it changed that differs from the original's: 'a1' of Gemm node
-    '/fc1/Gemm' (max abs diff 3.1)", or "" when none can be told (see the module): `before`
-    is the model the passes started from, `changed` the nodes of `graph` the pass changed."""
-    from ge.session.comparison import compare_outputs
-    from ge.session.runner import ModelRunner
-
+    '/fc1/Gemm' (max abs diff 3.1)" and that node, or an empty `Difference` when none can be
+    told (see the module): `before` is the model the passes started from, `changed` the
+    nodes of `graph` the pass changed."""
     try:
         known = _value_names(before.graph)
         wanted = set(changed)
@@ -56,30 +67,66 @@ def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[st
             if node.name in wanted:
                 candidates.extend((name, node) for name in node.get_output_names()
                                   if name in known)
-        candidates = candidates[:_MOST]
         if not candidates:
-            return ""
-        names = [name for name, _ in candidates]
-        ran = []
-        for model in (before, graph.to_onnx()):
-            widened = onnx.ModelProto()
-            widened.CopyFrom(model)
-            listed = {o.name for o in widened.graph.output}
-            widened.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names
-                                        if n not in listed)
-            ran.append(ModelRunner(widened).run(inputs))
-        for name, node in candidates:
-            report = compare_outputs({name: ran[0][name]}, {name: ran[1][name]},
-                                     rtol=rtol, atol=atol)
-            if not report.ok:
-                worst = report.outputs[0]
-                what = (f"constant {name!r}" if is_const(node)
-                        else f"{name!r} of {ir_node_label(node)}")
-                return (f"; the first value it changed that differs from the original's: "
-                        f"{what} (max abs diff {worst.max_abs_diff:.3g})")
+            return Difference("")
+        compiled = graph.to_onnx()
+        for start in range(0, min(len(candidates), MOST), BATCH):
+            found = _first_in(before, compiled, candidates[start:start + BATCH], inputs,
+                              rtol, atol)
+            if found is not None:
+                name, node, diff = found
+                return _said(name, node, diff, wanted, known)
+        if len(candidates) > MOST:
+            return Difference(f"; none of the first {MOST} of the {len(candidates)} values "
+                              "it changed differs from the original's")
     except Exception:  # (a body's value, a runtime refusing the widened model: say nothing)
-        return ""
-    return ""
+        return Difference("")
+    return Difference("")
+
+
+def _first_in(before: onnx.ModelProto, compiled: onnx.ModelProto,
+              candidates: Sequence[tuple[str, Node]], inputs: Mapping[str, Any],
+              rtol: float, atol: float) -> tuple[str, Node, float] | None:
+    """The first of `candidates` whose values differ, with the largest difference."""
+    from ge.session.comparison import compare_outputs
+    from ge.session.runner import ModelRunner
+
+    names = [name for name, _ in candidates]
+    ran = []
+    for model in (before, compiled):
+        widened = onnx.ModelProto()
+        widened.CopyFrom(model)
+        listed = {o.name for o in widened.graph.output}
+        widened.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names
+                                    if n not in listed)
+        ran.append(ModelRunner(widened).run(inputs))
+    for name, node in candidates:
+        report = compare_outputs({name: ran[0][name]}, {name: ran[1][name]},
+                                 rtol=rtol, atol=atol)
+        if not report.ok:
+            return name, node, report.outputs[0].max_abs_diff
+    return None
+
+
+def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
+          ) -> Difference:
+    """The words for a first difference in `name` of `node`: a changed node it reads whose
+    value the original has no name for (a rewrite giving its output a new name: trial AE)
+    is named as where it comes from, and blamed."""
+    what = f"constant {name!r}" if is_const(node) else f"{name!r} of {ir_node_label(node)}"
+    text = (f"; the first value it changed that differs from the original's: {what} (max "
+            f"abs diff {diff:.3g})")
+    for i in range(node.get_inputs_size()):
+        producer = node.get_input_producer(i)
+        if producer is None:
+            continue
+        source, port = producer
+        value = source.get_output_name(port)
+        if source.name in changed and value not in known:
+            text += (f", which reads {value!r} of {ir_node_label(source)}, a value the "
+                     "original has no name for")
+            return Difference(text, source.name)
+    return Difference(text, node.name)
 
 
 def _value_names(graph: onnx.GraphProto) -> set[str]:
