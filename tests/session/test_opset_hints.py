@@ -207,7 +207,8 @@ def test_what_a_pass_made_after_the_fusions_is_not_hinted(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["ops_after"].get("LayerNormalization", 0) == 0  # the plugin ran
-    assert [(h["pass_name"], h["count"]) for h in payload["hints"]] == [("GeluFusion", 2)]
+    assert [(h["pass_name"], h["count"]) for h in payload["hints"]
+            if "pass_name" in h] == [("GeluFusion", 2)]
     # the same graph, counted as if nothing ran late: the norms would have been hinted
     compiled = ge.compile(out, builtin_passes=False)
     assert any(h.pass_name == "RMSNormFusion" for h in opset_hints(compiled.graph))

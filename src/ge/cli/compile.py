@@ -34,7 +34,7 @@ from ge.errors import CommandLineError, CompileWarning, GeError, model_file_name
 
 if TYPE_CHECKING:
     from ge.session.compile_arguments import VerifyNames
-    from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint
+    from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint, UnverifiedHint
 
 __all__ = ["compile_command", "dump_command", "parse_options",
            "print_compile_result", "result_payload"]
@@ -241,18 +241,25 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
                 inline_functions=inline_functions)
         graphs.callback(result.graph.close)  # (a converted copy with --opset)
         from ge.passes.stage import PassStage
-        from ge.session.hints import custom_op_hints, function_hints, opset_hints
+        from ge.session.hints import (
+            custom_op_hints,
+            function_hints,
+            opset_hints,
+            unverified_hints,
+        )
 
         # what the compilation ran (`--disable`, `--enable` and a fusion switch file decided)
         ran = {record.pass_name for record in result.report.records}
         late = {record.pass_name for record in result.report.records
                 if str(record.stage) == PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value}
-        hints: list[OpsetHint | FunctionHint | CustomOpHint] = [
+        hints: list[OpsetHint | FunctionHint | CustomOpHint | UnverifiedHint] = [
             *(opset_hints(result.graph, builtins_not_in(ran), ran, late=late)
               if builtin else []),
             *(function_hints(result.graph) if not inline_functions else []),
             *custom_op_hints(result.graph, verified=result.verification is not None,
-                             undefined=result.report.undefined_operators)]
+                             undefined=result.report.undefined_operators),
+            *unverified_hints(result.report.changing_plugin_passes(),
+                              verified=result.verification is not None)]
         described: list[dict[str, Any]] = []
 
         def describe(data_file: Path | None) -> None:

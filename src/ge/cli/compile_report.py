@@ -13,13 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ge._text import first_and_more
 from ge.cli.output import cell, console, encodable, fitting_columns, left_out_note
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
     from ge.session.compilation import CompileResult
-    from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint
+    from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint, UnverifiedHint
     from ge.session.verification import VerificationReport
 
 __all__ = ["TOP_OPS", "builtins_not_in", "ops_table", "print_compile_result",
@@ -233,7 +232,8 @@ def _verification_table(verification: VerificationReport) -> Any:
 
 
 def print_compile_result(result: CompileResult, *, output: Path | None,
-                         hints: Sequence[OpsetHint | FunctionHint | CustomOpHint] = (),
+                         hints: Sequence[OpsetHint | FunctionHint | CustomOpHint
+                                         | UnverifiedHint] = (),
                          data_file: Path | None = None, quiet: bool = False,
                          explain_args: Sequence[str] = (), all_passes: bool = False) -> None:
     """The text report: pass runs, operator changes, totals, hints, verification; with
@@ -268,11 +268,6 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
     con.print(report.summary())
     for hint in hints:
         con.print(f"hint: {escape(str(hint))}")
-    changing = report.changing_plugin_passes()
-    if result.verification is None and changing:  # (trial AD: three wrong plugins, silence)
-        con.print(cell(f"hint: plugin pass(es) {first_and_more(changing)} changed the graph, "
-                       "and nothing compared its outputs with the original's: --verify does "
-                       "(--verify each-pass names the first pass after which they differ)"))
     if result.verification is not None:
         if not quiet:
             con.print(_verification_table(result.verification))

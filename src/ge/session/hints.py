@@ -19,8 +19,8 @@ from ge._text import first_and_more
 from ge.graph import Graph, Node
 from ge.graph.node import is_const
 
-__all__ = ["CustomOpHint", "FunctionHint", "OpsetHint", "custom_op_hints", "function_hints",
-           "fusion_opset", "opset_hints"]
+__all__ = ["CustomOpHint", "FunctionHint", "OpsetHint", "UnverifiedHint", "custom_op_hints",
+           "function_hints", "fusion_opset", "opset_hints", "unverified_hints"]
 
 
 @dataclass(frozen=True)
@@ -218,3 +218,24 @@ def custom_op_hints(graph: Graph, verified: bool = False,
         return []
     return [CustomOpHint(tuple(sorted(counts)), sum(counts.values()),
                          tuple(sorted(unregistered)), verified)]
+
+
+@dataclass(frozen=True)
+class UnverifiedHint:
+    """The plugin passes that changed the graph of a compilation that did not verify it:
+    nothing compared the compiled model's outputs with the original's (trial AD: three
+    wrong plugin passes compiled with "success" and nothing else)."""
+
+    passes: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"plugin pass(es) {first_and_more(list(self.passes))} changed the graph, and "
+                "nothing compared its outputs with the original's: --verify does (--verify "
+                "each-pass names the first pass after which they differ)")
+
+
+def unverified_hints(changing: Iterable[str], verified: bool) -> list[UnverifiedHint]:
+    """An `UnverifiedHint` for the plugin passes `changing` (`CompileReport.
+    changing_plugin_passes`), unless the compilation verified the model."""
+    passes = tuple(changing)
+    return [UnverifiedHint(passes)] if passes and not verified else []
