@@ -416,6 +416,34 @@ def test_diff_shows_attribute_values(tmp_path: Path) -> None:
         "added"][0].items()
 
 
+def test_diff_escapes_names_and_says_a_large_tensor_changed(tmp_path: Path) -> None:
+    """Trial AE: a node named with a terminal escape sequence was printed raw, a changed
+    300x300 weight read "tensor float 300×300 → tensor float 300×300", and a float32
+    epsilon as 0.0010000000474974513."""
+    from onnx import helper, numpy_helper
+
+    def model(weight: float, name: str, path: Path) -> Path:
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("LayerNormalization", ["m", "g"], ["y"], name=name,
+                              epsilon=1e-3)], "g",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 300])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 300])],
+            [numpy_helper.from_array(np.full((300, 300), weight, np.float32), "w"),
+             numpy_helper.from_array(np.ones(300, np.float32), "g")])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+
+    a = model(1.0, "ln", tmp_path / "a.onnx")
+    b = model(2.0, "\x1b]0;title\x07ln", tmp_path / "b.onnx")
+    code, stdout, stderr = run_ge("diff", str(a), str(b))
+    assert code == 0, stderr
+    lines = stdout.splitlines()
+    assert "  w  Const: attributes (value: tensor float 300×300 (other values))" in lines
+    assert "  \\x1b]0;title\\x07ln  LayerNormalization (epsilon=0.001)" in lines
+    assert "\x1b" not in stdout
+
+
 def test_diff_pairs_a_constant_the_compilation_renamed(tmp_path: Path) -> None:
     """A `Constant` operator `k` is the initializer `k_out` (named by the value it gives)
     once compiled: `ge diff` listed it removed and added and its reader changed (trial XX:

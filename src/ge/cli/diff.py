@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ge._text import printable
 from ge.cli.output import CommandOutput, command_output
 from ge.cli.output_files import file_target
 from ge.compiler.report import NodeCounts
@@ -23,6 +24,16 @@ if TYPE_CHECKING:
     from ge.cli.graph_diff import GraphSnapshot
 
 __all__ = ["diff_command"]
+
+
+def _attribute_change(change: dict[str, str]) -> str:
+    """"value: tensor float scalar 0.5 → tensor float scalar 1.5"; a tensor too large to
+    show whose type and dims stay says its values differ (trial AE: "tensor float 8×8 →
+    tensor float 8×8" read as no change)."""
+    was, now = change["a"] or "(none)", change["b"] or "(none)"
+    if was == now:
+        return f"{change['name']}: {now} (other values)"
+    return f"{change['name']}: {was} → {now}"
 
 
 def _attributes_text(attributes: dict[str, str]) -> str:
@@ -128,26 +139,27 @@ def _print(payload: dict[str, Any], limit: int = DEFAULT_LIMIT) -> None:
                   f"{escape(payload[f'graph_{side}'])}, {_side_counts(payload, side).text()}")
     # Plain text, one print per section: a rich print per line (markup parsed, the terminal
     # measured) took 10 s for a diff of 50,000 nodes.
+    # (names and values from the models: escaped, a terminal obeys what they hold: AE)
     for label, rows in (("Removed (in A, not in B)", payload["removed"]),
                         ("Added (in B, not in A)", payload["added"])):
         con.print("\n".join([f"{label}: {len(rows)}",
-                             *_listed([f"  {row['key']}  {row['op']}"
-                                       f"{_attributes_text(row['attributes'])}"
+                             *_listed([printable(f"  {row['key']}  {row['op']}"
+                                                 f"{_attributes_text(row['attributes'])}")
                                        for row in rows], limit)]),
                   markup=False, highlight=False, soft_wrap=True)
     if payload["renamed"]:
         con.print("\n".join([f"Constants renamed (the same value, named by it in B): "
                              f"{len(payload['renamed'])}",
-                             *_listed([f"  {row['a']} → {row['b']}"
+                             *_listed([printable(f"  {row['a']} → {row['b']}")
                                        for row in payload["renamed"]], limit)]),
                   markup=False, highlight=False, soft_wrap=True)
     lines = []
     for row in payload["changed"]:
         op = row["op_b"] if row["op_a"] == row["op_b"] else f"{row['op_a']} → {row['op_b']}"
         what = [w if w != "attributes" else "attributes (" + "; ".join(
-                    f"{a['name']}: {a['a'] or '(none)'} → {a['b'] or '(none)'}"
-                    for a in row["attributes_changed"]) + ")" for w in row["what"]]
-        lines.append(f"  {row['key']}  {op}: {', '.join(what)}")
+                    _attribute_change(a) for a in row["attributes_changed"]) + ")"
+                for w in row["what"]]
+        lines.append(printable(f"  {row['key']}  {op}: {', '.join(what)}"))
     con.print("\n".join([f"Changed: {len(payload['changed'])}", *_listed(lines, limit)]),
               markup=False, highlight=False, soft_wrap=True)
     if payload["ops_delta"]:

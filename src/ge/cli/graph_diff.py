@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ge._text import first_and_more
 from ge.compiler.report import NodeCounts, PassRunRecord, op_label
 from ge.compiler.scheduler import PipelineObserver
@@ -94,6 +96,12 @@ def _attr_text(value: Any) -> tuple[str, Any]:
         return text, ("tensor", int(value.data_type), tuple(value.shape), digest)
     if isinstance(value, Graph):
         return f"graph {value.name}", ("graph", value.name)
+    if isinstance(value, float) or (isinstance(value, list) and value
+                                    and all(isinstance(v, float) for v in value)):
+        # ONNX float attributes are float32: `1e-05`, not 9.999999747378752e-06 (trial AE)
+        shown = (str(np.float32(value)) if isinstance(value, float)
+                 else "[" + ", ".join(str(np.float32(v)) for v in value) + "]")
+        return _short(shown), repr(value)
     return _short(repr(value)), repr(value)
 
 
