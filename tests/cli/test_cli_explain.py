@@ -188,8 +188,8 @@ def test_a_fusion_base_pass_cannot_be_explained() -> None:
     assert err == ("ge: [GE1701] pass 'ConstantFolding' is a FusionBasePass (fusion_base), not "
                    "a pattern or decompose pass: its run() finds what it changes itself, so it "
                    "cannot be explained; what it changed: ge diff MODEL OUT after a compile, "
-                   "or --dump-level ConstantFolding (its graph after it ran), and ge compile "
-                   "--verify each-pass checks its numbers\n")  # (trial AD: no way on)
+                   "or ge compile MODEL -o OUT --dump DIR --dump-level ConstantFolding (its "
+                   "graph after it ran), and --verify each-pass checks its numbers\n")
     code, out, _ = _run("passes", "explain", "ConstantFolding", VIT, "--json")
     assert code == 1
     data = json.loads(out)

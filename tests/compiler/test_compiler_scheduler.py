@@ -122,8 +122,9 @@ def test_not_changed_after_changing_the_graph_is_a_change_and_a_warning(write) -
 @pytest.mark.parametrize(
     ("result", "code", "reason"),
     [
-        ("False", "False", "run() returned False, which GE reads as a failure: return "
-         "ge.passes.NOT_CHANGED when the pass found nothing to change"),
+        ("False", "False", "run() returned False, which GE reads as a failure (its changes "
+         "are undone): return ge.passes.NOT_CHANGED when the pass found nothing to change, "
+         "True when it changed the graph"),
         ("7", "7", "run() returned status 7; " + ACCEPTED_RESULTS),
         # GE C++'s GRAPH_NOT_CHANGED, returned by a port: named, with what to return
         ("1343242304", "1343242304", "run() returned status 1343242304, which is GE C++'s "

@@ -78,9 +78,9 @@ def test_an_e13028_of_an_edited_plugins_old_code_says_its_file_changed(site: Pat
     assert caught.value.code == "E13028"
     assert caught.value.message == (
         "Failed to run custom fusion pass TeamB. Return code: False. Reason: run() returned "
-        "False, which GE reads as a failure: return ge.passes.NOT_CHANGED when the pass "
-        f"found nothing to change. ({source} changed since it was loaded: the code that ran, "
-        "and the "
+        "False, which GE reads as a failure (its changes are undone): return "
+        "ge.passes.NOT_CHANGED when the pass found nothing to change, True when it changed "
+        f"the graph. ({source} changed since it was loaded: the code that ran, and the "
         "line named, are as it was then.)")
     assert caught.value.location == first.value.location  # the old code's line
     assert [(n.name, n.type) for n in graph.get_all_nodes()] == before

@@ -67,9 +67,9 @@ def _known_pass(name: str, found: FoundPasses) -> RegisteredPass:
         raise CommandLineError(
             f"pass {name!r} is a FusionBasePass ({kind}), not a pattern or decompose pass: "
             "its run() finds what it changes itself, so it cannot be explained; what it "
-            "changed: ge diff MODEL OUT after a compile, or --dump-level "
-            f"{name} (its graph after it ran), and ge compile --verify each-pass checks "
-            "its numbers")
+            "changed: ge diff MODEL OUT after a compile, or ge compile MODEL -o OUT --dump "
+            f"DIR --dump-level {name} (its graph after it ran), and --verify each-pass "
+            "checks its numbers")
     return entry
 
 

@@ -87,8 +87,9 @@ def interpret_run_result(value: object) -> RunStatus:
     if value is False:
         # (GE reads False as a failure; trial AD meant "nothing changed")
         return RunStatus(RunOutcome.FAILED, "False",
-                         "run() returned False, which GE reads as a failure: return "
-                         "ge.passes.NOT_CHANGED when the pass found nothing to change")
+                         "run() returned False, which GE reads as a failure (its changes "
+                         "are undone): return ge.passes.NOT_CHANGED when the pass found "
+                         "nothing to change, True when it changed the graph")
     if isinstance(value, int):
         if value == SUCCESS:
             return RunStatus(RunOutcome.SUCCESS, str(value))
