@@ -618,7 +618,7 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         data file that will be, or None): a caller writes there what describes the model (a
         report), so that its failure leaves the previous model where it was.
         `strip_metadata=True` leaves out the doc strings and `metadata_props` of nodes,
-        values, tensors, graphs and functions (`ge.graph.onnx_export.strip_annotations`:
+        values, tensors, graphs and functions (`ge.graph.annotations.strip_annotations`:
         exporters' stack traces and namespaces, ge's `ge.origin_*`); the graph keeps them.
         """
         from ge.graph.model_io import save_model

@@ -32,6 +32,7 @@ from ge.errors import (
 )
 from ge.graph import model_file
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.annotations import strip_annotations
 from ge.graph.checker_places import CheckerFailure, model_failure
 from ge.graph.external_data import (
     ExternalDataWriter,
@@ -43,12 +44,7 @@ from ge.graph.external_data import (
 )
 from ge.graph.graph import CONST, Graph
 from ge.graph.model_file import EXTERNAL_KEY, ModelPieces, read_model_pieces
-from ge.graph.onnx_export import (
-    TensorSink,
-    graph_to_model,
-    initializers_as_inputs,
-    strip_annotations,
-)
+from ge.graph.onnx_export import TensorSink, graph_to_model, initializers_as_inputs
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payload_checks import payload_nbytes
 from ge.graph.payloads import PayloadStore, SplicedModel

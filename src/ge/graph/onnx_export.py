@@ -20,8 +20,9 @@ from onnx import AttributeProto
 
 from ge.errors import GraphError
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.annotations import merge_annotations
 from ge.graph.attributes import GRAPH_KINDS, encode_attr
-from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain, proto_graphs
+from ge.graph.domains import ONNX_DOMAINS, defined_value_names, normalize_domain
 from ge.graph.export_names import (
     OutputNames,
     Renames,
@@ -37,8 +38,7 @@ from ge.graph.tensor_desc import TensorDesc
 from ge.graph.types import data_type_to_onnx
 from ge.graph.value_info import named_value_info, value_info_from_desc
 
-__all__ = ["UNNAMED_PREFIX", "graph_to_model", "initializers_as_inputs", "merge_annotations",
-           "strip_annotations"]
+__all__ = ["UNNAMED_PREFIX", "graph_to_model", "initializers_as_inputs"]
 
 A = AttributeProto
 
@@ -346,62 +346,6 @@ def _graph_proto(graph: Graph, names: OutputNames) -> onnx.GraphProto:
     gp = onnx.GraphProto()
     write_graph(graph, gp, names)
     return gp
-
-
-def merge_annotations(source: Any, target: Any) -> None:
-    """Give `target` (a node, value info, tensor or graph proto) `source`'s metadata entries
-    it lacks, and `source`'s doc string where it has none: what a tool that rebuilds a
-    proto (a converter, an inliner, inference) drops, given back without overriding."""
-    own = {p.key for p in target.metadata_props}
-    target.metadata_props.extend(p for p in source.metadata_props if p.key not in own)
-    if source.doc_string and not target.doc_string:
-        target.doc_string = source.doc_string
-
-
-def strip_annotations(model: onnx.ModelProto) -> None:
-    """Clear, in place, the doc strings and `metadata_props` of `model`'s graphs, bodies and
-    functions, and of their nodes, attributes, values and tensors (initializers, sparse
-    ones' values and indices, a `Constant`'s value): what exporters write beside the
-    computation (a dynamo export's `namespace` and `pkg.torch.onnx.*`, a quarter of the
-    vendored DistilBERT's file) and ge's own `ge.origin_pass`, `ge.origin_nodes`. The
-    model's own doc string and metadata (a licence, a version) stay."""
-    bodies = (body for f in model.functions for n in f.node for a in n.attribute
-              if a.type in GRAPH_KINDS
-              for body in (a.graphs if a.type == AttributeProto.GRAPHS else [a.g]))
-    annotated: list[Any] = [*model.functions,
-                            *(v for f in model.functions for v in _function_values(f))]
-    nodes = [n for f in model.functions for n in f.node]
-    for root in (model.graph, *bodies):
-        for graph in proto_graphs(root):
-            nodes.extend(graph.node)
-            annotated.extend((graph, *graph.input, *graph.output, *graph.value_info,
-                              *graph.initializer))
-            for sparse in graph.sparse_initializer:
-                annotated.extend((sparse.values, sparse.indices))
-    for node in nodes:
-        annotated.append(node)
-        for attr in node.attribute:
-            annotated.append(attr)
-            annotated.extend(_attribute_tensors(attr))
-    for proto in annotated:
-        if len(getattr(proto, "metadata_props", ())):
-            proto.ClearField("metadata_props")
-        if proto.doc_string:
-            proto.ClearField("doc_string")
-
-
-def _function_values(function: onnx.FunctionProto) -> list[onnx.ValueInfoProto]:
-    """A function's `value_info` (onnx 1.16 on; none before)."""
-    return list(getattr(function, "value_info", ()))
-
-
-def _attribute_tensors(attr: AttributeProto) -> list[onnx.TensorProto]:
-    """The tensors an attribute holds: a `Constant`'s value, a sparse one's values and
-    indices (bodies are walked as graphs)."""
-    sparse = ([attr.sparse_tensor] if attr.type == AttributeProto.SPARSE_TENSOR
-              else list(attr.sparse_tensors))
-    return [*([attr.t] if attr.type == AttributeProto.TENSOR else []), *attr.tensors,
-            *(t for s in sparse for t in (s.values, s.indices))]
 
 
 def _annotated(vi: onnx.ValueInfoProto, notes: dict[str, onnx.ValueInfoProto]

@@ -20,11 +20,11 @@ import onnx
 from onnx import helper, inliner
 
 from ge.errors import GeError, ShapeInferenceError
+from ge.graph.annotations import merge_annotations
 from ge.graph.domains import proto_nodes
 from ge.graph.graph import CONST
 from ge.graph.model_info import FunctionKey, call_key, function_key
 from ge.graph.node import Node, overload_of
-from ge.graph.onnx_export import merge_annotations
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.places import node_named
 from ge.graph.tensor_desc import TensorDesc

@@ -40,10 +40,11 @@ from ge.errors import (
 )
 from ge.graph import CONST, Graph, Tensor, load
 from ge.graph.allocation import no_gc_pauses
+from ge.graph.annotations import merge_annotations
 from ge.graph.domains import normalize_domain, proto_nodes
 from ge.graph.external_data import graph_tensors
 from ge.graph.model_io import INLINE_MODEL_BYTES
-from ge.graph.onnx_export import graph_to_model, merge_annotations
+from ge.graph.onnx_export import graph_to_model
 from ge.graph.onnx_import import model_to_graph
 from ge.graph.payloads import payload_nbytes
 from ge.graph.sparse import put_sparse_back, sparse_stand_ins
