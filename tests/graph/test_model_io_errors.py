@@ -608,3 +608,22 @@ def test_save_flags_must_be_bools(tmp_path: Path, flag: str, value: object) -> N
     if value == "weights.bin":
         assert str(info.value.args[0]).endswith("the data file is named by external_data_name")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("path", [123, None, ["m.onnx"], b"m.onnx"])
+def test_a_path_of_another_type_is_a_graph_type_error(tmp_path: Path, path: object) -> None:
+    """Trial AF: `save(123)` raised os.fspath's TypeError, which a service catching GeError
+    let through; CompileResult.save too, with overwrite_input before anything."""
+    import ge
+    from ge.errors import GraphTypeError
+    from model_paths import shared_model
+
+    result = ge.compile(shared_model("control_flow"))
+    for save in (result.graph.save, result.save,
+                 lambda p: result.save(p, overwrite_input=True)):
+        with pytest.raises(GraphTypeError) as info:
+            save(path)
+        assert info.value.code == "GE1002"
+        assert info.value.message.startswith("the path to save to must be a str or an "
+                                             f"os.PathLike, got {type(path).__name__} ")
+    assert list(tmp_path.iterdir()) == []

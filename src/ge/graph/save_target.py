@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from ge._signals import held_signals
-from ge.errors import ModelSaveError
+from ge.errors import GraphTypeError, ModelSaveError
 from ge.graph.graph import Graph
 
 __all__ = ["check_data_target", "check_save_target", "check_target_path",
@@ -155,7 +155,11 @@ def folder_spelling_problem(path: str | os.PathLike[str]) -> str | None:
 
 def check_target_spelling(path: str | os.PathLike[str]) -> None:
     """Refuse (ModelSaveError, GE1104) a path that names no file (`folder_spelling_problem`),
-    before a `Path` of it hides that."""
+    before a `Path` of it hides that; a path of another type than str or os.PathLike is
+    GraphTypeError (GE1002; trial AF: `save(123)` was os.fspath's raw TypeError)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise GraphTypeError(f"the path to save to must be a str or an os.PathLike, got "
+                             f"{type(path).__name__} {path!r}")
     problem = folder_spelling_problem(path)
     if problem is not None:
         text = os.fspath(path)

@@ -136,8 +136,9 @@ class CompileResult:
         never one onnx's full checker rejects (`GraphValidationError`, nothing written; it
         says so when the input model fails the checker too). Returns the external data file
         written beside it, or None."""
-        from ge.graph.save_target import replaced_data_files
+        from ge.graph.save_target import check_target_spelling, replaced_data_files
 
+        check_target_spelling(path)  # (a path of another type: GE1002 before anything)
         replaced = replaced_data_files(self.graph, path) if overwrite_input else []
         try:
             written = self.graph.save(path, external_data=external_data,
