@@ -95,7 +95,8 @@ def _raised_text(err: BaseException, fn: object) -> str:
     return f"{text} (raised at {at})" if at is not None else text
 
 
-def _descs_text(descs: Sequence[TensorDesc | None]) -> str:
+def descs_text(descs: Sequence[TensorDesc | None]) -> str:
+    """Input descs as messages list them: their reprs, None for an absent input."""
     return ", ".join("None" if d is None else repr(d) for d in descs)
 
 
@@ -103,7 +104,7 @@ def call_infer(custom: CustomOp, ctx: InferContext, label: str, node_name: str
                ) -> list[TensorDesc]:
     """`custom.infer(ctx)` for the node `label` names, checked: one `TensorDesc` per output.
     `InferenceFunctionError` (at the user's line) when it raises or returns anything else."""
-    given = f"given input descs ({_descs_text(ctx.input_descs)})"
+    given = f"given input descs ({descs_text(ctx.input_descs)})"
     try:
         result = custom.infer(ctx)
         found = list(result) if not isinstance(result, TensorDesc) else None

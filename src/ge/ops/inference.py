@@ -25,7 +25,12 @@ from ge.graph.places import ir_node_label, node_named
 from ge.graph.tensor_desc import UNKNOWN_DIM, TensorDesc
 from ge.graph.types import DataType, data_type_to_onnx
 from ge.graph.value_info import desc_from_value_info, holds_non_tensor, is_known_type
-from ge.ops.custom_calls import call_infer, function_location, inference_function_text
+from ge.ops.custom_calls import (
+    call_infer,
+    descs_text,
+    function_location,
+    inference_function_text,
+)
 from ge.ops.expanded_defaults import infer_by_body, typed_by_body
 from ge.ops.functions import called_function, infer_call, inside_call_body
 from ge.ops.memo import active_memo
@@ -192,7 +197,7 @@ def _registered_inference(node: Node, custom: CustomOp) -> list[TensorDesc]:
     attrs = {name: spec.default for name, spec in custom.spec.attributes.items()}
     attrs.update({key: node.get_attr(key) for key in node.get_attr_names()})
     size = node.get_inputs_size()
-    descs = [node.get_input_desc(i) if node.get_input_producer(i) else None for i in range(size)]
+    descs = _input_descs(node)
     values = []
     for i in range(size):
         tensor = const_value(node, i)
@@ -242,7 +247,8 @@ def check_declared_node(node: Node) -> None:
             raise ShapeInferenceError(
                 f"{ir_node_label(node)}: the model declares output {i} as {held!r}, "
                 f"{inference_function_text(custom)}, gives {desc!r} from its inputs "
-                f"({_input_descs_text(node)}): correct the model's declared type or the function",
+                f"({descs_text(_input_descs(node))}): correct the model's declared type or the "
+                "function",
                 nodes=[node.name],
                 location=function_location(custom.infer))
         return
@@ -257,9 +263,11 @@ def check_declared_node(node: Node) -> None:
             "from its inputs", nodes=[node.name])
 
 
-def _input_descs_text(node: Node) -> str:
-    return ", ".join(repr(node.get_input_desc(i)) if node.get_input_producer(i) else "None"
-                     for i in range(node.get_inputs_size()))
+def _input_descs(node: Node) -> list[TensorDesc | None]:
+    """The descs of `node`'s inputs, None for one not connected (an absent optional input),
+    as a registered inference function is given them."""
+    return [node.get_input_desc(i) if node.get_input_producer(i) else None
+            for i in range(node.get_inputs_size())]
 
 
 def is_runtime_domain_node(node: Node) -> bool:

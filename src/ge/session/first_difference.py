@@ -22,6 +22,7 @@ from typing import Any
 import onnx
 
 from ge.graph import Graph, Node
+from ge.graph.domains import defined_value_names
 from ge.graph.node import is_const
 from ge.graph.places import ir_node_label
 
@@ -60,7 +61,7 @@ def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[st
     told (see the module): `before` is the model the passes started from, `changed` the
     nodes of `graph` the pass changed."""
     try:
-        known = _value_names(before.graph)
+        known = defined_value_names(before.graph)
         wanted = set(changed)
         candidates: list[tuple[str, Node]] = []
         for node in graph.topological_order():
@@ -127,11 +128,3 @@ def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
                      "original has no name for")
             return Difference(text, source.name)
     return Difference(text, node.name)
-
-
-def _value_names(graph: onnx.GraphProto) -> set[str]:
-    """The values the main graph of a model defines: its initializers, inputs and the
-    outputs of its nodes."""
-    names = {t.name for t in graph.initializer} | {i.name for i in graph.input}
-    names.update(o for node in graph.node for o in node.output if o)
-    return names

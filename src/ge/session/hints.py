@@ -35,20 +35,15 @@ class OpsetHint:
 
     def __str__(self) -> str:
         from ge._compat import runtime_opset
+        from ge.ops.runtime_ops import runtime_version
 
         runs = runtime_opset()
         # (trial AB: the compiled model imports that opset, which the runtime must run)
         newer = "" if runs >= self.opset else (
             f"; the compiled model would then need a newer onnxruntime than this one, "
-            f"{_runtime_version()}, which runs opsets up to {runs}")
+            f"{runtime_version()}, which runs opsets up to {runs}")
         return (f"{self.count} {self.what}(s) written in primitives would become "
                 f"{self.operator} at opset {self.opset} (--opset {self.opset}{newer})")
-
-
-def _runtime_version() -> str:
-    import onnxruntime
-
-    return str(onnxruntime.__version__)
 
 
 #: Below this the primitives' schemas differ from those at the targets (ReduceMean, Pow,
@@ -236,6 +231,6 @@ class UnverifiedHint:
 
 def unverified_hints(changing: Iterable[str], verified: bool) -> list[UnverifiedHint]:
     """An `UnverifiedHint` for the plugin passes `changing` (`CompileReport.
-    changing_plugin_passes`), unless the compilation verified the model."""
+    passes_that_changed(plugins_only=True)`), unless the compilation verified the model."""
     passes = tuple(changing)
     return [UnverifiedHint(passes)] if passes and not verified else []
