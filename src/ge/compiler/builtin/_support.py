@@ -74,8 +74,8 @@ FLOAT_TYPES = frozenset({DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_DOU
 def refuse(context: PassContext | None, reason: str) -> bool:
     """Refuse a match saying why: set `reason` as the context's error message (GE's
     `set_error_message`, which the report counts and `ge passes explain` shows) and return
-    False. One text per cause, never naming a node or dims, so that the report's few kept
-    reasons add up the refusals of a model instead of listing its first matches."""
+    False. A text per cause rather than per match (no node names, no dims) lets the report's
+    few kept reasons add up the refusals of a model instead of listing its first matches."""
     if context is not None:
         context.set_error_message(reason)
     return False

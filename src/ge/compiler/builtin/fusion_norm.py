@@ -60,6 +60,7 @@ import itertools
 
 import onnx
 
+from ge.compiler.builtin._support import refuse
 from ge.compiler.builtin.norm_checks import (
     Captures,
     Plan,
@@ -217,9 +218,7 @@ class NormFusion(PatternFusionPass):
         try:
             plan = self._plan_of(match_result)
         except Refused as refused:
-            if context is not None:
-                context.set_error_message(str(refused))
-            return False
+            return refuse(context, str(refused))
         self._decided = (match_identity(match_result), plan)  # for its replacement
         if context is not None:
             context.set_error_message("")
