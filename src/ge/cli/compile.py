@@ -258,7 +258,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             *(function_hints(result.graph) if not inline_functions else []),
             *custom_op_hints(result.graph, verified=result.verification is not None,
                              undefined=result.report.undefined_operators),
-            *unverified_hints(result.report.changing_plugin_passes(),
+            *unverified_hints(result.report.passes_that_changed(plugins_only=True),
                               verified=result.verification is not None)]
         described: list[dict[str, Any]] = []
 

@@ -287,9 +287,12 @@ class CompileReport:
                 counts[record.pass_name] = counts.get(record.pass_name, 0) + done
         return counts
 
-    def passes_that_changed(self) -> list[str]:
-        """Names of the passes that changed the graph, each once, in run order."""
-        return list(dict.fromkeys(r.pass_name for r in self.records if r.changed))
+    def passes_that_changed(self, *, plugins_only: bool = False) -> list[str]:
+        """Names of the passes that changed the graph, each once, in run order (a run rolled
+        back changed nothing); `plugins_only`: not the built-in ones (what a compilation
+        without verification leaves unchecked numerically)."""
+        return list(dict.fromkeys(r.pass_name for r in self.records if r.changed and not (
+            plugins_only and r.origin == BUILTIN_ORIGIN)))
 
     def by_pass(self) -> list[dict[str, Any]]:
         """One summary per (stage, pass) in run order: invocations over graphs and rounds
@@ -360,13 +363,6 @@ class CompileReport:
         return [row["name"] for row in self.by_pass()
                 if row["origin"] != BUILTIN_ORIGIN and row["kind"] == PASS_KIND_PATTERN_FUSION
                 and not row["matches"]]
-
-    def changing_plugin_passes(self) -> list[str]:
-        """The plugin passes that changed the graph (each once, in the order they first
-        ran): what a compilation without verification leaves unchecked numerically."""
-        return list(dict.fromkeys(r.pass_name for r in self.records
-                                  if r.changed and not r.rolled_back
-                                  and r.origin != BUILTIN_ORIGIN))
 
     def silently_refusing_plugin_passes(self) -> list[tuple[str, int, str]]:
         """(name, refusals, "match(es)" or "node(s)") of each plugin pass that rewrote
