@@ -12,6 +12,7 @@ from onnx import AttributeProto
 
 from ge.graph.attributes import GRAPH_KINDS
 from ge.graph.domains import proto_graphs
+from ge.graph.external_data import iter_tensors
 
 __all__ = ["merge_annotations", "strip_annotations"]
 
@@ -28,45 +29,23 @@ def merge_annotations(source: Any, target: Any) -> None:
 
 def strip_annotations(model: onnx.ModelProto) -> None:
     """Clear, in place, the doc strings and `metadata_props` of `model`'s graphs, bodies and
-    functions, and of their nodes, attributes, values and tensors (initializers, sparse
-    ones' values and indices, a `Constant`'s value): what exporters write beside the
-    computation (a dynamo export's `namespace` and `pkg.torch.onnx.*`, a quarter of the
-    vendored DistilBERT's file) and ge's own `ge.origin_pass`, `ge.origin_nodes`. The
-    model's own doc string and metadata (a licence, a version) stay."""
+    functions, and of their nodes, attributes, values and tensors (every one `iter_tensors`
+    finds: initializers, sparse ones' values and indices, a `Constant`'s value): what
+    exporters write beside the computation (a dynamo export's `namespace` and
+    `pkg.torch.onnx.*`, a quarter of the vendored DistilBERT's file) and ge's own
+    `ge.origin_pass`, `ge.origin_nodes`. The model's own doc string and metadata (a licence,
+    a version) stay."""
     bodies = (body for f in model.functions for n in f.node for a in n.attribute
               if a.type in GRAPH_KINDS
               for body in (a.graphs if a.type == AttributeProto.GRAPHS else [a.g]))
-    annotated: list[Any] = [*model.functions,
-                            *(v for f in model.functions for v in _function_values(f))]
-    nodes = [n for f in model.functions for n in f.node]
-    for root in (model.graph, *bodies):
-        for graph in proto_graphs(root):
-            nodes.extend(graph.node)
-            annotated.extend((graph, *graph.input, *graph.output, *graph.value_info,
-                              *graph.initializer))
-            for sparse in graph.sparse_initializer:
-                annotated.extend((sparse.values, sparse.indices))
-    for node in nodes:
-        annotated.append(node)
-        for attr in node.attribute:
-            annotated.append(attr)
-            annotated.extend(_attribute_tensors(attr))
+    graphs = [graph for root in (model.graph, *bodies) for graph in proto_graphs(root)]
+    nodes = [*(n for f in model.functions for n in f.node), *(n for g in graphs for n in g.node)]
+    annotated: list[Any] = [
+        *model.functions, *(v for f in model.functions for v in getattr(f, "value_info", ())),
+        *graphs, *(v for g in graphs for v in (*g.input, *g.output, *g.value_info)),
+        *nodes, *(a for n in nodes for a in n.attribute), *iter_tensors(model)]
     for proto in annotated:
-        if len(getattr(proto, "metadata_props", ())):
+        if len(getattr(proto, "metadata_props", ())):  # (none on an attribute)
             proto.ClearField("metadata_props")
         if proto.doc_string:
             proto.ClearField("doc_string")
-
-
-def _function_values(function: onnx.FunctionProto) -> list[onnx.ValueInfoProto]:
-    """A function's `value_info` (onnx 1.16 on; none before)."""
-    return list(getattr(function, "value_info", ()))
-
-
-def _attribute_tensors(attr: AttributeProto) -> list[onnx.TensorProto]:
-    """The tensors an attribute holds: a `Constant`'s value, a sparse one's values and
-    indices (bodies are walked as graphs)."""
-    sparse = ([attr.sparse_tensor] if attr.type == AttributeProto.SPARSE_TENSOR
-              else list(attr.sparse_tensors))
-    return [*([attr.t] if attr.type == AttributeProto.TENSOR else []), *attr.tensors,
-            *(t for s in sparse for t in (s.values, s.indices))]
