@@ -313,6 +313,22 @@ def test_verify_passes_for_the_same_model_and_fails_for_a_broken_copy() -> None:
     verify(graph, graph).raise_if_failed("same graph")
 
 
+def test_verify_of_models_with_other_inputs_names_both_sides() -> None:
+    original = ge.graph.load(shared_model("mobilenet_like"))
+    other = onnx.load(shared_model("mobilenet_like"))
+    old = other.graph.input[0].name
+    other.graph.input[0].name = "image"
+    for node in other.graph.node:
+        node.input[:] = ["image" if n == old else n for n in node.input]
+    with pytest.raises(VerificationInputError) as info:
+        verify(original, other, names=("given", "rewritten"))
+    assert info.value.code == "GE1602"
+    assert info.value.message.startswith(
+        "the inputs the given model ran on do not fit the rewritten model: inputs do not fit "
+        "graph "), info.value.message
+    assert "input 'image': missing" in info.value.message
+
+
 def test_verify_uses_given_inputs_and_reference_outputs_run_the_model() -> None:
     inputs = {"a": np.ones((2, 3), np.float32), "b": np.full((2, 3), 2, np.float32)}
     report = verify(_add_model(), _add_model("Sub"), inputs=inputs)

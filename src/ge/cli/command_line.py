@@ -34,6 +34,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "passes": ("ge.cli.passes", "passes", "Inspect the passes the compiler would run."),
     "run": ("ge.cli.run", "run_command",
             "Run MODEL on inputs (given or generated) and show or save its outputs."),
+    "verify": ("ge.cli.verify", "verify_command",
+               "Run ORIGINAL and OTHER on the same inputs and compare their outputs."),
 }
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ge.session.verification import VerificationReport
 
 __all__ = ["TOP_OPS", "builtins_not_in", "ops_table", "print_compile_result",
-           "result_payload"]
+           "result_payload", "verification_table"]
 
 #: How many op-histogram rows the text report shows (largest changes first).
 TOP_OPS = 12
@@ -207,10 +207,12 @@ def ops_table(before: Mapping[str, int], after: Mapping[str, int],
     return table
 
 
-def _verification_table(verification: VerificationReport) -> Any:
+def verification_table(verification: VerificationReport, *,
+                       title: str = "Verification") -> Any:
+    """A row per output: whether it matches, its shape, dtype, diffs and mismatches."""
     from rich.table import Table
 
-    table = Table(title=f"Verification ({verification.tolerance()})", title_justify="left")
+    table = Table(title=f"{title} ({verification.tolerance()})", title_justify="left")
     for column in ("Output", "OK", "Shape", "Dtype", "Max abs diff", "Max rel diff",
                    "Mismatches"):
         table.add_column(column, justify="left" if column in ("Output", "OK", "Shape",
@@ -270,7 +272,7 @@ def print_compile_result(result: CompileResult, *, output: Path | None,
         con.print(f"hint: {escape(str(hint))}")
     if result.verification is not None:
         if not quiet:
-            con.print(_verification_table(result.verification))
+            con.print(verification_table(result.verification))
         con.print(f"verification {escape(result.verification.summary())}")
     if output is not None:
         con.print(wrote_line(output, data_file, escape))

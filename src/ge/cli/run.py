@@ -30,7 +30,7 @@ from ge.cli.output_files import (
 )
 from ge.errors import CommandLineError, concerning_model, model_file_named
 
-__all__ = ["array_summary", "run_command"]
+__all__ = ["array_summary", "custom_op_plugins", "run_command"]
 
 #: How many leading values of each output are shown.
 _SHOWN_VALUES = 6
@@ -173,9 +173,9 @@ def _generated(graph: Any, seed: int, dims: dict[str, int]) -> dict[str, Any]:
         return generate_inputs(graph, seed=seed, dims=dims)
 
 
-def _custom_op_plugins(custom: list[Any], pass_paths: tuple[str, ...]
-                       ) -> AbstractContextManager[Any]:
-    """The pass plugins loaded while the model runs, when it has operators of a custom domain
+def custom_op_plugins(custom: bool, pass_paths: tuple[str, ...]
+                      ) -> AbstractContextManager[Any]:
+    """The pass plugins loaded while a model runs, when it has operators of a custom domain
     (`custom`: their kernels come from `ge.ops.register_op` in a plugin) or `--pass-path`
     was given; a model of standard operators runs without reading them."""
     if not custom and not pass_paths:
@@ -230,7 +230,7 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                          else _generated(graph, seed, dims))
             custom = [node for node in graph.get_all_nodes()
                       if not runs_in_onnxruntime(node.domain)]
-            with _custom_op_plugins(custom, pass_paths), model_file_named(model):
+            with custom_op_plugins(bool(custom), pass_paths), model_file_named(model):
                 try:
                     with concerning_model():  # (the model, as in the file: none of ge's doing)
                         results = ModelRunner(graph).run(feeds)

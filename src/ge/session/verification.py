@@ -152,10 +152,14 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     with _named_side(f"the {names[0]} model cannot be run"):
         resized = None if inputs is not None else run_at_other_sizes(
             original, dims, seed=seed, runner=first)
-    with _named_side(f"the {names[1]} model cannot be run (the {names[0]} runs)"):
-        return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
-                           not_compared=not_compared,
-                           computed_in=narrow_float_outputs(original), resized=resized)
+    try:
+        with _named_side(f"the {names[1]} model cannot be run (the {names[0]} runs)"):
+            return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
+                               not_compared=not_compared,
+                               computed_in=narrow_float_outputs(original), resized=resized)
+    except VerificationInputError as err:  # two models whose inputs differ
+        raise VerificationInputError(f"the inputs the {names[0]} model ran on do not fit the "
+                                     f"{names[1]} model: {err.message}") from err
 
 
 @contextlib.contextmanager

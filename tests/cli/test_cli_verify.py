@@ -1,0 +1,164 @@
+"""`ge verify ORIGINAL OTHER`: two models run on the same inputs, their outputs compared;
+a difference is GE1603 (exit status 1) after the table, and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_helpers import DISTILBERT, run_ge
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _linear(weight: np.ndarray, *, input_name: str = "x") -> onnx.ModelProto:
+    """y = x @ weight + 1, x float32[batch, 4]."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", [input_name, "w"], ["m"]),
+         helper.make_node("Add", ["m", "one"], ["y"])],
+        "linear",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(weight.astype(np.float32), "w"),
+         numpy_helper.from_array(np.ones(3, np.float32), "one")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+WEIGHT = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The original, an equal model (the bias as Gemm), and one with a changed weight."""
+    original, same, changed = (tmp_path / n for n in ("a.onnx", "same.onnx", "changed.onnx"))
+    onnx.save(_linear(WEIGHT), original)
+    gemm = _linear(WEIGHT)
+    gemm.graph.ClearField("node")
+    gemm.graph.node.append(helper.make_node("Gemm", ["x", "w", "one"], ["y"]))
+    onnx.save(gemm, same)
+    weight = WEIGHT.copy()
+    weight[2, 1] += 0.001
+    onnx.save(_linear(weight), changed)
+    return original, same, changed
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_equal_models_match_with_a_row_per_output(models: tuple[Path, Path, Path]) -> None:
+    original, same, _ = models
+    before = _listing(original.parent)
+    code, out, err = run_ge("verify", str(original), str(same))
+    assert code == 0, err
+    assert "│ y " in out and "│ yes │" in out
+    # (generated inputs are also tried at another size of the symbolic dim `batch`)
+    assert "verification ok: 1 output(s) match, max abs diff" in out
+    assert "also at batch=" in out
+    assert _listing(original.parent) == before
+
+
+def test_a_compiled_model_matches_its_original(tmp_path: Path) -> None:
+    compiled = tmp_path / "compiled.onnx"
+    assert run_ge("compile", str(DISTILBERT), "-o", str(compiled), "-q")[0] == 0
+    code, out, err = run_ge("verify", str(DISTILBERT), str(compiled), "--quiet")
+    assert code == 0, err
+    assert out.startswith("verification ok: 1 output(s) match"), out
+    assert "┃" not in out  # --quiet: no table
+
+
+def test_a_difference_is_ge1603_after_the_table(models: tuple[Path, Path, Path]) -> None:
+    original, _, changed = models
+    before = _listing(original.parent)
+    code, out, err = run_ge("verify", str(original), str(changed))
+    assert code == 1
+    assert "│ NO " in out  # the table shows the failing output first
+    assert err.startswith(f"ge: [GE1603] {changed} differs from {original}: output 'y': "
+                          "max abs diff "), err
+    assert "(rtol=0.0001, atol=1e-05)" in err
+    assert _listing(original.parent) == before
+
+
+def test_a_wide_enough_tolerance_accepts_the_difference(
+        models: tuple[Path, Path, Path]) -> None:
+    original, _, changed = models
+    # (the weight moved by 0.001: the outputs move by 0.001 times an input)
+    code, out, err = run_ge("verify", str(original), str(changed), "--atol", "0.01", "-q")
+    assert code == 0, err
+    assert "(rtol=0.0001, atol=0.01)" in out
+
+
+def test_json_carries_the_comparison_on_success_and_failure(
+        models: tuple[Path, Path, Path]) -> None:
+    original, same, changed = models
+    code, out, _ = run_ge("verify", str(original), str(same), "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert (data["original"], data["other"]) == (str(original), str(same))
+    assert data["inputs_from"] == "generated (seed 0)"
+    assert data["verification"]["ok"] is True
+    assert [o["name"] for o in data["verification"]["outputs"]] == ["y"]
+    code, out, _ = run_ge("verify", str(original), str(changed), "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert data["code"] == "GE1603"
+    assert data["verification"]["ok"] is False
+    assert data["verification"]["outputs"][0]["ok"] is False
+
+
+def test_given_inputs_are_used(models: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    original, _, changed = models
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros((5, 4), np.float32))  # x = 0: the weights never show
+    code, out, err = run_ge("verify", str(original), str(changed), "--inputs", str(inputs),
+                            "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs_from"] == str(inputs)
+    assert data["verification"]["outputs"][0]["actual_shape"] == [5, 3]
+
+
+def test_models_with_other_inputs_are_ge1602_naming_both(
+        models: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    original = models[0]
+    other = tmp_path / "renamed.onnx"
+    onnx.save(_linear(WEIGHT, input_name="features"), other)
+    before = _listing(tmp_path)
+    code, _, err = run_ge("verify", str(original), str(other))
+    assert code == 1
+    assert err.startswith(f"ge: [GE1602] the inputs the original {original} model ran on do "
+                          f"not fit the other {other} model: "), err
+    assert "input 'features': missing" in err and "input 'x': not an input of the graph" in err
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--rtol", "-1"), "ge: [GE1202] --rtol must be a finite number >= 0, got -1"),
+    (("--atol", "nan"), "ge: [GE1202] --atol must be a finite number >= 0, got nan"),
+])
+def test_a_bad_tolerance_is_refused_before_running(
+        models: tuple[Path, Path, Path], args: tuple[str, ...], message: str) -> None:
+    original, same, _ = models
+    code, out, err = run_ge("verify", str(original), str(same), *args)
+    assert code == 1 and out == ""
+    assert err.strip() == message
+
+
+def test_a_missing_model_is_ge1102(models: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    original = models[0]
+    code, _, err = run_ge("verify", str(original), str(tmp_path / "nope.onnx"))
+    assert code == 1
+    assert err.strip() == f"ge: [GE1102] model file not found: {tmp_path / 'nope.onnx'}"
+
+
+def test_dims_with_inputs_is_a_usage_error(models: tuple[Path, Path, Path],
+                                           tmp_path: Path) -> None:
+    original, same, _ = models
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros((5, 4), np.float32))
+    code, _, err = run_ge("verify", str(original), str(same), "--inputs", str(inputs),
+                          "--dims", "batch=3")
+    assert code == 2
+    assert "--dims" in err and "not with --inputs" in err
