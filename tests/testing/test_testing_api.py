@@ -416,6 +416,31 @@ def test_assert_numerically_equal_lists_each_differing_output(plugin) -> None:
     assert lines[3] == "inputs (generated with seed 0): x float32[2, 3]"
 
 
+def _three_layers(wrong_layer: int | None = None) -> onnx.ModelProto:
+    """x -> 3 x (MatMul w_i, Add b_i, Relu) -> r2; `wrong_layer`'s Add a Sub."""
+    nodes, inits, source = [], [], "x"
+    for i in range(3):
+        add = "Sub" if i == wrong_layer else "Add"
+        nodes += [helper.make_node("MatMul", [source, f"w{i}"], [f"m{i}"], name=f"mm{i}"),
+                  helper.make_node(add, [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu{i}")]
+        inits += [tensor(f"w{i}", np.full((4, 4), 0.25 + i)), tensor(f"b{i}", np.arange(4.0) + 5)]
+        source = f"r{i}"
+    return make_model(nodes, [("x", [2, 4])], [("r2", [2, 4])], inits)
+
+
+def test_assert_numerically_equal_names_the_first_value_that_differs() -> None:
+    """Stop 50's leftover: a wrong rewrite in one layer of a model showed only the outputs
+    it spoilt; the values both models name are compared in the actual model's order."""
+    with pytest.raises(AssertionError) as caught:
+        assert_numerically_equal(_three_layers(), _three_layers(wrong_layer=1))
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith("models differ: 1 of 1 output(s)")
+    assert re.fullmatch(r"  the first value of the actual model that differs from the expected "
+                        r"model's: 'a1' of Sub node 'add1' \(max abs diff [0-9.]+\)", lines[2])
+    assert lines[3] == "inputs (generated with seed 0): x float32[2, 4]"
+
+
 def test_assert_numerically_equal_reports_a_shape_difference() -> None:
     a = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2, 3])], [("y", [2, 3])])
     b = make_model([helper.make_node("Transpose", ["x"], ["y"])], [("x", [2, 3])],

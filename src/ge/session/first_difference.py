@@ -26,7 +26,7 @@ from ge.graph.domains import defined_value_names
 from ge.graph.node import is_const
 from ge.graph.places import ir_node_label
 
-__all__ = ["Difference", "first_difference", "snapshot"]
+__all__ = ["Difference", "Wording", "first_difference", "snapshot"]
 
 #: How many values one more run of the two models compares, and how many at most in all.
 BATCH = 200
@@ -42,6 +42,17 @@ class Difference:
     node: str | None = None
 
 
+@dataclass(frozen=True)
+class Wording:
+    """How a `Difference` speaks of the values looked at and of the model compared with:
+    a pass's changes against the original (`verify="each-pass"`), or every value of one
+    model against another's (`ge.testing.assert_numerically_equal`)."""
+
+    values: str = "it changed"
+    theirs: str = "the original's"
+    owner: str = "the original"
+
+
 def snapshot(graph: Graph) -> onnx.ModelProto | None:
     """The model the passes start from, kept to compare a failure's values with: only one
     small enough to run from memory (`FILE_RUN_BYTES` of constants), whose copy costs
@@ -55,11 +66,12 @@ def snapshot(graph: Graph) -> onnx.ModelProto | None:
 
 
 def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[str],
-                     inputs: Mapping[str, Any], rtol: float, atol: float) -> Difference:
+                     inputs: Mapping[str, Any], rtol: float, atol: float, *,
+                     wording: Wording = Wording()) -> Difference:
     """"; the first value it changed that differs from the original's: 'a1' of Gemm node
     '/fc1/Gemm' (max abs diff 3.1)" and that node, or an empty `Difference` when none can be
     told (see the module): `before` is the model the passes started from, `changed` the
-    nodes of `graph` the pass changed."""
+    nodes of `graph` the pass changed (`wording` says it otherwise)."""
     try:
         known = defined_value_names(before.graph)
         wanted = set(changed)
@@ -76,10 +88,10 @@ def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[st
                               rtol, atol)
             if found is not None:
                 name, node, diff = found
-                return _said(name, node, diff, wanted, known)
+                return _said(name, node, diff, wanted, known, wording)
         if len(candidates) > MOST:
             return Difference(f"; none of the first {MOST} of the {len(candidates)} values "
-                              "it changed differs from the original's")
+                              f"{wording.values} differs from {wording.theirs}")
     except Exception:  # (a body's value, a runtime refusing the widened model: say nothing)
         return Difference("")
     return Difference("")
@@ -109,14 +121,14 @@ def _first_in(before: onnx.ModelProto, compiled: onnx.ModelProto,
     return None
 
 
-def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
-          ) -> Difference:
+def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str],
+          wording: Wording) -> Difference:
     """The words for a first difference in `name` of `node`: a changed node it reads whose
     value the original has no name for (a rewrite giving its output a new name: trial AE)
     is named as where it comes from, and blamed."""
     what = f"constant {name!r}" if is_const(node) else f"{name!r} of {ir_node_label(node)}"
-    text = (f"; the first value it changed that differs from the original's: {what} (max "
-            f"abs diff {diff:.3g})")
+    text = (f"; the first value {wording.values} that differs from {wording.theirs}: {what} "
+            f"(max abs diff {diff:.3g})")
     for i in range(node.get_inputs_size()):
         producer = node.get_input_producer(i)
         if producer is None:
@@ -124,7 +136,7 @@ def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
         source, port = producer
         value = source.get_output_name(port)
         if source.name in changed and value not in known:
-            text += (f", which reads {value!r} of {ir_node_label(source)}, a value the "
-                     "original has no name for")
+            text += (f", which reads {value!r} of {ir_node_label(source)}, a value "
+                     f"{wording.owner} has no name for")
             return Difference(text, source.name)
     return Difference(text, node.name)

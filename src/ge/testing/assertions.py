@@ -288,8 +288,34 @@ def assert_numerically_equal(expected: ModelLike, actual: ModelLike,
              if inputs is None else dict(inputs))
     source = "given" if inputs is not None else f"generated with seed {seed}" + (
         f" at {sizes_text(report.sizes, report.given_dims)}" if report.sizes else "")
+    first = _first_differing_value(reference, candidate, feeds, rtol, atol)
     lines = [f"models differ: {len(report.failures)} of {len(report.outputs)} output(s) beyond "
              f"tolerance ({report.tolerance()})",
              *[_difference(out) for out in report.failures],
+             *([first] if first else []),
              f"inputs ({source}): {_input_text(feeds)}"]
     raise AssertionError("\n".join(lines))
+
+
+def _first_differing_value(expected: Any, actual: Any, feeds: Mapping[str, Any],
+                           rtol: float, atol: float) -> str:
+    """Where the models part: the first value of `actual` (in its order) that `expected`
+    also computes, by name, and that differs there (`ge.session.first_difference`), so
+    that a test of a pass on a large model points at the rewrite that went wrong; "" when
+    no value has the same name in both, or the models are too large to be run again from
+    memory."""
+    import onnx
+
+    from ge.graph.model_io import constants_nbytes
+    from ge.session.first_difference import Wording, first_difference
+    from ge.session.runner import FILE_RUN_BYTES
+
+    graph = actual if isinstance(actual, Graph) else as_graph(actual, copy=False)
+    if constants_nbytes(graph) > FILE_RUN_BYTES:
+        return ""
+    before = expected if isinstance(expected, onnx.ModelProto) else expected.to_onnx()
+    names = [node.name for node in graph.topological_order()]
+    wording = Wording(values="of the actual model", theirs="the expected model's",
+                      owner="the expected model")
+    found = first_difference(before, graph, names, feeds, rtol, atol, wording=wording)
+    return "  " + found.text.removeprefix("; ") if found.text else ""
