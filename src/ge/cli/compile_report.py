@@ -17,7 +17,7 @@ from ge.cli.output import cell, console, encodable, fitting_columns, left_out_no
 
 if TYPE_CHECKING:
     from ge.compiler.report import CompileReport, PassRunRecord
-    from ge.session.compilation import CompileResult
+    from ge.session.compile_result import CompileResult
     from ge.session.hints import CustomOpHint, FunctionHint, OpsetHint, UnverifiedHint
     from ge.session.verification import VerificationReport
 
