@@ -25,6 +25,7 @@ from onnx import helper
 from ge.errors import ValidationProblem
 from ge.graph.attributes import GRAPH_KINDS, decode_attr, encode_attr
 from ge.graph.domains import ONNX_DOMAINS
+from ge.graph.node import DATA, NET_OUTPUT
 from ge.graph.places import body_owner, graph_place, ir_node_label
 from ge.graph.subgraphs import labelled_bodies
 from ge.graph.types import DataType, data_type_to_onnx
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["body_signature_problems", "data_index_problems"]
 
-_DATA, _NET_OUTPUT = "Data", "NetOutput"
 #: A bare type, serialized (b"": not known), as the signature key holds it.
 _Type = bytes
 _Signature = tuple[tuple[_Type, ...], tuple[_Type, ...]]  # (input types, output types)
@@ -50,7 +50,7 @@ def data_index_problems(graph: Graph) -> list[ValidationProblem]:
     """`structure`: the Data nodes of `graph` whose `index` attributes are not 0..n-1 (a
     body input removed or given another index), and `arity`: one without an int index."""
     problems: list[ValidationProblem] = []
-    data_nodes = graph.nodes_of_type(_DATA)
+    data_nodes = graph.nodes_of_type(DATA)
     indexes = []
     for node in data_nodes:
         index = node.get_attr("index") if node.has_attr("index") else None
@@ -141,8 +141,8 @@ def _count_problems(owner: Node, version: int, bodies: list[tuple[str, Graph]]
         return []
     problems = []
     for label, body in bodies:
-        nets = body.nodes_of_type(_NET_OUTPUT)
-        got = (len(body.nodes_of_type(_DATA)), len(nets[0]._inputs) if len(nets) == 1 else None)
+        nets = body.nodes_of_type(NET_OUTPUT)
+        got = (len(body.nodes_of_type(DATA)), len(nets[0]._inputs) if len(nets) == 1 else None)
         for side, wanted, had, said in (("input", want[0], got[0], what[0]),
                                        ("output", want[1], got[1], what[1])):
             if had is None or had == wanted:
@@ -170,26 +170,26 @@ def _problem(graph: Graph, kind: str, nodes: tuple[Node, ...], message: str,
     of that name: naming it would blame whichever pass changed another graph's)."""
     owner = body_owner(graph, as_read=True)
     place = graph_place(graph.name, owner) if owner is not None else ""
-    return ValidationProblem(kind, tuple(n._name for n in nodes if n._type != _NET_OUTPUT),
+    return ValidationProblem(kind, tuple(n._name for n in nodes if n._type != NET_OUTPUT),
                              message, graph.name, advice, nodes, place)
 
 
 def _formals(body: Graph) -> list[Node]:
     """The Data nodes (by index) and the NetOutput of `body`: what the pass changing the
     signature changed (`ge.compiler.change_sites` finds its line by them)."""
-    return [*body.get_data_nodes(), *body.nodes_of_type(_NET_OUTPUT)]
+    return [*body.get_data_nodes(), *body.nodes_of_type(NET_OUTPUT)]
 
 
 def _body_signature(body: Graph) -> _Signature | None:
     """(input types by index, output types) of `body`, None when it cannot be told: Data
     indexes not 0..n-1, not one NetOutput, an output unconnected or of no known type."""
-    outputs = body.nodes_of_type(_NET_OUTPUT)
+    outputs = body.nodes_of_type(NET_OUTPUT)
     if len(outputs) != 1:
         return None
     given = _output_types(outputs[0])
     if any(not tp for tp in given):
         return None  # (onnx's inference of a body needs its outputs typed)
-    data = body.nodes_of_type(_DATA)
+    data = body.nodes_of_type(DATA)
     indexed = {n._attr_value("index") if "index" in n._attrs else None: n for n in data}
     if len(indexed) != len(data) or any(i not in indexed for i in range(len(data))):
         return None
@@ -367,7 +367,7 @@ def _listed(body: Graph, *, inputs: bool) -> str:
     if inputs:
         values = [(n._out_names[0], _value_type(n, 0)) for n in body.get_data_nodes()]
     else:
-        net = body.nodes_of_type(_NET_OUTPUT)[0]
+        net = body.nodes_of_type(NET_OUTPUT)[0]
         values = [("" if p is None else p[0]._out_names[p[1]], tp)
                   for p, tp in zip(net._inputs, _output_types(net), strict=True)]
     return "(" + ", ".join(f"{name!r}: {_type(tp)}" for name, tp in values) + ")"

@@ -16,8 +16,8 @@ structure changes; every mutation is journaled inside `transaction()` so it can 
 
 The class is put together from mixins, one concept per module: `node_set` (adding and
 removing nodes), `edges` (data and control edges), `node_state` (node attributes and descs),
-`subgraphs` and `topology`; `ChangeSet` is in `changes`, `ModelInfo` in `model_info` (both
-importable from here too).
+`subgraphs`, `topology` and `queries` (looking nodes and values up); `ChangeSet` is in
+`changes`, `ModelInfo` in `model_info` (both importable from here too).
 """
 
 from __future__ import annotations
@@ -30,17 +30,17 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from ge.errors import GraphError, GraphTypeError
-from ge.graph import order
 from ge.graph.allocation import no_full_collections
 from ge.graph.changes import ChangeSet
-from ge.graph.domains import normalize_domain, record_opset_imports
+from ge.graph.domains import record_opset_imports
 from ge.graph.edges import GraphEdges
 from ge.graph.journal import ChangeListener, Journal
 from ge.graph.model_info import ModelInfo
 from ge.graph.naming import NameAuthority
-from ge.graph.node import Node, is_const
+from ge.graph.node import CONST, DATA, NET_OUTPUT, Node, is_const
 from ge.graph.node_set import GraphNodeSet
 from ge.graph.node_state import GraphNodeState
+from ge.graph.queries import GraphQueries
 from ge.graph.subgraphs import GraphSubgraphs
 from ge.graph.topology import GraphTopology
 from ge.graph.types import DumpFormat
@@ -51,20 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CONST", "DATA", "NET_OUTPUT", "ChangeSet", "Graph", "is_const"]
 
-DATA = "Data"
-CONST = "Const"
-NET_OUTPUT = "NetOutput"
 
 
-def _check_op_query(op_type: object, domain: object) -> None:
-    """GE1002 unless `op_type` is a str and `domain` a str or None (an operator query)."""
-    if not isinstance(op_type, str):
-        raise GraphTypeError(f"op_type must be a str, got {type(op_type).__name__}")
-    if domain is not None and not isinstance(domain, str):
-        raise GraphTypeError(f"domain must be a str or None, got {type(domain).__name__}")
-
-
-class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopology):
+class Graph(GraphQueries, GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs,
+            GraphTopology):
     """A graph of nodes: the root of a model, or a subgraph owned by a node (If/Loop/Scan)."""
 
     def __init__(self, name: str | None = "graph") -> None:
@@ -328,182 +318,11 @@ class Graph(GraphNodeSet, GraphEdges, GraphNodeState, GraphSubgraphs, GraphTopol
         finally:
             unsubscribe()
 
-    # -- queries ------------------------------------------------------------------------
-    def get_direct_nodes(self) -> list[Node]:
-        """Nodes of this graph (not of its subgraphs) in the graph's order: a new list, so
-        the graph may be changed while iterating it. The order is a topological one once
-        `topological_order()` established it, until an edge closes a cycle (graph.md)."""
-        return list(self._listed())
-
-    def _listed(self) -> list[Node]:
-        """The node list in order, cached until the structure changes (do not mutate)."""
-        journal = self.root_graph()._journal
-        version = (journal, journal.structure_version)
-        if self._topo is None or self._topo[0] != version:
-            self._topo = (version, list(order.walk(self)))
-        return self._topo[1]
-
-    def get_all_nodes(self) -> list[Node]:
-        """Nodes of this graph and, depth first after their owner, of all its subgraphs: a
-        new list. A root graph keeps the list until its hierarchy changes."""
-        return self._kept_list("_all_nodes", self._collect_all_nodes)
-
-    def _kept_list(self, slot: str, collect: Callable[[], list[Any]]) -> list[Any]:
-        """`collect()`, kept by a root graph in attribute `slot` (as of its mutation count
-        and structure version; `_changed` drops it) until its hierarchy changes: a new list
-        each call, so callers may change theirs."""
-        if self._parent_node is not None or self._orphan_of is not None:
-            return collect()
-        journal = self._journal
-        key = (journal.mutation_count, journal.structure_version)
-        cached = getattr(self, slot)
-        if cached is None or cached[0] != key:
-            cached = (key, collect())
-            setattr(self, slot, cached)
-        return list(cached[1])
-
-    def _collect_all_nodes(self) -> list[Node]:
-        out: list[Node] = []
-        for node in self._listed():
-            out.append(node)
-            if node._attrs and not node._clean:  # a clean node owns no subgraph
-                for sub in node.get_subgraphs():
-                    out.extend(sub._collect_all_nodes())
-        return out
-
     def __len__(self) -> int:
         return len(self._nodes)
 
     def __contains__(self, node: object) -> bool:
         return node in self._nodes
-
-    def nodes_of_type(self, op_type: str, domain: str | None = "") -> list[Node]:
-        """Direct nodes of one operator, in the graph's order: a new list (the graph may be
-        changed while iterating it).
-
-        Found through the op-type index, never a scan of the graph; putting them in order
-        costs a sort of those k nodes the first time after a change of the graph's
-        structure (an added or removed node), a copy of k after that. `domain` tells
-        operators of the same name apart (`Gelu` of "" and of "com.microsoft" are
-        different operators); "" and "ai.onnx" are the same domain, and None is every
-        domain.
-        """
-        try:
-            nodes = self._by_type.get(op_type)
-        except TypeError:  # unhashable: refused below
-            nodes = None
-        if not nodes:  # (only a miss checks the types: a hit had a str op_type)
-            _check_op_query(op_type, domain)
-            return []
-        journal = self.root_graph()._journal
-        version = (journal, journal.structure_version)
-        typed = self._typed
-        if typed is None or typed[0] != version:
-            typed = self._typed = (version, {})
-        try:
-            found = typed[1].get((op_type, domain))
-        except TypeError:  # unhashable: refused below
-            found = None
-        if found is None:
-            _check_op_query(op_type, domain)
-            if domain is None:
-                found = sorted(nodes, key=order.label)
-            else:
-                wanted = normalize_domain(domain)
-                found = sorted((n for n in nodes if normalize_domain(n._domain) == wanted),
-                               key=order.label)
-            typed[1][(op_type, domain)] = found
-        return list(found)
-
-    def count_of_type(self, op_type: str, domain: str | None = "") -> int:
-        """How many direct nodes `nodes_of_type(op_type, domain)` would give: ONNX's
-        operator by default, another domain's, or every domain's with None. O(1) for every
-        domain and for the standard one; another counts the op's nodes."""
-        try:
-            nodes = self._by_type.get(op_type)
-        except TypeError:  # unhashable: refused below
-            nodes = None
-        if not nodes:  # (only a miss checks the types: a hit had a str op_type)
-            _check_op_query(op_type, domain)
-            return 0
-        if domain is None:
-            return len(nodes)
-        if domain == "":  # the default, before the type check it makes needless
-            return len(nodes) - self._custom_typed.get(op_type, 0)
-        _check_op_query(op_type, domain)
-        wanted = normalize_domain(domain)
-        if not wanted:
-            return len(nodes) - self._custom_typed.get(op_type, 0)
-        return sum(1 for n in nodes if n._domain == wanted)
-
-    def op_types(self) -> list[str]:
-        return [t for t, nodes in self._by_type.items() if nodes]
-
-    def find_node_by_name(self, name: str) -> Node:
-        """The direct node called `name` (`RuntimeError` when there is none)."""
-        if not isinstance(name, str):
-            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise GraphError(f"graph {self._name!r} has no node named {name!r}") from None
-
-    def has_node(self, name: str) -> bool:
-        """Whether a direct node is called `name`."""
-        try:
-            if name in self._by_name:
-                return True
-        except TypeError:  # unhashable: refused below
-            pass
-        if not isinstance(name, str):
-            raise GraphTypeError(f"name must be a str, got {type(name).__name__}")
-        return False
-
-    def get_data_nodes(self) -> list[Node]:
-        """The graph's inputs (`Data` nodes) ordered by their `index` attribute."""
-        nodes = self.nodes_of_type(DATA)
-        for node in nodes:
-            index = node.get_attr("index") if node.has_attr("index") else None
-            if not isinstance(index, int) or isinstance(index, bool):
-                raise GraphError(
-                    f"Data node {node._name!r} of graph {self._name!r} has no int 'index' "
-                    f"attribute (it has {index!r}); it cannot be ordered among the inputs",
-                    nodes=[node._name],
-                )
-        return sorted(nodes, key=lambda n: n.get_attr("index"))
-
-    def get_net_output(self) -> Node | None:
-        """The `NetOutput` node (the first in the graph's order if there are several: an
-        invalid graph, but the answer must not depend on the index's insertion history)."""
-        outs = self._by_type.get(NET_OUTPUT)
-        if not outs:
-            return None
-        if len(outs) == 1:
-            return next(iter(outs))
-        return min(outs, key=order.label)
-
-    def find_value(self, value_name: str) -> tuple[Node, int] | None:
-        """The producer of an ONNX value name, looked up in this graph then enclosing ones."""
-        try:
-            for graph in self._ancestors():
-                found = graph._values.get(value_name)
-                if found is not None:
-                    return found
-        except TypeError:  # unhashable: refused below
-            pass
-        if not isinstance(value_name, str):  # (only a miss checks: a hit had a str)
-            raise GraphTypeError(f"value_name must be a str, got {type(value_name).__name__}")
-        return None
-
-    def quantization_annotations(self) -> dict[str, dict[str, str]]:
-        """The graph's quantization annotations as read from ONNX: each annotated value's
-        name with its parameters (`SCALE_TENSOR`, `ZERO_POINT_TENSOR` ...) and the names of
-        the tensors holding them. Saving drops the annotation of a value no longer defined."""
-        extras = self._onnx_extras
-        if extras is None:
-            return {}
-        return {a.tensor_name: {p.key: p.value for p in a.quant_parameter_tensor_names}
-                for a in extras.quantization_annotation}
 
     # -- attributes of the graph (memory only) --------------------------------------------
     def get_attr(self, key: str) -> Any:

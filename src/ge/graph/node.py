@@ -23,7 +23,13 @@ from ge.graph.value_info import desc_from_value_info
 if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
-__all__ = ["SMALL_TENSOR_ELEMENTS", "Node", "is_const", "overload_of"]
+__all__ = ["CONST", "DATA", "NET_OUTPUT", "SMALL_TENSOR_ELEMENTS", "Node", "is_const",
+           "overload_of"]
+
+#: GE's node types of the graph's boundary: an input, a constant, the outputs.
+DATA = "Data"
+CONST = "Const"
+NET_OUTPUT = "NetOutput"
 
 #: A tensor attribute of at most this many elements is decoded once per node (`Node._small_tensor`).
 SMALL_TENSOR_ELEMENTS = 64
@@ -534,4 +540,4 @@ def overload_of(node: Node) -> str:
 def is_const(node: Node) -> bool:
     """Whether `node` is one of ge's `Const` nodes (an initializer, or a `Constant` operator
     as read: made in domain ""), not an operator that a custom domain names `Const`."""
-    return node._type == "Const" and not node._domain
+    return node._type == CONST and not node._domain

@@ -17,7 +17,7 @@ from ge.errors import GraphError, GraphTypeError
 from ge.graph import order
 from ge.graph.edges import _check_index
 from ge.graph.journal import ChangeKind
-from ge.graph.node import Node
+from ge.graph.node import CONST, DATA, NET_OUTPUT, Node
 from ge.graph.removal import remove_nodes as _remove_nodes
 from ge.graph.tensor import Tensor
 
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from ge.graph.graph import Graph
 
 __all__ = ["GraphNodeSet"]
-
-_DATA = "Data"  # (`ge.graph.graph.DATA`: graph.py imports this module)
-_NET_OUTPUT = "NetOutput"  # (`ge.graph.graph.NET_OUTPUT`)
 
 
 class GraphNodeSet:
@@ -181,7 +178,7 @@ class GraphNodeSet:
         if not isinstance(domain, str):
             raise GraphTypeError(f"domain must be a str, got {type(domain).__name__}")
         if num_outputs is None:
-            num_outputs = 0 if op_type == _NET_OUTPUT and not domain else 1
+            num_outputs = 0 if op_type == NET_OUTPUT and not domain else 1
         _check_index(num_inputs, "num_inputs")
         _check_index(num_outputs, "num_outputs")
         if num_inputs < 0 or num_outputs < 0:
@@ -192,7 +189,7 @@ class GraphNodeSet:
             raise GraphTypeError("node name must be a non-empty str")
         elif name in self._by_name:
             raise GraphError(f"graph {self._name!r} already has a node named {name!r}")
-        if output_names is None and op_type == _DATA and not domain and num_outputs == 1:
+        if output_names is None and op_type == DATA and not domain and num_outputs == 1:
             out_names = [self._naming.value_name(name)]  # (the graph input, as loading names it)
         elif output_names is None:
             out_names = [self._naming.value_name(f"{name}:{i}") for i in range(num_outputs)]
@@ -209,8 +206,8 @@ class GraphNodeSet:
                     raise GraphError(f"value name {value_name!r} is already used in the graph")
         node = self._new_node(op_type, name, domain, num_inputs, out_names, {}, None)
         index = None
-        if op_type == _DATA and not domain and "index" not in (attrs or {}):
-            taken = {n.get_attr("index") for n in self.nodes_of_type(_DATA)
+        if op_type == DATA and not domain and "index" not in (attrs or {}):
+            taken = {n.get_attr("index") for n in self.nodes_of_type(DATA)
                      if n.has_attr("index")}
             index = next(i for i in range(len(taken) + 1) if i not in taken)
         self._insert(node)
@@ -225,8 +222,7 @@ class GraphNodeSet:
         constant's value (its ONNX initializer) has the node's name, made unique."""
         tensor = value if isinstance(value, Tensor) else Tensor(value)
         value_names = None if name is None else [self._naming.value_name(name)]
-        # "Const": `graph.CONST`, which graph.py (importing this module) defines
-        node = self.add_node("Const", name=name, num_outputs=1, output_names=value_names)
+        node = self.add_node(CONST, name=name, num_outputs=1, output_names=value_names)
         self._set_attr(node, "value", tensor)
         node._out_slots()[0] = tensor.get_tensor_desc()
         return node
