@@ -181,7 +181,8 @@ def test_a_narrow_terminal_lists_fewer_columns(monkeypatch: pytest.MonkeyPatch, 
     every = ["Name", "Kind", "Stage", "Op types", "Built-in", "Source"]
     assert [n.strip() for n in header.strip("┃ ").split("┃")] == [
         n for n in every if n not in left_out]
-    assert all(len(line) <= int(columns) for line in lines)
+    # the table fits; text lines are not wrapped written to a pipe (trial AG: grep)
+    assert all(len(line) <= int(columns) for line in lines if line[:1] in "┏┃┡│└")
     swish = next(line for line in lines if "SwishFusion" in line)
     assert ("SwishFusion (off)" in swish) == bool(left_out)
     assert "ConvBatchNormFusion" in out

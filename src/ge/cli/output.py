@@ -469,14 +469,16 @@ def _encodable_streams() -> Iterator[None]:
 
 def console(*, stderr: bool = False) -> Console:
     """A rich console for tables: no colours when not a terminal, and wide enough for the
-    tables when writing to a pipe or file (unless COLUMNS says otherwise). No `:name:` is
-    read as an emoji: ge prints none, and user-given names hold colons (entry point `a:b`
-    printed as `weird-eps🅰b`); their markup is escaped where printed (`cell`)."""
+    tables when writing to a pipe or file (unless COLUMNS says otherwise). Written to a
+    pipe or file, lines of text are not wrapped, only tables fit the width: a path or a
+    message stays one line for grep (trial AG: "wrote PATH" was cut inside the file name
+    in a CI log); a terminal gets them wrapped at word boundaries. No `:name:` is read as
+    an emoji: ge prints none, and user-given names hold colons (entry point `a:b` printed
+    as `weird-eps🅰b`); their markup is escaped where printed (`cell`)."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None
-    if not (hasattr(stream, "isatty") and stream.isatty()) and "COLUMNS" not in os.environ:
-        width = 160
-    return _console_class()(file=stream, soft_wrap=False, width=width, highlight=False,
+    terminal = hasattr(stream, "isatty") and stream.isatty()
+    width = None if terminal or "COLUMNS" in os.environ else 160
+    return _console_class()(file=stream, soft_wrap=not terminal, width=width, highlight=False,
                             emoji=False)
 
 
