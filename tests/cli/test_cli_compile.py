@@ -4,6 +4,7 @@ on failure."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -941,3 +942,19 @@ def test_text_lines_are_not_wrapped_written_to_a_pipe(model: Path, tmp_path: Pat
     lines = result.stdout.splitlines()
     assert f"wrote {out}" in lines, lines
     assert any(line.startswith("nodes ") and line.endswith(" ms") for line in lines), lines
+
+
+@pytest.mark.builtin_passes
+def test_a_count_cut_short_by_a_narrow_terminal_says_so(tmp_path: Path) -> None:
+    """Trial AG: at 20 columns ConstantFolding's `104→76` showed as `104→7`."""
+    from model_paths import shared_model
+
+    result = CliRunner().invoke(cli, ["compile", str(shared_model("vit_tiny")), "-o",
+                                      str(tmp_path / "o.onnx")], env={"COLUMNS": "20"})
+    assert result.exit_code == 0, result.output
+    rows = [line.split("│") for line in result.stdout.splitlines() if line.startswith("│")]
+    header = next(line for line in result.stdout.splitlines() if "Nodes" in line)
+    assert header.split("┃")[-2].strip() == "Nodes"
+    nodes = [row[-2].strip() for row in rows[:11]]
+    assert "104→…" in nodes
+    assert all(re.fullmatch(r"\d+(→\d+)?|\d+→…", cell) for cell in nodes), nodes

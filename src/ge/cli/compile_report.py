@@ -143,8 +143,9 @@ def _pass_table(report: CompileReport, every: bool = False, width: int | None = 
         if column == "Origin":
             table.add_column(column, overflow="ellipsis", no_wrap=True)
             continue
-        table.add_column(column, justify="right" if numeric else "left", overflow="fold",
-                         no_wrap=numeric)
+        # (a count cut short says so, `104→…`: cut silently, `104→7` read as 7, trial AG)
+        table.add_column(column, justify="right" if numeric else "left",
+                         overflow="ellipsis" if numeric else "fold", no_wrap=numeric)
     for row in rows:
         table.add_row(*(escape(row[i]) for i in columns))
     left_out = left_out_note(_PASS_COLUMNS, columns, width)
