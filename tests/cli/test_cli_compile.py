@@ -958,3 +958,34 @@ def test_a_count_cut_short_by_a_narrow_terminal_says_so(tmp_path: Path) -> None:
     nodes = [row[-2].strip() for row in rows[:11]]
     assert "104→…" in nodes
     assert all(re.fullmatch(r"\d+(→\d+)?|\d+→…", cell) for cell in nodes), nodes
+
+
+@pytest.mark.parametrize(("args", "code", "said"), [
+    (("-o", "-"), 1, "ge: [GE1701] -o -: '-' is not standard output here"),
+    (("-o", "out.onnx", "--report", "-"), 2, "Invalid value for '--report': '-' is not "
+                                             "standard output here"),
+    (("-o", "out.onnx", "--html", "-"), 2, "Invalid value for '--html': '-' is not "
+                                           "standard output here"),
+])
+def test_a_dash_is_not_standard_output_and_nothing_is_written(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        args: tuple[str, ...], code: int, said: str) -> None:
+    """Trial AG: `-o -` wrote a file called "-" where many tools write to stdout."""
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(cli, ["compile", str(model), *args])
+    assert result.exit_code == code
+    assert said in result.stderr
+    assert "ge writes its outputs to files only; give a file name (./- names a file called -)" \
+        in " ".join(result.stderr.split())
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_run_output_dash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from model_paths import shared_model
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["run", str(shared_model("vit_tiny")), "--output", "-"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--output': '-' is not standard output here" in result.stderr
+    assert list(tmp_path.iterdir()) == []

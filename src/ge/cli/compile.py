@@ -23,6 +23,7 @@ import click
 from ge.cli.compile_report import builtins_not_in, print_compile_result, result_payload
 from ge.cli.output import CommandOutput, command_output
 from ge.cli.output_files import (
+    DASH_IS_NO_STDOUT,
     check_not_read,
     check_output_folder,
     file_target,
@@ -391,6 +392,8 @@ def _output_file(text: str) -> Path:
     names a folder: as a Path it would have been written as a file "out")."""
     from ge.graph.save_target import check_target_spelling
 
+    if text == "-":
+        raise CommandLineError(f"-o -: {DASH_IS_NO_STDOUT}", path=text)
     check_target_spelling(text)
     return Path(text)
 

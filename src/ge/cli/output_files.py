@@ -15,8 +15,14 @@ import click
 from ge.cli.output import dumps_json
 from ge.errors import CommandLineError
 
-__all__ = ["check_not_read", "check_output_folder", "file_target", "files_read", "same_file",
-           "write_atomically", "write_json_atomically"]
+__all__ = ["DASH_IS_NO_STDOUT", "check_not_read", "check_output_folder", "file_target",
+           "files_read", "same_file", "write_atomically", "write_json_atomically"]
+
+
+#: Why "-" names no output: ge writes files only, where many tools would write to stdout
+#: (trial AG: `-o -` wrote a file called "-").
+DASH_IS_NO_STDOUT = ("'-' is not standard output here: ge writes its outputs to files only; "
+                     "give a file name (./- names a file called -)")
 
 
 def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
@@ -28,6 +34,8 @@ def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -
 
     if value is None:
         return None
+    if value == "-":
+        raise click.BadParameter(DASH_IS_NO_STDOUT, ctx=ctx, param=param)
     problem = folder_spelling_problem(value)
     if problem is not None:
         raise click.BadParameter(f"{value!r}: {problem}, such as "
