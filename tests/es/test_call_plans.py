@@ -19,14 +19,8 @@ import pytest
 from ge.errors import BuilderMixError, BuilderTypeError, OpAttributeError, OpInputError
 from ge.es import GraphBuilder, TensorHolder, attr_scope, control_dependency_scope
 from ge.es import operators as ops_module
-from ge.es.operators import (
-    _check_rejection,
-    _convert_attr,
-    _output_count,
-    _split_arguments,
-    _where,
-    call_operator,
-)
+from ge.es.call_arguments import convert_attr, output_count, split_arguments
+from ge.es.operators import _check_rejection, _where, call_operator
 from ge.es.scopes import active_builder, scoped_attrs, scoped_control_deps
 from ge.graph import DataType, Graph, Tensor
 from ge.ops import register_op, unregister_op
@@ -76,18 +70,18 @@ def reference_call(op_type: str, domain: str, args: Sequence[Any], kwargs: dict[
         spec.op_type == "Split" and (len(args) > 1 or "split" in kwargs)
     ):
         kwargs = {**kwargs, "num_outputs": num_outputs}
-    values, attr_values = _split_arguments(where, spec, args, kwargs)
+    values, attr_values = split_arguments(where, spec, args, kwargs)
     missing = [a.name for a in spec.attributes.values() if a.required and a.name not in
                attr_values]
     if missing:
         raise OpAttributeError(f"{where}: required attribute(s) missing: {', '.join(missing)}")
     holders = [None if v is None else owner._holder(v, f"{op_type} input {i}")
                for i, v in enumerate(values)]
-    count = _output_count(where, spec, attr_values, holders, num_outputs)
+    count = output_count(where, spec, attr_values, holders, num_outputs)
     attrs: dict[str, Any] = {}
     for key, value in {**scoped_attrs(), **attr_values}.items():
         attr_spec = spec.attributes.get(key)
-        attrs[key] = _convert_attr(where, attr_spec, value) if attr_spec else value
+        attrs[key] = convert_attr(where, attr_spec, value) if attr_spec else value
     if normalize_domain(domain):
         owner._use_domain(domain, op_type)
     node = graph.add_node(op_type, name=owner._node_name(name, op_type),
