@@ -97,8 +97,8 @@ def test_a_pass_invocation_keeps_what_a_landmark_lets_through_until_the_graph_ch
     spread from the landmarks once while nothing is rewritten; after a change of the graph
     they spread again and see it."""
     from ge.passes import PatternMatcherConfig
-    from ge.passes.execution import collect_patterns
     from ge.passes.matcher import compile_pattern
+    from ge.passes.pass_patterns import collect_patterns
 
     (compiled,) = [compile_pattern(p, PatternMatcherConfig())
                    for p in collect_patterns(SwapNeg())]

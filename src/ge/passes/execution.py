@@ -22,13 +22,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import GeError, PassDefinitionWarning, PatternError, RewriteError
+from ge.errors import PassDefinitionWarning, RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
 from ge.graph.places import ir_node_label, node_ref
-from ge.ops.onnx_node import node_spec
 from ge.passes.candidates import LandmarkFilter, candidates, named_operators
-from ge.passes.config import PatternMatcherConfig
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
 from ge.passes.hooks import add_note, expression_body, note_of
@@ -40,7 +38,8 @@ from ge.passes.matcher import (
     compile_pattern,
     is_constant,
 )
-from ge.passes.pattern import NodeIo, Pattern, create_pattern
+from ge.passes.pass_patterns import collect_patterns, compiled_patterns, matcher_config
+from ge.passes.pattern import NodeIo
 from ge.passes.read_only import read_only_call
 from ge.passes.registry import (
     PASS_KIND_DECOMPOSE,
@@ -71,7 +70,6 @@ __all__ = [
     "RUNNERS",
     "FoundMatch",
     "PassRun",
-    "collect_patterns",
     "find_matches",
     "read_only_call",
     "run_pass",
@@ -131,46 +129,6 @@ def _run_fusion_base(instance: FusionBasePass, graph: Graph, run: PassRun) -> ob
     return instance.run(graph, run.context)
 
 
-def collect_patterns(instance: PatternFusionPass) -> list[Pattern]:
-    """The patterns of `instance.patterns()`, checked as GE checks them (§3.2), built in
-    the ES builder's `pattern_scope` (a pattern need not be well typed: an operator onnx
-    rejects in it is kept untyped, not refused)."""
-    from ge.es.scopes import pattern_scope
-
-    with pattern_scope():  # (a generator builds its patterns as it is iterated, below)
-        return _collected(instance)
-
-
-def _collected(instance: PatternFusionPass) -> list[Pattern]:
-    produced = instance.patterns()
-    if produced is None:
-        return []
-    if isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
-        raise blame(TypeError(
-            "PatternFusionPass.patterns must return an iterable of Pattern or Graph"),
-            instance.patterns)
-    patterns = []
-    for item in produced:
-        if isinstance(item, Pattern):
-            patterns.append(item)
-        elif isinstance(item, Graph):
-            patterns.append(create_pattern(item))
-        else:
-            raise blame(TypeError(
-                "PatternFusionPass.patterns must return Pattern or Graph objects"),
-                instance.patterns)
-    return patterns
-
-
-def _config(instance: PatternFusionPass) -> PatternMatcherConfig:
-    """The instance's matcher config; an `__init__` that skipped the base's is to blame."""
-    try:
-        config = instance.matcher_config
-    except AttributeError as exc:
-        raise blame(exc, type(instance).__init__) from None
-    return config if config is not None else PatternMatcherConfig()
-
-
 def _replacement_of(instance: PatternFusionPass, result: MatchResult, graph: Graph,
                     run: PassRun) -> Graph:
     replacement = read_only_call(instance.replacement, graph, result, run.context)
@@ -205,98 +163,9 @@ def _not_a_graph(kind: str, returned: object) -> str:
             "from meet_requirements, which is asked first")
 
 
-def _compiled(pattern: Pattern, config: PatternMatcherConfig, instance: PatternFusionPass
-              ) -> CompiledPattern:
-    """`compile_pattern`; a pattern that cannot be matched is the fault of the `@pattern`
-    method that built it (else of `patterns()`)."""
-    try:
-        return compile_pattern(pattern, config)
-    except PatternError as err:
-        raise blame(err, pattern._source or instance.patterns) from None
-
-
-def _compiled_patterns(instance: PatternFusionPass, run: PassRun) -> list[CompiledPattern]:
-    """The instance's patterns, built once per instance and compilation (GE builds a pass's
-    patterns once too): a pass may keep on the instance what it learned while building them
-    (which capture plays which role), so they are never shared between instances."""
-    memo = run.patterns
-    if memo is not None:
-        kept = memo.get(id(instance))
-        if kept is not None and kept[0] is instance:
-            return kept[1]
-    config = _config(instance)
-    patterns = collect_patterns(instance)
-    compiled = [_compiled(pattern, config, instance) for pattern in patterns]
-    if not config.is_enable_ir_attr_match():
-        for pattern in patterns:
-            warn_uncompared_attributes(instance, pattern)
-    if memo is not None:
-        memo[id(instance)] = (instance, compiled)
-    if run.patterns_built is not None:
-        run.patterns_built(instance, compiled)
-    return compiled
-
-
-def warn_uncompared_attributes(instance: PatternFusionPass, pattern: Pattern) -> None:
-    """A `PassDefinitionWarning` for a plugin's pattern that sets attributes on its operators
-    while attribute matching is off (GE's default): they are not compared, so the pattern
-    matches whatever those attributes are (`Transpose(x, perm=[1, 0])` matches every
-    Transpose, `Cast(x, to=DOUBLE)` every Cast: required attributes count when the pass has
-    no `meet_requirements` of its own). At the `@pattern` method's line, once per
-    compilation (patterns are built once per compilation). The built-in passes, which check
-    attributes in their `meet_requirements`, are left out."""
-    if "__ge_builtin__" in type(instance).__dict__:
-        return
-    from ge.passes.base import PatternFusionPass
-
-    # a required attribute only when no meet_requirements could be checking it (trial FF's
-    # pass read Concat's axis there: warned on every compilation, it was noise)
-    required_too = type(instance).meet_requirements is PatternFusionPass.meet_requirements
-    nodes = pattern.get_graph().get_direct_nodes()
-    set_attrs = sorted({f"{node.type}({', '.join(names)})" for node in nodes
-                        if (names := _attributes_set(node, required_too))})
-    if not set_attrs:
-        return
-    # an optional attribute is warned about whatever meet_requirements checks (it cannot be
-    # told): what silences it is leaving it out of the pattern (trial WW)
-    optional = [(node.type, names) for node in nodes
-                if (names := _attributes_set(node, False))]
-    if optional:
-        one = sum(len(names) for _, names in optional) == 1
-        shown = ", ".join(sorted({f"{op}({', '.join(names)})" for op, names in optional}))
-        advice = (f"or leave {'that attribute' if one else 'those attributes'} unset in the "
-                  f"pattern ({shown}) and check {'it' if one else 'them'} in "
-                  "meet_requirements")
-    else:
-        advice = "or check them in meet_requirements"
-    where = hook_location(pattern._source) or definition_location(type(instance))
-    warn_user(PassDefinitionWarning(
-        f"pattern {pattern.name!r} of {type(instance).__name__} sets attributes of "
-        f"{', '.join(set_attrs)}, which are not compared: the matcher compares attributes "
-        "only with PatternMatcherConfigBuilder().enable_ir_attr_match() (GE's rule), so "
-        "the pattern matches those operators whatever their attributes are; enable it, "
-        f"{advice} (at {where})"), where)
-
-
-def _attributes_set(node: Node, required_too: bool) -> list[str]:
-    """The attributes a pattern's operator node sets; its required ones (which it must give
-    to be built at all) only when `required_too`: `Cast(x, to=DOUBLE)` reads as "a Cast to
-    double", and matched a Cast to int32 too, whose round trip a user's pass then removed
-    (trial EE: values off by 0.94)."""
-    if (node.type in ("Data", "Const", "NetOutput") and not node.domain) or (
-            not node.get_attr_names()):
-        return []
-    try:
-        spec = node_spec(node)
-    except GeError:  # an operator without a schema: every attribute counts
-        return sorted(node.get_attr_names())
-    return sorted(name for name in node.get_attr_names() if required_too or not (
-        name in spec.attributes and spec.attributes[name].required))
-
-
 def _run_pattern(instance: PatternFusionPass, graph: Graph, run: PassRun) -> int:
     changed = False
-    for compiled in _compiled_patterns(instance, run):
+    for compiled in compiled_patterns(instance, run):
         changed |= _sweep(Matcher(compiled, graph), instance, run) > 0
     return SUCCESS if changed else NOT_CHANGED
 
@@ -594,7 +463,7 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
     if not isinstance(graph, Graph):
         raise TypeError(f"find_matches takes a ge.graph.Graph, got {type(graph).__name__}")
     context = context or PassContext(type(instance).__name__)
-    config = _config(instance)
+    config = matcher_config(instance)
     with opset_scope(graph.root_graph().opset_imports):  # patterns built as a compile would
         compiled = [compile_pattern(p, config) for p in collect_patterns(instance)]
     found: list[FoundMatch] = []

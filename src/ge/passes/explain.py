@@ -33,7 +33,6 @@ from ge.graph.places import BodyOwner, body_owner, node_named
 from ge.ops.schemas import normalize_domain
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
-from ge.passes.execution import _config, collect_patterns
 from ge.passes.explain_functions import FunctionOps, function_ops
 from ge.passes.explain_hooks import (
     ask,
@@ -54,6 +53,7 @@ from ge.passes.matcher import (
     compile_pattern,
     is_constant,
 )
+from ge.passes.pass_patterns import collect_patterns, matcher_config
 from ge.passes.rewrite import Region
 from ge.passes.stage import PassStage
 from ge.passes.tracing import TracingMatcher
@@ -348,7 +348,7 @@ class _Explainer:
         self.taken: dict[Node, tuple[str, str]] = {}  # node -> (pattern, candidate) taking it
 
     def run(self) -> list[PatternExplanation]:
-        config = _config(self.instance)
+        config = matcher_config(self.instance)
         found = []
         for pattern in collect_patterns(self.instance):
             try:
