@@ -30,7 +30,7 @@ from ge.passes.status import FAILED, NOT_CHANGED, SUCCESS
 
 if TYPE_CHECKING:
     from ge.passes.config import PatternMatcherConfig, PatternMatcherConfigBuilder
-    from ge.passes.execution import FoundMatch, find_matches
+    from ge.passes.found_matches import FoundMatch, find_matches
     from ge.passes.fuse_inspector import FuseCheckResult, can_fuse, report_fuse
     from ge.passes.matcher import MatchResult
     from ge.passes.pattern import NodeIo, Pattern, PatternInputs, create_pattern
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
 #: Names resolved on first use, and the module each lives in.
 _LAZY = {
-    "FoundMatch": "ge.passes.execution",
-    "find_matches": "ge.passes.execution",
+    "FoundMatch": "ge.passes.found_matches",
+    "find_matches": "ge.passes.found_matches",
     "FuseCheckResult": "ge.passes.fuse_inspector",
     "can_fuse": "ge.passes.fuse_inspector",
     "report_fuse": "ge.passes.fuse_inspector",

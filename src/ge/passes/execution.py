@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ge.errors import PassDefinitionWarning, RewriteError
+from ge.errors import RewriteError
 from ge.graph import DataType, Graph, Node, TensorDesc
 from ge.graph.journal import ChangeKind
 from ge.graph.places import ir_node_label, node_ref
@@ -30,16 +30,8 @@ from ge.passes.candidates import LandmarkFilter, candidates, named_operators
 from ge.passes.context import PassContext
 from ge.passes.expression import InPlace, build_in_place
 from ge.passes.hooks import add_note, expression_body, note_of
-from ge.passes.matcher import (
-    CompiledPattern,
-    Match,
-    Matcher,
-    MatchResult,
-    compile_pattern,
-    is_constant,
-)
-from ge.passes.pass_patterns import collect_patterns, compiled_patterns, matcher_config
-from ge.passes.pattern import NodeIo
+from ge.passes.matcher import CompiledPattern, Match, Matcher, MatchResult
+from ge.passes.pass_patterns import compiled_patterns
 from ge.passes.read_only import read_only_call
 from ge.passes.registry import (
     PASS_KIND_DECOMPOSE,
@@ -47,20 +39,13 @@ from ge.passes.registry import (
     PASS_KIND_PATTERN_FUSION,
 )
 from ge.passes.rewrite import Region, apply_built_in_place, apply_replacement, would_create_cycle
-from ge.passes.source import (
-    blame,
-    definition_location,
-    hook_location,
-    mark_match,
-    warn_user,
-)
+from ge.passes.source import blame, mark_match
 from ge.passes.status import (
     NOT_CHANGED,
     SUCCESS,
     answer_truth,
     is_bool_answer,
     note_refusal_reason,
-    odd_answer_text,
 )
 
 if TYPE_CHECKING:
@@ -68,9 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNNERS",
-    "FoundMatch",
     "PassRun",
-    "find_matches",
+    "answer_accepted",
+    "note_refusal",
     "read_only_call",
     "run_pass",
     "untyped_desc",
@@ -229,14 +214,14 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     run.context.set_error_message("")  # (a reason is this match's, not an earlier one's)
     try:
         answer = read_only_call(instance.meet_requirements, graph, result, run.context)
-        accepted = _accepted(answer, run, instance.meet_requirements)
+        accepted = answer_accepted(answer, run, instance.meet_requirements)
     except Exception as err:  # (the E13028 names the match the hook failed on)
         mark_match(err, match.nodes)
         raise
     finally:
         result._invalidate()
     if not accepted:
-        _note_refusal(run, graph, unknown_reads)
+        note_refusal(run, graph, unknown_reads)
         return False
     region = match.region()
     if would_create_cycle(region):
@@ -274,7 +259,7 @@ def _rewrite(match: Match, instance: PatternFusionPass, run: PassRun) -> bool:
     return True
 
 
-def _accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
+def answer_accepted(answer: object, run: PassRun, hook: Callable[..., Any]) -> bool:
     """`meet_requirements`'s answer as GE reads it (`answer_truth`), counting the answers a
     pass author did not mean as one: None (a missing return) and what is not a bool
     (`"no"`, which is True: trial T's pass rewrote matches it meant to refuse). An answer
@@ -351,7 +336,7 @@ def _decompose_input_note(node: Node, boundary: list[tuple[Node, int]]) -> str:
     return f"{'; '.join(reasons)} (node input -> replacement input: {mapping})"
 
 
-def _note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
+def note_refusal(run: PassRun, graph: Graph, unknown_reads: int) -> None:
     """Count a refusal by `meet_requirements`, with the reason the pass gave for it (taken
     from the context: a reason given once does not stay for the next match); and whether it
     read a desc nothing is known of (no type, no rank): its root's `_unknown_desc_reads` grew from
@@ -402,8 +387,8 @@ def _run_decompose(instance: DecomposePass, graph: Graph, run: PassRun) -> int:
             unknown_reads = graph.root_graph()._unknown_desc_reads
             run.context.set_error_message("")  # (a reason is this node's, not an earlier one's)
             answer = read_only_call(instance.meet_requirements, graph, node, run.context)
-            if not _accepted(answer, run, instance.meet_requirements):
-                _note_refusal(run, graph, unknown_reads)
+            if not answer_accepted(answer, run, instance.meet_requirements):
+                note_refusal(run, graph, unknown_reads)
                 continue
             replacement = read_only_call(instance.replacement, graph, node, run.context)
             if not isinstance(replacement, Graph):
@@ -435,103 +420,13 @@ def run_pass(kind: str, instance: Any, graph: Graph, run: PassRun) -> object:
     return RUNNERS[kind](instance, graph, run)
 
 
-@dataclass(frozen=True)
-class FoundMatch:
-    """A match `find_matches` reports: the pattern, the matched nodes, the captures."""
+def __getattr__(name: str) -> Any:
+    """`FoundMatch` and `find_matches`, still importable from here: they live in
+    `ge.passes.found_matches`, which builds on this module."""
+    if name not in ("FoundMatch", "find_matches"):
+        raise AttributeError(f"module 'ge.passes.execution' has no attribute {name!r}")
+    from ge.passes import found_matches
 
-    pattern_name: str
-    nodes: list[Node]
-    captured: list[NodeIo]
-
-
-def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None = None, *,
-                 bodies: bool = False) -> list[FoundMatch]:
-    """The matches a `PatternFusionPass` would rewrite in `graph` (its direct nodes; with
-    `bodies`, then in each of its subgraphs at any depth, as a compilation runs the pass on
-    each), without rewriting: per pattern in order, candidates in the graph's order,
-    `meet_requirements` and the cycle check applied, a node used by an earlier match not
-    matched again. Matches that only an earlier rewrite would create are not found. The
-    patterns are built once for all the graphs (building them per body made `ge compile`'s
-    opset hints take 36 s for a model of 7,500 bodies: trial DD)."""
-    from ge.es.opset import opset_scope
-    from ge.passes.base import PatternFusionPass
-
-    instance = pass_or_class() if isinstance(pass_or_class, type) else pass_or_class
-    if not isinstance(instance, PatternFusionPass):
-        raise TypeError("find_matches takes a PatternFusionPass subclass or instance, got "
-                        f"{type(instance).__name__}")
-    if not isinstance(graph, Graph):
-        raise TypeError(f"find_matches takes a ge.graph.Graph, got {type(graph).__name__}")
-    context = context or PassContext(type(instance).__name__)
-    config = matcher_config(instance)
-    with opset_scope(graph.root_graph().opset_imports):  # patterns built as a compile would
-        compiled = [compile_pattern(p, config) for p in collect_patterns(instance)]
-    found: list[FoundMatch] = []
-    below = [s for s in graph.get_all_subgraphs() if not s.is_orphan()] if bodies else []
-    run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
-    for each in [graph, *below]:
-        found += _matches_in(instance, compiled, each, run)
-    told = _answers_told(type(instance).__name__, run, found=bool(found))
-    where = (hook_location(instance.meet_requirements)
-             or definition_location(type(instance))) if told else None
-    for text in told:
-        warn_user(PassDefinitionWarning(f"find_matches: {text} (at {where})"), where)
-    return found
-
-
-def _answers_told(name: str, run: PassRun, *, found: bool) -> list[str]:
-    """What `find_matches` warns of the answers of pass `name`'s meet_requirements, as a
-    compilation does: answers that are no bool, and when nothing was found, None answers
-    and refusals after reading untyped values (a graph loaded, not inferred: trial U)."""
-    told = []
-    if run.odd_answers:
-        told.append(f"the meet_requirements of {name} returned " + odd_answer_text(
-            run.first_odd_answer, run.first_odd_accepted,
-            f" for {run.odd_answers} of {run.matches} match(es)"))
-    if not found and run.none_answers:
-        told.append(f"the meet_requirements of {name} returned None for {run.none_answers} "
-                    f"of {run.matches} match(es), and None counts as False (a missing "
-                    "return?)")
-    if not found and run.untyped_refusals:
-        told.append(f"{name} refused all {run.matches} match(es), {run.untyped_refusals} "
-                    "after its meet_requirements read a value with no type or rank "
-                    f"({run.first_untyped} first): the graph was not shape-inferred; "
-                    "ge.ops.infer_shapes(graph) types it, as a compilation does before its "
-                    "AfterInferShape passes")
-    return told
-
-
-def _matches_in(instance: Any, compiled: list[CompiledPattern], graph: Graph,
-                run: PassRun) -> list[FoundMatch]:
-    """`find_matches` in one graph's direct nodes; `run` counts the matches and refusals
-    (those after reading an untyped value too)."""
-    context = run.context
-    found: list[FoundMatch] = []
-    taken: set[Node] = set()
-    for pattern in compiled:
-        matcher = Matcher(pattern, graph)
-        for candidate in candidates(graph, [matcher.root_type]):
-            if candidate in taken:
-                continue
-            for match in matcher.matches_at(candidate):  # as the sweep: first accepted
-                nodes = {n for n in match.bindings.values() if not is_constant(n)}
-                if taken.intersection(nodes):
-                    continue  # shared constants aside, a node is rewritten once
-                result = MatchResult(match)
-                run.matches += 1
-                unknown_reads = graph.root_graph()._unknown_desc_reads
-                try:
-                    accepted = _accepted(instance.meet_requirements(result, context), run,
-                                         instance.meet_requirements)
-                finally:
-                    result._invalidate()
-                if not accepted:
-                    _note_refusal(run, graph, unknown_reads)
-                    continue
-                if would_create_cycle(match.region()):
-                    continue
-                taken.update(nodes)
-                captured = [match.captured(i) for i in range(len(match.pattern.captures))]
-                found.append(FoundMatch(match.pattern.name, match.nodes, captured))
-                break
-    return found
+    value = getattr(found_matches, name)
+    globals()[name] = value
+    return value

@@ -84,7 +84,7 @@ def opset_hints(graph: Graph, disabled: Iterable[str] = (),
     nothing is changed. `late` names the passes that ran after every fusion (at
     AfterOriginGraphOptimize): what they made no fusion would see, so it is not counted."""
     from ge.compiler.builtin.fusion_norm import NormFusion
-    from ge.passes.execution import find_matches
+    from ge.passes.found_matches import find_matches
     from ge.passes.rewrite import ORIGIN_PASS
 
     imports = graph.root_graph().opset_imports

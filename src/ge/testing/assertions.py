@@ -19,7 +19,7 @@ from ge.compiler.pass_failure import describe_exception
 from ge.graph import Graph, Node
 from ge.graph.subgraphs import body_path
 from ge.passes.candidates import Operator, is_of, named_operators
-from ge.passes.execution import FoundMatch
+from ge.passes.found_matches import FoundMatch
 from ge.passes.matcher import Matcher, compile_pattern
 from ge.passes.pass_patterns import collect_patterns
 from ge.passes.registry import PASS_KIND_DECOMPOSE, PASS_KIND_PATTERN_FUSION

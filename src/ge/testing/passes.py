@@ -25,7 +25,7 @@ from ge.testing.tracebacks import without_engine_frames
 
 if TYPE_CHECKING:
     from ge.graph import Graph
-    from ge.passes.execution import FoundMatch
+    from ge.passes.found_matches import FoundMatch
     from ge.testing.running import ModelLike
 
 __all__ = ["PassPaths", "PassSet", "load_passes"]

@@ -31,8 +31,8 @@ from ge.graph import load as load_graph
 from ge.ops.memo import InferenceMemo, inference_memo_scope
 from ge.passes.base import FusionBasePass
 from ge.passes.context import PassContext
-from ge.passes.execution import FoundMatch
-from ge.passes.execution import find_matches as _find_matches
+from ge.passes.found_matches import FoundMatch
+from ge.passes.found_matches import find_matches as _find_matches
 from ge.passes.registry import PASS_KIND_FUSION_BASE, PASS_KIND_PATTERN_FUSION, PassDescriptor
 from ge.passes.stage import PassStage
 from ge.testing.tracebacks import without_engine_frames
@@ -275,7 +275,7 @@ def find_matches(pass_: PassLike, model: ModelLike, *, passes: PassSet | None = 
                  options: Mapping[str, str] | None = None, bodies: bool = True,
                  infer: bool | None = None) -> list[FoundMatch]:
     """The matches a pattern pass would rewrite in `model`, without rewriting
-    (`ge.passes.execution.find_matches` on the graph the pass would see: inferred as for
+    (`ge.passes.found_matches.find_matches` on the graph the pass would see: inferred as for
     `run_pass`, root graph then live bodies). Each `FoundMatch` has `pattern_name`, `nodes`
     (in a copy of the model) and `captured`. A hook that raises is the engine's
     `PassRunError`."""
