@@ -418,15 +418,3 @@ RUNNERS: Mapping[str, Callable[[Any, Graph, PassRun], object]] = MappingProxyTyp
 def run_pass(kind: str, instance: Any, graph: Graph, run: PassRun) -> object:
     """Run one pass instance of `kind` on `graph`; returns what D2 interprets."""
     return RUNNERS[kind](instance, graph, run)
-
-
-def __getattr__(name: str) -> Any:
-    """`FoundMatch` and `find_matches`, still importable from here: they live in
-    `ge.passes.found_matches`, which builds on this module."""
-    if name not in ("FoundMatch", "find_matches"):
-        raise AttributeError(f"module 'ge.passes.execution' has no attribute {name!r}")
-    from ge.passes import found_matches
-
-    value = getattr(found_matches, name)
-    globals()[name] = value
-    return value
