@@ -51,7 +51,7 @@ def test_import_and_help_are_light() -> None:
     assert result.stderr.strip() == "[] []"
 
 
-@pytest.mark.parametrize("command", ["compile", "dump", "run"])
+@pytest.mark.parametrize("command", ["compile", "dump", "run", "verify", "inspect", "diff"])
 def test_a_commands_help_imports_nothing_heavy(command: str) -> None:
     """`ge compile --help` imported onnx and numpy first (0.2-0.45 s), as the command would
     run (stop 47's held imports): click prints help before any command runs."""

@@ -18,10 +18,10 @@ import click
 from ge._text import printable
 from ge.cli.output import CommandOutput, command_output
 from ge.cli.output_files import file_target
-from ge.compiler.report import NodeCounts
 
 if TYPE_CHECKING:
     from ge.cli.graph_diff import GraphSnapshot
+    from ge.compiler.report import NodeCounts
 
 __all__ = ["diff_command"]
 
@@ -111,6 +111,8 @@ def _diff(out: CommandOutput, a: Path, b: Path, html_path: Path | None, limit: i
 
 def _side_counts(payload: dict[str, Any], side: str) -> NodeCounts:
     """The node counts of model `side` ("a" or "b") as the payload holds them."""
+    from ge.compiler.report import NodeCounts  # (when the command runs: --help stays light)
+
     return NodeCounts(payload[f"nodes_{side}"], payload[f"subgraph_nodes_{side}"],
                       payload[f"constants_{side}"])
 

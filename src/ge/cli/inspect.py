@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ge.cli.output import cell, command_output, console, one_line
-from ge.graph.domains import proto_graphs, qualified_op
-from ge.graph.onnx_import import read_as_constant
 
 if TYPE_CHECKING:
     import onnx
@@ -150,10 +148,10 @@ def _index_order_text(entry: dict[str, Any]) -> str:
     return f"note: {entry['tensor']} {entry['problem']}; {runtime}: {ge_does}"
 
 
-#: Whether a node is a `Constant` operator loading reads as a constant, as an initializer
-#: is: a sparse one (`sparse_value`) stays an operator, as ge writes it, so `ge compile`
-#: counts it as a node, and so does inspect.
-_is_constant = read_as_constant
+# (ge.graph is imported where a command runs, so that `ge inspect --help` imports no onnx.
+# `read_as_constant`: whether a node is a `Constant` operator loading reads as a constant, as
+# an initializer is; a sparse one (`sparse_value`) stays an operator, as ge writes it, so
+# `ge compile` counts it as a node, and so does inspect.)
 
 
 def _function_problems(model: onnx.ModelProto) -> list[dict[str, str]]:
@@ -234,20 +232,20 @@ def _refused_keys_text(entry: dict[str, Any]) -> str:
 def _constants(graph: onnx.GraphProto, ir_version: int) -> int:
     """The constants of one graph as ge counts them: its initializers (not an input's
     default, from IR version 4), sparse ones too, and its `Constant` operators."""
+    from ge.graph.onnx_import import read_as_constant
+
     inputs = {vi.name for vi in graph.input} if ir_version >= 4 else set()
     return (sum(t.name not in inputs for t in graph.initializer)
-            + len(graph.sparse_initializer) + sum(_is_constant(n) for n in graph.node))
-
-
-def _op_name(node: onnx.NodeProto) -> str:
-    return qualified_op(node.op_type, node.domain, node.overload)
+            + len(graph.sparse_initializer) + sum(map(read_as_constant, graph.node)))
 
 
 def model_summary(path: Path) -> dict[str, Any]:
     """The facts `ge inspect` shows, as JSON-ready data."""
     from ge.errors import model_file_named
+    from ge.graph.domains import proto_graphs, qualified_op
     from ge.graph.external_data import external_ranges
     from ge.graph.model_io import check_model_path, read_model_file
+    from ge.graph.onnx_import import read_as_constant
     from ge.graph.payload_checks import check_model_payloads
     from ge.graph.sparse_order import SPARSE_ATTRIBUTE_TAGS
 
@@ -267,7 +265,8 @@ def model_summary(path: Path) -> dict[str, Any]:
     graph = model.graph
     initializer_names = {t.name for t in graph.initializer}
     subgraphs = list(proto_graphs(graph))
-    ops = Counter(_op_name(n) for g in subgraphs for n in g.node)
+    ops = Counter(qualified_op(n.op_type, n.domain, n.overload)
+                  for g in subgraphs for n in g.node)
     external: dict[str, dict[str, Any]] = {}
     for where in ranges:
         entry = external.setdefault(where.location, {
@@ -292,10 +291,10 @@ def model_summary(path: Path) -> dict[str, Any]:
                    for vi in graph.input],
         "outputs": [_value(vi) for vi in graph.output],
         # as `ge compile` counts (`NodeCounts`): Constant operators are constants
-        "nodes": sum(not _is_constant(n) for n in graph.node),
-        "subgraph_nodes": sum(not _is_constant(n) for g in subgraphs[1:] for n in g.node),
+        "nodes": sum(not read_as_constant(n) for n in graph.node),
+        "subgraph_nodes": sum(not read_as_constant(n) for g in subgraphs[1:] for n in g.node),
         "constants": sum(_constants(g, model.ir_version) for g in subgraphs),
-        "constant_nodes": sum(_is_constant(n) for n in graph.node),
+        "constant_nodes": sum(read_as_constant(n) for n in graph.node),
         "graph_nodes": len(graph.node),  # ONNX's len(graph.node), Constant operators included
         "subgraphs": len(subgraphs) - 1,
         "functions": [qualified_op(f.name, f.domain, f.overload) for f in model.functions],
