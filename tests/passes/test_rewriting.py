@@ -486,6 +486,30 @@ class P(PatternFusionPass):
     assert err.location is not None and err.location.line == 13  # its @pattern line
 
 
+def test_find_matches_blames_a_pattern_that_cannot_match_on_its_method(write) -> None:
+    """find_matches compiled the patterns itself: the GE1501 named no line, where a
+    compilation names the `@pattern` method (stop 51's review)."""
+    import importlib.util
+
+    source = HEADER + """
+class P(PatternFusionPass):
+    @pattern
+    def dangling(self, inputs):
+        unused = es.Abs(inputs[0])
+        return es.Neg(inputs[0])
+"""
+    spec = importlib.util.spec_from_file_location("dangling_plugin", write("plugin.py", source))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(PatternError) as info:
+        ge.passes.find_matches(module.P, load(_neg_neg()))
+    err = info.value
+    assert "pattern 'P_dangling_pattern' cannot be matched" in err.message
+    assert err.location is not None and err.location.line == 8  # its @pattern line
+    assert str(err).endswith(f"(at {err.location})")
+
+
 def test_decompose_hooks_may_only_read_the_graph(write) -> None:
     source = """
 @register_decompose_pass(name="D", stage="BeforeInferShape", op_types=["Neg"])

@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ge.errors import PassDefinitionWarning
+from ge.errors import PassDefinitionWarning, PatternError
 from ge.graph import Graph, Node
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
 from ge.passes.execution import PassRun, answer_accepted, note_refusal
-from ge.passes.matcher import CompiledPattern, Matcher, MatchResult, compile_pattern, is_constant
-from ge.passes.pass_patterns import collect_patterns, matcher_config
+from ge.passes.matcher import CompiledPattern, Matcher, MatchResult, is_constant
+from ge.passes.pass_patterns import compiled_patterns
 from ge.passes.pattern import NodeIo
 from ge.passes.rewrite import would_create_cycle
-from ge.passes.source import definition_location, hook_location, warn_user
+from ge.passes.source import blamed_location, definition_location, hook_location, warn_user
 from ge.passes.status import odd_answer_text
 
 __all__ = ["FoundMatch", "find_matches"]
@@ -50,12 +50,17 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
     if not isinstance(graph, Graph):
         raise TypeError(f"find_matches takes a ge.graph.Graph, got {type(graph).__name__}")
     context = context or PassContext(type(instance).__name__)
-    config = matcher_config(instance)
+    run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     with opset_scope(graph.root_graph().opset_imports):  # patterns built as a compile would
-        compiled = [compile_pattern(p, config) for p in collect_patterns(instance)]
+        # (a pattern that cannot be matched blamed on its method, attributes the matcher
+        # does not compare warned of, as a compilation does)
+        try:
+            compiled = compiled_patterns(instance, run)
+        except PatternError as err:
+            err.location = err.location or blamed_location(err)  # (no E13028 to carry it)
+            raise
     found: list[FoundMatch] = []
     below = [s for s in graph.get_all_subgraphs() if not s.is_orphan()] if bodies else []
-    run = PassRun(context, count_untyped=True)  # (its counts: what to warn of)
     for each in [graph, *below]:
         found += _matches_in(instance, compiled, each, run)
     told = _answers_told(type(instance).__name__, run, found=bool(found))
