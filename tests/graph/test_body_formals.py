@@ -153,6 +153,22 @@ def test_a_data_node_added_to_a_loop_body_is_refused() -> None:
     assert problem.message.endswith("'extra': ?)")
 
 
+def test_a_body_input_without_an_index_is_listed_not_raised() -> None:
+    """Hypothesis found it (tests/graph/test_transactions.py): with a Data node added to a
+    Loop body and another's `index` removed, `find_problems()` raised GraphError (GE1001,
+    from get_data_nodes while listing the body's inputs) instead of listing the problems."""
+    graph = ge.graph.load(shared_model("control_flow"))
+    body = next(b for b in graph.get_all_subgraphs() if b.parent_node.type == "Loop")
+    body.add_node("Data", name="extra")
+    body.find_node_by_name("cond").remove_attr("index")
+    problems = graph.find_problems()
+    assert {p.kind for p in problems} >= {"body"}
+    counted = next(p for p in problems if "but the body takes 5" in p.message)
+    # (the Data without an index last)
+    assert counted.message.endswith("'extra': ?, 'cond': tensor(bool))"), counted.message
+    assert any("index" in p.message and "'cond'" in p.message for p in problems), problems
+
+
 SWAP = """\
 from ge.passes import FusionBasePass, PassStage, register_fusion_pass
 

@@ -15,6 +15,7 @@ is ge's.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -177,7 +178,18 @@ def _problem(graph: Graph, kind: str, nodes: tuple[Node, ...], message: str,
 def _formals(body: Graph) -> list[Node]:
     """The Data nodes (by index) and the NetOutput of `body`: what the pass changing the
     signature changed (`ge.compiler.change_sites` finds its line by them)."""
-    return [*body.get_data_nodes(), *body.nodes_of_type(NET_OUTPUT)]
+    return [*_data_by_index(body), *body.nodes_of_type(NET_OUTPUT)]
+
+
+def _data_by_index(body: Graph) -> list[Node]:
+    """The Data nodes of `body` by their `index`, those without an int one last: unlike
+    `get_data_nodes`, never raising, as validation reports such an index itself
+    (`data_index_problems`) and must list the problems it finds, not stop at one."""
+    def index(node: Node) -> int | float:
+        found = node._attr_value("index") if "index" in node._attrs else None
+        return found if isinstance(found, int) and not isinstance(found, bool) else math.inf
+
+    return sorted(body.nodes_of_type(DATA), key=index)
 
 
 def _body_signature(body: Graph) -> _Signature | None:
@@ -365,7 +377,7 @@ def _types(types: tuple[_Type, ...]) -> str:
 def _listed(body: Graph, *, inputs: bool) -> str:
     """A body's formal inputs or outputs with their types: "(int64 'i', bool 'cond')"."""
     if inputs:
-        values = [(n._out_names[0], _value_type(n, 0)) for n in body.get_data_nodes()]
+        values = [(n._out_names[0], _value_type(n, 0)) for n in _data_by_index(body)]
     else:
         net = body.nodes_of_type(NET_OUTPUT)[0]
         values = [("" if p is None else p[0]._out_names[p[1]], tp)
