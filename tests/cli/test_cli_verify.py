@@ -162,3 +162,53 @@ def test_dims_with_inputs_is_a_usage_error(models: tuple[Path, Path, Path],
                           "--dims", "batch=3")
     assert code == 2
     assert "--dims" in err and "not with --inputs" in err
+
+
+def test_a_fixed_size_other_is_compared_where_it_runs(models: tuple[Path, Path, Path],
+                                                      tmp_path: Path) -> None:
+    """Trial AH: against a file with the batch fixed at 2, the extra run at batch=3 was
+    reported as GE1602, inputs that do not fit, though the models matched at batch=2."""
+    original = models[0]
+    fixed = tmp_path / "fixed.onnx"
+    model = _linear(WEIGHT)
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_value = 2
+    onnx.save(model, fixed)
+    code, out, err = run_ge("verify", str(original), str(fixed), "-q")
+    assert code == 0, err
+    assert out.startswith("verification ok: 1 output(s) match"), out
+    assert (f"not checked at other sizes (batch=3: the other {fixed} model does not take "
+            "inputs of those sizes: inputs do not fit graph 'linear': input 'x': expected "
+            "float32 [2, 4], got float32 [3, 4]") in " ".join(out.split())
+
+
+def test_inputs_or_dims_that_do_not_fit_the_original_name_it(
+        models: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """Trial AH: both graphs had one name, and the GE1602 named the graph only."""
+    original, same, _ = models
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, features=np.zeros((5, 4), np.float32))
+    code, _, err = run_ge("verify", str(original), str(same), "--inputs", str(inputs))
+    assert code == 1
+    assert err.startswith(f"ge: [GE1602] the original {original} model: inputs do not fit "
+                          "graph 'linear' "), err
+    code, _, err = run_ge("verify", str(original), str(same), "--dims", "seq=3")
+    assert code == 1
+    assert err.startswith(f"ge: [GE1602] the original {original} model: dims 'seq': "), err
+
+
+def test_outputs_of_a_random_operator_are_warned_of_as_compile_does(tmp_path: Path) -> None:
+    """Trial AH: `ge compile --verify` warned that a random output is not compared, `ge
+    verify` said so only in its summary line."""
+    graph = helper.make_graph(
+        [helper.make_node("RandomNormalLike", ["x"], ["r"]),
+         helper.make_node("Add", ["x", "r"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("y", "z")])
+    path = tmp_path / "rand.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    code, out, err = run_ge("verify", str(path), str(path), "-q")
+    assert code == 0, err
+    assert "1 not compared ('y' depends on the random operator RandomNormalLike" in out
+    assert err.startswith("ge: warning: verification does not compare output(s) 'y': they "
+                          "depend on the random operator RandomNormalLike"), err

@@ -22,7 +22,7 @@ __all__ = ["DASH_IS_NO_STDOUT", "check_not_read", "check_output_folder", "file_t
 #: Why "-" names no output: ge writes files only, where many tools would write to stdout
 #: (trial AG: `-o -` wrote a file called "-").
 DASH_IS_NO_STDOUT = ("'-' is not standard output here: ge writes its outputs to files only; "
-                     "give a file name (./- names a file called -)")
+                     "give a file name")
 
 
 def file_target(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:

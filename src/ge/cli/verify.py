@@ -50,14 +50,15 @@ def verify_command(original: Path, other: Path, inputs: Path | None, seed: int,
     dims = parse_dims(dim_pairs, inputs)
     with command_output("ge", as_json=as_json) as out:
         import ge.graph
-        from ge.session.compile_arguments import check_tolerance
-
-        check_tolerance(rtol, "--rtol")
-        check_tolerance(atol, "--atol")
+        from ge.errors import VerificationInputError
         from ge.graph.input_checks import check_model_as_given
+        from ge.session.compile_arguments import check_tolerance
         from ge.session.custom_evaluation import runs_in_onnxruntime
         from ge.session.inputs import load_inputs
         from ge.session.verification import verify
+
+        check_tolerance(rtol, "--rtol")
+        check_tolerance(atol, "--atol")
 
         with ExitStack() as stack:
             graphs = []
@@ -70,7 +71,14 @@ def verify_command(original: Path, other: Path, inputs: Path | None, seed: int,
             feeds = None
             if inputs is not None:
                 with model_file_named(original):
-                    feeds = load_inputs(inputs, graphs[0])
+                    try:
+                        feeds = load_inputs(inputs, graphs[0])
+                    except VerificationInputError as err:
+                        if not err.message.startswith("inputs do not fit"):
+                            raise  # (the file's own problem: it names the file)
+                        # (both graphs may have one name: say which model, trial AH)
+                        raise type(err)(f"the original {original} model: {err.message}",
+                                        nodes=err.nodes) from err
             custom = any(not runs_in_onnxruntime(node.domain)
                          for graph in graphs for node in graph.get_all_nodes())
             with custom_op_plugins(custom, pass_paths), concerning_model():

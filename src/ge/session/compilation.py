@@ -65,7 +65,6 @@ from ge.session.compile_result import CompileResult
 from ge.session.compile_verification import (
     EachPassVerifier,
     run_original,
-    warn_not_compared,
     warn_unexercised_bodies,
 )
 from ge.session.custom_evaluation import custom_output_descs
@@ -82,6 +81,7 @@ from ge.session.verification import (
     compare_run,
     narrow_float_outputs,
     random_output_reasons,
+    warn_not_compared,
 )
 
 __all__ = ["CONVERT_STEP", "CompileResult", "compile", "upgraded_opset"]

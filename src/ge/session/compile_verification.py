@@ -44,7 +44,7 @@ from ge.session.verification import (
     run_at_other_sizes,
 )
 
-__all__ = ["EachPassVerifier", "run_original", "warn_not_compared", "warn_unexercised_bodies"]
+__all__ = ["EachPassVerifier", "run_original", "warn_unexercised_bodies"]
 
 
 class EachPassVerifier(PipelineObserver):
@@ -185,17 +185,6 @@ def _bodies(names: Sequence[str], coverage: BodyCoverage,
     """At most three bodies with the passes that changed them, and how many more."""
     return first_and_more([f"{coverage.described[n]} (changed by {', '.join(changed[n])})"
                            for n in names])
-
-
-def warn_not_compared(random: Mapping[str, str]) -> None:
-    """Outputs that depend on a random operator cannot be verified: say which, and why."""
-    names = list(random)
-    shown = first_and_more([repr(n) for n in names])
-    first = random[names[0]].removeprefix("not compared: depends on ")
-    warn_user(CompileWarning(
-        f"verification does not compare output(s) {shown}: they depend on {first}, so two "
-        "runs of the original differ there; export the model in eval mode (model.eval()) "
-        "to verify them"))
 
 
 def _inputs_for(original: onnx.ModelProto, inputs: Mapping[str, Any] | str | os.PathLike[str]

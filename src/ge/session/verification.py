@@ -20,9 +20,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ge.errors import SessionError, VerificationInputError
+from ge._text import first_and_more
+from ge.errors import CompileWarning, SessionError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.types import DataType
+from ge.passes.source import warn_user
 from ge.session.comparison import (  # (the comparison's public names are this module's too)
     OutputComparison,
     VerificationReport,
@@ -122,6 +124,17 @@ def narrow_float_outputs(model: ModelOrPath) -> dict[str, str]:
     return outputs
 
 
+def warn_not_compared(random: Mapping[str, str]) -> None:
+    """Outputs that depend on a random operator cannot be verified: say which, and why."""
+    names = list(random)
+    shown = first_and_more([repr(n) for n in names])
+    first = random[names[0]].removeprefix("not compared: depends on ")
+    warn_user(CompileWarning(
+        f"verification does not compare output(s) {shown}: they depend on {first}, so two "
+        "runs of the original differ there; export the model in eval mode (model.eval()) "
+        "to verify them"))
+
+
 # -- running and comparing --------------------------------------------------------------------
 
 
@@ -143,23 +156,49 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     model that cannot be run is SessionError saying which one, by `names` (the runtime's
     words name a graph, which both models may share: trial WW)."""
     original, compiled = as_model(original, "original"), as_model(compiled, "compiled")
-    feeds = generate_inputs(original, seed=seed, dims=dims) if inputs is None else dict(inputs)
+    # (inputs that fit neither model say which they were checked against: both models'
+    # graphs may have one name, trial AH)
+    with _inputs_said(f"the {names[0]} model"):
+        feeds = (generate_inputs(original, seed=seed, dims=dims) if inputs is None
+                 else dict(inputs))
+        check_inputs(feeds, original)
     with _named_side(f"the {names[0]} model cannot be run"):
         first = ModelRunner(original)
         expected = first.run(feeds)
     not_compared = random_output_reasons(original)
-    warn_tiny_outputs(expected, rtol, atol, not_compared)  # (as `ge.compile` does)
+    if not_compared:  # (as `ge.compile` does, and of the tiny outputs too: trial AH)
+        warn_not_compared(not_compared)
+    warn_tiny_outputs(expected, rtol, atol, not_compared)
     with _named_side(f"the {names[0]} model cannot be run"):
         resized = None if inputs is not None else run_at_other_sizes(
             original, dims, seed=seed, runner=first)
+    cannot_run = f"the {names[1]} model cannot be run (the {names[0]} runs)"
+    with _named_side(cannot_run):
+        runner = ModelRunner(compiled)  # (a model the runtime refuses is said so first)
+    with _inputs_said(f"the inputs the {names[0]} model ran on do not fit the {names[1]} "
+                      "model"):  # (two models whose inputs differ)
+        check_inputs(feeds, compiled)
+    if resized is not None and not resized.skipped:
+        try:
+            check_inputs(resized.inputs, compiled)
+        except VerificationInputError as err:  # (fixed sizes where the original has dims)
+            resized = replace(resized, inputs={}, expected={}, skipped=(
+                f"the {names[1]} model does not take inputs of those sizes: {err.message}"))
+    with _named_side(cannot_run):
+        return compare_run(runner, expected, feeds, rtol=rtol, atol=atol,
+                           not_compared=not_compared,
+                           computed_in=narrow_float_outputs(original), resized=resized)
+
+
+@contextlib.contextmanager
+def _inputs_said(said: str) -> Iterator[None]:
+    """A VerificationInputError (GE1602: inputs that do not fit a model, dims it does not
+    have) raised in the block, prefixed with `said` (the type kept: a DimsArgumentError
+    stays the caller's argument's)."""
     try:
-        with _named_side(f"the {names[1]} model cannot be run (the {names[0]} runs)"):
-            return compare_run(ModelRunner(compiled), expected, feeds, rtol=rtol, atol=atol,
-                               not_compared=not_compared,
-                               computed_in=narrow_float_outputs(original), resized=resized)
-    except VerificationInputError as err:  # two models whose inputs differ
-        raise VerificationInputError(f"the inputs the {names[0]} model ran on do not fit the "
-                                     f"{names[1]} model: {err.message}") from err
+        yield
+    except VerificationInputError as err:
+        raise type(err)(f"{said}: {err.message}", nodes=err.nodes) from err
 
 
 @contextlib.contextmanager
