@@ -71,3 +71,45 @@ def test_verify_says_so_too() -> None:
     with pytest.warns(CompileWarning, match=r"verification checks nothing of output 'tiny'"):
         report = verify(model, model)
     assert report.ok
+
+
+def test_an_rtol_of_one_or_more_is_warned_of_and_no_larger_atol_suggested() -> None:
+    """Trial AH: `--rtol 1e6 --atol 0` verified a flipped sign in silence, and with atol
+    1e308 the warning suggested "a smaller atol, such as 1e+308" (rtol times the size)."""
+    from ge.session import verify
+
+    model = tiny_outputs_model(scale=1.0)
+    with pytest.warns(CompileWarning) as caught:
+        assert verify(model, model, rtol=1e308, atol=1e308).ok
+    texts = [str(w.message) for w in caught]
+    assert ("verification with rtol=1e+308 checks next to nothing: from rtol=1 it accepts "
+            "zeros for every output, from 2 the sign flipped; give an rtol below 1 (--rtol, "
+            "rtol=), such as the default 1e-4") in texts
+    (tiny,) = [t for t in texts if "checks nothing of output" in t]
+    suggested = float(tiny.split("such as ")[1].split(" ")[0])
+    assert 0 < suggested < 1e-3 and tiny.endswith("(1e-4 times the smallest largest magnitude)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        assert verify(model, model, rtol=0.5).ok  # (below 1: said nothing)
+
+
+def test_outputs_all_empty_are_warned_of() -> None:
+    """Trial AH: `ge verify a b --dims N=0` said "ok" against a wrong model: every output
+    had no element, so nothing was compared."""
+    from onnx import TensorProto, helper
+
+    from ge.session import verify
+
+    def model(op: str) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            [helper.make_node(op, ["x"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    with pytest.warns(CompileWarning, match=r"^verification compares no value: every output "
+                                            r"compared is empty on these inputs"):
+        assert verify(model("Relu"), model("Neg"), dims={"N": 0}).ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        assert not verify(model("Relu"), model("Neg"), dims={"N": 1}).ok

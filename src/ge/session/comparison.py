@@ -48,7 +48,7 @@ __all__ = [
     "precision_floor",
     "sizes_text",
     "tiny_outputs",
-    "warn_tiny_outputs",
+    "warn_unchecked_outputs",
 ]
 
 #: How many elements are compared (and, in `ge.session.inputs`, drawn) at a time: the
@@ -397,11 +397,26 @@ def tiny_outputs(expected: Mapping[str, Any], atol: float,
     return tiny
 
 
-def warn_tiny_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
-                      not_compared: Mapping[str, str]) -> None:
+def warn_unchecked_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
+                           not_compared: Mapping[str, str]) -> None:
     """Say which outputs `atol` alone accepts whatever the compiled model gives of their
-    size (`tiny_outputs`), how large they are, and an atol that would check them. Only a
-    warning: the compilation may be right, the verification merely cannot tell."""
+    size (`tiny_outputs`), how large they are, and an atol that would check them; and that
+    an `rtol` of 1 or more accepts anything, or that every output is empty. Only a warning:
+    the compilation may be right, the verification merely cannot tell."""
+    if rtol >= 1:
+        # |actual - expected| <= rtol * |expected| holds for zeros from rtol 1, for the
+        # sign flipped from 2: nothing is checked (trial AH: --rtol 1e6 passed a flip)
+        warn_user(CompileWarning(
+            f"verification with rtol={rtol:g} checks next to nothing: from rtol=1 it accepts "
+            "zeros for every output, from 2 the sign flipped; give an rtol below 1 (--rtol, "
+            "rtol=), such as the default 1e-4"))
+    compared = [value for name, value in expected.items() if name not in not_compared]
+    if compared and all(getattr(value, "size", None) == 0 for value in compared):
+        # (--dims N=0: every output empty, every model "matches", trial AH)
+        warn_user(CompileWarning(
+            "verification compares no value: every output compared is empty on these inputs "
+            "(a dim of size 0?), so any model would match; give inputs with values (--dims, "
+            "--inputs; dims=, inputs=)"))
     tiny = tiny_outputs(expected, atol, not_compared)
     if not tiny:
         return
@@ -409,10 +424,13 @@ def warn_tiny_outputs(expected: Mapping[str, Any], rtol: float, atol: float,
     shown = first_and_more([f"{n!r} (largest magnitude {tiny[n]:.3g})" for n in names])
     several = len(names) > 1
     smallest = min(tiny.values())
-    suggested = smallest * (rtol or 1e-4)
+    # (rtol times the magnitude: a tolerance of its own scale; 1e-4 where rtol is none or
+    # so large that the product is no smaller an atol, trial AH)
+    factor, said = (rtol, "rtol") if 0 < rtol < 1 else (1e-4, "1e-4")
+    suggested = smallest * factor
     warn_user(CompileWarning(
         f"verification checks nothing of output{'s' if several else ''} {shown}: every "
         f"value of {'them' if several else 'it'} in the original's run is below "
         f"atol={atol:g}, which alone accepts any values that small (the output scaled by "
         f"1.5, or zeros, would pass); give a smaller --atol (atol=), such as {suggested:.1g} "
-        f"(rtol times the{' smallest' if several else ''} largest magnitude)"))
+        f"({said} times the{' smallest' if several else ''} largest magnitude)"))

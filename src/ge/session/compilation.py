@@ -49,7 +49,7 @@ from ge.graph.export_names import NodeNamesMadeUnique, unique_node_names
 from ge.graph.input_checks import check_model_as_given, check_runtime_kernels
 from ge.passes.discovery import given_paths
 from ge.passes.source import collected_warnings, warn_user
-from ge.session.comparison import warn_tiny_outputs
+from ge.session.comparison import warn_unchecked_outputs
 from ge.session.compile_arguments import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -396,7 +396,7 @@ def compile(
                     random, narrow = random_output_reasons(given), narrow_float_outputs(given)
                     if random:
                         warn_not_compared(random)
-                    warn_tiny_outputs(expected, rtol, atol, random)
+                    warn_unchecked_outputs(expected, rtol, atol, random)
                     if mode == "each-pass":
                         if graph is not given:  # the conversion first: no pass is to blame
                             _verify_conversion(graph, expected, feeds, rtol, atol, random,

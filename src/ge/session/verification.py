@@ -31,7 +31,7 @@ from ge.session.comparison import (  # (the comparison's public names are this m
     compare_outputs,
     precision_floor,
     sizes_text,
-    warn_tiny_outputs,
+    warn_unchecked_outputs,
 )
 from ge.session.inputs import (  # (so are the inputs')
     ENV_MAX_GENERATED_INPUT_BYTES,
@@ -168,7 +168,7 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     not_compared = random_output_reasons(original)
     if not_compared:  # (as `ge.compile` does, and of the tiny outputs too: trial AH)
         warn_not_compared(not_compared)
-    warn_tiny_outputs(expected, rtol, atol, not_compared)
+    warn_unchecked_outputs(expected, rtol, atol, not_compared)
     with _named_side(f"the {names[0]} model cannot be run"):
         resized = None if inputs is not None else run_at_other_sizes(
             original, dims, seed=seed, runner=first)
