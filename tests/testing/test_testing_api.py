@@ -441,6 +441,29 @@ def test_assert_numerically_equal_names_the_first_value_that_differs() -> None:
     assert lines[3] == "inputs (generated with seed 0): x float32[2, 4]"
 
 
+def test_a_chain_of_new_values_above_the_first_difference_is_named() -> None:
+    """Trial AH: a wrong LeakyRelu under two new Negs (all three values new names) was not
+    named: the line stopped at the Neg the named value reads."""
+    def chain(nodes: list) -> onnx.ModelProto:
+        return make_model([helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), *nodes,
+                           helper.make_node("Identity", [nodes[-1].output[0]], ["h3"],
+                                            name="out")],
+                          [("x", [2, 4])], [("h3", [2, 4])], [tensor("w", np.eye(4))])
+
+    expected = chain([helper.make_node("Relu", ["m"], ["a3"], name="act3")])
+    actual = chain([helper.make_node("LeakyRelu", ["m"], ["act3:0"], name="act3", alpha=0.5),
+                    helper.make_node("Neg", ["act3:0"], ["Neg:0"], name="Neg"),
+                    helper.make_node("Neg", ["Neg:0"], ["Neg_1:0"], name="Neg_1")])
+    with pytest.raises(AssertionError) as caught:
+        assert_numerically_equal(expected, actual)
+    line = str(caught.value).splitlines()[2]
+    assert line.startswith("  the first value of the actual model that differs from the "
+                           "expected model's: 'h3' of Identity node 'out' (max abs diff "), line
+    assert line.endswith("which reads 'Neg_1:0' of Neg node 'Neg_1', a value the expected model "
+                         "has no name for, as are the values it is computed from, of Neg node "
+                         "'Neg', LeakyRelu node 'act3': the models part at one of these nodes")
+
+
 def test_assert_numerically_equal_reports_a_shape_difference() -> None:
     a = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2, 3])], [("y", [2, 3])])
     b = make_model([helper.make_node("Transpose", ["x"], ["y"])], [("x", [2, 3])],

@@ -28,9 +28,12 @@ from ge.graph.places import ir_node_label
 
 __all__ = ["Difference", "Wording", "first_difference", "snapshot"]
 
-#: How many values one more run of the two models compares, and how many at most in all.
-BATCH = 200
-MOST = 5000
+#: How many values the first more run of the two models compares; the next ones as many
+#: as `RUN_BYTES` of values the runs so far averaged (200 values a run made a 10k-node
+#: model take 66 runs of both models: trial AH); how many values at most in all.
+FIRST_BATCH = 200
+RUN_BYTES = 64 * 2**20
+MOST = 20_000
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,15 @@ def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[st
         if not candidates:
             return Difference("")
         compiled = graph.to_onnx()
-        for start in range(0, min(len(candidates), MOST), BATCH):
-            found = _first_in(before, compiled, candidates[start:start + BATCH], inputs,
-                              rtol, atol)
+        start, count, seen_bytes = 0, FIRST_BATCH, 0
+        while start < min(len(candidates), MOST):
+            batch = candidates[start:min(start + count, MOST)]
+            found, nbytes = _first_in(before, compiled, batch, inputs, rtol, atol)
             if found is not None:
                 name, node, diff = found
                 return _said(name, node, diff, wanted, known, wording)
+            start, seen_bytes = start + len(batch), seen_bytes + nbytes
+            count = max(FIRST_BATCH, int(RUN_BYTES * start / max(seen_bytes, 1)))
         if len(candidates) > MOST:
             return Difference(f"; none of the first {MOST} of the {len(candidates)} values "
                               f"{wording.values} differs from {wording.theirs}")
@@ -99,8 +105,9 @@ def first_difference(before: onnx.ModelProto, graph: Graph, changed: Sequence[st
 
 def _first_in(before: onnx.ModelProto, compiled: onnx.ModelProto,
               candidates: Sequence[tuple[str, Node]], inputs: Mapping[str, Any],
-              rtol: float, atol: float) -> tuple[str, Node, float] | None:
-    """The first of `candidates` whose values differ, with the largest difference."""
+              rtol: float, atol: float) -> tuple[tuple[str, Node, float] | None, int]:
+    """The first of `candidates` whose values differ, with the largest difference (None
+    when none does), and the bytes of the candidates' values in the original's run."""
     from ge.session.comparison import compare_outputs
     from ge.session.runner import ModelRunner
 
@@ -117,8 +124,8 @@ def _first_in(before: onnx.ModelProto, compiled: onnx.ModelProto,
         report = compare_outputs({name: ran[0][name]}, {name: ran[1][name]},
                                  rtol=rtol, atol=atol)
         if not report.ok:
-            return name, node, report.outputs[0].max_abs_diff
-    return None
+            return (name, node, report.outputs[0].max_abs_diff), 0
+    return None, sum(getattr(ran[0][name], "nbytes", 0) for name in names)
 
 
 def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str],
@@ -138,5 +145,38 @@ def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
         if source.name in changed and value not in known:
             text += (f", which reads {value!r} of {ir_node_label(source)}, a value "
                      f"{wording.owner} has no name for")
+            above = _unnamed_above(source, changed, known)
+            if above:
+                shown = ", ".join(ir_node_label(n) for n in above[:_SHOWN_ABOVE])
+                more = (f" and {len(above) - _SHOWN_ABOVE} more" if len(above) > _SHOWN_ABOVE
+                        else "")
+                text += (f", as are the values it is computed from, of {shown}{more}: the "
+                         "models part at one of these nodes")  # (trial AH: 3 nodes above)
             return Difference(text, source.name)
     return Difference(text, node.name)
+
+
+#: How many nodes above a value the original has no name for are named (`_unnamed_above`).
+_SHOWN_ABOVE = 4
+
+
+def _unnamed_above(node: Node, changed: set[str], known: set[str]) -> list[Node]:
+    """The changed nodes `node` is computed from through values the original has no name
+    for, nearest first (at most 50 looked at): a rewrite of a chain of new nodes, among
+    which the one that differs first cannot be told apart by name (trial AH: a wrong
+    LeakyRelu two new Negs above the value named)."""
+    found: list[Node] = []
+    seen = {node}
+    pending = [node]
+    while pending and len(found) < 50:
+        current = pending.pop(0)
+        for i in range(current.get_inputs_size()):
+            producer = current.get_input_producer(i)
+            if producer is None or producer[0] in seen:
+                continue
+            source, port = producer
+            if source.name in changed and source.get_output_name(port) not in known:
+                seen.add(source)
+                found.append(source)
+                pending.append(source)
+    return found
