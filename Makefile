@@ -48,5 +48,9 @@ bench: install
 fusion-table: install
 	$(PY) tools/fusion_table.py --built --write README.md
 
+# The typed signatures of the ge.es operator modules (src/ge/es/*.pyi), after upgrading onnx.
+stubs: install
+	$(PY) tools/gen_es_stubs.py
+
 clean:
 	rm -rf $(VENV) $(FLOOR_VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
