@@ -56,6 +56,74 @@ def test_inherited_run_from_a_pattern_pass_parent_is_not_an_override() -> None:
     assert "run" not in Child.__dict__
 
 
+@pytest.mark.parametrize(
+    ("base", "path"), [(PatternFusionPass, "PatternFusionPass"), (DecomposePass, "DecomposePass")]
+)
+def test_a_run_from_a_mixin_is_rejected_too(base: type, path: str) -> None:
+    """GE looked at the class's own `__dict__` only (spec §11.11): a run() of a mixin
+    listed first was taken for the pass's and never called."""
+    class Mixin:
+        def run(self, graph, context):
+            return True
+
+    with pytest.raises(TypeError) as info:
+        class Mixed(Mixin, base):  # type: ignore[valid-type, misc]
+            pass
+
+    assert str(info.value.message).startswith(
+        f"Mixed overrides run() (through Mixin), which is never invoked by the {path} "
+        "execution path.")
+    assert info.value.code == "E13030"
+
+
+def test_a_subclass_adds_pattern_methods_to_those_it_inherits() -> None:
+    """GE's own-`__dict__` rule made a subclass's @pattern replace every inherited one in
+    silence (trial AJ, spec §11.11): Python's inheritance holds, an override by name too."""
+    class Parent(PatternFusionPass):
+        @pattern
+        def relu(self, inputs):
+            return es.Relu(inputs[0])
+
+        @pattern
+        def neg(self, inputs):
+            return es.Neg(inputs[0])
+
+    class Child(Parent):
+        @pattern
+        def neg(self, inputs):
+            return es.Neg(es.Neg(inputs[0]))
+
+        @pattern
+        def abs_(self, inputs):
+            return es.Abs(inputs[0])
+
+    names = [p.get_graph().name for p in Child().patterns()]
+    assert names == ["Child_relu_pattern", "Child_neg_pattern", "Child_abs__pattern"]
+    assert [n.type for n in Child().patterns()[1].get_graph().get_direct_nodes()
+            if n.type == "Neg"] == ["Neg", "Neg"]
+    assert [p.get_graph().name for p in Parent().patterns()] == [
+        "Parent_relu_pattern", "Parent_neg_pattern"]
+
+
+def test_pattern_methods_below_an_inherited_patterns_method_are_refused() -> None:
+    """Trial AJ: a subclass of LayerNormFusion (a patterns() method) adding a @pattern lost
+    the built-in's patterns in silence; one class with both was refused already."""
+    class Written(PatternFusionPass):
+        def patterns(self):
+            return []
+
+    with pytest.raises(TypeError) as info:
+        class Added(Written):
+            @pattern
+            def relu(self, inputs):
+                return es.Relu(inputs[0])
+
+    assert str(info.value.message) == (
+        "Added cannot combine @pattern methods with patterns() (inherited from Written). "
+        "Use either @pattern methods or a patterns() method.")
+    assert info.value.code == "E13030"
+
+
 class _Match:
     pass
 

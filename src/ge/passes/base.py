@@ -54,12 +54,48 @@ def _class_statement_location() -> SourceLocation:
 
 
 def _forbid_run(cls: type, path_name: str) -> None:
-    if "run" in cls.__dict__:
-        raise PassRegisterTypeError(
-            f"{cls.__name__} overrides run(), which is never invoked by the {path_name} "
-            "execution path. Implement the pattern/meet_requirements/replacement hooks instead.",
-            location=cls.__dict__["__ge_pass_source__"],
-        )
+    """Refuse a `run()` of the class, or of a mixin base before the pass kind's class in its
+    method order (`class P(Mixin, PatternFusionPass)`: GE looked at the class's own
+    `__dict__` only, spec §11.11), which the kind's execution never calls."""
+    for klass in cls.__mro__:
+        if klass.__name__ == path_name and klass.__module__ == __name__:
+            return  # (the kind's own class: its bases' run() is the engine's business)
+        if "run" in klass.__dict__:
+            mixin = "" if klass is cls else f" (through {klass.__name__})"
+            raise PassRegisterTypeError(
+                f"{cls.__name__} overrides run(){mixin}, which is never invoked by the "
+                f"{path_name} execution path. Implement the pattern/meet_requirements/"
+                "replacement hooks instead.",
+                location=cls.__dict__["__ge_pass_source__"],
+            )
+
+
+def _written_patterns(cls: type) -> type | None:
+    """The class whose hand-written `patterns()` `cls` has (itself or a base), or None when
+    its `patterns()` is PatternFusionPass's or one made of `@pattern` methods."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get("patterns")
+        if found is None:
+            continue
+        # (`synthesize_patterns` marks what it makes with the methods it was made of)
+        if klass is PatternFusionPass or hasattr(found, "__ge_synthesized_from__"):
+            return None
+        return klass
+    return None
+
+
+def _pattern_methods(cls: type) -> list[tuple[str, Any]]:
+    """The `@pattern` methods of `cls` and of its bases, a base's first (a method of the
+    same name overridden keeps its place): a subclass adds patterns to those it inherits,
+    as Python methods are inherited (GE's own-`__dict__` rule lost the base's, §11.11)."""
+    methods: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in klass.__dict__.items():
+            if getattr(value, PATTERN_MARK, False) is True:
+                methods[name] = value
+            elif name in methods:  # (overridden by a plain method: no longer a pattern)
+                del methods[name]
+    return list(methods.items())
 
 
 class FusionBasePass:
@@ -130,16 +166,19 @@ class PatternFusionPass(FusionBasePass):
         own = cls.__dict__
         _forbid_run(cls, "PatternFusionPass")
         marked = [(n, f) for n, f in own.items() if getattr(f, PATTERN_MARK, False) is True]
-        if marked and "patterns" in own:
+        written = _written_patterns(cls)
+        if marked and written is not None:
+            inherited = "" if written is cls else f" (inherited from {written.__name__})"
             raise PassRegisterTypeError(
-                f"{cls.__name__} cannot combine @pattern methods with patterns(). "
+                f"{cls.__name__} cannot combine @pattern methods with patterns(){inherited}. "
                 "Use either @pattern methods or a patterns() method.",
                 location=where,
             )
         if marked:
             for _, method in marked:
                 hooks.check_pattern_method(method, where)
-            cls.patterns = synthesize_patterns(cls.__name__, marked)  # type: ignore[method-assign]
+            cls.patterns = synthesize_patterns(  # type: ignore[method-assign]
+                cls.__name__, _pattern_methods(cls))
         if "meet_requirements" in own:
             cls.meet_requirements = hooks.adapt_legacy_hook(  # type: ignore[method-assign]
                 "meet_requirements", own["meet_requirements"], "match_result", where
