@@ -113,3 +113,22 @@ def test_outputs_all_empty_are_warned_of() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
         assert not verify(model("Relu"), model("Neg"), dims={"N": 1}).ok
+
+
+def test_the_suggested_atol_is_rounded_down() -> None:
+    """Trial AJ: largest magnitude 0.96, rtol 0.99: 0.95 was written "such as 1", beside
+    an atol of 0.97 (rounded to one digit, up)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ge.session import verify
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array([0.96, 0.5, 0.1], np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.warns(CompileWarning) as caught:
+        verify(model, model, inputs={"x": np.ones(3, np.float32)}, rtol=0.99, atol=0.97)
+    (text,) = [str(w.message) for w in caught if "checks nothing of output" in str(w.message)]
+    assert "such as 0.9 (rtol times the largest magnitude)" in text, text

@@ -459,9 +459,22 @@ def test_a_chain_of_new_values_above_the_first_difference_is_named() -> None:
     line = str(caught.value).splitlines()[2]
     assert line.startswith("  the first value of the actual model that differs from the "
                            "expected model's: 'h3' of Identity node 'out' (max abs diff "), line
+    # (the farthest up first: where the chain starts from equal values)
     assert line.endswith("which reads 'Neg_1:0' of Neg node 'Neg_1', a value the expected model "
-                         "has no name for, as are the values it is computed from, of Neg node "
-                         "'Neg', LeakyRelu node 'act3': the models part at one of these nodes")
+                         "has no name for, as are the values it is computed from, of LeakyRelu "
+                         "node 'act3', Neg node 'Neg': the models part at one of these nodes")
+    # a chain longer than can be looked through says so instead of naming some of it
+    # (trial AJ: every value renamed, the break 10,000 nodes up, "at one of these nodes")
+    negs = [helper.make_node("Neg", [f"n{i}" if i else "act3:0"], [f"n{i + 1}"],
+                             name=f"neg{i}") for i in range(60)]
+    longer = chain([helper.make_node("LeakyRelu", ["m"], ["act3:0"], name="act3", alpha=0.5),
+                    *negs, helper.make_node("Neg", ["n60"], ["n61"], name="neg60")])
+    with pytest.raises(AssertionError) as caught:
+        assert_numerically_equal(expected, longer)
+    line = str(caught.value).splitlines()[2]
+    assert line.endswith("which reads 'n61' of Neg node 'neg60', a value the expected model has "
+                         "no name for, computed from more than 50 nodes whose values it has no "
+                         "name for either: where the models part cannot be told by name"), line
 
 
 def test_assert_numerically_equal_reports_a_shape_difference() -> None:

@@ -427,7 +427,9 @@ def warn_unchecked_outputs(expected: Mapping[str, Any], rtol: float, atol: float
     # (rtol times the magnitude: a tolerance of its own scale; 1e-4 where rtol is none or
     # so large that the product is no smaller an atol, trial AH)
     factor, said = (rtol, "rtol") if 0 < rtol < 1 else (1e-4, "1e-4")
-    suggested = smallest * factor
+    # (one significant digit, rounded down: 0.99 * 0.96 read "such as 1" beside atol 0.97)
+    scale = 10.0 ** math.floor(math.log10(smallest * factor))
+    suggested = math.floor(smallest * factor / scale * (1 + 1e-12)) * scale
     warn_user(CompileWarning(
         f"verification checks nothing of output{'s' if several else ''} {shown}: every "
         f"value of {'them' if several else 'it'} in the original's run is below "

@@ -146,9 +146,12 @@ def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
             text += (f", which reads {value!r} of {ir_node_label(source)}, a value "
                      f"{wording.owner} has no name for")
             above = _unnamed_above(source, changed, known)
-            if above:
-                shown = ", ".join(ir_node_label(n) for n in above[:_SHOWN_ABOVE])
-                more = (f" and {len(above) - _SHOWN_ABOVE} more" if len(above) > _SHOWN_ABOVE
+            if above is None:  # (trial AJ: every value renamed, the break 10,000 nodes up)
+                text += (f", computed from more than {_MOST_ABOVE} nodes whose values it has "
+                         "no name for either: where the models part cannot be told by name")
+            elif above:
+                shown = ", ".join(_label(n) for n in above[:_SHOWN_ABOVE])
+                more = (f" and {len(above) - _SHOWN_ABOVE} nearer" if len(above) > _SHOWN_ABOVE
                         else "")
                 text += (f", as are the values it is computed from, of {shown}{more}: the "
                          "models part at one of these nodes")  # (trial AH: 3 nodes above)
@@ -156,27 +159,38 @@ def _said(name: str, node: Node, diff: float, changed: set[str], known: set[str]
     return Difference(text, node.name)
 
 
-#: How many nodes above a value the original has no name for are named (`_unnamed_above`).
+#: How many nodes above a value the original has no name for are named, and looked for.
 _SHOWN_ABOVE = 4
+_MOST_ABOVE = 50
 
 
-def _unnamed_above(node: Node, changed: set[str], known: set[str]) -> list[Node]:
+def _label(node: Node) -> str:
+    return f"constant {node.name!r}" if is_const(node) else ir_node_label(node)
+
+
+def _unnamed_above(node: Node, changed: set[str], known: set[str]) -> list[Node] | None:
     """The changed nodes `node` is computed from through values the original has no name
-    for, nearest first (at most 50 looked at): a rewrite of a chain of new nodes, among
-    which the one that differs first cannot be told apart by name (trial AH: a wrong
-    LeakyRelu two new Negs above the value named)."""
+    for, in the graph's order (the farthest up first: the models part where such a chain
+    starts from equal values, unless a node further down differs), or None when there are
+    more than `_MOST_ABOVE`: a rewrite of a chain of new nodes, among which the one that
+    differs first cannot be told apart by name (trial AH: a wrong LeakyRelu two new Negs
+    above the value named)."""
     found: list[Node] = []
     seen = {node}
     pending = [node]
-    while pending and len(found) < 50:
-        current = pending.pop(0)
+    while pending:
+        current = pending.pop()
         for i in range(current.get_inputs_size()):
             producer = current.get_input_producer(i)
             if producer is None or producer[0] in seen:
                 continue
             source, port = producer
             if source.name in changed and source.get_output_name(port) not in known:
+                if len(found) == _MOST_ABOVE:
+                    return None
                 seen.add(source)
                 found.append(source)
                 pending.append(source)
-    return found
+    graph = node.owner_graph
+    position = {n: i for i, n in enumerate(graph.topological_order() if graph else [])}
+    return sorted(found, key=lambda n: position.get(n, -1))

@@ -228,9 +228,12 @@ class VerificationReport:
             diff = f", max abs diff {worst.max_abs_diff:.3g}" if worst and compared else ""
             also = f"; also at {self._sizes_text(self.also_at)}" if self.also_at else ""
             if self.not_at:
+                # (sizes of the user's choice help where the original could not run
+                # there, not where the other model's dims are fixed: trial AJ)
+                hint = ("; give those dims with --dims (dims=) to check at sizes of your "
+                        "choice" if self.not_at_reason.startswith("the original") else "")
                 also = (f"; not checked at other sizes ({self._sizes_text(self.not_at)}: "
-                        f"{self.not_at_reason}; give those dims with --dims to check at sizes "
-                        "of your choice)")
+                        f"{self.not_at_reason}{hint})")
             return (f"ok: {compared} {self._distinct}output(s) match{self._listed}{diff} "
                     f"({self.tolerance()}){left_out}{also}")
         assert worst is not None
