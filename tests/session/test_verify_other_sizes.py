@@ -136,7 +136,7 @@ def test_an_original_that_runs_only_at_its_traced_size_is_checked_there_only() -
     assert report.not_at == {"batch": 3}
     assert report.summary().endswith(
         "; not checked at other sizes (batch=3: the original cannot run there; give those "
-        "dims with --dims to check at sizes of your choice)")
+        "dims with --dims (dims=) to check at sizes of your choice)")
     assert report.as_dict()["not_at"] == {"sizes": {"batch": 3},
                                           "reason": "the original cannot run there"}
 
