@@ -212,3 +212,24 @@ def test_outputs_of_a_random_operator_are_warned_of_as_compile_does(tmp_path: Pa
     assert "1 not compared ('y' depends on the random operator RandomNormalLike" in out
     assert err.startswith("ge: warning: verification does not compare output(s) 'y': they "
                           "depend on the random operator RandomNormalLike"), err
+
+
+def test_a_body_no_input_ran_is_warned_of(tmp_path: Path) -> None:
+    """Trial AJ: OTHER's then_branch with a Relu made a Sigmoid verified "ok" without a
+    word: the generated inputs take the else branch."""
+    from model_paths import shared_model
+
+    original = shared_model("control_flow")
+    model = onnx.load(original)
+    (if_node,) = [n for n in model.graph.node if n.op_type == "If"]
+    then = next(a.g for a in if_node.attribute if a.name == "then_branch")
+    next(n for n in then.node if n.op_type == "Relu").op_type = "Sigmoid"
+    other = tmp_path / "other.onnx"
+    onnx.save(model, other)
+    code, out, err = run_ge("verify", str(original), str(other), "-q")
+    assert code == 0, err
+    assert out.startswith("verification ok"), out
+    assert err.startswith("ge: warning: the verification's generated inputs did not run body "
+                          "'sub_graph' (then_branch of If '/If') of the other "
+                          f"{other} model, so what differs there is not compared: give "
+                          "inputs that run it (--inputs FILE.npz, inputs=)"), err

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ge._text import first_and_more
-from ge.errors import CompileWarning, SessionError, VerificationInputError
+from ge.errors import CompileWarning, GeError, SessionError, VerificationInputError
 from ge.graph.graph import Graph
 from ge.graph.types import DataType
 from ge.passes.source import warn_user
@@ -185,9 +185,50 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
             resized = replace(resized, inputs={}, expected={}, skipped=(
                 f"the {names[1]} model does not take inputs of those sizes: {err.message}"))
     with _named_side(cannot_run):
-        return compare_run(runner, expected, feeds, rtol=rtol, atol=atol,
-                           not_compared=not_compared,
-                           computed_in=narrow_float_outputs(original), resized=resized)
+        report = compare_run(runner, expected, feeds, rtol=rtol, atol=atol,
+                             not_compared=not_compared,
+                             computed_in=narrow_float_outputs(original), resized=resized)
+    runs = [feeds, *([resized.inputs] if resized is not None and resized.inputs else [])]
+    warn_bodies_not_run(compiled, runs, names[1], generated=inputs is None)
+    return report
+
+
+def warn_bodies_not_run(model: Model, runs: Sequence[Mapping[str, Any]], name: str, *,
+                        generated: bool) -> None:
+    """A run takes one path through an If and runs a Loop's body only as its trip count
+    allows: name the bodies of `model` (the second model verified) that none of `runs`
+    ran, whose differences the verification could not see (trial AJ: a wrong then_branch
+    verified "ok" on inputs taking the else branch). Only bodies ge can tell were not run
+    (`ge.session.body_coverage`); a model without If, Loop or Scan costs nothing."""
+    from ge.graph.subgraphs import body_path
+    from ge.session.body_coverage import body_coverage
+
+    if isinstance(model, Graph):
+        graph = model
+    elif any(n.op_type in _BODY_OWNERS for n in model.graph.node):
+        import ge.graph
+
+        graph = ge.graph.load(model)
+    else:
+        return
+    bodies = [body_path(sub) for sub in graph.get_all_subgraphs() if not sub.is_orphan()]
+    if not bodies:
+        return
+    try:
+        coverage = body_coverage(graph, bodies, runs)
+    except GeError:  # (a body ge cannot read the deciding values of: nothing to tell)
+        return
+    if coverage.not_run:
+        shown = first_and_more([coverage.described[b] for b in coverage.not_run])
+        some = "it" if len(coverage.not_run) == 1 else "them"
+        warn_user(CompileWarning(
+            f"the verification's {'generated' if generated else 'given'} inputs did not run "
+            f"{shown} of the {name} model, so what differs there is not compared: give "
+            f"inputs that run {some} (--inputs FILE.npz, inputs=)"))
+
+
+#: The operators holding bodies (a model without one in its graph has none to tell of).
+_BODY_OWNERS = frozenset({"If", "Loop", "Scan"})
 
 
 @contextlib.contextmanager
