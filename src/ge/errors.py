@@ -667,6 +667,13 @@ class CommandLineError(GeError, ValueError):
     code = "GE1701"
 
 
+class WarningsRaisedError(GeError, RuntimeError):
+    """A compilation that issued warnings, with `ge compile --fail-on-warning`: it fails
+    before writing anything, as a pipeline that must not ship a doubtful model asks."""
+
+    code = "GE1702"
+
+
 __all__ += [
     "CommandLineError",
     "CompileInputError",
@@ -679,4 +686,5 @@ __all__ += [
     "UnsupportedModelError",
     "VerificationError",
     "VerificationInputError",
+    "WarningsRaisedError",
 ]

@@ -989,3 +989,49 @@ def test_run_output_dash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 2
     assert "Invalid value for '--output': '-' is not standard output here" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _random_model(folder: Path) -> Path:
+    """y = x + RandomNormalLike(x), z = Relu(x): `--verify` warns that y is not compared."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("RandomNormalLike", ["x"], ["r"]),
+         helper.make_node("Add", ["x", "r"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("y", "z")])
+    path = folder / "rand.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_fail_on_warning_fails_before_writing_anything(tmp_path: Path) -> None:
+    """Trial AG: a pipeline failing the build on any problem had to parse the JSON's
+    warnings; --fail-on-warning makes a warning GE1702, and nothing is written but the
+    --report, which records the failure."""
+    model = _random_model(tmp_path)
+    out, report = tmp_path / "out.onnx", tmp_path / "report.json"
+    code, stdout, stderr = run_ge("compile", str(model), "-o", str(out), "--verify",
+                                  "--fail-on-warning", "--report", str(report))
+    assert code == 1
+    lines = stderr.splitlines()
+    assert lines[0].startswith("ge: warning: verification does not compare output(s) 'y'")
+    assert lines[-1].startswith(
+        "ge: [GE1702] the compilation issued 1 warning(s) and --fail-on-warning makes that a "
+        "failure; nothing was written: CompileWarning: verification does not compare "
+        "output(s) 'y'"), lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rand.onnx", "report.json"]
+    assert json.loads(report.read_text())["code"] == "GE1702"
+    code, stdout, _ = run_ge("compile", str(model), "-o", str(out), "--verify",
+                             "--fail-on-warning", "--json")
+    data = json.loads(stdout)
+    assert code == 1 and data["code"] == "GE1702" and len(data["warnings"]) == 1
+    assert not out.exists()
+
+
+def test_fail_on_warning_without_a_warning_compiles(tmp_path: Path) -> None:
+    model = _random_model(tmp_path)
+    out = tmp_path / "out.onnx"
+    code, _, stderr = run_ge("compile", str(model), "-o", str(out), "--fail-on-warning", "-q")
+    assert code == 0, stderr
+    assert out.exists() and stderr == ""

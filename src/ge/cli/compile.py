@@ -169,7 +169,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
              tolerances_given: Sequence[str] = (), opset: int | None = None,
              enable: tuple[str, ...] = (), inline_functions: bool = False,
              quiet: bool = False, all_passes: bool = False,
-             strip_metadata: bool = False) -> None:
+             strip_metadata: bool = False, fail_on_warning: bool = False) -> None:
     import ge
     import ge.graph
     from ge.cli.progress import compile_progress
@@ -266,7 +266,11 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
         def describe(data_file: Path | None) -> None:
             """The page and the report of the model about to be renamed into place: written
             before it, so that a failure to write them (a full disk) leaves the previous
-            model where it was, as every other failure does."""
+            model where it was, as every other failure does. With --fail-on-warning, a
+            warning so far (the export's included) fails the command here: nothing is
+            written."""
+            if fail_on_warning and out.warnings:
+                _fail_on(out.warnings)
             before = recorder.before if recorder is not None else None
             if html_path is not None and before is not None and recorder is not None:
                 from ge.cli import graph_diff, html_page
@@ -314,6 +318,18 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote report {report_path}")
         if html_path is not None:
             click.echo(f"wrote page {html_path}")
+
+
+def _fail_on(warnings: Sequence[dict[str, Any]]) -> None:
+    """GE1702 for the warnings a compilation issued, with --fail-on-warning."""
+    from ge.errors import WarningsRaisedError
+
+    first = warnings[0]
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    raise WarningsRaisedError(
+        f"the compilation issued {len(warnings)} warning(s) and --fail-on-warning makes "
+        f"that a failure; nothing was written: {first['category']}: "
+        f"{first['message']}{more}")
 
 
 def _warn_link_elsewhere(output: Path, data_file: Path | None) -> None:
@@ -475,6 +491,8 @@ def _output_file(text: str) -> Path:
 @click.option("--all-passes", is_flag=True,
               help="List every pass run in the pass table, also the built-in passes that "
                    "found nothing (left out by default).")
+@click.option("--fail-on-warning", is_flag=True,
+              help="Fail (GE1702, nothing written) when the compilation issues a warning.")
 def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     option_pairs: tuple[str, ...], verify: str | None, inputs: Path | None,
                     dim_pairs: tuple[str, ...], rtol: float, atol: float, report_path: Path | None,
@@ -483,7 +501,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                     enable: tuple[str, ...], check: str, on_pass_failure: str,
                     external_data: bool | None, overwrite_input: bool, value_info: str,
                     strip_metadata: bool, opset: int | None, inline_functions: bool,
-                    as_json: bool, quiet: bool, all_passes: bool) -> None:
+                    as_json: bool, quiet: bool, all_passes: bool,
+                    fail_on_warning: bool) -> None:
     """Compile MODEL with the pass plugins and write the result to OUTPUT."""
     options = parse_options(option_pairs)
     dims = parse_dims(dim_pairs, inputs)
@@ -502,7 +521,8 @@ def compile_command(model: Path, output: str, pass_paths: tuple[str, ...],
                          value_info=value_info, html_path=html_path,
                          tolerances_given=given, opset=opset, enable=enable,
                          inline_functions=inline_functions, quiet=quiet,
-                         all_passes=all_passes, strip_metadata=strip_metadata)
+                         all_passes=all_passes, strip_metadata=strip_metadata,
+                         fail_on_warning=fail_on_warning)
         except GeError as err:
             if report_path is not None:
                 _write_failure_report(out, err, report_path, model, Path(output), read, dump)
