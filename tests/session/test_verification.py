@@ -260,7 +260,7 @@ def test_missing_extra_reshaped_and_retyped_outputs_fail() -> None:
     by_name = {o.name: o for o in report.outputs}
     assert [o.ok for o in report.outputs] == [False, False, False]
     assert by_name["y"].reason == "shape [3, 2] instead of [2, 3]"
-    assert by_name["gone"].reason == "missing from the outputs"
+    assert by_name["gone"].reason == "missing from the actual model's outputs"
     assert by_name["new"].reason == "not an output of the expected model"
     retyped = compare_outputs({"y": y}, {"y": y.astype(np.float64)})
     assert not retyped.ok and retyped.outputs[0].max_abs_diff == 0

@@ -332,8 +332,10 @@ def _compare_nested(name: str, expected: Any, actual: Any, rtol: float, atol: fl
 def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
                     rtol: float = 1e-4, atol: float = 1e-5,
                     not_compared: Mapping[str, str] | None = None,
-                    computed_in: Mapping[str, str] | None = None) -> VerificationReport:
-    """Compare outputs by name: an element is ok when `|a - e| <= atol + rtol * |e|` or both
+                    computed_in: Mapping[str, str] | None = None,
+                    names: tuple[str, str] = ("expected", "actual")) -> VerificationReport:
+    """Compare outputs by name (of the models `names` calls the expected and the actual, as
+    reasons say them): an element is ok when `|a - e| <= atol + rtol * |e|` or both
     are NaN (or the same infinity); a float16/bfloat16 (or float8, float4) output is held to
     at least its type's precision (`precision_floor`); float8 and int4 values (ml_dtypes
     arrays) are compared as the numbers they hold. A missing output, an extra one, a
@@ -365,12 +367,13 @@ def compare_outputs(expected: Mapping[str, Any], actual: Mapping[str, Any], *,
             outputs.append(OutputComparison(
                 name, False, outer_shape(value), None, value_label(value), None, math.inf,
                 math.inf, size=leaf_count(value), mismatches=leaf_count(value),
-                reason="missing from the outputs"))
+                reason=f"missing from the {names[1]} model's outputs"))
     for name, value in actual.items():
         if name not in expected:
             outputs.append(OutputComparison(
                 name, False, None, outer_shape(value), None, value_label(value), math.inf,
-                math.inf, reason="not an output of the expected model"))
+                math.inf, size=leaf_count(value), mismatches=leaf_count(value),
+                reason=f"not an output of the {names[0]} model"))
     return VerificationReport(outputs, float(rtol), float(atol))
 
 

@@ -187,7 +187,8 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     with _named_side(cannot_run):
         report = compare_run(runner, expected, feeds, rtol=rtol, atol=atol,
                              not_compared=not_compared,
-                             computed_in=narrow_float_outputs(original), resized=resized)
+                             computed_in=narrow_float_outputs(original), resized=resized,
+                             names=names)
     runs = [feeds, *([resized.inputs] if resized is not None and resized.inputs else [])]
     warn_bodies_not_run(compiled, runs, names[1], generated=inputs is None)
     return report
@@ -257,19 +258,20 @@ def _named_side(said: str) -> Iterator[None]:
 def compare_run(runner: ModelRunner, expected: Mapping[str, Any], inputs: Mapping[str, Any], *,
                 rtol: float, atol: float, not_compared: Mapping[str, str] | None = None,
                 computed_in: Mapping[str, str] | None = None,
-                resized: SizedRun | None = None) -> VerificationReport:
+                resized: SizedRun | None = None,
+                names: tuple[str, str] = ("original", "compiled")) -> VerificationReport:
     """The compiled model (`runner`) run on `inputs` and compared with the original's
     `expected` outputs; when they match and the original also ran at other sizes
     (`resized`), compared there too (`compare_at_other_sizes`). What `verify`, the check
     of `ge.compile` and its each-pass check share; a run that fails is SessionError."""
-    report = compare_outputs(expected, runner.run(inputs), rtol=rtol, atol=atol,
+    report = compare_outputs(expected, runner.run(inputs), rtol=rtol, atol=atol, names=names,
                              not_compared=not_compared, computed_in=computed_in)
     if report.ok and resized is not None:
         if resized.skipped:
             report = replace(report, not_at=dict(resized.sizes),
                              not_at_reason=resized.skipped, given_dims=resized.given)
         else:
-            report = compare_at_other_sizes(report, resized, runner,
+            report = compare_at_other_sizes(report, resized, runner, names=names,
                                             not_compared=not_compared, computed_in=computed_in)
     # (outputs are compared by name: a name listed twice is one comparison)
     repeated = {name: times for name, times in Counter(runner.output_names).items()
@@ -355,7 +357,8 @@ def _fit_declared_outputs(declared: Mapping[str, tuple[int | str | None, ...]],
 def compare_at_other_sizes(report: VerificationReport, run: SizedRun,
                            compiled: Model | ModelRunner, *,
                            not_compared: Mapping[str, str] | None = None,
-                           computed_in: Mapping[str, str] | None = None
+                           computed_in: Mapping[str, str] | None = None,
+                           names: tuple[str, str] = ("original", "compiled")
                            ) -> VerificationReport:
     """`report` (the outputs matched at the sizes generated first) checked again on `run`'s
     inputs: the comparison there (its `sizes` the run's) when the outputs differ, else
@@ -366,10 +369,10 @@ def compare_at_other_sizes(report: VerificationReport, run: SizedRun,
         actual = runner.run(run.inputs)
     except SessionError as err:
         raise SessionError(
-            f"the compiled model cannot run at {sizes_text(run.sizes, run.given)}, where the "
-            "original "
-            f"runs: {err.message}", nodes=err.nodes) from err
+            f"the {names[1]} model cannot run at {sizes_text(run.sizes, run.given)}, where "
+            f"the {names[0]} runs: {err.message}", nodes=err.nodes) from err
     resized = compare_outputs(run.expected, actual, rtol=report.rtol, atol=report.atol,
+                              names=names,
                               not_compared=not_compared, computed_in=computed_in)
     if resized.ok:
         return replace(report, also_at=dict(run.sizes), given_dims=run.given)
