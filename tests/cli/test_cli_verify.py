@@ -233,3 +233,28 @@ def test_a_body_no_input_ran_is_warned_of(tmp_path: Path) -> None:
                           "'sub_graph' (then_branch of If '/If') of the other "
                           f"{other} model, so what differs there is not compared: give "
                           "inputs that run it (--inputs FILE.npz, inputs=)"), err
+
+
+def test_a_random_operator_only_the_other_has_is_said(tmp_path: Path) -> None:
+    """Trial AJ: a deterministic original against a random OTHER failed GE1603 without a
+    word about OTHER's random operator."""
+    def model(random: bool) -> onnx.ModelProto:
+        nodes = ([helper.make_node("RandomNormalLike", ["x"], ["r"]),
+                  helper.make_node("Add", ["x", "r"], ["y"])] if random
+                 else [helper.make_node("Relu", ["x"], ["y"])])
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    det, rand = tmp_path / "det.onnx", tmp_path / "rand.onnx"
+    onnx.save(model(False), det)
+    onnx.save(model(True), rand)
+    code, _, err = run_ge("verify", str(det), str(rand), "-q")
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[0] == (f"ge: warning: output(s) 'y' of the other {rand} model depend on the "
+                        "random operator RandomNormalLike 'RandomNormalLike', which the "
+                        f"original {det} model's do not: two runs of it differ there, so "
+                        "they cannot match")
+    assert lines[-1].startswith("ge: [GE1603] ")

@@ -191,6 +191,17 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
                              names=names)
     runs = [feeds, *([resized.inputs] if resized is not None and resized.inputs else [])]
     warn_bodies_not_run(compiled, runs, names[1], generated=inputs is None)
+    if not report.ok:  # (a random operator only the second model has: trial AJ)
+        failed = {out.name for out in report.failures}
+        random = {name: why for name, why in random_output_reasons(compiled).items()
+                  if name in failed}
+        if random:
+            shown = first_and_more([repr(n) for n in random])
+            origin = next(iter(random.values())).removeprefix("not compared: depends on ")
+            warn_user(CompileWarning(
+                f"output(s) {shown} of the {names[1]} model depend on {origin}, which the "
+                f"{names[0]} model's do not: two runs of it differ there, so they cannot "
+                "match"))
     return report
 
 
