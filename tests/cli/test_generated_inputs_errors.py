@@ -23,8 +23,9 @@ def _audio_front_end(folder: Path) -> tuple[Path, Path]:
     return path, inputs
 
 
-NOTE = ("the inputs were generated (x [2, 2], symbolic dims of 2 unless sized): give real "
-        "ones with --inputs FILE.npz (inputs=), or sizes with --dims NAME=SIZE (dims=)")
+NOTE = ("the inputs were generated (x [2, 2]; symbolic dims batch=2, samples=2, each sized "
+        "alone): give real ones with --inputs FILE.npz (inputs=), or sizes with --dims "
+        "NAME=SIZE (dims=)")
 
 
 def test_compile_verify_says_the_inputs_were_generated(tmp_path: Path) -> None:

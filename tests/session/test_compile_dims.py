@@ -18,7 +18,8 @@ from sample_models import audio_front_end
 
 def test_dims_size_the_generated_inputs() -> None:
     model = audio_front_end()
-    with pytest.raises(SessionError, match="symbolic dims of 2 unless sized"):
+    # (every symbolic dim's size is said: trial AK's total length had to equal past + new)
+    with pytest.raises(SessionError, match="symbolic dims batch=2, samples=2, each sized alone"):
         ge.compile(model, verify=True)
     result = ge.compile(model, verify=True, dims={"samples": 400})
     assert result.verification is not None and result.verification.ok

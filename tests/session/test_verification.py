@@ -95,6 +95,21 @@ def _int_table_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def test_position_inputs_count_along_their_last_axis() -> None:
+    """Trial AK: a decoder's `position_ids` drawn 0..3 at random overran a rotary table as
+    long as past + new tokens; positions are 0, 1, 2... along the last axis instead."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["position_ids"], ["p"]),
+         helper.make_node("Identity", ["ids"], ["i"])], "g",
+        [_vi("position_ids", ["batch", "seq"], T.INT64), _vi("ids", ["batch", "seq"], T.INT64)],
+        [_vi("p", ["batch", "seq"], T.INT64), _vi("i", ["batch", "seq"], T.INT64)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = generate_inputs(model, dims={"batch": 2, "seq": 5})
+    assert feeds["position_ids"].dtype == np.int64
+    assert feeds["position_ids"].tolist() == [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]
+    assert feeds["ids"].max() <= 3  # (other integers stay small random indices)
+
+
 def test_generate_inputs_rejects_unknown_dim_names_and_unknown_ranks() -> None:
     with pytest.raises(VerificationInputError) as info:
         generate_inputs(_typed_model(), dims={"bach": 3})

@@ -79,6 +79,8 @@ _FLOATS = _types("FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16", "FLOAT8E4M3FN", "FLOA
 _COMPLEX = _types("COMPLEX64", "COMPLEX128")
 _INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
                "INT4", "UINT4", "INT2", "UINT2")
+#: The integer types positions are drawn in (`_is_positions`): not the 2- and 4-bit ones.
+_WIDE_INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64")
 _INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at least 4 rows
 _E8M0 = getattr(TensorProto, "FLOAT8E8M0", None)  # a scale: powers of two, no sign, no zero
 DEFAULT_DIM = 2  # the size of a symbolic or unknown dim nobody named
@@ -124,12 +126,31 @@ def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, Any]) -> str:
     """What a failed run of generated inputs adds to its error: that they were generated,
     their shapes, and how to give real ones (a symbolic dim of 2 is too short for the first
     Conv of an audio model)."""
-    symbolic = _has_symbolic_dims(model_inputs(as_model(model)))
+    specs = model_inputs(as_model(model))
+    symbolic = _has_symbolic_dims(specs)
     shapes = ", ".join(f"{name} {_generated_shape(value)}" for name, value in feeds.items())
+    # (each dim is sized alone: a model taking one as the sum of others, a decoder's total
+    # length = past + new tokens, needs them sized to agree, trial AK)
+    sizes = _symbol_sizes(specs, feeds)
+    said = (f"; symbolic dims {', '.join(f'{k}={v}' for k, v in sizes.items())}, each "
+            "sized alone" if len(sizes) > 1 else ", symbolic dims of 2 unless sized")
     return (f"; the inputs were generated ({shapes}"
-            f"{', symbolic dims of 2 unless sized' if symbolic else ''}): give real ones with "
+            f"{said if symbolic else ''}): give real ones with "
             "--inputs FILE.npz (inputs=)"
             + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
+
+
+def _symbol_sizes(specs: Iterable[InputSpec], feeds: Mapping[str, Any]) -> dict[str, int]:
+    """The size each symbolic dim of the inputs' tensors has in `feeds`, by name."""
+    sizes: dict[str, int] = {}
+    for spec in specs:
+        shape = getattr(feeds.get(spec.name), "shape", None)
+        if shape is None or spec.dims is None or len(spec.dims) != len(shape):
+            continue
+        for dim, size in zip(spec.dims, shape, strict=True):
+            if isinstance(dim, str):
+                sizes.setdefault(dim, int(size))
+    return sizes
 
 
 def _generated_shape(value: Any) -> str:
@@ -348,7 +369,8 @@ def generate_inputs(model: ModelOrPath, *, seed: int = 0,
     (embeddings, Gather) and small trip counts; bools are random; an input whose name
     says "mask" (`attention_mask`) of integers, booleans or floats is a right-padded 0/1
     mask, each row keeping at least half and not all of its last axis (`_padding_mask`);
-    strings are drawn from four short words. A symbolic dim takes its size from `dims`
+    one whose name says "position" (`position_ids`) of integers is 0, 1, 2... along its
+    last axis; strings are drawn from four short words. A symbolic dim takes its size from `dims`
     (by name), else 2; an unknown dim is 2. Each input has its own stream, seeded from
     `seed` and its name, so adding an input does not change the others.
 
@@ -439,6 +461,9 @@ def _random(rng: np.random.Generator, elem: int, shape: tuple[int, ...], name: s
     what it is for, should the type be one ge does not draw)."""
     if _is_mask(name, elem, shape):
         return _padding_mask(rng, elem, shape)
+    if _is_positions(name, elem, shape):  # (trial AK: random 0..3 overran a short cache)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
     if elem == TensorProto.STRING:
         words = np.array(_WORDS, dtype=object)
         return _filled(shape, object, lambda n: words[rng.integers(0, len(words), size=n)])
@@ -472,6 +497,14 @@ def _is_mask(name: str, elem: int, shape: tuple[int, ...]) -> bool:
     return ("mask" in name.lower() and len(shape) >= 1 and shape[-1] >= 2
             and math.prod(shape) > 0 and elem != _E8M0
             and (elem in _INTS or elem in _FLOATS or elem == TensorProto.BOOL))
+
+
+def _is_positions(name: str, elem: int, shape: tuple[int, ...]) -> bool:
+    """Whether input `name` is drawn as positions, 0, 1, 2... along its last axis: its name
+    says position (`position_ids`) and its type is an integer one. A decoder's rotary table
+    holds as many rows as its sequence (and cache) is long: positions 0..3 drawn at random
+    were out of its bounds for any total length below 4."""
+    return "position" in name.lower() and len(shape) >= 1 and elem in _WIDE_INTS
 
 
 def _padding_mask(rng: np.random.Generator, elem: int, shape: tuple[int, ...]) -> np.ndarray:
