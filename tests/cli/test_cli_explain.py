@@ -117,6 +117,32 @@ def test_a_plugin_pass_from_pass_path(write, tmp_path: Path) -> None:
             "'abs' is Abs (input 0 of 'relu')") in out.splitlines()
 
 
+NO_AXIS = """\
+import ge.es.all as es
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="NoAxis", stage=PassStage.AFTER_INFER_SHAPE)
+class NoAxis(PatternFusionPass):
+    @pattern
+    def cat(self, inputs):
+        return es.Concat(inputs[0], inputs[1])
+
+    def replacement(self, inputs):
+        return es.Concat(inputs[0], inputs[1], axis=0)
+"""
+
+
+def test_a_pattern_the_builder_refuses_is_told_at_its_line(write) -> None:
+    """Trial AK: a pattern's Concat without its required axis was GE1304 with no file or
+    line from explain, where a compilation gave the E13028 at the pattern's line."""
+    plugin = write("plugins/no_axis.py", NO_AXIS)
+    code, out, err = _run("passes", "explain", "NoAxis", VIT, "--pass-path", str(plugin))
+    assert code == 1 and out == ""
+    assert err.strip() == ("ge: [GE1304] Concat (opset 17): required attribute(s) missing: "
+                           f"axis (at {plugin}:9)")
+
+
 def test_listing_and_explaining_in_process_leave_no_plugin_registered(
         write, tmp_path: Path) -> None:
     """An embedder (or a test) explains one plugin file, then lists and explains another
