@@ -592,3 +592,35 @@ def test_why_not_prefers_the_candidate_whose_operands_are_in_the_other_order(plu
         "operator wanted here: operands in the other order? (write the pattern's inputs in "
         "the model's order)")
     assert second.startswith("'proj': depth 2/4: ") and "other order" not in second
+
+
+LATE_SPLIT = """
+import ge.es.all as es
+from ge.passes import PatternFusionPass, pattern, register_fusion_pass
+
+@register_fusion_pass(name="LateSplit", stage="AfterOriginGraphOptimize")
+class LateSplit(PatternFusionPass):
+    @pattern
+    def halves(self, inputs):
+        first, second = es.Split(inputs[0], axis=1, num_outputs=2)
+        return es.Add(first, second)
+
+    def replacement(self, inputs):
+        return es.Identity(inputs[0])
+"""
+
+
+def test_a_late_stage_pass_that_does_not_match_is_told_what_it_sees_in_a_compilation(
+        plugin) -> None:
+    """Trial AK: a rotary pass at AfterOriginGraphOptimize wanted the Split the built-in
+    SliceSplitFusion makes of two Slices; assert_rewrites on the export found none, and
+    nothing said the pass sees the graph after the built-in passes."""
+    model = make_model([helper.make_node("Neg", ["x"], ["y"], name="neg")],
+                       [("x", [2, 4])], [("y", [2, 4])])
+    with load_passes(plugin(LATE_SPLIT, "late.py")) as passes:
+        with pytest.raises(AssertionError) as caught:
+            assert_rewrites("LateSplit", model, 1, passes=passes)
+    assert ("  (LateSplit runs at AfterOriginGraphOptimize, after the built-in passes changed "
+            "the graph; the model given is not what it sees in a compilation: `ge compile "
+            "MODEL -o OUT --dump DIR` writes that graph, DIR/ge_*_OriginGraphOptimize.onnx, to "
+            "test on)") in str(caught.value).splitlines()

@@ -26,6 +26,7 @@ from ge.graph import Graph
 from ge.passes.stage import PassStage
 
 __all__ = [
+    "DUMP_BEFORE",
     "SHAPE_INFERENCE_SKIPPED",
     "GraphState",
     "earlier_passes_warning",
@@ -35,8 +36,8 @@ __all__ = [
 #: `GraphState.shape_inference` of a `BeforeInferShape` pass: inference runs after it.
 SHAPE_INFERENCE_SKIPPED = "skipped"
 #: The stages that start after a built-in step, and the dump of the step just before each.
-_DUMP_BEFORE = {PassStage.AFTER_BUILTIN_FUSION_PASS.value: "BuiltinFusion",
-                PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value: "OriginGraphOptimize"}
+DUMP_BEFORE = {PassStage.AFTER_BUILTIN_FUSION_PASS.value: "BuiltinFusion",
+               PassStage.AFTER_ORIGIN_GRAPH_OPTIMIZE.value: "OriginGraphOptimize"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def prepare_graph(graph: Graph, stage: str | PassStage, *, pass_name: str,
         return GraphState(label, SHAPE_INFERENCE_SKIPPED,
                           "as loaded, before shape inference: the pass's stage")
     warnings: list[str] = []
-    step = _DUMP_BEFORE.get(label)
+    step = DUMP_BEFORE.get(label)
     dumped = step is not None and model_file is not None and _is_dump_before(
         Path(model_file).name, step)
     if step is not None and not dumped:

@@ -93,17 +93,32 @@ def _why_not(entry: RegisteredPass, instance: FusionBasePass | None, graph: Grap
                 pass_instance, graph, context=context, subgraphs=bodies,
                 op_types=list(entry.descriptor.op_types))
             if not any(d.refused for d in decompositions):
-                return []
+                return _stage_note(entry)
             lines = format_decompositions(decompositions, top=3)
         else:
             explanations = explain(pass_instance, graph, context=context, subgraphs=bodies,
                                    stage=stage)
             if not any(e.closest or e.error for e in explanations):
-                return []
+                return _stage_note(entry)
             lines = format_explanations(explanations, top=3)
     except Exception as exc:  # the hooks fail on another look: say so
         return [f"  (explaining it failed: {describe_exception(exc)})"]
-    return ["why not (as `ge passes explain` says):", *(f"  {line}" for line in lines)]
+    return ["why not (as `ge passes explain` says):", *(f"  {line}" for line in lines),
+            *_stage_note(entry)]
+
+
+def _stage_note(entry: RegisteredPass) -> list[str]:
+    """For a pass whose stage comes after built-in passes changed the graph: that the model
+    given is not what the pass sees in a compilation (trial AK: a rotary pattern wanting
+    the Split SliceSplitFusion makes was tested on the exported Slices)."""
+    from ge.passes.explain_stage import DUMP_BEFORE
+
+    step = DUMP_BEFORE.get(entry.stage_label)
+    if step is None:
+        return []
+    return [f"  ({entry.name} runs at {entry.stage_label}, after the built-in passes changed "
+            "the graph; the model given is not what it sees in a compilation: `ge compile "
+            f"MODEL -o OUT --dump DIR` writes that graph, DIR/ge_*_{step}.onnx, to test on)"]
 
 
 def _candidates(entry: RegisteredPass, instance: FusionBasePass | None, graph: Graph
