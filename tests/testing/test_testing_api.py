@@ -617,9 +617,9 @@ def test_a_late_stage_pass_that_does_not_match_is_told_what_it_sees_in_a_compila
     nothing said the pass sees the graph after the built-in passes."""
     model = make_model([helper.make_node("Neg", ["x"], ["y"], name="neg")],
                        [("x", [2, 4])], [("y", [2, 4])])
-    with load_passes(plugin(LATE_SPLIT, "late.py")) as passes:
-        with pytest.raises(AssertionError) as caught:
-            assert_rewrites("LateSplit", model, 1, passes=passes)
+    with load_passes(plugin(LATE_SPLIT, "late.py")) as passes, \
+            pytest.raises(AssertionError) as caught:
+        assert_rewrites("LateSplit", model, 1, passes=passes)
     assert ("  (LateSplit runs at AfterOriginGraphOptimize, after the built-in passes changed "
             "the graph; the model given is not what it sees in a compilation: `ge compile "
             "MODEL -o OUT --dump DIR` writes that graph, DIR/ge_*_OriginGraphOptimize.onnx, to "
