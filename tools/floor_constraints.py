@@ -49,7 +49,14 @@ def floor_constraints(requirements: list[str]) -> list[str]:
     return pins
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["-h"], ["--help"]):  # (`--help` printed the pins: trial AI)
+        print(__doc__)
+        return 0
+    if args:
+        print(f"floor_constraints: takes no argument, got {' '.join(args)}", file=sys.stderr)
+        return 2
     try:
         requirements = requires("ge")
     except PackageNotFoundError:

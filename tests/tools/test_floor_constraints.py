@@ -78,3 +78,14 @@ def test_a_dependency_without_a_single_floor_is_refused(requirement: str) -> Non
     """It could not be pinned, so the floors run would not test it."""
     with pytest.raises(ValueError, match="has no single '>=' floor"):
         tool.floor_constraints([requirement])
+
+
+def test_help_says_what_it_does_and_an_argument_is_refused(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    """Trial AI: `--help` was ignored and printed the pins."""
+    assert tool.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Print pip constraints that pin every runtime dependency of ge")
+    assert "==" not in out
+    assert tool.main(["--floors"]) == 2
+    assert capsys.readouterr().err == "floor_constraints: takes no argument, got --floors\n"
