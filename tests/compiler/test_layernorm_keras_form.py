@@ -243,3 +243,25 @@ def test_a_double_keras_layer_norm_is_left_alone() -> None:
 @pytest.mark.parametrize("pool", [False, True])
 def test_the_keras_form_does_not_fire_below_opset_17(pool: bool) -> None:
     assert_unchanged(LayerNormFusion, keras_layer_norm(16, pool=pool))
+
+
+def test_a_subclass_with_patterns_of_its_own_is_told_to_override_the_hooks() -> None:
+    """Trial AJ: a subclass of LayerNormFusion giving its own patterns() but keeping the
+    built-in's hooks failed with a bare KeyError in `_plan_of`."""
+    import ge.es.all as es
+    from ge.es import GraphBuilder
+    from ge.passes import create_pattern, find_matches
+    from model_paths import shared_model
+
+    class MyNorm(LayerNormFusion):
+        def patterns(self):
+            builder = GraphBuilder("mine")
+            x = builder.create_input(0)
+            return [create_pattern(builder.build_and_reset([es.Relu(x)]))]
+
+    with pytest.raises(TypeError) as caught:
+        find_matches(MyNorm, load(shared_model("mobilenet_like"), infer=False))
+    assert str(caught.value) == (
+        "MyNorm: pattern 'mine' is not one of the built-in norm fusion's own, which its "
+        "meet_requirements and replacement read: a subclass with patterns of its own must "
+        "override both")

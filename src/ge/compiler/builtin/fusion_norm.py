@@ -204,7 +204,14 @@ class NormFusion(PatternFusionPass):
         decided, self._decided = self._decided, None
         if decided is not None and decided[0] is match_identity(match_result):
             return decided[1]  # meet_requirements has just planned this match
-        c = Captures(match_result, self._roles[match_result.get_pattern_graph_name()])
+        name = match_result.get_pattern_graph_name()
+        roles = self._roles.get(name)
+        if roles is None:  # (trial AJ: a bare KeyError in a subclass's pass)
+            raise TypeError(
+                f"{type(self).__name__}: pattern {name!r} is not one of the built-in norm "
+                "fusion's own, which its meet_requirements and replacement read: a subclass "
+                "with patterns of its own must override both")
+        c = Captures(match_result, roles)
         if node_opset(c.node("out")) < self.MIN_OPSET:
             raise Refused(f"the model's opset has no fused operator (from {self.MIN_OPSET})")
         return self._plan(c)
