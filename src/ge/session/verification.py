@@ -190,7 +190,7 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
                              computed_in=narrow_float_outputs(original), resized=resized,
                              names=names)
     runs = [feeds, *([resized.inputs] if resized is not None and resized.inputs else [])]
-    warn_bodies_not_run(compiled, runs, names[1], generated=inputs is None)
+    warn_bodies_not_run(original, compiled, runs, names, generated=inputs is None)
     if not report.ok:  # (a random operator only the second model has: trial AJ)
         failed = {out.name for out in report.failures}
         random = {name: why for name, why in random_output_reasons(compiled).items()
@@ -205,16 +205,51 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     return report
 
 
-def warn_bodies_not_run(model: Model, runs: Sequence[Mapping[str, Any]], name: str, *,
-                        generated: bool) -> None:
+def warn_bodies_not_run(original: Model, model: Model, runs: Sequence[Mapping[str, Any]],
+                        names: tuple[str, str], *, generated: bool) -> None:
     """A run takes one path through an If and runs a Loop's body only as its trip count
-    allows: name the bodies of `model` (the second model verified) that none of `runs`
-    ran, whose differences the verification could not see (trial AJ: a wrong then_branch
-    verified "ok" on inputs taking the else branch). Only bodies ge can tell were not run
-    (`ge.session.body_coverage`); a model without If, Loop or Scan costs nothing."""
-    from ge.graph.subgraphs import body_path
+    allows: name the bodies of `model` (the second model verified) that differ from
+    `original`'s at the same place and that none of `runs` ran, whose differences the
+    verification could not see (trial AJ: a wrong then_branch verified "ok" on inputs
+    taking the else branch), and, for generated inputs, those ge cannot tell about (an If
+    inside a Loop deciding on a value computed in the body: trial AL). Bodies equal in both
+    are not named (trial AL: `assert_numerically_equal(m, m)` warned on every call). A model
+    without If, Loop or Scan costs nothing."""
     from ge.session.body_coverage import body_coverage
 
+    graph = _with_bodies(model)
+    if graph is None:
+        return
+    theirs = _with_bodies(original)
+    before = {} if theirs is None else _body_prints(theirs)
+    differing = [path for path, data in _body_prints(graph).items()
+                 if before.get(path) != data]
+    if not differing:
+        return
+    try:
+        coverage = body_coverage(graph, differing, runs)
+    except GeError:  # (a body ge cannot read the deciding values of: nothing to tell)
+        return
+    which = "generated" if generated else "given"
+    for listed, said, why, then in (
+            (coverage.not_run, f"the verification's {which} inputs did not run", "",
+             "is not"),
+            (coverage.undecided if generated else [],
+             "ge cannot tell whether the verification's generated inputs ran",
+             " (an If or Loop deciding on a value computed inside a body)", "may not be")):
+        if listed:
+            shown = first_and_more([coverage.described[b] for b in listed])
+            one = len(listed) == 1
+            warn_user(CompileWarning(
+                f"{said} {shown} of the {names[1]} model{why}, which "
+                f"differ{'s' if one else ''} from the {names[0]} model's: what differs there "
+                f"{then} compared; give inputs that run {'it' if one else 'them'} (--inputs "
+                "FILE.npz, inputs=)"))
+
+
+def _with_bodies(model: Model) -> Graph | None:
+    """`model` as a Graph when it holds If, Loop or Scan bodies (None otherwise; a proto is
+    loaded only when its graph has such a node)."""
     if isinstance(model, Graph):
         graph = model
     elif any(n.op_type in _BODY_OWNERS for n in model.graph.node):
@@ -222,21 +257,25 @@ def warn_bodies_not_run(model: Model, runs: Sequence[Mapping[str, Any]], name: s
 
         graph = ge.graph.load(model)
     else:
-        return
-    bodies = [body_path(sub) for sub in graph.get_all_subgraphs() if not sub.is_orphan()]
-    if not bodies:
-        return
-    try:
-        coverage = body_coverage(graph, bodies, runs)
-    except GeError:  # (a body ge cannot read the deciding values of: nothing to tell)
-        return
-    if coverage.not_run:
-        shown = first_and_more([coverage.described[b] for b in coverage.not_run])
-        some = "it" if len(coverage.not_run) == 1 else "them"
-        warn_user(CompileWarning(
-            f"the verification's {'generated' if generated else 'given'} inputs did not run "
-            f"{shown} of the {name} model, so what differs there is not compared: give "
-            f"inputs that run {some} (--inputs FILE.npz, inputs=)"))
+        return None
+    return graph if any(not s.is_orphan() for s in graph.get_all_subgraphs()) else None
+
+
+def _body_prints(graph: Graph) -> dict[str, bytes]:
+    """Each live body of `graph` by `body_path`, as the ONNX it is written as (what tells
+    an equal body from a changed one)."""
+    import onnx
+
+    from ge.graph.onnx_export import write_graph
+    from ge.graph.subgraphs import body_path
+
+    prints = {}
+    for sub in graph.get_all_subgraphs():
+        if not sub.is_orphan():
+            proto = onnx.GraphProto()
+            write_graph(sub, proto)
+            prints[body_path(sub)] = proto.SerializeToString()
+    return prints
 
 
 #: The operators holding bodies (a model without one in its graph has none to tell of).
