@@ -105,6 +105,56 @@ def test_a_subclass_adds_pattern_methods_to_those_it_inherits() -> None:
         "Parent_relu_pattern", "Parent_neg_pattern"]
 
 
+def test_pattern_methods_resolve_as_python_methods_do() -> None:
+    """Trial AL: a @pattern made a plain method in a subclass still matched, a diamond
+    lost one side's patterns, and a plain mixin's were ignored (patterns() was rebuilt only
+    for a class with a @pattern of its own)."""
+    class Parent(PatternFusionPass):
+        @pattern
+        def relu(self, inputs):
+            return es.Relu(inputs[0])
+
+        @pattern
+        def neg(self, inputs):
+            return es.Neg(inputs[0])
+
+    class Plain(Parent):
+        def neg(self, inputs):  # a helper now, no pattern
+            return None
+
+    class Same(Parent):
+        pass
+
+    class B(Parent):
+        @pattern
+        def b(self, inputs):
+            return es.Abs(inputs[0])
+
+    class C(Parent):
+        @pattern
+        def c(self, inputs):
+            return es.Exp(inputs[0])
+
+    class D(B, C):
+        pass
+
+    class NegPatterns:
+        @pattern
+        def mixed(self, inputs):
+            return es.Neg(inputs[0])
+
+    class Mixed(NegPatterns, PatternFusionPass):
+        pass
+
+    def names(cls: type) -> list[str]:
+        return [p.get_graph().name for p in cls().patterns()]
+
+    assert names(Plain) == ["Plain_relu_pattern"]
+    assert names(Same) == ["Parent_relu_pattern", "Parent_neg_pattern"]  # (inherited as is)
+    assert names(D) == ["D_relu_pattern", "D_neg_pattern", "D_b_pattern", "D_c_pattern"]
+    assert names(Mixed) == ["Mixed_mixed_pattern"]
+
+
 def test_pattern_methods_below_an_inherited_patterns_method_are_refused() -> None:
     """Trial AJ: a subclass of LayerNormFusion (a patterns() method) adding a @pattern lost
     the built-in's patterns in silence; one class with both was refused already."""

@@ -85,17 +85,34 @@ def _written_patterns(cls: type) -> type | None:
 
 
 def _pattern_methods(cls: type) -> list[tuple[str, Any]]:
-    """The `@pattern` methods of `cls` and of its bases, a base's first (a method of the
-    same name overridden keeps its place): a subclass adds patterns to those it inherits,
-    as Python methods are inherited (GE's own-`__dict__` rule lost the base's, §11.11)."""
-    methods: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        for name, value in klass.__dict__.items():
-            if getattr(value, PATTERN_MARK, False) is True:
-                methods[name] = value
-            elif name in methods:  # (overridden by a plain method: no longer a pattern)
-                del methods[name]
-    return list(methods.items())
+    """The `@pattern` methods `cls` has, its bases' included (mixins too), as Python
+    resolves them (the nearest definition wins; one overridden by a plain method is no
+    pattern), in the order their names first appear from the farthest base down, bases
+    before the classes deriving from them and in the method order among siblings (a
+    diamond `D(B, C)`: `Parent`'s, then `B`'s, `C`'s, `D`'s). GE's own-`__dict__` rule lost
+    a base's patterns (spec §11.11, trials AJ and AL)."""
+    names: list[str] = []
+    for klass in _bases_first(cls):
+        names += [name for name, value in klass.__dict__.items()
+                  if getattr(value, PATTERN_MARK, False) is True and name not in names]
+    methods = []
+    for name in names:
+        resolved = next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__)
+        if getattr(resolved, PATTERN_MARK, False) is True:
+            methods.append((name, resolved))
+    return methods
+
+
+def _bases_first(cls: type) -> list[type]:
+    """The classes of `cls`'s method order, each after all of its bases, siblings in the
+    method order (a topological order of the hierarchy that keeps `D(B, C)`'s B before C)."""
+    order: list[type] = []
+    pending = list(cls.__mro__)
+    while pending:
+        ready = next(k for k in pending if all(b in order for b in k.__bases__))
+        order.append(ready)
+        pending.remove(ready)
+    return order
 
 
 class FusionBasePass:
@@ -174,11 +191,18 @@ class PatternFusionPass(FusionBasePass):
                 "Use either @pattern methods or a patterns() method.",
                 location=where,
             )
-        if marked:
-            for _, method in marked:
+        for _, method in marked:
+            hooks.check_pattern_method(method, where)
+        if written is None:
+            # (rebuilt whenever the class's patterns differ from what it inherits: its own
+            # @pattern, a mixin's, a diamond's two sides, one made a plain method: trial AL)
+            methods = _pattern_methods(cls)
+            for _, method in methods:  # (a plain mixin's were checked by no class yet)
                 hooks.check_pattern_method(method, where)
-            cls.patterns = synthesize_patterns(  # type: ignore[method-assign]
-                cls.__name__, _pattern_methods(cls))
+            made_of = getattr(cls.patterns, "__ge_synthesized_methods__", ())
+            if marked or tuple(method for _, method in methods) != made_of:
+                cls.patterns = synthesize_patterns(  # type: ignore[method-assign]
+                    cls.__name__, methods)
         if "meet_requirements" in own:
             cls.meet_requirements = hooks.adapt_legacy_hook(  # type: ignore[method-assign]
                 "meet_requirements", own["meet_requirements"], "match_result", where

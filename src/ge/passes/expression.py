@@ -191,4 +191,5 @@ def synthesize_patterns(cls_name: str, methods: Sequence[tuple[str, Callable[...
 
     patterns.__qualname__ = f"{cls_name}.patterns"
     patterns.__ge_synthesized_from__ = [name for name, _ in methods]  # type: ignore[attr-defined]
+    patterns.__ge_synthesized_methods__ = tuple(m for _, m in methods)  # type: ignore[attr-defined]
     return patterns
