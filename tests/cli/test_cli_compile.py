@@ -1018,7 +1018,7 @@ def test_fail_on_warning_fails_before_writing_anything(tmp_path: Path) -> None:
     assert lines[0].startswith("ge: warning: verification does not compare output(s) 'y'")
     assert lines[-1].startswith(
         "ge: [GE1702] the compilation issued 1 warning(s) and --fail-on-warning makes that a "
-        "failure; nothing was written: CompileWarning: verification does not compare "
+        f"failure; {out} was not written: CompileWarning: verification does not compare "
         "output(s) 'y'"), lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rand.onnx", "report.json"]
     assert json.loads(report.read_text())["code"] == "GE1702"

@@ -309,3 +309,19 @@ def test_a_body_ge_cannot_tell_about_is_warned_of(tmp_path: Path) -> None:
     code, out, err = run_ge("verify", str(original), str(other), "-q")
     assert "ge cannot tell whether the verification's generated inputs ran body 'then' " \
            "(then_branch of If 'choose')" in " ".join(err.split()), err
+
+
+def test_generated_inputs_the_original_cannot_run_are_said_to_be(tmp_path: Path) -> None:
+    """Trial AL: ge run and ge compile --verify add the generated-inputs note to a failed
+    run; ge verify did not."""
+    from sample_models import audio_front_end
+
+    path = tmp_path / "audio.onnx"
+    onnx.save(audio_front_end(), path)
+    code, _, err = run_ge("verify", str(path), str(path))
+    assert code == 1
+    assert err.startswith(f"ge: [GE1601] the original {path} model cannot be run: "), err
+    assert err.rstrip().endswith(
+        "; the inputs were generated (x [2, 2]; symbolic dims batch=2, samples=2, each sized "
+        "alone): give real ones with --inputs FILE.npz (inputs=), or sizes with --dims "
+        "NAME=SIZE (dims=)"), err

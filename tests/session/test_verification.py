@@ -108,6 +108,15 @@ def test_position_inputs_count_along_their_last_axis() -> None:
     assert feeds["position_ids"].dtype == np.int64
     assert feeds["position_ids"].tolist() == [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]
     assert feeds["ids"].max() <= 3  # (other integers stay small random indices)
+    # (trial AL: "composition" is no position, and positions an int8 cannot hold are not
+    # drawn so)
+    from ge.session.inputs import _is_positions
+
+    assert [_is_positions(n, T.INT64, (2, 5)) for n in (
+        "PositionIds", "decoderPositionIds", "POSITION_IDS", "composition", "Disposition",
+        "pos")] == [True, True, True, False, False, False]
+    assert not _is_positions("position_ids", T.INT8, (1, 200))
+    assert not _is_positions("position_ids", T.FLOAT, (1, 5))
 
 
 def test_generate_inputs_rejects_unknown_dim_names_and_unknown_ranks() -> None:

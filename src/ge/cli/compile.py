@@ -270,7 +270,7 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             warning so far (the export's included) fails the command here: nothing is
             written."""
             if fail_on_warning and out.warnings:
-                _fail_on(out.warnings)
+                _fail_on(out.warnings, output)
             before = recorder.before if recorder is not None else None
             if html_path is not None and before is not None and recorder is not None:
                 from ge.cli import graph_diff, html_page
@@ -320,16 +320,19 @@ def _compile(out: CommandOutput, model: Path, output: Path, *, report_path: Path
             click.echo(f"wrote page {html_path}")
 
 
-def _fail_on(warnings: Sequence[dict[str, Any]]) -> None:
-    """GE1702 for the warnings a compilation issued, with --fail-on-warning."""
+def _fail_on(warnings: Sequence[dict[str, Any]], output: Path) -> None:
+    """GE1702 for the warnings a compilation issued, with --fail-on-warning: the first
+    (with where it came from), and how many more. Raised before OUT (and its data file and
+    page) is written; `--dump`'s graphs were written as the passes ran (trial AL)."""
     from ge.errors import WarningsRaisedError
 
     first = warnings[0]
+    where = f" (at {first['location']})" if first.get("location") else ""
     more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
     raise WarningsRaisedError(
         f"the compilation issued {len(warnings)} warning(s) and --fail-on-warning makes "
-        f"that a failure; nothing was written: {first['category']}: "
-        f"{first['message']}{more}")
+        f"that a failure; {output} was not written: {first['category']}: "
+        f"{first['message']}{where}{more}")
 
 
 def _warn_link_elsewhere(output: Path, data_file: Path | None) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -79,6 +80,9 @@ _FLOATS = _types("FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16", "FLOAT8E4M3FN", "FLOA
 _COMPLEX = _types("COMPLEX64", "COMPLEX128")
 _INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
                "INT4", "UINT4", "INT2", "UINT2")
+#: A name that says positions: the word "position" not inside another ("composition"),
+#: in any case or starting a camel-case word ("decoderPositionIds").
+_POSITIONS = re.compile(r"(?<![A-Za-z])(?i:position)|(?<=[a-z0-9])Position")
 #: The integer types positions are drawn in (`_is_positions`): not the 2- and 4-bit ones.
 _WIDE_INTS = _types("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64")
 _INT_HIGH = 4  # generated ints are 0..3: valid indices into any table of at least 4 rows
@@ -504,7 +508,10 @@ def _is_positions(name: str, elem: int, shape: tuple[int, ...]) -> bool:
     says position (`position_ids`) and its type is an integer one. A decoder's rotary table
     holds as many rows as its sequence (and cache) is long: positions 0..3 drawn at random
     were out of its bounds for any total length below 4."""
-    return "position" in name.lower() and len(shape) >= 1 and elem in _WIDE_INTS
+    if not (_POSITIONS.search(name) and len(shape) >= 1 and elem in _WIDE_INTS):
+        return False
+    # (not "composition": the word starts there; not positions an int8 cannot hold)
+    return shape[-1] <= int(np.iinfo(helper.tensor_dtype_to_np_dtype(elem)).max) + 1
 
 
 def _padding_mask(rng: np.random.Generator, elem: int, shape: tuple[int, ...]) -> np.ndarray:

@@ -21,7 +21,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ge._text import first_and_more
-from ge.errors import CompileWarning, GeError, SessionError, VerificationInputError
+from ge.errors import (
+    CompileWarning,
+    GeError,
+    MissingOperatorError,
+    RuntimeLoadError,
+    SessionError,
+    VerificationInputError,
+)
 from ge.graph.graph import Graph
 from ge.graph.types import DataType
 from ge.passes.source import warn_user
@@ -164,7 +171,14 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
         check_inputs(feeds, original)
     with _named_side(f"the {names[0]} model cannot be run"):
         first = ModelRunner(original)
-        expected = first.run(feeds)
+        try:
+            expected = first.run(feeds)
+        except SessionError as err:  # (as ge run and ge compile --verify say: trial AL)
+            if inputs is not None or isinstance(err, (MissingOperatorError,
+                                                      RuntimeLoadError)):
+                raise
+            raise SessionError(err.message + generated_inputs_note(original, feeds),
+                               nodes=err.nodes) from err
     not_compared = random_output_reasons(original)
     if not_compared:  # (as `ge.compile` does, and of the tiny outputs too: trial AH)
         warn_not_compared(not_compared)
