@@ -80,6 +80,17 @@ class ScaleMatMulBug(PatternFusionPass):
 '''
 
 
+def random_output_model() -> onnx.ModelProto:
+    """y = x + RandomNormalLike(x), z = Relu(x), x float32[2, 4]: verification cannot
+    compare y (two runs differ) and warns so."""
+    graph = helper.make_graph(
+        [helper.make_node("RandomNormalLike", ["x"], ["r"]),
+         helper.make_node("Add", ["x", "r"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("y", "z")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def tiny_outputs_model(scale: float = 1e-9) -> onnx.ModelProto:
     """x float [2, 4] through a MatMul by weights of about `scale` (`tiny`), and outputs of
     every other kind: a Relu (`plain`), zeros (`zeros`: x times 0), an int64 Cast (`ints`)

@@ -992,16 +992,11 @@ def test_run_output_dash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def _random_model(folder: Path) -> Path:
-    """y = x + RandomNormalLike(x), z = Relu(x): `--verify` warns that y is not compared."""
-    from onnx import TensorProto, helper
+    """`random_output_model()` saved: `--verify` warns that its y is not compared."""
+    from sample_models import random_output_model
 
-    graph = helper.make_graph(
-        [helper.make_node("RandomNormalLike", ["x"], ["r"]),
-         helper.make_node("Add", ["x", "r"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
-        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("y", "z")])
     path = folder / "rand.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(random_output_model(), path)
     return path
 
 

@@ -200,13 +200,10 @@ def test_inputs_or_dims_that_do_not_fit_the_original_name_it(
 def test_outputs_of_a_random_operator_are_warned_of_as_compile_does(tmp_path: Path) -> None:
     """Trial AH: `ge compile --verify` warned that a random output is not compared, `ge
     verify` said so only in its summary line."""
-    graph = helper.make_graph(
-        [helper.make_node("RandomNormalLike", ["x"], ["r"]),
-         helper.make_node("Add", ["x", "r"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
-        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("y", "z")])
+    from sample_models import random_output_model
+
     path = tmp_path / "rand.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(random_output_model(), path)
     code, out, err = run_ge("verify", str(path), str(path), "-q")
     assert code == 0, err
     assert "1 not compared ('y' depends on the random operator RandomNormalLike" in out
