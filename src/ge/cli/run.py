@@ -207,10 +207,10 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
     dims = parse_dims(dim_pairs, inputs)
     with command_output("ge", as_json=as_json) as out:
         import ge.graph
-        from ge.errors import MissingOperatorError, RuntimeLoadError, SessionError
+        from ge.errors import SessionError
         from ge.graph.input_checks import check_model_as_given
         from ge.session.custom_evaluation import runs_in_onnxruntime
-        from ge.session.inputs import generated_inputs_note, load_inputs
+        from ge.session.inputs import generated_inputs_failure, load_inputs
         from ge.session.runner import ModelRunner
 
         if output is not None:
@@ -235,11 +235,10 @@ def run_command(model: Path, inputs: Path | None, output: Path | None, seed: int
                     with concerning_model():  # (the model, as in the file: none of ge's doing)
                         results = ModelRunner(graph).run(feeds)
                 except SessionError as err:
-                    if inputs is not None or isinstance(err, (MissingOperatorError,
-                                                              RuntimeLoadError)):
+                    failed = None if inputs is not None else generated_inputs_failure(
+                        err, graph, feeds)
+                    if failed is None:
                         raise
-                    failed = SessionError(err.message + generated_inputs_note(graph, feeds),
-                                          nodes=err.nodes)
                     failed.about_model = True
                     raise failed from err
         if output is not None:

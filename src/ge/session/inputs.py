@@ -32,6 +32,9 @@ from ge.errors import (
     CompilerOptionError,
     DimsArgumentError,
     GraphTypeError,
+    MissingOperatorError,
+    RuntimeLoadError,
+    SessionError,
     VerificationInputError,
 )
 from ge.graph.graph import Graph
@@ -62,6 +65,7 @@ __all__ = [
     "as_model",
     "check_inputs",
     "generate_inputs",
+    "generated_inputs_failure",
     "generated_inputs_limit",
     "generated_inputs_note",
     "input_symbols",
@@ -142,6 +146,16 @@ def generated_inputs_note(model: ModelOrPath, feeds: Mapping[str, Any]) -> str:
             f"{said if symbolic else ''}): give real ones with "
             "--inputs FILE.npz (inputs=)"
             + (", or sizes with --dims NAME=SIZE (dims=)" if symbolic else ""))
+
+
+def generated_inputs_failure(err: SessionError, model: ModelOrPath,
+                             feeds: Mapping[str, Any]) -> SessionError | None:
+    """A failed run `err` of generated inputs `feeds` with `generated_inputs_note` added
+    (`ge run`, `ge verify`), or None when no inputs would run the model: the runtime refused
+    to load it, or an operator has no implementation."""
+    if isinstance(err, (MissingOperatorError, RuntimeLoadError)):
+        return None
+    return SessionError(err.message + generated_inputs_note(model, feeds), nodes=err.nodes)
 
 
 def _symbol_sizes(specs: Iterable[InputSpec], feeds: Mapping[str, Any]) -> dict[str, int]:

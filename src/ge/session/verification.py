@@ -24,8 +24,6 @@ from ge._text import first_and_more
 from ge.errors import (
     CompileWarning,
     GeError,
-    MissingOperatorError,
-    RuntimeLoadError,
     SessionError,
     VerificationInputError,
 )
@@ -47,6 +45,7 @@ from ge.session.inputs import (  # (so are the inputs')
     as_model,
     check_inputs,
     generate_inputs,
+    generated_inputs_failure,
     generated_inputs_limit,
     generated_inputs_note,
     input_symbols,
@@ -67,6 +66,7 @@ __all__ = [
     "compare_outputs",
     "compare_run",
     "generate_inputs",
+    "generated_inputs_failure",
     "generated_inputs_limit",
     "generated_inputs_note",
     "load_inputs",
@@ -133,13 +133,18 @@ def narrow_float_outputs(model: ModelOrPath) -> dict[str, str]:
 
 def warn_not_compared(random: Mapping[str, str]) -> None:
     """Outputs that depend on a random operator cannot be verified: say which, and why."""
-    names = list(random)
-    shown = first_and_more([repr(n) for n in names])
-    first = random[names[0]].removeprefix("not compared: depends on ")
+    shown, first = _random_text(random)
     warn_user(CompileWarning(
         f"verification does not compare output(s) {shown}: they depend on {first}, so two "
         "runs of the original differ there; export the model in eval mode (model.eval()) "
         "to verify them"))
+
+
+def _random_text(random: Mapping[str, str]) -> tuple[str, str]:
+    """The outputs of `random_output_reasons` for a message, and the operator the first
+    depends on."""
+    shown = first_and_more([repr(n) for n in random])
+    return shown, next(iter(random.values())).removeprefix("not compared: depends on ")
 
 
 # -- running and comparing --------------------------------------------------------------------
@@ -163,23 +168,23 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     model that cannot be run is SessionError saying which one, by `names` (the runtime's
     words name a graph, which both models may share: trial WW)."""
     original, compiled = as_model(original, "original"), as_model(compiled, "compiled")
-    # (inputs that fit neither model say which they were checked against: both models'
+    analysed = _as_graph(original)  # (read once for what the comparison asks of it)
+    # (inputs that do not fit say which model they were checked against: both models'
     # graphs may have one name, trial AH)
-    with _inputs_said(f"the {names[0]} model"):
+    with _inputs_said(f"the {names[0]} model"), \
+            _named_side(f"the {names[0]} model cannot be run"):
         feeds = (generate_inputs(original, seed=seed, dims=dims) if inputs is None
                  else dict(inputs))
-        check_inputs(feeds, original)
-    with _named_side(f"the {names[0]} model cannot be run"):
         first = ModelRunner(original)
         try:
             expected = first.run(feeds)
         except SessionError as err:  # (as ge run and ge compile --verify say: trial AL)
-            if inputs is not None or isinstance(err, (MissingOperatorError,
-                                                      RuntimeLoadError)):
+            failed = None if inputs is not None else generated_inputs_failure(
+                err, original, feeds)
+            if failed is None:
                 raise
-            raise SessionError(err.message + generated_inputs_note(original, feeds),
-                               nodes=err.nodes) from err
-    not_compared = random_output_reasons(original)
+            raise failed from err
+    not_compared = random_output_reasons(analysed)
     if not_compared:  # (as `ge.compile` does, and of the tiny outputs too: trial AH)
         warn_not_compared(not_compared)
     warn_unchecked_outputs(expected, rtol, atol, not_compared)
@@ -189,34 +194,42 @@ def verify(original: ModelOrPath, compiled: ModelOrPath, *,
     cannot_run = f"the {names[1]} model cannot be run (the {names[0]} runs)"
     with _named_side(cannot_run):
         runner = ModelRunner(compiled)  # (a model the runtime refuses is said so first)
-    with _inputs_said(f"the inputs the {names[0]} model ran on do not fit the {names[1]} "
-                      "model"):  # (two models whose inputs differ)
-        check_inputs(feeds, compiled)
     if resized is not None and not resized.skipped:
         try:
             check_inputs(resized.inputs, compiled)
         except VerificationInputError as err:  # (fixed sizes where the original has dims)
             resized = replace(resized, inputs={}, expected={}, skipped=(
                 f"the {names[1]} model does not take inputs of those sizes: {err.message}"))
-    with _named_side(cannot_run):
+    # (the inputs at other sizes fit it, checked above: an input error is the first run's,
+    # of two models whose inputs differ)
+    with _inputs_said(f"the inputs the {names[0]} model ran on do not fit the {names[1]} "
+                      "model"), _named_side(cannot_run):
         report = compare_run(runner, expected, feeds, rtol=rtol, atol=atol,
                              not_compared=not_compared,
-                             computed_in=narrow_float_outputs(original), resized=resized,
+                             computed_in=narrow_float_outputs(analysed), resized=resized,
                              names=names)
     runs = [feeds, *([resized.inputs] if resized is not None and resized.inputs else [])]
-    warn_bodies_not_run(original, compiled, runs, names, generated=inputs is None)
+    warn_bodies_not_run(analysed, compiled, runs, names, generated=inputs is None)
     if not report.ok:  # (a random operator only the second model has: trial AJ)
-        failed = {out.name for out in report.failures}
+        failed_names = {out.name for out in report.failures}
         random = {name: why for name, why in random_output_reasons(compiled).items()
-                  if name in failed}
+                  if name in failed_names}
         if random:
-            shown = first_and_more([repr(n) for n in random])
-            origin = next(iter(random.values())).removeprefix("not compared: depends on ")
+            shown, origin = _random_text(random)
             warn_user(CompileWarning(
                 f"output(s) {shown} of the {names[1]} model depend on {origin}, which the "
                 f"{names[0]} model's do not: two runs of it differ there, so they cannot "
                 "match"))
     return report
+
+
+def _as_graph(model: Model) -> Graph:
+    """`model` as a Graph (a proto loaded), for the questions asked of its structure."""
+    if isinstance(model, Graph):
+        return model
+    import ge.graph
+
+    return ge.graph.load(model)
 
 
 def warn_bodies_not_run(original: Model, model: Model, runs: Sequence[Mapping[str, Any]],
@@ -264,14 +277,10 @@ def warn_bodies_not_run(original: Model, model: Model, runs: Sequence[Mapping[st
 def _with_bodies(model: Model) -> Graph | None:
     """`model` as a Graph when it holds If, Loop or Scan bodies (None otherwise; a proto is
     loaded only when its graph has such a node)."""
-    if isinstance(model, Graph):
-        graph = model
-    elif any(n.op_type in _BODY_OWNERS for n in model.graph.node):
-        import ge.graph
-
-        graph = ge.graph.load(model)
-    else:
+    if not isinstance(model, Graph) and not any(n.op_type in _BODY_OWNERS
+                                                for n in model.graph.node):
         return None
+    graph = _as_graph(model)
     return graph if any(not s.is_orphan() for s in graph.get_all_subgraphs()) else None
 
 
