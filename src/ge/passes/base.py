@@ -53,18 +53,18 @@ def _class_statement_location() -> SourceLocation:
     return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
 
 
-def _forbid_run(cls: type, path_name: str) -> None:
+def _forbid_run(cls: type, kind: type) -> None:
     """Refuse a `run()` of the class, or of a mixin base before the pass kind's class in its
     method order (`class P(Mixin, PatternFusionPass)`: GE looked at the class's own
     `__dict__` only, spec §11.11), which the kind's execution never calls."""
     for klass in cls.__mro__:
-        if klass.__name__ == path_name and klass.__module__ == __name__:
+        if klass is kind:
             return  # (the kind's own class: its bases' run() is the engine's business)
         if "run" in klass.__dict__:
             mixin = "" if klass is cls else f" (through {klass.__name__})"
             raise PassRegisterTypeError(
                 f"{cls.__name__} overrides run(){mixin}, which is never invoked by the "
-                f"{path_name} execution path. Implement the pattern/meet_requirements/"
+                f"{kind.__name__} execution path. Implement the pattern/meet_requirements/"
                 "replacement hooks instead.",
                 location=cls.__dict__["__ge_pass_source__"],
             )
@@ -181,7 +181,7 @@ class PatternFusionPass(FusionBasePass):
         super().__init_subclass__(**kwargs)
         where = cls.__ge_pass_source__
         own = cls.__dict__
-        _forbid_run(cls, "PatternFusionPass")
+        _forbid_run(cls, PatternFusionPass)
         marked = [(n, f) for n, f in own.items() if getattr(f, PATTERN_MARK, False) is True]
         written = _written_patterns(cls)
         if marked and written is not None:
@@ -191,13 +191,11 @@ class PatternFusionPass(FusionBasePass):
                 "Use either @pattern methods or a patterns() method.",
                 location=where,
             )
-        for _, method in marked:
-            hooks.check_pattern_method(method, where)
         if written is None:
             # (rebuilt whenever the class's patterns differ from what it inherits: its own
             # @pattern, a mixin's, a diamond's two sides, one made a plain method: trial AL)
             methods = _pattern_methods(cls)
-            for _, method in methods:  # (a plain mixin's were checked by no class yet)
+            for _, method in methods:  # (its own, and a plain mixin's: checked by no class)
                 hooks.check_pattern_method(method, where)
             made_of = getattr(cls.patterns, "__ge_synthesized_methods__", ())
             if marked or tuple(method for _, method in methods) != made_of:
@@ -243,7 +241,7 @@ class DecomposePass(FusionBasePass):
         super().__init_subclass__(**kwargs)
         where = cls.__ge_pass_source__
         own = cls.__dict__
-        _forbid_run(cls, "DecomposePass")
+        _forbid_run(cls, DecomposePass)
         for hook_name in ("meet_requirements", "replacement"):
             if hook_name in own:
                 adapted = hooks.adapt_legacy_hook(hook_name, own[hook_name], "node", where)
