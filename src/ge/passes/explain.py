@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ge._user_code import innermost_user_location
 from ge.errors import GeError, PatternError
 from ge.graph import DATA, Graph, Node
 from ge.graph.places import BodyOwner, body_owner, node_named
@@ -56,7 +55,7 @@ from ge.passes.matcher import (
 )
 from ge.passes.pass_patterns import collect_patterns, matcher_config
 from ge.passes.rewrite import Region
-from ge.passes.source import blamed_location
+from ge.passes.source import at_user_line
 from ge.passes.stage import PassStage
 from ge.passes.tracing import TracingMatcher
 
@@ -355,8 +354,7 @@ class _Explainer:
         try:
             patterns = collect_patterns(self.instance)
         except GeError as err:  # (a pattern the es call refused: trial AK had no line)
-            err.location = (err.location or blamed_location(err)
-                            or innermost_user_location(err.__traceback__))
+            at_user_line(err)
             raise
         for pattern in patterns:
             try:

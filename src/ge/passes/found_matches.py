@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ge.errors import PassDefinitionWarning, PatternError
+from ge.errors import GeError, PassDefinitionWarning
 from ge.graph import Graph, Node
 from ge.passes.candidates import candidates
 from ge.passes.context import PassContext
@@ -16,7 +16,7 @@ from ge.passes.matcher import CompiledPattern, Matcher, MatchResult, is_constant
 from ge.passes.pass_patterns import compiled_patterns
 from ge.passes.pattern import NodeIo
 from ge.passes.rewrite import would_create_cycle
-from ge.passes.source import blamed_location, definition_location, hook_location, warn_user
+from ge.passes.source import at_user_line, definition_location, hook_location, warn_user
 from ge.passes.status import odd_answer_text
 
 __all__ = ["FoundMatch", "find_matches"]
@@ -56,8 +56,8 @@ def find_matches(pass_or_class: Any, graph: Graph, context: PassContext | None =
         # does not compare warned of, as a compilation does)
         try:
             compiled = compiled_patterns(instance, run)
-        except PatternError as err:
-            err.location = err.location or blamed_location(err)  # (no E13028 to carry it)
+        except GeError as err:
+            at_user_line(err)
             raise
     found: list[FoundMatch] = []
     below = [s for s in graph.get_all_subgraphs() if not s.is_orphan()] if bodies else []

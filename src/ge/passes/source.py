@@ -20,9 +20,10 @@ from ge._user_code import (
     is_internal_file,
     traceback_location,
 )
-from ge.errors import SourceLocation
+from ge.errors import GeError, SourceLocation
 
 __all__ = [
+    "at_user_line",
     "blame",
     "blame_at",
     "blamed_location",
@@ -215,6 +216,15 @@ def blamed_location(exc: BaseException) -> SourceLocation | None:
     """The hook location `blame` put on `exc`, if any."""
     location = getattr(exc, "__ge_location__", None)
     return location if isinstance(location, SourceLocation) else None
+
+
+def at_user_line(err: GeError) -> None:
+    """Locate `err`, raised while a pass's patterns were built or compiled outside a
+    compilation (`find_matches`, `ge passes explain`: no E13028 carries the user's line),
+    where it is the user's code's fault: the hook `blame` marked, else the innermost frame of the
+    user's code (an `es` call refusing its arguments in a `@pattern` method)."""
+    err.location = (err.location or blamed_location(err)
+                    or innermost_user_location(err.__traceback__))
 
 
 def same_file(a: str, b: str) -> bool:
