@@ -76,19 +76,26 @@ def test_a_run_from_a_mixin_is_rejected_too(base: type, path: str) -> None:
     assert info.value.code == "E13030"
 
 
+class _ReluNeg(PatternFusionPass):
+    """A base with two @pattern methods, for the inheritance tests below."""
+
+    @pattern
+    def relu(self, inputs):
+        return es.Relu(inputs[0])
+
+    @pattern
+    def neg(self, inputs):
+        return es.Neg(inputs[0])
+
+
+def _pattern_names(cls: type) -> list[str]:
+    return [p.get_graph().name for p in cls().patterns()]
+
+
 def test_a_subclass_adds_pattern_methods_to_those_it_inherits() -> None:
     """GE's own-`__dict__` rule made a subclass's @pattern replace every inherited one in
     silence (trial AJ, spec §11.11): Python's inheritance holds, an override by name too."""
-    class Parent(PatternFusionPass):
-        @pattern
-        def relu(self, inputs):
-            return es.Relu(inputs[0])
-
-        @pattern
-        def neg(self, inputs):
-            return es.Neg(inputs[0])
-
-    class Child(Parent):
+    class Child(_ReluNeg):
         @pattern
         def neg(self, inputs):
             return es.Neg(es.Neg(inputs[0]))
@@ -97,40 +104,30 @@ def test_a_subclass_adds_pattern_methods_to_those_it_inherits() -> None:
         def abs_(self, inputs):
             return es.Abs(inputs[0])
 
-    names = [p.get_graph().name for p in Child().patterns()]
-    assert names == ["Child_relu_pattern", "Child_neg_pattern", "Child_abs__pattern"]
+    assert _pattern_names(Child) == ["Child_relu_pattern", "Child_neg_pattern",
+                                     "Child_abs__pattern"]
     assert [n.type for n in Child().patterns()[1].get_graph().get_direct_nodes()
             if n.type == "Neg"] == ["Neg", "Neg"]
-    assert [p.get_graph().name for p in Parent().patterns()] == [
-        "Parent_relu_pattern", "Parent_neg_pattern"]
+    assert _pattern_names(_ReluNeg) == ["_ReluNeg_relu_pattern", "_ReluNeg_neg_pattern"]
 
 
 def test_pattern_methods_resolve_as_python_methods_do() -> None:
     """Trial AL: a @pattern made a plain method in a subclass still matched, a diamond
     lost one side's patterns, and a plain mixin's were ignored (patterns() was rebuilt only
     for a class with a @pattern of its own)."""
-    class Parent(PatternFusionPass):
-        @pattern
-        def relu(self, inputs):
-            return es.Relu(inputs[0])
-
-        @pattern
-        def neg(self, inputs):
-            return es.Neg(inputs[0])
-
-    class Plain(Parent):
+    class Plain(_ReluNeg):
         def neg(self, inputs):  # a helper now, no pattern
             return None
 
-    class Same(Parent):
+    class Same(_ReluNeg):
         pass
 
-    class B(Parent):
+    class B(_ReluNeg):
         @pattern
         def b(self, inputs):
             return es.Abs(inputs[0])
 
-    class C(Parent):
+    class C(_ReluNeg):
         @pattern
         def c(self, inputs):
             return es.Exp(inputs[0])
@@ -146,13 +143,11 @@ def test_pattern_methods_resolve_as_python_methods_do() -> None:
     class Mixed(NegPatterns, PatternFusionPass):
         pass
 
-    def names(cls: type) -> list[str]:
-        return [p.get_graph().name for p in cls().patterns()]
-
-    assert names(Plain) == ["Plain_relu_pattern"]
-    assert names(Same) == ["Parent_relu_pattern", "Parent_neg_pattern"]  # (inherited as is)
-    assert names(D) == ["D_relu_pattern", "D_neg_pattern", "D_b_pattern", "D_c_pattern"]
-    assert names(Mixed) == ["Mixed_mixed_pattern"]
+    assert _pattern_names(Plain) == ["Plain_relu_pattern"]
+    # (inherited as is)
+    assert _pattern_names(Same) == ["_ReluNeg_relu_pattern", "_ReluNeg_neg_pattern"]
+    assert _pattern_names(D) == ["D_relu_pattern", "D_neg_pattern", "D_b_pattern", "D_c_pattern"]
+    assert _pattern_names(Mixed) == ["Mixed_mixed_pattern"]
 
 
 def test_pattern_methods_below_an_inherited_patterns_method_are_refused() -> None:
